@@ -1,0 +1,29 @@
+/* sk/msg.h: the order message of DESIGN.md 5 (also the DEDUCT trace entry):
+ * {"traceId":"..","orderId":"..","userId":"..","voucherId":"..","beforeQty":N,
+ *  "deductQty":N,"afterQty":N,"ts":MS}. Ids are canonical decimal strings; quantities
+ * are JSON integers. Pure, thread-safe. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include "sk/err.h"
+
+typedef struct sk_order_msg {
+        int64_t trace_id;     /* also the idempotency key and messageId */
+        int64_t order_id;
+        int64_t user_id;
+        int64_t voucher_id;
+        int64_t before_qty;   /* Redis stock before the deduct, units */
+        int64_t deduct_qty;   /* units deducted, >= 1 */
+        int64_t after_qty;    /* before - deduct, >= 0 */
+        int64_t ts_ms;        /* admission time, ms since the Unix epoch */
+} sk_order_msg_t;
+
+#define SK_MSG_MAX 512 /* bytes enough for any formatted message */
+
+/** @brief Parse and validate @p len bytes of JSON. Poison (not JSON, a missing field,
+ *  an id that is not a canonical decimal string, a negative or non-integer quantity,
+ *  after != before - deduct) is SK_EINVAL with the reason in errstr. */
+sk_err_t sk_msg_parse(const char *buf, size_t len, sk_order_msg_t *msg,
+                      char *errstr, size_t errstr_size);
+/** @brief Format @p msg (field order as above) into @p buf (SK_MSG_MAX). @returns length. */
+size_t sk_msg_format(const sk_order_msg_t *msg, char *buf, size_t size);
