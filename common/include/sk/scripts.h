@@ -42,6 +42,12 @@ typedef enum { SK_SCRIPT_DEDUCT = 0, SK_SCRIPT_ROLLBACK = 1, SK_SCRIPT_CLAIM = 2
 
 /** @brief Source of @p s. @returns NULL if the build did not embed it. */
 const sk_script_src_t *sk_script_get(sk_script_t s);
-/** @brief The script's SHA1 as 40 lowercase hex chars (what SCRIPT LOAD returns),
- *  computed once from the embedded source. Thread-safe. */
+/** @brief The script's SHA1 as 40 lowercase hex chars: the one SCRIPT LOAD returned
+ *  to this process (we do not hash the source ourselves). NULL before the first
+ *  successful SCRIPT LOAD of @p s in this process (sk_redis_load_scripts(), or the
+ *  first sk_redis_evalsha(), which loads it). The returned string is static and never
+ *  changes once set. Thread-safe. */
 const char *sk_script_sha(sk_script_t s);
+/** @brief Internal (redis.c): record the SHA SCRIPT LOAD returned (@p len must be 40).
+ *  First writer wins. Thread-safe. */
+void sk__script_set_sha(sk_script_t s, const char *sha, size_t len);
