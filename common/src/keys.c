@@ -1,0 +1,48 @@
+/* keys.c: Redis key and trace-field names of DESIGN.md 4 and 2. Each voucher's keys
+ * carry the hash tag {v:ID} so they share one cluster slot (a Lua script may only touch
+ * keys of one slot). Pure, thread-safe; buffers are SK_KEY_MAX bytes. A prefix long
+ * enough to overflow SK_KEY_MAX is truncated (conf.c limits prefixes to 63 chars). */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "sk/keys.h"
+
+static size_t clamp_len(int n)
+{
+        if (n < 0)
+                return 0;
+        if ((size_t)n >= SK_KEY_MAX)
+                return SK_KEY_MAX - 1;
+        return (size_t)n;
+}
+
+size_t sk_key_voucher(char *buf, const char *prefix, int64_t voucher_id, sk_key_kind_t kind)
+{
+        const char *suffix = "meta";
+
+        switch (kind) {
+        case SK_KEY_META:  suffix = "meta"; break;
+        case SK_KEY_STOCK: suffix = "stock"; break;
+        case SK_KEY_USERS: suffix = "users"; break;
+        case SK_KEY_TRACE: suffix = "trace"; break;
+        }
+        return clamp_len(snprintf(buf, SK_KEY_MAX, "%s:{v:%" PRId64 "}:%s", prefix, voucher_id, suffix));
+}
+
+size_t sk_key_order(char *buf, const char *prefix, int64_t order_id)
+{
+        return clamp_len(snprintf(buf, SK_KEY_MAX, "%s:order:%" PRId64, prefix, order_id));
+}
+
+size_t sk_key_worker(char *buf, const char *prefix, int worker_id, int until)
+{
+        return clamp_len(snprintf(buf, SK_KEY_MAX, "%s:worker:%d%s", prefix, worker_id,
+                                  until ? ":until" : ""));
+}
+
+size_t sk_field_trace(char *buf, int64_t trace_id, char suffix)
+{
+        if (suffix)
+                return clamp_len(snprintf(buf, SK_KEY_MAX, "%" PRId64 ":%c", trace_id, suffix));
+        return clamp_len(snprintf(buf, SK_KEY_MAX, "%" PRId64, trace_id));
+}
