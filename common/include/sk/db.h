@@ -2,7 +2,28 @@
  * pkg-config mysqlclient), utf8mb4, connect/read/write timeouts, no automatic reconnect
  * (a reconnect inside a transaction would silently lose it), session
  * innodb_lock_wait_timeout. Not thread-safe: one sk_db_t per thread.
- * Call sk_db_library_init() once in main() before starting threads. */
+ * Call sk_db_library_init() once in main() before starting threads.
+ *
+ * Session settings made by every connect (and reconnect), in this order:
+ *   SET SESSION time_zone = '+00:00'   every DATETIME(3) column holds UTC, and
+ *                                      CURRENT_TIMESTAMP(3)/FROM_UNIXTIME/UNIX_TIMESTAMP
+ *                                      convert with UTC whatever the server's zone;
+ *   SET SESSION sql_mode = <server's> + STRICT_TRANS_TABLES  (an oversized or invalid
+ *                                      value is an error, never a silent truncation;
+ *                                      DESIGN.md 8 "other DB errors");
+ *   SET SESSION innodb_lock_wait_timeout = N  when N > 0 (DESIGN.md 8: well below the
+ *                                      consumer's max.poll.interval.ms);
+ *   SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED.
+ * Why READ COMMITTED: every write of the pipeline is decided by a unique key (outcome
+ * trace_id, order (voucher_id, user_id)) or by a conditional UPDATE
+ * (stock = stock - n WHERE stock >= n), which lock and read the latest committed row
+ * under any isolation level; REPEATABLE READ would only add gap/next-key locks on
+ * those unique-key checks (more 1213 deadlocks between concurrent inserts) and stale
+ * snapshots for long-lived readers (the reconciler). A reader that needs several
+ * figures consistent with each other reads them in ONE statement (sub-queries share
+ * the statement's read view) or locks the rows. The standard
+ * "SET SESSION TRANSACTION ISOLATION LEVEL" form is used because the variable is
+ * tx_isolation on MariaDB < 11.1 and transaction_isolation on MySQL 8. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,9 +40,10 @@ typedef bool sk_my_bool;
 #endif
 
 typedef struct sk_db {
-        MYSQL *conn;
+        MYSQL *conn;             /* NULL after a failed reconnect */
         sk_mysql_url_t url;
         int lock_wait_timeout_s;
+        int no_database;         /* as given to sk_db_connect (kept for reconnect) */
 } sk_db_t;
 
 /** @brief mysql_library_init once (thread-safe via pthread_once). */
@@ -34,34 +56,54 @@ void sk_db_library_init(void);
  *  distinguished here (the caller retries connects with backoff). */
 sk_db_t *sk_db_connect(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
                        char *errstr, size_t errstr_size);
-/** @brief Close and reopen the same connection. */
+/** @brief Close and reopen the same connection (same URL, database choice and session
+ *  settings). Session state (open transaction, GET_LOCK locks) is lost.
+ *  @returns SK_OK, or SK_EAGAIN/SK_EDB as classified (db->conn is then NULL and every
+ *  other call fails with SK_EAGAIN until a reconnect succeeds). */
 sk_err_t sk_db_reconnect(sk_db_t *db, char *errstr, size_t errstr_size);
+/** @brief Close and free @p db. NULL is a no-op. */
 void sk_db_close(sk_db_t *db);
 
-/** @brief Classify MySQL error number @p errnum: SK_EAGAIN for the transient ones of
- *  DESIGN.md 8 (1205 lock wait, 1213 deadlock, 2006 gone, 2013 lost, 2002/2003
- *  refused, 1927 killed, 1053 shutdown, 4031 idle disconnect), SK_EEXIST for 1062,
- *  SK_EDB otherwise. */
+/** @brief Classify MySQL error number @p errnum: SK_OK for 0; SK_EAGAIN for the
+ *  transient ones of DESIGN.md 8 (1205 lock wait, 1213 deadlock, 2006 gone, 2013 lost,
+ *  2002/2003 refused, 1927 killed, 1053 shutdown, 4031 idle disconnect) and their
+ *  close relatives (1040 too many connections, 1158-1161 network read/write errors,
+ *  2055 lost at system error, 3058 user-lock deadlock); SK_EEXIST for 1062 (duplicate
+ *  key); SK_EDB otherwise (not known to be transient). Pure, thread-safe. */
 sk_err_t sk_db_classify(unsigned int errnum);
 /** @brief The classification of the connection's last error. */
 sk_err_t sk_db_last_err(sk_db_t *db);
 
-/** @brief Run one statement without results (mysql_real_query). Errors as classified. */
+/** @brief Run one statement (mysql_real_query); a result set, if any, is read and
+ *  discarded. Errors as classified by sk_db_classify, the server's text in errstr. */
 sk_err_t sk_db_exec(sk_db_t *db, const char *sql, char *errstr, size_t errstr_size);
 /** @brief Run @p sql whose first column of the first row is an integer (or NULL).
- *  @returns SK_OK (*out set, *is_null set if non-NULL), SK_ENOTFOUND for no row. */
+ *  @returns SK_OK (*out set, *is_null set if non-NULL; a NULL value gives *out = 0),
+ *  SK_ENOTFOUND for no row, SK_EDB if the value is not a 64-bit integer, or the
+ *  classified error of the query. */
 sk_err_t sk_db_query_i64(sk_db_t *db, const char *sql, int64_t *out, int *is_null,
                          char *errstr, size_t errstr_size);
-/** @brief BEGIN / COMMIT / ROLLBACK. ROLLBACK errors are ignored on a broken link. */
+/** @brief START TRANSACTION / COMMIT / ROLLBACK. Errors as classified (a COMMIT that
+ *  fails with 2006/2013 has an unknown outcome: the caller re-checks by its idempotency
+ *  key). ROLLBACK errors are ignored (the server rolls back on a broken link). */
 sk_err_t sk_db_begin(sk_db_t *db, char *errstr, size_t errstr_size);
 sk_err_t sk_db_commit(sk_db_t *db, char *errstr, size_t errstr_size);
 void sk_db_rollback(sk_db_t *db);
 
-/** @brief GET_LOCK(name, timeout_s) on this session. @returns SK_OK (held), SK_EAGAIN
- *  (held by someone else after the timeout), or an error. RELEASE_LOCK with unlock. */
+/** @brief GET_LOCK(name, timeout_s) on this session (an advisory lock held until
+ *  sk_db_unlock or the session ends, e.g. on a lost connection). @p timeout_s >= 0.
+ *  MySQL 5.7+ limits lock names to 64 characters: a longer @p name is replaced by its
+ *  first 47 characters + ':' + 16 hex digits of its FNV-1a 64 hash (same mapping in
+ *  sk_db_unlock), so every process derives the same lock.
+ *  @returns SK_OK (held), SK_EAGAIN (held by another session after the timeout, or a
+ *  transient error), SK_EDB (GET_LOCK returned NULL: killed/out of memory, or another
+ *  error). sk_db_unlock: RELEASE_LOCK; SK_OK if released, SK_ENOTFOUND if this session
+ *  did not hold it, else the classified error. */
 sk_err_t sk_db_lock(sk_db_t *db, const char *name, int timeout_s, char *errstr, size_t errstr_size);
 sk_err_t sk_db_unlock(sk_db_t *db, const char *name, char *errstr, size_t errstr_size);
 
-/** @brief Bind helpers for prepared statements: a signed BIGINT input/output. */
+/** @brief Bind helpers for prepared statements (the MYSQL_BIND is zeroed first).
+ *  i64: a signed BIGINT (MYSQL_TYPE_LONGLONG) input/output at *v (borrowed).
+ *  str: a string at @p s of capacity @p cap bytes, length in/out at *len (borrowed). */
 void sk_db_bind_i64(MYSQL_BIND *b, int64_t *v);
 void sk_db_bind_str(MYSQL_BIND *b, char *s, unsigned long *len, size_t cap);

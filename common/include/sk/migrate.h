@@ -15,6 +15,15 @@ typedef struct sk_migration {
 extern const sk_migration_t sk_migrations[]; /* NULL-name terminated, in order */
 extern const size_t sk_nmigrations;
 
-/** @brief Apply pending migrations to @p url's database (created if missing).
- *  *applied (may be NULL) receives how many ran now. */
+/** @brief Apply pending migrations to @p url's database (created if missing, utf8mb4),
+ *  holding GET_LOCK('seckill:migrate:<db>', 30 s) for the whole run. Statements of a
+ *  migration end with ';' at the end of a line; "--"/"#" comment lines and blank lines
+ *  are skipped. A migration is recorded in schema_migrations only after all its
+ *  statements ran, and is not atomic (DDL commits implicitly): every statement must be
+ *  idempotent (IF NOT EXISTS) so that a re-run after a crash completes it.
+ *  *applied (may be NULL) receives how many ran now (also on failure).
+ *  @returns SK_OK; SK_EINVAL (bad database name); SK_EAGAIN (connect failed, the lock
+ *  is held by another runner for 30 s, or a transient error); SK_EDB (a statement
+ *  failed: errstr names the migration and statement). Opens and closes its own
+ *  connection; thread-safe as long as sk_db_library_init() ran. */
 sk_err_t sk_migrate(const sk_mysql_url_t *url, int *applied, char *errstr, size_t errstr_size);

@@ -1,0 +1,426 @@
+/* db.c: one MySQL/MariaDB connection (sk/db.h). Written to the client API both MariaDB
+ * Connector/C 3.3 and Oracle libmysqlclient provide: mysql_options with the connect,
+ * read and write timeouts, the utf8mb4 character set and MYSQL_OPT_RECONNECT off (a
+ * silent reconnect inside a transaction would lose it: the caller reconnects and
+ * retries the whole transaction, DESIGN.md 8). No MariaDB-only calls (no array
+ * binding, no mariadb_* options).
+ *
+ * What it does not do: retry (only the caller knows whether a retry is safe), log or
+ * exit (common/ returns a code and a reason, STYLE.md 4). */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sk/db.h"
+
+#define SK_DB_CONNECT_TIMEOUT_S 5u
+#define SK_DB_IO_TIMEOUT_S      30u
+#define SK_DB_LOCK_NAME_MAX     64   /* MySQL 5.7+: ER_USER_LOCK_WRONG_NAME beyond it */
+
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+
+static void lib_init_once(void)
+{
+        /* mysql_library_init is not thread-safe; once per process is enough. */
+        (void)mysql_library_init(0, NULL, NULL);
+}
+
+void sk_db_library_init(void)
+{
+        pthread_once(&lib_once, lib_init_once);
+}
+
+sk_err_t sk_db_classify(unsigned int errnum)
+{
+        switch (errnum) {
+        case 0:
+                return SK_OK;
+        case 1062:                 /* ER_DUP_ENTRY */
+                return SK_EEXIST;
+        case 1205:                 /* ER_LOCK_WAIT_TIMEOUT */
+        case 1213:                 /* ER_LOCK_DEADLOCK */
+        case 2006:                 /* CR_SERVER_GONE_ERROR */
+        case 2013:                 /* CR_SERVER_LOST */
+        case 2002:                 /* CR_CONNECTION_ERROR (socket refused) */
+        case 2003:                 /* CR_CONN_HOST_ERROR (TCP refused) */
+        case 1927:                 /* ER_CONNECTION_KILLED (MariaDB) */
+        case 1053:                 /* ER_SERVER_SHUTDOWN */
+        case 4031:                 /* ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8) */
+        case 1040:                 /* ER_CON_COUNT_ERROR: too many connections */
+        case 1158:                 /* ER_NET_READ_ERROR */
+        case 1159:                 /* ER_NET_READ_INTERRUPTED */
+        case 1160:                 /* ER_NET_ERROR_ON_WRITE */
+        case 1161:                 /* ER_NET_WRITE_INTERRUPTED */
+        case 2055:                 /* CR_SERVER_LOST_EXTENDED */
+        case 3058:                 /* ER_USER_LOCK_DEADLOCK (MySQL 5.7+) */
+                return SK_EAGAIN;
+        default:
+                return SK_EDB;
+        }
+}
+
+sk_err_t sk_db_last_err(sk_db_t *db)
+{
+        if (!db || !db->conn)
+                return SK_EAGAIN;
+        return sk_db_classify(mysql_errno(db->conn));
+}
+
+/* Set the connection's error into errstr and return its class. */
+static sk_err_t conn_err(MYSQL *conn, const char *what, char *errstr, size_t errstr_size)
+{
+        unsigned int errnum = mysql_errno(conn);
+        sk_err_t err = sk_db_classify(errnum);
+
+        sk_seterr(errstr, errstr_size, "%s: mysql error %u: %s", what, errnum,
+                  mysql_error(conn));
+        /* An error path without an error number (should not happen) is still an error. */
+        return err == SK_OK ? SK_EDB : err;
+}
+
+/* Run a statement on a raw connection, discarding any result set. */
+static sk_err_t raw_exec(MYSQL *conn, const char *sql, char *errstr, size_t errstr_size)
+{
+        MYSQL_RES *res;
+
+        if (mysql_real_query(conn, sql, (unsigned long)strlen(sql)) != 0)
+                return conn_err(conn, "query", errstr, errstr_size);
+        if (mysql_field_count(conn) > 0) {
+                if (!(res = mysql_store_result(conn)))
+                        return conn_err(conn, "store_result", errstr, errstr_size);
+                mysql_free_result(res);
+        }
+        return SK_OK;
+}
+
+/* Open a connection with the options and session settings of sk/db.h. */
+static sk_err_t open_conn(sk_db_t *db, char *errstr, size_t errstr_size)
+{
+        MYSQL *conn;
+        unsigned int connect_timeout_s = SK_DB_CONNECT_TIMEOUT_S;
+        unsigned int io_timeout_s = SK_DB_IO_TIMEOUT_S;
+        sk_my_bool reconnect = 0;
+        char sql[128];
+        sk_err_t err;
+
+        sk_db_library_init();
+        if (!(conn = mysql_init(NULL))) {
+                sk_seterr(errstr, errstr_size, "mysql_init: out of memory");
+                return SK_ENOMEM;
+        }
+        mysql_options(conn, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout_s);
+        mysql_options(conn, MYSQL_OPT_READ_TIMEOUT, &io_timeout_s);
+        mysql_options(conn, MYSQL_OPT_WRITE_TIMEOUT, &io_timeout_s);
+        mysql_options(conn, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+        mysql_options(conn, MYSQL_OPT_RECONNECT, &reconnect);
+
+        if (!mysql_real_connect(conn, db->url.host, db->url.user,
+                                db->url.password[0] ? db->url.password : NULL,
+                                db->no_database ? NULL : db->url.database,
+                                (unsigned int)db->url.port, NULL, 0)) {
+                err = conn_err(conn, "connect", errstr, errstr_size);
+                mysql_close(conn);
+                return err;
+        }
+
+        /* Session settings; see the header for why each one. */
+        if ((err = raw_exec(conn, "SET SESSION time_zone = '+00:00'", errstr,
+                            errstr_size)) != SK_OK)
+                goto fail;
+        if ((err = raw_exec(conn,
+                            "SET SESSION sql_mode = CONCAT_WS(',', "
+                            "NULLIF(@@SESSION.sql_mode, ''), 'STRICT_TRANS_TABLES')",
+                            errstr, errstr_size)) != SK_OK)
+                goto fail;
+        if (db->lock_wait_timeout_s > 0) {
+                snprintf(sql, sizeof(sql), "SET SESSION innodb_lock_wait_timeout = %d",
+                         db->lock_wait_timeout_s);
+                if ((err = raw_exec(conn, sql, errstr, errstr_size)) != SK_OK)
+                        goto fail;
+        }
+        if ((err = raw_exec(conn, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+                            errstr, errstr_size)) != SK_OK)
+                goto fail;
+
+        db->conn = conn;
+        return SK_OK;
+fail:
+        mysql_close(conn);
+        return err;
+}
+
+sk_db_t *sk_db_connect(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
+                       char *errstr, size_t errstr_size)
+{
+        sk_db_t *db;
+
+        if (!url || lock_wait_timeout_s < 0) {
+                sk_seterr(errstr, errstr_size, "sk_db_connect: invalid argument");
+                return NULL;
+        }
+        if (!(db = calloc(1, sizeof(*db)))) {
+                sk_seterr(errstr, errstr_size, "sk_db_connect: out of memory");
+                return NULL;
+        }
+        db->url = *url;
+        db->no_database = no_database ? 1 : 0;
+        db->lock_wait_timeout_s = lock_wait_timeout_s;
+        if (open_conn(db, errstr, errstr_size) != SK_OK) {
+                free(db);
+                return NULL;
+        }
+        return db;
+}
+
+sk_err_t sk_db_reconnect(sk_db_t *db, char *errstr, size_t errstr_size)
+{
+        if (!db) {
+                sk_seterr(errstr, errstr_size, "sk_db_reconnect: NULL handle");
+                return SK_EINVAL;
+        }
+        if (db->conn) {
+                mysql_close(db->conn);
+                db->conn = NULL;
+        }
+        return open_conn(db, errstr, errstr_size);
+}
+
+void sk_db_close(sk_db_t *db)
+{
+        if (!db)
+                return;
+        if (db->conn)
+                mysql_close(db->conn);
+        /* Do not leave the password in freed memory. */
+        memset(&db->url, 0, sizeof(db->url));
+        free(db);
+}
+
+static sk_err_t check_conn(sk_db_t *db, char *errstr, size_t errstr_size)
+{
+        if (!db || !db->conn) {
+                sk_seterr(errstr, errstr_size, "not connected (reconnect first)");
+                return SK_EAGAIN;
+        }
+        return SK_OK;
+}
+
+sk_err_t sk_db_exec(sk_db_t *db, const char *sql, char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        if ((err = check_conn(db, errstr, errstr_size)) != SK_OK)
+                return err;
+        return raw_exec(db->conn, sql, errstr, errstr_size);
+}
+
+/* Whole-string signed base-10 64-bit integer. */
+static int parse_i64(const char *s, unsigned long len, int64_t *out)
+{
+        int neg = 0;
+        uint64_t v = 0, lim;
+        unsigned long i = 0;
+
+        if (len == 0)
+                return -1;
+        if (s[0] == '-' || s[0] == '+') {
+                neg = s[0] == '-';
+                i = 1;
+                if (len == 1)
+                        return -1;
+        }
+        lim = neg ? (uint64_t)INT64_MAX + 1u : (uint64_t)INT64_MAX;
+        for (; i < len; i++) {
+                unsigned d;
+                if (s[i] < '0' || s[i] > '9')
+                        return -1;
+                d = (unsigned)(s[i] - '0');
+                if (v > (lim - d) / 10u)
+                        return -1;
+                v = v * 10u + d;
+        }
+        if (neg)
+                *out = v == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)v;
+        else
+                *out = (int64_t)v;
+        return 0;
+}
+
+sk_err_t sk_db_query_i64(sk_db_t *db, const char *sql, int64_t *out, int *is_null,
+                         char *errstr, size_t errstr_size)
+{
+        MYSQL_RES *res = NULL;
+        MYSQL_ROW row;
+        unsigned long *lens;
+        sk_err_t err;
+
+        if ((err = check_conn(db, errstr, errstr_size)) != SK_OK)
+                return err;
+        if (mysql_real_query(db->conn, sql, (unsigned long)strlen(sql)) != 0)
+                return conn_err(db->conn, "query", errstr, errstr_size);
+        if (!(res = mysql_store_result(db->conn))) {
+                if (mysql_errno(db->conn))
+                        return conn_err(db->conn, "store_result", errstr, errstr_size);
+                sk_seterr(errstr, errstr_size, "query returned no result set");
+                return SK_EDB;
+        }
+        if (!(row = mysql_fetch_row(res))) {
+                if (mysql_errno(db->conn)) {
+                        err = conn_err(db->conn, "fetch_row", errstr, errstr_size);
+                        goto done;
+                }
+                sk_seterr(errstr, errstr_size, "no row");
+                err = SK_ENOTFOUND;
+                goto done;
+        }
+        if (mysql_num_fields(res) < 1) {
+                sk_seterr(errstr, errstr_size, "no column");
+                err = SK_EDB;
+                goto done;
+        }
+        if (!row[0]) {
+                *out = 0;
+                if (is_null)
+                        *is_null = 1;
+                err = SK_OK;
+                goto done;
+        }
+        lens = mysql_fetch_lengths(res);
+        if (parse_i64(row[0], lens ? lens[0] : (unsigned long)strlen(row[0]), out) != 0) {
+                sk_seterr(errstr, errstr_size, "value is not a 64-bit integer");
+                err = SK_EDB;
+                goto done;
+        }
+        if (is_null)
+                *is_null = 0;
+        err = SK_OK;
+done:
+        mysql_free_result(res);
+        return err;
+}
+
+sk_err_t sk_db_begin(sk_db_t *db, char *errstr, size_t errstr_size)
+{
+        return sk_db_exec(db, "START TRANSACTION", errstr, errstr_size);
+}
+
+sk_err_t sk_db_commit(sk_db_t *db, char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        if ((err = check_conn(db, errstr, errstr_size)) != SK_OK)
+                return err;
+        if (mysql_commit(db->conn) != 0)
+                return conn_err(db->conn, "commit", errstr, errstr_size);
+        return SK_OK;
+}
+
+void sk_db_rollback(sk_db_t *db)
+{
+        /* Errors ignored: on a broken link the server rolls the transaction back. */
+        if (db && db->conn)
+                (void)mysql_rollback(db->conn);
+}
+
+/* The lock name actually used (see sk_db_lock in the header), as an escaped SQL string
+ * literal with its quotes, into out (size >= 2 * SK_DB_LOCK_NAME_MAX + 3). */
+static void lock_literal(MYSQL *conn, const char *name, char *out)
+{
+        char fitted[SK_DB_LOCK_NAME_MAX + 1];
+        size_t len = strlen(name);
+        unsigned long n;
+
+        if (len <= SK_DB_LOCK_NAME_MAX) {
+                memcpy(fitted, name, len + 1);
+        } else {
+                uint64_t h = UINT64_C(14695981039346656037); /* FNV-1a 64 offset basis */
+                for (size_t i = 0; i < len; i++) {
+                        h ^= (unsigned char)name[i];
+                        h *= UINT64_C(1099511628211);        /* FNV-1a 64 prime */
+                }
+                memcpy(fitted, name, 47);
+                snprintf(fitted + 47, sizeof(fitted) - 47, ":%016" PRIx64, h);
+                len = strlen(fitted);
+        }
+        out[0] = '\'';
+        n = mysql_real_escape_string(conn, out + 1, fitted, (unsigned long)len);
+        out[1 + n] = '\'';
+        out[2 + n] = '\0';
+}
+
+sk_err_t sk_db_lock(sk_db_t *db, const char *name, int timeout_s, char *errstr,
+                    size_t errstr_size)
+{
+        char lit[2 * SK_DB_LOCK_NAME_MAX + 3];
+        char sql[sizeof(lit) + 64];
+        int64_t v = 0;
+        int is_null = 0;
+        sk_err_t err;
+
+        if ((err = check_conn(db, errstr, errstr_size)) != SK_OK)
+                return err;
+        if (!name || !*name || timeout_s < 0) {
+                sk_seterr(errstr, errstr_size, "sk_db_lock: invalid argument");
+                return SK_EINVAL;
+        }
+        lock_literal(db->conn, name, lit);
+        snprintf(sql, sizeof(sql), "SELECT GET_LOCK(%s, %d)", lit, timeout_s);
+        if ((err = sk_db_query_i64(db, sql, &v, &is_null, errstr, errstr_size)) != SK_OK)
+                return err == SK_ENOTFOUND ? SK_EDB : err;
+        if (is_null) {
+                sk_seterr(errstr, errstr_size, "GET_LOCK(%s) returned NULL", name);
+                return SK_EDB;
+        }
+        if (v != 1) {
+                sk_seterr(errstr, errstr_size,
+                          "lock %s is held by another session (waited %d s)", name,
+                          timeout_s);
+                return SK_EAGAIN;
+        }
+        return SK_OK;
+}
+
+sk_err_t sk_db_unlock(sk_db_t *db, const char *name, char *errstr, size_t errstr_size)
+{
+        char lit[2 * SK_DB_LOCK_NAME_MAX + 3];
+        char sql[sizeof(lit) + 64];
+        int64_t v = 0;
+        int is_null = 0;
+        sk_err_t err;
+
+        if ((err = check_conn(db, errstr, errstr_size)) != SK_OK)
+                return err;
+        if (!name || !*name) {
+                sk_seterr(errstr, errstr_size, "sk_db_unlock: invalid argument");
+                return SK_EINVAL;
+        }
+        lock_literal(db->conn, name, lit);
+        snprintf(sql, sizeof(sql), "SELECT RELEASE_LOCK(%s)", lit);
+        if ((err = sk_db_query_i64(db, sql, &v, &is_null, errstr, errstr_size)) != SK_OK)
+                return err == SK_ENOTFOUND ? SK_EDB : err;
+        if (is_null || v != 1) {
+                sk_seterr(errstr, errstr_size, "lock %s was not held by this session", name);
+                return SK_ENOTFOUND;
+        }
+        return SK_OK;
+}
+
+void sk_db_bind_i64(MYSQL_BIND *b, int64_t *v)
+{
+        memset(b, 0, sizeof(*b));
+        b->buffer_type = MYSQL_TYPE_LONGLONG;
+        b->buffer = v;
+        b->buffer_length = sizeof(*v);
+        b->is_unsigned = 0;
+}
+
+void sk_db_bind_str(MYSQL_BIND *b, char *s, unsigned long *len, size_t cap)
+{
+        memset(b, 0, sizeof(*b));
+        b->buffer_type = MYSQL_TYPE_STRING;
+        b->buffer = s;
+        b->buffer_length = (unsigned long)cap;
+        b->length = len;
+}
