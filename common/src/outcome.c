@@ -1,0 +1,219 @@
+/* outcome.c: the database half of sk/outcome.h (DESIGN.md 7): read the one decision
+ * recorded for a traceId, compare it with a message, and record a FAILED decision with
+ * its RESTORE reconcile-log row in its own committed transaction.
+ *
+ * What it does not do: the reason strings and flags and rollback.lua live in
+ * rollback.c; nothing here touches Redis, retries or logs. Ids are bound as
+ * MYSQL_TYPE_LONGLONG, never formatted through doubles. The caller owns the
+ * connection and must not be inside a transaction when calling sk_outcome_fail. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "sk/ids.h"
+#include "sk/outcome.h"
+
+static sk_err_t stmt_err(sk_db_t *db, MYSQL_STMT *stmt, const char *what,
+                         char *errstr, size_t errstr_size)
+{
+        unsigned int no = stmt ? mysql_stmt_errno(stmt) : mysql_errno(db->conn);
+        const char *txt = stmt ? mysql_stmt_error(stmt) : mysql_error(db->conn);
+        sk_err_t err = sk_db_classify(no);
+
+        sk_seterr(errstr, errstr_size, "%s: %u %s", what, no, txt);
+        return err == SK_OK ? SK_EDB : err;
+}
+
+static sk_err_t need_conn(sk_db_t *db, char *errstr, size_t errstr_size)
+{
+        if (!db || !db->conn) {
+                sk_seterr(errstr, errstr_size, "no database connection");
+                return SK_EAGAIN;
+        }
+        return SK_OK;
+}
+
+sk_err_t sk_outcome_get(sk_db_t *db, int64_t trace_id, sk_outcome_t *out,
+                        char *errstr, size_t errstr_size)
+{
+        static const char sql[] =
+                "SELECT order_id, user_id, voucher_id, outcome, COALESCE(reason, '') "
+                "FROM tb_seckill_outcome WHERE trace_id = ?";
+        MYSQL_STMT *stmt = NULL;
+        MYSQL_BIND in[1], res[5];
+        int64_t tid = trace_id, oid = 0, uid = 0, vid = 0, kind = 0;
+        char reason[64];
+        unsigned long reason_len = 0;
+        sk_outcome_t o;
+        sk_err_t err;
+        int rc;
+
+        if ((err = need_conn(db, errstr, errstr_size)))
+                return err;
+        if (!(stmt = mysql_stmt_init(db->conn)))
+                return stmt_err(db, NULL, "outcome_get init", errstr, errstr_size);
+        if (mysql_stmt_prepare(stmt, sql, sizeof(sql) - 1)) {
+                err = stmt_err(db, stmt, "outcome_get prepare", errstr, errstr_size);
+                goto done;
+        }
+        memset(in, 0, sizeof(in));
+        sk_db_bind_i64(&in[0], &tid);
+        memset(res, 0, sizeof(res));
+        sk_db_bind_i64(&res[0], &oid);
+        sk_db_bind_i64(&res[1], &uid);
+        sk_db_bind_i64(&res[2], &vid);
+        sk_db_bind_i64(&res[3], &kind);
+        sk_db_bind_str(&res[4], reason, &reason_len, sizeof(reason));
+        if (mysql_stmt_bind_param(stmt, in) || mysql_stmt_execute(stmt) ||
+            mysql_stmt_bind_result(stmt, res)) {
+                err = stmt_err(db, stmt, "outcome_get execute", errstr, errstr_size);
+                goto done;
+        }
+        rc = mysql_stmt_fetch(stmt);
+        if (rc == MYSQL_NO_DATA) {
+                sk_seterr(errstr, errstr_size, "no outcome for trace %" PRId64, trace_id);
+                err = SK_ENOTFOUND;
+                goto done;
+        }
+        if (rc == 1) {
+                err = stmt_err(db, stmt, "outcome_get fetch", errstr, errstr_size);
+                goto done;
+        }
+        /* MYSQL_DATA_TRUNCATED can only concern the reason (ids are BIGINT). */
+        if (reason_len >= sizeof(reason))
+                reason_len = sizeof(reason) - 1;
+        reason[reason_len] = '\0';
+        memset(&o, 0, sizeof(o));
+        o.trace_id = trace_id;
+        o.order_id = oid;
+        o.user_id = uid;
+        o.voucher_id = vid;
+        o.outcome = (int)kind;
+        snprintf(o.reason_str, sizeof(o.reason_str), "%s", reason);
+        if (!reason[0] || sk_reason_parse(reason, &o.reason) != 0)
+                o.reason = SK_REASON_NONE;
+        *out = o;
+        err = SK_OK;
+done:
+        if (stmt) {
+                mysql_stmt_free_result(stmt);
+                mysql_stmt_close(stmt);
+        }
+        return err;
+}
+
+int sk_outcome_matches(const sk_outcome_t *o, const sk_order_msg_t *msg)
+{
+        return o->order_id == msg->order_id && o->user_id == msg->user_id &&
+               o->voucher_id == msg->voucher_id;
+}
+
+/* Execute @p sql with @p n bound parameters on a fresh statement. */
+static sk_err_t exec_bound(sk_db_t *db, const char *sql, MYSQL_BIND *in, const char *what,
+                           char *errstr, size_t errstr_size)
+{
+        MYSQL_STMT *stmt = mysql_stmt_init(db->conn);
+        sk_err_t err = SK_OK;
+
+        if (!stmt)
+                return stmt_err(db, NULL, what, errstr, errstr_size);
+        if (mysql_stmt_prepare(stmt, sql, strlen(sql)) || mysql_stmt_bind_param(stmt, in) ||
+            mysql_stmt_execute(stmt))
+                err = stmt_err(db, stmt, what, errstr, errstr_size);
+        mysql_stmt_close(stmt);
+        return err;
+}
+
+sk_err_t sk_outcome_fail(sk_db_t *db, const sk_order_msg_t *msg, sk_reason_t reason,
+                         const char *detail, sk_outcome_t *existing,
+                         char *errstr, size_t errstr_size)
+{
+        static const char ins_outcome[] =
+                "INSERT INTO tb_seckill_outcome "
+                "(trace_id, order_id, user_id, voucher_id, outcome, reason) "
+                "VALUES (?, ?, ?, ?, 2, ?)";
+        /* The RESTORE row of this trace (log_type 1, business_type 3 fail, pending).
+         * Idempotent on uk_trace_type: a row left by an earlier attempt is kept. */
+        static const char ins_log[] =
+                "INSERT INTO tb_voucher_reconcile_log "
+                "(order_id, user_id, voucher_id, message_id, detail, before_qty, change_qty, "
+                " after_qty, trace_id, log_type, business_type, reconciliation_status) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 3, 1) "
+                "ON DUPLICATE KEY UPDATE id = id";
+        MYSQL_BIND b[10];
+        int64_t tid = msg->trace_id, oid = msg->order_id, uid = msg->user_id,
+                vid = msg->voucher_id;
+        int64_t before_qty, change_qty, after_qty;
+        char reason_s[64], mid[SK_ID_STRLEN], det[512];
+        unsigned long reason_len, mid_len, det_len;
+        int restore = 0, release = 0, clamp = 0;
+        const char *rs = sk_reason_str(reason);
+        sk_err_t err;
+
+        if ((err = need_conn(db, errstr, errstr_size)))
+                return err;
+        if (!rs || !*rs || reason == SK_REASON_NONE) {
+                sk_seterr(errstr, errstr_size, "outcome_fail: no reason");
+                return SK_EINVAL;
+        }
+        snprintf(reason_s, sizeof(reason_s), "%s", rs);
+        reason_len = strlen(reason_s);
+        mid_len = sk_id_format(msg->trace_id, mid);
+        snprintf(det, sizeof(det), "%s", detail ? detail : rs);
+        det_len = strlen(det);
+
+        /* Quantities in the Redis admission's terms: a reason that restores stock
+         * gives the deducted units back (after_qty -> before_qty); one that does not
+         * (sold_out) records a zero change. */
+        sk_reason_flags(reason, &restore, &release, &clamp);
+        (void)release;
+        (void)clamp;
+        change_qty = restore ? msg->deduct_qty : 0;
+        before_qty = msg->after_qty;
+        after_qty = msg->after_qty + change_qty;
+
+        if ((err = sk_db_begin(db, errstr, errstr_size)))
+                return err;
+
+        memset(b, 0, sizeof(b));
+        sk_db_bind_i64(&b[0], &tid);
+        sk_db_bind_i64(&b[1], &oid);
+        sk_db_bind_i64(&b[2], &uid);
+        sk_db_bind_i64(&b[3], &vid);
+        sk_db_bind_str(&b[4], reason_s, &reason_len, sizeof(reason_s));
+        err = exec_bound(db, ins_outcome, b, "insert FAILED outcome", errstr, errstr_size);
+        if (err == SK_EEXIST) {
+                sk_err_t gerr;
+
+                sk_db_rollback(db);
+                gerr = sk_outcome_get(db, msg->trace_id, existing, errstr, errstr_size);
+                if (gerr == SK_OK) {
+                        sk_seterr(errstr, errstr_size, "trace %" PRId64 " already decided (%s)",
+                                  msg->trace_id, existing->outcome == SK_OUTCOME_CREATED
+                                                         ? "CREATED" : "FAILED");
+                        return SK_EEXIST;
+                }
+                /* The row vanished in between (nothing deletes outcomes; treat as transient). */
+                return gerr == SK_ENOTFOUND ? SK_EAGAIN : gerr;
+        }
+        if (err)
+                goto fail;
+
+        memset(b, 0, sizeof(b));
+        sk_db_bind_i64(&b[0], &oid);
+        sk_db_bind_i64(&b[1], &uid);
+        sk_db_bind_i64(&b[2], &vid);
+        sk_db_bind_str(&b[3], mid, &mid_len, sizeof(mid));
+        sk_db_bind_str(&b[4], det, &det_len, sizeof(det));
+        sk_db_bind_i64(&b[5], &before_qty);
+        sk_db_bind_i64(&b[6], &change_qty);
+        sk_db_bind_i64(&b[7], &after_qty);
+        sk_db_bind_i64(&b[8], &tid);
+        if ((err = exec_bound(db, ins_log, b, "insert RESTORE log", errstr, errstr_size)))
+                goto fail;
+        if ((err = sk_db_commit(db, errstr, errstr_size)))
+                goto fail;
+        return SK_OK;
+fail:
+        sk_db_rollback(db);
+        return err;
+}
