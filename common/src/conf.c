@@ -1,0 +1,806 @@
+/* conf.c: configuration shared by every binary (DESIGN.md 2, STYLE.md 6).
+ *
+ * Order, last one wins ("last config is the one that matters", redis):
+ *   1. built-in defaults (sk_conf_defaults, the local stack of DESIGN.md 10);
+ *   2. SECKILL_* environment variables (an empty variable counts as unset, kcat);
+ *   3. command-line flags (getopt_long, GNU argument permutation, so flags may follow
+ *      positional arguments: `seckill-admin db migrate --mysql-url ...`).
+ * Passes 2 and 3 only record the raw text and where it came from; pass 4 parses and
+ * validates the final value of every option once, so an invalid environment value that
+ * a flag overrides is not an error, and the one error line names the source that won:
+ *   seckill-front: SECKILL_WORKER_ID=5000 is out of range (0..1023)
+ * Name, variable, bounds and help of each option live together in one table (redis
+ * static_configs[]). Passwords are never printed: --print-config and error lines show
+ * them as ***. Not thread-safe: call once from main() before starting threads. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sk/conf.h"
+#include "sk/err.h"
+#include "sk/failpoint.h"
+#include "sk/log.h"
+
+#ifndef SK_VERSION
+#define SK_VERSION "0.0.0"
+#endif
+
+/* snprintf that tolerates truncation on purpose (callers check lengths first). */
+static void sfmt(char *dst, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void sfmt(char *dst, size_t size, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (!size)
+                return;
+        va_start(ap, fmt);
+        if (vsnprintf(dst, size, fmt, ap) < 0)
+                dst[0] = '\0';
+        va_end(ap);
+}
+
+int sk_parse_long(const char *s, long min, long max, long *out)
+{
+        char *end;
+        long v;
+
+        if (!s || !*s || isspace((unsigned char)*s))
+                return -1;
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (errno || end == s || *end || v < min || v > max)
+                return -1;
+        *out = v;
+        return 0;
+}
+
+int sk_parse_int(const char *s, long min, long max, int *out)
+{
+        long v;
+
+        if (min < -2147483647L - 1)
+                min = -2147483647L - 1;
+        if (max > 2147483647L)
+                max = 2147483647L;
+        if (sk_parse_long(s, min, max, &v) != 0)
+                return -1;
+        *out = (int)v;
+        return 0;
+}
+
+/* ------------------------------------------------------------------ URLs */
+
+static int hexval(int c)
+{
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+/* Percent-decodes [b, b+len) into dst (size dst_size). @returns 0 or -1. */
+static int pct_decode(const char *b, size_t len, char *dst, size_t dst_size)
+{
+        size_t i, o = 0;
+
+        for (i = 0; i < len; i++) {
+                int c = (unsigned char)b[i];
+                if (c == '%') {
+                        int h, l;
+                        if (i + 2 >= len)
+                                return -1;
+                        h = hexval((unsigned char)b[i + 1]);
+                        l = hexval((unsigned char)b[i + 2]);
+                        if (h < 0 || l < 0 || (h == 0 && l == 0))
+                                return -1;
+                        c = h * 16 + l;
+                        i += 2;
+                }
+                if (o + 1 >= dst_size)
+                        return -1;
+                dst[o++] = (char)c;
+        }
+        dst[o] = '\0';
+        return 0;
+}
+
+static int valid_host_char(int c)
+{
+        return isalnum(c) || c == '.' || c == '-' || c == '_';
+}
+
+/* Parses "host[:port]" of [b, e) with an optional default port (0 = port required).
+ * host may be a bracketed IPv6 literal "[::1]", stored without brackets. */
+static int parse_host_port(const char *b, const char *e, char *host, size_t host_size,
+                           int *port, int default_port, char *errstr, size_t errstr_size)
+{
+        const char *hb, *he, *pe = NULL;
+        size_t hl;
+
+        if (b < e && *b == '[') {
+                const char *rb = memchr(b, ']', (size_t)(e - b));
+                if (!rb) {
+                        sk_seterr(errstr, errstr_size, "unterminated [ in host");
+                        return -1;
+                }
+                hb = b + 1;
+                he = rb;
+                for (const char *p = hb; p < he; p++)
+                        if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.') {
+                                sk_seterr(errstr, errstr_size, "bad IPv6 address");
+                                return -1;
+                        }
+                pe = rb + 1;
+                if (pe < e && *pe != ':') {
+                        sk_seterr(errstr, errstr_size, "unexpected text after ]");
+                        return -1;
+                }
+        } else {
+                hb = b;
+                he = memchr(b, ':', (size_t)(e - b));
+                if (!he)
+                        he = e;
+                for (const char *p = hb; p < he; p++)
+                        if (!valid_host_char((unsigned char)*p)) {
+                                sk_seterr(errstr, errstr_size, "bad character in host");
+                                return -1;
+                        }
+                pe = he;
+        }
+        hl = (size_t)(he - hb);
+        if (hl == 0) {
+                sk_seterr(errstr, errstr_size, "missing host");
+                return -1;
+        }
+        if (hl >= host_size) {
+                sk_seterr(errstr, errstr_size, "host too long (max %zu chars)", host_size - 1);
+                return -1;
+        }
+        if (pe < e) {           /* ":port" */
+                char num[16];
+                size_t nl = (size_t)(e - pe - 1);
+                if (nl == 0 || nl >= sizeof(num)) {
+                        sk_seterr(errstr, errstr_size, "bad port (1..65535)");
+                        return -1;
+                }
+                memcpy(num, pe + 1, nl);
+                num[nl] = '\0';
+                if (!isdigit((unsigned char)num[0]) || sk_parse_int(num, 1, 65535, port) != 0) {
+                        sk_seterr(errstr, errstr_size, "port %s is out of range (1..65535)", num);
+                        return -1;
+                }
+        } else if (default_port) {
+                *port = default_port;
+        } else {
+                sk_seterr(errstr, errstr_size, "missing port (host:port, port 1..65535)");
+                return -1;
+        }
+        memcpy(host, hb, hl);
+        host[hl] = '\0';
+        return 0;
+}
+
+int sk_hostport_parse(const char *s, char *host, size_t host_size, int *port)
+{
+        char tmp[256];
+        int p = 0;
+
+        if (!s || parse_host_port(s, s + strlen(s), tmp, sizeof(tmp), &p, 0, NULL, 0) != 0)
+                return -1;
+        if (strlen(tmp) >= host_size)
+                return -1;
+        memcpy(host, tmp, strlen(tmp) + 1);
+        *port = p;
+        return 0;
+}
+
+/* Splits "scheme://" off @p url; returns the rest or NULL. */
+static const char *strip_scheme(const char *url, const char *scheme)
+{
+        size_t n = strlen(scheme);
+
+        if (!url || strncmp(url, scheme, n) != 0 || strncmp(url + n, "://", 3) != 0)
+                return NULL;
+        return url + n + 3;
+}
+
+int sk_redis_url_parse(const char *url, sk_redis_url_t *out, char *errstr, size_t errstr_size)
+{
+        sk_redis_url_t r;
+        const char *p, *auth_end, *at = NULL, *slash;
+
+        memset(&r, 0, sizeof(r));
+        if (!(p = strip_scheme(url, "redis"))) {
+                sk_seterr(errstr, errstr_size, "expected redis://[:password@]host[:port][/db]");
+                return -1;
+        }
+        slash = strchr(p, '/');
+        auth_end = slash ? slash : p + strlen(p);
+        for (const char *q = p; q < auth_end; q++)     /* the last '@' ends the userinfo */
+                if (*q == '@')
+                        at = q;
+        if (at) {
+                const char *colon = memchr(p, ':', (size_t)(at - p));
+                if (!colon) {
+                        sk_seterr(errstr, errstr_size, "userinfo must be :password (redis://:password@host)");
+                        return -1;
+                }
+                /* Only the default user: "redis://:pw@" or "redis://default:pw@". */
+                if (!(colon == p || (colon - p == 7 && memcmp(p, "default", 7) == 0))) {
+                        sk_seterr(errstr, errstr_size, "only the default user is supported (redis://:password@host)");
+                        return -1;
+                }
+                if (pct_decode(colon + 1, (size_t)(at - colon - 1), r.password, sizeof(r.password)) != 0) {
+                        sk_seterr(errstr, errstr_size, "bad or too long password");
+                        return -1;
+                }
+                p = at + 1;
+        }
+        if (parse_host_port(p, auth_end, r.host, sizeof(r.host), &r.port, 6379, errstr, errstr_size) != 0)
+                return -1;
+        r.db = 0;
+        if (slash && slash[1]) {
+                if (!isdigit((unsigned char)slash[1]) || sk_parse_int(slash + 1, 0, 15, &r.db) != 0) {
+                        sk_seterr(errstr, errstr_size, "database \"%s\" is out of range (0..15)", slash + 1);
+                        return -1;
+                }
+        }
+        *out = r;
+        return 0;
+}
+
+int sk_mysql_url_parse(const char *url, sk_mysql_url_t *out, char *errstr, size_t errstr_size)
+{
+        sk_mysql_url_t m;
+        const char *p, *at = NULL, *slash, *colon, *db;
+        size_t n;
+
+        memset(&m, 0, sizeof(m));
+        if (!(p = strip_scheme(url, "mysql"))) {
+                sk_seterr(errstr, errstr_size, "expected mysql://user[:password]@host[:port]/database");
+                return -1;
+        }
+        slash = strchr(p, '/');
+        if (!slash) {
+                sk_seterr(errstr, errstr_size, "missing /database");
+                return -1;
+        }
+        for (const char *q = p; q < slash; q++)
+                if (*q == '@')
+                        at = q;
+        if (!at) {
+                sk_seterr(errstr, errstr_size, "missing user@ (mysql://user[:password]@host[:port]/database)");
+                return -1;
+        }
+        colon = memchr(p, ':', (size_t)(at - p));
+        n = (size_t)((colon ? colon : at) - p);
+        if (n == 0 || pct_decode(p, n, m.user, sizeof(m.user)) != 0) {
+                sk_seterr(errstr, errstr_size, "missing, bad or too long user");
+                return -1;
+        }
+        if (colon && pct_decode(colon + 1, (size_t)(at - colon - 1), m.password, sizeof(m.password)) != 0) {
+                sk_seterr(errstr, errstr_size, "bad or too long password");
+                return -1;
+        }
+        if (parse_host_port(at + 1, slash, m.host, sizeof(m.host), &m.port, 3306, errstr, errstr_size) != 0)
+                return -1;
+        db = slash + 1;
+        n = strlen(db);
+        if (n == 0 || n >= sizeof(m.database)) {
+                sk_seterr(errstr, errstr_size, "database name must be 1..%zu chars of [A-Za-z0-9_]",
+                          sizeof(m.database) - 1);
+                return -1;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (!isalnum((unsigned char)db[i]) && db[i] != '_') {
+                        sk_seterr(errstr, errstr_size, "database name must be [A-Za-z0-9_]+");
+                        return -1;
+                }
+        memcpy(m.database, db, n + 1);
+        *out = m;
+        return 0;
+}
+
+/* Copies @p url into @p dst with the password (between "://...:" and the last '@' of
+ * the authority) replaced by ***. */
+static void mask_url(const char *url, char *dst, size_t dst_size)
+{
+        const char *p = strstr(url, "://"), *end, *at = NULL, *colon;
+
+        if (!p) {
+                sfmt(dst, dst_size, "%s", url);
+                return;
+        }
+        p += 3;
+        end = strchr(p, '/');
+        if (!end)
+                end = p + strlen(p);
+        for (const char *q = p; q < end; q++)
+                if (*q == '@')
+                        at = q;
+        colon = at ? memchr(p, ':', (size_t)(at - p)) : NULL;
+        if (!colon) {
+                sfmt(dst, dst_size, "%s", url);
+                return;
+        }
+        sfmt(dst, dst_size, "%.*s***%s", (int)(colon + 1 - url), url, at);
+}
+
+/* ------------------------------------------------------------------ table */
+
+typedef enum {
+        V_STR,          /* plain string, non-empty, no control characters */
+        V_INT,          /* int within [min, max] */
+        V_REDIS_URL, V_MYSQL_URL,
+        V_TOPIC,        /* [A-Za-z0-9._-]+ */
+        V_PREFIX,       /* [A-Za-z0-9_.-]+ */
+        V_HOSTPORT,     /* host:port */
+        V_METRICS_ADDR, /* host:port or off */
+        V_LEVEL,        /* debug|info|warn|error */
+} vkind_t;
+
+typedef struct copt {
+        const char *flag;
+        const char *env;
+        vkind_t kind;
+        size_t off;             /* offset of the field in sk_conf_t */
+        size_t size;            /* STR-like: buffer size */
+        long min, max;
+        const char *arg;        /* metavariable in --help */
+        const char *help;
+} copt_t;
+
+#define OFF(f) offsetof(sk_conf_t, f)
+#define SZ(f) sizeof(((sk_conf_t *)0)->f)
+static const copt_t copts[] = {
+        { "redis-url", "SECKILL_REDIS_URL", V_REDIS_URL, OFF(redis_url), SZ(redis_url), 0, 0, "URL",
+          "redis://[:password@]host[:port][/db]" },
+        { "mysql-url", "SECKILL_MYSQL_URL", V_MYSQL_URL, OFF(mysql_url), SZ(mysql_url), 0, 0, "URL",
+          "mysql://user[:password]@host[:port]/database" },
+        { "brokers", "SECKILL_KAFKA_BROKERS", V_STR, OFF(kafka_brokers), SZ(kafka_brokers), 0, 0, "LIST",
+          "Kafka bootstrap servers host:port[,host:port...]" },
+        { "topic", "SECKILL_TOPIC", V_TOPIC, OFF(topic), SZ(topic), 0, 0, "NAME",
+          "order topic (the DLQ is <topic>.dlq)" },
+        { "group-id", "SECKILL_GROUP_ID", V_STR, OFF(group_id), SZ(group_id), 0, 0, "NAME",
+          "Kafka consumer group" },
+        { "partitions", "SECKILL_TOPIC_PARTITIONS", V_INT, OFF(topic_partitions), 0, 1, 1000, "N",
+          "partitions of topics created at startup" },
+        { "http-addr", "SECKILL_HTTP_ADDR", V_HOSTPORT, OFF(http_addr), SZ(http_addr), 0, 0, "HOST:PORT",
+          "HTTP listen address of the front" },
+        { "redis-prefix", "SECKILL_REDIS_PREFIX", V_PREFIX, OFF(redis_prefix), SZ(redis_prefix), 0, 0, "P",
+          "first segment of every Redis key" },
+        { "delivery-timeout-ms", "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS", V_INT, OFF(kafka_delivery_timeout_ms),
+          0, 100, 600000, "MS", "Kafka message.timeout.ms" },
+        { "max-inflight", "SECKILL_MAX_INFLIGHT", V_INT, OFF(max_inflight), 0, 1, 1000000, "N",
+          "requests in flight before the front answers 503" },
+        { "worker-id", "SECKILL_WORKER_ID", V_INT, OFF(worker_id), 0, 0, 1023, "ID",
+          "snowflake worker id (default: lowest free id)" },
+        { "worker-lease-ms", "SECKILL_WORKER_LEASE_MS", V_INT, OFF(worker_lease_ms), 0, 300, 3600000, "MS",
+          "worker id lease period" },
+        { "window-hours", "SECKILL_RECONCILE_WINDOW_HOURS", V_INT, OFF(reconcile_window_hours), 0, 1, 8760, "H",
+          "reconcile window (also key expiry slack)" },
+        { "metrics-addr", "SECKILL_METRICS_ADDR", V_METRICS_ADDR, OFF(metrics_addr), SZ(metrics_addr), 0, 0,
+          "HOST:PORT|off", "Prometheus /metrics listen address" },
+        { "log-level", "SECKILL_LOG_LEVEL", V_LEVEL, OFF(log_level), 0, 0, 0, "LEVEL",
+          "debug|info|warn|error" },
+};
+#define NCOPTS (sizeof(copts) / sizeof(copts[0]))
+
+void sk_conf_defaults(sk_conf_t *conf)
+{
+        memset(conf, 0, sizeof(*conf));
+        sfmt(conf->redis_url, sizeof(conf->redis_url), "redis://127.0.0.1:6379/0");
+        sfmt(conf->mysql_url, sizeof(conf->mysql_url), "mysql://root@127.0.0.1:3306/seckill");
+        sfmt(conf->kafka_brokers, sizeof(conf->kafka_brokers), "127.0.0.1:9092");
+        sfmt(conf->topic, sizeof(conf->topic), "seckill.voucher.order");
+        sfmt(conf->group_id, sizeof(conf->group_id), "seckill-order-workers");
+        conf->topic_partitions = 6;
+        sfmt(conf->http_addr, sizeof(conf->http_addr), "127.0.0.1:8080");
+        sfmt(conf->redis_prefix, sizeof(conf->redis_prefix), "seckill");
+        conf->kafka_delivery_timeout_ms = 5000;
+        conf->max_inflight = 10000;
+        conf->worker_id = -1;
+        conf->worker_lease_ms = 30000;
+        conf->reconcile_window_hours = 48;
+        sfmt(conf->metrics_addr, sizeof(conf->metrics_addr), "127.0.0.1:9464");
+        conf->log_level = SK_INFO;
+        /* The defaults are valid by construction; parse them so the structs are filled. */
+        sk_redis_url_parse(conf->redis_url, &conf->redis, NULL, 0);
+        sk_mysql_url_parse(conf->mysql_url, &conf->mysql, NULL, 0);
+        sfmt(conf->dlq_topic, sizeof(conf->dlq_topic), "%s.dlq", conf->topic);
+}
+
+/* Where the final value of an option came from. */
+typedef struct src {
+        const char *val;        /* NULL = default */
+        char origin[64];        /* "SECKILL_X" or "--x" */
+} src_t;
+
+static void set_src(src_t *s, const char *val, const char *prefix, const char *name)
+{
+        s->val = val;
+        sfmt(s->origin, sizeof(s->origin), "%s%s", prefix, name);
+}
+
+/* One error line on stderr: "<prog>: <origin>=<value> <what>". URLs are masked. */
+static void report(const char *prog, const src_t *s, int mask, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static void report(const char *prog, const src_t *s, int mask, const char *fmt, ...)
+{
+        char shown[600], what[600];
+        va_list ap;
+
+        if (mask)
+                mask_url(s->val, shown, sizeof(shown));
+        else
+                sfmt(shown, sizeof(shown), "%s", s->val);
+        va_start(ap, fmt);
+        if (vsnprintf(what, sizeof(what), fmt, ap) < 0)
+                what[0] = '\0';
+        va_end(ap);
+        fprintf(stderr, "%s: %s=%s %s\n", prog, s->origin, shown, what);
+        fflush(stderr);
+}
+
+static int no_ctl(const char *v)
+{
+        for (; *v; v++)
+                if (iscntrl((unsigned char)*v) || *v == ' ')
+                        return 0;
+        return 1;
+}
+
+static int charset_ok(const char *v, const char *extra)
+{
+        if (!*v)
+                return 0;
+        for (; *v; v++)
+                if (!isalnum((unsigned char)*v) && !strchr(extra, *v))
+                        return 0;
+        return 1;
+}
+
+/* Validates and stores the final value of common option @p o. @returns 0 or 2. */
+static int apply_copt(sk_conf_t *conf, const copt_t *o, const src_t *s, const char *prog)
+{
+        char *field = (char *)conf + o->off;
+        char err[256] = "";
+        size_t len = strlen(s->val);
+
+        if (o->size && len >= o->size) {
+                report(prog, s, o->kind == V_REDIS_URL || o->kind == V_MYSQL_URL,
+                       "is too long (max %zu chars)", o->size - 1);
+                return 2;
+        }
+        switch (o->kind) {
+        case V_INT:
+                if (sk_parse_int(s->val, o->min, o->max, (int *)(void *)field) != 0) {
+                        report(prog, s, 0, "is out of range (%ld..%ld)", o->min, o->max);
+                        return 2;
+                }
+                return 0;
+        case V_LEVEL:
+                if (sk_log_parse_level(s->val, (int *)(void *)field) != 0) {
+                        report(prog, s, 0, "is invalid (debug|info|warn|error)");
+                        return 2;
+                }
+                return 0;
+        case V_REDIS_URL:
+                if (sk_redis_url_parse(s->val, &conf->redis, err, sizeof(err)) != 0) {
+                        report(prog, s, 1, "is invalid: %s (redis://[:password@]host[:port][/db], port 1..65535, db 0..15)", err);
+                        return 2;
+                }
+                break;
+        case V_MYSQL_URL:
+                if (sk_mysql_url_parse(s->val, &conf->mysql, err, sizeof(err)) != 0) {
+                        report(prog, s, 1, "is invalid: %s (mysql://user[:password]@host[:port]/database, port 1..65535)", err);
+                        return 2;
+                }
+                break;
+        case V_TOPIC:
+                if (!charset_ok(s->val, "._-") || len > 240) {
+                        report(prog, s, 0, "is invalid (1..199 chars of [A-Za-z0-9._-])");
+                        return 2;
+                }
+                break;
+        case V_PREFIX:
+                if (!charset_ok(s->val, "._-")) {
+                        report(prog, s, 0, "is invalid (1..63 chars of [A-Za-z0-9_.-])");
+                        return 2;
+                }
+                break;
+        case V_HOSTPORT:
+        case V_METRICS_ADDR: {
+                char host[128];
+                int port;
+                if (o->kind == V_METRICS_ADDR && strcmp(s->val, "off") == 0)
+                        break;
+                if (parse_host_port(s->val, s->val + len, host, sizeof(host), &port, 0, err, sizeof(err)) != 0) {
+                        report(prog, s, 0, "is invalid: %s (host:port%s, port 1..65535)", err,
+                               o->kind == V_METRICS_ADDR ? " or off" : "");
+                        return 2;
+                }
+                break;
+        }
+        case V_STR:
+                if (!*s->val || !no_ctl(s->val)) {
+                        report(prog, s, 0, "is invalid (non-empty, no spaces or control characters)");
+                        return 2;
+                }
+                break;
+        }
+        memcpy(field, s->val, len + 1);
+        return 0;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+        static const char *const yes[] = { "1", "true", "yes", "on" };
+        static const char *const no[] = { "0", "false", "no", "off" };
+
+        for (size_t i = 0; i < 4; i++) {
+                if (strcmp(v, yes[i]) == 0) {
+                        *out = 1;
+                        return 0;
+                }
+                if (strcmp(v, no[i]) == 0) {
+                        *out = 0;
+                        return 0;
+                }
+        }
+        return -1;
+}
+
+/* Validates and stores the final value of a binary-specific option. @returns 0 or 2. */
+static int apply_extra(const sk_opt_t *o, const src_t *s, const char *prog)
+{
+        switch (o->type) {
+        case SK_OPT_INT:
+                if (sk_parse_int(s->val, o->min, o->max, (int *)o->dst) != 0) {
+                        report(prog, s, 0, "is out of range (%ld..%ld)", o->min, o->max);
+                        return 2;
+                }
+                return 0;
+        case SK_OPT_BOOL:
+                if (parse_bool(s->val, (int *)o->dst) != 0) {
+                        report(prog, s, 0, "is invalid (1|0|true|false|yes|no)");
+                        return 2;
+                }
+                return 0;
+        case SK_OPT_STR:
+                if (strlen(s->val) >= o->dst_size) {
+                        report(prog, s, 0, "is too long (max %zu chars)", o->dst_size - 1);
+                        return 2;
+                }
+                memcpy(o->dst, s->val, strlen(s->val) + 1);
+                return 0;
+        }
+        return 0;
+}
+
+/* ------------------------------------------------------------------ output */
+
+static void print_help(FILE *f, const char *prog, const char *usage_args,
+                       const sk_opt_t *extra, size_t nextra)
+{
+        sk_conf_t d;
+        char def[600], left[80];
+
+        sk_conf_defaults(&d);
+        fprintf(f, "Usage: %s [options]%s%s\n\nOptions (flag > environment > default):\n", prog,
+                usage_args ? " " : "", usage_args ? usage_args : "");
+        for (size_t i = 0; i < NCOPTS; i++) {
+                const copt_t *o = &copts[i];
+                const char *field = (const char *)&d + o->off;
+                if (o->kind == V_INT) {
+                        int v = *(const int *)(const void *)field;
+                        if (v < 0)
+                                sfmt(def, sizeof(def), "none");
+                        else
+                                sfmt(def, sizeof(def), "%d", v);
+                } else if (o->kind == V_LEVEL) {
+                        sfmt(def, sizeof(def), "info");
+                } else {
+                        mask_url(field, def, sizeof(def));
+                }
+                sfmt(left, sizeof(left), "--%s %s", o->flag, o->arg);
+                fprintf(f, "  %-34s %s\n  %-34s   env %s, default %s\n", left, o->help, "", o->env, def);
+        }
+        for (size_t i = 0; i < nextra; i++) {
+                const sk_opt_t *o = &extra[i];
+                if (o->type == SK_OPT_INT) {
+                        sfmt(left, sizeof(left), "--%s N", o->name);
+                        sfmt(def, sizeof(def), "%d (%ld..%ld)", *(const int *)o->dst, o->min, o->max);
+                } else if (o->type == SK_OPT_STR) {
+                        sfmt(left, sizeof(left), "--%s S", o->name);
+                        sfmt(def, sizeof(def), "\"%s\"", (const char *)o->dst);
+                } else {
+                        sfmt(left, sizeof(left), "--%s", o->name);
+                        sfmt(def, sizeof(def), "%s", *(const int *)o->dst ? "on" : "off");
+                }
+                fprintf(f, "  %-34s %s\n  %-34s   %s%s%sdefault %s\n", left, o->help ? o->help : "", "",
+                        o->env ? "env " : "", o->env ? o->env : "", o->env ? ", " : "", def);
+        }
+        fprintf(f, "  %-34s %s\n", "-X KEY=VALUE", "librdkafka property (repeatable)");
+        fprintf(f, "  %-34s %s\n", "--print-config", "print the configuration (secrets masked) and exit");
+        fprintf(f, "  %-34s %s\n", "--version", "print the version and exit");
+        fprintf(f, "  %-34s %s\n", "-h, --help", "print this help and exit");
+        fprintf(f, "\nSECKILL_FAILPOINTS=name=[N*]exit|error|sleep(MS)|off;... enables failpoints.\n");
+}
+
+static void print_config(FILE *f, const sk_conf_t *conf, const sk_opt_t *extra, size_t nextra)
+{
+        static const char *const levels[] = { "debug", "info", "warn", "error" };
+        char masked[600];
+
+        for (size_t i = 0; i < NCOPTS; i++) {
+                const copt_t *o = &copts[i];
+                const char *field = (const char *)conf + o->off;
+                if (o->kind == V_INT) {
+                        fprintf(f, "%s=%d\n", o->env, *(const int *)(const void *)field);
+                } else if (o->kind == V_LEVEL) {
+                        int l = *(const int *)(const void *)field;
+                        fprintf(f, "%s=%s\n", o->env, l >= 0 && l <= 3 ? levels[l] : "info");
+                } else {
+                        mask_url(field, masked, sizeof(masked));
+                        fprintf(f, "%s=%s\n", o->env, masked);
+                }
+        }
+        fprintf(f, "dlq_topic=%s\n", conf->dlq_topic);
+        for (int i = 0; i < conf->nkafka_props; i++) {
+                /* librdkafka secrets (sasl.password, ssl.key.password...) are masked too. */
+                const char *k = conf->kafka_props[i][0];
+                int secret = strstr(k, "password") || strstr(k, "secret");
+                fprintf(f, "-X %s=%s\n", k, secret ? "***" : conf->kafka_props[i][1]);
+        }
+        for (size_t i = 0; i < nextra; i++) {
+                const sk_opt_t *o = &extra[i];
+                if (o->type == SK_OPT_STR)
+                        fprintf(f, "%s=%s\n", o->name, (const char *)o->dst);
+                else
+                        fprintf(f, "%s=%d\n", o->name, *(const int *)o->dst);
+        }
+        fflush(f);
+}
+
+/* ------------------------------------------------------------------ load */
+
+enum { OPT_HELP = 'h', OPT_X = 'X', OPT_VERSION = 1000, OPT_PRINT = 1001, OPT_COMMON = 1100,
+       OPT_EXTRA = 1200 };
+
+int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
+                 const char *usage_args, const sk_opt_t *extra, size_t nextra, int *argi)
+{
+        src_t csrc[NCOPTS];
+        src_t *esrc = NULL;
+        struct option *lopts = NULL;
+        size_t nl = 0;
+        int print_cfg = 0, rc = 2, c;
+        char err[256];
+
+        memset(csrc, 0, sizeof(csrc));
+        if (argi)
+                *argi = argc;
+        sk_conf_defaults(conf);
+        esrc = calloc(nextra + 1, sizeof(*esrc));
+        lopts = calloc(NCOPTS + nextra + 4, sizeof(*lopts));
+        if (!esrc || !lopts) {
+                fprintf(stderr, "%s: out of memory\n", prog);
+                goto done;
+        }
+
+        /* Pass 2: environment (empty = unset). */
+        for (size_t i = 0; i < NCOPTS; i++) {
+                const char *v = getenv(copts[i].env);
+                if (v && *v)
+                        set_src(&csrc[i], v, "", copts[i].env);
+        }
+        for (size_t i = 0; i < nextra; i++) {
+                const char *v = extra[i].env ? getenv(extra[i].env) : NULL;
+                if (v && *v)
+                        set_src(&esrc[i], v, "", extra[i].env);
+        }
+
+        /* Pass 3: flags. */
+        for (size_t i = 0; i < NCOPTS; i++)
+                lopts[nl++] = (struct option){ copts[i].flag, required_argument, NULL, OPT_COMMON + (int)i };
+        for (size_t i = 0; i < nextra; i++)
+                lopts[nl++] = (struct option){ extra[i].name,
+                                               extra[i].type == SK_OPT_BOOL ? no_argument : required_argument,
+                                               NULL, OPT_EXTRA + (int)i };
+        lopts[nl++] = (struct option){ "help", no_argument, NULL, OPT_HELP };
+        lopts[nl++] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
+        lopts[nl++] = (struct option){ "print-config", no_argument, NULL, OPT_PRINT };
+        lopts[nl] = (struct option){ NULL, 0, NULL, 0 };
+
+        optind = 0;             /* 0 = full re-initialisation in glibc (tests call us twice) */
+        opterr = 0;             /* we print our own single error line */
+        while ((c = getopt_long(argc, argv, "hX:", lopts, NULL)) != -1) {
+                if (c == OPT_HELP) {
+                        print_help(stdout, prog, usage_args, extra, nextra);
+                        fflush(stdout);
+                        rc = 1;
+                        goto done;
+                } else if (c == OPT_VERSION) {
+                        printf("%s %s\n", prog, SK_VERSION);
+                        fflush(stdout);
+                        rc = 1;
+                        goto done;
+                } else if (c == OPT_PRINT) {
+                        print_cfg = 1;
+                } else if (c == OPT_X) {
+                        const char *eq = strchr(optarg, '=');
+                        size_t kl = eq ? (size_t)(eq - optarg) : 0;
+                        if (!eq || kl == 0 || kl >= sizeof(conf->kafka_props[0][0]) ||
+                            strlen(eq + 1) >= sizeof(conf->kafka_props[0][1])) {
+                                fprintf(stderr, "%s: -X %s is invalid (KEY=VALUE, each under 256 chars)\n",
+                                        prog, eq ? "..." : optarg);
+                                goto done;
+                        }
+                        if (conf->nkafka_props == SK_MAX_KAFKA_PROPS) {
+                                fprintf(stderr, "%s: -X given too many times (max %d)\n", prog,
+                                        SK_MAX_KAFKA_PROPS);
+                                goto done;
+                        }
+                        memcpy(conf->kafka_props[conf->nkafka_props][0], optarg, kl);
+                        conf->kafka_props[conf->nkafka_props][0][kl] = '\0';
+                        memcpy(conf->kafka_props[conf->nkafka_props][1], eq + 1, strlen(eq + 1) + 1);
+                        conf->nkafka_props++;
+                } else if (c >= OPT_COMMON && c < OPT_COMMON + (int)NCOPTS) {
+                        set_src(&csrc[c - OPT_COMMON], optarg, "--", copts[c - OPT_COMMON].flag);
+                } else if (c >= OPT_EXTRA && c < OPT_EXTRA + (int)nextra) {
+                        const sk_opt_t *o = &extra[c - OPT_EXTRA];
+                        set_src(&esrc[c - OPT_EXTRA], o->type == SK_OPT_BOOL ? "1" : optarg, "--", o->name);
+                } else {
+                        /* '?': unknown option (optopt 0 for a long one), or a known one
+                         * without its value (optopt = its code). */
+                        const char *bad = argv[optind - 1];
+                        if (optopt == OPT_X || (optopt >= OPT_COMMON && optopt < OPT_EXTRA + (int)nextra))
+                                fprintf(stderr, "%s: option %s needs a value (see --help)\n", prog, bad);
+                        else if (optopt > 0 && optopt < 256)
+                                fprintf(stderr, "%s: unknown option -%c (see --help)\n", prog, optopt);
+                        else
+                                fprintf(stderr, "%s: unknown option %s (see --help)\n", prog, bad);
+                        goto done;
+                }
+        }
+        if (argi)
+                *argi = optind;
+
+        /* Pass 4: validate the final values, in table order; the first error wins. */
+        for (size_t i = 0; i < NCOPTS; i++)
+                if (csrc[i].val && apply_copt(conf, &copts[i], &csrc[i], prog) != 0)
+                        goto done;
+        for (size_t i = 0; i < nextra; i++)
+                if (esrc[i].val && apply_extra(&extra[i], &esrc[i], prog) != 0)
+                        goto done;
+        if (strlen(conf->redis_prefix) >= sizeof(conf->redis_prefix) ||
+            strlen(conf->topic) + 4 >= sizeof(conf->dlq_topic)) {
+                fprintf(stderr, "%s: topic is too long\n", prog);   /* unreachable: sizes checked */
+                goto done;
+        }
+        sfmt(conf->dlq_topic, sizeof(conf->dlq_topic), "%s.dlq", conf->topic);
+        sk_log_level = conf->log_level;
+
+        if (sk_failpoint_setup_env(err, sizeof(err)) != 0) {
+                fprintf(stderr, "%s: SECKILL_FAILPOINTS is invalid: %s\n", prog, err);
+                goto done;
+        }
+        if (print_cfg) {
+                print_config(stdout, conf, extra, nextra);
+                rc = 1;
+                goto done;
+        }
+        rc = 0;
+done:
+        free(esrc);
+        free(lopts);
+        return rc;
+}

@@ -1,0 +1,561 @@
+/* check_conf.c: defaults < SECKILL_* env < flags; validation errors (status 2, one line
+ * naming the source and range); --print-config masking; binary-specific options; URL
+ * parsers. stdout/stderr are captured through pipes. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sk_test.h"
+#include "sk/conf.h"
+#include "sk/failpoint.h"
+#include "sk/log.h"
+
+static const char *const all_env[] = {
+        "SECKILL_REDIS_URL", "SECKILL_MYSQL_URL", "SECKILL_KAFKA_BROKERS", "SECKILL_TOPIC",
+        "SECKILL_GROUP_ID", "SECKILL_TOPIC_PARTITIONS", "SECKILL_HTTP_ADDR", "SECKILL_REDIS_PREFIX",
+        "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS", "SECKILL_MAX_INFLIGHT", "SECKILL_WORKER_ID",
+        "SECKILL_WORKER_LEASE_MS", "SECKILL_RECONCILE_WINDOW_HOURS", "SECKILL_METRICS_ADDR",
+        "SECKILL_LOG_LEVEL", "SECKILL_FAILPOINTS", "SK_TEST_BATCH", "SK_TEST_NAME", "SK_TEST_DRY",
+};
+
+static void clear_env(void)
+{
+        for (size_t i = 0; i < sizeof(all_env) / sizeof(all_env[0]); i++)
+                unsetenv(all_env[i]);
+}
+
+/* ---- capture of one fd into a pipe */
+typedef struct cap { int fd, saved, rd; } cap_t;
+
+static void cap_begin(cap_t *c, int fd)
+{
+        int p[2];
+
+        fflush(stdout);
+        fflush(stderr);
+        ck_assert_int_eq(pipe(p), 0);
+        c->fd = fd;
+        c->saved = dup(fd);
+        c->rd = p[0];
+        dup2(p[1], fd);
+        close(p[1]);
+}
+
+static void cap_end(cap_t *c, char *buf, size_t size)
+{
+        size_t off = 0;
+        ssize_t n;
+
+        fflush(stdout);
+        fflush(stderr);
+        dup2(c->saved, c->fd);
+        close(c->saved);
+        while (off + 1 < size && (n = read(c->rd, buf + off, size - 1 - off)) > 0)
+                off += (size_t)n;
+        buf[off] = '\0';
+        close(c->rd);
+}
+
+static int count_lines(const char *s)
+{
+        int n = 0;
+        for (; *s; s++)
+                n += *s == '\n';
+        return n;
+}
+
+static char **last_argv;
+
+/* Runs sk_conf_load on a NULL-terminated argv; captures stderr into err. */
+static int load(sk_conf_t *conf, char *err, size_t err_size, const sk_opt_t *extra, size_t nextra,
+                int *argi, ...)
+{
+        static char *argv[32];
+        int argc = 0, rc, dummy;
+        va_list ap;
+        cap_t c;
+
+        argv[argc++] = (char *)"seckill-front";
+        va_start(ap, argi);
+        while (argc < 31 && (argv[argc] = va_arg(ap, char *)) != NULL)
+                argc++;
+        va_end(ap);
+        argv[argc] = NULL;
+        cap_begin(&c, STDERR_FILENO);
+        rc = sk_conf_load(conf, argc, argv, "seckill-front", NULL, extra, nextra, argi ? argi : &dummy);
+        cap_end(&c, err, err_size);
+        last_argv = argv;
+        return rc;
+}
+#define LOAD(conf, err, ...) load((conf), (err), sizeof(err), NULL, 0, NULL, __VA_ARGS__, (char *)NULL)
+
+static void setup(void)
+{
+        clear_env();
+}
+
+START_TEST(defaults)
+{
+        sk_conf_t conf;
+        char err[256];
+
+        ck_assert_int_eq(LOAD(&conf, err, NULL), 0);
+        ck_assert_str_eq(err, "");
+        ck_assert_str_eq(conf.redis_url, "redis://127.0.0.1:6379/0");
+        ck_assert_str_eq(conf.redis.host, "127.0.0.1");
+        ck_assert_int_eq(conf.redis.port, 6379);
+        ck_assert_int_eq(conf.redis.db, 0);
+        ck_assert_str_eq(conf.redis.password, "");
+        ck_assert_str_eq(conf.mysql_url, "mysql://root@127.0.0.1:3306/seckill");
+        ck_assert_str_eq(conf.mysql.user, "root");
+        ck_assert_str_eq(conf.mysql.password, "");
+        ck_assert_str_eq(conf.mysql.host, "127.0.0.1");
+        ck_assert_int_eq(conf.mysql.port, 3306);
+        ck_assert_str_eq(conf.mysql.database, "seckill");
+        ck_assert_str_eq(conf.kafka_brokers, "127.0.0.1:9092");
+        ck_assert_str_eq(conf.topic, "seckill.voucher.order");
+        ck_assert_str_eq(conf.dlq_topic, "seckill.voucher.order.dlq");
+        ck_assert_str_eq(conf.group_id, "seckill-order-workers");
+        ck_assert_int_eq(conf.topic_partitions, 6);
+        ck_assert_str_eq(conf.http_addr, "127.0.0.1:8080");
+        ck_assert_str_eq(conf.redis_prefix, "seckill");
+        ck_assert_int_eq(conf.kafka_delivery_timeout_ms, 5000);
+        ck_assert_int_eq(conf.max_inflight, 10000);
+        ck_assert_int_eq(conf.worker_id, -1);
+        ck_assert_int_eq(conf.worker_lease_ms, 30000);
+        ck_assert_int_eq(conf.reconcile_window_hours, 48);
+        ck_assert_str_eq(conf.metrics_addr, "127.0.0.1:9464");
+        ck_assert_int_eq(conf.log_level, SK_INFO);
+        ck_assert_int_eq(conf.nkafka_props, 0);
+        ck_assert_int_eq(sk_failpoints_active, 0);
+}
+END_TEST
+
+START_TEST(env_overrides_default_and_flag_overrides_env)
+{
+        sk_conf_t conf;
+        char err[256];
+        int argi = 0;
+
+        setenv("SECKILL_TOPIC", "env.topic", 1);
+        setenv("SECKILL_WORKER_ID", "7", 1);
+        setenv("SECKILL_MAX_INFLIGHT", "55", 1);
+        setenv("SECKILL_REDIS_PREFIX", "envp", 1);
+        setenv("SECKILL_LOG_LEVEL", "warn", 1);
+        setenv("SECKILL_GROUP_ID", "", 1);              /* empty = unset */
+        ck_assert_int_eq(load(&conf, err, sizeof(err), NULL, 0, &argi, "--topic", "flag.topic",
+                              "--worker-id=9", "pos1", "--redis-url", "redis://:s3cret@10.0.0.5:6380/3",
+                              "pos2", (char *)NULL), 0);
+        ck_assert_str_eq(err, "");
+        ck_assert_str_eq(conf.topic, "flag.topic");             /* flag > env */
+        ck_assert_str_eq(conf.dlq_topic, "flag.topic.dlq");
+        ck_assert_int_eq(conf.worker_id, 9);                    /* flag > env */
+        ck_assert_int_eq(conf.max_inflight, 55);                /* env > default */
+        ck_assert_str_eq(conf.redis_prefix, "envp");
+        ck_assert_str_eq(conf.group_id, "seckill-order-workers");       /* empty env ignored */
+        ck_assert_int_eq(conf.log_level, SK_WARN);
+        ck_assert_int_eq(sk_log_level, SK_WARN);
+        ck_assert_str_eq(conf.redis.host, "10.0.0.5");
+        ck_assert_int_eq(conf.redis.port, 6380);
+        ck_assert_int_eq(conf.redis.db, 3);
+        ck_assert_str_eq(conf.redis.password, "s3cret");
+        /* Positional arguments are permuted to the end, argi points at them. */
+        ck_assert_int_eq(argi, 6);
+        ck_assert_str_eq(last_argv[6], "pos1");
+        ck_assert_str_eq(last_argv[7], "pos2");
+}
+END_TEST
+
+START_TEST(invalid_env_overridden_by_flag_is_fine)
+{
+        sk_conf_t conf;
+        char err[256];
+
+        setenv("SECKILL_WORKER_ID", "5000", 1);
+        ck_assert_int_eq(LOAD(&conf, err, "--worker-id", "12"), 0);
+        ck_assert_int_eq(conf.worker_id, 12);
+}
+END_TEST
+
+typedef struct bad { const char *env, *val, *expect; } bad_t;
+
+static const bad_t bad_env[] = {
+        { "SECKILL_WORKER_ID", "5000", "seckill-front: SECKILL_WORKER_ID=5000 is out of range (0..1023)\n" },
+        { "SECKILL_WORKER_ID", "-1", "seckill-front: SECKILL_WORKER_ID=-1 is out of range (0..1023)\n" },
+        { "SECKILL_WORKER_ID", "abc", "seckill-front: SECKILL_WORKER_ID=abc is out of range (0..1023)\n" },
+        { "SECKILL_TOPIC_PARTITIONS", "0", "seckill-front: SECKILL_TOPIC_PARTITIONS=0 is out of range (1..1000)\n" },
+        { "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS", "-5",
+          "seckill-front: SECKILL_KAFKA_DELIVERY_TIMEOUT_MS=-5 is out of range (100..600000)\n" },
+        { "SECKILL_MAX_INFLIGHT", "10x", "seckill-front: SECKILL_MAX_INFLIGHT=10x is out of range (1..1000000)\n" },
+        { "SECKILL_WORKER_LEASE_MS", "-30000",
+          "seckill-front: SECKILL_WORKER_LEASE_MS=-30000 is out of range (300..3600000)\n" },
+        { "SECKILL_RECONCILE_WINDOW_HOURS", "99999999999",
+          "seckill-front: SECKILL_RECONCILE_WINDOW_HOURS=99999999999 is out of range (1..8760)\n" },
+        { "SECKILL_LOG_LEVEL", "loud", "seckill-front: SECKILL_LOG_LEVEL=loud is invalid (debug|info|warn|error)\n" },
+        { "SECKILL_REDIS_URL", "redis://127.0.0.1:99999/0", NULL },
+        { "SECKILL_REDIS_URL", "http://127.0.0.1:6379", NULL },
+        { "SECKILL_REDIS_URL", "redis://:pw@127.0.0.1:6379/16", NULL },
+        { "SECKILL_REDIS_URL", "redis://", NULL },
+        { "SECKILL_MYSQL_URL", "mysql://root@127.0.0.1:99999/db", NULL },
+        { "SECKILL_MYSQL_URL", "mysql://root@127.0.0.1:3306/", NULL },
+        { "SECKILL_MYSQL_URL", "mysql://root@127.0.0.1:3306/bad-name", NULL },
+        { "SECKILL_MYSQL_URL", "mysql://127.0.0.1:3306/db", NULL },
+        { "SECKILL_MYSQL_URL", "not a url", NULL },
+        { "SECKILL_HTTP_ADDR", "127.0.0.1:99999", NULL },
+        { "SECKILL_HTTP_ADDR", "127.0.0.1", NULL },
+        { "SECKILL_METRICS_ADDR", "on", NULL },
+        { "SECKILL_REDIS_PREFIX", "a b", NULL },
+        { "SECKILL_REDIS_PREFIX", "a*", NULL },
+        { "SECKILL_TOPIC", "bad/topic", NULL },
+        { "SECKILL_KAFKA_BROKERS", "a b", NULL },
+};
+
+START_TEST(env_range_errors)
+{
+        const bad_t *b = &bad_env[_i];
+        sk_conf_t conf;
+        char err[512], prefix[128];
+
+        setenv(b->env, b->val, 1);
+        ck_assert_int_eq(LOAD(&conf, err, NULL), 2);
+        ck_assert_int_eq(count_lines(err), 1);
+        if (b->expect) {
+                ck_assert_str_eq(err, b->expect);
+        } else {
+                snprintf(prefix, sizeof(prefix), "seckill-front: %s=", b->env);
+                ck_assert_msg(strncmp(err, prefix, strlen(prefix)) == 0, "got: %s", err);
+                ck_assert_msg(strstr(err, "invalid") != NULL, "got: %s", err);
+        }
+}
+END_TEST
+
+START_TEST(flag_range_errors)
+{
+        sk_conf_t conf;
+        char err[512];
+
+        ck_assert_int_eq(LOAD(&conf, err, "--worker-id", "5000"), 2);
+        ck_assert_str_eq(err, "seckill-front: --worker-id=5000 is out of range (0..1023)\n");
+        ck_assert_int_eq(LOAD(&conf, err, "--delivery-timeout-ms=-1"), 2);
+        ck_assert_str_eq(err, "seckill-front: --delivery-timeout-ms=-1 is out of range (100..600000)\n");
+        ck_assert_int_eq(LOAD(&conf, err, "--partitions", "1001"), 2);
+        ck_assert_str_eq(err, "seckill-front: --partitions=1001 is out of range (1..1000)\n");
+        ck_assert_int_eq(LOAD(&conf, err, "--worker-lease-ms", "299"), 2);
+        ck_assert_int_eq(LOAD(&conf, err, "--window-hours", "0"), 2);
+        ck_assert_int_eq(LOAD(&conf, err, "--max-inflight", "0"), 2);
+        ck_assert_int_eq(LOAD(&conf, err, "--log-level", "trace"), 2);
+        /* A URL error masks the password and names the accepted form. */
+        ck_assert_int_eq(LOAD(&conf, err, "--redis-url", "redis://:hunter2@h:99999/0"), 2);
+        ck_assert_int_eq(count_lines(err), 1);
+        ck_assert_ptr_null(strstr(err, "hunter2"));
+        ck_assert_ptr_nonnull(strstr(err, "--redis-url=redis://:***@h:99999/0 is invalid"));
+        ck_assert_ptr_nonnull(strstr(err, "1..65535"));
+        ck_assert_int_eq(LOAD(&conf, err, "--mysql-url", "mysql://u:hunter2@h:0/db"), 2);
+        ck_assert_ptr_null(strstr(err, "hunter2"));
+        ck_assert_ptr_nonnull(strstr(err, "--mysql-url=mysql://u:***@h:0/db is invalid"));
+}
+END_TEST
+
+START_TEST(unknown_and_missing_flags)
+{
+        sk_conf_t conf;
+        char err[512];
+
+        ck_assert_int_eq(LOAD(&conf, err, "--no-such-flag"), 2);
+        ck_assert_str_eq(err, "seckill-front: unknown option --no-such-flag (see --help)\n");
+        ck_assert_int_eq(LOAD(&conf, err, "-q"), 2);
+        ck_assert_str_eq(err, "seckill-front: unknown option -q (see --help)\n");
+        ck_assert_int_eq(LOAD(&conf, err, "--topic"), 2);
+        ck_assert_str_eq(err, "seckill-front: option --topic needs a value (see --help)\n");
+        ck_assert_int_eq(LOAD(&conf, err, "-X"), 2);
+        ck_assert_int_eq(count_lines(err), 1);
+        ck_assert_int_eq(LOAD(&conf, err, "-X", "novalue"), 2);
+        ck_assert_int_eq(count_lines(err), 1);
+}
+END_TEST
+
+START_TEST(kafka_props)
+{
+        sk_conf_t conf;
+        char err[256];
+
+        ck_assert_int_eq(LOAD(&conf, err, "-X", "linger.ms=5", "-Xsession.timeout.ms=6000",
+                              "-X", "client.id=a=b"), 0);
+        ck_assert_int_eq(conf.nkafka_props, 3);
+        ck_assert_str_eq(conf.kafka_props[0][0], "linger.ms");
+        ck_assert_str_eq(conf.kafka_props[0][1], "5");
+        ck_assert_str_eq(conf.kafka_props[1][0], "session.timeout.ms");
+        ck_assert_str_eq(conf.kafka_props[1][1], "6000");
+        ck_assert_str_eq(conf.kafka_props[2][0], "client.id");
+        ck_assert_str_eq(conf.kafka_props[2][1], "a=b");
+}
+END_TEST
+
+static int run_stdout(sk_conf_t *conf, char *out, size_t out_size, const sk_opt_t *extra, size_t nextra,
+                      char **argv, int argc)
+{
+        cap_t c;
+        int rc, argi;
+
+        cap_begin(&c, STDOUT_FILENO);
+        rc = sk_conf_load(conf, argc, argv, "seckill-front", "ARGS", extra, nextra, &argi);
+        cap_end(&c, out, out_size);
+        return rc;
+}
+
+START_TEST(print_config_masks_passwords)
+{
+        static char out[8192];
+        sk_conf_t conf;
+        char *argv[] = { (char *)"x", (char *)"--print-config",
+                         (char *)"--redis-url", (char *)"redis://:topsecret@r.example:6390/2",
+                         (char *)"-X", (char *)"sasl.password=kpass", NULL };
+
+        setenv("SECKILL_MYSQL_URL", "mysql://app:dbsecret@db.example:3307/shop", 1);
+        ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), NULL, 0, argv, 6), 1);
+        ck_assert_ptr_null(strstr(out, "topsecret"));
+        ck_assert_ptr_null(strstr(out, "dbsecret"));
+        ck_assert_ptr_null(strstr(out, "kpass"));
+        ck_assert_ptr_nonnull(strstr(out, "SECKILL_REDIS_URL=redis://:***@r.example:6390/2\n"));
+        ck_assert_ptr_nonnull(strstr(out, "SECKILL_MYSQL_URL=mysql://app:***@db.example:3307/shop\n"));
+        ck_assert_ptr_nonnull(strstr(out, "SECKILL_WORKER_ID=-1\n"));
+        ck_assert_ptr_nonnull(strstr(out, "SECKILL_TOPIC=seckill.voucher.order\n"));
+        ck_assert_ptr_nonnull(strstr(out, "dlq_topic=seckill.voucher.order.dlq\n"));
+        ck_assert_ptr_nonnull(strstr(out, "-X sasl.password=***\n"));
+        /* The parsed structs still hold the real passwords. */
+        ck_assert_str_eq(conf.redis.password, "topsecret");
+        ck_assert_str_eq(conf.mysql.password, "dbsecret");
+        ck_assert_str_eq(conf.mysql.user, "app");
+        ck_assert_int_eq(conf.mysql.port, 3307);
+}
+END_TEST
+
+START_TEST(help_and_version)
+{
+        static char out[16384];
+        sk_conf_t conf;
+        int dst = 3;
+        sk_opt_t extra[] = { { "batch-max", "SK_TEST_BATCH", SK_OPT_INT, &dst, 0, 1, 10, "max batch" } };
+        char *argv1[] = { (char *)"x", (char *)"--help", NULL };
+        char *argv2[] = { (char *)"x", (char *)"--version", NULL };
+        char *argv3[] = { (char *)"x", (char *)"-h", NULL };
+
+        ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), extra, 1, argv1, 2), 1);
+        ck_assert_ptr_nonnull(strstr(out, "Usage: seckill-front [options] ARGS\n"));
+        ck_assert_ptr_nonnull(strstr(out, "--worker-id"));
+        ck_assert_ptr_nonnull(strstr(out, "SECKILL_WORKER_ID"));
+        ck_assert_ptr_nonnull(strstr(out, "--batch-max N"));
+        ck_assert_ptr_nonnull(strstr(out, "max batch"));
+        ck_assert_ptr_nonnull(strstr(out, "--print-config"));
+        ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), NULL, 0, argv3, 2), 1);
+        ck_assert_ptr_nonnull(strstr(out, "Usage:"));
+        ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), NULL, 0, argv2, 2), 1);
+        ck_assert_str_eq(out, "seckill-front " SK_VERSION "\n");
+        /* --help wins even over an invalid environment. */
+        setenv("SECKILL_WORKER_ID", "5000", 1);
+        ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), NULL, 0, argv1, 2), 1);
+}
+END_TEST
+
+START_TEST(extra_options)
+{
+        sk_conf_t conf;
+        char err[256];
+        int batch = 50, dry = 0, both = 0;
+        char name[8] = "dflt";
+        sk_opt_t extra[] = {
+                { "batch-max", "SK_TEST_BATCH", SK_OPT_INT, &batch, 0, 1, 500, "max batch" },
+                { "name", "SK_TEST_NAME", SK_OPT_STR, name, sizeof(name), 0, 0, "a name" },
+                { "dry-run", "SK_TEST_DRY", SK_OPT_BOOL, &dry, 0, 0, 0, "dry run" },
+                { "both", NULL, SK_OPT_BOOL, &both, 0, 0, 0, "flag only" },
+        };
+        int argi = 0;
+
+        /* Defaults are what the destinations held. */
+        ck_assert_int_eq(load(&conf, err, sizeof(err), extra, 4, &argi, (char *)NULL), 0);
+        ck_assert_int_eq(batch, 50);
+        ck_assert_str_eq(name, "dflt");
+        ck_assert_int_eq(dry, 0);
+
+        setenv("SK_TEST_BATCH", "70", 1);
+        setenv("SK_TEST_NAME", "envname", 1);
+        setenv("SK_TEST_DRY", "true", 1);
+        ck_assert_int_eq(load(&conf, err, sizeof(err), extra, 4, &argi, (char *)NULL), 0);
+        ck_assert_int_eq(batch, 70);
+        ck_assert_str_eq(name, "envname");
+        ck_assert_int_eq(dry, 1);
+
+        dry = 0;
+        ck_assert_int_eq(load(&conf, err, sizeof(err), extra, 4, &argi, "--batch-max", "80", "--name=fl",
+                              "--dry-run", "--both", "verify", "42", (char *)NULL), 0);
+        ck_assert_int_eq(batch, 80);
+        ck_assert_str_eq(name, "fl");
+        ck_assert_int_eq(dry, 1);
+        ck_assert_int_eq(both, 1);
+        ck_assert_int_eq(argi, 6);
+
+        ck_assert_int_eq(load(&conf, err, sizeof(err), extra, 4, &argi, "--batch-max", "501", (char *)NULL), 2);
+        ck_assert_str_eq(err, "seckill-front: --batch-max=501 is out of range (1..500)\n");
+        unsetenv("SK_TEST_BATCH");
+        setenv("SK_TEST_BATCH", "0", 1);
+        ck_assert_int_eq(load(&conf, err, sizeof(err), extra, 4, &argi, (char *)NULL), 2);
+        ck_assert_str_eq(err, "seckill-front: SK_TEST_BATCH=0 is out of range (1..500)\n");
+        unsetenv("SK_TEST_BATCH");
+        ck_assert_int_eq(load(&conf, err, sizeof(err), extra, 4, &argi, "--name", "toolongname", (char *)NULL), 2);
+        ck_assert_str_eq(err, "seckill-front: --name=toolongname is too long (max 7 chars)\n");
+        setenv("SK_TEST_DRY", "maybe", 1);
+        ck_assert_int_eq(load(&conf, err, sizeof(err), extra, 4, &argi, (char *)NULL), 2);
+        ck_assert_int_eq(count_lines(err), 1);
+        /* A BOOL flag takes no argument. */
+        unsetenv("SK_TEST_DRY");
+        ck_assert_int_eq(load(&conf, err, sizeof(err), extra, 4, &argi, "--dry-run=1", (char *)NULL), 2);
+}
+END_TEST
+
+START_TEST(failpoints_env)
+{
+        sk_conf_t conf;
+        char err[512];
+
+        setenv("SECKILL_FAILPOINTS", "front.after_deduct=explode", 1);
+        ck_assert_int_eq(LOAD(&conf, err, NULL), 2);
+        ck_assert_int_eq(count_lines(err), 1);
+        ck_assert_ptr_nonnull(strstr(err, "seckill-front: SECKILL_FAILPOINTS is invalid"));
+        setenv("SECKILL_FAILPOINTS", "front.after_deduct=2*error", 1);
+        ck_assert_int_eq(LOAD(&conf, err, NULL), 0);
+        ck_assert_int_eq(sk_failpoints_active, 1);
+        ck_assert_int_eq(sk_failpoint_eval("front.after_deduct"), 1);
+}
+END_TEST
+
+START_TEST(redis_url_parse)
+{
+        sk_redis_url_t r;
+        char err[256];
+
+        ck_assert_int_eq(sk_redis_url_parse("redis://localhost", &r, err, sizeof(err)), 0);
+        ck_assert_str_eq(r.host, "localhost");
+        ck_assert_int_eq(r.port, 6379);
+        ck_assert_int_eq(r.db, 0);
+        ck_assert_int_eq(sk_redis_url_parse("redis://:p%40ss@[::1]:7000/15", &r, err, sizeof(err)), 0);
+        ck_assert_str_eq(r.host, "::1");
+        ck_assert_int_eq(r.port, 7000);
+        ck_assert_int_eq(r.db, 15);
+        ck_assert_str_eq(r.password, "p@ss");
+        ck_assert_int_eq(sk_redis_url_parse("redis://default:pw@h:1/", &r, err, sizeof(err)), 0);
+        ck_assert_str_eq(r.password, "pw");
+        ck_assert_int_eq(sk_redis_url_parse("redis://user:pw@h", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis://h:0", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis://h:65536", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis://h:12ab", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis://h/x", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis://h/-1", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis://h:+1", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis://:p%4@h", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse(NULL, &r, err, sizeof(err)), -1);
+        ck_assert_str_ne(err, "");
+}
+END_TEST
+
+START_TEST(mysql_url_parse)
+{
+        sk_mysql_url_t m;
+        char err[256];
+
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/d_1", &m, err, sizeof(err)), 0);
+        ck_assert_str_eq(m.user, "u");
+        ck_assert_str_eq(m.password, "");
+        ck_assert_str_eq(m.host, "h");
+        ck_assert_int_eq(m.port, 3306);
+        ck_assert_str_eq(m.database, "d_1");
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u:p%3Aw@db:13306/x", &m, err, sizeof(err)), 0);
+        ck_assert_str_eq(m.password, "p:w");
+        ck_assert_int_eq(m.port, 13306);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u:@h/x", &m, err, sizeof(err)), 0);
+        ck_assert_str_eq(m.password, "");
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h", &m, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://@h/x", &m, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/x?ssl=1", &m, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/x;drop", &m, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@/x", &m, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                                            &m, err, sizeof(err)), -1);
+}
+END_TEST
+
+START_TEST(hostport_and_parse_int)
+{
+        char host[64];
+        int port = 0, v = 7;
+        long l = 7;
+
+        ck_assert_int_eq(sk_hostport_parse("0.0.0.0:8080", host, sizeof(host), &port), 0);
+        ck_assert_str_eq(host, "0.0.0.0");
+        ck_assert_int_eq(port, 8080);
+        ck_assert_int_eq(sk_hostport_parse("[::1]:9", host, sizeof(host), &port), 0);
+        ck_assert_str_eq(host, "::1");
+        ck_assert_int_eq(sk_hostport_parse("h", host, sizeof(host), &port), -1);
+        ck_assert_int_eq(sk_hostport_parse(":80", host, sizeof(host), &port), -1);
+        ck_assert_int_eq(sk_hostport_parse("h:", host, sizeof(host), &port), -1);
+        ck_assert_int_eq(sk_hostport_parse("h:99999", host, sizeof(host), &port), -1);
+        ck_assert_int_eq(sk_hostport_parse("h:80", host, 1, &port), -1);
+
+        ck_assert_int_eq(sk_parse_int("42x", 0, 100, &v), -1);
+        ck_assert_int_eq(sk_parse_int("", 0, 100, &v), -1);
+        ck_assert_int_eq(sk_parse_int(" 4", 0, 100, &v), -1);
+        ck_assert_int_eq(sk_parse_int("101", 0, 100, &v), -1);
+        ck_assert_int_eq(sk_parse_int("99999999999999999999", 0, 100, &v), -1);
+        ck_assert_int_eq(v, 7);
+        ck_assert_int_eq(sk_parse_int("-3", -5, 5, &v), 0);
+        ck_assert_int_eq(v, -3);
+        ck_assert_int_eq(sk_parse_long("9223372036854775807", 0, 9223372036854775807L, &l), 0);
+        ck_assert_int_eq(l, 9223372036854775807L);
+}
+END_TEST
+
+static Suite *conf_suite(void)
+{
+        Suite *s = suite_create("conf");
+        TCase *tc;
+
+        tc = tcase_create("precedence");
+        tcase_add_checked_fixture(tc, setup, NULL);
+        tcase_add_test(tc, defaults);
+        tcase_add_test(tc, env_overrides_default_and_flag_overrides_env);
+        tcase_add_test(tc, invalid_env_overridden_by_flag_is_fine);
+        tcase_add_test(tc, kafka_props);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("errors");
+        tcase_add_checked_fixture(tc, setup, NULL);
+        tcase_add_loop_test(tc, env_range_errors, 0, (int)(sizeof(bad_env) / sizeof(bad_env[0])));
+        tcase_add_test(tc, flag_range_errors);
+        tcase_add_test(tc, unknown_and_missing_flags);
+        tcase_add_test(tc, failpoints_env);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("output");
+        tcase_add_checked_fixture(tc, setup, NULL);
+        tcase_add_test(tc, print_config_masks_passwords);
+        tcase_add_test(tc, help_and_version);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("extra");
+        tcase_add_checked_fixture(tc, setup, NULL);
+        tcase_add_test(tc, extra_options);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("parsers");
+        tcase_add_test(tc, redis_url_parse);
+        tcase_add_test(tc, mysql_url_parse);
+        tcase_add_test(tc, hostport_and_parse_int);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        return sk_test_run(conf_suite());
+}
