@@ -1,0 +1,829 @@
+/* 0100_redis_scripts.c: deduct.lua, rollback.lua and claim.lua against the real Redis
+ * (DESIGN.md 4, 7, 8), through sk_redis_evalsha and sk_rollback_run. Every run uses its
+ * own key prefix (sk_test_conf); keys are deleted at the end. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sk_test.h"
+#include "sk/clock.h"
+#include "sk/ids.h"
+#include "sk/keys.h"
+#include "sk/msg.h"
+#include "sk/outcome.h"
+#include "sk/redis.h"
+
+#define EXTRA_MS "172800000"
+
+static sk_conf_t g_conf;
+static sk_redis_t *g_r;
+
+typedef struct { char meta[SK_KEY_MAX], stock[SK_KEY_MAX], users[SK_KEY_MAX], trace[SK_KEY_MAX]; } vkeys_t;
+
+static void vkeys(int64_t vid, vkeys_t *k)
+{
+        sk_key_voucher(k->meta, g_conf.redis_prefix, vid, SK_KEY_META);
+        sk_key_voucher(k->stock, g_conf.redis_prefix, vid, SK_KEY_STOCK);
+        sk_key_voucher(k->users, g_conf.redis_prefix, vid, SK_KEY_USERS);
+        sk_key_voucher(k->trace, g_conf.redis_prefix, vid, SK_KEY_TRACE);
+}
+
+static redisReply *cmd(const char *fmt, ...)
+{
+        va_list ap;
+        redisReply *reply;
+
+        va_start(ap, fmt);
+        reply = redisvCommand(sk_redis_ctx(g_r), fmt, ap);
+        va_end(ap);
+        ck_assert_msg(reply != NULL, "redis command failed");
+        return reply;
+}
+
+static long long cmd_int(const char *fmt, ...)
+{
+        va_list ap;
+        redisReply *reply;
+        long long v;
+
+        va_start(ap, fmt);
+        reply = redisvCommand(sk_redis_ctx(g_r), fmt, ap);
+        va_end(ap);
+        ck_assert_msg(reply && reply->type == REDIS_REPLY_INTEGER, "expected an integer reply");
+        v = reply->integer;
+        freeReplyObject(reply);
+        return v;
+}
+
+/* GET/HGET as a malloc'd string, NULL for nil. */
+static char *cmd_str(const char *fmt, ...)
+{
+        va_list ap;
+        redisReply *reply;
+        char *s = NULL;
+
+        va_start(ap, fmt);
+        reply = redisvCommand(sk_redis_ctx(g_r), fmt, ap);
+        va_end(ap);
+        ck_assert_msg(reply != NULL, "redis command failed");
+        if (reply->type == REDIS_REPLY_STRING)
+                s = strdup(reply->str);
+        else
+                ck_assert_int_eq(reply->type, REDIS_REPLY_NIL);
+        freeReplyObject(reply);
+        return s;
+}
+
+static long long get_stock(const vkeys_t *k)
+{
+        char *s = cmd_str("GET %s", k->stock);
+        long long v;
+        ck_assert_ptr_nonnull(s);
+        v = strtoll(s, NULL, 10);
+        free(s);
+        return v;
+}
+
+/* A voucher on sale now (window [now - 60 s, now + 1 h]) with @p stock. */
+static int64_t new_voucher(vkeys_t *k, int status, int64_t begin_off_ms, int64_t end_off_ms,
+                           long long stock)
+{
+        int64_t vid = sk_test_rand_id();
+        int64_t now = sk_now_ms();
+        redisReply *reply;
+
+        vkeys(vid, k);
+        reply = cmd("HSET %s begin_ms %lld end_ms %lld status %d", k->meta,
+                    (long long)(now + begin_off_ms), (long long)(now + end_off_ms), status);
+        freeReplyObject(reply);
+        if (stock >= 0) {
+                reply = cmd("SET %s %lld", k->stock, stock);
+                freeReplyObject(reply);
+        }
+        return vid;
+}
+
+static int64_t on_sale(vkeys_t *k, long long stock)
+{
+        return new_voucher(k, 1, -60000, 3600000, stock);
+}
+
+/* Run deduct.lua; returns the reply (owned) and the error code. */
+static sk_err_t deduct_s(const vkeys_t *k, const char *trace, const char *order, const char *user,
+                         const char *voucher, const char *qty, redisReply **reply,
+                         char *errstr, size_t errstr_size)
+{
+        const char *keys[4] = { k->meta, k->stock, k->users, k->trace };
+        const char *args[6] = { trace, order, user, voucher, qty, EXTRA_MS };
+        return sk_redis_evalsha(g_r, SK_SCRIPT_DEDUCT, 4, keys, 6, args, reply, errstr,
+                                errstr_size);
+}
+
+static redisReply *deduct(const vkeys_t *k, int64_t vid, int64_t trace, int64_t order,
+                          int64_t user, int qty)
+{
+        char t[SK_ID_STRLEN], o[SK_ID_STRLEN], u[SK_ID_STRLEN], v[SK_ID_STRLEN], q[16];
+        char errstr[512] = "";
+        redisReply *reply = NULL;
+        sk_err_t err;
+
+        sk_id_format(trace, t);
+        sk_id_format(order, o);
+        sk_id_format(user, u);
+        sk_id_format(vid, v);
+        snprintf(q, sizeof(q), "%d", qty);
+        err = deduct_s(k, t, o, u, v, q, &reply, errstr, sizeof(errstr));
+        ck_assert_msg(err == SK_OK, "deduct: %s: %s", sk_err2str(err), errstr);
+        ck_assert_int_eq(reply->type, REDIS_REPLY_ARRAY);
+        ck_assert_uint_ge(reply->elements, 1);
+        return reply;
+}
+
+static const char *status_of(const redisReply *reply)
+{
+        return reply->element[0]->str;
+}
+
+static void assert_status(const redisReply *reply, const char *status)
+{
+        ck_assert_str_eq(status_of(reply), status);
+}
+
+static void assert_reject(redisReply *reply, long long code)
+{
+        assert_status(reply, "REJECT");
+        ck_assert_int_eq(reply->elements, 2);
+        ck_assert_int_eq(reply->element[1]->type, REDIS_REPLY_INTEGER);
+        ck_assert_int_eq(reply->element[1]->integer, code);
+}
+
+static sk_rollback_res_t rollback(int64_t vid, int64_t trace, int64_t user, const char *mode,
+                                  sk_reason_t reason, int64_t clamp_to)
+{
+        sk_rollback_res_t res;
+        char errstr[512] = "";
+        sk_err_t err = sk_rollback_run(g_r, g_conf.redis_prefix, vid, trace, user, mode, reason,
+                                       clamp_to, sk_expire_extra_ms(48), &res, errstr,
+                                       sizeof(errstr));
+        ck_assert_msg(err == SK_OK, "rollback: %s: %s", sk_err2str(err), errstr);
+        return res;
+}
+
+/* claim.lua with string args; returns reply (owned). */
+static redisReply *claim(const vkeys_t *k, int nargs, const char **args, sk_err_t *err_out)
+{
+        const char *keys[2] = { k->meta, k->trace };
+        char errstr[512] = "";
+        redisReply *reply = NULL;
+        sk_err_t err = sk_redis_evalsha(g_r, SK_SCRIPT_CLAIM, 2, keys, nargs, args, &reply,
+                                        errstr, sizeof(errstr));
+        if (err_out)
+                *err_out = err;
+        else
+                ck_assert_msg(err == SK_OK, "claim: %s: %s", sk_err2str(err), errstr);
+        return reply;
+}
+
+/* Snapshot of the four keys (EXISTS + DUMP + PTTL presence) to prove "nothing written". */
+typedef struct { int exists[4]; size_t len[4]; char *dump[4]; } snap_t;
+
+static void snapshot(const vkeys_t *k, snap_t *s)
+{
+        const char *names[4] = { k->meta, k->stock, k->users, k->trace };
+        for (int i = 0; i < 4; i++) {
+                redisReply *reply;
+                s->exists[i] = (int)cmd_int("EXISTS %s", names[i]);
+                reply = cmd("DUMP %s", names[i]);
+                s->len[i] = reply->type == REDIS_REPLY_STRING ? reply->len : 0;
+                s->dump[i] = malloc(s->len[i] + 1);
+                if (s->len[i])
+                        memcpy(s->dump[i], reply->str, s->len[i]);
+                freeReplyObject(reply);
+        }
+}
+
+static void assert_same(const snap_t *a, const snap_t *b)
+{
+        for (int i = 0; i < 4; i++) {
+                ck_assert_int_eq(a->exists[i], b->exists[i]);
+                ck_assert_uint_eq(a->len[i], b->len[i]);
+                ck_assert_msg(memcmp(a->dump[i], b->dump[i], a->len[i]) == 0,
+                              "key %d changed", i);
+        }
+}
+
+static void snap_free(snap_t *s)
+{
+        for (int i = 0; i < 4; i++)
+                free(s->dump[i]);
+}
+
+/* ---------------------------------------------------------------- deduct */
+
+START_TEST(deduct_admits_and_sets_ttl)
+{
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 5);
+        int64_t trace = sk_test_rand_id(), order = sk_test_rand_id(), user = sk_test_rand_id();
+        redisReply *reply = deduct(&k, vid, trace, order, user, 2);
+        sk_order_msg_t msg;
+        char errstr[256], t[SK_ID_STRLEN], u[SK_ID_STRLEN], *s;
+        int64_t now = sk_now_ms();
+
+        assert_status(reply, "OK");
+        ck_assert_int_eq(reply->elements, 2);
+        ck_assert_msg(sk_msg_parse(reply->element[1]->str, reply->element[1]->len, &msg,
+                                   errstr, sizeof(errstr)) == SK_OK, "msg: %s", errstr);
+        ck_assert_int_eq(msg.trace_id, trace);
+        ck_assert_int_eq(msg.order_id, order);
+        ck_assert_int_eq(msg.user_id, user);
+        ck_assert_int_eq(msg.voucher_id, vid);
+        ck_assert_int_eq(msg.before_qty, 5);
+        ck_assert_int_eq(msg.deduct_qty, 2);
+        ck_assert_int_eq(msg.after_qty, 3);
+        ck_assert_int_le(msg.ts_ms, now + 5000);
+        ck_assert_int_ge(msg.ts_ms, now - 60000);
+        ck_assert_int_eq(get_stock(&k), 3);
+        sk_id_format(trace, t);
+        sk_id_format(user, u);
+        s = cmd_str("HGET %s %s", k.users, u);
+        ck_assert_str_eq(s, t);
+        free(s);
+        s = cmd_str("HGET %s %s", k.trace, t);
+        ck_assert_str_eq(s, reply->element[1]->str);
+        free(s);
+        ck_assert_int_gt(cmd_int("PTTL %s", k.meta), 0);
+        ck_assert_int_gt(cmd_int("PTTL %s", k.stock), 0);
+        ck_assert_int_gt(cmd_int("PTTL %s", k.users), 0);
+        ck_assert_int_gt(cmd_int("PTTL %s", k.trace), 0);
+        /* E = end_ms + extra: end is now + 1 h, extra 48 h. */
+        ck_assert_int_gt(cmd_int("PTTL %s", k.trace), 172800000LL);
+        freeReplyObject(reply);
+}
+END_TEST
+
+START_TEST(deduct_replay_same_trace)
+{
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 5);
+        int64_t trace = sk_test_rand_id(), order = sk_test_rand_id(), user = sk_test_rand_id();
+        redisReply *a = deduct(&k, vid, trace, order, user, 1);
+        redisReply *b = deduct(&k, vid, trace, order, user, 1);
+
+        assert_status(a, "OK");
+        assert_status(b, "REPLAY");
+        ck_assert_str_eq(a->element[1]->str, b->element[1]->str);
+        ck_assert_int_eq(get_stock(&k), 4);
+        freeReplyObject(a);
+        freeReplyObject(b);
+}
+END_TEST
+
+START_TEST(deduct_big_ids_unchanged)
+{
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 5);
+        redisReply *reply;
+        char v[SK_ID_STRLEN], errstr[256] = "";
+        sk_err_t err;
+
+        sk_id_format(vid, v);
+        err = deduct_s(&k, "9223372036854775806", "9223372036854775807", "1990653204235288577",
+                       v, "1", &reply, errstr, sizeof(errstr));
+        ck_assert_msg(err == SK_OK, "%s", errstr);
+        assert_status(reply, "OK");
+        ck_assert_ptr_nonnull(strstr(reply->element[1]->str,
+                "{\"traceId\":\"9223372036854775806\",\"orderId\":\"9223372036854775807\","
+                "\"userId\":\"1990653204235288577\",\"voucherId\":\""));
+        ck_assert_ptr_nonnull(strstr(reply->element[1]->str,
+                "\",\"beforeQty\":5,\"deductQty\":1,\"afterQty\":4,\"ts\":"));
+        freeReplyObject(reply);
+        ck_assert_int_eq(cmd_int("HEXISTS %s 1990653204235288577", k.users), 1);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- rejects */
+
+static void check_reject_no_write(vkeys_t *k, int64_t vid, int64_t user, long long code)
+{
+        snap_t before, after;
+        redisReply *reply;
+
+        snapshot(k, &before);
+        reply = deduct(k, vid, sk_test_rand_id(), sk_test_rand_id(), user, 1);
+        assert_reject(reply, code);
+        freeReplyObject(reply);
+        snapshot(k, &after);
+        assert_same(&before, &after);
+        snap_free(&before);
+        snap_free(&after);
+}
+
+START_TEST(reject_codes_write_nothing)
+{
+        vkeys_t k;
+        int64_t vid;
+
+        vid = on_sale(&k, 5);
+        cmd_int("DEL %s", k.meta);
+        check_reject_no_write(&k, vid, sk_test_rand_id(), 10004);
+
+        vid = new_voucher(&k, 4, -60000, 3600000, 5);
+        check_reject_no_write(&k, vid, sk_test_rand_id(), 10013);
+        /* paused wins over the window */
+        vid = new_voucher(&k, 4, 60000, 3600000, 5);
+        check_reject_no_write(&k, vid, sk_test_rand_id(), 10013);
+
+        vid = new_voucher(&k, 1, 60000, 3600000, 5);
+        check_reject_no_write(&k, vid, sk_test_rand_id(), 10002);
+
+        vid = new_voucher(&k, 1, -3600000, -60000, 5);
+        check_reject_no_write(&k, vid, sk_test_rand_id(), 10003);
+
+        vid = new_voucher(&k, 2, -60000, 3600000, 5);
+        check_reject_no_write(&k, vid, sk_test_rand_id(), 10011);
+
+        vid = new_voucher(&k, 3, -60000, 3600000, 5);
+        check_reject_no_write(&k, vid, sk_test_rand_id(), 10012);
+
+        /* sold out: stock 0, and a missing stock key */
+        vid = on_sale(&k, 0);
+        check_reject_no_write(&k, vid, sk_test_rand_id(), 10005);
+        vid = on_sale(&k, -1);
+        check_reject_no_write(&k, vid, sk_test_rand_id(), 10005);
+}
+END_TEST
+
+START_TEST(member_before_stock)
+{
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 1);
+        int64_t user = sk_test_rand_id();
+        redisReply *reply = deduct(&k, vid, sk_test_rand_id(), sk_test_rand_id(), user, 1);
+
+        assert_status(reply, "OK");
+        freeReplyObject(reply);
+        ck_assert_int_eq(get_stock(&k), 0);
+        check_reject_no_write(&k, vid, user, 10006);              /* member, even sold out */
+        check_reject_no_write(&k, vid, sk_test_rand_id(), 10005); /* others: sold out */
+        ck_assert_int_eq(get_stock(&k), 0);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- invalid args */
+
+static void check_bad_deduct(const vkeys_t *k, const char *trace, const char *order,
+                             const char *user, const char *voucher, const char *qty)
+{
+        snap_t before, after;
+        redisReply *reply = NULL;
+        char errstr[256] = "";
+        sk_err_t err;
+
+        snapshot(k, &before);
+        err = deduct_s(k, trace, order, user, voucher, qty, &reply, errstr, sizeof(errstr));
+        ck_assert_msg(err == SK_EINVAL, "expected SK_EINVAL, got %s (%s) for %s/%s/%s/%s/%s",
+                      sk_err2str(err), errstr, trace, order, user, voucher, qty);
+        ck_assert_ptr_null(reply);
+        ck_assert_ptr_nonnull(strstr(errstr, "SKARG"));
+        snapshot(k, &after);
+        assert_same(&before, &after);
+        snap_free(&before);
+        snap_free(&after);
+}
+
+START_TEST(invalid_args_write_nothing)
+{
+        static const char *bad[] = { "01", "-1", "abc", "", "12345678901234567890",
+                                     "9223372036854775808", "0", " 1", "1 ", "1.0", "+1", NULL };
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 5);
+        char v[SK_ID_STRLEN];
+
+        sk_id_format(vid, v);
+        for (int i = 0; bad[i]; i++) {
+                check_bad_deduct(&k, bad[i], "2", "3", v, "1");
+                check_bad_deduct(&k, "1", bad[i], "3", v, "1");
+                check_bad_deduct(&k, "1", "2", bad[i], v, "1");
+                check_bad_deduct(&k, "1", "2", "3", bad[i], "1");
+        }
+        check_bad_deduct(&k, "1", "2", "3", v, "0");
+        check_bad_deduct(&k, "1", "2", "3", v, "-1");
+        check_bad_deduct(&k, "1", "2", "3", v, "abc");
+        check_bad_deduct(&k, "1", "2", "3", v, "");
+        check_bad_deduct(&k, "1", "2", "3", v, "99999999999");
+        check_bad_deduct(&k, "1", "2", "3", "77", "1"); /* voucher does not match the keys */
+        /* the largest id is accepted */
+        {
+                redisReply *reply = NULL;
+                char errstr[256] = "";
+                ck_assert_int_eq(deduct_s(&k, "9223372036854775807", "2", "3", v, "1", &reply,
+                                          errstr, sizeof(errstr)), SK_OK);
+                assert_status(reply, "OK");
+                freeReplyObject(reply);
+        }
+}
+END_TEST
+
+START_TEST(invalid_args_rollback_claim)
+{
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 5);
+        const char *keys[4] = { k.meta, k.stock, k.users, k.trace };
+        static const char *rb_bad[][8] = {
+                { "01", "front", "1", "1", "", "", "lost", EXTRA_MS },
+                { "1", "nobody", "1", "1", "", "", "lost", EXTRA_MS },
+                { "1", "front", "2", "1", "", "", "lost", EXTRA_MS },
+                { "1", "front", "1", "x", "", "", "lost", EXTRA_MS },
+                { "1", "front", "1", "1", "-3", "", "lost", EXTRA_MS },
+                { "1", "front", "1", "1", "", "abc", "lost", EXTRA_MS },
+                { "1", "front", "1", "1", "", "", "", EXTRA_MS },
+                { "1", "front", "1", "1", "", "", "lost", "-5" },
+        };
+        snap_t before, after;
+
+        (void)vid;
+        snapshot(&k, &before);
+        for (size_t i = 0; i < sizeof(rb_bad) / sizeof(rb_bad[0]); i++) {
+                redisReply *reply = NULL;
+                char errstr[256] = "";
+                sk_err_t err = sk_redis_evalsha(g_r, SK_SCRIPT_ROLLBACK, 4, keys, 8, rb_bad[i],
+                                                &reply, errstr, sizeof(errstr));
+                ck_assert_msg(err == SK_EINVAL, "rollback case %zu: %s", i, sk_err2str(err));
+                ck_assert_ptr_nonnull(strstr(errstr, "SKARG"));
+        }
+        {
+                const char *c1[] = { "claim", EXTRA_MS, "01" };
+                const char *c2[] = { "bogus", EXTRA_MS, "1" };
+                const char *c3[] = { "sent", EXTRA_MS, "1", "x", "5" };
+                const char *c4[] = { "sent", EXTRA_MS, "1", "1", "-5" };
+                const char *c5[] = { "consume", EXTRA_MS, "1", "abc" };
+                const char *c6[] = { "consume", EXTRA_MS };
+                const char **cases[] = { c1, c2, c3, c4, c5, c6 };
+                int ns[] = { 3, 3, 5, 5, 4, 2 };
+                for (int i = 0; i < 6; i++) {
+                        sk_err_t err;
+                        redisReply *reply = claim(&k, ns[i], cases[i], &err);
+                        ck_assert_msg(err == SK_EINVAL, "claim case %d: %s", i, sk_err2str(err));
+                        ck_assert_ptr_null(reply);
+                }
+        }
+        snapshot(&k, &after);
+        assert_same(&before, &after);
+        snap_free(&before);
+        snap_free(&after);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- rollback */
+
+START_TEST(rollback_then_late_deduct_fenced)
+{
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 5);
+        int64_t trace = sk_test_rand_id(), order = sk_test_rand_id(), user = sk_test_rand_id();
+        redisReply *reply = deduct(&k, vid, trace, order, user, 2);
+        sk_rollback_res_t res;
+        char u[SK_ID_STRLEN];
+
+        assert_status(reply, "OK");
+        freeReplyObject(reply);
+        ck_assert_int_eq(get_stock(&k), 3);
+        res = rollback(vid, trace, 0, "consumer", SK_REASON_LOST, -1);
+        ck_assert_int_eq(res.already, 0);
+        ck_assert_int_eq(res.restored, 1);
+        ck_assert_int_eq(res.released, 1);
+        ck_assert_int_eq(res.clamped, 0);
+        ck_assert_int_eq(get_stock(&k), 5);
+        sk_id_format(user, u);
+        ck_assert_int_eq(cmd_int("HEXISTS %s %s", k.users, u), 0);
+
+        reply = deduct(&k, vid, trace, order, user, 2);
+        assert_status(reply, "FENCED");
+        ck_assert_int_eq(reply->elements, 1);
+        freeReplyObject(reply);
+        ck_assert_int_eq(get_stock(&k), 5);
+        ck_assert_int_eq(cmd_int("HEXISTS %s %s", k.users, u), 0);
+}
+END_TEST
+
+START_TEST(rollback_idempotent)
+{
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 5);
+        int64_t trace = sk_test_rand_id();
+        redisReply *reply = deduct(&k, vid, trace, sk_test_rand_id(), sk_test_rand_id(), 1);
+        sk_rollback_res_t res;
+
+        assert_status(reply, "OK");
+        freeReplyObject(reply);
+        res = rollback(vid, trace, 0, "reconciler", SK_REASON_LOST, -1);
+        ck_assert_int_eq(res.restored, 1);
+        for (int i = 0; i < 2; i++) {
+                res = rollback(vid, trace, 0, "reconciler", SK_REASON_LOST, -1);
+                ck_assert_int_eq(res.already, 1);
+                ck_assert_int_eq(res.restored, 0);
+        }
+        ck_assert_int_eq(get_stock(&k), 5);
+}
+END_TEST
+
+START_TEST(rollback_without_deduct_fences)
+{
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 5);
+        int64_t trace = sk_test_rand_id(), user = sk_test_rand_id();
+        sk_rollback_res_t res = rollback(vid, trace, user, "front", SK_REASON_FRONT_ROLLBACK, -1);
+        redisReply *reply;
+        char t[SK_ID_STRLEN], *s;
+
+        ck_assert_int_eq(res.restored, 0);
+        ck_assert_int_eq(res.released, 0);
+        ck_assert_int_eq(get_stock(&k), 5);
+        sk_id_format(trace, t);
+        s = cmd_str("HGET %s %s:r", k.trace, t);
+        ck_assert_ptr_nonnull(s);
+        ck_assert_ptr_nonnull(strstr(s, "\"mode\":\"front\",\"reason\":\"front_rollback\","
+                                        "\"restored\":0,\"released\":0,\"clamped\":0,\"ts\":"));
+        free(s);
+        ck_assert_int_gt(cmd_int("PTTL %s", k.trace), 0);
+        reply = deduct(&k, vid, trace, sk_test_rand_id(), user, 1);
+        assert_status(reply, "FENCED");
+        freeReplyObject(reply);
+        ck_assert_int_eq(get_stock(&k), 5);
+}
+END_TEST
+
+START_TEST(rollback_never_creates_stock)
+{
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 5);
+        int64_t trace = sk_test_rand_id(), trace2 = sk_test_rand_id();
+        redisReply *reply = deduct(&k, vid, trace, sk_test_rand_id(), sk_test_rand_id(), 1);
+        sk_rollback_res_t res;
+
+        assert_status(reply, "OK");
+        freeReplyObject(reply);
+        reply = deduct(&k, vid, trace2, sk_test_rand_id(), sk_test_rand_id(), 1);
+        assert_status(reply, "OK");
+        freeReplyObject(reply);
+        cmd_int("DEL %s", k.stock);
+        res = rollback(vid, trace, 0, "consumer", SK_REASON_LOST, -1);
+        ck_assert_int_eq(res.restored, 0);
+        ck_assert_int_eq(res.released, 1);
+        ck_assert_int_eq(cmd_int("EXISTS %s", k.stock), 0);
+        res = rollback(vid, trace2, 0, "consumer", SK_REASON_SOLD_OUT, 3);
+        ck_assert_int_eq(res.clamped, 0);
+        ck_assert_int_eq(cmd_int("EXISTS %s", k.stock), 0);
+        /* meta lost too: the fence still gets an expiry (now + extra) */
+        cmd_int("DEL %s", k.meta);
+        rollback(vid, sk_test_rand_id(), 0, "front", SK_REASON_FRONT_ROLLBACK, -1);
+        ck_assert_int_gt(cmd_int("PTTL %s", k.trace), 0);
+        ck_assert_int_eq(cmd_int("EXISTS %s", k.stock), 0);
+        ck_assert_int_eq(cmd_int("EXISTS %s", k.meta), 0);
+}
+END_TEST
+
+START_TEST(rollback_release_only_own_trace)
+{
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 5);
+        int64_t trace = sk_test_rand_id(), user = sk_test_rand_id();
+        redisReply *reply = deduct(&k, vid, trace, sk_test_rand_id(), user, 1);
+        sk_rollback_res_t res;
+        char u[SK_ID_STRLEN], *s;
+
+        assert_status(reply, "OK");
+        freeReplyObject(reply);
+        sk_id_format(user, u);
+        /* The user's current admission is now another trace. */
+        freeReplyObject(cmd("HSET %s %s 42", k.users, u));
+        res = rollback(vid, trace, 0, "consumer", SK_REASON_LOST, -1);
+        ck_assert_int_eq(res.restored, 1);
+        ck_assert_int_eq(res.released, 0);
+        s = cmd_str("HGET %s %s", k.users, u);
+        ck_assert_str_eq(s, "42");
+        free(s);
+
+        /* has_order: restore, keep the user */
+        trace = sk_test_rand_id();
+        user = sk_test_rand_id();
+        reply = deduct(&k, vid, trace, sk_test_rand_id(), user, 1);
+        assert_status(reply, "OK");
+        freeReplyObject(reply);
+        res = rollback(vid, trace, 0, "consumer", SK_REASON_HAS_ORDER, -1);
+        ck_assert_int_eq(res.restored, 1);
+        ck_assert_int_eq(res.released, 0);
+        sk_id_format(user, u);
+        ck_assert_int_eq(cmd_int("HEXISTS %s %s", k.users, u), 1);
+        ck_assert_int_eq(get_stock(&k), 5); /* 5 -1 +1 (first) -1 +1 (second) */
+}
+END_TEST
+
+START_TEST(rollback_clamp)
+{
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 10);
+        int64_t trace = sk_test_rand_id(), user = sk_test_rand_id();
+        redisReply *reply = deduct(&k, vid, trace, sk_test_rand_id(), user, 1);
+        sk_rollback_res_t res;
+        char u[SK_ID_STRLEN];
+
+        assert_status(reply, "OK");
+        freeReplyObject(reply);
+        ck_assert_int_eq(get_stock(&k), 9);
+        res = rollback(vid, trace, 0, "consumer", SK_REASON_SOLD_OUT, 3);
+        ck_assert_int_eq(res.restored, 0);
+        ck_assert_int_eq(res.released, 1);
+        ck_assert_int_eq(res.clamped, 1);
+        ck_assert_int_eq(get_stock(&k), 3);
+        ck_assert_int_gt(cmd_int("PTTL %s", k.stock), 0); /* SET cleared it; re-applied */
+        sk_id_format(user, u);
+        ck_assert_int_eq(cmd_int("HEXISTS %s %s", k.users, u), 0);
+        /* clamp never raises */
+        res = rollback(vid, sk_test_rand_id(), 0, "consumer", SK_REASON_SOLD_OUT, 20);
+        ck_assert_int_eq(res.clamped, 0);
+        ck_assert_int_eq(get_stock(&k), 3);
+        res = rollback(vid, sk_test_rand_id(), 0, "consumer", SK_REASON_SOLD_OUT, 0);
+        ck_assert_int_eq(res.clamped, 1);
+        ck_assert_int_eq(get_stock(&k), 0);
+}
+END_TEST
+
+START_TEST(rollback_front_claimed)
+{
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 5);
+        int64_t trace = sk_test_rand_id();
+        redisReply *reply = deduct(&k, vid, trace, sk_test_rand_id(), sk_test_rand_id(), 1);
+        sk_rollback_res_t res;
+        char t[SK_ID_STRLEN];
+        const char *args[3] = { "claim", EXTRA_MS, t };
+        snap_t before, after;
+
+        assert_status(reply, "OK");
+        freeReplyObject(reply);
+        sk_id_format(trace, t);
+        reply = claim(&k, 3, args, NULL);
+        assert_status(reply, "OK");
+        freeReplyObject(reply);
+        snapshot(&k, &before);
+        res = rollback(vid, trace, 0, "front", SK_REASON_FRONT_ROLLBACK, -1);
+        ck_assert_int_eq(res.claimed, 1);
+        ck_assert_int_eq(res.restored, 0);
+        snapshot(&k, &after);
+        assert_same(&before, &after);
+        snap_free(&before);
+        snap_free(&after);
+        /* the reconciler (not front) may still roll it back */
+        res = rollback(vid, trace, 0, "reconciler", SK_REASON_LOST, -1);
+        ck_assert_int_eq(res.claimed, 0);
+        ck_assert_int_eq(res.restored, 1);
+        ck_assert_int_eq(get_stock(&k), 5);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- claim */
+
+static void assert_claim(redisReply *reply, long long redrives, long long failed,
+                         long long consumed, const char *part, const char *off)
+{
+        assert_status(reply, "OK");
+        ck_assert_int_eq(reply->elements, 6);
+        ck_assert_int_eq(reply->element[1]->integer, redrives);
+        ck_assert_int_eq(reply->element[2]->integer, failed);
+        ck_assert_int_eq(reply->element[3]->integer, consumed);
+        ck_assert_str_eq(reply->element[4]->str, part);
+        ck_assert_str_eq(reply->element[5]->str, off);
+        freeReplyObject(reply);
+}
+
+START_TEST(claim_counters)
+{
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 5);
+        int64_t t1 = sk_test_rand_id(), t2 = sk_test_rand_id();
+        char s1[SK_ID_STRLEN], s2[SK_ID_STRLEN];
+        redisReply *reply;
+
+        reply = deduct(&k, vid, t1, sk_test_rand_id(), sk_test_rand_id(), 1);
+        freeReplyObject(reply);
+        reply = deduct(&k, vid, t2, sk_test_rand_id(), sk_test_rand_id(), 1);
+        freeReplyObject(reply);
+        sk_id_format(t1, s1);
+        sk_id_format(t2, s2);
+        {
+                const char *a[] = { "claim", EXTRA_MS, s1 };
+                assert_claim(claim(&k, 3, a, NULL), 1, 0, 0, "", "");
+                assert_claim(claim(&k, 3, a, NULL), 2, 0, 0, "", "");
+        }
+        {
+                const char *a[] = { "sent", EXTRA_MS, s1, "3", "9223372036854775807" };
+                assert_claim(claim(&k, 5, a, NULL), 2, 0, 0, "3", "9223372036854775807");
+        }
+        {
+                const char *a[] = { "failed", EXTRA_MS, s1 };
+                assert_claim(claim(&k, 3, a, NULL), 2, 1, 0, "3", "9223372036854775807");
+        }
+        {
+                const char *a[] = { "sent", EXTRA_MS, s1, "0", "0" };
+                assert_claim(claim(&k, 5, a, NULL), 2, 1, 0, "0", "0");
+        }
+        ck_assert_int_gt(cmd_int("PTTL %s", k.trace), 0);
+        /* t2 is fenced by the front before the consumer claims it */
+        rollback(vid, t2, 0, "front", SK_REASON_FRONT_ROLLBACK, -1);
+        {
+                const char *a[] = { "consume", EXTRA_MS, s1, s2 };
+                reply = claim(&k, 4, a, NULL);
+                assert_status(reply, "OK");
+                ck_assert_int_eq(reply->elements, 3);
+                ck_assert_int_eq(reply->element[1]->integer, 0);
+                ck_assert_int_eq(reply->element[2]->integer, 1);
+                freeReplyObject(reply);
+                ck_assert_int_eq(cmd_int("HEXISTS %s %s:c", k.trace, s2), 0);
+        }
+        {
+                const char *a[] = { "claim", EXTRA_MS, s2 };
+                reply = claim(&k, 3, a, NULL);
+                assert_status(reply, "RESTORED");
+                ck_assert_int_eq(reply->elements, 1);
+                freeReplyObject(reply);
+        }
+        {
+                const char *a[] = { "failed", EXTRA_MS, s1 };
+                assert_claim(claim(&k, 3, a, NULL), 2, 2, 1, "0", "0");
+        }
+        /* consumed: the front's fence now answers CLAIMED */
+        {
+                sk_rollback_res_t res = rollback(vid, t1, 0, "front", SK_REASON_FRONT_ROLLBACK, -1);
+                ck_assert_int_eq(res.claimed, 1);
+        }
+}
+END_TEST
+
+/* ---------------------------------------------------------------- reasons */
+
+START_TEST(reason_table)
+{
+        int restore, release, clamp;
+        sk_reason_t r;
+
+        sk_reason_flags(SK_REASON_SOLD_OUT, &restore, &release, &clamp);
+        ck_assert(restore == 0 && release == 1 && clamp == 1);
+        sk_reason_flags(SK_REASON_HAS_ORDER, &restore, &release, &clamp);
+        ck_assert(restore == 1 && release == 0 && clamp == 0);
+        sk_reason_flags(SK_REASON_LOST, &restore, &release, &clamp);
+        ck_assert(restore == 1 && release == 1 && clamp == 0);
+        sk_reason_flags(SK_REASON_FRONT_ROLLBACK, &restore, &release, &clamp);
+        ck_assert(restore == 1 && release == 1 && clamp == 0);
+        ck_assert_int_eq(sk_reason_parse("front_rollback", &r), 0);
+        ck_assert_int_eq(r, SK_REASON_FRONT_ROLLBACK);
+        ck_assert_str_eq(sk_reason_str(SK_REASON_SOLD_OUT), "sold_out");
+        ck_assert_int_eq(sk_reason_parse("bogus", &r), -1);
+        ck_assert_int_eq(sk_expire_extra_ms(48), 48LL * 3600000 + 86400000);
+}
+END_TEST
+
+static void setup(void)
+{
+        char errstr[512] = "";
+
+        sk_test_conf(&g_conf, "redis_scripts");
+        g_r = sk_redis_connect(&g_conf.redis, 5000, errstr, sizeof(errstr));
+        ck_assert_msg(g_r != NULL, "connect: %s", errstr);
+}
+
+static void teardown(void)
+{
+        sk_redis_close(g_r);
+        g_r = NULL;
+        sk_test_cleanup(&g_conf);
+}
+
+int main(void)
+{
+        Suite *s = suite_create("redis_scripts");
+        TCase *tc = tcase_create("scripts");
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, deduct_admits_and_sets_ttl);
+        tcase_add_test(tc, deduct_replay_same_trace);
+        tcase_add_test(tc, deduct_big_ids_unchanged);
+        tcase_add_test(tc, reject_codes_write_nothing);
+        tcase_add_test(tc, member_before_stock);
+        tcase_add_test(tc, invalid_args_write_nothing);
+        tcase_add_test(tc, invalid_args_rollback_claim);
+        tcase_add_test(tc, rollback_then_late_deduct_fenced);
+        tcase_add_test(tc, rollback_idempotent);
+        tcase_add_test(tc, rollback_without_deduct_fences);
+        tcase_add_test(tc, rollback_never_creates_stock);
+        tcase_add_test(tc, rollback_release_only_own_trace);
+        tcase_add_test(tc, rollback_clamp);
+        tcase_add_test(tc, rollback_front_claimed);
+        tcase_add_test(tc, claim_counters);
+        tcase_add_test(tc, reason_table);
+        suite_add_tcase(s, tc);
+        return sk_test_run(s);
+}
