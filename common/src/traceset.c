@@ -1,0 +1,505 @@
+/* traceset.c: a voucher's Redis trace hash in memory, joined with the database by
+ * traceId (sk/traceset.h). The hash index is open addressing over int64 trace ids
+ * (splitmix64 mixing, load factor <= 1/2). Database lookups are prepared statements
+ * with a fixed number of placeholders (BATCH); a short last batch repeats its last id,
+ * which IN () ignores, so one prepared statement serves every batch.
+ *
+ * What it does not do: decide, write, log, or retry (the caller knows whether a retry
+ * is safe). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sk/ids.h"
+#include "sk/traceset.h"
+
+#define BATCH 256 /* placeholders per IN () statement */
+
+void sk_traceset_init(sk_traceset_t *set)
+{
+        memset(set, 0, sizeof(*set));
+}
+
+void sk_traceset_free(sk_traceset_t *set)
+{
+        size_t i;
+
+        if (!set)
+                return;
+        for (i = 0; i < set->n; i++) {
+                free(set->v[i].deduct);
+                free(set->v[i].restore);
+                free(set->v[i].claim);
+        }
+        free(set->v);
+        free(set->slots);
+        memset(set, 0, sizeof(*set));
+}
+
+static uint64_t mix64(uint64_t x)
+{
+        x += UINT64_C(0x9E3779B97F4A7C15);
+        x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+        x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
+        return x ^ (x >> 31);
+}
+
+static int rehash(sk_traceset_t *set, size_t nslots)
+{
+        size_t *slots = calloc(nslots, sizeof(*slots));
+        size_t i;
+
+        if (!slots)
+                return -1;
+        for (i = 0; i < set->n; i++) {
+                size_t h = (size_t)(mix64((uint64_t)set->v[i].trace_id) & (nslots - 1));
+                while (slots[h])
+                        h = (h + 1) & (nslots - 1);
+                slots[h] = i + 1;
+        }
+        free(set->slots);
+        set->slots = slots;
+        set->nslots = nslots;
+        return 0;
+}
+
+sk_trace_entry_t *sk_traceset_get(sk_traceset_t *set, int64_t trace_id, int create)
+{
+        size_t h;
+
+        if (set->nslots) {
+                h = (size_t)(mix64((uint64_t)trace_id) & (set->nslots - 1));
+                while (set->slots[h]) {
+                        sk_trace_entry_t *e = &set->v[set->slots[h] - 1];
+                        if (e->trace_id == trace_id)
+                                return e;
+                        h = (h + 1) & (set->nslots - 1);
+                }
+        }
+        if (!create)
+                return NULL;
+        if (set->n == set->cap) {
+                size_t cap = set->cap ? set->cap * 2 : 256;
+                sk_trace_entry_t *v = realloc(set->v, cap * sizeof(*v));
+                if (!v)
+                        return NULL;
+                set->v = v;
+                set->cap = cap;
+        }
+        if ((set->n + 1) * 2 > set->nslots) {
+                if (rehash(set, set->nslots ? set->nslots * 2 : 512) != 0)
+                        return NULL;
+        }
+        memset(&set->v[set->n], 0, sizeof(set->v[set->n]));
+        set->v[set->n].trace_id = trace_id;
+        h = (size_t)(mix64((uint64_t)trace_id) & (set->nslots - 1));
+        while (set->slots[h])
+                h = (h + 1) & (set->nslots - 1);
+        set->slots[h] = set->n + 1;
+        set->n++;
+        return &set->v[set->n - 1];
+}
+
+/* Split a field name "ID", "ID:r", "ID:c" or "ID:c:*" into the id and the suffix. */
+static int parse_field(const char *f, size_t len, int64_t *id, char *suffix)
+{
+        size_t i = 0;
+
+        while (i < len && f[i] != ':')
+                i++;
+        if (sk_id_parse(f, i, id) != 0)
+                return -1;
+        if (i == len) {
+                *suffix = 0;
+                return 0;
+        }
+        if (len - i == 2 && f[i + 1] == 'r') {
+                *suffix = 'r';
+                return 0;
+        }
+        if (len - i >= 2 && f[i + 1] == 'c' && (len - i == 2 || f[i + 2] == ':')) {
+                *suffix = 'c';
+                return 0;
+        }
+        return -1;
+}
+
+static int set_str(char **dst, const char *s, size_t len)
+{
+        char *p = malloc(len + 1);
+
+        if (!p)
+                return -1;
+        memcpy(p, s, len);
+        p[len] = '\0';
+        free(*dst);
+        *dst = p;
+        return 0;
+}
+
+sk_err_t sk_traceset_scan(sk_redis_t *r, const char *trace_key, int count_hint,
+                          sk_traceset_t *set, char *errstr, size_t errstr_size)
+{
+        char cursor[32] = "0";
+        char count[16];
+        redisReply *reply = NULL;
+        sk_err_t err = SK_OK;
+        size_t i;
+
+        snprintf(count, sizeof(count), "%d", count_hint > 0 ? count_hint : 1000);
+        do {
+                const char *argv[6] = { "HSCAN", trace_key, cursor, "COUNT", count, NULL };
+                size_t argvlen[6] = { 5, strlen(trace_key), strlen(cursor), 5, strlen(count), 0 };
+                redisReply *items;
+
+                if ((err = sk_redis_cmd(r, &reply, 5, argv, argvlen, errstr, errstr_size)) != SK_OK)
+                        return err;
+                if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+                    reply->element[0]->type != REDIS_REPLY_STRING ||
+                    reply->element[1]->type != REDIS_REPLY_ARRAY ||
+                    reply->element[0]->len >= sizeof(cursor)) {
+                        sk_seterr(errstr, errstr_size, "HSCAN %s: unexpected reply", trace_key);
+                        err = SK_EREDIS;
+                        goto done;
+                }
+                memcpy(cursor, reply->element[0]->str, reply->element[0]->len);
+                cursor[reply->element[0]->len] = '\0';
+                items = reply->element[1];
+                for (i = 0; i + 1 < items->elements; i += 2) {
+                        redisReply *f = items->element[i], *val = items->element[i + 1];
+                        sk_trace_entry_t *e;
+                        int64_t id;
+                        char suffix;
+
+                        if (f->type != REDIS_REPLY_STRING || val->type != REDIS_REPLY_STRING)
+                                continue;
+                        if (parse_field(f->str, f->len, &id, &suffix) != 0)
+                                continue;
+                        if (!(e = sk_traceset_get(set, id, 1))) {
+                                err = SK_ENOMEM;
+                                goto nomem;
+                        }
+                        if (suffix == 0) {
+                                if (set_str(&e->deduct, val->str, val->len) != 0)
+                                        goto nomem;
+                                e->msg_ok = sk_msg_parse(val->str, val->len, &e->msg, NULL, 0) == SK_OK &&
+                                            e->msg.trace_id == id;
+                        } else if (suffix == 'r') {
+                                if (set_str(&e->restore, val->str, val->len) != 0)
+                                        goto nomem;
+                        } else if (f->len == (size_t)snprintf(NULL, 0, "%" PRId64 ":c", id)) {
+                                /* Only the one-field form "T:c" (lua/claim.lua) is parsed. */
+                                if (set_str(&e->claim, val->str, val->len) != 0)
+                                        goto nomem;
+                        }
+                }
+                freeReplyObject(reply);
+                reply = NULL;
+        } while (strcmp(cursor, "0") != 0);
+        return SK_OK;
+nomem:
+        sk_seterr(errstr, errstr_size, "out of memory reading %s", trace_key);
+        err = SK_ENOMEM;
+done:
+        if (reply)
+                freeReplyObject(reply);
+        return err;
+}
+
+/* Columns of the join (in order). */
+enum { C_TRACE, C_OID, C_UID, C_VID, C_OUTCOME, C_REASON, C_ORD, C_ORD_UID, C_ORD_VID,
+       C_ORD_STATUS, C_LOG_STATUS, C__N };
+
+static const char JOIN_SQL_HEAD[] =
+        "SELECT o.trace_id, o.order_id, o.user_id, o.voucher_id, o.outcome, o.reason,"
+        " vo.id, vo.user_id, vo.voucher_id, vo.status, rl.reconciliation_status"
+        " FROM tb_seckill_outcome o"
+        " LEFT JOIN tb_voucher_order vo ON vo.trace_id = o.trace_id"
+        " LEFT JOIN tb_voucher_reconcile_log rl ON rl.trace_id = o.trace_id AND rl.log_type = -1"
+        " WHERE o.trace_id IN (";
+
+static sk_err_t stmt_err(sk_db_t *db, MYSQL_STMT *stmt, const char *what, char *errstr,
+                         size_t errstr_size)
+{
+        unsigned int no = stmt ? mysql_stmt_errno(stmt) : mysql_errno(db->conn);
+        sk_seterr(errstr, errstr_size, "%s: %s (%u)", what,
+                  stmt ? mysql_stmt_error(stmt) : mysql_error(db->conn), no);
+        return no ? sk_db_classify(no) : SK_EDB;
+}
+
+/* Run the join for ids[0..n) (n <= BATCH) on the prepared @p stmt and store the rows. */
+static sk_err_t run_batch(sk_db_t *db, MYSQL_STMT *stmt, sk_traceset_t *set,
+                          const int64_t *ids, size_t n, char *errstr, size_t errstr_size)
+{
+        int64_t params[BATCH];
+        MYSQL_BIND pb[BATCH], rb[C__N];
+        int64_t col[C__N];
+        sk_my_bool isnull[C__N];
+        char reason[64];
+        unsigned long reason_len = 0;
+        size_t i;
+        int rc;
+        sk_err_t err = SK_OK;
+
+        for (i = 0; i < BATCH; i++) {
+                params[i] = ids[i < n ? i : n - 1];
+                sk_db_bind_i64(&pb[i], &params[i]);
+        }
+        for (i = 0; i < n; i++) {
+                sk_trace_entry_t *e = sk_traceset_get(set, ids[i], 0);
+                if (e) {
+                        e->db_loaded = 1;
+                        e->outcome = 0;
+                        e->order_id = 0;
+                        e->log_status = 0;
+                }
+        }
+        if (mysql_stmt_bind_param(stmt, pb))
+                return stmt_err(db, stmt, "bind param", errstr, errstr_size);
+        if (mysql_stmt_execute(stmt))
+                return stmt_err(db, stmt, "execute join", errstr, errstr_size);
+        memset(isnull, 0, sizeof(isnull));
+        for (i = 0; i < C__N; i++) {
+                if (i == C_REASON) {
+                        sk_db_bind_str(&rb[i], reason, &reason_len, sizeof(reason));
+                } else {
+                        sk_db_bind_i64(&rb[i], &col[i]);
+                }
+                rb[i].is_null = &isnull[i];
+        }
+        if (mysql_stmt_bind_result(stmt, rb)) {
+                err = stmt_err(db, stmt, "bind result", errstr, errstr_size);
+                goto done;
+        }
+        while ((rc = mysql_stmt_fetch(stmt)) == 0 || rc == MYSQL_DATA_TRUNCATED) {
+                sk_trace_entry_t *e = sk_traceset_get(set, col[C_TRACE], 0);
+                if (!e)
+                        continue;
+                e->outcome = (int)col[C_OUTCOME];
+                memset(&e->oc, 0, sizeof(e->oc));
+                e->oc.trace_id = col[C_TRACE];
+                e->oc.order_id = col[C_OID];
+                e->oc.user_id = col[C_UID];
+                e->oc.voucher_id = col[C_VID];
+                e->oc.outcome = (int)col[C_OUTCOME];
+                if (!isnull[C_REASON]) {
+                        size_t l = reason_len < sizeof(reason) ? reason_len : sizeof(reason) - 1;
+                        size_t cap = sizeof(e->oc.reason_str) - 1;
+                        if (l > cap)
+                                l = cap;
+                        memcpy(e->oc.reason_str, reason, l);
+                        e->oc.reason_str[l] = '\0';
+                        if (sk_reason_parse(e->oc.reason_str, &e->oc.reason) != 0)
+                                e->oc.reason = SK_REASON_NONE;
+                }
+                if (!isnull[C_ORD]) {
+                        e->order_id = col[C_ORD];
+                        e->order_user_id = col[C_ORD_UID];
+                        e->order_voucher_id = col[C_ORD_VID];
+                        e->order_status = (int)col[C_ORD_STATUS];
+                }
+                e->log_status = isnull[C_LOG_STATUS] ? 0 : (int)col[C_LOG_STATUS];
+        }
+        if (rc != MYSQL_NO_DATA)
+                err = stmt_err(db, stmt, "fetch join", errstr, errstr_size);
+done:
+        mysql_stmt_free_result(stmt);
+        return err;
+}
+
+static MYSQL_STMT *prepare_join(sk_db_t *db, char *errstr, size_t errstr_size, sk_err_t *err)
+{
+        size_t head = sizeof(JOIN_SQL_HEAD) - 1;
+        char *sql = malloc(head + BATCH * 2 + 2);
+        MYSQL_STMT *stmt = NULL;
+        size_t i, p;
+
+        *err = SK_ENOMEM;
+        if (!sql) {
+                sk_seterr(errstr, errstr_size, "out of memory");
+                return NULL;
+        }
+        memcpy(sql, JOIN_SQL_HEAD, head);
+        p = head;
+        for (i = 0; i < BATCH; i++) {
+                sql[p++] = i ? ',' : '?';
+                if (i)
+                        sql[p++] = '?';
+        }
+        sql[p++] = ')';
+        sql[p] = '\0';
+        if (!db->conn) {
+                sk_seterr(errstr, errstr_size, "database connection lost");
+                *err = SK_EAGAIN;
+                goto fail;
+        }
+        if (!(stmt = mysql_stmt_init(db->conn))) {
+                *err = stmt_err(db, NULL, "stmt_init", errstr, errstr_size);
+                goto fail;
+        }
+        if (mysql_stmt_prepare(stmt, sql, (unsigned long)p)) {
+                *err = stmt_err(db, stmt, "prepare join", errstr, errstr_size);
+                mysql_stmt_close(stmt);
+                stmt = NULL;
+                goto fail;
+        }
+        *err = SK_OK;
+fail:
+        free(sql);
+        return stmt;
+}
+
+sk_err_t sk_traceset_load_db_ids(sk_db_t *db, sk_traceset_t *set, const int64_t *ids,
+                                 size_t n, char *errstr, size_t errstr_size)
+{
+        MYSQL_STMT *stmt;
+        sk_err_t err;
+        size_t i;
+
+        if (n == 0)
+                return SK_OK;
+        if (!(stmt = prepare_join(db, errstr, errstr_size, &err)))
+                return err;
+        for (i = 0; i < n && err == SK_OK; i += BATCH)
+                err = run_batch(db, stmt, set, ids + i, n - i < BATCH ? n - i : BATCH,
+                                errstr, errstr_size);
+        mysql_stmt_close(stmt);
+        return err;
+}
+
+sk_err_t sk_traceset_load_db(sk_db_t *db, sk_traceset_t *set, int reload,
+                             char *errstr, size_t errstr_size)
+{
+        int64_t *ids;
+        size_t i, n = 0;
+        sk_err_t err;
+
+        if (set->n == 0)
+                return SK_OK;
+        if (!(ids = malloc(set->n * sizeof(*ids)))) {
+                sk_seterr(errstr, errstr_size, "out of memory");
+                return SK_ENOMEM;
+        }
+        for (i = 0; i < set->n; i++)
+                if (set->v[i].deduct && (reload || !set->v[i].db_loaded))
+                        ids[n++] = set->v[i].trace_id;
+        err = sk_traceset_load_db_ids(db, set, ids, n, errstr, errstr_size);
+        free(ids);
+        return err;
+}
+
+/* Integer value of "key":N in @p json, or 0. */
+static int64_t json_int(const char *json, const char *key)
+{
+        char pat[40];
+        const char *p;
+
+        snprintf(pat, sizeof(pat), "\"%s\":", key);
+        if (!(p = strstr(json, pat)))
+                return 0;
+        p += strlen(pat);
+        return strtoll(p, NULL, 10);
+}
+
+/* String value of "key":"N" as a non-negative integer, or -1 for "" or absent. */
+static int64_t json_numstr(const char *json, const char *key)
+{
+        char pat[40];
+        const char *p;
+        int64_t v = 0;
+        int digits = 0;
+
+        snprintf(pat, sizeof(pat), "\"%s\":\"", key);
+        if (!(p = strstr(json, pat)))
+                return -1;
+        for (p += strlen(pat); *p >= '0' && *p <= '9' && digits < 19; p++, digits++)
+                v = v * 10 + (*p - '0');
+        return digits && *p == '"' ? v : -1;
+}
+
+void sk_claim_parse(const char *json, sk_claim_rec_t *out)
+{
+        int64_t p;
+
+        memset(out, 0, sizeof(*out));
+        out->partition = -1;
+        out->offset = -1;
+        if (!json)
+                return;
+        out->redrives = json_int(json, "redrives");
+        out->failed = json_int(json, "failed");
+        out->consumed = json_int(json, "consumed") != 0;
+        p = json_numstr(json, "partition");
+        out->partition = p >= 0 && p <= INT32_MAX ? (int32_t)p : -1;
+        out->offset = json_numstr(json, "offset");
+        if (out->partition < 0 || out->offset < 0)
+                out->partition = -1, out->offset = -1;
+}
+
+sk_err_t sk_traceset_rows(sk_db_t *db, const char *sql, const int64_t *params, int nparams,
+                          int ncols, sk_rows_cb cb, void *arg, char *errstr, size_t errstr_size)
+{
+        MYSQL_STMT *stmt = NULL;
+        MYSQL_BIND pb[16], rb[16];
+        int64_t pv[16], col[16];
+        sk_my_bool isnull[16];
+        int nulls[16];
+        int i, rc;
+        sk_err_t err = SK_OK;
+
+        if (!db || !sql || nparams < 0 || nparams > 16 || ncols < 1 || ncols > 16) {
+                sk_seterr(errstr, errstr_size, "sk_traceset_rows: invalid argument");
+                return SK_EINVAL;
+        }
+        if (!db->conn) {
+                sk_seterr(errstr, errstr_size, "database connection lost");
+                return SK_EAGAIN;
+        }
+        if (!(stmt = mysql_stmt_init(db->conn)))
+                return stmt_err(db, NULL, "stmt_init", errstr, errstr_size);
+        if (mysql_stmt_prepare(stmt, sql, (unsigned long)strlen(sql))) {
+                err = stmt_err(db, stmt, "prepare", errstr, errstr_size);
+                goto done;
+        }
+        for (i = 0; i < nparams; i++) {
+                pv[i] = params[i];
+                sk_db_bind_i64(&pb[i], &pv[i]);
+        }
+        if (nparams && mysql_stmt_bind_param(stmt, pb)) {
+                err = stmt_err(db, stmt, "bind param", errstr, errstr_size);
+                goto done;
+        }
+        if (mysql_stmt_execute(stmt)) {
+                err = stmt_err(db, stmt, "execute", errstr, errstr_size);
+                goto done;
+        }
+        for (i = 0; i < ncols; i++) {
+                sk_db_bind_i64(&rb[i], &col[i]);
+                isnull[i] = 0;
+                rb[i].is_null = &isnull[i];
+        }
+        if (mysql_stmt_bind_result(stmt, rb)) {
+                err = stmt_err(db, stmt, "bind result", errstr, errstr_size);
+                goto done;
+        }
+        while ((rc = mysql_stmt_fetch(stmt)) == 0 || rc == MYSQL_DATA_TRUNCATED) {
+                for (i = 0; i < ncols; i++) {
+                        nulls[i] = isnull[i] != 0;
+                        if (nulls[i])
+                                col[i] = 0;
+                }
+                if (cb && cb(arg, col, nulls, ncols) != 0) {
+                        /* Drain the rest so the connection stays usable. */
+                        while ((rc = mysql_stmt_fetch(stmt)) == 0 || rc == MYSQL_DATA_TRUNCATED)
+                                ;
+                        break;
+                }
+        }
+        if (rc != MYSQL_NO_DATA)
+                err = stmt_err(db, stmt, "fetch", errstr, errstr_size);
+done:
+        mysql_stmt_free_result(stmt);
+        mysql_stmt_close(stmt);
+        return err;
+}

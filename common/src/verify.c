@@ -1,0 +1,432 @@
+/* verify.c: invariants 1, 2, 3 and active <= init of DESIGN.md 9 on live state
+ * (sk/verify.h). Reads only: GET/HGET/HGETALL/HSCAN under WATCH on Redis, SELECTs in
+ * one short READ COMMITTED transaction holding a shared lock on the voucher row.
+ *
+ * What it does not do: repair anything (seckill-reconciler --repair does), log, or
+ * retry a failed connection (the caller does). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sk/ids.h"
+#include "sk/keys.h"
+#include "sk/traceset.h"
+#include "sk/verify.h"
+
+typedef struct i64vec {
+        int64_t *v;
+        size_t n, cap;
+} i64vec_t;
+
+static int vec_push(i64vec_t *a, int64_t x)
+{
+        if (a->n == a->cap) {
+                size_t cap = a->cap ? a->cap * 2 : 64;
+                int64_t *v = realloc(a->v, cap * sizeof(*v));
+                if (!v)
+                        return -1;
+                a->v = v;
+                a->cap = cap;
+        }
+        a->v[a->n++] = x;
+        return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+        int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+/* Sort and drop duplicates. */
+static void vec_uniq(i64vec_t *a)
+{
+        size_t i, j = 0;
+
+        if (a->n == 0)
+                return;
+        qsort(a->v, a->n, sizeof(*a->v), cmp_i64);
+        for (i = 1; i < a->n; i++)
+                if (a->v[i] != a->v[j])
+                        a->v[++j] = a->v[i];
+        a->n = j + 1;
+}
+
+static int vec_has(const i64vec_t *a, int64_t x)
+{
+        return a->n && bsearch(&x, a->v, a->n, sizeof(*a->v), cmp_i64) != NULL;
+}
+
+/* The Redis side: stock, meta status, the users hash and the trace hash, under WATCH. */
+typedef struct snap {
+        int64_t stock;
+        int stock_missing;
+        int meta_status;
+        i64vec_t users;      /* user ids in the users hash, sorted unique */
+        sk_traceset_t set;
+        int stable;
+} snap_t;
+
+static void snap_free(snap_t *s)
+{
+        free(s->users.v);
+        sk_traceset_free(&s->set);
+        memset(s, 0, sizeof(*s));
+}
+
+static sk_err_t redis_snapshot(sk_redis_t *r, const char *prefix, int64_t voucher_id,
+                               int max_tries, snap_t *s, char *errstr, size_t errstr_size)
+{
+        char k_meta[SK_KEY_MAX], k_stock[SK_KEY_MAX], k_users[SK_KEY_MAX], k_trace[SK_KEY_MAX];
+        redisReply *reply = NULL;
+        sk_err_t err = SK_OK;
+        int attempt;
+        size_t i;
+
+        sk_key_voucher(k_meta, prefix, voucher_id, SK_KEY_META);
+        sk_key_voucher(k_stock, prefix, voucher_id, SK_KEY_STOCK);
+        sk_key_voucher(k_users, prefix, voucher_id, SK_KEY_USERS);
+        sk_key_voucher(k_trace, prefix, voucher_id, SK_KEY_TRACE);
+        if (max_tries < 1)
+                max_tries = 1;
+
+        for (attempt = 0; attempt < max_tries; attempt++) {
+                snap_free(s);
+                sk_traceset_init(&s->set);
+                if ((err = sk_redis_cmdf(r, &reply, errstr, errstr_size, "WATCH %s %s %s %s",
+                                         k_meta, k_stock, k_users, k_trace)) != SK_OK)
+                        return err;
+                freeReplyObject(reply);
+                reply = NULL;
+
+                if ((err = sk_redis_cmdf(r, &reply, errstr, errstr_size, "GET %s", k_stock)) != SK_OK)
+                        goto fail;
+                s->stock_missing = reply->type != REDIS_REPLY_STRING;
+                s->stock = -1;
+                if (!s->stock_missing) {
+                        long v;
+                        if (sk_parse_long(reply->str, INT64_MIN / 2, INT64_MAX / 2, &v) != 0) {
+                                sk_seterr(errstr, errstr_size, "%s is not an integer", k_stock);
+                                err = SK_EREDIS;
+                                goto fail;
+                        }
+                        s->stock = v;
+                }
+                freeReplyObject(reply);
+                reply = NULL;
+
+                if ((err = sk_redis_cmdf(r, &reply, errstr, errstr_size, "HGET %s status", k_meta)) != SK_OK)
+                        goto fail;
+                s->meta_status = 0;
+                if (reply->type == REDIS_REPLY_STRING)
+                        (void)sk_parse_int(reply->str, 0, 100, &s->meta_status);
+                freeReplyObject(reply);
+                reply = NULL;
+
+                if ((err = sk_redis_cmdf(r, &reply, errstr, errstr_size, "HKEYS %s", k_users)) != SK_OK)
+                        goto fail;
+                if (reply->type == REDIS_REPLY_ARRAY) {
+                        for (i = 0; i < reply->elements; i++) {
+                                int64_t uid;
+                                redisReply *f = reply->element[i];
+                                if (f->type != REDIS_REPLY_STRING ||
+                                    sk_id_parse(f->str, f->len, &uid) != 0)
+                                        uid = -1; /* counted as a stray entry below */
+                                if (vec_push(&s->users, uid) != 0) {
+                                        err = SK_ENOMEM;
+                                        sk_seterr(errstr, errstr_size, "out of memory");
+                                        goto fail;
+                                }
+                        }
+                }
+                freeReplyObject(reply);
+                reply = NULL;
+                vec_uniq(&s->users);
+
+                if ((err = sk_traceset_scan(r, k_trace, 1000, &s->set, errstr, errstr_size)) != SK_OK)
+                        goto fail;
+
+                if ((err = sk_redis_cmdf(r, &reply, errstr, errstr_size, "MULTI")) != SK_OK)
+                        goto fail;
+                freeReplyObject(reply);
+                reply = NULL;
+                if ((err = sk_redis_cmdf(r, &reply, errstr, errstr_size, "EXEC")) != SK_OK)
+                        goto fail;
+                s->stable = reply->type == REDIS_REPLY_ARRAY;
+                freeReplyObject(reply);
+                reply = NULL;
+                if (s->stable)
+                        return SK_OK;
+        }
+        return SK_OK; /* the last snapshot, not stable */
+fail:
+        if (reply)
+                freeReplyObject(reply);
+        /* Best effort: leave the connection without a WATCH. */
+        if (sk_redis_cmdf(r, &reply, NULL, 0, "UNWATCH") == SK_OK)
+                freeReplyObject(reply);
+        return err;
+}
+
+typedef struct dbrows {
+        int found;
+        int64_t init_stock, stock;
+        i64vec_t buyers;      /* active buyers, sorted unique */
+        int64_t active, dups;
+        int oom;
+} dbrows_t;
+
+static int voucher_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
+{
+        dbrows_t *d = arg;
+
+        (void)nulls;
+        (void)ncols;
+        d->found = 1;
+        d->init_stock = cols[0];
+        d->stock = cols[1];
+        return 0;
+}
+
+static int buyer_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
+{
+        dbrows_t *d = arg;
+
+        (void)nulls;
+        (void)ncols;
+        d->active += cols[1];
+        if (cols[1] > 1)
+                d->dups++;
+        if (vec_push(&d->buyers, cols[0]) != 0) {
+                d->oom = 1;
+                return 1;
+        }
+        return 0;
+}
+
+/* Traces that hold Redis stock unless proven otherwise: T present, no T:r. */
+static int held(const sk_trace_entry_t *e)
+{
+        return e->deduct && !e->restore && e->msg_ok;
+}
+
+sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
+                                int64_t voucher_id, int max_tries, sk_verify_report_t *rep,
+                                char *errstr, size_t errstr_size)
+{
+        snap_t s;
+        dbrows_t d;
+        i64vec_t ids = { 0 }, recheck = { 0 }, expected = { 0 };
+        sk_err_t err;
+        int in_txn = 0;
+        size_t i;
+
+        memset(rep, 0, sizeof(*rep));
+        memset(&s, 0, sizeof(s));
+        memset(&d, 0, sizeof(d));
+        rep->voucher_id = voucher_id;
+        if (voucher_id <= 0) {
+                sk_seterr(errstr, errstr_size, "invalid voucher id");
+                return SK_EINVAL;
+        }
+
+        if ((err = redis_snapshot(r, prefix, voucher_id, max_tries, &s, errstr, errstr_size)) != SK_OK)
+                goto done;
+
+        /* Outcomes of the held traces, first without any lock (may be many). */
+        for (i = 0; i < s.set.n; i++)
+                if (held(&s.set.v[i]) && vec_push(&ids, s.set.v[i].trace_id) != 0)
+                        goto nomem;
+        if ((err = sk_traceset_load_db_ids(db, &s.set, ids.v, ids.n, errstr, errstr_size)) != SK_OK)
+                goto done;
+        /* CREATED is final; only the others can change before the locked read. */
+        for (i = 0; i < s.set.n; i++)
+                if (held(&s.set.v[i]) && s.set.v[i].outcome != SK_OUTCOME_CREATED &&
+                    vec_push(&recheck, s.set.v[i].trace_id) != 0)
+                        goto nomem;
+
+        if ((err = sk_db_begin(db, errstr, errstr_size)) != SK_OK)
+                goto done;
+        in_txn = 1;
+        /* The shared lock keeps the consumers' stock UPDATE (and so their order commits)
+         * out until COMMIT: stock, buyers and outcomes below are one consistent view. */
+        if ((err = sk_traceset_rows(db,
+                        "SELECT init_stock, stock FROM tb_seckill_voucher WHERE voucher_id = ?"
+                        " LOCK IN SHARE MODE",
+                        &voucher_id, 1, 2, voucher_row, &d, errstr, errstr_size)) != SK_OK)
+                goto done;
+        if (!d.found) {
+                sk_seterr(errstr, errstr_size, "voucher %" PRId64 " is not in the database",
+                          voucher_id);
+                err = SK_ENOTFOUND;
+                goto done;
+        }
+        if ((err = sk_traceset_rows(db,
+                        "SELECT user_id, COUNT(*) FROM tb_voucher_order"
+                        " WHERE voucher_id = ? AND status = 1 GROUP BY user_id",
+                        &voucher_id, 1, 2, buyer_row, &d, errstr, errstr_size)) != SK_OK)
+                goto done;
+        if (d.oom)
+                goto nomem;
+        if ((err = sk_traceset_load_db_ids(db, &s.set, recheck.v, recheck.n, errstr,
+                                           errstr_size)) != SK_OK)
+                goto done;
+        if ((err = sk_db_commit(db, errstr, errstr_size)) != SK_OK)
+                goto done;
+        in_txn = 0;
+        vec_uniq(&d.buyers);
+
+        /* Figures. */
+        rep->init_stock = d.init_stock;
+        rep->db_stock = d.stock;
+        rep->redis_stock = s.stock;
+        rep->redis_stock_missing = s.stock_missing;
+        rep->meta_status = s.meta_status;
+        rep->active_orders = d.active;
+        rep->active_buyers = (int64_t)d.buyers.n;
+        rep->duplicate_users = d.dups;
+        rep->users_in_hash = (int64_t)s.users.n;
+        rep->redis_stable = s.stable;
+
+        for (i = 0; i < d.buyers.n; i++)
+                if (vec_push(&expected, d.buyers.v[i]) != 0)
+                        goto nomem;
+        for (i = 0; i < s.set.n; i++) {
+                const sk_trace_entry_t *e = &s.set.v[i];
+                if (e->deduct)
+                        rep->trace_entries++;
+                if (!held(e) || e->outcome == SK_OUTCOME_CREATED)
+                        continue;
+                if (e->outcome == SK_OUTCOME_FAILED)
+                        rep->pending_rollbacks++;
+                else
+                        rep->undecided_traces++;
+                rep->held_qty += e->msg.deduct_qty;
+                if (vec_push(&expected, e->msg.user_id) != 0)
+                        goto nomem;
+        }
+        vec_uniq(&expected);
+        rep->expected_redis_stock = rep->db_stock - rep->held_qty;
+        for (i = 0; i < s.users.n; i++)
+                if (!vec_has(&expected, s.users.v[i]))
+                        rep->users_not_active++;
+        for (i = 0; i < d.buyers.n; i++)
+                if (!vec_has(&s.users, d.buyers.v[i]))
+                        rep->active_not_in_hash++;
+
+        rep->inv1_ok = rep->init_stock - rep->db_stock == rep->active_orders;
+        rep->inv2_ok = rep->duplicate_users == 0;
+        rep->inv3_stock_ok = !s.stock_missing && rep->redis_stock == rep->expected_redis_stock;
+        /* Equal sets: same size and every hash user expected. */
+        rep->inv3_users_ok = rep->users_not_active == 0 && s.users.n == expected.n;
+        rep->inv3_ok = rep->redis_stable && rep->inv3_stock_ok && rep->inv3_users_ok;
+        rep->active_le_init_ok = rep->active_orders <= rep->init_stock;
+        rep->ok = rep->inv1_ok && rep->inv2_ok && rep->inv3_ok && rep->active_le_init_ok;
+        err = SK_OK;
+        goto done;
+nomem:
+        sk_seterr(errstr, errstr_size, "out of memory");
+        err = SK_ENOMEM;
+done:
+        if (in_txn)
+                sk_db_rollback(db);
+        snap_free(&s);
+        free(d.buyers.v);
+        free(ids.v);
+        free(recheck.v);
+        free(expected.v);
+        return err;
+}
+
+sk_err_t sk_verify_voucher(const sk_conf_t *conf, int64_t voucher_id, sk_verify_report_t *rep,
+                           char *errstr, size_t errstr_size)
+{
+        sk_db_t *db = NULL;
+        sk_redis_t *r = NULL;
+        sk_err_t err;
+
+        memset(rep, 0, sizeof(*rep));
+        rep->voucher_id = voucher_id;
+        if (!conf || voucher_id <= 0) {
+                sk_seterr(errstr, errstr_size, "invalid voucher id");
+                return SK_EINVAL;
+        }
+        sk_db_library_init();
+        if (!(db = sk_db_connect(&conf->mysql, 0, 10, errstr, errstr_size))) {
+                err = SK_EAGAIN;
+                goto done;
+        }
+        if (!(r = sk_redis_connect(&conf->redis, 5000, errstr, errstr_size))) {
+                err = SK_EAGAIN;
+                goto done;
+        }
+        err = sk_verify_voucher_conn(db, r, conf->redis_prefix, voucher_id, 5, rep, errstr,
+                                     errstr_size);
+done:
+        sk_redis_close(r);
+        sk_db_close(db);
+        return err;
+}
+
+static const char *pf(int ok)
+{
+        return ok ? "PASS" : "FAIL";
+}
+
+void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json)
+{
+        char vid[SK_ID_STRLEN];
+
+        sk_id_format(rep->voucher_id, vid);
+        if (json) {
+                char rstock[32] = "null";
+                if (!rep->redis_stock_missing)
+                        snprintf(rstock, sizeof(rstock), "%" PRId64, rep->redis_stock);
+                fprintf(out,
+                        "{\"voucherId\":\"%s\",\"ok\":%s,\"initStock\":%" PRId64
+                        ",\"dbStock\":%" PRId64 ",\"redisStock\":%s"
+                        ",\"metaStatus\":%d,\"activeOrders\":%" PRId64
+                        ",\"activeBuyers\":%" PRId64 ",\"usersInHash\":%" PRId64
+                        ",\"duplicateUsers\":%" PRId64 ",\"usersNotActive\":%" PRId64
+                        ",\"activeNotInHash\":%" PRId64 ",\"undecidedTraces\":%" PRId64
+                        ",\"pendingRollbacks\":%" PRId64 ",\"heldQty\":%" PRId64
+                        ",\"expectedRedisStock\":%" PRId64 ",\"traceEntries\":%" PRId64
+                        ",\"redisStable\":%s,\"invariants\":{\"1\":%s,\"2\":%s,\"3\":%s,"
+                        "\"activeLeInit\":%s}}\n",
+                        vid, rep->ok ? "true" : "false", rep->init_stock, rep->db_stock,
+                        rstock, rep->meta_status, rep->active_orders, rep->active_buyers,
+                        rep->users_in_hash, rep->duplicate_users, rep->users_not_active,
+                        rep->active_not_in_hash, rep->undecided_traces, rep->pending_rollbacks,
+                        rep->held_qty, rep->expected_redis_stock, rep->trace_entries,
+                        rep->redis_stable ? "true" : "false",
+                        rep->inv1_ok ? "true" : "false", rep->inv2_ok ? "true" : "false",
+                        rep->inv3_ok ? "true" : "false", rep->active_le_init_ok ? "true" : "false");
+                return;
+        }
+        fprintf(out, "voucher %s\n", vid);
+        fprintf(out, "  init stock            %" PRId64 "\n", rep->init_stock);
+        fprintf(out, "  DB stock              %" PRId64 "\n", rep->db_stock);
+        if (rep->redis_stock_missing)
+                fprintf(out, "  Redis stock           (missing)\n");
+        else
+                fprintf(out, "  Redis stock           %" PRId64 "\n", rep->redis_stock);
+        fprintf(out, "  expected Redis stock  %" PRId64 " (DB stock - %" PRId64 " held)\n",
+                rep->expected_redis_stock, rep->held_qty);
+        fprintf(out, "  Redis meta status     %d%s\n", rep->meta_status,
+                rep->meta_status == 0 ? " (missing)" : "");
+        fprintf(out, "  active orders         %" PRId64 "\n", rep->active_orders);
+        fprintf(out, "  active buyers         %" PRId64 "\n", rep->active_buyers);
+        fprintf(out, "  users in hash         %" PRId64 "\n", rep->users_in_hash);
+        fprintf(out, "  duplicate users       %" PRId64 "\n", rep->duplicate_users);
+        fprintf(out, "  hash users not active %" PRId64 "\n", rep->users_not_active);
+        fprintf(out, "  active not in hash    %" PRId64 "\n", rep->active_not_in_hash);
+        fprintf(out, "  undecided traces      %" PRId64 "\n", rep->undecided_traces);
+        fprintf(out, "  pending rollbacks     %" PRId64 "\n", rep->pending_rollbacks);
+        fprintf(out, "  trace entries         %" PRId64 "\n", rep->trace_entries);
+        fprintf(out, "  1 init - stock = active orders     %s\n", pf(rep->inv1_ok));
+        fprintf(out, "  2 one active order per user        %s\n", pf(rep->inv2_ok));
+        fprintf(out, "  3 Redis stock and users = DB truth %s%s\n", pf(rep->inv3_ok),
+                rep->redis_stable ? "" : " (Redis kept changing: traffic is flowing)");
+        fprintf(out, "  active <= init                     %s\n", pf(rep->active_le_init_ok));
+        fprintf(out, "%s\n", rep->ok ? "OK" : "FAILED");
+}
