@@ -1,0 +1,455 @@
+/* producer/http.c: the libmicrohttpd side of seckill-front (DESIGN.md 3): routing, id
+ * validation, admission checks that answer 503 before any Redis call (in-flight cap,
+ * producer health, worker lease), suspension of purchases and lookups, and queueing the
+ * single answer once the pipeline resumed the connection.
+ * What it does not do: talk to Redis, Kafka or the DB (pipeline.c, lookup.c); the HTTP
+ * threads never block on those. */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "front.h"
+#include "sk/clock.h"
+#include "sk/log.h"
+
+static const int code_list[] = { 200, 202, 400, 403, 404, 405, 409, 413, 500, 503, 0 };
+
+int fr_code_idx(int status)
+{
+        int i;
+
+        for (i = 0; code_list[i]; i++)
+                if (code_list[i] == status)
+                        return i;
+        return i; /* "other" */
+}
+
+void fr_metrics_init(void)
+{
+        static const double lat_bounds[] = { 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1,
+                                             0.25, 0.5, 1, 2.5, 5, 10, 30 };
+        fr_metrics_t *m = &g_fr.m;
+        char lbl[64];
+        int i;
+
+        m->reg = sk_metrics_new();
+        for (i = 0; code_list[i]; i++) {
+                snprintf(lbl, sizeof(lbl), "code=\"%d\"", code_list[i]);
+                m->req_by_code[i] = sk_metrics_counter(m->reg, "seckill_front_requests_total", lbl,
+                                                       "HTTP answers by status code");
+        }
+        m->req_by_code[i] = sk_metrics_counter(m->reg, "seckill_front_requests_total",
+                                               "code=\"other\"", "HTTP answers by status code");
+        m->latency = sk_metrics_hist(m->reg, "seckill_front_purchase_seconds", NULL,
+                                     "purchase latency from request to answer",
+                                     lat_bounds, sizeof(lat_bounds) / sizeof(lat_bounds[0]));
+#define DELIV(f, s) m->f = sk_metrics_counter(m->reg, "seckill_front_deliveries_total", \
+                                              "status=\"" s "\"", "Kafka delivery reports by status")
+        DELIV(deliv_persisted, "persisted");
+        DELIV(deliv_not, "not_persisted");
+        DELIV(deliv_possibly, "possibly_persisted");
+#define RB(f, s) m->f = sk_metrics_counter(m->reg, "seckill_front_rollbacks_total", \
+                                           "result=\"" s "\"", "rollback.lua mode front by result")
+        RB(rb_ok, "ok");
+        RB(rb_already, "already");
+        RB(rb_claimed, "claimed");
+        RB(rb_error, "error");
+        m->inflight = sk_metrics_gauge(m->reg, "seckill_front_inflight", NULL,
+                                       "purchases between admission and their final delivery report");
+#define U(f, s) m->f = sk_metrics_counter(m->reg, "seckill_front_unavailable_total", \
+                                          "cause=\"" s "\"", "503 answers by cause")
+        U(u_overload, "overload");
+        U(u_kafka, "kafka");
+        U(u_redis, "redis");
+        U(u_lease, "lease");
+        U(u_paused, "paused");
+        U(u_pending, "pending");
+        U(u_failed, "failed");
+        U(u_shutdown, "shutdown");
+        U(u_db, "db");
+        U(u_meta, "meta_missing");
+        m->reproduce = sk_metrics_counter(m->reg, "seckill_front_reproduce_total", NULL,
+                                          "identical re-produce after POSSIBLY_PERSISTED");
+        m->producer_replaced = sk_metrics_counter(m->reg, "seckill_front_producer_replaced_total",
+                                                  NULL, "producers replaced after a fatal error");
+        m->deduct_retry = sk_metrics_counter(m->reg, "seckill_front_deduct_unknown_total", NULL,
+                                             "deduct attempts with an unknown outcome");
+}
+
+/* ---------------------------------------------------------------- answers ---- */
+
+static enum MHD_Result queue_answer(struct MHD_Connection *conn, fr_req_t *req)
+{
+        struct MHD_Response *resp;
+        enum MHD_Result ret;
+        char ra[16];
+        char *body;
+        size_t len;
+
+        pthread_mutex_lock(&g_fr.pend_mu);
+        body = req->body;
+        len = req->body_len;
+        req->body = NULL; /* MHD owns it now (MHD_RESPMEM_MUST_FREE) */
+        req->queued = 1;
+        pthread_mutex_unlock(&g_fr.pend_mu);
+        if (!body) {
+                body = strdup("");
+                len = 0;
+        }
+        resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+                free(body);
+                return MHD_NO;
+        }
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                req->ctype ? req->ctype : "application/json");
+        if (req->retry_after_s > 0) {
+                snprintf(ra, sizeof(ra), "%d", req->retry_after_s);
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+        }
+        if (req->allow)
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, req->allow);
+        ret = MHD_queue_response(conn, (unsigned int)req->status, resp);
+        MHD_destroy_response(resp);
+        sk_metric_add(g_fr.m.req_by_code[fr_code_idx(req->status)], 1);
+        return ret;
+}
+
+/* A synchronous answer (no pipeline): fr_answer on a request that is not suspended. */
+static void quick(fr_req_t *req, int status, char *body)
+{
+        req->kind = FR_KIND_QUICK;
+        fr_answer(req, status, body, status == 503 ? 1 : 0);
+}
+
+static void quick_503(fr_req_t *req, const char *cause, const char *msg)
+{
+        req->kind = FR_KIND_QUICK;
+        fr_answer_503(req, cause, NULL, msg);
+}
+
+/* Hand @p req to an asynchronous pipeline: pending list (deadline), suspension and the
+ * pipeline's reference, all before the pipeline can see it. */
+static void go_async(fr_req_t *req, struct MHD_Connection *conn)
+{
+        fr_req_ref(req); /* the pipeline's reference, dropped by fr_req_done() */
+        pthread_mutex_lock(&g_fr.pend_mu);
+        fr_pending_add(req);
+        req->suspended = 1;
+        MHD_suspend_connection(conn);
+        pthread_mutex_unlock(&g_fr.pend_mu);
+        if (req->kind == FR_KIND_PURCHASE)
+                fr_purchase_submit(req);
+        else
+                fr_lookup_submit(req);
+}
+
+/* ----------------------------------------------------------------- routes ---- */
+
+/* Split "a/b/c" path segments after @p prefix. Segment text is exactly what was sent
+ * (our unescape callback does not decode), so an id is digits only or it is a 400. */
+static int parse_id_seg(const char *s, size_t len, int64_t *out)
+{
+        return sk_id_parse(s, len, out);
+}
+
+static int user_header(struct MHD_Connection *conn, fr_req_t *req)
+{
+        const char *u = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-User-Id");
+
+        if (!u || sk_id_parse_cstr(u, &req->user_id) != 0)
+                return -1;
+        sk_id_format(req->user_id, req->su);
+        return 0;
+}
+
+static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
+{
+        char errstr[256];
+        int n;
+
+        if (user_header(conn, req) != 0) {
+                quick(req, 400, fr_json_err(10001, "missing or invalid X-User-Id"));
+                return;
+        }
+        if (atomic_load(&g_fr.stopping)) {
+                quick_503(req, "shutdown", "shutting down");
+                return;
+        }
+        /* DESIGN.md 8: overloaded or producer unusable -> 503 before deduct.lua. */
+        if (!atomic_load(&g_fr.kafka_ok) || atomic_load(&g_fr.prod_fatal)) {
+                quick_503(req, "kafka", "kafka unavailable");
+                return;
+        }
+        n = atomic_fetch_add(&g_fr.inflight, 1);
+        if (n >= g_fr.conf.max_inflight) {
+                atomic_fetch_sub(&g_fr.inflight, 1);
+                quick_503(req, "overload", "too many purchases in flight");
+                return;
+        }
+        req->inflight_counted = 1;
+        if (sk_idgen_next(g_fr.idgen, &req->order_id, errstr, sizeof(errstr)) != SK_OK ||
+            sk_idgen_next(g_fr.idgen, &req->trace_id, errstr, sizeof(errstr)) != SK_OK) {
+                req->inflight_counted = 0;
+                atomic_fetch_sub(&g_fr.inflight, 1);
+                req->order_id = req->trace_id = 0;
+                SK_LOG(SK_WARN, "idgen_unavailable", "reason=\"%s\"", errstr);
+                quick_503(req, "lease", "id generator unavailable");
+                return;
+        }
+        sk_id_format(req->order_id, req->so);
+        sk_id_format(req->trace_id, req->st);
+        req->kind = FR_KIND_PURCHASE;
+        go_async(req, conn);
+}
+
+static void route_readyz(fr_req_t *req)
+{
+        char buf[256];
+        int redis = atomic_load(&g_fr.redis_ok), noev = atomic_load(&g_fr.noeviction_ok);
+        int scripts = atomic_load(&g_fr.scripts_ok), kafka = atomic_load(&g_fr.kafka_ok);
+        int lease = sk_idgen_usable(g_fr.idgen);
+        int ready = redis && noev && scripts && kafka && lease && !atomic_load(&g_fr.stopping);
+
+        snprintf(buf, sizeof(buf),
+                 "{\"ready\":%s,\"redis\":%s,\"noeviction\":%s,\"scripts\":%s,\"kafka\":%s,"
+                 "\"lease\":%s,\"workerId\":%d}",
+                 ready ? "true" : "false", redis ? "true" : "false", noev ? "true" : "false",
+                 scripts ? "true" : "false", kafka ? "true" : "false", lease ? "true" : "false",
+                 sk_idgen_worker_id(g_fr.idgen));
+        quick(req, ready ? 200 : 503, strdup(buf));
+}
+
+static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, const char *method)
+{
+        static const char vpfx[] = "/api/v1/vouchers/";
+        static const char opfx[] = "/api/v1/orders/";
+        int is_get = !strcmp(method, "GET"), is_post = !strcmp(method, "POST");
+
+        if (!strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/metrics")) {
+                if (!is_get) {
+                        req->allow = "GET";
+                        quick(req, 405, fr_json_err(10001, "method not allowed"));
+                        return;
+                }
+                if (url[1] == 'h') {
+                        quick(req, 200, strdup("{\"status\":\"ok\"}"));
+                } else if (url[1] == 'r') {
+                        route_readyz(req);
+                } else {
+                        req->ctype = "text/plain; version=0.0.4";
+                        quick(req, 200, sk_metrics_render(g_fr.m.reg));
+                }
+                return;
+        }
+        if (!strncmp(url, vpfx, sizeof(vpfx) - 1)) {
+                const char *id = url + sizeof(vpfx) - 1;
+                const char *slash = strchr(id, '/');
+                const char *rest;
+
+                if (!slash)
+                        goto not_found;
+                rest = slash;
+                if (strcmp(rest, "/seckill") && strcmp(rest, "/orders/me"))
+                        goto not_found;
+                if (!strcmp(rest, "/seckill") ? !is_post : !is_get) {
+                        req->allow = !strcmp(rest, "/seckill") ? "POST" : "GET";
+                        quick(req, 405, fr_json_err(10001, "method not allowed"));
+                        return;
+                }
+                if (parse_id_seg(id, (size_t)(slash - id), &req->voucher_id) != 0) {
+                        quick(req, 400, fr_json_err(10001, "invalid voucher id"));
+                        return;
+                }
+                sk_id_format(req->voucher_id, req->sv);
+                if (!strcmp(rest, "/seckill")) {
+                        route_purchase(req, conn);
+                        return;
+                }
+                if (user_header(conn, req) != 0) {
+                        quick(req, 400, fr_json_err(10001, "missing or invalid X-User-Id"));
+                        return;
+                }
+                if (atomic_load(&g_fr.stopping) > 1) {
+                        quick_503(req, "shutdown", "shutting down");
+                        return;
+                }
+                req->kind = FR_KIND_ORDERS_ME;
+                req->lookup = FR_LOOKUP_ORDERS_ME;
+                go_async(req, conn);
+                return;
+        }
+        if (!strncmp(url, opfx, sizeof(opfx) - 1)) {
+                const char *id = url + sizeof(opfx) - 1;
+
+                if (strchr(id, '/'))
+                        goto not_found;
+                if (!is_get) {
+                        req->allow = "GET";
+                        quick(req, 405, fr_json_err(10001, "method not allowed"));
+                        return;
+                }
+                if (parse_id_seg(id, strlen(id), &req->order_id) != 0) {
+                        quick(req, 400, fr_json_err(10001, "invalid order id"));
+                        return;
+                }
+                sk_id_format(req->order_id, req->so);
+                if (user_header(conn, req) != 0) {
+                        quick(req, 400, fr_json_err(10001, "missing or invalid X-User-Id"));
+                        return;
+                }
+                if (atomic_load(&g_fr.stopping) > 1) {
+                        quick_503(req, "shutdown", "shutting down");
+                        return;
+                }
+                req->kind = FR_KIND_ORDER_GET;
+                req->lookup = FR_LOOKUP_ORDER_GET;
+                go_async(req, conn);
+                return;
+        }
+not_found:
+        quick(req, 404, fr_json_err(10001, "no such route"));
+}
+
+static int has_body(struct MHD_Connection *conn)
+{
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_TRANSFER_ENCODING);
+
+        if (te)
+                return 1;
+        return cl && strcmp(cl, "0") != 0;
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
+                               const char *method, const char *version, const char *upload_data,
+                               size_t *upload_data_size, void **con_cls)
+{
+        fr_req_t *req = *con_cls;
+        int answered, queued;
+
+        (void)cls;
+        (void)version;
+        (void)upload_data;
+        if (!req) {
+                if (!(req = fr_req_new()))
+                        return MHD_NO;
+                req->conn = conn;
+                *con_cls = req;
+                if (has_body(conn)) {
+                        /* DESIGN.md 3: no endpoint takes a body. Answered before reading it;
+                         * libmicrohttpd then closes the connection. */
+                        quick(req, 413, fr_json_err(10001, "request body not allowed"));
+                        return queue_answer(conn, req);
+                }
+                route(req, conn, url, method);
+                if (req->kind == FR_KIND_QUICK)
+                        return queue_answer(conn, req);
+                return MHD_YES; /* suspended; resumed by fr_answer() */
+        }
+        if (*upload_data_size) {
+                req->body_seen = 1;
+                *upload_data_size = 0;
+                return MHD_YES;
+        }
+        pthread_mutex_lock(&g_fr.pend_mu);
+        answered = req->answered;
+        queued = req->queued;
+        pthread_mutex_unlock(&g_fr.pend_mu);
+        if (answered && !queued)
+                return queue_answer(conn, req);
+        return MHD_YES;
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                      enum MHD_RequestTerminationCode toe)
+{
+        fr_req_t *req = *con_cls;
+
+        (void)cls;
+        (void)conn;
+        (void)toe;
+        *con_cls = NULL;
+        fr_req_unref(req); /* the HTTP layer's reference */
+}
+
+/* Keep the URL exactly as sent: ids are digits only, so "%201" or "1%00" must stay a
+ * 400 instead of being decoded into something sk_id_parse might see differently. */
+static size_t unescape_none(void *cls, struct MHD_Connection *conn, char *s)
+{
+        (void)cls;
+        (void)conn;
+        return strlen(s);
+}
+
+int fr_http_start(char *errstr, size_t errstr_size)
+{
+        struct sockaddr_storage ss;
+        char host[256];
+        int port;
+        unsigned int flags;
+        struct addrinfo hints, *ai = NULL;
+        char portstr[16];
+
+        if (sk_hostport_parse(g_fr.conf.http_addr, host, sizeof(host), &port) != 0) {
+                sk_seterr(errstr, errstr_size, "bad SECKILL_HTTP_ADDR %s", g_fr.conf.http_addr);
+                return -1;
+        }
+        memset(&hints, 0, sizeof(hints));
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+        snprintf(portstr, sizeof(portstr), "%d", port);
+        if (getaddrinfo(host[0] ? host : NULL, portstr, &hints, &ai) != 0 || !ai) {
+                sk_seterr(errstr, errstr_size, "cannot resolve %s", g_fr.conf.http_addr);
+                return -1;
+        }
+        memset(&ss, 0, sizeof(ss));
+        memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+        flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                MHD_USE_ITC;
+        if (ai->ai_family == AF_INET6)
+                flags |= MHD_USE_IPv6;
+        freeaddrinfo(ai);
+        g_fr.mhd = MHD_start_daemon(
+                flags, (uint16_t)port, NULL, NULL, handler, NULL,
+                MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)g_fr.http_threads,
+                MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(g_fr.conf.max_inflight + 1024),
+                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60 /* s, idle keep-alive */,
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+                MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
+                MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+                MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
+                MHD_OPTION_END);
+        if (!g_fr.mhd) {
+                sk_seterr(errstr, errstr_size, "cannot listen on %s", g_fr.conf.http_addr);
+                return -1;
+        }
+        return 0;
+}
+
+void fr_http_quiesce(void)
+{
+        MHD_socket fd;
+
+        if (!g_fr.mhd)
+                return;
+        fd = MHD_quiesce_daemon(g_fr.mhd);
+        if (fd != MHD_INVALID_SOCKET)
+                close(fd);
+}
+
+void fr_http_stop(void)
+{
+        if (g_fr.mhd)
+                MHD_stop_daemon(g_fr.mhd);
+        g_fr.mhd = NULL;
+}

@@ -1,0 +1,400 @@
+/* producer/lookup.c: the lookup pool of seckill-front: a few threads, each with its own
+ * Redis and read-only DB connection (connected lazily, reconnected after an error),
+ * serving GET .../orders/me, GET /api/v1/orders/{id} and the DB check behind a 10004
+ * from deduct.lua (DESIGN.md 3: a voucher on sale in the DB whose Redis meta is missing
+ * is 503, else 404). Purchases never wait on these threads' connections.
+ * What it does not do: write the DB (the front has no DB write access, DESIGN.md 7) or
+ * write Redis (the order cache is the consumer's). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+
+#include "front.h"
+#include "sk/clock.h"
+#include "sk/db.h"
+#include "sk/log.h"
+#include "sk/redis.h"
+
+#define LOOKUP_REDIS_TIMEOUT_MS 1000
+
+typedef struct lk_conn {
+        sk_redis_t *r;
+        sk_db_t *db;
+} lk_conn_t;
+
+static fr_queue_t q_lookup;
+
+void fr_lookup_submit(fr_req_t *req)
+{
+        fr_queue_push(&q_lookup, req);
+}
+
+static sk_redis_t *lk_redis(lk_conn_t *lc)
+{
+        char errstr[256];
+
+        if (!lc->r) {
+                lc->r = sk_redis_connect(&g_fr.conf.redis, LOOKUP_REDIS_TIMEOUT_MS, errstr,
+                                         sizeof(errstr));
+                if (!lc->r)
+                        SK_LOG(SK_WARN, "lookup_redis_connect", "reason=\"%s\"", errstr);
+        }
+        return lc->r;
+}
+
+static void lk_redis_broken(lk_conn_t *lc)
+{
+        sk_redis_close(lc->r);
+        lc->r = NULL;
+}
+
+static sk_db_t *lk_db(lk_conn_t *lc)
+{
+        char errstr[256];
+
+        if (!lc->db) {
+                lc->db = sk_db_connect(&g_fr.conf.mysql, 0, 0, errstr, sizeof(errstr));
+                if (!lc->db)
+                        SK_LOG(SK_WARN, "lookup_db_connect", "reason=\"%s\"", errstr);
+        }
+        return lc->db;
+}
+
+static void lk_db_broken(lk_conn_t *lc)
+{
+        sk_db_close(lc->db);
+        lc->db = NULL;
+}
+
+/* Run @p sql (ids in it were formatted by sk_id_format: digits only) and copy the first
+ * row's first @p ncols columns into @p cols (each cap bytes, "" for NULL).
+ * @returns 1 row found, 0 no row, -1 DB error (the connection is dropped). */
+static int lk_query_row(lk_conn_t *lc, const char *sql, int ncols, char cols[][64], int *isnull)
+{
+        sk_db_t *db = lk_db(lc);
+        MYSQL_RES *res;
+        MYSQL_ROW row;
+        unsigned long *lens;
+        int i, found = 0;
+
+        if (!db)
+                return -1;
+        if (mysql_real_query(db->conn, sql, (unsigned long)strlen(sql)) != 0) {
+                SK_LOG(SK_WARN, "lookup_db_error", "errno=%u reason=\"%s\"",
+                       mysql_errno(db->conn), mysql_error(db->conn));
+                lk_db_broken(lc);
+                return -1;
+        }
+        if (!(res = mysql_store_result(db->conn))) {
+                SK_LOG(SK_WARN, "lookup_db_error", "errno=%u reason=\"%s\"",
+                       mysql_errno(db->conn), mysql_error(db->conn));
+                lk_db_broken(lc);
+                return -1;
+        }
+        if ((row = mysql_fetch_row(res)) != NULL && (int)mysql_num_fields(res) >= ncols) {
+                lens = mysql_fetch_lengths(res);
+                for (i = 0; i < ncols; i++) {
+                        size_t n = row[i] ? lens[i] : 0;
+
+                        if (n > 63)
+                                n = 63;
+                        if (row[i])
+                                memcpy(cols[i], row[i], n);
+                        cols[i][n] = '\0';
+                        if (isnull)
+                                isnull[i] = row[i] == NULL;
+                }
+                found = 1;
+        }
+        mysql_free_result(res);
+        return found;
+}
+
+/* HGET/GET helpers. @returns 1 value copied (malloc'd into *out), 0 nil, -1 error. */
+static int lk_redis_get(lk_conn_t *lc, char **out, const char *cmd, const char *key,
+                        const char *field)
+{
+        sk_redis_t *r = lk_redis(lc);
+        redisReply *reply = NULL;
+        const char *argv[3];
+        char errstr[256];
+        sk_err_t err;
+        int argc = 0, rc;
+
+        *out = NULL;
+        if (!r)
+                return -1;
+        argv[argc++] = cmd;
+        argv[argc++] = key;
+        if (field)
+                argv[argc++] = field;
+        err = sk_redis_cmd(r, &reply, argc, argv, NULL, errstr, sizeof(errstr));
+        if (err != SK_OK || !reply) {
+                SK_LOG(SK_WARN, "lookup_redis_error", "cmd=%s key=%s err=%s reason=\"%s\"", cmd,
+                       key, sk_err2str(err), errstr);
+                if (reply)
+                        freeReplyObject(reply);
+                lk_redis_broken(lc);
+                return -1;
+        }
+        if (reply->type == REDIS_REPLY_STRING) {
+                *out = strndup(reply->str, reply->len);
+                rc = *out ? 1 : -1;
+        } else {
+                rc = 0;
+        }
+        freeReplyObject(reply);
+        return rc;
+}
+
+/* A JSON string field of @p json as a canonical id. @returns 0 or -1. */
+static int json_id(const cJSON *obj, const char *name, int64_t *out)
+{
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+        if (cJSON_IsString(it) && it->valuestring)
+                return sk_id_parse_cstr(it->valuestring, out);
+        return -1;
+}
+
+static void answer_json(fr_req_t *req, int status, const char *json)
+{
+        fr_answer(req, status, strdup(json), 0);
+}
+
+/* 10004 from deduct.lua: the DB decides (DESIGN.md 3). */
+static void do_voucher(lk_conn_t *lc, fr_req_t *req)
+{
+        char sql[256], cols[1][64];
+        int rc;
+
+        snprintf(sql, sizeof(sql), "SELECT status FROM tb_seckill_voucher WHERE voucher_id=%s",
+                 req->sv);
+        rc = lk_query_row(lc, sql, 1, cols, NULL);
+        if (rc < 0) {
+                fr_answer_503(req, "db", NULL, "database unavailable");
+        } else if (rc == 1 && (!strcmp(cols[0], "1") || !strcmp(cols[0], "4"))) {
+                /* On sale (or paused for a rebuild) in the DB, meta missing in Redis:
+                 * Redis lost data; answer 503 until preheat or --repair rebuilds it. */
+                SK_LOG(SK_WARN, "voucher_meta_missing", "voucher_id=%s db_status=%s", req->sv,
+                       cols[0]);
+                fr_answer_503(req, "meta_missing", NULL, "voucher temporarily unavailable");
+        } else {
+                fr_answer(req, 404, fr_json_err(10004, "unknown voucher"), 0);
+        }
+}
+
+static void me_answer(fr_req_t *req, const char *state, const char *order_id, const char *reason)
+{
+        char buf[512];
+        char oid[48], rsn[96];
+
+        if (order_id && *order_id)
+                snprintf(oid, sizeof(oid), "\"%s\"", order_id);
+        else
+                snprintf(oid, sizeof(oid), "null");
+        if (reason && *reason)
+                snprintf(rsn, sizeof(rsn), "\"%.80s\"", reason);
+        else
+                snprintf(rsn, sizeof(rsn), "null");
+        snprintf(buf, sizeof(buf), "{\"code\":0,\"state\":\"%s\",\"orderId\":%s,\"reason\":%s}",
+                 state, oid, rsn);
+        answer_json(req, 200, buf);
+}
+
+/* orders/me (DESIGN.md 3): CREATED if the user has an active order (cache or DB); else
+ * the trace named by users[userId]: RESTORE (T:r) -> FAILED, DEDUCT (T) -> PENDING;
+ * else the user's newest outcome row; else NONE. */
+static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
+{
+        char kusers[SK_KEY_MAX], ktrace[SK_KEY_MAX], kord[SK_KEY_MAX], field[48];
+        char sql[384], cols[3][64];
+        char *trace = NULL, *entry = NULL, *restore = NULL, *cached = NULL;
+        char t_order[SK_ID_STRLEN] = "";
+        int rc;
+
+        sk_key_voucher(kusers, g_fr.conf.redis_prefix, req->voucher_id, SK_KEY_USERS);
+        sk_key_voucher(ktrace, g_fr.conf.redis_prefix, req->voucher_id, SK_KEY_TRACE);
+        if (lk_redis_get(lc, &trace, "HGET", kusers, req->su) < 0)
+                goto redis_down;
+        if (trace) {
+                int64_t t;
+
+                if (sk_id_parse_cstr(trace, &t) == 0) {
+                        sk_field_trace(field, t, 'r');
+                        if (lk_redis_get(lc, &restore, "HGET", ktrace, field) < 0)
+                                goto redis_down;
+                        sk_field_trace(field, t, 0);
+                        if (lk_redis_get(lc, &entry, "HGET", ktrace, field) < 0)
+                                goto redis_down;
+                        if (entry) {
+                                cJSON *j = cJSON_Parse(entry);
+                                int64_t oid;
+
+                                if (j && json_id(j, "orderId", &oid) == 0)
+                                        sk_id_format(oid, t_order);
+                                cJSON_Delete(j);
+                        }
+                }
+        }
+        /* Active order from the cache (the DEDUCT names its order id)... */
+        if (t_order[0] && !restore) {
+                int64_t oid;
+
+                if (sk_id_parse_cstr(t_order, &oid) == 0) {
+                        sk_key_order(kord, g_fr.conf.redis_prefix, oid);
+                        if (lk_redis_get(lc, &cached, "GET", kord, NULL) < 0)
+                                goto redis_down;
+                        if (cached) {
+                                me_answer(req, "CREATED", t_order, NULL);
+                                goto done;
+                        }
+                }
+        }
+        /* ... else from the DB. */
+        snprintf(sql, sizeof(sql),
+                 "SELECT id FROM tb_voucher_order WHERE voucher_id=%s AND user_id=%s AND status=1 "
+                 "ORDER BY create_time DESC LIMIT 1", req->sv, req->su);
+        rc = lk_query_row(lc, sql, 1, cols, NULL);
+        if (rc < 0)
+                goto db_down;
+        if (rc == 1) {
+                me_answer(req, "CREATED", cols[0], NULL);
+                goto done;
+        }
+        if (restore) {
+                cJSON *j = cJSON_Parse(restore);
+                const cJSON *rs = j ? cJSON_GetObjectItemCaseSensitive(j, "reason") : NULL;
+
+                me_answer(req, "FAILED", t_order,
+                          cJSON_IsString(rs) ? rs->valuestring : NULL);
+                cJSON_Delete(j);
+                goto done;
+        }
+        if (entry) {
+                me_answer(req, "PENDING", t_order, NULL);
+                goto done;
+        }
+        snprintf(sql, sizeof(sql),
+                 "SELECT outcome, order_id, reason FROM tb_seckill_outcome WHERE voucher_id=%s "
+                 "AND user_id=%s ORDER BY created_at DESC, trace_id DESC LIMIT 1", req->sv, req->su);
+        rc = lk_query_row(lc, sql, 3, cols, NULL);
+        if (rc < 0)
+                goto db_down;
+        if (rc == 1)
+                me_answer(req, !strcmp(cols[0], "1") ? "CREATED" : "FAILED", cols[1], cols[2]);
+        else
+                me_answer(req, "NONE", NULL, NULL);
+        goto done;
+redis_down:
+        fr_answer_503(req, "redis", NULL, "redis unavailable");
+        goto done;
+db_down:
+        fr_answer_503(req, "db", NULL, "database unavailable");
+done:
+        free(trace);
+        free(entry);
+        free(restore);
+        free(cached);
+}
+
+/* GET /api/v1/orders/{id}: the Redis cache, else the DB; only for its owner (else 404). */
+static void do_order_get(lk_conn_t *lc, fr_req_t *req)
+{
+        char kord[SK_KEY_MAX], sql[384], cols[6][64], buf[640];
+        char *cached = NULL;
+        int rc;
+
+        sk_key_order(kord, g_fr.conf.redis_prefix, req->order_id);
+        if (lk_redis_get(lc, &cached, "GET", kord, NULL) == 1) {
+                cJSON *j = cJSON_Parse(cached);
+                int64_t uid = 0;
+
+                if (j && json_id(j, "userId", &uid) == 0) {
+                        cJSON_Delete(j);
+                        if (uid == req->user_id)
+                                fr_answer(req, 200, cached, 0);
+                        else {
+                                free(cached);
+                                fr_answer(req, 404, fr_json_err(10004, "order not found"), 0);
+                        }
+                        return;
+                }
+                cJSON_Delete(j);
+                free(cached);
+                /* An unreadable cache entry: fall through to the DB. */
+        }
+        /* Redis down or a miss: the DB is the book of record. */
+        snprintf(sql, sizeof(sql),
+                 "SELECT id, user_id, voucher_id, trace_id, status, "
+                 "DATE_FORMAT(create_time, '%%Y-%%m-%%dT%%H:%%i:%%s.%%f') "
+                 "FROM tb_voucher_order WHERE id=%s", req->so);
+        rc = lk_query_row(lc, sql, 6, cols, NULL);
+        if (rc < 0) {
+                fr_answer_503(req, "db", NULL, "database unavailable");
+                return;
+        }
+        if (rc == 0 || strcmp(cols[1], req->su) != 0) {
+                fr_answer(req, 404, fr_json_err(10004, "order not found"), 0);
+                return;
+        }
+        snprintf(buf, sizeof(buf),
+                 "{\"code\":0,\"orderId\":\"%s\",\"userId\":\"%s\",\"voucherId\":\"%s\","
+                 "\"traceId\":\"%s\",\"status\":%s,\"createTime\":\"%.23s\"}",
+                 cols[0], cols[1], cols[2], cols[3], cols[4], cols[5]);
+        answer_json(req, 200, buf);
+}
+
+static void *lookup_main(void *arg)
+{
+        lk_conn_t lc = { NULL, NULL };
+
+        (void)arg;
+        for (;;) {
+                fr_req_t *req = fr_queue_pop(&q_lookup, 1, 200);
+
+                if (!req) {
+                        if (atomic_load(&g_fr.threads_stop))
+                                break;
+                        continue;
+                }
+                switch (req->lookup) {
+                case FR_LOOKUP_VOUCHER: do_voucher(&lc, req); break;
+                case FR_LOOKUP_ORDERS_ME: do_orders_me(&lc, req); break;
+                case FR_LOOKUP_ORDER_GET: do_order_get(&lc, req); break;
+                }
+                fr_req_done(req);
+        }
+        sk_redis_close(lc.r);
+        sk_db_close(lc.db);
+        return NULL;
+}
+
+int fr_lookup_start(char *errstr, size_t errstr_size)
+{
+        int i;
+
+        fr_queue_init(&q_lookup);
+        g_fr.t_lookup = calloc((size_t)g_fr.lookup_threads, sizeof(pthread_t));
+        if (!g_fr.t_lookup) {
+                sk_seterr(errstr, errstr_size, "out of memory");
+                return -1;
+        }
+        for (i = 0; i < g_fr.lookup_threads; i++)
+                pthread_create(&g_fr.t_lookup[i], NULL, lookup_main, NULL);
+        return 0;
+}
+
+/* Called after the deduct workers stopped (they may still submit 10004 checks). */
+void fr_lookup_stop(void)
+{
+        int i;
+
+        fr_queue_close(&q_lookup);
+        for (i = 0; i < g_fr.lookup_threads; i++)
+                pthread_join(g_fr.t_lookup[i], NULL);
+        free(g_fr.t_lookup);
+        g_fr.t_lookup = NULL;
+}

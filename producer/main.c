@@ -1,0 +1,183 @@
+/* producer/main.c: seckill-front, the HTTP front of the flash sale (DESIGN.md 2-5, 7, 8,
+ * 11): admission in Lua (deduct.lua), publish to Kafka, answer 202 only once Kafka says
+ * PERSISTED. It never writes the database; its DB use is read-only lookups.
+ *
+ * Threading model (every thread has its own Redis/DB connection; hiredis and MySQL
+ * handles are never shared):
+ *   - main: configuration, worker-id lease, start-up, then waits for a signal and runs
+ *     the graceful shutdown (below).
+ *   - HTTP (libmicrohttpd internal polling, epoll, a pool of --http-threads threads,
+ *     suspend/resume): parses, validates ids (400 without any Redis call), refuses with
+ *     503 before any Redis write when the in-flight cap is reached, Kafka is down or
+ *     fatal, or the lease cannot mint; mints orderId and traceId, puts the request on
+ *     the pending list (its deadline), suspends the connection and queues it. It never
+ *     blocks on Redis, Kafka or the DB.
+ *   - Redis deduct workers (--redis-workers): pop batches of up to --pipeline-max
+ *     purchases, pipeline their EVALSHA deduct.lua on one connection, read the replies in
+ *     order. OK/REPLAY -> rd_kafka_producev (opaque = the request); REJECT -> answer (a
+ *     10004 goes to the lookup pool for the DB check); FENCED -> 503 FAILED; BUSY etc. ->
+ *     503; I/O error or timeout -> reconnect and repeat the same EVALSHA up to twice,
+ *     then rollback.
+ *   - Kafka poll thread: rd_kafka_poll(); delivery reports decide the answer
+ *     (PERSISTED 202; POSSIBLY_PERSISTED one identical re-produce, else 503 PENDING;
+ *     NOT_PERSISTED -> rollback worker unless an earlier copy was POSSIBLY_PERSISTED).
+ *   - Rollback worker: rollback.lua mode front (sk_rollback_run) -> 503 FAILED or PENDING.
+ *   - Lookup pool (--lookup-threads): orders/me, orders/{id}, the 10004 DB check.
+ *   - Timer: answers 503 PENDING at each request's deadline (2 x delivery timeout + 1 s);
+ *     never rolls back; the pipeline still handles the late delivery report.
+ *   - Health: every second, broker metadata for the topic (Kafka reachable), fatal
+ *     producer replacement, topic creation retry, Redis noeviction and scripts loaded.
+ * A request is reference counted (HTTP layer + pipeline) and answered exactly once under
+ * one mutex (fr_answer); whoever answers first resumes the connection, so the deadline
+ * timer, delivery reports and shutdown can race safely.
+ *
+ * Graceful shutdown (SIGTERM/SIGINT, issue 3 item 5): stop accepting (MHD_quiesce_daemon)
+ * and refuse new purchases; wait for delivery reports until every admitted purchase is
+ * settled or its deadline has passed; purge only the queue (RD_KAFKA_PURGE_F_QUEUE): a
+ * purged message is NOT_PERSISTED and rolled back unless an earlier copy was
+ * POSSIBLY_PERSISTED; answer every request still pending 503 PENDING (no rollback) so
+ * every suspended connection is resumed; then MHD_stop_daemon, join, release the
+ * lease, exit 0. A second signal exits at once (status 1). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "front.h"
+#include "sk/clock.h"
+#include "sk/db.h"
+#include "sk/failpoint.h"
+#include "sk/log.h"
+#include "sk/outcome.h"
+
+static volatile sig_atomic_t g_stop; /* 0 run, 1 drain */
+
+static void on_signal(int sig)
+{
+        (void)sig;
+        if (g_stop)
+                _exit(1); /* second signal: abandon the drain (async-signal-safe) */
+        g_stop = 1;
+}
+
+static void install_signals(void)
+{
+        struct sigaction sa;
+
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaddset(&sa.sa_mask, SIGINT);
+        sigaddset(&sa.sa_mask, SIGTERM);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN);
+}
+
+static void shutdown_front(void)
+{
+        int64_t t0 = sk_mono_ms(), until;
+        int left;
+
+        SK_LOG(SK_INFO, "shutdown_begin", "inflight=%d", atomic_load(&g_fr.inflight));
+        atomic_store(&g_fr.stopping, 1);
+        fr_http_quiesce();
+        /* Every purchase admitted before stopping has a deadline <= now + deadline. */
+        until = t0 + g_fr.deadline_ms;
+        while (atomic_load(&g_fr.inflight) > 0 && sk_mono_ms() < until)
+                sk_sleep_ms(20, NULL);
+        atomic_store(&g_fr.purged, 1);
+        left = fr_kafka_outq_len();
+        fr_kafka_purge_queue();
+        /* Purged messages come back as NOT_PERSISTED delivery reports (poll thread) and
+         * go to the rollback worker; give that a bounded moment. */
+        until = sk_mono_ms() + 3000;
+        while (atomic_load(&g_fr.inflight) > 0 && sk_mono_ms() < until)
+                sk_sleep_ms(20, NULL);
+        atomic_store(&g_fr.stopping, 2);
+        fr_pending_flush("shutdown");
+        /* Let the HTTP threads send the answers of the connections just resumed. */
+        sk_sleep_ms(300, NULL);
+        fr_pending_flush("shutdown");
+        sk_sleep_ms(50, NULL);
+        fr_http_stop();
+        fr_pipeline_stop();
+        fr_lookup_stop();
+        SK_LOG(SK_INFO, "shutdown_done", "ms=%lld outq_at_purge=%d inflight=%d",
+               (long long)(sk_mono_ms() - t0), left, atomic_load(&g_fr.inflight));
+        fr_kafka_destroy_all();
+        sk_idgen_stop(g_fr.idgen);
+        g_fr.idgen = NULL;
+        sk_metrics_destroy(g_fr.m.reg);
+}
+
+int main(int argc, char **argv)
+{
+        sk_opt_t extra[] = {
+                { "http-threads", "SECKILL_HTTP_THREADS", SK_OPT_INT, &g_fr.http_threads, 0, 1, 64,
+                  "libmicrohttpd worker threads (default 2)" },
+                { "redis-workers", "SECKILL_FRONT_REDIS_WORKERS", SK_OPT_INT, &g_fr.redis_workers, 0,
+                  1, 64, "threads pipelining deduct.lua (default 2)" },
+                { "lookup-threads", "SECKILL_FRONT_LOOKUP_THREADS", SK_OPT_INT, &g_fr.lookup_threads,
+                  0, 1, 64, "threads for GET lookups and DB checks (default 2)" },
+                { "pipeline-max", "SECKILL_FRONT_PIPELINE_MAX", SK_OPT_INT, &g_fr.pipeline_max, 0, 1,
+                  4096, "EVALSHAs pipelined per batch on one connection (default 128)" },
+        };
+        char errstr[512];
+        sk_err_t err = SK_OK;
+        int argi = 0, rc;
+
+        g_fr.http_threads = 2;
+        g_fr.redis_workers = 2;
+        g_fr.lookup_threads = 2;
+        g_fr.pipeline_max = 128;
+        sk_log_init("front");
+        rc = sk_conf_load(&g_fr.conf, argc, argv, "seckill-front", NULL, extra,
+                          sizeof(extra) / sizeof(extra[0]), &argi);
+        if (rc == 1)
+                return 0;
+        if (rc != 0)
+                return 2;
+        if (argi < argc) {
+                fprintf(stderr, "seckill-front: unexpected argument '%s'\n", argv[argi]);
+                return 2;
+        }
+        g_fr.expire_extra_ms = sk_expire_extra_ms(g_fr.conf.reconcile_window_hours);
+        snprintf(g_fr.expire_extra_s, sizeof(g_fr.expire_extra_s), "%lld",
+                 (long long)g_fr.expire_extra_ms);
+        g_fr.deadline_ms = 2 * (int64_t)g_fr.conf.kafka_delivery_timeout_ms + 1000;
+        install_signals();
+        sk_db_library_init();
+        fr_metrics_init();
+
+        /* The lease first: a second front with the same SECKILL_WORKER_ID exits 2
+         * before it binds anything (DESIGN.md 2). */
+        g_fr.idgen = sk_idgen_start(&g_fr.conf, &err, errstr, sizeof(errstr));
+        if (!g_fr.idgen) {
+                SK_LOG(SK_ERROR, "worker_lease_failed", "worker_id=%d err=%s reason=\"%s\"",
+                       g_fr.conf.worker_id, sk_err2str(err), errstr);
+                return err == SK_EEXIST ? 2 : 1;
+        }
+        if (fr_pipeline_start(errstr, sizeof(errstr)) != 0) {
+                SK_LOG(SK_ERROR, "pipeline_start_failed", "reason=\"%s\"", errstr);
+                sk_idgen_stop(g_fr.idgen);
+                return 1;
+        }
+        if (fr_lookup_start(errstr, sizeof(errstr)) != 0 || fr_http_start(errstr, sizeof(errstr)) != 0) {
+                SK_LOG(SK_ERROR, "http_start_failed", "addr=%s reason=\"%s\"", g_fr.conf.http_addr,
+                       errstr);
+                _exit(1);
+        }
+        SK_LOG(SK_INFO, "front_started",
+               "addr=%s worker_id=%d topic=%s prefix=%s http_threads=%d redis_workers=%d "
+               "delivery_timeout_ms=%d deadline_ms=%lld max_inflight=%d",
+               g_fr.conf.http_addr, sk_idgen_worker_id(g_fr.idgen), g_fr.conf.topic,
+               g_fr.conf.redis_prefix, g_fr.http_threads, g_fr.redis_workers,
+               g_fr.conf.kafka_delivery_timeout_ms, (long long)g_fr.deadline_ms,
+               g_fr.conf.max_inflight);
+        while (!g_stop)
+                sk_sleep_ms(100, NULL);
+        shutdown_front();
+        return 0;
+}
