@@ -1,0 +1,43 @@
+/* admin.h: the subcommands of seckill-admin (DESIGN.md 2), one function each, called by
+ * main.c after the configuration was loaded. Each returns the process exit status:
+ * 0 success, 1 runtime failure (a dependency is down or answered an error),
+ * 2 bad arguments or a refusal that needs a human (sold-down stock, rebuild not
+ * settled, lock busy). Every function prints its result on stdout and one error line on
+ * stderr; none of them is thread-safe (the admin is single-threaded). */
+#pragma once
+#include <stdint.h>
+#include "sk/conf.h"
+
+/** Options of the voucher subcommands (main.c fills them through sk_conf_load). */
+typedef struct sk_admin_opts {
+        int stock;              /* --stock N, -1 = not given */
+        char begin[64];         /* --begin T ("" = not given) */
+        char end[64];           /* --end T */
+        int status;             /* --status 1..4 (create: default 1) */
+        int preheat;            /* --preheat */
+        int rebuild_from_db;    /* --rebuild-from-db */
+        int json;               /* --json */
+        int wait_ms;            /* --wait-ms (rebuild), 0 = 2 x delivery timeout */
+} sk_admin_opts_t;
+
+/** `db migrate`: apply the pending ddl/ migrations; prints "applied N migration(s)". */
+int sk_admin_db_migrate(const sk_conf_t *conf);
+
+/** `voucher create --stock N --begin T --end T [--status S] [--preheat]`. */
+int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o);
+/** `voucher preheat ID [--rebuild-from-db] [--wait-ms MS]`. */
+int sk_admin_voucher_preheat(const sk_conf_t *conf, const char *id, const sk_admin_opts_t *o);
+/** `voucher show ID [--json]`. */
+int sk_admin_voucher_show(const sk_conf_t *conf, const char *id, const sk_admin_opts_t *o);
+/** `voucher set-status ID N`. */
+int sk_admin_voucher_set_status(const sk_conf_t *conf, const char *id, const char *status);
+
+/** `verify VOUCHER_ID ...` (DESIGN.md 9; admin/verify.c). @p argc/@p argv are the
+ *  positional arguments after "verify". */
+int sk_admin_verify(const sk_conf_t *conf, int argc, char **argv);
+
+/** Parse a time for --begin/--end: epoch seconds ("1764439200") or ISO-8601 with a
+ *  zone ("2026-11-29T18:00:00Z", "...+08:00", "...-0500", fraction allowed).
+ *  A time without a zone is ambiguous and rejected. @returns 0 and *out_ms (ms since
+ *  the Unix epoch, UTC), or -1 with the reason in errstr. Pure. */
+int sk_admin_parse_time(const char *s, int64_t *out_ms, char *errstr, size_t errstr_size);

@@ -1,0 +1,233 @@
+/* seckill-admin: operator commands against the database and Redis (DESIGN.md 2):
+ *   db migrate                                   apply ddl/ migrations
+ *   voucher create --stock N --begin T --end T [--status S] [--preheat]
+ *   voucher preheat ID [--rebuild-from-db] [--wait-ms MS]
+ *   voucher show ID [--json]
+ *   voucher set-status ID N
+ *   verify VOUCHER_ID                            invariants of DESIGN.md 9
+ * Configuration: defaults < SECKILL_* environment < flags (sk/conf.h); the subcommand
+ * flags are declared to sk_conf_load too, so they may appear anywhere on the line.
+ * Exit status: 0 ok, 1 runtime failure, 2 bad arguments or a refusal (see admin.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "admin.h"
+#include "sk/db.h"
+#include "sk/log.h"
+
+#define PROG "seckill-admin"
+
+static const char USAGE_ARGS[] =
+        "db migrate | voucher create|preheat|show|set-status ... | verify VOUCHER_ID\n"
+        "  (`" PROG " <command> --help` describes one command)";
+
+typedef struct cmd_help {
+        const char *w1, *w2;     /* command words; w2 NULL for one-word commands */
+        const char *text;
+        const char *allowed;     /* subcommand flags it accepts, space-separated */
+} cmd_help_t;
+
+static const cmd_help_t CMDS[] = {
+        { "db", "migrate",
+          "Usage: " PROG " db migrate [common options]\n"
+          "Create the database if missing and apply the ddl/ migrations not yet recorded in\n"
+          "schema_migrations (serialized by GET_LOCK, safe to run twice or concurrently).\n"
+          "Prints: applied N migration(s). Exit 0 ok, 1 failure.\n", "" },
+        { "voucher", "create",
+          "Usage: " PROG " voucher create --stock N --begin T --end T [--status S] [--preheat]\n"
+          "Insert a voucher (init_stock = stock = N, 1..1000000000) with a fresh snowflake id\n"
+          "(leases a worker id in Redis like the front). T is epoch seconds (1764439200) or\n"
+          "ISO-8601 WITH a zone (2026-11-29T18:00:00Z, 2026-11-29T18:00:00+08:00); a time\n"
+          "without a zone is rejected. --status 1 on sale (default), 2 offline, 3 expired,\n"
+          "4 paused. --preheat also writes the Redis state (see voucher preheat).\n"
+          "Prints: {\"voucherId\":\"ID\"}. Exit 0 ok, 1 failure, 2 bad arguments.\n",
+          " stock begin end status preheat " },
+        { "voucher", "preheat",
+          "Usage: " PROG " voucher preheat ID [--rebuild-from-db] [--wait-ms MS]\n"
+          "Copy a voucher's DB state to Redis: stock (never overwriting a stock that was sold\n"
+          "down: exit 2), the active buyers, then meta last, with the expiry of DESIGN.md 4.\n"
+          "If the stock key is missing after sales began, runs the rebuild instead.\n"
+          "--rebuild-from-db: the rebuild of DESIGN.md 8: pause the voucher (status 4), wait\n"
+          "up to --wait-ms (default 2 x delivery timeout) for the consumer group to reach\n"
+          "the end of every partition and for every DEDUCT to have an outcome, then set\n"
+          "stock and users from the DB and restore meta. Not settled in time: exit 2.\n", 
+          " rebuild-from-db wait-ms " },
+        { "voucher", "show",
+          "Usage: " PROG " voucher show ID [--json]\n"
+          "Print the DB row and the Redis meta, stock, users and trace sizes side by side.\n"
+          "Exit 0 ok, 1 failure, 2 bad arguments or not in the database.\n", " json " },
+        { "voucher", "set-status",
+          "Usage: " PROG " voucher set-status ID N\n"
+          "Set the status (1 on sale, 2 offline, 3 expired, 4 paused) in the DB, then in the\n"
+          "Redis meta if it exists. Exit 0 ok, 1 failure, 2 bad arguments.\n", "" },
+        { "verify", NULL,
+          "Usage: " PROG " verify VOUCHER_ID\n"
+          "Check the invariants of DESIGN.md 9 on the live state; exit 0 iff all hold.\n", " json " },
+};
+#define NCMDS (sizeof(CMDS) / sizeof(CMDS[0]))
+
+/* `<command> --help`: find the command words among argv (before sk_conf_load, which
+ * would print the general help). @returns the command or NULL. */
+static const cmd_help_t *help_requested(int argc, char **argv)
+{
+        int help = 0;
+        const char *w[2] = { NULL, NULL };
+        int nw = 0;
+
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+                        help = 1;
+                else if (argv[i][0] != '-' && nw < 2) {
+                        for (size_t c = 0; c < NCMDS; c++)
+                                if ((nw == 0 && strcmp(argv[i], CMDS[c].w1) == 0) ||
+                                    (nw == 1 && CMDS[c].w2 && strcmp(argv[i], CMDS[c].w2) == 0 &&
+                                     strcmp(w[0], CMDS[c].w1) == 0)) {
+                                        w[nw++] = argv[i];
+                                        break;
+                                }
+                }
+        }
+        if (!help || !w[0])
+                return NULL;
+        for (size_t c = 0; c < NCMDS; c++)
+                if (strcmp(w[0], CMDS[c].w1) == 0 &&
+                    (!CMDS[c].w2 || (w[1] && strcmp(w[1], CMDS[c].w2) == 0)))
+                        return &CMDS[c];
+        return NULL;
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+        fprintf(stderr, PROG ": ");
+        fprintf(stderr, fmt, arg ? arg : "");
+        fprintf(stderr, " (see " PROG " --help)\n");
+        return 2;
+}
+
+/* A flag given to a command that does not take it is a usage error. */
+static int check_flags(const cmd_help_t *cmd, const sk_admin_opts_t *o)
+{
+        static const struct { const char *name; } names[] = {
+                { "stock" }, { "begin" }, { "end" }, { "status" }, { "preheat" },
+                { "rebuild-from-db" }, { "json" }, { "wait-ms" },
+        };
+        int given[8];
+        char pat[40];
+
+        given[0] = o->stock != -1;
+        given[1] = o->begin[0] != '\0';
+        given[2] = o->end[0] != '\0';
+        given[3] = o->status != -1;
+        given[4] = o->preheat != 0;
+        given[5] = o->rebuild_from_db != 0;
+        given[6] = o->json != 0;
+        given[7] = o->wait_ms != 0;
+        for (size_t i = 0; i < 8; i++) {
+                snprintf(pat, sizeof(pat), " %s ", names[i].name);
+                if (given[i] && !strstr(cmd->allowed, pat)) {
+                        fprintf(stderr, PROG ": option --%s does not apply to `%s%s%s` "
+                                "(see " PROG " %s%s%s --help)\n", names[i].name, cmd->w1,
+                                cmd->w2 ? " " : "", cmd->w2 ? cmd->w2 : "", cmd->w1,
+                                cmd->w2 ? " " : "", cmd->w2 ? cmd->w2 : "");
+                        return 2;
+                }
+        }
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        sk_conf_t conf;
+        sk_admin_opts_t o;
+        const cmd_help_t *help;
+        int argi = 0, rc, npos;
+        char **pos;
+
+        memset(&o, 0, sizeof(o));
+        o.stock = -1;
+        o.status = -1;
+        const sk_opt_t extra[] = {
+                { "stock", NULL, SK_OPT_INT, &o.stock, 0, 1, 1000000000,
+                  "voucher create: units of stock" },
+                { "begin", NULL, SK_OPT_STR, o.begin, sizeof(o.begin), 0, 0,
+                  "voucher create: sale start (epoch s or ISO-8601 with zone)" },
+                { "end", NULL, SK_OPT_STR, o.end, sizeof(o.end), 0, 0,
+                  "voucher create: sale end (epoch s or ISO-8601 with zone)" },
+                { "status", NULL, SK_OPT_INT, &o.status, 0, 1, 4,
+                  "voucher create: 1 on sale, 2 offline, 3 expired, 4 paused" },
+                { "preheat", NULL, SK_OPT_BOOL, &o.preheat, 0, 0, 1,
+                  "voucher create: preheat Redis too" },
+                { "rebuild-from-db", NULL, SK_OPT_BOOL, &o.rebuild_from_db, 0, 0, 1,
+                  "voucher preheat: run the rebuild of DESIGN.md 8" },
+                { "json", NULL, SK_OPT_BOOL, &o.json, 0, 0, 1, "voucher show: JSON output" },
+                { "wait-ms", NULL, SK_OPT_INT, &o.wait_ms, 0, 1, 3600000,
+                  "voucher preheat --rebuild-from-db: settle wait (0 = 2 x delivery timeout)" },
+        };
+
+        if ((help = help_requested(argc, argv))) {
+                fputs(help->text, stdout);
+                printf("Common options (database, Redis, Kafka...): " PROG " --help\n");
+                return 0;
+        }
+        rc = sk_conf_load(&conf, argc, argv, PROG, USAGE_ARGS, extra,
+                          sizeof(extra) / sizeof(extra[0]), &argi);
+        if (rc == 1)
+                return 0;
+        if (rc != 0)
+                return 2;
+        sk_log_init("admin");
+        sk_db_library_init();
+
+        pos = argv + argi;
+        npos = argc - argi;
+        if (npos < 1)
+                return usage_error("missing command: db migrate, voucher ..., verify%s", NULL);
+
+        if (strcmp(pos[0], "db") == 0) {
+                if (npos < 2 || strcmp(pos[1], "migrate") != 0)
+                        return usage_error("unknown db command \"%s\" (db migrate)",
+                                           npos < 2 ? "" : pos[1]);
+                if (npos > 2)
+                        return usage_error("unexpected argument \"%s\"", pos[2]);
+                if (check_flags(&CMDS[0], &o))
+                        return 2;
+                return sk_admin_db_migrate(&conf);
+        }
+        if (strcmp(pos[0], "voucher") == 0) {
+                const cmd_help_t *cmd = NULL;
+                int want;
+                if (npos < 2)
+                        return usage_error("missing voucher command%s "
+                                           "(create|preheat|show|set-status)", NULL);
+                for (size_t c = 1; c < NCMDS; c++)
+                        if (CMDS[c].w2 && strcmp(CMDS[c].w1, "voucher") == 0 &&
+                            strcmp(CMDS[c].w2, pos[1]) == 0)
+                                cmd = &CMDS[c];
+                if (!cmd)
+                        return usage_error("unknown voucher command \"%s\" "
+                                           "(create|preheat|show|set-status)", pos[1]);
+                want = strcmp(cmd->w2, "create") == 0 ? 2
+                     : strcmp(cmd->w2, "set-status") == 0 ? 4 : 3;
+                if (npos < want)
+                        return usage_error(want == 4 ? "voucher %s needs ID and STATUS"
+                                                     : "voucher %s needs a voucher ID",
+                                           cmd->w2);
+                if (npos > want)
+                        return usage_error("unexpected argument \"%s\"", pos[want]);
+                if (check_flags(cmd, &o))
+                        return 2;
+                if (strcmp(cmd->w2, "create") == 0)
+                        return sk_admin_voucher_create(&conf, &o);
+                if (strcmp(cmd->w2, "preheat") == 0)
+                        return sk_admin_voucher_preheat(&conf, pos[2], &o);
+                if (strcmp(cmd->w2, "show") == 0)
+                        return sk_admin_voucher_show(&conf, pos[2], &o);
+                return sk_admin_voucher_set_status(&conf, pos[2], pos[3]);
+        }
+        if (strcmp(pos[0], "verify") == 0) {
+                if (check_flags(&CMDS[NCMDS - 1], &o))
+                        return 2;
+                return sk_admin_verify(&conf, npos - 1, pos + 1);
+        }
+        return usage_error("unknown command \"%s\" (db migrate, voucher ..., verify)", pos[0]);
+}
