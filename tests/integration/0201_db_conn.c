@@ -1,0 +1,249 @@
+/* 0201_db_conn.c: sk/db.h, sk/migrate.h and sk_voucher_get against the real MariaDB.
+ * A unique database per run (sk_test_conf). Checks: connect + session settings (UTC,
+ * lock wait timeout, READ COMMITTED) survive a reconnect; sk_db_query_i64 (value,
+ * NULL, no row); duplicate key 1062 -> SK_EEXIST; lock wait 1205 -> SK_EAGAIN with two
+ * connections and SELECT ... FOR UPDATE under innodb_lock_wait_timeout=1; GET_LOCK
+ * held/timeout/release, also for names longer than 64 chars; migrate twice (second
+ * applies 0); voucher times round-trip past 2038. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "sk_test.h"
+#include "sk/db.h"
+#include "sk/migrate.h"
+#include "sk/rebuild.h"
+
+static sk_conf_t g_conf;
+
+static sk_db_t *connect_or_fail(int lock_wait_s)
+{
+        char errstr[512] = "";
+        sk_db_t *db = sk_db_connect(&g_conf.mysql, 0, lock_wait_s, errstr, sizeof(errstr));
+        ck_assert_msg(db != NULL, "connect: %s", errstr);
+        return db;
+}
+
+START_TEST(classify_table)
+{
+        ck_assert_int_eq(sk_db_classify(0), SK_OK);
+        ck_assert_int_eq(sk_db_classify(1062), SK_EEXIST);
+        ck_assert_int_eq(sk_db_classify(1205), SK_EAGAIN);
+        ck_assert_int_eq(sk_db_classify(1213), SK_EAGAIN);
+        ck_assert_int_eq(sk_db_classify(2006), SK_EAGAIN);
+        ck_assert_int_eq(sk_db_classify(2013), SK_EAGAIN);
+        ck_assert_int_eq(sk_db_classify(2002), SK_EAGAIN);
+        ck_assert_int_eq(sk_db_classify(2003), SK_EAGAIN);
+        ck_assert_int_eq(sk_db_classify(1927), SK_EAGAIN);
+        ck_assert_int_eq(sk_db_classify(1053), SK_EAGAIN);
+        ck_assert_int_eq(sk_db_classify(4031), SK_EAGAIN);
+        ck_assert_int_eq(sk_db_classify(1054), SK_EDB);
+        ck_assert_int_eq(sk_db_classify(1366), SK_EDB);
+        ck_assert_int_eq(sk_db_classify(1406), SK_EDB);
+}
+END_TEST
+
+START_TEST(session_settings_and_reconnect)
+{
+        char errstr[512] = "";
+        sk_db_t *db = connect_or_fail(1);
+        int64_t v = -1;
+        int is_null = -1;
+
+        for (int round = 0; round < 2; round++) {
+                ck_assert_int_eq(sk_db_query_i64(db, "SELECT @@SESSION.innodb_lock_wait_timeout",
+                                                 &v, NULL, errstr, sizeof(errstr)), SK_OK);
+                ck_assert_int_eq(v, 1);
+                /* UTC session: NOW() equals UTC_TIMESTAMP(). */
+                ck_assert_int_eq(sk_db_query_i64(db, "SELECT NOW(3) = UTC_TIMESTAMP(3)", &v,
+                                                 NULL, errstr, sizeof(errstr)), SK_OK);
+                ck_assert_int_eq(v, 1);
+                ck_assert_int_eq(sk_db_query_i64(db,
+                        "SELECT @@SESSION.tx_isolation = 'READ-COMMITTED'", &v, NULL, errstr,
+                        sizeof(errstr)), SK_OK);
+                ck_assert_int_eq(v, 1);
+                ck_assert_int_eq(sk_db_query_i64(db, "SELECT @@SESSION.sql_mode LIKE "
+                        "'%STRICT_TRANS_TABLES%'", &v, NULL, errstr, sizeof(errstr)), SK_OK);
+                ck_assert_int_eq(v, 1);
+                ck_assert_msg(sk_db_reconnect(db, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        }
+        /* Values, NULL, no row, non-integers, the full BIGINT range. */
+        ck_assert_int_eq(sk_db_query_i64(db, "SELECT NULL", &v, &is_null, errstr,
+                                         sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(is_null, 1);
+        ck_assert_int_eq(sk_db_query_i64(db, "SELECT 9223372036854775807", &v, &is_null,
+                                         errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(is_null, 0);
+        ck_assert(v == INT64_MAX);
+        ck_assert_int_eq(sk_db_query_i64(db, "SELECT -9223372036854775808", &v, NULL, errstr,
+                                         sizeof(errstr)), SK_OK);
+        ck_assert(v == INT64_MIN);
+        ck_assert_int_eq(sk_db_query_i64(db, "SELECT 1 FROM DUAL WHERE 1 = 0", &v, NULL, errstr,
+                                         sizeof(errstr)), SK_ENOTFOUND);
+        ck_assert_int_eq(sk_db_query_i64(db, "SELECT 'x1'", &v, NULL, errstr, sizeof(errstr)),
+                         SK_EDB);
+        /* A syntax error is permanent, with the server's text. */
+        ck_assert_int_eq(sk_db_exec(db, "SELEKT 1", errstr, sizeof(errstr)), SK_EDB);
+        ck_assert_ptr_nonnull(strstr(errstr, "1064"));
+        sk_db_close(db);
+        sk_db_close(NULL);
+}
+END_TEST
+
+START_TEST(duplicate_key_is_eexist)
+{
+        char errstr[512] = "";
+        sk_db_t *db = connect_or_fail(1);
+
+        ck_assert_msg(sk_db_exec(db, "CREATE TABLE t_dup (id BIGINT NOT NULL PRIMARY KEY) "
+                                 "ENGINE=InnoDB", errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_int_eq(sk_db_exec(db, "INSERT INTO t_dup VALUES (9223372036854775807)",
+                                    errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_db_exec(db, "INSERT INTO t_dup VALUES (9223372036854775807)",
+                                    errstr, sizeof(errstr)), SK_EEXIST);
+        ck_assert_int_eq(sk_db_last_err(db), SK_EEXIST);
+        ck_assert_ptr_nonnull(strstr(errstr, "1062"));
+        sk_db_close(db);
+}
+END_TEST
+
+START_TEST(lock_wait_is_eagain)
+{
+        char errstr[512] = "";
+        sk_db_t *a = connect_or_fail(1), *b = connect_or_fail(1);
+        int64_t v = 0;
+
+        ck_assert_msg(sk_db_exec(a, "CREATE TABLE t_lock (id BIGINT NOT NULL PRIMARY KEY, "
+                                 "n INT NOT NULL) ENGINE=InnoDB", errstr, sizeof(errstr)) == SK_OK,
+                      "%s", errstr);
+        ck_assert_int_eq(sk_db_exec(a, "INSERT INTO t_lock VALUES (1, 0)", errstr,
+                                    sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_db_begin(a, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_db_query_i64(a, "SELECT n FROM t_lock WHERE id = 1 FOR UPDATE", &v,
+                                         NULL, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_db_begin(b, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_db_query_i64(b, "SELECT n FROM t_lock WHERE id = 1 FOR UPDATE", &v,
+                                         NULL, errstr, sizeof(errstr)), SK_EAGAIN);
+        ck_assert_ptr_nonnull(strstr(errstr, "1205"));
+        sk_db_rollback(b);
+        ck_assert_int_eq(sk_db_exec(a, "UPDATE t_lock SET n = 5 WHERE id = 1", errstr,
+                                    sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_db_commit(a, errstr, sizeof(errstr)), SK_OK);
+        /* After the commit b sees the row (READ COMMITTED) and may lock it. */
+        ck_assert_int_eq(sk_db_begin(b, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_db_query_i64(b, "SELECT n FROM t_lock WHERE id = 1 FOR UPDATE", &v,
+                                         NULL, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(v, 5);
+        sk_db_rollback(b);
+        sk_db_close(a);
+        sk_db_close(b);
+}
+END_TEST
+
+START_TEST(advisory_locks)
+{
+        char errstr[512] = "", longname[200];
+        sk_db_t *a = connect_or_fail(0), *b = connect_or_fail(0);
+        const char *names[2];
+
+        snprintf(longname, sizeof(longname), "seckill:voucher:%s:%s:%s", g_conf.mysql.database,
+                 g_conf.redis_prefix, "1990653204235288579-and-a-long-tail-beyond-64-chars");
+        names[0] = "seckill:test:short";
+        names[1] = longname;
+        for (int i = 0; i < 2; i++) {
+                ck_assert_msg(sk_db_lock(a, names[i], 0, errstr, sizeof(errstr)) == SK_OK,
+                              "%s", errstr);
+                ck_assert_int_eq(sk_db_lock(b, names[i], 1, errstr, sizeof(errstr)), SK_EAGAIN);
+                ck_assert_int_eq(sk_db_unlock(b, names[i], errstr, sizeof(errstr)), SK_ENOTFOUND);
+                ck_assert_int_eq(sk_db_unlock(a, names[i], errstr, sizeof(errstr)), SK_OK);
+                ck_assert_int_eq(sk_db_lock(b, names[i], 0, errstr, sizeof(errstr)), SK_OK);
+                ck_assert_int_eq(sk_db_unlock(b, names[i], errstr, sizeof(errstr)), SK_OK);
+        }
+        /* The lock dies with the session. */
+        ck_assert_int_eq(sk_db_lock(a, names[1], 0, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_db_reconnect(a, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_db_lock(b, names[1], 5, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_db_lock(a, "", 0, errstr, sizeof(errstr)), SK_EINVAL);
+        sk_db_close(a);
+        sk_db_close(b);
+}
+END_TEST
+
+START_TEST(migrate_twice_and_voucher_times)
+{
+        char errstr[512] = "";
+        int applied = -1;
+        sk_db_t *db;
+        sk_voucher_row_t row;
+        int64_t n = 0;
+
+        /* The fixture migrated once already: nothing left to apply. */
+        ck_assert_int_eq(sk_migrate(&g_conf.mysql, &applied, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(applied, 0);
+        db = connect_or_fail(1);
+        ck_assert_int_eq(sk_db_query_i64(db, "SELECT COUNT(*) FROM schema_migrations", &n,
+                                         NULL, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(n, (int64_t)sk_nmigrations);
+        /* 2040-01-01T00:00:00.123Z .. 2040-01-02T00:00:00Z: beyond the 2038 limit of
+         * FROM_UNIXTIME/UNIX_TIMESTAMP on MariaDB 10.x. */
+        ck_assert_msg(sk_db_exec(db, "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, "
+                "stock, begin_time, end_time, status) VALUES (9223372036854775807, 10, 7, "
+                "'2040-01-01 00:00:00.123', '2040-01-02 00:00:00.000', 1)", errstr,
+                sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_msg(sk_voucher_get(db, INT64_MAX, 0, &row, errstr, sizeof(errstr)) == SK_OK,
+                      "%s", errstr);
+        ck_assert(row.voucher_id == INT64_MAX);
+        ck_assert_int_eq(row.init_stock, 10);
+        ck_assert_int_eq(row.stock, 7);
+        ck_assert(row.begin_ms == INT64_C(2208988800123));
+        ck_assert(row.end_ms == INT64_C(2209075200000));
+        ck_assert_int_eq(row.status, 1);
+        ck_assert_int_eq(sk_voucher_get(db, 42, 0, &row, errstr, sizeof(errstr)), SK_ENOTFOUND);
+        /* The schema's CHECK refuses negative stock. */
+        ck_assert_int_eq(sk_db_exec(db, "UPDATE tb_seckill_voucher SET stock = -1",
+                                    errstr, sizeof(errstr)), SK_EDB);
+        sk_db_close(db);
+}
+END_TEST
+
+START_TEST(connect_refused)
+{
+        char errstr[512] = "";
+        sk_mysql_url_t bad = g_conf.mysql;
+        sk_db_t *db;
+
+        bad.port = 1; /* nothing listens there */
+        snprintf(bad.host, sizeof(bad.host), "127.0.0.1");
+        db = sk_db_connect(&bad, 0, 0, errstr, sizeof(errstr));
+        ck_assert_ptr_null(db);
+        ck_assert_ptr_nonnull(strstr(errstr, "2002") ? strstr(errstr, "2002")
+                                                     : strstr(errstr, "2003"));
+}
+END_TEST
+
+static void setup(void)
+{
+        sk_test_migrate(&g_conf);
+}
+
+int main(void)
+{
+        Suite *s = suite_create("db");
+        TCase *tc = tcase_create("db");
+        int rc;
+
+        sk_db_library_init();
+        sk_test_conf(&g_conf, "db_conn");
+        tcase_add_unchecked_fixture(tc, setup, NULL);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, classify_table);
+        tcase_add_test(tc, session_settings_and_reconnect);
+        tcase_add_test(tc, duplicate_key_is_eexist);
+        tcase_add_test(tc, lock_wait_is_eagain);
+        tcase_add_test(tc, advisory_locks);
+        tcase_add_test(tc, migrate_twice_and_voucher_times);
+        tcase_add_test(tc, connect_refused);
+        suite_add_tcase(s, tc);
+        rc = sk_test_run(s);
+        sk_test_cleanup(&g_conf);
+        return rc;
+}
