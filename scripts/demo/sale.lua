@@ -108,7 +108,8 @@ function init(args)
         max503    = env_int("SK_DEMO_MAX_503", 3)
         -- Flat on purpose: wrk 4.1's thread:get() crashes copying nested tables.
         -- Keys: asks, answers, lost, second_asks, retries_503, retries_soldout,
-        -- buyers, "status.<http status>", "code.<code>", "accepted.<voucherId>".
+        -- buyers, "status.<http status>", "code.<code>", "accepted.<voucherId>",
+        -- "planned.<voucherId>" (distinct buyers of that voucher).
         counts = { asks = 0, answers = 0, lost = 0, second_asks = 0, retries_503 = 0,
                    retries_soldout = 0, buyers = 0 }
         queue, qhead, qtail, cur, stopped = {}, 1, 0, nil, false
@@ -119,6 +120,7 @@ function init(args)
         while b < nbuyers do
                 counts.buyers = counts.buyers + 1
                 push({ user = user_of(b), voucher = voucher_of(b), b = b, attempt = 1, kind = "first" })
+                bump("planned." .. voucher_of(b))
                 local p = b - 1
                 if nthreads > 1 and p >= 0 and pct_hit(p, 7, twice_pct) then
                         push({ user = user_of(p), voucher = voucher_of(p), b = p, attempt = 1, kind = "second" })
@@ -229,7 +231,7 @@ local function json_value(v)
 end
 
 function done(summary, latency, requests)
-        local agg = { status = {}, code = {}, accepted = {} }
+        local agg = { status = {}, code = {}, accepted = {}, planned = {} }
         local first, last, threads_done = 0, 0, 0
         for _, thread in ipairs(threads) do
                 local c = thread:get("counts")

@@ -1,0 +1,456 @@
+#!/usr/bin/env bash
+# scripts/demo/run.sh: the flash sale end to end (issue 6; scripts/demo.sh runs this).
+#
+# Installs what is missing (Debian packages), builds, brings the stack up
+# (scripts/stack.sh), migrates a database of its own (dropped and recreated each run),
+# creates and preheats vouchers, starts seckill-consumer (2 workers) and seckill-front
+# in the background, drives the sale with wrk + scripts/demo/sale.lua, shows the drain,
+# runs seckill-reconciler --repair once and seckill-admin verify per voucher, checks
+# every logged 202 against the outcome table and writes the report
+# (scripts/demo/report.py): out/report.json and out/latency.png.
+#
+# Isolation: database $DB (default seckill_demo) plus $DB_client for the client's
+# record, Redis prefix, Kafka topic and group unique per run (skdemo_<stamp>), free
+# ports for HTTP and metrics: it never collides with the tests or with another stack
+# user. The previous run's Redis keys are deleted when the next run starts.
+#
+# What it deliberately does not do: tune the machine, or stop a service it did not
+# start (the stack is stopped only if this run started it, and only those services).
+#
+# Exit status: 0 every invariant PASS; 1 an invariant FAILED; 3 setup failed
+# (install, build, stack, services); 2 bad usage.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+DEMO_DIR=$REPO/scripts/demo
+
+# ------------------------------------------------------------------ options
+HOT_STOCK=1000
+ORD_STOCK=200
+ORD_COUNT=2
+BUYERS=20000
+CONCURRENCY=64
+DURATION_S=180
+DRAIN_TIMEOUT_S=180
+HOT_PCT=70
+KEEP=0
+INSTALL=1
+BUILD=1
+BUILD_DIR=${SK_DEMO_BUILD_DIR:-$REPO/build}
+OUT=${SK_DEMO_OUT:-$REPO/out}
+DB=${SK_DEMO_DB:-seckill_demo}
+GRACE_S=10
+
+usage() {
+        cat <<EOF
+usage: scripts/demo.sh [options]
+
+  --stock N            stock of the hot voucher (default $HOT_STOCK)
+  --ordinary-stock N   stock of each ordinary voucher (default $ORD_STOCK)
+  --ordinary N         number of ordinary vouchers (default $ORD_COUNT)
+  --buyers N           distinct simulated buyers (default $BUYERS)
+  --hot-pct P          percent of buyers on the hot voucher (default $HOT_PCT)
+  --concurrency N      concurrent connections = wrk threads (default $CONCURRENCY)
+  --duration S         upper bound of the sale in seconds (default $DURATION_S); the sale
+                       ends earlier when every buyer has had an answer
+  --drain-timeout S    how long to wait for the consumers (default $DRAIN_TIMEOUT_S)
+  --keep               leave the front, the consumers and the stack running
+  --no-install         do not check/install Debian packages
+  --no-build           use the binaries already in the build dir
+  --build-dir DIR      build directory (default build; env SK_DEMO_BUILD_DIR)
+  --out DIR            output directory (default out; env SK_DEMO_OUT)
+  --db NAME            database, dropped and recreated (default seckill_demo)
+  -h, --help           this text
+
+Writes OUT/report.json, OUT/latency.png and, per run, OUT/demo-<stamp>/ (logs, wrk
+output, the 202 log, reconciler and verify output). Exit 0 iff every invariant holds.
+EOF
+}
+
+need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "demo: $1 needs a value" >&2; exit 2; }; }
+need_int() { [[ $2 =~ ^[0-9]+$ ]] || { echo "demo: $1 wants a non-negative integer, got '$2'" >&2; exit 2; }; }
+while [[ $# -gt 0 ]]; do
+        case $1 in
+        --stock) need_arg "$@"; need_int "$1" "$2"; HOT_STOCK=$2; shift 2 ;;
+        --ordinary-stock) need_arg "$@"; need_int "$1" "$2"; ORD_STOCK=$2; shift 2 ;;
+        --ordinary) need_arg "$@"; need_int "$1" "$2"; ORD_COUNT=$2; shift 2 ;;
+        --buyers) need_arg "$@"; need_int "$1" "$2"; BUYERS=$2; shift 2 ;;
+        --hot-pct) need_arg "$@"; need_int "$1" "$2"; HOT_PCT=$2; shift 2 ;;
+        --concurrency) need_arg "$@"; need_int "$1" "$2"; CONCURRENCY=$2; shift 2 ;;
+        --duration) need_arg "$@"; need_int "$1" "$2"; DURATION_S=$2; shift 2 ;;
+        --drain-timeout) need_arg "$@"; need_int "$1" "$2"; DRAIN_TIMEOUT_S=$2; shift 2 ;;
+        --keep) KEEP=1; shift ;;
+        --no-install) INSTALL=0; shift ;;
+        --no-build) BUILD=0; shift ;;
+        --build-dir) need_arg "$@"; BUILD_DIR=$2; shift 2 ;;
+        --out) need_arg "$@"; OUT=$2; shift 2 ;;
+        --db) need_arg "$@"; DB=$2; shift 2 ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "demo: unknown option '$1' (see --help)" >&2; exit 2 ;;
+        esac
+done
+[[ $DB =~ ^[A-Za-z0-9_]{1,48}$ ]] || { echo "demo: --db must match [A-Za-z0-9_]{1,48}" >&2; exit 2; }
+(( CONCURRENCY >= 1 && CONCURRENCY <= 1000 )) || { echo "demo: --concurrency must be 1..1000" >&2; exit 2; }
+(( BUYERS >= 1 && BUYERS <= 999999999 )) || { echo "demo: --buyers must be 1..999999999" >&2; exit 2; }
+(( HOT_STOCK >= 1 )) || { echo "demo: --stock must be >= 1" >&2; exit 2; }
+(( ORD_COUNT == 0 || ORD_STOCK >= 1 )) || { echo "demo: --ordinary-stock must be >= 1" >&2; exit 2; }
+(( HOT_PCT <= 100 )) || { echo "demo: --hot-pct must be 0..100" >&2; exit 2; }
+(( DURATION_S >= 1 )) || { echo "demo: --duration must be >= 1" >&2; exit 2; }
+[[ $BUILD_DIR = /* ]] || BUILD_DIR=$PWD/$BUILD_DIR
+[[ $OUT = /* ]] || OUT=$PWD/$OUT
+
+T0=$(date +%s)
+say() { printf '[demo %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
+warn() { printf '[demo %4ss] warning: %s\n' "$(( $(date +%s) - T0 ))" "$*" >&2; }
+die() { printf '[demo %4ss] error: %s\n' "$(( $(date +%s) - T0 ))" "$*" >&2; exit 3; }
+
+SUDO=
+if [[ $(id -u) -ne 0 ]]; then
+        command -v sudo >/dev/null 2>&1 && SUDO=sudo
+fi
+
+# ------------------------------------------------------------------ 1. install
+# Debian package -> a file or command that proves it is there (dpkg -s is the check;
+# the probe avoids asking apt when another distribution's package provides it).
+install_missing() {
+        local -a want=(
+                cmake:cmake gcc:gcc make:make pkg-config:pkg-config
+                librdkafka-dev:/usr/include/librdkafka/rdkafka.h
+                libhiredis-dev:/usr/include/hiredis/hiredis.h
+                default-libmysqlclient-dev:/usr/include/mysql/mysql.h
+                libcjson-dev:/usr/include/cjson/cJSON.h
+                libmicrohttpd-dev:/usr/include/microhttpd.h
+                check:/usr/include/check.h
+                wrk:wrk gnuplot-nox:gnuplot jq:jq curl:curl python3:python3
+                redis-tools:redis-cli mariadb-client:mysql
+        )
+        local -a missing=()
+        local item pkg probe
+        for item in "${want[@]}"; do
+                pkg=${item%%:*}
+                probe=${item#*:}
+                if [[ $probe = /* ]]; then
+                        [[ -e $probe ]] && continue
+                else
+                        command -v "$probe" >/dev/null 2>&1 && continue
+                fi
+                dpkg -s "$pkg" >/dev/null 2>&1 && [[ $probe = /* ]] && continue
+                missing+=("$pkg")
+        done
+        if [[ ${#missing[@]} -eq 0 ]]; then
+                say "packages: all present"
+                return 0
+        fi
+        command -v apt-get >/dev/null 2>&1 || die "missing packages (${missing[*]}) and no apt-get: install them by hand"
+        if [[ $(id -u) -ne 0 && -z $SUDO ]]; then
+                die "missing packages (${missing[*]}): run as root or install sudo"
+        fi
+        say "installing: ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        $SUDO apt-get update -qq >/dev/null || die "apt-get update failed"
+        $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+                || die "apt-get install ${missing[*]} failed"
+}
+
+# ------------------------------------------------------------------ endpoints
+REDIS_URL=${SECKILL_REDIS_URL:-redis://127.0.0.1:6379/0}
+MYSQL_BASE_URL=${SECKILL_MYSQL_URL:-mysql://root@127.0.0.1:3306/seckill}
+BROKERS=${SECKILL_KAFKA_BROKERS:-127.0.0.1:9092}
+if [[ $REDIS_URL =~ ^redis://(:([^@]*)@)?([^:/]+)(:([0-9]+))?(/([0-9]+))?$ ]]; then
+        REDIS_PASS=${BASH_REMATCH[2]}
+        REDIS_HOST=${BASH_REMATCH[3]}
+        REDIS_PORT=${BASH_REMATCH[5]:-6379}
+        REDIS_DB=${BASH_REMATCH[7]:-0}
+else
+        echo "demo: cannot parse SECKILL_REDIS_URL" >&2; exit 2
+fi
+if [[ $MYSQL_BASE_URL =~ ^mysql://([^:@]+)(:([^@]*))?@([^:/]+)(:([0-9]+))?(/.*)?$ ]]; then
+        MYSQL_USER=${BASH_REMATCH[1]}
+        MYSQL_PASS=${BASH_REMATCH[3]}
+        MYSQL_HOST=${BASH_REMATCH[4]}
+        MYSQL_PORT=${BASH_REMATCH[6]:-3306}
+else
+        echo "demo: cannot parse SECKILL_MYSQL_URL" >&2; exit 2
+fi
+MYSQL_URL="mysql://${MYSQL_USER}${MYSQL_PASS:+:$MYSQL_PASS}@${MYSQL_HOST}:${MYSQL_PORT}/${DB}"
+CLIENT_DB=${DB}_client
+KAFKA_HOST=${BROKERS%%,*}
+KAFKA_PORT=${KAFKA_HOST##*:}
+KAFKA_HOST=${KAFKA_HOST%:*}
+
+export DEMO_MYSQL_HOST=$MYSQL_HOST DEMO_MYSQL_PORT=$MYSQL_PORT DEMO_MYSQL_USER=$MYSQL_USER
+export DEMO_REDIS_HOST=$REDIS_HOST DEMO_REDIS_PORT=$REDIS_PORT DEMO_REDIS_DB=$REDIS_DB
+[[ -n $MYSQL_PASS ]] && export MYSQL_PWD=$MYSQL_PASS
+[[ -n $REDIS_PASS ]] && export REDISCLI_AUTH=$REDIS_PASS
+rcli() { REDISCLI_AUTH=$REDIS_PASS redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" -n "$REDIS_DB" "$@"; }
+sql() { MYSQL_PWD=$MYSQL_PASS mysql -h "$MYSQL_HOST" -P "$MYSQL_PORT" -u "$MYSQL_USER" --protocol=TCP -N -B "$@"; }
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# ------------------------------------------------------------------ state + cleanup
+mkdir -p "$OUT"
+STAMP=$(date -u +%Y%m%d%H%M%S)
+RUN=$OUT/demo-$STAMP
+mkdir -p "$RUN/sale"
+ln -sfn "demo-$STAMP" "$OUT/last"
+STATE=$OUT/.demo-state           # what the previous run left: prefix, pids (for --keep)
+PREFIX=skdemo_${STAMP}_$$
+TOPIC=skdemo.${STAMP}.$$
+GROUP=skdemo-${STAMP}-$$
+STARTED_SERVICES=()
+PIDS=()
+FRONT_PID=
+CONSUMER_PID=
+WRK_PID=
+
+stop_pid() {   # stop_pid PID NAME: SIGTERM, wait up to 20 s, then SIGKILL
+        local pid=$1 name=$2 i
+        kill -0 "$pid" 2>/dev/null || return 0
+        kill -TERM "$pid" 2>/dev/null || true
+        for i in $(seq 1 100); do
+                kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+                sleep 0.2
+        done
+        warn "$name (pid $pid) did not stop in 20 s: SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+        local rc=$?
+        trap - EXIT INT TERM
+        [[ -n $WRK_PID ]] && kill -INT "$WRK_PID" 2>/dev/null || true
+        if [[ $KEEP -eq 1 ]]; then
+                {
+                        echo "prefix=$PREFIX"
+                        echo "pids=${PIDS[*]}"
+                } > "$STATE"
+                if [[ ${#PIDS[@]} -gt 0 ]]; then
+                        say "--keep: front on http://$HTTP_ADDR (pid $FRONT_PID), consumer pid $CONSUMER_PID, logs in $RUN"
+                        say "--keep: stop them with: kill ${PIDS[*]}"
+                fi
+                [[ ${#STARTED_SERVICES[@]} -gt 0 ]] && say "--keep: stack services started by this run left up: ${STARTED_SERVICES[*]}"
+                exit "$rc"
+        fi
+        [[ -n $FRONT_PID ]] && stop_pid "$FRONT_PID" seckill-front
+        [[ -n $CONSUMER_PID ]] && stop_pid "$CONSUMER_PID" seckill-consumer
+        echo "prefix=$PREFIX" > "$STATE"
+        if [[ ${#STARTED_SERVICES[@]} -gt 0 ]]; then
+                say "stopping what this run started: ${STARTED_SERVICES[*]}"
+                "$REPO/scripts/stack.sh" down "${STARTED_SERVICES[@]}" || warn "stack.sh down failed"
+        fi
+        exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+[[ $INSTALL -eq 1 ]] && install_missing
+for tool in wrk gnuplot python3 curl redis-cli mysql jq; do
+        command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run without --no-install)"
+done
+
+# ------------------------------------------------------------------ 2. build
+BIN=$BUILD_DIR/bin
+if [[ $BUILD -eq 1 ]]; then
+        say "building in $BUILD_DIR (log: $RUN/build.log)"
+        if ! { cmake -S "$REPO" -B "$BUILD_DIR" &&
+               cmake --build "$BUILD_DIR" -j"$(nproc)" --target seckill-front seckill-consumer \
+                        seckill-reconciler seckill-admin; } > "$RUN/build.log" 2>&1; then
+                tail -n 30 "$RUN/build.log" >&2
+                die "build failed (log: $RUN/build.log)"
+        fi
+fi
+for b in seckill-front seckill-consumer seckill-reconciler seckill-admin; do
+        [[ -x $BIN/$b ]] || die "$BIN/$b is missing (build failed or --no-build without a build)"
+done
+
+# ------------------------------------------------------------------ 3. stack
+declare -A SVC_UP=()
+port_open "$REDIS_HOST" "$REDIS_PORT" && SVC_UP[redis]=1
+port_open "$MYSQL_HOST" "$MYSQL_PORT" && SVC_UP[mariadb]=1
+port_open "$KAFKA_HOST" "$KAFKA_PORT" && SVC_UP[kafka]=1
+if [[ ${#SVC_UP[@]} -eq 3 ]]; then
+        say "stack: redis $REDIS_HOST:$REDIS_PORT, mariadb $MYSQL_HOST:$MYSQL_PORT, kafka $BROKERS already up (not ours: left alone)"
+else
+        [[ -x $REPO/scripts/stack.sh ]] || die "the stack is not up and scripts/stack.sh is missing"
+        for s in redis mariadb kafka; do
+                [[ -n ${SVC_UP[$s]:-} ]] || STARTED_SERVICES+=("$s")
+        done
+        say "stack: starting ${STARTED_SERVICES[*]} with scripts/stack.sh up"
+        "$REPO/scripts/stack.sh" up || die "scripts/stack.sh up failed"
+fi
+rcli ping >/dev/null || die "redis at $REDIS_HOST:$REDIS_PORT does not answer"
+sql -e "SELECT 1" >/dev/null || die "mariadb at $MYSQL_HOST:$MYSQL_PORT does not answer"
+
+# ------------------------------------------------------------------ 4. fresh names
+# A previous --keep run may still serve from the database we are about to drop.
+if [[ -f $STATE ]]; then
+        old_prefix=$(sed -n 's/^prefix=//p' "$STATE")
+        old_pids=$(sed -n 's/^pids=//p' "$STATE")
+        for pid in $old_pids; do
+                if [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q 'seckill-\(front\|consumer\)'; then
+                        say "stopping pid $pid left by the previous --keep run"
+                        kill -TERM "$pid" 2>/dev/null || true
+                fi
+        done
+        if [[ $old_prefix =~ ^skdemo_[0-9]+_[0-9]+$ ]]; then
+                n=0
+                while read -r key; do
+                        [[ -n $key ]] || continue
+                        rcli unlink "$key" >/dev/null
+                        n=$((n + 1))
+                done < <(rcli --scan --pattern "$old_prefix:*")
+                say "deleted $n Redis keys of the previous run ($old_prefix)"
+        fi
+fi
+
+export SECKILL_REDIS_URL=$REDIS_URL
+export SECKILL_MYSQL_URL=$MYSQL_URL
+export SECKILL_KAFKA_BROKERS=$BROKERS
+export SECKILL_TOPIC=$TOPIC
+export SECKILL_GROUP_ID=$GROUP
+export SECKILL_REDIS_PREFIX=$PREFIX
+unset SECKILL_WORKER_ID SECKILL_FAILPOINTS
+HTTP_PORT=$(free_port)
+METRICS_PORT=$(free_port)
+while [[ $METRICS_PORT == "$HTTP_PORT" ]]; do METRICS_PORT=$(free_port); done
+HTTP_ADDR=127.0.0.1:$HTTP_PORT
+export SECKILL_HTTP_ADDR=$HTTP_ADDR
+export SECKILL_METRICS_ADDR=127.0.0.1:$METRICS_PORT
+say "run $STAMP: database $DB, redis prefix $PREFIX, topic $TOPIC, group $GROUP, front $HTTP_ADDR"
+
+sql -e "DROP DATABASE IF EXISTS \`$DB\`; DROP DATABASE IF EXISTS \`$CLIENT_DB\`" \
+        || die "cannot drop $DB"
+"$BIN/seckill-admin" db migrate > "$RUN/migrate.log" 2>&1 || { cat "$RUN/migrate.log" >&2; die "db migrate failed"; }
+say "migrated: $(tail -n 1 "$RUN/migrate.log")"
+
+# ------------------------------------------------------------------ 5. vouchers
+NOW_S=$(date +%s)
+BEGIN_S=$((NOW_S - 60))
+END_S=$((NOW_S + 7200))
+VOUCHERS=()
+STOCKS=()
+create_voucher() {   # create_voucher STOCK -> appends to VOUCHERS
+        local stock=$1 out id
+        out=$("$BIN/seckill-admin" voucher create --stock "$stock" --begin "$BEGIN_S" --end "$END_S" 2>>"$RUN/admin.log") \
+                || die "voucher create --stock $stock failed: $(tail -n 3 "$RUN/admin.log")"
+        id=$(printf '%s\n' "$out" | jq -r '.voucherId // empty' 2>/dev/null | tail -n 1)
+        [[ $id =~ ^[1-9][0-9]{0,18}$ ]] || die "voucher create printed no voucherId: $out"
+        "$BIN/seckill-admin" voucher preheat "$id" >>"$RUN/admin.log" 2>&1 \
+                || die "voucher preheat $id failed: $(tail -n 3 "$RUN/admin.log")"
+        VOUCHERS+=("$id")
+        STOCKS+=("$stock")
+}
+create_voucher "$HOT_STOCK"
+for _ in $(seq 1 "$ORD_COUNT"); do create_voucher "$ORD_STOCK"; done
+say "vouchers (preheated): hot ${VOUCHERS[0]} stock $HOT_STOCK; ordinary ${VOUCHERS[*]:1} stock $ORD_STOCK each"
+
+# ------------------------------------------------------------------ 6. services
+"$BIN/seckill-consumer" --workers 2 > "$RUN/consumer.log" 2>&1 &
+CONSUMER_PID=$!
+PIDS+=("$CONSUMER_PID")
+"$BIN/seckill-front" > "$RUN/front.log" 2>&1 &
+FRONT_PID=$!
+PIDS+=("$FRONT_PID")
+say "started seckill-consumer --workers 2 (pid $CONSUMER_PID) and seckill-front (pid $FRONT_PID); logs in $RUN"
+ready=0
+for _ in $(seq 1 300); do
+        kill -0 "$FRONT_PID" 2>/dev/null || { tail -n 20 "$RUN/front.log" >&2; die "seckill-front exited"; }
+        kill -0 "$CONSUMER_PID" 2>/dev/null || { tail -n 20 "$RUN/consumer.log" >&2; die "seckill-consumer exited"; }
+        if curl -fsS -m 2 "http://$HTTP_ADDR/readyz" > "$RUN/readyz.json" 2>/dev/null; then
+                ready=1
+                break
+        fi
+        sleep 0.2
+done
+if [[ $ready -ne 1 ]]; then
+        curl -sS -m 2 "http://$HTTP_ADDR/readyz" >&2 || true
+        tail -n 20 "$RUN/front.log" >&2
+        die "seckill-front not ready within 60 s"
+fi
+say "front ready: $(tr -d '\n' < "$RUN/readyz.json" | cut -c1-200)"
+
+# ------------------------------------------------------------------ 7. the sale
+VLIST=$(IFS=,; echo "${VOUCHERS[*]}")
+say "sale: $BUYERS buyers (~$HOT_PCT% on the hot voucher, 10% ask twice, 5% retry after sold out), $CONCURRENCY connections, at most ${DURATION_S}s"
+SK_DEMO_OUT=$RUN/sale SK_DEMO_VOUCHERS=$VLIST SK_DEMO_BUYERS=$BUYERS SK_DEMO_THREADS=$CONCURRENCY \
+SK_DEMO_HOT_PCT=$HOT_PCT \
+        wrk -t"$CONCURRENCY" -c"$CONCURRENCY" -d"${DURATION_S}s" --timeout 30s --latency \
+            -s "$DEMO_DIR/sale.lua" "http://$HTTP_ADDR/" > "$RUN/wrk.txt" 2>&1 &
+WRK_PID=$!
+SALE_T0=$(date +%s)
+last_print=0
+while kill -0 "$WRK_PID" 2>/dev/null; do
+        ndone=$(find "$RUN/sale" -name 'done-*' | wc -l)
+        if (( ndone >= CONCURRENCY )); then
+                kill -INT "$WRK_PID" 2>/dev/null || true   # wrk would sleep out its -d
+                break
+        fi
+        now=$(date +%s)
+        if (( now - last_print >= 2 )); then
+                nacc=$(cat "$RUN"/sale/accepted-*.tsv 2>/dev/null | wc -l)
+                say "sale: $((now - SALE_T0))s, $nacc accepted so far, $ndone/$CONCURRENCY connections finished"
+                last_print=$now
+        fi
+        sleep 0.1
+done
+wrk_rc=0
+wait "$WRK_PID" || wrk_rc=$?
+WRK_PID=
+SALE_END=$(date +%s)
+[[ -s $RUN/sale/wrk.json ]] || { cat "$RUN/wrk.txt" >&2; die "wrk produced no summary (exit $wrk_rc)"; }
+cat "$RUN"/sale/accepted-*.tsv > "$RUN/accepted.tsv" 2>/dev/null || : > "$RUN/accepted.tsv"
+NACC=$(wc -l < "$RUN/accepted.tsv")
+say "sale over in $((SALE_END - SALE_T0))s: $(jq -r '.sale.answers' "$RUN/sale/wrk.json") answers, $NACC accepted (202)"
+
+# ------------------------------------------------------------------ 8. drain
+# The client's record goes into its own database, next to the service's, for the joins.
+python3 "$DEMO_DIR/report.py" load-sql "$RUN/accepted.tsv" "$CLIENT_DB" > "$RUN/accepted.sql"
+sql < "$RUN/accepted.sql" || die "cannot load the 202 log into $CLIENT_DB"
+DRAIN_T0=$(date +%s)
+drained=0
+while :; do
+        read -r decided created failed < <(sql -e "
+                SELECT COUNT(o.trace_id), COALESCE(SUM(o.outcome = 1), 0), COALESCE(SUM(o.outcome = 2), 0)
+                FROM \`$CLIENT_DB\`.accepted a JOIN \`$DB\`.tb_seckill_outcome o ON o.trace_id = a.trace_id") \
+                || { decided=0; created=0; failed=0; }
+        elapsed=$(( $(date +%s) - DRAIN_T0 ))
+        say "drain: $decided/$NACC accepted purchases decided (created $created, failed $failed), ${elapsed}s"
+        if (( decided >= NACC )); then drained=1; break; fi
+        (( elapsed >= DRAIN_TIMEOUT_S )) && break
+        kill -0 "$CONSUMER_PID" 2>/dev/null || { warn "seckill-consumer exited: $(tail -n 3 "$RUN/consumer.log")"; break; }
+        sleep 1
+done
+[[ $drained -eq 1 ]] || warn "not every 202 has an outcome after ${DRAIN_TIMEOUT_S}s (the report says which)"
+
+# ------------------------------------------------------------------ 9. reconcile + verify
+# The reconciler judges only traces older than its grace: let the last ones age.
+wait_s=$(( SALE_END + GRACE_S + 1 - $(date +%s) ))
+if (( wait_s > 0 )); then
+        say "waiting ${wait_s}s so every trace is older than the reconciler's grace (${GRACE_S}s)"
+        sleep "$wait_s"
+fi
+say "seckill-reconciler --repair (one pass)"
+rec_rc=0
+"$BIN/seckill-reconciler" --repair --json --grace-seconds "$GRACE_S" \
+        > "$RUN/reconciler.json" 2> "$RUN/reconciler.log" || rec_rc=$?
+echo "$rec_rc" > "$RUN/reconciler.rc"
+say "reconciler exit $rec_rc (0 consistent, 1 repaired, 2 unresolved)"
+for v in "${VOUCHERS[@]}"; do
+        vrc=0
+        "$BIN/seckill-admin" verify "$v" --json > "$RUN/verify-$v.json" 2> "$RUN/verify-$v.log" || vrc=$?
+        echo "$vrc" > "$RUN/verify-$v.rc"
+        say "seckill-admin verify $v: exit $vrc"
+done
+curl -fsS -m 5 "http://$HTTP_ADDR/metrics" > "$RUN/front-metrics.txt" 2>/dev/null || true
+curl -fsS -m 5 "http://127.0.0.1:$METRICS_PORT/metrics" > "$RUN/consumer-metrics.txt" 2>/dev/null || true
+
+# ------------------------------------------------------------------ 10. report
+rep_rc=0
+python3 "$DEMO_DIR/report.py" report \
+        --run "$RUN" --out "$OUT" --db "$DB" --client-db "$CLIENT_DB" \
+        --vouchers "$VLIST" --stocks "$(IFS=,; echo "${STOCKS[*]}")" \
+        --buyers "$BUYERS" --hot-pct "$HOT_PCT" --concurrency "$CONCURRENCY" \
+        --front "http://$HTTP_ADDR" --prefix "$PREFIX" --topic "$TOPIC" \
+        --drained "$drained" --elapsed-s "$(( $(date +%s) - T0 ))" || rep_rc=$?
+exit "$rep_rc"
