@@ -1,29 +1,58 @@
 /* sk/scripts.h: the Lua scripts of lua/, embedded at build time (cmake/embed_lua.cmake),
- * and their calling conventions. Every script takes the voucher's keys and ids as
- * strings (never tonumber on an id). All replies are arrays whose first element is a
- * status string.
+ * and their calling conventions (DESIGN.md 4, 7, 8). Every script takes the voucher's
+ * keys and ids as strings (never tonumber on an id). All replies are arrays whose first
+ * element is a status string (a bulk string in RESP). Redis >= 7.0 (PEXPIREAT NX/GT).
+ *
+ * Arguments are validated before any write; a bad one is the error reply
+ * "ERR SKARG <what>" (sk_redis_evalsha: SK_EINVAL) and nothing is written.
+ *   id               canonical decimal 1..9223372036854775807 (^[1-9][0-9]*$, <= 19 digits)
+ *   qty              1..999999
+ *   expire_extra_ms  0..999999999999999 (reconcile window + 1 day, sk_expire_extra_ms())
+ *   clamp_to         "" or 0..999999999999999
+ *   reason           [a-z_]{1,32} (sk_reason_str())
+ * Expiry: every key a script writes gets PEXPIREAT E NX, then PEXPIREAT E GT, with
+ * E = meta end_ms + expire_extra_ms (rollback/claim: now + expire_extra_ms when meta is
+ * gone). deduct.lua also applies it to meta when it admits.
  *
  * deduct.lua   KEYS meta stock users trace
  *              ARGV traceId orderId userId voucherId qty expire_extra_ms
- *              (expire_extra_ms = reconcile window + 1 day; E = end_ms + it)
- *   -> {"OK", msg_json}       admitted; msg_json = the DEDUCT entry = the Kafka message
- *   -> {"REPLAY", msg_json}   T already existed: the stored entry
- *   -> {"FENCED"}             T:r exists; nothing written
- *   -> {"REJECT", code}       code (integer) 10004 meta missing, 10013 paused, 10002,
- *                             10003, 10011, 10012, 10006, 10005; nothing written
- *   -> error reply "ERR SKARG ..." for an invalid argument (nothing written)
+ *              (KEYS[1] must contain "{v:<voucherId>}", else SKARG)
+ *   -> {"FENCED"}             T:r exists; nothing written (checked before the replay)
+ *   -> {"REPLAY", msg_json}   T already existed: the stored entry, nothing written
+ *   -> {"REJECT", code}       code (integer), nothing written, in this order:
+ *                             10004 meta has no status; 10013 status 4 (paused);
+ *                             10004 begin_ms/end_ms unreadable; 10002 now < begin_ms;
+ *                             10003 now > end_ms (now = Redis TIME); 10011 status 2;
+ *                             10012 status 3; 10004 any other status but 1;
+ *                             10006 users has userId; 10005 stock missing or < qty
+ *   -> {"OK", msg_json}       admitted: DECRBY stock, HSET users userId traceId,
+ *                             HSET trace traceId msg_json. msg_json = the DEDUCT entry =
+ *                             the Kafka message, field order of sk/msg.h:
+ *                             {"traceId":"..","orderId":"..","userId":"..","voucherId":"..",
+ *                              "beforeQty":N,"deductQty":N,"afterQty":N,"ts":MS}
  * rollback.lua KEYS meta stock users trace
  *              ARGV traceId mode(front|consumer|reconciler) restore(0|1) release(0|1)
  *                   clamp_to(""|N) userId(""|id) reason expire_extra_ms
- *   -> {"OK", restored(0|1), released(0|1), clamped(0|1)}  fence T:r written
- *   -> {"ALREADY", restore_entry_json}
+ *   -> {"ALREADY", restore_entry_json}  T:r existed; nothing written
  *   -> {"CLAIMED"}            mode front and T:c exists; nothing written
+ *   -> {"OK", restored(0|1), released(0|1), clamped(0|1)}  fence T:r written:
+ *        restored: restore=1, T exists and the stock key exists (INCRBY deductQty of T;
+ *                  the stock key is never created);
+ *        released: release=1 and users[userId] == traceId (HDEL); userId from T, else ARGV;
+ *        clamped:  clamp_to given, the stock key exists and stock > clamp_to (SET; the
+ *                  TTL is re-applied).
+ *      T:r = {"mode":"..","reason":"..","restored":0|1,"released":0|1,"clamped":0|1,"ts":MS}
  * claim.lua    KEYS meta trace
  *              ARGV op expire_extra_ms traceId... :
  *              claim T | failed T | sent T partition offset | consume T1 T2 ...
+ *              (partition 0..999999999; offset canonical 0..2^63-1, kept as a string)
+ *              T:c = {"redrives":N,"failed":N,"consumed":0|1,"partition":"P","offset":"O"}
+ *              (partition/offset "" until a "sent")
  *   -> claim/failed/sent: {"OK", redrives, failed, consumed(0|1), partition|"", offset|""}
+ *                         (integers, then two strings) after the update,
  *                         or {"RESTORED"} (T:r exists; nothing written)
- *   -> consume: {"OK", r1, r2, ...} with ri = 1 if Ti is RESTORED (fenced), else 0
+ *   -> consume: {"OK", r1, r2, ...} with ri = 1 if Ti is RESTORED (fenced; its T:c is
+ *      left alone), else 0 (T:c.consumed set to 1)
  */
 #pragma once
 #include <stddef.h>
