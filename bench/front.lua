@@ -1,0 +1,36 @@
+-- bench/front.lua: wrk script for bench/front.sh. Every request is a purchase by a
+-- distinct user (so it measures the admitting path: deduct + publish + delivery report).
+-- Environment: BENCH_VOUCHER (voucher id), BENCH_USER_BASE (first user id, canonical).
+local voucher = os.getenv("BENCH_VOUCHER") or "1"
+local base = tonumber(os.getenv("BENCH_USER_BASE") or "1000000000")
+local threads = {}
+local counter = 0
+
+function setup(thread)
+  thread:set("tid", #threads)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  counter = 0
+  path = "/api/v1/vouchers/" .. voucher .. "/seckill"
+end
+
+function request()
+  counter = counter + 1
+  -- user ids: base + tid * 1e8 + counter, as a canonical decimal string (integers
+  -- below 2^53 print exactly with %d)
+  local uid = string.format("%d", base + tid * 100000000 + counter)
+  return wrk.format("POST", path, { ["X-User-Id"] = uid }, nil)
+end
+
+function done(summary, latency, requests)
+  local secs = summary.duration / 1e6
+  local non2xx = summary.errors.status or 0
+  io.write(string.format("front_requests=%d front_non2xx=%d front_socket_errors=%d\n",
+    summary.requests, non2xx,
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
+  io.write(string.format("front_rate=%.0f\n", summary.requests / secs))
+  io.write(string.format("front_p50_ms=%.2f front_p99_ms=%.2f\n",
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000))
+end

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# bench/front.sh: throughput of seckill-front vs the raw EVALSHA rate of deduct.lua
+# (issue 3 item 7). Starts its own seckill-front (own key prefix and topic), seeds two
+# vouchers with large stock directly in Redis (one for the front, one for
+# redis-benchmark), runs wrk (distinct user ids, bench/front.lua) and redis-benchmark
+# (EVALSHA of the same script, random user and trace ids, so the admitting path) at the
+# same concurrency, prints both rates, the front's p50/p99 and RSS, and ratio=<front/redis>
+# as the LAST line. Cleans up its Redis keys.
+# Env: SK_BIN (default build/bin), BENCH_SECONDS (10), BENCH_CONNS (64), BENCH_THREADS (2),
+#      SECKILL_* as for the binaries (Redis URL must be redis://127.0.0.1:6379 style).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+SK_BIN=${SK_BIN:-$here/../build/bin}
+secs=${BENCH_SECONDS:-10}
+conns=${BENCH_CONNS:-64}
+threads=${BENCH_THREADS:-2}
+for t in wrk redis-benchmark redis-cli; do
+  command -v $t >/dev/null || { echo "bench/front.sh: $t not found" >&2; exit 2; }
+done
+[ -x "$SK_BIN/seckill-front" ] || { echo "bench/front.sh: no $SK_BIN/seckill-front" >&2; exit 2; }
+
+run=bench_$$_$RANDOM
+prefix=$run
+topic="bench.front.$$.$RANDOM"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+rc="redis-cli -h 127.0.0.1 -p 6379"
+vf=$((RANDOM * 1000 + 11))       # front's voucher
+vr=$((vf + 1))                   # redis-benchmark's voucher
+now_ms=$(( $(date +%s) * 1000 ))
+extra=$(( (48 + 24) * 3600 * 1000 ))
+seed() {
+  $rc hset "$prefix:{v:$1}:meta" begin_ms $((now_ms - 60000)) end_ms $((now_ms + 3600000)) status 1 >/dev/null
+  $rc set "$prefix:{v:$1}:stock" 100000000 >/dev/null
+}
+cleanup() {
+  [ -n "${fpid:-}" ] && kill -TERM "$fpid" 2>/dev/null && wait "$fpid" 2>/dev/null || true
+  $rc --scan --pattern "$prefix:*" | xargs -r -n 100 $rc del >/dev/null || true
+}
+trap cleanup EXIT
+seed $vf
+seed $vr
+
+SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_REDIS_PREFIX=$prefix SECKILL_TOPIC=$topic \
+  SECKILL_TOPIC_PARTITIONS=${SECKILL_TOPIC_PARTITIONS:-6} SECKILL_LOG_LEVEL=warn \
+  "$SK_BIN/seckill-front" 2>/tmp/$run.front.log &
+fpid=$!
+for i in $(seq 1 100); do
+  curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+  sleep 0.2
+done
+curl -sf "http://127.0.0.1:$port/readyz" >/dev/null || { echo "front not ready" >&2; cat /tmp/$run.front.log >&2; exit 1; }
+
+# Warm-up (connections, producer batches), then the measured run.
+BENCH_VOUCHER=$vf BENCH_USER_BASE=1000000000 wrk -t"$threads" -c"$conns" -d2s \
+  -s "$here/front.lua" "http://127.0.0.1:$port" >/dev/null
+out=$(BENCH_VOUCHER=$vf BENCH_USER_BASE=5000000000 wrk -t"$threads" -c"$conns" -d"${secs}s" \
+  -s "$here/front.lua" "http://127.0.0.1:$port")
+echo "$out" | grep -E '^(front_|  Latency|Requests/sec)' || true
+front_rate=$(echo "$out" | sed -n 's/^front_rate=//p')
+rss_kb=$(awk '/VmHWM/ {print $2}' /proc/$fpid/status)
+echo "front_rss_peak_mb=$((rss_kb / 1024))"
+admitted=$(( 100000000 - $($rc get "$prefix:{v:$vf}:stock") ))
+echo "front_admitted_total=$admitted"
+kill -TERM $fpid; wait $fpid || true; fpid=
+
+sha=$($rc script load "$(cat "$here/../lua/deduct.lua")")
+# __rand_int__ is 12 zero-padded digits: prefixed with 1 it is a canonical id; every
+# occurrence is drawn independently, so traceId, orderId and userId are all fresh.
+rout=$(redis-benchmark -h 127.0.0.1 -p 6379 -c "$conns" -r 100000000000 -n $((secs * 50000)) -q \
+  EVALSHA "$sha" 4 "$prefix:{v:$vr}:meta" "$prefix:{v:$vr}:stock" "$prefix:{v:$vr}:users" \
+  "$prefix:{v:$vr}:trace" 1__rand_int__ 1__rand_int__ 1__rand_int__ "$vr" 1 "$extra" 2>&1 | tr '\r' '\n' | tail -1)
+echo "redis_benchmark: $rout"
+redis_rate=$(echo "$rout" | sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p')
+radmitted=$(( 100000000 - $($rc get "$prefix:{v:$vr}:stock") ))
+echo "redis_rate=${redis_rate%.*} redis_admitted_total=$radmitted"
+python3 -c "print('ratio=%.2f' % (float('$front_rate') / float('$redis_rate')))"
