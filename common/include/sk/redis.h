@@ -24,7 +24,10 @@ sk_redis_t *sk_redis_connect(const sk_redis_url_t *url, int timeout_ms,
 /** @brief Drop the current connection and open a fresh one (AUTH, SELECT).
  *  @returns SK_OK or SK_EAGAIN. */
 sk_err_t sk_redis_reconnect(sk_redis_t *r, char *errstr, size_t errstr_size);
-/** @brief The hiredis context (borrowed; invalid after reconnect). */
+/** @brief The hiredis context (borrowed; invalid after a reconnect or after a command
+ *  on @p r returned SK_EUNKNOWN). If the connection was dropped, reconnects first;
+ *  NULL if that fails. For pipelining (redisAppendCommandArgv + redisGetReply): the
+ *  caller classifies those replies itself. */
 redisContext *sk_redis_ctx(sk_redis_t *r);
 
 /** @brief Run a command (argv style, binary safe). *reply is owned by the caller
