@@ -1,0 +1,473 @@
+/* apply.c: the order transaction of seckill-consumer (DESIGN.md 6-8, issue 4 item 2-4).
+ *
+ * One transaction per voucher and poll batch:
+ *   INSERT INTO tb_seckill_outcome ... VALUES (CREATED) x n   -- the idempotency check
+ *   UPDATE tb_seckill_voucher SET stock = stock - k WHERE voucher_id = ? AND stock >= k
+ *   INSERT INTO tb_voucher_order ... x n                       -- never INSERT IGNORE
+ *   INSERT INTO tb_voucher_order_router ... x n
+ *   INSERT INTO tb_voucher_reconcile_log ... x n               -- log_type -1, pending
+ *   COMMIT
+ * k is the sum of deductQty of the n outcome rows this statement inserted (a multi-row
+ * INSERT without IGNORE inserts all rows or none). Any duplicate key, a short stock or
+ * another error rolls the whole transaction back and the caller falls back to
+ * cons_apply_one() per message, which tells the cases apart.
+ *
+ * Every id is bound as MYSQL_TYPE_LONGLONG. Multi-row statements are N-placeholder
+ * prepared statements (portable to MariaDB Connector/C and libmysqlclient; no array
+ * binding), cached per (statement, n) in a small LRU so the steady state of full
+ * batches prepares nothing. The cache belongs to one connection: a reconnect (new
+ * MYSQL *) empties it.
+ *
+ * Failpoints: consumer.between_statements (after the outcome insert),
+ * consumer.before_commit, consumer.after_commit. `error` is reported as a transient
+ * failure (the transaction is rolled back, or for after_commit the caller retries and
+ * finds its own outcome: the duplicate path). Not thread-safe: one per worker. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sk/failpoint.h"
+#include "sk/ids.h"
+#include "consumer.h"
+
+enum { K_OUTCOME, K_ORDER, K_ROUTER, K_LOG, K_STOCK, K_GETSTOCK, K__N };
+
+static const struct {
+        const char *head;  /* up to VALUES */
+        const char *row;   /* one row's placeholders */
+        const char *tail;  /* after the rows */
+        int cols;          /* placeholders per row */
+} sqls[K__N] = {
+        [K_OUTCOME] = { "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id, outcome) VALUES ",
+                        "(?,?,?,?,1)", "", 4 },
+        [K_ORDER] = { "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status) VALUES ",
+                      "(?,?,?,?,1)", "", 4 },
+        [K_ROUTER] = { "INSERT INTO tb_voucher_order_router (order_id, user_id, voucher_id) VALUES ",
+                       "(?,?,?)", "", 3 },
+        /* A DEDUCT row left by an earlier attempt is kept (uk_trace_type). */
+        [K_LOG] = { "INSERT INTO tb_voucher_reconcile_log (order_id, user_id, voucher_id, message_id, "
+                    "before_qty, change_qty, after_qty, trace_id, log_type, business_type, "
+                    "reconciliation_status, detail) VALUES ",
+                    "(?,?,?,?,?,?,?,?,-1,1,1,'order created')", " ON DUPLICATE KEY UPDATE id = id", 8 },
+        [K_STOCK] = { "UPDATE tb_seckill_voucher SET stock = stock - ? WHERE voucher_id = ? AND stock >= ?",
+                      NULL, NULL, 3 },
+        [K_GETSTOCK] = { "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = ?", NULL, NULL, 1 },
+};
+
+#define CACHE_SLOTS 24
+
+typedef struct cache_ent {
+        int kind, n;
+        MYSQL_STMT *stmt;
+        uint64_t used;
+} cache_ent_t;
+
+struct cons_apply {
+        sk_db_t *db;
+        MYSQL *conn;                 /* connection the cached statements belong to */
+        cache_ent_t cache[CACHE_SLOTS];
+        uint64_t tick;
+        int cap;                     /* rows the buffers hold */
+        MYSQL_BIND *binds;           /* cap * 8 */
+        int64_t *vals;               /* cap * 8 */
+        char (*mids)[SK_ID_STRLEN];  /* message_id strings */
+        unsigned long *mid_lens;
+        char *sqlbuf;
+        size_t sqlbuf_size;
+};
+
+cons_apply_t *cons_apply_new(sk_db_t *db, int batch_max)
+{
+        cons_apply_t *ap = calloc(1, sizeof(*ap));
+
+        if (!ap)
+                return NULL;
+        ap->db = db;
+        ap->cap = batch_max < 1 ? 1 : batch_max;
+        ap->binds = calloc((size_t)ap->cap * 8, sizeof(*ap->binds));
+        ap->vals = calloc((size_t)ap->cap * 8, sizeof(*ap->vals));
+        ap->mids = calloc((size_t)ap->cap, sizeof(*ap->mids));
+        ap->mid_lens = calloc((size_t)ap->cap, sizeof(*ap->mid_lens));
+        ap->sqlbuf_size = 512 + (size_t)ap->cap * 64;
+        ap->sqlbuf = malloc(ap->sqlbuf_size);
+        if (!ap->binds || !ap->vals || !ap->mids || !ap->mid_lens || !ap->sqlbuf) {
+                cons_apply_destroy(ap);
+                return NULL;
+        }
+        return ap;
+}
+
+void cons_apply_reset(cons_apply_t *ap)
+{
+        int i;
+
+        for (i = 0; i < CACHE_SLOTS; i++) {
+                if (ap->cache[i].stmt)
+                        mysql_stmt_close(ap->cache[i].stmt);
+                memset(&ap->cache[i], 0, sizeof(ap->cache[i]));
+        }
+        ap->conn = NULL;
+}
+
+void cons_apply_destroy(cons_apply_t *ap)
+{
+        if (!ap)
+                return;
+        cons_apply_reset(ap);
+        free(ap->binds);
+        free(ap->vals);
+        free(ap->mids);
+        free(ap->mid_lens);
+        free(ap->sqlbuf);
+        free(ap);
+}
+
+static sk_err_t conn_err(cons_apply_t *ap, MYSQL_STMT *stmt, const char *what,
+                         char *errstr, size_t errstr_size)
+{
+        unsigned int no = stmt ? mysql_stmt_errno(stmt) : (ap->db->conn ? mysql_errno(ap->db->conn) : 2006);
+        const char *txt = stmt ? mysql_stmt_error(stmt) : (ap->db->conn ? mysql_error(ap->db->conn) : "no connection");
+        sk_err_t err = sk_db_classify(no);
+
+        sk_seterr(errstr, errstr_size, "%s: %u %s", what, no, txt);
+        if (err == SK_OK)
+                err = SK_EDB;
+        /* A broken statement or connection invalidates the cache. */
+        if (err == SK_EAGAIN)
+                cons_apply_reset(ap);
+        return err;
+}
+
+/* The prepared statement for (kind, n), from the cache or freshly prepared. */
+static MYSQL_STMT *get_stmt(cons_apply_t *ap, int kind, int n, sk_err_t *err,
+                            char *errstr, size_t errstr_size)
+{
+        cache_ent_t *victim = NULL;
+        MYSQL_STMT *stmt;
+        size_t len = 0;
+        int i;
+
+        if (!ap->db->conn) {
+                sk_seterr(errstr, errstr_size, "no database connection");
+                *err = SK_EAGAIN;
+                return NULL;
+        }
+        if (ap->conn != ap->db->conn) {
+                cons_apply_reset(ap);
+                ap->conn = ap->db->conn;
+        }
+        if (!sqls[kind].row)
+                n = 1;
+        for (i = 0; i < CACHE_SLOTS; i++) {
+                if (ap->cache[i].stmt && ap->cache[i].kind == kind && ap->cache[i].n == n) {
+                        ap->cache[i].used = ++ap->tick;
+                        return ap->cache[i].stmt;
+                }
+                /* Victim: an empty slot, else the least recently used one. */
+                if (!ap->cache[i].stmt) {
+                        if (!victim || victim->stmt)
+                                victim = &ap->cache[i];
+                } else if (!victim || (victim->stmt && ap->cache[i].used < victim->used)) {
+                        victim = &ap->cache[i];
+                }
+        }
+
+        if (sqls[kind].row) {
+                size_t rowlen = strlen(sqls[kind].row);
+                len = (size_t)snprintf(ap->sqlbuf, ap->sqlbuf_size, "%s", sqls[kind].head);
+                for (i = 0; i < n && len + rowlen + 2 < ap->sqlbuf_size; i++) {
+                        if (i)
+                                ap->sqlbuf[len++] = ',';
+                        memcpy(ap->sqlbuf + len, sqls[kind].row, rowlen);
+                        len += rowlen;
+                }
+                len += (size_t)snprintf(ap->sqlbuf + len, ap->sqlbuf_size - len, "%s", sqls[kind].tail);
+        } else {
+                len = (size_t)snprintf(ap->sqlbuf, ap->sqlbuf_size, "%s", sqls[kind].head);
+        }
+        if (!(stmt = mysql_stmt_init(ap->db->conn))) {
+                *err = conn_err(ap, NULL, "stmt_init", errstr, errstr_size);
+                return NULL;
+        }
+        if (mysql_stmt_prepare(stmt, ap->sqlbuf, (unsigned long)len)) {
+                *err = conn_err(ap, stmt, "prepare", errstr, errstr_size);
+                mysql_stmt_close(stmt);
+                return NULL;
+        }
+        if (victim->stmt)
+                mysql_stmt_close(victim->stmt);
+        victim->kind = kind;
+        victim->n = n;
+        victim->stmt = stmt;
+        victim->used = ++ap->tick;
+        return stmt;
+}
+
+/* Fill binds/vals for @p n messages of statement @p kind. */
+static void bind_rows(cons_apply_t *ap, int kind, const sk_order_msg_t *const *msgs, int n)
+{
+        int i, c = 0;
+
+        memset(ap->binds, 0, sizeof(*ap->binds) * (size_t)n * (size_t)sqls[kind].cols);
+        for (i = 0; i < n; i++) {
+                const sk_order_msg_t *m = msgs[i];
+                int64_t *v = &ap->vals[c];
+
+                switch (kind) {
+                case K_OUTCOME:
+                        v[0] = m->trace_id; v[1] = m->order_id; v[2] = m->user_id; v[3] = m->voucher_id;
+                        break;
+                case K_ORDER:
+                        v[0] = m->order_id; v[1] = m->user_id; v[2] = m->voucher_id; v[3] = m->trace_id;
+                        break;
+                case K_ROUTER:
+                        v[0] = m->order_id; v[1] = m->user_id; v[2] = m->voucher_id;
+                        break;
+                case K_LOG:
+                        v[0] = m->order_id; v[1] = m->user_id; v[2] = m->voucher_id;
+                        v[3] = 0; /* message_id: string bind below */
+                        v[4] = m->before_qty; v[5] = m->deduct_qty; v[6] = m->after_qty;
+                        v[7] = m->trace_id;
+                        ap->mid_lens[i] = sk_id_format(m->trace_id, ap->mids[i]);
+                        break;
+                }
+                for (int j = 0; j < sqls[kind].cols; j++) {
+                        if (kind == K_LOG && j == 3)
+                                sk_db_bind_str(&ap->binds[c + j], ap->mids[i], &ap->mid_lens[i],
+                                               sizeof(ap->mids[i]));
+                        else
+                                sk_db_bind_i64(&ap->binds[c + j], &v[j]);
+                }
+                c += sqls[kind].cols;
+        }
+}
+
+/* Execute a multi-row insert. *dup_key receives the key name of a 1062 when asked. */
+static sk_err_t exec_rows(cons_apply_t *ap, int kind, const sk_order_msg_t *const *msgs, int n,
+                          char *dup_key, size_t dup_key_size, char *errstr, size_t errstr_size)
+{
+        sk_err_t err = SK_OK;
+        MYSQL_STMT *stmt = get_stmt(ap, kind, n, &err, errstr, errstr_size);
+        static const char *names[] = { "insert outcome", "insert order", "insert router",
+                                       "insert log" };
+
+        if (!stmt)
+                return err;
+        bind_rows(ap, kind, msgs, n);
+        if (mysql_stmt_bind_param(stmt, ap->binds) || mysql_stmt_execute(stmt)) {
+                err = conn_err(ap, stmt, names[kind], errstr, errstr_size);
+                if (err == SK_EEXIST && dup_key) {
+                        /* "Duplicate entry '..' for key 'uk_voucher_user'" (MariaDB) or
+                         * "for key 'tb_voucher_order.uk_voucher_user'" (MySQL 8). */
+                        const char *msg = mysql_stmt_error(stmt);
+                        const char *k = strstr(msg, "for key '");
+                        dup_key[0] = '\0';
+                        if (k) {
+                                const char *dot, *end;
+                                k += 9;
+                                end = strchr(k, '\'');
+                                dot = memchr(k, '.', end ? (size_t)(end - k) : strlen(k));
+                                if (dot)
+                                        k = dot + 1;
+                                snprintf(dup_key, dup_key_size, "%.*s",
+                                         end ? (int)(end - k) : (int)strlen(k), k);
+                        }
+                }
+        }
+        return err;
+}
+
+/* UPDATE stock = stock - k WHERE voucher_id = ? AND stock >= k; *affected set. */
+static sk_err_t exec_decrement(cons_apply_t *ap, int64_t voucher_id, int64_t k, int *affected,
+                               char *errstr, size_t errstr_size)
+{
+        sk_err_t err = SK_OK;
+        MYSQL_STMT *stmt = get_stmt(ap, K_STOCK, 1, &err, errstr, errstr_size);
+        MYSQL_BIND b[3];
+        int64_t v[3] = { k, voucher_id, k };
+
+        if (!stmt)
+                return err;
+        memset(b, 0, sizeof(b));
+        sk_db_bind_i64(&b[0], &v[0]);
+        sk_db_bind_i64(&b[1], &v[1]);
+        sk_db_bind_i64(&b[2], &v[2]);
+        if (mysql_stmt_bind_param(stmt, b) || mysql_stmt_execute(stmt))
+                return conn_err(ap, stmt, "decrement stock", errstr, errstr_size);
+        *affected = (int)mysql_stmt_affected_rows(stmt);
+        return SK_OK;
+}
+
+sk_err_t cons_apply_stock(cons_apply_t *ap, int64_t voucher_id, int64_t *stock,
+                          char *errstr, size_t errstr_size)
+{
+        sk_err_t err = SK_OK;
+        MYSQL_STMT *stmt = get_stmt(ap, K_GETSTOCK, 1, &err, errstr, errstr_size);
+        MYSQL_BIND in[1], out[1];
+        int64_t vid = voucher_id, s = 0;
+        int rc;
+
+        if (!stmt)
+                return err;
+        memset(in, 0, sizeof(in));
+        memset(out, 0, sizeof(out));
+        sk_db_bind_i64(&in[0], &vid);
+        sk_db_bind_i64(&out[0], &s);
+        if (mysql_stmt_bind_param(stmt, in) || mysql_stmt_execute(stmt) ||
+            mysql_stmt_bind_result(stmt, out))
+                return conn_err(ap, stmt, "read stock", errstr, errstr_size);
+        rc = mysql_stmt_fetch(stmt);
+        if (rc == 1) {
+                err = conn_err(ap, stmt, "read stock", errstr, errstr_size);
+        } else if (rc == MYSQL_NO_DATA) {
+                sk_seterr(errstr, errstr_size, "voucher %" PRId64 " not in tb_seckill_voucher", voucher_id);
+                err = SK_ENOTFOUND;
+        } else {
+                *stock = s;
+                err = SK_OK;
+        }
+        mysql_stmt_free_result(stmt);
+        return err;
+}
+
+static sk_err_t failpoint_err(const char *name, char *errstr, size_t errstr_size)
+{
+        if (SK_FAILPOINT(name)) {
+                sk_seterr(errstr, errstr_size, "failpoint %s", name);
+                return SK_EFAIL;
+        }
+        return SK_OK;
+}
+
+sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, int n,
+                          char *errstr, size_t errstr_size)
+{
+        int64_t k = 0;
+        int affected = 0, i;
+        sk_err_t err;
+
+        if (n < 1 || n > ap->cap) {
+                sk_seterr(errstr, errstr_size, "batch of %d (max %d)", n, ap->cap);
+                return SK_EINVAL;
+        }
+        for (i = 0; i < n; i++)
+                k += msgs[i]->deduct_qty;
+        if ((err = sk_db_begin(ap->db, errstr, errstr_size))) {
+                if (err == SK_EAGAIN)
+                        cons_apply_reset(ap);
+                return err == SK_EAGAIN ? SK_EAGAIN : SK_EDB;
+        }
+        if ((err = exec_rows(ap, K_OUTCOME, msgs, n, NULL, 0, errstr, errstr_size)))
+                goto fail;
+        if ((err = failpoint_err("consumer.between_statements", errstr, errstr_size)))
+                goto fail;
+        if ((err = exec_decrement(ap, msgs[0]->voucher_id, k, &affected, errstr, errstr_size)))
+                goto fail;
+        if (affected != 1) {
+                sk_seterr(errstr, errstr_size, "voucher %" PRId64 ": stock below %" PRId64
+                          " (or no voucher row)", msgs[0]->voucher_id, k);
+                err = SK_ENOTFOUND;
+                goto fail;
+        }
+        if ((err = exec_rows(ap, K_ORDER, msgs, n, NULL, 0, errstr, errstr_size)) ||
+            (err = exec_rows(ap, K_ROUTER, msgs, n, NULL, 0, errstr, errstr_size)) ||
+            (err = exec_rows(ap, K_LOG, msgs, n, NULL, 0, errstr, errstr_size)))
+                goto fail;
+        if ((err = failpoint_err("consumer.before_commit", errstr, errstr_size)))
+                goto fail;
+        if ((err = sk_db_commit(ap->db, errstr, errstr_size))) {
+                if (err == SK_EAGAIN)
+                        cons_apply_reset(ap);
+                goto fail;
+        }
+        /* Committed. An `error` here makes the caller retry: it then meets its own
+         * outcomes (the duplicate path), as after a crash. */
+        if (failpoint_err("consumer.after_commit", errstr, errstr_size))
+                return SK_EAGAIN;
+        return SK_OK;
+fail:
+        sk_db_rollback(ap->db);
+        if (err == SK_EFAIL)
+                return SK_EAGAIN;
+        if (err == SK_EAGAIN || err == SK_EEXIST || err == SK_ENOTFOUND)
+                return err;
+        return SK_EDB;
+}
+
+cons_apply_res_t cons_apply_one(cons_apply_t *ap, const sk_order_msg_t *msg,
+                                char *errstr, size_t errstr_size)
+{
+        const sk_order_msg_t *one[1] = { msg };
+        char dup_key[80];
+        int affected = 0;
+        cons_apply_res_t res = APPLY_ERROR;
+        sk_err_t err;
+
+        if ((err = sk_db_begin(ap->db, errstr, errstr_size))) {
+                if (err == SK_EAGAIN)
+                        cons_apply_reset(ap);
+                return err == SK_EAGAIN ? APPLY_TRANSIENT : APPLY_ERROR;
+        }
+        err = exec_rows(ap, K_OUTCOME, one, 1, NULL, 0, errstr, errstr_size);
+        if (err == SK_EEXIST) {
+                res = APPLY_DUP;
+                goto rollback;
+        }
+        if (err)
+                goto fail;
+        if ((err = failpoint_err("consumer.between_statements", errstr, errstr_size)))
+                goto fail;
+        if ((err = exec_decrement(ap, msg->voucher_id, msg->deduct_qty, &affected, errstr, errstr_size)))
+                goto fail;
+        if (affected != 1) {
+                int64_t stock = 0;
+                sk_db_rollback(ap->db);
+                err = cons_apply_stock(ap, msg->voucher_id, &stock, errstr, errstr_size);
+                if (err == SK_ENOTFOUND)
+                        return APPLY_NO_VOUCHER;
+                if (err == SK_EAGAIN)
+                        return APPLY_TRANSIENT;
+                if (err)
+                        return APPLY_ERROR;
+                if (stock >= msg->deduct_qty) {
+                        /* Raced with a restock between the statements: try again. */
+                        sk_seterr(errstr, errstr_size, "stock changed under the transaction");
+                        return APPLY_TRANSIENT;
+                }
+                sk_seterr(errstr, errstr_size, "voucher %" PRId64 ": DB stock %" PRId64
+                          " < %" PRId64, msg->voucher_id, stock, msg->deduct_qty);
+                return APPLY_NO_STOCK;
+        }
+        err = exec_rows(ap, K_ORDER, one, 1, dup_key, sizeof(dup_key), errstr, errstr_size);
+        if (err == SK_EEXIST) {
+                res = strcmp(dup_key, "uk_voucher_user") == 0 ? APPLY_HAS_ORDER : APPLY_COLLISION;
+                goto rollback;
+        }
+        if (err)
+                goto fail;
+        err = exec_rows(ap, K_ROUTER, one, 1, NULL, 0, errstr, errstr_size);
+        if (err == SK_EEXIST) {
+                res = APPLY_COLLISION;
+                goto rollback;
+        }
+        if (err)
+                goto fail;
+        if ((err = exec_rows(ap, K_LOG, one, 1, NULL, 0, errstr, errstr_size)))
+                goto fail;
+        if ((err = failpoint_err("consumer.before_commit", errstr, errstr_size)))
+                goto fail;
+        if ((err = sk_db_commit(ap->db, errstr, errstr_size))) {
+                if (err == SK_EAGAIN)
+                        cons_apply_reset(ap);
+                goto fail;
+        }
+        if (failpoint_err("consumer.after_commit", errstr, errstr_size))
+                return APPLY_TRANSIENT;
+        return APPLY_OK;
+rollback:
+        sk_db_rollback(ap->db);
+        return res;
+fail:
+        sk_db_rollback(ap->db);
+        return (err == SK_EAGAIN || err == SK_EFAIL) ? APPLY_TRANSIENT : APPLY_ERROR;
+}

@@ -1,0 +1,95 @@
+/* consumer.h: shared declarations of seckill-consumer (binary-local; see main.c for the
+ * design overview). worker.c runs one Kafka consumer handle per thread; apply.c holds
+ * the database statements of one worker. */
+#pragma once
+#include <signal.h>
+#include <stdint.h>
+#include <librdkafka/rdkafka.h>
+#include "sk/conf.h"
+#include "sk/db.h"
+#include "sk/metrics.h"
+#include "sk/msg.h"
+#include "sk/outcome.h"
+#include "sk/redis.h"
+
+/* 0 run, 1 drain (finish the batch, store, commit, leave the group), 2 abandon. */
+extern volatile sig_atomic_t g_stop;
+
+typedef struct cons_opts {
+        int workers;            /* --workers, threads, each its own consumer handle */
+        int batch_max;          /* --batch-max, messages per poll batch */
+        int batch_wait_ms;      /* --batch-wait-ms, how long a batch may wait to fill */
+        int max_db_retries;     /* --max-db-retries, non-transient DB errors before DLQ */
+        int lock_wait_s;        /* --lock-wait-timeout-s, session innodb_lock_wait_timeout */
+        int backoff_cap_ms;     /* --backoff-cap-ms, cap of the transient retry backoff */
+} cons_opts_t;
+
+/* Metrics shared by every worker (registered once in main; atomics). */
+typedef struct cons_metrics {
+        sk_metric_t *consumed;          /* messages polled */
+        sk_metric_t *applied;           /* orders created (CREATED outcome committed) */
+        sk_metric_t *duplicates;        /* message whose trace was already decided */
+        sk_metric_t *failed[5];         /* FAILED outcomes recorded by reason (sk_reason_t) */
+        sk_metric_t *rolled_back[5];    /* rollback.lua runs by reason */
+        sk_metric_t *rollback_errors;   /* rollback.lua still failing after retries */
+        sk_metric_t *dlq;               /* DLQ copies PERSISTED */
+        sk_metric_t *poison;            /* of which poison */
+        sk_metric_t *db_dlq;            /* of which non-transient DB errors (alert) */
+        sk_metric_t *collisions;        /* id collisions (alert) */
+        sk_metric_t *db_transient;      /* transient DB errors (retried) */
+        sk_metric_t *db_errors;         /* non-transient DB errors (retried, then DLQ) */
+        sk_metric_t *redis_errors;      /* claim/cache/rollback Redis errors */
+        sk_metric_t *fallbacks;         /* batches that fell back to one at a time */
+        sk_metric_t *batch_size;        /* histogram: messages per voucher transaction */
+        sk_metric_t *txn_seconds;       /* histogram: transaction latency */
+        sk_metric_t *lag;               /* gauge: messages behind the high watermark */
+        sk_metric_t *paused;            /* gauge: workers with paused partitions */
+} cons_metrics_t;
+
+typedef struct cons_ctx {
+        const sk_conf_t *conf;
+        const cons_opts_t *opts;
+        cons_metrics_t *m;
+        int64_t expire_extra_ms;
+} cons_ctx_t;
+
+/** @brief Run worker @p idx until g_stop: its own consumer handle, DB and Redis
+ *  connections. @returns 0 after a clean drain, non-zero on a fatal start-up error. */
+int cons_worker_run(const cons_ctx_t *ctx, int idx);
+
+/* ---- apply.c: the database side of one worker (not thread-safe; one per worker) ---- */
+
+typedef struct cons_apply cons_apply_t;
+
+/** Result of applying one message on its own (the fallback path). */
+typedef enum {
+        APPLY_OK = 0,          /* committed: outcome CREATED + stock + order + router + log */
+        APPLY_DUP,             /* the outcome row already exists (decided before) */
+        APPLY_NO_STOCK,        /* DB stock < deductQty (nothing written) */
+        APPLY_NO_VOUCHER,      /* the voucher row does not exist (nothing written) */
+        APPLY_HAS_ORDER,       /* unique (voucher_id, user_id) already taken */
+        APPLY_COLLISION,       /* order id or trace id already used by another order */
+        APPLY_TRANSIENT,       /* transient DB error or failpoint error; rolled back */
+        APPLY_ERROR,           /* other DB error; rolled back */
+} cons_apply_res_t;
+
+cons_apply_t *cons_apply_new(sk_db_t *db, int batch_max);
+void cons_apply_destroy(cons_apply_t *ap);
+/** @brief Forget cached statements (call before/after a reconnect). */
+void cons_apply_reset(cons_apply_t *ap);
+
+/** @brief One transaction for @p n messages of ONE voucher: multi-row CREATED outcome
+ *  insert, merged decrement by the sum of deductQty, multi-row order, router and
+ *  reconcile-log inserts, commit.
+ *  @returns SK_OK (committed); SK_EAGAIN (transient, rolled back: retry the whole
+ *  transaction); SK_EEXIST (a duplicate key somewhere), SK_ENOTFOUND (not enough
+ *  stock or no voucher row) or SK_EDB (another error): rolled back, apply one at a
+ *  time. */
+sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, int n,
+                          char *errstr, size_t errstr_size);
+/** @brief The same for one message, classifying why it could not apply. */
+cons_apply_res_t cons_apply_one(cons_apply_t *ap, const sk_order_msg_t *msg,
+                                char *errstr, size_t errstr_size);
+/** @brief Current DB stock of @p voucher_id (no transaction). SK_ENOTFOUND if no row. */
+sk_err_t cons_apply_stock(cons_apply_t *ap, int64_t voucher_id, int64_t *stock,
+                          char *errstr, size_t errstr_size);

@@ -1,0 +1,261 @@
+/* seckill-consumer: the order-creating workers of DESIGN.md 1, 5-8 (issue 4).
+ *
+ * Design
+ * ------
+ * Threads: `--workers N` threads, each with its OWN librdkafka high-level consumer
+ * handle in the same group (so the group coordinator spreads partitions over them
+ * exactly as over separate processes; several processes in one group are equally
+ * safe), its own MySQL connection and its own Redis connection. No dispatcher: a
+ * partition is served by exactly one thread, which keeps one voucher's messages (key =
+ * voucherId) in order and makes per-partition offset tracking local to that thread.
+ * Only the metrics registry (atomics) and the stop flag are shared.
+ *
+ * Per poll batch (worker.c): parse (poison -> DLQ with the reason in a header, settled
+ * once the DLQ copy is PERSISTED), group by voucher, claim.lua `consume` for each
+ * group's traceIds (RESTORED -> FAILED front_rollback), then ONE transaction per voucher
+ * (apply.c): multi-row CREATED outcome insert, merged conditional decrement by k,
+ * multi-row order/router/reconcile-log inserts, commit. A duplicate, short stock or
+ * other error rolls back and the group is applied one message at a time, which sorts
+ * out duplicates (follow the stored outcome; id mismatch = collision -> DLQ + alert),
+ * has_order / sold_out (FAILED outcome committed first, then rollback.lua with that
+ * reason's flags; sold_out clamps Redis stock to the DB stock read after the failure),
+ * order-id collisions (DLQ + alert) and non-transient DB errors (--max-db-retries, then
+ * DLQ with the error). Transient DB errors pause the worker's partitions, keep polling,
+ * back off and retry the whole transaction from BEGIN; never a Redis rollback.
+ * After the batch: offsets stored per partition = lowest unsettled offset (else last
+ * settled + 1), committed by auto-commit (only stored offsets are committed), then
+ * the new orders are cached in Redis (`<prefix>:order:<id>`, EX 60).
+ *
+ * Shutdown: SIGTERM/SIGINT set g_stop = 1: each worker finishes its batch (without
+ * waiting in retries), stores offsets, commits synchronously, closes the consumer
+ * (leaves the group) and the process exits 0. A second signal exits at once (1).
+ *
+ * Options (defaults < SECKILL_* environment < flags): the common ones of sk/conf.h plus
+ * --workers (SECKILL_CONSUMER_WORKERS, 1), --batch-max (SECKILL_BATCH_MAX, 500),
+ * --batch-wait-ms (SECKILL_BATCH_WAIT_MS, 5), --max-db-retries (SECKILL_MAX_DB_RETRIES,
+ * 5), --lock-wait-timeout-s (SECKILL_LOCK_WAIT_TIMEOUT_S, 5: session
+ * innodb_lock_wait_timeout, far below max.poll.interval.ms = 300000),
+ * --backoff-cap-ms (SECKILL_BACKOFF_CAP_MS, 2000). Metrics on SECKILL_METRICS_ADDR
+ * (`off` = none). Exit: 0 clean stop, 1 runtime failure, 2 bad configuration. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "sk/backoff.h"
+#include "sk/clock.h"
+#include "sk/kafka.h"
+#include "sk/log.h"
+#include "consumer.h"
+
+volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+        (void)sig;
+        if (g_stop) {
+                static const char msg[] = "seckill-consumer: second signal, exiting now\n";
+                ssize_t n = write(2, msg, sizeof(msg) - 1);
+                (void)n;
+                _exit(1);
+        }
+        g_stop = 1;
+}
+
+static void install_signals(void)
+{
+        struct sigaction sa;
+
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaddset(&sa.sa_mask, SIGINT);
+        sigaddset(&sa.sa_mask, SIGTERM);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN);
+}
+
+static void register_metrics(sk_metrics_t *reg, cons_metrics_t *m)
+{
+        static const double size_bounds[] = { 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000 };
+        static const double txn_bounds[] = { 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                             0.5, 1, 2.5, 5, 10 };
+        static const sk_reason_t reasons[] = { SK_REASON_SOLD_OUT, SK_REASON_HAS_ORDER,
+                                               SK_REASON_LOST, SK_REASON_FRONT_ROLLBACK };
+        char labels[64];
+        size_t i;
+
+        m->consumed = sk_metrics_counter(reg, "consumer_messages_consumed_total", NULL,
+                                         "Messages polled from the order topic");
+        m->applied = sk_metrics_counter(reg, "consumer_orders_applied_total", NULL,
+                                        "Orders created (CREATED outcome committed)");
+        m->duplicates = sk_metrics_counter(reg, "consumer_duplicates_total", NULL,
+                                           "Messages whose traceId was already decided");
+        for (i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
+                snprintf(labels, sizeof(labels), "reason=\"%s\"", sk_reason_str(reasons[i]));
+                m->failed[reasons[i]] = sk_metrics_counter(reg, "consumer_failed_total", labels,
+                                                           "FAILED outcomes recorded, by reason");
+                m->rolled_back[reasons[i]] = sk_metrics_counter(reg, "consumer_rolled_back_total", labels,
+                                                                "rollback.lua runs, by reason");
+        }
+        m->failed[SK_REASON_NONE] = sk_metrics_counter(reg, "consumer_failed_total", "reason=\"unknown\"",
+                                                       "FAILED outcomes recorded, by reason");
+        m->rolled_back[SK_REASON_NONE] = sk_metrics_counter(reg, "consumer_rolled_back_total",
+                                                            "reason=\"unknown\"", "rollback.lua runs, by reason");
+        m->rollback_errors = sk_metrics_counter(reg, "consumer_rollback_errors_total", NULL,
+                                                "rollback.lua still failing after retries (left to the reconciler)");
+        m->dlq = sk_metrics_counter(reg, "consumer_dlq_total", NULL, "Messages copied to the DLQ (PERSISTED)");
+        m->poison = sk_metrics_counter(reg, "consumer_poison_total", NULL, "Poison messages (not a valid order message)");
+        m->db_dlq = sk_metrics_counter(reg, "consumer_db_error_dlq_total", NULL,
+                                       "ALERT: messages sent to the DLQ after non-transient DB errors");
+        m->collisions = sk_metrics_counter(reg, "consumer_id_collisions_total", NULL,
+                                           "ALERT: id collisions (outcome/order ids disagree with the message)");
+        m->db_transient = sk_metrics_counter(reg, "consumer_db_transient_errors_total", NULL,
+                                             "Transient DB errors (retried from BEGIN)");
+        m->db_errors = sk_metrics_counter(reg, "consumer_db_errors_total", NULL,
+                                          "Non-transient DB errors (retried, then DLQ)");
+        m->redis_errors = sk_metrics_counter(reg, "consumer_redis_errors_total", NULL,
+                                             "Redis errors (claim, rollback, order cache)");
+        m->fallbacks = sk_metrics_counter(reg, "consumer_batch_fallbacks_total", NULL,
+                                          "Voucher batches applied one message at a time");
+        m->batch_size = sk_metrics_hist(reg, "consumer_batch_size", NULL,
+                                        "Messages per order transaction", size_bounds,
+                                        sizeof(size_bounds) / sizeof(size_bounds[0]));
+        m->txn_seconds = sk_metrics_hist(reg, "consumer_txn_seconds", NULL, "Order transaction latency",
+                                         txn_bounds, sizeof(txn_bounds) / sizeof(txn_bounds[0]));
+        m->lag = sk_metrics_gauge(reg, "consumer_lag_messages", NULL,
+                                  "Messages between the consumers' positions and the high watermarks");
+        m->paused = sk_metrics_gauge(reg, "consumer_paused_workers", NULL,
+                                     "Workers with paused partitions (retrying a transient error)");
+}
+
+typedef struct thr {
+        pthread_t tid;
+        const cons_ctx_t *ctx;
+        int idx;
+        int rc;
+} thr_t;
+
+static void *thread_main(void *arg)
+{
+        thr_t *t = arg;
+        t->rc = cons_worker_run(t->ctx, t->idx);
+        if (t->rc)
+                g_stop = 1; /* a worker that cannot start stops the process: exit 1 */
+        return NULL;
+}
+
+int main(int argc, char **argv)
+{
+        static sk_conf_t conf;
+        static cons_opts_t opts = { .workers = 1, .batch_max = 500, .batch_wait_ms = 5,
+                                    .max_db_retries = 5, .lock_wait_s = 5, .backoff_cap_ms = 2000 };
+        const sk_opt_t extra[] = {
+                { "workers", "SECKILL_CONSUMER_WORKERS", SK_OPT_INT, &opts.workers, 0, 1, 64,
+                  "worker threads, each its own consumer in the group (default 1)" },
+                { "batch-max", "SECKILL_BATCH_MAX", SK_OPT_INT, &opts.batch_max, 0, 1, 5000,
+                  "messages per poll batch; 1 = one order per transaction (default 500)" },
+                { "batch-wait-ms", "SECKILL_BATCH_WAIT_MS", SK_OPT_INT, &opts.batch_wait_ms, 0, 0, 10000,
+                  "how long a batch waits to fill after its first message (default 5)" },
+                { "max-db-retries", "SECKILL_MAX_DB_RETRIES", SK_OPT_INT, &opts.max_db_retries, 0, 0, 1000,
+                  "non-transient DB errors tolerated per message before the DLQ (default 5)" },
+                { "lock-wait-timeout-s", "SECKILL_LOCK_WAIT_TIMEOUT_S", SK_OPT_INT, &opts.lock_wait_s, 0, 1, 120,
+                  "session innodb_lock_wait_timeout in seconds (default 5)" },
+                { "backoff-cap-ms", "SECKILL_BACKOFF_CAP_MS", SK_OPT_INT, &opts.backoff_cap_ms, 0, 10, 600000,
+                  "cap of the transient-error retry backoff (default 2000)" },
+        };
+        static sk_metrics_t *reg;
+        static cons_metrics_t metrics;
+        cons_ctx_t ctx;
+        thr_t *thr = NULL;
+        void *srv = NULL;
+        char errstr[512];
+        uint64_t rng = sk_backoff_seed();
+        int argi = 0, rc, i, attempt = 0, failed = 0;
+
+        rc = sk_conf_load(&conf, argc, argv, "seckill-consumer", NULL, extra,
+                          sizeof(extra) / sizeof(extra[0]), &argi);
+        if (rc == 1)
+                return 0;
+        if (rc)
+                return 2;
+        if (argi < argc) {
+                fprintf(stderr, "seckill-consumer: unexpected argument '%s'\n", argv[argi]);
+                return 2;
+        }
+        sk_log_init("consumer");
+        sk_log_level = conf.log_level;
+        install_signals();
+        sk_db_library_init();
+
+        reg = sk_metrics_new();
+        if (!reg) {
+                SK_LOG(SK_ERROR, "startup_failed", "what=metrics");
+                return 1;
+        }
+        register_metrics(reg, &metrics);
+        if (strcmp(conf.metrics_addr, "off") != 0) {
+                srv = sk_metrics_http_start(reg, conf.metrics_addr, errstr, sizeof(errstr));
+                if (!srv)
+                        SK_LOG(SK_WARN, "metrics_listen_failed", "addr=%s err=\"%s\"", conf.metrics_addr, errstr);
+                else
+                        SK_LOG(SK_INFO, "metrics_listening", "addr=%s", conf.metrics_addr);
+        }
+
+        /* Topics (DESIGN.md 5: the broker does not auto-create them). */
+        for (;;) {
+                sk_err_t err = sk_kafka_ensure_topics(&conf, 10000, errstr, sizeof(errstr));
+                if (err == SK_OK)
+                        break;
+                SK_LOG(SK_WARN, "ensure_topics_failed", "attempt=%d err=%s reason=\"%s\"", attempt,
+                       sk_err2str(err), errstr);
+                if (err != SK_EAGAIN && attempt >= 5) {
+                        rc = 1;
+                        goto done;
+                }
+                sk_sleep_ms(sk_backoff_ms(attempt++, 200, 5000, &rng), (volatile int *)&g_stop);
+                if (g_stop)
+                        goto done;
+        }
+
+        ctx.conf = &conf;
+        ctx.opts = &opts;
+        ctx.m = &metrics;
+        ctx.expire_extra_ms = sk_expire_extra_ms(conf.reconcile_window_hours);
+        SK_LOG(SK_INFO, "starting", "workers=%d batch_max=%d batch_wait_ms=%d max_db_retries=%d "
+               "lock_wait_timeout_s=%d topic=%s dlq=%s group=%s", opts.workers, opts.batch_max,
+               opts.batch_wait_ms, opts.max_db_retries, opts.lock_wait_s, conf.topic, conf.dlq_topic,
+               conf.group_id);
+        thr = calloc((size_t)opts.workers, sizeof(*thr));
+        if (!thr) {
+                rc = 1;
+                goto done;
+        }
+        for (i = 0; i < opts.workers; i++) {
+                thr[i].ctx = &ctx;
+                thr[i].idx = i;
+                if (pthread_create(&thr[i].tid, NULL, thread_main, &thr[i]) != 0) {
+                        SK_LOG(SK_ERROR, "thread_create_failed", "worker=%d", i);
+                        g_stop = 1;
+                        opts.workers = i;
+                        failed = 1;
+                        break;
+                }
+        }
+        for (i = 0; i < opts.workers; i++) {
+                pthread_join(thr[i].tid, NULL);
+                if (thr[i].rc)
+                        failed = 1;
+        }
+        rc = failed ? 1 : 0;
+        SK_LOG(SK_INFO, "stopped", "rc=%d applied=%lld dlq=%lld", rc,
+               (long long)sk_metric_value(metrics.applied), (long long)sk_metric_value(metrics.dlq));
+done:
+        free(thr);
+        if (srv)
+                sk_metrics_http_stop(srv);
+        sk_metrics_destroy(reg);
+        return rc;
+}
