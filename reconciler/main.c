@@ -1,20 +1,217 @@
-/* reconciler/main.c: placeholder for seckill-reconciler so the tree links. It loads the
- * shared configuration (so --help, --version and --print-config work) and exits.
- * The real reconciliation pass (DESIGN.md 8) replaces this file. */
+/* main.c: seckill-reconciler, one reconciliation pass per run, for cron or a systemd
+ * timer (DESIGN.md 2, 7-9; issue 5).
+ *
+ *   seckill-reconciler [--voucher ID] [--window-hours H] [--grace-seconds S]
+ *                      [--max-redrive N] [--repair] [--json]
+ *
+ * Exit status: 0 everything consistent; 1 found and repaired (re-driven, rolled back,
+ * rebuilt); 2 unresolved (waiting on consumers, DLQ, inconsistent, collision, drift
+ * without --repair, an error, a lost lock, interrupted) or an invalid configuration.
+ * A second run while one holds the deployment's lock says so and exits 0.
+ *
+ * The run lock is GET_LOCK("seckill:reconcile:<database>:<prefix>", 0) on a dedicated
+ * connection: overlapping runs of one deployment never collide, separate deployments
+ * sharing a server never block each other. The lock lives as long as that session:
+ * it is checked between vouchers and batches, and a lost connection stops the run. */
+#include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "sk/conf.h"
+#include "reconcile.h"
+#include "sk/clock.h"
+#include "sk/db.h"
+#include "sk/ids.h"
+#include "sk/log.h"
+#include "sk/redis.h"
+
+static volatile sig_atomic_t g_stop; /* 0 run, 1 stop between batches, 2 second signal */
+
+static void on_signal(int sig)
+{
+        (void)sig;
+        g_stop = g_stop ? 2 : 1;
+}
+
+static void install_signals(void)
+{
+        struct sigaction sa;
+
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaddset(&sa.sa_mask, SIGINT);
+        sigaddset(&sa.sa_mask, SIGTERM);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The run lock is held as long as its session lives (we never release it early). */
+static int lock_alive(void *arg)
+{
+        sk_db_t *lockdb = arg;
+        int64_t v = 0;
+        char errstr[256];
+
+        if (sk_db_query_i64(lockdb, "SELECT 1", &v, NULL, errstr, sizeof(errstr)) != SK_OK) {
+                SK_LOG(SK_ERROR, "lock_lost", "err=\"%s\"", errstr);
+                return 0;
+        }
+        return 1;
+}
+
+static void print_simple(int json, int code, const char *msg)
+{
+        if (json) {
+                printf("{\"exit\":%d,\"result\":\"%s\",\"note\":\"%s\",\"vouchers\":[]}\n", code,
+                       code == 0 ? "consistent" : "unresolved", msg);
+        } else {
+                printf("%s\n", msg);
+        }
+}
 
 int main(int argc, char **argv)
 {
         sk_conf_t conf;
-        int argi = 0;
-        int rc = sk_conf_load(&conf, argc, argv, "seckill-reconciler", NULL, NULL, 0, &argi);
+        rc_opts_t opts;
+        char voucher_s[32] = "";
+        int window_hours = 0, grace_s = 30, max_redrive = 3, repair = 0, json = 0;
+        const sk_opt_t extra[] = {
+                { "voucher", NULL, SK_OPT_STR, voucher_s, sizeof(voucher_s), 0, 0,
+                  "reconcile this voucher only (default: every voucher on sale or ended within the window)" },
+                { "window-hours", NULL, SK_OPT_INT, &window_hours, 0, 1, 8760,
+                  "vouchers ended within this many hours + 24 (default SECKILL_RECONCILE_WINDOW_HOURS)" },
+                { "grace-seconds", NULL, SK_OPT_INT, &grace_s, 0, 1, 86400,
+                  "judge only trace entries older than this (>= 2 x delivery timeout; default 30)" },
+                { "max-redrive", NULL, SK_OPT_INT, &max_redrive, 0, 1, 1000,
+                  "counted failed re-drives before a purchase is declared lost (default 3)" },
+                { "repair", NULL, SK_OPT_BOOL, &repair, 0, 0, 1,
+                  "rebuild Redis stock/users from the DB for drifted vouchers (DESIGN.md 8)" },
+                { "json", NULL, SK_OPT_BOOL, &json, 0, 0, 1, "print one JSON document instead of the table" },
+        };
+        char lock_name[256], errstr[512], note[256] = "";
+        sk_db_t *lockdb = NULL, *db = NULL;
+        sk_redis_t *r = NULL;
+        rc_ctx_t ctx;
+        rc_vstat_t *stats = NULL;
+        int64_t *ids = NULL;
+        size_t nids = 0, ndone = 0, i;
+        int argi = 0, rc, code = 0;
+        sk_err_t err;
 
+        sk_log_init("reconciler");
+        rc = sk_conf_load(&conf, argc, argv, "seckill-reconciler", NULL, extra,
+                          sizeof(extra) / sizeof(extra[0]), &argi);
         if (rc == 1)
-                return 0;       /* help, version or config printed */
+                return 0;
         if (rc != 0)
-                return 2;       /* invalid configuration, already reported */
-        fprintf(stderr, "seckill-reconciler: not implemented yet\n");
-        return 0;
+                return 2;
+        if (argi < argc) {
+                fprintf(stderr, "seckill-reconciler: unexpected argument %s (see --help)\n", argv[argi]);
+                return 2;
+        }
+        memset(&opts, 0, sizeof(opts));
+        if (voucher_s[0] && sk_id_parse_cstr(voucher_s, &opts.voucher_id) != 0) {
+                fprintf(stderr, "seckill-reconciler: --voucher %s is not a canonical id (1..2^63-1)\n",
+                        voucher_s);
+                return 2;
+        }
+        /* The front gives up on a delivery after 2 x its timeout (+1 s): judging a younger
+         * trace could re-drive or roll back a purchase the front is still deciding. */
+        if ((int64_t)grace_s * 1000 < 2 * (int64_t)conf.kafka_delivery_timeout_ms) {
+                fprintf(stderr, "seckill-reconciler: --grace-seconds %d must be at least twice "
+                        "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS (%d ms), i.e. >= %d\n", grace_s,
+                        conf.kafka_delivery_timeout_ms,
+                        (2 * conf.kafka_delivery_timeout_ms + 999) / 1000);
+                return 2;
+        }
+        opts.window_hours = window_hours > 0 ? window_hours : conf.reconcile_window_hours;
+        opts.grace_s = grace_s;
+        opts.max_redrive = max_redrive;
+        opts.repair = repair;
+        opts.json = json;
+
+        sk_db_library_init();
+        snprintf(lock_name, sizeof(lock_name), "seckill:reconcile:%s:%s", conf.mysql.database,
+                 conf.redis_prefix);
+        if (!(lockdb = sk_db_connect(&conf.mysql, 0, 0, errstr, sizeof(errstr)))) {
+                SK_LOG(SK_ERROR, "db_connect_failed", "err=\"%s\"", errstr);
+                print_simple(json, 2, "database unreachable");
+                return 2;
+        }
+        err = sk_db_lock(lockdb, lock_name, 0, errstr, sizeof(errstr));
+        if (err == SK_EAGAIN && lock_alive(lockdb)) {
+                SK_LOG(SK_INFO, "already_running", "lock=%s", lock_name);
+                print_simple(json, 0, "another seckill-reconciler run holds the lock; nothing done");
+                sk_db_close(lockdb);
+                return 0;
+        }
+        if (err != SK_OK) {
+                SK_LOG(SK_ERROR, "lock_failed", "lock=%s err=\"%s\"", lock_name, errstr);
+                print_simple(json, 2, "could not take the run lock");
+                sk_db_close(lockdb);
+                return 2;
+        }
+        if (!(db = sk_db_connect(&conf.mysql, 0, 5, errstr, sizeof(errstr))) ||
+            !(r = sk_redis_connect(&conf.redis, 5000, errstr, sizeof(errstr)))) {
+                SK_LOG(SK_ERROR, "connect_failed", "err=\"%s\"", errstr);
+                print_simple(json, 2, "database or Redis unreachable");
+                code = 2;
+                goto done;
+        }
+        install_signals();
+
+        memset(&ctx, 0, sizeof(ctx));
+        ctx.conf = &conf;
+        ctx.opts = opts;
+        ctx.db = db;
+        ctx.r = r;
+        ctx.stop = &g_stop;
+        ctx.lock_ok = lock_alive;
+        ctx.lock_arg = lockdb;
+
+        if ((err = rc_scope(&ctx, &ids, &nids, errstr, sizeof(errstr))) != SK_OK) {
+                SK_LOG(SK_ERROR, "scope_failed", "err=\"%s\"", errstr);
+                print_simple(json, 2, "could not list the vouchers in scope");
+                code = 2;
+                goto done;
+        }
+        SK_LOG(SK_INFO, "pass_start", "vouchers=%zu window_hours=%d grace_s=%d max_redrive=%d"
+               " repair=%d lock=%s", nids, opts.window_hours, opts.grace_s, opts.max_redrive,
+               opts.repair, lock_name);
+        if (nids && !(stats = calloc(nids, sizeof(*stats)))) {
+                print_simple(json, 2, "out of memory");
+                code = 2;
+                goto done;
+        }
+        for (i = 0; i < nids; i++) {
+                err = rc_voucher(&ctx, ids[i], &stats[i]);
+                ndone = i + 1;
+                if (err == SK_ESTOP) {
+                        snprintf(note, sizeof(note), "%s", ctx.lock_lost
+                                 ? "run lock lost: stopped" : "interrupted: stopped");
+                        if (ctx.lock_lost || stats[i].voucher_id == 0)
+                                ndone = i + (stats[i].voucher_id ? 1 : 0);
+                        code = 2;
+                        break;
+                }
+                rc = rc_vstat_exit(&stats[i]);
+                if (rc > code)
+                        code = rc;
+        }
+        rc_ctx_release(&ctx);
+        rc_print(stdout, stats, ndone, json, code, note);
+        SK_LOG(SK_INFO, "pass_end", "vouchers=%zu exit=%d", ndone, code);
+done:
+        fflush(stdout);
+        free(ids);
+        free(stats);
+        sk_redis_close(r);
+        sk_db_close(db);
+        if (lockdb) {
+                (void)sk_db_unlock(lockdb, lock_name, NULL, 0);
+                sk_db_close(lockdb);
+        }
+        return code;
 }

@@ -503,3 +503,67 @@ done:
         mysql_stmt_close(stmt);
         return err;
 }
+
+sk_err_t sk_traceset_exec_in(sk_db_t *db, const char *sql_head, const int64_t *ids, size_t n,
+                             int64_t *affected, char *errstr, size_t errstr_size)
+{
+        size_t head = strlen(sql_head), p, i, off;
+        char *sql = NULL;
+        MYSQL_STMT *stmt = NULL;
+        MYSQL_BIND pb[BATCH];
+        int64_t params[BATCH];
+        sk_err_t err = SK_OK;
+
+        if (affected)
+                *affected = 0;
+        if (n == 0)
+                return SK_OK;
+        if (!db->conn) {
+                sk_seterr(errstr, errstr_size, "database connection lost");
+                return SK_EAGAIN;
+        }
+        if (!(sql = malloc(head + BATCH * 2 + 3))) {
+                sk_seterr(errstr, errstr_size, "out of memory");
+                return SK_ENOMEM;
+        }
+        memcpy(sql, sql_head, head);
+        p = head;
+        sql[p++] = '(';
+        for (i = 0; i < BATCH; i++) {
+                if (i)
+                        sql[p++] = ',';
+                sql[p++] = '?';
+        }
+        sql[p++] = ')';
+        sql[p] = '\0';
+        if (!(stmt = mysql_stmt_init(db->conn))) {
+                err = stmt_err(db, NULL, "stmt_init", errstr, errstr_size);
+                goto done;
+        }
+        if (mysql_stmt_prepare(stmt, sql, (unsigned long)p)) {
+                err = stmt_err(db, stmt, "prepare", errstr, errstr_size);
+                goto done;
+        }
+        for (off = 0; off < n; off += BATCH) {
+                size_t m = n - off < BATCH ? n - off : BATCH;
+                for (i = 0; i < BATCH; i++) {
+                        params[i] = ids[off + (i < m ? i : m - 1)];
+                        sk_db_bind_i64(&pb[i], &params[i]);
+                }
+                if (mysql_stmt_bind_param(stmt, pb)) {
+                        err = stmt_err(db, stmt, "bind param", errstr, errstr_size);
+                        goto done;
+                }
+                if (mysql_stmt_execute(stmt)) {
+                        err = stmt_err(db, stmt, "execute", errstr, errstr_size);
+                        goto done;
+                }
+                if (affected)
+                        *affected += (int64_t)mysql_stmt_affected_rows(stmt);
+        }
+done:
+        if (stmt)
+                mysql_stmt_close(stmt);
+        free(sql);
+        return err;
+}

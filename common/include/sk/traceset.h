@@ -94,3 +94,11 @@ typedef int (*sk_rows_cb)(void *arg, const int64_t *cols, const int *nulls, int 
  *  @returns SK_OK, SK_EINVAL for bad arguments, or the classified DB error. */
 sk_err_t sk_traceset_rows(sk_db_t *db, const char *sql, const int64_t *params, int nparams,
                           int ncols, sk_rows_cb cb, void *arg, char *errstr, size_t errstr_size);
+
+/** @brief Run @p sql_head followed by "(?, ...)" for the @p n ids (batches of prepared
+ *  statements, each id a BIGINT bound as MYSQL_TYPE_LONGLONG; a short last batch
+ *  repeats its last id), e.g. "UPDATE t SET c = 4 WHERE trace_id IN ". Each batch is
+ *  its own autocommitted statement. *affected (may be NULL) receives the total of
+ *  affected rows. @returns SK_OK or the classified DB error of the failing batch. */
+sk_err_t sk_traceset_exec_in(sk_db_t *db, const char *sql_head, const int64_t *ids, size_t n,
+                             int64_t *affected, char *errstr, size_t errstr_size);

@@ -1,0 +1,341 @@
+/* rc_kafka.c: re-drive producer and DLQ reader of seckill-reconciler (rc_kafka.h).
+ *
+ * The producer is the shared idempotent configuration (sk_kafka_conf_new), so a
+ * re-drive lands on the partition the front's original did (same key, same
+ * partitioner) and internal retries never duplicate or reorder it. Delivery reports
+ * are served by rc_producer_wait()'s poll loop; a re-drive counts as sent only when its
+ * report says PERSISTED (DESIGN.md 8).
+ *
+ * The DLQ reader uses the legacy per-partition consumer (rd_kafka_consume_start), which
+ * needs no group.id: nothing is committed and no consumer group is touched (issue 5:
+ * "read it from the start each pass with a plain consumer"). It stops at the high
+ * watermark captured when it started, so a DLQ that keeps growing cannot hold the pass. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rc_kafka.h"
+#include "sk/clock.h"
+#include "sk/ids.h"
+#include "sk/kafka.h"
+
+struct rc_producer {
+        rd_kafka_t *rk;
+        rd_kafka_topic_t *rkt;
+        int outstanding;
+        int delivery_timeout_ms;
+};
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque)
+{
+        rc_producer_t *p = opaque;
+        rc_delivery_t *dr = rkm->_private;
+
+        (void)rk;
+        if (dr) {
+                dr->done = 1;
+                dr->err = rkm->err;
+                dr->status = rd_kafka_message_status(rkm);
+                dr->partition = rkm->partition;
+                dr->offset = rkm->offset;
+        }
+        if (p && p->outstanding > 0)
+                p->outstanding--;
+}
+
+rc_producer_t *rc_producer_new(const sk_conf_t *conf, char *errstr, size_t errstr_size)
+{
+        rc_producer_t *p = calloc(1, sizeof(*p));
+        rd_kafka_conf_t *kconf = NULL;
+        char rderr[512];
+
+        if (!p) {
+                sk_seterr(errstr, errstr_size, "out of memory");
+                return NULL;
+        }
+        if (!(kconf = sk_kafka_conf_new(conf, SK_KAFKA_PRODUCER, errstr, errstr_size)))
+                goto fail;
+        rd_kafka_conf_set_dr_msg_cb(kconf, on_delivery);
+        rd_kafka_conf_set_opaque(kconf, p);
+        if (!(p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, kconf, rderr, sizeof(rderr)))) {
+                sk_seterr(errstr, errstr_size, "rd_kafka_new: %s", rderr);
+                rd_kafka_conf_destroy(kconf);
+                goto fail;
+        }
+        kconf = NULL; /* p->rk owns it */
+        if (!(p->rkt = rd_kafka_topic_new(p->rk, conf->topic, NULL))) {
+                sk_seterr(errstr, errstr_size, "topic %s: %s", conf->topic,
+                          rd_kafka_err2str(rd_kafka_last_error()));
+                goto fail;
+        }
+        p->delivery_timeout_ms = conf->kafka_delivery_timeout_ms;
+        return p;
+fail:
+        rc_producer_destroy(p);
+        return NULL;
+}
+
+sk_err_t rc_producer_send(rc_producer_t *p, const char *key, const char *val, rc_delivery_t *dr,
+                          char *errstr, size_t errstr_size)
+{
+        int64_t deadline = sk_mono_ms() + p->delivery_timeout_ms;
+
+        memset(dr, 0, sizeof(*dr));
+        dr->partition = -1;
+        dr->offset = -1;
+        for (;;) {
+                if (rd_kafka_produce(p->rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY,
+                                     (void *)val, strlen(val), key, strlen(key), dr) == 0) {
+                        p->outstanding++;
+                        return SK_OK;
+                }
+                if (rd_kafka_last_error() != RD_KAFKA_RESP_ERR__QUEUE_FULL ||
+                    sk_mono_ms() > deadline)
+                        break;
+                rd_kafka_poll(p->rk, 100 /* ms */);
+        }
+        dr->done = 1;
+        dr->err = rd_kafka_last_error();
+        dr->status = RD_KAFKA_MSG_STATUS_NOT_PERSISTED;
+        sk_seterr(errstr, errstr_size, "produce: %s", rd_kafka_err2str(dr->err));
+        return SK_EKAFKA;
+}
+
+int rc_producer_wait(rc_producer_t *p, int timeout_ms)
+{
+        int64_t deadline = sk_mono_ms() + timeout_ms;
+
+        while (p->outstanding > 0 && sk_mono_ms() < deadline)
+                rd_kafka_poll(p->rk, 100 /* ms */);
+        return p->outstanding;
+}
+
+void rc_producer_destroy(rc_producer_t *p)
+{
+        if (!p)
+                return;
+        if (p->rk) {
+                /* Everything we wait for was waited for already; do not hang here. */
+                rd_kafka_flush(p->rk, 1000 /* ms */);
+                if (p->rkt)
+                        rd_kafka_topic_destroy(p->rkt);
+                rd_kafka_destroy(p->rk);
+        }
+        free(p);
+}
+
+/* ---- DLQ reader ---- */
+
+typedef struct idvec {
+        int64_t *v;
+        size_t n, cap;
+        int oom;
+} idvec_t;
+
+static void idvec_push(idvec_t *a, int64_t x)
+{
+        if (a->n == a->cap) {
+                size_t cap = a->cap ? a->cap * 2 : 64;
+                int64_t *v = realloc(a->v, cap * sizeof(*v));
+                if (!v) {
+                        a->oom = 1;
+                        return;
+                }
+                a->v = v;
+                a->cap = cap;
+        }
+        a->v[a->n++] = x;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+        int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+/* Every "traceId":"<digits>" in @p buf (the DLQ copy may wrap the original message). */
+static void scan_value(idvec_t *ids, const char *buf, size_t len)
+{
+        static const char pat[] = "\"traceId\"";
+        size_t plen = sizeof(pat) - 1, i = 0;
+
+        while (i + plen < len) {
+                const char *q;
+                size_t j;
+                int64_t id;
+
+                if (memcmp(buf + i, pat, plen) != 0) {
+                        i++;
+                        continue;
+                }
+                j = i + plen;
+                while (j < len && (buf[j] == ' ' || buf[j] == ':' || buf[j] == '\\'))
+                        j++;
+                if (j < len && buf[j] == '"') {
+                        j++;
+                        q = buf + j;
+                        while (j < len && buf[j] >= '0' && buf[j] <= '9')
+                                j++;
+                        if (sk_id_parse(q, (size_t)(buf + j - q), &id) == 0)
+                                idvec_push(ids, id);
+                }
+                i += plen;
+        }
+}
+
+static void scan_headers(idvec_t *ids, const rd_kafka_message_t *rkm)
+{
+        rd_kafka_headers_t *hdrs = NULL;
+        const char *names[] = { "traceId", "trace_id", "messageId" };
+        size_t k;
+
+        if (rd_kafka_message_headers(rkm, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR || !hdrs)
+                return;
+        for (k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+                const void *val;
+                size_t size;
+                int64_t id;
+                if (rd_kafka_header_get_last(hdrs, names[k], &val, &size) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                    val && sk_id_parse(val, size, &id) == 0)
+                        idvec_push(ids, id);
+        }
+}
+
+sk_err_t rc_dlq_read(const sk_conf_t *conf, const char *topic, int timeout_ms, int64_t **out,
+                     size_t *nout, char *errstr, size_t errstr_size)
+{
+        rd_kafka_conf_t *kconf = rd_kafka_conf_new();
+        rd_kafka_t *rk = NULL;
+        rd_kafka_topic_t *rkt = NULL;
+        const rd_kafka_metadata_t *md = NULL;
+        rd_kafka_resp_err_t e;
+        idvec_t ids = { 0 };
+        char rderr[512];
+        int64_t deadline = sk_mono_ms() + timeout_ms;
+        sk_err_t err = SK_EKAFKA;
+        int i, np = 0;
+
+        *out = NULL;
+        *nout = 0;
+        if (!kconf) {
+                sk_seterr(errstr, errstr_size, "rd_kafka_conf_new failed");
+                return SK_ENOMEM;
+        }
+        /* No group.id: this handle joins no group and commits nothing. */
+        if (sk_kafka_conf_set(kconf, "bootstrap.servers", conf->kafka_brokers, errstr, errstr_size) ||
+            sk_kafka_conf_set(kconf, "enable.auto.commit", "false", errstr, errstr_size) ||
+            sk_kafka_conf_set(kconf, "enable.partition.eof", "false", errstr, errstr_size)) {
+                rd_kafka_conf_destroy(kconf);
+                return SK_EINVAL;
+        }
+        for (i = 0; i < conf->nkafka_props; i++)
+                if (sk_kafka_conf_set(kconf, conf->kafka_props[i][0], conf->kafka_props[i][1],
+                                      errstr, errstr_size)) {
+                        rd_kafka_conf_destroy(kconf);
+                        return SK_EINVAL;
+                }
+        if (!(rk = rd_kafka_new(RD_KAFKA_CONSUMER, kconf, rderr, sizeof(rderr)))) {
+                sk_seterr(errstr, errstr_size, "rd_kafka_new: %s", rderr);
+                rd_kafka_conf_destroy(kconf);
+                return SK_EKAFKA;
+        }
+        kconf = NULL; /* rk owns it */
+        if (!(rkt = rd_kafka_topic_new(rk, topic, NULL))) {
+                sk_seterr(errstr, errstr_size, "topic %s: %s", topic,
+                          rd_kafka_err2str(rd_kafka_last_error()));
+                goto done;
+        }
+        e = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
+        if (e) {
+                sk_seterr(errstr, errstr_size, "metadata %s: %s", topic, rd_kafka_err2str(e));
+                err = SK_EAGAIN;
+                goto done;
+        }
+        if (md->topic_cnt != 1 ||
+            md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+                err = SK_OK; /* no DLQ topic: nothing was dead-lettered */
+                goto done;
+        }
+        if (md->topics[0].err) {
+                sk_seterr(errstr, errstr_size, "metadata %s: %s", topic,
+                          rd_kafka_err2str(md->topics[0].err));
+                err = SK_EAGAIN;
+                goto done;
+        }
+        np = md->topics[0].partition_cnt;
+        for (i = 0; i < np; i++) {
+                int32_t part = md->topics[0].partitions[i].id;
+                int64_t low = 0, high = 0, next;
+                int left = (int)(deadline - sk_mono_ms());
+
+                if (left <= 0) {
+                        sk_seterr(errstr, errstr_size, "reading %s: timed out", topic);
+                        err = SK_EAGAIN;
+                        goto done;
+                }
+                e = rd_kafka_query_watermark_offsets(rk, topic, part, &low, &high, left);
+                if (e) {
+                        sk_seterr(errstr, errstr_size, "watermarks %s[%d]: %s", topic, (int)part,
+                                  rd_kafka_err2str(e));
+                        err = SK_EAGAIN;
+                        goto done;
+                }
+                if (high <= low)
+                        continue;
+                if (rd_kafka_consume_start(rkt, part, RD_KAFKA_OFFSET_BEGINNING) == -1) {
+                        sk_seterr(errstr, errstr_size, "consume_start %s[%d]: %s", topic, (int)part,
+                                  rd_kafka_err2str(rd_kafka_last_error()));
+                        goto done;
+                }
+                next = low;
+                while (next < high) {
+                        rd_kafka_message_t *rkm;
+                        if (sk_mono_ms() > deadline) {
+                                rd_kafka_consume_stop(rkt, part);
+                                sk_seterr(errstr, errstr_size, "reading %s[%d]: timed out at %" PRId64
+                                          " of %" PRId64, topic, (int)part, next, high);
+                                err = SK_EAGAIN;
+                                goto done;
+                        }
+                        if (!(rkm = rd_kafka_consume(rkt, part, 200 /* ms */)))
+                                continue;
+                        if (rkm->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                                if (rkm->payload)
+                                        scan_value(&ids, rkm->payload, rkm->len);
+                                scan_headers(&ids, rkm);
+                                next = rkm->offset + 1;
+                        } else if (rkm->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                                next = high; /* compacted/deleted tail: nothing more */
+                        } else if (rkm->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
+                                next = high;
+                        }
+                        rd_kafka_message_destroy(rkm);
+                }
+                rd_kafka_consume_stop(rkt, part);
+        }
+        if (ids.oom) {
+                sk_seterr(errstr, errstr_size, "out of memory");
+                err = SK_ENOMEM;
+                goto done;
+        }
+        err = SK_OK;
+done:
+        if (err == SK_OK && ids.n) {
+                size_t j, k = 0;
+                qsort(ids.v, ids.n, sizeof(*ids.v), cmp_i64);
+                for (j = 1; j < ids.n; j++)
+                        if (ids.v[j] != ids.v[k])
+                                ids.v[++k] = ids.v[j];
+                *out = ids.v;
+                *nout = k + 1;
+                ids.v = NULL;
+        }
+        free(ids.v);
+        if (md)
+                rd_kafka_metadata_destroy(md);
+        if (rkt)
+                rd_kafka_topic_destroy(rkt);
+        if (rk)
+                rd_kafka_destroy(rk);
+        return err;
+}

@@ -1,0 +1,87 @@
+/* reconcile.h: one reconciliation pass of seckill-reconciler (DESIGN.md 7-9, issue 5):
+ * for each voucher in scope, the join by traceId of the Redis trace hash with the
+ * database, the decisions it implies (re-drive, FAILED + rollback, reconcile-log
+ * status), drift detection and, with --repair, the rebuild of DESIGN.md 8.
+ * Single-threaded; the caller owns every connection and the stop flag. */
+#pragma once
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "sk/conf.h"
+#include "sk/db.h"
+#include "sk/redis.h"
+
+typedef struct rc_opts {
+        int64_t voucher_id;     /* --voucher; 0 = every voucher in the window */
+        int window_hours;       /* --window-hours (default SECKILL_RECONCILE_WINDOW_HOURS) */
+        int grace_s;            /* --grace-seconds: judge only trace entries older than this */
+        int max_redrive;        /* --max-redrive: counted failed re-drives before "lost" */
+        int repair;             /* --repair: rebuild drifted vouchers */
+        int json;               /* --json */
+} rc_opts_t;
+
+/** Per-voucher figures (the table's columns and the JSON fields). */
+typedef struct rc_vstat {
+        int64_t voucher_id;
+        int64_t entries;        /* DEDUCT entries in the trace hash */
+        int64_t young;          /* younger than the grace period: not judged yet */
+        int64_t checked;        /* judged */
+        int64_t consistent;
+        int64_t redriven;       /* re-published this pass (PERSISTED) */
+        int64_t rolled_back;    /* rollback.lua run by this pass */
+        int64_t inconsistent;   /* status 3 / alerts */
+        int64_t drift;          /* DB rows whose trace is gone + Redis stock/users drift */
+        int64_t waiting;        /* re-drives waiting for consumers */
+        int64_t dlq;            /* undecided traces found in the DLQ */
+        int64_t collisions;     /* outcome rows whose ids differ from the DEDUCT */
+        int64_t not_persisted;  /* re-drives Kafka did not persist */
+        int64_t failed_counted; /* claim.lua failed this pass */
+        int64_t lost;           /* FAILED (lost) recorded this pass */
+        int64_t fenced;         /* FAILED (front_rollback) recorded this pass */
+        int64_t log_marked;     /* reconcile-log DEDUCT rows set to 4 this pass */
+        int64_t drift_rows;     /* CREATED outcomes whose trace is gone */
+        int stock_drift;        /* Redis stock != DB stock - held */
+        int users_drift;        /* users hash != active buyers + held users */
+        int rebuilt;            /* --repair rebuilt it */
+        int meta_reset;         /* meta status 4 with nobody holding the lock: reset */
+        int expiry_alert;       /* undecided traces and the trace key expires within 6 h */
+        int errors;             /* the voucher could not be fully checked */
+        char note[256];         /* first problem, for humans */
+} rc_vstat_t;
+
+typedef struct rc_ctx {
+        const sk_conf_t *conf;
+        rc_opts_t opts;
+        sk_db_t *db;                    /* work connection (borrowed) */
+        sk_redis_t *r;                  /* borrowed */
+        volatile sig_atomic_t *stop;    /* non-zero: stop between vouchers/batches */
+        int (*lock_ok)(void *arg);      /* 1 while the run's advisory lock is held */
+        void *lock_arg;
+        int lock_lost;                  /* set when lock_ok said 0 */
+        /* Lazily created per pass. */
+        struct rc_producer *prod;
+        int dlq_loaded;
+        int dlq_err;                    /* the DLQ could not be read: no failure is counted */
+        int64_t *dlq_ids;
+        size_t ndlq;
+} rc_ctx_t;
+
+/** @brief Vouchers in scope into *ids (malloc'd; free()): --voucher alone, or every
+ *  voucher whose sale has begun and whose end is within window + 24 h of now.
+ *  @returns SK_OK or the DB error. */
+sk_err_t rc_scope(rc_ctx_t *ctx, int64_t **ids, size_t *n, char *errstr, size_t errstr_size);
+
+/** @brief Reconcile one voucher into *st. Never returns early for a per-trace error:
+ *  it counts it (st->errors / note) and goes on. @returns SK_ESTOP if the stop flag or
+ *  a lost lock interrupted it, else SK_OK. */
+sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st);
+
+/** @brief Free what the pass created lazily (producer, DLQ ids). */
+void rc_ctx_release(rc_ctx_t *ctx);
+
+/** @brief 2 if @p st has anything unresolved, 1 if it repaired something, else 0. */
+int rc_vstat_exit(const rc_vstat_t *st);
+
+/** @brief Print the per-voucher table (human) or one JSON document. @p exit_code and
+ *  @p note describe the whole run. */
+void rc_print(FILE *out, const rc_vstat_t *v, size_t n, int json, int exit_code, const char *note);
