@@ -303,6 +303,47 @@ START_TEST(deduct_big_ids_unchanged)
 }
 END_TEST
 
+START_TEST(expiry_nx_then_gt)
+{
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 5);
+        int64_t far_ms = sk_now_ms() + 30LL * 86400000;
+        redisReply *reply;
+        snap_t before, after;
+        int64_t trace = sk_test_rand_id(), user = sk_test_rand_id();
+
+        /* stock: a short TTL is raised to E; trace: a later expiry is never lowered */
+        cmd_int("PEXPIRE %s 10000", k.stock);
+        freeReplyObject(cmd("HSET %s other x", k.trace));
+        cmd_int("PEXPIREAT %s %lld", k.trace, (long long)far_ms);
+        reply = deduct(&k, vid, trace, sk_test_rand_id(), user, 1);
+        assert_status(reply, "OK");
+        freeReplyObject(reply);
+        ck_assert_int_gt(cmd_int("PTTL %s", k.stock), 172800000LL);
+        ck_assert_int_gt(cmd_int("PTTL %s", k.trace), 29LL * 86400000);
+        ck_assert_int_gt(cmd_int("PTTL %s", k.users), 172800000LL);
+
+        /* REPLAY and FENCED write nothing */
+        snapshot(&k, &before);
+        reply = deduct(&k, vid, trace, sk_test_rand_id(), user, 1);
+        assert_status(reply, "REPLAY");
+        freeReplyObject(reply);
+        snapshot(&k, &after);
+        assert_same(&before, &after);
+        snap_free(&before);
+        snap_free(&after);
+        rollback(vid, trace, 0, "consumer", SK_REASON_LOST, -1);
+        snapshot(&k, &before);
+        reply = deduct(&k, vid, trace, sk_test_rand_id(), user, 1);
+        assert_status(reply, "FENCED");
+        freeReplyObject(reply);
+        snapshot(&k, &after);
+        assert_same(&before, &after);
+        snap_free(&before);
+        snap_free(&after);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- rejects */
 
 static void check_reject_no_write(vkeys_t *k, int64_t vid, int64_t user, long long code)
@@ -811,6 +852,7 @@ int main(void)
         tcase_add_test(tc, deduct_admits_and_sets_ttl);
         tcase_add_test(tc, deduct_replay_same_trace);
         tcase_add_test(tc, deduct_big_ids_unchanged);
+        tcase_add_test(tc, expiry_nx_then_gt);
         tcase_add_test(tc, reject_codes_write_nothing);
         tcase_add_test(tc, member_before_stock);
         tcase_add_test(tc, invalid_args_write_nothing);
