@@ -7,7 +7,8 @@
  * Uniqueness inside the process: ids are strictly increasing per generator; a clock that
  * steps back is waited out (sleep-poll, bounded by max_backwards_ms, measured on the
  * monotonic clock) rather than trusted, and 4096 ids in one ms wait for the next ms.
- * Thread-safe: one mutex per generator, held while waiting (callers would wait anyway). */
+ * Thread-safe: one mutex per generator, released while sleeping so the lease thread can
+ * move the window; every round re-reads the clock and re-checks the window. */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -83,52 +84,50 @@ static int in_window(const sk_snowflake_t *sf, int64_t now)
 
 sk_err_t sk_snowflake_next(sk_snowflake_t *sf, int64_t *out, char *errstr, size_t errstr_size)
 {
-        sk_err_t err = SK_EAGAIN;
-        int64_t now, t0;
+        int64_t now, wait_start_ms = -1;
 
-        pthread_mutex_lock(&sf->mu);
-        now = now_of(sf);
-        if (!in_window(sf, now)) {
-                sk_seterr(errstr, errstr_size, "worker %d: mint window closed (now=%" PRId64 " window=[%" PRId64
-                          ",%" PRId64 "] open=%d)", sf->worker_id, now, sf->win_from_ms, sf->win_until_ms,
-                          sf->win_open);
-                goto done;
-        }
-        if (now < sf->last_ms) {
-                /* The wall clock stepped back (NTP, VM migration): an id minted now could
-                 * repeat an earlier one. Wait for it to pass last_ms, within the bound. */
-                t0 = sk_mono_ms();
-                while ((now = now_of(sf)) < sf->last_ms) {
-                        if (sk_mono_ms() - t0 >= sf->max_backwards_ms) {
-                                sk_seterr(errstr, errstr_size,
-                                          "worker %d: clock moved backwards by %" PRId64 " ms (waited %" PRId64
-                                          " ms, bound %" PRId64 " ms)", sf->worker_id, sf->last_ms - now,
-                                          sk_mono_ms() - t0, sf->max_backwards_ms);
-                                goto done;
-                        }
-                        sleep_us(POLL_US);
+        for (;;) {
+                pthread_mutex_lock(&sf->mu);
+                now = now_of(sf);
+                /* The window is checked on every round: waiting may carry us past its end,
+                 * and the lease thread may close it meanwhile. */
+                if (!in_window(sf, now)) {
+                        sk_seterr(errstr, errstr_size, "worker %d: mint window closed (now=%" PRId64
+                                  " window=[%" PRId64 ",%" PRId64 "] open=%d)", sf->worker_id, now,
+                                  sf->win_from_ms, sf->win_until_ms, sf->win_open);
+                        goto fail;
                 }
-        }
-        if (now == sf->last_ms && sf->seq >= SEQ_MAX) {
-                /* 4096 ids in this ms already: wait for the next ms. */
-                t0 = sk_mono_ms();
-                while ((now = now_of(sf)) <= sf->last_ms) {
-                        if (sk_mono_ms() - t0 >= sf->max_backwards_ms + SEQ_WAIT_SLACK_MS) {
+                if (now < sf->last_ms) {
+                        /* The wall clock stepped back (NTP, VM migration): an id minted now
+                         * could repeat an earlier one. Wait for it to pass last_ms, within the
+                         * bound (measured on the monotonic clock, which never steps). */
+                        if (wait_start_ms < 0)
+                                wait_start_ms = sk_mono_ms();
+                        if (sk_mono_ms() - wait_start_ms >= sf->max_backwards_ms) {
+                                sk_seterr(errstr, errstr_size, "worker %d: clock moved backwards by %" PRId64
+                                          " ms (waited %" PRId64 " ms, bound %" PRId64 " ms)", sf->worker_id,
+                                          sf->last_ms - now, sk_mono_ms() - wait_start_ms, sf->max_backwards_ms);
+                                goto fail;
+                        }
+                } else if (now == sf->last_ms && sf->seq >= SEQ_MAX) {
+                        /* 4096 ids in this ms already: wait for the next ms. */
+                        if (wait_start_ms < 0)
+                                wait_start_ms = sk_mono_ms();
+                        if (sk_mono_ms() - wait_start_ms >= sf->max_backwards_ms + SEQ_WAIT_SLACK_MS) {
                                 sk_seterr(errstr, errstr_size, "worker %d: sequence exhausted and the clock "
                                           "did not advance", sf->worker_id);
-                                goto done;
+                                goto fail;
                         }
-                        sleep_us(POLL_US);
+                } else {
+                        break;          /* mint now, still holding the lock */
                 }
-        }
-        /* Re-check the window: waiting may have carried us past its end. */
-        if (!in_window(sf, now)) {
-                sk_seterr(errstr, errstr_size, "worker %d: mint window closed while waiting", sf->worker_id);
-                goto done;
+                /* Sleep without the lock so the lease thread can move the window. */
+                pthread_mutex_unlock(&sf->mu);
+                sleep_us(POLL_US);
         }
         if (now - SK_SNOWFLAKE_EPOCH_MS < 0 || now - SK_SNOWFLAKE_EPOCH_MS >= (INT64_C(1) << TS_BITS)) {
                 sk_seterr(errstr, errstr_size, "clock %" PRId64 " ms is outside the id epoch", now);
-                goto done;
+                goto fail;
         }
         if (now == sf->last_ms) {
                 sf->seq++;
@@ -138,10 +137,11 @@ sk_err_t sk_snowflake_next(sk_snowflake_t *sf, int64_t *out, char *errstr, size_
         }
         *out = ((now - SK_SNOWFLAKE_EPOCH_MS) << (WORKER_BITS + SEQ_BITS)) |
                ((int64_t)sf->worker_id << SEQ_BITS) | sf->seq;
-        err = SK_OK;
-done:
         pthread_mutex_unlock(&sf->mu);
-        return err;
+        return SK_OK;
+fail:
+        pthread_mutex_unlock(&sf->mu);
+        return SK_EAGAIN;
 }
 
 int sk_snowflake_worker_id(const sk_snowflake_t *sf)

@@ -1,6 +1,8 @@
 /* check_snowflake.c: id layout, strict increase, clock-backwards handling and the mint
  * window gate, with an injected clock (real monotonic time + an adjustable offset). */
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sk_test.h"
@@ -238,6 +240,52 @@ START_TEST(window_end_reached_while_waiting_for_sequence)
 }
 END_TEST
 
+#define MT_THREADS 4
+#define MT_EACH 25000
+static sk_snowflake_t *mt_sf;
+static int64_t mt_ids[MT_THREADS][MT_EACH];
+
+static void *mt_mint(void *arg)
+{
+        int64_t *dst = arg;
+        char err[256];
+
+        for (int i = 0; i < MT_EACH; i++)
+                if (sk_snowflake_next(mt_sf, &dst[i], err, sizeof(err)) != SK_OK)
+                        dst[i] = -1;
+        return NULL;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+        int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+        return (x > y) - (x < y);
+}
+
+START_TEST(unique_across_threads)
+{
+        pthread_t th[MT_THREADS];
+        int64_t *all = &mt_ids[0][0];
+        size_t n = MT_THREADS * MT_EACH;
+
+        mt_sf = sk_snowflake_new(9, 1000, NULL, NULL);
+        sk_snowflake_set_mint_window(mt_sf, sk_now_ms() - 1000, sk_now_ms() + 600000);
+        for (int i = 0; i < MT_THREADS; i++)
+                pthread_create(&th[i], NULL, mt_mint, mt_ids[i]);
+        for (int i = 0; i < MT_THREADS; i++)
+                pthread_join(th[i], NULL);
+        /* Each thread's ids increase; together they are all distinct. */
+        for (int t = 0; t < MT_THREADS; t++)
+                for (int i = 1; i < MT_EACH; i++)
+                        ck_assert_int_gt(mt_ids[t][i], mt_ids[t][i - 1]);
+        qsort(all, n, sizeof(int64_t), cmp_i64);
+        ck_assert_int_gt(all[0], 0);
+        for (size_t i = 1; i < n; i++)
+                ck_assert_int_ne(all[i], all[i - 1]);
+        sk_snowflake_destroy(mt_sf);
+}
+END_TEST
+
 static Suite *snowflake_suite(void)
 {
         Suite *s = suite_create("snowflake");
@@ -252,6 +300,7 @@ static Suite *snowflake_suite(void)
         tcase_add_test(tc, backwards_large_fails_with_eagain);
         tcase_add_test(tc, window_gate);
         tcase_add_test(tc, window_end_reached_while_waiting_for_sequence);
+        tcase_add_test(tc, unique_across_threads);
         suite_add_tcase(s, tc);
         return s;
 }
