@@ -20,6 +20,10 @@ typedef struct sk_admin_opts {
         int wait_ms;            /* --wait-ms (rebuild), 0 = 2 x delivery timeout */
 } sk_admin_opts_t;
 
+/** The subcommand flags as parsed by main.c (valid once main() called sk_conf_load),
+ *  for subcommands whose signature does not carry them (verify: --json). */
+extern const sk_admin_opts_t *sk_admin_opts;
+
 /** `db migrate`: apply the pending ddl/ migrations; prints "applied N migration(s)". */
 int sk_admin_db_migrate(const sk_conf_t *conf);
 

@@ -17,6 +17,8 @@
 
 #define PROG "seckill-admin"
 
+const sk_admin_opts_t *sk_admin_opts;
+
 static const char USAGE_ARGS[] =
         "db migrate | voucher create|preheat|show|set-status ... | verify VOUCHER_ID\n"
         "  (`" PROG " <command> --help` describes one command)";
@@ -175,6 +177,7 @@ int main(int argc, char **argv)
                 return 0;
         if (rc != 0)
                 return 2;
+        sk_admin_opts = &o;
         sk_log_init("admin");
         sk_db_library_init();
 
