@@ -114,7 +114,14 @@ static sk_err_t open_conn(sk_db_t *db, char *errstr, size_t errstr_size)
         mysql_options(conn, MYSQL_OPT_READ_TIMEOUT, &io_timeout_s);
         mysql_options(conn, MYSQL_OPT_WRITE_TIMEOUT, &io_timeout_s);
         mysql_options(conn, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+        /* Automatic reconnect is off by default in both libraries; we still say so where
+         * the option is not deprecated (Oracle's client >= 8.0.34 prints a warning for
+         * every use of it). */
+#if defined(MARIADB_PACKAGE_VERSION) || !defined(MYSQL_VERSION_ID) || MYSQL_VERSION_ID < 80034
         mysql_options(conn, MYSQL_OPT_RECONNECT, &reconnect);
+#else
+        (void)reconnect;
+#endif
 
         if (!mysql_real_connect(conn, db->url.host, db->url.user,
                                 db->url.password[0] ? db->url.password : NULL,
