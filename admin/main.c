@@ -150,18 +150,18 @@ int main(int argc, char **argv)
         o.status = -1;
         const sk_opt_t extra[] = {
                 { "stock", NULL, SK_OPT_INT, &o.stock, 0, 1, 1000000000,
-                  "voucher create: units of stock" },
+                  "voucher create: units of stock (required; -1 = not given)" },
                 { "begin", NULL, SK_OPT_STR, o.begin, sizeof(o.begin), 0, 0,
                   "voucher create: sale start (epoch s or ISO-8601 with zone)" },
                 { "end", NULL, SK_OPT_STR, o.end, sizeof(o.end), 0, 0,
                   "voucher create: sale end (epoch s or ISO-8601 with zone)" },
                 { "status", NULL, SK_OPT_INT, &o.status, 0, 1, 4,
-                  "voucher create: 1 on sale, 2 offline, 3 expired, 4 paused" },
+                  "voucher create: 1 on sale (default), 2 offline, 3 expired, 4 paused" },
                 { "preheat", NULL, SK_OPT_BOOL, &o.preheat, 0, 0, 1,
                   "voucher create: preheat Redis too" },
                 { "rebuild-from-db", NULL, SK_OPT_BOOL, &o.rebuild_from_db, 0, 0, 1,
                   "voucher preheat: run the rebuild of DESIGN.md 8" },
-                { "json", NULL, SK_OPT_BOOL, &o.json, 0, 0, 1, "voucher show: JSON output" },
+                { "json", NULL, SK_OPT_BOOL, &o.json, 0, 0, 1, "voucher show, verify: JSON output" },
                 { "wait-ms", NULL, SK_OPT_INT, &o.wait_ms, 0, 1, 3600000,
                   "voucher preheat --rebuild-from-db: settle wait (0 = 2 x delivery timeout)" },
         };
