@@ -1,0 +1,504 @@
+/* 0400_front_purchase.c: seckill-front end to end against the real stack (issue 3
+ * item 6, the front-level cases): concurrency (stock 1 with 50 buyers; stock 10 with one
+ * user x 20 then 9 others), membership before stock, the status map of DESIGN.md 3
+ * (paused, not started, ended, offline, expired, unknown, meta missing), malformed ids
+ * -> 400 with no Redis write, 405/404/413, the Kafka message with ids unchanged, order
+ * lookups with the owner check, a front rollback (failpoint front.after_deduct=error ->
+ * 503 FAILED, stock restored, fence written), the front's own deadline (failpoint
+ * front.before_respond=sleep -> 503 PENDING, stock kept) and a graceful SIGTERM (exit 0).
+ * Runs without fork (CK_FORK=no): the tests share one front child process. */
+#include <pthread.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "0499_front_util.h"
+#include "sk/kafka.h"
+
+static sk_conf_t g_conf;
+static int g_port;
+static pid_t g_pid;
+static redisContext *g_rc;
+static char g_log[256];
+
+static int64_t now_ms(void)
+{
+        return sk_now_ms();
+}
+
+/* A fresh on-sale voucher with @p stock (Redis and DB). */
+static int64_t new_voucher(long long stock)
+{
+        int64_t vid = sk_test_rand_id();
+
+        ft_seed(&g_conf, g_rc, vid, stock, now_ms() - 60000, now_ms() + 3600000, 1, 1);
+        return vid;
+}
+
+static int buy(int port, int64_t vid, const char *user, char *body, size_t cap)
+{
+        char path[128], v[SK_ID_STRLEN];
+
+        sk_id_format(vid, v);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        return ft_http(port, "POST", path, user, NULL, body, cap);
+}
+
+static int body_code(const char *body)
+{
+        char c[32];
+
+        if (ft_json_field(body, "code", c, sizeof(c)) != 0)
+                return -1;
+        return atoi(c); /* a status code, not an id */
+}
+
+/* ------------------------------------------------------------ concurrency ---- */
+
+typedef struct buyer {
+        pthread_barrier_t *bar;
+        int64_t vid;
+        char user[SK_ID_STRLEN];
+        int status;
+        int code;
+} buyer_t;
+
+static void *buyer_main(void *arg)
+{
+        buyer_t *b = arg;
+        char body[1024];
+
+        pthread_barrier_wait(b->bar);
+        b->status = buy(g_port, b->vid, b->user, body, sizeof(body));
+        b->code = body_code(body);
+        return NULL;
+}
+
+/* @p users[i] buys concurrently; counts by status into @p n202, @p n409. */
+static void crowd(int64_t vid, int n, const int64_t *users, buyer_t *out)
+{
+        pthread_t *t = calloc((size_t)n, sizeof(*t));
+        pthread_barrier_t bar;
+        int i;
+
+        ck_assert(t != NULL);
+        pthread_barrier_init(&bar, NULL, (unsigned)n);
+        for (i = 0; i < n; i++) {
+                out[i].bar = &bar;
+                out[i].vid = vid;
+                sk_id_format(users[i], out[i].user);
+                ck_assert_int_eq(pthread_create(&t[i], NULL, buyer_main, &out[i]), 0);
+        }
+        for (i = 0; i < n; i++)
+                pthread_join(t[i], NULL);
+        pthread_barrier_destroy(&bar);
+        free(t);
+}
+
+START_TEST(ready_health_metrics)
+{
+        char body[FT_BODY_MAX];
+
+        ck_assert_int_eq(ft_http(g_port, "GET", "/healthz", NULL, NULL, body, sizeof(body)), 200);
+        ck_assert_int_eq(ft_http(g_port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 200);
+        ck_assert_ptr_nonnull(strstr(body, "\"kafka\":true"));
+        ck_assert_ptr_nonnull(strstr(body, "\"lease\":true"));
+        ck_assert_int_eq(ft_http(g_port, "GET", "/metrics", NULL, NULL, body, sizeof(body)), 200);
+        ck_assert_ptr_nonnull(strstr(body, "seckill_front_requests_total"));
+        ck_assert_ptr_nonnull(strstr(body, "seckill_front_inflight"));
+}
+END_TEST
+
+START_TEST(stock1_fifty_buyers)
+{
+        int64_t vid = new_voucher(1), users[50];
+        buyer_t b[50];
+        int i, n202 = 0, n409 = 0;
+
+        memset(b, 0, sizeof(b));
+        for (i = 0; i < 50; i++)
+                users[i] = 1000 + i;
+        crowd(vid, 50, users, b);
+        for (i = 0; i < 50; i++) {
+                if (b[i].status == 202)
+                        n202++;
+                else if (b[i].status == 409 && b[i].code == 10005)
+                        n409++;
+                else
+                        ck_abort_msg("buyer %d: status %d code %d", i, b[i].status, b[i].code);
+        }
+        ck_assert_int_eq(n202, 1);
+        ck_assert_int_eq(n409, 49);
+        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 0);
+}
+END_TEST
+
+START_TEST(stock10_one_user_twenty_then_nine)
+{
+        int64_t vid = new_voucher(10), users[20];
+        buyer_t b[20];
+        char body[1024];
+        int i, n202 = 0;
+
+        memset(b, 0, sizeof(b));
+        for (i = 0; i < 20; i++)
+                users[i] = 777;
+        crowd(vid, 20, users, b);
+        for (i = 0; i < 20; i++) {
+                if (b[i].status == 202)
+                        n202++;
+                else
+                        ck_assert_msg(b[i].status == 409 && b[i].code == 10006,
+                                      "same user %d: status %d code %d", i, b[i].status, b[i].code);
+        }
+        ck_assert_int_eq(n202, 1);
+        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 9);
+        for (i = 0; i < 9; i++)
+                users[i] = 2000 + i;
+        memset(b, 0, sizeof(b));
+        crowd(vid, 9, users, b);
+        for (i = 0; i < 9; i++)
+                ck_assert_msg(b[i].status == 202, "other %d: %d", i, b[i].status);
+        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 0);
+        /* After sell-out: a past buyer gets 10006 (membership before stock), a new
+         * buyer 10005; the stock never goes below 0. */
+        ck_assert_int_eq(buy(g_port, vid, "777", body, sizeof(body)), 409);
+        ck_assert_int_eq(body_code(body), 10006);
+        ck_assert_int_eq(buy(g_port, vid, "2003", body, sizeof(body)), 409);
+        ck_assert_int_eq(body_code(body), 10006);
+        ck_assert_int_eq(buy(g_port, vid, "3001", body, sizeof(body)), 409);
+        ck_assert_int_eq(body_code(body), 10005);
+        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------- status map ---- */
+
+START_TEST(status_map)
+{
+        char body[1024];
+        int64_t t = now_ms(), v;
+        char cause[64];
+
+        /* paused -> 503 + 10013 */
+        v = sk_test_rand_id();
+        ft_seed(&g_conf, g_rc, v, 5, t - 60000, t + 3600000, 4, 4);
+        ck_assert_int_eq(buy(g_port, v, "11", body, sizeof(body)), 503);
+        ck_assert_int_eq(body_code(body), 10013);
+        ck_assert_int_eq(ft_json_field(body, "cause", cause, sizeof(cause)), 0);
+        ck_assert_str_eq(cause, "paused");
+        ck_assert_int_eq(ft_stock(&g_conf, g_rc, v), 5);
+        /* not started -> 403/10002 */
+        v = sk_test_rand_id();
+        ft_seed(&g_conf, g_rc, v, 5, t + 3600000, t + 7200000, 1, 1);
+        ck_assert_int_eq(buy(g_port, v, "11", body, sizeof(body)), 403);
+        ck_assert_int_eq(body_code(body), 10002);
+        /* ended -> 403/10003 */
+        v = sk_test_rand_id();
+        ft_seed(&g_conf, g_rc, v, 5, t - 7200000, t - 3600000, 1, 1);
+        ck_assert_int_eq(buy(g_port, v, "11", body, sizeof(body)), 403);
+        ck_assert_int_eq(body_code(body), 10003);
+        /* offline -> 403/10011 */
+        v = sk_test_rand_id();
+        ft_seed(&g_conf, g_rc, v, 5, t - 60000, t + 3600000, 2, 2);
+        ck_assert_int_eq(buy(g_port, v, "11", body, sizeof(body)), 403);
+        ck_assert_int_eq(body_code(body), 10011);
+        /* expired -> 403/10012 */
+        v = sk_test_rand_id();
+        ft_seed(&g_conf, g_rc, v, 5, t - 60000, t + 3600000, 3, 3);
+        ck_assert_int_eq(buy(g_port, v, "11", body, sizeof(body)), 403);
+        ck_assert_int_eq(body_code(body), 10012);
+        /* unknown voucher: nowhere -> 404/10004 */
+        v = sk_test_rand_id();
+        ck_assert_int_eq(buy(g_port, v, "11", body, sizeof(body)), 404);
+        ck_assert_int_eq(body_code(body), 10004);
+        /* in the DB but offline there, no Redis meta -> 404/10004 */
+        v = sk_test_rand_id();
+        ft_seed(&g_conf, g_rc, v, -1, t - 60000, t + 3600000, 0, 2);
+        ck_assert_int_eq(buy(g_port, v, "11", body, sizeof(body)), 404);
+        ck_assert_int_eq(body_code(body), 10004);
+        /* on sale in the DB, Redis meta missing (Redis lost data) -> 503, not 10004 */
+        v = sk_test_rand_id();
+        ft_seed(&g_conf, g_rc, v, -1, t - 60000, t + 3600000, 0, 1);
+        ck_assert_int_eq(buy(g_port, v, "11", body, sizeof(body)), 503);
+        ck_assert_int_eq(body_code(body), 10013);
+        ck_assert_int_eq(ft_json_field(body, "cause", cause, sizeof(cause)), 0);
+        ck_assert_str_eq(cause, "meta_missing");
+}
+END_TEST
+
+/* ---------------------------------------------------------- bad requests ---- */
+
+START_TEST(malformed_ids_no_write)
+{
+        static const char *const bad_ids[] = { "abc", "-1", "0", "01", "%201", "%20",
+                                               "99999999999999999999", "9223372036854775808",
+                                               "", "1%20OR%201=1", "1%00", "+1", "1.0",
+                                               "0x10", NULL };
+        static const char *const bad_users[] = { "abc", "-1", "0", "01", "99999999999999999999",
+                                                 "1 OR 1=1", "1,2", "", NULL };
+        int64_t vid = new_voucher(5);
+        char v[SK_ID_STRLEN], path[256], body[1024];
+        char *before, *after;
+        int i;
+
+        sk_id_format(vid, v);
+        before = ft_snapshot(&g_conf, g_rc);
+        for (i = 0; bad_ids[i]; i++) {
+                snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", bad_ids[i]);
+                ck_assert_msg(ft_http(g_port, "POST", path, "42", NULL, body, sizeof(body)) == 400,
+                              "voucher id '%s'", bad_ids[i]);
+                ck_assert_int_eq(body_code(body), 10001);
+                snprintf(path, sizeof(path), "/api/v1/vouchers/%s/orders/me", bad_ids[i]);
+                ck_assert_msg(ft_http(g_port, "GET", path, "42", NULL, body, sizeof(body)) == 400,
+                              "orders/me voucher id '%s'", bad_ids[i]);
+                snprintf(path, sizeof(path), "/api/v1/orders/%s", bad_ids[i]);
+                ck_assert_msg(ft_http(g_port, "GET", path, "42", NULL, body, sizeof(body)) == 400,
+                              "order id '%s'", bad_ids[i]);
+        }
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        for (i = 0; bad_users[i]; i++) {
+                ck_assert_msg(ft_http(g_port, "POST", path, bad_users[i], NULL, body, sizeof(body)) == 400,
+                              "user '%s'", bad_users[i]);
+                ck_assert_int_eq(body_code(body), 10001);
+        }
+        /* Missing X-User-Id. */
+        ck_assert_int_eq(ft_http(g_port, "POST", path, NULL, NULL, body, sizeof(body)), 400);
+        ck_assert_int_eq(body_code(body), 10001);
+        /* Wrong method, unknown route, a body. */
+        ck_assert_int_eq(ft_http(g_port, "GET", path, "42", NULL, body, sizeof(body)), 405);
+        ck_assert_int_eq(ft_http(g_port, "PUT", path, "42", NULL, body, sizeof(body)), 405);
+        ck_assert_int_eq(ft_http(g_port, "DELETE", "/api/v1/orders/1", "42", NULL, body, sizeof(body)), 405);
+        ck_assert_int_eq(ft_http(g_port, "POST", "/readyz", NULL, NULL, body, sizeof(body)), 405);
+        ck_assert_int_eq(ft_http(g_port, "GET", "/api/v1/nothing", "42", NULL, body, sizeof(body)), 404);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/other", v);
+        ck_assert_int_eq(ft_http(g_port, "POST", path, "42", NULL, body, sizeof(body)), 404);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        ck_assert_int_eq(ft_http(g_port, "POST", path, "42", "Content-Length: 3\r\n\r\nabc", body,
+                                 sizeof(body)), 413);
+        after = ft_snapshot(&g_conf, g_rc);
+        ck_assert_str_eq(before, after);
+        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 5);
+        free(before);
+        free(after);
+}
+END_TEST
+
+/* -------------------------------------------------- Kafka message, lookups ---- */
+
+static char g_order[SK_ID_STRLEN], g_trace[SK_ID_STRLEN];
+static int64_t g_kvid;
+#define BIG_USER "1990653204235288577"
+
+START_TEST(kafka_message_ids_unchanged)
+{
+        char body[1024], v[SK_ID_STRLEN], k[SK_KEY_MAX], errstr[512];
+        char *entry;
+        rd_kafka_conf_t *kconf;
+        rd_kafka_t *rk;
+        rd_kafka_topic_partition_list_t *parts;
+        int64_t until, t;
+        int found = 0, p;
+
+        g_kvid = new_voucher(5);
+        sk_id_format(g_kvid, v);
+        ck_assert_int_eq(buy(g_port, g_kvid, BIG_USER, body, sizeof(body)), 202);
+        ck_assert_int_eq(body_code(body), 0);
+        ck_assert_int_eq(ft_json_field(body, "orderId", g_order, sizeof(g_order)), 0);
+        ck_assert_int_eq(ft_json_field(body, "traceId", g_trace, sizeof(g_trace)), 0);
+        ck_assert_int_eq(sk_id_parse_cstr(g_trace, &t), 0);
+        ck_assert_ptr_nonnull(strstr(body, "\"state\":\"PENDING\""));
+        /* The DEDUCT entry in Redis carries the ids unchanged. */
+        sk_key_voucher(k, g_conf.redis_prefix, g_kvid, SK_KEY_TRACE);
+        entry = ft_hget(g_rc, k, g_trace);
+        ck_assert_ptr_nonnull(entry);
+        ck_assert_int_eq(ft_json_field(entry, "userId", body, sizeof(body)), 0);
+        ck_assert_str_eq(body, BIG_USER);
+        ck_assert_int_eq(ft_json_field(entry, "orderId", body, sizeof(body)), 0);
+        ck_assert_str_eq(body, g_order);
+        ck_assert_int_eq(ft_json_field(entry, "voucherId", body, sizeof(body)), 0);
+        ck_assert_str_eq(body, v);
+
+        /* The Kafka message: key = voucherId, value = the same bytes. */
+        kconf = sk_kafka_conf_new(&g_conf, SK_KAFKA_CONSUMER, errstr, sizeof(errstr));
+        ck_assert_msg(kconf != NULL, "%s", errstr);
+        rk = rd_kafka_new(RD_KAFKA_CONSUMER, kconf, errstr, sizeof(errstr));
+        ck_assert_msg(rk != NULL, "%s", errstr);
+        rd_kafka_poll_set_consumer(rk);
+        parts = rd_kafka_topic_partition_list_new(2);
+        for (p = 0; p < 2; p++)
+                rd_kafka_topic_partition_list_add(parts, g_conf.topic, p)->offset =
+                        RD_KAFKA_OFFSET_BEGINNING;
+        ck_assert_int_eq(rd_kafka_assign(rk, parts), RD_KAFKA_RESP_ERR_NO_ERROR);
+        rd_kafka_topic_partition_list_destroy(parts);
+        until = sk_mono_ms() + 30000;
+        while (!found && sk_mono_ms() < until) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+
+                if (!m)
+                        continue;
+                if (!m->err && m->len == strlen(entry) && !memcmp(m->payload, entry, m->len)) {
+                        ck_assert_int_eq((int)m->key_len, (int)strlen(v));
+                        ck_assert(!memcmp(m->key, v, m->key_len));
+                        found = 1;
+                }
+                rd_kafka_message_destroy(m);
+        }
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+        ck_assert_msg(found, "message with traceId %s not found in %s", g_trace, g_conf.topic);
+        ck_assert_int_eq(ft_json_field(entry, "traceId", body, sizeof(body)), 0);
+        ck_assert_str_eq(body, g_trace);
+        free(entry);
+}
+END_TEST
+
+START_TEST(order_lookups_owner_only)
+{
+        char body[1024], path[256], v[SK_ID_STRLEN], sql[512], f[64];
+
+        ck_assert_msg(g_order[0], "needs kafka_message_ids_unchanged");
+        sk_id_format(g_kvid, v);
+        /* Not in the DB yet (no consumer here): orders/me says PENDING with the order. */
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/orders/me", v);
+        ck_assert_int_eq(ft_http(g_port, "GET", path, BIG_USER, NULL, body, sizeof(body)), 200);
+        ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+        ck_assert_str_eq(f, "PENDING");
+        ck_assert_int_eq(ft_json_field(body, "orderId", f, sizeof(f)), 0);
+        ck_assert_str_eq(f, g_order);
+        ck_assert_int_eq(ft_http(g_port, "GET", path, "5", NULL, body, sizeof(body)), 200);
+        ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+        ck_assert_str_eq(f, "NONE");
+        ck_assert_int_eq(ft_http(g_port, "GET", path, NULL, NULL, body, sizeof(body)), 400);
+        snprintf(path, sizeof(path), "/api/v1/orders/%s", g_order);
+        ck_assert_int_eq(ft_http(g_port, "GET", path, BIG_USER, NULL, body, sizeof(body)), 404);
+
+        /* The order row appears (as the consumer would write it). */
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status) "
+                 "VALUES (%s, %s, %s, %s, 1)", g_order, BIG_USER, v, g_trace);
+        ft_db_exec(&g_conf, sql);
+        ck_assert_int_eq(ft_http(g_port, "GET", path, BIG_USER, NULL, body, sizeof(body)), 200);
+        ck_assert_int_eq(ft_json_field(body, "orderId", f, sizeof(f)), 0);
+        ck_assert_str_eq(f, g_order);
+        ck_assert_int_eq(ft_json_field(body, "userId", f, sizeof(f)), 0);
+        ck_assert_str_eq(f, BIG_USER);
+        ck_assert_int_eq(ft_json_field(body, "traceId", f, sizeof(f)), 0);
+        ck_assert_str_eq(f, g_trace);
+        /* Another user's order id -> 404. */
+        ck_assert_int_eq(ft_http(g_port, "GET", path, "1990653204235288578", NULL, body, sizeof(body)), 404);
+        ck_assert_int_eq(ft_http(g_port, "GET", path, NULL, NULL, body, sizeof(body)), 400);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/orders/me", v);
+        ck_assert_int_eq(ft_http(g_port, "GET", path, BIG_USER, NULL, body, sizeof(body)), 200);
+        ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+        ck_assert_str_eq(f, "CREATED");
+        /* An order id that does not exist -> 404. */
+        ck_assert_int_eq(ft_http(g_port, "GET", "/api/v1/orders/9223372036854775807", BIG_USER,
+                                 NULL, body, sizeof(body)), 404);
+}
+END_TEST
+
+/* ---------------------------------------------- rollback and the deadline ---- */
+
+START_TEST(front_rollback_and_deadline)
+{
+        static const char *const env[] = {
+                "SECKILL_FAILPOINTS=front.after_deduct=1*error;front.before_respond=1*sleep(8000)",
+                NULL };
+        char log[300], body[1024], k[SK_KEY_MAX], f[64], tr[SK_ID_STRLEN], field[48];
+        int port = ft_free_port(), st;
+        int64_t vid = new_voucher(3), t, t0;
+        pid_t pid;
+        char *s;
+
+        snprintf(log, sizeof(log), "%s.fp", g_log);
+        pid = ft_spawn(&g_conf, port, env, log);
+        ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front with failpoints not ready (%s)", log);
+
+        /* 1. Deduct, then the publish "fails": rollback.lua mode front -> 503 FAILED,
+         *    stock restored, user released, fence T:r written. */
+        ck_assert_int_eq(buy(port, vid, "501", body, sizeof(body)), 503);
+        ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+        ck_assert_str_eq(f, "FAILED");
+        ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
+        ck_assert_int_eq(sk_id_parse_cstr(tr, &t), 0);
+        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 3);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_field_trace(field, t, 'r');
+        s = ft_hget(g_rc, k, field);
+        ck_assert_msg(s != NULL, "no fence %s", field);
+        free(s);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_USERS);
+        s = ft_hget(g_rc, k, "501");
+        ck_assert_ptr_null(s);
+
+        /* 2. PERSISTED, but the answer is held past the deadline (2 x 3 s + 1 s): the
+         *    front answers 503 PENDING itself, the stock stays taken, no rollback. */
+        t0 = sk_mono_ms();
+        ck_assert_int_eq(buy(port, vid, "502", body, sizeof(body)), 503);
+        ck_assert_int_ge(sk_mono_ms() - t0, 6500);
+        ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+        ck_assert_str_eq(f, "PENDING");
+        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 2);
+        s = ft_hget(g_rc, k, "502");
+        ck_assert_ptr_nonnull(s);
+        free(s);
+
+        /* 3. The same user who was rolled back may buy again. */
+        sk_sleep_ms(1500, NULL);
+        ck_assert_int_eq(buy(port, vid, "501", body, sizeof(body)), 202);
+        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 1);
+        st = ft_stop(pid, 30);
+        ck_assert_int_eq(st, 0);
+}
+END_TEST
+
+START_TEST(zz_graceful_shutdown)
+{
+        int st = ft_stop(g_pid, 40);
+
+        g_pid = 0;
+        ck_assert_int_eq(st, 0);
+}
+END_TEST
+
+static void setup(void)
+{
+        sk_test_conf(&g_conf, "front");
+        sk_test_migrate(&g_conf);
+        g_rc = ft_redis(&g_conf);
+        g_port = ft_free_port();
+        snprintf(g_log, sizeof(g_log), "%s/front_0400_%d.log",
+                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
+        g_pid = ft_spawn(&g_conf, g_port, NULL, g_log);
+        ck_assert_msg(ft_wait_ready(g_port, g_pid, 30) == 0, "front not ready (log %s)", g_log);
+}
+
+static void teardown(void)
+{
+        if (g_pid > 0)
+                ft_stop(g_pid, 30);
+        if (g_rc)
+                redisFree(g_rc);
+        sk_test_cleanup(&g_conf);
+}
+
+int main(void)
+{
+        Suite *s = suite_create("front_purchase");
+        TCase *tc = tcase_create("front");
+
+        setenv("CK_FORK", "no", 1);
+        tcase_set_timeout(tc, 120);
+        tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, ready_health_metrics);
+        tcase_add_test(tc, stock1_fifty_buyers);
+        tcase_add_test(tc, stock10_one_user_twenty_then_nine);
+        tcase_add_test(tc, status_map);
+        tcase_add_test(tc, malformed_ids_no_write);
+        tcase_add_test(tc, kafka_message_ids_unchanged);
+        tcase_add_test(tc, order_lookups_owner_only);
+        tcase_add_test(tc, front_rollback_and_deadline);
+        tcase_add_test(tc, zz_graceful_shutdown);
+        suite_add_tcase(s, tc);
+        return sk_test_run(s);
+}

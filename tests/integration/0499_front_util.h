@@ -1,0 +1,368 @@
+/* 0499_front_util.h: helpers for the seckill-front integration tests (04NN_*.c):
+ * spawn ${SK_BIN}/seckill-front as a child with this run's unique SECKILL_* names and
+ * a free port, a tiny raw-socket HTTP/1.1 client (libcurl is not a dependency), Redis
+ * and DB seeding of a voucher (meta + stock in Redis, the row in tb_seckill_voucher),
+ * and a snapshot of every key under the run's prefix (DUMP) to prove "no Redis write".
+ * Header-only (static functions): each test binary is one .c file. */
+#pragma once
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <hiredis/hiredis.h>
+#include <mysql.h>
+
+#include "sk_test.h"
+#include "sk/clock.h"
+#include "sk/ids.h"
+#include "sk/keys.h"
+
+#define FT_BODY_MAX 65536
+
+static int ft_free_port(void)
+{
+        struct sockaddr_in sin;
+        socklen_t len = sizeof(sin);
+        int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+        memset(&sin, 0, sizeof(sin));
+        sin.sin_family = AF_INET;
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+        ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+        port = ntohs(sin.sin_port);
+        close(fd);
+        return port;
+}
+
+/* Start seckill-front for @p conf on @p port; @p extra_env: NULL-terminated "K=V" list
+ * (may be NULL). stderr goes to @p log_path. @returns the child's pid. */
+static pid_t ft_spawn(const sk_conf_t *conf, int port, const char *const *extra_env,
+                      const char *log_path)
+{
+        const char *bin = getenv("SK_BIN");
+        char path[1024];
+        pid_t pid;
+
+        ck_assert_msg(bin != NULL, "SK_BIN not set");
+        snprintf(path, sizeof(path), "%s/seckill-front", bin);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                char v[600];
+                int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+                if (fd >= 0) {
+                        dup2(fd, 2);
+                        dup2(fd, 1);
+                        close(fd);
+                }
+                snprintf(v, sizeof(v), "127.0.0.1:%d", port);
+                setenv("SECKILL_HTTP_ADDR", v, 1);
+                setenv("SECKILL_REDIS_PREFIX", conf->redis_prefix, 1);
+                setenv("SECKILL_TOPIC", conf->topic, 1);
+                setenv("SECKILL_MYSQL_URL", conf->mysql_url, 1);
+                setenv("SECKILL_GROUP_ID", conf->group_id, 1);
+                setenv("SECKILL_TOPIC_PARTITIONS", "2", 1);
+                setenv("SECKILL_WORKER_LEASE_MS", "900", 1);
+                setenv("SECKILL_KAFKA_DELIVERY_TIMEOUT_MS", "3000", 1);
+                setenv("SECKILL_LOG_LEVEL", "info", 1);
+                unsetenv("SECKILL_WORKER_ID");
+                unsetenv("SECKILL_FAILPOINTS");
+                for (; extra_env && *extra_env; extra_env++) {
+                        const char *eq = strchr(*extra_env, '=');
+                        char k[128];
+
+                        if (!eq || (size_t)(eq - *extra_env) >= sizeof(k))
+                                continue;
+                        memcpy(k, *extra_env, (size_t)(eq - *extra_env));
+                        k[eq - *extra_env] = '\0';
+                        setenv(k, eq + 1, 1);
+                }
+                execl(path, path, (char *)NULL);
+                _exit(127);
+        }
+        return pid;
+}
+
+/* One HTTP/1.1 request on a fresh connection (Connection: close). @p user: X-User-Id
+ * value or NULL (header left out). @p extra: more raw header lines ("K: V\r\n") or NULL.
+ * @returns the status code (body in @p body, NUL-terminated), or -1 on socket error. */
+static int ft_http(int port, const char *method, const char *path, const char *user,
+                   const char *extra, char *body, size_t body_cap)
+{
+        struct sockaddr_in sin;
+        struct timeval tv = { 30, 0 };
+        char req[2048];
+        char *buf = malloc(FT_BODY_MAX);
+        size_t got = 0;
+        int fd, n, status = -1;
+        char *sep;
+
+        if (!buf)
+                return -1;
+        if (body && body_cap)
+                body[0] = '\0';
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0) {
+                free(buf);
+                return -1;
+        }
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        memset(&sin, 0, sizeof(sin));
+        sin.sin_family = AF_INET;
+        sin.sin_port = htons((uint16_t)port);
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0)
+                goto done;
+        n = snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                     "%s%s%s%s\r\n", method, path, user ? "X-User-Id: " : "", user ? user : "",
+                     user ? "\r\n" : "", extra ? extra : "");
+        if (write(fd, req, (size_t)n) != n)
+                goto done;
+        while (got + 1 < FT_BODY_MAX) {
+                ssize_t r = read(fd, buf + got, FT_BODY_MAX - 1 - got);
+
+                if (r <= 0)
+                        break;
+                got += (size_t)r;
+        }
+        buf[got] = '\0';
+        if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
+                status = -1;
+        if (body && (sep = strstr(buf, "\r\n\r\n")) != NULL)
+                snprintf(body, body_cap, "%s", sep + 4);
+done:
+        close(fd);
+        free(buf);
+        return status;
+}
+
+/* Wait until /readyz answers 200 (or the child exits). @returns 0 or -1. */
+static int ft_wait_ready(int port, pid_t pid, int timeout_s)
+{
+        int64_t until = sk_mono_ms() + timeout_s * 1000LL;
+        char body[1024];
+
+        while (sk_mono_ms() < until) {
+                int st;
+
+                if (ft_http(port, "GET", "/readyz", NULL, NULL, body, sizeof(body)) == 200)
+                        return 0;
+                if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid)
+                        return -1;
+                usleep(100 * 1000);
+        }
+        return -1;
+}
+
+/* SIGTERM and wait up to @p timeout_s. @returns the exit status, 128+sig if killed by a
+ * signal, or -1 on timeout (then SIGKILLed). */
+static int ft_stop(pid_t pid, int timeout_s)
+{
+        int64_t until = sk_mono_ms() + timeout_s * 1000LL;
+        int st;
+
+        kill(pid, SIGTERM);
+        while (sk_mono_ms() < until) {
+                if (waitpid(pid, &st, WNOHANG) == pid)
+                        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+                usleep(50 * 1000);
+        }
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        return -1;
+}
+
+static redisContext *ft_redis(const sk_conf_t *conf)
+{
+        struct timeval tv = { 5, 0 };
+        redisContext *rc = redisConnectWithTimeout(conf->redis.host, conf->redis.port, tv);
+        redisReply *r;
+
+        ck_assert_msg(rc && !rc->err, "redis connect");
+        redisSetTimeout(rc, tv);
+        r = redisCommand(rc, "SELECT %d", conf->redis.db);
+        ck_assert(r != NULL);
+        freeReplyObject(r);
+        return rc;
+}
+
+/* GET as a long long; LLONG_MIN when the key is missing. */
+static long long ft_get_ll(redisContext *rc, const char *key)
+{
+        redisReply *r = redisCommand(rc, "GET %s", key);
+        long long v = LLONG_MIN;
+
+        ck_assert(r != NULL);
+        if (r->type == REDIS_REPLY_STRING)
+                v = strtoll(r->str, NULL, 10);
+        freeReplyObject(r);
+        return v;
+}
+
+static long long ft_stock(const sk_conf_t *conf, redisContext *rc, int64_t vid)
+{
+        char k[SK_KEY_MAX];
+
+        sk_key_voucher(k, conf->redis_prefix, vid, SK_KEY_STOCK);
+        return ft_get_ll(rc, k);
+}
+
+/* HGET as a malloc'd string or NULL. */
+static char *ft_hget(redisContext *rc, const char *key, const char *field)
+{
+        redisReply *r = redisCommand(rc, "HGET %s %s", key, field);
+        char *s = NULL;
+
+        ck_assert(r != NULL);
+        if (r->type == REDIS_REPLY_STRING)
+                s = strndup(r->str, r->len);
+        freeReplyObject(r);
+        return s;
+}
+
+static void ft_db_exec(const sk_conf_t *conf, const char *sql)
+{
+        MYSQL *my = mysql_init(NULL);
+
+        ck_assert(my != NULL);
+        ck_assert_msg(mysql_real_connect(my, conf->mysql.host, conf->mysql.user,
+                                         conf->mysql.password[0] ? conf->mysql.password : NULL,
+                                         conf->mysql.database, (unsigned)conf->mysql.port, NULL, 0),
+                      "mysql connect: %s", mysql_error(my));
+        ck_assert_msg(mysql_query(my, sql) == 0, "%s: %s", sql, mysql_error(my));
+        mysql_close(my);
+}
+
+/* Seed voucher @p vid: Redis meta (begin/end ms, status) and stock; with @p db_status > 0
+ * also the tb_seckill_voucher row. @p stock < 0: no stock key. @p status 0: no meta. */
+static void ft_seed(const sk_conf_t *conf, redisContext *rc, int64_t vid, long long stock,
+                    int64_t begin_ms, int64_t end_ms, int status, int db_status)
+{
+        char k[SK_KEY_MAX], sql[512];
+        redisReply *r;
+
+        if (status > 0) {
+                sk_key_voucher(k, conf->redis_prefix, vid, SK_KEY_META);
+                r = redisCommand(rc, "HSET %s begin_ms %lld end_ms %lld status %d", k,
+                                 (long long)begin_ms, (long long)end_ms, status);
+                ck_assert(r && r->type == REDIS_REPLY_INTEGER);
+                freeReplyObject(r);
+        }
+        if (stock >= 0) {
+                sk_key_voucher(k, conf->redis_prefix, vid, SK_KEY_STOCK);
+                r = redisCommand(rc, "SET %s %lld", k, stock);
+                ck_assert(r && r->type == REDIS_REPLY_STATUS);
+                freeReplyObject(r);
+        }
+        if (db_status > 0) {
+                snprintf(sql, sizeof(sql),
+                         "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, stock, begin_time, "
+                         "end_time, status) VALUES (%" PRId64 ", %lld, %lld, FROM_UNIXTIME(%lld), "
+                         "FROM_UNIXTIME(%lld), %d)",
+                         vid, stock < 0 ? 0 : stock, stock < 0 ? 0 : stock,
+                         (long long)(begin_ms / 1000), (long long)(end_ms / 1000), db_status);
+                ft_db_exec(conf, sql);
+        }
+}
+
+/* Every key under the prefix with its DUMP, sorted, as one string (malloc'd): equal
+ * snapshots mean no Redis write happened under the prefix. */
+static int ft_cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *ft_snapshot(const sk_conf_t *conf, redisContext *rc)
+{
+        char cursor[32] = "0", match[96];
+        char **items = NULL;
+        size_t n = 0, cap = 0, total = 1, i;
+        char *out;
+
+        snprintf(match, sizeof(match), "%s:*", conf->redis_prefix);
+        do {
+                redisReply *r = redisCommand(rc, "SCAN %s MATCH %s COUNT 1000", cursor, match);
+
+                ck_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+                snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+                for (i = 0; i < r->element[1]->elements; i++) {
+                        const char *key = r->element[1]->element[i]->str;
+                        redisReply *d = redisCommand(rc, "DUMP %s", key);
+                        redisReply *t = redisCommand(rc, "PTTL %s", key);
+                        size_t len;
+                        char *s;
+
+                        ck_assert(d && t);
+                        len = strlen(key) + (d->type == REDIS_REPLY_STRING ? d->len * 2 : 0) + 64;
+                        s = malloc(len);
+                        ck_assert(s != NULL);
+                        {
+                                size_t o = (size_t)snprintf(s, len, "%s|%lld|", key,
+                                                            t->integer > 0 ? 1LL : t->integer);
+                                size_t j;
+
+                                for (j = 0; d->type == REDIS_REPLY_STRING && j < d->len; j++)
+                                        o += (size_t)snprintf(s + o, len - o, "%02x",
+                                                              (unsigned char)d->str[j]);
+                        }
+                        if (n == cap) {
+                                cap = cap ? cap * 2 : 64;
+                                items = realloc(items, cap * sizeof(*items));
+                                ck_assert(items != NULL);
+                        }
+                        items[n++] = s;
+                        total += strlen(s) + 1;
+                        freeReplyObject(d);
+                        freeReplyObject(t);
+                }
+                freeReplyObject(r);
+        } while (strcmp(cursor, "0") != 0);
+        qsort(items, n, sizeof(*items), ft_cmp_str);
+        out = malloc(total);
+        ck_assert(out != NULL);
+        out[0] = '\0';
+        for (i = 0; i < n; i++) {
+                strcat(out, items[i]);
+                strcat(out, "\n");
+                free(items[i]);
+        }
+        free(items);
+        return out;
+}
+
+/* A JSON member as text: strings as is, numbers printed. @returns 0 or -1. */
+static int ft_json_field(const char *json, const char *name, char *out, size_t out_size)
+{
+        cJSON *j = cJSON_Parse(json);
+        const cJSON *it = j ? cJSON_GetObjectItemCaseSensitive(j, name) : NULL;
+        int rc = -1;
+
+        if (cJSON_IsString(it)) {
+                snprintf(out, out_size, "%s", it->valuestring);
+                rc = 0;
+        } else if (cJSON_IsNumber(it)) {
+                snprintf(out, out_size, "%.0f", it->valuedouble);
+                rc = 0;
+        } else if (cJSON_IsNull(it)) {
+                snprintf(out, out_size, "null");
+                rc = 0;
+        }
+        cJSON_Delete(j);
+        return rc;
+}
