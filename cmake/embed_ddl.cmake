@@ -1,7 +1,7 @@
 # Writes OUT: the migrations DDL_DIR/NNNN_<what>.sql in file-name order.
 file(GLOB files ${DDL_DIR}/*.sql)
 list(SORT files)
-set(body "/* Generated from ddl/*.sql by cmake/embed_ddl.cmake. Do not edit. */\n#include <stddef.h>\n#include \"sk/migrate.h\"\n")
+set(body "/* Generated from the ddl/ folder by cmake/embed_ddl.cmake. Do not edit. */\n#include <stddef.h>\n#include \"sk/migrate.h\"\n")
 set(table "")
 set(n 0)
 foreach(f ${files})

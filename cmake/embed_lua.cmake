@@ -1,7 +1,7 @@
 # Writes OUT: one `const char sk_lua_<name>[]` per LUA_DIR/<name>.lua, plus a table.
 file(GLOB files ${LUA_DIR}/*.lua)
 list(SORT files)
-set(body "/* Generated from lua/*.lua by cmake/embed_lua.cmake. Do not edit. */\n#include <stddef.h>\n#include \"sk/scripts.h\"\n")
+set(body "/* Generated from the lua/ folder by cmake/embed_lua.cmake. Do not edit. */\n#include <stddef.h>\n#include \"sk/scripts.h\"\n")
 set(table "")
 set(n 0)
 foreach(f ${files})
