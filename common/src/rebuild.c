@@ -721,6 +721,37 @@ done:
 
 /* ------------------------------------------------------------- procedures */
 
+/* Read the voucher row (FOR UPDATE) and its active buyers in one transaction and write
+ * them to Redis with @p op ("preheat" or "rebuild") before COMMIT: a consumer's stock
+ * UPDATE for this voucher waits for us, so the Redis copy is one consistent view of the
+ * DB. *row is updated only when read. */
+static sk_err_t copy_state(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
+                           const vkeys_t *k, int64_t voucher_id, const char *op,
+                           sk_voucher_row_t *row, i64vec_t *buyers, int *sold_down,
+                           char *cur, size_t cur_size, char *errstr, size_t errstr_size)
+{
+        sk_voucher_row_t fresh;
+        sk_err_t err;
+
+        buyers->n = 0;
+        if ((err = sk_db_begin(db, errstr, errstr_size)) != SK_OK)
+                return err;
+        if ((err = sk_voucher_get(db, voucher_id, 1, &fresh, errstr, errstr_size)) != SK_OK)
+                goto fail;
+        *row = fresh;
+        if ((err = db_active_buyers(db, voucher_id, buyers, errstr, errstr_size)) != SK_OK)
+                goto fail;
+        if ((err = write_state(conf, r, k, op, row, buyers, sold_down, cur, cur_size, errstr,
+                               errstr_size)) != SK_OK)
+                goto fail;
+        /* Nothing was written in the DB: a failed COMMIT only releases the lock early. */
+        (void)sk_db_commit(db, NULL, 0);
+        return SK_OK;
+fail:
+        sk_db_rollback(db);
+        return err;
+}
+
 static void rep_init(sk_rebuild_report_t *rep)
 {
         memset(rep, 0, sizeof(*rep));
@@ -801,14 +832,10 @@ static sk_err_t rebuild_locked(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r
         }
         rep->waited_ms = sk_mono_ms() - start_ms;
 
-        /* 4. Everything is decided: copy the book of record. Re-read the row now (the
-         * consumers committed while we waited). */
-        if ((err = sk_voucher_get(db, voucher_id, 0, &row, errstr, errstr_size)) != SK_OK)
-                goto done;
-        if ((err = db_active_buyers(db, voucher_id, &buyers, errstr, errstr_size)) != SK_OK)
-                goto done;
-        if ((err = write_state(conf, r, &k, "rebuild", &row, &buyers, &sold_down, NULL, 0,
-                               errstr, errstr_size)) != SK_OK)
+        /* 4. Everything is decided: copy the book of record. The row is read again now
+         * (the consumers committed while we waited). */
+        if ((err = copy_state(conf, db, r, &k, voucher_id, "rebuild", &row, &buyers,
+                              &sold_down, NULL, 0, errstr, errstr_size)) != SK_OK)
                 goto done;
         paused = 0; /* meta status now comes from the DB */
         rep->stock = row.stock;
@@ -938,10 +965,8 @@ sk_err_t sk_voucher_preheat(const sk_conf_t *conf, int64_t voucher_id, int wait_
                 rep->rebuilt = 1;
                 goto done;
         }
-        if ((err = db_active_buyers(db, voucher_id, &buyers, errstr, errstr_size)) != SK_OK)
-                goto done;
-        if ((err = write_state(conf, r, &k, "preheat", &row, &buyers, &sold_down, cur,
-                               sizeof(cur), errstr, errstr_size)) != SK_OK)
+        if ((err = copy_state(conf, db, r, &k, voucher_id, "preheat", &row, &buyers,
+                              &sold_down, cur, sizeof(cur), errstr, errstr_size)) != SK_OK)
                 goto done;
         if (sold_down) {
                 sk_seterr(errstr, errstr_size,
