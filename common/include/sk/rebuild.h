@@ -69,7 +69,8 @@ typedef struct sk_rebuild_report {
  *  @returns SK_OK; SK_ENOTFOUND (no such voucher in the DB); SK_EEXIST (the stock key
  *  holds another value: sold down or drifted; nothing written; use the rebuild);
  *  SK_EAGAIN (lock held by someone else, a transient error, or the rebuild's wait
- *  timed out); SK_EREDIS / SK_EDB otherwise. Reason in errstr. */
+ *  timed out); SK_EREDIS / SK_EDB otherwise. Reason in errstr. @p wait_ms: the
+ *  rebuild's wait when it runs (<= 0: 2 x delivery timeout). */
 sk_err_t sk_voucher_preheat(const sk_conf_t *conf, int64_t voucher_id, int wait_ms,
                             sk_rebuild_report_t *rep, char *errstr, size_t errstr_size);
 
@@ -90,6 +91,8 @@ sk_err_t sk_voucher_preheat(const sk_conf_t *conf, int64_t voucher_id, int wait_
  *   4. in one script: SET stock = DB stock, DEL users + HSET the DB's active buyers
  *      (userId -> trace_id of their active order), then meta = DB begin_ms, end_ms,
  *      status (this also lifts the pause), each key with the expiry of DESIGN.md 4;
+ *      the voucher row is read FOR UPDATE and the script runs before that transaction
+ *      commits, so no consumer's stock UPDATE lands between the read and the write;
  *   5. RELEASE_LOCK.
  *  Never rolls anything back because consumers are behind: it waits, then reports.
  *  @p rep (may be NULL) receives the figures. @returns SK_OK; SK_ENOTFOUND (no such
