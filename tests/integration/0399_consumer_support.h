@@ -33,6 +33,8 @@
 #include "sk/redis.h"
 #include "sk/scripts.h"
 
+#define CT_FN static __attribute__((unused))
+
 typedef struct ct {
         sk_conf_t conf;
         sk_db_t *db;
@@ -45,7 +47,7 @@ typedef struct ct {
 
 static ct_t CT;
 
-static void ct_on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque)
+CT_FN void ct_on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque)
 {
         (void)rk;
         (void)opaque;
@@ -54,14 +56,14 @@ static void ct_on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *
         CT.inflight--;
 }
 
-static void ct_die(const char *what, const char *errstr)
+CT_FN void ct_die(const char *what, const char *errstr)
 {
         fprintf(stderr, "test setup failed: %s: %s\n", what, errstr);
         exit(2);
 }
 
 /* Everything a test needs, or exit 2. */
-static void ct_setup(const char *name, int partitions)
+CT_FN void ct_setup(const char *name, int partitions)
 {
         char errstr[512] = "";
         rd_kafka_conf_t *kconf;
@@ -86,7 +88,7 @@ static void ct_setup(const char *name, int partitions)
         CT.extra_ms = sk_expire_extra_ms(CT.conf.reconcile_window_hours);
 }
 
-static void ct_teardown(void)
+CT_FN void ct_teardown(void)
 {
         if (CT.prod)
                 rd_kafka_destroy(CT.prod);
@@ -98,8 +100,8 @@ static void ct_teardown(void)
 
 /* ---------------------------------------------------------------- SQL */
 
-static void ct_exec(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void ct_exec(const char *fmt, ...)
+CT_FN void ct_exec(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+CT_FN void ct_exec(const char *fmt, ...)
 {
         char sql[2048], errstr[512] = "";
         va_list ap;
@@ -111,8 +113,8 @@ static void ct_exec(const char *fmt, ...)
 }
 
 /* An integer from SQL; -1 for no row / NULL. */
-static int64_t ct_i64(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int64_t ct_i64(const char *fmt, ...)
+CT_FN int64_t ct_i64(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+CT_FN int64_t ct_i64(const char *fmt, ...)
 {
         char sql[2048], errstr[512] = "";
         int64_t v = -1;
@@ -131,7 +133,7 @@ static int64_t ct_i64(const char *fmt, ...)
 }
 
 /* Wait until SQL @p sql (an integer) equals @p want; @returns the last value. */
-static int64_t ct_wait_i64(int timeout_s, int64_t want, const char *sql)
+CT_FN int64_t ct_wait_i64(int timeout_s, int64_t want, const char *sql)
 {
         int64_t deadline = sk_mono_ms() + (int64_t)timeout_s * 1000, v;
 
@@ -145,7 +147,7 @@ static int64_t ct_wait_i64(int timeout_s, int64_t want, const char *sql)
 
 /* ---------------------------------------------------------------- Redis */
 
-static redisReply *ct_redis(const char *fmt, ...)
+CT_FN redisReply *ct_redis(const char *fmt, ...)
 {
         va_list ap;
         redisReply *reply;
@@ -158,7 +160,7 @@ static redisReply *ct_redis(const char *fmt, ...)
 }
 
 /* GET/HGET as an integer; -1 if missing. */
-static int64_t ct_redis_i64(const char *fmt, ...)
+CT_FN int64_t ct_redis_i64(const char *fmt, ...)
 {
         va_list ap;
         redisReply *reply;
@@ -176,7 +178,7 @@ static int64_t ct_redis_i64(const char *fmt, ...)
         return v;
 }
 
-static int ct_redis_exists_field(const char *key, const char *field)
+CT_FN int ct_redis_exists_field(const char *key, const char *field)
 {
         redisReply *reply = ct_redis("HEXISTS %s %s", key, field);
         int v = reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
@@ -185,7 +187,7 @@ static int ct_redis_exists_field(const char *key, const char *field)
 }
 
 /* Voucher on sale now for an hour, in the DB (init_stock, db_stock) and Redis. */
-static void ct_voucher(int64_t vid, int init_stock, int db_stock, int redis_stock)
+CT_FN void ct_voucher(int64_t vid, int init_stock, int db_stock, int redis_stock)
 {
         char k[SK_KEY_MAX];
         int64_t now = sk_now_ms();
@@ -203,7 +205,7 @@ static void ct_voucher(int64_t vid, int init_stock, int db_stock, int redis_stoc
         freeReplyObject(reply);
 }
 
-static int64_t ct_redis_stock(int64_t vid)
+CT_FN int64_t ct_redis_stock(int64_t vid)
 {
         char k[SK_KEY_MAX];
         sk_key_voucher(k, CT.conf.redis_prefix, vid, SK_KEY_STOCK);
@@ -211,14 +213,14 @@ static int64_t ct_redis_stock(int64_t vid)
 }
 
 /* users[uid] == trace? (1), other/missing (0) */
-static int ct_redis_user_is(int64_t vid, int64_t uid, int64_t trace)
+CT_FN int ct_redis_user_is(int64_t vid, int64_t uid, int64_t trace)
 {
         char k[SK_KEY_MAX];
         sk_key_voucher(k, CT.conf.redis_prefix, vid, SK_KEY_USERS);
         return ct_redis_i64("HGET %s %lld", k, (long long)uid) == trace;
 }
 
-static int ct_fenced(int64_t vid, int64_t trace)
+CT_FN int ct_fenced(int64_t vid, int64_t trace)
 {
         char k[SK_KEY_MAX], f[48];
         sk_key_voucher(k, CT.conf.redis_prefix, vid, SK_KEY_TRACE);
@@ -228,7 +230,7 @@ static int ct_fenced(int64_t vid, int64_t trace)
 
 /* Admit one purchase through deduct.lua (fresh trace and order ids) into *msg and its
  * JSON into @p json (SK_MSG_MAX). @returns 0, or the REJECT code / -1. */
-static int ct_deduct_ids(int64_t vid, int64_t uid, int64_t trace, int64_t order, sk_order_msg_t *msg,
+CT_FN int ct_deduct_ids(int64_t vid, int64_t uid, int64_t trace, int64_t order, sk_order_msg_t *msg,
                          char *json)
 {
         char k_meta[SK_KEY_MAX], k_stock[SK_KEY_MAX], k_users[SK_KEY_MAX], k_trace[SK_KEY_MAX];
@@ -263,7 +265,7 @@ static int ct_deduct_ids(int64_t vid, int64_t uid, int64_t trace, int64_t order,
         return rc;
 }
 
-static int ct_deduct(int64_t vid, int64_t uid, sk_order_msg_t *msg, char *json)
+CT_FN int ct_deduct(int64_t vid, int64_t uid, sk_order_msg_t *msg, char *json)
 {
         return ct_deduct_ids(vid, uid, sk_test_rand_id(), sk_test_rand_id(), msg, json);
 }
@@ -271,7 +273,7 @@ static int ct_deduct(int64_t vid, int64_t uid, sk_order_msg_t *msg, char *json)
 /* ---------------------------------------------------------------- Kafka */
 
 /* Queue one message (key = voucher id) without waiting. */
-static void ct_produce_async(int64_t vid, const char *payload, size_t len)
+CT_FN void ct_produce_async(int64_t vid, const char *payload, size_t len)
 {
         char key[SK_ID_STRLEN];
         rd_kafka_resp_err_t e;
@@ -285,7 +287,7 @@ static void ct_produce_async(int64_t vid, const char *payload, size_t len)
 }
 
 /* Wait until every queued message is PERSISTED. */
-static void ct_produce_wait(void)
+CT_FN void ct_produce_wait(void)
 {
         int64_t deadline = sk_mono_ms() + 30000;
 
@@ -295,7 +297,7 @@ static void ct_produce_wait(void)
         ck_assert_int_eq(CT.failed_deliveries, 0);
 }
 
-static void ct_produce(int64_t vid, const char *payload)
+CT_FN void ct_produce(int64_t vid, const char *payload)
 {
         ct_produce_async(vid, payload, strlen(payload));
         ct_produce_wait();
@@ -309,7 +311,7 @@ typedef struct ct_dlq_msg {
 } ct_dlq_msg_t;
 
 /* Read the DLQ topic from the start until @p want messages or @p timeout_s. */
-static int ct_read_dlq(ct_dlq_msg_t *out, int want, int timeout_s)
+CT_FN int ct_read_dlq(ct_dlq_msg_t *out, int want, int timeout_s)
 {
         char errstr[512] = "";
         sk_conf_t conf = CT.conf;
@@ -364,7 +366,7 @@ static int ct_read_dlq(ct_dlq_msg_t *out, int want, int timeout_s)
 
 /* Start ${SK_BIN}/seckill-consumer for this run with extra flags (NULL-terminated) and
  * optional SECKILL_FAILPOINTS. @returns its pid. */
-static pid_t ct_start_consumer(const char *group, const char *failpoints, const char *const *flags)
+CT_FN pid_t ct_start_consumer(const char *group, const char *failpoints, const char *const *flags)
 {
         const char *bin = getenv("SK_BIN");
         char path[1024], parts_s[16];
@@ -412,7 +414,7 @@ static pid_t ct_start_consumer(const char *group, const char *failpoints, const 
 }
 
 /* Wait for @p pid up to @p timeout_s; @returns the wait status, or -1 on timeout. */
-static int ct_wait_pid(pid_t pid, int timeout_s)
+CT_FN int ct_wait_pid(pid_t pid, int timeout_s)
 {
         int64_t deadline = sk_mono_ms() + (int64_t)timeout_s * 1000;
         int status = 0;
@@ -431,7 +433,7 @@ static int ct_wait_pid(pid_t pid, int timeout_s)
 
 /* SIGTERM, wait for a clean exit (exit status 0 expected by the caller); SIGKILL on
  * timeout. @returns the wait status. */
-static int ct_stop_consumer(pid_t pid)
+CT_FN int ct_stop_consumer(pid_t pid)
 {
         int status;
 
@@ -447,7 +449,7 @@ static int ct_stop_consumer(pid_t pid)
 }
 
 /* Run @p s without forking (shared handles) and return EXIT_SUCCESS iff all passed. */
-static int ct_run(Suite *s)
+CT_FN int ct_run(Suite *s)
 {
         SRunner *sr = srunner_create(s);
         int failed;

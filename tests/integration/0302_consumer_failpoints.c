@@ -1,0 +1,198 @@
+/* 0302_consumer_failpoints.c: crash points of seckill-consumer (DESIGN.md 8 "worker
+ * killed before/after commit", 11). For each of consumer.before_commit,
+ * consumer.between_statements and consumer.after_commit = 1*exit: admit 3 purchases,
+ * start the consumer with the failpoint, see it die by SIGKILL, restart it without
+ * failpoints -> every message applied exactly once (3 orders, stock down by 3), then a
+ * clean SIGTERM stop (exit 0) leaves the group's committed offset at the high
+ * watermark. consumer.before_rollback=1*exit on a has_order purchase: the FAILED
+ * outcome is committed, the process dies before rollback.lua, and the restarted
+ * consumer follows the FAILED row and runs it (stock restored once).
+ * Then the same message consumed by two consumers (two groups) at once, with a sleep
+ * between the statements so the transactions overlap -> one order. */
+#include "0399_consumer_support.h"
+
+#define WAIT_S 60
+
+static int64_t hwm_total(void)
+{
+        char errstr[512] = "";
+        rd_kafka_conf_t *kconf = sk_kafka_conf_new(&CT.conf, SK_KAFKA_ADMIN, errstr, sizeof(errstr));
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, kconf, errstr, sizeof(errstr));
+        int64_t total = 0;
+
+        ck_assert_msg(rk != NULL, "%s", errstr);
+        for (int p = 0; p < CT.conf.topic_partitions; p++) {
+                int64_t lo = 0, hi = 0;
+                ck_assert_int_eq(rd_kafka_query_watermark_offsets(rk, CT.conf.topic, p, &lo, &hi, 10000), 0);
+                total += hi;
+        }
+        rd_kafka_destroy(rk);
+        return total;
+}
+
+static int64_t committed_total(void)
+{
+        char errstr[512] = "";
+        int64_t total = 0;
+
+        for (int p = 0; p < CT.conf.topic_partitions; p++) {
+                int64_t off = -1;
+                ck_assert_int_eq(sk_kafka_committed(&CT.conf, CT.conf.topic, p, &off, 10000, errstr,
+                                                    sizeof(errstr)), SK_OK);
+                total += off < 0 ? 0 : off;
+        }
+        return total;
+}
+
+static void crash_and_restart(const char *failpoint, int expect_outcomes_after_crash)
+{
+        int64_t vid = sk_test_rand_id();
+        sk_order_msg_t m[3];
+        char json[3][SK_MSG_MAX], sql[256];
+        pid_t pid;
+        int status, i;
+
+        ct_voucher(vid, 10, 10, 10);
+        for (i = 0; i < 3; i++) {
+                ck_assert_int_eq(ct_deduct(vid, sk_test_rand_id(), &m[i], json[i]), 0);
+                ct_produce_async(vid, json[i], strlen(json[i]));
+        }
+        ct_produce_wait();
+
+        pid = ct_start_consumer(NULL, failpoint, NULL);
+        status = ct_wait_pid(pid, WAIT_S);
+        ck_assert_msg(status != -1, "consumer with %s did not die", failpoint);
+        ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "%s: status %d", failpoint, status);
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64, vid);
+        if (expect_outcomes_after_crash >= 0)
+                ck_assert_int_eq(ct_i64("%s", sql), expect_outcomes_after_crash);
+        else /* committed, then killed: at least the first batch's outcomes exist */
+                ck_assert_int_ge(ct_i64("%s", sql), 1);
+
+        pid = ct_start_consumer(NULL, NULL, NULL);
+        ck_assert_int_eq(ct_wait_i64(WAIT_S, 3, sql), 3);
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid);
+        /* The outcomes may all predate the restart (after_commit): wait until the
+         * restarted consumer has consumed and committed everything, then stop cleanly. */
+        {
+                int64_t deadline = sk_mono_ms() + WAIT_S * 1000, hwm = hwm_total();
+                while (committed_total() != hwm && sk_mono_ms() < deadline)
+                        sk_sleep_ms(200, NULL);
+        }
+        status = ct_stop_consumer(pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "stop status %d", status);
+        ck_assert_int_eq(ct_i64("%s", sql), 3);
+        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64
+                                " AND outcome = 1", vid), 3);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 7);
+        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_reconcile_log WHERE voucher_id = %" PRId64, vid), 3);
+        for (i = 0; i < 3; i++)
+                ck_assert(!ct_fenced(vid, m[i].trace_id));
+        ck_assert_int_eq(committed_total(), hwm_total());
+}
+
+START_TEST(before_commit_exit)
+{
+        crash_and_restart("consumer.before_commit=1*exit", 0);
+}
+END_TEST
+
+START_TEST(between_statements_exit)
+{
+        crash_and_restart("consumer.between_statements=1*exit", 0);
+}
+END_TEST
+
+START_TEST(after_commit_exit)
+{
+        crash_and_restart("consumer.after_commit=1*exit", -1);
+}
+END_TEST
+
+START_TEST(before_rollback_exit)
+{
+        int64_t vid = sk_test_rand_id(), uid = sk_test_rand_id();
+        sk_order_msg_t m;
+        char json[SK_MSG_MAX], sql[256];
+        pid_t pid;
+        int status;
+
+        ct_voucher(vid, 5, 4, 4);
+        ct_exec("INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status) VALUES "
+                "(%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", 1)", sk_test_rand_id(), uid, vid,
+                sk_test_rand_id());
+        ck_assert_int_eq(ct_deduct(vid, uid, &m, json), 0);
+        ct_produce(vid, json);
+        pid = ct_start_consumer(NULL, "consumer.before_rollback=1*exit", NULL);
+        status = ct_wait_pid(pid, WAIT_S);
+        ck_assert(status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        /* FAILED committed, no fence yet, stock not restored. */
+        ck_assert_int_eq(ct_i64("SELECT outcome FROM tb_seckill_outcome WHERE trace_id = %" PRId64, m.trace_id), 2);
+        ck_assert(!ct_fenced(vid, m.trace_id));
+        ck_assert_int_eq(ct_redis_stock(vid), 3);
+
+        pid = ct_start_consumer(NULL, NULL, NULL);
+        for (int t = 0; t < WAIT_S * 10 && !ct_fenced(vid, m.trace_id); t++)
+                sk_sleep_ms(100, NULL);
+        status = ct_stop_consumer(pid);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        ck_assert(ct_fenced(vid, m.trace_id));
+        ck_assert_int_eq(ct_redis_stock(vid), 4);
+        ck_assert(ct_redis_user_is(vid, uid, m.trace_id));
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid);
+        ck_assert_int_eq(ct_i64("%s", sql), 1);
+}
+END_TEST
+
+START_TEST(two_consumers_same_message)
+{
+        int64_t vid = sk_test_rand_id(), uid = sk_test_rand_id();
+        sk_order_msg_t m;
+        char json[SK_MSG_MAX], g1[256], g2[256], sql[256];
+        pid_t p1, p2;
+        int s1, s2;
+
+        /* Both groups start from the end of what earlier cases produced... they read
+         * from the beginning (new groups): every earlier message is a duplicate too. */
+        ct_voucher(vid, 5, 5, 5);
+        ck_assert_int_eq(ct_deduct(vid, uid, &m, json), 0);
+        ct_produce(vid, json);
+        snprintf(g1, sizeof(g1), "%s-a", CT.conf.group_id);
+        snprintf(g2, sizeof(g2), "%s-b", CT.conf.group_id);
+        p1 = ct_start_consumer(g1, "consumer.between_statements=sleep(300)", NULL);
+        p2 = ct_start_consumer(g2, "consumer.between_statements=sleep(300)", NULL);
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64, m.trace_id);
+        ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
+        sk_sleep_ms(3000, NULL); /* both had their go */
+        s1 = ct_stop_consumer(p1);
+        s2 = ct_stop_consumer(p2);
+        ck_assert(WIFEXITED(s1) && WEXITSTATUS(s1) == 0);
+        ck_assert(WIFEXITED(s2) && WEXITSTATUS(s2) == 0);
+        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 1);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 4);
+        ck_assert(!ct_fenced(vid, m.trace_id));
+        /* Nothing of the earlier cases was applied twice either. */
+        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order o JOIN tb_seckill_outcome s "
+                                "ON s.trace_id = o.trace_id AND s.outcome = 1"),
+                         ct_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE outcome = 1"));
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("consumer_failpoints");
+        TCase *tc = tcase_create("crash");
+        int rc;
+
+        ct_setup("cons_fp", 2);
+        tcase_set_timeout(tc, 280);
+        tcase_add_test(tc, before_commit_exit);
+        tcase_add_test(tc, between_statements_exit);
+        tcase_add_test(tc, after_commit_exit);
+        tcase_add_test(tc, before_rollback_exit);
+        tcase_add_test(tc, two_consumers_same_message);
+        suite_add_tcase(s, tc);
+        rc = ct_run(s);
+        ct_teardown();
+        return rc;
+}
