@@ -1,0 +1,149 @@
+/* 0303_consumer_transient.c: transient DB errors in seckill-consumer (DESIGN.md 5, 8),
+ * on a one-partition topic so message order is the partition order.
+ * 1. Another session holds the voucher row (SELECT ... FOR UPDATE) past the consumer's
+ *    session lock-wait timeout (2 s here): the purchase is applied once the lock is
+ *    released, with no Redis rollback, and the worker stays in the group (a later
+ *    message is applied by the same process).
+ * 2. A message of voucher B between two of voucher A on the partition; B's transaction
+ *    fails transiently (its row is locked) and the worker is killed with SIGKILL while
+ *    retrying: the group's committed offset has not passed B, and after a restart B is
+ *    consumed (A's duplicates change nothing). */
+#include "0399_consumer_support.h"
+
+#define WAIT_S 60
+
+static int64_t committed0(void)
+{
+        char errstr[512] = "";
+        int64_t off = -1;
+
+        ck_assert_int_eq(sk_kafka_committed(&CT.conf, CT.conf.topic, 0, &off, 10000, errstr, sizeof(errstr)), SK_OK);
+        return off;
+}
+
+/* A second connection that holds a row lock on @p vid until ct_unlock(). */
+static sk_db_t *ct_lock_voucher(int64_t vid)
+{
+        char errstr[512] = "", sql[256];
+        sk_db_t *db = sk_db_connect(&CT.conf.mysql, 0, 0, errstr, sizeof(errstr));
+        int64_t stock = 0;
+
+        ck_assert_msg(db != NULL, "%s", errstr);
+        ck_assert_int_eq(sk_db_begin(db, errstr, sizeof(errstr)), SK_OK);
+        snprintf(sql, sizeof(sql), "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64 " FOR UPDATE", vid);
+        ck_assert_int_eq(sk_db_query_i64(db, sql, &stock, NULL, errstr, sizeof(errstr)), SK_OK);
+        return db;
+}
+
+static void ct_unlock(sk_db_t *db)
+{
+        sk_db_rollback(db);
+        sk_db_close(db);
+}
+
+START_TEST(lock_wait_then_applied)
+{
+        int64_t vid = sk_test_rand_id(), uid = sk_test_rand_id();
+        sk_order_msg_t m, later;
+        char json[SK_MSG_MAX], json2[SK_MSG_MAX], sql[256];
+        sk_db_t *locker;
+        pid_t pid;
+        int status;
+
+        ct_voucher(vid, 5, 5, 5);
+        pid = ct_start_consumer(NULL, NULL, NULL);
+        locker = ct_lock_voucher(vid);
+        ck_assert_int_eq(ct_deduct(vid, uid, &m, json), 0);
+        ct_produce(vid, json);
+        /* Several lock-wait timeouts (2 s each) pass while the row is held. */
+        sk_sleep_ms(7000, NULL);
+        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64, m.trace_id), 0);
+        ck_assert(!ct_fenced(vid, m.trace_id));                   /* never a Redis rollback */
+        ck_assert_int_eq(waitpid(pid, &status, WNOHANG), 0);      /* still running */
+        ct_unlock(locker);
+
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64, m.trace_id);
+        ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
+        ck_assert(!ct_fenced(vid, m.trace_id));
+        ck_assert(ct_redis_user_is(vid, uid, m.trace_id));
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 4);
+
+        /* The worker is still in the group and serving. */
+        ck_assert_int_eq(ct_deduct(vid, sk_test_rand_id(), &later, json2), 0);
+        ct_produce(vid, json2);
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64, later.trace_id);
+        ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
+        status = ct_stop_consumer(pid);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+END_TEST
+
+START_TEST(b_between_a_survives_kill)
+{
+        int64_t va = sk_test_rand_id(), vb = sk_test_rand_id();
+        sk_order_msg_t a1, b, a2;
+        char j1[SK_MSG_MAX], jb[SK_MSG_MAX], j2[SK_MSG_MAX], sql[256];
+        int64_t base, off_b;
+        sk_db_t *locker;
+        pid_t pid;
+        int status;
+
+        ct_voucher(va, 5, 5, 5);
+        ct_voucher(vb, 5, 5, 5);
+        ck_assert_int_eq(ct_deduct(va, sk_test_rand_id(), &a1, j1), 0);
+        ck_assert_int_eq(ct_deduct(vb, sk_test_rand_id(), &b, jb), 0);
+        ck_assert_int_eq(ct_deduct(va, sk_test_rand_id(), &a2, j2), 0);
+        base = committed0();           /* everything before is consumed (previous case) */
+        ck_assert_int_ge(base, 0);
+        off_b = base + 1;              /* A1 at base, B at base+1, A2 at base+2 */
+        locker = ct_lock_voucher(vb);
+        ct_produce_async(va, j1, strlen(j1));
+        ct_produce_async(vb, jb, strlen(jb));
+        ct_produce_async(va, j2, strlen(j2));
+        ct_produce_wait();
+
+        pid = ct_start_consumer(NULL, NULL, NULL);
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, va);
+        ck_assert_int_eq(ct_wait_i64(WAIT_S, 2, sql), 2);
+        /* B is retrying against the lock; let the auto-commit run, then kill. */
+        sk_sleep_ms(3000, NULL);
+        ck_assert_int_le(committed0(), off_b);
+        kill(pid, SIGKILL);
+        ck_assert(ct_wait_pid(pid, 10) != -1);
+        ck_assert_int_le(committed0(), off_b);
+        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64, b.trace_id), 0);
+        ct_unlock(locker);
+
+        pid = ct_start_consumer(NULL, NULL, NULL);
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64, b.trace_id);
+        ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
+        {
+                int64_t deadline = sk_mono_ms() + WAIT_S * 1000;
+                while (committed0() != base + 3 && sk_mono_ms() < deadline)
+                        sk_sleep_ms(200, NULL);
+        }
+        status = ct_stop_consumer(pid);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        ck_assert_int_eq(committed0(), base + 3);
+        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, va), 2);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, va), 3);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vb), 4);
+        ck_assert(!ct_fenced(vb, b.trace_id));
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("consumer_transient");
+        TCase *tc = tcase_create("transient");
+        int rc;
+
+        ct_setup("cons_tr", 1);
+        tcase_set_timeout(tc, 280);
+        tcase_add_test(tc, lock_wait_then_applied);
+        tcase_add_test(tc, b_between_a_survives_kill);
+        suite_add_tcase(s, tc);
+        rc = ct_run(s);
+        ct_teardown();
+        return rc;
+}
