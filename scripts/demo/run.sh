@@ -425,13 +425,21 @@ python3 "$DEMO_DIR/report.py" load-sql "$RUN/accepted.tsv" "$CLIENT_DB" > "$RUN/
 sql < "$RUN/accepted.sql" || die "cannot load the 202 log into $CLIENT_DB"
 DRAIN_T0=$(date +%s)
 drained=0
+last_line=
+last_print=0
 while :; do
         read -r decided created failed < <(sql -e "
                 SELECT COUNT(o.trace_id), COALESCE(SUM(o.outcome = 1), 0), COALESCE(SUM(o.outcome = 2), 0)
                 FROM \`$CLIENT_DB\`.accepted a JOIN \`$DB\`.tb_seckill_outcome o ON o.trace_id = a.trace_id") \
                 || { decided=0; created=0; failed=0; }
         elapsed=$(( $(date +%s) - DRAIN_T0 ))
-        say "drain: $decided/$NACC accepted purchases decided (created $created, failed $failed), ${elapsed}s"
+        line="$decided/$NACC accepted purchases decided (created $created, failed $failed)"
+        # a line when the count moves, else one every 10 s
+        if [[ $line != "$last_line" ]] || (( elapsed - last_print >= 10 )) || (( decided >= NACC )); then
+                say "drain: $line, ${elapsed}s"
+                last_line=$line
+                last_print=$elapsed
+        fi
         if (( decided >= NACC )); then drained=1; break; fi
         (( elapsed >= DRAIN_TIMEOUT_S )) && break
         kill -0 "$CONSUMER_PID" 2>/dev/null || { warn "seckill-consumer exited: $(tail -n 3 "$RUN/consumer.log")"; break; }
