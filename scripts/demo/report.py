@@ -72,7 +72,7 @@ def sql(query):
     """Rows of a query (tab-separated mysql -N -B output), session in UTC like the
     binaries (db.c sets time_zone '+00:00': DATETIME(3) columns hold UTC)."""
     env = dict(os.environ)
-    cmd = ["mysql", "-h", env.get("DEMO_MYSQL_HOST", "127.0.0.1"),
+    cmd = [env.get("DEMO_MYSQL_CLI", "mysql"), "-h", env.get("DEMO_MYSQL_HOST", "127.0.0.1"),
            "-P", env.get("DEMO_MYSQL_PORT", "3306"), "-u", env.get("DEMO_MYSQL_USER", "root"),
            "--protocol=TCP", "-N", "-B", "-e", "SET time_zone = '+00:00'; " + query]
     res = subprocess.run(cmd, capture_output=True, text=True, env=env)

@@ -122,7 +122,7 @@ install_missing() {
                 libmicrohttpd-dev:/usr/include/microhttpd.h
                 check:/usr/include/check.h
                 wrk:wrk gnuplot-nox:gnuplot jq:jq curl:curl python3:python3
-                redis-tools:redis-cli mariadb-client:mysql
+                redis-tools:redis-cli mariadb-client:mariadb
         )
         local -a missing=()
         local item pkg probe
@@ -183,7 +183,10 @@ export DEMO_REDIS_HOST=$REDIS_HOST DEMO_REDIS_PORT=$REDIS_PORT DEMO_REDIS_DB=$RE
 [[ -n $MYSQL_PASS ]] && export MYSQL_PWD=$MYSQL_PASS
 [[ -n $REDIS_PASS ]] && export REDISCLI_AUTH=$REDIS_PASS
 rcli() { redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" -n "$REDIS_DB" "$@"; }
-sql() { mysql -h "$MYSQL_HOST" -P "$MYSQL_PORT" -u "$MYSQL_USER" --protocol=TCP -N -B "$@"; }
+# MariaDB 11 (Debian 13) names the client "mariadb" and drops "mysql" to a compat package.
+MYSQL_CLI=$(command -v mariadb || command -v mysql || echo mysql)
+export DEMO_MYSQL_CLI=$MYSQL_CLI
+sql() { "$MYSQL_CLI" -h "$MYSQL_HOST" -P "$MYSQL_PORT" -u "$MYSQL_USER" --protocol=TCP -N -B "$@"; }
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
@@ -245,7 +248,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 [[ $INSTALL -eq 1 ]] && install_missing
-for tool in wrk gnuplot python3 curl redis-cli mysql jq; do
+for tool in wrk gnuplot python3 curl redis-cli jq setsid; do
         command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run without --no-install)"
 done
 
