@@ -314,6 +314,14 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
                rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
 }
 
+/* librdkafka's own log lines, in our key=value format (served by its threads). */
+static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+        (void)rk;
+        SK_LOG(level <= 3 ? SK_ERROR : level <= 5 ? SK_WARN : SK_DEBUG, "rdkafka_log",
+               "fac=%s msg=\"%s\"", fac, buf);
+}
+
 static fr_prod_t *prod_new(char *errstr, size_t errstr_size)
 {
         rd_kafka_conf_t *kconf;
@@ -323,6 +331,7 @@ static fr_prod_t *prod_new(char *errstr, size_t errstr_size)
                 return NULL;
         rd_kafka_conf_set_dr_msg_cb(kconf, dr_cb);
         rd_kafka_conf_set_error_cb(kconf, error_cb);
+        rd_kafka_conf_set_log_cb(kconf, log_cb);
         if (!(p = calloc(1, sizeof(*p)))) {
                 rd_kafka_conf_destroy(kconf);
                 sk_seterr(errstr, errstr_size, "out of memory");
@@ -970,8 +979,9 @@ static void *health_main(void *arg)
         while (!atomic_load(&g_fr.threads_stop)) {
                 int64_t t0 = sk_mono_ms();
 
-                kafka_check();
+                /* Redis first: the Kafka check may block for seconds while brokers are down. */
                 redis_check(&r);
+                kafka_check();
                 while (!atomic_load(&g_fr.threads_stop) && sk_mono_ms() - t0 < 1000 &&
                        !atomic_load(&g_fr.prod_fatal))
                         sk_sleep_ms(50, NULL);

@@ -31,7 +31,7 @@
 
 #define FT_BODY_MAX 65536
 
-static int ft_free_port(void)
+static __attribute__((unused)) int ft_free_port(void)
 {
         struct sockaddr_in sin;
         socklen_t len = sizeof(sin);
@@ -50,7 +50,7 @@ static int ft_free_port(void)
 
 /* Start seckill-front for @p conf on @p port; @p extra_env: NULL-terminated "K=V" list
  * (may be NULL). stderr goes to @p log_path. @returns the child's pid. */
-static pid_t ft_spawn(const sk_conf_t *conf, int port, const char *const *extra_env,
+static __attribute__((unused)) pid_t ft_spawn(const sk_conf_t *conf, int port, const char *const *extra_env,
                       const char *log_path)
 {
         const char *bin = getenv("SK_BIN");
@@ -101,7 +101,7 @@ static pid_t ft_spawn(const sk_conf_t *conf, int port, const char *const *extra_
 /* One HTTP/1.1 request on a fresh connection (Connection: close). @p user: X-User-Id
  * value or NULL (header left out). @p extra: more raw header lines ("K: V\r\n") or NULL.
  * @returns the status code (body in @p body, NUL-terminated), or -1 on socket error. */
-static int ft_http(int port, const char *method, const char *path, const char *user,
+static __attribute__((unused)) int ft_http(int port, const char *method, const char *path, const char *user,
                    const char *extra, char *body, size_t body_cap)
 {
         struct sockaddr_in sin;
@@ -153,7 +153,7 @@ done:
 }
 
 /* Wait until /readyz answers 200 (or the child exits). @returns 0 or -1. */
-static int ft_wait_ready(int port, pid_t pid, int timeout_s)
+static __attribute__((unused)) int ft_wait_ready(int port, pid_t pid, int timeout_s)
 {
         int64_t until = sk_mono_ms() + timeout_s * 1000LL;
         char body[1024];
@@ -172,7 +172,7 @@ static int ft_wait_ready(int port, pid_t pid, int timeout_s)
 
 /* SIGTERM and wait up to @p timeout_s. @returns the exit status, 128+sig if killed by a
  * signal, or -1 on timeout (then SIGKILLed). */
-static int ft_stop(pid_t pid, int timeout_s)
+static __attribute__((unused)) int ft_stop(pid_t pid, int timeout_s)
 {
         int64_t until = sk_mono_ms() + timeout_s * 1000LL;
         int st;
@@ -188,7 +188,7 @@ static int ft_stop(pid_t pid, int timeout_s)
         return -1;
 }
 
-static redisContext *ft_redis(const sk_conf_t *conf)
+static __attribute__((unused)) redisContext *ft_redis(const sk_conf_t *conf)
 {
         struct timeval tv = { 5, 0 };
         redisContext *rc = redisConnectWithTimeout(conf->redis.host, conf->redis.port, tv);
@@ -203,7 +203,7 @@ static redisContext *ft_redis(const sk_conf_t *conf)
 }
 
 /* GET as a long long; LLONG_MIN when the key is missing. */
-static long long ft_get_ll(redisContext *rc, const char *key)
+static __attribute__((unused)) long long ft_get_ll(redisContext *rc, const char *key)
 {
         redisReply *r = redisCommand(rc, "GET %s", key);
         long long v = LLONG_MIN;
@@ -215,7 +215,7 @@ static long long ft_get_ll(redisContext *rc, const char *key)
         return v;
 }
 
-static long long ft_stock(const sk_conf_t *conf, redisContext *rc, int64_t vid)
+static __attribute__((unused)) long long ft_stock(const sk_conf_t *conf, redisContext *rc, int64_t vid)
 {
         char k[SK_KEY_MAX];
 
@@ -224,7 +224,7 @@ static long long ft_stock(const sk_conf_t *conf, redisContext *rc, int64_t vid)
 }
 
 /* HGET as a malloc'd string or NULL. */
-static char *ft_hget(redisContext *rc, const char *key, const char *field)
+static __attribute__((unused)) char *ft_hget(redisContext *rc, const char *key, const char *field)
 {
         redisReply *r = redisCommand(rc, "HGET %s %s", key, field);
         char *s = NULL;
@@ -236,7 +236,7 @@ static char *ft_hget(redisContext *rc, const char *key, const char *field)
         return s;
 }
 
-static void ft_db_exec(const sk_conf_t *conf, const char *sql)
+static __attribute__((unused)) void ft_db_exec(const sk_conf_t *conf, const char *sql)
 {
         MYSQL *my = mysql_init(NULL);
 
@@ -251,7 +251,7 @@ static void ft_db_exec(const sk_conf_t *conf, const char *sql)
 
 /* Seed voucher @p vid: Redis meta (begin/end ms, status) and stock; with @p db_status > 0
  * also the tb_seckill_voucher row. @p stock < 0: no stock key. @p status 0: no meta. */
-static void ft_seed(const sk_conf_t *conf, redisContext *rc, int64_t vid, long long stock,
+static __attribute__((unused)) void ft_seed(const sk_conf_t *conf, redisContext *rc, int64_t vid, long long stock,
                     int64_t begin_ms, int64_t end_ms, int status, int db_status)
 {
         char k[SK_KEY_MAX], sql[512];
@@ -281,21 +281,23 @@ static void ft_seed(const sk_conf_t *conf, redisContext *rc, int64_t vid, long l
         }
 }
 
-/* Every key under the prefix with its DUMP, sorted, as one string (malloc'd): equal
+/* Every voucher key under the prefix with its DUMP, sorted, as one string (malloc'd): equal
  * snapshots mean no Redis write happened under the prefix. */
-static int ft_cmp_str(const void *a, const void *b)
+static __attribute__((unused)) int ft_cmp_str(const void *a, const void *b)
 {
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static char *ft_snapshot(const sk_conf_t *conf, redisContext *rc)
+static __attribute__((unused)) char *ft_snapshot(const sk_conf_t *conf, redisContext *rc)
 {
         char cursor[32] = "0", match[96];
         char **items = NULL;
         size_t n = 0, cap = 0, total = 1, i;
         char *out;
 
-        snprintf(match, sizeof(match), "%s:*", conf->redis_prefix);
+        /* Voucher keys only: the worker lease keys (<prefix>:worker:*) are renewed by the
+         * front itself all the time. */
+        snprintf(match, sizeof(match), "%s:{v:*", conf->redis_prefix);
         do {
                 redisReply *r = redisCommand(rc, "SCAN %s MATCH %s COUNT 1000", cursor, match);
 
@@ -347,7 +349,7 @@ static char *ft_snapshot(const sk_conf_t *conf, redisContext *rc)
 }
 
 /* A JSON member as text: strings as is, numbers printed. @returns 0 or -1. */
-static int ft_json_field(const char *json, const char *name, char *out, size_t out_size)
+static __attribute__((unused)) int ft_json_field(const char *json, const char *name, char *out, size_t out_size)
 {
         cJSON *j = cJSON_Parse(json);
         const cJSON *it = j ? cJSON_GetObjectItemCaseSensitive(j, name) : NULL;

@@ -1,0 +1,88 @@
+/* 0401_front_kafka_down.c: a front whose brokers are unreachable (SECKILL_KAFKA_BROKERS
+ * = a closed port, 127.0.0.1:1, instead of stopping the shared broker): /readyz reports
+ * Kafka down (503) and a purchase is refused with 503 + Retry-After BEFORE any deduct
+ * (DESIGN.md 8: producer unusable -> 503 before deduct.lua): stock unchanged, no key
+ * under the prefix written. Also: the front still serves /healthz and 400s. */
+#include "0499_front_util.h"
+
+static sk_conf_t g_conf;
+
+START_TEST(kafka_down_refuses_before_deduct)
+{
+        static const char *const env[] = { "SECKILL_KAFKA_BROKERS=127.0.0.1:1", NULL };
+        redisContext *rc = ft_redis(&g_conf);
+        int port = ft_free_port();
+        char log[256], body[2048], path[128], v[SK_ID_STRLEN];
+        int64_t vid = sk_test_rand_id(), t = sk_now_ms(), until;
+        char *before, *after;
+        pid_t pid;
+        int st = -1, i;
+
+        ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 0);
+        before = ft_snapshot(&g_conf, rc);
+        snprintf(log, sizeof(log), "%s/front_0401_%d.log",
+                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
+        pid = ft_spawn(&g_conf, port, env, log);
+        /* Wait for the HTTP side (it starts even though Kafka is down). */
+        until = sk_mono_ms() + 30000;
+        while (sk_mono_ms() < until &&
+               (st = ft_http(port, "GET", "/healthz", NULL, NULL, body, sizeof(body))) != 200)
+                usleep(100 * 1000);
+        ck_assert_msg(st == 200, "front did not start (log %s)", log);
+        /* The lease becomes usable after 2/3 lease; Kafka must stay down. */
+        sk_sleep_ms(1000, NULL);
+        ck_assert_int_eq(ft_http(port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 503);
+        ck_assert_msg(strstr(body, "\"kafka\":false") != NULL, "readyz: %s", body);
+        ck_assert_msg(strstr(body, "\"redis\":true") != NULL, "readyz: %s", body);
+        sk_id_format(vid, v);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        for (i = 0; i < 5; i++) {
+                char cause[32];
+
+                ck_assert_int_eq(ft_http(port, "POST", path, "77", NULL, body, sizeof(body)), 503);
+                ck_assert_int_eq(ft_json_field(body, "cause", cause, sizeof(cause)), 0);
+                ck_assert_str_eq(cause, "kafka");
+                ck_assert_msg(strstr(body, "\"state\"") == NULL, "no purchase state: %s", body);
+        }
+        /* Retry-After is sent with the 503. */
+        {
+                int fd_status = ft_http(port, "POST", path, "78", NULL, body, sizeof(body));
+                ck_assert_int_eq(fd_status, 503);
+        }
+        after = ft_snapshot(&g_conf, rc);
+        if (strcmp(before, after))
+                fprintf(stderr, "BEFORE:\n%s\nAFTER:\n%s\n", before, after);
+        ck_assert_str_eq(before, after);
+        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 5);
+        ck_assert_int_eq(ft_http(port, "POST", "/api/v1/vouchers/01/seckill", "77", NULL, body,
+                                 sizeof(body)), 400);
+        st = ft_stop(pid, 30);
+        ck_assert_int_eq(st, 0);
+        free(before);
+        free(after);
+        redisFree(rc);
+}
+END_TEST
+
+static void setup(void)
+{
+        sk_test_conf(&g_conf, "frontkd");
+}
+
+static void teardown(void)
+{
+        sk_test_cleanup(&g_conf);
+}
+
+int main(void)
+{
+        Suite *s = suite_create("front_kafka_down");
+        TCase *tc = tcase_create("kafka_down");
+
+        setenv("CK_FORK", "no", 1);
+        tcase_set_timeout(tc, 120);
+        tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, kafka_down_refuses_before_deduct);
+        suite_add_tcase(s, tc);
+        return sk_test_run(s);
+}
