@@ -1,0 +1,499 @@
+#!/usr/bin/env bash
+# tests/faults/lib.sh: the harness of the fault suite (DESIGN.md 7-11, issue 7).
+#
+# A case sources this file, then:
+#   ft_init NAME                   unique database, Redis prefix, topic and group; migrate
+#   V=$(ft_voucher STOCK)          create + preheat a voucher with seckill-admin
+#   ft_consumer NAME [VAR=VAL...] [-- ARGS...]   start seckill-consumer in the background
+#   ft_front NAME [VAR=VAL...] [-- ARGS...]      start seckill-front on a free port, wait /readyz
+#   ft_buy FRONT V FIRST_USER COUNT [PARALLEL]   purchases with curl (xargs -P); every 202
+#                                  (userId, orderId, traceId) goes to $FT_WORK/accepted.tsv
+#   ...inject the fault...
+#   ft_settle TIMEOUT_S            wait until every logged 202 has an outcome (bounded)
+#   ft_reconcile TIMEOUT_S         seckill-reconciler --repair passes until one exits 0
+#   ft_check V [--sold-out]        seckill-admin verify + the invariants of DESIGN.md 9
+#   ft_finish                      exit 0 iff no check failed
+#
+# Isolation (DESIGN.md 10): everything a case creates is named after it and its pid, and
+# the EXIT trap stops its processes, drops its database, deletes its Redis keys and Kafka
+# topics. Faults that stop a server use a private one (ft_private_redis, ft_private_kafka).
+# Timeouts are seconds: delivery timeout 2 s, worker lease 3 s, session timeout 6 s.
+#
+# What it deliberately does not do: touch the shared Redis, broker or server beyond the
+# case's own names, or judge speed.
+set -u
+
+FT_T0=$(date +%s)
+FT_FAILS=0
+FT_SRC=${SK_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+FT_BIN=${SK_BIN:-$FT_SRC/build/bin}
+FT_BUILD=${SK_BUILD:-$(dirname "$FT_BIN")}
+FT_MYSQL_HOST=${FT_MYSQL_HOST:-127.0.0.1}
+FT_MYSQL_PORT=${FT_MYSQL_PORT:-3306}
+FT_REDIS_HOST=127.0.0.1
+FT_REDIS_PORT=6379
+FT_BROKERS=${SECKILL_KAFKA_BROKERS:-127.0.0.1:9092}
+FT_DELIVERY_MS=${FT_DELIVERY_MS:-2000}
+FT_LEASE_MS=${FT_LEASE_MS:-3000}
+FT_GRACE_S=${FT_GRACE_S:-5}
+FT_PARTITIONS=${FT_PARTITIONS:-3}
+declare -A FT_PID=()     # name -> pid of a service we started
+declare -A FT_ADDR=()    # front name -> host:port
+FT_PRIV_REDIS_PID=
+FT_PRIV_KAFKA_DIR=
+FT_VOUCHERS=()
+
+ft_log() { printf '[%s %4ss] %s\n' "${FT_NAME:-faults}" "$(($(date +%s) - FT_T0))" "$*"; }
+ft_ok() { ft_log "ok: $*"; }
+ft_fail() { ft_log "FAIL: $*"; FT_FAILS=$((FT_FAILS + 1)); }
+ft_die() { ft_log "FATAL: $*"; FT_FAILS=$((FT_FAILS + 1)); exit 1; }
+ft_eq() { if [[ "$1" == "$2" ]]; then ft_ok "$3"; else ft_fail "$3: got '$1', want '$2'"; fi; }
+
+ft_sql() { mysql --no-defaults -uroot -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" --protocol=TCP -N -B "$FT_DB" -e "$1"; }
+ft_sql_root() { mysql --no-defaults -uroot -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" --protocol=TCP -N -B -e "$1"; }
+ft_rcli() { redis-cli -h "$FT_REDIS_HOST" -p "$FT_REDIS_PORT" "$@"; }
+ft_key() { printf '%s:{v:%s}:%s' "$FT_PREFIX" "$1" "$2"; }
+
+ft_free_port() {
+        python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+ft_port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+# ft_init NAME: names, environment, migrated database, cleanup trap.
+ft_init() {
+        FT_NAME=$1
+        local run="${1}_$$_${RANDOM}"
+        for b in seckill-front seckill-consumer seckill-reconciler seckill-admin; do
+                [[ -x $FT_BIN/$b ]] || { echo "missing $FT_BIN/$b (SK_BIN)"; exit 1; }
+        done
+        FT_DB=$(printf 'skf_%s' "$run" | cut -c1-64)
+        FT_PREFIX="skf_${run}"
+        FT_TOPIC="skf.${run}"
+        FT_GROUP="skf-${run}"
+        FT_WORK=$(mktemp -d "/tmp/skf.${1}.XXXXXX")
+        : >"$FT_WORK/results.txt"
+        : >"$FT_WORK/accepted.tsv"
+        export SECKILL_MYSQL_URL="mysql://root@${FT_MYSQL_HOST}:${FT_MYSQL_PORT}/${FT_DB}"
+        export SECKILL_REDIS_URL="redis://${FT_REDIS_HOST}:${FT_REDIS_PORT}/0"
+        export SECKILL_KAFKA_BROKERS=$FT_BROKERS
+        export SECKILL_REDIS_PREFIX=$FT_PREFIX
+        export SECKILL_TOPIC=$FT_TOPIC
+        export SECKILL_GROUP_ID=$FT_GROUP
+        export SECKILL_TOPIC_PARTITIONS=$FT_PARTITIONS
+        export SECKILL_KAFKA_DELIVERY_TIMEOUT_MS=$FT_DELIVERY_MS
+        export SECKILL_WORKER_LEASE_MS=$FT_LEASE_MS
+        export SECKILL_METRICS_ADDR=off
+        unset SECKILL_WORKER_ID SECKILL_FAILPOINTS SECKILL_HTTP_ADDR
+        trap ft_cleanup EXIT
+        trap 'exit 130' INT TERM
+        ft_log "db $FT_DB prefix $FT_PREFIX topic $FT_TOPIC group $FT_GROUP work $FT_WORK"
+        "$FT_BIN/seckill-admin" db migrate >"$FT_WORK/migrate.log" 2>&1 ||
+                ft_die "db migrate: $(cat "$FT_WORK/migrate.log")"
+        ft_tool_build
+}
+
+# Build tests/faults/tools/fttool.c (Kafka helper) once per build dir.
+ft_tool_build() {
+        local src=$FT_SRC/tests/faults/tools/fttool.c dir=$FT_BUILD/faults-tools tmp
+        FT_TOOL=$dir/fttool
+        mkdir -p "$dir"
+        if [[ ! -x $FT_TOOL || $src -nt $FT_TOOL ]]; then
+                tmp=$(mktemp "$dir/fttool.XXXXXX")
+                # shellcheck disable=SC2046
+                cc -std=c11 -O1 -g -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -o "$tmp" "$src" \
+                        $(pkg-config --cflags --libs rdkafka) >"$FT_WORK/fttool-build.log" 2>&1 ||
+                        { rm -f "$tmp"; ft_die "fttool build: $(cat "$FT_WORK/fttool-build.log")"; }
+                mv -f "$tmp" "$FT_TOOL"   # atomic: parallel cases never see half a binary
+        fi
+}
+
+# Stop one service by name: SIGTERM (SIGCONT too), wait up to $2 s (10), then SIGKILL.
+ft_stop() {
+        local name=$1 wait_s=${2:-10} pid i
+        pid=${FT_PID[$name]:-}
+        [[ -n $pid ]] || return 0
+        kill -TERM "$pid" 2>/dev/null
+        kill -CONT "$pid" 2>/dev/null
+        for ((i = 0; i < wait_s * 10; i++)); do
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.1
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+                ft_log "$name (pid $pid) did not stop in ${wait_s}s: SIGKILL"
+                kill -KILL "$pid" 2>/dev/null
+        fi
+        wait "$pid" 2>/dev/null
+        unset "FT_PID[$name]"
+}
+# SIGKILL one service by name (a crash).
+ft_kill() {
+        local name=$1 pid
+        pid=${FT_PID[$name]:-}
+        [[ -n $pid ]] || return 0
+        kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        unset "FT_PID[$name]"
+}
+# Wait up to $2 s (30) for service $1 to exit by itself (a failpoint `exit`). 0 iff it did.
+ft_wait_exit() {
+        local name=$1 wait_s=${2:-30} pid i
+        pid=${FT_PID[$name]:-}
+        [[ -n $pid ]] || return 0
+        for ((i = 0; i < wait_s * 10; i++)); do
+                if ! kill -0 "$pid" 2>/dev/null; then
+                        wait "$pid" 2>/dev/null
+                        ft_log "$name (pid $pid) exited (status $?)"
+                        unset "FT_PID[$name]"
+                        return 0
+                fi
+                sleep 0.1
+        done
+        return 1
+}
+ft_alive() { [[ -n ${FT_PID[$1]:-} ]] && kill -0 "${FT_PID[$1]}" 2>/dev/null; }
+
+ft_cleanup() {
+        local rc=$? name k
+        trap - EXIT INT TERM
+        for name in "${!FT_PID[@]}"; do
+                kill -CONT "${FT_PID[$name]}" 2>/dev/null
+                kill -TERM "${FT_PID[$name]}" 2>/dev/null
+        done
+        sleep 0.5
+        for name in "${!FT_PID[@]}"; do
+                ft_stop "$name" 5
+        done
+        if [[ -n $FT_PRIV_KAFKA_DIR ]]; then
+                ft_kafka_ctl kafka-stop >/dev/null 2>&1
+        fi
+        if [[ -n ${FT_TOOL:-} && -x ${FT_TOOL:-} && -n ${FT_TOPIC:-} && -z $FT_PRIV_KAFKA_DIR ]]; then
+                timeout 20 "$FT_TOOL" delete-topics "$FT_BROKERS" "$FT_TOPIC" "$FT_TOPIC.dlq" >/dev/null 2>&1
+        fi
+        if [[ -n $FT_PRIV_REDIS_PID ]]; then
+                kill -TERM "$FT_PRIV_REDIS_PID" 2>/dev/null
+                wait "$FT_PRIV_REDIS_PID" 2>/dev/null
+        fi
+        FT_REDIS_HOST=127.0.0.1 FT_REDIS_PORT=6379
+        if [[ -n ${FT_DB:-} ]]; then
+                ft_sql_root "DROP DATABASE IF EXISTS \`$FT_DB\`" >/dev/null 2>&1
+                ft_rcli --scan --pattern "${FT_PREFIX}:*" 2>/dev/null | while read -r k; do
+                        ft_rcli unlink "$k" >/dev/null
+                done
+        fi
+        if [[ $FT_FAILS -gt 0 || $rc -ne 0 ]]; then
+                ft_log "logs kept in $FT_WORK"
+                [[ $rc -eq 0 ]] && rc=1
+        else
+                [[ -n ${FT_WORK:-} ]] && rm -rf "$FT_WORK"
+        fi
+        ft_log "done in $(($(date +%s) - FT_T0))s, $FT_FAILS failure(s)"
+        exit "$rc"
+}
+
+ft_finish() {
+        [[ $FT_FAILS -eq 0 ]] && exit 0
+        exit 1
+}
+
+# Split "VAR=VAL... [-- ARGS...]" into FT_ENV and FT_ARGS.
+ft_split_args() {
+        FT_ENV=() FT_ARGS=()
+        while [[ $# -gt 0 ]]; do
+                if [[ $1 == -- ]]; then shift; FT_ARGS=("$@"); return; fi
+                FT_ENV+=("$1")
+                shift
+        done
+}
+
+# ft_consumer NAME [VAR=VAL...] [-- ARGS...]
+ft_consumer() {
+        local name=$1
+        shift
+        ft_split_args "$@"
+        env "${FT_ENV[@]}" "$FT_BIN/seckill-consumer" --workers 1 --metrics-addr off \
+                -X session.timeout.ms=6000 -X heartbeat.interval.ms=1000 "${FT_ARGS[@]}" \
+                >>"$FT_WORK/$name.log" 2>&1 &
+        FT_PID[$name]=$!
+        ft_log "started consumer $name (pid $!)${FT_ENV:+ ${FT_ENV[*]}}"
+}
+
+# ft_front NAME [VAR=VAL...] [-- ARGS...]: start and wait (30 s) until /readyz answers 200.
+ft_front() {
+        local name=$1 port i
+        shift
+        ft_split_args "$@"
+        port=$(ft_free_port)
+        FT_ADDR[$name]=127.0.0.1:$port
+        env "${FT_ENV[@]}" "$FT_BIN/seckill-front" --http-addr "127.0.0.1:$port" "${FT_ARGS[@]}" \
+                >>"$FT_WORK/$name.log" 2>&1 &
+        FT_PID[$name]=$!
+        for ((i = 0; i < 300; i++)); do
+                ft_alive "$name" || { tail -n 20 "$FT_WORK/$name.log"; ft_die "front $name exited at startup"; }
+                if [[ $(curl -s -o /dev/null -w '%{http_code}' -m 2 "http://127.0.0.1:$port/readyz") == 200 ]]; then
+                        ft_log "started front $name (pid ${FT_PID[$name]}) on 127.0.0.1:$port${FT_ENV:+ ${FT_ENV[*]}}"
+                        return 0
+                fi
+                sleep 0.1
+        done
+        tail -n 20 "$FT_WORK/$name.log"
+        ft_die "front $name not ready in 30 s"
+}
+
+# ft_voucher STOCK: prints the id of a new voucher on sale for the next two hours, preheated.
+ft_voucher() {
+        local stock=$1 now out id
+        now=$(date +%s)
+        out=$("$FT_BIN/seckill-admin" voucher create --stock "$stock" --begin "$((now - 60))" \
+                --end "$((now + 7200))" --preheat 2>>"$FT_WORK/admin.log") ||
+                ft_die "voucher create: $(tail -n 3 "$FT_WORK/admin.log")"
+        id=$(sed -n 's/.*"voucherId":"\([1-9][0-9]*\)".*/\1/p' <<<"$out" | tail -n 1)
+        [[ -n $id ]] || ft_die "voucher create printed no voucherId: $out"
+        # Preheat again (idempotent) in case --preheat is not honoured by this build.
+        "$FT_BIN/seckill-admin" voucher preheat "$id" >>"$FT_WORK/admin.log" 2>&1 ||
+                ft_die "voucher preheat $id: $(tail -n 3 "$FT_WORK/admin.log")"
+        echo "$id"
+}
+
+# The per-request script xargs runs: ADDR V USER -> appends "USER CODE BODY" to results.
+ft_write_buy1() {
+        cat >"$FT_WORK/buy1.sh" <<'EOF'
+#!/usr/bin/env bash
+out=$(curl -s -m 20 -o - -w '\n%{http_code}' -X POST -H "X-User-Id: $3" \
+        "http://$1/api/v1/vouchers/$2/seckill" 2>/dev/null)
+code=${out##*$'\n'}
+body=${out%$'\n'*}
+[[ $code == "$out" ]] && body=
+printf '%s %s %s\n' "$3" "${code:-000}" "$(tr -d '\n' <<<"$body")" >>"$4"
+EOF
+        chmod +x "$FT_WORK/buy1.sh"
+}
+
+# ft_buy FRONT V FIRST_USER COUNT [PARALLEL=8]: one purchase per user FIRST..FIRST+COUNT-1.
+# Every 202 is appended to $FT_WORK/accepted.tsv as "user order trace"; all answers go
+# to $FT_WORK/results.txt. Prints the tally of status codes of this batch.
+ft_buy() {
+        local front=$1 v=$2 first=$3 count=$4 par=${5:-8} addr batch
+        addr=${FT_ADDR[$front]:?unknown front $front}
+        [[ -x $FT_WORK/buy1.sh ]] || ft_write_buy1
+        batch=$(mktemp "$FT_WORK/batch.XXXXXX")
+        seq "$first" $((first + count - 1)) |
+                xargs -P "$par" -I{} "$FT_WORK/buy1.sh" "$addr" "$v" {} "$batch"
+        cat "$batch" >>"$FT_WORK/results.txt"
+        awk '$2 == 202' "$batch" |
+                sed -n 's/^\([0-9]*\) 202 .*"orderId":"\([0-9]*\)".*"traceId":"\([0-9]*\)".*/\1 \2 \3/p' \
+                >>"$FT_WORK/accepted.tsv"
+        ft_log "buy via $front users $first..$((first + count - 1)): $(awk '{print $2}' "$batch" | sort | uniq -c | awk '{printf "%s×%s ", $2, $1}')"
+        rm -f "$batch"
+}
+
+# Load accepted.tsv into the case's own database (table ft_accepted) for the joins.
+ft_load_accepted() {
+        ft_sql "CREATE TABLE IF NOT EXISTS ft_accepted (trace_id BIGINT PRIMARY KEY,
+                order_id BIGINT NOT NULL, user_id BIGINT NOT NULL); TRUNCATE ft_accepted" ||
+                ft_die "cannot create ft_accepted"
+        [[ -s $FT_WORK/accepted.tsv ]] || return 0
+        awk '{printf "INSERT INTO ft_accepted VALUES (%s, %s, %s);\n", $3, $2, $1}' "$FT_WORK/accepted.tsv" |
+                mysql --no-defaults -uroot -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" --protocol=TCP "$FT_DB" ||
+                ft_fail "loading accepted.tsv (a traceId answered twice?)"
+}
+
+# ft_settle TIMEOUT_S: wait until every logged 202 has an outcome row. 0 iff it happened.
+ft_settle() {
+        local timeout_s=${1:-60} t0=$SECONDS n undecided=-1
+        ft_load_accepted
+        n=$(wc -l <"$FT_WORK/accepted.tsv")
+        while ((SECONDS - t0 < timeout_s)); do
+                undecided=$(ft_sql "SELECT COUNT(*) FROM ft_accepted a LEFT JOIN tb_seckill_outcome o
+                        ON o.trace_id = a.trace_id WHERE o.trace_id IS NULL" 2>/dev/null || echo -1)
+                [[ $undecided == 0 ]] && { ft_log "settled: $n accepted purchases decided ($((SECONDS - t0))s)"; return 0; }
+                sleep 1
+        done
+        ft_log "not settled after ${timeout_s}s: $undecided of $n accepted purchases undecided"
+        return 1
+}
+
+# ft_reconcile TIMEOUT_S [ARGS...]: waits out the grace, then runs
+# `seckill-reconciler --repair --grace-seconds G` until a pass exits 0 (consistent) or
+# the timeout passes. Exit 1 (repaired) and 2 (waiting) mean "run again". Every pass's
+# output is kept in $FT_WORK/recon.N.log. Returns the last exit status.
+ft_reconcile() {
+        local timeout_s=${1:-90} t0=$SECONDS pass=0 rc=2
+        shift
+        sleep $((FT_GRACE_S + 1))
+        while :; do
+                pass=$((pass + 1))
+                timeout 120 "$FT_BIN/seckill-reconciler" --repair --grace-seconds "$FT_GRACE_S" "$@" \
+                        >"$FT_WORK/recon.$pass.log" 2>&1
+                rc=$?
+                ft_log "reconciler pass $pass: exit $rc"
+                [[ $rc == 0 ]] && break
+                if ((SECONDS - t0 >= timeout_s)); then
+                        tail -n 30 "$FT_WORK/recon.$pass.log"
+                        break
+                fi
+                sleep 2
+        done
+        FT_RECON_RC=$rc
+        return "$rc"
+}
+
+# ft_check V [--sold-out]: the invariants of DESIGN.md 9 on voucher V, plus the client's
+# record (every 202). --sold-out also asserts zero undersell (active orders = init_stock).
+ft_check() {
+        local v=$1 sold_out=0 init active dbstock rstock bad rusers dusers vrc
+        [[ ${2:-} == --sold-out ]] && sold_out=1
+        ft_load_accepted
+        "$FT_BIN/seckill-admin" verify "$v" >"$FT_WORK/verify.$v.log" 2>&1
+        vrc=$?
+        if [[ $vrc == 0 ]]; then ft_ok "seckill-admin verify $v: exit 0"
+        elif grep -q "not implemented" "$FT_WORK/verify.$v.log"; then
+                ft_log "WARNING: seckill-admin verify is not implemented in this build (checked here instead)"
+        else
+                ft_fail "seckill-admin verify $v: exit $vrc: $(tr '\n' ' ' <"$FT_WORK/verify.$v.log" | cut -c1-600)"
+        fi
+        read -r init dbstock < <(ft_sql "SELECT init_stock, stock FROM tb_seckill_voucher WHERE voucher_id = $v")
+        active=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $v AND status = 1")
+        ft_log "voucher $v: init $init, DB stock $dbstock, active orders $active, 202s $(wc -l <"$FT_WORK/accepted.tsv")"
+        ((active <= init)) && ft_ok "zero oversell ($active <= $init)" || ft_fail "OVERSELL: $active active orders for $init units"
+        ft_eq "$((init - dbstock))" "$active" "init_stock - stock = active orders"
+        ((sold_out)) && ft_eq "$active" "$init" "zero undersell (sold out)"
+        bad=$(ft_sql "SELECT COUNT(*) FROM (SELECT user_id FROM tb_voucher_order WHERE voucher_id = $v
+                AND status = 1 GROUP BY user_id HAVING COUNT(*) > 1) d")
+        ft_eq "$bad" 0 "no user with two orders"
+        bad=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order vo LEFT JOIN tb_seckill_outcome o
+                ON o.trace_id = vo.trace_id AND o.outcome = 1 AND o.order_id = vo.id
+                WHERE vo.voucher_id = $v AND o.trace_id IS NULL")
+        ft_eq "$bad" 0 "every order has its CREATED outcome"
+        # Invariant 4: every 202 is CREATED + order row, or FAILED + RESTORE row; never both, never neither.
+        bad=$(ft_sql "SELECT COUNT(*) FROM ft_accepted a LEFT JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id
+                WHERE o.trace_id IS NULL")
+        ft_eq "$bad" 0 "every 202 has an outcome"
+        bad=$(ft_sql "SELECT COUNT(*) FROM ft_accepted a JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id
+                WHERE o.order_id <> a.order_id OR o.user_id <> a.user_id OR o.voucher_id <> $v")
+        ft_eq "$bad" 0 "outcome rows match the 202s (order, user, voucher)"
+        bad=$(ft_sql "SELECT COUNT(*) FROM ft_accepted a JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id
+                LEFT JOIN tb_voucher_order vo ON vo.id = a.order_id AND vo.trace_id = a.trace_id AND vo.status = 1
+                WHERE o.outcome = 1 AND vo.id IS NULL")
+        ft_eq "$bad" 0 "every CREATED 202 has its order row"
+        bad=$(ft_sql "SELECT COUNT(*) FROM ft_accepted a JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id
+                LEFT JOIN tb_voucher_reconcile_log rl ON rl.trace_id = a.trace_id AND rl.log_type = 1
+                WHERE o.outcome = 2 AND rl.id IS NULL")
+        ft_eq "$bad" 0 "every FAILED 202 has its RESTORE row"
+        bad=$(ft_sql "SELECT COUNT(*) FROM ft_accepted a JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id
+                WHERE (o.outcome = 1 AND EXISTS (SELECT 1 FROM tb_voucher_reconcile_log rl
+                         WHERE rl.trace_id = a.trace_id AND rl.log_type = 1))
+                   OR (o.outcome = 2 AND EXISTS (SELECT 1 FROM tb_voucher_order vo WHERE vo.trace_id = a.trace_id))")
+        ft_eq "$bad" 0 "no 202 is both CREATED and FAILED (order + RESTORE)"
+        ft_log "202 outcomes: $(ft_sql "SELECT IF(o.outcome = 1, 'CREATED', CONCAT('FAILED/', COALESCE(o.reason, '?'))) k, COUNT(*)
+                FROM ft_accepted a JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id GROUP BY k" | tr '\t\n' '= ')"
+        # Invariant 3: Redis = DB after quiescence and --repair.
+        rstock=$(ft_rcli get "$(ft_key "$v" stock)")
+        ft_eq "$rstock" "$dbstock" "Redis stock = DB stock"
+        rusers=$(ft_rcli hkeys "$(ft_key "$v" users)" | sort | md5sum)
+        dusers=$(ft_sql "SELECT user_id FROM tb_voucher_order WHERE voucher_id = $v AND status = 1" | sort | md5sum)
+        ft_eq "$rusers" "$dusers" "Redis users hash = DB active buyers ($(ft_rcli hlen "$(ft_key "$v" users)") users)"
+}
+
+# ft_me FRONT V USER: orders/me state of USER.
+ft_me_state() {
+        curl -s -m 10 -H "X-User-Id: $3" "http://${FT_ADDR[$1]}/api/v1/vouchers/$2/orders/me" |
+                sed -n 's/.*"state":"\([A-Z]*\)".*/\1/p'
+}
+
+# ft_check_me FRONT V: every FAILED 202 answers orders/me FAILED (or CREATED when the
+# reason is has_order), every CREATED one CREATED (invariant 4). Capped at 200 lookups.
+ft_check_me() {
+        local front=$1 v=$2 user outcome reason st bad=0 n=0
+        while read -r user outcome reason; do
+                n=$((n + 1))
+                st=$(ft_me_state "$front" "$v" "$user")
+                if [[ $outcome == 1 || $reason == has_order ]]; then
+                        [[ $st == CREATED ]] || { bad=$((bad + 1)); ft_log "user $user outcome $outcome/$reason: orders/me $st"; }
+                else
+                        [[ $st == FAILED ]] || { bad=$((bad + 1)); ft_log "user $user outcome $outcome/$reason: orders/me $st"; }
+                fi
+        done < <(ft_sql "SELECT a.user_id, o.outcome, COALESCE(o.reason, '-') FROM ft_accepted a
+                JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id ORDER BY o.outcome DESC, a.user_id LIMIT 200")
+        ft_eq "$bad" 0 "orders/me agrees with the outcome for $n accepted purchases"
+}
+
+# ft_lag: sum over the topic's partitions of high watermark - committed offset of the group.
+ft_lag() {
+        timeout 20 "$FT_TOOL" lag "$SECKILL_KAFKA_BROKERS" "$FT_GROUP" "$FT_TOPIC" 2>>"$FT_WORK/fttool.log"
+}
+# ft_wait_lag0 TIMEOUT_S: wait until the group has committed everything in the topic.
+ft_wait_lag0() {
+        local timeout_s=${1:-60} t0=$SECONDS lag=
+        while ((SECONDS - t0 < timeout_s)); do
+                lag=$(ft_lag)
+                [[ $lag == 0 ]] && { ft_log "group caught up ($((SECONDS - t0))s)"; return 0; }
+                sleep 1
+        done
+        ft_log "group lag still ${lag:-?} after ${timeout_s}s"
+        return 1
+}
+
+# ft_private_redis: a redis-server of our own on a free port, no persistence, noeviction;
+# SECKILL_REDIS_URL and ft_rcli point at it from now on.
+ft_private_redis() {
+        local port i
+        port=$(ft_free_port)
+        mkdir -p "$FT_WORK/redis"
+        redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+                --maxmemory-policy noeviction --dir "$FT_WORK/redis" --daemonize no \
+                --logfile "$FT_WORK/redis.log" >/dev/null 2>&1 &
+        FT_PRIV_REDIS_PID=$!
+        FT_REDIS_PORT=$port
+        for ((i = 0; i < 100; i++)); do
+                [[ $(ft_rcli ping 2>/dev/null) == PONG ]] && break
+                sleep 0.1
+        done
+        [[ $(ft_rcli ping 2>/dev/null) == PONG ]] || ft_die "private redis-server on $port did not start"
+        export SECKILL_REDIS_URL="redis://127.0.0.1:$port/0"
+        ft_log "private redis-server pid $FT_PRIV_REDIS_PID on 127.0.0.1:$port"
+}
+# ft_private_redis_restart [DOWN_S]: kill -9 the private Redis (no persistence: all data
+# gone), keep it down DOWN_S seconds (0), start it again on the same port.
+ft_private_redis_restart() {
+        local down_s=${1:-0} i
+        kill -KILL "$FT_PRIV_REDIS_PID" 2>/dev/null
+        wait "$FT_PRIV_REDIS_PID" 2>/dev/null
+        sleep "$down_s"
+        redis-server --port "$FT_REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
+                --maxmemory-policy noeviction --dir "$FT_WORK/redis" --daemonize no \
+                --logfile "$FT_WORK/redis.log" >/dev/null 2>&1 &
+        FT_PRIV_REDIS_PID=$!
+        for ((i = 0; i < 100; i++)); do
+                [[ $(ft_rcli ping 2>/dev/null) == PONG ]] && break
+                sleep 0.1
+        done
+        ft_log "private redis restarted empty (pid $FT_PRIV_REDIS_PID, $(ft_rcli dbsize) keys)"
+}
+
+# ft_private_kafka: a broker of our own (scripts/stack.sh with a private state dir and
+# spare ports, the shared jars linked in); SECKILL_KAFKA_BROKERS points at it.
+ft_private_kafka() {
+        local libs port cport
+        FT_PRIV_KAFKA_DIR=$FT_WORK/stack
+        mkdir -p "$FT_PRIV_KAFKA_DIR/kafka"
+        for libs in "${SECKILL_STACK_DIR:-}/kafka/libs" "$FT_SRC/.stack/kafka/libs"; do
+                if [[ -f $libs/.pom.sha256 ]]; then
+                        ln -s "$libs" "$FT_PRIV_KAFKA_DIR/kafka/libs"
+                        break
+                fi
+        done
+        port=$(ft_free_port)
+        cport=$(ft_free_port)
+        while [[ $cport == "$port" ]]; do cport=$(ft_free_port); done
+        FT_PRIV_KAFKA_PORT=$port FT_PRIV_KAFKA_CPORT=$cport
+        ft_kafka_ctl kafka-start >"$FT_WORK/stack-kafka.log" 2>&1 ||
+                { tail -n 20 "$FT_WORK/stack-kafka.log"; ft_die "private broker did not start"; }
+        FT_BROKERS=127.0.0.1:$port
+        export SECKILL_KAFKA_BROKERS=$FT_BROKERS
+        ft_log "private broker on $FT_BROKERS (controller $cport)"
+}
+ft_kafka_ctl() {
+        SECKILL_STACK_DIR=$FT_PRIV_KAFKA_DIR SECKILL_STACK_KAFKA_PORT=$FT_PRIV_KAFKA_PORT \
+                SECKILL_STACK_KAFKA_CONTROLLER_PORT=$FT_PRIV_KAFKA_CPORT SECKILL_STACK_KAFKA_TIMEOUT_S=90 \
+                "$FT_SRC/scripts/stack.sh" "$@"
+}

@@ -1,0 +1,319 @@
+/* fttool.c: the fault suite's Kafka helper (tests/faults/lib.sh builds it on first use).
+ *
+ *   fttool lag BROKERS GROUP TOPIC            sum over partitions of high watermark minus
+ *                                             the group's committed offset (none = low)
+ *   fttool reset-offsets BROKERS GROUP TOPIC  move the group's committed offsets back to
+ *                                             each partition's low watermark with
+ *                                             rd_kafka_AlterConsumerGroupOffsets (the
+ *                                             group must have no members: DESIGN.md 10)
+ *   fttool produce BROKERS TOPIC              one message per stdin line "KEY<TAB>VALUE"
+ *                                             (KEY "-" = no key); prints "partition offset"
+ *                                             per message; exit 0 iff all PERSISTED
+ *   fttool count BROKERS TOPIC                sum over partitions of high - low watermark
+ *   fttool delete-topics BROKERS TOPIC...     best effort, for cleanup
+ *
+ * Diagnostics on stderr, data on stdout; exit 0 ok, 1 failure, 2 usage. It deliberately
+ * knows nothing about the project's message format: a case writes the JSON itself. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <librdkafka/rdkafka.h>
+
+#define TIMEOUT_MS 10000
+
+static rd_kafka_t *new_client(rd_kafka_type_t type, const char *brokers, const char *group)
+{
+        char errstr[512];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        rd_kafka_t *rk;
+
+        if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof(errstr)) ||
+            (group && rd_kafka_conf_set(conf, "group.id", group, errstr, sizeof(errstr))) ||
+            (type == RD_KAFKA_PRODUCER &&
+             rd_kafka_conf_set(conf, "enable.idempotence", "true", errstr, sizeof(errstr))) ||
+            rd_kafka_conf_set(conf, "log_level", "3", errstr, sizeof(errstr))) {
+                fprintf(stderr, "fttool: conf: %s\n", errstr);
+                rd_kafka_conf_destroy(conf);
+                return NULL;
+        }
+        rk = rd_kafka_new(type, conf, errstr, sizeof(errstr));
+        if (!rk) {
+                fprintf(stderr, "fttool: rd_kafka_new: %s\n", errstr);
+                rd_kafka_conf_destroy(conf);
+        }
+        return rk; /* rk owns conf on success */
+}
+
+/* Partition count of @p topic, or -1. */
+static int partition_count(rd_kafka_t *rk, const char *topic)
+{
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+        rd_kafka_resp_err_t err;
+        int n = -1;
+
+        err = rd_kafka_metadata(rk, 0, rkt, &md, TIMEOUT_MS);
+        if (err) {
+                fprintf(stderr, "fttool: metadata %s: %s\n", topic, rd_kafka_err2str(err));
+        } else if (md->topic_cnt != 1 || md->topics[0].err) {
+                fprintf(stderr, "fttool: topic %s: %s\n", topic,
+                        md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "absent");
+        } else {
+                n = md->topics[0].partition_cnt;
+        }
+        if (md)
+                rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_destroy(rkt);
+        return n;
+}
+
+static int cmd_lag(const char *brokers, const char *group, const char *topic)
+{
+        rd_kafka_t *rk = new_client(RD_KAFKA_CONSUMER, brokers, group);
+        rd_kafka_topic_partition_list_t *parts = NULL;
+        rd_kafka_resp_err_t err;
+        int64_t lag = 0, lo, hi;
+        int n, i, rc = 1;
+
+        if (!rk)
+                return 1;
+        if ((n = partition_count(rk, topic)) < 0)
+                goto done;
+        parts = rd_kafka_topic_partition_list_new(n);
+        for (i = 0; i < n; i++)
+                rd_kafka_topic_partition_list_add(parts, topic, i);
+        if ((err = rd_kafka_committed(rk, parts, TIMEOUT_MS))) {
+                fprintf(stderr, "fttool: committed: %s\n", rd_kafka_err2str(err));
+                goto done;
+        }
+        for (i = 0; i < n; i++) {
+                err = rd_kafka_query_watermark_offsets(rk, topic, i, &lo, &hi, TIMEOUT_MS);
+                if (err) {
+                        fprintf(stderr, "fttool: watermarks %s/%d: %s\n", topic, i, rd_kafka_err2str(err));
+                        goto done;
+                }
+                if (parts->elems[i].offset >= 0)
+                        lag += hi - parts->elems[i].offset;
+                else
+                        lag += hi - lo;
+        }
+        printf("%" PRId64 "\n", lag);
+        rc = 0;
+done:
+        if (parts)
+                rd_kafka_topic_partition_list_destroy(parts);
+        rd_kafka_destroy(rk);
+        return rc;
+}
+
+static int cmd_count(const char *brokers, const char *topic)
+{
+        rd_kafka_t *rk = new_client(RD_KAFKA_CONSUMER, brokers, NULL);
+        rd_kafka_resp_err_t err;
+        int64_t sum = 0, lo, hi;
+        int n, i, rc = 1;
+
+        if (!rk)
+                return 1;
+        if ((n = partition_count(rk, topic)) < 0)
+                goto done;
+        for (i = 0; i < n; i++) {
+                err = rd_kafka_query_watermark_offsets(rk, topic, i, &lo, &hi, TIMEOUT_MS);
+                if (err) {
+                        fprintf(stderr, "fttool: watermarks %s/%d: %s\n", topic, i, rd_kafka_err2str(err));
+                        goto done;
+                }
+                sum += hi - lo;
+        }
+        printf("%" PRId64 "\n", sum);
+        rc = 0;
+done:
+        rd_kafka_destroy(rk);
+        return rc;
+}
+
+static int cmd_reset(const char *brokers, const char *group, const char *topic)
+{
+        rd_kafka_t *rk = new_client(RD_KAFKA_PRODUCER, brokers, NULL);
+        rd_kafka_topic_partition_list_t *parts = NULL;
+        rd_kafka_AlterConsumerGroupOffsets_t *alter = NULL;
+        rd_kafka_queue_t *q = NULL;
+        rd_kafka_event_t *ev = NULL;
+        const rd_kafka_group_result_t **groups;
+        const rd_kafka_topic_partition_list_t *res;
+        size_t ngroups = 0;
+        int64_t lo, hi;
+        int n, i, rc = 1;
+
+        if (!rk)
+                return 1;
+        if ((n = partition_count(rk, topic)) < 0)
+                goto done;
+        parts = rd_kafka_topic_partition_list_new(n);
+        for (i = 0; i < n; i++) {
+                rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(rk, topic, i, &lo, &hi, TIMEOUT_MS);
+                if (err) {
+                        fprintf(stderr, "fttool: watermarks %s/%d: %s\n", topic, i, rd_kafka_err2str(err));
+                        goto done;
+                }
+                rd_kafka_topic_partition_list_add(parts, topic, i)->offset = lo;
+        }
+        alter = rd_kafka_AlterConsumerGroupOffsets_new(group, parts);
+        q = rd_kafka_queue_new(rk);
+        rd_kafka_AlterConsumerGroupOffsets(rk, &alter, 1, NULL, q);
+        ev = rd_kafka_queue_poll(q, 3 * TIMEOUT_MS);
+        if (!ev) {
+                fprintf(stderr, "fttool: AlterConsumerGroupOffsets: no result\n");
+                goto done;
+        }
+        if (rd_kafka_event_error(ev)) {
+                fprintf(stderr, "fttool: AlterConsumerGroupOffsets: %s\n", rd_kafka_event_error_string(ev));
+                goto done;
+        }
+        groups = rd_kafka_AlterConsumerGroupOffsets_result_groups(
+                rd_kafka_event_AlterConsumerGroupOffsets_result(ev), &ngroups);
+        if (ngroups != 1) {
+                fprintf(stderr, "fttool: AlterConsumerGroupOffsets: %zu group results\n", ngroups);
+                goto done;
+        }
+        if (rd_kafka_group_result_error(groups[0])) {
+                fprintf(stderr, "fttool: AlterConsumerGroupOffsets %s: %s\n", group,
+                        rd_kafka_error_string(rd_kafka_group_result_error(groups[0])));
+                goto done;
+        }
+        res = rd_kafka_group_result_partitions(groups[0]);
+        rc = 0;
+        for (i = 0; res && i < res->cnt; i++) {
+                if (res->elems[i].err) {
+                        fprintf(stderr, "fttool: %s/%d: %s\n", res->elems[i].topic,
+                                res->elems[i].partition, rd_kafka_err2str(res->elems[i].err));
+                        rc = 1;
+                } else {
+                        printf("%d %" PRId64 "\n", res->elems[i].partition, res->elems[i].offset);
+                }
+        }
+done:
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        if (alter)
+                rd_kafka_AlterConsumerGroupOffsets_destroy(alter);
+        if (q)
+                rd_kafka_queue_destroy(q);
+        if (parts)
+                rd_kafka_topic_partition_list_destroy(parts);
+        rd_kafka_destroy(rk);
+        return rc;
+}
+
+static int g_failed;
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque)
+{
+        (void)rk;
+        (void)opaque;
+        if (rkm->err || rd_kafka_message_status(rkm) != RD_KAFKA_MSG_STATUS_PERSISTED) {
+                fprintf(stderr, "fttool: delivery: %s\n", rd_kafka_err2str(rkm->err));
+                g_failed++;
+        } else {
+                printf("%" PRId32 " %" PRId64 "\n", rkm->partition, rkm->offset);
+        }
+}
+
+static int cmd_produce(const char *brokers, const char *topic)
+{
+        char errstr[512], line[65536];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        rd_kafka_t *rk;
+        int rc = 0;
+
+        rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+        if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof(errstr)) ||
+            rd_kafka_conf_set(conf, "enable.idempotence", "true", errstr, sizeof(errstr)) ||
+            rd_kafka_conf_set(conf, "message.timeout.ms", "20000", errstr, sizeof(errstr))) {
+                fprintf(stderr, "fttool: conf: %s\n", errstr);
+                rd_kafka_conf_destroy(conf);
+                return 1;
+        }
+        if (!(rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr)))) {
+                fprintf(stderr, "fttool: rd_kafka_new: %s\n", errstr);
+                rd_kafka_conf_destroy(conf);
+                return 1;
+        }
+        while (fgets(line, sizeof(line), stdin)) {
+                size_t len = strlen(line);
+                char *tab, *key, *val;
+                rd_kafka_resp_err_t err;
+
+                if (len && line[len - 1] == '\n')
+                        line[--len] = '\0';
+                if (!(tab = strchr(line, '\t'))) {
+                        fprintf(stderr, "fttool: line without a tab\n");
+                        rc = 1;
+                        continue;
+                }
+                *tab = '\0';
+                key = line;
+                val = tab + 1;
+                err = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic),
+                                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                        RD_KAFKA_V_KEY(strcmp(key, "-") ? key : NULL,
+                                                       strcmp(key, "-") ? strlen(key) : 0),
+                                        RD_KAFKA_V_VALUE(val, strlen(val)), RD_KAFKA_V_END);
+                if (err) {
+                        fprintf(stderr, "fttool: produce: %s\n", rd_kafka_err2str(err));
+                        rc = 1;
+                }
+                rd_kafka_poll(rk, 0);
+        }
+        if (rd_kafka_flush(rk, 30000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+                fprintf(stderr, "fttool: flush: %d left\n", rd_kafka_outq_len(rk));
+                rc = 1;
+        }
+        rd_kafka_destroy(rk);
+        return rc || g_failed ? 1 : 0;
+}
+
+static int cmd_delete(const char *brokers, int ntopics, char **topics)
+{
+        rd_kafka_t *rk = new_client(RD_KAFKA_PRODUCER, brokers, NULL);
+        rd_kafka_DeleteTopic_t *del[16];
+        rd_kafka_queue_t *q;
+        rd_kafka_event_t *ev;
+        int i, rc;
+
+        if (!rk)
+                return 1;
+        if (ntopics > 16)
+                ntopics = 16;
+        for (i = 0; i < ntopics; i++)
+                del[i] = rd_kafka_DeleteTopic_new(topics[i]);
+        q = rd_kafka_queue_new(rk);
+        rd_kafka_DeleteTopics(rk, del, (size_t)ntopics, NULL, q);
+        ev = rd_kafka_queue_poll(q, 3 * TIMEOUT_MS);
+        rc = ev && !rd_kafka_event_error(ev) ? 0 : 1;
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        rd_kafka_DeleteTopic_destroy_array(del, (size_t)ntopics);
+        rd_kafka_queue_destroy(q);
+        rd_kafka_destroy(rk);
+        return rc;
+}
+
+int main(int argc, char **argv)
+{
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        if (argc == 5 && !strcmp(argv[1], "lag"))
+                return cmd_lag(argv[2], argv[3], argv[4]);
+        if (argc == 5 && !strcmp(argv[1], "reset-offsets"))
+                return cmd_reset(argv[2], argv[3], argv[4]);
+        if (argc == 4 && !strcmp(argv[1], "produce"))
+                return cmd_produce(argv[2], argv[3]);
+        if (argc == 4 && !strcmp(argv[1], "count"))
+                return cmd_count(argv[2], argv[3]);
+        if (argc >= 4 && !strcmp(argv[1], "delete-topics"))
+                return cmd_delete(argv[2], argc - 3, argv + 3);
+        fprintf(stderr, "usage: fttool lag|reset-offsets BROKERS GROUP TOPIC | produce|count BROKERS TOPIC"
+                        " | delete-topics BROKERS TOPIC...\n");
+        return 2;
+}
