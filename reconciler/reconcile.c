@@ -376,13 +376,17 @@ static void decide_failed(rc_ctx_t *ctx, sk_trace_entry_t *e, sk_reason_t reason
 
 /* ---- the DLQ set ---- */
 
-static void ensure_dlq(rc_ctx_t *ctx)
+static void ensure_dlq(rc_ctx_t *ctx, int reload)
 {
         char errstr[512];
         sk_err_t err;
 
-        if (ctx->dlq_loaded)
+        if (ctx->dlq_loaded && !reload)
                 return;
+        free(ctx->dlq_ids);
+        ctx->dlq_ids = NULL;
+        ctx->ndlq = 0;
+        ctx->dlq_err = 0;
         ctx->dlq_loaded = 1;
         err = rc_dlq_read(ctx->conf, ctx->conf->dlq_topic, KAFKA_TIMEOUT_MS, &ctx->dlq_ids,
                           &ctx->ndlq, errstr, sizeof(errstr));
@@ -401,6 +405,17 @@ static int in_dlq(rc_ctx_t *ctx, int64_t trace_id)
 {
         return ctx->ndlq && bsearch(&trace_id, ctx->dlq_ids, ctx->ndlq, sizeof(int64_t),
                                     cmp_i64) != NULL;
+}
+
+/* A DLQ'd purchase (poison, or a DB error the consumer gave up on): re-driven once per
+ * pass (it may be fixed by now), never counted, never rolled back, reported. */
+static void dlq_redrive(rc_ctx_t *ctx, const sk_trace_entry_t *e, rc_vstat_t *st)
+{
+        (void)ctx;
+        st->dlq++;
+        SK_LOG(SK_WARN, "trace_in_dlq", "voucher=%" PRId64 " trace=%" PRId64,
+               e->msg.voucher_id, e->trace_id);
+        note(st, "%s", "undecided trace found in the DLQ");
 }
 
 /* ---- re-drives ---- */
@@ -548,22 +563,17 @@ static void handle_undecided(rc_ctx_t *ctx, sk_trace_entry_t **und, size_t n, rc
                 note(st, "%s", "out of memory");
                 goto done;
         }
-        ensure_dlq(ctx);
+        ensure_dlq(ctx, 0);
         for (i = 0; i < n; i++) {
                 sk_trace_entry_t *e = und[i];
                 sk_claim_rec_t c;
 
                 sk_claim_parse(e->claim, &c);
-                if (in_dlq(ctx, e->trace_id)) {
-                        /* Poison or a DB error the consumer gave up on: re-drive once per
-                         * pass (it may be fixed), never count, never roll back. */
-                        st->dlq++;
-                        SK_LOG(SK_WARN, "trace_in_dlq", "voucher=%" PRId64 " trace=%" PRId64
-                               " redrives=%" PRId64, e->msg.voucher_id, e->trace_id, c.redrives);
-                        note(st, "%s", "undecided trace found in the DLQ");
+                if (c.partition >= 0 && c.redrives > c.failed) {
+                        check[nc++] = e; /* the DLQ is consulted again below */
+                } else if (in_dlq(ctx, e->trace_id)) {
+                        dlq_redrive(ctx, e, st);
                         redrive[nr++] = e;
-                } else if (c.partition >= 0 && c.redrives > c.failed) {
-                        check[nc++] = e;
                 } else if (c.failed >= ctx->opts.max_redrive) {
                         /* Counted out in an earlier pass that stopped before deciding. */
                         decide_failed(ctx, e, SK_REASON_LOST, "re-drives exhausted", st);
@@ -578,7 +588,11 @@ static void handle_undecided(rc_ctx_t *ctx, sk_trace_entry_t **und, size_t n, rc
                 sk_claim_parse(check[i]->claim, &c);
                 (void)committed_get(ctx, cache, &ncache, c.partition);
         }
-        /* Every offset above was read before any outcome below (DESIGN.md 8). */
+        /* Every offset above was read before the DLQ and the outcomes below (DESIGN.md 8):
+         * a message the group committed past was settled by then -- decided in the DB or
+         * PERSISTED to the DLQ -- so a fresh read of both cannot miss why. */
+        if (nc)
+                ensure_dlq(ctx, 1);
         for (i = 0; i < nc; i++) {
                 sk_trace_entry_t *e = check[i];
                 sk_outcome_t oc;
@@ -589,6 +603,11 @@ static void handle_undecided(rc_ctx_t *ctx, sk_trace_entry_t **und, size_t n, rc
 
                 sk_claim_parse(e->claim, &c);
                 committed = committed_get(ctx, cache, &ncache, c.partition);
+                if (in_dlq(ctx, e->trace_id)) {
+                        dlq_redrive(ctx, e, st);
+                        redrive[nr++] = e;
+                        continue;
+                }
                 err = sk_outcome_get(ctx->db, e->trace_id, &oc, errstr, sizeof(errstr));
                 if (err == SK_OK) {
                         /* Decided meanwhile by a consumer. */
