@@ -11,7 +11,6 @@
  *     failed, never rolled back, reported (exit 2) even after the group moved past it. */
 #include "05_recon_support.h"
 
-static const char *const ARGS_FAST[] = { "--grace-seconds", "1", "--max-redrive", "2", "--json", NULL };
 
 static void parse_msg(const char *json, sk_order_msg_t *msg)
 {
@@ -33,11 +32,13 @@ static void record_failed(const char *json, sk_reason_t reason)
 
 START_TEST(sold_out_redrive)
 {
-        char out[65536];
+        char out[65536], vs[SK_ID_STRLEN];
+        const char *args[] = { "--grace-seconds", "1", "--max-redrive", "2", "--json", "--voucher", vs, NULL };
         int64_t vid = rt_voucher(5), user = sk_test_rand_id(), trace;
         pid_t cons;
         int rc;
 
+        sk_id_format(vid, vs);
         /* The DB sold everything elsewhere (Redis drifted above it). */
         ck_assert_int_eq(rt_q("SELECT COUNT(*) FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 1);
         {
@@ -49,7 +50,7 @@ START_TEST(sold_out_redrive)
         ck_assert_int_eq(rt_redis_stock(vid), 4);
         sk_sleep_ms(1500, NULL);
         cons = rt_consumer_start();
-        rc = rt_reconcile(ARGS_FAST, NULL, out, sizeof(out));
+        rc = rt_reconcile(args, NULL, out, sizeof(out));
         /* 2 when the pass saw the Redis/DB stock drift before the consumer clamped it. */
         ck_assert_msg(rc == 1 || (rc == 2 && rt_json_field(out, vid, "stockDrift") == 1), "exit %d", rc);
         ck_assert_int_eq(rt_json_field(out, vid, "redriven"), 1);
@@ -68,7 +69,7 @@ START_TEST(sold_out_redrive)
         ck_assert_int_eq(rt_q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 0);
         rt_consumer_stop(cons);
 
-        rc = rt_reconcile(ARGS_FAST, NULL, out, sizeof(out));
+        rc = rt_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rt_json_field(out, vid, "consistent"), 1);
         ck_assert_int_eq(rt_json_field(out, vid, "rolledBack"), 0);
         ck_assert_int_eq(rt_json_field(out, vid, "redriven"), 0);
