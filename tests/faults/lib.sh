@@ -497,3 +497,30 @@ ft_kafka_ctl() {
                 SECKILL_STACK_KAFKA_CONTROLLER_PORT=$FT_PRIV_KAFKA_CPORT SECKILL_STACK_KAFKA_TIMEOUT_S=90 \
                 "$FT_SRC/scripts/stack.sh" "$@"
 }
+
+# ft_case_consumer_crash POINT: the body of the 02xx cases. A healthy consumer drains a
+# first batch; a second consumer with POINT=exit dies (SIGKILL) on its first batch of
+# the second burst; a third one takes over after the session timeout. DESIGN.md 8:
+# "worker killed before/after commit: redelivery; the outcome key gives one order".
+ft_case_consumer_crash() {
+        local point=$1 v n
+        v=$(ft_voucher 60)
+        ft_front f1
+        ft_consumer c1
+        ft_buy f1 "$v" 1 20 8
+        ft_settle 30 || ft_fail "first batch not decided"
+        ft_stop c1
+        ft_consumer c2 SECKILL_FAILPOINTS="$point=exit"
+        ft_buy f1 "$v" 1001 20 8
+        if ft_wait_exit c2 30; then ft_ok "consumer c2 died at $point"; else ft_fail "consumer c2 never reached $point"; fi
+        n=$(ft_sql "SELECT COUNT(*) FROM tb_seckill_outcome WHERE user_id BETWEEN 1001 AND 1020")
+        ft_log "outcomes of the second burst right after the crash: $n"
+        ft_consumer c3
+        ft_buy f1 "$v" 2001 80 8
+        ft_settle 60 || ft_fail "202s not decided after the crash"
+        ft_reconcile 90 || ft_fail "reconciler never reached a consistent pass (last exit $FT_RECON_RC)"
+        ft_check "$v" --sold-out
+        ft_check_me f1 "$v"
+        n=$(ft_sql "SELECT COUNT(*) FROM tb_seckill_outcome WHERE outcome = 2")
+        ft_eq "$n" 0 "no purchase failed (a crash is never a business failure)"
+}

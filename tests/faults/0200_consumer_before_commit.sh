@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# 0200_consumer_before_commit.sh: seckill-consumer killed (SIGKILL via failpoint consumer.before_commit=exit)
+# mid-burst, then replaced (DESIGN.md 8 "worker killed before/after commit"; 11).
+# Asserts one order per purchase, none lost, none doubled, Redis = DB.
+. "$(dirname "$0")/lib.sh"
+ft_init consumer_before_commit
+ft_case_consumer_crash consumer.before_commit
+ft_finish

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# 0201_consumer_after_commit.sh: seckill-consumer killed (SIGKILL via failpoint consumer.after_commit=exit)
+# mid-burst, then replaced (DESIGN.md 8 "worker killed before/after commit"; 11).
+# Asserts one order per purchase, none lost, none doubled, Redis = DB.
+. "$(dirname "$0")/lib.sh"
+ft_init consumer_after_commit
+ft_case_consumer_crash consumer.after_commit
+ft_finish
