@@ -243,6 +243,49 @@ START_TEST(dlq_trace_never_counted)
 }
 END_TEST
 
+/* A voucher that ended 68 h ago (window 48 h + 1 day = its keys live 72 h past the end)
+ * still has an undecided purchase: the trace hash expires in about 4 h -> alert, exit 2. */
+START_TEST(undecided_near_expiry_alerts)
+{
+        char out[65536], vs[SK_ID_STRLEN], sql[512], errstr[512] = "", meta[SK_KEY_MAX];
+        char trace_key[SK_KEY_MAX], f[SK_ID_STRLEN], v[SK_MSG_MAX];
+        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        int64_t vid = sk_test_rand_id(), now = sk_now_ms();
+        int64_t end_ms = now - INT64_C(68) * 3600 * 1000;
+        int64_t e_ms = end_ms + sk_expire_extra_ms(rt_conf.reconcile_window_hours);
+        sk_order_msg_t m = { sk_test_rand_id(), sk_test_rand_id(), sk_test_rand_id(), vid, 5, 1, 4,
+                             end_ms - 60000 };
+        redisReply *reply = NULL;
+        int rc;
+
+        sk_id_format(vid, vs);
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, stock, begin_time, end_time, status)"
+                 " VALUES (%" PRId64 ", 5, 5, UTC_TIMESTAMP(3) - INTERVAL 70 HOUR,"
+                 " UTC_TIMESTAMP(3) - INTERVAL 68 HOUR, 1)", vid);
+        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        sk_key_voucher(meta, rt_conf.redis_prefix, vid, SK_KEY_META);
+        sk_key_voucher(trace_key, rt_conf.redis_prefix, vid, SK_KEY_TRACE);
+        ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr),
+                                       "HSET %s begin_ms %" PRId64 " end_ms %" PRId64 " status 1", meta,
+                                       end_ms - INT64_C(2) * 3600 * 1000, end_ms), SK_OK);
+        freeReplyObject(reply);
+        sk_id_format(m.trace_id, f);
+        sk_msg_format(&m, v, sizeof(v));
+        ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), "HSET %s %s %s", trace_key,
+                                       f, v), SK_OK);
+        freeReplyObject(reply);
+        ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), "PEXPIREAT %s %" PRId64,
+                                       trace_key, e_ms), SK_OK);
+        freeReplyObject(reply);
+
+        rc = rt_reconcile(args, NULL, out, sizeof(out));
+        ck_assert_int_eq(rc, 2);
+        ck_assert_int_eq(rt_json_field(out, vid, "expiryAlert"), 1);
+        ck_assert_int_eq(rt_json_field(out, vid, "rolledBack"), 0);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("0501_recon_decisions");
@@ -257,6 +300,7 @@ int main(void)
         tcase_add_test(tc, failed_without_rollback_rolled_back_once);
         tcase_add_test(tc, front_fence_recorded);
         tcase_add_test(tc, paused_meta_reset);
+        tcase_add_test(tc, undecided_near_expiry_alerts);
         suite_add_tcase(s, tc);
         rc = sk_test_run(s);
         rt_teardown();
