@@ -347,8 +347,24 @@ retry:
 
 /* ------------------------------------------------------------------ Redis */
 
+/* sk_redis_evalsha passes at most 64 arguments (EVALSHA sha numkeys keys args):
+ * claim in chunks of this many traceIds. */
+#define CLAIM_CHUNK 56
+
+static sk_err_t claim_chunk(worker_t *w, cmsg_t **g, int n);
+
 /* claim.lua consume for the unclaimed messages of a group (all of one voucher). */
 static sk_err_t claim_group(worker_t *w, cmsg_t **g, int n)
+{
+        for (int i = 0; i < n; i += CLAIM_CHUNK) {
+                sk_err_t err = claim_chunk(w, g + i, n - i < CLAIM_CHUNK ? n - i : CLAIM_CHUNK);
+                if (err)
+                        return err;
+        }
+        return SK_OK;
+}
+
+static sk_err_t claim_chunk(worker_t *w, cmsg_t **g, int n)
 {
         char k_meta[SK_KEY_MAX], k_trace[SK_KEY_MAX], extra[24], errstr[512];
         const char *keys[2] = { k_meta, k_trace };
@@ -388,7 +404,8 @@ static sk_err_t claim_group(worker_t *w, cmsg_t **g, int n)
         }
         err = sk_redis_evalsha(r, SK_SCRIPT_CLAIM, 2, keys, nargs, args, &reply, errstr, sizeof(errstr));
         if (err) {
-                SK_LOG(SK_WARN, "claim_failed", "worker=%d voucher=%" PRId64 " n=%d err=%s reason=\"%s\"",
+                SK_LOG(err == SK_EINVAL ? SK_ERROR : SK_WARN, "claim_failed",
+                       "worker=%d voucher=%" PRId64 " n=%d err=%s reason=\"%s\"",
                        w->idx, g[0]->msg.voucher_id, cnt, sk_err2str(err), errstr);
                 redis_failed(w, err);
                 err = SK_EAGAIN;

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# bench/consumer.sh: drain rate of seckill-consumer, batched vs one order per
+# transaction (issue 4 item 8).
+#
+# Preloads M order messages over V vouchers into a fresh topic (bench/consumer/preload.c,
+# compiled here), then:
+#   1. batched: a fresh database, seckill-consumer with the default batching
+#      (--batch-max 500) until every message has an outcome;
+#   2. single:  another fresh database and group on the same topic, --batch-max 1,
+#      stopped after BENCH_SINGLE_SECONDS (one order per transaction is slow, so its
+#      rate is normalised over what it drained).
+# Rates are orders / (last created_at - first created_at) of the outcome rows, so the
+# group join and start-up are not counted. Prints both rates, the batched consumer's
+# peak RSS, and ratio=<batched/single> as the LAST line. Drops its databases, topic
+# keys and Redis keys at the end.
+# Usage: bench/consumer.sh [M]
+# Env: SK_BIN (default build/bin), BENCH_M (200000), BENCH_VOUCHERS (8),
+#      BENCH_PARTITIONS (6), BENCH_WORKERS (2), BENCH_SINGLE_SECONDS (15),
+#      BENCH_BATCH_MAX (500), SECKILL_KAFKA_BROKERS, MySQL on 127.0.0.1:3306 root.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+SK_BIN=${SK_BIN:-$here/../build/bin}
+M=${1:-${BENCH_M:-200000}}
+V=${BENCH_VOUCHERS:-8}
+P=${BENCH_PARTITIONS:-6}
+W=${BENCH_WORKERS:-2}
+SINGLE_S=${BENCH_SINGLE_SECONDS:-15}
+BATCH_MAX=${BENCH_BATCH_MAX:-500}
+brokers=${SECKILL_KAFKA_BROKERS:-127.0.0.1:9092}
+for t in mysql redis-cli cc pkg-config python3; do
+  command -v $t >/dev/null || { echo "bench/consumer.sh: $t not found" >&2; exit 2; }
+done
+[ -x "$SK_BIN/seckill-consumer" ] || { echo "bench/consumer.sh: no $SK_BIN/seckill-consumer" >&2; exit 2; }
+[ -x "$SK_BIN/seckill-admin" ] || { echo "bench/consumer.sh: no $SK_BIN/seckill-admin" >&2; exit 2; }
+
+run=bench_cons_$$_$RANDOM
+topic="bench.consumer.$$.$RANDOM"
+db1=${run}_b
+db2=${run}_s
+prefix=$run
+tmp=$(mktemp -d /tmp/$run.XXXX)
+my="mysql -uroot -h127.0.0.1 -N -B"
+rc="redis-cli -h 127.0.0.1 -p 6379"
+vbase=$(( (RANDOM + 1) * 1000000 ))
+idbase=$(( (RANDOM + 1) * 100000000000 ))
+cpid=
+
+cleanup() {
+  [ -n "$cpid" ] && kill -TERM "$cpid" 2>/dev/null && wait "$cpid" 2>/dev/null || true
+  $my -e "DROP DATABASE IF EXISTS \`$db1\`; DROP DATABASE IF EXISTS \`$db2\`" 2>/dev/null || true
+  $rc --scan --pattern "$prefix:*" | xargs -r -n 100 $rc del >/dev/null 2>&1 || true
+  [ -n "${KEEP_LOGS:-}" ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+cc -O2 -o "$tmp/preload" "$here/consumer/preload.c" $(pkg-config --cflags --libs rdkafka)
+
+# Databases with V vouchers whose stock covers every message.
+for db in $db1 $db2; do
+  SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db" "$SK_BIN/seckill-admin" db migrate >/dev/null
+  values=""
+  for i in $(seq 0 $((V - 1))); do
+    values="$values${values:+,}($((vbase + i)), $((M + 10)), $((M + 10)), UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, UTC_TIMESTAMP(3) + INTERVAL 1 DAY, 1)"
+  done
+  $my "$db" -e "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, stock, begin_time, end_time, status) VALUES $values"
+done
+
+# The topic (created by the consumer's own start-up code would also do; the preload
+# must not race it, so create it through a short consumer start: sk_kafka_ensure_topics).
+export SECKILL_KAFKA_BROKERS=$brokers SECKILL_TOPIC=$topic SECKILL_TOPIC_PARTITIONS=$P \
+       SECKILL_REDIS_PREFIX=$prefix SECKILL_METRICS_ADDR=off SECKILL_LOG_LEVEL=warn
+SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db1" SECKILL_GROUP_ID="$run-init" \
+  timeout 20 "$SK_BIN/seckill-consumer" --workers 1 >/dev/null 2>&1 &
+ipid=$!
+sleep 3
+kill -TERM $ipid 2>/dev/null || true
+wait $ipid 2>/dev/null || true
+
+echo "preloading M=$M messages over V=$V vouchers into $topic ($P partitions)"
+"$tmp/preload" "$brokers" "$topic" "$M" "$vbase" "$V" "$idbase"
+
+count() { $my "$1" -e "SELECT COUNT(*) FROM tb_seckill_outcome"; }
+span_rate() {   # orders/s over the outcome rows' created_at span
+  $my "$1" -e "SELECT COUNT(*), TIMESTAMPDIFF(MICROSECOND, MIN(created_at), MAX(created_at)) FROM tb_seckill_outcome" |
+    awk '{ if ($2 > 0) printf "%d %.0f %.3f\n", $1, $1 / ($2 / 1e6), $2 / 1e6; else print $1, 0, 0 }'
+}
+
+# 1. batched
+SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db1" SECKILL_GROUP_ID="$run-batched" \
+  "$SK_BIN/seckill-consumer" --workers "$W" --batch-max "$BATCH_MAX" 2>"$tmp/batched.log" &
+cpid=$!
+t0=$(date +%s)
+peak_kb=0
+while :; do
+  n=$(count $db1)
+  kb=$(awk '/VmHWM/ {print $2}' /proc/$cpid/status 2>/dev/null || echo 0)
+  [ "${kb:-0}" -gt "$peak_kb" ] && peak_kb=$kb
+  [ "$n" -ge "$M" ] && break
+  if [ $(( $(date +%s) - t0 )) -gt $(( 120 + M / 500 )) ]; then
+    echo "batched drain timed out at $n/$M" >&2; tail -20 "$tmp/batched.log" >&2; exit 1
+  fi
+  kill -0 $cpid 2>/dev/null || { echo "consumer died" >&2; tail -20 "$tmp/batched.log" >&2; exit 1; }
+  sleep 0.5
+done
+kill -TERM $cpid; wait $cpid || true; cpid=
+read -r bn brate bspan < <(span_rate $db1)
+orders=$($my $db1 -e "SELECT COUNT(*) FROM tb_voucher_order")
+stock_sold=$($my $db1 -e "SELECT SUM(init_stock - stock) FROM tb_seckill_voucher")
+echo "batched: orders=$orders outcomes=$bn sold=$stock_sold seconds=$bspan workers=$W batch_max=$BATCH_MAX"
+echo "batched_rate=$brate orders/s"
+echo "consumer_rss_peak_mb=$((peak_kb / 1024))"
+
+# 2. one order per transaction, same messages, fresh database and group
+SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db2" SECKILL_GROUP_ID="$run-single" \
+  "$SK_BIN/seckill-consumer" --workers "$W" --batch-max 1 2>"$tmp/single.log" &
+cpid=$!
+t0=$(date +%s)
+while [ "$(count $db2)" -lt 1 ]; do
+  [ $(( $(date +%s) - t0 )) -gt 60 ] && { echo "single mode did not start" >&2; tail -20 "$tmp/single.log" >&2; exit 1; }
+  sleep 0.2
+done
+sleep "$SINGLE_S"
+kill -TERM $cpid; wait $cpid || true; cpid=
+read -r sn srate sspan < <(span_rate $db2)
+echo "single: outcomes=$sn seconds=$sspan workers=$W batch_max=1"
+echo "single_rate=$srate orders/s"
+python3 -c "print('ratio=%.1f' % (float('$brate') / float('$srate') if float('$srate') > 0 else 0))"

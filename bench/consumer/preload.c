@@ -1,0 +1,110 @@
+/* bench/consumer/preload.c: produce M order messages (DESIGN.md 5 JSON) over V vouchers
+ * into a topic, as fast as librdkafka batches them, for bench/consumer.sh. Compiled by
+ * the script itself (cc preload.c $(pkg-config --cflags --libs rdkafka)); not part of
+ * the product build.
+ * Usage: preload BROKERS TOPIC M VOUCHER_BASE V ID_BASE
+ *   message i: voucher VOUCHER_BASE + i % V, traceId ID_BASE + i, orderId ID_BASE + M + i,
+ *   userId ID_BASE + 2M + i (distinct buyers), beforeQty/afterQty counting down per
+ *   voucher. Prints "produced=M seconds=S" on success; exit 1 on a delivery failure. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <librdkafka/rdkafka.h>
+
+static long failed;
+
+static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque)
+{
+        (void)rk;
+        (void)opaque;
+        if (rkm->err)
+                failed++;
+}
+
+static double now_s(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+        char errstr[512], key[24], val[512];
+        rd_kafka_conf_t *conf;
+        rd_kafka_t *rk;
+        long m, v, i;
+        int64_t vbase, idbase;
+        int64_t *left;
+        double t0;
+
+        if (argc != 7) {
+                fprintf(stderr, "usage: %s BROKERS TOPIC M VOUCHER_BASE V ID_BASE\n", argv[0]);
+                return 2;
+        }
+        m = atol(argv[3]);
+        vbase = strtoll(argv[4], NULL, 10);
+        v = atol(argv[5]);
+        idbase = strtoll(argv[6], NULL, 10);
+        if (m < 1 || v < 1 || vbase < 1 || idbase < 1) {
+                fprintf(stderr, "bad arguments\n");
+                return 2;
+        }
+        left = calloc((size_t)v, sizeof(*left));
+        for (i = 0; i < v; i++)
+                left[i] = m / v + 1;
+        conf = rd_kafka_conf_new();
+        if (rd_kafka_conf_set(conf, "bootstrap.servers", argv[1], errstr, sizeof(errstr)) ||
+            rd_kafka_conf_set(conf, "enable.idempotence", "true", errstr, sizeof(errstr)) ||
+            rd_kafka_conf_set(conf, "linger.ms", "20", errstr, sizeof(errstr)) ||
+            rd_kafka_conf_set(conf, "compression.codec", "lz4", errstr, sizeof(errstr)) ||
+            rd_kafka_conf_set(conf, "queue.buffering.max.messages", "500000", errstr, sizeof(errstr))) {
+                fprintf(stderr, "%s\n", errstr);
+                return 1;
+        }
+        rd_kafka_conf_set_dr_msg_cb(conf, on_dr);
+        if (!(rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr)))) {
+                fprintf(stderr, "%s\n", errstr);
+                return 1;
+        }
+        t0 = now_s();
+        for (i = 0; i < m; i++) {
+                long vi = i % v;
+                int64_t vid = vbase + vi;
+                int64_t before = left[vi]--;
+                int n;
+                rd_kafka_resp_err_t e;
+
+                snprintf(key, sizeof(key), "%" PRId64, vid);
+                n = snprintf(val, sizeof(val),
+                             "{\"traceId\":\"%" PRId64 "\",\"orderId\":\"%" PRId64 "\",\"userId\":\"%" PRId64
+                             "\",\"voucherId\":\"%" PRId64 "\",\"beforeQty\":%" PRId64
+                             ",\"deductQty\":1,\"afterQty\":%" PRId64 ",\"ts\":%" PRId64 "}",
+                             idbase + i, idbase + m + i, idbase + 2 * m + i, vid, before, before - 1,
+                             (int64_t)time(NULL) * 1000);
+                for (;;) {
+                        e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(argv[2]), RD_KAFKA_V_KEY(key, strlen(key)),
+                                              RD_KAFKA_V_VALUE(val, (size_t)n),
+                                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+                        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                                break;
+                        rd_kafka_poll(rk, 10);
+                }
+                if (e) {
+                        fprintf(stderr, "produce: %s\n", rd_kafka_err2str(e));
+                        return 1;
+                }
+                rd_kafka_poll(rk, 0);
+        }
+        rd_kafka_flush(rk, 60000);
+        if (rd_kafka_outq_len(rk) || failed) {
+                fprintf(stderr, "not delivered: %d queued, %ld failed\n", rd_kafka_outq_len(rk), failed);
+                return 1;
+        }
+        printf("produced=%ld seconds=%.2f\n", m, now_s() - t0);
+        rd_kafka_destroy(rk);
+        free(left);
+        return 0;
+}
