@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# scripts/test.sh: build seckill and run every test suite against the real local stack.
+#
+#   1. Debian build and test dependencies, installed only when missing (dpkg -s).
+#   2. scripts/stack.sh up (Redis, MariaDB, Kafka), in the background while 3. builds.
+#   3. cmake -S . -B build -DSK_WERROR=ON; cmake --build build -j2
+#   4. ctest -L 'unit|integration|faults' in build/
+#   5. the same sources with -DSK_SANITIZE=ON (ASan + UBSan) in build-asan/,
+#      ctest -L 'unit|integration' there (leaks checked, first error fatal).
+#   6. a summary; exit 0 only when every step passed.
+# At exit it stops the services that were not running before it started (unless
+# SECKILL_KEEP_STACK=1); services that were already up are left as they were.
+#
+# Environment (all optional):
+#   SECKILL_KEEP_STACK=1          leave what this run started running
+#   SECKILL_TEST_JOBS             parallel build and ctest jobs (2)
+#   SECKILL_TEST_LABELS           labels of the main pass ('unit|integration|faults')
+#   SECKILL_TEST_ASAN_LABELS      labels of the sanitizer pass ('unit|integration')
+#   SECKILL_TEST_SANITIZE=0       skip the sanitizer pass
+#   SECKILL_TEST_TIMEOUT_S        cap of the main ctest pass (900)
+#   SECKILL_TEST_ASAN_TIMEOUT_S   cap of the sanitizer ctest pass (600)
+#   SECKILL_BUILD_DIR, SECKILL_ASAN_BUILD_DIR   build dirs (build, build-asan)
+#   SECKILL_STACK_*               passed to scripts/stack.sh (ports, state dir)
+#   SECKILL_REDIS_URL, SECKILL_MYSQL_URL, SECKILL_KAFKA_BROKERS   default: the local stack
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO"
+
+BUILD_DIR=${SECKILL_BUILD_DIR:-build}
+ASAN_DIR=${SECKILL_ASAN_BUILD_DIR:-build-asan}
+JOBS=${SECKILL_TEST_JOBS:-2}
+LABELS=${SECKILL_TEST_LABELS:-unit|integration|faults}
+ASAN_LABELS=${SECKILL_TEST_ASAN_LABELS:-unit|integration}
+SANITIZE=${SECKILL_TEST_SANITIZE:-1}
+TIMEOUT_S=${SECKILL_TEST_TIMEOUT_S:-900}
+ASAN_TIMEOUT_S=${SECKILL_TEST_ASAN_TIMEOUT_S:-600}
+STACK=$REPO/scripts/stack.sh
+STACK_LOG_DIR=${SECKILL_STACK_DIR:-$REPO/.stack}/logs
+
+# Build and test dependencies (Debian 12 package names). Tools the shell tests use:
+# redis-cli, mysql, curl, ps/pgrep, python3.
+PKGS=(build-essential cmake pkg-config librdkafka-dev libhiredis-dev
+      default-libmysqlclient-dev libcjson-dev libmicrohttpd-dev check
+      redis-tools mariadb-client curl procps python3)
+
+T_START=$SECONDS
+SUMMARY=()
+FAILED=0
+STACK_BG=
+TO_STOP=()
+
+say() { printf '\n==> %s\n' "$*"; }
+
+# record NAME STATUS SECONDS [NOTE]
+record() {
+        SUMMARY+=("$(printf '%-4s  %-44s %5s s  %s' "$2" "$1" "$3" "${4:-}")")
+        [[ $2 == PASS || $2 == SKIP ]] || FAILED=1
+}
+
+print_summary() {
+        local line
+        printf '\n==================== seckill test summary ====================\n'
+        for line in "${SUMMARY[@]}"; do
+                printf '%s\n' "$line"
+        done
+        if [[ $FAILED -eq 0 ]]; then
+                printf 'RESULT: PASS (%d s)\n' $((SECONDS - T_START))
+        else
+                printf 'RESULT: FAIL (%d s)\n' $((SECONDS - T_START))
+        fi
+}
+
+cleanup() {
+        local rc=$?
+        trap - EXIT INT TERM
+        if [[ -n $STACK_BG ]] && kill -0 "$STACK_BG" 2>/dev/null; then
+                kill "$STACK_BG" 2>/dev/null || true
+                wait "$STACK_BG" 2>/dev/null || true
+        fi
+        if [[ ${#TO_STOP[@]} -gt 0 ]]; then
+                if [[ ${SECKILL_KEEP_STACK:-0} == 1 ]]; then
+                        say "SECKILL_KEEP_STACK=1: leaving ${TO_STOP[*]} running (scripts/stack.sh down stops them)"
+                else
+                        say "stopping what this run started: ${TO_STOP[*]}"
+                        "$STACK" down "${TO_STOP[@]}" || rc=1
+                fi
+        fi
+        exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------------------------------
+step_deps() {
+        local p missing=() sudo=""
+        for p in "${PKGS[@]}"; do
+                dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+        done
+        if [[ ${#missing[@]} -eq 0 ]]; then
+                echo "all ${#PKGS[@]} packages present"
+                return 0
+        fi
+        if [[ $(id -u) -ne 0 ]]; then
+                command -v sudo >/dev/null 2>&1 || { echo "missing ${missing[*]}; run as root or install sudo" >&2; return 1; }
+                sudo=sudo
+        fi
+        echo "installing ${missing[*]}"
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null >/dev/null || return 1
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+                "${missing[@]}" </dev/null >/dev/null || return 1
+}
+
+# configure_and_build DIR [cmake args...]
+step_build() {
+        local dir=$1
+        shift
+        cmake -S . -B "$dir" -DSK_WERROR=ON "$@" || return 1
+        cmake --build "$dir" -j "$JOBS" || return 1
+}
+
+# step_ctest DIR LABELS TIMEOUT_S: the names of failed tests go to $CTEST_FAILED.
+CTEST_FAILED=
+step_ctest() {
+        local dir=$1 labels=$2 timeout_s=$3 rc=0
+        CTEST_FAILED=
+        timeout -k 30 "$timeout_s" ctest --test-dir "$dir" --output-on-failure --no-tests=error \
+                -L "$labels" -j "$JOBS" </dev/null || rc=$?
+        if [[ $rc -ne 0 && -f $dir/Testing/Temporary/LastTestsFailed.log ]]; then
+                CTEST_FAILED=$(cut -d: -f2- "$dir/Testing/Temporary/LastTestsFailed.log" | tr '\n' ' ')
+        fi
+        [[ $rc -eq 124 || $rc -eq 137 ]] && CTEST_FAILED="TIMED OUT after ${timeout_s} s; $CTEST_FAILED"
+        return "$rc"
+}
+
+# Endpoints of the local stack for the tests (sk_test_conf() reads SECKILL_*), unless
+# the caller set them.
+export_stack_env() {
+        local line kv key
+        while read -r line; do
+                kv=${line#export }
+                key=${kv%%=*}
+                if [[ -z ${!key:-} ]]; then
+                        export "${kv?}"
+                fi
+                echo "$key=${!key}"
+        done < <("$STACK" env)
+}
+
+# ---------------------------------------------------------------------------------------
+t=$SECONDS
+say "dependencies"
+if step_deps; then
+        record "dependencies" PASS $((SECONDS - t))
+else
+        record "dependencies" FAIL $((SECONDS - t)) "apt-get failed"
+        print_summary
+        exit 1
+fi
+
+# Services already up are left alone at exit; the others are stopped.
+say "stack: current state"
+before=$("$STACK" status 2>/dev/null || true)
+printf '%s\n' "$before"
+for svc in redis mariadb kafka; do
+        awk -v s="$svc" '$1 == s && $3 == "up" {found = 1} END {exit !found}' <<<"$before" || TO_STOP+=("$svc")
+done
+
+say "stack: scripts/stack.sh up (in the background while building)"
+t_stack=$SECONDS
+stack_out=$(mktemp)
+"$STACK" up >"$stack_out" 2>&1 </dev/null &
+STACK_BG=$!
+
+t=$SECONDS
+say "build: $BUILD_DIR"
+build_ok=1
+if step_build "$BUILD_DIR"; then
+        record "build $BUILD_DIR (-DSK_WERROR=ON)" PASS $((SECONDS - t))
+else
+        build_ok=0
+        record "build $BUILD_DIR (-DSK_WERROR=ON)" FAIL $((SECONDS - t))
+fi
+
+say "stack: waiting for scripts/stack.sh up"
+stack_rc=0
+wait "$STACK_BG" || stack_rc=$?
+STACK_BG=
+cat "$stack_out"
+rm -f "$stack_out"
+if [[ $stack_rc -ne 0 ]]; then
+        record "stack up" FAIL $((SECONDS - t_stack)) "logs: $STACK_LOG_DIR"
+        record "ctest $BUILD_DIR" SKIP 0 "no stack"
+        print_summary
+        exit 1
+fi
+record "stack up" PASS $((SECONDS - t_stack))
+export_stack_env
+
+t=$SECONDS
+if [[ $build_ok -eq 1 ]]; then
+        say "tests: ctest -L '$LABELS' in $BUILD_DIR"
+        if step_ctest "$BUILD_DIR" "$LABELS" "$TIMEOUT_S"; then
+                record "ctest $BUILD_DIR [$LABELS]" PASS $((SECONDS - t))
+        else
+                record "ctest $BUILD_DIR [$LABELS]" FAIL $((SECONDS - t)) "failed: ${CTEST_FAILED:-see $BUILD_DIR/Testing/Temporary/LastTest.log}"
+        fi
+else
+        record "ctest $BUILD_DIR [$LABELS]" SKIP 0 "build failed"
+fi
+
+if [[ $SANITIZE == 1 ]]; then
+        # First error is fatal; leaks are errors. A suppressions file for leaks inside
+        # third-party libraries may live in tests/sanitizer/lsan.supp.
+        export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=0:strict_string_checks=1}
+        export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+        if [[ -z ${LSAN_OPTIONS:-} && -f $REPO/tests/sanitizer/lsan.supp ]]; then
+                export LSAN_OPTIONS=suppressions=$REPO/tests/sanitizer/lsan.supp:print_suppressions=0
+        fi
+        t=$SECONDS
+        say "build: $ASAN_DIR (-DSK_SANITIZE=ON)"
+        if step_build "$ASAN_DIR" -DSK_SANITIZE=ON; then
+                record "build $ASAN_DIR (-DSK_SANITIZE=ON)" PASS $((SECONDS - t))
+                t=$SECONDS
+                say "tests: ctest -L '$ASAN_LABELS' in $ASAN_DIR (ASAN_OPTIONS=$ASAN_OPTIONS)"
+                if step_ctest "$ASAN_DIR" "$ASAN_LABELS" "$ASAN_TIMEOUT_S"; then
+                        record "ctest $ASAN_DIR [$ASAN_LABELS]" PASS $((SECONDS - t))
+                else
+                        record "ctest $ASAN_DIR [$ASAN_LABELS]" FAIL $((SECONDS - t)) "failed: ${CTEST_FAILED:-see $ASAN_DIR/Testing/Temporary/LastTest.log}"
+                fi
+        else
+                record "build $ASAN_DIR (-DSK_SANITIZE=ON)" FAIL $((SECONDS - t))
+                record "ctest $ASAN_DIR [$ASAN_LABELS]" SKIP 0 "build failed"
+        fi
+else
+        record "sanitizer pass" SKIP 0 "SECKILL_TEST_SANITIZE=$SANITIZE"
+fi
+
+print_summary
+[[ $FAILED -eq 0 ]]
