@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# scripts/demo.sh: placeholder. The end-to-end demo (stack, binaries, a flash sale,
-# invariant checks) comes with issue 6, which replaces this file.
-set -euo pipefail
-echo "seckill demo: not yet available (issue 6)"
-exit 0
+# scripts/demo.sh: the main job — a flash sale end to end from one command (issue 6).
+#
+#   scripts/demo.sh                 install what is missing, build, stack up, run the
+#                                   sale, check every invariant, print the report
+#   scripts/demo.sh --help          options (stock, buyers, concurrency, duration, --keep)
+#
+# The logic lives in scripts/demo/ (run.sh: the driver; sale.lua: the wrk crowd;
+# report.py: the checks and report; latency.gp: the plot). Output: out/report.json,
+# out/latency.png and out/demo-<stamp>/ (logs, the 202 log, reconciler and verify output).
+# Exit status: 0 every invariant PASS, 1 an invariant FAILED, 2 bad usage, 3 setup failed.
+exec "$(dirname "${BASH_SOURCE[0]}")/demo/run.sh" "$@"

@@ -114,7 +114,7 @@ fi
 # the probe avoids asking apt when another distribution's package provides it).
 install_missing() {
         local -a want=(
-                cmake:cmake gcc:gcc make:make pkg-config:pkg-config
+                build-essential:gcc build-essential:make cmake:cmake pkg-config:pkg-config
                 librdkafka-dev:/usr/include/librdkafka/rdkafka.h
                 libhiredis-dev:/usr/include/hiredis/hiredis.h
                 default-libmysqlclient-dev:/usr/include/mysql/mysql.h
@@ -137,6 +137,7 @@ install_missing() {
                 dpkg -s "$pkg" >/dev/null 2>&1 && [[ $probe = /* ]] && continue
                 missing+=("$pkg")
         done
+        [[ ${#missing[@]} -gt 0 ]] && mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
         if [[ ${#missing[@]} -eq 0 ]]; then
                 say "packages: all present"
                 return 0
@@ -223,6 +224,10 @@ cleanup() {
         local rc=$?
         trap - EXIT INT TERM
         [[ -n $WRK_PID ]] && kill -INT "$WRK_PID" 2>/dev/null || true
+        if [[ -n ${STACK_BG:-} ]]; then
+                kill "$STACK_BG" 2>/dev/null || true
+                wait "$STACK_BG" 2>/dev/null || true
+        fi
         if [[ $KEEP -eq 1 ]]; then
                 {
                         echo "prefix=$PREFIX"
@@ -252,7 +257,26 @@ for tool in wrk gnuplot python3 curl redis-cli jq setsid; do
         command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run without --no-install)"
 done
 
-# ------------------------------------------------------------------ 2. build
+# ------------------------------------------------------------------ 2. stack (background) + build
+# On a fresh machine scripts/stack.sh up installs and starts Redis, MariaDB and Kafka
+# (a minute or two): it runs while we build.
+declare -A SVC_UP=()
+port_open "$REDIS_HOST" "$REDIS_PORT" && SVC_UP[redis]=1
+port_open "$MYSQL_HOST" "$MYSQL_PORT" && SVC_UP[mariadb]=1
+port_open "$KAFKA_HOST" "$KAFKA_PORT" && SVC_UP[kafka]=1
+STACK_BG=
+if [[ ${#SVC_UP[@]} -eq 3 ]]; then
+        say "stack: redis $REDIS_HOST:$REDIS_PORT, mariadb $MYSQL_HOST:$MYSQL_PORT, kafka $BROKERS already up (not ours: left alone)"
+else
+        [[ -x $REPO/scripts/stack.sh ]] || die "the stack is not up and scripts/stack.sh is missing"
+        for s in redis mariadb kafka; do
+                [[ -n ${SVC_UP[$s]:-} ]] || STARTED_SERVICES+=("$s")
+        done
+        say "stack: starting ${STARTED_SERVICES[*]} with scripts/stack.sh up in the background (log: $RUN/stack.log)"
+        "$REPO/scripts/stack.sh" up > "$RUN/stack.log" 2>&1 &
+        STACK_BG=$!
+fi
+
 BIN=$BUILD_DIR/bin
 if [[ $BUILD -eq 1 ]]; then
         say "building in $BUILD_DIR (log: $RUN/build.log)"
@@ -277,20 +301,14 @@ for b in seckill-front seckill-consumer seckill-reconciler seckill-admin; do
         [[ -x $BIN/$b ]] || die "$BIN/$b is missing (build failed or --no-build without a build)"
 done
 
-# ------------------------------------------------------------------ 3. stack
-declare -A SVC_UP=()
-port_open "$REDIS_HOST" "$REDIS_PORT" && SVC_UP[redis]=1
-port_open "$MYSQL_HOST" "$MYSQL_PORT" && SVC_UP[mariadb]=1
-port_open "$KAFKA_HOST" "$KAFKA_PORT" && SVC_UP[kafka]=1
-if [[ ${#SVC_UP[@]} -eq 3 ]]; then
-        say "stack: redis $REDIS_HOST:$REDIS_PORT, mariadb $MYSQL_HOST:$MYSQL_PORT, kafka $BROKERS already up (not ours: left alone)"
-else
-        [[ -x $REPO/scripts/stack.sh ]] || die "the stack is not up and scripts/stack.sh is missing"
-        for s in redis mariadb kafka; do
-                [[ -n ${SVC_UP[$s]:-} ]] || STARTED_SERVICES+=("$s")
-        done
-        say "stack: starting ${STARTED_SERVICES[*]} with scripts/stack.sh up"
-        "$REPO/scripts/stack.sh" up || die "scripts/stack.sh up failed"
+# ------------------------------------------------------------------ 3. stack ready
+if [[ -n $STACK_BG ]]; then
+        say "waiting for scripts/stack.sh up"
+        stack_rc=0
+        wait "$STACK_BG" || stack_rc=$?
+        STACK_BG=
+        sed 's/^/    /' "$RUN/stack.log" | tail -n 15
+        [[ $stack_rc -eq 0 ]] || die "scripts/stack.sh up failed (exit $stack_rc; log: $RUN/stack.log)"
 fi
 rcli ping >/dev/null || die "redis at $REDIS_HOST:$REDIS_PORT does not answer"
 sql -e "SELECT 1" >/dev/null || die "mariadb at $MYSQL_HOST:$MYSQL_PORT does not answer"
