@@ -142,6 +142,8 @@ static int is_message(worker_t *w, rd_kafka_message_t *rkm)
         return 0;
 }
 
+static void pause_one(worker_t *w, const rd_kafka_message_t *rkm);
+
 /* Poll the consumer for @p ms (keeps the group membership alive while paused);
  * messages that still arrive are kept for the next batch. */
 static void wait_poll(worker_t *w, int64_t ms)
@@ -159,6 +161,7 @@ static void wait_poll(worker_t *w, int64_t ms)
                         rd_kafka_poll(w->dlq, 0);
                 if (rkm && is_message(w, rkm)) {
                         sk_metric_add(w->m->consumed, 1);
+                        pause_one(w, rkm);
                         carry_add(w, rkm);
                 }
                 if (g_stop)
@@ -178,6 +181,26 @@ static void pause_all(worker_t *w)
         w->paused = parts;
         sk_metric_add(w->m->paused, 1);
         SK_LOG(SK_INFO, "partitions_paused", "worker=%d count=%d", w->idx, parts->cnt);
+}
+
+/* A message arrived while paused (a partition assigned during the pause): pause its
+ * partition too, so the carry list holds at most what was already prefetched. */
+static void pause_one(worker_t *w, const rd_kafka_message_t *rkm)
+{
+        const char *topic = rd_kafka_topic_name(rkm->rkt);
+        rd_kafka_topic_partition_list_t *one;
+
+        if (!w->paused) {
+                w->paused = rd_kafka_topic_partition_list_new(4);
+                sk_metric_add(w->m->paused, 1);
+        }
+        if (rd_kafka_topic_partition_list_find(w->paused, topic, rkm->partition))
+                return;
+        one = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(one, topic, rkm->partition);
+        rd_kafka_pause_partitions(w->rk, one);
+        rd_kafka_topic_partition_list_destroy(one);
+        rd_kafka_topic_partition_list_add(w->paused, topic, rkm->partition);
 }
 
 static void resume_all(worker_t *w)
@@ -321,6 +344,7 @@ static sk_err_t dlq_send(worker_t *w, cmsg_t *c, const char *kind, const char *r
                                 rd_kafka_message_t *m2 = rd_kafka_consumer_poll(w->rk, 0);
                                 if (m2 && is_message(w, m2)) {
                                         sk_metric_add(w->m->consumed, 1);
+                                        pause_one(w, m2);
                                         carry_add(w, m2);
                                 }
                         }
@@ -517,7 +541,8 @@ static sk_err_t collision(worker_t *w, cmsg_t *c, const char *what)
         return dlq_send(w, c, "collision", what);
 }
 
-/* Non-transient DB error on @p c: retry up to --max-db-retries, then DLQ. */
+/* Non-transient DB error on @p c: retry up to --max-db-retries (SK_EDB: try again
+ * after a backoff), then DLQ (SK_OK once PERSISTED). */
 static sk_err_t db_error(worker_t *w, cmsg_t *c, const char *errstr)
 {
         sk_metric_add(w->m->db_errors, 1);
@@ -525,7 +550,7 @@ static sk_err_t db_error(worker_t *w, cmsg_t *c, const char *errstr)
         SK_LOG(SK_WARN, "db_error", "worker=%d trace=%" PRId64 " attempt=%d err=\"%s\"", w->idx,
                c->msg.trace_id, c->db_errors, errstr);
         if (c->db_errors <= w->opts->max_db_retries)
-                return SK_EAGAIN;
+                return SK_EDB;
         sk_metric_add(w->m->db_dlq, 1);
         return dlq_send(w, c, "db_error", errstr);
 }
@@ -638,10 +663,8 @@ static sk_err_t group_once(worker_t *w, cmsg_t **g, int n)
                 if (g[i]->settled || !g[i]->fenced)
                         continue;
                 err = decide_failed(w, g[i], SK_REASON_FRONT_ROLLBACK, "fenced by the front before consume");
-                if (err == SK_ESTOP)
-                        return err;
-                if (err == SK_EAGAIN && w->db->conn == NULL)
-                        return SK_EAGAIN;
+                if (err == SK_ESTOP || err == SK_EAGAIN)
+                        return err; /* transient: the whole group again after a backoff */
         }
         for (i = 0; i < n; i++)
                 if (!g[i]->settled && !g[i]->fenced)
@@ -679,7 +702,10 @@ static sk_err_t group_once(worker_t *w, cmsg_t **g, int n)
                                 err = apply_single(w, g[i]);
                                 if (err == SK_ESTOP)
                                         return err;
-                                if (err == SK_EAGAIN && (w->db->conn == NULL || stopping()))
+                                /* Transient (lock wait, lost link): the rest of this voucher
+                                 * would wait the same way; back off and retry the group. A
+                                 * non-transient error (SK_EDB) only holds back its message. */
+                                if (err == SK_EAGAIN || stopping())
                                         break;
                         }
                 }
