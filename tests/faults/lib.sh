@@ -269,19 +269,23 @@ EOF
 }
 
 # ft_buy FRONT V FIRST_USER COUNT [PARALLEL=8]: one purchase per user FIRST..FIRST+COUNT-1.
-# Every 202 is appended to $FT_WORK/accepted.tsv as "user order trace"; all answers go
+# Every 202 is appended to $FT_WORK/accepted.tsv as "user order trace voucher"; all answers go
 # to $FT_WORK/results.txt. Prints the tally of status codes of this batch.
 ft_buy() {
-        local front=$1 v=$2 first=$3 count=$4 par=${5:-8} addr batch
+        local front=$1 v=$2 first=$3 count=$4 par=${5:-8} addr batch lockfd
         addr=${FT_ADDR[$front]:?unknown front $front}
         [[ -x $FT_WORK/buy1.sh ]] || ft_write_buy1
         batch=$(mktemp "$FT_WORK/batch.XXXXXX")
         seq "$first" $((first + count - 1)) |
                 xargs -P "$par" -I{} "$FT_WORK/buy1.sh" "$addr" "$v" {} "$batch"
+        # Concurrent ft_buy calls (in the background) append whole batches under a lock.
+        exec {lockfd}>>"$FT_WORK/.append.lock"
+        flock "$lockfd"
         cat "$batch" >>"$FT_WORK/results.txt"
         awk '$2 == 202' "$batch" |
-                sed -n 's/^\([0-9]*\) 202 .*"orderId":"\([0-9]*\)".*"traceId":"\([0-9]*\)".*/\1 \2 \3/p' \
+                sed -n "s/^\([0-9]*\) 202 .*\"orderId\":\"\([0-9]*\)\".*\"traceId\":\"\([0-9]*\)\".*/\1 \2 \3 $v/p" \
                 >>"$FT_WORK/accepted.tsv"
+        exec {lockfd}>&-
         ft_log "buy via $front users $first..$((first + count - 1)): $(awk '{print $2}' "$batch" | sort | uniq -c | awk '{printf "%s×%s ", $2, $1}')"
         rm -f "$batch"
 }
@@ -289,10 +293,11 @@ ft_buy() {
 # Load accepted.tsv into the case's own database (table ft_accepted) for the joins.
 ft_load_accepted() {
         ft_sql "CREATE TABLE IF NOT EXISTS ft_accepted (trace_id BIGINT PRIMARY KEY,
-                order_id BIGINT NOT NULL, user_id BIGINT NOT NULL); TRUNCATE ft_accepted" ||
+                order_id BIGINT NOT NULL, user_id BIGINT NOT NULL, voucher_id BIGINT NOT NULL);
+                TRUNCATE ft_accepted" ||
                 ft_die "cannot create ft_accepted"
         [[ -s $FT_WORK/accepted.tsv ]] || return 0
-        awk '{printf "INSERT INTO ft_accepted VALUES (%s, %s, %s);\n", $3, $2, $1}' "$FT_WORK/accepted.tsv" |
+        awk '{printf "INSERT INTO ft_accepted VALUES (%s, %s, %s, %s);\n", $3, $2, $1, $4}' "$FT_WORK/accepted.tsv" |
                 mysql --no-defaults -uroot -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" --protocol=TCP "$FT_DB" ||
                 ft_fail "loading accepted.tsv (a traceId answered twice?)"
 }
@@ -353,7 +358,7 @@ ft_check() {
         fi
         read -r init dbstock < <(ft_sql "SELECT init_stock, stock FROM tb_seckill_voucher WHERE voucher_id = $v")
         active=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $v AND status = 1")
-        ft_log "voucher $v: init $init, DB stock $dbstock, active orders $active, 202s $(wc -l <"$FT_WORK/accepted.tsv")"
+        ft_log "voucher $v: init $init, DB stock $dbstock, active orders $active, 202s $(ft_sql "SELECT COUNT(*) FROM ft_accepted WHERE voucher_id = $v")"
         ((active <= init)) && ft_ok "zero oversell ($active <= $init)" || ft_fail "OVERSELL: $active active orders for $init units"
         ft_eq "$((init - dbstock))" "$active" "init_stock - stock = active orders"
         ((sold_out)) && ft_eq "$active" "$init" "zero undersell (sold out)"
@@ -366,26 +371,26 @@ ft_check() {
         ft_eq "$bad" 0 "every order has its CREATED outcome"
         # Invariant 4: every 202 is CREATED + order row, or FAILED + RESTORE row; never both, never neither.
         bad=$(ft_sql "SELECT COUNT(*) FROM ft_accepted a LEFT JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id
-                WHERE o.trace_id IS NULL")
+                WHERE a.voucher_id = $v AND o.trace_id IS NULL")
         ft_eq "$bad" 0 "every 202 has an outcome"
         bad=$(ft_sql "SELECT COUNT(*) FROM ft_accepted a JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id
-                WHERE o.order_id <> a.order_id OR o.user_id <> a.user_id OR o.voucher_id <> $v")
+                WHERE a.voucher_id = $v AND (o.order_id <> a.order_id OR o.user_id <> a.user_id OR o.voucher_id <> $v)")
         ft_eq "$bad" 0 "outcome rows match the 202s (order, user, voucher)"
         bad=$(ft_sql "SELECT COUNT(*) FROM ft_accepted a JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id
                 LEFT JOIN tb_voucher_order vo ON vo.id = a.order_id AND vo.trace_id = a.trace_id AND vo.status = 1
-                WHERE o.outcome = 1 AND vo.id IS NULL")
+                WHERE a.voucher_id = $v AND o.outcome = 1 AND vo.id IS NULL")
         ft_eq "$bad" 0 "every CREATED 202 has its order row"
         bad=$(ft_sql "SELECT COUNT(*) FROM ft_accepted a JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id
                 LEFT JOIN tb_voucher_reconcile_log rl ON rl.trace_id = a.trace_id AND rl.log_type = 1
-                WHERE o.outcome = 2 AND rl.id IS NULL")
+                WHERE a.voucher_id = $v AND o.outcome = 2 AND rl.id IS NULL")
         ft_eq "$bad" 0 "every FAILED 202 has its RESTORE row"
         bad=$(ft_sql "SELECT COUNT(*) FROM ft_accepted a JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id
-                WHERE (o.outcome = 1 AND EXISTS (SELECT 1 FROM tb_voucher_reconcile_log rl
+                WHERE a.voucher_id = $v AND ((o.outcome = 1 AND EXISTS (SELECT 1 FROM tb_voucher_reconcile_log rl
                          WHERE rl.trace_id = a.trace_id AND rl.log_type = 1))
-                   OR (o.outcome = 2 AND EXISTS (SELECT 1 FROM tb_voucher_order vo WHERE vo.trace_id = a.trace_id))")
+                   OR (o.outcome = 2 AND EXISTS (SELECT 1 FROM tb_voucher_order vo WHERE vo.trace_id = a.trace_id)))")
         ft_eq "$bad" 0 "no 202 is both CREATED and FAILED (order + RESTORE)"
         ft_log "202 outcomes: $(ft_sql "SELECT IF(o.outcome = 1, 'CREATED', CONCAT('FAILED/', COALESCE(o.reason, '?'))) k, COUNT(*)
-                FROM ft_accepted a JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id GROUP BY k" | tr '\t\n' '= ')"
+                FROM ft_accepted a JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id WHERE a.voucher_id = $v GROUP BY k" | tr '\t\n' '= ')"
         # Invariant 3: Redis = DB after quiescence and --repair.
         rstock=$(ft_rcli get "$(ft_key "$v" stock)")
         ft_eq "$rstock" "$dbstock" "Redis stock = DB stock"
@@ -413,7 +418,8 @@ ft_check_me() {
                         [[ $st == FAILED ]] || { bad=$((bad + 1)); ft_log "user $user outcome $outcome/$reason: orders/me $st"; }
                 fi
         done < <(ft_sql "SELECT a.user_id, o.outcome, COALESCE(o.reason, '-') FROM ft_accepted a
-                JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id ORDER BY o.outcome DESC, a.user_id LIMIT 200")
+                JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id WHERE a.voucher_id = $v
+                ORDER BY o.outcome DESC, a.user_id LIMIT 200")
         ft_eq "$bad" 0 "orders/me agrees with the outcome for $n accepted purchases"
 }
 
