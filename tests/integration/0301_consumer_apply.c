@@ -8,7 +8,8 @@
  * front_rollback, no order; an existing FAILED outcome -> no order; DB stock forced to 0
  * -> FAILED sold_out, no restore, Redis clamped to 0, user released; poison -> DLQ with
  * a reason and the worker goes on; a collision (same orderId, other user) -> DLQ, first
- * order untouched. */
+ * order untouched; a message the DB refuses on every attempt (1264) -> retried, then DLQ
+ * with the error, no outcome, no Redis change. */
 #include "0399_consumer_support.h"
 
 static pid_t g_consumer;
@@ -287,6 +288,42 @@ START_TEST(collision_goes_to_dlq)
 }
 END_TEST
 
+START_TEST(other_db_error_retried_then_dlq)
+{
+        int64_t vid = sk_test_rand_id(), uid = sk_test_rand_id();
+        sk_order_msg_t m, ok;
+        char json[SK_MSG_MAX], json_ok[SK_MSG_MAX], tid[SK_ID_STRLEN];
+        ct_dlq_msg_t dlq[8];
+        int n, i, found = 0;
+
+        /* beforeQty beyond the INT column: a valid message the DB refuses (1264, strict
+         * mode) on every attempt. Retried --max-db-retries times, then DLQ with the
+         * error; no outcome, no Redis change; the next message is applied. */
+        ct_voucher(vid, 5, 5, 5);
+        ck_assert_int_eq(ct_deduct(vid, uid, &m, json), 0);
+        m.before_qty = 3000000000LL;
+        m.after_qty = m.before_qty - m.deduct_qty;
+        sk_msg_format(&m, json, sizeof(json));
+        ct_produce(vid, json);
+        ck_assert_int_eq(ct_deduct(vid, sk_test_rand_id(), &ok, json_ok), 0);
+        ct_produce(vid, json_ok);
+        ck_assert_int_eq(wait_outcome(ok.trace_id), SK_OUTCOME_CREATED);
+        sk_id_format(m.trace_id, tid);
+        n = ct_read_dlq(dlq, 8, 10);
+        for (i = 0; i < n; i++)
+                if (strcmp(dlq[i].trace, tid) == 0) {
+                        found = 1;
+                        ck_assert_str_eq(dlq[i].kind, "db_error");
+                        ck_assert_ptr_nonnull(strstr(dlq[i].error, "1264"));
+                }
+        ck_assert_msg(found, "no db_error copy of trace %s in the DLQ", tid);
+        ck_assert_int_eq(outcome_of(m.trace_id), -1);
+        ck_assert(!ct_fenced(vid, m.trace_id));
+        ck_assert(ct_redis_user_is(vid, uid, m.trace_id));
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 4);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("consumer_apply");
@@ -304,6 +341,7 @@ int main(void)
         tcase_add_test(tc, db_stock_zero_clamps_redis);
         tcase_add_test(tc, poison_goes_to_dlq_and_worker_continues);
         tcase_add_test(tc, collision_goes_to_dlq);
+        tcase_add_test(tc, other_db_error_retried_then_dlq);
         suite_add_tcase(s, tc);
         rc = ct_run(s);
         status = ct_stop_consumer(g_consumer);
