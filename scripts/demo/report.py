@@ -423,8 +423,9 @@ def print_report(r, out):
     print(f" requests      {q['purchases_sent']:,} purchase requests from {q['distinct_buyers']:,} "
           f"distinct buyers ({q['second_asks']:,} second asks, {q['retries_after_503'] or 0:,} "
           f"retries after 503, {q['retries_after_sold_out'] or 0:,} after sold out)")
-    print(f" answers       {q['purchase_answers']:,} in {f['sale_window_s']} s; lost (no answer): "
-          f"{q['lost_answers'] or 0}")
+    print(f" answers       {q['purchase_answers']:,} in {f['sale_window_s']} s; no answer: "
+          f"{(q['purchases_sent'] or 0) - q['purchase_answers']} (connection errors re-asked: "
+          f"{q['lost_answers'] or 0})")
     print(f" accepted      {q['accepted_202']:,} (202)")
     print(f" rejected      sold out (10005) {q['sold_out_10005']:,} · duplicate (10006) "
           f"{q['duplicate_10006']:,} · other: " +
