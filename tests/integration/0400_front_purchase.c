@@ -275,6 +275,20 @@ START_TEST(malformed_ids_no_write)
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
         ck_assert_int_eq(ft_http(g_port, "POST", path, "42", "Content-Length: 3\r\n\r\nabc", body,
                                  sizeof(body)), 413);
+        /* Oversized request line and headers: libmicrohttpd's own 414 and 431. */
+        {
+                char *huge = malloc(20001), *hdr = malloc(20032);
+
+                ck_assert(huge && hdr);
+                memset(huge, 'a', 20000);
+                huge[0] = '/';
+                huge[20000] = '\0';
+                ck_assert_int_eq(ft_http(g_port, "GET", huge, "42", NULL, body, sizeof(body)), 414);
+                snprintf(hdr, 20032, "X-Big: %s\r\n", huge + 1);
+                ck_assert_int_eq(ft_http(g_port, "POST", path, "42", hdr, body, sizeof(body)), 431);
+                free(huge);
+                free(hdr);
+        }
         after = ft_snapshot(&g_conf, g_rc);
         ck_assert_str_eq(before, after);
         ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 5);
@@ -452,6 +466,55 @@ START_TEST(front_rollback_and_deadline)
 }
 END_TEST
 
+/* In-flight cap (DESIGN.md 8): with SECKILL_MAX_INFLIGHT=1 and the first purchase held
+ * (its answer sleeps 2 s), a second purchase is refused 503 overload before any deduct. */
+typedef struct held {
+        int port;
+        int64_t vid;
+        int status;
+} held_t;
+
+static void *held_main(void *arg)
+{
+        held_t *h = arg;
+        char body[1024];
+
+        h->status = buy(h->port, h->vid, "601", body, sizeof(body));
+        return NULL;
+}
+
+START_TEST(inflight_cap_refuses_before_deduct)
+{
+        static const char *const env[] = { "SECKILL_MAX_INFLIGHT=1",
+                                           "SECKILL_FAILPOINTS=front.before_respond=1*sleep(2000)",
+                                           NULL };
+        char log[300], body[1024], k[SK_KEY_MAX], cause[32];
+        held_t h;
+        pthread_t t;
+        pid_t pid;
+        char *s;
+
+        memset(&h, 0, sizeof(h));
+        h.port = ft_free_port();
+        h.vid = new_voucher(5);
+        snprintf(log, sizeof(log), "%s.cap", g_log);
+        pid = ft_spawn(&g_conf, h.port, env, log);
+        ck_assert_msg(ft_wait_ready(h.port, pid, 30) == 0, "front not ready (%s)", log);
+        ck_assert_int_eq(pthread_create(&t, NULL, held_main, &h), 0);
+        sk_sleep_ms(700, NULL);
+        ck_assert_int_eq(buy(h.port, h.vid, "602", body, sizeof(body)), 503);
+        ck_assert_int_eq(ft_json_field(body, "cause", cause, sizeof(cause)), 0);
+        ck_assert_str_eq(cause, "overload");
+        pthread_join(t, NULL);
+        ck_assert_int_eq(h.status, 202);
+        ck_assert_int_eq(ft_stock(&g_conf, g_rc, h.vid), 4);
+        sk_key_voucher(k, g_conf.redis_prefix, h.vid, SK_KEY_USERS);
+        s = ft_hget(g_rc, k, "602");
+        ck_assert_ptr_null(s);
+        ck_assert_int_eq(ft_stop(pid, 30), 0);
+}
+END_TEST
+
 START_TEST(zz_graceful_shutdown)
 {
         int st = ft_stop(g_pid, 40);
@@ -498,6 +561,7 @@ int main(void)
         tcase_add_test(tc, kafka_message_ids_unchanged);
         tcase_add_test(tc, order_lookups_owner_only);
         tcase_add_test(tc, front_rollback_and_deadline);
+        tcase_add_test(tc, inflight_cap_refuses_before_deduct);
         tcase_add_test(tc, zz_graceful_shutdown);
         suite_add_tcase(s, tc);
         return sk_test_run(s);

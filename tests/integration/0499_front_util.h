@@ -106,19 +106,25 @@ static __attribute__((unused)) int ft_http(int port, const char *method, const c
 {
         struct sockaddr_in sin;
         struct timeval tv = { 30, 0 };
-        char req[2048];
+        size_t req_cap = strlen(method) + strlen(path) + (user ? strlen(user) : 0) +
+                         (extra ? strlen(extra) : 0) + 256;
+        char *req = malloc(req_cap);
         char *buf = malloc(FT_BODY_MAX);
         size_t got = 0;
         int fd, n, status = -1;
         char *sep;
 
-        if (!buf)
+        if (!buf || !req) {
+                free(buf);
+                free(req);
                 return -1;
+        }
         if (body && body_cap)
                 body[0] = '\0';
         fd = socket(AF_INET, SOCK_STREAM, 0);
         if (fd < 0) {
                 free(buf);
+                free(req);
                 return -1;
         }
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -129,7 +135,7 @@ static __attribute__((unused)) int ft_http(int port, const char *method, const c
         sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0)
                 goto done;
-        n = snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        n = snprintf(req, req_cap, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
                      "%s%s%s%s\r\n", method, path, user ? "X-User-Id: " : "", user ? user : "",
                      user ? "\r\n" : "", extra ? extra : "");
         if (write(fd, req, (size_t)n) != n)
@@ -149,6 +155,7 @@ static __attribute__((unused)) int ft_http(int port, const char *method, const c
 done:
         close(fd);
         free(buf);
+        free(req);
         return status;
 }
 
