@@ -515,6 +515,50 @@ START_TEST(inflight_cap_refuses_before_deduct)
 }
 END_TEST
 
+/* SIGTERM with a purchase in flight (its delivery report handling sleeps 2 s): the
+ * front stops accepting, still answers the in-flight purchase (202), exits 0. */
+START_TEST(sigterm_with_purchase_in_flight)
+{
+        static const char *const env[] = {
+                "SECKILL_FAILPOINTS=front.before_respond=1*sleep(2000)", NULL };
+        char log[300], body[1024];
+        held_t h;
+        pthread_t t;
+        pid_t pid;
+        int st = -1;
+        int64_t until;
+
+        memset(&h, 0, sizeof(h));
+        h.port = ft_free_port();
+        h.vid = new_voucher(5);
+        snprintf(log, sizeof(log), "%s.term", g_log);
+        pid = ft_spawn(&g_conf, h.port, env, log);
+        ck_assert_msg(ft_wait_ready(h.port, pid, 30) == 0, "front not ready (%s)", log);
+        ck_assert_int_eq(pthread_create(&t, NULL, held_main, &h), 0);
+        sk_sleep_ms(700, NULL);
+        kill(pid, SIGTERM);
+        sk_sleep_ms(300, NULL);
+        /* Not accepting any more. */
+        ck_assert_int_lt(ft_http(h.port, "GET", "/healthz", NULL, NULL, body, sizeof(body)), 0);
+        pthread_join(t, NULL);
+        ck_assert_int_eq(h.status, 202);
+        until = sk_mono_ms() + 30000;
+        while (sk_mono_ms() < until) {
+                int w;
+
+                if (waitpid(pid, &w, WNOHANG) == pid) {
+                        st = WIFEXITED(w) ? WEXITSTATUS(w) : 128 + WTERMSIG(w);
+                        break;
+                }
+                usleep(50 * 1000);
+        }
+        if (st < 0)
+                ft_stop(pid, 5);
+        ck_assert_int_eq(st, 0);
+        ck_assert_int_eq(ft_stock(&g_conf, g_rc, h.vid), 4);
+}
+END_TEST
+
 START_TEST(zz_graceful_shutdown)
 {
         int st = ft_stop(g_pid, 40);
@@ -562,6 +606,7 @@ int main(void)
         tcase_add_test(tc, order_lookups_owner_only);
         tcase_add_test(tc, front_rollback_and_deadline);
         tcase_add_test(tc, inflight_cap_refuses_before_deduct);
+        tcase_add_test(tc, sigterm_with_purchase_in_flight);
         tcase_add_test(tc, zz_graceful_shutdown);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
