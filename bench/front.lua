@@ -13,15 +13,18 @@ end
 
 function init(args)
   counter = 0
-  path = "/api/v1/vouchers/" .. voucher .. "/seckill"
+  -- The request text is built by concatenation (cheaper than wrk.format per request,
+  -- which matters: wrk shares the two cores with the front, Redis and the broker).
+  head = "POST /api/v1/vouchers/" .. voucher .. "/seckill HTTP/1.1\r\nHost: " ..
+         wrk.host .. "\r\nX-User-Id: "
+  first = base + tid * 100000000
 end
 
 function request()
   counter = counter + 1
-  -- user ids: base + tid * 1e8 + counter, as a canonical decimal string (integers
-  -- below 2^53 print exactly with %d)
-  local uid = string.format("%d", base + tid * 100000000 + counter)
-  return wrk.format("POST", path, { ["X-User-Id"] = uid }, nil)
+  -- user ids: base + tid * 1e8 + counter; kept below 1e14 so tostring prints every
+  -- digit (a canonical decimal string, no exponent)
+  return head .. tostring(first + counter) .. "\r\n\r\n"
 end
 
 function done(summary, latency, requests)

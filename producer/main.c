@@ -167,6 +167,8 @@ int main(int argc, char **argv)
         if (fr_lookup_start(errstr, sizeof(errstr)) != 0 || fr_http_start(errstr, sizeof(errstr)) != 0) {
                 SK_LOG(SK_ERROR, "http_start_failed", "addr=%s reason=\"%s\"", g_fr.conf.http_addr,
                        errstr);
+                /* Release the worker id now (threads are running: no orderly teardown). */
+                sk_idgen_stop(g_fr.idgen);
                 _exit(1);
         }
         SK_LOG(SK_INFO, "front_started",

@@ -322,6 +322,17 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char 
                "fac=%s msg=\"%s\"", fac, buf);
 }
 
+/* 1 if -X gave property @p name. */
+static int user_prop(const char *name)
+{
+        int i;
+
+        for (i = 0; i < g_fr.conf.nkafka_props; i++)
+                if (!strcmp(g_fr.conf.kafka_props[i][0], name))
+                        return 1;
+        return 0;
+}
+
 static fr_prod_t *prod_new(char *errstr, size_t errstr_size)
 {
         rd_kafka_conf_t *kconf;
@@ -329,6 +340,13 @@ static fr_prod_t *prod_new(char *errstr, size_t errstr_size)
 
         if (!(kconf = sk_kafka_conf_new(&g_fr.conf, SK_KAFKA_PRODUCER, errstr, errstr_size)))
                 return NULL;
+        /* Every purchase waits for its delivery report, so linger is pure latency for a
+         * closed-loop client: 2 ms (librdkafka's default is 5) unless -X sets it. */
+        if (!user_prop("linger.ms") && !user_prop("queue.buffering.max.ms") &&
+            sk_kafka_conf_set(kconf, "linger.ms", "2", errstr, errstr_size) != SK_OK) {
+                rd_kafka_conf_destroy(kconf);
+                return NULL;
+        }
         rd_kafka_conf_set_dr_msg_cb(kconf, dr_cb);
         rd_kafka_conf_set_error_cb(kconf, error_cb);
         rd_kafka_conf_set_log_cb(kconf, log_cb);
