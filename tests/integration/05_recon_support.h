@@ -217,12 +217,8 @@ static __attribute__((unused)) int rt_reconcile(const char *const *args, const c
 
 static __attribute__((unused)) pid_t rt_consumer_start(void)
 {
-        /* --batch-max 50: sk_redis_evalsha takes at most 64 arguments (redis.c MAXARGV)
-         * and the consumer's claim.lua `consume` passes one per message of a batch;
-         * reported to the lead, kept below it here. */
         static const char *const args[] = { "-X", "session.timeout.ms=6000",
-                                            "-X", "heartbeat.interval.ms=500",
-                                            "--batch-max", "50", NULL };
+                                            "-X", "heartbeat.interval.ms=500", NULL };
         return rt_spawn("seckill-consumer", args, NULL, NULL);
 }
 
