@@ -236,6 +236,7 @@ cleanup() {
                 if [[ ${#PIDS[@]} -gt 0 ]]; then
                         say "--keep: front on http://$HTTP_ADDR (pid $FRONT_PID), consumer pid $CONSUMER_PID, logs in $RUN"
                         say "--keep: stop them with: kill ${PIDS[*]}"
+                        say "--keep: the run's settings for seckill-admin/seckill-reconciler: source $RUN/env.sh"
                 fi
                 [[ ${#STARTED_SERVICES[@]} -gt 0 ]] && say "--keep: stack services started by this run left up: ${STARTED_SERVICES[*]}"
                 exit "$rc"
@@ -322,6 +323,11 @@ if [[ -f $STATE ]]; then
                 if [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q 'seckill-\(front\|consumer\)'; then
                         say "stopping pid $pid left by the previous --keep run"
                         kill -TERM "$pid" 2>/dev/null || true
+                        for _ in $(seq 1 100); do
+                                kill -0 "$pid" 2>/dev/null || break
+                                sleep 0.2
+                        done
+                        kill -KILL "$pid" 2>/dev/null || true
                 fi
         done
         if [[ $old_prefix =~ ^skdemo_[0-9]+_[0-9]+$ ]]; then
@@ -348,6 +354,12 @@ while [[ $METRICS_PORT == "$HTTP_PORT" ]]; do METRICS_PORT=$(free_port); done
 HTTP_ADDR=127.0.0.1:$HTTP_PORT
 export SECKILL_HTTP_ADDR=$HTTP_ADDR
 export SECKILL_METRICS_ADDR=127.0.0.1:$METRICS_PORT
+{
+        for var in SECKILL_REDIS_URL SECKILL_MYSQL_URL SECKILL_KAFKA_BROKERS SECKILL_TOPIC \
+                   SECKILL_GROUP_ID SECKILL_REDIS_PREFIX SECKILL_HTTP_ADDR SECKILL_METRICS_ADDR; do
+                printf 'export %s=%q\n' "$var" "${!var}"
+        done
+} > "$RUN/env.sh"
 say "run $STAMP: database $DB, redis prefix $PREFIX, topic $TOPIC, group $GROUP, front $HTTP_ADDR"
 
 sql -e "DROP DATABASE IF EXISTS \`$DB\`; DROP DATABASE IF EXISTS \`$CLIENT_DB\`" \
