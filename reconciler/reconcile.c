@@ -753,8 +753,10 @@ static void stock_users_drift(rc_ctx_t *ctx, int64_t voucher_id, int undecided_l
         }
         st->stock_drift = !vr.inv3_stock_ok;
         st->users_drift = !vr.inv3_users_ok;
-        if (!st->stock_drift && !st->users_drift)
+        if (!st->stock_drift && !st->users_drift) {
+                st->redis_ok = 1;
                 return;
+        }
         SK_LOG(SK_WARN, "drift", "voucher=%" PRId64 " redis_stock=%" PRId64 " missing=%d"
                " expected_stock=%" PRId64 " db_stock=%" PRId64 " held=%" PRId64
                " users_in_hash=%" PRId64 " users_not_active=%" PRId64 " active_not_in_hash=%"
@@ -780,6 +782,7 @@ static void stock_users_drift(rc_ctx_t *ctx, int64_t voucher_id, int undecided_l
                " status=%d fenced_failed=%" PRId64, voucher_id, rr.stock, rr.users, rr.status,
                rr.fenced_failed);
         st->rebuilt = 1;
+        st->redis_ok = 1;
 }
 
 /* ---- the voucher ---- */
@@ -934,6 +937,7 @@ sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
                                        " trace=%" PRId64 " order=%" PRId64, voucher_id,
                                        e->trace_id, e->oc.order_id);
                                 st->inconsistent++;
+                                st->created_restored++;
                                 note(st, "%s", "CREATED order whose Redis admission was rolled back");
                                 (void)ivec_push(&bad3, e->trace_id);
                         } else if (!e->order_id || e->order_id != e->msg.order_id ||
@@ -1032,8 +1036,12 @@ void rc_ctx_release(rc_ctx_t *ctx)
 int rc_vstat_exit(const rc_vstat_t *st)
 {
         int drift_open = (st->stock_drift || st->users_drift) && !st->rebuilt;
+        /* A CREATED order whose admission Redis rolled back is settled once Redis agrees
+         * with the DB again (the rebuild of --repair did it, now or in an earlier pass);
+         * it stays reported (log row 3) but no longer alerts. */
+        int64_t open_inconsistent = st->inconsistent - (st->redis_ok ? st->created_restored : 0);
 
-        if (st->inconsistent || st->waiting || st->dlq || st->collisions || st->not_persisted ||
+        if (open_inconsistent || st->waiting || st->dlq || st->collisions || st->not_persisted ||
             st->errors || st->expiry_alert || drift_open)
                 return 2;
         if (st->redriven || st->rolled_back || st->lost || st->rebuilt || st->meta_reset ||

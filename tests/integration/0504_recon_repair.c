@@ -86,6 +86,64 @@ START_TEST(repair_after_redis_wipe)
 }
 END_TEST
 
+/* A CREATED order whose Redis admission was rolled back (T:r next to a CREATED outcome,
+ * e.g. a front fence that lost the race in a way the design forbids): reported as
+ * inconsistent (log row 3, exit 2) with the Redis drift it causes; --repair rebuilds
+ * Redis from the DB (exit 1); afterwards it stays reported but no longer alerts (0). */
+START_TEST(created_but_restored)
+{
+        char out[65536], vs[SK_ID_STRLEN], json[SK_MSG_MAX], sql[1024], errstr[512] = "";
+        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *args_repair[] = { "--grace-seconds", "1", "--json", "--repair", "--voucher", vs, NULL };
+        int64_t vid = rt_voucher(5), user = sk_test_rand_id(), order = 0, trace;
+        sk_rollback_res_t res;
+        sk_verify_report_t vr;
+        int rc;
+
+        sk_id_format(vid, vs);
+        trace = rt_deduct(vid, user, &order, json);
+        /* What the consumer's transaction writes. */
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id,"
+                 " outcome) VALUES (%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",1)", trace, order, user, vid);
+        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status)"
+                 " VALUES (%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",1)", order, user, vid, trace);
+        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_voucher_reconcile_log (order_id, user_id, voucher_id,"
+                 " message_id, before_qty, change_qty, after_qty, trace_id, log_type, business_type,"
+                 " reconciliation_status) VALUES (%" PRId64 ",%" PRId64 ",%" PRId64 ",'%" PRId64 "',5,1,4,%"
+                 PRId64 ",-1,1,1)", order, user, vid, trace, trace);
+        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        snprintf(sql, sizeof(sql), "UPDATE tb_seckill_voucher SET stock = stock - 1 WHERE voucher_id = %" PRId64, vid);
+        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        /* And Redis undid the admission anyway. */
+        ck_assert_int_eq(sk_rollback_run(rt_r, rt_conf.redis_prefix, vid, trace, user, "reconciler",
+                                         SK_REASON_LOST, -1, sk_expire_extra_ms(rt_conf.reconcile_window_hours),
+                                         &res, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(rt_redis_stock(vid), 5);
+        sk_sleep_ms(1500, NULL);
+
+        rc = rt_reconcile(args, NULL, out, sizeof(out));
+        ck_assert_int_eq(rc, 2);
+        ck_assert_int_eq(rt_json_field(out, vid, "inconsistent"), 1);
+        ck_assert_int_eq(rt_json_field(out, vid, "stockDrift"), 1);
+        ck_assert_int_eq(rt_q("SELECT reconciliation_status FROM tb_voucher_reconcile_log WHERE trace_id = %"
+                              PRId64 " AND log_type = -1", trace), 3);
+
+        rc = rt_reconcile(args_repair, NULL, out, sizeof(out));
+        ck_assert_int_eq(rc, 1);
+        ck_assert_int_eq(rt_json_field(out, vid, "rebuilt"), 1);
+        ck_assert_int_eq(rt_redis_stock(vid), 4);
+        ck_assert_int_eq(rt_has_user(vid, user), 1);
+        ck_assert_int_eq(sk_verify_voucher(&rt_conf, vid, &vr, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_msg(vr.ok, "verify after --repair");
+
+        rc = rt_reconcile(args, NULL, out, sizeof(out));
+        ck_assert_int_eq(rc, 0);
+        ck_assert_int_eq(rt_json_field(out, vid, "inconsistent"), 1);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("0504_recon_repair");
@@ -95,6 +153,7 @@ int main(void)
         rt_setup("recon_repair");
         tcase_set_timeout(tc, 240);
         tcase_add_test(tc, repair_after_redis_wipe);
+        tcase_add_test(tc, created_but_restored);
         suite_add_tcase(s, tc);
         rc = sk_test_run(s);
         rt_teardown();
