@@ -16,7 +16,8 @@
 # Usage: bench/consumer.sh [M]
 # Env: SK_BIN (default build/bin), BENCH_M (200000), BENCH_VOUCHERS (8),
 #      BENCH_PARTITIONS (6), BENCH_WORKERS (2), BENCH_SINGLE_SECONDS (15),
-#      BENCH_BATCH_MAX (500), SECKILL_KAFKA_BROKERS, MySQL on 127.0.0.1:3306 root.
+#      BENCH_BATCH_MAX (500), BENCH_CONSUMER_ARGS (extra flags for both runs, e.g.
+#      "-X fetch.max.bytes=1048576"), SECKILL_KAFKA_BROKERS, MySQL on 127.0.0.1:3306 root.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 SK_BIN=${SK_BIN:-$here/../build/bin}
@@ -87,7 +88,7 @@ span_rate() {   # orders/s over the outcome rows' created_at span
 
 # 1. batched
 SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db1" SECKILL_GROUP_ID="$run-batched" \
-  "$SK_BIN/seckill-consumer" --workers "$W" --batch-max "$BATCH_MAX" 2>"$tmp/batched.log" &
+  "$SK_BIN/seckill-consumer" --workers "$W" --batch-max "$BATCH_MAX" ${BENCH_CONSUMER_ARGS:-} 2>"$tmp/batched.log" &
 cpid=$!
 t0=$(date +%s)
 peak_kb=0
@@ -102,17 +103,19 @@ while :; do
   kill -0 $cpid 2>/dev/null || { echo "consumer died" >&2; tail -20 "$tmp/batched.log" >&2; exit 1; }
   sleep 0.5
 done
+ticks=$(getconf CLK_TCK)
+cpu_s=$(awk -v t="$ticks" '{ printf "%.1f", ($14 + $15) / t }' /proc/$cpid/stat)
 kill -TERM $cpid; wait $cpid || true; cpid=
 read -r bn brate bspan < <(span_rate $db1)
 orders=$($my $db1 -e "SELECT COUNT(*) FROM tb_voucher_order")
 stock_sold=$($my $db1 -e "SELECT SUM(init_stock - stock) FROM tb_seckill_voucher")
 echo "batched: orders=$orders outcomes=$bn sold=$stock_sold seconds=$bspan workers=$W batch_max=$BATCH_MAX"
 echo "batched_rate=$brate orders/s"
-echo "consumer_rss_peak_mb=$((peak_kb / 1024))"
+echo "consumer_rss_peak_mb=$((peak_kb / 1024)) consumer_cpu_seconds=$cpu_s load_avg=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
 
 # 2. one order per transaction, same messages, fresh database and group
 SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db2" SECKILL_GROUP_ID="$run-single" \
-  "$SK_BIN/seckill-consumer" --workers "$W" --batch-max 1 2>"$tmp/single.log" &
+  "$SK_BIN/seckill-consumer" --workers "$W" --batch-max 1 ${BENCH_CONSUMER_ARGS:-} 2>"$tmp/single.log" &
 cpid=$!
 t0=$(date +%s)
 while [ "$(count $db2)" -lt 1 ]; do

@@ -1019,8 +1019,8 @@ static int setup(worker_t *w)
         }
         /* Split the prefetch budget between the workers (RSS target) unless set by -X. */
         if (!has_prop(w->conf, "queued.max.messages.kbytes")) {
-                int kb = 16384 / (w->opts->workers ? w->opts->workers : 1);
-                snprintf(kbytes, sizeof(kbytes), "%d", kb < 2048 ? 2048 : kb);
+                int kb = 8192 / (w->opts->workers ? w->opts->workers : 1);
+                snprintf(kbytes, sizeof(kbytes), "%d", kb < 1024 ? 1024 : kb);
                 sk_kafka_conf_set(kconf, "queued.max.messages.kbytes", kbytes, NULL, 0);
         }
         rd_kafka_conf_set_log_cb(kconf, on_kafka_log);

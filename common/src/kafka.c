@@ -11,8 +11,12 @@
  *   consumer  group.id, auto.offset.reset=earliest (a new group must not skip orders),
  *             enable.auto.offset.store=false (offsets are stored by hand after the DB
  *             commit), enable.auto.commit=true every 500 ms (only stored offsets get
- *             committed, so this is safe and cheap), queued.max.messages.kbytes=16384
- *             (bounded prefetch for the RSS target).
+ *             committed, so this is safe and cheap), queued.max.messages.kbytes=8192
+ *             and queued.min.messages=10000, fetch.message.max.bytes=256 KiB,
+ *             fetch.max.bytes=2 MiB (bounded prefetch for the consumer's 64 MB RSS
+ *             target: fetched messages point into their fetch buffer, so the buffer
+ *             sizes bound the memory more than the queue accounting does; a larger
+ *             message still gets through, librdkafka grows the fetch size for it).
  * The -X key=value properties of conf->kafka_props are applied last, as given. */
 #include <stdio.h>
 #include <string.h>
@@ -64,7 +68,10 @@ rd_kafka_conf_t *sk_kafka_conf_new(const sk_conf_t *conf, sk_kafka_role_t role,
                     sk_kafka_conf_set(kconf, "enable.auto.offset.store", "false", errstr, errstr_size) ||
                     sk_kafka_conf_set(kconf, "enable.auto.commit", "true", errstr, errstr_size) ||
                     sk_kafka_conf_set(kconf, "auto.commit.interval.ms", "500", errstr, errstr_size) ||
-                    sk_kafka_conf_set(kconf, "queued.max.messages.kbytes", "16384", errstr, errstr_size) ||
+                    sk_kafka_conf_set(kconf, "queued.max.messages.kbytes", "8192", errstr, errstr_size) ||
+                    sk_kafka_conf_set(kconf, "queued.min.messages", "10000", errstr, errstr_size) ||
+                    sk_kafka_conf_set(kconf, "fetch.message.max.bytes", "262144", errstr, errstr_size) ||
+                    sk_kafka_conf_set(kconf, "fetch.max.bytes", "2097152", errstr, errstr_size) ||
                     sk_kafka_conf_set(kconf, "enable.partition.eof", "false", errstr, errstr_size))
                         goto fail;
                 break;
