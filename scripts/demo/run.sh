@@ -223,7 +223,16 @@ stop_pid() {   # stop_pid PID NAME: SIGTERM, wait up to 20 s, then SIGKILL
 cleanup() {
         local rc=$?
         trap - EXIT INT TERM
-        [[ -n $WRK_PID ]] && kill -INT "$WRK_PID" 2>/dev/null || true
+        if [[ -n $WRK_PID ]]; then
+                # Interrupted mid-sale. wrk's SIGINT handler may run on a worker thread
+                # while its main thread sleeps out -d: escalate rather than orphan it.
+                kill -INT "$WRK_PID" 2>/dev/null || true
+                for _ in $(seq 1 30); do
+                        kill -0 "$WRK_PID" 2>/dev/null || break
+                        sleep 0.1
+                done
+                kill -KILL "$WRK_PID" 2>/dev/null || true
+        fi
         if [[ -n ${STACK_BG:-} ]]; then
                 kill "$STACK_BG" 2>/dev/null || true
                 wait "$STACK_BG" 2>/dev/null || true
