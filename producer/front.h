@@ -38,6 +38,7 @@ typedef struct fr_req {
         struct MHD_Connection *conn;    /* borrowed; valid while MHD holds its reference */
         int64_t start_mono_ms;
         int64_t deadline_mono_ms;
+        int64_t produced_mono_ms;       /* when the (first) produce was issued */
 
         /* Guarded by fr_t.pend_mu. */
         int suspended;                  /* MHD_suspend_connection() was called */
@@ -92,6 +93,8 @@ typedef struct fr_metrics {
         sk_metrics_t *reg;
         sk_metric_t *req_by_code[12];   /* index by fr_code_idx() */
         sk_metric_t *latency;           /* purchase latency, seconds */
+        sk_metric_t *deduct_lat;        /* request start -> deduct reply, seconds */
+        sk_metric_t *deliv_lat;         /* produce -> delivery report, seconds */
         sk_metric_t *deliv_persisted, *deliv_not, *deliv_possibly;
         sk_metric_t *rb_ok, *rb_already, *rb_claimed, *rb_error;
         sk_metric_t *inflight;

@@ -48,6 +48,12 @@ void fr_metrics_init(void)
         m->latency = sk_metrics_hist(m->reg, "seckill_front_purchase_seconds", NULL,
                                      "purchase latency from request to answer",
                                      lat_bounds, sizeof(lat_bounds) / sizeof(lat_bounds[0]));
+        m->deduct_lat = sk_metrics_hist(m->reg, "seckill_front_deduct_seconds", NULL,
+                                        "from request to the deduct.lua reply",
+                                        lat_bounds, sizeof(lat_bounds) / sizeof(lat_bounds[0]));
+        m->deliv_lat = sk_metrics_hist(m->reg, "seckill_front_delivery_seconds", NULL,
+                                       "from produce to its delivery report",
+                                       lat_bounds, sizeof(lat_bounds) / sizeof(lat_bounds[0]));
 #define DELIV(f, s) m->f = sk_metrics_counter(m->reg, "seckill_front_deliveries_total", \
                                               "status=\"" s "\"", "Kafka delivery reports by status")
         DELIV(deliv_persisted, "persisted");

@@ -412,6 +412,9 @@ static void not_persisted(fr_req_t *req)
 /* Deduct admitted (OK or REPLAY): publish. Runs on a Redis worker. */
 static void publish(fr_req_t *req)
 {
+        req->produced_mono_ms = sk_mono_ms();
+        sk_metric_observe(g_fr.m.deduct_lat,
+                          (double)(req->produced_mono_ms - req->start_mono_ms) / 1000.0);
         if (SK_FAILPOINT("front.after_deduct")) {
                 SK_LOG(SK_WARN, "failpoint", "name=front.after_deduct trace_id=%s", req->st);
                 not_persisted(req);
@@ -432,6 +435,8 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque)
         (void)opaque;
         if (!req)
                 return;
+        sk_metric_observe(g_fr.m.deliv_lat,
+                          (double)(sk_mono_ms() - req->produced_mono_ms) / 1000.0);
         if (st == RD_KAFKA_MSG_STATUS_PERSISTED && !rkm->err) {
                 char buf[256];
 
