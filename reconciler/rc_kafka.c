@@ -104,10 +104,26 @@ sk_err_t rc_producer_send(rc_producer_t *p, const char *key, const char *val, rc
 int rc_producer_wait(rc_producer_t *p, int timeout_ms)
 {
         int64_t deadline = sk_mono_ms() + timeout_ms;
+        int left;
 
         while (p->outstanding > 0 && sk_mono_ms() < deadline)
                 rd_kafka_poll(p->rk, 100 /* ms */);
-        return p->outstanding;
+        left = p->outstanding;
+        if (left > 0) {
+                /* The caller frees the rc_delivery_t slots after this: no report may
+                 * arrive later. Purged messages are reported now with __PURGE_* errors
+                 * (not PERSISTED as far as we know; a duplicate later is harmless). */
+                rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+                deadline = sk_mono_ms() + 5000;
+                while (p->outstanding > 0 && sk_mono_ms() < deadline)
+                        rd_kafka_poll(p->rk, 100 /* ms */);
+        }
+        return left;
+}
+
+int rc_producer_outstanding(const rc_producer_t *p)
+{
+        return p ? p->outstanding : 0;
 }
 
 void rc_producer_destroy(rc_producer_t *p)

@@ -28,9 +28,13 @@ rc_producer_t *rc_producer_new(const sk_conf_t *conf, char *errstr, size_t errst
  *  @returns SK_OK, or SK_EKAFKA with the reason (*dr->done = 1, err set). */
 sk_err_t rc_producer_send(rc_producer_t *p, const char *key, const char *val, rc_delivery_t *dr,
                           char *errstr, size_t errstr_size);
-/** @brief Serve delivery reports until none is outstanding or @p timeout_ms passed.
- *  @returns the number still outstanding (their *dr stay done = 0). */
+/** @brief Serve delivery reports until none is outstanding or @p timeout_ms passed;
+ *  then purge what is left (reported now with a __PURGE error), so no report can
+ *  reach an rc_delivery_t after this returns. @returns the number that were still
+ *  outstanding at the deadline. */
 int rc_producer_wait(rc_producer_t *p, int timeout_ms);
+/** @brief Messages whose delivery report has not been served yet. */
+int rc_producer_outstanding(const rc_producer_t *p);
 /** @brief Flush briefly and destroy. NULL is a no-op. */
 void rc_producer_destroy(rc_producer_t *p);
 

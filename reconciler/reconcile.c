@@ -519,6 +519,13 @@ static void redrive_batch(rc_ctx_t *ctx, sk_trace_entry_t **list, size_t n, rc_v
                 }
         }
 done:
+        if (ctx->prod && rc_producer_outstanding(ctx->prod) > 0) {
+                /* A report could still write into rd: keep it (a bounded leak beats a
+                 * write into freed memory). Never seen: the purge reports everything. */
+                SK_LOG(SK_ERROR, "delivery_reports_outstanding", "count=%d",
+                       rc_producer_outstanding(ctx->prod));
+                return;
+        }
         free(rd);
 }
 
@@ -574,6 +581,10 @@ static void handle_undecided(rc_ctx_t *ctx, sk_trace_entry_t **und, size_t n, rc
                 } else if (in_dlq(ctx, e->trace_id)) {
                         dlq_redrive(ctx, e, st);
                         redrive[nr++] = e;
+                } else if (c.failed >= ctx->opts.max_redrive && ctx->dlq_err) {
+                        /* Counted out, but the DLQ is unreadable: it may be poison. */
+                        st->waiting++;
+                        note(st, "%s", "DLQ unreadable: not declaring a purchase lost");
                 } else if (c.failed >= ctx->opts.max_redrive) {
                         /* Counted out in an earlier pass that stopped before deciding. */
                         decide_failed(ctx, e, SK_REASON_LOST, "re-drives exhausted", st);
