@@ -391,6 +391,8 @@ ft_check() {
         ft_eq "$bad" 0 "no 202 is both CREATED and FAILED (order + RESTORE)"
         ft_log "202 outcomes: $(ft_sql "SELECT IF(o.outcome = 1, 'CREATED', CONCAT('FAILED/', COALESCE(o.reason, '?'))) k, COUNT(*)
                 FROM ft_accepted a JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id WHERE a.voucher_id = $v GROUP BY k" | tr '\t\n' '= ')"
+        ft_log "all outcomes of $v: $(ft_sql "SELECT IF(outcome = 1, 'CREATED', CONCAT('FAILED/', COALESCE(reason, '?'))) k, COUNT(*)
+                FROM tb_seckill_outcome WHERE voucher_id = $v GROUP BY k" | tr '\t\n' '= ')"
         # Invariant 3: Redis = DB after quiescence and --repair.
         rstock=$(ft_rcli get "$(ft_key "$v" stock)")
         ft_eq "$rstock" "$dbstock" "Redis stock = DB stock"
@@ -529,4 +531,24 @@ ft_case_consumer_crash() {
         ft_check_me f1 "$v"
         n=$(ft_sql "SELECT COUNT(*) FROM tb_seckill_outcome WHERE outcome = 2")
         ft_eq "$n" 0 "no purchase failed (a crash is never a business failure)"
+}
+
+# ft_buy_loop FRONT V FIRST_USER [PARALLEL=2] [BATCH=10] [PAUSE_S=0.3]: buy in batches
+# of BATCH new users (PAUSE_S apart) in the background until ft_buy_loop_stop; for
+# faults that need a sale running across them. The loop's pid is FT_LOOP_PID.
+ft_buy_loop() {
+        local front=$1 v=$2 u=$3 par=${4:-2} batch=${5:-10} pause=${6:-0.3}
+        rm -f "$FT_WORK/loop.stop"
+        (
+                while [[ ! -f $FT_WORK/loop.stop ]]; do
+                        ft_buy "$front" "$v" "$u" "$batch" "$par"
+                        u=$((u + batch))
+                        sleep "$pause"
+                done
+        ) &
+        FT_LOOP_PID=$!
+}
+ft_buy_loop_stop() {
+        touch "$FT_WORK/loop.stop"
+        wait "$FT_LOOP_PID"
 }
