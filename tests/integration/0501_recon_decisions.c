@@ -286,6 +286,75 @@ START_TEST(undecided_near_expiry_alerts)
 }
 END_TEST
 
+/* Re-drives that the group consumed past without any outcome (here: the group's offsets
+ * moved to the end, as if the messages were lost) count as failed; after --max-redrive
+ * counted failures the purchase is FAILED (lost), then rolled back: stock restored, user
+ * released, fence written, RESTORE row recorded. */
+START_TEST(redrives_exhausted_lost)
+{
+        char out[65536], vs[SK_ID_STRLEN];
+        const char *args[] = { "--grace-seconds", "1", "--max-redrive", "2", "--json", "--voucher", vs, NULL };
+        int64_t vid = rt_voucher(5), user = sk_test_rand_id(), trace;
+        int rc;
+
+        sk_id_format(vid, vs);
+        trace = rt_deduct(vid, user, NULL, NULL);
+        sk_sleep_ms(1500, NULL);
+        rc = rt_reconcile(args, NULL, out, sizeof(out));            /* re-drive 1 */
+        ck_assert_int_eq(rc, 1);
+        ck_assert_int_eq(rt_json_field(out, vid, "redriven"), 1);
+        rc = rt_reconcile(args, NULL, out, sizeof(out));            /* nobody consumed: wait */
+        ck_assert_int_eq(rc, 2);
+        ck_assert_int_eq(rt_json_field(out, vid, "waiting"), 1);
+        commit_all();
+        rc = rt_reconcile(args, NULL, out, sizeof(out));            /* failed 1, re-drive 2 */
+        ck_assert_int_eq(rt_json_field(out, vid, "failedCounted"), 1);
+        ck_assert_int_eq(rt_json_field(out, vid, "redriven"), 1);
+        ck_assert_int_eq(rt_json_field(out, vid, "rolledBack"), 0);
+        ck_assert_int_eq(rt_outcome(trace), 0);
+        commit_all();
+        rc = rt_reconcile(args, NULL, out, sizeof(out));            /* failed 2 = max: lost */
+        ck_assert_int_eq(rc, 1);
+        ck_assert_int_eq(rt_json_field(out, vid, "failedCounted"), 1);
+        ck_assert_int_eq(rt_json_field(out, vid, "lost"), 1);
+        ck_assert_int_eq(rt_json_field(out, vid, "rolledBack"), 1);
+        ck_assert_int_eq(rt_q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64
+                              " AND outcome = 2 AND reason = 'lost'", trace), 1);
+        ck_assert_int_eq(rt_q("SELECT COUNT(*) FROM tb_voucher_reconcile_log WHERE trace_id = %" PRId64
+                              " AND log_type = 1", trace), 1);
+        ck_assert_int_eq(rt_has_fence(vid, trace), 1);
+        ck_assert_int_eq(rt_has_user(vid, user), 0);
+        ck_assert_int_eq(rt_redis_stock(vid), 5);
+        rc = rt_reconcile(args, NULL, out, sizeof(out));
+        ck_assert_int_eq(rc, 0);
+}
+END_TEST
+
+/* An outcome row whose ids differ from the DEDUCT of its traceId is an id collision:
+ * reported (exit 2), never followed (no rollback). */
+START_TEST(outcome_collision_reported)
+{
+        char out[65536], vs[SK_ID_STRLEN], sql[512], errstr[512] = "";
+        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        int64_t vid = rt_voucher(5), user = sk_test_rand_id(), trace;
+        int rc;
+
+        sk_id_format(vid, vs);
+        trace = rt_deduct(vid, user, NULL, NULL);
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id,"
+                 " outcome, reason) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", 2, 'lost')",
+                 trace, sk_test_rand_id(), sk_test_rand_id(), vid);
+        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        sk_sleep_ms(1500, NULL);
+        rc = rt_reconcile(args, NULL, out, sizeof(out));
+        ck_assert_int_eq(rc, 2);
+        ck_assert_int_eq(rt_json_field(out, vid, "collisions"), 1);
+        ck_assert_int_eq(rt_json_field(out, vid, "rolledBack"), 0);
+        ck_assert_int_eq(rt_has_fence(vid, trace), 0);
+        ck_assert_int_eq(rt_redis_stock(vid), 4);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("0501_recon_decisions");
@@ -296,6 +365,8 @@ int main(void)
         tcase_set_timeout(tc, 240);
         /* First: it commits offsets for the group, which needs a group without members. */
         tcase_add_test(tc, dlq_trace_never_counted);
+        tcase_add_test(tc, redrives_exhausted_lost);
+        tcase_add_test(tc, outcome_collision_reported);
         tcase_add_test(tc, sold_out_redrive);
         tcase_add_test(tc, failed_without_rollback_rolled_back_once);
         tcase_add_test(tc, front_fence_recorded);
