@@ -35,6 +35,7 @@
 #include "sk/kafka.h"
 #include "sk/keys.h"
 #include "sk/log.h"
+#include "sk/scripts.h"
 #include "consumer.h"
 
 #define MAX_WORKERS 64
@@ -371,9 +372,9 @@ retry:
 
 /* ------------------------------------------------------------------ Redis */
 
-/* sk_redis_evalsha passes at most 64 arguments (EVALSHA sha numkeys keys args):
- * claim in chunks of this many traceIds. */
-#define CLAIM_CHUNK 56
+/* claim.lua runs with at most this many traceIds per call (bounds the script's run
+ * time; Redis is single-threaded). */
+#define CLAIM_CHUNK 1000
 
 static sk_err_t claim_chunk(worker_t *w, cmsg_t **g, int n);
 
@@ -388,14 +389,17 @@ static sk_err_t claim_group(worker_t *w, cmsg_t **g, int n)
         return SK_OK;
 }
 
+/* EVALSHA claim.lua 2 meta trace consume extra T1..Tn in ONE command: sk_redis_evalsha
+ * caps its argv at 64, so this builds the argv itself and handles NOSCRIPT the same
+ * way (SCRIPT LOAD, retry once). */
 static sk_err_t claim_chunk(worker_t *w, cmsg_t **g, int n)
 {
         char k_meta[SK_KEY_MAX], k_trace[SK_KEY_MAX], extra[24], errstr[512];
-        const char *keys[2] = { k_meta, k_trace };
-        const char **args = NULL;
+        const char **argv = NULL;
+        size_t *argvlen = NULL;
         char (*ids)[SK_ID_STRLEN] = NULL;
         int *which = NULL;
-        int nargs = 0, cnt = 0, i;
+        int argc = 0, cnt = 0, i, attempt;
         redisReply *reply = NULL;
         sk_redis_t *r;
         sk_err_t err = SK_EAGAIN;
@@ -407,26 +411,54 @@ static sk_err_t claim_chunk(worker_t *w, cmsg_t **g, int n)
                 return SK_OK;
         if (!(r = get_redis(w)))
                 return SK_EAGAIN;
-        args = calloc((size_t)cnt + 2, sizeof(*args));
+        argv = calloc((size_t)cnt + 7, sizeof(*argv));
+        argvlen = calloc((size_t)cnt + 7, sizeof(*argvlen));
         ids = calloc((size_t)cnt, sizeof(*ids));
         which = calloc((size_t)cnt, sizeof(*which));
-        if (!args || !ids || !which) {
+        if (!argv || !argvlen || !ids || !which) {
                 err = SK_ENOMEM;
                 goto done;
         }
         sk_key_voucher(k_meta, w->conf->redis_prefix, g[0]->msg.voucher_id, SK_KEY_META);
         sk_key_voucher(k_trace, w->conf->redis_prefix, g[0]->msg.voucher_id, SK_KEY_TRACE);
         snprintf(extra, sizeof(extra), "%" PRId64, w->ctx->expire_extra_ms);
-        args[nargs++] = "consume";
-        args[nargs++] = extra;
+        argv[argc++] = "EVALSHA";
+        argv[argc++] = NULL; /* the SHA, set per attempt */
+        argv[argc++] = "2";
+        argv[argc++] = k_meta;
+        argv[argc++] = k_trace;
+        argv[argc++] = "consume";
+        argv[argc++] = extra;
         for (i = 0, cnt = 0; i < n; i++) {
                 if (g[i]->settled || g[i]->claimed)
                         continue;
                 sk_id_format(g[i]->msg.trace_id, ids[cnt]);
-                args[nargs++] = ids[cnt];
+                argv[argc++] = ids[cnt];
                 which[cnt++] = i;
         }
-        err = sk_redis_evalsha(r, SK_SCRIPT_CLAIM, 2, keys, nargs, args, &reply, errstr, sizeof(errstr));
+        for (i = 0; i < argc; i++)
+                if (argv[i])
+                        argvlen[i] = strlen(argv[i]);
+        for (attempt = 0; attempt < 2; attempt++) {
+                /* The SHA is known once this process loaded the scripts. */
+                if (!sk_script_sha(SK_SCRIPT_CLAIM) &&
+                    (err = sk_redis_load_scripts(r, errstr, sizeof(errstr))) != SK_OK)
+                        break;
+                argv[1] = sk_script_sha(SK_SCRIPT_CLAIM);
+                if (!argv[1]) {
+                        sk_seterr(errstr, sizeof(errstr), "claim.lua has no SHA after SCRIPT LOAD");
+                        err = SK_EREDIS;
+                        break;
+                }
+                argvlen[1] = strlen(argv[1]);
+                err = sk_redis_cmd(r, &reply, argc, argv, argvlen, errstr, sizeof(errstr));
+                if (err == SK_OK || !strstr(errstr, "NOSCRIPT"))
+                        break;
+                /* The server lost its script cache (restart, SCRIPT FLUSH): load, retry. */
+                if ((err = sk_redis_load_scripts(r, errstr, sizeof(errstr))) != SK_OK)
+                        break;
+                err = SK_EAGAIN;
+        }
         if (err) {
                 SK_LOG(err == SK_EINVAL ? SK_ERROR : SK_WARN, "claim_failed",
                        "worker=%d voucher=%" PRId64 " n=%d err=%s reason=\"%s\"",
@@ -453,7 +485,8 @@ static sk_err_t claim_chunk(worker_t *w, cmsg_t **g, int n)
 done:
         if (reply)
                 freeReplyObject(reply);
-        free(args);
+        free(argv);
+        free(argvlen);
         free(ids);
         free(which);
         return err;
@@ -821,7 +854,7 @@ static void cache_orders(worker_t *w)
         for (i = 0; i < w->nbatch; i++)
                 if (w->batch[i].applied)
                         break;
-        if (i == w->nbatch || !(r = get_redis(w)))
+        if (i == w->nbatch || !(r = get_redis(w)) || !sk_redis_ctx(r))
                 return;
         {
                 /* createTime: the commit time in UTC, as DATE_FORMAT(create_time) renders
