@@ -300,9 +300,16 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque);
 
 static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
-        (void)rk;
+        fr_prod_t *cur = atomic_load(&g_fr.prod);
+
         (void)opaque;
         if (err == RD_KAFKA_RESP_ERR__FATAL) {
+                /* Only the current producer's fatal error matters: a retired one was
+                 * already replaced (its report may be served after the swap). */
+                if (cur && cur->rk != rk) {
+                        SK_LOG(SK_WARN, "kafka_fatal_retired", "reason=\"%s\"", reason);
+                        return;
+                }
                 atomic_store(&g_fr.prod_fatal, 1);
                 atomic_store(&g_fr.kafka_ok, 0);
                 SK_LOG(SK_ERROR, "kafka_fatal", "reason=\"%s\"", reason);
@@ -930,6 +937,11 @@ static void kafka_check(void)
         char errstr[512];
         int ok = 0;
 
+        /* Failpoint front.kafka_fatal (error): raise a fatal producer error, as a broker
+         * fencing the idempotent producer would, to exercise the replacement. */
+        if (SK_FAILPOINT("front.kafka_fatal"))
+                rd_kafka_test_fatal_error(p->rk, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                          "failpoint front.kafka_fatal");
         if (atomic_load(&g_fr.prod_fatal) || rd_kafka_fatal_error(p->rk, errstr, sizeof(errstr))) {
                 fr_prod_t *np = prod_new(errstr, sizeof(errstr));
 

@@ -2,7 +2,8 @@
  * = a closed port, 127.0.0.1:1, instead of stopping the shared broker): /readyz reports
  * Kafka down (503) and a purchase is refused with 503 + Retry-After BEFORE any deduct
  * (DESIGN.md 8: producer unusable -> 503 before deduct.lua): stock unchanged, no key
- * under the prefix written. Also: the front still serves /healthz and 400s. */
+ * under the prefix written. Also: the front still serves /healthz and 400s. And a fatal
+ * producer error (failpoint front.kafka_fatal) replaces the producer. */
 #include "0499_front_util.h"
 
 static sk_conf_t g_conf;
@@ -64,6 +65,37 @@ START_TEST(kafka_down_refuses_before_deduct)
 }
 END_TEST
 
+/* A fatal producer error (failpoint front.kafka_fatal=1*error makes librdkafka raise
+ * one) -> the producer is replaced; purchases then succeed on the new one. */
+START_TEST(fatal_producer_is_replaced)
+{
+        static const char *const env[] = { "SECKILL_FAILPOINTS=front.kafka_fatal=1*error", NULL };
+        redisContext *rc = ft_redis(&g_conf);
+        int port = ft_free_port();
+        char log[256], path[128], v[SK_ID_STRLEN];
+        char *body = malloc(FT_BODY_MAX);
+        int64_t vid = sk_test_rand_id(), t = sk_now_ms();
+        pid_t pid;
+
+        ck_assert(body != NULL);
+        ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 0);
+        snprintf(log, sizeof(log), "%s/front_0401_fatal_%d.log",
+                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
+        pid = ft_spawn(&g_conf, port, env, log);
+        ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
+        ck_assert_int_eq(ft_http(port, "GET", "/metrics", NULL, NULL, body, FT_BODY_MAX), 200);
+        ck_assert_msg(strstr(body, "seckill_front_producer_replaced_total 1") != NULL,
+                      "producer not replaced (log %s)", log);
+        sk_id_format(vid, v);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        ck_assert_int_eq(ft_http(port, "POST", path, "91", NULL, body, FT_BODY_MAX), 202);
+        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 4);
+        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        free(body);
+        redisFree(rc);
+}
+END_TEST
+
 static void setup(void)
 {
         sk_test_conf(&g_conf, "frontkd");
@@ -83,6 +115,7 @@ int main(void)
         tcase_set_timeout(tc, 120);
         tcase_add_unchecked_fixture(tc, setup, teardown);
         tcase_add_test(tc, kafka_down_refuses_before_deduct);
+        tcase_add_test(tc, fatal_producer_is_replaced);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
 }
