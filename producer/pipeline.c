@@ -444,6 +444,13 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque)
                 return;
         sk_metric_observe(g_fr.m.deliv_lat,
                           (double)(sk_mono_ms() - req->produced_mono_ms) / 1000.0);
+        /* Failpoints (tests): report a PERSISTED delivery as POSSIBLY_PERSISTED or
+         * NOT_PERSISTED, to drive the re-produce and "earlier copy" rules of DESIGN.md 8
+         * without freezing the shared broker. */
+        if (st == RD_KAFKA_MSG_STATUS_PERSISTED && SK_FAILPOINT("front.delivery_possibly"))
+                st = RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED;
+        else if (st == RD_KAFKA_MSG_STATUS_PERSISTED && SK_FAILPOINT("front.delivery_not"))
+                st = RD_KAFKA_MSG_STATUS_NOT_PERSISTED;
         if (st == RD_KAFKA_MSG_STATUS_PERSISTED && !rkm->err) {
                 char buf[256];
 

@@ -303,15 +303,57 @@ static char g_order[SK_ID_STRLEN], g_trace[SK_ID_STRLEN];
 static int64_t g_kvid;
 #define BIG_USER "1990653204235288577"
 
-START_TEST(kafka_message_ids_unchanged)
+/* Count the messages of the run's topic whose value is exactly @p payload (and whose
+ * key is @p key), reading both partitions to their end (bounded by 30 s). */
+static int kafka_count(const char *payload, const char *key, int want)
 {
-        char body[1024], v[SK_ID_STRLEN], k[SK_KEY_MAX], errstr[512];
-        char *entry;
+        char errstr[512];
         rd_kafka_conf_t *kconf;
         rd_kafka_t *rk;
         rd_kafka_topic_partition_list_t *parts;
-        int64_t until, t;
-        int found = 0, p;
+        int64_t until = sk_mono_ms() + 30000;
+        int found = 0, eofs = 0, p;
+
+        kconf = sk_kafka_conf_new(&g_conf, SK_KAFKA_CONSUMER, errstr, sizeof(errstr));
+        ck_assert_msg(kconf != NULL, "%s", errstr);
+        ck_assert_int_eq(sk_kafka_conf_set(kconf, "enable.partition.eof", "true", errstr,
+                                           sizeof(errstr)), SK_OK);
+        rk = rd_kafka_new(RD_KAFKA_CONSUMER, kconf, errstr, sizeof(errstr));
+        ck_assert_msg(rk != NULL, "%s", errstr);
+        rd_kafka_poll_set_consumer(rk);
+        parts = rd_kafka_topic_partition_list_new(2);
+        for (p = 0; p < 2; p++)
+                rd_kafka_topic_partition_list_add(parts, g_conf.topic, p)->offset =
+                        RD_KAFKA_OFFSET_BEGINNING;
+        ck_assert_int_eq(rd_kafka_assign(rk, parts), RD_KAFKA_RESP_ERR_NO_ERROR);
+        rd_kafka_topic_partition_list_destroy(parts);
+        /* Until every partition reached its end with at least @p want found. */
+        while (sk_mono_ms() < until && (eofs < 2 || found < want)) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+
+                if (!m)
+                        continue;
+                if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                        eofs++;
+                } else if (!m->err && m->len == strlen(payload) &&
+                           !memcmp(m->payload, payload, m->len)) {
+                        ck_assert_int_eq((int)m->key_len, (int)strlen(key));
+                        ck_assert(!memcmp(m->key, key, m->key_len));
+                        found++;
+                }
+                rd_kafka_message_destroy(m);
+        }
+        rd_kafka_consumer_close(rk);
+        rd_kafka_destroy(rk);
+        return found;
+}
+
+START_TEST(kafka_message_ids_unchanged)
+{
+        char body[1024], v[SK_ID_STRLEN], k[SK_KEY_MAX];
+        char *entry;
+        int64_t t;
+        int found = 0;
 
         g_kvid = new_voucher(5);
         sk_id_format(g_kvid, v);
@@ -332,34 +374,9 @@ START_TEST(kafka_message_ids_unchanged)
         ck_assert_int_eq(ft_json_field(entry, "voucherId", body, sizeof(body)), 0);
         ck_assert_str_eq(body, v);
 
-        /* The Kafka message: key = voucherId, value = the same bytes. */
-        kconf = sk_kafka_conf_new(&g_conf, SK_KAFKA_CONSUMER, errstr, sizeof(errstr));
-        ck_assert_msg(kconf != NULL, "%s", errstr);
-        rk = rd_kafka_new(RD_KAFKA_CONSUMER, kconf, errstr, sizeof(errstr));
-        ck_assert_msg(rk != NULL, "%s", errstr);
-        rd_kafka_poll_set_consumer(rk);
-        parts = rd_kafka_topic_partition_list_new(2);
-        for (p = 0; p < 2; p++)
-                rd_kafka_topic_partition_list_add(parts, g_conf.topic, p)->offset =
-                        RD_KAFKA_OFFSET_BEGINNING;
-        ck_assert_int_eq(rd_kafka_assign(rk, parts), RD_KAFKA_RESP_ERR_NO_ERROR);
-        rd_kafka_topic_partition_list_destroy(parts);
-        until = sk_mono_ms() + 30000;
-        while (!found && sk_mono_ms() < until) {
-                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
-
-                if (!m)
-                        continue;
-                if (!m->err && m->len == strlen(entry) && !memcmp(m->payload, entry, m->len)) {
-                        ck_assert_int_eq((int)m->key_len, (int)strlen(v));
-                        ck_assert(!memcmp(m->key, v, m->key_len));
-                        found = 1;
-                }
-                rd_kafka_message_destroy(m);
-        }
-        rd_kafka_consumer_close(rk);
-        rd_kafka_destroy(rk);
-        ck_assert_msg(found, "message with traceId %s not found in %s", g_trace, g_conf.topic);
+        /* The Kafka message: key = voucherId, value = the same bytes, exactly once. */
+        found = kafka_count(entry, v, 1);
+        ck_assert_msg(found == 1, "%d messages with traceId %s in %s", found, g_trace, g_conf.topic);
         ck_assert_int_eq(ft_json_field(entry, "traceId", body, sizeof(body)), 0);
         ck_assert_str_eq(body, g_trace);
         free(entry);
@@ -559,6 +576,64 @@ START_TEST(sigterm_with_purchase_in_flight)
 }
 END_TEST
 
+/* Delivery-report rules of DESIGN.md 8 (statuses forced by failpoints):
+ * POSSIBLY_PERSISTED -> one identical re-produce; its NOT_PERSISTED -> 503 PENDING and NO
+ * rollback (an earlier copy may exist); a re-produce that is PERSISTED -> 202. */
+START_TEST(possibly_persisted_reproduce)
+{
+        static const char *const env_a[] = {
+                "SECKILL_FAILPOINTS=front.delivery_possibly=1*error;front.delivery_not=1*error", NULL };
+        static const char *const env_b[] = { "SECKILL_FAILPOINTS=front.delivery_possibly=1*error", NULL };
+        char log[300], body[1024], k[SK_KEY_MAX], f[64], tr[SK_ID_STRLEN], field[48], v[SK_ID_STRLEN];
+        int port = ft_free_port();
+        int64_t vid = new_voucher(5), t;
+        pid_t pid;
+        char *s, *entry;
+
+        sk_id_format(vid, v);
+        snprintf(log, sizeof(log), "%s.pp", g_log);
+        pid = ft_spawn(&g_conf, port, env_a, log);
+        ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (%s)", log);
+        ck_assert_int_eq(buy(port, vid, "701", body, sizeof(body)), 503);
+        ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+        ck_assert_str_eq(f, "PENDING");
+        ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
+        ck_assert_int_eq(sk_id_parse_cstr(tr, &t), 0);
+        /* No rollback: stock still taken, no fence, the user still named. */
+        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 4);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_field_trace(field, t, 'r');
+        s = ft_hget(g_rc, k, field);
+        ck_assert_ptr_null(s);
+        entry = ft_hget(g_rc, k, tr);
+        ck_assert_ptr_nonnull(entry);
+        /* Two identical copies in the topic. */
+        ck_assert_int_eq(kafka_count(entry, v, 2), 2);
+        free(entry);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_USERS);
+        s = ft_hget(g_rc, k, "701");
+        ck_assert_ptr_nonnull(s);
+        ck_assert_str_eq(s, tr);
+        free(s);
+        ck_assert_int_eq(buy(port, vid, "702", body, sizeof(body)), 202);
+        ck_assert_int_eq(ft_stop(pid, 30), 0);
+
+        /* A re-produce that is PERSISTED -> 202 (again two identical copies). */
+        port = ft_free_port();
+        pid = ft_spawn(&g_conf, port, env_b, log);
+        ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (%s)", log);
+        ck_assert_int_eq(buy(port, vid, "703", body, sizeof(body)), 202);
+        ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_TRACE);
+        entry = ft_hget(g_rc, k, tr);
+        ck_assert_ptr_nonnull(entry);
+        ck_assert_int_eq(kafka_count(entry, v, 2), 2);
+        free(entry);
+        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 2);
+        ck_assert_int_eq(ft_stop(pid, 30), 0);
+}
+END_TEST
+
 START_TEST(zz_graceful_shutdown)
 {
         int st = ft_stop(g_pid, 40);
@@ -607,6 +682,7 @@ int main(void)
         tcase_add_test(tc, front_rollback_and_deadline);
         tcase_add_test(tc, inflight_cap_refuses_before_deduct);
         tcase_add_test(tc, sigterm_with_purchase_in_flight);
+        tcase_add_test(tc, possibly_persisted_reproduce);
         tcase_add_test(tc, zz_graceful_shutdown);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
