@@ -183,6 +183,21 @@ prepare_dirs() {
         mkdir -p "$RUN_DIR" "$LOG_DIR" "$KAFKA_DIR"
 }
 
+# Service $1 answers on port $2 right after this 'up' installed its Debian package: the
+# package's postinst started it, on our behalf. Record its pid in pid file $3 so that
+# 'down' stops it like a service we started ourselves.
+adopt_pid() {
+        local name=$1 port=$2 file=$3 pid
+        pid=$(port_pid "$port")
+        if [[ $pid == - ]]; then
+                say "$name: running on $HOST:$port after installing the package (pid unknown), not started by us"
+                return 0
+        fi
+        prepare_dirs
+        echo "$pid" >"$file"
+        say "$name: running on $HOST:$port, started by the package's postinst during this 'up' (pid $pid); counted as started by us"
+}
+
 # ---------------------------------------------------------------------------------------
 # Redis
 
@@ -217,7 +232,7 @@ redis_up() {
         command -v redis-server >/dev/null 2>&1 || ensure_pkgs redis-server
         # The package's postinst may have started Debian's own instance on 6379.
         if redis_ping; then
-                say "redis: running on $HOST:$REDIS_PORT after installing the package, not started by us"
+                adopt_pid redis "$REDIS_PORT" "$REDIS_PID"
                 redis_ensure_noeviction
                 return 0
         fi
@@ -284,7 +299,7 @@ mariadb_up() {
         fi
         [[ -x /usr/sbin/mariadbd ]] || ensure_pkgs mariadb-server
         if mysql_alive; then
-                say "mariadb: running on $HOST:$MYSQL_PORT after installing the package, not started by us"
+                adopt_pid mariadb "$MYSQL_PORT" "$MARIADB_PID"
                 mysql_ensure_root_tcp
                 return 0
         fi
