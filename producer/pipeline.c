@@ -466,8 +466,10 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque)
                 fr_req_done(req);
                 return;
         }
-        SK_LOG(SK_WARN, "delivery_failed", "trace_id=%s order_id=%s status=%d err=%s",
-               req->st, req->so, (int)st, rd_kafka_err2name(rkm->err));
+        SK_LOG(SK_WARN, "delivery_failed", "trace_id=%s order_id=%s status=%s err=%s",
+               req->st, req->so,
+               st == RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED ? "possibly_persisted" : "not_persisted",
+               rd_kafka_err2name(rkm->err));
         if (st == RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED) {
                 sk_metric_add(g_fr.m.deliv_possibly, 1);
                 req->possibly_persisted = 1;

@@ -1,0 +1,147 @@
+/* 0403_front_redis_unknown.c: the deduct outcome-unknown rules of DESIGN.md 8 against a
+ * PRIVATE redis-server on a spare port (never the shared one): CLIENT PAUSE WRITE makes
+ * the front's EVALSHA time out (command timeout 1 s), so the outcome is unknown:
+ *   - pause 1.5 s: the front reconnects and repeats the same EVALSHA (same traceId): 202
+ *     and the stock goes down exactly once (one DEDUCT entry);
+ *   - pause 6 s: every repeat times out too -> rollback.lua mode front -> 503 with the
+ *     state it established (FAILED: stock restored and the fence written; PENDING when
+ *     even the rollback could not run), never a 202 and never a double deduct. */
+#include "0499_front_util.h"
+
+static sk_conf_t g_conf;
+static pid_t g_redis_pid;
+
+static void pause_writes(redisContext *rc, int ms)
+{
+        redisReply *r = redisCommand(rc, "CLIENT PAUSE %d WRITE", ms);
+
+        ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "CLIENT PAUSE");
+        freeReplyObject(r);
+}
+
+static long long hlen(redisContext *rc, const char *key)
+{
+        redisReply *r = redisCommand(rc, "HLEN %s", key);
+        long long n;
+
+        ck_assert(r && r->type == REDIS_REPLY_INTEGER);
+        n = r->integer;
+        freeReplyObject(r);
+        return n;
+}
+
+START_TEST(unknown_deduct_outcome)
+{
+        static const char *const env_fmt = "SECKILL_REDIS_URL=redis://127.0.0.1:%d/0";
+        char url_env[128], log[256], body[1024], path[128], v[SK_ID_STRLEN], k[SK_KEY_MAX];
+        char state[32], tr[SK_ID_STRLEN], field[48];
+        const char *env[] = { url_env, "SECKILL_WORKER_LEASE_MS=20000", NULL };
+        redisContext *rc = ft_redis(&g_conf);
+        int port = ft_free_port();
+        int64_t vid = sk_test_rand_id(), t = sk_now_ms(), tid;
+        long long stock;
+        pid_t pid;
+        char *s;
+
+        snprintf(url_env, sizeof(url_env), env_fmt, g_conf.redis.port);
+        ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 0);
+        snprintf(log, sizeof(log), "%s/front_0403_%d.log",
+                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
+        pid = ft_spawn(&g_conf, port, env, log);
+        ck_assert_msg(ft_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
+        sk_id_format(vid, v);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_TRACE);
+
+        /* 1. Short pause: one repeat succeeds; stock down once. */
+        pause_writes(rc, 1500);
+        ck_assert_int_eq(ft_http(port, "POST", path, "801", NULL, body, sizeof(body)), 202);
+        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 4);
+        ck_assert_int_eq(hlen(rc, k), 1);
+
+        /* 2. Long pause: unknown three times -> rollback mode front. */
+        pause_writes(rc, 6000);
+        ck_assert_int_eq(ft_http(port, "POST", path, "802", NULL, body, sizeof(body)), 503);
+        ck_assert_int_eq(ft_json_field(body, "state", state, sizeof(state)), 0);
+        ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
+        ck_assert_int_eq(sk_id_parse_cstr(tr, &tid), 0);
+        sk_sleep_ms(6500, NULL); /* past the pause: anything left has run */
+        stock = ft_stock(&g_conf, rc, vid);
+        sk_field_trace(field, tid, 'r');
+        s = ft_hget(rc, k, field);
+        if (!strcmp(state, "FAILED")) {
+                ck_assert_msg(s != NULL, "FAILED without a fence");
+                ck_assert_int_eq(stock, 4);
+        } else {
+                ck_assert_str_eq(state, "PENDING");
+                ck_assert_int_ge(stock, 3);
+                ck_assert_int_le(stock, 4);
+        }
+        free(s);
+        /* The fenced or pending trace never deducts twice; another buyer still can. */
+        ck_assert_int_eq(ft_http(port, "POST", path, "803", NULL, body, sizeof(body)), 202);
+        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), stock - 1);
+        ck_assert_int_eq(ft_stop(pid, 40), 0);
+        redisFree(rc);
+}
+END_TEST
+
+static void setup(void)
+{
+        char port_s[16];
+        int port, i;
+
+        sk_test_conf(&g_conf, "frontru");
+        port = ft_free_port();
+        snprintf(port_s, sizeof(port_s), "%d", port);
+        g_redis_pid = fork();
+        ck_assert_int_ge(g_redis_pid, 0);
+        if (g_redis_pid == 0) {
+                int fd = open("/dev/null", O_WRONLY);
+
+                if (fd >= 0) {
+                        dup2(fd, 1);
+                        close(fd);
+                }
+                execlp("redis-server", "redis-server", "--port", port_s, "--bind", "127.0.0.1",
+                       "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction",
+                       (char *)NULL);
+                _exit(127);
+        }
+        g_conf.redis.port = port;
+        snprintf(g_conf.redis_url, sizeof(g_conf.redis_url), "redis://127.0.0.1:%d/0", port);
+        snprintf(g_conf.redis.host, sizeof(g_conf.redis.host), "127.0.0.1");
+        g_conf.redis.db = 0;
+        for (i = 0; i < 100; i++) {
+                struct timeval tv = { 1, 0 };
+                redisContext *rc = redisConnectWithTimeout("127.0.0.1", port, tv);
+                int ok = rc && !rc->err;
+
+                if (rc)
+                        redisFree(rc);
+                if (ok)
+                        return;
+                usleep(50 * 1000);
+        }
+        ck_abort_msg("private redis-server did not start on %d", port);
+}
+
+static void teardown(void)
+{
+        if (g_redis_pid > 0) {
+                kill(g_redis_pid, SIGTERM);
+                waitpid(g_redis_pid, NULL, 0);
+        }
+}
+
+int main(void)
+{
+        Suite *s = suite_create("front_redis_unknown");
+        TCase *tc = tcase_create("unknown");
+
+        setenv("CK_FORK", "no", 1);
+        tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, unknown_deduct_outcome);
+        suite_add_tcase(s, tc);
+        return sk_test_run(s);
+}
