@@ -1080,6 +1080,11 @@ static int setup(worker_t *w)
 
 static void teardown(worker_t *w)
 {
+        /* Messages go back to librdkafka before its handle is closed. */
+        for (int i = 0; i < w->ncarry; i++)
+                rd_kafka_message_destroy(w->carry[i]);
+        w->ncarry = 0;
+        free_batch(w);
         if (w->rk) {
                 rd_kafka_resp_err_t e;
                 resume_all(w);
@@ -1090,8 +1095,6 @@ static void teardown(worker_t *w)
                 rd_kafka_consumer_close(w->rk); /* leave the group */
                 rd_kafka_destroy(w->rk);
         }
-        for (int i = 0; i < w->ncarry; i++)
-                rd_kafka_message_destroy(w->carry[i]);
         free(w->carry);
         if (w->dlq) {
                 rd_kafka_flush(w->dlq, 5000 /* ms */);

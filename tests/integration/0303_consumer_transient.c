@@ -7,7 +7,9 @@
  * 2. A message of voucher B between two of voucher A on the partition; B's transaction
  *    fails transiently (its row is locked) and the worker is killed with SIGKILL while
  *    retrying: the group's committed offset has not passed B, and after a restart B is
- *    consumed (A's duplicates change nothing). */
+ *    consumed (A's duplicates change nothing).
+ * 3. The same with a graceful SIGTERM while B is retrying: exit 0, and the final
+ *    commit leaves the committed offset exactly at B. */
 #include "0399_consumer_support.h"
 
 #define WAIT_S 60
@@ -132,6 +134,58 @@ START_TEST(b_between_a_survives_kill)
 }
 END_TEST
 
+START_TEST(sigterm_while_retrying_keeps_offset)
+{
+        int64_t va = sk_test_rand_id(), vb = sk_test_rand_id();
+        sk_order_msg_t a1, b, a2;
+        char j1[SK_MSG_MAX], jb[SK_MSG_MAX], j2[SK_MSG_MAX], sql[256];
+        int64_t base, off_b;
+        sk_db_t *locker;
+        pid_t pid;
+        int status;
+
+        /* As above, but a graceful stop (SIGTERM) while B is retrying: the process
+         * exits 0 after its final commit, which must not pass B either. */
+        ct_voucher(va, 5, 5, 5);
+        ct_voucher(vb, 5, 5, 5);
+        ck_assert_int_eq(ct_deduct(va, sk_test_rand_id(), &a1, j1), 0);
+        ck_assert_int_eq(ct_deduct(vb, sk_test_rand_id(), &b, jb), 0);
+        ck_assert_int_eq(ct_deduct(va, sk_test_rand_id(), &a2, j2), 0);
+        base = committed0();
+        ck_assert_int_ge(base, 0);
+        off_b = base + 1;
+        locker = ct_lock_voucher(vb);
+        ct_produce_async(va, j1, strlen(j1));
+        ct_produce_async(vb, jb, strlen(jb));
+        ct_produce_async(va, j2, strlen(j2));
+        ct_produce_wait();
+
+        pid = ct_start_consumer(NULL, NULL, NULL);
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, va);
+        ck_assert_int_eq(ct_wait_i64(WAIT_S, 2, sql), 2);
+        sk_sleep_ms(1000, NULL);
+        status = ct_stop_consumer(pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "stop status %d", status);
+        ck_assert_int_eq(committed0(), off_b);
+        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64, b.trace_id), 0);
+        ck_assert(!ct_fenced(vb, b.trace_id));
+        ct_unlock(locker);
+
+        pid = ct_start_consumer(NULL, NULL, NULL);
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64, b.trace_id);
+        ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
+        {
+                int64_t deadline = sk_mono_ms() + WAIT_S * 1000;
+                while (committed0() != base + 3 && sk_mono_ms() < deadline)
+                        sk_sleep_ms(200, NULL);
+        }
+        status = ct_stop_consumer(pid);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        ck_assert_int_eq(committed0(), base + 3);
+        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, va), 2);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("consumer_transient");
@@ -142,6 +196,7 @@ int main(void)
         tcase_set_timeout(tc, 280);
         tcase_add_test(tc, lock_wait_then_applied);
         tcase_add_test(tc, b_between_a_survives_kill);
+        tcase_add_test(tc, sigterm_while_retrying_keeps_offset);
         suite_add_tcase(s, tc);
         rc = ct_run(s);
         ct_teardown();
