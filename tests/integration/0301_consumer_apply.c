@@ -331,7 +331,11 @@ int main(void)
         int rc, status;
 
         ct_setup("cons_apply", 2);
-        g_consumer = ct_start_consumer(NULL, NULL, NULL);
+        {
+                /* Two worker threads, one partition each. */
+                static const char *const flags[] = { "--workers", "2", NULL };
+                g_consumer = ct_start_consumer(NULL, NULL, flags);
+        }
         tcase_set_timeout(tc, 240);
         tcase_add_test(tc, duplicate_message_one_order);
         tcase_add_test(tc, batch_of_10_with_7_left);
