@@ -127,6 +127,20 @@ def read_int(path, default=None):
         return default
 
 
+def read_phases(path):
+    """run.sh's phase marks: "name seconds-since-start" per line."""
+    out = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 2 and parts[1].isdigit():
+                    out[parts[0]] = int(parts[1])
+    except OSError:
+        pass
+    return out
+
+
 def fmt_ms(v):
     return "n/a" if v is None else f"{v:,.1f} ms" if isinstance(v, float) else f"{v:,} ms"
 
@@ -377,6 +391,7 @@ def cmd_report(a):
         "accept_to_db_lag": lag,
         "drained": a.drained == 1,
         "elapsed_s": a.elapsed_s,
+        "phases_s": read_phases(os.path.join(run, "phases.txt")),
     }
 
     # ---- plot
@@ -455,6 +470,9 @@ def print_report(r, out):
         print(f"         {c['detail']}")
     for ex in r["invariant4"]["examples"][:5]:
         print(f"   example: {ex}")
+    ph = r.get("phases_s", {})
+    if ph:
+        print(" timeline: " + ", ".join(f"{k} at {v} s" for k, v in ph.items()))
     print(line)
     print(f" RESULT: {r['result']}   report: {os.path.join(out, 'report.json')}"
           f"   plot: {r['plot'] or 'none'}   ({r['elapsed_s']} s in all)")

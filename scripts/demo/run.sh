@@ -261,6 +261,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+# set -e stops at the first failing command: say which one.
+trap 'printf "[demo] error: exit %s at line %s: %s\n" "$?" "$LINENO" "$BASH_COMMAND" >&2' ERR
 
 [[ $INSTALL -eq 1 ]] && install_missing
 for tool in wrk gnuplot python3 curl redis-cli jq setsid; do
@@ -427,6 +429,8 @@ if [[ $ready -ne 1 ]]; then
         die "seckill-front not ready within 60 s"
 fi
 say "front ready: $(tr -d '\n' < "$RUN/readyz.json" | cut -c1-200)"
+phase() { echo "$1 $(( $(date +%s) - T0 ))" >> "$RUN/phases.txt"; }   # seconds since start
+phase ready
 
 # ------------------------------------------------------------------ 7. the sale
 VLIST=$(IFS=,; echo "${VOUCHERS[*]}")
@@ -446,7 +450,8 @@ while kill -0 "$WRK_PID" 2>/dev/null; do
         fi
         now=$(date +%s)
         if (( now - last_print >= 2 )); then
-                nacc=$(cat "$RUN"/sale/accepted-*.tsv 2>/dev/null | wc -l)
+                # (wrk may not have created its files yet: the glob may match nothing)
+                nacc=$( { cat "$RUN"/sale/accepted-*.tsv 2>/dev/null || true; } | wc -l)
                 say "sale: $((now - SALE_T0))s, $nacc accepted so far, $ndone/$CONCURRENCY connections finished"
                 last_print=$now
         fi
@@ -459,6 +464,7 @@ SALE_END=$(date +%s)
 [[ -s $RUN/sale/wrk.json ]] || { cat "$RUN/wrk.txt" >&2; die "wrk produced no summary (exit $wrk_rc)"; }
 cat "$RUN"/sale/accepted-*.tsv > "$RUN/accepted.tsv" 2>/dev/null || : > "$RUN/accepted.tsv"
 NACC=$(wc -l < "$RUN/accepted.tsv")
+phase sale_end
 say "sale over in $((SALE_END - SALE_T0))s: $(jq -r '.sale.answers' "$RUN/sale/wrk.json") answers, $NACC accepted (202)"
 
 # ------------------------------------------------------------------ 8. drain
@@ -487,6 +493,7 @@ while :; do
         kill -0 "$CONSUMER_PID" 2>/dev/null || { warn "seckill-consumer exited: $(tail -n 3 "$RUN/consumer.log")"; break; }
         sleep 1
 done
+phase drained
 [[ $drained -eq 1 ]] || warn "not every 202 has an outcome after ${DRAIN_TIMEOUT_S}s (the report says which)"
 
 # ------------------------------------------------------------------ 9. reconcile + verify
@@ -501,6 +508,7 @@ rec_rc=0
 "$BIN/seckill-reconciler" --repair --json --grace-seconds "$GRACE_S" \
         > "$RUN/reconciler.json" 2> "$RUN/reconciler.log" || rec_rc=$?
 echo "$rec_rc" > "$RUN/reconciler.rc"
+phase reconciled
 say "reconciler exit $rec_rc (0 consistent, 1 repaired, 2 unresolved)"
 for v in "${VOUCHERS[@]}"; do
         vrc=0
