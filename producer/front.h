@@ -56,6 +56,7 @@ typedef struct fr_req {
         const char *ctype;              /* Content-Type, static; NULL = application/json */
 
         int body_seen;                  /* a request body arrived (413) */
+        int routed;                     /* the final handler call routed it (HTTP thread only) */
 
         /* Purchase / lookup data, written before the pipeline starts. */
         int64_t voucher_id, user_id, order_id, trace_id;

@@ -345,6 +345,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         (void)version;
         (void)upload_data;
         if (!req) {
+                /* First call: headers only. Answer nothing yet: a response queued now is
+                 * an "early response" for libmicrohttpd, which then closes the
+                 * connection (no keep-alive). Only a declared body is refused at once. */
                 if (!(req = fr_req_new()))
                         return MHD_NO;
                 req->conn = conn;
@@ -355,16 +358,26 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
                         quick(req, 413, fr_json_err(10001, "request body not allowed"));
                         return queue_answer(conn, req);
                 }
-                route(req, conn, url, method);
-                if (req->kind == FR_KIND_QUICK)
-                        return queue_answer(conn, req);
-                return MHD_YES; /* suspended; resumed by fr_answer() */
+                return MHD_YES;
         }
         if (*upload_data_size) {
                 req->body_seen = 1;
                 *upload_data_size = 0;
                 return MHD_YES;
         }
+        if (!req->routed) {
+                /* The final call of the request: route it. */
+                req->routed = 1;
+                if (req->body_seen) {
+                        quick(req, 413, fr_json_err(10001, "request body not allowed"));
+                        return queue_answer(conn, req);
+                }
+                route(req, conn, url, method);
+                if (req->kind == FR_KIND_QUICK)
+                        return queue_answer(conn, req);
+                return MHD_YES; /* suspended; resumed by fr_answer() */
+        }
+        /* Called again after fr_answer() resumed the connection. */
         pthread_mutex_lock(&g_fr.pend_mu);
         answered = req->answered;
         queued = req->queued;
