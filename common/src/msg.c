@@ -10,7 +10,9 @@
  *     longer represents every integer, so the value could have been silently rounded);
  *   - deductQty >= 1, afterQty >= 0, beforeQty >= 0, afterQty == beforeQty - deductQty,
  *     ts >= 0.
- * Unknown extra fields are ignored (forward compatibility). Pure and thread-safe. */
+ * A field given twice and any \u0000 escape are poison too (cJSON would pick one
+ * silently / cut the string at the NUL). Unknown extra fields are ignored (forward
+ * compatibility). Pure and thread-safe. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +22,15 @@
 #include "sk/msg.h"
 
 #define SK_MSG_INT_LIMIT 9007199254740992.0 /* 2^53 */
+
+/* 1 if @p buf holds the 6 bytes \u0000 (memmem is a GNU extension). */
+static int has_nul_escape(const char *buf, size_t len)
+{
+        for (size_t i = 0; i + 6 <= len; i++)
+                if (buf[i] == '\\' && memcmp(buf + i, "\\u0000", 6) == 0)
+                        return 1;
+        return 0;
+}
 
 /* A field given twice is ambiguous (cJSON would silently take the first): poison. */
 static int unique_field(const cJSON *root, const char *name, char *errstr, size_t errstr_size)
@@ -102,6 +113,12 @@ sk_err_t sk_msg_parse(const char *buf, size_t len, sk_order_msg_t *msg,
         }
         if (len > 65536) {
                 sk_seterr(errstr, errstr_size, "message too large (%zu bytes)", len);
+                return SK_EINVAL;
+        }
+        /* cJSON decodes \u0000 into a C string and silently cuts it there, so
+         * "1\u00002" would read as the id "1": refuse NUL escapes outright. */
+        if (has_nul_escape(buf, len)) {
+                sk_seterr(errstr, errstr_size, "NUL escape (\\u0000) in message");
                 return SK_EINVAL;
         }
         root = cJSON_ParseWithLength(buf, len);

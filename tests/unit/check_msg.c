@@ -111,6 +111,7 @@ static const struct {
         { "{\"traceId\":\"1\",\"orderId\":\"2\",\"userId\":\"3\",\"voucherId\":\"4\",\"beforeQty\":1,\"deductQty\":1,\"afterQty\":0,\"ts\":-5}", "negative ts" },
         { "{\"traceId\":\"1\",\"orderId\":\"2\",\"userId\":\"3\",\"voucherId\":\"4\",\"beforeQty\":1,\"deductQty\":1,\"afterQty\":0,\"ts\":true}", "ts is not a number" },
         /* ambiguity */
+        { "{\"traceId\":\"1\\u00002\",\"orderId\":\"2\",\"userId\":\"3\",\"voucherId\":\"4\",\"beforeQty\":1,\"deductQty\":1,\"afterQty\":0,\"ts\":1}", "NUL escape" },
         { "{\"traceId\":\"1\",\"traceId\":\"7\",\"orderId\":\"2\",\"userId\":\"3\",\"voucherId\":\"4\",\"beforeQty\":1,\"deductQty\":1,\"afterQty\":0,\"ts\":1}", "traceId given 2 times" },
 };
 
