@@ -522,6 +522,21 @@ kafka_start() {
         [[ -n $pid ]] || kafka_fail "kafka: the JVM did not start"
         say "kafka: pid $pid, waiting until it serves metadata (log: $KAFKA_LOG)"
         kafka_wait_ready "$pid"
+        kafka_warm_group_coordinator
+}
+
+# A fresh broker creates __consumer_offsets (50 partitions) at the first FindCoordinator
+# and answers COORDINATOR_LOAD_IN_PROGRESS until it has loaded them; tests that read a
+# group's committed offsets right away would see that. Describing a group that does not
+# exist goes through FindCoordinator and returns once the coordinator is loaded.
+kafka_warm_group_coordinator() {
+        local t0=$SECONDS
+        if KAFKA_TOOL_TIMEOUT_S=90 kafka_tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand \
+                --bootstrap-server "$HOST:$KAFKA_PORT" --describe --group seckill-stack-warmup >/dev/null 2>&1; then
+                say "kafka: group coordinator loaded ($((SECONDS - t0)) s)"
+        else
+                warn "kafka: the group coordinator did not answer within 90 s (log: $KAFKA_LOG)"
+        fi
 }
 
 kafka_up() {
