@@ -1,0 +1,234 @@
+/* fuzz_front_http.c: libFuzzer harness for seckill-front's request path and header
+ * handling (DESIGN.md 3): the real producer/http.c (routing, id segments, X-User-Id,
+ * body refusal, method checks) and producer/pipeline.c's answer path, behind the real
+ * libmicrohttpd, fed raw bytes over a loopback TCP connection. Built by bench/fuzz.sh,
+ * not by CTest.
+ *
+ * producer/http.c keeps its parsers static (route(), parse_id_seg(), user_header()), so
+ * they are reached through the daemon: each input is one connection's bytes (request
+ * line, headers, maybe a body), the harness reads the answer until EOF or 2 s.
+ * fr_purchase_submit, fr_lookup_submit and the sk_idgen_* calls are replaced (bench/
+ * fuzz.sh weakens the originals) so no Redis, Kafka or DB is needed: a purchase is
+ * answered 202 at once, a lookup 200.
+ *
+ * Oracles: AddressSanitizer/UBSan in every thread; an answer, when there is one, is
+ * an HTTP/1.x status line; a 202 only for POST /api/v1/vouchers/<canonical id>/seckill
+ * with a canonical X-User-Id; no 5xx other than the documented 503 (none is expected
+ * here: Kafka is "ok" and nothing is in flight). */
+#define _GNU_SOURCE /* strcasestr */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "front.h"
+#include "sk/ids.h"
+#include "sk/log.h"
+
+static uint16_t g_port;
+static int64_t g_next_id = 1000;
+
+/* ---- replacements (strong symbols; the originals are weak in this build) ---- */
+
+sk_err_t sk_idgen_next(sk_idgen_t *g, int64_t *out, char *errstr, size_t errstr_size)
+{
+        (void)g;
+        (void)errstr;
+        (void)errstr_size;
+        *out = __atomic_add_fetch(&g_next_id, 1, __ATOMIC_SEQ_CST);
+        return SK_OK;
+}
+
+int sk_idgen_usable(sk_idgen_t *g)
+{
+        (void)g;
+        return 1;
+}
+
+int sk_idgen_worker_id(const sk_idgen_t *g)
+{
+        (void)g;
+        return 7;
+}
+
+void fr_purchase_submit(fr_req_t *req)
+{
+        char buf[256];
+
+        snprintf(buf, sizeof(buf), "{\"code\":0,\"orderId\":\"%s\",\"traceId\":\"%s\",\"state\":\"PENDING\"}",
+                 req->so, req->st);
+        fr_answer(req, 202, strdup(buf), 0);
+        fr_req_done(req);
+}
+
+void fr_lookup_submit(fr_req_t *req)
+{
+        fr_answer(req, 200, strdup("{\"code\":0,\"state\":\"NONE\"}"), 0);
+        fr_req_done(req);
+}
+
+/* ---- harness ---- */
+
+/* A free loopback port (SECKILL_HTTP_ADDR does not take port 0). */
+static unsigned free_port(void)
+{
+        struct sockaddr_in sa;
+        socklen_t len = sizeof(sa);
+        unsigned port = 0;
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+        memset(&sa, 0, sizeof(sa));
+        sa.sin_family = AF_INET;
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+            getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+                port = ntohs(sa.sin_port);
+        if (fd >= 0)
+                close(fd);
+        if (!port) {
+                fprintf(stderr, "fuzz_front_http: no free port\n");
+                exit(1);
+        }
+        return port;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+        char errstr[256];
+        const union MHD_DaemonInfo *info;
+
+        struct rlimit rl;
+
+        (void)argc;
+        (void)argv;
+        /* Half-closed connections linger in the daemon (see above): room for them. */
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+                rl.rlim_cur = rl.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &rl);
+        }
+        sk_log_level = SK_ERROR + 1;            /* quiet */
+        sk_conf_defaults(&g_fr.conf);
+        snprintf(g_fr.conf.http_addr, sizeof(g_fr.conf.http_addr), "127.0.0.1:%u", free_port());
+        g_fr.http_threads = 1;
+        g_fr.deadline_ms = 5000;
+        pthread_mutex_init(&g_fr.pend_mu, NULL);
+        pthread_mutex_init(&g_fr.prod_mu, NULL);
+        atomic_store(&g_fr.kafka_ok, 1);
+        atomic_store(&g_fr.redis_ok, 1);
+        atomic_store(&g_fr.noeviction_ok, 1);
+        atomic_store(&g_fr.scripts_ok, 1);
+        atomic_store(&g_fr.topics_ok, 1);
+        fr_metrics_init();
+        if (fr_http_start(errstr, sizeof(errstr)) != 0) {
+                fprintf(stderr, "fuzz_front_http: %s\n", errstr);
+                exit(1);
+        }
+        info = MHD_get_daemon_info(g_fr.mhd, MHD_DAEMON_INFO_BIND_PORT);
+        if (!info || !info->port) {
+                fprintf(stderr, "fuzz_front_http: no bound port\n");
+                exit(1);
+        }
+        g_port = info->port;
+        return 0;
+}
+
+/* Does @p req (the raw bytes) start with a purchase that must be admitted? Only the
+ * exact shape "POST /api/v1/vouchers/<id>/seckill HTTP/1.1\r\n" + "X-User-Id: <id>" in
+ * the headers counts; anything else must not be a 202. */
+static int may_be_202(const uint8_t *d, size_t n)
+{
+        static const char pfx[] = "POST /api/v1/vouchers/";
+
+        while (n && (*d == '\r' || *d == '\n')) {      /* RFC 9112 2.2: leading CRLFs */
+                d++;
+                n--;
+        }
+        return n > sizeof(pfx) && memcmp(d, pfx, sizeof(pfx) - 1) == 0;
+}
+
+/* True when @p r (NUL-terminated) holds a whole answer: headers and Content-Length. */
+static int answer_complete(const char *r, size_t n)
+{
+        const char *end = strstr(r, "\r\n\r\n"), *cl;
+        size_t want;
+
+        if (!end)
+                return 0;
+        cl = strcasestr(r, "\r\nContent-Length:");
+        if (!cl || cl > end)
+                return 0;
+        want = (size_t)strtoul(cl + 17, NULL, 10);
+        return n >= (size_t)(end + 4 - r) + want;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        struct sockaddr_in sa;
+        struct timeval tv = { .tv_sec = 2, .tv_usec = 0 };
+        char resp[4096];
+        size_t got = 0, off = 0;
+        int fd, status = 0;
+
+        if (size > 65536)
+                return 0;
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0)
+                return 0;
+        memset(&sa, 0, sizeof(sa));
+        sa.sin_family = AF_INET;
+        sa.sin_port = htons(g_port);
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+                close(fd);
+                return 0;
+        }
+        while (off < size) {
+                ssize_t w = send(fd, data + off, size - off, MSG_NOSIGNAL);
+                if (w <= 0)
+                        break;
+                off += (size_t)w;
+        }
+        shutdown(fd, SHUT_WR);
+        /* Read the first answer: up to 200 ms for its first byte (the stubs answer at once;
+         * libmicrohttpd keeps a half-closed connection with an unfinished request line
+         * open until its 60 s timeout), then until it is complete
+         * (headers + Content-Length bytes) or the connection goes quiet for 20 ms (MHD
+         * keeps a connection open after answering when the client asked for keep-alive). */
+        for (;;) {
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                ssize_t r;
+
+                if (poll(&pfd, 1, got ? 20 : 200) <= 0)
+                        break;
+                r = recv(fd, resp + got, sizeof(resp) - 1 - got, 0);
+                if (r <= 0)
+                        break;
+                got += (size_t)r;
+                resp[got] = '\0';
+                if (got == sizeof(resp) - 1 || answer_complete(resp, got))
+                        break;
+        }
+        close(fd);
+        resp[got] = '\0';
+        if (got == 0)
+                return 0;               /* MHD may close without answering garbage */
+        if (got < 12 || (strncmp(resp, "HTTP/1.1 ", 9) && strncmp(resp, "HTTP/1.0 ", 9)))
+                abort();                /* not a status line */
+        status = atoi(resp + 9);
+        if (status == 202 && !may_be_202(data, size))
+                abort();
+        if (status >= 500 && status != 503 && status != 505 && status != 501)
+                abort();                /* 500s are bugs; 501/505 are MHD's protocol answers */
+        return 0;
+}
