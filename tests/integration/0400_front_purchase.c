@@ -461,6 +461,29 @@ START_TEST(front_rollback_and_deadline)
         sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_USERS);
         s = ft_hget(g_rc, k, "501");
         ck_assert_ptr_null(s);
+        /* orders/me: NONE until the reconciler records FAILED (front_rollback); then
+         * FAILED with that reason. */
+        {
+                char path[128], v[SK_ID_STRLEN], sql[512], o[SK_ID_STRLEN];
+
+                ck_assert_int_eq(ft_json_field(body, "orderId", o, sizeof(o)), 0);
+                sk_id_format(vid, v);
+                snprintf(path, sizeof(path), "/api/v1/vouchers/%s/orders/me", v);
+                ck_assert_int_eq(ft_http(port, "GET", path, "501", NULL, body, sizeof(body)), 200);
+                ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+                ck_assert_str_eq(f, "NONE");
+                snprintf(sql, sizeof(sql),
+                         "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id, "
+                         "outcome, reason) VALUES (%s, %s, 501, %s, 2, 'front_rollback')", tr, o, v);
+                ft_db_exec(&g_conf, sql);
+                ck_assert_int_eq(ft_http(port, "GET", path, "501", NULL, body, sizeof(body)), 200);
+                ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+                ck_assert_str_eq(f, "FAILED");
+                ck_assert_int_eq(ft_json_field(body, "reason", f, sizeof(f)), 0);
+                ck_assert_str_eq(f, "front_rollback");
+                ck_assert_int_eq(ft_json_field(body, "orderId", f, sizeof(f)), 0);
+                ck_assert_str_eq(f, o);
+        }
 
         /* 2. PERSISTED, but the answer is held past the deadline (2 x 3 s + 1 s): the
          *    front answers 503 PENDING itself, the stock stays taken, no rollback. */

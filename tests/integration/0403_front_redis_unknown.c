@@ -5,7 +5,9 @@
  *     and the stock goes down exactly once (one DEDUCT entry);
  *   - pause 6 s: every repeat times out too -> rollback.lua mode front -> 503 with the
  *     state it established (FAILED: stock restored and the fence written; PENDING when
- *     even the rollback could not run), never a 202 and never a double deduct. */
+ *     even the rollback could not run), never a 202 and never a double deduct;
+ *   - BUSY (a long script): the deduct did not run -> 503, nothing to undo;
+ *   - the server gone: 503, /readyz 503, and the front still exits 0 on SIGTERM. */
 #include "0499_front_util.h"
 
 static sk_conf_t g_conf;
@@ -81,6 +83,46 @@ START_TEST(unknown_deduct_outcome)
         /* The fenced or pending trace never deducts twice; another buyer still can. */
         ck_assert_int_eq(ft_http(port, "POST", path, "803", NULL, body, sizeof(body)), 202);
         ck_assert_int_eq(ft_stock(&g_conf, rc, vid), stock - 1);
+        stock--;
+
+        /* 3. BUSY (a script runs past busy-reply-threshold): the deduct did not run ->
+         *    503, nothing to undo (no state, stock unchanged). */
+        {
+                char cmd[256];
+                redisReply *r;
+                char cause[32];
+
+                snprintf(cmd, sizeof(cmd), "redis-cli -p %d EVAL 'while true do end' 0 "
+                         ">/dev/null 2>&1 &", g_conf.redis.port);
+                ck_assert_int_eq(system(cmd), 0);
+                sk_sleep_ms(600, NULL);
+                ck_assert_int_eq(ft_http(port, "POST", path, "804", NULL, body, sizeof(body)), 503);
+                ck_assert_int_eq(ft_json_field(body, "cause", cause, sizeof(cause)), 0);
+                ck_assert_str_eq(cause, "redis");
+                ck_assert_msg(strstr(body, "\"state\"") == NULL, "%s", body);
+                r = redisCommand(rc, "SCRIPT KILL");
+                ck_assert(r != NULL);
+                freeReplyObject(r);
+                sk_sleep_ms(200, NULL);
+                ck_assert_int_eq(ft_stock(&g_conf, rc, vid), stock);
+        }
+
+        /* 4. Redis gone: 503 before anything could be written. */
+        kill(g_redis_pid, SIGKILL);
+        waitpid(g_redis_pid, NULL, 0);
+        g_redis_pid = 0;
+        ck_assert_int_eq(ft_http(port, "POST", path, "805", NULL, body, sizeof(body)), 503);
+        {
+                /* /readyz follows within the health period (1 s). */
+                int64_t until = sk_mono_ms() + 5000;
+                int st = 0;
+
+                while (sk_mono_ms() < until &&
+                       (st = ft_http(port, "GET", "/readyz", NULL, NULL, body, sizeof(body))) != 503)
+                        usleep(100 * 1000);
+                ck_assert_int_eq(st, 503);
+                ck_assert_msg(strstr(body, "\"redis\":false") != NULL, "%s", body);
+        }
         ck_assert_int_eq(ft_stop(pid, 40), 0);
         redisFree(rc);
 }
@@ -105,6 +147,7 @@ static void setup(void)
                 }
                 execlp("redis-server", "redis-server", "--port", port_s, "--bind", "127.0.0.1",
                        "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction",
+                       "--lua-time-limit", "100",
                        (char *)NULL);
                 _exit(127);
         }
