@@ -11,7 +11,10 @@
  *     503 before any Redis write when the in-flight cap is reached, Kafka is down or
  *     fatal, or the lease cannot mint; mints orderId and traceId, puts the request on
  *     the pending list (its deadline), suspends the connection and queues it. It never
- *     blocks on Redis, Kafka or the DB.
+ *     blocks on Redis, Kafka or the DB. Requests are routed on the handler's final call:
+ *     an answer queued on the first call is an "early response" and libmicrohttpd then
+ *     closes the connection (no keep-alive). A declared body is 413 at once; 414 and
+ *     431 are libmicrohttpd's own (16 KiB per-connection memory limit).
  *   - Redis deduct workers (--redis-workers): pop batches of up to --pipeline-max
  *     purchases, pipeline their EVALSHA deduct.lua on one connection, read the replies in
  *     order. OK/REPLAY -> rd_kafka_producev (opaque = the request); REJECT -> answer (a
@@ -27,6 +30,10 @@
  *     never rolls back; the pipeline still handles the late delivery report.
  *   - Health: every second, broker metadata for the topic (Kafka reachable), fatal
  *     producer replacement, topic creation retry, Redis noeviction and scripts loaded.
+ * Failpoints (DESIGN.md 11, SECKILL_FAILPOINTS): front.after_deduct (error = the publish
+ * is refused -> rollback), front.before_respond (before a 202; error -> 503 PENDING),
+ * front.delivery_possibly / front.delivery_not (a PERSISTED report is treated as
+ * POSSIBLY_PERSISTED / NOT_PERSISTED), front.kafka_fatal (raise a fatal producer error).
  * A request is reference counted (HTTP layer + pipeline) and answered exactly once under
  * one mutex (fr_answer); whoever answers first resumes the connection, so the deadline
  * timer, delivery reports and shutdown can race safely.
