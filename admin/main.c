@@ -63,7 +63,7 @@ static const cmd_help_t CMDS[] = {
           "Set the status (1 on sale, 2 offline, 3 expired, 4 paused) in the DB, then in the\n"
           "Redis meta if it exists. Exit 0 ok, 1 failure, 2 bad arguments.\n", "" },
         { "verify", NULL,
-          "Usage: " PROG " verify VOUCHER_ID\n"
+          "Usage: " PROG " verify VOUCHER_ID [--json]\n"
           "Check the invariants of DESIGN.md 9 on the live state; exit 0 iff all hold.\n", " json " },
 };
 #define NCMDS (sizeof(CMDS) / sizeof(CMDS[0]))

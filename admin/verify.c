@@ -1,13 +1,33 @@
-/* verify.c: `seckill-admin verify VOUCHER_ID` (DESIGN.md 9). Placeholder until the
- * reconciler's invariant checks land here. */
+/* verify.c: `seckill-admin verify VOUCHER_ID [--json]` (DESIGN.md 9): invariants 1, 2,
+ * 3 and active <= init on the live state, with the figures, through sk_verify_voucher()
+ * (common/src/verify.c, shared with the reconciler). Exit 0 iff all hold, 1 if one
+ * fails or a dependency failed, 2 for bad arguments or a voucher not in the DB. */
 #include <stdio.h>
+#include "sk/ids.h"
+#include "sk/verify.h"
 #include "admin.h"
 
 int sk_admin_verify(const sk_conf_t *conf, int argc, char **argv)
 {
-        (void)conf;
-        (void)argc;
-        (void)argv;
-        fprintf(stderr, "seckill-admin: verify is not implemented yet\n");
-        return 2;
+        sk_verify_report_t rep;
+        char errstr[512];
+        int64_t voucher_id;
+        sk_err_t err;
+
+        if (argc != 1 || sk_id_parse_cstr(argv[0], &voucher_id) != 0) {
+                fprintf(stderr, "seckill-admin: usage: verify VOUCHER_ID [--json] "
+                        "(VOUCHER_ID canonical decimal 1..9223372036854775807)\n");
+                return 2;
+        }
+        err = sk_verify_voucher(conf, voucher_id, &rep, errstr, sizeof(errstr));
+        if (err == SK_ENOTFOUND) {
+                fprintf(stderr, "seckill-admin: %s\n", errstr);
+                return 2;
+        }
+        if (err != SK_OK) {
+                fprintf(stderr, "seckill-admin: verify: %s\n", errstr);
+                return 1;
+        }
+        sk_verify_print(stdout, &rep, sk_admin_opts && sk_admin_opts->json);
+        return rep.ok ? 0 : 1;
 }

@@ -5,7 +5,7 @@
 -- KEYS: meta trace
 -- ARGV: op expire_extra_ms traceId... :
 --   claim T              (reconciler, before a re-drive) redrives + 1
---   failed T             (reconciler) failed + 1
+--   failed T             (reconciler) failed + 1; partition and offset reset to ""
 --   sent T P O           (reconciler) partition and offset of the last re-drive
 --   consume T1 T2 ...    (consumer, before its transaction) consumed = 1
 -- Replies: claim/failed/sent: {"OK", redrives, failed, consumed, partition, offset}
@@ -123,7 +123,11 @@ local c = parse(redis.call("HGET", k_trace, tid .. ":c"))
 if op == "claim" then
   c.redrives = c.redrives + 1
 elseif op == "failed" then
+  -- The counted re-drive is settled: forget its position, so a later re-drive that is
+  -- not PERSISTED leaves no stale (already passed) offset behind to be counted again.
   c.failed = c.failed + 1
+  c.partition = ""
+  c.offset = ""
 else
   c.partition = ARGV[4]
   c.offset = ARGV[5]

@@ -765,7 +765,7 @@ START_TEST(claim_counters)
         }
         {
                 const char *a[] = { "failed", EXTRA_MS, s1 };
-                assert_claim(claim(&k, 3, a, NULL), 2, 1, 0, "3", "9223372036854775807");
+                assert_claim(claim(&k, 3, a, NULL), 2, 1, 0, "", ""); /* a counted re-drive forgets its offset */
         }
         {
                 const char *a[] = { "sent", EXTRA_MS, s1, "0", "0" };
@@ -793,7 +793,7 @@ START_TEST(claim_counters)
         }
         {
                 const char *a[] = { "failed", EXTRA_MS, s1 };
-                assert_claim(claim(&k, 3, a, NULL), 2, 2, 1, "0", "0");
+                assert_claim(claim(&k, 3, a, NULL), 2, 2, 1, "", "");
         }
         /* consumed: the front's fence now answers CLAIMED */
         {
