@@ -154,17 +154,17 @@ int main(int argc, char **argv)
                                     .max_db_retries = 5, .lock_wait_s = 5, .backoff_cap_ms = 2000 };
         const sk_opt_t extra[] = {
                 { "workers", "SECKILL_CONSUMER_WORKERS", SK_OPT_INT, &opts.workers, 0, 1, 64,
-                  "worker threads, each its own consumer in the group (default 1)" },
+                  "worker threads, each its own consumer in the group" },
                 { "batch-max", "SECKILL_BATCH_MAX", SK_OPT_INT, &opts.batch_max, 0, 1, 5000,
-                  "messages per poll batch; 1 = one order per transaction (default 500)" },
+                  "messages per poll batch; 1 = one order per transaction" },
                 { "batch-wait-ms", "SECKILL_BATCH_WAIT_MS", SK_OPT_INT, &opts.batch_wait_ms, 0, 0, 10000,
-                  "how long a batch waits to fill after its first message (default 5)" },
+                  "how long a batch waits to fill after its first message" },
                 { "max-db-retries", "SECKILL_MAX_DB_RETRIES", SK_OPT_INT, &opts.max_db_retries, 0, 0, 1000,
-                  "non-transient DB errors tolerated per message before the DLQ (default 5)" },
+                  "non-transient DB errors tolerated per message before the DLQ" },
                 { "lock-wait-timeout-s", "SECKILL_LOCK_WAIT_TIMEOUT_S", SK_OPT_INT, &opts.lock_wait_s, 0, 1, 120,
-                  "session innodb_lock_wait_timeout in seconds (default 5)" },
+                  "session innodb_lock_wait_timeout in seconds" },
                 { "backoff-cap-ms", "SECKILL_BACKOFF_CAP_MS", SK_OPT_INT, &opts.backoff_cap_ms, 0, 10, 600000,
-                  "cap of the transient-error retry backoff (default 2000)" },
+                  "cap of the transient-error retry backoff" },
         };
         static sk_metrics_t *reg;
         static cons_metrics_t metrics;
