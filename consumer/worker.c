@@ -688,8 +688,11 @@ static sk_err_t group_once(worker_t *w, cmsg_t **g, int n)
         int i, ncand = 0, pending = 0;
         sk_err_t err;
 
+        int64_t t_claim = sk_mono_ms();
+
         if ((err = claim_group(w, g, n)))
                 return err == SK_ENOMEM ? SK_EAGAIN : err;
+        t_claim = sk_mono_ms() - t_claim;
 
         /* The front fenced these first: FAILED (front_rollback), no order. */
         for (i = 0; i < n; i++) {
@@ -714,8 +717,9 @@ static sk_err_t group_once(worker_t *w, cmsg_t **g, int n)
                                         g[i]->settled = 1;
                                         g[i]->applied = 1;
                                 }
-                        SK_LOG(SK_DEBUG, "batch_applied", "worker=%d voucher=%" PRId64 " n=%d ms=%" PRId64,
-                               w->idx, g[0]->msg.voucher_id, ncand, sk_mono_ms() - t0);
+                        SK_LOG(SK_DEBUG, "batch_applied", "worker=%d voucher=%" PRId64 " n=%d ms=%" PRId64
+                               " claim_ms=%" PRId64, w->idx, g[0]->msg.voucher_id, ncand,
+                               sk_mono_ms() - t0, t_claim);
                 } else if (err == SK_EAGAIN) {
                         sk_metric_add(w->m->db_transient, 1);
                         SK_LOG(SK_WARN, "db_transient", "worker=%d voucher=%" PRId64 " n=%d err=\"%s\"",
