@@ -74,8 +74,18 @@ typedef struct worker {
         rd_kafka_topic_partition_list_t *paused;
         int64_t next_lag_ms;
         const sk_order_msg_t **msgs; /* scratch: batch_max pointers */
-        struct cmsg **grp;           /* scratch: batch_max group members */
+        struct cmsg **grp;           /* scratch: batch_max group members, group by group */
+        int *gstart, *gcount;        /* scratch: where each group starts, its size */
         int redis_broken;
+        /* Claim prefetch: claim.lua for the NEXT voucher group runs on a second Redis
+         * connection while this group's DB transaction runs (Redis and MariaDB work
+         * in parallel). Its reply is read when that group starts. */
+        sk_redis_t *rclaim;
+        struct cmsg **next_g;        /* the group after the one being settled, or NULL */
+        int next_n;
+        struct cmsg **pf_g;          /* members whose claim is in flight (NULL: none) */
+        int *pf_which;               /* indexes into pf_g of the traceIds sent, in order */
+        int pf_cnt;
 } worker_t;
 
 /* ------------------------------------------------------------------ helpers */
@@ -492,6 +502,100 @@ done:
         return err;
 }
 
+/* Send claim.lua consume for the unclaimed members of @p g on the claim connection,
+ * without waiting for the reply. Best effort: on any problem nothing is in flight and
+ * the group is claimed synchronously when its turn comes. */
+static void claim_prefetch_send(worker_t *w, cmsg_t **g, int n)
+{
+        char k_meta[SK_KEY_MAX], k_trace[SK_KEY_MAX], extra[24], errstr[256];
+        char (*ids)[SK_ID_STRLEN] = NULL;
+        const char **argv = NULL;
+        size_t *argvlen = NULL;
+        const char *sha = sk_script_sha(SK_SCRIPT_CLAIM);
+        redisContext *ctx;
+        int argc = 0, cnt = 0, i, done = 0;
+
+        if (w->pf_g || !sha || n > CLAIM_CHUNK)
+                return;
+        for (i = 0; i < n; i++)
+                if (!g[i]->settled && !g[i]->claimed)
+                        cnt++;
+        if (!cnt)
+                return;
+        if (!w->rclaim && !(w->rclaim = sk_redis_connect(&w->conf->redis, 2000, errstr, sizeof(errstr))))
+                return;
+        ctx = sk_redis_ctx(w->rclaim);
+        if ((!ctx || ctx->err) && (sk_redis_reconnect(w->rclaim, errstr, sizeof(errstr)) != SK_OK ||
+                                   !(ctx = sk_redis_ctx(w->rclaim))))
+                return;
+        argv = calloc((size_t)cnt + 7, sizeof(*argv));
+        argvlen = calloc((size_t)cnt + 7, sizeof(*argvlen));
+        ids = calloc((size_t)cnt, sizeof(*ids));
+        if (!argv || !argvlen || !ids)
+                goto done;
+        sk_key_voucher(k_meta, w->conf->redis_prefix, g[0]->msg.voucher_id, SK_KEY_META);
+        sk_key_voucher(k_trace, w->conf->redis_prefix, g[0]->msg.voucher_id, SK_KEY_TRACE);
+        snprintf(extra, sizeof(extra), "%" PRId64, w->ctx->expire_extra_ms);
+        argv[argc++] = "EVALSHA";
+        argv[argc++] = sha;
+        argv[argc++] = "2";
+        argv[argc++] = k_meta;
+        argv[argc++] = k_trace;
+        argv[argc++] = "consume";
+        argv[argc++] = extra;
+        w->pf_cnt = 0;
+        for (i = 0; i < n; i++) {
+                if (g[i]->settled || g[i]->claimed)
+                        continue;
+                sk_id_format(g[i]->msg.trace_id, ids[w->pf_cnt]);
+                argv[argc++] = ids[w->pf_cnt];
+                w->pf_which[w->pf_cnt++] = i;
+        }
+        for (i = 0; i < argc; i++)
+                argvlen[i] = strlen(argv[i]);
+        if (redisAppendCommandArgv(ctx, argc, argv, argvlen) != REDIS_OK)
+                goto done;
+        while (!done)
+                if (redisBufferWrite(ctx, &done) != REDIS_OK)
+                        goto done;
+        w->pf_g = g;
+done:
+        free(argv);
+        free(argvlen);
+        free(ids);
+}
+
+/* Read the in-flight claim reply (if any) and mark its members claimed/fenced. A
+ * failure leaves them unclaimed (the synchronous path claims them again: claim.lua
+ * consume is idempotent). */
+static void claim_prefetch_recv(worker_t *w)
+{
+        redisContext *ctx = w->rclaim ? sk_redis_ctx(w->rclaim) : NULL;
+        redisReply *reply = NULL;
+        cmsg_t **g = w->pf_g;
+
+        if (!g)
+                return;
+        w->pf_g = NULL;
+        if (!ctx || redisGetReply(ctx, (void **)&reply) != REDIS_OK || !reply) {
+                SK_LOG(SK_WARN, "claim_prefetch_failed", "worker=%d err=\"%s\"", w->idx,
+                       ctx ? ctx->errstr : "no connection");
+                sk_metric_add(w->m->redis_errors, 1);
+                return; /* ctx->err is set: the next send reconnects */
+        }
+        if (reply->type == REDIS_REPLY_ARRAY && reply->elements == (size_t)w->pf_cnt + 1) {
+                for (int i = 0; i < w->pf_cnt; i++) {
+                        cmsg_t *c = g[w->pf_which[i]];
+                        const redisReply *el = reply->element[i + 1];
+                        c->claimed = 1;
+                        c->fenced = el->type == REDIS_REPLY_INTEGER && el->integer == 1;
+                }
+        } else if (reply->type == REDIS_REPLY_ERROR) {
+                SK_LOG(SK_DEBUG, "claim_prefetch_error", "worker=%d reply=\"%s\"", w->idx, reply->str);
+        }
+        freeReplyObject(reply);
+}
+
 /* rollback.lua for a FAILED decision with @p reason; retried a few times with backoff.
  * If it still fails the FAILED outcome without a fence is what the reconciler retries. */
 static void run_rollback(worker_t *w, cmsg_t *c, sk_reason_t reason)
@@ -690,9 +794,14 @@ static sk_err_t group_once(worker_t *w, cmsg_t **g, int n)
 
         int64_t t_claim = sk_mono_ms();
 
+        claim_prefetch_recv(w); /* this group's claim, sent while the previous one ran */
         if ((err = claim_group(w, g, n)))
                 return err == SK_ENOMEM ? SK_EAGAIN : err;
         t_claim = sk_mono_ms() - t_claim;
+        if (w->next_g) {
+                claim_prefetch_send(w, w->next_g, w->next_n);
+                w->next_g = NULL; /* once per group, not per retry */
+        }
 
         /* The front fenced these first: FAILED (front_rollback), no order. */
         for (i = 0; i < n; i++) {
@@ -939,7 +1048,7 @@ static void update_lag(worker_t *w)
 static void process_batch(worker_t *w)
 {
         char errstr[512];
-        int i, j;
+        int i, j, k, ng = 0, pos = 0;
 
         for (i = 0; i < w->nbatch; i++) {
                 cmsg_t *c = &w->batch[i];
@@ -956,23 +1065,29 @@ static void process_batch(worker_t *w)
         /* Group by voucher, in order of first appearance; one transaction per group.
          * A first signal lets the batch finish (without waiting in retries); a second
          * abandons it. */
-        for (i = 0; i < w->nbatch && g_stop < 2; i++) {
+        for (i = 0; i < w->nbatch; i++) {
                 cmsg_t *c = &w->batch[i];
-                cmsg_t **g;
-                int n = 0;
 
                 if (!c->parsed || c->grouped || c->settled)
                         continue;
-                g = w->grp;
+                w->gstart[ng] = pos;
                 for (j = i; j < w->nbatch; j++) {
                         cmsg_t *d = &w->batch[j];
                         if (d->parsed && !d->grouped && !d->settled && d->msg.voucher_id == c->msg.voucher_id) {
                                 d->grouped = 1;
-                                g[n++] = d;
+                                w->grp[pos++] = d;
                         }
                 }
-                settle_group(w, g, n);
+                w->gcount[ng] = pos - w->gstart[ng];
+                ng++;
         }
+        for (k = 0; k < ng && g_stop < 2; k++) {
+                w->next_g = k + 1 < ng ? &w->grp[w->gstart[k + 1]] : NULL;
+                w->next_n = k + 1 < ng ? w->gcount[k + 1] : 0;
+                settle_group(w, &w->grp[w->gstart[k]], w->gcount[k]);
+        }
+        w->next_g = NULL;
+        claim_prefetch_recv(w); /* nothing stays in flight across batches */
         /* On a drain, groups not reached stay unsettled: their offsets are not stored. */
 }
 
@@ -1034,7 +1149,10 @@ static int setup(worker_t *w)
         w->batch = calloc((size_t)w->opts->batch_max, sizeof(*w->batch));
         w->msgs = calloc((size_t)w->opts->batch_max, sizeof(*w->msgs));
         w->grp = calloc((size_t)w->opts->batch_max, sizeof(*w->grp));
-        if (!w->batch || !w->msgs || !w->grp)
+        w->gstart = calloc((size_t)w->opts->batch_max, sizeof(*w->gstart));
+        w->gcount = calloc((size_t)w->opts->batch_max, sizeof(*w->gcount));
+        w->pf_which = calloc((size_t)w->opts->batch_max, sizeof(*w->pf_which));
+        if (!w->batch || !w->msgs || !w->grp || !w->gstart || !w->gcount || !w->pf_which)
                 return -1;
 
         /* The database: retried until it answers (or we are told to stop). */
@@ -1110,6 +1228,10 @@ static void teardown(worker_t *w)
         free(w->batch);
         free(w->msgs);
         free(w->grp);
+        free(w->gstart);
+        free(w->gcount);
+        free(w->pf_which);
+        sk_redis_close(w->rclaim);
 }
 
 int cons_worker_run(const cons_ctx_t *ctx, int idx)
