@@ -391,6 +391,13 @@ ft_check() {
         ft_eq "$bad" 0 "no 202 is both CREATED and FAILED (order + RESTORE)"
         ft_log "202 outcomes: $(ft_sql "SELECT IF(o.outcome = 1, 'CREATED', CONCAT('FAILED/', COALESCE(o.reason, '?'))) k, COUNT(*)
                 FROM ft_accepted a JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id WHERE a.voucher_id = $v GROUP BY k" | tr '\t\n' '= ')"
+        # A 503 that said state FAILED (the front fenced the trace) never becomes an order.
+        awk '$2 == 503' "$FT_WORK/results.txt" | grep '"state":"FAILED"' |
+                sed -n 's/.*"traceId":"\([0-9]*\)".*/\1/p' >"$FT_WORK/failed503.txt"
+        if [[ -s $FT_WORK/failed503.txt ]]; then
+                bad=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $v AND trace_id IN ($(paste -sd, "$FT_WORK/failed503.txt"))")
+                ft_eq "$bad" 0 "no order for the $(wc -l <"$FT_WORK/failed503.txt") purchase(s) answered 503 FAILED"
+        fi
         ft_log "all outcomes of $v: $(ft_sql "SELECT IF(outcome = 1, 'CREATED', CONCAT('FAILED/', COALESCE(reason, '?'))) k, COUNT(*)
                 FROM tb_seckill_outcome WHERE voucher_id = $v GROUP BY k" | tr '\t\n' '= ')"
         # Invariant 3: Redis = DB after quiescence and --repair.
