@@ -163,7 +163,7 @@ fi
 say "stack: current state"
 before=$("$STACK" status 2>/dev/null || true)
 printf '%s\n' "$before"
-for svc in redis mariadb kafka; do
+for svc in kafka mariadb redis; do
         awk -v s="$svc" '$1 == s && $3 == "up" {found = 1} END {exit !found}' <<<"$before" || TO_STOP+=("$svc")
 done
 
