@@ -228,7 +228,7 @@ def cmd_report(a):
                 i4["failed_ok"] += 1
                 failed_rows.append((trace, order, voucher, user, reason))
         if outcome != 0 and int(created_ms) > 0:
-            lags.append((int(acc_ms), int(created_ms) - int(acc_ms), voucher))
+            lags.append((int(acc_ms), int(created_ms) - int(acc_ms), voucher, outcome))
         if problem and len(i4_examples) < 20:
             i4_examples.append({"traceId": trace, "orderId": order, "voucherId": voucher,
                                 "userId": user, "problem": problem})
@@ -401,9 +401,9 @@ def cmd_report(a):
         vidx = {v: i for i, v in enumerate(vouchers)}
         datf = os.path.join(run, "lag.dat")
         with open(datf, "w") as f:
-            f.write("# accept_s_since_first lag_ms voucher_index\n")
-            for acc, lg, v in sorted(lags):
-                f.write(f"{(acc - t0) / 1000.0:.3f} {lg} {vidx.get(v, 0)}\n")
+            f.write("# accept_s_since_first lag_ms voucher_index outcome(1 CREATED, 2 FAILED)\n")
+            for acc, lg, v, oc in sorted(lags):
+                f.write(f"{(acc - t0) / 1000.0:.3f} {lg} {vidx.get(v, 0)} {oc}\n")
         png = os.path.join(out, "latency.png")
         title = (f"accept-to-DB lag: p50 {lag['p50_ms']} ms, p99 {lag['p99_ms']} ms "
                  f"(n={lag['n']}); front p50 {front['latency_ms'].get('p50')} ms p99 "

@@ -40,6 +40,7 @@ BUILD_DIR=${SK_DEMO_BUILD_DIR:-$REPO/build}
 OUT=${SK_DEMO_OUT:-$REPO/out}
 DB=${SK_DEMO_DB:-seckill_demo}
 GRACE_S=10
+DRIFT=0
 
 usage() {
         cat <<EOF
@@ -54,6 +55,10 @@ usage: scripts/demo.sh [options]
   --duration S         upper bound of the sale in seconds (default $DURATION_S); the sale
                        ends earlier when every buyer has had an answer
   --drain-timeout S    how long to wait for the consumers (default $DRAIN_TIMEOUT_S)
+  --drift N            after preheating, take N units off the hot voucher in the DB only
+                       (init_stock and stock): Redis admits N purchases the DB cannot
+                       sell, which must end FAILED (sold_out) with their stock clamped
+                       and their buyers released (DESIGN.md 8) — a failure path on show
   --keep               leave the front, the consumers and the stack running
   --no-install         do not check/install Debian packages
   --no-build           use the binaries already in the build dir
@@ -79,6 +84,7 @@ while [[ $# -gt 0 ]]; do
         --concurrency) need_arg "$@"; need_int "$1" "$2"; CONCURRENCY=$2; shift 2 ;;
         --duration) need_arg "$@"; need_int "$1" "$2"; DURATION_S=$2; shift 2 ;;
         --drain-timeout) need_arg "$@"; need_int "$1" "$2"; DRAIN_TIMEOUT_S=$2; shift 2 ;;
+        --drift) need_arg "$@"; need_int "$1" "$2"; DRIFT=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
         --no-install) INSTALL=0; shift ;;
         --no-build) BUILD=0; shift ;;
@@ -94,6 +100,7 @@ done
 (( BUYERS >= 1 && BUYERS <= 999999999 )) || { echo "demo: --buyers must be 1..999999999" >&2; exit 2; }
 (( HOT_STOCK >= 1 )) || { echo "demo: --stock must be >= 1" >&2; exit 2; }
 (( ORD_COUNT == 0 || ORD_STOCK >= 1 )) || { echo "demo: --ordinary-stock must be >= 1" >&2; exit 2; }
+(( DRIFT < HOT_STOCK )) || { echo "demo: --drift must be below --stock" >&2; exit 2; }
 (( HOT_PCT <= 100 )) || { echo "demo: --hot-pct must be 0..100" >&2; exit 2; }
 (( DURATION_S >= 1 )) || { echo "demo: --duration must be >= 1" >&2; exit 2; }
 [[ $BUILD_DIR = /* ]] || BUILD_DIR=$PWD/$BUILD_DIR
@@ -401,6 +408,12 @@ create_voucher() {   # create_voucher STOCK -> appends to VOUCHERS
 }
 create_voucher "$HOT_STOCK"
 for _ in $(seq 1 "$ORD_COUNT"); do create_voucher "$ORD_STOCK"; done
+if (( DRIFT > 0 )); then
+        sql -e "UPDATE \`$DB\`.tb_seckill_voucher SET init_stock = init_stock - $DRIFT, stock = stock - $DRIFT
+                WHERE voucher_id = ${VOUCHERS[0]}" || die "cannot apply --drift"
+        STOCKS[0]=$((HOT_STOCK - DRIFT))
+        say "--drift $DRIFT: the DB now holds $((HOT_STOCK - DRIFT)) units of the hot voucher, Redis $HOT_STOCK"
+fi
 say "vouchers (preheated): hot ${VOUCHERS[0]} stock $HOT_STOCK; ordinary ${VOUCHERS[*]:1} stock $ORD_STOCK each"
 
 # ------------------------------------------------------------------ 6. services
