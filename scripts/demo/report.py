@@ -451,6 +451,10 @@ def print_report(r, out):
     lm = f["latency_ms"]
     print(f" front         {f['req_per_s']:,} req/s over {f['connections']} connections; "
           f"p50 {lm.get('p50')} ms, p99 {lm.get('p99')} ms, max {lm.get('max')} ms (wrk)")
+    we = f.get("wrk_errors") or {}
+    if any(we.get(k) for k in ("connect", "read", "write", "timeout")):
+        print(f" wrk errors    connect {we.get('connect')}, read {we.get('read')}, write "
+              f"{we.get('write')}, timeout {we.get('timeout')}")
     print(f" accept→DB     p50 {fmt_ms(lag['p50_ms'])}, p99 {fmt_ms(lag['p99_ms'])}, "
           f"max {fmt_ms(lag['max_ms'])} (n={lag['n']})")
     print()
@@ -462,8 +466,9 @@ def print_report(r, out):
               f"{p['planned_buyers']:>8}{p['users_in_hash']:>6}  exit {p['verify_exit']}")
     print()
     rec = r["reconciler"]["exit"]
-    print(f" reconciler --repair: exit {rec} "
-          f"({ {0: 'consistent', 1: 'found and repaired', 2: 'unresolved'}.get(rec, 'error') })")
+    print(f" {'WARN ' if rec not in (0, 1) else ''}reconciler --repair: exit {rec} "
+          f"({ {0: 'consistent', 1: 'found and repaired', 2: 'unresolved'}.get(rec, 'error') })"
+          + ("; see reconciler.json / reconciler.log in the run directory" if rec not in (0, 1) else ""))
     print(" invariants:")
     for c in r["invariants"]:
         print(f"   {c['result']:<5} {c['name']}")
