@@ -70,9 +70,15 @@ kill -TERM $fpid; wait $fpid || true; fpid=
 sha=$($rc script load "$(cat "$here/../lua/deduct.lua")")
 # __rand_int__ is 12 zero-padded digits: prefixed with 1 it is a canonical id; every
 # occurrence is drawn independently, so traceId, orderId and userId are all fresh.
-rout=$(redis-benchmark -h 127.0.0.1 -p 6379 -c "$conns" -r 100000000000 -n $((secs * 50000)) -q \
-  EVALSHA "$sha" 4 "$prefix:{v:$vr}:meta" "$prefix:{v:$vr}:stock" "$prefix:{v:$vr}:users" \
-  "$prefix:{v:$vr}:trace" 1__rand_int__ 1__rand_int__ 1__rand_int__ "$vr" 1 "$extra" 2>&1 | tr '\r' '\n' | tail -1)
+rbench() {
+  redis-benchmark -h 127.0.0.1 -p 6379 -c "$conns" -r 100000000000 -n "$1" -q \
+    EVALSHA "$sha" 4 "$prefix:{v:$vr}:meta" "$prefix:{v:$vr}:stock" "$prefix:{v:$vr}:users" \
+    "$prefix:{v:$vr}:trace" 1__rand_int__ 1__rand_int__ 1__rand_int__ "$vr" 1 "$extra" 2>&1 |
+    tr '\r' '\n' | tail -1
+}
+# redis-benchmark has no duration flag: a short calibration run sizes -n for ~secs seconds.
+cal=$(rbench 10000 | sed -n 's/.*: \([0-9]*\)[0-9.]* requests per second.*/\1/p')
+rout=$(rbench $(( ${cal:-10000} * secs )))
 echo "redis_benchmark: $rout"
 redis_rate=$(echo "$rout" | sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p')
 radmitted=$(( 100000000 - $($rc get "$prefix:{v:$vr}:stock") ))
