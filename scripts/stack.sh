@@ -51,7 +51,8 @@ REDIS_LOG=$LOG_DIR/redis.log
 MARIADB_PID=$RUN_DIR/mariadb.pid
 MARIADB_LOG=$LOG_DIR/mariadb.err
 # A non-default MariaDB port gets a private instance (its own datadir and socket), so a
-# second server can be tried next to the system one.
+# second server can be tried next to the system one; the mysql user must be able to
+# reach the state dir then (e.g. SECKILL_STACK_DIR under /tmp).
 MYSQL_PRIVATE=0
 [[ $MYSQL_PORT != 3306 ]] && MYSQL_PRIVATE=1
 MYSQL_PRIV_DIR=$STACK_DIR/mysql
@@ -327,13 +328,12 @@ mariadb_up() {
                         --skip-test-db >"$LOG_DIR/mysql_install_db.log" 2>&1 ||
                         { tail -n 30 "$LOG_DIR/mysql_install_db.log" >&2; die "mariadb: mysql_install_db failed; log: $LOG_DIR/mysql_install_db.log"; }
         fi
-        # mariadbd opens its error log after dropping to the mysql user.
-        $SUDO touch "$MARIADB_LOG"
-        $SUDO chown mysql:mysql "$MARIADB_LOG"
         say "mariadb: starting on $HOST:$MYSQL_PORT (datadir $datadir)"
+        # No --log-error: mariadbd logs to stderr, which start-stop-daemon (still root)
+        # sends to $MARIADB_LOG, so the mysql user needs no access to the state dir.
         $SUDO start-stop-daemon --start --oknodo --background --make-pidfile --pidfile "$MARIADB_PID" \
-                --exec /usr/sbin/mariadbd -- "${args[@]}" --user=mysql --datadir="$datadir" \
-                --port="$MYSQL_PORT" --bind-address="$HOST" --log-error="$MARIADB_LOG" 9>&-
+                --output "$MARIADB_LOG" --exec /usr/sbin/mariadbd -- "${args[@]}" --user=mysql \
+                --datadir="$datadir" --port="$MYSQL_PORT" --bind-address="$HOST" 9>&-
         for ((i = 0; i < 300; i++)); do
                 if mysql_alive; then
                         say "mariadb: ready (pid $(mariadb_our_pid))"
