@@ -1,5 +1,6 @@
 /* 0403_front_redis_unknown.c: the deduct outcome-unknown rules of DESIGN.md 8 against a
- * PRIVATE redis-server on a spare port (never the shared one): CLIENT PAUSE WRITE makes
+ * PRIVATE redis-server on a spare port (never the shared one). SCRIPT FLUSH first: the
+ * front reloads the script on NOSCRIPT and deducts once. Then CLIENT PAUSE WRITE makes
  * the front's EVALSHA time out (command timeout 1 s), so the outcome is unknown:
  *   - pause 1.5 s: the front reconnects and repeats the same EVALSHA (same traceId): 202
  *     and the stock goes down exactly once (one DEDUCT entry);
@@ -55,11 +56,24 @@ START_TEST(unknown_deduct_outcome)
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
         sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_TRACE);
 
+        /* 0. SCRIPT FLUSH (private server): the pipelined EVALSHA answers NOSCRIPT, the
+         *    front loads the script and retries once: one deduction. */
+        {
+                redisReply *r = redisCommand(rc, "SCRIPT FLUSH");
+
+                ck_assert(r && r->type == REDIS_REPLY_STATUS);
+                freeReplyObject(r);
+        }
+        ck_assert_int_eq(ft_http(port, "POST", path, "800", NULL, body, sizeof(body)), 202);
+        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 4);
+        ck_assert_int_eq(hlen(rc, k), 1);
+        ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 0); /* back to 5 */
+
         /* 1. Short pause: one repeat succeeds; stock down once. */
         pause_writes(rc, 1500);
         ck_assert_int_eq(ft_http(port, "POST", path, "801", NULL, body, sizeof(body)), 202);
         ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 4);
-        ck_assert_int_eq(hlen(rc, k), 1);
+        ck_assert_int_eq(hlen(rc, k), 2);
 
         /* 2. Long pause: unknown three times -> rollback mode front. */
         pause_writes(rc, 6000);
