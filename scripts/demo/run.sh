@@ -414,7 +414,11 @@ if (( DRIFT > 0 )); then
         STOCKS[0]=$((HOT_STOCK - DRIFT))
         say "--drift $DRIFT: the DB now holds $((HOT_STOCK - DRIFT)) units of the hot voucher, Redis $HOT_STOCK"
 fi
-say "vouchers (preheated): hot ${VOUCHERS[0]} stock $HOT_STOCK; ordinary ${VOUCHERS[*]:1} stock $ORD_STOCK each"
+if (( ORD_COUNT > 0 )); then
+        say "vouchers (preheated): hot ${VOUCHERS[0]} stock ${STOCKS[0]}; ordinary ${VOUCHERS[*]:1} stock $ORD_STOCK each"
+else
+        say "voucher (preheated): ${VOUCHERS[0]} stock ${STOCKS[0]}"
+fi
 
 # ------------------------------------------------------------------ 6. services
 # setsid: a Ctrl-C in the terminal reaches this script only, which then stops the
@@ -447,7 +451,9 @@ phase ready
 
 # ------------------------------------------------------------------ 7. the sale
 VLIST=$(IFS=,; echo "${VOUCHERS[*]}")
-say "sale: $BUYERS buyers (~$HOT_PCT% on the hot voucher, 10% ask twice, 5% retry after sold out), $CONCURRENCY connections, at most ${DURATION_S}s"
+EFFECTIVE_HOT=$HOT_PCT
+(( ORD_COUNT == 0 )) && EFFECTIVE_HOT=100
+say "sale: $BUYERS buyers (~$EFFECTIVE_HOT% on the hot voucher, 10% ask twice, 5% retry after sold out), $CONCURRENCY connections, at most ${DURATION_S}s"
 SK_DEMO_OUT=$RUN/sale SK_DEMO_VOUCHERS=$VLIST SK_DEMO_BUYERS=$BUYERS SK_DEMO_THREADS=$CONCURRENCY \
 SK_DEMO_HOT_PCT=$HOT_PCT \
         wrk -t"$CONCURRENCY" -c"$CONCURRENCY" -d"${DURATION_S}s" --timeout 30s --latency \
