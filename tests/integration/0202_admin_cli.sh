@@ -9,10 +9,16 @@
 # fenced one, copies active buyers; bad arguments exit 2 with one line.
 set -u
 ADMIN="${SK_BIN:?SK_BIN not set}/seckill-admin"
-MYSQL_HOST=127.0.0.1
+# Endpoints follow the environment (scripts/test.sh exports them), defaults = local stack.
+_rurl="${SECKILL_REDIS_URL:-redis://127.0.0.1:6379/0}"; _rurl="${_rurl#redis://}"; _rurl="${_rurl#*@}"
+REDIS_HOST="${_rurl%%[:/]*}"; REDIS_PORT=6379
+case "$_rurl" in *:*) REDIS_PORT="${_rurl#*:}"; REDIS_PORT="${REDIS_PORT%%/*}" ;; esac
+_murl="${SECKILL_MYSQL_URL:-mysql://root@127.0.0.1:3306/seckill}"; _murl="${_murl#*@}"
+MYSQL_HOST="${_murl%%[:/]*}"; MYSQL_PORT=3306
+case "$_murl" in *:*) MYSQL_PORT="${_murl#*:}"; MYSQL_PORT="${MYSQL_PORT%%/*}" ;; esac
 RUN="admcli_$$_${RANDOM}"
 DB="skt_${RUN}"
-export SECKILL_MYSQL_URL="mysql://root@${MYSQL_HOST}:3306/${DB}"
+export SECKILL_MYSQL_URL="mysql://root@${MYSQL_HOST}:${MYSQL_PORT}/${DB}"
 export SECKILL_REDIS_PREFIX="skt_${RUN}"
 export SECKILL_TOPIC="skt.${RUN}.none"
 export SECKILL_GROUP_ID="skt-${RUN}"
@@ -21,10 +27,10 @@ export SECKILL_KAFKA_DELIVERY_TIMEOUT_MS=1000
 P="$SECKILL_REDIS_PREFIX"
 FAILS=0
 
-sql() { mysql -uroot -h"$MYSQL_HOST" -N -B "$DB" -e "$1"; }
-rcli() { redis-cli -h 127.0.0.1 -p 6379 "$@"; }
+sql() { mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" -N -B "$DB" -e "$1"; }
+rcli() { redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" "$@"; }
 cleanup() {
-        mysql -uroot -h"$MYSQL_HOST" -e "DROP DATABASE IF EXISTS \`$DB\`" >/dev/null 2>&1
+        mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" -e "DROP DATABASE IF EXISTS \`$DB\`" >/dev/null 2>&1
         rcli --scan --pattern "${P}*" | while read -r k; do rcli del "$k" >/dev/null; done
         rm -f "$OUT" "$ERR"
 }
@@ -51,14 +57,14 @@ run 0 db migrate && eq "$(cat "$OUT")" "applied 0 migration(s)" "second migrate 
 NMIG=$(sql "SELECT COUNT(*) FROM schema_migrations")
 
 DB2="${DB}_x"
-( SECKILL_MYSQL_URL="mysql://root@${MYSQL_HOST}:3306/${DB2}" timeout 60 "$ADMIN" db migrate >"$OUT.a" 2>&1; echo $? >"$OUT.ra" ) &
-( SECKILL_MYSQL_URL="mysql://root@${MYSQL_HOST}:3306/${DB2}" timeout 60 "$ADMIN" db migrate >"$OUT.b" 2>&1; echo $? >"$OUT.rb" ) &
+( SECKILL_MYSQL_URL="mysql://root@${MYSQL_HOST}:${MYSQL_PORT}/${DB2}" timeout 60 "$ADMIN" db migrate >"$OUT.a" 2>&1; echo $? >"$OUT.ra" ) &
+( SECKILL_MYSQL_URL="mysql://root@${MYSQL_HOST}:${MYSQL_PORT}/${DB2}" timeout 60 "$ADMIN" db migrate >"$OUT.b" 2>&1; echo $? >"$OUT.rb" ) &
 wait
 eq "$(cat "$OUT.ra")$(cat "$OUT.rb")" "00" "two concurrent migrates both exit 0"
 eq "$(cat "$OUT.a" "$OUT.b" | sort | tr '\n' '|')" "applied 0 migration(s)|applied ${NMIG} migration(s)|" "exactly one of them applied"
-eq "$(mysql -uroot -h"$MYSQL_HOST" -N -B "$DB2" -e "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '$DB2' AND table_name LIKE 'tb\\_%'")" "5" "concurrent migrate: 5 tables"
-eq "$(mysql -uroot -h"$MYSQL_HOST" -N -B "$DB2" -e "SELECT COUNT(*) FROM schema_migrations")" "$NMIG" "concurrent migrate: recorded once"
-mysql -uroot -h"$MYSQL_HOST" -e "DROP DATABASE IF EXISTS \`$DB2\`"
+eq "$(mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" -N -B "$DB2" -e "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '$DB2' AND table_name LIKE 'tb\\_%'")" "5" "concurrent migrate: 5 tables"
+eq "$(mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" -N -B "$DB2" -e "SELECT COUNT(*) FROM schema_migrations")" "$NMIG" "concurrent migrate: recorded once"
+mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" -e "DROP DATABASE IF EXISTS \`$DB2\`"
 rm -f "$OUT.a" "$OUT.b" "$OUT.ra" "$OUT.rb"
 
 # --- voucher create ------------------------------------------------------------------
