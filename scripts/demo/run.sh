@@ -153,11 +153,17 @@ install_missing() {
         if [[ $(id -u) -ne 0 && -z $SUDO ]]; then
                 die "missing packages (${missing[*]}): run as root or install sudo"
         fi
-        say "installing: ${missing[*]}"
-        export DEBIAN_FRONTEND=noninteractive
-        $SUDO apt-get update -qq >/dev/null || die "apt-get update failed"
-        $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
-                || die "apt-get install ${missing[*]} failed"
+        say "installing: ${missing[*]} (log: $RUN/apt.log)"
+        # env inside sudo: sudo resets the environment
+        if ! $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q < /dev/null > "$RUN/apt.log" 2>&1; then
+                tail -n 20 "$RUN/apt.log" >&2
+                die "apt-get update failed"
+        fi
+        if ! $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+                "${missing[@]}" < /dev/null >> "$RUN/apt.log" 2>&1; then
+                tail -n 20 "$RUN/apt.log" >&2
+                die "apt-get install ${missing[*]} failed"
+        fi
 }
 
 # ------------------------------------------------------------------ endpoints
