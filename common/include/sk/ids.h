@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SK_ID_STRLEN 20 /* enough for "9223372036854775807" plus NUL */
+#define SK_ID_STRLEN 21 /* any int64_t in decimal, sign included, plus NUL */
 
 /** @brief Parse exactly @p len bytes of @p s as a canonical id into *out.
  *  @returns 0, or -1 (and *out untouched) if not canonical or out of range. */
