@@ -820,6 +820,20 @@ static void deduct_batch(sk_redis_t *r, fr_req_t **batch, int n)
                 }
                 c = sk_redis_ctx(r);
         }
+        if (!sha) {
+                /* No SCRIPT LOAD has succeeded in this process yet (Redis was down at
+                 * start, or the health thread has not run): load now. Nothing was sent,
+                 * so on failure none of these purchases ran: 503, nothing to undo. */
+                if (sk_redis_load_scripts(r, errstr, sizeof(errstr)) != SK_OK ||
+                    !(sha = sk_script_sha(SK_SCRIPT_DEDUCT))) {
+                        for (i = 0; i < n; i++) {
+                                fr_answer_503(batch[i], "redis", NULL, "redis unavailable");
+                                fr_req_done(batch[i]);
+                        }
+                        return;
+                }
+                c = sk_redis_ctx(r);
+        }
         for (i = 0; i < n; i++) {
                 deduct_args_t a;
                 const char *argv[13]; /* EVALSHA sha 4, 4 keys, 6 args */
