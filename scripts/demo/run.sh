@@ -167,6 +167,14 @@ install_missing() {
 }
 
 # ------------------------------------------------------------------ endpoints
+# SECKILL_* from the environment win; else the stack's own (scripts/stack.sh env, which
+# follows SECKILL_STACK_*_PORT); else DESIGN.md 2's defaults.
+if [[ -x $REPO/scripts/stack.sh ]]; then
+        while IFS= read -r line; do
+                [[ $line =~ ^export\ (SECKILL_REDIS_URL|SECKILL_MYSQL_URL|SECKILL_KAFKA_BROKERS)=([^\ \'\"]+)$ ]] || continue
+                [[ -n ${!BASH_REMATCH[1]:-} ]] || printf -v "${BASH_REMATCH[1]}" '%s' "${BASH_REMATCH[2]}"
+        done < <("$REPO/scripts/stack.sh" env 2>/dev/null || true)
+fi
 REDIS_URL=${SECKILL_REDIS_URL:-redis://127.0.0.1:6379/0}
 MYSQL_BASE_URL=${SECKILL_MYSQL_URL:-mysql://root@127.0.0.1:3306/seckill}
 BROKERS=${SECKILL_KAFKA_BROKERS:-127.0.0.1:9092}
