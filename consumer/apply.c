@@ -26,8 +26,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include "sk/clock.h"
 #include "sk/failpoint.h"
 #include "sk/ids.h"
+#include "sk/log.h"
 #include "consumer.h"
 
 enum { K_OUTCOME, K_ORDER, K_ROUTER, K_LOG, K_STOCK, K_GETSTOCK, K__N };
@@ -74,6 +77,8 @@ struct cons_apply {
         unsigned long *mid_lens;
         char *sqlbuf;
         size_t sqlbuf_size;
+        uint64_t prepares, executes;  /* statistics, logged at destroy (debug) */
+        int64_t prepare_us;
 };
 
 cons_apply_t *cons_apply_new(sk_db_t *db, int batch_max)
@@ -113,6 +118,9 @@ void cons_apply_destroy(cons_apply_t *ap)
 {
         if (!ap)
                 return;
+        SK_LOG(SK_DEBUG, "apply_stats", "prepares=%llu executes=%llu prepare_ms=%lld",
+               (unsigned long long)ap->prepares, (unsigned long long)ap->executes,
+               (long long)(ap->prepare_us / 1000));
         cons_apply_reset(ap);
         free(ap->binds);
         free(ap->vals);
@@ -120,6 +128,13 @@ void cons_apply_destroy(cons_apply_t *ap)
         free(ap->mid_lens);
         free(ap->sqlbuf);
         free(ap);
+}
+
+static int64_t sk_mono_us(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static sk_err_t conn_err(cons_apply_t *ap, MYSQL_STMT *stmt, const char *what,
@@ -189,10 +204,16 @@ static MYSQL_STMT *get_stmt(cons_apply_t *ap, int kind, int n, sk_err_t *err,
                 *err = conn_err(ap, NULL, "stmt_init", errstr, errstr_size);
                 return NULL;
         }
-        if (mysql_stmt_prepare(stmt, ap->sqlbuf, (unsigned long)len)) {
-                *err = conn_err(ap, stmt, "prepare", errstr, errstr_size);
-                mysql_stmt_close(stmt);
-                return NULL;
+        ap->prepares++;
+        {
+                int64_t t0 = sk_mono_us();
+                int rc = mysql_stmt_prepare(stmt, ap->sqlbuf, (unsigned long)len);
+                ap->prepare_us += sk_mono_us() - t0;
+                if (rc) {
+                        *err = conn_err(ap, stmt, "prepare", errstr, errstr_size);
+                        mysql_stmt_close(stmt);
+                        return NULL;
+                }
         }
         if (victim->stmt)
                 mysql_stmt_close(victim->stmt);
@@ -254,6 +275,7 @@ static sk_err_t exec_rows(cons_apply_t *ap, int kind, const sk_order_msg_t *cons
         if (!stmt)
                 return err;
         bind_rows(ap, kind, msgs, n);
+        ap->executes++;
         if (mysql_stmt_bind_param(stmt, ap->binds) || mysql_stmt_execute(stmt)) {
                 err = conn_err(ap, stmt, names[kind], errstr, errstr_size);
                 if (err == SK_EEXIST && dup_key) {

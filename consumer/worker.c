@@ -1250,12 +1250,21 @@ int cons_worker_run(const cons_ctx_t *ctx, int idx)
                 goto done;
         }
         while (!stopping()) {
+                int64_t t0 = sk_mono_ms(), t1, t2, t3, t4;
                 if (collect(&w) > 0) {
+                        int n = w.nbatch;
+                        t1 = sk_mono_ms();
                         process_batch(&w);
+                        t2 = sk_mono_ms();
                         store_offsets(&w);
+                        t3 = sk_mono_ms();
                         cache_orders(&w);
+                        t4 = sk_mono_ms();
                         free_batch(&w);
                         resume_all(&w);
+                        SK_LOG(SK_DEBUG, "batch_done", "worker=%d n=%d collect_ms=%" PRId64 " process_ms=%" PRId64
+                               " store_ms=%" PRId64 " cache_ms=%" PRId64, idx, n, t1 - t0, t2 - t1,
+                               t3 - t2, t4 - t3);
                 }
                 update_lag(&w);
         }
