@@ -7,6 +7,7 @@
 #include "sk_test.h"
 #include "sk/ids.h"
 #include "sk/msg.h"
+#include "sk/traceset.h"
 
 /* fuzz_id_parse, crash 1 (heap-buffer-overflow in sk_id_format, ids.c): a negative id
  * with 19 digits formats as 20 characters plus the NUL, one byte more than the
@@ -33,6 +34,37 @@ START_TEST(id_format_negative_fits_buffer)
                               "value #%zu: sk_id_format wrote past SK_ID_STRLEN bytes", i);
                 ck_assert_uint_eq(strlen(out.buf), n);
         }
+}
+END_TEST
+
+/* fuzz_conf_parse, crash 2 (UBSan: signed integer overflow in json_numstr, traceset.c,
+ * "999999999999999999 * 10 cannot be represented in type 'long'"): a claim record read
+ * back from Redis whose "partition" or "offset" string has 19 digits above INT64_MAX.
+ * Redis may hold anything (DESIGN.md 4: T:c is data, not code). Without a sanitizer the
+ * wrapped value happens to be negative and is mapped to -1, so this test fails only in
+ * the -DSK_SANITIZE=ON build (scripts/test.sh's sanitizer pass), where UBSan aborts. */
+START_TEST(claim_parse_huge_numbers)
+{
+        static const char huge[] =
+                "{\"redrives\":1,\"failed\":0,\"consumed\":1,"
+                "\"partition\":\"9999999999999999999\",\"offset\":\"9999999999999999999\"}";
+        static const char huge_offset[] =
+                "{\"partition\":\"3\",\"offset\":\"9300000000000000000\"}";
+        static const char max_offset[] =
+                "{\"partition\":\"3\",\"offset\":\"9223372036854775807\"}";
+        sk_claim_rec_t c;
+
+        sk_claim_parse(huge, &c);
+        ck_assert_int_eq(c.partition, -1);
+        ck_assert_int_eq(c.offset, -1);
+        ck_assert_int_eq(c.redrives, 1);
+        ck_assert_int_eq(c.consumed, 1);
+        sk_claim_parse(huge_offset, &c);
+        ck_assert_int_eq(c.partition, -1);
+        ck_assert_int_eq(c.offset, -1);
+        sk_claim_parse(max_offset, &c);
+        ck_assert_int_eq(c.partition, 3);
+        ck_assert(c.offset == INT64_MAX);
 }
 END_TEST
 
@@ -75,6 +107,9 @@ static Suite *fuzz_regressions_suite(void)
         TCase *tc = tcase_create("ids");
 
         tcase_add_test(tc, id_format_negative_fits_buffer);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("claim");
+        tcase_add_test(tc, claim_parse_huge_numbers);
         suite_add_tcase(s, tc);
         tc = tcase_create("msg");
         tcase_add_test(tc, msg_parse_fuzz_seeds);
