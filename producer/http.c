@@ -140,11 +140,24 @@ static void quick_503(fr_req_t *req, const char *cause, const char *msg)
 }
 
 /* Hand @p req to an asynchronous pipeline: pending list (deadline), suspension and the
- * pipeline's reference, all before the pipeline can see it. */
+ * pipeline's reference, all before the pipeline can see it. Once the shutdown has
+ * flushed the pending list for the last time (stopping >= 2, read under pend_mu, the
+ * lock fr_pending_flush takes), nothing is suspended any more: the request is answered
+ * 503 at once instead, so MHD_stop_daemon never finds a suspended connection (it
+ * MHD_PANICs on one). */
 static void go_async(fr_req_t *req, struct MHD_Connection *conn)
 {
-        fr_req_ref(req); /* the pipeline's reference, dropped by fr_req_done() */
         pthread_mutex_lock(&g_fr.pend_mu);
+        if (atomic_load(&g_fr.stopping) > 1) {
+                pthread_mutex_unlock(&g_fr.pend_mu);
+                if (req->inflight_counted) {
+                        req->inflight_counted = 0;
+                        atomic_fetch_sub(&g_fr.inflight, 1);
+                }
+                quick_503(req, "shutdown", "shutting down");
+                return;
+        }
+        fr_req_ref(req); /* the pipeline's reference, dropped by fr_req_done() */
         fr_pending_add(req);
         req->suspended = 1;
         MHD_suspend_connection(conn);
@@ -211,7 +224,7 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
         sk_id_format(req->order_id, req->so);
         sk_id_format(req->trace_id, req->st);
         req->kind = FR_KIND_PURCHASE;
-        go_async(req, conn);
+        go_async(req, conn); /* may answer 503 at once (shutdown): kind is QUICK then */
 }
 
 static void route_readyz(fr_req_t *req)

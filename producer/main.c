@@ -102,12 +102,14 @@ static void shutdown_front(void)
         until = sk_mono_ms() + 3000;
         while (atomic_load(&g_fr.inflight) > 0 && sk_mono_ms() < until)
                 sk_sleep_ms(20, NULL);
+        /* stopping = 2: from here on nothing is suspended any more (go_async checks it
+         * under pend_mu and answers 503 at once), and fr_answer resumes under pend_mu,
+         * so after this flush no connection is suspended and no resume is under way:
+         * MHD_stop_daemon neither panics nor races with a resume. */
         atomic_store(&g_fr.stopping, 2);
         fr_pending_flush("shutdown");
         /* Let the HTTP threads send the answers of the connections just resumed. */
         sk_sleep_ms(300, NULL);
-        fr_pending_flush("shutdown");
-        sk_sleep_ms(50, NULL);
         fr_http_stop();
         fr_pipeline_stop();
         fr_lookup_stop();

@@ -173,14 +173,18 @@ int fr_answer(fr_req_t *req, int status, char *body, int retry_after_s)
         pend_unlink(req);
         resume = req->suspended;
         req->suspended = 0;
+        /* The connection stays suspended (and MHD's reference alive) until this call:
+         * MHD then calls the handler again, which queues the answer. Resumed under
+         * pend_mu: once the shutdown's fr_pending_flush() (same lock) has seen an empty
+         * list, no resume is still on its way, so MHD_stop_daemon can neither find a
+         * suspended connection (MHD_PANIC) nor race with a resume of a freed one. Lock
+         * order pend_mu -> libmicrohttpd's internal mutex, as for the suspend. */
+        if (resume)
+                MHD_resume_connection(req->conn);
         pthread_mutex_unlock(&g_fr.pend_mu);
         if (req->kind == FR_KIND_PURCHASE)
                 sk_metric_observe(g_fr.m.latency,
                                   (double)(sk_mono_ms() - req->start_mono_ms) / 1000.0);
-        /* The connection stays suspended (and MHD's reference alive) until this call:
-         * MHD then calls the handler again, which queues the answer. */
-        if (resume)
-                MHD_resume_connection(req->conn);
         return 1;
 }
 
