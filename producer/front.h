@@ -144,6 +144,8 @@ void fr_queue_push(fr_queue_t *q, fr_req_t *req);
  *  or when closed and empty. */
 fr_req_t *fr_queue_pop(fr_queue_t *q, int max, int wait_ms);
 void fr_queue_close(fr_queue_t *q);
+/** 1 once @p q is closed and empty (a worker may exit). */
+int fr_queue_drained(fr_queue_t *q);
 
 fr_req_t *fr_req_new(void);
 void fr_req_ref(fr_req_t *req);

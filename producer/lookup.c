@@ -356,7 +356,10 @@ static void *lookup_main(void *arg)
                 fr_req_t *req = fr_queue_pop(&q_lookup, 1, 200);
 
                 if (!req) {
-                        if (atomic_load(&g_fr.threads_stop))
+                        /* Only once closed and empty (fr_lookup_stop, after the deduct
+                         * workers stopped): a 10004 check queued while they drained is
+                         * still served, so its request is released (in-flight count). */
+                        if (fr_queue_drained(&q_lookup))
                                 break;
                         continue;
                 }

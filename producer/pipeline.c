@@ -86,6 +86,16 @@ fr_req_t *fr_queue_pop(fr_queue_t *q, int max, int wait_ms)
         return first;
 }
 
+int fr_queue_drained(fr_queue_t *q)
+{
+        int done;
+
+        pthread_mutex_lock(&q->mu);
+        done = q->closed && !q->head;
+        pthread_mutex_unlock(&q->mu);
+        return done;
+}
+
 void fr_queue_close(fr_queue_t *q)
 {
         pthread_mutex_lock(&q->mu);
@@ -583,7 +593,7 @@ static void *rollback_main(void *arg)
                 int attempt;
 
                 if (!req) {
-                        if (atomic_load(&g_fr.threads_stop) >= 2)
+                        if (fr_queue_drained(&g_fr.q_rollback))
                                 break;
                         continue;
                 }
@@ -1084,9 +1094,14 @@ int fr_pipeline_start(char *errstr, size_t errstr_size)
         return 0;
 }
 
-/* Stop order: the deduct workers, timer and health first (threads_stop = 1); the
- * rollback worker and the poll thread last (threads_stop = 2), after the deduct queue
- * is empty, so every admitted purchase still gets its delivery report and rollback. */
+/* Stop order: the deduct workers, timer and health first (threads_stop = 1); then the
+ * poll thread (threads_stop = 2), after the deduct queue is empty, so every admitted
+ * purchase still gets its delivery report served; the rollback worker last: its queue
+ * is closed only once nothing can push to it any more (deduct workers and the poll
+ * thread joined), and it drains the queue before exiting, so a NOT_PERSISTED report
+ * served by the poll thread's last poll still gets its rollback (the fence). The
+ * lookup pool (fr_lookup_stop, after this) likewise drains the 10004 checks the deduct
+ * workers queued. */
 void fr_pipeline_stop(void)
 {
         int i;
@@ -1098,9 +1113,9 @@ void fr_pipeline_stop(void)
         pthread_join(g_fr.t_timer, NULL);
         pthread_join(g_fr.t_health, NULL);
         atomic_store(&g_fr.threads_stop, 2);
+        pthread_join(g_fr.t_poll, NULL);
         fr_queue_close(&g_fr.q_rollback);
         pthread_join(g_fr.t_rollback, NULL);
-        pthread_join(g_fr.t_poll, NULL);
         free(g_fr.t_redis);
         g_fr.t_redis = NULL;
 }
