@@ -754,7 +754,8 @@ bad:
 static int error_is_not_run(const redisReply *reply)
 {
         static const char *const pfx[] = { "BUSY", "LOADING", "READONLY", "OOM", "MASTERDOWN",
-                                           "NOSCRIPT", "TRYAGAIN", "CLUSTERDOWN", NULL };
+                                           "NOREPLICAS", "NOSCRIPT", "TRYAGAIN", "CLUSTERDOWN",
+                                           NULL };
         int i;
 
         for (i = 0; pfx[i]; i++)
