@@ -235,13 +235,17 @@ int fr_answer_503(fr_req_t *req, const char *cause, const char *state, const cha
                               ",\"state\":\"%s\",\"orderId\":\"%s\",\"traceId\":\"%s\"",
                               state, req->so, req->st);
         snprintf(buf + n, sizeof(buf) - (size_t)n, "}");
+        /* Only the answer actually sent is counted (a later one, e.g. the rollback's
+         * FAILED after the deadline's PENDING, is dropped by fr_answer). */
+        if (!fr_answer(req, 503, strdup(buf), 1))
+                return 0;
         if (!strcmp(cause, "timeout") || (state && !strcmp(state, "PENDING")))
                 sk_metric_add(g_fr.m.u_pending, 1);
         else if (state && !strcmp(state, "FAILED"))
                 sk_metric_add(g_fr.m.u_failed, 1);
         else
                 sk_metric_add(cause_metric(cause), 1);
-        return fr_answer(req, 503, strdup(buf), 1);
+        return 1;
 }
 
 void fr_req_done(fr_req_t *req)
