@@ -65,6 +65,8 @@ typedef struct fr_req {
         size_t msg_len;
         int deduct_attempts;            /* EVALSHA attempts with an unknown outcome */
         int possibly_persisted;         /* an earlier copy was POSSIBLY_PERSISTED */
+        atomic_int nothing_taken;       /* deduct.lua rejected it (nothing written, nothing
+                                         * will be): a deadline/shutdown 503 has no state */
         int reproduced;                 /* the one identical re-produce was issued */
         fr_lookup_t lookup;
         int inflight_counted;

@@ -257,6 +257,17 @@ void fr_req_done(fr_req_t *req)
         fr_req_unref(req);
 }
 
+/* The purchase state a deadline or shutdown 503 reports (DESIGN.md 8: "503, state
+ * PENDING"): PENDING while the deduct may have run or may still run; none (a plain 503,
+ * like the other nothing-to-undo answers) once deduct.lua has rejected the purchase and
+ * only the DB check that picks 404 or 503 is outstanding (the 10004 path). */
+static const char *unanswered_state(fr_req_t *req)
+{
+        if (req->kind != FR_KIND_PURCHASE || atomic_load(&req->nothing_taken))
+                return NULL;
+        return "PENDING";
+}
+
 void fr_pending_flush(const char *cause)
 {
         for (;;) {
@@ -270,8 +281,8 @@ void fr_pending_flush(const char *cause)
                 if (!req)
                         return;
                 /* fr_answer unlinks it, so the loop advances. */
-                fr_answer_503(req, cause, req->kind == FR_KIND_PURCHASE ? "PENDING" : NULL,
-                              "outcome not yet known");
+                fr_answer_503(req, cause, unanswered_state(req),
+                              unanswered_state(req) ? "outcome not yet known" : "try again later");
                 fr_req_unref(req);
         }
 }
@@ -300,7 +311,7 @@ static void *timer_main(void *arg)
                                 break;
                         SK_LOG(SK_WARN, "request_deadline", "trace_id=%s order_id=%s kind=%d",
                                req->st, req->so, (int)req->kind);
-                        if (req->kind == FR_KIND_PURCHASE)
+                        if (unanswered_state(req))
                                 fr_answer_503(req, "timeout", "PENDING", "outcome not yet known");
                         else
                                 fr_answer_503(req, "timeout", NULL, "lookup timed out");
@@ -689,6 +700,7 @@ static void answer_reject(fr_req_t *req, long long code)
                 /* meta missing: the DB decides 404 (unknown) or 503 (Redis lost data);
                  * that lookup runs on the lookup pool, never on a purchase thread. */
                 req->lookup = FR_LOOKUP_VOUCHER;
+                atomic_store(&req->nothing_taken, 1);
                 fr_lookup_submit(req);
                 return;
         case 10013:

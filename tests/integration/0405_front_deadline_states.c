@@ -1,0 +1,89 @@
+/* 0405_front_deadline_states.c: what the front's own deadline (DESIGN.md 8: 2 x
+ * delivery timeout + 1 s, 503) says about a purchase whose deduct.lua already answered
+ * REJECT 10004 (meta missing: nothing written) while the DB check that picks 404 or 503
+ * (DESIGN.md 3) is still hanging. Nothing was taken and nothing will be, so the answer
+ * is a plain 503 + Retry-After with no purchase state — not "state PENDING", which
+ * would send the client polling orders/me for a purchase that never happened. The DB is
+ * a local listener that never answers (connections sit in its backlog). Once it goes
+ * away, the hanging check ends and the front still shuts down gracefully (exit 0). */
+#include "0499_front_util.h"
+
+static sk_conf_t g_conf;
+
+START_TEST(rejected_deduct_deadline_has_no_state)
+{
+        char url_env[256], log[256], body[2048], path[128], v[SK_ID_STRLEN];
+        const char *env[] = { url_env, "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS=1000", NULL };
+        struct sockaddr_in sin;
+        socklen_t sl = sizeof(sin);
+        redisContext *rc = ft_redis(&g_conf);
+        int port = ft_free_port(), lfd, st;
+        int64_t vid = sk_test_rand_id(), t0;
+        char *before, *after;
+        pid_t pid;
+
+        /* A "DB" that accepts TCP (kernel backlog) and never says a word. */
+        lfd = socket(AF_INET, SOCK_STREAM, 0);
+        ck_assert_int_ge(lfd, 0);
+        memset(&sin, 0, sizeof(sin));
+        sin.sin_family = AF_INET;
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+        ck_assert_int_eq(listen(lfd, 16), 0);
+        ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&sin, &sl), 0);
+        snprintf(url_env, sizeof(url_env), "SECKILL_MYSQL_URL=mysql://root@127.0.0.1:%d/%s",
+                 ntohs(sin.sin_port), g_conf.mysql.database);
+
+        /* Stock but no meta: deduct.lua answers REJECT 10004 without writing. */
+        ft_seed(&g_conf, rc, vid, 5, 0, 0, 0, 0);
+        before = ft_snapshot(&g_conf, rc);
+        snprintf(log, sizeof(log), "%s/front_0405_%d.log",
+                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
+        pid = ft_spawn(&g_conf, port, env, log);
+        ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
+        sk_id_format(vid, v);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+
+        t0 = sk_mono_ms();
+        st = ft_http(port, "POST", path, "4242", NULL, body, sizeof(body));
+        ck_assert_int_eq(st, 503);
+        /* Answered by the deadline (2 x 1 s + 1 s), not by the DB check. */
+        ck_assert_int_ge(sk_mono_ms() - t0, 2500);
+        ck_assert_msg(strstr(body, "\"code\":10013") != NULL, "%s", body);
+        ck_assert_msg(strstr(body, "\"state\"") == NULL, "a rejected deduct has no state: %s", body);
+        ck_assert_msg(strstr(body, "\"traceId\"") == NULL, "no purchase to follow: %s", body);
+        after = ft_snapshot(&g_conf, rc);
+        ck_assert_str_eq(before, after);
+        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 5);
+
+        /* The DB goes away: the hanging check fails; the front stops gracefully. */
+        close(lfd);
+        ck_assert_int_eq(ft_stop(pid, 60), 0);
+        free(before);
+        free(after);
+        redisFree(rc);
+}
+END_TEST
+
+static void setup(void)
+{
+        sk_test_conf(&g_conf, "frontdl");
+}
+
+static void teardown(void)
+{
+        sk_test_cleanup(&g_conf);
+}
+
+int main(void)
+{
+        Suite *s = suite_create("front_deadline_states");
+        TCase *tc = tcase_create("deadline");
+
+        setenv("CK_FORK", "no", 1);
+        tcase_set_timeout(tc, 120);
+        tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, rejected_deduct_deadline_has_no_state);
+        suite_add_tcase(s, tc);
+        return sk_test_run(s);
+}
