@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cjson/cJSON.h>
 
 #include "sk/ids.h"
 #include "sk/traceset.h"
@@ -390,51 +391,58 @@ sk_err_t sk_traceset_load_db(sk_db_t *db, sk_traceset_t *set, int reload,
 }
 
 /* Integer value of "key":N in @p json, or 0. */
-static int64_t json_int(const char *json, const char *key)
+/* Integer member @p key of @p obj (a JSON number), or @p dflt when absent or not a
+ * whole number within [0, 2^53). The counters of T:c are small. */
+static int64_t claim_int(const cJSON *obj, const char *key, int64_t dflt)
 {
-        char pat[40];
-        const char *p;
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+        double d;
 
-        snprintf(pat, sizeof(pat), "\"%s\":", key);
-        if (!(p = strstr(json, pat)))
-                return 0;
-        p += strlen(pat);
-        return strtoll(p, NULL, 10);
+        if (!cJSON_IsNumber(it))
+                return dflt;
+        d = it->valuedouble;
+        if (!(d >= 0 && d < 9007199254740992.0) || d != (double)(int64_t)d)
+                return dflt;
+        return (int64_t)d;
 }
 
-/* String value of "key":"N" as a non-negative integer, or -1 for "" or absent. */
-static int64_t json_numstr(const char *json, const char *key)
+/* String member @p key of @p obj holding a non-negative decimal integer ("" or absent:
+ * -1). Offsets are int64 and kept as strings so no double ever holds them. */
+static int64_t claim_numstr(const cJSON *obj, const char *key)
 {
-        char pat[40];
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
         const char *p;
         int64_t v = 0;
-        int digits = 0;
 
-        snprintf(pat, sizeof(pat), "\"%s\":\"", key);
-        if (!(p = strstr(json, pat)))
+        if (!cJSON_IsString(it) || !it->valuestring || !*it->valuestring)
                 return -1;
-        for (p += strlen(pat); *p >= '0' && *p <= '9' && digits < 19; p++, digits++)
+        for (p = it->valuestring; *p; p++) {
+                if (*p < '0' || *p > '9' || v > (INT64_MAX - (*p - '0')) / 10)
+                        return -1; /* not a partition or offset claim.lua wrote */
                 v = v * 10 + (*p - '0');
-        return digits && *p == '"' ? v : -1;
+        }
+        return v;
 }
 
 void sk_claim_parse(const char *json, sk_claim_rec_t *out)
 {
+        cJSON *obj;
         int64_t p;
 
         memset(out, 0, sizeof(*out));
         out->partition = -1;
         out->offset = -1;
-        if (!json)
+        if (!json || !(obj = cJSON_Parse(json)))
                 return;
-        out->redrives = json_int(json, "redrives");
-        out->failed = json_int(json, "failed");
-        out->consumed = json_int(json, "consumed") != 0;
-        p = json_numstr(json, "partition");
+        out->redrives = claim_int(obj, "redrives", 0);
+        out->failed = claim_int(obj, "failed", 0);
+        out->consumed = claim_int(obj, "consumed", 0) != 0;
+        p = claim_numstr(obj, "partition");
         out->partition = p >= 0 && p <= INT32_MAX ? (int32_t)p : -1;
-        out->offset = json_numstr(json, "offset");
+        out->offset = claim_numstr(obj, "offset");
         if (out->partition < 0 || out->offset < 0)
                 out->partition = -1, out->offset = -1;
+        cJSON_Delete(obj);
 }
 
 sk_err_t sk_traceset_rows(sk_db_t *db, const char *sql, const int64_t *params, int nparams,
