@@ -186,22 +186,30 @@ static void do_voucher(lk_conn_t *lc, fr_req_t *req)
         }
 }
 
+/* The orders/me body. @p order_id is an id string from the DEDUCT entry or the DB
+ * (digits); @p reason comes from the RESTORE entry or the outcome row: stored data, so
+ * it is escaped by cJSON (a quote in it must not break the JSON) and cut at 80 bytes. */
 static void me_answer(fr_req_t *req, const char *state, const char *order_id, const char *reason)
 {
-        char buf[512];
-        char oid[48], rsn[96];
+        char rsn[81];
+        cJSON *o = cJSON_CreateObject();
+        char *body = NULL;
 
-        if (order_id && *order_id)
-                snprintf(oid, sizeof(oid), "\"%s\"", order_id);
-        else
-                snprintf(oid, sizeof(oid), "null");
         if (reason && *reason)
-                snprintf(rsn, sizeof(rsn), "\"%.80s\"", reason);
-        else
-                snprintf(rsn, sizeof(rsn), "null");
-        snprintf(buf, sizeof(buf), "{\"code\":0,\"state\":\"%s\",\"orderId\":%s,\"reason\":%s}",
-                 state, oid, rsn);
-        answer_json(req, 200, buf);
+                snprintf(rsn, sizeof(rsn), "%s", reason);
+        if (o && cJSON_AddNumberToObject(o, "code", 0) &&
+            cJSON_AddStringToObject(o, "state", state) &&
+            (order_id && *order_id ? cJSON_AddStringToObject(o, "orderId", order_id)
+                                   : cJSON_AddNullToObject(o, "orderId")) &&
+            (reason && *reason ? cJSON_AddStringToObject(o, "reason", rsn)
+                               : cJSON_AddNullToObject(o, "reason")))
+                body = cJSON_PrintUnformatted(o);
+        cJSON_Delete(o);
+        if (!body) {
+                fr_answer(req, 500, fr_json_err(10001, "out of memory"), 0);
+                return;
+        }
+        fr_answer(req, 200, body, 0);
 }
 
 /* orders/me (DESIGN.md 3): CREATED if the user has an active order (cache or DB); else

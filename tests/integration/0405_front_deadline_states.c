@@ -5,7 +5,9 @@
  * is a plain 503 + Retry-After with no purchase state — not "state PENDING", which
  * would send the client polling orders/me for a purchase that never happened. The DB is
  * a local listener that never answers (connections sit in its backlog). Once it goes
- * away, the hanging check ends and the front still shuts down gracefully (exit 0). */
+ * away, the hanging check ends and the front still shuts down gracefully (exit 0).
+ * Also: orders/me escapes the stored reason it echoes (valid JSON whatever the row
+ * holds). */
 #include "0499_front_util.h"
 
 static sk_conf_t g_conf;
@@ -65,9 +67,44 @@ START_TEST(rejected_deduct_deadline_has_no_state)
 }
 END_TEST
 
+/* orders/me builds its JSON from stored data (the outcome row's reason, the RESTORE
+ * entry's reason): a quote or backslash in it must come out escaped, never as broken
+ * JSON. */
+START_TEST(orders_me_reason_is_escaped)
+{
+        char log[256], body[2048], path[160], v[SK_ID_STRLEN], sql[512], f[128];
+        int port = ft_free_port();
+        int64_t vid = sk_test_rand_id();
+        cJSON *j;
+        pid_t pid;
+
+        sk_id_format(vid, v);
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id, outcome, "
+                 "reason) VALUES (%lld, %lld, 4343, %s, 2, 'odd\\\"re\\\\ason')",
+                 (long long)sk_test_rand_id(), (long long)sk_test_rand_id(), v);
+        ft_db_exec(&g_conf, sql);
+        snprintf(log, sizeof(log), "%s/front_0405_me_%d.log",
+                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
+        pid = ft_spawn(&g_conf, port, NULL, log);
+        ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/orders/me", v);
+        ck_assert_int_eq(ft_http(port, "GET", path, "4343", NULL, body, sizeof(body)), 200);
+        j = cJSON_Parse(body);
+        ck_assert_msg(j != NULL, "orders/me is not JSON: %s", body);
+        cJSON_Delete(j);
+        ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+        ck_assert_str_eq(f, "FAILED");
+        ck_assert_int_eq(ft_json_field(body, "reason", f, sizeof(f)), 0);
+        ck_assert_str_eq(f, "odd\"re\\ason");
+        ck_assert_int_eq(ft_stop(pid, 30), 0);
+}
+END_TEST
+
 static void setup(void)
 {
         sk_test_conf(&g_conf, "frontdl");
+        sk_test_migrate(&g_conf);
 }
 
 static void teardown(void)
@@ -84,6 +121,7 @@ int main(void)
         tcase_set_timeout(tc, 120);
         tcase_add_unchecked_fixture(tc, setup, teardown);
         tcase_add_test(tc, rejected_deduct_deadline_has_no_state);
+        tcase_add_test(tc, orders_me_reason_is_escaped);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
 }
