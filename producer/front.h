@@ -141,7 +141,9 @@ extern fr_t g_fr;
 
 /* main.c / pipeline.c */
 void fr_queue_init(fr_queue_t *q);
-void fr_queue_push(fr_queue_t *q, fr_req_t *req);
+/** Append @p req. @returns 0, or -1 when @p q is closed (nothing queued: the caller
+ *  still owns the reference it meant to hand over). */
+int fr_queue_push(fr_queue_t *q, fr_req_t *req);
 /** Pop up to @p max requests (linked by qnext). Blocks up to @p wait_ms; NULL on timeout
  *  or when closed and empty. */
 fr_req_t *fr_queue_pop(fr_queue_t *q, int max, int wait_ms);

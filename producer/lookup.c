@@ -28,7 +28,12 @@ static fr_queue_t q_lookup;
 
 void fr_lookup_submit(fr_req_t *req)
 {
-        fr_queue_push(&q_lookup, req);
+        if (fr_queue_push(&q_lookup, req) == 0)
+                return;
+        /* Closed (shutdown, after every producer of this queue stopped): cannot happen
+         * in the stop order of main.c; answer rather than leak the reference. */
+        fr_answer_503(req, "shutdown", NULL, "shutting down");
+        fr_req_done(req);
 }
 
 static sk_redis_t *lk_redis(lk_conn_t *lc)

@@ -36,10 +36,14 @@ void fr_queue_init(fr_queue_t *q)
         pthread_cond_init(&q->cv, NULL);
 }
 
-void fr_queue_push(fr_queue_t *q, fr_req_t *req)
+int fr_queue_push(fr_queue_t *q, fr_req_t *req)
 {
         req->qnext = NULL;
         pthread_mutex_lock(&q->mu);
+        if (q->closed) {
+                pthread_mutex_unlock(&q->mu);
+                return -1;
+        }
         if (q->tail)
                 q->tail->qnext = req;
         else
@@ -48,6 +52,7 @@ void fr_queue_push(fr_queue_t *q, fr_req_t *req)
         q->len++;
         pthread_cond_signal(&q->cv);
         pthread_mutex_unlock(&q->mu);
+        return 0;
 }
 
 fr_req_t *fr_queue_pop(fr_queue_t *q, int max, int wait_ms)
@@ -562,12 +567,19 @@ int fr_kafka_outq_len(void)
 
 static void prod_destroy(fr_prod_t *p)
 {
+        int i;
+
         if (!p)
                 return;
-        /* Purge what is left so destroy does not block on the broker; their delivery
-         * reports are not served any more: the process is exiting (the reconciler owns
-         * any DEDUCT left undecided). */
+        /* Purge what is left so destroy does not block on the broker (the process is
+         * exiting; the reconciler owns any DEDUCT left undecided), then serve the purged
+         * messages' delivery reports here (the poll thread is gone): an in-flight one
+         * comes back POSSIBLY_PERSISTED (503 PENDING, no rollback, no re-produce since
+         * purged is set), and each request's pipeline reference is released instead of
+         * being lost with the destroyed message. At most about a second. */
         rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        for (i = 0; i < 20 && rd_kafka_outq_len(p->rk) > 0; i++)
+                rd_kafka_poll(p->rk, 50 /* ms */);
         rd_kafka_topic_destroy(p->rkt);
         rd_kafka_destroy(p->rk);
         free(p);
@@ -589,7 +601,15 @@ void fr_kafka_destroy_all(void)
 
 static void rollback_submit(fr_req_t *req)
 {
-        fr_queue_push(&g_fr.q_rollback, req);
+        if (fr_queue_push(&g_fr.q_rollback, req) == 0)
+                return;
+        /* Only after shutdown joined the rollback worker (a report served while the
+         * producers are destroyed): no fence now; the DEDUCT stays undecided and the
+         * reconciler re-drives it, as for a front killed after the deduct (DESIGN.md 8).
+         * Every request was answered by then; this releases the pipeline's reference. */
+        SK_LOG(SK_WARN, "rollback_skipped_shutdown", "trace_id=%s voucher_id=%s", req->st, req->sv);
+        fr_answer_503(req, "pending", "PENDING", "outcome not yet known");
+        fr_req_done(req);
 }
 
 /* rollback.lua mode front (DESIGN.md 7, 8): OK or ALREADY -> 503 FAILED; CLAIMED or
@@ -978,7 +998,12 @@ static void *redis_main(void *arg)
 
 void fr_purchase_submit(fr_req_t *req)
 {
-        fr_queue_push(&g_fr.q_deduct, req);
+        if (fr_queue_push(&g_fr.q_deduct, req) == 0)
+                return;
+        /* Closed (shutdown; the HTTP daemon is stopped first, so not expected): the
+         * deduct never ran, nothing to undo. */
+        fr_answer_503(req, "shutdown", NULL, "shutting down");
+        fr_req_done(req);
 }
 
 /* ------------------------------------------------------------------ health ---- */
