@@ -47,6 +47,7 @@
  * lease, exit 0. A second signal exits at once (status 1). */
 #include <signal.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -80,6 +81,38 @@ static void install_signals(void)
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
         signal(SIGPIPE, SIG_IGN);
+}
+
+/* Every purchase in flight holds its (suspended) connection's socket, so the in-flight
+ * cap of DESIGN.md 8 (503 before deduct) is only reachable with a descriptor limit
+ * above it: with a distribution's default soft limit (1024) accept() fails with EMFILE
+ * long before, libmicrohttpd stops accepting, and buyers wait in the listen backlog
+ * instead of getting 503 + Retry-After. Raise the soft limit toward the hard one
+ * (SECKILL_MAX_INFLIGHT + 2048: connections over the cap, Redis, DB, Kafka sockets);
+ * warn when the hard limit is lower. */
+static void raise_nofile(void)
+{
+        struct rlimit rl;
+        rlim_t want = (rlim_t)g_fr.conf.max_inflight + 2048;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+                return;
+        if (rl.rlim_cur < want) {
+                rlim_t old = rl.rlim_cur;
+
+                rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+                if (setrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != old)
+                        SK_LOG(SK_INFO, "nofile_raised", "from=%llu to=%llu", (unsigned long long)old,
+                               (unsigned long long)rl.rlim_cur);
+                else
+                        rl.rlim_cur = old;
+        }
+        if (rl.rlim_cur < want)
+                SK_LOG(SK_WARN, "nofile_low",
+                       "limit=%llu wanted=%llu max_inflight=%d reason=\"the in-flight cap cannot be "
+                       "reached: connections beyond the descriptor limit wait in the backlog\"",
+                       (unsigned long long)rl.rlim_cur, (unsigned long long)want,
+                       g_fr.conf.max_inflight);
 }
 
 static void shutdown_front(void)
@@ -157,6 +190,7 @@ int main(int argc, char **argv)
                  (long long)g_fr.expire_extra_ms);
         g_fr.deadline_ms = 2 * (int64_t)g_fr.conf.kafka_delivery_timeout_ms + 1000;
         install_signals();
+        raise_nofile();
         sk_db_library_init();
         fr_metrics_init();
 

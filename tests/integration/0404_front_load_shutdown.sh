@@ -7,7 +7,9 @@
 #   - clients that send a purchase and close at once (bash /dev/tcp);
 #   - SIGTERM while wrk is still sending: the front must exit 0 within the deadline
 #     (2 x delivery timeout + 1 s) plus the purge wait, with no sanitizer report and no
-#     abort (MHD_stop_daemon panics on a connection left suspended).
+#     abort (MHD_stop_daemon panics on a connection left suspended);
+#   - started with a soft descriptor limit of 256: the front raises it (else its
+#     in-flight cap could never be reached before EMFILE).
 # Redis accounting after each phase (no failpoints, no faults): init - stock = HLEN
 # users = DEDUCT entries without a fence (a purged message's rollback restores and
 # releases both together). Own database, key prefix and topic.
@@ -65,13 +67,26 @@ mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" "$DB" -e "INSERT INTO tb_seckill_vo
   (voucher_id, init_stock, stock, begin_time, end_time, status) VALUES ($V, $INIT, $INIT, \
   FROM_UNIXTIME($((NOW / 1000 - 60))), FROM_UNIXTIME($((NOW / 1000 + 3600))), 1)"
 
-SECKILL_HTTP_ADDR=127.0.0.1:$PORT "$FRONT" >"$LOG" 2>&1 &
+# Started with a distribution-like soft descriptor limit (256 here): the front must
+# raise it toward the hard limit, or its in-flight cap (SECKILL_MAX_INFLIGHT, default
+# 10000) could never be reached (EMFILE first: buyers stuck in the listen backlog).
+HARD=$(ulimit -Hn)
+LAUNCH=()
+command -v prlimit >/dev/null && LAUNCH=(prlimit "--nofile=256:$HARD")
+SECKILL_HTTP_ADDR=127.0.0.1:$PORT "${LAUNCH[@]}" "$FRONT" >"$LOG" 2>&1 &
 FPID=$!
 for _ in $(seq 1 300); do
         curl -sf "$BASE/readyz" >/dev/null 2>&1 && break
         sleep 0.1
 done
 curl -sf "$BASE/readyz" >/dev/null || { echo "FAIL: front not ready (log $LOG)"; exit 1; }
+if [ ${#LAUNCH[@]} -gt 0 ]; then
+        SOFT=$(awk '/^Max open files/ {print $4}' "/proc/$FPID/limits")
+        WANT=12048
+        [ "$HARD" != unlimited ] && [ "$HARD" -lt "$WANT" ] && WANT=$HARD
+        [ "$SOFT" -ge "$WANT" ] && ok "descriptor soft limit raised from 256 to $SOFT" ||
+                fail "descriptor soft limit $SOFT < $WANT (max in-flight 10000 + 2048)"
+fi
 
 cat >"$WORK/lookup.lua" <<EOF
 local n = 0
