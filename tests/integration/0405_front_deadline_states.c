@@ -11,6 +11,16 @@
 #include "0499_front_util.h"
 
 static sk_conf_t g_conf;
+static pid_t g_child; /* a front still running when a check failed (CK_FORK=no) */
+
+static void reap_child(void)
+{
+        if (g_child > 0) {
+                kill(g_child, SIGKILL);
+                waitpid(g_child, NULL, 0);
+        }
+        g_child = 0;
+}
 
 START_TEST(rejected_deduct_deadline_has_no_state)
 {
@@ -42,6 +52,8 @@ START_TEST(rejected_deduct_deadline_has_no_state)
         snprintf(log, sizeof(log), "%s/front_0405_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
         pid = ft_spawn(&g_conf, port, env, log);
+        reap_child();
+        g_child = pid;
         ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
@@ -60,6 +72,7 @@ START_TEST(rejected_deduct_deadline_has_no_state)
 
         /* The DB goes away: the hanging check fails; the front stops gracefully. */
         close(lfd);
+        g_child = 0;
         ck_assert_int_eq(ft_stop(pid, 60), 0);
         free(before);
         free(after);
@@ -87,6 +100,8 @@ START_TEST(orders_me_reason_is_escaped)
         snprintf(log, sizeof(log), "%s/front_0405_me_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
         pid = ft_spawn(&g_conf, port, NULL, log);
+        reap_child();
+        g_child = pid;
         ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/orders/me", v);
         ck_assert_int_eq(ft_http(port, "GET", path, "4343", NULL, body, sizeof(body)), 200);
@@ -97,6 +112,7 @@ START_TEST(orders_me_reason_is_escaped)
         ck_assert_str_eq(f, "FAILED");
         ck_assert_int_eq(ft_json_field(body, "reason", f, sizeof(f)), 0);
         ck_assert_str_eq(f, "odd\"re\\ason");
+        g_child = 0;
         ck_assert_int_eq(ft_stop(pid, 30), 0);
 }
 END_TEST
@@ -109,6 +125,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+        reap_child();
         sk_test_cleanup(&g_conf);
 }
 
