@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -177,11 +178,25 @@ static int parse_id_seg(const char *s, size_t len, int64_t *out)
         return sk_id_parse(s, len, out);
 }
 
+static enum MHD_Result count_user_hdr(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+        (void)kind;
+        (void)value;
+        if (key && !strcasecmp(key, "X-User-Id"))
+                (*(int *)cls)++;
+        return MHD_YES;
+}
+
+/* X-User-Id (DESIGN.md 3): exactly one, a canonical id. Two of them are ambiguous (which
+ * one did the authenticating gateway set?): a 400, never the first one silently. */
 static int user_header(struct MHD_Connection *conn, fr_req_t *req)
 {
         const char *u = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-User-Id");
+        int n = 0;
 
-        if (!u || sk_id_parse_cstr(u, &req->user_id) != 0)
+        MHD_get_connection_values(conn, MHD_HEADER_KIND, count_user_hdr, &n);
+        if (!u || n != 1 || sk_id_parse_cstr(u, &req->user_id) != 0)
                 return -1;
         sk_id_format(req->user_id, req->su);
         return 0;
