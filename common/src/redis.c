@@ -263,9 +263,9 @@ sk_err_t sk_redis_evalsha(sk_redis_t *r, sk_script_t s, int nkeys, const char **
                           int nargs, const char **args, redisReply **reply,
                           char *errstr, size_t errstr_size)
 {
-        enum { MAXARGV = 64 };
-        const char *argv[MAXARGV];
-        size_t argvlen[MAXARGV];
+        enum { STACK_ARGV = 64 };
+        const char *argv_stack[STACK_ARGV], **argv = argv_stack;
+        size_t argvlen_stack[STACK_ARGV], *argvlen = argvlen_stack;
         char nkeys_buf[16];
         const char *sha;
         redisReply *rep = NULL;
@@ -274,14 +274,26 @@ sk_err_t sk_redis_evalsha(sk_redis_t *r, sk_script_t s, int nkeys, const char **
 
         *reply = NULL;
         if ((int)s < 0 || s >= SK_SCRIPT__N || nkeys < 0 || nargs < 0 ||
-            3 + nkeys + nargs > MAXARGV) {
-                sk_seterr(errstr, errstr_size, "evalsha: bad script or too many arguments");
+            nkeys > 100000 || nargs > 100000) {
+                sk_seterr(errstr, errstr_size, "evalsha: bad script or argument count");
                 return SK_EINVAL;
+        }
+        if (3 + nkeys + nargs > STACK_ARGV) {
+                /* Large calls (claim.lua consume of a whole batch) use the heap. */
+                argv = malloc(sizeof(*argv) * (size_t)(3 + nkeys + nargs));
+                argvlen = malloc(sizeof(*argvlen) * (size_t)(3 + nkeys + nargs));
+                if (!argv || !argvlen) {
+                        sk_seterr(errstr, errstr_size, "evalsha: out of memory");
+                        err = SK_ENOMEM;
+                        goto done;
+                }
         }
         if (!(sha = sk_script_sha(s))) {
                 /* First use in this process: SCRIPT LOAD gives us the SHA. */
-                if ((err = load_one(r, s, errstr, errstr_size)) != SK_OK)
-                        return err == SK_EUNKNOWN ? SK_EAGAIN : err; /* script not run */
+                if ((err = load_one(r, s, errstr, errstr_size)) != SK_OK) {
+                        err = err == SK_EUNKNOWN ? SK_EAGAIN : err; /* script not run */
+                        goto done;
+                }
                 sha = sk_script_sha(s);
         }
         snprintf(nkeys_buf, sizeof(nkeys_buf), "%d", nkeys);
@@ -297,13 +309,16 @@ sk_err_t sk_redis_evalsha(sk_redis_t *r, sk_script_t s, int nkeys, const char **
 
         for (attempt = 0; attempt < 2; attempt++) {
                 if ((err = ensure_ctx(r, errstr, errstr_size)) != SK_OK)
-                        return err;
+                        goto done;
                 rep = redisCommandArgv(r->ctx, argc, argv, argvlen);
-                if (!rep)
-                        return finish(r, rep, reply, errstr, errstr_size);
+                if (!rep) {
+                        err = finish(r, rep, reply, errstr, errstr_size);
+                        goto done;
+                }
                 if (rep->type != REDIS_REPLY_ERROR) {
                         *reply = rep;
-                        return SK_OK;
+                        err = SK_OK;
+                        goto done;
                 }
                 if (!starts_with_word(rep, "NOSCRIPT"))
                         break;
@@ -311,20 +326,30 @@ sk_err_t sk_redis_evalsha(sk_redis_t *r, sk_script_t s, int nkeys, const char **
                  * the script did not run. Load it and retry once. */
                 freeReplyObject(rep);
                 rep = NULL;
-                if (attempt == 0 && (err = load_one(r, s, errstr, errstr_size)) != SK_OK)
-                        return err == SK_EUNKNOWN ? SK_EAGAIN : err;
+                if (attempt == 0 && (err = load_one(r, s, errstr, errstr_size)) != SK_OK) {
+                        err = err == SK_EUNKNOWN ? SK_EAGAIN : err;
+                        goto done;
+                }
         }
         if (!rep) {
                 sk_seterr(errstr, errstr_size, "evalsha %s: NOSCRIPT twice",
                           sk_script_get(s) ? sk_script_get(s)->name : "?");
-                return SK_EAGAIN;
+                err = SK_EAGAIN;
+                goto done;
         }
         if (rep->len >= 10 && memcmp(rep->str, "ERR SKARG ", 10) == 0) {
                 sk_seterr(errstr, errstr_size, "%.*s", (int)rep->len, rep->str);
                 freeReplyObject(rep);
-                return SK_EINVAL;
+                err = SK_EINVAL;
+                goto done;
         }
-        return error_reply(rep, errstr, errstr_size);
+        err = error_reply(rep, errstr, errstr_size);
+done:
+        if (argv != argv_stack)
+                free((void *)argv);
+        if (argvlen != argvlen_stack)
+                free(argvlen);
+        return err;
 }
 
 int sk_redis_scripts_loaded(sk_redis_t *r)
