@@ -118,6 +118,10 @@ typedef struct fr {
 
         _Atomic(fr_prod_t *) prod;      /* current producer */
         fr_prod_t *retired;             /* guarded by prod_mu */
+        fr_req_t *defer_head, *defer_tail; /* guarded by prod_mu: POSSIBLY_PERSISTED copies
+                                         * whose re-produce waits for the replacement of a
+                                         * fatal producer (linked by qnext) */
+        int defer_closed;               /* guarded by prod_mu: shutdown, no more deferral */
         pthread_mutex_t prod_mu;
         atomic_int prod_fatal;          /* error_cb saw a fatal error */
 

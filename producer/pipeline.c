@@ -465,6 +465,74 @@ static void publish(fr_req_t *req)
                 not_persisted(req);
 }
 
+/* 1 if the current producer has hit a fatal error (it refuses every produce until the
+ * health thread replaces it). */
+static int producer_fatal_now(void)
+{
+        fr_prod_t *p = atomic_load(&g_fr.prod);
+
+        return atomic_load(&g_fr.prod_fatal) ||
+               rd_kafka_fatal_error(p->rk, NULL, 0) != RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+/* The one identical re-produce of a POSSIBLY_PERSISTED copy (DESIGN.md 8) while the
+ * current producer is fatal: a fatal idempotence error fails every in-flight message at
+ * once, and re-producing on the dying producer would only be refused (503 PENDING).
+ * Park the request until kafka_check() has replaced the producer; it then re-produces
+ * on the new one (and on every later check while the list is not empty and the current
+ * producer is healthy: a replacement may have happened just before the parking).
+ * @returns 1 parked (the caller is done with it), 0 shutdown (not
+ * parked: the caller answers). */
+static int defer_reproduce(fr_req_t *req)
+{
+        int ok = 0;
+
+        pthread_mutex_lock(&g_fr.prod_mu);
+        if (!g_fr.defer_closed) {
+                req->qnext = NULL;
+                if (g_fr.defer_tail)
+                        g_fr.defer_tail->qnext = req;
+                else
+                        g_fr.defer_head = req;
+                g_fr.defer_tail = req;
+                ok = 1;
+        }
+        pthread_mutex_unlock(&g_fr.prod_mu);
+        if (ok)
+                SK_LOG(SK_WARN, "reproduce_deferred", "trace_id=%s reason=\"producer fatal\"", req->st);
+        return ok;
+}
+
+/* Take the parked re-produces. @p close: no more parking after this (shutdown). */
+static fr_req_t *deferred_take(int close)
+{
+        fr_req_t *list;
+
+        pthread_mutex_lock(&g_fr.prod_mu);
+        list = g_fr.defer_head;
+        g_fr.defer_head = g_fr.defer_tail = NULL;
+        if (close)
+                g_fr.defer_closed = 1;
+        pthread_mutex_unlock(&g_fr.prod_mu);
+        return list;
+}
+
+/* Re-produce (or, when @p answer_only, just answer) the parked requests: a refused
+ * re-produce, like one not PERSISTED, is 503 PENDING with no rollback (DESIGN.md 8). */
+static void deferred_run(fr_req_t *list, int answer_only)
+{
+        while (list) {
+                fr_req_t *req = list;
+
+                list = req->qnext;
+                req->qnext = NULL;
+                if (!answer_only && produce(req) == 0)
+                        continue;
+                fr_answer_503(req, "pending", "PENDING", "outcome not yet known");
+                fr_req_done(req);
+        }
+}
+
 /* Delivery report (poll thread). The message's opaque is the request; the pipeline's
  * reference keeps it alive until fr_req_done(). */
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque)
@@ -512,7 +580,16 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque)
                 if (!req->reproduced && !atomic_load(&g_fr.purged)) {
                         req->reproduced = 1;
                         sk_metric_add(g_fr.m.reproduce, 1);
-                        if (produce(req) == 0)
+                        /* Failpoint front.reproduce_fatal (error): the current producer
+                         * goes fatal just before the re-produce, as when a fatal
+                         * idempotence error fails every in-flight message at once. */
+                        if (SK_FAILPOINT("front.reproduce_fatal"))
+                                rd_kafka_test_fatal_error(atomic_load(&g_fr.prod)->rk,
+                                                          RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                                          "failpoint front.reproduce_fatal");
+                        if (!producer_fatal_now() && produce(req) == 0)
+                                return;
+                        if (producer_fatal_now() && defer_reproduce(req))
                                 return;
                 }
                 fr_answer_503(req, "pending", "PENDING", "outcome not yet known");
@@ -1039,6 +1116,10 @@ static void kafka_check(void)
                 SK_LOG(SK_WARN, "producer_replaced", "topic=%s", g_fr.conf.topic);
                 p = np;
         }
+        /* The re-produces parked while the producer was fatal, once a healthy one is
+         * current (after a shutdown's purge: answered, not produced). */
+        if (!producer_fatal_now())
+                deferred_run(deferred_take(0), atomic_load(&g_fr.purged));
         if (!atomic_load(&g_fr.topics_ok)) {
                 if (sk_kafka_ensure_topics(&g_fr.conf, 3000, errstr, sizeof(errstr)) == SK_OK) {
                         atomic_store(&g_fr.topics_ok, 1);
@@ -1154,6 +1235,9 @@ void fr_pipeline_stop(void)
                 pthread_join(g_fr.t_redis[i], NULL);
         pthread_join(g_fr.t_timer, NULL);
         pthread_join(g_fr.t_health, NULL);
+        /* No replacement any more: re-produces still parked are answered 503 PENDING
+         * (no rollback) and released; the poll thread parks nothing new. */
+        deferred_run(deferred_take(1), 1);
         atomic_store(&g_fr.threads_stop, 2);
         pthread_join(g_fr.t_poll, NULL);
         fr_queue_close(&g_fr.q_rollback);

@@ -3,10 +3,12 @@
  * Kafka down (503) and a purchase is refused with 503 + Retry-After BEFORE any deduct
  * (DESIGN.md 8: producer unusable -> 503 before deduct.lua): stock unchanged, no key
  * under the prefix written. Also: the front still serves /healthz and 400s. And a fatal
- * producer error (failpoint front.kafka_fatal) replaces the producer. */
+ * producer error (failpoint front.kafka_fatal) replaces the producer, and a re-produce
+ * (POSSIBLY_PERSISTED) that meets a fatal producer waits for its replacement. */
 #include "0499_front_util.h"
 
 static sk_conf_t g_conf;
+static pid_t g_child; /* a front still running when a check failed (CK_FORK=no) */
 
 START_TEST(kafka_down_refuses_before_deduct)
 {
@@ -96,6 +98,52 @@ START_TEST(fatal_producer_is_replaced)
 }
 END_TEST
 
+/* DESIGN.md 8, POSSIBLY_PERSISTED -> one identical re-produce, when the producer goes
+ * fatal at that very moment (a fatal idempotence error fails every in-flight message
+ * at once): the re-produce waits for the replacement producer instead of being refused
+ * by the dying one (which could only end 503 PENDING). Failpoints: the delivery is
+ * reported POSSIBLY_PERSISTED, and the producer is made fatal right before the
+ * re-produce. -> 202, stock taken once, no fence, producer replaced. */
+START_TEST(reproduce_waits_for_replaced_producer)
+{
+        static const char *const env[] = {
+                "SECKILL_FAILPOINTS=front.delivery_possibly=1*error;front.reproduce_fatal=1*error", NULL };
+        redisContext *rc = ft_redis(&g_conf);
+        int port = ft_free_port();
+        char log[256], path[128], v[SK_ID_STRLEN], k[SK_KEY_MAX], tr[SK_ID_STRLEN], field[48];
+        char *body = malloc(FT_BODY_MAX), *s;
+        int64_t vid = sk_test_rand_id(), t = sk_now_ms(), tid;
+        pid_t pid;
+
+        ck_assert(body != NULL);
+        ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 0);
+        snprintf(log, sizeof(log), "%s/front_0401_refatal_%d.log",
+                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
+        pid = ft_spawn(&g_conf, port, env, log);
+        g_child = pid;
+        ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
+        sk_id_format(vid, v);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        ck_assert_int_eq(ft_http(port, "POST", path, "92", NULL, body, FT_BODY_MAX), 202);
+        ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
+        ck_assert_int_eq(sk_id_parse_cstr(tr, &tid), 0);
+        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 4);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_field_trace(field, tid, 'r');
+        s = ft_hget(rc, k, field);
+        ck_assert_ptr_null(s);
+        ck_assert_int_eq(ft_http(port, "GET", "/metrics", NULL, NULL, body, FT_BODY_MAX), 200);
+        ck_assert_msg(strstr(body, "seckill_front_producer_replaced_total 1") != NULL,
+                      "producer not replaced (log %s)", log);
+        ck_assert_msg(strstr(body, "seckill_front_reproduce_total 1") != NULL,
+                      "no re-produce (log %s)", log);
+        g_child = 0;
+        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        free(body);
+        redisFree(rc);
+}
+END_TEST
+
 static void setup(void)
 {
         sk_test_conf(&g_conf, "frontkd");
@@ -103,6 +151,10 @@ static void setup(void)
 
 static void teardown(void)
 {
+        if (g_child > 0) {
+                kill(g_child, SIGKILL);
+                waitpid(g_child, NULL, 0);
+        }
         sk_test_cleanup(&g_conf);
 }
 
@@ -116,6 +168,7 @@ int main(void)
         tcase_add_unchecked_fixture(tc, setup, teardown);
         tcase_add_test(tc, kafka_down_refuses_before_deduct);
         tcase_add_test(tc, fatal_producer_is_replaced);
+        tcase_add_test(tc, reproduce_waits_for_replaced_producer);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
 }
