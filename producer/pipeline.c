@@ -546,6 +546,12 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque)
                 return;
         sk_metric_observe(g_fr.m.deliv_lat,
                           (double)(sk_mono_ms() - req->produced_mono_ms) / 1000.0);
+        /* A report that says PERSISTED but carries an error is not proof either way: never
+         * roll it back (NOT_PERSISTED is the only status that proves absence); handle it
+         * as POSSIBLY_PERSISTED. (It fell through to the NOT_PERSISTED branch: a fence of
+         * a message that may be on the broker.) */
+        if (st == RD_KAFKA_MSG_STATUS_PERSISTED && rkm->err)
+                st = RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED;
         /* Failpoints (tests): report a PERSISTED delivery as POSSIBLY_PERSISTED or
          * NOT_PERSISTED, to drive the re-produce and "earlier copy" rules of DESIGN.md 8
          * without freezing the shared broker. */
