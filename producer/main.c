@@ -35,7 +35,8 @@
  * front.delivery_possibly / front.delivery_not (a PERSISTED report is treated as
  * POSSIBLY_PERSISTED / NOT_PERSISTED), front.kafka_fatal (raise a fatal producer error),
  * front.reproduce_fatal (the producer goes fatal right before a re-produce: the re-produce
- * is parked until the health thread has replaced the producer).
+ * is parked until the health thread has replaced the producer), front.before_rollback
+ * (sleep: delay the fence; error: the rollback fails -> 503 PENDING).
  * A request is reference counted (HTTP layer + pipeline) and answered exactly once under
  * one mutex (fr_answer); whoever answers first resumes the connection, so the deadline
  * timer, delivery reports and shutdown can race safely.

@@ -715,7 +715,16 @@ static void *rollback_main(void *arg)
                                 break;
                         continue;
                 }
-                for (attempt = 0; attempt < 3; attempt++) {
+                /* Failpoint front.before_rollback: sleep(MS) delays the fence (a test
+                 * writes a claim meanwhile -> CLAIMED); error = the rollback could not
+                 * run (-> 503 PENDING, the DEDUCT stays for the reconciler). */
+                if (SK_FAILPOINT("front.before_rollback")) {
+                        snprintf(errstr, sizeof(errstr), "failpoint front.before_rollback");
+                        attempt = 3;
+                } else {
+                        attempt = 0;
+                }
+                for (; attempt < 3; attempt++) {
                         if (!r)
                                 r = sk_redis_connect(&g_fr.conf.redis, REDIS_CMD_TIMEOUT_MS,
                                                      errstr, sizeof(errstr));

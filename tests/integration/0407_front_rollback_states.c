@@ -1,0 +1,150 @@
+/* 0407_front_rollback_states.c: the two PENDING rows of the front's rollback (DESIGN.md
+ * 7, 8: NOT_PERSISTED or produce refused -> rollback.lua mode front; OK/ALREADY -> 503
+ * FAILED; CLAIMED or rollback failed -> 503 PENDING):
+ *   - CLAIMED: the publish fails (failpoint front.after_deduct=error) and, while the
+ *     fence is held back (front.before_rollback=sleep), a claim record T:c appears (as a
+ *     reconciler re-drive or the consumer's claim.lua would write it): the fence loses,
+ *     503 PENDING, the stock stays taken, no T:r, the user still named;
+ *   - rollback failed (front.before_rollback=error): 503 PENDING, nothing undone, the
+ *     DEDUCT left for the reconciler.
+ * Redis is the shared one under this run's prefix. */
+#include <pthread.h>
+
+#include "0499_front_util.h"
+
+static sk_conf_t g_conf;
+static pid_t g_child; /* a front still running when a check failed (CK_FORK=no) */
+
+static void reap_child(void)
+{
+        if (g_child > 0) {
+                kill(g_child, SIGKILL);
+                waitpid(g_child, NULL, 0);
+        }
+        g_child = 0;
+}
+
+typedef struct buy_arg {
+        int port;
+        char path[160];
+        const char *user;
+        int status;
+        char body[2048];
+} buy_arg_t;
+
+static void *buy_main(void *arg)
+{
+        buy_arg_t *b = arg;
+
+        b->status = ft_http(b->port, "POST", b->path, b->user, NULL, b->body, sizeof(b->body));
+        return NULL;
+}
+
+/* Start a front with @p failpoints and buy once as @p user, in a thread; with @p claim,
+ * write T:c as soon as the DEDUCT T appears. Checks the 503 PENDING and that nothing
+ * was undone. */
+static void run_case(const char *failpoints, const char *user, int claim)
+{
+        char fp_env[256], log[256], v[SK_ID_STRLEN], k_trace[SK_KEY_MAX], k_users[SK_KEY_MAX];
+        char state[32], tr[SK_ID_STRLEN], field[64];
+        const char *env[] = { fp_env, NULL };
+        redisContext *rc = ft_redis(&g_conf);
+        int64_t vid = sk_test_rand_id(), t = sk_now_ms(), tid, until;
+        buy_arg_t b;
+        pthread_t th;
+        pid_t pid;
+        char *s;
+
+        memset(&b, 0, sizeof(b));
+        snprintf(fp_env, sizeof(fp_env), "SECKILL_FAILPOINTS=%s", failpoints);
+        ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 0);
+        snprintf(log, sizeof(log), "%s/front_0407_%s_%d.log",
+                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", user, (int)getpid());
+        b.port = ft_free_port();
+        pid = ft_spawn(&g_conf, b.port, env, log);
+        reap_child();
+        g_child = pid;
+        ck_assert_msg(ft_wait_ready(b.port, pid, 30) == 0, "front not ready (log %s)", log);
+        sk_id_format(vid, v);
+        snprintf(b.path, sizeof(b.path), "/api/v1/vouchers/%s/seckill", v);
+        b.user = user;
+        sk_key_voucher(k_trace, g_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(k_users, g_conf.redis_prefix, vid, SK_KEY_USERS);
+        ck_assert_int_eq(pthread_create(&th, NULL, buy_main, &b), 0);
+        if (claim) {
+                char *trace = NULL;
+                redisReply *r;
+
+                /* users[user] names the trace as soon as the deduct ran. */
+                until = sk_mono_ms() + 10000;
+                while (!trace && sk_mono_ms() < until) {
+                        trace = ft_hget(rc, k_users, user);
+                        if (!trace)
+                                usleep(5 * 1000);
+                }
+                ck_assert_msg(trace != NULL, "no deduct seen (log %s)", log);
+                snprintf(field, sizeof(field), "%s:c", trace);
+                r = redisCommand(rc, "HSET %s %s {\"redrives\":1}", k_trace, field);
+                ck_assert(r && r->type == REDIS_REPLY_INTEGER);
+                freeReplyObject(r);
+                free(trace);
+        }
+        pthread_join(th, NULL);
+        ck_assert_msg(b.status == 503, "status %d body %s (log %s)", b.status, b.body, log);
+        ck_assert_int_eq(ft_json_field(b.body, "state", state, sizeof(state)), 0);
+        ck_assert_str_eq(state, "PENDING");
+        ck_assert_int_eq(ft_json_field(b.body, "traceId", tr, sizeof(tr)), 0);
+        ck_assert_int_eq(sk_id_parse_cstr(tr, &tid), 0);
+        /* Nothing undone: stock taken, no fence, the user still named by the trace. */
+        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 4);
+        sk_field_trace(field, tid, 'r');
+        s = ft_hget(rc, k_trace, field);
+        ck_assert_msg(s == NULL, "fence written: %s", s ? s : "");
+        s = ft_hget(rc, k_trace, tr);
+        ck_assert_ptr_nonnull(s);
+        free(s);
+        s = ft_hget(rc, k_users, user);
+        ck_assert_ptr_nonnull(s);
+        ck_assert_str_eq(s, tr);
+        free(s);
+        g_child = 0;
+        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        redisFree(rc);
+}
+
+START_TEST(claimed_fence_is_pending)
+{
+        run_case("front.after_deduct=1*error;front.before_rollback=1*sleep(1500)", "7001", 1);
+}
+END_TEST
+
+START_TEST(failed_rollback_is_pending)
+{
+        run_case("front.after_deduct=1*error;front.before_rollback=1*error", "7002", 0);
+}
+END_TEST
+
+static void setup(void)
+{
+        sk_test_conf(&g_conf, "frontrb");
+}
+
+static void teardown(void)
+{
+        reap_child();
+        sk_test_cleanup(&g_conf);
+}
+
+int main(void)
+{
+        Suite *s = suite_create("front_rollback_states");
+        TCase *tc = tcase_create("rollback");
+
+        setenv("CK_FORK", "no", 1);
+        tcase_set_timeout(tc, 90);
+        tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, claimed_fence_is_pending);
+        tcase_add_test(tc, failed_rollback_is_pending);
+        suite_add_tcase(s, tc);
+        return sk_test_run(s);
+}
