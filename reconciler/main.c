@@ -76,12 +76,10 @@ int main(int argc, char **argv)
         sk_conf_t conf;
         rc_opts_t opts;
         char voucher_s[32] = "";
-        int window_hours = 0, grace_s = 30, max_redrive = 3, repair = 0, json = 0;
+        int grace_s = 30, max_redrive = 3, repair = 0, json = 0;
         const sk_opt_t extra[] = {
                 { "voucher", NULL, SK_OPT_STR, voucher_s, sizeof(voucher_s), 0, 0,
                   "reconcile this voucher only (default: every voucher on sale or ended within the window)" },
-                { "window-hours", NULL, SK_OPT_INT, &window_hours, 0, 1, 8760,
-                  "vouchers ended within this many hours + 24 (default SECKILL_RECONCILE_WINDOW_HOURS)" },
                 { "grace-seconds", NULL, SK_OPT_INT, &grace_s, 0, 1, 86400,
                   "judge only trace entries older than this (>= 2 x delivery timeout; default 30)" },
                 { "max-redrive", NULL, SK_OPT_INT, &max_redrive, 0, 1, 1000,
@@ -126,7 +124,9 @@ int main(int argc, char **argv)
                         (2 * conf.kafka_delivery_timeout_ms + 999) / 1000);
                 return 2;
         }
-        opts.window_hours = window_hours > 0 ? window_hours : conf.reconcile_window_hours;
+        /* --window-hours is the common option (sk/conf.h): SECKILL_RECONCILE_WINDOW_HOURS
+         * by default (DESIGN.md 2); scope = vouchers ended within it + 24 h. */
+        opts.window_hours = conf.reconcile_window_hours;
         opts.grace_s = grace_s;
         opts.max_redrive = max_redrive;
         opts.repair = repair;

@@ -385,7 +385,7 @@ static const copt_t copts[] = {
         { "worker-lease-ms", "SECKILL_WORKER_LEASE_MS", V_INT, OFF(worker_lease_ms), 0, 300, 3600000, "MS",
           "worker id lease period" },
         { "window-hours", "SECKILL_RECONCILE_WINDOW_HOURS", V_INT, OFF(reconcile_window_hours), 0, 1, 8760, "H",
-          "reconcile window (also key expiry slack)" },
+          "reconcile window in hours: key expiry slack; reconciler scope = ended within it + 24 h" },
         { "metrics-addr", "SECKILL_METRICS_ADDR", V_METRICS_ADDR, OFF(metrics_addr), SZ(metrics_addr), 0, 0,
           "HOST:PORT|off", "Prometheus /metrics listen address" },
         { "log-level", "SECKILL_LOG_LEVEL", V_LEVEL, OFF(log_level), 0, 0, 0, "LEVEL",
