@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -643,7 +644,11 @@ static void print_config(FILE *f, const sk_conf_t *conf, const sk_opt_t *extra, 
         for (size_t i = 0; i < NCOPTS; i++) {
                 const copt_t *o = &copts[i];
                 const char *field = (const char *)conf + o->off;
-                if (o->kind == V_INT) {
+                if (o->kind == V_INT && o->off == offsetof(sk_conf_t, worker_id) &&
+                    conf->worker_id < 0) {
+                        /* Unset: printed so the output can be sourced back as is. */
+                        fprintf(f, "%s=   # unset: the lowest free id is leased\n", o->env);
+                } else if (o->kind == V_INT) {
                         fprintf(f, "%s=%d\n", o->env, *(const int *)(const void *)field);
                 } else if (o->kind == V_LEVEL) {
                         int l = *(const int *)(const void *)field;

@@ -320,7 +320,7 @@ START_TEST(print_config_masks_passwords)
         ck_assert_ptr_null(strstr(out, "kpass"));
         ck_assert_ptr_nonnull(strstr(out, "SECKILL_REDIS_URL=redis://:***@r.example:6390/2\n"));
         ck_assert_ptr_nonnull(strstr(out, "SECKILL_MYSQL_URL=mysql://app:***@db.example:3307/shop\n"));
-        ck_assert_ptr_nonnull(strstr(out, "SECKILL_WORKER_ID=-1\n"));
+        ck_assert_ptr_nonnull(strstr(out, "SECKILL_WORKER_ID=   # unset"));
         ck_assert_ptr_nonnull(strstr(out, "SECKILL_TOPIC=seckill.voucher.order\n"));
         ck_assert_ptr_nonnull(strstr(out, "dlq_topic=seckill.voucher.order.dlq\n"));
         ck_assert_ptr_nonnull(strstr(out, "-X sasl.password=***\n"));
