@@ -618,7 +618,13 @@ static void print_help(FILE *f, const char *prog, const char *usage_args,
                 const sk_opt_t *o = &extra[i];
                 if (o->type == SK_OPT_INT) {
                         sfmt(left, sizeof(left), "--%s N", o->name);
-                        sfmt(def, sizeof(def), "%d (%ld..%ld)", *(const int *)o->dst, o->min, o->max);
+                        int v = *(const int *)o->dst;
+                        /* A default outside the range means "not given" (the binary
+                         * derives or requires it): say so instead of printing it. */
+                        if (v < o->min || v > o->max)
+                                sfmt(def, sizeof(def), "none (%ld..%ld)", o->min, o->max);
+                        else
+                                sfmt(def, sizeof(def), "%d (%ld..%ld)", v, o->min, o->max);
                 } else if (o->type == SK_OPT_STR) {
                         sfmt(left, sizeof(left), "--%s S", o->name);
                         sfmt(def, sizeof(def), "\"%s\"", (const char *)o->dst);
