@@ -180,7 +180,7 @@ static int parse_host_port(const char *b, const char *e, char *host, size_t host
         } else if (default_port) {
                 *port = default_port;
         } else {
-                sk_seterr(errstr, errstr_size, "missing port (host:port, port 1..65535)");
+                sk_seterr(errstr, errstr_size, "missing port");
                 return -1;
         }
         memcpy(host, hb, hl);
@@ -495,13 +495,13 @@ static int apply_copt(sk_conf_t *conf, const copt_t *o, const src_t *s, const ch
                 return 0;
         case V_REDIS_URL:
                 if (sk_redis_url_parse(s->val, &conf->redis, err, sizeof(err)) != 0) {
-                        report(prog, s, 1, "is invalid: %s (redis://[:password@]host[:port][/db], port 1..65535, db 0..15)", err);
+                        report(prog, s, 1, "is invalid: %s (port 1..65535, db 0..15)", err);
                         return 2;
                 }
                 break;
         case V_MYSQL_URL:
                 if (sk_mysql_url_parse(s->val, &conf->mysql, err, sizeof(err)) != 0) {
-                        report(prog, s, 1, "is invalid: %s (mysql://user[:password]@host[:port]/database, port 1..65535)", err);
+                        report(prog, s, 1, "is invalid: %s (port 1..65535)", err);
                         return 2;
                 }
                 break;
