@@ -613,10 +613,17 @@ static void *poll_main(void *arg)
                 fr_prod_t *p = atomic_load(&g_fr.prod), *o;
 
                 rd_kafka_poll(p->rk, 50 /* ms */);
+                /* Retired producers: the list only grows at its head and its nodes live
+                 * until exit, so a snapshot of the head is walked without prod_mu — the
+                 * delivery callbacks served here may take prod_mu themselves (a parked
+                 * re-produce, defer_reproduce): holding it here deadlocked the poll
+                 * thread on a retired producer's POSSIBLY_PERSISTED report while the
+                 * current producer was fatal. */
                 pthread_mutex_lock(&g_fr.prod_mu);
-                for (o = g_fr.retired; o; o = o->retired_next)
-                        rd_kafka_poll(o->rk, 0);
+                o = g_fr.retired;
                 pthread_mutex_unlock(&g_fr.prod_mu);
+                for (; o; o = o->retired_next)
+                        rd_kafka_poll(o->rk, 0);
         }
         return NULL;
 }
