@@ -219,29 +219,30 @@ static void me_answer(fr_req_t *req, const char *state, const char *order_id, co
 
 /* orders/me (DESIGN.md 3): CREATED if the user has an active order (cache or DB); else
  * the trace named by users[userId]: RESTORE (T:r) -> FAILED, DEDUCT (T) -> PENDING;
- * else the user's newest outcome row; else NONE. */
+ * else the user's newest outcome row; else NONE. With Redis unreachable the DB (the book
+ * of record) still answers CREATED; anything else needs the users hash: 503. */
 static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
 {
         char kusers[SK_KEY_MAX], ktrace[SK_KEY_MAX], kord[SK_KEY_MAX], field[48];
         char sql[384], cols[3][64];
         char *trace = NULL, *entry = NULL, *restore = NULL, *cached = NULL;
         char t_order[SK_ID_STRLEN] = "";
-        int rc;
+        int rc, redis_err = 0;
 
         sk_key_voucher(kusers, g_fr.conf.redis_prefix, req->voucher_id, SK_KEY_USERS);
         sk_key_voucher(ktrace, g_fr.conf.redis_prefix, req->voucher_id, SK_KEY_TRACE);
         if (lk_redis_get(lc, &trace, "HGET", kusers, req->su) < 0)
-                goto redis_down;
+                goto redis_down_try_db;
         if (trace) {
                 int64_t t;
 
                 if (sk_id_parse_cstr(trace, &t) == 0) {
                         sk_field_trace(field, t, 'r');
                         if (lk_redis_get(lc, &restore, "HGET", ktrace, field) < 0)
-                                goto redis_down;
+                                goto redis_down_try_db;
                         sk_field_trace(field, t, 0);
                         if (lk_redis_get(lc, &entry, "HGET", ktrace, field) < 0)
-                                goto redis_down;
+                                goto redis_down_try_db;
                         if (entry) {
                                 cJSON *j = cJSON_Parse(entry);
                                 int64_t oid;
@@ -259,13 +260,24 @@ static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
                 if (sk_id_parse_cstr(t_order, &oid) == 0) {
                         sk_key_order(kord, g_fr.conf.redis_prefix, oid);
                         if (lk_redis_get(lc, &cached, "GET", kord, NULL) < 0)
-                                goto redis_down;
+                                goto redis_down_try_db;
                         if (cached) {
                                 me_answer(req, "CREATED", t_order, NULL);
                                 goto done;
                         }
                 }
         }
+        goto db;
+redis_down_try_db:
+        /* Nothing read from Redis counts; only the DB's CREATED can still answer. */
+        redis_err = 1;
+        t_order[0] = '\0';
+        free(trace);
+        free(entry);
+        free(restore);
+        free(cached);
+        trace = entry = restore = cached = NULL;
+db:
         /* ... else from the DB. */
         snprintf(sql, sizeof(sql),
                  "SELECT id FROM tb_voucher_order WHERE voucher_id=%s AND user_id=%s AND status=1 "
@@ -277,6 +289,8 @@ static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
                 me_answer(req, "CREATED", cols[0], NULL);
                 goto done;
         }
+        if (redis_err)
+                goto redis_down;
         if (restore) {
                 cJSON *j = cJSON_Parse(restore);
                 const cJSON *rs = j ? cJSON_GetObjectItemCaseSensitive(j, "reason") : NULL;

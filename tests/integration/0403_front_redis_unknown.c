@@ -8,11 +8,13 @@
  *     state it established (FAILED: stock restored and the fence written; PENDING when
  *     even the rollback could not run), never a 202 and never a double deduct;
  *   - BUSY (a long script): the deduct did not run -> 503, nothing to undo;
- *   - the server gone: 503, /readyz 503, and the front still exits 0 on SIGTERM. */
+ *   - the server gone: 503, /readyz 503, orders/me still CREATED from the DB for a buyer
+ *     with an active order (503 for the others), and the front exits 0 on SIGTERM. */
 #include "0499_front_util.h"
 
 static sk_conf_t g_conf;
 static pid_t g_redis_pid;
+static pid_t g_front_pid; /* killed in teardown when a check failed (CK_FORK=no) */
 
 static void pause_writes(redisContext *rc, int ms)
 {
@@ -51,6 +53,7 @@ START_TEST(unknown_deduct_outcome)
         snprintf(log, sizeof(log), "%s/front_0403_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
         pid = ft_spawn(&g_conf, port, env, log);
+        g_front_pid = pid;
         ck_assert_msg(ft_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
@@ -137,6 +140,27 @@ START_TEST(unknown_deduct_outcome)
                 ck_assert_int_eq(st, 503);
                 ck_assert_msg(strstr(body, "\"redis\":false") != NULL, "%s", body);
         }
+        /* orders/me with Redis gone: the DB (book of record) still says CREATED for a
+         * buyer with an active order; anyone else needs the users hash: 503. */
+        {
+                char sql[512], mepath[160], st_s[32], oid[SK_ID_STRLEN];
+                int64_t o = sk_test_rand_id();
+
+                snprintf(sql, sizeof(sql),
+                         "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status) "
+                         "VALUES (%lld, 806, %s, %lld, 1)", (long long)o, v,
+                         (long long)sk_test_rand_id());
+                ft_db_exec(&g_conf, sql);
+                snprintf(mepath, sizeof(mepath), "/api/v1/vouchers/%s/orders/me", v);
+                ck_assert_int_eq(ft_http(port, "GET", mepath, "806", NULL, body, sizeof(body)), 200);
+                ck_assert_int_eq(ft_json_field(body, "state", st_s, sizeof(st_s)), 0);
+                ck_assert_str_eq(st_s, "CREATED");
+                ck_assert_int_eq(ft_json_field(body, "orderId", oid, sizeof(oid)), 0);
+                sk_id_format(o, st_s);
+                ck_assert_str_eq(oid, st_s);
+                ck_assert_int_eq(ft_http(port, "GET", mepath, "807", NULL, body, sizeof(body)), 503);
+        }
+        g_front_pid = 0;
         ck_assert_int_eq(ft_stop(pid, 40), 0);
         redisFree(rc);
 }
@@ -148,6 +172,7 @@ static void setup(void)
         int port, i;
 
         sk_test_conf(&g_conf, "frontru");
+        sk_test_migrate(&g_conf);
         port = ft_free_port();
         snprintf(port_s, sizeof(port_s), "%d", port);
         g_redis_pid = fork();
@@ -185,10 +210,15 @@ static void setup(void)
 
 static void teardown(void)
 {
+        if (g_front_pid > 0) {
+                kill(g_front_pid, SIGKILL);
+                waitpid(g_front_pid, NULL, 0);
+        }
         if (g_redis_pid > 0) {
                 kill(g_redis_pid, SIGTERM);
                 waitpid(g_redis_pid, NULL, 0);
         }
+        sk_test_cleanup(&g_conf); /* the database (the private Redis is gone) */
 }
 
 int main(void)
