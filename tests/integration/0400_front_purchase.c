@@ -682,6 +682,7 @@ static void teardown(void)
 {
         if (g_pid > 0)
                 ft_stop(g_pid, 30);
+        ft_reap_all(); /* per-test fronts a failed check left running */
         if (g_rc)
                 redisFree(g_rc);
         sk_test_cleanup(&g_conf);

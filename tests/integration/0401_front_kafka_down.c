@@ -151,6 +151,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+        ft_reap_all(); /* fronts a failed check left running */
         if (g_child > 0) {
                 kill(g_child, SIGKILL);
                 waitpid(g_child, NULL, 0);

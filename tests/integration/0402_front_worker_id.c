@@ -46,6 +46,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+        ft_reap_all(); /* fronts a failed check left running */
         sk_test_cleanup(&g_conf);
 }
 

@@ -31,6 +31,37 @@
 
 #define FT_BODY_MAX 65536
 
+/* Fronts spawned by this test binary, so a teardown can kill those a failed check left
+ * running (CK_FORK=no: a failed assertion skips the test's own ft_stop). */
+static pid_t ft_children[64];
+static int ft_nchildren;
+
+static __attribute__((unused)) void ft_child_forget(pid_t pid)
+{
+        int i;
+
+        for (i = 0; i < ft_nchildren; i++)
+                if (ft_children[i] == pid) {
+                        ft_children[i] = ft_children[--ft_nchildren];
+                        return;
+                }
+}
+
+/* SIGKILL every spawned front that is still our unreaped child (waitpid says so: a pid
+ * already reaped elsewhere is never signalled, even if the number was reused). */
+static __attribute__((unused)) void ft_reap_all(void)
+{
+        while (ft_nchildren > 0) {
+                pid_t pid = ft_children[--ft_nchildren];
+                pid_t w = waitpid(pid, NULL, WNOHANG);
+
+                if (w == 0) {
+                        kill(pid, SIGKILL);
+                        waitpid(pid, NULL, 0);
+                }
+        }
+}
+
 static __attribute__((unused)) int ft_free_port(void)
 {
         struct sockaddr_in sin;
@@ -95,6 +126,8 @@ static __attribute__((unused)) pid_t ft_spawn(const sk_conf_t *conf, int port, c
                 execl(path, path, (char *)NULL);
                 _exit(127);
         }
+        if (ft_nchildren < (int)(sizeof(ft_children) / sizeof(ft_children[0])))
+                ft_children[ft_nchildren++] = pid;
         return pid;
 }
 
@@ -186,12 +219,15 @@ static __attribute__((unused)) int ft_stop(pid_t pid, int timeout_s)
 
         kill(pid, SIGTERM);
         while (sk_mono_ms() < until) {
-                if (waitpid(pid, &st, WNOHANG) == pid)
+                if (waitpid(pid, &st, WNOHANG) == pid) {
+                        ft_child_forget(pid);
                         return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+                }
                 usleep(50 * 1000);
         }
         kill(pid, SIGKILL);
         waitpid(pid, &st, 0);
+        ft_child_forget(pid);
         return -1;
 }
 
