@@ -218,7 +218,9 @@ STAMP=$(date -u +%Y%m%d%H%M%S)
 RUN=$OUT/demo-$STAMP
 mkdir -p "$RUN/sale"
 ln -sfn "demo-$STAMP" "$OUT/last"
-STATE=$OUT/.demo-state           # what the previous run left: prefix, pids (for --keep)
+# What the previous run on this database left (its Redis prefix; with --keep, the pids of
+# its services): per database, not per output dir, since each run drops the database.
+STATE=${TMPDIR:-/tmp}/seckill-demo.$MYSQL_HOST.$MYSQL_PORT.$DB.state
 PREFIX=skdemo_${STAMP}_$$
 TOPIC=skdemo.${STAMP}.$$
 GROUP=skdemo-${STAMP}-$$
@@ -276,7 +278,7 @@ cleanup() {
         echo "prefix=$PREFIX" > "$STATE"
         if [[ ${#STARTED_SERVICES[@]} -gt 0 ]]; then
                 say "stopping what this run started: ${STARTED_SERVICES[*]}"
-                "$REPO/scripts/stack.sh" down "${STARTED_SERVICES[@]}" || warn "stack.sh down failed"
+                "$REPO/scripts/stack.sh" down "${STARTED_SERVICES[@]}" 9>&- || warn "stack.sh down failed"
         fi
         exit "$rc"
 }
@@ -285,8 +287,18 @@ trap 'exit 130' INT TERM
 # set -e stops at the first failing command: say which one.
 trap 'printf "[demo] error: exit %s at line %s: %s\n" "$?" "$LINENO" "$BASH_COMMAND" >&2' ERR
 
+# One run at a time per database: a second demo (another checkout, another terminal)
+# would drop the database under the first one. The lock is fd 9, closed for every
+# long-lived child (services, stack daemons) so that only this script holds it.
+LOCK_FILE=${TMPDIR:-/tmp}/seckill-demo.$MYSQL_HOST.$MYSQL_PORT.$DB.lock
+exec 9> "$LOCK_FILE"
+if ! flock -n 9; then
+        say "another demo run is using database $DB on $MYSQL_HOST:$MYSQL_PORT; waiting up to 120 s (or pass --db NAME)"
+        flock -w 120 9 || die "database $DB is still in use by another demo run ($LOCK_FILE); pass --db NAME to run side by side"
+fi
+
 [[ $INSTALL -eq 1 ]] && install_missing
-for tool in wrk gnuplot python3 curl redis-cli jq setsid; do
+for tool in wrk gnuplot python3 curl redis-cli jq setsid flock; do
         command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run without --no-install)"
 done
 
@@ -306,7 +318,7 @@ else
                 [[ -n ${SVC_UP[$s]:-} ]] || STARTED_SERVICES+=("$s")
         done
         say "stack: starting ${STARTED_SERVICES[*]} with scripts/stack.sh up in the background (log: $RUN/stack.log)"
-        "$REPO/scripts/stack.sh" up > "$RUN/stack.log" 2>&1 &
+        "$REPO/scripts/stack.sh" up > "$RUN/stack.log" 2>&1 9>&- &
         STACK_BG=$!
 fi
 
@@ -437,10 +449,10 @@ fi
 # ------------------------------------------------------------------ 6. services
 # setsid: a Ctrl-C in the terminal reaches this script only, which then stops the
 # services with one SIGTERM each (a second signal would make them skip their drain).
-setsid "$BIN/seckill-consumer" --workers 2 > "$RUN/consumer.log" 2>&1 &
+setsid "$BIN/seckill-consumer" --workers 2 > "$RUN/consumer.log" 2>&1 9>&- &
 CONSUMER_PID=$!
 PIDS+=("$CONSUMER_PID")
-setsid "$BIN/seckill-front" > "$RUN/front.log" 2>&1 &
+setsid "$BIN/seckill-front" > "$RUN/front.log" 2>&1 9>&- &
 FRONT_PID=$!
 PIDS+=("$FRONT_PID")
 say "started seckill-consumer --workers 2 (pid $CONSUMER_PID) and seckill-front (pid $FRONT_PID); logs in $RUN"
