@@ -227,7 +227,7 @@ def cmd_report(a):
             else:
                 i4["failed_ok"] += 1
                 failed_rows.append((trace, order, voucher, user, reason))
-        if outcome != 0 and int(created_ms) > 0:
+        if outcome != 0 and int(created_ms) > 0 and voucher != a.warmup_voucher:
             lags.append((int(acc_ms), int(created_ms) - int(acc_ms), voucher, outcome))
         if problem and len(i4_examples) < 20:
             i4_examples.append({"traceId": trace, "orderId": order, "voucherId": voucher,
@@ -255,7 +255,8 @@ def cmd_report(a):
              and i4["failed_without_restore"] == 0 and i4["orders_me_wrong"] == 0
              and not bad_lines and dup_traces == 0)
     check("I4 every 202 decided exactly once", i4_ok,
-          f"{len(rows)} accepted: {i4['created_ok']} CREATED with their order row, "
+          f"{len(rows)} accepted{' (incl. the warm-up purchase)' if a.warmup_voucher else ''}: "
+          f"{i4['created_ok']} CREATED with their order row, "
           f"{i4['failed_ok']} FAILED with a RESTORE row (orders/me checked {me_checked}); "
           f"{i4['vanished']} vanished, {i4['both']} both, {i4['id_mismatch']} id mismatches, "
           f"{i4['created_without_order']} CREATED without order, "
@@ -285,7 +286,8 @@ def cmd_report(a):
         planned = int(sale.get("planned", {}).get(v, 0))
         acc_v = sum(1 for x in accepted if x["voucher_id"] == v)
         per_voucher.append({
-            "voucherId": v, "role": "hot" if idx == 0 else "ordinary",
+            "voucherId": v,
+            "role": "warm-up" if v == a.warmup_voucher else "hot" if idx == 0 else "ordinary",
             "init_stock": init_db if init_db is not None else init_given, "db_stock": stock_db,
             "db_status": status_db, "redis_stock": redis_stock, "active_orders": active,
             "users_in_hash": len(users_hash), "users_with_active_order": len(buyers_db),
@@ -504,6 +506,7 @@ def main():
     ap.add_argument("--front", required=True)
     ap.add_argument("--prefix", required=True)
     ap.add_argument("--topic", default="")
+    ap.add_argument("--warmup-voucher", default="")
     ap.add_argument("--drained", type=int, default=1)
     ap.add_argument("--elapsed-s", type=int, default=0)
     a = ap.parse_args()

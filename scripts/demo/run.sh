@@ -4,7 +4,8 @@
 # Installs what is missing (Debian packages), builds, brings the stack up
 # (scripts/stack.sh), migrates a database of its own (dropped and recreated each run),
 # creates and preheats vouchers, starts seckill-consumer (2 workers) and seckill-front
-# in the background, drives the sale with wrk + scripts/demo/sale.lua, shows the drain,
+# in the background, sends one warm-up purchase through the whole pipeline, drives the
+# sale with wrk + scripts/demo/sale.lua, shows the drain,
 # runs seckill-reconciler --repair once and seckill-admin verify per voucher, checks
 # every logged 202 against the outcome table and writes the report
 # (scripts/demo/report.py): out/report.json and out/latency.png.
@@ -434,6 +435,10 @@ create_voucher() {   # create_voucher STOCK -> appends to VOUCHERS
 }
 create_voucher "$HOT_STOCK"
 for _ in $(seq 1 "$ORD_COUNT"); do create_voucher "$ORD_STOCK"; done
+SALE_VLIST=$(IFS=,; echo "${VOUCHERS[*]}")
+# A one-unit voucher for the warm-up purchase (step 7), checked like the others.
+create_voucher 1
+WARMUP=${VOUCHERS[-1]}
 if (( DRIFT > 0 )); then
         sql -e "UPDATE \`$DB\`.tb_seckill_voucher SET init_stock = init_stock - $DRIFT, stock = stock - $DRIFT
                 WHERE voucher_id = ${VOUCHERS[0]}" || die "cannot apply --drift"
@@ -441,9 +446,9 @@ if (( DRIFT > 0 )); then
         say "--drift $DRIFT: the DB now holds $((HOT_STOCK - DRIFT)) units of the hot voucher, Redis $HOT_STOCK"
 fi
 if (( ORD_COUNT > 0 )); then
-        say "vouchers (preheated): hot ${VOUCHERS[0]} stock ${STOCKS[0]}; ordinary ${VOUCHERS[*]:1} stock $ORD_STOCK each"
+        say "vouchers (preheated): hot ${VOUCHERS[0]} stock ${STOCKS[0]}; ordinary ${VOUCHERS[*]:1:ORD_COUNT} stock $ORD_STOCK each; warm-up $WARMUP stock 1"
 else
-        say "voucher (preheated): ${VOUCHERS[0]} stock ${STOCKS[0]}"
+        say "vouchers (preheated): ${VOUCHERS[0]} stock ${STOCKS[0]}; warm-up $WARMUP stock 1"
 fi
 
 # ------------------------------------------------------------------ 6. services
@@ -475,8 +480,33 @@ say "front ready: $(tr -d '\n' < "$RUN/readyz.json" | cut -c1-200)"
 phase() { echo "$1 $(( $(date +%s) - T0 ))" >> "$RUN/phases.txt"; }   # seconds since start
 phase ready
 
-# ------------------------------------------------------------------ 7. the sale
-VLIST=$(IFS=,; echo "${VOUCHERS[*]}")
+# ------------------------------------------------------------------ 7. warm-up, then the sale
+# One purchase through the whole pipeline before the sale: the consumer group's first
+# assignment comes only after the broker's initial rebalance delay (3 s by default),
+# and a sale that starts before it would measure the group join as accept-to-DB lag.
+# The warm-up 202 is logged and checked like the sale's.
+WARM_USER=1990653203999999999
+warm_body=$(curl -sS -m 30 -X POST -H "X-User-Id: $WARM_USER" -H 'Content-Length: 0' \
+        -w '\n%{http_code}' "http://$HTTP_ADDR/api/v1/vouchers/$WARMUP/seckill") || die "warm-up purchase: no answer"
+warm_status=${warm_body##*$'\n'}
+warm_body=${warm_body%$'\n'*}
+[[ $warm_status == 202 ]] || die "warm-up purchase answered $warm_status: $warm_body"
+warm_order=$(jq -r '.orderId' <<< "$warm_body")
+warm_trace=$(jq -r '.traceId' <<< "$warm_body")
+printf '%s\t%s\t%s\t%s\t%s\t1\n' "$warm_order" "$warm_trace" "$WARMUP" "$WARM_USER" \
+        "$(date +%s%3N)" > "$RUN/sale/accepted-warmup.tsv"
+[[ $warm_trace =~ ^[1-9][0-9]{0,18}$ ]] || die "warm-up purchase: bad traceId in $warm_body"
+warm_ok=0
+for _ in $(seq 1 600); do
+        n=$(sql -e "SELECT COUNT(*) FROM \`$DB\`.tb_seckill_outcome WHERE trace_id = $warm_trace") || n=0
+        if [[ $n == 1 ]]; then warm_ok=1; break; fi
+        sleep 0.1
+done
+[[ $warm_ok -eq 1 ]] || die "the warm-up purchase has no outcome after 60 s (consumer log: $RUN/consumer.log)"
+say "warm-up purchase decided in the DB: the consumer group is assigned"
+phase warm
+
+VLIST=$SALE_VLIST
 EFFECTIVE_HOT=$HOT_PCT
 (( ORD_COUNT == 0 )) && EFFECTIVE_HOT=100
 say "sale: $BUYERS buyers (~$EFFECTIVE_HOT% on the hot voucher, 10% ask twice, 5% retry after sold out), $CONCURRENCY connections, at most ${DURATION_S}s"
@@ -510,7 +540,7 @@ SALE_END=$(date +%s)
 cat "$RUN"/sale/accepted-*.tsv > "$RUN/accepted.tsv" 2>/dev/null || : > "$RUN/accepted.tsv"
 NACC=$(wc -l < "$RUN/accepted.tsv")
 phase sale_end
-say "sale over in $((SALE_END - SALE_T0))s: $(jq -r '.sale.answers' "$RUN/sale/wrk.json") answers, $NACC accepted (202)"
+say "sale over in $((SALE_END - SALE_T0))s: $(jq -r '.sale.answers' "$RUN/sale/wrk.json") answers, $(jq -r '.sale.status["202"] // 0' "$RUN/sale/wrk.json") accepted (202)"
 
 # ------------------------------------------------------------------ 8. drain
 # The client's record goes into its own database, next to the service's, for the joins.
@@ -568,7 +598,8 @@ curl -fsS -m 5 "http://127.0.0.1:$METRICS_PORT/metrics" > "$RUN/consumer-metrics
 rep_rc=0
 python3 "$DEMO_DIR/report.py" report \
         --run "$RUN" --out "$OUT" --db "$DB" --client-db "$CLIENT_DB" \
-        --vouchers "$VLIST" --stocks "$(IFS=,; echo "${STOCKS[*]}")" \
+        --vouchers "$(IFS=,; echo "${VOUCHERS[*]}")" --stocks "$(IFS=,; echo "${STOCKS[*]}")" \
+        --warmup-voucher "$WARMUP" \
         --buyers "$BUYERS" --hot-pct "$HOT_PCT" --concurrency "$CONCURRENCY" \
         --front "http://$HTTP_ADDR" --prefix "$PREFIX" --topic "$TOPIC" \
         --drained "$drained" --elapsed-s "$(( $(date +%s) - T0 ))" || rep_rc=$?
