@@ -546,6 +546,8 @@ say "sale over in $((SALE_END - SALE_T0))s: $(jq -r '.sale.answers' "$RUN/sale/w
 # The client's record goes into its own database, next to the service's, for the joins.
 python3 "$DEMO_DIR/report.py" load-sql "$RUN/accepted.tsv" "$CLIENT_DB" > "$RUN/accepted.sql"
 sql < "$RUN/accepted.sql" || die "cannot load the 202 log into $CLIENT_DB"
+# (lines that do not parse are not loaded; the report counts them against invariant 4)
+NACC=$(sql -e "SELECT COUNT(*) FROM \`$CLIENT_DB\`.accepted")
 DRAIN_T0=$(date +%s)
 drained=0
 last_line=
