@@ -18,6 +18,7 @@
 #include "sk/clock.h"
 #include "sk/ids.h"
 #include "sk/kafka.h"
+#include "sk/vec.h"
 
 struct rc_producer {
         rd_kafka_t *rk;
@@ -142,31 +143,16 @@ void rc_producer_destroy(rc_producer_t *p)
 
 /* ---- DLQ reader ---- */
 
+/* The ids found so far; a failed push is remembered and reported once at the end. */
 typedef struct idvec {
-        int64_t *v;
-        size_t n, cap;
+        sk_i64vec_t ids;
         int oom;
 } idvec_t;
 
 static void idvec_push(idvec_t *a, int64_t x)
 {
-        if (a->n == a->cap) {
-                size_t cap = a->cap ? a->cap * 2 : 64;
-                int64_t *v = realloc(a->v, cap * sizeof(*v));
-                if (!v) {
-                        a->oom = 1;
-                        return;
-                }
-                a->v = v;
-                a->cap = cap;
-        }
-        a->v[a->n++] = x;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-        int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-        return x < y ? -1 : x > y;
+        if (sk_i64vec_push(&a->ids, x) != SK_OK)
+                a->oom = 1;
 }
 
 /* Every "traceId":"<digits>" in @p buf (the DLQ copy may wrap the original message). */
@@ -336,17 +322,13 @@ sk_err_t rc_dlq_read(const sk_conf_t *conf, const char *topic, int timeout_ms, i
         }
         err = SK_OK;
 done:
-        if (err == SK_OK && ids.n) {
-                size_t j, k = 0;
-                qsort(ids.v, ids.n, sizeof(*ids.v), cmp_i64);
-                for (j = 1; j < ids.n; j++)
-                        if (ids.v[j] != ids.v[k])
-                                ids.v[++k] = ids.v[j];
-                *out = ids.v;
-                *nout = k + 1;
-                ids.v = NULL;
+        if (err == SK_OK && ids.ids.n) {
+                sk_i64vec_sort_unique(&ids.ids);
+                *out = ids.ids.v; /* the caller owns the array now */
+                *nout = ids.ids.n;
+                ids.ids.v = NULL;
         }
-        free(ids.v);
+        sk_i64vec_free(&ids.ids);
         if (md)
                 rd_kafka_metadata_destroy(md);
         if (rkt)

@@ -45,36 +45,12 @@
 #include "sk/outcome.h"
 #include "sk/rebuild.h"
 #include "sk/traceset.h"
+#include "sk/vec.h"
 #include "sk/verify.h"
 
 #define BATCH_TRACES 500                    /* traces acted on between stop checks */
 #define EXPIRY_ALERT_MS (6 * 3600 * 1000LL) /* issue 5: undecided and < 6 h of life left */
 #define KAFKA_TIMEOUT_MS 10000              /* committed offsets, DLQ read */
-
-typedef struct ivec {
-        int64_t *v;
-        size_t n, cap;
-} ivec_t;
-
-static int ivec_push(ivec_t *a, int64_t x)
-{
-        if (a->n == a->cap) {
-                size_t cap = a->cap ? a->cap * 2 : 64;
-                int64_t *v = realloc(a->v, cap * sizeof(*v));
-                if (!v)
-                        return -1;
-                a->v = v;
-                a->cap = cap;
-        }
-        a->v[a->n++] = x;
-        return 0;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-        int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-        return x < y ? -1 : x > y;
-}
 
 /* Keep the first problem of the voucher for the table (@p what is cut to 160 bytes). */
 static void note(rc_vstat_t *st, const char *fmt, const char *what)
@@ -111,7 +87,7 @@ static int64_t expire_extra_ms(rc_ctx_t *ctx)
 /* ---- scope ---- */
 
 typedef struct scope_acc {
-        ivec_t ids;
+        sk_i64vec_t ids;
         int oom;
 } scope_acc_t;
 
@@ -121,7 +97,7 @@ static int scope_row(void *arg, const int64_t *cols, const int *nulls, int ncols
 
         (void)nulls;
         (void)ncols;
-        if (ivec_push(&a->ids, cols[0]) != 0) {
+        if (sk_i64vec_push(&a->ids, cols[0]) != 0) {
                 a->oom = 1;
                 return 1;
         }
@@ -404,7 +380,7 @@ static void ensure_dlq(rc_ctx_t *ctx, int reload)
 static int in_dlq(rc_ctx_t *ctx, int64_t trace_id)
 {
         return ctx->ndlq && bsearch(&trace_id, ctx->dlq_ids, ctx->ndlq, sizeof(int64_t),
-                                    cmp_i64) != NULL;
+                                    sk_i64_cmp) != NULL;
 }
 
 /* A DLQ'd purchase (poison, or a DB error the consumer gave up on): re-driven once per
@@ -679,7 +655,7 @@ done:
 
 typedef struct drift_acc {
         sk_traceset_t *set;
-        ivec_t gone;
+        sk_i64vec_t gone;
         int oom;
 } drift_acc_t;
 
@@ -692,7 +668,7 @@ static int created_row(void *arg, const int64_t *cols, const int *nulls, int nco
         (void)ncols;
         e = sk_traceset_get(a->set, cols[0], 0);
         if (!e || !e->deduct) {
-                if (ivec_push(&a->gone, cols[0]) != 0) {
+                if (sk_i64vec_push(&a->gone, cols[0]) != 0) {
                         a->oom = 1;
                         return 1;
                 }
@@ -798,7 +774,7 @@ static void stock_users_drift(rc_ctx_t *ctx, int64_t voucher_id, int undecided_l
 
 /* ---- the voucher ---- */
 
-static void mark_log(rc_ctx_t *ctx, ivec_t *ids, int status, rc_vstat_t *st)
+static void mark_log(rc_ctx_t *ctx, sk_i64vec_t *ids, int status, rc_vstat_t *st)
 {
         char errstr[512];
         int64_t affected = 0;
@@ -857,7 +833,7 @@ sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
         sk_voucher_row_t row;
         char errstr[512], k_trace[SK_KEY_MAX];
         sk_trace_entry_t **und = NULL;
-        ivec_t ok4 = { 0 }, bad3 = { 0 };
+        sk_i64vec_t ok4 = { 0 }, bad3 = { 0 };
         int64_t now_ms, grace_ms = (int64_t)ctx->opts.grace_s * 1000;
         size_t i, nund = 0, undecided_left = 0;
         sk_err_t err, ret = SK_OK;
@@ -939,7 +915,7 @@ sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
                         st->collisions++;
                         note(st, "%s", "outcome id collision");
                         if (e->outcome == SK_OUTCOME_CREATED)
-                                (void)ivec_push(&bad3, e->trace_id);
+                                (void)sk_i64vec_push(&bad3, e->trace_id);
                         continue;
                 }
                 if (e->outcome == SK_OUTCOME_CREATED) {
@@ -950,7 +926,7 @@ sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
                                 st->inconsistent++;
                                 st->created_restored++;
                                 note(st, "%s", "CREATED order whose Redis admission was rolled back");
-                                (void)ivec_push(&bad3, e->trace_id);
+                                (void)sk_i64vec_push(&bad3, e->trace_id);
                         } else if (!e->order_id || e->order_id != e->msg.order_id ||
                                    e->order_user_id != e->msg.user_id ||
                                    e->order_voucher_id != e->msg.voucher_id) {
@@ -959,11 +935,11 @@ sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
                                        voucher_id, e->trace_id, e->msg.order_id, e->order_id);
                                 st->inconsistent++;
                                 note(st, "%s", "CREATED outcome without a matching order row");
-                                (void)ivec_push(&bad3, e->trace_id);
+                                (void)sk_i64vec_push(&bad3, e->trace_id);
                         } else {
                                 st->consistent++;
                                 if (e->log_status && e->log_status != 4)
-                                        (void)ivec_push(&ok4, e->trace_id);
+                                        (void)sk_i64vec_push(&ok4, e->trace_id);
                         }
                 } else if (e->outcome == SK_OUTCOME_FAILED) {
                         if (e->restore)

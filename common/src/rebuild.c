@@ -30,6 +30,7 @@
 #include "sk/msg.h"
 #include "sk/outcome.h"
 #include "sk/rebuild.h"
+#include "sk/vec.h"
 
 #define REBUILD_LOCK_WAIT_S   5      /* another preheat/rebuild of this voucher: give up */
 #define REBUILD_POLL_MS       250    /* between two checks of Kafka and the outcomes */
@@ -165,44 +166,6 @@ done:
         return err;
 }
 
-/* Growable array of (user_id, trace_id) or of trace ids. */
-typedef struct i64vec {
-        int64_t *v;
-        size_t n, cap;
-} i64vec_t;
-
-static int vec_push(i64vec_t *a, int64_t x)
-{
-        if (a->n == a->cap) {
-                size_t cap = a->cap ? a->cap * 2 : 64;
-                int64_t *nv = realloc(a->v, cap * sizeof(*nv));
-                if (!nv)
-                        return -1;
-                a->v = nv;
-                a->cap = cap;
-        }
-        a->v[a->n++] = x;
-        return 0;
-}
-
-static void vec_free(i64vec_t *a)
-{
-        free(a->v);
-        a->v = NULL;
-        a->n = a->cap = 0;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-        int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-        return x < y ? -1 : x > y;
-}
-
-static int vec_has(const i64vec_t *sorted, int64_t x)
-{
-        return sorted->n && bsearch(&x, sorted->v, sorted->n, sizeof(int64_t), cmp_i64);
-}
-
 static sk_err_t db_query_err(sk_db_t *db, const char *what, char *errstr, size_t errstr_size)
 {
         sk_err_t err = sk_db_classify(mysql_errno(db->conn));
@@ -212,7 +175,7 @@ static sk_err_t db_query_err(sk_db_t *db, const char *what, char *errstr, size_t
 }
 
 /* Active buyers of the voucher: pairs (user_id, trace_id) appended to @p out. */
-static sk_err_t db_active_buyers(sk_db_t *db, int64_t voucher_id, i64vec_t *out,
+static sk_err_t db_active_buyers(sk_db_t *db, int64_t voucher_id, sk_i64vec_t *out,
                                  char *errstr, size_t errstr_size)
 {
         char sql[160];
@@ -236,7 +199,7 @@ static sk_err_t db_active_buyers(sk_db_t *db, int64_t voucher_id, i64vec_t *out,
                         err = SK_EDB;
                         break;
                 }
-                if (vec_push(out, uid) || vec_push(out, tid)) {
+                if (sk_i64vec_push(out, uid) || sk_i64vec_push(out, tid)) {
                         sk_seterr(errstr, errstr_size, "out of memory");
                         err = SK_ENOMEM;
                         break;
@@ -247,7 +210,7 @@ static sk_err_t db_active_buyers(sk_db_t *db, int64_t voucher_id, i64vec_t *out,
 }
 
 /* Which of @p ids have an outcome row: appended to @p decided. */
-static sk_err_t db_decided(sk_db_t *db, const int64_t *ids, size_t n, i64vec_t *decided,
+static sk_err_t db_decided(sk_db_t *db, const int64_t *ids, size_t n, sk_i64vec_t *decided,
                            char *errstr, size_t errstr_size)
 {
         char *sql;
@@ -281,7 +244,7 @@ static sk_err_t db_decided(sk_db_t *db, const int64_t *ids, size_t n, i64vec_t *
                         unsigned long *l = mysql_fetch_lengths(res);
                         int64_t tid;
                         if (row[0] && sk_id_parse(row[0], l[0], &tid) == 0 &&
-                            vec_push(decided, tid)) {
+                            sk_i64vec_push(decided, tid)) {
                                 err = SK_ENOMEM;
                                 sk_seterr(errstr, errstr_size, "out of memory");
                                 break;
@@ -357,7 +320,7 @@ static int64_t expire_at(const sk_conf_t *conf, const sk_voucher_row_t *row)
  * preheat found a different stock. */
 static sk_err_t write_state(const sk_conf_t *conf, sk_redis_t *r, const vkeys_t *k,
                             const char *op, const sk_voucher_row_t *row,
-                            const i64vec_t *buyers, int *sold_down, char *cur, size_t cur_size,
+                            const sk_i64vec_t *buyers, int *sold_down, char *cur, size_t cur_size,
                             char *errstr, size_t errstr_size)
 {
         const char *keys[3] = { k->meta, k->stock, k->users };
@@ -588,8 +551,8 @@ static int trace_field(const char *f, size_t len, int64_t *id, int *fence)
 }
 
 /* Scan the trace hash: every DEDUCT id, and every fenced id. */
-static sk_err_t scan_trace(sk_redis_t *r, const char *trace_key, i64vec_t *deducts,
-                           i64vec_t *fences, char *errstr, size_t errstr_size)
+static sk_err_t scan_trace(sk_redis_t *r, const char *trace_key, sk_i64vec_t *deducts,
+                           sk_i64vec_t *fences, char *errstr, size_t errstr_size)
 {
         char cursor[32] = "0";
         sk_err_t err;
@@ -616,7 +579,7 @@ static sk_err_t scan_trace(sk_redis_t *r, const char *trace_key, i64vec_t *deduc
                         if (f->type != REDIS_REPLY_STRING ||
                             !trace_field(f->str, f->len, &id, &fence))
                                 continue;       /* claim records T:c..., anything else */
-                        if (vec_push(fence ? fences : deducts, id)) {
+                        if (sk_i64vec_push(fence ? fences : deducts, id)) {
                                 freeReplyObject(reply);
                                 sk_seterr(errstr, errstr_size, "out of memory");
                                 return SK_ENOMEM;
@@ -625,15 +588,8 @@ static sk_err_t scan_trace(sk_redis_t *r, const char *trace_key, i64vec_t *deduc
                 freeReplyObject(reply);
         } while (strcmp(cursor, "0") != 0);
         /* HSCAN may return an element twice: sort and deduplicate. */
-        for (i64vec_t *a = deducts; a; a = a == deducts ? fences : NULL) {
-                size_t w = 0;
-                if (a->n)
-                        qsort(a->v, a->n, sizeof(int64_t), cmp_i64);
-                for (size_t i = 0; i < a->n; i++)
-                        if (i == 0 || a->v[i] != a->v[i - 1])
-                                a->v[w++] = a->v[i];
-                a->n = w;
-        }
+        sk_i64vec_sort_unique(deducts);
+        sk_i64vec_sort_unique(fences);
         return SK_OK;
 }
 
@@ -687,7 +643,7 @@ static sk_err_t fail_fenced(sk_db_t *db, sk_redis_t *r, const char *trace_key,
 static sk_err_t trace_check(sk_db_t *db, sk_redis_t *r, const vkeys_t *k, int64_t voucher_id,
                             sk_rebuild_report_t *rep, char *errstr, size_t errstr_size)
 {
-        i64vec_t deducts = { 0 }, fences = { 0 }, decided = { 0 };
+        sk_i64vec_t deducts = { 0 }, fences = { 0 }, decided = { 0 };
         sk_err_t err;
 
         rep->undecided = 0;
@@ -697,12 +653,12 @@ static sk_err_t trace_check(sk_db_t *db, sk_redis_t *r, const vkeys_t *k, int64_
         if ((err = db_decided(db, deducts.v, deducts.n, &decided, errstr, errstr_size)) != SK_OK)
                 goto done;
         if (decided.n)
-                qsort(decided.v, decided.n, sizeof(int64_t), cmp_i64);
+                qsort(decided.v, decided.n, sizeof(int64_t), sk_i64_cmp);
         for (size_t i = 0; i < deducts.n; i++) {
                 int64_t t = deducts.v[i];
-                if (vec_has(&decided, t))
+                if (sk_i64vec_contains(&decided, t))
                         continue;
-                if (vec_has(&fences, t)) {
+                if (sk_i64vec_contains(&fences, t)) {
                         err = fail_fenced(db, r, k->trace, t, voucher_id, errstr, errstr_size);
                         if (err != SK_OK)
                                 goto done;
@@ -713,9 +669,9 @@ static sk_err_t trace_check(sk_db_t *db, sk_redis_t *r, const vkeys_t *k, int64_
         }
         err = SK_OK;
 done:
-        vec_free(&deducts);
-        vec_free(&fences);
-        vec_free(&decided);
+        sk_i64vec_free(&deducts);
+        sk_i64vec_free(&fences);
+        sk_i64vec_free(&decided);
         return err;
 }
 
@@ -727,7 +683,7 @@ done:
  * DB. *row is updated only when read. */
 static sk_err_t copy_state(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
                            const vkeys_t *k, int64_t voucher_id, const char *op,
-                           sk_voucher_row_t *row, i64vec_t *buyers, int *sold_down,
+                           sk_voucher_row_t *row, sk_i64vec_t *buyers, int *sold_down,
                            char *cur, size_t cur_size, char *errstr, size_t errstr_size)
 {
         sk_voucher_row_t fresh;
@@ -768,7 +724,7 @@ static sk_err_t rebuild_locked(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r
         sk_voucher_row_t row;
         vkeys_t k;
         kcheck_t kc = { NULL };
-        i64vec_t buyers = { 0 };
+        sk_i64vec_t buyers = { 0 };
         int64_t start_ms, deadline_ms;
         int paused = 0, sold_down = 0;
         char why[512] = "";
@@ -850,7 +806,7 @@ done:
         }
         if (kc.rk)
                 rd_kafka_destroy(kc.rk);
-        vec_free(&buyers);
+        sk_i64vec_free(&buyers);
         return err;
 }
 
@@ -935,7 +891,7 @@ sk_err_t sk_voucher_preheat(const sk_conf_t *conf, int64_t voucher_id, int wait_
         sk_redis_t *r = NULL;
         sk_voucher_row_t row;
         vkeys_t k;
-        i64vec_t buyers = { 0 };
+        sk_i64vec_t buyers = { 0 };
         char lock[256], cur[64] = "";
         int locked = 0, stock_exists = 0, meta_exists = 0, trace_exists = 0, sold_down = 0;
         sk_err_t err;
@@ -983,7 +939,7 @@ sk_err_t sk_voucher_preheat(const sk_conf_t *conf, int64_t voucher_id, int wait_
 done:
         if (locked)
                 (void)sk_db_unlock(db, lock, NULL, 0);
-        vec_free(&buyers);
+        sk_i64vec_free(&buyers);
         sk_redis_close(r);
         sk_db_close(db);
         return err;

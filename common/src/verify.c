@@ -11,58 +11,15 @@
 #include "sk/ids.h"
 #include "sk/keys.h"
 #include "sk/traceset.h"
+#include "sk/vec.h"
 #include "sk/verify.h"
-
-typedef struct i64vec {
-        int64_t *v;
-        size_t n, cap;
-} i64vec_t;
-
-static int vec_push(i64vec_t *a, int64_t x)
-{
-        if (a->n == a->cap) {
-                size_t cap = a->cap ? a->cap * 2 : 64;
-                int64_t *v = realloc(a->v, cap * sizeof(*v));
-                if (!v)
-                        return -1;
-                a->v = v;
-                a->cap = cap;
-        }
-        a->v[a->n++] = x;
-        return 0;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-        int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-        return x < y ? -1 : x > y;
-}
-
-/* Sort and drop duplicates. */
-static void vec_uniq(i64vec_t *a)
-{
-        size_t i, j = 0;
-
-        if (a->n == 0)
-                return;
-        qsort(a->v, a->n, sizeof(*a->v), cmp_i64);
-        for (i = 1; i < a->n; i++)
-                if (a->v[i] != a->v[j])
-                        a->v[++j] = a->v[i];
-        a->n = j + 1;
-}
-
-static int vec_has(const i64vec_t *a, int64_t x)
-{
-        return a->n && bsearch(&x, a->v, a->n, sizeof(*a->v), cmp_i64) != NULL;
-}
 
 /* The Redis side: stock, meta status, the users hash and the trace hash, under WATCH. */
 typedef struct snap {
         int64_t stock;
         int stock_missing;
         int meta_status;
-        i64vec_t users;      /* user ids in the users hash, sorted unique */
+        sk_i64vec_t users;      /* user ids in the users hash, sorted unique */
         sk_traceset_t set;
         int stable;
 } snap_t;
@@ -132,7 +89,7 @@ static sk_err_t redis_snapshot(sk_redis_t *r, const char *prefix, int64_t vouche
                                 if (f->type != REDIS_REPLY_STRING ||
                                     sk_id_parse(f->str, f->len, &uid) != 0)
                                         uid = -1; /* counted as a stray entry below */
-                                if (vec_push(&s->users, uid) != 0) {
+                                if (sk_i64vec_push(&s->users, uid) != 0) {
                                         err = SK_ENOMEM;
                                         sk_seterr(errstr, errstr_size, "out of memory");
                                         goto fail;
@@ -141,7 +98,7 @@ static sk_err_t redis_snapshot(sk_redis_t *r, const char *prefix, int64_t vouche
                 }
                 freeReplyObject(reply);
                 reply = NULL;
-                vec_uniq(&s->users);
+                sk_i64vec_sort_unique(&s->users);
 
                 if ((err = sk_traceset_scan(r, k_trace, 1000, &s->set, errstr, errstr_size)) != SK_OK)
                         goto fail;
@@ -171,8 +128,8 @@ fail:
 typedef struct dbrows {
         int found;
         int64_t init_stock, stock;
-        i64vec_t buyers;      /* active buyers, sorted unique (after the read) */
-        i64vec_t order_users, order_traces; /* one pair per active order */
+        sk_i64vec_t buyers;      /* active buyers, sorted unique (after the read) */
+        sk_i64vec_t order_users, order_traces; /* one pair per active order */
         int64_t active, dups;
         int oom;
 } dbrows_t;
@@ -196,7 +153,8 @@ static int buyer_row(void *arg, const int64_t *cols, const int *nulls, int ncols
         (void)nulls;
         (void)ncols;
         d->active++;
-        if (vec_push(&d->order_users, cols[0]) != 0 || vec_push(&d->order_traces, cols[1]) != 0) {
+        if (sk_i64vec_push(&d->order_users, cols[0]) != 0 ||
+            sk_i64vec_push(&d->order_traces, cols[1]) != 0) {
                 d->oom = 1;
                 return 1;
         }
@@ -208,7 +166,7 @@ static int buyer_row(void *arg, const int64_t *cols, const int *nulls, int ncols
  * read). They are not drift: take them out of the DB side. *late_qty / *late_users
  * receive their units and users. A trace in neither is Redis losing data (drift). */
 static sk_err_t late_orders(sk_redis_t *r, const char *k_trace, const sk_traceset_t *set,
-                            const dbrows_t *d, int64_t *late_qty, i64vec_t *late_users,
+                            const dbrows_t *d, int64_t *late_qty, sk_i64vec_t *late_users,
                             char *errstr, size_t errstr_size)
 {
         enum { CHUNK = 200 };
@@ -249,7 +207,7 @@ static sk_err_t late_orders(sk_redis_t *r, const char *k_trace, const sk_tracese
                         if (sk_msg_parse(v->str, v->len, &msg, NULL, 0) != SK_OK)
                                 continue;
                         *late_qty += msg.deduct_qty;
-                        if (vec_push(late_users, d->order_users.v[idx[k]]) != 0) {
+                        if (sk_i64vec_push(late_users, d->order_users.v[idx[k]]) != 0) {
                                 freeReplyObject(reply);
                                 sk_seterr(errstr, errstr_size, "out of memory");
                                 return SK_ENOMEM;
@@ -257,7 +215,7 @@ static sk_err_t late_orders(sk_redis_t *r, const char *k_trace, const sk_tracese
                 }
                 freeReplyObject(reply);
         }
-        vec_uniq(late_users);
+        sk_i64vec_sort_unique(late_users);
         return SK_OK;
 }
 
@@ -273,7 +231,7 @@ sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
 {
         snap_t s;
         dbrows_t d;
-        i64vec_t ids = { 0 }, recheck = { 0 }, expected = { 0 }, late_users = { 0 };
+        sk_i64vec_t ids = { 0 }, recheck = { 0 }, expected = { 0 }, late_users = { 0 };
         int64_t late_qty = 0;
         sk_err_t err;
         int in_txn = 0;
@@ -293,14 +251,14 @@ sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
 
         /* Outcomes of the held traces, first without any lock (may be many). */
         for (i = 0; i < s.set.n; i++)
-                if (held(&s.set.v[i]) && vec_push(&ids, s.set.v[i].trace_id) != 0)
+                if (held(&s.set.v[i]) && sk_i64vec_push(&ids, s.set.v[i].trace_id) != 0)
                         goto nomem;
         if ((err = sk_traceset_load_db_ids(db, &s.set, ids.v, ids.n, errstr, errstr_size)) != SK_OK)
                 goto done;
         /* CREATED is final; only the others can change before the locked read. */
         for (i = 0; i < s.set.n; i++)
                 if (held(&s.set.v[i]) && s.set.v[i].outcome != SK_OUTCOME_CREATED &&
-                    vec_push(&recheck, s.set.v[i].trace_id) != 0)
+                    sk_i64vec_push(&recheck, s.set.v[i].trace_id) != 0)
                         goto nomem;
 
         if ((err = sk_db_begin(db, errstr, errstr_size)) != SK_OK)
@@ -334,11 +292,11 @@ sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
         in_txn = 0;
         /* Buyers and users with more than one active order (invariant 2). */
         for (i = 0; i < d.order_users.n; i++)
-                if (vec_push(&d.buyers, d.order_users.v[i]) != 0)
+                if (sk_i64vec_push(&d.buyers, d.order_users.v[i]) != 0)
                         goto nomem;
         if (d.buyers.n) {
                 size_t j, run = 1;
-                qsort(d.buyers.v, d.buyers.n, sizeof(*d.buyers.v), cmp_i64);
+                qsort(d.buyers.v, d.buyers.n, sizeof(*d.buyers.v), sk_i64_cmp);
                 for (j = 1; j <= d.buyers.n; j++) {
                         if (j < d.buyers.n && d.buyers.v[j] == d.buyers.v[j - 1]) {
                                 run++;
@@ -349,7 +307,7 @@ sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
                         run = 1;
                 }
         }
-        vec_uniq(&d.buyers);
+        sk_i64vec_sort_unique(&d.buyers);
         {
                 char k_trace[SK_KEY_MAX];
                 sk_key_voucher(k_trace, prefix, voucher_id, SK_KEY_TRACE);
@@ -372,7 +330,8 @@ sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
         rep->redis_stable = s.stable;
 
         for (i = 0; i < d.buyers.n; i++)
-                if (!vec_has(&late_users, d.buyers.v[i]) && vec_push(&expected, d.buyers.v[i]) != 0)
+                if (!sk_i64vec_contains(&late_users, d.buyers.v[i]) &&
+                    sk_i64vec_push(&expected, d.buyers.v[i]) != 0)
                         goto nomem;
         for (i = 0; i < s.set.n; i++) {
                 const sk_trace_entry_t *e = &s.set.v[i];
@@ -385,16 +344,17 @@ sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
                 else
                         rep->undecided_traces++;
                 rep->held_qty += e->msg.deduct_qty;
-                if (vec_push(&expected, e->msg.user_id) != 0)
+                if (sk_i64vec_push(&expected, e->msg.user_id) != 0)
                         goto nomem;
         }
-        vec_uniq(&expected);
+        sk_i64vec_sort_unique(&expected);
         rep->expected_redis_stock = rep->db_stock + late_qty - rep->held_qty;
         for (i = 0; i < s.users.n; i++)
-                if (!vec_has(&expected, s.users.v[i]))
+                if (!sk_i64vec_contains(&expected, s.users.v[i]))
                         rep->users_not_active++;
         for (i = 0; i < d.buyers.n; i++)
-                if (!vec_has(&late_users, d.buyers.v[i]) && !vec_has(&s.users, d.buyers.v[i]))
+                if (!sk_i64vec_contains(&late_users, d.buyers.v[i]) &&
+                    !sk_i64vec_contains(&s.users, d.buyers.v[i]))
                         rep->active_not_in_hash++;
 
         rep->inv1_ok = rep->init_stock - rep->db_stock == rep->active_orders;
