@@ -47,35 +47,10 @@
 #include "sk/clock.h"
 #include "sk/kafka.h"
 #include "sk/log.h"
+#include "sk/signals.h"
 #include "consumer.h"
 
 volatile sig_atomic_t g_stop;
-
-static void on_signal(int sig)
-{
-        (void)sig;
-        if (g_stop) {
-                static const char msg[] = "seckill-consumer: second signal, exiting now\n";
-                ssize_t n = write(2, msg, sizeof(msg) - 1);
-                (void)n;
-                _exit(1);
-        }
-        g_stop = 1;
-}
-
-static void install_signals(void)
-{
-        struct sigaction sa;
-
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaddset(&sa.sa_mask, SIGINT);
-        sigaddset(&sa.sa_mask, SIGTERM);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        signal(SIGPIPE, SIG_IGN);
-}
 
 static void register_metrics(sk_metrics_t *reg, cons_metrics_t *m)
 {
@@ -187,7 +162,9 @@ int main(int argc, char **argv)
         }
         sk_log_init("consumer");
         sk_log_level = conf.log_level;
-        install_signals();
+        /* SIGINT/SIGTERM: g_stop = 1 (drain); a second one exits 1 at once. */
+        (void)sk_signals_install(&g_stop, SK_SIGNALS_SECOND_EXITS | SK_SIGNALS_IGNORE_PIPE,
+                                 "seckill-consumer: second signal, exiting now\n");
         sk_db_library_init();
 
         reg = sk_metrics_new();

@@ -25,27 +25,9 @@
 #include "sk/ids.h"
 #include "sk/log.h"
 #include "sk/redis.h"
+#include "sk/signals.h"
 
 static volatile sig_atomic_t g_stop; /* 0 run, 1 stop between batches, 2 second signal */
-
-static void on_signal(int sig)
-{
-        (void)sig;
-        g_stop = g_stop ? 2 : 1;
-}
-
-static void install_signals(void)
-{
-        struct sigaction sa;
-
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaddset(&sa.sa_mask, SIGINT);
-        sigaddset(&sa.sa_mask, SIGTERM);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-}
 
 /* The run lock is held as long as its session lives (we never release it early). */
 static int lock_alive(void *arg)
@@ -160,7 +142,7 @@ int main(int argc, char **argv)
                 code = 2;
                 goto done;
         }
-        install_signals();
+        (void)sk_signals_install(&g_stop, 0, NULL); /* SIGINT/SIGTERM: 1, then 2 */
 
         memset(&ctx, 0, sizeof(ctx));
         ctx.conf = &conf;
