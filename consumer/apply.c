@@ -361,6 +361,30 @@ static sk_err_t failpoint_err(const char *name, char *errstr, size_t errstr_size
         return SK_OK;
 }
 
+/* BEGIN. A transient error means a broken connection, which invalidates the cached
+ * prepared statements (as in conn_err): drop them. */
+static sk_err_t txn_begin(cons_apply_t *ap, char *errstr, size_t errstr_size)
+{
+        sk_err_t err = sk_db_begin(ap->db, errstr, errstr_size);
+
+        if (err == SK_EAGAIN)
+                cons_apply_reset(ap);
+        return err;
+}
+
+/* The consumer.before_commit failpoint, then COMMIT (a transient error: as txn_begin).
+ * On an error the caller rolls back. */
+static sk_err_t txn_commit(cons_apply_t *ap, char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        if ((err = failpoint_err("consumer.before_commit", errstr, errstr_size)))
+                return err;
+        if ((err = sk_db_commit(ap->db, errstr, errstr_size)) == SK_EAGAIN)
+                cons_apply_reset(ap);
+        return err;
+}
+
 sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, int n,
                           char *errstr, size_t errstr_size)
 {
@@ -374,11 +398,8 @@ sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, i
         }
         for (i = 0; i < n; i++)
                 k += msgs[i]->deduct_qty;
-        if ((err = sk_db_begin(ap->db, errstr, errstr_size))) {
-                if (err == SK_EAGAIN)
-                        cons_apply_reset(ap);
+        if ((err = txn_begin(ap, errstr, errstr_size)))
                 return err == SK_EAGAIN ? SK_EAGAIN : SK_EDB;
-        }
         if ((err = exec_rows(ap, K_OUTCOME, msgs, n, NULL, 0, errstr, errstr_size)))
                 goto fail;
         if ((err = failpoint_err("consumer.between_statements", errstr, errstr_size)))
@@ -395,13 +416,8 @@ sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, i
             (err = exec_rows(ap, K_ROUTER, msgs, n, NULL, 0, errstr, errstr_size)) ||
             (err = exec_rows(ap, K_LOG, msgs, n, NULL, 0, errstr, errstr_size)))
                 goto fail;
-        if ((err = failpoint_err("consumer.before_commit", errstr, errstr_size)))
+        if ((err = txn_commit(ap, errstr, errstr_size)))
                 goto fail;
-        if ((err = sk_db_commit(ap->db, errstr, errstr_size))) {
-                if (err == SK_EAGAIN)
-                        cons_apply_reset(ap);
-                goto fail;
-        }
         /* Committed. An `error` here makes the caller retry: it then meets its own
          * outcomes (the duplicate path), as after a crash. */
         if (failpoint_err("consumer.after_commit", errstr, errstr_size))
@@ -425,11 +441,8 @@ cons_apply_res_t cons_apply_one(cons_apply_t *ap, const sk_order_msg_t *msg,
         cons_apply_res_t res = APPLY_ERROR;
         sk_err_t err;
 
-        if ((err = sk_db_begin(ap->db, errstr, errstr_size))) {
-                if (err == SK_EAGAIN)
-                        cons_apply_reset(ap);
+        if ((err = txn_begin(ap, errstr, errstr_size)))
                 return err == SK_EAGAIN ? APPLY_TRANSIENT : APPLY_ERROR;
-        }
         err = exec_rows(ap, K_OUTCOME, one, 1, NULL, 0, errstr, errstr_size);
         if (err == SK_EEXIST) {
                 res = APPLY_DUP;
@@ -476,13 +489,8 @@ cons_apply_res_t cons_apply_one(cons_apply_t *ap, const sk_order_msg_t *msg,
                 goto fail;
         if ((err = exec_rows(ap, K_LOG, one, 1, NULL, 0, errstr, errstr_size)))
                 goto fail;
-        if ((err = failpoint_err("consumer.before_commit", errstr, errstr_size)))
+        if ((err = txn_commit(ap, errstr, errstr_size)))
                 goto fail;
-        if ((err = sk_db_commit(ap->db, errstr, errstr_size))) {
-                if (err == SK_EAGAIN)
-                        cons_apply_reset(ap);
-                goto fail;
-        }
         if (failpoint_err("consumer.after_commit", errstr, errstr_size))
                 return APPLY_TRANSIENT;
         return APPLY_OK;
