@@ -61,30 +61,9 @@
 #include "sk/failpoint.h"
 #include "sk/log.h"
 #include "sk/outcome.h"
+#include "sk/signals.h"
 
 static volatile sig_atomic_t g_stop; /* 0 run, 1 drain */
-
-static void on_signal(int sig)
-{
-        (void)sig;
-        if (g_stop)
-                _exit(1); /* second signal: abandon the drain (async-signal-safe) */
-        g_stop = 1;
-}
-
-static void install_signals(void)
-{
-        struct sigaction sa;
-
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaddset(&sa.sa_mask, SIGINT);
-        sigaddset(&sa.sa_mask, SIGTERM);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        signal(SIGPIPE, SIG_IGN);
-}
 
 /* Every purchase in flight holds its (suspended) connection's socket, so the in-flight
  * cap of DESIGN.md 8 (503 before deduct) is only reachable with a descriptor limit
@@ -192,7 +171,8 @@ int main(int argc, char **argv)
         snprintf(g_fr.expire_extra_s, sizeof(g_fr.expire_extra_s), "%lld",
                  (long long)g_fr.expire_extra_ms);
         g_fr.deadline_ms = 2 * (int64_t)g_fr.conf.kafka_delivery_timeout_ms + 1000;
-        install_signals();
+        /* SIGINT/SIGTERM: g_stop = 1 (drain); a second one abandons the drain: _exit(1). */
+        (void)sk_signals_install(&g_stop, SK_SIGNALS_SECOND_EXITS | SK_SIGNALS_IGNORE_PIPE, NULL);
         raise_nofile();
         sk_db_library_init();
         fr_metrics_init();
