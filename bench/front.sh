@@ -67,7 +67,7 @@ admitted=$(( 100000000 - $($rc get "$prefix:{v:$vf}:stock") ))
 echo "front_admitted_total=$admitted"
 kill -TERM $fpid; wait $fpid || true; fpid=
 
-sha=$($rc script load "$(cat "$here/../lua/deduct.lua")")
+sha=$($rc script load "$(cat "$here/../lua/lib/validate.lua"; echo; cat "$here/../lua/deduct.lua")")  # as embedded (cmake/embed_lua.cmake)
 # __rand_int__ is 12 zero-padded digits: prefixed with 1 it is a canonical id; every
 # occurrence is drawn independently, so traceId, orderId and userId are all fresh.
 rbench() {

@@ -1,12 +1,17 @@
 # Writes OUT: one `const char sk_lua_<name>[]` per LUA_DIR/<name>.lua, plus a table.
+# Each script's embedded body is LUA_DIR/lib/validate.lua (the argument checks every
+# script shares) followed by the script itself: Redis runs one self-contained body.
 file(GLOB files ${LUA_DIR}/*.lua)
 list(SORT files)
+file(READ ${LUA_DIR}/lib/validate.lua prelude)
 set(body "/* Generated from the lua/ folder by cmake/embed_lua.cmake. Do not edit. */\n#include <stddef.h>\n#include \"sk/scripts.h\"\n")
 set(table "")
 set(n 0)
 foreach(f ${files})
   get_filename_component(name ${f} NAME_WE)
-  file(READ ${f} hex HEX)
+  file(READ ${f} script)
+  file(WRITE ${OUT}.${name}.lua "${prelude}\n${script}")
+  file(READ ${OUT}.${name}.lua hex HEX)
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
   string(APPEND body "static const char lua_${name}[] = {${hex}0x00};\n")
   string(APPEND table "    { \"${name}\", lua_${name}, sizeof(lua_${name}) - 1 },\n")

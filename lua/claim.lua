@@ -14,33 +14,11 @@
 --          error "ERR SKARG <what>" for an invalid argument (nothing written).
 -- Every call that writes sets the trace key's expiry (E = end_ms + extra, or now + extra
 -- without meta). Ids stay strings. Redis 7.0, Lua 5.1.
-
-local MAXID = "9223372036854775807"
-
-local function is_id(s)
-  if type(s) ~= "string" or not string.find(s, "^[1-9]%d*$") then return false end
-  local n = string.len(s)
-  if n < 19 then return true end
-  if n > 19 then return false end
-  for i = 1, 19 do
-    local a, b = string.byte(s, i), string.byte(MAXID, i)
-    if a ~= b then return a < b end
-  end
-  return true
-end
-
-local function is_uint(s, maxlen)
-  return type(s) == "string" and string.find(s, "^%d+$") ~= nil and string.len(s) <= maxlen
-    and (string.len(s) == 1 or string.sub(s, 1, 1) ~= "0")
-end
+-- is_id, is_uint and argerr come from lua/lib/validate.lua (prepended at build time).
 
 -- int64 offset >= 0 as a canonical decimal string
 local function is_offset(s)
   return s == "0" or is_id(s)
-end
-
-local function argerr(what)
-  return redis.error_reply("ERR SKARG " .. what)
 end
 
 if #KEYS ~= 2 then return argerr("expected 2 keys (meta trace)") end

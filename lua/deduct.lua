@@ -8,31 +8,7 @@
 -- membership (10006, before stock), stock (10005). Only then any write.
 -- Ids stay strings throughout (never tonumber on an id: doubles lose bits above 2^53).
 -- Redis 7.0, Lua 5.1, effect replication (TIME is allowed before writes).
-
-local MAXID = "9223372036854775807"
-
-local function is_id(s)
-  if type(s) ~= "string" or not string.find(s, "^[1-9]%d*$") then return false end
-  local n = string.len(s)
-  if n < 19 then return true end
-  if n > 19 then return false end
-  -- same length: compare digit by digit (no locale-dependent string compare)
-  for i = 1, 19 do
-    local a, b = string.byte(s, i), string.byte(MAXID, i)
-    if a ~= b then return a < b end
-  end
-  return true
-end
-
--- non-negative integer with at most maxlen digits (so tonumber is exact)
-local function is_uint(s, maxlen)
-  return type(s) == "string" and string.find(s, "^%d+$") ~= nil and string.len(s) <= maxlen
-    and (string.len(s) == 1 or string.sub(s, 1, 1) ~= "0")
-end
-
-local function argerr(what)
-  return redis.error_reply("ERR SKARG " .. what)
-end
+-- is_id, is_uint and argerr come from lua/lib/validate.lua (prepended at build time).
 
 if #KEYS ~= 4 then return argerr("expected 4 keys (meta stock users trace)") end
 if #ARGV ~= 6 then return argerr("expected 6 args (traceId orderId userId voucherId qty expire_extra_ms)") end

@@ -13,29 +13,7 @@
 -- DEDUCT ran, so a late deduct of this traceId answers FENCED.
 -- T:r = {"mode":"..","reason":"..","restored":0|1,"released":0|1,"clamped":0|1,"ts":MS}
 -- Ids stay strings (never tonumber on an id). Redis 7.0, Lua 5.1.
-
-local MAXID = "9223372036854775807"
-
-local function is_id(s)
-  if type(s) ~= "string" or not string.find(s, "^[1-9]%d*$") then return false end
-  local n = string.len(s)
-  if n < 19 then return true end
-  if n > 19 then return false end
-  for i = 1, 19 do
-    local a, b = string.byte(s, i), string.byte(MAXID, i)
-    if a ~= b then return a < b end
-  end
-  return true
-end
-
-local function is_uint(s, maxlen)
-  return type(s) == "string" and string.find(s, "^%d+$") ~= nil and string.len(s) <= maxlen
-    and (string.len(s) == 1 or string.sub(s, 1, 1) ~= "0")
-end
-
-local function argerr(what)
-  return redis.error_reply("ERR SKARG " .. what)
-end
+-- is_id, is_uint and argerr come from lua/lib/validate.lua (prepended at build time).
 
 if #KEYS ~= 4 then return argerr("expected 4 keys (meta stock users trace)") end
 if #ARGV ~= 8 then
