@@ -259,6 +259,25 @@ static void route_readyz(fr_req_t *req)
         quick(req, ready ? 200 : 503, strdup(buf));
 }
 
+/* The two GET lookups (orders/me, orders/{id}) once their path ids are valid: the
+ * buyer's X-User-Id (400/10001 if missing, invalid or repeated), then the lookup pool,
+ * unless the front is past the point of suspending connections (shutdown). */
+static void route_lookup(fr_req_t *req, struct MHD_Connection *conn, fr_kind_t kind,
+                         fr_lookup_t lookup)
+{
+        if (user_header(conn, req) != 0) {
+                quick(req, 400, fr_json_err(10001, "missing or invalid X-User-Id"));
+                return;
+        }
+        if (atomic_load(&g_fr.stopping) > 1) {
+                quick_503(req, "shutdown", "shutting down");
+                return;
+        }
+        req->kind = kind;
+        req->lookup = lookup;
+        go_async(req, conn);
+}
+
 static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, const char *method)
 {
         static const char vpfx[] = "/api/v1/vouchers/";
@@ -305,17 +324,7 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                         route_purchase(req, conn);
                         return;
                 }
-                if (user_header(conn, req) != 0) {
-                        quick(req, 400, fr_json_err(10001, "missing or invalid X-User-Id"));
-                        return;
-                }
-                if (atomic_load(&g_fr.stopping) > 1) {
-                        quick_503(req, "shutdown", "shutting down");
-                        return;
-                }
-                req->kind = FR_KIND_ORDERS_ME;
-                req->lookup = FR_LOOKUP_ORDERS_ME;
-                go_async(req, conn);
+                route_lookup(req, conn, FR_KIND_ORDERS_ME, FR_LOOKUP_ORDERS_ME);
                 return;
         }
         if (!strncmp(url, opfx, sizeof(opfx) - 1)) {
@@ -333,17 +342,7 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                         return;
                 }
                 sk_id_format(req->order_id, req->so);
-                if (user_header(conn, req) != 0) {
-                        quick(req, 400, fr_json_err(10001, "missing or invalid X-User-Id"));
-                        return;
-                }
-                if (atomic_load(&g_fr.stopping) > 1) {
-                        quick_503(req, "shutdown", "shutting down");
-                        return;
-                }
-                req->kind = FR_KIND_ORDER_GET;
-                req->lookup = FR_LOOKUP_ORDER_GET;
-                go_async(req, conn);
+                route_lookup(req, conn, FR_KIND_ORDER_GET, FR_LOOKUP_ORDER_GET);
                 return;
         }
 not_found:
