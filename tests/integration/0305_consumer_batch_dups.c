@@ -134,7 +134,7 @@ START_TEST(deduct_qty_2_is_poison)
         sk_msg_format(&m, json, sizeof(json));
         g_pid = pid = ct_start_consumer(NULL, NULL, consumer_flags());
         ct_produce(vid, json);
-        got = ct_read_dlq(dlq, 4, WAIT_S);
+        got = ct_read_dlq(dlq, 1, WAIT_S);
         ck_assert_int_ge(got, 1);
         ck_assert_str_eq(dlq[got - 1].kind, "poison");
         ck_assert_ptr_nonnull(strstr(dlq[got - 1].error, "deductQty"));
