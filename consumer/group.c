@@ -18,6 +18,23 @@
 #include "sk/log.h"
 #include "worker.h"
 
+/* Still to be decided by this worker: not settled, not fenced, not a copy. */
+static int is_candidate(const cmsg_t *c)
+{
+        return !c->settled && !c->fenced && !c->dup_of;
+}
+
+/* The candidates of @p g into w->msgs. @returns how many. */
+static int gather(worker_t *w, cmsg_t **g, int n)
+{
+        int ncand = 0;
+
+        for (int i = 0; i < n; i++)
+                if (is_candidate(g[i]))
+                        w->msgs[ncand++] = &g[i]->msg;
+        return ncand;
+}
+
 /* Settle a copy with its first copy's result. */
 static void settle_copies(worker_t *w, cmsg_t **g, int n)
 {
@@ -66,12 +83,9 @@ static sk_err_t dedupe(worker_t *w, cmsg_t **g, int n)
 static sk_err_t follow_known(worker_t *w, cmsg_t **g, int n)
 {
         char errstr[512] = "";
-        int ncand = 0, nknown = 0;
+        int ncand = gather(w, g, n), nknown = 0;
         sk_err_t err;
 
-        for (int i = 0; i < n; i++)
-                if (!g[i]->settled && !g[i]->fenced && !g[i]->dup_of)
-                        w->msgs[ncand++] = &g[i]->msg;
         if (!ncand)
                 return SK_OK;
         err = cons_apply_known(w->ap, w->msgs, ncand, w->known, &nknown, errstr, sizeof(errstr));
@@ -86,7 +100,7 @@ static sk_err_t follow_known(worker_t *w, cmsg_t **g, int n)
         for (int k = 0; k < nknown; k++) {
                 for (int i = 0; i < n; i++) {
                         cmsg_t *c = g[i];
-                        if (c->settled || c->fenced || c->dup_of || c->msg.trace_id != w->known[k].trace_id)
+                        if (!is_candidate(c) || c->msg.trace_id != w->known[k].trace_id)
                                 continue;
                         err = cons_decide_follow(w, c, &w->known[k]);
                         if (err == SK_ESTOP)
@@ -142,7 +156,7 @@ static sk_err_t fallback(worker_t *w, cmsg_t **g, int n)
 {
         for (int i = 0; i < n; i++) {
                 sk_err_t err;
-                if (g[i]->settled || g[i]->fenced || g[i]->dup_of)
+                if (!is_candidate(g[i]))
                         continue;
                 err = apply_single(w, g[i]);
                 if (err == SK_ESTOP)
@@ -160,13 +174,10 @@ static sk_err_t fallback(worker_t *w, cmsg_t **g, int n)
 static sk_err_t apply_rest(worker_t *w, cmsg_t **g, int n, int64_t t_claim)
 {
         char errstr[512] = "";
-        int ncand = 0;
+        int ncand = gather(w, g, n);
         int64_t t0;
         sk_err_t err;
 
-        for (int i = 0; i < n; i++)
-                if (!g[i]->settled && !g[i]->fenced && !g[i]->dup_of)
-                        w->msgs[ncand++] = &g[i]->msg;
         if (!ncand)
                 return SK_OK;
         t0 = sk_mono_ms();
@@ -185,7 +196,7 @@ static sk_err_t apply_rest(worker_t *w, cmsg_t **g, int n, int64_t t_claim)
         sk_metric_observe(w->m->batch_size, ncand);
         sk_metric_add(w->m->applied, ncand);
         for (int i = 0; i < n; i++)
-                if (!g[i]->settled && !g[i]->fenced && !g[i]->dup_of) {
+                if (is_candidate(g[i])) {
                         g[i]->settled = 1;
                         g[i]->applied = 1;
                 }

@@ -14,34 +14,6 @@
 /* The consumer of the running case, stopped by main if an assertion left it running. */
 static pid_t g_pid;
 
-static sk_db_t *lock_voucher(int64_t vid)
-{
-        char errstr[512] = "", sql[256];
-        sk_db_t *db = sk_db_connect(&CT.conf.mysql, 0, 0, errstr, sizeof(errstr));
-        int64_t stock = 0;
-
-        ck_assert_msg(db != NULL, "%s", errstr);
-        ck_assert_int_eq(sk_db_begin(db, errstr, sizeof(errstr)), SK_OK);
-        snprintf(sql, sizeof(sql), "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64 " FOR UPDATE", vid);
-        ck_assert_int_eq(sk_db_query_i64(db, sql, &stock, NULL, errstr, sizeof(errstr)), SK_OK);
-        return db;
-}
-
-static void unlock_voucher(sk_db_t *db)
-{
-        sk_db_rollback(db);
-        sk_db_close(db);
-}
-
-static int64_t committed0(void)
-{
-        char errstr[512] = "";
-        int64_t off = -1;
-
-        ck_assert_int_eq(sk_kafka_committed(&CT.conf, CT.conf.topic, 0, &off, 10000, errstr, sizeof(errstr)), SK_OK);
-        return off;
-}
-
 /* A member of the consumer's group, subscribed to the DLQ topic, that commits @p offset
  * for partition 0 of the order topic and leaves. */
 static void other_member_commits(int64_t offset)
@@ -99,8 +71,8 @@ START_TEST(committed_offset_never_moves_back)
         ck_assert_int_eq(ct_deduct(va, sk_test_rand_id(), &a, ja), 0);
         ck_assert_int_eq(ct_deduct(vb, sk_test_rand_id(), &b1, jb1), 0);
         ck_assert_int_eq(ct_deduct(vb, sk_test_rand_id(), &b2, jb2), 0);
-        lock_a = lock_voucher(va);
-        lock_b = lock_voucher(vb);
+        lock_a = ct_lock_voucher(va);
+        lock_b = ct_lock_voucher(vb);
         ct_produce(va, ja);
         g_pid = pid = ct_start_consumer(NULL, NULL, NULL);
         sk_sleep_ms(6000, NULL); /* joined, A's batch retrying against the lock */
@@ -108,25 +80,25 @@ START_TEST(committed_offset_never_moves_back)
         ct_produce_async(vb, jb2, strlen(jb2));
         ct_produce_wait();
         other_member_commits(3);
-        ck_assert_int_eq(committed0(), 3);
+        ck_assert_int_eq(ct_committed0(), 3);
         sk_sleep_ms(3000, NULL); /* the consumer is reassigned the partition */
-        unlock_voucher(lock_a);
+        ct_unlock(lock_a);
 
         snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64, a.trace_id);
         ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
         /* B stays locked: whatever A's batch stored has time to be auto-committed. */
         deadline = sk_mono_ms() + 6000;
         while (sk_mono_ms() < deadline) {
-                int64_t c = committed0();
+                int64_t c = ct_committed0();
                 if (c < low)
                         low = c;
                 sk_sleep_ms(200, NULL);
         }
-        unlock_voucher(lock_b);
+        ct_unlock(lock_b);
         ck_assert_msg(low >= 3, "committed offset went back to %" PRId64, low);
         status = stop_consumer(pid);
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        ck_assert_int_ge(committed0(), 3);
+        ck_assert_int_ge(ct_committed0(), 3);
         ck_assert_int_eq(ct_i64("SELECT outcome FROM tb_seckill_outcome WHERE trace_id = %" PRId64, a.trace_id),
                          SK_OUTCOME_CREATED);
 }
