@@ -73,10 +73,11 @@ def code_label(code):
 
 
 def timeline(tl, order_bins, t0_ms):
-    """Rows (t_s, {code: answers/s}, orders_total) per TIMELINE_BIN_MS bin.
+    """Rows (t_s, {code: answers/s}, orders_total) per TIMELINE_BIN_MS bin: t_s is the
+    bin's start, orders_total counts the orders up to the bin's end.
 
     tl: sale.lua's {"<bin>.<code>": count} (bin = wall ms // TIMELINE_BIN_MS);
-    order_bins: {bin: orders created in it} (created_at of the order rows);
+    order_bins: {bin: orders created in it} (create_time of the order rows);
     t0_ms: the sale's first request (wall ms). Bins before t0 (none in practice) and
     after the last bin of either series are left out; orders are cumulative.
     """
@@ -110,7 +111,8 @@ def plot_timeline(rows, codes, datf, png, title):
             f.write(f"{t:.3f} " + " ".join(f"{per[c]:.0f}" for c in codes) + f" {total}\n")
     gp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "timeline.gp")
     res = subprocess.run(["gnuplot", "-e", f"datafile='{datf}'; outfile='{png}'; "
-                          f"ncodes={len(codes)}; title_text='{title}'", gp],
+                          f"ncodes={len(codes)}; binw={TIMELINE_BIN_MS / 1000.0}; "
+                          f"title_text='{title}'", gp],
                          capture_output=True, text=True)
     if res.returncode == 0 and os.path.exists(png):
         return png

@@ -436,16 +436,22 @@ def cmd_report(a):
 
 def timeline_plot(a, run, out, wrk, vouchers, front):
     """out/timeline.png: answers/s by code (sale.lua's 100 ms counters) and the orders of
-    the sale's vouchers in the DB over time (their created_at). None without gnuplot."""
+    the sale's vouchers in the DB over time (their create_time). None without gnuplot."""
     t0 = int(wrk.get("sale_first_ms", 0) or 0)
     tl = (wrk.get("sale") or {}).get("tl") or {}
     if not t0 or not tl or subprocess.run(["sh", "-c", "command -v gnuplot"],
                                           capture_output=True).returncode != 0:
         return None
-    ids = ",".join(v for v in vouchers if is_id(v))
-    rows = sql(f"""SELECT FLOOR(UNIX_TIMESTAMP(created_at) * 1000 / {figures.TIMELINE_BIN_MS}),
-                          COUNT(*) FROM `{a.db}`.tb_voucher_order
-                    WHERE voucher_id IN ({ids}) GROUP BY 1""")
+    ids = ",".join(v for v in vouchers if is_id(v) and v != a.warmup_voucher)
+    if not ids:
+        return None
+    try:
+        rows = sql(f"""SELECT FLOOR(UNIX_TIMESTAMP(create_time) * 1000 / {figures.TIMELINE_BIN_MS}),
+                              COUNT(*) FROM `{a.db}`.tb_voucher_order
+                        WHERE voucher_id IN ({ids}) GROUP BY 1""")
+    except RuntimeError as e:
+        sys.stderr.write(f"demo: no timeline plot: {e}\n")
+        return None
     order_bins = {int(b): int(n) for b, n in rows}
     series, codes = figures.timeline(tl, order_bins, t0)
     if not series:
