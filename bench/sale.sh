@@ -89,6 +89,7 @@ echo "$fout" | sed 's/^/front_/'
 front_rate=$(echo "$fout" | sed -n 's/^rate=//p')
 metrics=$(curl -sf "http://127.0.0.1:$port/metrics")
 code() { echo "$metrics" | sed -n "s/^seckill_front_requests_total{code=\"$1\"} //p"; }
+# (the 503s include the /readyz polls made while the front was starting)
 echo "front_answers: 202=$(code 202) 409=$(code 409) 503=$(code 503) other=$(code other)"
 causes=$(echo "$metrics" | sed -n 's/^seckill_front_unavailable_total{cause="\([a-z_]*\)"} \([1-9][0-9]*\)$/\1=\2/p' | tr '\n' ' ')
 echo "front_503_causes: ${causes:-none}"
