@@ -8,7 +8,9 @@
 #      PromQL expression on every target, and every seckill_ metric it names is one the
 #      code registers (producer/, consumer/, reconciler-textfile.sh) or one the rules'
 #      seckill-pending group lists
-#   5. nginx -t on deploy/nginx/seckill-gateway.conf, when nginx is installed (optional)
+#   5. reconciler-textfile.sh with a stand-in reconciler: its exit status and JSON pass
+#      through, the metrics file is valid (promtool check metrics) and counts right
+#   6. nginx -t on deploy/nginx/seckill-gateway.conf, when nginx is installed (optional)
 # promtool comes with Debian's `prometheus` package (scripts/test.sh installs it).
 # Env: SK_SRC (source root; default: two levels up).
 set -euo pipefail
@@ -32,6 +34,32 @@ tests=("$D"/prometheus/tests/*.yml)
 for t in "${tests[@]}"; do
         promtool test rules "$t" || fail=1
 done
+
+step "reconciler-textfile.sh (a stand-in reconciler: one drifting voucher, exit 2)"
+tf=$(mktemp -d)
+cat >"$tf/rec" <<'REC'
+#!/bin/sh
+[ "$1" = --json ] && [ "$2" = --repair ] || { echo "args: $*" >&2; exit 3; }
+echo '{"exit":2,"result":"unresolved","note":"","vouchers":[{"voucherId":"11","result":"unresolved","checked":5,"consistent":4,"inconsistent":1,"stockDrift":true,"usersDrift":false,"rebuilt":false},{"voucherId":"12","result":"consistent","checked":3,"consistent":3,"stockDrift":false,"usersDrift":true,"rebuilt":true}]}'
+exit 2
+REC
+chmod +x "$tf/rec"
+xrc=0
+SECKILL_RECONCILER=$tf/rec SECKILL_TEXTFILE_DIR=$tf/out "$D/prometheus/reconciler-textfile.sh" --repair >"$tf/stdout" || xrc=$?
+prom=$tf/out/seckill_reconciler.prom
+if [[ $xrc -ne 2 || ! -s $prom ]] || ! grep -q '"voucherId":"11"' "$tf/stdout"; then
+        echo "FAIL: exit $xrc (want 2), JSON passed through and $prom written"; fail=1
+else
+        promtool check metrics <"$prom" || fail=1
+        for want in 'seckill_reconciler_last_exit 2' 'seckill_reconciler_drift_vouchers 1' \
+                    'seckill_reconciler_vouchers{result="unresolved"} 1' \
+                    'seckill_reconciler_vouchers{result="consistent"} 1' \
+                    'seckill_reconciler_traces{state="checked"} 8' \
+                    'seckill_reconciler_traces{state="inconsistent"} 1'; do
+                grep -qxF "$want" "$prom" || { echo "FAIL: no line '$want' in:"; cat "$prom"; fail=1; }
+        done
+fi
+rm -rf "$tf"
 
 step "metric names; grafana dashboards"
 python3 - "$SRC" "$D"/grafana/*.json <<'PY' || fail=1
