@@ -15,6 +15,7 @@ set ytics nomirror
 set y2tics
 set yrange [0:*]
 set y2range [0:*]
+set autoscale xfix
 plot for [i=1:ncodes] datafile using 1:(column(i + 1)) with steps lw 1.5 title columnheader(i + 1), \
      datafile using ($1 + binw):(column(ncodes + 2)) axes x1y2 with lines lw 2.5 lc rgb "#000000" \
          title columnheader(ncodes + 2)
