@@ -7,7 +7,7 @@
 #      deploy/grafana/*.json: valid JSON, a dashboard with panels, unique panel ids, a
 #      PromQL expression on every target, and every seckill_ metric it names is one the
 #      code registers (producer/, consumer/, reconciler-textfile.sh) or one the rules'
-#      seckill-pending group lists
+#      seckill-pending group lists; the JSON is deploy/grafana/gen_dashboard.py's output
 #   5. reconciler-textfile.sh with a stand-in reconciler: its exit status and JSON pass
 #      through, the metrics file is valid (promtool check metrics) and counts right
 #   6. nginx -t on deploy/nginx/seckill-gateway.conf, when nginx is installed (optional)
@@ -118,6 +118,10 @@ for path in files:
     print(f"{os.path.basename(path)}: {len(panels)} panels, {len(known)} known metric names")
 sys.exit(1 if bad else 0)
 PY
+
+step "seckill-sale.json is gen_dashboard.py's output"
+python3 "$D/grafana/gen_dashboard.py" | cmp -s - "$D/grafana/seckill-sale.json" || {
+        echo "FAIL: deploy/grafana/seckill-sale.json differs from gen_dashboard.py's output (regenerate it)"; fail=1; }
 
 if command -v nginx >/dev/null; then
         step "nginx -t"
