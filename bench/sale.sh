@@ -29,6 +29,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 SK_BIN=${SK_BIN:-$here/../build/bin}
+. "$here/lib.sh"
 SK_BENCH_BIN=${SK_BENCH_BIN:-$here/../build/bench}
 secs=${BENCH_SECONDS:-10}
 conns=${BENCH_CONNS:-256}
@@ -101,17 +102,9 @@ echo "front_rss_peak_mb=$((rss_kb / 1024))"
 kill -TERM $fpid; wait $fpid || true; fpid=
 
 # ---- 2. raw Redis: deduct.lua on a sold-out voucher
-sha=$($rc script load "$(cat "$here/../lua/lib/validate.lua"; echo; cat "$here/../lua/deduct.lua")")
-rbench() {
-  redis-benchmark -h 127.0.0.1 -p 6379 -c "$conns" -r 100000000000 -n "$1" -q \
-    EVALSHA "$sha" 4 "$prefix:{v:$vr}:meta" "$prefix:{v:$vr}:stock" "$prefix:{v:$vr}:users" \
-    "$prefix:{v:$vr}:trace" 1__rand_int__ 1__rand_int__ 1__rand_int__ "$vr" 1 "$extra" 2>&1 |
-    tr '\r' '\n' | tail -1
-}
-cal=$(rbench 20000 | sed -n 's/.*: \([0-9]*\)[0-9.]* requests per second.*/\1/p')
-rout=$(rbench $(( ${cal:-20000} * secs )))
+rout=$(bench_deduct_evalsha "$prefix" "$vr" "$conns" "$secs" "$extra" 20000)
 echo "redis_benchmark: $rout"
-redis_rate=$(echo "$rout" | sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p')
+redis_rate=$(echo "$rout" | bench_rate_of)
 [ "$($rc get "$prefix:{v:$vr}:stock")" = 0 ] || echo "WARN: the sold-out voucher's stock moved"
 
 # ---- 3. the HTTP layer: a constant 409
