@@ -1,0 +1,32 @@
+/* producer/queue.h: a small multi-producer multi-consumer FIFO of requests (mutex +
+ * condition variable), the hand-off between the front's thread pools (deduct, rollback,
+ * lookup). Requests are linked through fr_req_t.qnext, so pushing never allocates. */
+#pragma once
+#include <pthread.h>
+#include <stddef.h>
+
+struct fr_req;
+
+typedef struct fr_queue {
+        pthread_mutex_t mu;
+        pthread_cond_t cv;
+        struct fr_req *head, *tail;
+        size_t len;
+        int closed;
+} fr_queue_t;
+
+/** Initialise an empty, open queue. Not thread-safe (before the queue is shared). */
+void fr_queue_init(fr_queue_t *q);
+/** Append @p req (its qnext is overwritten). Thread-safe.
+ *  @returns 0, or -1 when @p q is closed (nothing queued: the caller still owns the
+ *  reference it meant to hand over). */
+int fr_queue_push(fr_queue_t *q, struct fr_req *req);
+/** Pop up to @p max requests, linked by qnext (the caller owns their references).
+ *  Blocks up to @p wait_ms (ms); NULL on timeout or when closed and empty. Thread-safe. */
+struct fr_req *fr_queue_pop(fr_queue_t *q, int max, int wait_ms);
+/** No more pushes; wakes every waiting pop. Thread-safe. */
+void fr_queue_close(fr_queue_t *q);
+/** 1 once @p q is closed and empty (a worker may exit). Thread-safe. */
+int fr_queue_drained(fr_queue_t *q);
+/** Requests waiting in @p q right now (a gauge; stale as soon as it returns). */
+size_t fr_queue_len(fr_queue_t *q);
