@@ -23,9 +23,7 @@
 
 #define DEDUCT_MAX_REPEATS 2            /* DESIGN.md 8: repeat the same EVALSHA up to twice */
 
-static fr_queue_t q_deduct;
-static pthread_t *t_redis;
-static int n_redis;
+static fr_pool_t pool;                  /* the deduct queue and its workers */
 
 typedef struct deduct_args {
         char kmeta[SK_KEY_MAX], kstock[SK_KEY_MAX], kusers[SK_KEY_MAX], ktrace[SK_KEY_MAX];
@@ -255,11 +253,11 @@ static void *redis_main(void *arg)
         if (!batch)
                 abort();
         for (;;) {
-                fr_req_t *req = fr_queue_pop(&q_deduct, g_fr.pipeline_max, 200);
+                fr_req_t *req = fr_queue_pop(&pool.q, g_fr.pipeline_max, 200);
                 int n = 0, i;
 
                 if (!req) {
-                        if (fr_queue_drained(&q_deduct))
+                        if (fr_queue_drained(&pool.q))
                                 break;
                         continue;
                 }
@@ -285,7 +283,7 @@ static void *redis_main(void *arg)
 
 void fr_deduct_submit(fr_req_t *req)
 {
-        if (fr_queue_push(&q_deduct, req) == 0)
+        if (fr_queue_push(&pool.q, req) == 0)
                 return;
         /* Closed (shutdown; the HTTP daemon is stopped first, so not expected): the
          * deduct never ran, nothing to undo. */
@@ -295,33 +293,15 @@ void fr_deduct_submit(fr_req_t *req)
 
 int fr_deduct_start(void)
 {
-        int i;
-
-        fr_queue_init(&q_deduct);
-        t_redis = calloc((size_t)g_fr.redis_workers, sizeof(pthread_t));
-        if (!t_redis)
-                return -1;
-        for (i = 0; i < g_fr.redis_workers; i++) {
-                if (pthread_create(&t_redis[i], NULL, redis_main, NULL) != 0)
-                        return -1;
-                n_redis++;
-        }
-        return 0;
+        return fr_pool_start(&pool, g_fr.redis_workers, redis_main);
 }
 
 void fr_deduct_stop(void)
 {
-        int i;
-
-        fr_queue_close(&q_deduct);
-        for (i = 0; i < n_redis; i++)
-                pthread_join(t_redis[i], NULL);
-        free(t_redis);
-        t_redis = NULL;
-        n_redis = 0;
+        fr_pool_stop(&pool);
 }
 
 size_t fr_deduct_depth(void)
 {
-        return fr_queue_len(&q_deduct);
+        return fr_queue_len(&pool.q);
 }

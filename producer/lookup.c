@@ -30,13 +30,11 @@ typedef struct lk_conn {
         sk_db_t *db;
 } lk_conn_t;
 
-static fr_queue_t q_lookup;
-static pthread_t *t_lookup;
-static int n_lookup;
+static fr_pool_t pool;                  /* the lookup queue and its threads */
 
 void fr_lookup_submit(fr_req_t *req)
 {
-        if (fr_queue_push(&q_lookup, req) == 0)
+        if (fr_queue_push(&pool.q, req) == 0)
                 return;
         /* Closed (shutdown, after every producer of this queue stopped): cannot happen
          * in the stop order of main.c; answer rather than leak the reference. */
@@ -398,13 +396,13 @@ static void *lookup_main(void *arg)
 
         (void)arg;
         for (;;) {
-                fr_req_t *req = fr_queue_pop(&q_lookup, 1, 200);
+                fr_req_t *req = fr_queue_pop(&pool.q, 1, 200);
 
                 if (!req) {
                         /* Only once closed and empty (fr_lookup_stop, after the deduct
                          * workers stopped): a 10004 check queued while they drained is
                          * still served, so its request is released (in-flight count). */
-                        if (fr_queue_drained(&q_lookup))
+                        if (fr_queue_drained(&pool.q))
                                 break;
                         continue;
                 }
@@ -422,37 +420,19 @@ static void *lookup_main(void *arg)
 
 int fr_lookup_start(char *errstr, size_t errstr_size)
 {
-        int i;
-
-        fr_queue_init(&q_lookup);
-        t_lookup = calloc((size_t)g_fr.lookup_threads, sizeof(pthread_t));
-        if (!t_lookup) {
-                sk_seterr(errstr, errstr_size, "out of memory");
+        if (fr_pool_start(&pool, g_fr.lookup_threads, lookup_main) != 0) {
+                sk_seterr(errstr, errstr_size, "cannot start the lookup threads");
                 return -1;
-        }
-        for (i = 0; i < g_fr.lookup_threads; i++) {
-                if (pthread_create(&t_lookup[i], NULL, lookup_main, NULL) != 0) {
-                        sk_seterr(errstr, errstr_size, "cannot start the lookup threads");
-                        return -1;
-                }
-                n_lookup++;
         }
         return 0;
 }
 
 void fr_lookup_stop(void)
 {
-        int i;
-
-        fr_queue_close(&q_lookup);
-        for (i = 0; i < n_lookup; i++)
-                pthread_join(t_lookup[i], NULL);
-        free(t_lookup);
-        t_lookup = NULL;
-        n_lookup = 0;
+        fr_pool_stop(&pool);
 }
 
 size_t fr_lookup_depth(void)
 {
-        return fr_queue_len(&q_lookup);
+        return fr_queue_len(&pool.q);
 }

@@ -223,7 +223,8 @@ int main(int argc, char **argv)
                 sk_idgen_stop(idgen);
                 return 1;
         }
-        if (fr_lookup_start(errstr, sizeof(errstr)) != 0 || fr_http_start(idgen, errstr, sizeof(errstr)) != 0) {
+        if (fr_lookup_start(errstr, sizeof(errstr)) != 0 ||
+            fr_http_start(idgen, errstr, sizeof(errstr)) != 0) {
                 SK_LOG(SK_ERROR, "http_start_failed", "addr=%s reason=\"%s\"", g_fr.conf.http_addr,
                        errstr);
                 /* Release the worker id now (threads are running: no orderly teardown). */

@@ -1,6 +1,7 @@
 /* producer/queue.c: the request FIFO of producer/queue.h. It owns no global state: each
  * pool (deduct.c, rollback.c, lookup.c) owns its queue. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -96,4 +97,32 @@ size_t fr_queue_len(fr_queue_t *q)
         n = q->len;
         pthread_mutex_unlock(&q->mu);
         return n;
+}
+
+int fr_pool_start(fr_pool_t *p, int nthreads, void *(*fn)(void *))
+{
+        int i;
+
+        fr_queue_init(&p->q);
+        p->n = 0;
+        if (!(p->threads = calloc((size_t)nthreads, sizeof(pthread_t))))
+                return -1;
+        for (i = 0; i < nthreads; i++) {
+                if (pthread_create(&p->threads[i], NULL, fn, NULL) != 0)
+                        return -1;
+                p->n++;
+        }
+        return 0;
+}
+
+void fr_pool_stop(fr_pool_t *p)
+{
+        int i;
+
+        fr_queue_close(&p->q);
+        for (i = 0; i < p->n; i++)
+                pthread_join(p->threads[i], NULL);
+        free(p->threads);
+        p->threads = NULL;
+        p->n = 0;
 }

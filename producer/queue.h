@@ -1,6 +1,7 @@
 /* producer/queue.h: a small multi-producer multi-consumer FIFO of requests (mutex +
  * condition variable), the hand-off between the front's thread pools (deduct, rollback,
- * lookup). Requests are linked through fr_req_t.qnext, so pushing never allocates. */
+ * lookup), and the pool of threads that serves one. Requests are linked through
+ * fr_req_t.qnext, so pushing never allocates. */
 #pragma once
 #include <pthread.h>
 #include <stddef.h>
@@ -30,3 +31,17 @@ void fr_queue_close(fr_queue_t *q);
 int fr_queue_drained(fr_queue_t *q);
 /** Requests waiting in @p q right now (a gauge; stale as soon as it returns). */
 size_t fr_queue_len(fr_queue_t *q);
+
+/* A pool of threads serving one queue (deduct workers, rollback worker, lookup pool). */
+typedef struct fr_pool {
+        fr_queue_t q;
+        pthread_t *threads;
+        int n;                          /* threads started */
+} fr_pool_t;
+
+/** Initialise @p p's queue and start @p nthreads threads running @p fn (arg NULL); each
+ *  exits once fr_queue_drained(&p->q). @returns 0, or -1 (the threads already started
+ *  keep running until fr_pool_stop). */
+int fr_pool_start(fr_pool_t *p, int nthreads, void *(*fn)(void *));
+/** Close the queue, let the threads drain it, join them. */
+void fr_pool_stop(fr_pool_t *p);

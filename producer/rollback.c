@@ -20,12 +20,11 @@
 
 #define ROLLBACK_ATTEMPTS 3
 
-static fr_queue_t q_rollback;
-static pthread_t t_rollback;
+static fr_pool_t pool;                  /* the rollback queue and its one worker */
 
 void fr_rollback_submit(fr_req_t *req)
 {
-        if (fr_queue_push(&q_rollback, req) == 0)
+        if (fr_queue_push(&pool.q, req) == 0)
                 return;
         /* Only after shutdown joined the rollback worker (a report served while the
          * producers are destroyed): no fence now; the DEDUCT stays undecided and the
@@ -100,12 +99,12 @@ static void *rollback_main(void *arg)
 
         (void)arg;
         for (;;) {
-                fr_req_t *req = fr_queue_pop(&q_rollback, 1, 200);
+                fr_req_t *req = fr_queue_pop(&pool.q, 1, 200);
                 sk_rollback_res_t res;
                 sk_err_t err;
 
                 if (!req) {
-                        if (fr_queue_drained(&q_rollback))
+                        if (fr_queue_drained(&pool.q))
                                 break;
                         continue;
                 }
@@ -120,17 +119,15 @@ static void *rollback_main(void *arg)
 
 int fr_rollback_start(void)
 {
-        fr_queue_init(&q_rollback);
-        return pthread_create(&t_rollback, NULL, rollback_main, NULL) == 0 ? 0 : -1;
+        return fr_pool_start(&pool, 1, rollback_main);
 }
 
 void fr_rollback_stop(void)
 {
-        fr_queue_close(&q_rollback);
-        pthread_join(t_rollback, NULL);
+        fr_pool_stop(&pool);
 }
 
 size_t fr_rollback_depth(void)
 {
-        return fr_queue_len(&q_rollback);
+        return fr_queue_len(&pool.q);
 }
