@@ -213,6 +213,10 @@ void fr_set_stopping(int level)
         atomic_store(&stopping, level);
 }
 
+/* Once the shutdown has flushed the pending list for the last time (level 2, read under
+ * pend_mu, the lock fr_pending_flush takes), nothing is suspended any more: the request
+ * is answered 503 at once instead, so MHD_stop_daemon never finds a suspended
+ * connection (it MHD_PANICs on one). */
 int fr_req_suspend(fr_req_t *req, struct MHD_Connection *conn)
 {
         pthread_mutex_lock(&pend_mu);
