@@ -3,18 +3,23 @@
  * deduct.lua on its own connection, reads the replies in order and hands each to
  * deduct_reply.c. Unknown outcomes (DESIGN.md 8: a timeout or I/O error, or an error
  * reply from a script that may have written) repeat the same EVALSHA with the same
- * traceId up to twice on a fresh connection (a REPLAY continues the purchase); still
- * unknown -> rollback.lua mode front (rollback.c). Owns the deduct queue. */
+ * traceId up to twice on a fresh connection (a REPLAY continues the purchase), again
+ * pipelined; still unknown -> rollback.lua mode front (rollback.c). Before every send
+ * the Redis breaker (breaker.c) and each request's deadline are checked (DESIGN.md 12:
+ * nothing is sent to a Redis the front knows is down, nothing after its deadline);
+ * every batch is reported to the breaker. Owns the deduct queue. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "breaker.h"
 #include "deduct.h"
 #include "deduct_reply.h"
 #include "front.h"
 #include "metrics.h"
 #include "queue.h"
 #include "rollback.h"
+#include "sk/breaker.h"
 #include "sk/clock.h"
 #include "sk/keys.h"
 #include "sk/log.h"
@@ -57,66 +62,51 @@ static void answer_unavailable(fr_req_t *req)
         fr_req_done(req);
 }
 
-/* sk_redis_evalsha's errors whose outcome is unknown: no reply (timeout, I/O error) or
- * an error reply it does not know as a refusal (SK_EREDIS: the script may have run and
- * written before it failed). SK_EAGAIN (BUSY, LOADING, ..., NOSCRIPT twice, no
- * connection), SK_EINVAL (SKARG) and SK_ENOMEM mean it did not run. */
-static int outcome_unknown(sk_err_t err)
+/* A command is sent only if its reply, or its timeout, comes before the request's
+ * deadline (DESIGN.md 8, 12: never run later than the deadline; answered within it). */
+static int before_deadline(const fr_req_t *req, int64_t now_ms)
 {
-        return err == SK_EUNKNOWN || err == SK_EREDIS;
+        return now_ms + FR_REDIS_CMD_TIMEOUT_MS <= req->deadline_mono_ms;
 }
 
-/* One purchase through sk_redis_evalsha with the unknown-outcome rules of DESIGN.md 8:
- * unknown -> reconnect and repeat the same EVALSHA (same traceId) up to twice; still
- * unknown -> rollback.lua mode front. A REPLAY continues the purchase. Once an attempt
- * was unknown, every later failure is unknown too (the earlier one may have run). */
-static void deduct_sync(sk_redis_t *r, fr_req_t *req)
+/* The gate before every round (DESIGN.md 8, 12): keeps, compacted at batch[0..), the
+ * purchases that may be sent now, and settles the others without sending anything:
+ *   - an outcome still unknown after the repeats -> rollback.lua mode front;
+ *   - breaker open, or too close to the deadline: once an attempt was unknown ->
+ *     rollback (with the breaker open the rollback worker answers 503 PENDING at once and
+ *     fences later); never sent or refused before running -> 503, no state (nothing
+ *     taken, nothing to undo). So no request waits for a Redis the front knows is down.
+ * @returns the number kept. */
+static int deduct_gate(fr_req_t **batch, int n)
 {
-        deduct_args_t a;
-        char errstr[512];
+        int64_t now = sk_mono_ms();
+        int allow = fr_breaker_allow(), i, k = 0;
 
-        deduct_args_fill(&a, req);
-        for (;;) {
-                redisReply *reply = NULL;
-                sk_err_t err;
+        for (i = 0; i < n; i++) {
+                fr_req_t *req = batch[i];
 
-                err = sk_redis_evalsha(r, SK_SCRIPT_DEDUCT, 4, a.keys, 6, a.args, &reply,
-                                       errstr, sizeof(errstr));
-                if (err == SK_OK && reply) {
-                        fr_deduct_ran(req, reply);
-                        freeReplyObject(reply);
-                        return;
-                }
-                if (reply)
-                        freeReplyObject(reply);
-                if (err == SK_EINVAL && req->deduct_attempts == 0) {
-                        SK_LOG(SK_ERROR, "deduct_invalid", "trace_id=%s reason=\"%s\"", req->st, errstr);
-                        fr_answer(req, 500, fr_json_err(10001, "invalid deduct arguments"), 0);
-                        fr_req_done(req);
-                        return;
-                }
-                if (!outcome_unknown(err) && req->deduct_attempts == 0) {
-                        /* The command did not run: nothing to undo. */
-                        SK_LOG(SK_WARN, "deduct_unavailable", "trace_id=%s err=%s reason=\"%s\"",
-                               req->st, sk_err2str(err), errstr);
-                        answer_unavailable(req);
-                        return;
-                }
-                req->deduct_attempts++;
-                sk_metric_add(fr_m.deduct_retry, 1);
-                SK_LOG(SK_WARN, "deduct_unknown", "trace_id=%s attempt=%d err=%s reason=\"%s\"",
-                       req->st, req->deduct_attempts, sk_err2str(err), errstr);
                 if (req->deduct_attempts > DEDUCT_MAX_REPEATS) {
                         fr_rollback_submit(req);
-                        return;
+                } else if (allow && before_deadline(req, now)) {
+                        batch[k++] = req;
+                } else if (req->deduct_attempts > 0) {
+                        SK_LOG(SK_WARN, "deduct_unknown_stop", "trace_id=%s attempts=%d breaker_open=%d",
+                               req->st, req->deduct_attempts, !allow);
+                        fr_rollback_submit(req);
+                } else {
+                        atomic_store(&req->nothing_taken, 1);
+                        if (allow)
+                                fr_answer_503(req, "overload", NULL, "queued past its deadline");
+                        else
+                                fr_answer_503(req, "redis", NULL, "redis unavailable");
+                        fr_req_done(req);
                 }
-                if (sk_redis_reconnect(r, errstr, sizeof(errstr)) != SK_OK)
-                        sk_sleep_ms(50, NULL);
         }
+        return k;
 }
 
-/* Append every EVALSHA of the batch. @returns 0, or -1 (hiredis out of memory: nothing
- * was sent, none of them ran; every request was answered 503). */
+/* Append every EVALSHA of the batch. @returns 0, or -1 (hiredis out of memory: the
+ * connection is dropped; the caller settles the batch as not sent). */
 static int deduct_append(sk_redis_t *r, redisContext *c, const char *sha, fr_req_t **batch, int n)
 {
         char errstr[256];
@@ -135,8 +125,6 @@ static int deduct_append(sk_redis_t *r, redisContext *c, const char *sha, fr_req
                 for (j = 0; j < 6; j++)
                         argv[7 + j] = a.args[j];
                 if (redisAppendCommandArgv(c, 13, argv, NULL) != REDIS_OK) {
-                        for (j = 0; j < n; j++)
-                                answer_unavailable(batch[j]);
                         sk_redis_reconnect(r, errstr, sizeof(errstr));
                         return -1;
                 }
@@ -144,20 +132,40 @@ static int deduct_append(sk_redis_t *r, redisContext *c, const char *sha, fr_req
         return 0;
 }
 
-/* An error reply to one pipelined EVALSHA. @returns 1 if @p req must run again through
- * deduct_sync (NOSCRIPT: not run; unknown: deduct_attempts is 1 now), 0 if answered. */
-static int deduct_error_reply(fr_req_t *req, const redisReply *reply)
+/* One more unknown attempt for @p req. */
+static void deduct_unknown(fr_req_t *req, const char *why, int len)
+{
+        req->deduct_attempts++;
+        sk_metric_add(fr_m.deduct_retry, 1);
+        SK_LOG(SK_WARN, "deduct_unknown", "trace_id=%s attempt=%d reason=\"%.*s\"", req->st,
+               req->deduct_attempts, len, why);
+}
+
+/* An error reply to one pipelined EVALSHA in round @p round. Once an attempt was
+ * unknown, every later failure is unknown too (the earlier one may have run).
+ * @returns 1 if @p req goes to the next round (NOSCRIPT the first time: not run, and
+ * *need_load is set; unknown: one more attempt), 0 if answered. */
+static int deduct_error_reply(fr_req_t *req, const redisReply *reply, int round, int *need_load)
 {
         switch (fr_deduct_error_kind(reply->str, reply->len)) {
         case FR_DEDUCT_ERR_NOSCRIPT:
-                /* SCRIPT FLUSH happened: sk_redis_evalsha loads and retries. */
-                return 1;
+                /* SCRIPT FLUSH happened: load it and send once more; NOSCRIPT twice -> 503. */
+                *need_load = 1;
+                if (req->deduct_attempts > 0)
+                        break;
+                if (round == 0)
+                        return 1;
+                /* fall through */
         case FR_DEDUCT_ERR_NOT_RUN:
+                if (req->deduct_attempts > 0)
+                        break;
                 SK_LOG(SK_WARN, "deduct_unavailable", "trace_id=%s reply=\"%.*s\"", req->st,
                        (int)reply->len, reply->str);
                 answer_unavailable(req);
                 return 0;
         case FR_DEDUCT_ERR_INVALID:
+                if (req->deduct_attempts > 0)
+                        break;
                 SK_LOG(SK_ERROR, "deduct_invalid", "trace_id=%s reply=\"%.*s\"", req->st,
                        (int)reply->len, reply->str);
                 fr_answer(req, 500, fr_json_err(10001, "invalid deduct arguments"), 0);
@@ -168,78 +176,106 @@ static int deduct_error_reply(fr_req_t *req, const redisReply *reply)
         }
         /* DESIGN.md 8: the script ran and failed; it may have written before the error
          * (e.g. DECRBY and HSET, then a refused PEXPIREAT): unknown, as a timeout. */
-        req->deduct_attempts = 1;
-        sk_metric_add(fr_m.deduct_retry, 1);
-        SK_LOG(SK_WARN, "deduct_unknown", "trace_id=%s attempt=1 reply=\"%.*s\"", req->st,
-               (int)reply->len, reply->str);
+        deduct_unknown(req, reply->str, (int)reply->len);
         return 1;
 }
 
-/* A usable connection with deduct.lua loaded. @returns the SHA, or NULL (every request
- * of the batch answered 503: nothing was sent, none of them ran). */
-static const char *deduct_ready(sk_redis_t *r, fr_req_t **batch, int n)
+/* A usable connection with deduct.lua loaded (SCRIPT LOAD when this process has no SHA
+ * yet, or @p need_load after a NOSCRIPT). @returns the SHA, or NULL (nothing sent; a
+ * failed connect counts for the breaker). */
+static const char *deduct_ready(sk_redis_t *r, int need_load)
 {
         redisContext *c = sk_redis_ctx(r);
         const char *sha = sk_script_sha(SK_SCRIPT_DEDUCT);
         char errstr[512];
-        int i;
 
-        if ((!c || c->err) && sk_redis_reconnect(r, errstr, sizeof(errstr)) != SK_OK)
-                goto fail;
-        /* No SCRIPT LOAD has succeeded in this process yet (Redis was down at start, or
-         * the health thread has not run): load now. */
-        if (!sha && (sk_redis_load_scripts(r, errstr, sizeof(errstr)) != SK_OK ||
-                     !(sha = sk_script_sha(SK_SCRIPT_DEDUCT))))
-                goto fail;
+        if ((!c || c->err) && sk_redis_reconnect(r, errstr, sizeof(errstr)) != SK_OK) {
+                SK_LOG(SK_WARN, "redis_connect_failed", "reason=\"%s\"", errstr);
+                fr_breaker_record(1, 0);
+                return NULL;
+        }
+        if ((!sha || need_load) && (sk_redis_load_scripts(r, errstr, sizeof(errstr)) != SK_OK ||
+                                    !(sha = sk_script_sha(SK_SCRIPT_DEDUCT))))
+                return NULL;
         return sha;
-fail:
-        for (i = 0; i < n; i++)
-                answer_unavailable(batch[i]);
-        return NULL;
 }
 
-/* Pipelined deduct of a batch on one connection: all EVALSHAs are appended, then the
- * replies are read in order. An I/O error or timeout leaves every unread reply's outcome
- * unknown: those purchases continue in deduct_sync() with one unknown attempt; so do
- * those answered NOSCRIPT (not run) or an unknown error, once every reply was read. */
-static void deduct_batch(sk_redis_t *r, fr_req_t **batch, int n)
+/* Nothing of this round was sent: the never-run ones get 503, the unknown ones one
+ * more attempt (bounded by the gate). @returns the number kept for the next round. */
+static int deduct_not_sent(fr_req_t **batch, int n)
 {
-        const char *sha = deduct_ready(r, batch, n);
+        int i, k = 0;
+
+        for (i = 0; i < n; i++) {
+                if (batch[i]->deduct_attempts > 0) {
+                        deduct_unknown(batch[i], "not sent", 8);
+                        batch[k++] = batch[i];
+                } else {
+                        answer_unavailable(batch[i]);
+                }
+        }
+        return k;
+}
+
+/* One round: the EVALSHAs of batch[0..n) pipelined on one connection, the replies read
+ * in order. A batch is one command for the breaker: failed on an I/O error or timeout
+ * (every unread reply's outcome is unknown: reconnect, next round), LOADING or
+ * CLUSTERDOWN, else its latency. @returns the number kept at batch[0..) for the next
+ * round (NOSCRIPT once, unknown outcomes); every other request was answered or handed on. */
+static int deduct_round(sk_redis_t *r, fr_req_t **batch, int n, int round, int *need_load)
+{
+        const char *sha = deduct_ready(r, *need_load);
         redisContext *c;
         char errstr[512];
-        int i, j, nredo = 0;
+        int i, j, k = 0, failed = 0;
+        int64_t t0;
 
         if (!sha)
-                return;
+                return deduct_not_sent(batch, n);
+        *need_load = 0;
         c = sk_redis_ctx(r);
         if (deduct_append(r, c, sha, batch, n) != 0)
-                return;
+                return deduct_not_sent(batch, n);
+        t0 = sk_mono_ms();
         for (i = 0; i < n; i++) {
                 redisReply *reply = NULL;
 
                 if (redisGetReply(c, (void **)&reply) != REDIS_OK || !reply) {
-                        SK_LOG(SK_WARN, "deduct_io_error", "batch=%d unread=%d reason=\"%s\"",
-                               n, n - i, c->errstr);
+                        SK_LOG(SK_WARN, "deduct_io_error", "batch=%d unread=%d round=%d reason=\"%s\"",
+                               n, n - i, round, c->errstr);
                         if (reply)
                                 freeReplyObject(reply);
+                        failed = 1;
                         sk_redis_reconnect(r, errstr, sizeof(errstr));
                         for (j = i; j < n; j++) {
-                                batch[j]->deduct_attempts = 1;
-                                batch[nredo++] = batch[j];
+                                deduct_unknown(batch[j], "no reply", 8);
+                                batch[k++] = batch[j];
                         }
                         break;
                 }
                 if (reply->type == REDIS_REPLY_ERROR) {
-                        if (deduct_error_reply(batch[i], reply))
-                                batch[nredo++] = batch[i];
+                        failed |= sk_breaker_error_counts(reply->str, reply->len);
+                        if (deduct_error_reply(batch[i], reply, round, need_load))
+                                batch[k++] = batch[i];
                 } else {
                         fr_deduct_ran(batch[i], reply);
                 }
                 freeReplyObject(reply);
         }
-        /* batch[0..nredo) (slots before i are free to reuse). */
-        for (j = 0; j < nredo; j++)
-                deduct_sync(r, batch[j]);
+        fr_breaker_record(failed, sk_mono_ms() - t0);
+        return k;
+}
+
+/* DESIGN.md 8, 12: a batch goes round by round, each one pipelined (a timeout never
+ * falls back to one synchronous call per request), each behind the gate (breaker,
+ * deadline, repeats), until every purchase is answered or handed on. Bounded: every
+ * round answers a request or adds an unknown attempt, except NOSCRIPT once. */
+static void deduct_run(sk_redis_t *r, fr_req_t **batch, int n)
+{
+        int round, need_load = 0;
+
+        for (round = 0; (n = deduct_gate(batch, n)) > 0; round++)
+                n = deduct_round(r, batch, n, round, &need_load);
 }
 
 static void *redis_main(void *arg)
@@ -265,16 +301,19 @@ static void *redis_main(void *arg)
                         batch[n++] = req;
                         req = req->qnext;
                 }
+                if ((n = deduct_gate(batch, n)) == 0)
+                        continue; /* nothing to send (breaker open, deadlines) */
                 if (!r)
                         r = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS, errstr,
                                              sizeof(errstr));
                 if (!r) {
                         SK_LOG(SK_WARN, "redis_connect_failed", "reason=\"%s\"", errstr);
+                        fr_breaker_record(1, 0);
                         for (i = 0; i < n; i++)
                                 answer_unavailable(batch[i]);
                         continue;
                 }
-                deduct_batch(r, batch, n);
+                deduct_run(r, batch, n);
         }
         sk_redis_close(r);
         free(batch);

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "breaker.h"
 #include "front.h"
 #include "health.h"
 #include "kprod.h"
@@ -21,6 +22,12 @@ static void redis_check(sk_redis_t **rp)
         char errstr[512];
         int ne, sl;
 
+        /* The breaker (breaker.c) is open: Redis is known down and its probe thread
+         * watches it; do not block this thread (and the Kafka checks) on it. */
+        if (!fr_breaker_allow()) {
+                atomic_store(&redis_ok, 0);
+                return;
+        }
         if (!*rp)
                 *rp = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS, errstr, sizeof(errstr));
         if (!*rp) {

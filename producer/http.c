@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "breaker.h"
 #include "deduct.h"
 #include "front.h"
 #include "health.h"
@@ -134,6 +135,11 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
         /* DESIGN.md 8: overloaded or producer unusable -> 503 before deduct.lua. */
         if (!fr_kprod_usable()) {
                 quick_503(req, "kafka", "kafka unavailable");
+                return;
+        }
+        /* DESIGN.md 12: no purchase is queued for a Redis the breaker knows is down. */
+        if (!fr_breaker_allow()) {
+                quick_503(req, "redis", "redis unavailable");
                 return;
         }
         if (fr_inflight_acquire(req, g_fr.conf.max_inflight) != 0) {

@@ -80,6 +80,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "breaker.h"
 #include "front.h"
 #include "http.h"
 #include "kprod.h"
@@ -209,6 +210,7 @@ int main(int argc, char **argv)
         raise_nofile();
         sk_db_library_init();
         fr_metrics_init();
+        fr_breaker_init();
 
         /* The lease first: a second front with the same SECKILL_WORKER_ID exits 2
          * before it binds anything (DESIGN.md 2). */

@@ -59,6 +59,10 @@ static void init_counters(fr_metrics_t *m)
                                                   NULL, "producers replaced after a fatal error");
         m->deduct_retry = sk_metrics_counter(m->reg, "seckill_front_deduct_unknown_total", NULL,
                                              "deduct attempts with an unknown outcome");
+        m->brk_to_open = sk_metrics_counter(m->reg, "seckill_front_redis_breaker_transitions_total",
+                                            "to=\"open\"", "Redis breaker transitions by new state");
+        m->brk_to_closed = sk_metrics_counter(m->reg, "seckill_front_redis_breaker_transitions_total",
+                                              "to=\"closed\"", "Redis breaker transitions by new state");
         m->collision = sk_metrics_counter(m->reg, "seckill_front_deduct_collision_total", NULL,
                                           "ALERT: a traceId already stored for another purchase "
                                           "(id collision, DESIGN.md 4)");
@@ -68,6 +72,9 @@ static void init_gauges(fr_metrics_t *m)
 {
         m->inflight = sk_metrics_gauge(m->reg, "seckill_front_inflight", NULL,
                                        "purchases between admission and their final delivery report");
+        m->brk_open = sk_metrics_gauge(m->reg, "seckill_front_redis_breaker_open", NULL,
+                                       "1 while the Redis breaker is open or half-open (no purchase "
+                                       "goes to Redis), else 0");
         m->q_deduct = sk_metrics_gauge(m->reg, "seckill_front_deduct_queue_depth", NULL,
                                        "purchases waiting for a Redis deduct worker");
         m->q_rollback = sk_metrics_gauge(m->reg, "seckill_front_rollback_queue_depth", NULL,

@@ -1,7 +1,8 @@
 /* producer/pipeline.c: start and stop order of the purchase pipeline (producer/
  * pipeline.h). The parts own their state and threads: kprod.c (producers, poll
  * thread), publish.c (delivery reports, parked re-produces), rollback.c, deduct.c,
- * deadline.c, health.c. */
+ * deadline.c, health.c, breaker.c (the Redis breaker's probe thread). */
+#include "breaker.h"
 #include "deadline.h"
 #include "deduct.h"
 #include "health.h"
@@ -20,7 +21,8 @@ int fr_pipeline_start(char *errstr, size_t errstr_size)
         }
         if (fr_kprod_start(errstr, errstr_size) != 0)
                 return -1;
-        if (fr_deduct_start() != 0 || fr_deadline_start() != 0 || fr_health_start() != 0) {
+        if (fr_breaker_start() != 0 || fr_deduct_start() != 0 || fr_deadline_start() != 0 ||
+            fr_health_start() != 0) {
                 sk_seterr(errstr, errstr_size, "cannot start the pipeline threads");
                 return -1;
         }
@@ -42,4 +44,5 @@ void fr_pipeline_stop(void)
         fr_publish_close_deferred();
         fr_kprod_stop_poll();
         fr_rollback_stop();
+        fr_breaker_stop();
 }

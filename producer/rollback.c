@@ -3,11 +3,19 @@
  * for purchases the front gives up on: a NOT_PERSISTED delivery or refused produce
  * (publish.c), a deduct whose outcome stays unknown or whose reply makes no sense
  * (deduct.c). The script is idempotent, so an unknown outcome is simply repeated.
- * Owns its queue. */
+ * DESIGN.md 12: a rollback never holds the in-flight cap for a dead Redis. While the
+ * Redis breaker is open, or once its attempts failed, the purchase is answered 503
+ * PENDING at once and its slot released; the fence is then retried in the background
+ * from a bounded backlog (ROLLBACK_BACKLOG_MAX, ROLLBACK_BG_TRIES tries, one a second,
+ * only while the breaker is closed); what is left over is the reconciler's, as for a
+ * front killed after the deduct (DESIGN.md 8). Owns its queue and the backlog. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "breaker.h"
 #include "front.h"
 #include "metrics.h"
 #include "queue.h"
@@ -19,8 +27,22 @@
 #include "sk/redis.h"
 
 #define ROLLBACK_ATTEMPTS 3
+#define ROLLBACK_BACKLOG_MAX 10000      /* parked fences (answered, slot released) */
+#define ROLLBACK_BG_TRIES 30            /* background tries, then the reconciler's */
+#define ROLLBACK_BG_PERIOD_MS 1000      /* one background try a second */
 
 static fr_pool_t pool;                  /* the rollback queue and its one worker */
+
+/* The backlog: fences whose purchase was answered 503 PENDING. Worker thread only,
+ * except bl_len (a gauge). */
+typedef struct bl_node {
+        fr_req_t *req;
+        int tries;
+        struct bl_node *next;
+} bl_node_t;
+static bl_node_t *bl_head, *bl_tail;
+static atomic_int bl_len;
+static int64_t bl_next_ms;
 
 void fr_rollback_submit(fr_req_t *req)
 {
@@ -48,19 +70,24 @@ static sk_err_t run_rollback(sk_redis_t **rp, fr_req_t *req, sk_rollback_res_t *
          * PENDING, the DEDUCT stays for the reconciler). */
         if (SK_FAILPOINT("front.before_rollback"))
                 return SK_EAGAIN;
-        for (; attempt < ROLLBACK_ATTEMPTS; attempt++) {
+        for (; attempt < ROLLBACK_ATTEMPTS && fr_breaker_allow(); attempt++) {
+                int64_t t0;
+
                 if (!*rp)
                         *rp = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS, errstr,
                                                sizeof(errstr));
                 if (!*rp) {
                         err = SK_EAGAIN;
+                        fr_breaker_record(1, 0);
                         sk_sleep_ms(100, NULL);
                         continue;
                 }
                 memset(res, 0, sizeof(*res));
+                t0 = sk_mono_ms();
                 err = sk_rollback_run(*rp, g_fr.conf.redis_prefix, req->voucher_id, req->trace_id,
                                       req->user_id, "front", SK_REASON_FRONT_ROLLBACK, -1,
                                       g_fr.expire_extra_ms, res, errstr, sizeof(errstr));
+                fr_breaker_record(err == SK_EUNKNOWN, sk_mono_ms() - t0);
                 if (err == SK_OK)
                         return SK_OK;
                 SK_LOG(SK_WARN, "rollback_retry", "trace_id=%s attempt=%d err=%s reason=\"%s\"",
@@ -93,6 +120,84 @@ static void answer_rollback(fr_req_t *req, sk_err_t err, const sk_rollback_res_t
         }
 }
 
+/* Answer @p req 503 PENDING now (DESIGN.md 8: the rollback could not run yet), give its
+ * in-flight slot back and park its fence in the backlog; a full backlog leaves it to the
+ * reconciler. Keeps the pipeline's reference until the fence is done or given up. */
+static void park(fr_req_t *req)
+{
+        bl_node_t *n;
+
+        fr_answer_503(req, "pending", "PENDING", "outcome not yet known");
+        fr_inflight_release(req);
+        if (atomic_load(&bl_len) >= ROLLBACK_BACKLOG_MAX || !(n = calloc(1, sizeof(*n)))) {
+                SK_LOG(SK_ERROR, "rollback_abandoned", "trace_id=%s voucher_id=%s reason=\"backlog full\"",
+                       req->st, req->sv);
+                fr_req_done(req);
+                return;
+        }
+        SK_LOG(SK_WARN, "rollback_parked", "trace_id=%s voucher_id=%s breaker_open=%d", req->st,
+               req->sv, !fr_breaker_allow());
+        n->req = req;
+        if (bl_tail)
+                bl_tail->next = n;
+        else
+                bl_head = n;
+        bl_tail = n;
+        atomic_fetch_add(&bl_len, 1);
+}
+
+/* One background try of the oldest parked fence, at most one a second, only while the
+ * breaker is closed. Its answer was given already (fr_answer drops the new one). */
+static void backlog_retry(sk_redis_t **rp)
+{
+        int64_t now = sk_mono_ms();
+        sk_rollback_res_t res;
+        bl_node_t *n = bl_head;
+        sk_err_t err;
+
+        if (!n || now < bl_next_ms || !fr_breaker_allow())
+                return;
+        bl_next_ms = now + ROLLBACK_BG_PERIOD_MS;
+        bl_head = n->next;
+        if (!bl_head)
+                bl_tail = NULL;
+        n->next = NULL;
+        memset(&res, 0, sizeof(res));
+        err = run_rollback(rp, n->req, &res);
+        if (err == SK_OK || ++n->tries >= ROLLBACK_BG_TRIES) {
+                if (err == SK_OK)
+                        answer_rollback(n->req, err, &res);
+                else
+                        SK_LOG(SK_ERROR, "rollback_abandoned", "trace_id=%s voucher_id=%s tries=%d",
+                               n->req->st, n->req->sv, n->tries);
+                fr_req_done(n->req);
+                free(n);
+                atomic_fetch_sub(&bl_len, 1);
+                return;
+        }
+        if (bl_tail)
+                bl_tail->next = n;
+        else
+                bl_head = n;
+        bl_tail = n;
+}
+
+/* At shutdown: the fences still parked are left to the reconciler (DESIGN.md 8). */
+static void backlog_drop(void)
+{
+        while (bl_head) {
+                bl_node_t *n = bl_head;
+
+                bl_head = n->next;
+                SK_LOG(SK_WARN, "rollback_skipped_shutdown", "trace_id=%s voucher_id=%s", n->req->st,
+                       n->req->sv);
+                fr_req_done(n->req);
+                free(n);
+                atomic_fetch_sub(&bl_len, 1);
+        }
+        bl_tail = NULL;
+}
+
 static void *rollback_main(void *arg)
 {
         sk_redis_t *r = NULL;
@@ -103,16 +208,27 @@ static void *rollback_main(void *arg)
                 sk_rollback_res_t res;
                 sk_err_t err;
 
+                backlog_retry(&r);
                 if (!req) {
                         if (fr_queue_drained(&pool.q))
                                 break;
                         continue;
                 }
+                if (!fr_breaker_allow()) {
+                        park(req);
+                        continue;
+                }
                 memset(&res, 0, sizeof(res));
                 err = run_rollback(&r, req, &res);
+                if (err == SK_EAGAIN || err == SK_EUNKNOWN) {
+                        sk_metric_add(fr_m.rb_error, 1);
+                        park(req);
+                        continue;
+                }
                 answer_rollback(req, err, &res);
                 fr_req_done(req);
         }
+        backlog_drop();
         sk_redis_close(r);
         return NULL;
 }
@@ -129,5 +245,5 @@ void fr_rollback_stop(void)
 
 size_t fr_rollback_depth(void)
 {
-        return fr_queue_len(&pool.q);
+        return fr_queue_len(&pool.q) + (size_t)atomic_load(&bl_len);
 }

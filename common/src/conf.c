@@ -391,6 +391,14 @@ static const copt_t copts[] = {
           "HOST:PORT|off", "Prometheus /metrics listen address" },
         { "log-level", "SECKILL_LOG_LEVEL", V_LEVEL, OFF(log_level), 0, 0, 0, "LEVEL",
           "debug|info|warn|error" },
+        { "breaker-failures", "SECKILL_BREAKER_FAILURES", V_INT, OFF(breaker_failures), 0, 1, 1000, "N",
+          "front: failed or slow Redis commands (none healthy-ms apart) that open the breaker" },
+        { "breaker-slow-ms", "SECKILL_BREAKER_SLOW_MS", V_INT, OFF(breaker_slow_ms), 0, 1, 60000, "MS",
+          "front: a Redis command (pipelined batch) slower than this counts as failed" },
+        { "breaker-open-ms", "SECKILL_BREAKER_OPEN_MS", V_INT, OFF(breaker_open_ms), 0, 100, 3600000, "MS",
+          "front: minimum open time of the Redis breaker, then one probe a second" },
+        { "breaker-healthy-ms", "SECKILL_BREAKER_HEALTHY_MS", V_INT, OFF(breaker_healthy_ms), 0, 100,
+          3600000, "MS", "front: no failed or slow Redis command this long = healthy (count reset)" },
 };
 #define NCOPTS (sizeof(copts) / sizeof(copts[0]))
 
@@ -412,6 +420,10 @@ void sk_conf_defaults(sk_conf_t *conf)
         conf->reconcile_window_hours = 48;
         sfmt(conf->metrics_addr, sizeof(conf->metrics_addr), "127.0.0.1:9464");
         conf->log_level = SK_INFO;
+        conf->breaker_failures = 5;
+        conf->breaker_slow_ms = 300;
+        conf->breaker_open_ms = 30000;
+        conf->breaker_healthy_ms = 10000;
         /* The defaults are valid by construction; parse them so the structs are filled. */
         sk_redis_url_parse(conf->redis_url, &conf->redis, NULL, 0);
         sk_mysql_url_parse(conf->mysql_url, &conf->mysql, NULL, 0);

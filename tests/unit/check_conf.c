@@ -17,7 +17,8 @@ static const char *const all_env[] = {
         "SECKILL_GROUP_ID", "SECKILL_TOPIC_PARTITIONS", "SECKILL_HTTP_ADDR", "SECKILL_REDIS_PREFIX",
         "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS", "SECKILL_MAX_INFLIGHT", "SECKILL_WORKER_ID",
         "SECKILL_WORKER_LEASE_MS", "SECKILL_RECONCILE_WINDOW_HOURS", "SECKILL_METRICS_ADDR",
-        "SECKILL_LOG_LEVEL", "SECKILL_FAILPOINTS", "SK_TEST_BATCH", "SK_TEST_NAME", "SK_TEST_DRY",
+        "SECKILL_LOG_LEVEL", "SECKILL_FAILPOINTS", "SECKILL_BREAKER_FAILURES", "SECKILL_BREAKER_SLOW_MS",
+        "SECKILL_BREAKER_OPEN_MS", "SECKILL_BREAKER_HEALTHY_MS", "SK_TEST_BATCH", "SK_TEST_NAME", "SK_TEST_DRY",
 };
 
 static void clear_env(void)
@@ -123,6 +124,10 @@ START_TEST(defaults)
         ck_assert_str_eq(conf.redis_prefix, "seckill");
         ck_assert_int_eq(conf.kafka_delivery_timeout_ms, 5000);
         ck_assert_int_eq(conf.max_inflight, 10000);
+        ck_assert_int_eq(conf.breaker_failures, 5);
+        ck_assert_int_eq(conf.breaker_slow_ms, 300);
+        ck_assert_int_eq(conf.breaker_open_ms, 30000);
+        ck_assert_int_eq(conf.breaker_healthy_ms, 10000);
         ck_assert_int_eq(conf.worker_id, -1);
         ck_assert_int_eq(conf.worker_lease_ms, 30000);
         ck_assert_int_eq(conf.reconcile_window_hours, 48);
@@ -194,6 +199,9 @@ static const bad_t bad_env[] = {
         { "SECKILL_RECONCILE_WINDOW_HOURS", "99999999999",
           "seckill-front: SECKILL_RECONCILE_WINDOW_HOURS=99999999999 is out of range (1..8760)\n" },
         { "SECKILL_LOG_LEVEL", "loud", "seckill-front: SECKILL_LOG_LEVEL=loud is invalid (debug|info|warn|error)\n" },
+        { "SECKILL_BREAKER_FAILURES", "0", "seckill-front: SECKILL_BREAKER_FAILURES=0 is out of range (1..1000)\n" },
+        { "SECKILL_BREAKER_OPEN_MS", "99",
+          "seckill-front: SECKILL_BREAKER_OPEN_MS=99 is out of range (100..3600000)\n" },
         { "SECKILL_REDIS_URL", "redis://127.0.0.1:99999/0", NULL },
         { "SECKILL_REDIS_URL", "http://127.0.0.1:6379", NULL },
         { "SECKILL_REDIS_URL", "redis://:pw@127.0.0.1:6379/16", NULL },
@@ -246,6 +254,9 @@ START_TEST(flag_range_errors)
         ck_assert_int_eq(LOAD(&conf, err, "--window-hours", "0"), 2);
         ck_assert_int_eq(LOAD(&conf, err, "--max-inflight", "0"), 2);
         ck_assert_int_eq(LOAD(&conf, err, "--log-level", "trace"), 2);
+        ck_assert_int_eq(LOAD(&conf, err, "--breaker-slow-ms", "0"), 2);
+        ck_assert_str_eq(err, "seckill-front: --breaker-slow-ms=0 is out of range (1..60000)\n");
+        ck_assert_int_eq(LOAD(&conf, err, "--breaker-healthy-ms", "3600001"), 2);
         /* A URL error masks the password and names the accepted form. */
         ck_assert_int_eq(LOAD(&conf, err, "--redis-url", "redis://:hunter2@h:99999/0"), 2);
         ck_assert_int_eq(count_lines(err), 1);

@@ -44,6 +44,10 @@ typedef struct sk_conf {
         int reconcile_window_hours;     /* SECKILL_RECONCILE_WINDOW_HOURS, 1..8760 */
         char metrics_addr[128];         /* SECKILL_METRICS_ADDR host:port or "off" */
         int log_level;                  /* SECKILL_LOG_LEVEL debug|info|warn|error */
+        int breaker_failures;           /* SECKILL_BREAKER_FAILURES, 1..1000 (DESIGN.md 12) */
+        int breaker_slow_ms;            /* SECKILL_BREAKER_SLOW_MS, 1..60000 */
+        int breaker_open_ms;            /* SECKILL_BREAKER_OPEN_MS, 100..3600000 */
+        int breaker_healthy_ms;         /* SECKILL_BREAKER_HEALTHY_MS, 100..3600000 */
         int nkafka_props;               /* -X key=value, passed to librdkafka as is */
         char kafka_props[SK_MAX_KAFKA_PROPS][2][256];
 } sk_conf_t;
