@@ -12,7 +12,8 @@
  *   deduct_reply.c  what a deduct.lua reply or error reply means for the purchase
  *   publish.c   produce after an admitted deduct; delivery reports decide the answer
  *   kprod.c     librdkafka producers: replacement, retired producers, poll thread
- *   rollback.c  rollback.lua mode front (the fence)
+ *   rollback.c  rollback.lua mode front (the fence); a backlog of fences to retry
+ *   breaker.c   the Redis breaker (DESIGN.md 12): probe thread, log lines, metrics
  *   lookup.c    GET lookups and the DB check behind a 10004
  *   deadline.c  the per-request deadline timer
  *   health.c    Redis and Kafka health, producer replacement trigger
@@ -41,19 +42,28 @@
  *     COLLISION -> 503 and an alert metric; BUSY, LOADING, READONLY, OOM, TRYAGAIN,
  *     CLUSTERDOWN, MASTERDOWN, NOREPLICAS, NOSCRIPT twice -> 503 (did not run); I/O
  *     error, timeout or any other error reply (the script may have written) -> repeat
- *     the same EVALSHA up to twice on a fresh connection, then rollback.
+ *     the same EVALSHA up to twice on a fresh connection (pipelined again), then
+ *     rollback. Before every send: the Redis breaker (closed?) and each request's
+ *     deadline (reply or timeout before it?); otherwise nothing is sent (503, or the
+ *     rollback once an attempt was unknown). Every batch is reported to the breaker.
  *   - Kafka poll thread (kprod.c): rd_kafka_poll(); delivery reports (publish.c) decide
  *     the answer (PERSISTED 202; POSSIBLY_PERSISTED one identical re-produce, else 503
  *     PENDING; NOT_PERSISTED -> rollback worker unless an earlier copy was
  *     POSSIBLY_PERSISTED). It also polls replaced producers and destroys each once its
  *     queue is empty.
  *   - Rollback worker (rollback.c): rollback.lua mode front (sk_rollback_run) -> 503
- *     FAILED or PENDING.
+ *     FAILED or PENDING. While the breaker is open or after failed attempts: 503
+ *     PENDING at once, in-flight slot released, the fence retried from a bounded
+ *     backlog (one a second, breaker closed).
+ *   - Breaker probe (breaker.c): while the Redis breaker is half-open, one probe a
+ *     second (PING, ROLE, INFO loading) on its own connection; HTTP refuses purchases
+ *     with 503 while it is not closed.
  *   - Lookup pool (--lookup-threads; lookup.c): orders/me, orders/{id}, the 10004 DB
  *     check (ended -> 403/10003, on sale -> 503, else 404).
  *   - Timer (deadline.c): answers 503 PENDING at each request's deadline (2 x delivery
  *     timeout + 1 s); never rolls back; the pipeline still handles the late report.
- *   - Health (health.c): every second, Redis noeviction and scripts loaded, fatal
+ *   - Health (health.c): every second, Redis noeviction and scripts loaded (skipped
+ *     while the breaker is open), fatal
  *     producer replacement, topic creation retry, broker metadata for the topic.
  * Failpoints (DESIGN.md 11, SECKILL_FAILPOINTS): front.after_deduct (error = the publish
  * is refused -> rollback), front.before_respond (before a 202; error -> 503 PENDING),

@@ -24,33 +24,6 @@ static void log_path(char *out, size_t cap, const char *what)
                  what, (int)getpid());
 }
 
-/* The value of metric line @p name (exact name + labels, then a space) in @p text;
- * -1 when the line is missing. */
-static long long metric_value(const char *text, const char *name)
-{
-        size_t n = strlen(name);
-        const char *p = text;
-
-        while ((p = strstr(p, name)) != NULL) {
-                if ((p == text || p[-1] == '\n') && p[n] == ' ')
-                        return strtoll(p + n + 1, NULL, 10);
-                p += n;
-        }
-        return -1;
-}
-
-static long long scrape(int port, const char *name)
-{
-        char *body = malloc(FT_BODY_MAX);
-        long long v;
-
-        ck_assert(body != NULL);
-        ck_assert_int_eq(ft_http(port, "GET", "/metrics", NULL, NULL, body, FT_BODY_MAX), 200);
-        v = metric_value(body, name);
-        free(body);
-        return v;
-}
-
 static pid_t start_front(int port, const char *const *env, const char *what, char *log, size_t cap)
 {
         pid_t pid;
@@ -159,7 +132,7 @@ START_TEST(trace_collision_is_503_and_counted)
         ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 5);
         sk_key_voucher(ku, g_conf.redis_prefix, vid, SK_KEY_USERS);
         ck_assert_ptr_null(ft_hget(rc, ku, "305"));
-        ck_assert_int_eq(scrape(port, "seckill_front_deduct_collision_total"), 1);
+        ck_assert_int_eq(ft_scrape(port, "seckill_front_deduct_collision_total"), 1);
         ck_assert_int_eq(ft_stop(pid, 30), 0);
         free(before);
         free(after);
@@ -198,9 +171,9 @@ START_TEST(queue_depth_gauges)
         long long seen = 0;
         int i;
 
-        ck_assert_int_eq(scrape(port, "seckill_front_deduct_queue_depth"), 0);
-        ck_assert_int_eq(scrape(port, "seckill_front_rollback_queue_depth"), 0);
-        ck_assert_int_eq(scrape(port, "seckill_front_lookup_queue_depth"), 0);
+        ck_assert_int_eq(ft_scrape(port, "seckill_front_deduct_queue_depth"), 0);
+        ck_assert_int_eq(ft_scrape(port, "seckill_front_rollback_queue_depth"), 0);
+        ck_assert_int_eq(ft_scrape(port, "seckill_front_lookup_queue_depth"), 0);
         ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 0);
         sk_id_format(vid, v);
         for (i = 0; i < 2; i++) {
@@ -211,7 +184,7 @@ START_TEST(queue_depth_gauges)
         }
         until = sk_mono_ms() + 2000;
         while (sk_mono_ms() < until && seen < 1) {
-                seen = scrape(port, "seckill_front_rollback_queue_depth");
+                seen = ft_scrape(port, "seckill_front_rollback_queue_depth");
                 usleep(50 * 1000);
         }
         for (i = 0; i < 2; i++)
@@ -219,7 +192,7 @@ START_TEST(queue_depth_gauges)
         ck_assert_msg(seen == 1, "rollback queue depth never 1 (last %lld, log %s)", seen, log);
         for (i = 0; i < 2; i++)
                 ck_assert_int_eq(b[i].status, 503);
-        ck_assert_int_eq(scrape(port, "seckill_front_rollback_queue_depth"), 0);
+        ck_assert_int_eq(ft_scrape(port, "seckill_front_rollback_queue_depth"), 0);
         ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 5); /* both fenced and restored */
         ck_assert_int_eq(ft_stop(pid, 30), 0);
         redisFree(rc);
@@ -254,11 +227,11 @@ START_TEST(retired_producers_are_destroyed)
         long long retired = -1, th, th0;
 
         while (sk_mono_ms() < until &&
-               scrape(port, "seckill_front_producer_replaced_total") < 3)
+               ft_scrape(port, "seckill_front_producer_replaced_total") < 3)
                 usleep(100 * 1000);
-        ck_assert_int_eq(scrape(port, "seckill_front_producer_replaced_total"), 3);
+        ck_assert_int_eq(ft_scrape(port, "seckill_front_producer_replaced_total"), 3);
         until = sk_mono_ms() + 10000;
-        while (sk_mono_ms() < until && (retired = scrape(port, "seckill_front_producers_retired")) != 0)
+        while (sk_mono_ms() < until && (retired = ft_scrape(port, "seckill_front_producers_retired")) != 0)
                 usleep(100 * 1000);
         ck_assert_msg(retired == 0, "retired producers left: %lld (log %s)", retired, log);
         sk_sleep_ms(1500, NULL); /* librdkafka threads end after rd_kafka_destroy returns */

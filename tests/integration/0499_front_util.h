@@ -471,3 +471,31 @@ static __attribute__((unused)) pid_t ft_private_redis(sk_conf_t *conf, const cha
         ck_abort_msg("private redis-server did not start on %d", port);
         return -1;
 }
+
+/* The value of metric line @p name (exact name + labels, then a space) in @p text;
+ * -1 when the line is missing. */
+static __attribute__((unused)) long long ft_metric_value(const char *text, const char *name)
+{
+        size_t n = strlen(name);
+        const char *p = text;
+
+        while ((p = strstr(p, name)) != NULL) {
+                if ((p == text || p[-1] == '\n') && p[n] == ' ')
+                        return strtoll(p + n + 1, NULL, 10);
+                p += n;
+        }
+        return -1;
+}
+
+/* GET /metrics on @p port and return metric line @p name's value (-1 if missing). */
+static __attribute__((unused)) long long ft_scrape(int port, const char *name)
+{
+        char *body = malloc(FT_BODY_MAX);
+        long long v;
+
+        ck_assert(body != NULL);
+        ck_assert_int_eq(ft_http(port, "GET", "/metrics", NULL, NULL, body, FT_BODY_MAX), 200);
+        v = ft_metric_value(body, name);
+        free(body);
+        return v;
+}
