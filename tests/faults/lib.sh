@@ -620,7 +620,7 @@ ft_record() {
         fi
         mkdir -p "$dir" 2>/dev/null || return 0
         printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$result" "$req" "$ok" "$n503" \
-                "${orders:-?}" "$failed" "${FT_RECOVER_S:--}" "$(printf '%s' "${FT_NOTE:-}" | tr '\t\n' '  ')" \
+                "${orders:-?}" "$failed" "${FT_RECOVER_S:--}" "$(printf '%s' "${FT_NOTE:--}" | tr '\t\n' '  ')" \
                 "$(($(date +%s) - FT_T0))" "$(date -u +%Y-%m-%dT%H:%MZ)" >"$dir/$case.tsv.tmp" &&
                 mv -f "$dir/$case.tsv.tmp" "$dir/$case.tsv"
         ft_log "figures: $result, $ok×202 of $req, $n503×503, $orders orders, FAILED ${failed}, recovery ${FT_RECOVER_S:--}s"

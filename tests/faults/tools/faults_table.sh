@@ -41,7 +41,9 @@ trap 'rm -f "$table" "$DOC.tmp"' EXIT
                         printf '| %s | %s | not run | | | | | | | | |\n' "$name" "$(cell "${fault:-?}")"
                         continue
                 fi
-                IFS=$'\t' read -r _ result req ok n503 orders failed recover note dur when <<<"$line"
+                # Tabs to a non-blank separator: read would merge the empty fields of tabs.
+                IFS=$'\x1f' read -r _ result req ok n503 orders failed recover note dur when \
+                        <<<"${line//$'\t'/$'\x1f'}"
                 printf '| %s | %s | %s (%ss) | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$name" \
                         "$(cell "${fault:-?}")" "$result" "$dur" "$req" "$ok" "$n503" "$orders" \
                         "$(cell "$failed")" "$recover" "$(cell "$note")" "$when"
