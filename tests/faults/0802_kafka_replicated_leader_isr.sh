@@ -14,6 +14,19 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_kafka3.sh"
 ft_init kafka_replicated
+# kill_mid_sale FIRST_USER BROKER ISR_LEFT: SIGKILL BROKER while a buy loop (users from
+# FIRST_USER) runs, wait until the voucher's partition has ISR_LEFT in-sync replicas, stop
+# the loop. KILL_S = seconds from the kill until the ISR had shrunk (failure logged).
+kill_mid_sale() {
+        local t0
+        ft_buy_loop f1 "$V" "$1" 2 4 0.5
+        sleep 2
+        t0=$SECONDS
+        ft_kafka3_kill "$2"
+        ft_kafka3_wait_isr "$P" "$3" 30 || ft_fail "partition $P: the ISR did not shrink to $3 after killing broker $2"
+        KILL_S=$((SECONDS - t0))
+        ft_buy_loop_stop
+}
 ft_kafka3_start
 V=$(ft_voucher 300)
 ft_front f1
@@ -29,17 +42,12 @@ ft_log "voucher $V on partition $P: leader $L, ISR $ISR"
 ft_eq "$(tr ',' '\n' <<<"$ISR" | wc -l)" 3 "the voucher's partition has three in-sync replicas"
 
 # 1. Kill the leader while purchases are in flight.
-ft_buy_loop f1 "$V" 100001 2 4 0.5
-sleep 2
-T_KILL=$SECONDS
-ft_kafka3_kill "$L"
-ft_kafka3_wait_isr "$P" 2 30 || ft_fail "the dead leader never left the ISR"
-NEW_LEADER_S=$((SECONDS - T_KILL))
+kill_mid_sale 100001 "$L" 2
+NEW_LEADER_S=$KILL_S
 read -r _ B ISR < <(ft_kafka3_partitions | awk -v p="$P" '$1 == p')
-ft_log "partition $P after the leader kill: leader $B, ISR $ISR ($((SECONDS - T_KILL))s)"
+ft_log "partition $P after the leader kill: leader $B, ISR $ISR (${KILL_S}s)"
 [[ $B != "$L" && $B != -1 && ,$ISR, == *,$B,* ]] && ft_ok "a surviving in-sync replica ($B) leads partition $P" ||
         ft_fail "partition $P: leader '$B', ISR '$ISR' after killing $L"
-ft_buy_loop_stop
 
 # 2. Two brokers of three, ISR 2 = min.insync.replicas: the sale goes on.
 sleep 2
@@ -52,13 +60,8 @@ TWO_OK=$n
 # 3. Kill a second member of the ISR (not the leader): ISR 1 < min.insync.replicas.
 F=$(tr ',' '\n' <<<"$ISR" | grep -vx "$B" | head -n 1)
 [[ -n $F ]] || ft_die "no second in-sync replica to kill (ISR '$ISR', leader $B)"
-ft_buy_loop f1 "$V" 300001 2 4 0.5
-sleep 2
-T_KILL=$SECONDS
-ft_kafka3_kill "$F"
-ft_kafka3_wait_isr "$P" 1 30 || ft_fail "the ISR did not shrink to one broker"
-SHRINK_S=$((SECONDS - T_KILL))
-ft_buy_loop_stop
+kill_mid_sale 300001 "$F" 1
+SHRINK_S=$KILL_S
 ft_log "partition $P with one broker: $(ft_kafka3_partitions | awk -v p="$P" '$1 == p')"
 ft_buy f1 "$V" 400001 16 4
 n=$(awk '$1 >= 400001 && $1 < 500000' "$FT_WORK/results.txt" | wc -l)

@@ -20,10 +20,12 @@
 # replication factor 3, min.insync.replicas=2; the case's topics are created with RF 3 and
 # min.insync.replicas=2 before any binary starts.
 #
-# Resources: heaps 256-320 MB per broker, 160 MB for the controller, one GC thread each,
-# few network/io threads (a 2-core machine). The JVMs are killed (SIGKILL: their data is
-# scratch) by ft_cleanup through FT_CLEANUP_HOOKS, and by a watchdog if the case's shell
-# dies without running its EXIT trap (a CTest timeout). Every wait is bounded.
+# Ports: four free loopback ports below the kernel's ephemeral range; a node that dies at
+# startup (its port taken meanwhile) makes the whole boot start again on new ports, at most
+# three times. Resources: heaps 128-320 MB per broker, 128-160 MB for the controller, one
+# GC thread each, few network/io threads (a 2-core machine). The JVMs are killed (SIGKILL:
+# their data is scratch) by ft_cleanup through FT_CLEANUP_HOOKS, and by a watchdog if the
+# case's shell dies without running its EXIT trap (a CTest timeout). Every wait is bounded.
 #
 # What it deliberately does not do: touch the shared broker, or judge speed.
 
@@ -162,9 +164,9 @@ ft_kafka3_wait_brokers() {
         return 1
 }
 
-ft_kafka3_stop_all() {
+# The JVMs of every node, SIGKILLed and reaped.
+ft_kafka3_kill_nodes() {
         local id pid
-        [[ -n $FT_K3_WATCHDOG ]] && kill -KILL "$FT_K3_WATCHDOG" 2>/dev/null
         for id in "${FT_K3_NODES[@]}" 9; do
                 pid=$(ft_kafka3_pid "$id")
                 [[ -n $pid ]] && kill -KILL "$pid" 2>/dev/null
@@ -176,22 +178,43 @@ ft_kafka3_stop_all() {
         return 0
 }
 
-ft_kafka3_start() {
-        local id uuid pid t0=$SECONDS ports=() p fmt=()
-        ft_kafka3_libs
-        FT_K3_DIR=$FT_WORK/k3
-        mkdir -p "$FT_K3_DIR"
-        # Four distinct spare ports (the controller's and the brokers').
-        while ((${#ports[@]} < 4)); do
-                p=$(ft_free_port)
-                [[ " ${ports[*]} " == *" $p "* ]] || ports+=("$p")
-        done
+ft_kafka3_stop_all() {
+        [[ -n $FT_K3_WATCHDOG ]] && kill -KILL "$FT_K3_WATCHDOG" 2>/dev/null
+        ft_kafka3_kill_nodes
+}
+
+# N distinct free loopback ports below the kernel's ephemeral range: a port picked there
+# can be taken by some client's connection before a JVM (seconds later) binds it.
+ft_kafka3_ports() {
+        python3 -c '
+import random, socket, sys
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+out = []
+while len(out) < int(sys.argv[1]):
+    p = random.randint(max(1024, lo - 12000), lo - 1)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    if p not in out:
+        out.append(p)
+print(" ".join(map(str, out)))
+' "$1"
+}
+
+# One attempt to boot the four nodes with cluster id $1 on fresh ports and data: until
+# the three brokers are in the metadata (150 s). 1 when a node exited (a port taken
+# meanwhile, ...) or the time ran out; the caller kills the nodes and tries again.
+ft_kafka3_boot() {
+        local uuid=$1 id ports fmt=() t0=$SECONDS have= pid
+        read -r -a ports <<<"$(ft_kafka3_ports 4)"
         FT_K3_CPORT=${ports[0]}
         for id in "${FT_K3_NODES[@]}"; do FT_K3_PORT[$id]=${ports[$id]}; done
+        rm -rf "$FT_K3_DIR"/n*
         for id in 9 "${FT_K3_NODES[@]}"; do ft_kafka3_conf "$id"; done
-        FT_CLEANUP_HOOKS+=(ft_kafka3_stop_all)
-        uuid=$(ft_kafka3_tool kafka.tools.StorageTool random-uuid 2>>"$FT_K3_DIR/format.log") ||
-                ft_die "kafka3: random-uuid failed: $(tail -n 5 "$FT_K3_DIR/format.log")"
         # Formatting is a JVM per node: in parallel.
         for id in 9 "${FT_K3_NODES[@]}"; do
                 ft_kafka3_tool kafka.tools.StorageTool format -t "$uuid" \
@@ -204,6 +227,32 @@ ft_kafka3_start() {
                         ft_die "kafka3: node $id not formatted: $(tail -n 5 "$FT_K3_DIR/format.log")"
         done
         for id in 9 "${FT_K3_NODES[@]}"; do ft_kafka3_jvm "$id"; done
+        FT_BROKERS=127.0.0.1:${FT_K3_PORT[1]},127.0.0.1:${FT_K3_PORT[2]},127.0.0.1:${FT_K3_PORT[3]}
+        export SECKILL_KAFKA_BROKERS=$FT_BROKERS
+        while ((SECONDS - t0 < 150)); do
+                for id in 9 "${FT_K3_NODES[@]}"; do
+                        pid=$(ft_kafka3_pid "$id")
+                        if ! kill -0 "$pid" 2>/dev/null; then
+                                ft_log "kafka3: node $id exited at startup: $(grep -h -m 1 -o -E \
+                                        'failed to bind[^.]*|Exception: [^(]*' "$FT_K3_DIR/n$id/server.log" \
+                                        "$FT_K3_DIR/n$id/out.log" 2>/dev/null | head -n 1)"
+                                return 1
+                        fi
+                done
+                have=$(ft_kafka3_live)
+                [[ $have == "1 2 3" ]] && return 0
+                sleep 1
+        done
+        ft_log "kafka3: brokers in the metadata after 150 s: '$have'"
+        return 1
+}
+
+ft_kafka3_start() {
+        local uuid t0=$SECONDS attempt
+        ft_kafka3_libs
+        FT_K3_DIR=$FT_WORK/k3
+        mkdir -p "$FT_K3_DIR"
+        FT_CLEANUP_HOOKS+=(ft_kafka3_stop_all)
         # Watchdog: if the case's shell is killed without its EXIT trap, kill the JVMs.
         (
                 trap '' TERM INT
@@ -214,15 +263,18 @@ ft_kafka3_start() {
         ) >/dev/null 2>&1 &
         FT_K3_WATCHDOG=$!
         disown "$FT_K3_WATCHDOG"
-        FT_BROKERS=127.0.0.1:${FT_K3_PORT[1]},127.0.0.1:${FT_K3_PORT[2]},127.0.0.1:${FT_K3_PORT[3]}
-        export SECKILL_KAFKA_BROKERS=$FT_BROKERS
-        ft_kafka3_wait_brokers "1 2 3" 150 ||
-                ft_die "kafka3: the three brokers did not register in 150 s (logs in $FT_K3_DIR)"
+        uuid=$(ft_kafka3_tool kafka.tools.StorageTool random-uuid 2>>"$FT_K3_DIR/format.log") ||
+                ft_die "kafka3: random-uuid failed: $(tail -n 5 "$FT_K3_DIR/format.log")"
+        for attempt in 1 2 3; do
+                ft_kafka3_boot "$uuid" && break
+                ft_kafka3_kill_nodes
+                ((attempt < 3)) || ft_die "kafka3: the cluster did not start in 3 attempts (logs in $FT_K3_DIR)"
+        done
         timeout 30 "$FT_TOOL" create-topic "$FT_BROKERS" "$FT_TOPIC" "$FT_PARTITIONS" 3 min.insync.replicas=2 \
                 2>>"$FT_WORK/fttool.log" || ft_die "kafka3: cannot create $FT_TOPIC: $(tail -n 2 "$FT_WORK/fttool.log")"
         timeout 30 "$FT_TOOL" create-topic "$FT_BROKERS" "$FT_TOPIC.dlq" "$FT_PARTITIONS" 3 min.insync.replicas=2 \
                 2>>"$FT_WORK/fttool.log" || ft_die "kafka3: cannot create $FT_TOPIC.dlq: $(tail -n 2 "$FT_WORK/fttool.log")"
-        ft_log "private cluster: controller 9 on $FT_K3_CPORT, brokers $FT_BROKERS (ready in $((SECONDS - t0))s)"
+        ft_log "private cluster: controller 9 on $FT_K3_CPORT, brokers $FT_BROKERS (ready in $((SECONDS - t0))s, attempt $attempt)"
 }
 
 ft_kafka3_kill() {

@@ -120,7 +120,9 @@ done:
         return rc;
 }
 
-static int cmd_count(const char *brokers, const char *topic)
+/* count: the sum over partitions of high - low watermark; highs (@p per_partition):
+ * "PARTITION HIGH" per partition. */
+static int cmd_count(const char *brokers, const char *topic, int per_partition)
 {
         rd_kafka_t *rk = new_client(RD_KAFKA_CONSUMER, brokers, NULL);
         rd_kafka_resp_err_t err;
@@ -138,33 +140,11 @@ static int cmd_count(const char *brokers, const char *topic)
                         goto done;
                 }
                 sum += hi - lo;
+                if (per_partition)
+                        printf("%d %" PRId64 "\n", i, hi);
         }
-        printf("%" PRId64 "\n", sum);
-        rc = 0;
-done:
-        rd_kafka_destroy(rk);
-        return rc;
-}
-
-static int cmd_highs(const char *brokers, const char *topic)
-{
-        rd_kafka_t *rk = new_client(RD_KAFKA_CONSUMER, brokers, NULL);
-        rd_kafka_resp_err_t err;
-        int64_t lo, hi;
-        int n, i, rc = 1;
-
-        if (!rk)
-                return 1;
-        if ((n = partition_count(rk, topic)) < 0)
-                goto done;
-        for (i = 0; i < n; i++) {
-                err = rd_kafka_query_watermark_offsets(rk, topic, i, &lo, &hi, TIMEOUT_MS);
-                if (err) {
-                        fprintf(stderr, "fttool: watermarks %s/%d: %s\n", topic, i, rd_kafka_err2str(err));
-                        goto done;
-                }
-                printf("%d %" PRId64 "\n", i, hi);
-        }
+        if (!per_partition)
+                printf("%" PRId64 "\n", sum);
         rc = 0;
 done:
         rd_kafka_destroy(rk);
@@ -487,13 +467,13 @@ int main(int argc, char **argv)
         if (argc == 4 && !strcmp(argv[1], "produce"))
                 return cmd_produce(argv[2], argv[3]);
         if (argc == 4 && !strcmp(argv[1], "count"))
-                return cmd_count(argv[2], argv[3]);
+                return cmd_count(argv[2], argv[3], 0);
         if (argc >= 4 && !strcmp(argv[1], "delete-topics"))
                 return cmd_delete(argv[2], argc - 3, argv + 3);
         if (argc >= 6 && !strcmp(argv[1], "create-topic"))
                 return cmd_create(argv[2], argv[3], small_int(argv[4]), small_int(argv[5]), argc - 6, argv + 6);
         if (argc == 4 && !strcmp(argv[1], "highs"))
-                return cmd_highs(argv[2], argv[3]);
+                return cmd_count(argv[2], argv[3], 1);
         if (argc == 4 && !strcmp(argv[1], "partitions"))
                 return cmd_partitions(argv[2], argv[3]);
         if (argc == 3 && !strcmp(argv[1], "brokers"))
