@@ -99,7 +99,7 @@ ft_kafka3_wait_isr "$P" 3 90 && ft_ok "partition $P back to three in-sync replic
         ft_fail "partition $P never got its three replicas back"
 ft_alive f1 && ft_ok "front survived" || ft_fail "front exited: $(tail -n 3 "$FT_WORK/f1.log")"
 ft_alive c1 && ft_ok "consumer survived" || ft_fail "consumer exited: $(tail -n 3 "$FT_WORK/c1.log")"
-ft_note "leader killed: new leader, ISR 2 after ${NEW_LEADER_S}s; ISR 2: ${TWO_OK}/20 got 202; 2nd broker killed: ISR 1 after ${SHRINK_S}s; ISR 1: ${n503}/${n} got 503, none 202; first 202 ${FIRST:-?}s after the restart"
+ft_note "leader killed: new leader, ISR 2 after ${NEW_LEADER_S}s; ISR 2: ${TWO_OK}/20 got 202; 2nd broker killed: ISR 1 after ${SHRINK_S}s; ISR 1: ${n503}/${n} got 503, ${n202} got 202; first 202 ${FIRST:-?}s after the restart"
 
 # 5. Drain: settle what was accepted, repair, sell out, check every 202.
 ft_settle 90 || ft_fail "202s not decided after the restart"

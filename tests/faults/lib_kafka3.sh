@@ -37,6 +37,8 @@ declare -A FT_K3_PORT=()   # broker id -> port
 declare -A FT_K3_DOWN=()   # broker id -> 1 while we keep it killed
 FT_K3_WATCHDOG=
 FT_K3_SESSION_MS=${FT_K3_SESSION_MS:-5000}
+# min.insync.replicas of the brokers and the case's topics (2; 1 only to watch a case fail).
+FT_K3_MIN_ISR=${FT_K3_MIN_ISR:-2}
 
 # The broker's jars: the stack's when it has them (scripts/stack.sh resolves them from
 # Maven Central), else resolved here the same way (scripts/kafka/pom.xml, Maven's local
@@ -75,7 +77,7 @@ ft_kafka3_conf() {
                 echo "controller.listener.names=CONTROLLER"
                 echo "log.dirs=$dir/data"
                 echo "unclean.leader.election.enable=false"
-                echo "min.insync.replicas=2"
+                echo "min.insync.replicas=$FT_K3_MIN_ISR"
                 echo "default.replication.factor=3"
                 echo "auto.create.topics.enable=false"
                 echo "delete.topic.enable=true"
@@ -270,9 +272,9 @@ ft_kafka3_start() {
                 ft_kafka3_kill_nodes
                 ((attempt < 3)) || ft_die "kafka3: the cluster did not start in 3 attempts (logs in $FT_K3_DIR)"
         done
-        timeout 30 "$FT_TOOL" create-topic "$FT_BROKERS" "$FT_TOPIC" "$FT_PARTITIONS" 3 min.insync.replicas=2 \
+        timeout 30 "$FT_TOOL" create-topic "$FT_BROKERS" "$FT_TOPIC" "$FT_PARTITIONS" 3 "min.insync.replicas=$FT_K3_MIN_ISR" \
                 2>>"$FT_WORK/fttool.log" || ft_die "kafka3: cannot create $FT_TOPIC: $(tail -n 2 "$FT_WORK/fttool.log")"
-        timeout 30 "$FT_TOOL" create-topic "$FT_BROKERS" "$FT_TOPIC.dlq" "$FT_PARTITIONS" 3 min.insync.replicas=2 \
+        timeout 30 "$FT_TOOL" create-topic "$FT_BROKERS" "$FT_TOPIC.dlq" "$FT_PARTITIONS" 3 "min.insync.replicas=$FT_K3_MIN_ISR" \
                 2>>"$FT_WORK/fttool.log" || ft_die "kafka3: cannot create $FT_TOPIC.dlq: $(tail -n 2 "$FT_WORK/fttool.log")"
         ft_log "private cluster: controller 9 on $FT_K3_CPORT, brokers $FT_BROKERS (ready in $((SECONDS - t0))s, attempt $attempt)"
 }
