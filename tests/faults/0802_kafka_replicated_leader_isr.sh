@@ -94,7 +94,7 @@ awk '$2 == 202' "$FT_WORK/probe.txt" |
         sed -n "s/^\([0-9]*\) 202 .*\"orderId\":\"\([0-9]*\)\".*\"traceId\":\"\([0-9]*\)\".*/\1 \2 \3 $V/p" \
         >>"$FT_WORK/accepted.tsv"
 [[ -n $FIRST ]] && ft_ok "first 202 ${FIRST}s after the brokers restarted" || ft_fail "no 202 within 90 s of the restart"
-ft_kafka3_wait_brokers "1 2 3" 90 || ft_fail "the restarted brokers did not register"
+ft_kafka3_wait_brokers "1 2 3" 90 "$L" "$F" || ft_fail "the restarted brokers did not register"
 ft_kafka3_wait_isr "$P" 3 90 && ft_ok "partition $P back to three in-sync replicas ($((SECONDS - T_UP))s)" ||
         ft_fail "partition $P never got its three replicas back"
 ft_alive f1 && ft_ok "front survived" || ft_fail "front exited: $(tail -n 3 "$FT_WORK/f1.log")"

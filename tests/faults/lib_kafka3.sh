@@ -154,10 +154,18 @@ ft_kafka3_live() {
         timeout 15 "$FT_TOOL" brokers "$(ft_kafka3_up)" 2>>"$FT_WORK/fttool.log" | paste -sd' '
 }
 
-# ft_kafka3_wait_brokers "1 2 3" TIMEOUT_S: until exactly those brokers are in the metadata.
+# ft_kafka3_wait_brokers "1 2 3" TIMEOUT_S [NODE...]: until exactly those brokers are in
+# the metadata. 1 after the timeout, or as soon as one of the NODEs' JVMs has exited.
 ft_kafka3_wait_brokers() {
-        local want=$1 timeout_s=$2 t0=$SECONDS have=
+        local want=$1 timeout_s=$2 t0=$SECONDS have= id
+        shift 2
         while ((SECONDS - t0 < timeout_s)); do
+                for id in "$@"; do
+                        kill -0 "$(ft_kafka3_pid "$id")" 2>/dev/null && continue
+                        ft_log "kafka3: node $id exited: $(grep -h -m 1 -o -E 'failed to bind[^.]*|Exception: [^(]*' \
+                                "$FT_K3_DIR/n$id/server.log" "$FT_K3_DIR/n$id/out.log" 2>/dev/null | head -n 1)"
+                        return 1
+                done
                 have=$(ft_kafka3_live)
                 [[ $have == "$want" ]] && return 0
                 sleep 1
@@ -211,7 +219,7 @@ print(" ".join(map(str, out)))
 # the three brokers are in the metadata (150 s). 1 when a node exited (a port taken
 # meanwhile, ...) or the time ran out; the caller kills the nodes and tries again.
 ft_kafka3_boot() {
-        local uuid=$1 id ports fmt=() t0=$SECONDS have= pid
+        local uuid=$1 id ports fmt=()
         read -r -a ports <<<"$(ft_kafka3_ports 4)"
         FT_K3_CPORT=${ports[0]}
         for id in "${FT_K3_NODES[@]}"; do FT_K3_PORT[$id]=${ports[$id]}; done
@@ -231,22 +239,7 @@ ft_kafka3_boot() {
         for id in 9 "${FT_K3_NODES[@]}"; do ft_kafka3_jvm "$id"; done
         FT_BROKERS=127.0.0.1:${FT_K3_PORT[1]},127.0.0.1:${FT_K3_PORT[2]},127.0.0.1:${FT_K3_PORT[3]}
         export SECKILL_KAFKA_BROKERS=$FT_BROKERS
-        while ((SECONDS - t0 < 150)); do
-                for id in 9 "${FT_K3_NODES[@]}"; do
-                        pid=$(ft_kafka3_pid "$id")
-                        if ! kill -0 "$pid" 2>/dev/null; then
-                                ft_log "kafka3: node $id exited at startup: $(grep -h -m 1 -o -E \
-                                        'failed to bind[^.]*|Exception: [^(]*' "$FT_K3_DIR/n$id/server.log" \
-                                        "$FT_K3_DIR/n$id/out.log" 2>/dev/null | head -n 1)"
-                                return 1
-                        fi
-                done
-                have=$(ft_kafka3_live)
-                [[ $have == "1 2 3" ]] && return 0
-                sleep 1
-        done
-        ft_log "kafka3: brokers in the metadata after 150 s: '$have'"
-        return 1
+        ft_kafka3_wait_brokers "1 2 3" 150 9 "${FT_K3_NODES[@]}"
 }
 
 ft_kafka3_start() {
