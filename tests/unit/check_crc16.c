@@ -23,6 +23,9 @@ START_TEST(crc16_vectors)
         ck_assert_int_eq(slot("bar"), 5061);
         ck_assert_int_eq(slot("hello"), 866);
         ck_assert_int_eq(slot("somekey"), 11058);
+        ck_assert_int_eq(slot("{user1000}.following"), 3443);
+        ck_assert_int_eq(slot("foo{}{bar}"), 8363);
+        ck_assert_int_eq(slot("foo{{bar}}zap"), 4015);
 }
 END_TEST
 
