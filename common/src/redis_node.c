@@ -146,7 +146,7 @@ sk_err_t sk__node_ensure(sk_redis_t *r, int n, char *errstr, size_t errstr_size)
         /* Nothing sent yet: a failed connect means the command did not run. */
         err = sk__node_open(r, n, errstr, errstr_size);
         if (err != SK_OK) {
-                r->need_refresh = 1;
+                r->need_refresh = 2;    /* a connection error: refresh the map soon */
                 return err == SK_ENOMEM ? err : SK_EAGAIN;
         }
         return SK_OK;
