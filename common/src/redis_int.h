@@ -57,6 +57,11 @@ sk_err_t sk__error_reply(redisReply *reply, char *errstr, size_t errstr_size);
 /* 1 if the error reply @p reply starts with the word @p word. */
 int sk__reply_is(const redisReply *reply, const char *word);
 
+/* ---- redis_script.c */
+/* CONFIG GET maxmemory-policy of node @p n (the value into @p policy): 1 noeviction,
+ * 0 another policy, -1 error. */
+int sk__node_noeviction(sk_redis_t *r, int n, char *policy, size_t policy_size);
+
 /* ---- redis_sentinel.c */
 /* Ask the Sentinels of r->url in turn (short timeouts) for the master's address.
  * SK_OK with host/port, or SK_EAGAIN if none answered with an address. */

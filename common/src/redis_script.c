@@ -1,7 +1,6 @@
 /* redis_script.c: the embedded Lua scripts on every master (DESIGN.md 4: SCRIPT LOAD on
- * every master, EVALSHA, NOSCRIPT -> load on that node and retry once) and the server
- * checks every binary makes at startup and /readyz reports (DESIGN.md 4, 4b: every
- * master reachable, Redis >= 7.0, maxmemory-policy noeviction, scripts loaded).
+ * every master, EVALSHA, NOSCRIPT -> load on that node and retry once), and whether
+ * every master has them and runs with noeviction (/readyz, DESIGN.md 4, 4b).
  * Not thread-safe: one sk_redis_t per thread. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,8 +205,7 @@ int sk_redis_scripts_loaded(sk_redis_t *r)
         return ok;
 }
 
-/* CONFIG GET maxmemory-policy of node @p n: 1 noeviction, 0 other, -1 error. */
-static int node_noeviction(sk_redis_t *r, int n, char *policy, size_t policy_size)
+int sk__node_noeviction(sk_redis_t *r, int n, char *policy, size_t policy_size)
 {
         const char *argv[3] = { "CONFIG", "GET", "maxmemory-policy" };
         redisReply *reply = NULL;
@@ -232,68 +230,10 @@ int sk_redis_noeviction(sk_redis_t *r)
         if (nm == 0)
                 return -1;
         for (int i = 0; i < nm; i++) {
-                int v = node_noeviction(r, m[i], policy, sizeof(policy));
+                int v = sk__node_noeviction(r, m[i], policy, sizeof(policy));
                 if (v < 0)
                         return -1;
                 ok &= v;
         }
         return ok;
-}
-
-/* redis_version of node @p n as major*100+minor, or -1. */
-static int node_version(sk_redis_t *r, int n, char *ver, size_t ver_size)
-{
-        const char *argv[2] = { "INFO", "server" };
-        redisReply *reply = NULL;
-        const char *p;
-        int major = -1, minor = 0;
-
-        if (sk__node_cmd(r, n, 2, argv, NULL, &reply, NULL, 0) != SK_OK)
-                return -1;
-        if ((reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_STATUS) &&
-            (p = strstr(reply->str, "redis_version:")) &&
-            sscanf(p + 14, "%d.%d", &major, &minor) >= 1)
-                snprintf(ver, ver_size, "%.*s", (int)strcspn(p + 14, "\r\n"), p + 14);
-        freeReplyObject(reply);
-        return major < 0 ? -1 : major * 100 + minor;
-}
-
-sk_err_t sk_redis_check_server(sk_redis_t *r, char *errstr, size_t errstr_size)
-{
-        int m[SK_RNODES_MAX], nm = sk__masters(r, m);
-
-        if (nm == 0) {
-                sk_seterr(errstr, errstr_size, "redis: no master reachable");
-                return SK_EAGAIN;
-        }
-        for (int i = 0; i < nm; i++) {
-                sk_rnode_t *nd = &r->nodes[m[i]];
-                char ver[32] = "?", policy[64] = "?";
-                int v = node_version(r, m[i], ver, sizeof(ver));
-                int ne;
-
-                if (v < 0) {
-                        sk_seterr(errstr, errstr_size, "redis %s:%d: unreachable (INFO server "
-                                  "failed)", nd->host, nd->port);
-                        return SK_EAGAIN;
-                }
-                if (v < 700) {
-                        sk_seterr(errstr, errstr_size, "redis %s:%d runs Redis %s; seckill "
-                                  "needs Redis >= 7.0 (PEXPIREAT NX/GT, DESIGN.md 4)",
-                                  nd->host, nd->port, ver);
-                        return SK_EINVAL;
-                }
-                if ((ne = node_noeviction(r, m[i], policy, sizeof(policy))) < 0) {
-                        sk_seterr(errstr, errstr_size, "redis %s:%d: CONFIG GET "
-                                  "maxmemory-policy failed", nd->host, nd->port);
-                        return SK_EAGAIN;
-                }
-                if (!ne) {
-                        sk_seterr(errstr, errstr_size, "redis %s:%d has maxmemory-policy %s; "
-                                  "seckill needs noeviction (DESIGN.md 4)", nd->host,
-                                  nd->port, policy);
-                        return SK_EINVAL;
-                }
-        }
-        return SK_OK;
 }
