@@ -70,14 +70,25 @@ cluster_wait_ok() {
         return 1
 }
 
-cluster_up() {
-        local port up=0 ours=0 nodes=()
-        command -v redis-server >/dev/null 2>&1 || ensure_pkgs redis-server
-        command -v redis-cli >/dev/null 2>&1 || ensure_pkgs redis-tools
-        for port in $(topo_ports_cluster); do
+# "UP OURS": how many of the ports "$@" answer PING, and how many we started.
+topo_count() {
+        local port up=0 ours=0
+        for port in "$@"; do
                 topo_ping "$port" && up=$((up + 1))
                 [[ -n $(topo_our_pid "$port") ]] && ours=$((ours + 1))
         done
+        echo "$up $ours"
+}
+
+topo_ensure_pkgs() {
+        command -v redis-server >/dev/null 2>&1 || ensure_pkgs redis-server
+        command -v redis-cli >/dev/null 2>&1 || ensure_pkgs redis-tools
+}
+
+cluster_up() {
+        local port up ours nodes=()
+        topo_ensure_pkgs
+        read -r up ours < <(topo_count $(topo_ports_cluster))
         if [[ $up -eq 6 ]]; then
                 cluster_wait_ok 30 || die "cluster: 6 nodes answer on $HOST:$CLUSTER_PORT0.. but the cluster is not ok"
                 say "cluster: running on $HOST:$CLUSTER_PORT0-$((CLUSTER_PORT0 + 5)) ($ours of 6 nodes started by us)"
@@ -131,14 +142,9 @@ sentinel_wait_ok() {
 }
 
 sentinel_up() {
-        local port up=0 ours=0 total=0 conf i=0
-        command -v redis-server >/dev/null 2>&1 || ensure_pkgs redis-server
-        command -v redis-cli >/dev/null 2>&1 || ensure_pkgs redis-tools
-        for port in $(topo_ports_sentinel_data) $(topo_ports_sentinels); do
-                total=$((total + 1))
-                topo_ping "$port" && up=$((up + 1))
-                [[ -n $(topo_our_pid "$port") ]] && ours=$((ours + 1))
-        done
+        local port up ours total=5 conf i=0
+        topo_ensure_pkgs
+        read -r up ours < <(topo_count $(topo_ports_sentinel_data) $(topo_ports_sentinels))
         if [[ $up -eq $total ]]; then
                 sentinel_wait_ok 30 || die "sentinel: every node answers but the Sentinels do not agree on '$SENT_MASTER'"
                 say "sentinel: running (master $SENT_MASTER, $ours of $total processes started by us)"

@@ -16,46 +16,6 @@
 static sk_redis_url_t g_url;
 static char g_tag[64];
 
-typedef struct { long ok, eagain, unknown, other; } tally_t;
-
-static void incr(sk_redis_t *r, const char *k, tally_t *t)
-{
-        char err[256];
-        redisReply *rep = NULL;
-
-        switch (sk_redis_cmdf(r, &rep, err, sizeof(err), "INCR %s", k)) {
-        case SK_OK:
-                t->ok++;
-                freeReplyObject(rep);
-                break;
-        case SK_EAGAIN:
-                t->eagain++;
-                break;
-        case SK_EUNKNOWN:
-                t->unknown++;
-                break;
-        default:
-                t->other++;
-                fprintf(stderr, "INCR: unexpected error: %s\n", err);
-        }
-}
-
-static sk_err_t claim(sk_redis_t *r, long long *redrives, char *err, size_t err_size)
-{
-        char meta[96], trace[96];
-        const char *keys[2] = { meta, trace }, *args[3] = { "claim", "60000", "77" };
-        redisReply *rep = NULL;
-        sk_err_t e;
-
-        snprintf(meta, sizeof(meta), "{%s}:meta", g_tag);
-        snprintf(trace, sizeof(trace), "{%s}:trace", g_tag);
-        if ((e = sk_redis_evalsha(r, SK_SCRIPT_CLAIM, 2, keys, 3, args, &rep, err, err_size)) != SK_OK)
-                return e;
-        *redrives = rep->element[1]->integer;
-        freeReplyObject(rep);
-        return SK_OK;
-}
-
 /* Wait (at most 30 s) until the replica on @p port has its link to the master up: a
  * manual failover needs it. */
 static void wait_replica_linked(int port)
@@ -90,7 +50,7 @@ static void failover_during_incr(sk_redis_t *r, const char *k, int slot, int rep
         asked = topo_now_ms();
         while (topo_now_ms() - t0 < 40000) {
                 long before = t->ok;
-                incr(r, k, t);
+                tally_incr(r, k, t);
                 streak = t->ok > before ? streak + 1 : 0;
                 if (streak >= 50 && (owner = slot_owner(c0, slot, NULL)) == replica_port)
                         break;
@@ -111,7 +71,7 @@ static void failover_during_incr(sk_redis_t *r, const char *k, int slot, int rep
 
 START_TEST(failover_during_commands)
 {
-        char err[256], k[96];
+        char err[256], k[96], base[80];
         sk_redis_t *r = sk_redis_connect(&g_url, 3000, err, sizeof(err));
         redisContext *c0 = node_conn("127.0.0.1", g_url.port);
         int slot = sk_key_slot(g_tag, strlen(g_tag)), replica = -1, master;
@@ -123,11 +83,12 @@ START_TEST(failover_during_commands)
         master = slot_owner(c0, slot, &replica);
         ck_assert_int_gt(replica, 0);
         snprintf(k, sizeof(k), "{%s}:ctr", g_tag);
+        snprintf(base, sizeof(base), "{%s}", g_tag);
         ck_assert_int_eq(sk_redis_load_scripts(r, err, sizeof(err)), SK_OK);
-        ck_assert_msg(claim(r, &redrives, err, sizeof(err)) == SK_OK, "%s", err);
+        ck_assert_msg(topo_claim(r, base, "77", &redrives, err, sizeof(err)) == SK_OK, "%s", err);
         ck_assert_int_eq(redrives, 1);
         for (int i = 0; i < 50; i++)
-                incr(r, k, &t);
+                tally_incr(r, k, &t);
         ck_assert_int_eq(t.ok, 50);
 
         failover_during_incr(r, k, slot, replica, &t);
@@ -139,7 +100,7 @@ START_TEST(failover_during_commands)
         ck_assert_int_le(atol(rep->str), t.ok + t.unknown);
         freeReplyObject(rep);
         /* The new master never saw SCRIPT LOAD: NOSCRIPT -> load there, retry once. */
-        ck_assert_msg(claim(r, &redrives, err, sizeof(err)) == SK_OK, "%s", err);
+        ck_assert_msg(topo_claim(r, base, "77", &redrives, err, sizeof(err)) == SK_OK, "%s", err);
         ck_assert_int_eq(redrives, 2);
 
         /* Back to the original layout. */

@@ -14,30 +14,6 @@
 static sk_redis_url_t g_url;
 static char g_key[96];
 
-typedef struct { long ok, eagain, unknown, other; } tally_t;
-
-static void incr(sk_redis_t *r, tally_t *t)
-{
-        char err[256];
-        redisReply *rep = NULL;
-
-        switch (sk_redis_cmdf(r, &rep, err, sizeof(err), "INCR %s", g_key)) {
-        case SK_OK:
-                t->ok++;
-                freeReplyObject(rep);
-                break;
-        case SK_EAGAIN:
-                t->eagain++;
-                break;
-        case SK_EUNKNOWN:
-                t->unknown++;
-                break;
-        default:
-                t->other++;
-                fprintf(stderr, "INCR: unexpected error: %s\n", err);
-        }
-}
-
 /* Port of the master the first Sentinel names. */
 static int sentinel_master_port(void)
 {
@@ -80,22 +56,6 @@ START_TEST(discovery)
 }
 END_TEST
 
-static sk_err_t claim(sk_redis_t *r, long long *redrives, char *err, size_t err_size)
-{
-        char meta[128], trace[128];
-        const char *keys[2] = { meta, trace }, *args[3] = { "claim", "60000", "99" };
-        redisReply *rep = NULL;
-        sk_err_t e;
-
-        snprintf(meta, sizeof(meta), "%s:meta", g_key);
-        snprintf(trace, sizeof(trace), "%s:trace", g_key);
-        if ((e = sk_redis_evalsha(r, SK_SCRIPT_CLAIM, 2, keys, 3, args, &rep, err, err_size)) != SK_OK)
-                return e;
-        *redrives = rep->element[1]->integer;
-        freeReplyObject(rep);
-        return SK_OK;
-}
-
 START_TEST(failover_during_commands)
 {
         char err[256];
@@ -108,9 +68,9 @@ START_TEST(failover_during_commands)
         redisReply *rep;
 
         ck_assert_msg(r != NULL, "%s", err);
-        ck_assert_msg(claim(r, &redrives, err, sizeof(err)) == SK_OK, "%s", err);
+        ck_assert_msg(topo_claim(r, g_key, "99", &redrives, err, sizeof(err)) == SK_OK, "%s", err);
         for (int i = 0; i < 50; i++)
-                incr(r, &t);
+                tally_incr(r, g_key, &t);
         ck_assert_int_eq(t.ok, 50);
         /* A failover still settling from an earlier run answers INPROG: ask again. */
         t0 = topo_now_ms();
@@ -128,7 +88,7 @@ START_TEST(failover_during_commands)
         t0 = topo_now_ms();
         while (topo_now_ms() - t0 < 60000) {
                 long before = t.ok;
-                incr(r, &t);
+                tally_incr(r, g_key, &t);
                 streak = t.ok > before ? streak + 1 : 0;
                 if (streak >= 50 && sentinel_master_port() != old)
                         break;
@@ -151,7 +111,7 @@ START_TEST(failover_during_commands)
                 freeReplyObject(v);
                 redisFree(c);
         }
-        ck_assert_msg(claim(r, &redrives, err, sizeof(err)) == SK_OK, "%s", err);
+        ck_assert_msg(topo_claim(r, g_key, "99", &redrives, err, sizeof(err)) == SK_OK, "%s", err);
         ck_assert_int_ge(redrives, 1);
         ck_assert_int_eq(sk_redis_cmdf(r, &rep, err, sizeof(err), "DEL %s %s:meta %s:trace",
                                        g_key, g_key, g_key), SK_OK);

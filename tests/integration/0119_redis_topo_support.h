@@ -111,3 +111,48 @@ static inline void node_id(int port, char *id)
         freeReplyObject(r);
         redisFree(c);
 }
+
+/* Outcomes of commands run through a failover. */
+typedef struct { long ok, eagain, unknown, other; } tally_t;
+
+/* INCR @p key through sk_redis, counted by outcome in @p t. */
+static inline void tally_incr(sk_redis_t *r, const char *key, tally_t *t)
+{
+        char err[256];
+        redisReply *rep = NULL;
+
+        switch (sk_redis_cmdf(r, &rep, err, sizeof(err), "INCR %s", key)) {
+        case SK_OK:
+                t->ok++;
+                freeReplyObject(rep);
+                break;
+        case SK_EAGAIN:
+                t->eagain++;
+                break;
+        case SK_EUNKNOWN:
+                t->unknown++;
+                break;
+        default:
+                t->other++;
+                fprintf(stderr, "INCR: unexpected error: %s\n", err);
+        }
+}
+
+/* claim.lua "claim" of trace @p trace_id on the keys BASE:meta / BASE:trace (BASE
+ * carries the hash tag); *redrives = the new redrive count. */
+static inline sk_err_t topo_claim(sk_redis_t *r, const char *base, const char *trace_id,
+                                  long long *redrives, char *err, size_t err_size)
+{
+        char meta[160], trace[160];
+        const char *keys[2] = { meta, trace }, *args[3] = { "claim", "60000", trace_id };
+        redisReply *rep = NULL;
+        sk_err_t e;
+
+        snprintf(meta, sizeof(meta), "%s:meta", base);
+        snprintf(trace, sizeof(trace), "%s:trace", base);
+        if ((e = sk_redis_evalsha(r, SK_SCRIPT_CLAIM, 2, keys, 3, args, &rep, err, err_size)) != SK_OK)
+                return e;
+        *redrives = rep->element[1]->integer;
+        freeReplyObject(rep);
+        return SK_OK;
+}
