@@ -51,6 +51,13 @@ topo_start_node() {
         die "redis $port: not answering PING after 10 s"
 }
 
+# True when the master on port $1 has a "good" replica (acked within min-replicas-max-lag):
+# until then min-replicas-to-write 1 answers NOREPLICAS.
+topo_good_replica() {
+        [[ $(topo_cli "$1" info replication 2>/dev/null | tr -d '\r' |
+                sed -n 's/^min_slaves_good_slaves://p') -ge 1 ]]
+}
+
 # Wait up to $1 s for the cluster to be ok from every node with a connected replica
 # behind every master (min-replicas-to-write 1 refuses writes before that).
 cluster_wait_ok() {
@@ -60,8 +67,7 @@ cluster_wait_ok() {
                 for port in $(topo_ports_cluster); do
                         topo_cli "$port" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || { ok=0; break; }
                         if topo_cli "$port" role 2>/dev/null | head -n1 | grep -qx master; then
-                                [[ $(topo_cli "$port" info replication 2>/dev/null | tr -d '\r' |
-                                        sed -n 's/^connected_slaves://p') -ge 1 ]] || { ok=0; break; }
+                                topo_good_replica "$port" || { ok=0; break; }
                         fi
                 done
                 [[ $ok -eq 1 ]] && return 0
@@ -135,6 +141,10 @@ sentinel_wait_ok() {
                         line=$(topo_cli "$port" info sentinel 2>/dev/null | tr -d '\r' | grep "^master0:" || true)
                         [[ $line == *"name=$SENT_MASTER,status=ok"*"slaves=1,sentinels=3"* ]] || { ok=0; break; }
                 done
+                if [[ $ok -eq 1 ]]; then        # the current master accepts writes
+                        line=$(topo_cli "$SENT_PORT0" sentinel get-master-addr-by-name "$SENT_MASTER" 2>/dev/null | sed -n 2p)
+                        [[ -n $line ]] && topo_good_replica "$line" || ok=0
+                fi
                 [[ $ok -eq 1 ]] && return 0
                 sleep 0.2
         done
