@@ -80,7 +80,7 @@ START_TEST(failover_during_commands)
         redisReply *rep;
 
         ck_assert_msg(r != NULL, "%s", err);
-        master = slot_owner(c0, slot, &replica);
+        master = wait_slot_replica(&g_url, slot, &replica);
         ck_assert_int_gt(replica, 0);
         snprintf(k, sizeof(k), "{%s}:ctr", g_tag);
         snprintf(base, sizeof(base), "{%s}", g_tag);

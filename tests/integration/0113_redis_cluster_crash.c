@@ -84,7 +84,7 @@ START_TEST(master_frozen_during_commands)
         redisReply *rep;
 
         ck_assert_msg(r != NULL, "%s", err);
-        master = slot_owner(c0, slot, &replica);
+        master = wait_slot_replica(&g_url, slot, &replica);
         rep = node_ok(c0, "CLUSTER SLOTS");     /* another master watches the map */
         for (size_t i = 0; i < rep->elements; i++) {
                 int p = (int)rep->element[i]->element[2]->element[1]->integer;

@@ -102,6 +102,35 @@ static inline int slot_owner(redisContext *c, int slot, int *replica_port)
         return port;
 }
 
+/* Wait (at most 30 s) until @p slot's master lists a replica in CLUSTER SLOTS and has a
+ * good one (acked within min-replicas-max-lag): right after a failover or a rejoin it
+ * may have neither. @returns the master's port; its replica's into *replica_port. */
+static inline int wait_slot_replica(const sk_redis_url_t *url, int slot, int *replica_port)
+{
+        redisContext *c = node_conn(url->host, url->port);
+        int64_t t0 = topo_now_ms();
+        int master = -1, good = 0;
+
+        *replica_port = -1;
+        while (topo_now_ms() - t0 < 30000) {
+                master = slot_owner(c, slot, replica_port);
+                if (master > 0 && *replica_port > 0) {
+                        redisContext *cm = node_conn("127.0.0.1", master);
+                        redisReply *r = node_ok(cm, "INFO replication");
+                        const char *p = strstr(r->str, "min_slaves_good_slaves:");
+                        good = p && atoi(p + 23) >= 1;
+                        freeReplyObject(r);
+                        redisFree(cm);
+                        if (good)
+                                break;
+                }
+                usleep(200000);
+        }
+        redisFree(c);
+        ck_assert_msg(good, "slot %d: master %d has no good replica after 30 s", slot, master);
+        return master;
+}
+
 /* Node id of the node on @p port (CLUSTER MYID) into @p id (41 bytes). */
 static inline void node_id(int port, char *id)
 {
