@@ -91,7 +91,7 @@ sk_err_t sk__route_cmd(sk_redis_t *r, int slot, int argc, const char **argv,
 sk_err_t sk__node_cmd(sk_redis_t *r, int n, int argc, const char **argv,
                       const size_t *argvlen, redisReply **raw, char *errstr, size_t errstr_size);
 /* Routing slot of a command (argvlen NULL = C strings): its key's slot; -2 for MULTI,
- * EXEC, DISCARD, UNWATCH (the node of the previous keyed command); -1 for another
+ * EXEC, DISCARD, UNWATCH, WAIT (the node of the previous keyed command); -1 for another
  * keyless command (any master); -3 for a keyspace walk (every master). */
 int sk__cmd_slot(int argc, const char **argv, const size_t *argvlen);
 /* Node indexes of every master into @p out (room for SK_RNODES_MAX). @returns how many

@@ -182,8 +182,9 @@ void sk__map_refresh(sk_redis_t *r, int force)
         }
 }
 
-/* Routing slot of a command: its key's slot, -2 for MULTI/EXEC/DISCARD/UNWATCH (the
- * node of the previous keyed command), -1 for other keyless commands, -3 for a
+/* Routing slot of a command: its key's slot, -2 for MULTI/EXEC/DISCARD/UNWATCH/WAIT
+ * (the node of the previous keyed command: WAIT 1 100 after rollback.lua must ask the
+ * master that ran it, DESIGN.md 4b), -1 for other keyless commands, -3 for a
  * keyspace walk. */
 int sk__cmd_slot(int argc, const char **argv, const size_t *argvlen)
 {
@@ -195,7 +196,8 @@ int sk__cmd_slot(int argc, const char **argv, const size_t *argvlen)
         if (k > 0 && k < argc)
                 return sk_key_slot(argv[k], argvlen ? argvlen[k] : strlen(argv[k]));
         n0 = argvlen ? argvlen[0] : strlen(argv[0]);
-        if ((n0 == 4 && strncasecmp(argv[0], "EXEC", 4) == 0) ||
+        if ((n0 == 4 && (strncasecmp(argv[0], "EXEC", 4) == 0 ||
+                         strncasecmp(argv[0], "WAIT", 4) == 0)) ||
             (n0 == 5 && strncasecmp(argv[0], "MULTI", 5) == 0) ||
             (n0 == 7 && (strncasecmp(argv[0], "DISCARD", 7) == 0 ||
                          strncasecmp(argv[0], "UNWATCH", 7) == 0)))

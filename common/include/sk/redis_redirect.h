@@ -31,7 +31,7 @@ sk_redir_kind_t sk_redir_parse(const char *s, size_t len, sk_redir_t *out);
 /** @brief Index in argv of the key a command routes by: 1 for ordinary keyed commands,
  *  3 for EVAL/EVALSHA/FCALL with numkeys >= 1; 0 for a keyless command (PING, INFO,
  *  CONFIG, SCRIPT, MULTI, EXEC, WAIT, ..., or EVALSHA with 0 keys): any master, or for
- *  MULTI/EXEC/DISCARD/UNWATCH the node of the previous keyed command; -1 for a keyspace
+ *  MULTI/EXEC/DISCARD/UNWATCH/WAIT the node of the previous keyed command; -1 for a keyspace
  *  walk (SCAN, KEYS, DBSIZE, FLUSHDB, RANDOMKEY) that must visit every master (see
  *  sk_redis_scan). @p argvlen NULL means NUL-terminated strings. */
 int sk_cmd_key_index(int argc, const char **argv, const size_t *argvlen);
