@@ -276,6 +276,13 @@ sk_err_t sk_redis_pipe_result(sk_redis_pipe_t *p, int i, redisReply **reply,
         return SK_OK;
 }
 
+const redisReply *sk_redis_pipe_raw(const sk_redis_pipe_t *p, int i)
+{
+        if (i < 0 || i >= p->n || p->st[i].status != SK_PCMD_ANSWERED)
+                return NULL;
+        return p->e[i].reply;
+}
+
 void sk_redis_pipe_reset(sk_redis_pipe_t *p)
 {
         for (int i = 0; i < p->n; i++) {

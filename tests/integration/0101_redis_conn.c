@@ -420,6 +420,8 @@ START_TEST(pipeline_timeout_unknown)
         ck_assert_int_eq(sk_redis_pipe_result(p, 1, &reply, errstr, sizeof(errstr)), SK_EUNKNOWN);
         ck_assert_ptr_nonnull(strstr(errstr, "outcome unknown"));
         ck_assert_int_eq(sk_redis_pipe_result(p, 2, &reply, errstr, sizeof(errstr)), SK_EUNKNOWN);
+        ck_assert_ptr_null(sk_redis_pipe_raw(p, 1));
+        ck_assert_str_eq(sk_redis_pipe_raw(p, 0)->str, "1");
         sk_redis_pipe_free(p);
         reply = redisCommand(ctl, "CLIENT UNPAUSE");
         freeReplyObject(reply);

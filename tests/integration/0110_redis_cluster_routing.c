@@ -208,6 +208,9 @@ START_TEST(pipeline_every_master)
                 redisReply *rep;
                 ck_assert_int_eq(sk_redis_pipe_result(p, 2 * N, &rep, err, sizeof(err)), SK_EREDIS);
                 ck_assert_ptr_nonnull(strstr(err, "unknown command"));
+                ck_assert_ptr_null(rep);
+                ck_assert_int_eq(sk_redis_pipe_raw(p, 2 * N)->type, REDIS_REPLY_ERROR);
+                ck_assert_ptr_null(sk_redis_pipe_raw(p, 2 * N + 1));
         }
         sk_redis_pipe_free(p);
         sk_redis_close(r);

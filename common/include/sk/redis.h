@@ -136,6 +136,11 @@ int sk_redis_pipe_exec(sk_redis_pipe_t *p);
  *  SK_EUNKNOWN (sent, connection broke) or SK_EAGAIN (never ran). */
 sk_err_t sk_redis_pipe_result(sk_redis_pipe_t *p, int i, redisReply **reply,
                               char *errstr, size_t errstr_size);
+/** @brief The final reply of command @p i as the server sent it, error replies included
+ *  (for callers that classify script errors themselves), borrowed until reset/free;
+ *  NULL when it got none (sk_redis_pipe_result then says SK_EUNKNOWN or SK_EAGAIN).
+ *  Never a MOVED/ASK/TRYAGAIN: those were followed. */
+const redisReply *sk_redis_pipe_raw(const sk_redis_pipe_t *p, int i);
 /** @brief Number of commands appended. */
 int sk_redis_pipe_count(const sk_redis_pipe_t *p);
 /** @brief Forget every command and reply (the pipeline can be reused). */
