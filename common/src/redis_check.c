@@ -70,12 +70,12 @@ sk_err_t sk_redis_check_server(sk_redis_t *r, char *errstr, size_t errstr_size)
 int sk_redis_startup_check(const sk_redis_url_t *url, const char *prog)
 {
         char errstr[512];
-        sk_redis_t *r = sk_redis_connect(url, 2000, errstr, sizeof(errstr));
+        sk_redis_t *r = sk_redis_connect(url, 1000, errstr, sizeof(errstr));
         sk_err_t err;
 
         if (!r) {
                 /* Unreachable now: every binary copes with Redis being down (DESIGN.md 12). */
-                SK_LOG(SK_WARN, "redis_check_skipped", "reason=\"%s\"", errstr);
+                SK_LOG(SK_DEBUG, "redis_check_skipped", "reason=\"%s\"", errstr);
                 return 0;
         }
         err = sk_redis_check_server(r, errstr, sizeof(errstr));
@@ -85,6 +85,6 @@ int sk_redis_startup_check(const sk_redis_url_t *url, const char *prog)
                 return 2;
         }
         if (err != SK_OK)
-                SK_LOG(SK_WARN, "redis_check_skipped", "reason=\"%s\"", errstr);
+                SK_LOG(SK_DEBUG, "redis_check_skipped", "reason=\"%s\"", errstr);
         return 0;
 }

@@ -444,6 +444,29 @@ START_TEST(check_server_policy)
         ck_assert_int_eq(sk_redis_check_server(r, errstr, sizeof(errstr)), SK_EINVAL);
         ck_assert_ptr_nonnull(strstr(errstr, "maxmemory-policy allkeys-lru"));
         ck_assert_int_eq(sk_redis_noeviction(r), 0);
+        /* Every binary refuses to start on it (exit 2, one line naming the policy). */
+        {
+                static const char *const bins[] = { "seckill-reconciler", "seckill-consumer",
+                                                    "seckill-front", NULL };
+                const char *bin = getenv("SK_BIN");
+                for (int i = 0; bin && bins[i]; i++) {
+                        char cmd[1024], out[1024] = "";
+                        FILE *f;
+                        size_t n;
+                        int st;
+                        snprintf(cmd, sizeof(cmd), "%s/%s --redis-url redis://127.0.0.1:%d/0 2>&1",
+                                 bin, bins[i], g_srv_url.port);
+                        ck_assert_ptr_nonnull(f = popen(cmd, "r"));
+                        n = fread(out, 1, sizeof(out) - 1, f);
+                        out[n] = '\0';
+                        st = pclose(f);
+                        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s: status %d: %s",
+                                      bins[i], st, out);
+                        ck_assert_msg(strstr(out, "maxmemory-policy allkeys-lru") != NULL, "%s: %s",
+                                      bins[i], out);
+                }
+                ck_assert_ptr_nonnull(bin);
+        }
         must(r, "CONFIG SET maxmemory-policy noeviction");
         ck_assert_int_eq(sk_redis_check_server(r, errstr, sizeof(errstr)), SK_OK);
         sk_redis_close(r);

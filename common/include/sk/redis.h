@@ -110,7 +110,7 @@ sk_err_t sk_redis_check_server(sk_redis_t *r, char *errstr, size_t errstr_size);
 /** @brief The startup check of every binary (DESIGN.md 4): connect to @p url, run
  *  sk_redis_check_server, close. A Redis that is older than 7.0 or evicts: prints
  *  "PROG: reason" on stderr and @returns 2 (exit 2). Unreachable or another error: a
- *  warning log line and 0 (the binaries cope with Redis down, DESIGN.md 12). Call from
+ *  debug log line and 0 (1 s timeout) (the binaries cope with Redis down, DESIGN.md 12). Call from
  *  main() before starting threads. */
 int sk_redis_startup_check(const sk_redis_url_t *url, const char *prog);
 
