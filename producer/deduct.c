@@ -1,6 +1,7 @@
 /* producer/deduct.c: the Redis deduct workers of seckill-front (producer/deduct.h).
- * Each worker pops a batch of up to --pipeline-max purchases, appends their EVALSHA
- * deduct.lua on its own connection, reads the replies in order and hands each to
+ * Each worker pops a batch of up to --pipeline-max purchases, pipelines their EVALSHA
+ * deduct.lua through sk_redis's pipeline on its own sk_redis_t (one batch per master
+ * on a Cluster, redirects followed, DESIGN.md 4b) and hands each reply to
  * deduct_reply.c. Unknown outcomes (DESIGN.md 8: a timeout or I/O error, or an error
  * reply from a script that may have written) repeat the same EVALSHA with the same
  * traceId up to twice on a fresh connection (a REPLAY continues the purchase), again
@@ -105,11 +106,11 @@ static int deduct_gate(fr_req_t **batch, int n)
         return k;
 }
 
-/* Append every EVALSHA of the batch. @returns 0, or -1 (hiredis out of memory: the
- * connection is dropped; the caller settles the batch as not sent). */
-static int deduct_append(sk_redis_t *r, redisContext *c, const char *sha, fr_req_t **batch, int n)
+/* Append every EVALSHA of the batch to @p p (routed by KEYS[1]: on a Cluster each goes
+ * to the master of its bucket's slot, DESIGN.md 4b). @returns 0, or -1 (out of memory:
+ * nothing was sent; the caller settles the batch as not sent). */
+static int deduct_append(sk_redis_pipe_t *p, const char *sha, fr_req_t **batch, int n)
 {
-        char errstr[256];
         int i, j;
 
         for (i = 0; i < n; i++) {
@@ -124,10 +125,8 @@ static int deduct_append(sk_redis_t *r, redisContext *c, const char *sha, fr_req
                         argv[3 + j] = a.keys[j];
                 for (j = 0; j < 6; j++)
                         argv[7 + j] = a.args[j];
-                if (redisAppendCommandArgv(c, 13, argv, NULL) != REDIS_OK) {
-                        sk_redis_reconnect(r, errstr, sizeof(errstr));
+                if (sk_redis_pipe_add(p, 13, argv, NULL) < 0)
                         return -1;
-                }
         }
         return 0;
 }
@@ -180,23 +179,20 @@ static int deduct_error_reply(fr_req_t *req, const redisReply *reply, int round,
         return 1;
 }
 
-/* A usable connection with deduct.lua loaded (SCRIPT LOAD when this process has no SHA
- * yet, or @p need_load after a NOSCRIPT). @returns the SHA, or NULL (nothing sent; a
- * failed connect counts for the breaker). */
+/* deduct.lua loaded (SCRIPT LOAD on every master when this process has no SHA yet, or
+ * @p need_load after a NOSCRIPT). @returns the SHA, or NULL (nothing sent; the failed
+ * load counts for the breaker). */
 static const char *deduct_ready(sk_redis_t *r, int need_load)
 {
-        redisContext *c = sk_redis_ctx(r);
         const char *sha = sk_script_sha(SK_SCRIPT_DEDUCT);
         char errstr[512];
 
-        if ((!c || c->err) && sk_redis_reconnect(r, errstr, sizeof(errstr)) != SK_OK) {
-                SK_LOG(SK_WARN, "redis_connect_failed", "reason=\"%s\"", errstr);
+        if ((!sha || need_load) && (sk_redis_load_scripts(r, errstr, sizeof(errstr)) != SK_OK ||
+                                    !(sha = sk_script_sha(SK_SCRIPT_DEDUCT)))) {
+                SK_LOG(SK_WARN, "deduct_script_load_failed", "reason=\"%s\"", errstr);
                 fr_breaker_record(1, 0);
                 return NULL;
         }
-        if ((!sha || need_load) && (sk_redis_load_scripts(r, errstr, sizeof(errstr)) != SK_OK ||
-                                    !(sha = sk_script_sha(SK_SCRIPT_DEDUCT))))
-                return NULL;
         return sha;
 }
 
@@ -217,51 +213,56 @@ static int deduct_not_sent(fr_req_t **batch, int n)
         return k;
 }
 
-/* One round: the EVALSHAs of batch[0..n) pipelined on one connection, the replies read
- * in order. A batch is one command for the breaker: failed on an I/O error or timeout
- * (every unread reply's outcome is unknown: reconnect, next round), LOADING or
- * CLUSTERDOWN, else its latency. @returns the number kept at batch[0..) for the next
- * round (NOSCRIPT once, unknown outcomes); every other request was answered or handed on. */
+/* One round: the EVALSHAs of batch[0..n) through one sk_redis pipeline (DESIGN.md 4b:
+ * one batch per master, redirects followed). A round is one command for the breaker:
+ * failed when a command got no reply (connection error or timeout: its outcome is
+ * unknown, next round; never ran: 503) or was answered LOADING or CLUSTERDOWN, else its
+ * latency counts. @returns the number kept at batch[0..) for the next round (NOSCRIPT
+ * once, unknown outcomes); every other request was answered or handed on. */
 static int deduct_round(sk_redis_t *r, fr_req_t **batch, int n, int round, int *need_load)
 {
         const char *sha = deduct_ready(r, *need_load);
-        redisContext *c;
+        sk_redis_pipe_t *p;
         char errstr[512];
-        int i, j, k = 0, failed = 0;
+        int i, k = 0, failed, nfail;
         int64_t t0;
 
-        if (!sha)
+        if (!sha || !(p = sk_redis_pipe_new(r)))
                 return deduct_not_sent(batch, n);
         *need_load = 0;
-        c = sk_redis_ctx(r);
-        if (deduct_append(r, c, sha, batch, n) != 0)
+        if (deduct_append(p, sha, batch, n) != 0) {
+                sk_redis_pipe_free(p);
                 return deduct_not_sent(batch, n);
+        }
         t0 = sk_mono_ms();
+        nfail = sk_redis_pipe_exec(p);
+        failed = nfail > 0;
+        if (nfail > 0)
+                SK_LOG(SK_WARN, "deduct_io_error", "batch=%d unanswered=%d round=%d", n, nfail, round);
         for (i = 0; i < n; i++) {
-                redisReply *reply = NULL;
+                const redisReply *reply = sk_redis_pipe_raw(p, i);
+                redisReply *ok = NULL;
 
-                if (redisGetReply(c, (void **)&reply) != REDIS_OK || !reply) {
-                        SK_LOG(SK_WARN, "deduct_io_error", "batch=%d unread=%d round=%d reason=\"%s\"",
-                               n, n - i, round, c->errstr);
-                        if (reply)
-                                freeReplyObject(reply);
-                        failed = 1;
-                        sk_redis_reconnect(r, errstr, sizeof(errstr));
-                        for (j = i; j < n; j++) {
-                                deduct_unknown(batch[j], "no reply", 8);
-                                batch[k++] = batch[j];
+                if (!reply) {
+                        sk_err_t err = sk_redis_pipe_result(p, i, &ok, errstr, sizeof(errstr));
+
+                        if (err == SK_EUNKNOWN || batch[i]->deduct_attempts > 0) {
+                                deduct_unknown(batch[i], errstr, (int)strlen(errstr));
+                                batch[k++] = batch[i];
+                        } else {
+                                SK_LOG(SK_WARN, "deduct_unavailable", "trace_id=%s reason=\"%s\"",
+                                       batch[i]->st, errstr);
+                                answer_unavailable(batch[i]);
                         }
-                        break;
-                }
-                if (reply->type == REDIS_REPLY_ERROR) {
+                } else if (reply->type == REDIS_REPLY_ERROR) {
                         failed |= sk_breaker_error_counts(reply->str, reply->len);
                         if (deduct_error_reply(batch[i], reply, round, need_load))
                                 batch[k++] = batch[i];
                 } else {
                         fr_deduct_ran(batch[i], reply);
                 }
-                freeReplyObject(reply);
         }
+        sk_redis_pipe_free(p);
         fr_breaker_record(failed, sk_mono_ms() - t0);
         return k;
 }
