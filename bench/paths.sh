@@ -11,7 +11,9 @@
 #   reject     sold-out voucher, SECKILL_SOLDOUT_CACHE_MS=0: deduct.lua answers 10005
 #   cached     sold-out voucher, the local sold-out cache on (1000 ms): 10005 without Redis
 # Env: SK_BIN (build/bin), BENCH_SECONDS (8), BENCH_CONNS (64), BENCH_THREADS (2),
-#      PERF=1: also `perf record -g` the front during each path and print its top symbols.
+#      PERF=1: also `perf record` the front during each path and print its top symbols
+#      (PERF_CALLERS=SYMBOL: print SYMBOL's callers instead, from DWARF call graphs);
+#      PATHS: which paths to run (default "admit reject cached").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 SK_BIN=${SK_BIN:-$here/../build/bin}
@@ -32,7 +34,7 @@ fpid=
 cleanup() {
   [ -n "$fpid" ] && kill -TERM "$fpid" 2>/dev/null && wait "$fpid" 2>/dev/null || true
   kill -TERM "$rpid" 2>/dev/null && wait "$rpid" 2>/dev/null || true
-  rm -rf "$tmp"
+  [ -n "${PATHS_KEEP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"
 }
 trap cleanup EXIT
 rc="redis-cli -p $rport"
@@ -48,6 +50,7 @@ redis_cmds() { $rc info commandstats | tr -d '\r' | sed -n 's/^cmdstat_\([a-z|_-
                grep -v -E '^(info|ping|config|script|client|hello|command)[| ]' | awk '{s += $2} END {print s + 0}'; }
 metric() { curl -sf "http://127.0.0.1:$port/metrics" | sed -n "s/^$1 //p"; }
 hz=$(getconf CLK_TCK)
+cg=fp; [ -n "${PERF_CALLERS:-}" ] && cg=dwarf
 echo "machine: $(uptime | sed 's/.*load/load/') cores=$(nproc); wrk -t$threads -c$conns -d${secs}s"
 
 path() {  # path NAME CACHE_MS VOUCHER STOCK
@@ -66,7 +69,7 @@ path() {  # path NAME CACHE_MS VOUCHER STOCK
   c0=$(cpu_ticks $fpid); r0=$(redis_cpu_us); n0=$(redis_cmds)
   a0=$(curl -sf "http://127.0.0.1:$port/metrics" | sed -n 's/^seckill_front_requests_total{code="\(202\|409\)"} //p' | awk '{s+=$1} END {print s}')
   if [ "${PERF:-0}" = 1 ]; then
-    perf record -F 499 -g -p $fpid -o "$tmp/perf.$name" -- sleep "$secs" >/dev/null 2>&1 &
+    perf record -F 499 --call-graph "$cg" -p $fpid -o "$tmp/perf.$name" -- sleep "$secs" >/dev/null 2>&1 &
     perfpid=$!
   fi
   BENCH_VOUCHER=$v BENCH_USER_BASE=1000000000 wrk -t"$threads" -c"$conns" -d"${secs}s" \
@@ -88,12 +91,22 @@ cmds = (int(n1) - int(n0)) / n
 print("%-7s requests=%d rate=%.0f/s front_cpu_us=%.1f redis_cpu_us=%.1f redis_cmds=%.2f cache_hits=%s"
       % (name, n, n / float(secs), front_us, redis_us, cmds, hits))
 EOF
-  if [ "${PERF:-0}" = 1 ]; then
+  if [ "${PERF:-0}" = 1 ] && [ -n "${PERF_CALLERS:-}" ]; then
+    perf report -i "$tmp/perf.$name" --no-children -S "$PERF_CALLERS" -G --stdio 2>/dev/null |
+      grep -v '^#' | grep -v '^$' | head -40 | sed "s/^/  $name callers: /" || true
+  elif [ "${PERF:-0}" = 1 ]; then
     perf report -i "$tmp/perf.$name" --no-children --sort symbol --stdio 2>/dev/null |
       grep -E '^ +[0-9.]+%' | head -12 | sed -e "s/^/  $name perf: /" -e 's/ *- *- *$//' || true
+    perf report -i "$tmp/perf.$name" --no-children --sort dso --stdio 2>/dev/null |
+      grep -E '^ +[0-9.]+%' | head -6 | sed -e "s/^/  $name perf by object: /" || true
   fi
 }
 v=$((RANDOM * 1000 + 31))
-path admit 1000 "$v" 100000000
-path reject 0 $((v + 1)) 0
-path cached 1000 $((v + 2)) 0
+for p in ${PATHS:-admit reject cached}; do
+  case $p in
+  admit) path admit 1000 "$v" 100000000 ;;
+  reject) path reject 0 $((v + 1)) 0 ;;
+  cached) path cached 1000 $((v + 2)) 0 ;;
+  *) echo "bench/paths.sh: unknown path $p" >&2; exit 2 ;;
+  esac
+done
