@@ -1,5 +1,5 @@
 /* main.c: seckill-reconciler, one reconciliation pass per run, for cron or a systemd
- * timer (DESIGN.md 2, 7-9; issue 5).
+ * timer (DESIGN.md 2, 7-9, 14).
  *
  *   seckill-reconciler [--voucher ID] [--window-hours H] [--grace-seconds S]
  *                      [--max-redrive N] [--repair] [--json]
@@ -11,8 +11,15 @@
  *
  * The run lock is GET_LOCK("seckill:reconcile:<database>:<prefix>", 0) on a dedicated
  * connection: overlapping runs of one deployment never collide, separate deployments
- * sharing a server never block each other. The lock lives as long as that session:
- * it is checked between vouchers and batches, and a lost connection stops the run. */
+ * sharing a server never block each other. The lock lives as long as that session
+ * (never released early, no automatic reconnect: a session that answers is the one
+ * holding the lock). It is checked before every write of the pass (rc_must_stop): a
+ * lost session stops the run at once, exit 2 "run lock lost", while another run may
+ * already hold the lock.
+ *
+ * Output: the table or --json (report.c); "dlqRedriveLoopTraces" (JSON) / "traces stuck
+ * in the DLQ re-drive loop" (table) counts the undecided traces that an earlier pass
+ * re-drove and that are back in the DLQ (DESIGN.md 8): alert on it. */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -46,7 +53,8 @@ static int lock_alive(void *arg)
 static void print_simple(int json, int code, const char *msg)
 {
         if (json) {
-                printf("{\"exit\":%d,\"result\":\"%s\",\"note\":\"%s\",\"vouchers\":[]}\n", code,
+                printf("{\"exit\":%d,\"result\":\"%s\",\"dlqRedriveLoopTraces\":0,\"note\":\"%s\","
+                       "\"vouchers\":[]}\n", code,
                        code == 0 ? "consistent" : "unresolved", msg);
         } else {
                 printf("%s\n", msg);
@@ -172,7 +180,9 @@ int main(int argc, char **argv)
                 ndone = i + 1;
                 if (err == SK_ESTOP) {
                         snprintf(note, sizeof(note), "%s", ctx.lock_lost
-                                 ? "run lock lost: stopped" : "interrupted: stopped");
+                                 ? "run lock lost (its database session ended): stopped"
+                                   " without acting further"
+                                 : "interrupted: stopped");
                         if (ctx.lock_lost || stats[i].voucher_id == 0)
                                 ndone = i + (stats[i].voucher_id ? 1 : 0);
                         code = 2;
@@ -184,7 +194,8 @@ int main(int argc, char **argv)
         }
         rc_ctx_release(&ctx);
         rc_print(stdout, stats, ndone, json, code, note);
-        SK_LOG(SK_INFO, "pass_end", "vouchers=%zu exit=%d", ndone, code);
+        SK_LOG(SK_INFO, "pass_end", "vouchers=%zu exit=%d lock_lost=%d dlq_redrive_loop=%" PRId64,
+               ndone, code, ctx.lock_lost, rc_dlq_loop_total(stats, ndone));
 done:
         fflush(stdout);
         free(ids);

@@ -8,7 +8,9 @@
  *     stock restored exactly once, consistent;
  *   - meta left at status 4 with nobody holding the voucher lock: reset from the DB;
  *   - a traceId found in the DLQ topic: re-driven once per pass, never counted as
- *     failed, never rolled back, reported (exit 2) even after the group moved past it. */
+ *     failed, never rolled back, reported (exit 2) even after the group moved past it;
+ *     from the second pass on it is counted as stuck in the DLQ re-drive loop
+ *     (dlqRedriveLoop per voucher, dlqRedriveLoopTraces for the run). */
 #include "05_recon_support.h"
 
 
@@ -234,6 +236,11 @@ START_TEST(dlq_trace_never_counted)
                 ck_assert_int_eq(rt_json_field(out, vid, "redriven"), 1);
                 ck_assert_int_eq(rt_json_field(out, vid, "rolledBack"), 0);
                 ck_assert_int_eq(rt_json_field(out, vid, "failedCounted"), 0);
+                /* Stuck in the DLQ re-drive loop: re-driven by an earlier pass and
+                 * back in the DLQ (the first pass has not re-driven it yet). */
+                ck_assert_int_eq(rt_json_field(out, vid, "dlqRedriveLoop"), (pass ? 1 : 0));
+                ck_assert_ptr_nonnull(strstr(out, pass ? "\"dlqRedriveLoopTraces\":1"
+                                                       : "\"dlqRedriveLoopTraces\":0"));
                 commit_all(); /* the group "consumed" past every re-drive */
         }
         ck_assert_int_eq(rt_outcome(trace), 0);
