@@ -7,8 +7,8 @@
  * report says PERSISTED (DESIGN.md 8).
  *
  * The DLQ reader uses the legacy per-partition consumer (rd_kafka_consume_start), which
- * needs no group.id: nothing is committed and no consumer group is touched (issue 5:
- * "read it from the start each pass with a plain consumer"). It stops at the high
+ * needs no group.id: nothing is committed and no consumer group is touched (DESIGN.md 8:
+ * the DLQ is "read from the start each pass"). It stops at the high
  * watermark captured when it started, so a DLQ that keeps growing cannot hold the pass. */
 #include <inttypes.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* 0501_recon_decisions.c: the reconciler's decisions for decided and fenced purchases
- * (DESIGN.md 7, 8; issue 5 item 2):
+ * (DESIGN.md 7, 8):
  *   - DB stock exhausted: the re-driven purchase ends FAILED (sold_out), user released,
  *     Redis stock clamped to the DB stock, no restore; the next pass is consistent;
  *   - a FAILED outcome whose rollback never ran: rolled back once with the stored
@@ -14,12 +14,6 @@
 #include "05_recon_support.h"
 
 
-static void parse_msg(const char *json, sk_order_msg_t *msg)
-{
-        char errstr[256] = "";
-        ck_assert_msg(sk_msg_parse(json, strlen(json), msg, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
-}
-
 static void record_failed(const char *json, sk_reason_t reason)
 {
         sk_order_msg_t msg;
@@ -27,7 +21,7 @@ static void record_failed(const char *json, sk_reason_t reason)
         char errstr[512] = "";
         sk_err_t err;
 
-        parse_msg(json, &msg);
+        rt_parse_msg(json, &msg);
         err = sk_outcome_fail(rt_db, &msg, reason, "test", &existing, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_OK, "outcome_fail: %s", errstr);
 }

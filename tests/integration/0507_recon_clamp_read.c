@@ -8,12 +8,6 @@
  *     that was not applied, stock and user untouched), exit 2; the next pass clamps. */
 #include "05_recon_support.h"
 
-static void parse_msg(const char *json, sk_order_msg_t *msg)
-{
-        char errstr[256] = "";
-        ck_assert_msg(sk_msg_parse(json, strlen(json), msg, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
-}
-
 /* A voucher of 5 with one purchase of @p user whose FAILED (sold_out) is committed and
  * whose rollback never ran; DB stock set to 1 (the clamp target). Returns the trace. */
 static int64_t sold_out_pending(int64_t vid, int64_t user)
@@ -23,7 +17,7 @@ static int64_t sold_out_pending(int64_t vid, int64_t user)
         sk_outcome_t existing;
         int64_t trace = rt_deduct(vid, user, NULL, json);
 
-        parse_msg(json, &msg);
+        rt_parse_msg(json, &msg);
         ck_assert_msg(sk_outcome_fail(rt_db, &msg, SK_REASON_SOLD_OUT, "test", &existing, errstr,
                                       sizeof(errstr)) == SK_OK, "outcome_fail: %s", errstr);
         snprintf(sql, sizeof(sql), "UPDATE tb_seckill_voucher SET stock = 1 WHERE voucher_id = %" PRId64, vid);

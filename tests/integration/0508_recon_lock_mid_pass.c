@@ -8,27 +8,6 @@
 #include "05_recon_support.h"
 #include "sk/traceset.h"
 
-/* The name GET_LOCK really gets (sk_db_lock maps names over 64 chars; db.h). */
-static void lock_name_fitted(char *out, size_t size)
-{
-        char name[256];
-        size_t len, i;
-        uint64_t h = UINT64_C(14695981039346656037);
-
-        snprintf(name, sizeof(name), "seckill:reconcile:%s:%s", rt_conf.mysql.database,
-                 rt_conf.redis_prefix);
-        len = strlen(name);
-        if (len <= 64) {
-                snprintf(out, size, "%s", name);
-                return;
-        }
-        for (i = 0; i < len; i++) {
-                h ^= (unsigned char)name[i];
-                h *= UINT64_C(1099511628211);
-        }
-        snprintf(out, size, "%.47s:%016" PRIx64, name, h);
-}
-
 /* The claim record of @p trace. */
 static void claim_of(int64_t vid, int64_t trace, sk_claim_rec_t *c)
 {
@@ -90,7 +69,7 @@ START_TEST(lost_lock_mid_pass_acts_no_more)
         for (i = 0; i < 3; i++)
                 traces[i] = rt_deduct(vid, sk_test_rand_id(), NULL, NULL);
         sk_sleep_ms(1500, NULL);
-        lock_name_fitted(fitted, sizeof(fitted));
+        rt_lock_name_fitted(fitted, sizeof(fitted));
         a = rt_spawn("seckill-reconciler", args, &fd, "reconciler.after_redrive=1*sleep(8000)");
         /* A is inside the sleep once it recorded its first re-drive. */
         deadline = sk_mono_ms() + 60000;

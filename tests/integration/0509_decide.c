@@ -14,12 +14,6 @@
 #include "sk/decide.h"
 #include "sk/failpoint.h"
 
-static void parse_msg(const char *json, sk_order_msg_t *msg)
-{
-        char errstr[256] = "";
-        ck_assert_msg(sk_msg_parse(json, strlen(json), msg, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
-}
-
 static void decider(sk_decider_t *d)
 {
         memset(d, 0, sizeof(*d));
@@ -48,7 +42,7 @@ START_TEST(records_then_rolls_back)
         sk_decision_t dec;
 
         trace = rt_deduct(vid, user, NULL, json);
-        parse_msg(json, &msg);
+        rt_parse_msg(json, &msg);
         decider(&d);
         ck_assert_msg(sk_decide_failed(&d, &msg, SK_REASON_LOST, "test", &dec, errstr,
                                        sizeof(errstr)) == SK_OK, "%s", errstr);
@@ -77,7 +71,7 @@ START_TEST(created_followed_collision_refused)
         sk_decision_t dec;
 
         trace = rt_deduct(vid, user, NULL, json);
-        parse_msg(json, &msg);
+        rt_parse_msg(json, &msg);
         snprintf(sql, sizeof(sql), "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id,"
                  " voucher_id, outcome) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
                  ", 1)", msg.trace_id, msg.order_id, msg.user_id, msg.voucher_id);
@@ -139,7 +133,7 @@ START_TEST(sold_out_clamp_holds_the_stock_row)
         pthread_t th;
 
         trace = rt_deduct(vid, user, NULL, json);
-        parse_msg(json, &msg);
+        rt_parse_msg(json, &msg);
         set_stock(vid, 1);
         decider(&d);
         d.failpoint = "test.before_rollback";
@@ -195,7 +189,7 @@ START_TEST(unreadable_stock_or_stop_writes_nothing)
         sk_err_t err;
 
         trace = rt_deduct(vid, user, NULL, json);
-        parse_msg(json, &msg);
+        rt_parse_msg(json, &msg);
         decider(&d);
         d.proceed = say_stop;
         ck_assert_int_eq(sk_decide_failed(&d, &msg, SK_REASON_SOLD_OUT, "test", &dec, errstr,
