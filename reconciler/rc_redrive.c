@@ -20,88 +20,42 @@
 
 #include "rc_kafka.h"
 #include "rc_pass.h"
+#include "sk/claim.h"
 #include "sk/failpoint.h"
 #include "sk/ids.h"
 #include "sk/kafka.h"
-#include "sk/keys.h"
 #include "sk/log.h"
-#include "sk/scripts.h"
 
 #define KAFKA_TIMEOUT_MS 10000 /* committed offsets, DLQ read, topic check */
 
-/* ---- claim.lua ---- */
+/* ---- claim.lua (sk/claim.h) ---- */
 
 typedef struct claim_res {
         int restored;          /* RESTORED: T:r exists, nothing written */
         sk_claim_rec_t rec;    /* the record after the call */
 } claim_res_t;
 
-static sk_err_t claim_call(rc_ctx_t *ctx, int64_t voucher_id, const char *op, int64_t trace_id,
+/* claim.lua @p op for one trace of @p voucher_id (partition/offset: SK_CLAIM_OP_SENT). */
+static sk_err_t claim_call(rc_ctx_t *ctx, int64_t voucher_id, sk_claim_op_t op, int64_t trace_id,
                            int32_t partition, int64_t offset, claim_res_t *res,
                            char *errstr, size_t errstr_size)
 {
-        char k_meta[SK_KEY_MAX], k_trace[SK_KEY_MAX], extra[32], tid[SK_ID_STRLEN];
-        char part_s[16], off_s[32];
-        const char *keys[2] = { k_meta, k_trace };
-        const char *args[5];
-        int nargs = 3;
+        sk_claim_call_t call;
         redisReply *reply = NULL;
         sk_err_t err;
 
         memset(res, 0, sizeof(*res));
-        sk_key_voucher(k_meta, ctx->conf->redis_prefix, voucher_id, SK_KEY_META);
-        sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, SK_KEY_TRACE);
-        snprintf(extra, sizeof(extra), "%" PRId64, rc_expire_extra_ms(ctx));
-        sk_id_format(trace_id, tid);
-        args[0] = op;
-        args[1] = extra;
-        args[2] = tid;
-        if (strcmp(op, "sent") == 0) {
-                snprintf(part_s, sizeof(part_s), "%d", (int)partition);
-                snprintf(off_s, sizeof(off_s), "%" PRId64, offset);
-                args[3] = part_s;
-                args[4] = off_s;
-                nargs = 5;
-        }
-        err = sk_redis_evalsha(ctx->r, SK_SCRIPT_CLAIM, 2, keys, nargs, args, &reply, errstr,
+        memset(&call, 0, sizeof(call));
+        err = sk_claim_op_init(&call, ctx->conf->redis_prefix, voucher_id, op,
+                               rc_expire_extra_ms(ctx), trace_id, partition, offset, errstr,
                                errstr_size);
-        if (err != SK_OK)
-                return err;
-        err = SK_EREDIS;
-        if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
-            reply->element[0]->type != REDIS_REPLY_STRING) {
-                sk_seterr(errstr, errstr_size, "claim.lua %s: unexpected reply", op);
-                goto done;
-        }
-        if (strcmp(reply->element[0]->str, "RESTORED") == 0) {
-                res->restored = 1;
-                err = SK_OK;
-                goto done;
-        }
-        if (strcmp(reply->element[0]->str, "OK") != 0 || reply->elements < 6) {
-                sk_seterr(errstr, errstr_size, "claim.lua %s: unexpected reply %s", op,
-                          reply->element[0]->str);
-                goto done;
-        }
-        res->rec.redrives = reply->element[1]->integer;
-        res->rec.failed = reply->element[2]->integer;
-        res->rec.consumed = reply->element[3]->integer != 0;
-        res->rec.partition = -1;
-        res->rec.offset = -1;
-        if (reply->element[4]->type == REDIS_REPLY_STRING && reply->element[4]->len > 0 &&
-            reply->element[5]->type == REDIS_REPLY_STRING && reply->element[5]->len > 0) {
-                long p;
-                int64_t o;
-                if (sk_parse_long(reply->element[4]->str, 0, INT32_MAX, &p) == 0 &&
-                    (strcmp(reply->element[5]->str, "0") == 0 ||
-                     sk_id_parse_cstr(reply->element[5]->str, &o) == 0)) {
-                        res->rec.partition = (int32_t)p;
-                        res->rec.offset = strcmp(reply->element[5]->str, "0") == 0 ? 0 : o;
-                }
-        }
-        err = SK_OK;
-done:
-        freeReplyObject(reply);
+        if (err == SK_OK)
+                err = sk_claim_run(ctx->r, &call, &reply, errstr, errstr_size);
+        if (err == SK_OK)
+                err = sk_claim_parse_op(reply, &res->restored, &res->rec, errstr, errstr_size);
+        if (reply)
+                freeReplyObject(reply);
+        sk_claim_call_free(&call);
         return err;
 }
 
@@ -189,7 +143,7 @@ static size_t claim_and_send(rc_ctx_t *ctx, sk_trace_entry_t **list, size_t n, r
                 claim_res_t cr;
                 sk_err_t err;
 
-                err = claim_call(ctx, e->msg.voucher_id, "claim", e->trace_id, -1, -1, &cr,
+                err = claim_call(ctx, e->msg.voucher_id, SK_CLAIM_OP_CLAIM, e->trace_id, -1, -1, &cr,
                                  errstr, sizeof(errstr));
                 if (err != SK_OK) {
                         SK_LOG(SK_ERROR, "claim_failed", "voucher=%" PRId64 " trace=%" PRId64
@@ -236,7 +190,7 @@ static void record_sent(rc_ctx_t *ctx, redrive_t *rd, size_t m, rc_vstat_t *st)
                         rc_note(st, "%s", "re-drive not persisted");
                         continue;
                 }
-                if (claim_call(ctx, e->msg.voucher_id, "sent", e->trace_id, rd[i].dr.partition,
+                if (claim_call(ctx, e->msg.voucher_id, SK_CLAIM_OP_SENT, e->trace_id, rd[i].dr.partition,
                                rd[i].dr.offset, &cr, errstr, sizeof(errstr)) != SK_OK) {
                         SK_LOG(SK_WARN, "claim_sent_failed", "voucher=%" PRId64 " trace=%" PRId64
                                " err=\"%s\"", e->msg.voucher_id, e->trace_id, errstr);
@@ -397,7 +351,7 @@ static void judge_outstanding(rc_ctx_t *ctx, sk_trace_entry_t *e, und_lists_t *l
         /* The group consumed past the re-drive and still no outcome: count it. */
         if (rc_must_stop(ctx))
                 return;
-        if (claim_call(ctx, e->msg.voucher_id, "failed", e->trace_id, -1, -1, &cr, errstr,
+        if (claim_call(ctx, e->msg.voucher_id, SK_CLAIM_OP_FAILED, e->trace_id, -1, -1, &cr, errstr,
                        sizeof(errstr)) != SK_OK) {
                 st->errors++;
                 rc_note(st, "claim failed: %s", errstr);
