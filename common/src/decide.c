@@ -34,7 +34,7 @@ static sk_redis_t *redis_of(const sk_decider_t *d)
         return d->redis_get ? d->redis_get(d->arg) : d->r;
 }
 
-/* A transient DB error: the caller's hook, or a reconnect of d->db. */
+/* A failed stock read: the caller's hook, or a reconnect of d->db when transient. */
 static void db_failed(const sk_decider_t *d, sk_err_t err)
 {
         if (d->db_failed)
@@ -141,7 +141,9 @@ sk_err_t sk_decide_rollback(const sk_decider_t *d, const sk_order_msg_t *msg,
         }
         sk_reason_flags(reason, &restore, &release, &clamp);
         for (attempt = 0; attempt < n; attempt++) {
-                if (attempt)
+                if (attempt && d->backoff)
+                        d->backoff(d->arg, attempt);
+                else if (attempt)
                         sk_sleep_ms(sk_backoff_ms(attempt, BACKOFF_BASE_MS, BACKOFF_CAP_MS, &rng),
                                     NULL);
                 if (!proceed(d)) {
@@ -212,11 +214,8 @@ sk_err_t sk_decide_failed(const sk_decider_t *d, const sk_order_msg_t *msg, sk_r
         err = sk_outcome_fail(d->db, msg, reason, detail, &existing, errstr, errstr_size);
         if (err == SK_EEXIST)
                 return sk_decide_follow(d, msg, &existing, out, errstr, errstr_size);
-        if (err != SK_OK) {
-                if (err == SK_EAGAIN)
-                        db_failed(d, err);
-                return err;
-        }
+        if (err != SK_OK)
+                return err; /* nothing committed: the caller retries or gives up */
         out->how = SK_DECIDED_RECORDED;
         out->reason = reason;
         err = sk_decide_rollback(d, msg, reason, &out->res, &out->clamp_to, errstr, errstr_size);

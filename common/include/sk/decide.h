@@ -43,7 +43,10 @@ typedef struct sk_decider {
         int (*proceed)(void *arg);           /* 0 = stop now, before any write [go on] */
         sk_redis_t *(*redis_get)(void *arg); /* connection for the next attempt [r] */
         void (*redis_failed)(void *arg, sk_err_t err);  /* after a failed attempt [-] */
-        void (*db_failed)(void *arg, sk_err_t err);     /* transient DB error [reconnect] */
+        void (*db_failed)(void *arg, sk_err_t err);     /* after a failed stock read
+                                                         * [reconnect d->db if transient] */
+        void (*backoff)(void *arg, int attempt);        /* between attempts (attempt 1..):
+                                                         * [sleep, capped exponential + jitter] */
         void *arg;
 } sk_decider_t;
 
