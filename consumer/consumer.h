@@ -73,6 +73,10 @@ typedef enum {
         APPLY_ERROR,           /* other DB error; rolled back */
 } cons_apply_res_t;
 
+/** @brief Orders created from now on are UNPAID with pay_deadline = creation +
+ *  @p pay_timeout_s on the DB's clock, or PAID at creation when it is 0 (DESIGN.md 13).
+ *  Process-wide; call once in main() before the workers start (not thread-safe). */
+void cons_apply_set_pay_timeout(int pay_timeout_s);
 cons_apply_t *cons_apply_new(sk_db_t *db, int batch_max);
 void cons_apply_destroy(cons_apply_t *ap);
 /** @brief Forget cached statements (call before/after a reconnect). */
