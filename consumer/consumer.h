@@ -97,3 +97,11 @@ cons_apply_res_t cons_apply_one(cons_apply_t *ap, const sk_order_msg_t *msg,
 /** @brief Current DB stock of @p voucher_id (no transaction). SK_ENOTFOUND if no row. */
 sk_err_t cons_apply_stock(cons_apply_t *ap, int64_t voucher_id, int64_t *stock,
                           char *errstr, size_t errstr_size);
+
+/* ---- closer.c: the closer loop (DESIGN.md 13), one thread per process ---- */
+
+/** @brief Register the closer's metrics in @p reg and start its thread (own DB and Redis
+ *  connections; runs until g_stop). @returns 0, or -1 if the thread did not start. */
+int cons_closer_start(const cons_ctx_t *ctx, sk_metrics_t *reg);
+/** @brief Wait for the closer thread (after g_stop was set). No-op if not started. */
+void cons_closer_join(void);

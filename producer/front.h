@@ -22,10 +22,12 @@ typedef enum {
         FR_KIND_PURCHASE,       /* POST .../seckill: the purchase pipeline */
         FR_KIND_ORDERS_ME,      /* GET .../orders/me: lookup pool */
         FR_KIND_ORDER_GET,      /* GET /api/v1/orders/{id}: lookup pool */
+        FR_KIND_ORDER_ACTION,   /* POST /api/v1/orders/{id}/pay|cancel: lookup pool */
 } fr_kind_t;
 
 /* Lookup-pool jobs. */
-typedef enum { FR_LOOKUP_ORDERS_ME = 1, FR_LOOKUP_ORDER_GET, FR_LOOKUP_VOUCHER } fr_lookup_t;
+typedef enum { FR_LOOKUP_ORDERS_ME = 1, FR_LOOKUP_ORDER_GET, FR_LOOKUP_VOUCHER,
+               FR_LOOKUP_PAY, FR_LOOKUP_CANCEL } fr_lookup_t;
 
 /* One HTTP request. Ownership: reference counted. The HTTP layer holds one reference
  * from the first handler call until MHD's completed notification; an asynchronous
@@ -185,6 +187,15 @@ void fr_kafka_destroy_all(void);
 int fr_lookup_start(char *errstr, size_t errstr_size);
 void fr_lookup_submit(fr_req_t *req);
 void fr_lookup_stop(void);
+
+/* orders.c: pay and cancel (DESIGN.md 13) */
+/** Register the lifecycle metrics in g_fr.m.reg (once, from fr_metrics_init). */
+void fr_orders_metrics_init(void);
+/** Serve a pay or cancel request on a lookup thread's connections (*db and *r are
+ *  connected lazily, closed and set to NULL after an error). Answers @p req once. */
+struct sk_db;
+struct sk_redis;
+void fr_order_action(fr_req_t *req, struct sk_db **db, struct sk_redis **r);
 
 /* http.c */
 int fr_http_start(char *errstr, size_t errstr_size);
