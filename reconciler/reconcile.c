@@ -36,6 +36,7 @@
 
 #include "rc_kafka.h"
 #include "reconcile.h"
+#include "rc_release.h"
 #include "sk/clock.h"
 #include "sk/failpoint.h"
 #include "sk/ids.h"
@@ -873,6 +874,7 @@ sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
                 }
         }
 
+        rc_release_pending(ctx, voucher_id, st); /* before the drift check (DESIGN.md 13) */
         sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, SK_KEY_TRACE);
         if ((err = sk_traceset_scan(ctx->r, k_trace, 1000, &set, errstr, sizeof(errstr))) != SK_OK ||
             (err = sk_traceset_load_db(ctx->db, &set, 0, errstr, sizeof(errstr))) != SK_OK) {

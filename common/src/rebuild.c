@@ -185,7 +185,7 @@ static sk_err_t db_active_buyers(sk_db_t *db, int64_t voucher_id, sk_i64vec_t *o
 
         snprintf(sql, sizeof(sql),
                  "SELECT user_id, trace_id FROM tb_voucher_order"
-                 " WHERE voucher_id = %" PRId64 " AND status = 1", voucher_id);
+                 " WHERE voucher_id = %" PRId64 " AND status IN (1, 2)", voucher_id);
         if (mysql_real_query(db->conn, sql, (unsigned long)strlen(sql)))
                 return db_query_err(db, "active buyers", errstr, errstr_size);
         if (!(res = mysql_store_result(db->conn)))

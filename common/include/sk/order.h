@@ -92,6 +92,12 @@ sk_err_t sk_order_end(sk_db_t *db, int64_t order_id, int64_t user_id, int to, in
 sk_err_t sk_order_close_due(sk_db_t *db, int limit, sk_order_row_t **rows, size_t *n,
                             char *errstr, size_t errstr_size);
 
+/** @brief Every CANCELLED or CLOSED order of @p voucher_id (for the reconciler's pending
+ *  releases, DESIGN.md 13). *rows malloc'd, owned by the caller (NULL when *n = 0).
+ *  @returns SK_OK or the DB error. */
+sk_err_t sk_order_list_ended(sk_db_t *db, int64_t voucher_id, sk_order_row_t **rows, size_t *n,
+                             char *errstr, size_t errstr_size);
+
 /** @brief Seconds the oldest UNPAID order is past its deadline (0: none), DB clock.
  *  @returns SK_OK or the DB error. */
 sk_err_t sk_order_overdue_oldest_s(sk_db_t *db, int64_t *seconds, char *errstr,
