@@ -117,6 +117,15 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
                         const char *by, int64_t expire_extra_ms, sk_release_res_t *res,
                         char *errstr, size_t errstr_size);
 
+/** @brief For a rebuild (DESIGN.md 8, 13), in its snapshot (the voucher row locked,
+ *  before Redis stock is set from the DB): write `T:x` {"by":"rebuild","restored":0} for
+ *  every CANCELLED/CLOSED order of @p voucher_id that lacks one, so a pending release
+ *  never restores a unit the DB stock already counts. @p expire_at_ms: the key expiry E.
+ *  *marked = records written. @returns SK_OK, or the DB / Redis error. */
+sk_err_t sk_rebuild_mark_released(sk_db_t *db, sk_redis_t *r, const char *prefix,
+                                  int64_t voucher_id, int64_t expire_at_ms, int64_t *marked,
+                                  char *errstr, size_t errstr_size);
+
 /** @brief DEL `<prefix>:order:<order_id>` after a pay/cancel/close commit (DESIGN.md 3:
  *  the order cache never shows a stale status). @returns SK_OK or the Redis error. */
 sk_err_t sk_order_cache_del(sk_redis_t *r, const char *prefix, int64_t order_id,
