@@ -101,9 +101,18 @@ ft_eq "$(restore_type "$(trace_of 3)")" 5 "its RESTORE row (business_type 5)"
 ft_eq "$(ft_sql "SELECT paid_at IS NULL FROM tb_voucher_order WHERE id = $o3b")" 1 "no payment recorded"
 
 # The closer finishes user 4's order; then everything is consistent.
-ft_consumer c2 SECKILL_PAY_TIMEOUT_S=$TIMEOUT_S SECKILL_CLOSE_INTERVAL_MS=200
+mport=$(ft_free_port)
+ft_consumer c2 SECKILL_PAY_TIMEOUT_S=$TIMEOUT_S SECKILL_CLOSE_INTERVAL_MS=200 -- --metrics-addr "127.0.0.1:$mport"
 wait_status "$(order_of 4)" 4 30 || ft_fail "order 4 not closed"
 for ((i = 0; i < 50; i++)); do [[ $(rstock) == 2 ]] && break; sleep 0.1; done
+cm=$(curl -s -m 5 "http://127.0.0.1:$mport/metrics")
+ft_eq "$(awk '$1 == "seckill_orders_closed_total" {print $2}' <<<"$cm")" 1 "consumer metric: one order closed"
+grep -q '^seckill_orders_release_lag_seconds_count 1' <<<"$cm" && ft_ok "consumer metric: release lag observed" ||
+        ft_fail "release lag metric: $(grep release_lag <<<"$cm" | tail -n 2)"
+grep -q '^seckill_orders_unpaid_overdue_oldest_seconds ' <<<"$cm" && ft_ok "consumer metric: overdue gauge" || ft_fail "no overdue gauge"
+fm=$(curl -s -m 5 "http://${FT_ADDR[f]}/metrics")
+ft_eq "$(awk '$1 == "seckill_orders_paid_total" {print $2}' <<<"$fm") $(awk '$1 == "seckill_orders_cancelled_total" {print $2}' <<<"$fm") $(awk '$1 == "seckill_orders_closed_total" {print $2}' <<<"$fm")" \
+        "1 1 1" "front metrics: paid 1, cancelled 1, closed on the spot 1"
 ft_eq "$(rstock) $(dstock)" "2 2" "Redis and DB stock: the two released units"
 ft_eq "$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $V AND status IN (1, 2)")" 1 "one active order (user 1, PAID)"
 ft_check "$V"
