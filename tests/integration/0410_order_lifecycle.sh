@@ -115,7 +115,29 @@ ft_eq "$(awk '$1 == "seckill_orders_paid_total" {print $2}' <<<"$fm") $(awk '$1 
         "1 1 1" "front metrics: paid 1, cancelled 1, closed on the spot 1"
 ft_eq "$(rstock) $(dstock)" "2 2" "Redis and DB stock: the two released units"
 ft_eq "$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $V AND status IN (1, 2)")" 1 "one active order (user 1, PAID)"
+# SECKILL_PAY_TIMEOUT_S=0: orders are created PAID, no deadline; the closer leaves them.
+ft_stop c2
+ft_consumer c3 SECKILL_PAY_TIMEOUT_S=0 SECKILL_CLOSE_INTERVAL_MS=200
+V2=$(ft_voucher 2)
+ft_buy f "$V2" 7 1
+ft_settle 60 || ft_fail "PAID-at-creation purchase not settled"
+o7=$(order_of 7)
+ft_eq "$(ft_sql "SELECT status, pay_deadline IS NULL, paid_at IS NOT NULL FROM tb_voucher_order WHERE id = $o7" | tr '\t' ' ')" \
+        "2 1 1" "timeout 0: created PAID, no deadline, paid_at set"
+ft_eq "$(act pay 7 "$o7" | cut -d' ' -f1)" 200 "timeout 0: pay is a repeat (200)"
+ft_eq "$(act cancel 7 "$o7" | cut -c1-17)" '409 {"code":10022' "timeout 0: cancel is 409 10022"
+sleep 1
+ft_eq "$(status_of "$o7")" 2 "timeout 0: the closer leaves it PAID"
+"$FT_BIN/seckill-admin" verify "$V2" >"$FT_WORK/verify.$V2.log" 2>&1 && ft_ok "verify $V2" ||
+        ft_fail "verify $V2: $(tr '\n' ' ' <"$FT_WORK/verify.$V2.log")"
+
 ft_check "$V"
 grep -q '4 cancelled/closed: RESTORE, unit  PASS' "$FT_WORK/verify.$V.log" && ft_ok "verify: invariant 4 PASS" || ft_fail "verify invariant 4"
 grep -q '6 never both paid and closed       PASS' "$FT_WORK/verify.$V.log" && ft_ok "verify: invariant 6 PASS" || ft_fail "verify invariant 6"
+# verify can fail: a PAID order forced to CLOSED without its release breaks 4 and 6.
+ft_sql "UPDATE tb_voucher_order SET status = 4 WHERE id = $o1"
+"$FT_BIN/seckill-admin" verify "$V" >"$FT_WORK/verify.bad.log" 2>&1
+ft_eq "$?" 1 "verify exits 1 on a corrupted order"
+grep -q '4 cancelled/closed: RESTORE, unit  FAIL' "$FT_WORK/verify.bad.log" && ft_ok "verify: invariant 4 FAIL" || ft_fail "verify 4 did not fail"
+grep -q '6 never both paid and closed       FAIL' "$FT_WORK/verify.bad.log" && ft_ok "verify: invariant 6 FAIL" || ft_fail "verify 6 did not fail"
 ft_finish
