@@ -271,11 +271,11 @@ def cmd_report(a):
     for idx, (v, init_given) in enumerate(zip(vouchers, stocks)):
         r = sql(f"SELECT init_stock, stock, status FROM `{db}`.tb_seckill_voucher WHERE voucher_id = {v}")
         init_db, stock_db, status_db = (int(x) for x in r[0]) if r else (None, None, None)
-        active = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order WHERE voucher_id = {v} AND status = 1")[0][0])
+        active = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order WHERE voucher_id = {v} AND status IN (1, 2)")[0][0])
         dup_users = int(sql(f"SELECT COUNT(*) FROM (SELECT user_id FROM `{db}`.tb_voucher_order "
-                            f"WHERE voucher_id = {v} AND status = 1 GROUP BY user_id HAVING COUNT(*) > 1) d")[0][0])
+                            f"WHERE voucher_id = {v} AND status IN (1, 2) GROUP BY user_id HAVING COUNT(*) > 1) d")[0][0])
         buyers_db = {x[0] for x in sql(f"SELECT DISTINCT user_id FROM `{db}`.tb_voucher_order "
-                                       f"WHERE voucher_id = {v} AND status = 1")}
+                                       f"WHERE voucher_id = {v} AND status IN (1, 2)")}
         outc = sql(f"SELECT outcome, COALESCE(reason, ''), COUNT(*) FROM `{db}`.tb_seckill_outcome "
                    f"WHERE voucher_id = {v} GROUP BY outcome, reason")
         outcomes = {("CREATED" if o == "1" else "FAILED" if o == "2" else o) + (f"/{rs}" if rs else ""): int(n)
@@ -333,7 +333,7 @@ def cmd_report(a):
     # ---- orders the client never saw accepted (lost answers): information only
     unseen = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order vo WHERE NOT EXISTS "
                      f"(SELECT 1 FROM `{cdb}`.accepted a WHERE a.trace_id = vo.trace_id)")[0][0])
-    orders_total = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order WHERE status = 1")[0][0])
+    orders_total = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order WHERE status IN (1, 2)")[0][0])
 
     # ---- reconciler
     rec_rc = read_int(os.path.join(run, "reconciler.rc"))
