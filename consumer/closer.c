@@ -131,11 +131,12 @@ static void *closer_main(void *arg)
                         sk_sleep_ms(sk_backoff_ms(failures++, 200, 5000, &rng), (volatile int *)&g_stop);
                         continue;
                 }
-                if (sk_order_overdue_oldest_s(c->db, &overdue, errstr, sizeof(errstr)) == SK_OK)
-                        sk_metric_set(c->overdue, overdue);
                 do
                         n = close_batch(c);
                 while (n == CLOSE_BATCH && !g_stop);
+                /* What is left past its deadline after this round (0 when keeping up). */
+                if (sk_order_overdue_oldest_s(c->db, &overdue, errstr, sizeof(errstr)) == SK_OK)
+                        sk_metric_set(c->overdue, overdue);
                 if (n < 0) {
                         sk_sleep_ms(sk_backoff_ms(failures++, 100, 5000, &rng), (volatile int *)&g_stop);
                         continue;

@@ -14,7 +14,8 @@
 -- gets only T:x: the recovery rebuild counts its unit from the DB.
 -- T:x = {"by":"..","restored":0|1,"ts":MS}
 -- Ids stay strings (never tonumber on an id). Redis 7.0, Lua 5.1.
--- is_id, is_uint and argerr come from lua/lib/validate.lua (prepended at build time).
+-- is_id, is_uint and argerr come from lua/lib/validate.lua, redis_now_ms, expiry_at and
+-- expire_keys from lua/lib/expiry.lua (both prepended at build time).
 
 if #KEYS ~= 4 then return argerr("expected 4 keys (meta stock users trace)") end
 if #ARGV ~= 4 then return argerr("expected 4 args (traceId userId by expire_extra_ms)") end
@@ -33,8 +34,7 @@ if entry then
   if u and is_id(u) then user_id = u end
 end
 
-local t = redis.call("TIME")
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_ms = redis_now_ms()
 local written = {}
 
 local prev = redis.call("HGET", k_trace, trace_id .. ":x")
@@ -60,20 +60,7 @@ if user_id ~= "" and redis.call("HGET", k_users, user_id) == trace_id then
   table.insert(written, k_users)
 end
 
--- Expiry: E = end_ms + extra; without meta (Redis lost data) now + extra.
-if #written > 0 then
-  local end_s = redis.call("HGET", k_meta, "end_ms")
-  local e_ms
-  if end_s and is_uint(end_s, 15) then
-    e_ms = tonumber(end_s) + extra_ms
-  else
-    e_ms = now_ms + extra_ms
-  end
-  local e = string.format("%d", e_ms)
-  for _, k in ipairs(written) do
-    redis.call("PEXPIREAT", k, e, "NX")
-    redis.call("PEXPIREAT", k, e, "GT")
-  end
-end
+-- Expiry (lua/lib/expiry.lua): E = end_ms + extra; without meta (Redis lost data) now + extra.
+if #written > 0 then expire_keys(written, expiry_at(k_meta, extra_ms, now_ms)) end
 if prev then return {"ALREADY", prev, released} end
 return {"OK", restored, released}

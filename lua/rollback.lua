@@ -49,8 +49,7 @@ if entry then
   qty = tonumber(string.match(entry, '"deductQty":(%d+)') or "")
 end
 
-local t = redis.call("TIME")
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_ms = redis_now_ms()
 
 local restored, released, clamped = 0, 0, 0
 local stock_exists = redis.call("EXISTS", k_stock) == 1
@@ -79,20 +78,9 @@ local fence = '{"mode":"' .. mode .. '","reason":"' .. reason ..
   ',"clamped":' .. clamped .. ',"ts":' .. string.format("%d", now_ms) .. '}'
 redis.call("HSET", k_trace, f_restore, fence)
 
--- Expiry: E = end_ms + extra; without meta (Redis lost data) now + extra.
-local end_s = redis.call("HGET", k_meta, "end_ms")
-local e_ms
-if end_s and is_uint(end_s, 15) then
-  e_ms = tonumber(end_s) + extra_ms
-else
-  e_ms = now_ms + extra_ms
-end
-local e = string.format("%d", e_ms)
+-- Expiry (lua/lib/expiry.lua): E = end_ms + extra; without meta (Redis lost data) now + extra.
 local written = {k_trace}
 if restored == 1 or clamped == 1 then table.insert(written, k_stock) end
 if released == 1 then table.insert(written, k_users) end
-for _, k in ipairs(written) do
-  redis.call("PEXPIREAT", k, e, "NX")
-  redis.call("PEXPIREAT", k, e, "GT")
-end
+expire_keys(written, expiry_at(k_meta, extra_ms, now_ms))
 return {"OK", restored, released, clamped}
