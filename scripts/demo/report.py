@@ -189,7 +189,8 @@ def cmd_report(a):
                    AND vo.user_id = a.user_id AND vo.voucher_id = a.voucher_id),
                (SELECT COUNT(*) FROM `{db}`.tb_voucher_order vo WHERE vo.trace_id = a.trace_id),
                (SELECT COUNT(*) FROM `{db}`.tb_voucher_reconcile_log l
-                 WHERE l.trace_id = a.trace_id AND l.log_type = 1)
+                 WHERE l.trace_id = a.trace_id AND l.log_type = 1
+                   AND l.business_type NOT IN (4, 5))
         FROM `{cdb}`.accepted a
         LEFT JOIN `{db}`.tb_seckill_outcome o ON o.trace_id = a.trace_id
         ORDER BY a.seq""")
