@@ -26,6 +26,7 @@ import urllib.error
 import urllib.request
 
 import figures
+import lifecycle
 
 ID_RE = re.compile(r"^[1-9][0-9]{0,18}$")
 TSV_COLS = ("order_id", "trace_id", "voucher_id", "user_id", "accept_ms", "attempt")
@@ -328,8 +329,12 @@ def cmd_report(a):
     else:
         check("I5 zero undersell: active orders = init_stock", None,
               "no voucher had >= 2x its stock in distinct buyers")
-    check("seckill-admin verify (I1, I2, I3, active <= init) exits 0", all_v(lambda p: p["verify_exit"] == 0),
+    check("seckill-admin verify (I1, I2, I3, I4, I6, active <= init) exits 0", all_v(lambda p: p["verify_exit"] == 0),
           "exit codes: " + ", ".join(f"{p['voucherId']}={p['verify_exit']}" for p in per_voucher))
+
+    # ---- order lifecycle: pay, close, release, sold again (lifecycle.py)
+    lc = lifecycle.lifecycle(sql, rcli, check, db, a.prefix, vouchers, a.warmup_voucher, run,
+                             a.unpaid_pct)
 
     # ---- orders the client never saw accepted (lost answers): information only
     unseen = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order vo WHERE NOT EXISTS "
@@ -388,6 +393,7 @@ def cmd_report(a):
             "other_codes": other_codes,
         },
         "orders_in_db": orders_total,
+        "lifecycle": lc,
         "orders_without_logged_202": unseen,
         "vouchers": per_voucher,
         "invariant4": dict(i4, examples=i4_examples),
@@ -487,6 +493,7 @@ def print_report(r, out):
     print(f" by status     " + ", ".join(f"{k}={v:,}" for k, v in sorted(q["by_status"].items())))
     print(f" orders in DB  {r['orders_in_db']:,} active ({r['orders_without_logged_202']} without a "
           f"202 the client saw)")
+    lifecycle.print_lifecycle(r["lifecycle"])
     lm = f["latency_ms"]
     print(f" front         {f['req_per_s']:,} req/s over {f['connections']} connections; "
           f"p50 {lm.get('p50')} ms, p99 {lm.get('p99')} ms, max {lm.get('max')} ms (wrk)")
@@ -546,6 +553,7 @@ def main():
     ap.add_argument("--warmup-voucher", default="")
     ap.add_argument("--drained", type=int, default=1)
     ap.add_argument("--elapsed-s", type=int, default=0)
+    ap.add_argument("--unpaid-pct", type=int, default=0)
     a = ap.parse_args()
     for name in ("db", "client_db"):
         if not re.match(r"^[A-Za-z0-9_]{1,64}$", getattr(a, name)):

@@ -42,6 +42,8 @@ OUT=${SK_DEMO_OUT:-$REPO/out}
 DB=${SK_DEMO_DB:-seckill_demo}
 GRACE_S=10
 DRIFT=0
+UNPAID_PCT=20
+PAY_TIMEOUT_S=5
 
 usage() {
         cat <<EOF
@@ -60,6 +62,9 @@ usage: scripts/demo.sh [options]
                        (init_stock and stock): Redis admits N purchases the DB cannot
                        sell, which must end FAILED (sold_out) with their stock clamped
                        and their buyers released (DESIGN.md 8) — a failure path on show
+  --unpaid-pct P       percent of the winners who never pay (default $UNPAID_PCT): their
+                       orders close at the deadline, the units go back and are sold again
+  --pay-timeout S      payment window of an order (default $PAY_TIMEOUT_S s; SECKILL_PAY_TIMEOUT_S)
   --keep               leave the front, the consumers and the stack running
   --no-install         do not check/install Debian packages
   --no-build           use the binaries already in the build dir
@@ -86,6 +91,8 @@ while [[ $# -gt 0 ]]; do
         --duration) need_arg "$@"; need_int "$1" "$2"; DURATION_S=$2; shift 2 ;;
         --drain-timeout) need_arg "$@"; need_int "$1" "$2"; DRAIN_TIMEOUT_S=$2; shift 2 ;;
         --drift) need_arg "$@"; need_int "$1" "$2"; DRIFT=$2; shift 2 ;;
+        --unpaid-pct) need_arg "$@"; need_int "$1" "$2"; UNPAID_PCT=$2; shift 2 ;;
+        --pay-timeout) need_arg "$@"; need_int "$1" "$2"; PAY_TIMEOUT_S=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
         --no-install) INSTALL=0; shift ;;
         --no-build) BUILD=0; shift ;;
@@ -230,6 +237,7 @@ PIDS=()
 FRONT_PID=
 CONSUMER_PID=
 WRK_PID=
+PAYER_PID=
 
 stop_pid() {   # stop_pid PID NAME: SIGTERM, wait up to 20 s, then SIGKILL
         local pid=$1 name=$2 i
@@ -257,6 +265,7 @@ cleanup() {
                 done
                 kill -KILL "$WRK_PID" 2>/dev/null || true
         fi
+        [[ -n $PAYER_PID ]] && { kill "$PAYER_PID" 2>/dev/null || true; }
         if [[ -n ${STACK_BG:-} ]]; then
                 kill "$STACK_BG" 2>/dev/null || true
                 wait "$STACK_BG" 2>/dev/null || true
@@ -454,7 +463,8 @@ fi
 # ------------------------------------------------------------------ 6. services
 # setsid: a Ctrl-C in the terminal reaches this script only, which then stops the
 # services with one SIGTERM each (a second signal would make them skip their drain).
-setsid "$BIN/seckill-consumer" --workers 2 > "$RUN/consumer.log" 2>&1 9>&- &
+SECKILL_PAY_TIMEOUT_S=$PAY_TIMEOUT_S SECKILL_CLOSE_INTERVAL_MS=500 \
+        setsid "$BIN/seckill-consumer" --workers 2 > "$RUN/consumer.log" 2>&1 9>&- &
 CONSUMER_PID=$!
 PIDS+=("$CONSUMER_PID")
 setsid "$BIN/seckill-front" > "$RUN/front.log" 2>&1 9>&- &
@@ -479,6 +489,12 @@ fi
 say "front ready: $(tr -d '\n' < "$RUN/readyz.json" | cut -c1-200)"
 phase() { echo "$1 $(( $(date +%s) - T0 ))" >> "$RUN/phases.txt"; }   # seconds since start
 phase ready
+# The buyers' payments (DESIGN.md 13): every winner pays at once, except ~UNPAID_PCT%
+# who never do (their orders close after PAY_TIMEOUT_S and the units are sold again).
+python3 "$DEMO_DIR/payer.py" pay --db "$DB" --front "http://$HTTP_ADDR" --unpaid-pct "$UNPAID_PCT" \
+        --stop "$RUN/payer.stop" --out "$RUN/payer.json" > "$RUN/payer.log" 2>&1 9>&- &
+PAYER_PID=$!
+say "payer started: ~$UNPAID_PCT% of the winners never pay; payment window ${PAY_TIMEOUT_S}s"
 
 # ------------------------------------------------------------------ 7. warm-up, then the sale
 # One purchase through the whole pipeline before the sale: the consumer group's first
@@ -537,6 +553,15 @@ wait "$WRK_PID" || wrk_rc=$?
 WRK_PID=
 SALE_END=$(date +%s)
 [[ -s $RUN/sale/wrk.json ]] || { cat "$RUN/wrk.txt" >&2; die "wrk produced no summary (exit $wrk_rc)"; }
+# Late buyers take the units the non-payers' closes give back (DESIGN.md 9.5: released
+# units are sold again); their 202s join the log and are checked like the sale's.
+say "late buyers: buying what the closes release until no unpaid order is left"
+python3 "$DEMO_DIR/payer.py" resale --db "$DB" --front "http://$HTTP_ADDR" --unpaid-pct "$UNPAID_PCT" \
+        --vouchers "$SALE_VLIST" --tsv "$RUN/sale/accepted-resale.tsv" \
+        --timeout-s $(( 3 * PAY_TIMEOUT_S + 60 )) > "$RUN/resale.json" 2> "$RUN/resale.log" ||
+        warn "late buyers failed: $(tail -n 3 "$RUN/resale.log")"
+say "late buyers: $(cat "$RUN/resale.json" 2>/dev/null)"
+phase resale_end
 cat "$RUN"/sale/accepted-*.tsv > "$RUN/accepted.tsv" 2>/dev/null || : > "$RUN/accepted.tsv"
 NACC=$(wc -l < "$RUN/accepted.tsv")
 phase sale_end
@@ -571,6 +596,10 @@ while :; do
         sleep 1
 done
 phase drained
+touch "$RUN/payer.stop"
+wait "$PAYER_PID" 2>/dev/null || warn "payer exited with an error: $(tail -n 3 "$RUN/payer.log")"
+PAYER_PID=
+say "payer: $(cat "$RUN/payer.json" 2>/dev/null)"
 [[ $drained -eq 1 ]] || warn "not every 202 has an outcome after ${DRAIN_TIMEOUT_S}s (the report says which)"
 
 # ------------------------------------------------------------------ 9. reconcile + verify
@@ -605,5 +634,6 @@ python3 "$DEMO_DIR/report.py" report \
         --warmup-voucher "$WARMUP" \
         --buyers "$BUYERS" --hot-pct "$HOT_PCT" --concurrency "$CONCURRENCY" \
         --front "http://$HTTP_ADDR" --prefix "$PREFIX" --topic "$TOPIC" \
-        --drained "$drained" --elapsed-s "$(( $(date +%s) - T0 ))" || rep_rc=$?
+        --drained "$drained" --elapsed-s "$(( $(date +%s) - T0 ))" \
+        --unpaid-pct "$UNPAID_PCT" || rep_rc=$?
 exit "$rep_rc"
