@@ -553,6 +553,10 @@ wait "$WRK_PID" || wrk_rc=$?
 WRK_PID=
 SALE_END=$(date +%s)
 [[ -s $RUN/sale/wrk.json ]] || { cat "$RUN/wrk.txt" >&2; die "wrk produced no summary (exit $wrk_rc)"; }
+cat "$RUN"/sale/accepted-*.tsv > "$RUN/accepted.tsv" 2>/dev/null || : > "$RUN/accepted.tsv"
+NACC=$(wc -l < "$RUN/accepted.tsv")
+phase sale_end
+say "sale over in $((SALE_END - SALE_T0))s: $(jq -r '.sale.answers' "$RUN/sale/wrk.json") answers, $(jq -r '.sale.status["202"] // 0' "$RUN/sale/wrk.json") accepted (202)"
 # Late buyers take the units the non-payers' closes give back (DESIGN.md 9.5: released
 # units are sold again); their 202s join the log and are checked like the sale's.
 say "late buyers: buying what the closes release until no unpaid order is left"
@@ -564,8 +568,6 @@ say "late buyers: $(cat "$RUN/resale.json" 2>/dev/null)"
 phase resale_end
 cat "$RUN"/sale/accepted-*.tsv > "$RUN/accepted.tsv" 2>/dev/null || : > "$RUN/accepted.tsv"
 NACC=$(wc -l < "$RUN/accepted.tsv")
-phase sale_end
-say "sale over in $((SALE_END - SALE_T0))s: $(jq -r '.sale.answers' "$RUN/sale/wrk.json") answers, $(jq -r '.sale.status["202"] // 0' "$RUN/sale/wrk.json") accepted (202)"
 
 # ------------------------------------------------------------------ 8. drain
 # The client's record goes into its own database, next to the service's, for the joins.
