@@ -9,6 +9,15 @@ import os
 STATUS = {"1": "UNPAID", "2": "PAID", "3": "CANCELLED", "4": "CLOSED"}
 
 
+def _load(path):
+    """A JSON object from @path, {} when missing or unreadable."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
 def lifecycle(sql, rcli, check, db, prefix, vouchers, warmup, run, unpaid_pct):
     """Figures and checks for the sale's vouchers (the warm-up voucher left out)."""
     sale_v = [v for v in vouchers if v != warmup]
@@ -36,18 +45,7 @@ def lifecycle(sql, rcli, check, db, prefix, vouchers, warmup, run, unpaid_pct):
     paid_and_ended = int(sql(
         f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order WHERE voucher_id IN ({vlist}) AND paid_at "
         f"IS NOT NULL AND (status IN (3, 4) OR (pay_deadline IS NOT NULL AND paid_at > pay_deadline))")[0][0])
-    payer = {}
-    try:
-        with open(os.path.join(run, "payer.json")) as f:
-            payer = json.load(f)
-    except (OSError, ValueError):
-        pass
-    resale = {}
-    try:
-        with open(os.path.join(run, "resale.json")) as f:
-            resale = json.load(f)
-    except (OSError, ValueError):
-        pass
+    payer, resale = _load(os.path.join(run, "payer.json")), _load(os.path.join(run, "resale.json"))
     check("I4 every cancelled/closed order: its RESTORE row, its unit back, its Redis release (T:x)",
           no_restore == 0 and no_release == 0,
           f"{released} units released by {by_status.get('CLOSED', 0)} closes and "

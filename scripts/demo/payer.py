@@ -22,24 +22,14 @@ import json
 import os
 import sys
 import time
-import urllib.error
 import urllib.request
 
-from report import ID_RE, sql
+from report import ID_RE, http_json, sql
 
 
 def post(url, user):
-    req = urllib.request.Request(url, data=b"", method="POST", headers={"X-User-Id": user})
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status, json.loads(resp.read().decode() or "{}")
-    except urllib.error.HTTPError as e:
-        try:
-            return e.code, json.loads(e.read().decode() or "{}")
-        except ValueError:
-            return e.code, {}
-    except (OSError, ValueError):
-        return None, {}
+    return http_json(urllib.request.Request(url, data=b"", method="POST",
+                                            headers={"X-User-Id": user}), timeout=10)
 
 
 def pays(user, unpaid_pct):

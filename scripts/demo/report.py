@@ -149,11 +149,10 @@ def fmt_ms(v):
     return "n/a" if v is None else f"{v:,.1f} ms" if isinstance(v, float) else f"{v:,} ms"
 
 
-def orders_me(front, voucher, user):
-    req = urllib.request.Request(f"{front}/api/v1/vouchers/{voucher}/orders/me",
-                                 headers={"X-User-Id": user})
+def http_json(req, timeout=5):
+    """(status, JSON body) of one request; (None, {"error": ...}) without an answer."""
     try:
-        with urllib.request.urlopen(req, timeout=5) as resp:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
             return resp.status, json.loads(resp.read().decode() or "{}")
     except urllib.error.HTTPError as e:
         try:
@@ -162,6 +161,11 @@ def orders_me(front, voucher, user):
             return e.code, {}
     except (OSError, ValueError) as e:
         return None, {"error": str(e)}
+
+
+def orders_me(front, voucher, user):
+    return http_json(urllib.request.Request(f"{front}/api/v1/vouchers/{voucher}/orders/me",
+                                            headers={"X-User-Id": user}))
 
 
 # --------------------------------------------------------------------------- report
