@@ -24,6 +24,8 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 DEMO_DIR=$REPO/scripts/demo
+# shellcheck source=payments.sh
+. "$DEMO_DIR/payments.sh"
 
 # ------------------------------------------------------------------ options
 HOT_STOCK=1000
@@ -489,12 +491,7 @@ fi
 say "front ready: $(tr -d '\n' < "$RUN/readyz.json" | cut -c1-200)"
 phase() { echo "$1 $(( $(date +%s) - T0 ))" >> "$RUN/phases.txt"; }   # seconds since start
 phase ready
-# The buyers' payments (DESIGN.md 13): every winner pays at once, except ~UNPAID_PCT%
-# who never do (their orders close after PAY_TIMEOUT_S and the units are sold again).
-python3 "$DEMO_DIR/payer.py" pay --db "$DB" --front "http://$HTTP_ADDR" --unpaid-pct "$UNPAID_PCT" \
-        --stop "$RUN/payer.stop" --out "$RUN/payer.json" > "$RUN/payer.log" 2>&1 9>&- &
-PAYER_PID=$!
-say "payer started: ~$UNPAID_PCT% of the winners never pay; payment window ${PAY_TIMEOUT_S}s"
+payments_start   # scripts/demo/payments.sh (DESIGN.md 13)
 
 # ------------------------------------------------------------------ 7. warm-up, then the sale
 # One purchase through the whole pipeline before the sale: the consumer group's first
@@ -557,15 +554,7 @@ cat "$RUN"/sale/accepted-*.tsv > "$RUN/accepted.tsv" 2>/dev/null || : > "$RUN/ac
 NACC=$(wc -l < "$RUN/accepted.tsv")
 phase sale_end
 say "sale over in $((SALE_END - SALE_T0))s: $(jq -r '.sale.answers' "$RUN/sale/wrk.json") answers, $(jq -r '.sale.status["202"] // 0' "$RUN/sale/wrk.json") accepted (202)"
-# Late buyers take the units the non-payers' closes give back (DESIGN.md 9.5: released
-# units are sold again); their 202s join the log and are checked like the sale's.
-say "late buyers: buying what the closes release until no unpaid order is left"
-python3 "$DEMO_DIR/payer.py" resale --db "$DB" --front "http://$HTTP_ADDR" --unpaid-pct "$UNPAID_PCT" \
-        --vouchers "$SALE_VLIST" --tsv "$RUN/sale/accepted-resale.tsv" \
-        --timeout-s $(( 3 * PAY_TIMEOUT_S + 60 )) > "$RUN/resale.json" 2> "$RUN/resale.log" ||
-        warn "late buyers failed: $(tail -n 3 "$RUN/resale.log")"
-say "late buyers: $(cat "$RUN/resale.json" 2>/dev/null)"
-phase resale_end
+payments_resale  # late buyers take the units the closes release
 cat "$RUN"/sale/accepted-*.tsv > "$RUN/accepted.tsv" 2>/dev/null || : > "$RUN/accepted.tsv"
 NACC=$(wc -l < "$RUN/accepted.tsv")
 
@@ -598,10 +587,7 @@ while :; do
         sleep 1
 done
 phase drained
-touch "$RUN/payer.stop"
-wait "$PAYER_PID" 2>/dev/null || warn "payer exited with an error: $(tail -n 3 "$RUN/payer.log")"
-PAYER_PID=
-say "payer: $(cat "$RUN/payer.json" 2>/dev/null)"
+payments_stop
 [[ $drained -eq 1 ]] || warn "not every 202 has an outcome after ${DRAIN_TIMEOUT_S}s (the report says which)"
 
 # ------------------------------------------------------------------ 9. reconcile + verify
