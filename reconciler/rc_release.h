@@ -9,6 +9,7 @@
  *  record `T:x`, run release.lua (idempotent: the unit goes back at most once). A voucher
  *  whose Redis keys are gone (expired, or Redis lost them) gets no Redis step: its DB
  *  release is already committed and a rebuild counts from the DB. Counts into
- *  st->released; errors into st->errors / st->note. Runs before the drift check of the
+ *  st->released (a pass that finished one exits 1, found and repaired); errors into
+ *  st->errors / st->note. Runs before the drift check of the
  *  pass, so a pending release is never mistaken for drift. */
 void rc_release_pending(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st);

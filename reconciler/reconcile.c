@@ -1034,7 +1034,7 @@ int rc_vstat_exit(const rc_vstat_t *st)
             st->errors || st->expiry_alert || drift_open)
                 return 2;
         if (st->redriven || st->rolled_back || st->lost || st->rebuilt || st->meta_reset ||
-            st->failed_counted)
+            st->failed_counted || st->released)
                 return 1;
         return 0;
 }

@@ -23,11 +23,12 @@ buyers() { ft_rcli hkeys "$(ft_key "$V" users)" | grep -c '^[1-9]'; }
 ft_eq "$(buyers)" 5 "buyers still in the users hash"
 
 timeout 120 "$FT_BIN/seckill-reconciler" --grace-seconds "$FT_GRACE_S" >"$FT_WORK/recon.a.log" 2>&1
-ft_log "reconciler pass 1: exit $?"
+ft_eq "$?" 1 "reconciler pass 1: exit 1 (found and repaired)"
 ft_eq "$(grep -c '"release_finished"\|release_finished' "$FT_WORK/recon.a.log")" "$closed" "the reconciler released each closed order"
 ft_eq "$(ft_rcli get "$(ft_key "$V" stock)")" "$closed" "Redis stock got the units back"
 ft_eq "$(buyers)" $((5 - closed)) "closed buyers released from the users hash"
 timeout 120 "$FT_BIN/seckill-reconciler" --grace-seconds "$FT_GRACE_S" >"$FT_WORK/recon.b.log" 2>&1
+ft_eq "$?" 0 "reconciler pass 2: exit 0 (consistent)"
 ft_eq "$(grep -c 'release_finished' "$FT_WORK/recon.b.log")" 0 "second pass: nothing to release"
 ft_eq "$(ft_rcli get "$(ft_key "$V" stock)")" "$closed" "Redis stock unchanged by the second pass (released once)"
 
