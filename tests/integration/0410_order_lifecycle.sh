@@ -50,6 +50,13 @@ ft_eq "$(act pay 1 "$o1" | cut -d' ' -f1)" 200 "pay again: 200"
 ft_eq "$(status_of "$o1")" 2 "order 1 is PAID in the DB"
 ft_eq "$(act pay 2 "$o1" | cut -d' ' -f1)" 404 "another user's order: 404"
 ft_eq "$(act cancel 2 "$o1" | cut -d' ' -f1)" 404 "another user's cancel: 404"
+# Bad requests: nothing changes.
+code() { curl -s -o /dev/null -m 10 -w '%{http_code}' "$@"; }
+ft_eq "$(code -X GET -H 'X-User-Id: 1' "http://${FT_ADDR[f]}/api/v1/orders/$o1/pay")" 405 "GET /pay: 405"
+ft_eq "$(code -X POST -H 'X-User-Id: 1' "http://${FT_ADDR[f]}/api/v1/orders/0$o1/pay")" 400 "non-canonical order id: 400"
+ft_eq "$(code -X POST "http://${FT_ADDR[f]}/api/v1/orders/$o1/cancel")" 400 "no X-User-Id: 400"
+ft_eq "$(code -X POST -H 'X-User-Id: 1' "http://${FT_ADDR[f]}/api/v1/orders/$o1/refund")" 404 "unknown action: 404"
+ft_eq "$(code -X POST -H 'X-User-Id: 1' "http://${FT_ADDR[f]}/api/v1/orders/9223372036854775807/pay")" 404 "unknown order: 404"
 # Pay then cancel.
 ft_eq "$(act cancel 1 "$o1" | cut -c1-17)" '409 {"code":10022' "cancel after pay: 409 10022"
 ft_eq "$(status_of "$o1")" 2 "order 1 still PAID"
