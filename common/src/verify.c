@@ -255,6 +255,51 @@ static sk_err_t lifecycle_rows(sk_db_t *db, int64_t voucher_id, sk_verify_report
                 p, 4, 4, lifecycle_row, rep, errstr, errstr_size);
 }
 
+static int trace_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
+{
+        (void)nulls;
+        (void)ncols;
+        return sk_i64vec_push(arg, cols[0]) != 0;
+}
+
+/* Ended orders of the voucher whose trace lacks its release record T:x (HMGET in
+ * chunks): informational, see sk_verify_report_t.ended_no_release. */
+static sk_err_t pending_releases(sk_db_t *db, sk_redis_t *r, const char *k_trace,
+                                 int64_t voucher_id, int64_t *pending, char *errstr,
+                                 size_t errstr_size)
+{
+        enum { CHUNK = 200 };
+        sk_i64vec_t traces = { 0 };
+        const char *argv[CHUNK + 2];
+        char fields[CHUNK][SK_ID_STRLEN + 2];
+        sk_err_t err;
+        size_t i, k;
+
+        *pending = 0;
+        err = sk_traceset_rows(db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ?"
+                               " AND status IN (3, 4)", &voucher_id, 1, 1, trace_row, &traces,
+                               errstr, errstr_size);
+        for (i = 0; err == SK_OK && i < traces.n; i += CHUNK) {
+                size_t m = traces.n - i < CHUNK ? traces.n - i : CHUNK;
+                redisReply *reply = NULL;
+
+                argv[0] = "HMGET";
+                argv[1] = k_trace;
+                for (k = 0; k < m; k++) {
+                        size_t len = sk_id_format(traces.v[i + k], fields[k]);
+                        memcpy(fields[k] + len, ":x", 3);
+                        argv[k + 2] = fields[k];
+                }
+                if ((err = sk_redis_cmd(r, &reply, (int)m + 2, argv, NULL, errstr, errstr_size)))
+                        break;
+                for (k = 0; reply->type == REDIS_REPLY_ARRAY && k < reply->elements; k++)
+                        *pending += reply->element[k]->type != REDIS_REPLY_STRING;
+                freeReplyObject(reply);
+        }
+        free(traces.v);
+        return err;
+}
+
 /* Traces that hold Redis stock unless proven otherwise: T present, no T:r. */
 static int held(const sk_trace_entry_t *e)
 {
@@ -354,6 +399,13 @@ sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
                         goto done;
         }
         rep->late_orders = (int64_t)late_users.n;
+        {
+                char k_trace[SK_KEY_MAX];
+                sk_key_voucher(k_trace, prefix, voucher_id, SK_KEY_TRACE);
+                if ((err = pending_releases(db, r, k_trace, voucher_id, &rep->ended_no_release,
+                                            errstr, errstr_size)) != SK_OK)
+                        goto done;
+        }
 
         /* Figures. */
         rep->init_stock = d.init_stock;
@@ -479,6 +531,7 @@ void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json)
                         ",\"pendingRollbacks\":%" PRId64 ",\"heldQty\":%" PRId64
                         ",\"expectedRedisStock\":%" PRId64 ",\"traceEntries\":%" PRId64 ",\"lateOrders\":%" PRId64
                         ",\"endedOrders\":%" PRId64 ",\"endedWithoutRestore\":%" PRId64
+                        ",\"releasesPending\":%" PRId64
                         ",\"restoreNotEnded\":%" PRId64 ",\"paidAndEnded\":%" PRId64
                         ",\"redisStable\":%s,\"invariants\":{\"1\":%s,\"2\":%s,\"3\":%s,"
                         "\"4\":%s,\"6\":%s,\"activeLeInit\":%s}}\n",
@@ -487,7 +540,8 @@ void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json)
                         rep->users_in_hash, rep->duplicate_users, rep->users_not_active,
                         rep->active_not_in_hash, rep->undecided_traces, rep->pending_rollbacks,
                         rep->held_qty, rep->expected_redis_stock, rep->trace_entries, rep->late_orders,
-                        rep->ended_orders, rep->ended_no_restore, rep->restore_not_ended,
+                        rep->ended_orders, rep->ended_no_restore, rep->ended_no_release,
+                        rep->restore_not_ended,
                         rep->paid_and_ended, rep->redis_stable ? "true" : "false",
                         rep->inv1_ok ? "true" : "false", rep->inv2_ok ? "true" : "false",
                         rep->inv3_ok ? "true" : "false", rep->inv4_ok ? "true" : "false",
@@ -519,6 +573,9 @@ void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json)
         fprintf(out, "  cancelled/closed      %" PRId64 "\n", rep->ended_orders);
         fprintf(out, "  ended without RESTORE %" PRId64 "\n", rep->ended_no_restore);
         fprintf(out, "  RESTORE, not ended    %" PRId64 "\n", rep->restore_not_ended);
+        if (rep->ended_no_release)
+                fprintf(out, "  release pending       %" PRId64 " (no T:x in Redis yet: the closer or"
+                        " the reconciler finishes it)\n", rep->ended_no_release);
         fprintf(out, "  paid and ended / late %" PRId64 "\n", rep->paid_and_ended);
         fprintf(out, "  1 init - stock = active orders     %s\n", pf(rep->inv1_ok));
         fprintf(out, "  2 one active order per user        %s\n", pf(rep->inv2_ok));

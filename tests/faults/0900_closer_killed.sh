@@ -22,6 +22,9 @@ ft_eq "$(ft_rcli get "$(ft_key "$V" stock)")" 0 "Redis not released (crash after
 buyers() { ft_rcli hkeys "$(ft_key "$V" users)" | grep -c '^[1-9]'; }
 ft_eq "$(buyers)" 5 "buyers still in the users hash"
 
+"$FT_BIN/seckill-admin" verify "$V" >"$FT_WORK/verify.pending.log" 2>&1
+grep -q "release pending       $closed " "$FT_WORK/verify.pending.log" && ft_ok "verify reports $closed pending releases" ||
+        ft_fail "verify: $(grep -i pending "$FT_WORK/verify.pending.log")"
 timeout 120 "$FT_BIN/seckill-reconciler" --grace-seconds "$FT_GRACE_S" >"$FT_WORK/recon.a.log" 2>&1
 ft_eq "$?" 1 "reconciler pass 1: exit 1 (found and repaired)"
 ft_eq "$(grep -c '"release_finished"\|release_finished' "$FT_WORK/recon.a.log")" "$closed" "the reconciler released each closed order"

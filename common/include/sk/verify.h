@@ -50,6 +50,9 @@ typedef struct sk_verify_report {
         int64_t ended_orders;       /* CANCELLED + CLOSED orders (DESIGN.md 13) */
         int64_t ended_no_restore;   /* of those, without their RESTORE row (business_type 4/5) */
         int64_t restore_not_ended;  /* RESTORE rows of type 4/5 whose order is not ended */
+        int64_t ended_no_release;   /* ended orders whose trace has no release T:x in Redis
+                                       yet (reported only: the closer or the reconciler
+                                       finishes it; expired keys never get one) */
         int64_t paid_and_ended;     /* orders with a payment that are CANCELLED/CLOSED, or
                                        paid after their deadline (invariant 6) */
         int redis_stable;           /* 1 if the Redis snapshot was taken without changes */
