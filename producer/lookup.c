@@ -1,8 +1,10 @@
 /* producer/lookup.c: the lookup pool of seckill-front: a few threads, each with its own
  * Redis and read-only DB connection (connected lazily, reconnected after an error),
  * serving GET .../orders/me, GET /api/v1/orders/{id} and the DB check behind a 10004
- * from deduct.lua (DESIGN.md 3: a voucher on sale in the DB whose Redis meta is missing
- * is 503, else 404). Purchases never wait on these threads' connections.
+ * from deduct.lua (DESIGN.md 3: a voucher whose end time has passed is 403/10003, one on
+ * sale in the DB whose Redis meta is missing is 503, else 404). Purchases never wait on
+ * these threads' connections. It answers through req.h only (it calls no other stage
+ * of the purchase pipeline); owns its queue and threads.
  * Pay and cancel (orders.c) run on these threads and connections too.
  * What it does not do: write the DB or Redis itself (orders.c does, for pay/cancel). */
 #include <inttypes.h>
@@ -12,8 +14,13 @@
 #include <cjson/cJSON.h>
 
 #include "front.h"
+#include "lookup.h"
+#include "orders.h"
+#include "queue.h"
+#include "req.h"
 #include "sk/clock.h"
 #include "sk/db.h"
+#include "sk/keys.h"
 #include "sk/log.h"
 #include "sk/order.h"
 #include "sk/redis.h"
@@ -25,11 +32,11 @@ typedef struct lk_conn {
         sk_db_t *db;
 } lk_conn_t;
 
-static fr_queue_t q_lookup;
+static fr_pool_t pool;                  /* the lookup queue and its threads */
 
 void fr_lookup_submit(fr_req_t *req)
 {
-        if (fr_queue_push(&q_lookup, req) == 0)
+        if (fr_queue_push(&pool.q, req) == 0)
                 return;
         /* Closed (shutdown, after every producer of this queue stopped): cannot happen
          * in the stop order of main.c; answer rather than leak the reference. */
@@ -170,20 +177,28 @@ static void answer_json(fr_req_t *req, int status, const char *json)
         fr_answer(req, status, strdup(json), 0);
 }
 
-/* 10004 from deduct.lua: the DB decides (DESIGN.md 3). */
+/* 10004 from deduct.lua (meta missing): the DB decides (DESIGN.md 3). Past its end time
+ * a voucher is 403/10003 whatever Redis holds (its keys may have expired: the window is
+ * checked before the status, as deduct.lua does); on sale (or paused for a rebuild)
+ * with meta missing, Redis lost data: 503 until preheat or --repair rebuilds it; not
+ * in the DB or not on sale there: 404. end_time is UTC (every session runs in UTC). */
 static void do_voucher(lk_conn_t *lc, fr_req_t *req)
 {
-        char sql[256], cols[1][64];
+        char sql[256], cols[2][64];
+        int64_t end_ms = 0;
         int rc;
 
-        snprintf(sql, sizeof(sql), "SELECT status FROM tb_seckill_voucher WHERE voucher_id=%s",
-                 req->sv);
-        rc = lk_query_row(lc, sql, 1, cols, NULL);
+        snprintf(sql, sizeof(sql),
+                 "SELECT status, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', end_time) DIV 1000 "
+                 "FROM tb_seckill_voucher WHERE voucher_id=%s", req->sv);
+        rc = lk_query_row(lc, sql, 2, cols, NULL);
+        if (rc == 1 && sk_id_parse_cstr(cols[1], &end_ms) != 0)
+                end_ms = 0; /* not a positive ms count: no end to compare with */
         if (rc < 0) {
                 fr_answer_503(req, "db", NULL, "database unavailable");
+        } else if (rc == 1 && end_ms > 0 && sk_now_ms() > end_ms) {
+                fr_answer(req, 403, fr_json_err(10003, "ended"), 0);
         } else if (rc == 1 && (!strcmp(cols[0], "1") || !strcmp(cols[0], "4"))) {
-                /* On sale (or paused for a rebuild) in the DB, meta missing in Redis:
-                 * Redis lost data; answer 503 until preheat or --repair rebuilds it. */
                 SK_LOG(SK_WARN, "voucher_meta_missing", "voucher_id=%s db_status=%s", req->sv,
                        cols[0]);
                 fr_answer_503(req, "meta_missing", NULL, "voucher temporarily unavailable");
@@ -276,6 +291,55 @@ static int me_from_outcome(lk_conn_t *lc, fr_req_t *req, char cols[3][64])
         return 0;
 }
 
+/* What orders/me reads from Redis (each malloc'd or NULL). */
+typedef struct me_redis {
+        char *trace, *entry, *restore;
+        char t_order[SK_ID_STRLEN];     /* the order id the DEDUCT entry names, or "" */
+} me_redis_t;
+
+static void me_redis_free(me_redis_t *m)
+{
+        free(m->trace);
+        free(m->entry);
+        free(m->restore);
+        memset(m, 0, sizeof(*m));
+}
+
+/* users[userId] names a trace T: its RESTORE (T:r) and DEDUCT (T) entries (*t = T).
+ * @returns 0, or -1 when Redis failed (nothing read counts then: *m is empty). */
+static int me_read_redis(lk_conn_t *lc, fr_req_t *req, me_redis_t *m, int64_t *t_out)
+{
+        char kusers[SK_KEY_MAX], ktrace[SK_KEY_MAX], field[48];
+        int64_t t, oid;
+
+        memset(m, 0, sizeof(*m));
+        *t_out = 0;
+        sk_key_voucher(kusers, g_fr.conf.redis_prefix, req->voucher_id, SK_KEY_USERS);
+        sk_key_voucher(ktrace, g_fr.conf.redis_prefix, req->voucher_id, SK_KEY_TRACE);
+        if (lk_redis_get(lc, &m->trace, "HGET", kusers, req->su) < 0)
+                goto fail;
+        if (!m->trace || sk_id_parse_cstr(m->trace, &t) != 0)
+                return 0;
+        sk_field_trace(field, t, 'r');
+        if (lk_redis_get(lc, &m->restore, "HGET", ktrace, field) < 0)
+                goto fail;
+        sk_field_trace(field, t, 0);
+        if (lk_redis_get(lc, &m->entry, "HGET", ktrace, field) < 0)
+                goto fail;
+        if (m->entry) {
+                cJSON *j = cJSON_Parse(m->entry);
+
+                if (j && json_id(j, "orderId", &oid) == 0)
+                        sk_id_format(oid, m->t_order);
+                cJSON_Delete(j);
+        }
+        *t_out = t;
+        return 0;
+fail:
+        me_redis_free(m);
+        return -1;
+}
+
 /* orders/me (DESIGN.md 3): CREATED if the user has an active order (UNPAID or PAID) in
  * the DB; else the trace T named by users[userId]: T's outcome row decides (CREATED ->
  * CLOSED, FAILED -> FAILED); without one, a RESTORE (T:r) -> FAILED, a DEDUCT (T) ->
@@ -284,25 +348,12 @@ static int me_from_outcome(lk_conn_t *lc, fr_req_t *req, char cols[3][64])
  * anything else needs the users hash: 503. */
 static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
 {
-        char kusers[SK_KEY_MAX], ktrace[SK_KEY_MAX], field[48];
         char sql[384], cols[3][64];
-        char *trace = NULL, *entry = NULL, *restore = NULL;
         me_order_t mo = { "", NULL, "" };
+        me_redis_t m;
         int64_t t = 0;
-        int rc, redis_err = 0;
+        int rc, redis_err = me_read_redis(lc, req, &m, &t) < 0;
 
-        sk_key_voucher(kusers, g_fr.conf.redis_prefix, req->voucher_id, SK_KEY_USERS);
-        sk_key_voucher(ktrace, g_fr.conf.redis_prefix, req->voucher_id, SK_KEY_TRACE);
-        if (lk_redis_get(lc, &trace, "HGET", kusers, req->su) < 0) {
-                redis_err = 1;
-        } else if (trace && sk_id_parse_cstr(trace, &t) == 0) {
-                sk_field_trace(field, t, 'r');
-                if (lk_redis_get(lc, &restore, "HGET", ktrace, field) < 0)
-                        redis_err = 1;
-                sk_field_trace(field, t, 0);
-                if (!redis_err && lk_redis_get(lc, &entry, "HGET", ktrace, field) < 0)
-                        redis_err = 1;
-        }
         snprintf(sql, sizeof(sql),
                  "SELECT " ME_ORDER_COLS " FROM tb_voucher_order WHERE voucher_id=%s AND user_id=%s"
                  " AND status IN (1,2) ORDER BY create_time DESC LIMIT 1", req->sv, req->su);
@@ -312,9 +363,11 @@ static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
                 me_answer(req, "CREATED", &mo, NULL);
                 goto done;
         }
-        if (redis_err)
-                goto redis_down;
-        if (t && (entry || restore)) {
+        if (redis_err) {
+                fr_answer_503(req, "redis", NULL, "redis unavailable");
+                goto done;
+        }
+        if (t && (m.entry || m.restore)) {
                 snprintf(sql, sizeof(sql), "SELECT outcome, order_id, reason FROM tb_seckill_outcome"
                          " WHERE trace_id=%" PRId64, t);
                 if ((rc = lk_query_row(lc, sql, 3, cols, NULL)) < 0)
@@ -324,16 +377,9 @@ static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
                                 goto db_down;
                         goto done;
                 }
-                if (entry) {
-                        cJSON *j = cJSON_Parse(entry);
-                        int64_t oid;
-
-                        if (j && json_id(j, "orderId", &oid) == 0)
-                                sk_id_format(oid, mo.order_id);
-                        cJSON_Delete(j);
-                }
-                if (restore) {
-                        cJSON *j = cJSON_Parse(restore);
+                snprintf(mo.order_id, sizeof(mo.order_id), "%s", m.t_order);
+                if (m.restore) {
+                        cJSON *j = cJSON_Parse(m.restore);
                         const cJSON *rs = j ? cJSON_GetObjectItemCaseSensitive(j, "reason") : NULL;
 
                         me_answer(req, "FAILED", &mo, cJSON_IsString(rs) ? rs->valuestring : NULL);
@@ -355,15 +401,10 @@ static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
                 me_answer(req, "NONE", NULL, NULL);
         }
         goto done;
-redis_down:
-        fr_answer_503(req, "redis", NULL, "redis unavailable");
-        goto done;
 db_down:
         fr_answer_503(req, "db", NULL, "database unavailable");
 done:
-        free(trace);
-        free(entry);
-        free(restore);
+        me_redis_free(&m);
 }
 
 /* GET /api/v1/orders/{id}: only for its owner (else 404), with its status and
@@ -437,13 +478,13 @@ static void *lookup_main(void *arg)
 
         (void)arg;
         for (;;) {
-                fr_req_t *req = fr_queue_pop(&q_lookup, 1, 200);
+                fr_req_t *req = fr_queue_pop(&pool.q, 1, 200);
 
                 if (!req) {
                         /* Only once closed and empty (fr_lookup_stop, after the deduct
                          * workers stopped): a 10004 check queued while they drained is
                          * still served, so its request is released (in-flight count). */
-                        if (fr_queue_drained(&q_lookup))
+                        if (fr_queue_drained(&pool.q))
                                 break;
                         continue;
                 }
@@ -463,27 +504,19 @@ static void *lookup_main(void *arg)
 
 int fr_lookup_start(char *errstr, size_t errstr_size)
 {
-        int i;
-
-        fr_queue_init(&q_lookup);
-        g_fr.t_lookup = calloc((size_t)g_fr.lookup_threads, sizeof(pthread_t));
-        if (!g_fr.t_lookup) {
-                sk_seterr(errstr, errstr_size, "out of memory");
+        if (fr_pool_start(&pool, g_fr.lookup_threads, lookup_main) != 0) {
+                sk_seterr(errstr, errstr_size, "cannot start the lookup threads");
                 return -1;
         }
-        for (i = 0; i < g_fr.lookup_threads; i++)
-                pthread_create(&g_fr.t_lookup[i], NULL, lookup_main, NULL);
         return 0;
 }
 
-/* Called after the deduct workers stopped (they may still submit 10004 checks). */
 void fr_lookup_stop(void)
 {
-        int i;
+        fr_pool_stop(&pool);
+}
 
-        fr_queue_close(&q_lookup);
-        for (i = 0; i < g_fr.lookup_threads; i++)
-                pthread_join(g_fr.t_lookup[i], NULL);
-        free(g_fr.t_lookup);
-        g_fr.t_lookup = NULL;
+size_t fr_lookup_depth(void)
+{
+        return fr_queue_len(&pool.q);
 }

@@ -19,6 +19,9 @@
 #include <string.h>
 
 #include "front.h"
+#include "metrics.h"
+#include "orders.h"
+#include "req.h"
 #include "sk/db.h"
 #include "sk/log.h"
 #include "sk/order.h"
@@ -31,7 +34,7 @@ static sk_metric_t *m_paid, *m_cancelled, *m_closed, *m_release_err;
 
 void fr_orders_metrics_init(void)
 {
-        sk_metrics_t *reg = g_fr.m.reg;
+        sk_metrics_t *reg = fr_m.reg;
 
         m_paid = sk_metrics_counter(reg, "seckill_orders_paid_total", NULL, "Orders paid (UNPAID -> PAID)");
         m_cancelled = sk_metrics_counter(reg, "seckill_orders_cancelled_total", NULL,
