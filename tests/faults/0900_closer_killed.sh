@@ -4,6 +4,7 @@
 # but Redis is not released. The reconciler finishes the releases, exactly once (a second
 # pass and a late release.lua give back nothing more); then the released units are sold
 # again, the closed buyers may buy again, and the invariants hold.
+# fault: consumer SIGKILLed by closer.after_db_commit=exit (orders closed in the DB, Redis not released)
 . "$(dirname "$0")/lib.sh"
 ft_init closer_killed
 V=$(ft_voucher 5)
@@ -25,6 +26,7 @@ ft_eq "$(buyers)" 5 "buyers still in the users hash"
 "$FT_BIN/seckill-admin" verify "$V" >"$FT_WORK/verify.pending.log" 2>&1
 grep -q "release pending       $closed " "$FT_WORK/verify.pending.log" && ft_ok "verify reports $closed pending releases" ||
         ft_fail "verify: $(grep -i pending "$FT_WORK/verify.pending.log")"
+ft_fault_over
 timeout 120 "$FT_BIN/seckill-reconciler" --grace-seconds "$FT_GRACE_S" >"$FT_WORK/recon.a.log" 2>&1
 ft_eq "$?" 1 "reconciler pass 1: exit 1 (found and repaired)"
 ft_eq "$(grep -c '"release_finished"\|release_finished' "$FT_WORK/recon.a.log")" "$closed" "the reconciler released each closed order"

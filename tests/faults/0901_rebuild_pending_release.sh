@@ -4,6 +4,7 @@
 # The rebuild sets Redis stock from the DB (which counts the released units) and records a
 # `T:x` (by rebuild) for each pending release, so the reconciler's later release gives
 # nothing back twice: Redis stock = DB stock, never above it.
+# fault: consumer SIGKILLed by closer.after_db_commit=exit, then a rebuild from the DB before the reconciler
 . "$(dirname "$0")/lib.sh"
 ft_init rebuild_pending_release
 V=$(ft_voucher 4)
@@ -17,6 +18,7 @@ ft_eq "$closed" 4 "every order CLOSED in the DB"
 ft_eq "$(ft_rcli get "$(ft_key "$V" stock)")" 0 "Redis not released"
 # A consumer without the failpoint catches the group up (the rebuild waits for it).
 ft_consumer c2 SECKILL_PAY_TIMEOUT_S=2 SECKILL_CLOSE_INTERVAL_MS=200
+ft_fault_over
 ft_wait_lag0 60 || ft_fail "group lag"
 "$FT_BIN/seckill-admin" voucher preheat "$V" --rebuild-from-db --wait-ms 60000 >"$FT_WORK/rebuild.log" 2>&1 ||
         ft_fail "rebuild: $(tail -n 3 "$FT_WORK/rebuild.log")"
