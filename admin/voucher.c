@@ -471,7 +471,7 @@ int sk_admin_voucher_show(const sk_conf_t *conf, const char *ids, const sk_admin
                 /* One statement: the three counts share its read view. */
                 snprintf(sql, sizeof(sql),
                          "SELECT (SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %"
-                         PRId64 " AND status = 1)", id);
+                         PRId64 " AND status IN (1, 2))", id);
                 if (sk_db_query_i64(db, sql, &active, NULL, errstr, sizeof(errstr)) != SK_OK)
                         active = -1;
                 snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_seckill_outcome WHERE "

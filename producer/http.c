@@ -25,6 +25,7 @@
 #include "req.h"
 #include "sk/clock.h"
 #include "sk/log.h"
+#include "soldout.h"
 
 static sk_idgen_t *idgen; /* borrowed from main.c */
 static struct MHD_Daemon *mhd;
@@ -130,6 +131,12 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
         }
         if (fr_stopping()) {
                 quick_503(req, "shutdown", "shutting down");
+                return;
+        }
+        /* DESIGN.md 3, 4: every bucket recently answered sold out -> 10005 without Redis
+         * (no id, no in-flight slot, no queue slot). */
+        if (fr_soldout_hit(req)) {
+                quick(req, 409, fr_json_err(10005, "sold out"));
                 return;
         }
         /* DESIGN.md 8: overloaded or producer unusable -> 503 before deduct.lua. */
@@ -246,9 +253,27 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
         }
         if (!strncmp(url, opfx, sizeof(opfx) - 1)) {
                 const char *id = url + sizeof(opfx) - 1;
+                const char *slash = strchr(id, '/');
 
-                if (strchr(id, '/'))
-                        goto not_found;
+                if (slash) { /* /pay and /cancel (DESIGN.md 3, 13) */
+                        int pay = !strcmp(slash, "/pay");
+
+                        if (!pay && strcmp(slash, "/cancel"))
+                                goto not_found;
+                        if (!is_post) {
+                                req->allow = "POST";
+                                quick(req, 405, fr_json_err(10001, "method not allowed"));
+                                return;
+                        }
+                        if (parse_id_seg(id, (size_t)(slash - id), &req->order_id) != 0) {
+                                quick(req, 400, fr_json_err(10001, "invalid order id"));
+                                return;
+                        }
+                        sk_id_format(req->order_id, req->so);
+                        route_lookup(req, conn, FR_KIND_ORDER_ACTION,
+                                     pay ? FR_LOOKUP_PAY : FR_LOOKUP_CANCEL);
+                        return;
+                }
                 if (!is_get) {
                         req->allow = "GET";
                         quick(req, 405, fr_json_err(10001, "method not allowed"));

@@ -7,6 +7,7 @@
 #include "kprod.h"
 #include "lookup.h"
 #include "metrics.h"
+#include "orders.h"
 #include "req.h"
 #include "rollback.h"
 
@@ -37,6 +38,7 @@ static void init_counters(fr_metrics_t *m)
         RB(rb_already, "already");
         RB(rb_claimed, "claimed");
         RB(rb_error, "error");
+        fr_orders_metrics_init(); /* seckill_orders_* (orders.c) */
 #define U(f, s) m->f = sk_metrics_counter(m->reg, "seckill_front_unavailable_total", \
                                           "cause=\"" s "\"", "503 answers by cause")
         U(u_overload, "overload");
@@ -66,6 +68,9 @@ static void init_counters(fr_metrics_t *m)
         m->collision = sk_metrics_counter(m->reg, "seckill_front_deduct_collision_total", NULL,
                                           "ALERT: a traceId already stored for another purchase "
                                           "(id collision, DESIGN.md 4)");
+        m->soldout_hits = sk_metrics_counter(m->reg, "seckill_front_soldout_cache_hits_total", NULL,
+                                             "purchases answered 409/10005 by the local sold-out "
+                                             "cache, without Redis (DESIGN.md 4)");
 }
 
 static void init_gauges(fr_metrics_t *m)

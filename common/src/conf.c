@@ -337,12 +337,18 @@ static const copt_t copts[] = {
           0, 100, 600000, "MS", "Kafka message.timeout.ms" },
         { "max-inflight", "SECKILL_MAX_INFLIGHT", V_INT, OFF(max_inflight), 0, 1, 1000000, "N",
           "requests in flight before the front answers 503" },
+        { "soldout-cache-ms", "SECKILL_SOLDOUT_CACHE_MS", V_INT, OFF(soldout_cache_ms), 0, 0, 60000, "MS",
+          "front: how long a bucket that answered sold out is answered 10005 locally (0 = off)" },
         { "worker-id", "SECKILL_WORKER_ID", V_INT, OFF(worker_id), 0, 0, 1023, "ID",
           "snowflake worker id (default: lowest free id)" },
         { "worker-lease-ms", "SECKILL_WORKER_LEASE_MS", V_INT, OFF(worker_lease_ms), 0, 300, 3600000, "MS",
           "worker id lease period" },
         { "window-hours", "SECKILL_RECONCILE_WINDOW_HOURS", V_INT, OFF(reconcile_window_hours), 0, 1, 8760, "H",
           "reconcile window in hours: key expiry slack; reconciler scope = ended within it + 24 h" },
+        { "pay-timeout-s", "SECKILL_PAY_TIMEOUT_S", V_INT, OFF(pay_timeout_s), 0, 0, 31536000, "S",
+          "payment window of a new order (DESIGN.md 13); 0 = orders are created PAID" },
+        { "close-interval-ms", "SECKILL_CLOSE_INTERVAL_MS", V_INT, OFF(close_interval_ms), 0, 10, 3600000, "MS",
+          "scan period of the consumer's closer loop (unpaid orders past their deadline)" },
         { "metrics-addr", "SECKILL_METRICS_ADDR", V_METRICS_ADDR, OFF(metrics_addr), SZ(metrics_addr), 0, 0,
           "HOST:PORT|off", "Prometheus /metrics listen address" },
         { "log-level", "SECKILL_LOG_LEVEL", V_LEVEL, OFF(log_level), 0, 0, 0, "LEVEL",
@@ -371,9 +377,12 @@ void sk_conf_defaults(sk_conf_t *conf)
         sfmt(conf->redis_prefix, sizeof(conf->redis_prefix), "seckill");
         conf->kafka_delivery_timeout_ms = 5000;
         conf->max_inflight = 10000;
+        conf->soldout_cache_ms = 1000;
         conf->worker_id = -1;
         conf->worker_lease_ms = 30000;
         conf->reconcile_window_hours = 48;
+        conf->pay_timeout_s = 900;
+        conf->close_interval_ms = 1000;
         sfmt(conf->metrics_addr, sizeof(conf->metrics_addr), "127.0.0.1:9464");
         conf->log_level = SK_INFO;
         conf->breaker_failures = 5;

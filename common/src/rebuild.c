@@ -28,6 +28,7 @@
 #include "sk/kafka.h"
 #include "sk/keys.h"
 #include "sk/msg.h"
+#include "sk/order.h"
 #include "sk/outcome.h"
 #include "sk/rebuild.h"
 #include "sk/vec.h"
@@ -185,7 +186,7 @@ static sk_err_t db_active_buyers(sk_db_t *db, int64_t voucher_id, sk_i64vec_t *o
 
         snprintf(sql, sizeof(sql),
                  "SELECT user_id, trace_id FROM tb_voucher_order"
-                 " WHERE voucher_id = %" PRId64 " AND status = 1", voucher_id);
+                 " WHERE voucher_id = %" PRId64 " AND status IN (1, 2)", voucher_id);
         if (mysql_real_query(db->conn, sql, (unsigned long)strlen(sql)))
                 return db_query_err(db, "active buyers", errstr, errstr_size);
         if (!(res = mysql_store_result(db->conn)))
@@ -681,6 +682,23 @@ done:
  * them to Redis with @p op ("preheat" or "rebuild") before COMMIT: a consumer's stock
  * UPDATE for this voucher waits for us, so the Redis copy is one consistent view of the
  * DB. *row is updated only when read. */
+/* Pending releases recorded before the stock is set from the DB (sk/order.h), when the
+ * stock will be set: always for a rebuild, for a preheat only when the key is missing. */
+static sk_err_t mark_released(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r, const vkeys_t *k,
+                              int64_t voucher_id, const char *op, const sk_voucher_row_t *row,
+                              char *errstr, size_t errstr_size)
+{
+        int64_t marked = 0;
+        int exists = 0;
+        sk_err_t err;
+
+        if (strcmp(op, "rebuild") != 0 &&
+            ((err = redis_exists(r, k->stock, &exists, errstr, errstr_size)) != SK_OK || exists))
+                return exists ? SK_OK : err;
+        return sk_rebuild_mark_released(db, r, conf->redis_prefix, voucher_id, expire_at(conf, row),
+                                        &marked, errstr, errstr_size);
+}
+
 static sk_err_t copy_state(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
                            const vkeys_t *k, int64_t voucher_id, const char *op,
                            sk_voucher_row_t *row, sk_i64vec_t *buyers, int *sold_down,
@@ -696,6 +714,8 @@ static sk_err_t copy_state(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
                 goto fail;
         *row = fresh;
         if ((err = db_active_buyers(db, voucher_id, buyers, errstr, errstr_size)) != SK_OK)
+                goto fail;
+        if ((err = mark_released(conf, db, r, k, voucher_id, op, row, errstr, errstr_size)) != SK_OK)
                 goto fail;
         if ((err = write_state(conf, r, k, op, row, buyers, sold_down, cur, cur_size, errstr,
                                errstr_size)) != SK_OK)
