@@ -1,4 +1,4 @@
-/* 0410_front_breaker.c: the front's Redis breaker and "Redis hangs must not stall the
+/* 0411_front_breaker.c: the front's Redis breaker and "Redis hangs must not stall the
  * front" (DESIGN.md 8, 12) against a PRIVATE redis-server on a spare port (never the
  * shared one), reached through a small TCP relay in this test that records when each
  * deduct EVALSHA (and its traceId) was sent:
@@ -333,7 +333,7 @@ static pid_t start_front(int redis_port, int *port_out, char *log, size_t cap, c
         pid_t pid;
 
         snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=redis://127.0.0.1:%d/0", redis_port);
-        snprintf(log, cap, "%s/front_0410_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
+        snprintf(log, cap, "%s/front_0411_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
                  what, (int)getpid());
         pid = ft_spawn(&g_conf, port, env, log);
         g_front_pid = pid;
@@ -372,7 +372,7 @@ START_TEST(freeze_opens_breaker_without_stall)
         ck_assert_int_eq(kill(g_redis_pid, SIGSTOP), 0);
         t_open = wait_breaker(port, 1, 15000);
         ck_assert_msg(t_open > 0, "breaker never opened (log %s)", log);
-        fprintf(stderr, "0410: breaker open %lld ms after SIGSTOP\n", (long long)(t_open - t_stop));
+        fprintf(stderr, "0411: breaker open %lld ms after SIGSTOP\n", (long long)(t_open - t_stop));
         /* While open: answered at once, 503 cause redis, nothing minted or queued. */
         for (i = 0; i < 20; i++) {
                 char user[24];
@@ -386,7 +386,7 @@ START_TEST(freeze_opens_breaker_without_stall)
                 ck_assert_str_eq(cause, "redis");
                 ck_assert_msg(strstr(body, "\"state\"") == NULL, "%s", body);
         }
-        fprintf(stderr, "0410: slowest 503 while open: %lld ms\n", (long long)max503);
+        fprintf(stderr, "0411: slowest 503 while open: %lld ms\n", (long long)max503);
         /* Not queued behind a Redis command timeout (1 s): far below it. */
         ck_assert_int_lt(max503, 500);
         /* Frozen past every deadline of the purchases admitted before the opening. */
@@ -399,7 +399,7 @@ START_TEST(freeze_opens_breaker_without_stall)
         t_cont = sk_now_ms();
         ck_assert_int_eq(kill(g_redis_pid, SIGCONT), 0);
         rec_ms = wait_202(port, ld.path, 900000, 15000);
-        fprintf(stderr, "0410: first 202 %lld ms after SIGCONT\n", (long long)rec_ms);
+        fprintf(stderr, "0411: first 202 %lld ms after SIGCONT\n", (long long)rec_ms);
         ck_assert_msg(rec_ms >= 0, "no 202 after SIGCONT (log %s)", log);
         ck_assert_msg(wait_breaker(port, 0, 5000) > 0, "breaker still open");
         sk_sleep_ms(500, NULL);
@@ -415,7 +415,7 @@ START_TEST(freeze_opens_breaker_without_stall)
                 n503 += ld.res[k].status == 503;
                 late += ld.res[k].took_ms > DEADLINE_MS + 500;
         }
-        fprintf(stderr, "0410: load requests=%zu 202=%d 503=%d late=%d\n", ld.n, n202, n503, late);
+        fprintf(stderr, "0411: load requests=%zu 202=%d 503=%d late=%d\n", ld.n, n202, n503, late);
         ck_assert_int_gt(n202, 0);
         ck_assert_int_gt(n503, 0);
         ck_assert_int_eq(late, 0);
@@ -428,7 +428,7 @@ START_TEST(freeze_opens_breaker_without_stall)
                 sent_late += rl.sent[k].at_ms > minted + DEADLINE_MS;
                 sent_open += rl.sent[k].at_ms > t_open + 300 && rl.sent[k].at_ms < t_cont;
         }
-        fprintf(stderr, "0410: deducts sent=%zu after_deadline=%d while_open=%d\n", rl.nsent, sent_late,
+        fprintf(stderr, "0411: deducts sent=%zu after_deadline=%d while_open=%d\n", rl.nsent, sent_late,
                 sent_open);
         pthread_mutex_unlock(&rl.mu);
         ck_assert_int_eq(sent_late, 0);
@@ -517,7 +517,7 @@ START_TEST(slow_redis_opens_breaker)
                 ck_assert_int_eq(slow, 1);
         }
         rec_ms = wait_202(port, path, 800000, 15000);
-        fprintf(stderr, "0410: slow Redis: %d purchases before the opening; 202 again %lld ms after "
+        fprintf(stderr, "0411: slow Redis: %d purchases before the opening; 202 again %lld ms after "
                 "the sleeps stopped\n", u, (long long)rec_ms);
         ck_assert_int_ge(rec_ms, 0);
         ck_assert_int_eq(ft_scrape(port, "seckill_front_redis_breaker_open"), 0);
