@@ -137,7 +137,7 @@ START_TEST(rebuild_waits_for_the_group)
         freeReplyObject(reply);
 
         /* Someone holds the voucher's lock: rebuild and meta reset leave it alone. */
-        sk_rebuild_lock_name(lock, sizeof(lock), &g_conf, g_voucher);
+        sk_voucher_lock_name(lock, sizeof(lock), &g_conf, g_voucher);
         ck_assert_int_eq(sk_db_lock(other, lock, 0, errstr, sizeof(errstr)), SK_OK);
         err = sk_rebuild_voucher(&g_conf, g_voucher, 1000, &rep, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_EAGAIN && strstr(errstr, "busy"), "%d %s", err, errstr);
