@@ -221,11 +221,12 @@ static int key_of_voucher(const char *key, size_t len, const char *vs, size_t vl
         return 1;
 }
 
-/* Read the assigned ranges until a message of @p vs, every range read, or the deadline. */
-static sk_err_t scan_ranges(sk_vkafka_t *vk, const sk_vkafka_state_t *st, int *left,
-                            const char *vs, int64_t deadline_ms, int *found)
+/* Read the assigned ranges until a message of @p vs, every range read, or the deadline.
+ * done[i] marks parts[i] read up to its high watermark (or not assigned). */
+static sk_err_t scan_ranges(sk_vkafka_t *vk, const sk_vkafka_state_t *st, int *done,
+                            int left, const char *vs, int64_t deadline_ms, int *found)
 {
-        while (*left > 0 && !*found && sk_mono_ms() < deadline_ms) {
+        while (left > 0 && !*found && sk_mono_ms() < deadline_ms) {
                 rd_kafka_message_t *m = rd_kafka_consumer_poll(vk->rk, 100 /* ms */);
 
                 if (!m)
@@ -234,15 +235,15 @@ static sk_err_t scan_ranges(sk_vkafka_t *vk, const sk_vkafka_state_t *st, int *l
                         if (key_of_voucher(m->key, m->key_len, vs, strlen(vs)))
                                 *found = 1;
                         for (int i = 0; i < st->nparts; i++)
-                                if (st->parts[i] == m->partition && m->offset + 1 >= st->hi[i] &&
-                                    st->hi[i] > st->committed[i]) {
-                                        (*left)--;
-                                        break; /* this partition's range is read */
+                                if (st->parts[i] == m->partition && !done[i] &&
+                                    m->offset + 1 >= st->hi[i]) {
+                                        done[i] = 1;
+                                        left--;
                                 }
                 }
                 rd_kafka_message_destroy(m);
         }
-        return *left > 0 && !*found ? SK_EAGAIN : SK_OK;
+        return left > 0 && !*found ? SK_EAGAIN : SK_OK;
 }
 
 sk_err_t sk_vkafka_pending(sk_vkafka_t *vk, int64_t voucher_id, int buckets, int wait_ms,
@@ -252,25 +253,27 @@ sk_err_t sk_vkafka_pending(sk_vkafka_t *vk, int64_t voucher_id, int buckets, int
         rd_kafka_topic_partition_list_t *list;
         sk_vkafka_state_t st;
         char vs[32];
-        int left = 0;
+        int left = 0, done[SK_VKAFKA_MAXPARTS];
         sk_err_t err;
 
         *found = 0;
         if ((err = sk_vkafka_check(vk, voucher_id, buckets, &st, errstr, errstr_size)) != SK_OK)
                 return err;
         list = rd_kafka_topic_partition_list_new(st.nparts > 0 ? st.nparts : 1);
-        for (int i = 0; i < st.nparts; i++)
-                if (st.committed[i] < st.hi[i]) {
+        for (int i = 0; i < st.nparts; i++) {
+                done[i] = st.committed[i] >= st.hi[i];
+                if (!done[i]) {
                         rd_kafka_topic_partition_list_add(list, vk->topic, st.parts[i])->offset =
                                 st.committed[i];
                         left++;
                 }
+        }
         if (left > 0 && rd_kafka_assign(vk->rk, list) != RD_KAFKA_RESP_ERR_NO_ERROR) {
                 sk_seterr(errstr, errstr_size, "assign %s: failed", vk->topic);
                 err = SK_EKAFKA;
         } else if (left > 0) {
                 snprintf(vs, sizeof(vs), "%" PRId64, voucher_id);
-                err = scan_ranges(vk, &st, &left, vs, deadline_ms, found);
+                err = scan_ranges(vk, &st, done, left, vs, deadline_ms, found);
                 if (err == SK_EAGAIN)
                         sk_seterr(errstr, errstr_size, "the voucher's partitions of %s were "
                                   "not read to the end within %d ms", vk->topic, wait_ms);
