@@ -52,24 +52,11 @@ static sk_err_t copy_state(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
             (err = sk_voucher_active_buyers(db, voucher_id, buyers, errstr, errstr_size)) != SK_OK)
                 goto fail;
         e = sk_vstate_expiry(conf, row);
-        if (!replace) {
-                /* Preheat: refuse a sold-down stock before writing anything. */
-                char v[32] = "", db_stock[32];
-                redisReply *reply = NULL;
-                const char *argv[2] = { "GET", k->stock };
-                if ((err = sk_redis_cmd(r, &reply, 2, argv, NULL, errstr, errstr_size)) != SK_OK)
-                        goto fail;
-                if (reply->type == REDIS_REPLY_STRING)
-                        snprintf(v, sizeof(v), "%s", reply->str);
-                freeReplyObject(reply);
-                snprintf(db_stock, sizeof(db_stock), "%" PRId64, row->stock);
-                if (v[0] && strcmp(v, db_stock) != 0) {
-                        *sold_down = 1;
-                        snprintf(cur, cur_size, "%s", v);
-                        sk_db_rollback(db);
-                        return SK_OK;
-                }
-        }
+        /* Preheat: refuse a sold-down stock before writing anything. */
+        if (!replace && ((err = sk_vstate_sold_down(r, k, row->stock, sold_down, cur, cur_size,
+                                                    errstr, errstr_size)) != SK_OK ||
+                         *sold_down))
+                goto fail;
         if ((err = sk_vstate_write_users(r, k, e, buyers, replace, errstr, errstr_size)) !=
             SK_OK ||
             (err = sk_vstate_commit(r, k, e, row, replace, sold_down, cur, cur_size, errstr,
@@ -79,7 +66,7 @@ static sk_err_t copy_state(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
         (void)sk_db_commit(db, NULL, 0);
         return SK_OK;
 fail:
-        sk_db_rollback(db);
+        sk_db_rollback(db); /* read-only: ending it releases the row lock */
         return err;
 }
 

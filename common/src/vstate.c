@@ -207,6 +207,28 @@ sk_err_t sk_vstate_meta(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t expiry
         return SK_OK;
 }
 
+sk_err_t sk_vstate_sold_down(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t stock,
+                             int *sold_down, char *cur, size_t cur_size, char *errstr,
+                             size_t errstr_size)
+{
+        const char *argv[2] = { "GET", k->stock };
+        redisReply *reply = NULL;
+        char want[24];
+        sk_err_t err;
+
+        *sold_down = 0;
+        if ((err = sk_redis_cmd(r, &reply, 2, argv, NULL, errstr, errstr_size)) != SK_OK)
+                return err;
+        snprintf(want, sizeof(want), "%" PRId64, stock);
+        if (reply->type == REDIS_REPLY_STRING && strcmp(reply->str, want) != 0) {
+                *sold_down = 1;
+                if (cur && cur_size)
+                        snprintf(cur, cur_size, "%s", reply->str);
+        }
+        freeReplyObject(reply);
+        return SK_OK;
+}
+
 sk_err_t sk_vstate_write_users(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t expiry_ms,
                                const sk_i64vec_t *buyers, int replace, char *errstr,
                                size_t errstr_size)

@@ -14,7 +14,10 @@
  * background), so the users hash is never seen half-written. The failpoint
  * `rebuild.between_chunks` (DESIGN.md 11) is evaluated between two chunks.
  *
- * Functions borrow the Redis handle; not thread-safe beyond that; they never log. */
+ * Errors are those of sk_redis_cmd (sk/redis.h): SK_EAGAIN the call did not run,
+ * SK_EUNKNOWN its outcome is unknown (every write here is idempotent: the caller runs the
+ * whole step again), SK_EREDIS an error reply; SK_ENOMEM. Functions borrow the Redis
+ * handle; not thread-safe beyond that; they never log. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -58,6 +61,13 @@ sk_err_t sk_vstate_unpause(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t exp
 sk_err_t sk_vstate_meta(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t expiry_ms,
                         const sk_voucher_row_t *row, int *written, char *errstr,
                         size_t errstr_size);
+
+/** @brief Whether the stock key holds a value other than @p stock (a preheat must not
+ *  overwrite it, DESIGN.md 8): *sold_down = 1 and @p cur (may be NULL) the Redis value;
+ *  a missing key is not sold down. */
+sk_err_t sk_vstate_sold_down(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t stock,
+                             int *sold_down, char *cur, size_t cur_size, char *errstr,
+                             size_t errstr_size);
 
 /** @brief Write the users hash from @p buyers (pairs user_id, trace_id) in chunks of
  *  SK_VSTATE_CHUNK fields. @p replace = 1 (rebuild): into the scratch hash, emptied first,
