@@ -3,12 +3,12 @@
  * with 200,000 active buyers is rebuilt twice (the second run also replaces the big
  * hash) while another client runs a GET loop and records its worst round trip. Checks:
  * Redis's own slow log (only read here; it times each command inside Redis) holds no
- * command of 50 ms or more on this run's keys (a check that the work is chunked, not a
- * speed figure: the old single EVAL with 200,000 HSETs took ~0.5 s); the client's worst
- * round trip is printed and only bounded coarsely (1 s: it also measures the shared
- * machine's scheduling); the result is exact (HLEN, sample entries, stock, expiry). A
- * rebuild cut short between two chunks (failpoint rebuild.between_chunks) leaves users,
- * stock and status as they were. */
+ * command of 250 ms or more on this run's keys and at most one of 50 ms or more (a check
+ * that the work is chunked, not a speed figure: the old single EVAL with 200,000 HSETs
+ * took 0.5-0.8 s, once per rebuild); the client's worst round trip is printed and only
+ * bounded coarsely (1 s: it also measures the shared machine's scheduling); the result
+ * is exact (HLEN, sample entries, stock, expiry). A rebuild cut short between two chunks
+ * (failpoint rebuild.between_chunks) leaves users, stock and status as they were. */
 #include <pthread.h>
 #include "0203_rebuild_support.h"
 #include "sk/clock.h"
@@ -47,10 +47,11 @@ static void *pinger(void *arg)
         return NULL;
 }
 
-/* Entries of SLOWLOG newer than @p since_s, of 50 ms or more, whose arguments name this
- * run's prefix (the slow log's own threshold, 10 ms by default, also catches a Redis
- * thread that the shared test machine merely descheduled). */
-static int slow_entries(int64_t since_s)
+/* Entries of SLOWLOG newer than @p since_s, of @p min_us or more, whose arguments name
+ * this run's prefix (the slow log's own threshold, 10 ms by default, also catches a
+ * Redis thread that the shared test machine merely descheduled: seen up to ~80 ms for
+ * one 1,000-field chunk at a load average of 14 on 2 cores). */
+static int slow_entries(int64_t since_s, long long min_us)
 {
         redisReply *reply = NULL;
         char errstr[256];
@@ -61,7 +62,7 @@ static int slow_entries(int64_t since_s)
         for (size_t i = 0; reply->type == REDIS_REPLY_ARRAY && i < reply->elements; i++) {
                 redisReply *e = reply->element[i];
                 if (e->type != REDIS_REPLY_ARRAY || e->elements < 4 ||
-                    e->element[1]->integer < since_s || e->element[2]->integer < 50000)
+                    e->element[1]->integer < since_s || e->element[2]->integer < min_us)
                         continue;
                 for (size_t a = 0; a < e->element[3]->elements; a++) {
                         redisReply *arg = e->element[3]->element[a];
@@ -118,7 +119,10 @@ START_TEST(big_users_hash_is_written_in_chunks)
         rb_get(stock, NULL, val, sizeof(val));
         ck_assert_str_eq(val, "5000");
         ck_assert_int_gt(rb_int_cmd("PTTL", users), 0);
-        ck_assert_int_eq(slow_entries(since_s), 0);
+        /* One EVAL per rebuild blocked Redis ~0.5-0.8 s; a chunk takes well under 1 ms.
+         * A single entry of 50 ms or more is tolerated as the machine's scheduling. */
+        ck_assert_int_eq(slow_entries(since_s, 250000), 0);
+        ck_assert_int_le(slow_entries(since_s, 50000), 1);
 
         /* Cut short between two chunks (failpoint rebuild.between_chunks): the rebuild
          * gives up, the live users hash, stock and status are untouched. */
