@@ -2,17 +2,19 @@
  * never blocked for more than a few milliseconds (DESIGN.md 8 rebuild row). A voucher
  * with 200,000 active buyers is rebuilt twice (the second run also replaces the big
  * hash) while another client runs a GET loop and records its worst round trip. Checks:
- * Redis's own slow log (only read here; it times each command inside Redis) holds no
- * command of 250 ms or more on this run's keys and at most one of 50 ms or more (a check
- * that the work is chunked, not a speed figure: the old single EVAL with 200,000 HSETs
- * took 0.5-0.8 s, once per rebuild); the client's worst round trip is printed and only
- * bounded coarsely (1 s: it also measures the shared machine's scheduling); the result
- * is exact (HLEN, sample entries, stock, expiry). A rebuild cut short between two chunks
- * (failpoint rebuild.between_chunks) leaves users, stock and status as they were. */
+ * Redis's own slow log (only read here; every command of 10 ms or more) holds no command
+ * on this run's keys bigger than one chunk (a check that the work is chunked, not a
+ * speed figure, and not at the mercy of the shared machine's scheduling: the old single
+ * EVAL of 400,000 HSET arguments took 0.5-0.8 s and is always there; the time of every
+ * entry is printed); the client's worst round trip is printed and only bounded coarsely
+ * (1 s: it also measures the shared machine's scheduling); the result is exact (HLEN,
+ * sample entries, stock, expiry). A rebuild cut short between two chunks (failpoint
+ * rebuild.between_chunks) leaves users, stock and status as they were. */
 #include <pthread.h>
 #include "0203_rebuild_support.h"
 #include "sk/clock.h"
 #include "sk/failpoint.h"
+#include "sk/vstate.h"
 
 #define BUYERS 200000
 
@@ -47,35 +49,53 @@ static void *pinger(void *arg)
         return NULL;
 }
 
-/* Entries of SLOWLOG newer than @p since_s, of @p min_us or more, whose arguments name
- * this run's prefix (the slow log's own threshold, 10 ms by default, also catches a
- * Redis thread that the shared test machine merely descheduled: seen up to ~80 ms for
- * one 1,000-field chunk at a load average of 14 on 2 cores). */
-static int slow_entries(int64_t since_s, long long min_us)
+/* The number of arguments of a slow-log entry: Redis keeps 32 at most, the last one
+ * then reads "... (N more arguments)". */
+static long long slow_argc(const redisReply *args)
+{
+        const redisReply *last;
+        long long more = 0;
+
+        if (args->elements == 0)
+                return 0;
+        last = args->element[args->elements - 1];
+        if (last->type == REDIS_REPLY_STRING && sscanf(last->str, "... (%lld more arguments)",
+                                                       &more) == 1)
+                return (long long)args->elements - 1 + more;
+        return (long long)args->elements;
+}
+
+/* Entries of SLOWLOG (every command of 10 ms or more, the default) newer than @p since_s
+ * whose arguments name this run's prefix; the biggest argument count among them into
+ * *max_argc. Each is printed: its time also shows the shared machine's scheduling (a
+ * descheduled Redis makes a 1,000-field chunk take 50-150 ms at a load average of 20-30
+ * on 2 cores), its size does not. */
+static int slow_entries(int64_t since_s, long long *max_argc)
 {
         redisReply *reply = NULL;
         char errstr[256];
         int n = 0;
 
+        *max_argc = 0;
         ck_assert_int_eq(sk_redis_cmdf(rb_r, &reply, errstr, sizeof(errstr), "SLOWLOG GET 128"),
                          SK_OK);
         for (size_t i = 0; reply->type == REDIS_REPLY_ARRAY && i < reply->elements; i++) {
                 redisReply *e = reply->element[i];
                 if (e->type != REDIS_REPLY_ARRAY || e->elements < 4 ||
-                    e->element[1]->integer < since_s || e->element[2]->integer < min_us)
+                    e->element[1]->integer < since_s)
                         continue;
                 for (size_t a = 0; a < e->element[3]->elements; a++) {
                         redisReply *arg = e->element[3]->element[a];
-                        if (arg->type == REDIS_REPLY_STRING &&
-                            strstr(arg->str, rb_conf.redis_prefix)) {
-                                fprintf(stderr, "slow: %lld us, %s %s\n",
-                                        (long long)e->element[2]->integer, arg->str,
-                                        e->element[3]->elements > a + 1 &&
-                                        e->element[3]->element[a + 1]->type == REDIS_REPLY_STRING
-                                        ? e->element[3]->element[a + 1]->str : "");
-                                n++;
-                                break;
-                        }
+                        long long argc = slow_argc(e->element[3]);
+                        if (arg->type != REDIS_REPLY_STRING ||
+                            !strstr(arg->str, rb_conf.redis_prefix))
+                                continue;
+                        fprintf(stderr, "slow: %lld us, %lld arguments, %s\n",
+                                (long long)e->element[2]->integer, argc, arg->str);
+                        if (argc > *max_argc)
+                                *max_argc = argc;
+                        n++;
+                        break;
                 }
         }
         freeReplyObject(reply);
@@ -88,6 +108,7 @@ START_TEST(big_users_hash_is_written_in_chunks)
         char val[64];
         sk_rebuild_report_t rep;
         int64_t vid = rb_voucher(BUYERS + 5000, 5000), since_s = (int64_t)time(NULL);
+        long long max_argc = 0;
         pthread_t th;
         sk_err_t err;
 
@@ -119,10 +140,11 @@ START_TEST(big_users_hash_is_written_in_chunks)
         rb_get(stock, NULL, val, sizeof(val));
         ck_assert_str_eq(val, "5000");
         ck_assert_int_gt(rb_int_cmd("PTTL", users), 0);
-        /* One EVAL per rebuild blocked Redis ~0.5-0.8 s; a chunk takes well under 1 ms.
-         * A single entry of 50 ms or more is tolerated as the machine's scheduling. */
-        ck_assert_int_eq(slow_entries(since_s, 250000), 0);
-        ck_assert_int_le(slow_entries(since_s, 50000), 1);
+        /* The old single EVAL (400,000 HSET arguments, 0.5-0.8 s) is always in the slow
+         * log; a chunk has at most 2 x 1,000 field arguments plus the script's few. */
+        fprintf(stderr, "slow-log entries: %d\n", slow_entries(since_s, &max_argc));
+        ck_assert_msg(max_argc <= 2 * SK_VSTATE_CHUNK + 16,
+                      "a command of %lld arguments on the voucher's keys", max_argc);
 
         /* Cut short between two chunks (failpoint rebuild.between_chunks): the rebuild
          * gives up, the live users hash, stock and status are untouched. */
