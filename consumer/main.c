@@ -53,6 +53,7 @@
 #include "sk/clock.h"
 #include "sk/kafka.h"
 #include "sk/log.h"
+#include "sk/redis.h"
 #include "sk/signals.h"
 #include "consumer.h"
 
@@ -192,6 +193,8 @@ int main(int argc, char **argv)
                 return 0;
         if (rc)
                 return 2;
+        if (sk_redis_startup_check(&conf.redis, "seckill-consumer") != 0)
+                return 2;       /* DESIGN.md 4: Redis >= 7.0, noeviction on every master */
         if (argi < argc) {
                 fprintf(stderr, "seckill-consumer: unexpected argument '%s'\n", argv[argi]);
                 return 2;
