@@ -9,91 +9,59 @@
  * before the copy writes T:r, so any later rollback of it answers ALREADY.
  *
  * The trace hash and its DB facts come from sk/traceset.h (HSCAN, prepared IN (...)
- * lookups); rollback.lua from sk_rollback_run. Nothing here logs or waits. */
+ * lookups); recording FAILED, comparing ids and following the stored reason (with the
+ * sold_out clamp protocol) from sk/decide.h. Nothing here logs or waits. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "rebuild_int.h"
+#include "sk/decide.h"
 #include "sk/outcome.h"
 #include "sk/traceset.h"
 
-/* Record FAILED front_rollback for the fenced DEDUCT @p e (DESIGN.md 7, 8); a duplicate
- * that names other ids is a collision (SK_EINVAL). */
-static sk_err_t fail_fenced(sk_db_t *db, const sk_trace_entry_t *e, int64_t voucher_id,
-                            char *errstr, size_t errstr_size)
+/* The decider of sk/decide.h for the rebuild: mode reconciler, one attempt per check
+ * (the wait loop checks again), and never a reconnect of @p db, whose session holds the
+ * voucher's advisory lock (a failed step counts the trace as undecided instead). */
+static void keep_session(void *arg, sk_err_t err)
 {
-        sk_outcome_t existing;
-        sk_err_t err;
+        (void)arg;
+        (void)err;
+}
 
-        if (!e->msg_ok || e->msg.trace_id != e->trace_id || e->msg.voucher_id != voucher_id) {
-                sk_seterr(errstr, errstr_size,
-                          "DEDUCT entry %" PRId64 " of voucher %" PRId64 " is not a valid message",
-                          e->trace_id, voucher_id);
-                return SK_EINVAL;
-        }
-        err = sk_outcome_fail(db, &e->msg, SK_REASON_FRONT_ROLLBACK,
-                              "rebuild: fenced by the front, no outcome", &existing,
-                              errstr, errstr_size);
-        if (err != SK_EEXIST)
+static void decider_init(sk_decider_t *d, const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r)
+{
+        memset(d, 0, sizeof(*d));
+        d->db = db;
+        d->r = r;
+        d->prefix = conf->redis_prefix;
+        d->mode = "reconciler";
+        d->expire_extra_ms = sk_expire_extra_ms(conf->reconcile_window_hours);
+        d->attempts = 1;
+        d->db_failed = keep_session;
+}
+
+/* The DEDUCT entry of @p e as a message, or SK_EINVAL (needs a human). */
+static sk_err_t entry_msg(const sk_trace_entry_t *e, int64_t voucher_id, char *errstr,
+                          size_t errstr_size)
+{
+        if (e->msg_ok && e->msg.trace_id == e->trace_id && e->msg.voucher_id == voucher_id)
+                return SK_OK;
+        sk_seterr(errstr, errstr_size, "DEDUCT entry %" PRId64 " of voucher %" PRId64
+                  " is not a valid message", e->trace_id, voucher_id);
+        return SK_EINVAL;
+}
+
+/* An id collision (DESIGN.md 7: never a decision) needs a human: SK_EINVAL. */
+static sk_err_t collision(const sk_decision_t *dec, sk_err_t err, char *errstr,
+                          size_t errstr_size)
+{
+        if (dec->how != SK_DECIDED_COLLISION)
                 return err;
-        if (!sk_outcome_matches(&existing, &e->msg)) {
-                sk_seterr(errstr, errstr_size,
-                          "id collision: outcome of trace %" PRId64 " names order %" PRId64
-                          " user %" PRId64 " voucher %" PRId64, e->trace_id, existing.order_id,
-                          existing.user_id, existing.voucher_id);
-                return SK_EINVAL;
-        }
-        return SK_OK; /* decided by someone else meanwhile */
-}
-
-/* Row callback: the first column. */
-static int first_col(void *arg, const int64_t *cols, const int *nulls, int ncols)
-{
-        (void)nulls;
-        (void)ncols;
-        *(int64_t *)arg = cols[0];
-        return 1;
-}
-
-/* rollback.lua for the FAILED outcome of @p e with the flags of its reason. sold_out
- * follows the clamp protocol of DESIGN.md 4: the DB stock is read FOR SHARE in a
- * transaction that ends only after rollback.lua answered, so a concurrent restock
- * cannot be clamped away. */
-static sk_err_t run_pending(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
-                            const sk_trace_entry_t *e, int64_t voucher_id, char *errstr,
-                            size_t errstr_size)
-{
-        static const char stock_sql[] =
-                "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = ? LOCK IN SHARE MODE";
-        int restore, release, clamp;
-        int64_t clamp_to = -1, user = e->msg_ok ? e->msg.user_id : 0;
-        sk_rollback_res_t res;
-        sk_err_t err;
-
-        sk_reason_flags(e->oc.reason, &restore, &release, &clamp);
-        if (clamp) {
-                if ((err = sk_db_begin(db, errstr, errstr_size)) != SK_OK)
-                        return err;
-                err = sk_traceset_rows(db, stock_sql, &voucher_id, 1, 1, first_col, &clamp_to,
-                                       errstr, errstr_size);
-                if (err == SK_OK && clamp_to < 0) {
-                        sk_seterr(errstr, errstr_size, "voucher %" PRId64 " vanished",
-                                  voucher_id);
-                        err = SK_ENOTFOUND;
-                }
-                if (err != SK_OK) {
-                        sk_db_rollback(db);
-                        return err;
-                }
-        }
-        err = sk_rollback_run(r, conf->redis_prefix, voucher_id, e->trace_id, user, "reconciler",
-                              e->oc.reason, clamp_to,
-                              sk_expire_extra_ms(conf->reconcile_window_hours), &res, errstr,
-                              errstr_size);
-        if (clamp)
-                sk_db_rollback(db); /* read-only: ending it releases the shared lock */
-        return err;
+        sk_seterr(errstr, errstr_size, "id collision: outcome of trace %" PRId64 " names order %"
+                  PRId64 " user %" PRId64 " voucher %" PRId64, dec->row.trace_id,
+                  dec->row.order_id, dec->row.user_id, dec->row.voucher_id);
+        return SK_EINVAL;
 }
 
 /* Settle one DEDUCT entry: *undecided = 1 when it must be waited for. */
@@ -102,25 +70,36 @@ static sk_err_t settle_one(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
                            sk_rebuild_report_t *rep, int *undecided, char *errstr,
                            size_t errstr_size)
 {
+        sk_decider_t d;
+        sk_decision_t dec;
         sk_err_t err;
 
         *undecided = 0;
         if (e->outcome == SK_OUTCOME_CREATED || (e->outcome == SK_OUTCOME_FAILED && e->restore))
                 return SK_OK;
+        if (!e->restore && e->outcome != SK_OUTCOME_FAILED) {
+                *undecided = 1;
+                return SK_OK;
+        }
+        if ((err = entry_msg(e, voucher_id, errstr, errstr_size)) != SK_OK)
+                return err;
+        decider_init(&d, conf, db, r);
+        memset(&dec, 0, sizeof(dec));
         if (e->outcome == SK_OUTCOME_FAILED) {
-                err = run_pending(conf, db, r, e, voucher_id, errstr, errstr_size);
+                /* FAILED without T:r: its pending rollback (the stored reason's flags;
+                 * sold_out with the clamp protocol). */
+                err = sk_decide_follow(&d, &e->msg, &e->oc, &dec, errstr, errstr_size);
                 if (err == SK_OK)
                         rep->rolled_back++;
-                return err;
+                return collision(&dec, err, errstr, errstr_size);
         }
-        if (e->restore) {
-                err = fail_fenced(db, e, voucher_id, errstr, errstr_size);
-                if (err == SK_OK)
-                        rep->fenced_failed++;
-                return err;
-        }
-        *undecided = 1;
-        return SK_OK;
+        /* Fenced by the front, no outcome: FAILED front_rollback (DESIGN.md 7, 8). */
+        err = sk_decide_failed(&d, &e->msg, SK_REASON_FRONT_ROLLBACK,
+                               "rebuild: fenced by the front, no outcome", &dec, errstr,
+                               errstr_size);
+        if (dec.how == SK_DECIDED_RECORDED)
+                rep->fenced_failed++;
+        return collision(&dec, err, errstr, errstr_size);
 }
 
 sk_err_t rb_settle_traces(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
