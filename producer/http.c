@@ -232,7 +232,9 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
                 req->inflight_counted = 0;
                 atomic_fetch_sub(&g_fr.inflight, 1);
                 req->order_id = req->trace_id = 0;
-                SK_LOG(SK_WARN, "idgen_unavailable", "reason=\"%s\"", errstr);
+                /* Lease loss is logged once by the lease callback (main.c); the
+                 * per-request line is debug only (DESIGN.md 2). */
+                SK_LOG(SK_DEBUG, "idgen_unavailable", "reason=\"%s\"", errstr);
                 quick_503(req, "lease", "id generator unavailable");
                 return;
         }

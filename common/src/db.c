@@ -255,14 +255,20 @@ static int parse_i64(const char *s, unsigned long len, int64_t *out)
         return 0;
 }
 
-sk_err_t sk_db_query_i64(sk_db_t *db, const char *sql, int64_t *out, int *is_null,
-                         char *errstr, size_t errstr_size)
+sk_err_t sk_db_query_row_i64(sk_db_t *db, const char *sql, int64_t *out, int ncols,
+                             unsigned *null_mask, char *errstr, size_t errstr_size)
 {
         MYSQL_RES *res = NULL;
         MYSQL_ROW row;
         unsigned long *lens;
+        unsigned mask = 0;
         sk_err_t err;
+        int i;
 
+        if (!out || ncols < 1 || ncols > 32) {
+                sk_seterr(errstr, errstr_size, "sk_db_query_row_i64: invalid argument");
+                return SK_EINVAL;
+        }
         if ((err = check_conn(db, errstr, errstr_size)) != SK_OK)
                 return err;
         if (mysql_real_query(db->conn, sql, (unsigned long)strlen(sql)) != 0)
@@ -282,29 +288,43 @@ sk_err_t sk_db_query_i64(sk_db_t *db, const char *sql, int64_t *out, int *is_nul
                 err = SK_ENOTFOUND;
                 goto done;
         }
-        if (mysql_num_fields(res) < 1) {
-                sk_seterr(errstr, errstr_size, "no column");
+        if (mysql_num_fields(res) < (unsigned)ncols) {
+                sk_seterr(errstr, errstr_size, "query returned %u column(s), %d expected",
+                          mysql_num_fields(res), ncols);
                 err = SK_EDB;
-                goto done;
-        }
-        if (!row[0]) {
-                *out = 0;
-                if (is_null)
-                        *is_null = 1;
-                err = SK_OK;
                 goto done;
         }
         lens = mysql_fetch_lengths(res);
-        if (parse_i64(row[0], lens ? lens[0] : (unsigned long)strlen(row[0]), out) != 0) {
-                sk_seterr(errstr, errstr_size, "value is not a 64-bit integer");
-                err = SK_EDB;
-                goto done;
+        for (i = 0; i < ncols; i++) {
+                if (!row[i]) {
+                        out[i] = 0;
+                        mask |= 1u << i;
+                        continue;
+                }
+                if (parse_i64(row[i], lens ? lens[i] : (unsigned long)strlen(row[i]),
+                              &out[i]) != 0) {
+                        sk_seterr(errstr, errstr_size,
+                                  "column %d is not a 64-bit integer", i + 1);
+                        err = SK_EDB;
+                        goto done;
+                }
         }
-        if (is_null)
-                *is_null = 0;
+        if (null_mask)
+                *null_mask = mask;
         err = SK_OK;
 done:
         mysql_free_result(res);
+        return err;
+}
+
+sk_err_t sk_db_query_i64(sk_db_t *db, const char *sql, int64_t *out, int *is_null,
+                         char *errstr, size_t errstr_size)
+{
+        unsigned mask = 0;
+        sk_err_t err = sk_db_query_row_i64(db, sql, out, 1, &mask, errstr, errstr_size);
+
+        if (err == SK_OK && is_null)
+                *is_null = (int)(mask & 1u);
         return err;
 }
 

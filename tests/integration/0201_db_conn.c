@@ -81,6 +81,24 @@ START_TEST(session_settings_and_reconnect)
                                          sizeof(errstr)), SK_ENOTFOUND);
         ck_assert_int_eq(sk_db_query_i64(db, "SELECT 'x1'", &v, NULL, errstr, sizeof(errstr)),
                          SK_EDB);
+        /* Several columns: values, NULLs in the mask, too few columns, bad counts. */
+        {
+                int64_t row[3] = { 7, 7, 7 };
+                unsigned mask = 99;
+
+                ck_assert_int_eq(sk_db_query_row_i64(db, "SELECT -5, NULL, 9223372036854775807",
+                                                     row, 3, &mask, errstr, sizeof(errstr)), SK_OK);
+                ck_assert(row[0] == -5 && row[1] == 0 && row[2] == INT64_MAX);
+                ck_assert_uint_eq(mask, 2u);
+                ck_assert_int_eq(sk_db_query_row_i64(db, "SELECT 1, 2", row, 3, NULL, errstr,
+                                                     sizeof(errstr)), SK_EDB);
+                ck_assert_int_eq(sk_db_query_row_i64(db, "SELECT 1, 'x'", row, 2, NULL, errstr,
+                                                     sizeof(errstr)), SK_EDB);
+                ck_assert_int_eq(sk_db_query_row_i64(db, "SELECT 1 FROM DUAL WHERE 1 = 0", row, 1,
+                                                     NULL, errstr, sizeof(errstr)), SK_ENOTFOUND);
+                ck_assert_int_eq(sk_db_query_row_i64(db, "SELECT 1", row, 0, NULL, errstr,
+                                                     sizeof(errstr)), SK_EINVAL);
+        }
         /* A syntax error is permanent, with the server's text. */
         ck_assert_int_eq(sk_db_exec(db, "SELEKT 1", errstr, sizeof(errstr)), SK_EDB);
         ck_assert_ptr_nonnull(strstr(errstr, "1064"));

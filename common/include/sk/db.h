@@ -83,6 +83,15 @@ sk_err_t sk_db_exec(sk_db_t *db, const char *sql, char *errstr, size_t errstr_si
  *  classified error of the query. */
 sk_err_t sk_db_query_i64(sk_db_t *db, const char *sql, int64_t *out, int *is_null,
                          char *errstr, size_t errstr_size);
+/** @brief Run @p sql and read the first @p ncols (1..32) columns of its first row as
+ *  64-bit integers into out[0..ncols-1] (caller-owned). A NULL value gives 0 and sets
+ *  bit i of *null_mask (may be NULL; written on SK_OK only). Further rows are ignored.
+ *  @returns SK_OK, SK_ENOTFOUND for no row, SK_EINVAL (bad arguments), SK_EDB if a
+ *  value is not a 64-bit integer or the query has fewer columns, or the classified
+ *  error of the query (SK_EAGAIN transient, SK_EDB otherwise). Same thread rule as
+ *  every call on @p db. */
+sk_err_t sk_db_query_row_i64(sk_db_t *db, const char *sql, int64_t *out, int ncols,
+                             unsigned *null_mask, char *errstr, size_t errstr_size);
 /** @brief START TRANSACTION / COMMIT / ROLLBACK. Errors as classified (a COMMIT that
  *  fails with 2006/2013 has an unknown outcome: the caller re-checks by its idempotency
  *  key). ROLLBACK errors are ignored (the server rolls back on a broken link). */
