@@ -47,6 +47,7 @@
 #include "sk/clock.h"
 #include "sk/kafka.h"
 #include "sk/log.h"
+#include "sk/metrics_http.h"
 #include "sk/signals.h"
 #include "consumer.h"
 
