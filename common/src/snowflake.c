@@ -82,6 +82,10 @@ int sk_snowflake_rebind(sk_snowflake_t *sf, int worker_id, int64_t from_ms, int6
         if (worker_id < 0 || worker_id > (1 << WORKER_BITS) - 1)
                 return -1;
         pthread_mutex_lock(&sf->mu);
+        /* Another id: the next stamp must be a later ms than the last one, so ids stay
+         * strictly increasing (within one ms the worker bits would decide). */
+        if (worker_id != sf->worker_id)
+                sf->seq = SEQ_MAX;
         sf->worker_id = worker_id;
         sf->win_from_ms = from_ms;
         sf->win_until_ms = until_ms;

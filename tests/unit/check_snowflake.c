@@ -238,10 +238,21 @@ START_TEST(rebind_switches_id_and_window)
         /* the window did not move either: now + 11 is outside it */
         atomic_store(&c.offset_ms, 11);
         ck_assert_int_eq(sk_snowflake_next(sf, &b, err, sizeof(err)), SK_EAGAIN);
-        ck_assert_int_eq(sk_snowflake_rebind(sf, 6, now, now + 20), 0);
+        /* a lower id in the same ms as the last id waits for the next ms: still
+         * increasing (the clock is frozen: it fails rather than repeat the ms) */
+        atomic_store(&c.offset_ms, 0);
+        ck_assert_int_eq(sk_snowflake_rebind(sf, 3, now - 10, now + 20), 0);
+        ck_assert_int_eq(sk_snowflake_next(sf, &b, err, sizeof(err)), SK_EAGAIN);
+        atomic_store(&c.offset_ms, 1);
         ck_assert_int_eq(sk_snowflake_next(sf, &b, err, sizeof(err)), SK_OK);
-        ck_assert_int_eq((b >> 12) & 1023, 6);
+        ck_assert_int_eq((b >> 12) & 1023, 3);
         ck_assert_int_gt(b, a);
+        ck_assert_int_eq(sk_snowflake_rebind(sf, 6, now, now + 20), 0);
+        ck_assert_int_eq(sk_snowflake_next(sf, &a, err, sizeof(err)), SK_EAGAIN);
+        atomic_store(&c.offset_ms, 2);
+        ck_assert_int_eq(sk_snowflake_next(sf, &a, err, sizeof(err)), SK_OK);
+        ck_assert_int_eq((a >> 12) & 1023, 6);
+        ck_assert_int_gt(a, b);
         sk_snowflake_destroy(sf);
 }
 END_TEST
