@@ -1,17 +1,12 @@
 /* lease.c: snowflake worker ids leased in the database, and the generator they gate
  * (DESIGN.md 2; contract in sk/lease.h; table in ddl/0002_worker_lease.sql).
  *
- * Take (id X, holder H): read (holder = H, lease_until < NOW(3), mint_until M, NOW(3));
- * if free (or already ours), one conditional UPDATE that sets holder = H,
- * lease_until = NOW(3) + lease, mint_until = GREATEST(mint_until, NOW(3) + 2/3 lease)
- * WHERE worker_id = X AND (lease_until < NOW(3) OR holder = H) AND mint_until = M (a
- * compare-and-set on M: whoever took and released X in between makes it miss); then
- * read back (holder = H, mint_until U, NOW(3)). Ours: the mint window is (M, U].
- *
- * Renew (every lease/3): UPDATE ... same SET ... WHERE worker_id = X AND holder = H,
- * then read back. holder = H: the window's end becomes U. Anyone else: the lease is
- * lost, the window closes at once and the thread takes an id again. An error changes
- * nothing (the window keeps its end, which the stamps reach by themselves).
+ * The table's protocol (take, renew, release by conditional UPDATEs judged by NOW(3))
+ * is lease_db.c's. Here: the generator, the renewal thread and the stamp clock.
+ * Renewal every lease/3: holder still ours -> the window's end becomes the mint_until
+ * read back; anyone else -> the lease is lost, the window closes at once and the
+ * thread takes an id again (every lease/3 until it gets one). An error changes nothing
+ * (the window keeps its end, which the stamps reach by themselves).
  *
  * Stamps: the snowflake's clock here is the database's clock, estimated as the local
  * monotonic clock plus an offset measured at each take/renewal (NOW(3) read back minus
@@ -31,7 +26,6 @@
  * callback once each (and to metrics). Threads: the caller's threads mint; one renewal
  * thread owns the DB connection after start. Lock order: g->mu, then the snowflake's
  * mutex; the snowflake's clock callback reads atomics only. */
-#include <ctype.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -41,30 +35,17 @@
 #include <time.h>
 #include <unistd.h>
 #include "sk/lease.h"
+#include "lease_db.h"
 #include "sk/clock.h"
-#include "sk/db.h"
 #include "sk/snowflake.h"
 
 #define SK_WORKER_IDS 1024
 #define MAX_BACKWARDS_MS 500  /* how long sk_idgen_next waits for a stamp clock that went back */
 #define ANCHOR_SLACK_MS 5     /* re-anchor the stamp clock when it is off by more */
-#define TAKE_TRIES 3          /* compare-and-set attempts on one id */
-#define MS(col) "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " col ") DIV 1000"
-
-enum { TAKE_OK, TAKE_HELD, TAKE_FAR };
-
-/* The result of a take or renewal: the window and the DB time it was read at. */
-typedef struct lease_read {
-        int64_t from_ms, until_ms;   /* stamp window (inclusive) */
-        int64_t db_now_ms, mono_ms;  /* NOW(3) read back, local monotonic ms at the reply */
-} lease_read_t;
 
 struct sk_idgen {
-        int lease_ms;
-        int fixed_id;                  /* conf->worker_id; -1 = lowest usable */
-        char holder[128];              /* host:pid:start_ms (host sanitized) */
+        sk_lease_db_t ld;              /* its connection is the renewal thread's after start */
         sk_snowflake_t *sf;
-        sk_db_t *db;                   /* the renewal thread's after start */
         int need_reconnect;            /* renewal thread only */
         int64_t test_offset_ms;
         sk_idgen_event_fn on_event;
@@ -97,7 +78,7 @@ static int64_t stamp_clock(void *arg)
         return stamp_now(arg);
 }
 
-static void anchor(sk_idgen_t *g, const lease_read_t *r)
+static void anchor(sk_idgen_t *g, const sk_lease_read_t *r)
 {
         int64_t off = r->db_now_ms - r->mono_ms, cur = atomic_load(&g->db_minus_mono);
 
@@ -141,192 +122,6 @@ static void set_held(sk_idgen_t *g, int id, int held, int64_t from_ms, int64_t u
         metric_set(g->m_id, id);
 }
 
-/* ------------------------------------------------------------ SQL */
-
-/* Read back (holder = H, mint_until, NOW(3)) of @p id into *r's until/db_now/mono.
- * @returns SK_OK with *ours set, or the DB error. */
-static sk_err_t read_back(sk_idgen_t *g, int id, lease_read_t *r, int *ours, char *errstr,
-                          size_t errstr_size)
-{
-        char sql[512];
-        int64_t v[3];
-        sk_err_t err;
-
-        snprintf(sql, sizeof(sql),
-                 "SELECT holder = '%s', " MS("mint_until") ", " MS("NOW(3)")
-                 " FROM tb_worker_lease WHERE worker_id = %d", g->holder, id);
-        if ((err = sk_db_query_row_i64(g->db, sql, v, 3, NULL, errstr, errstr_size)) != SK_OK)
-                return err;
-        r->mono_ms = sk_mono_ms();
-        *ours = v[0] == 1;
-        r->until_ms = v[1];
-        r->db_now_ms = v[2];
-        return SK_OK;
-}
-
-/* The raising SET shared by take and renew. */
-static void set_clause(const sk_idgen_t *g, char *buf, size_t size)
-{
-        snprintf(buf, size,
-                 "SET holder = '%s', lease_until = NOW(3) + INTERVAL %lld MICROSECOND, "
-                 "mint_until = GREATEST(mint_until, NOW(3) + INTERVAL %lld MICROSECOND)",
-                 g->holder, (long long)g->lease_ms * 1000,
-                 (long long)((int64_t)g->lease_ms * 2 / 3) * 1000);
-}
-
-/* One compare-and-set attempt on @p id. *outcome: TAKE_OK (window in *r), TAKE_HELD
- * (another holder, or the compare-and-set missed), TAKE_FAR (free but its mint_until
- * is more than a lease ahead and @p skip_far). */
-static sk_err_t take_once(sk_idgen_t *g, int id, int skip_far, lease_read_t *r, int *outcome,
-                          char *errstr, size_t errstr_size)
-{
-        char sql[1024], set[320];
-        int64_t v[4];
-        int ours = 0;
-        sk_err_t err;
-
-        snprintf(sql, sizeof(sql),
-                 "SELECT holder = '%s', lease_until < NOW(3), " MS("mint_until") ", "
-                 MS("NOW(3)") " FROM tb_worker_lease WHERE worker_id = %d", g->holder, id);
-        err = sk_db_query_row_i64(g->db, sql, v, 4, NULL, errstr, errstr_size);
-        if (err == SK_ENOTFOUND) {
-                sk_seterr(errstr, errstr_size, "tb_worker_lease has no row for worker id %d "
-                          "(run `seckill-admin db migrate`)", id);
-                return SK_EDB;
-        }
-        if (err == SK_EDB && strstr(errstr ? errstr : "", "error 1146"))
-                sk_seterr(errstr, errstr_size, "tb_worker_lease is missing (run `seckill-admin "
-                          "db migrate`)");
-        if (err != SK_OK)
-                return err;
-        *outcome = TAKE_HELD;
-        if (v[0] != 1 && v[1] != 1)
-                return SK_OK;
-        if (skip_far && v[2] > v[3] + g->lease_ms) {
-                *outcome = TAKE_FAR;
-                return SK_OK;
-        }
-        set_clause(g, set, sizeof(set));
-        snprintf(sql, sizeof(sql),
-                 "UPDATE tb_worker_lease %s WHERE worker_id = %d AND (lease_until < NOW(3) OR "
-                 "holder = '%s') AND mint_until = '1970-01-01 00:00:00' + INTERVAL %" PRId64
-                 " MICROSECOND", set, id, g->holder, v[2] * 1000);
-        if ((err = sk_db_exec(g->db, sql, errstr, errstr_size)) != SK_OK)
-                return err;
-        if ((err = read_back(g, id, r, &ours, errstr, errstr_size)) != SK_OK)
-                return err;
-        if (ours) {
-                r->from_ms = v[2] + 1;
-                *outcome = TAKE_OK;
-        }
-        return SK_OK;
-}
-
-/* Take @p id, retrying a missed compare-and-set on a row that is still free. */
-static sk_err_t take_id(sk_idgen_t *g, int id, int skip_far, lease_read_t *r, int *outcome,
-                        char *errstr, size_t errstr_size)
-{
-        sk_err_t err = SK_OK;
-
-        for (int i = 0; i < TAKE_TRIES; i++) {
-                if ((err = take_once(g, id, skip_far, r, outcome, errstr, errstr_size)) != SK_OK ||
-                    *outcome != TAKE_HELD)
-                        break;
-        }
-        return err;
-}
-
-/* The lowest usable id: first among the free ids whose mint_until is past (mint at
- * once), then among those whose mint_until is at most a lease ahead. *id = -1: none. */
-static sk_err_t take_lowest(sk_idgen_t *g, lease_read_t *r, int *id, char *errstr,
-                            size_t errstr_size)
-{
-        static const char *const mint_cond[2] = { "mint_until < NOW(3)",
-                                                  "mint_until <= NOW(3) + INTERVAL %lld MICROSECOND" };
-        char sql[512], cond[128];
-        sk_err_t err;
-
-        *id = -1;
-        for (int pass = 0; pass < 2; pass++) {
-                int64_t after = -1, next;
-                int is_null = 0, outcome;
-
-                snprintf(cond, sizeof(cond), mint_cond[pass], (long long)g->lease_ms * 1000);
-                for (;;) {
-                        snprintf(sql, sizeof(sql),
-                                 "SELECT MIN(worker_id) FROM tb_worker_lease WHERE worker_id > %"
-                                 PRId64 " AND lease_until < NOW(3) AND %s", after, cond);
-                        err = sk_db_query_i64(g->db, sql, &next, &is_null, errstr, errstr_size);
-                        if (err != SK_OK)
-                                return err;
-                        if (is_null)
-                                break;
-                        err = take_id(g, (int)next, 1, r, &outcome, errstr, errstr_size);
-                        if (err != SK_OK)
-                                return err;
-                        if (outcome == TAKE_OK) {
-                                *id = (int)next;
-                                return SK_OK;
-                        }
-                        after = next;
-                }
-        }
-        return SK_OK;
-}
-
-/* Renew @p id. *ours = 0: the lease is lost. */
-static sk_err_t renew(sk_idgen_t *g, int id, lease_read_t *r, int *ours, char *errstr,
-                      size_t errstr_size)
-{
-        char sql[512], set[320];
-        sk_err_t err;
-
-        set_clause(g, set, sizeof(set));
-        snprintf(sql, sizeof(sql), "UPDATE tb_worker_lease %s WHERE worker_id = %d AND holder = '%s'",
-                 set, id, g->holder);
-        if ((err = sk_db_exec(g->db, sql, errstr, errstr_size)) != SK_OK)
-                return err;
-        return read_back(g, id, r, ours, errstr, errstr_size);
-}
-
-/* Free @p id if it is still ours (mint_until stays). Errors ignored: the lease then
- * ends by itself at lease_until. */
-static void release(sk_idgen_t *g, int id)
-{
-        char sql[256];
-
-        snprintf(sql, sizeof(sql), "UPDATE tb_worker_lease SET lease_until = NOW(3) - INTERVAL 1000 "
-                 "MICROSECOND WHERE worker_id = %d AND holder = '%s'", id, g->holder);
-        (void)sk_db_exec(g->db, sql, NULL, 0);
-}
-
-/* Take conf's id, or the lowest usable one. SK_OK with *id = -1 (reason in errstr)
- * when there is nothing to take: conf's id is held by another process, or no id is
- * usable. Other codes: DB errors. */
-static sk_err_t acquire(sk_idgen_t *g, lease_read_t *r, int *id, char *errstr, size_t errstr_size)
-{
-        int outcome = TAKE_HELD;
-        sk_err_t err;
-
-        *id = -1;
-        if (g->fixed_id < 0) {
-                if ((err = take_lowest(g, r, id, errstr, errstr_size)) != SK_OK)
-                        return err;
-                if (*id < 0)
-                        sk_seterr(errstr, errstr_size, "no usable worker id in 0..%d",
-                                  SK_WORKER_IDS - 1);
-                return SK_OK;
-        }
-        if ((err = take_id(g, g->fixed_id, 0, r, &outcome, errstr, errstr_size)) != SK_OK)
-                return err;
-        if (outcome == TAKE_OK)
-                *id = g->fixed_id;
-        else
-                sk_seterr(errstr, errstr_size, "worker id %d is leased by another process",
-                          g->fixed_id);
-        return SK_OK;
-}
-
 /* ------------------------------------------------------------ renewal thread */
 
 /* Sleep one period or until stopped. @returns 1 if stopped; *held = g->held. */
@@ -354,7 +149,7 @@ static int wait_period(sk_idgen_t *g, int64_t period_ms, int *held)
 static int db_usable(sk_idgen_t *g)
 {
         if (g->need_reconnect) {
-                if (sk_db_reconnect(g->db, NULL, 0) != SK_OK)
+                if (sk_db_reconnect(g->ld.db, NULL, 0) != SK_OK)
                         return 0;
                 g->need_reconnect = 0;
         }
@@ -365,9 +160,12 @@ static int db_usable(sk_idgen_t *g)
 static int renew_step(sk_idgen_t *g)
 {
         char errstr[256] = "";
-        lease_read_t r;
+        sk_lease_read_t r;
         int id = atomic_load(&g->worker_id), ours = 0;
-        sk_err_t err = db_usable(g) ? renew(g, id, &r, &ours, errstr, sizeof(errstr)) : SK_EAGAIN;
+        sk_err_t err = SK_EAGAIN;
+
+        if (db_usable(g))
+                err = sk_lease_db_renew(&g->ld, id, &r, &ours, errstr, sizeof(errstr));
 
         if (err != SK_OK) {
                 g->need_reconnect = 1;
@@ -398,12 +196,12 @@ static int renew_step(sk_idgen_t *g)
 static void reacquire_step(sk_idgen_t *g)
 {
         char errstr[256] = "", detail[64];
-        lease_read_t r;
+        sk_lease_read_t r;
         int id = -1;
 
         if (!db_usable(g))
                 return;
-        if (acquire(g, &r, &id, errstr, sizeof(errstr)) != SK_OK) {
+        if (sk_lease_db_take(&g->ld, &r, &id, errstr, sizeof(errstr)) != SK_OK) {
                 g->need_reconnect = 1;
                 return;
         }
@@ -419,7 +217,7 @@ static void reacquire_step(sk_idgen_t *g)
 static void *renew_thread(void *arg)
 {
         sk_idgen_t *g = arg;
-        int64_t period_ms = g->lease_ms / 3 > 0 ? g->lease_ms / 3 : 1;
+        int64_t period_ms = g->ld.lease_ms / 3 > 0 ? g->ld.lease_ms / 3 : 1;
         int held;
 
         while (!wait_period(g, period_ms, &held)) {
@@ -431,28 +229,6 @@ static void *renew_thread(void *arg)
 }
 
 /* ------------------------------------------------------------ start / stop */
-
-/* host:pid:start_ms; start_ms is made unique per process, so that two generators of
- * one process (tests) never share a holder. */
-static void make_holder(char *out, size_t size)
-{
-        static _Atomic int64_t last_start_ms;
-        char host[65] = "unknown";
-        int64_t start_ms = sk_now_ms(), prev = atomic_load(&last_start_ms);
-
-        do {
-                if (start_ms <= prev)
-                        start_ms = prev + 1;
-        } while (!atomic_compare_exchange_weak(&last_start_ms, &prev, start_ms));
-
-        (void)gethostname(host, sizeof(host) - 1);
-        host[sizeof(host) - 1] = '\0';
-        for (char *p = host; *p; p++) {
-                if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
-                        *p = '_';   /* the holder is spliced into SQL: keep it plain */
-        }
-        snprintf(out, size, "%s:%ld:%" PRId64, host, (long)getpid(), start_ms);
-}
 
 static void register_metrics(sk_idgen_t *g, sk_metrics_t *m)
 {
@@ -471,7 +247,7 @@ static void register_metrics(sk_idgen_t *g, sk_metrics_t *m)
 
 static void destroy(sk_idgen_t *g)
 {
-        sk_db_close(g->db);
+        sk_db_close(g->ld.db);
         sk_snowflake_destroy(g->sf);
         pthread_cond_destroy(&g->cv);
         pthread_mutex_destroy(&g->mu);
@@ -498,10 +274,10 @@ static sk_idgen_t *alloc_idgen(const sk_conf_t *conf, const sk_idgen_opts_t *opt
                 return NULL;
         }
         pthread_condattr_destroy(&cattr);
-        g->lease_ms = conf->worker_lease_ms;
-        g->fixed_id = conf->worker_id;
+        g->ld.lease_ms = conf->worker_lease_ms;
+        g->ld.fixed_id = conf->worker_id;
         atomic_store(&g->worker_id, conf->worker_id < 0 ? 0 : conf->worker_id);
-        make_holder(g->holder, sizeof(g->holder));
+        sk_lease_db_make_holder(g->ld.holder, sizeof(g->ld.holder));
         if (opts) {
                 g->test_offset_ms = opts->test_clock_offset_ms;
                 g->on_event = opts->on_event;
@@ -519,7 +295,7 @@ sk_idgen_t *sk_idgen_start_opts(const sk_conf_t *conf, const sk_idgen_opts_t *op
                                 sk_err_t *err, char *errstr, size_t errstr_size)
 {
         sk_idgen_t *g;
-        lease_read_t r;
+        sk_lease_read_t r;
         int id = -1;
 
         *err = SK_EINVAL;
@@ -533,14 +309,14 @@ sk_idgen_t *sk_idgen_start_opts(const sk_conf_t *conf, const sk_idgen_opts_t *op
                 sk_seterr(errstr, errstr_size, "idgen: out of memory");
                 return NULL;
         }
-        if (!(g->db = sk_db_connect(&conf->mysql, 0, 0, errstr, errstr_size))) {
+        if (!(g->ld.db = sk_db_connect(&conf->mysql, 0, 0, errstr, errstr_size))) {
                 *err = SK_EAGAIN;
                 destroy(g);
                 return NULL;
         }
-        if ((*err = acquire(g, &r, &id, errstr, errstr_size)) != SK_OK || id < 0) {
+        if ((*err = sk_lease_db_take(&g->ld, &r, &id, errstr, errstr_size)) != SK_OK || id < 0) {
                 if (*err == SK_OK)
-                        *err = g->fixed_id >= 0 ? SK_EEXIST : SK_EAGAIN;
+                        *err = g->ld.fixed_id >= 0 ? SK_EEXIST : SK_EAGAIN;
                 destroy(g);
                 return NULL;
         }
@@ -550,7 +326,7 @@ sk_idgen_t *sk_idgen_start_opts(const sk_conf_t *conf, const sk_idgen_opts_t *op
         if (pthread_create(&g->thr, NULL, renew_thread, g) != 0) {
                 *err = SK_ENOMEM;
                 sk_seterr(errstr, errstr_size, "idgen: cannot start the renewal thread");
-                release(g, id);
+                sk_lease_db_release(&g->ld, id);
                 destroy(g);
                 return NULL;
         }
@@ -600,6 +376,6 @@ void sk_idgen_stop(sk_idgen_t *g)
         /* The thread has stopped: g->held is final (a re-lease may have just landed). */
         sk_snowflake_set_mint_window(g->sf, 0, 0);
         if (g->held && db_usable(g))
-                release(g, atomic_load(&g->worker_id));
+                sk_lease_db_release(&g->ld, atomic_load(&g->worker_id));
         destroy(g);
 }
