@@ -152,6 +152,7 @@ static sk_err_t open_conn(sk_db_t *db, char *errstr, size_t errstr_size)
                 goto fail;
 
         db->conn = conn;
+        db->generation++;
         return SK_OK;
 fail:
         mysql_close(conn);
@@ -450,4 +451,119 @@ void sk_db_bind_str(MYSQL_BIND *b, char *s, unsigned long *len, size_t cap)
         b->buffer = s;
         b->buffer_length = (unsigned long)cap;
         b->length = len;
+}
+
+/* ------------------------------------------------------------------ the connection,
+ * for callers that use the client API's statements and result sets directly */
+
+int sk_db_connected(const sk_db_t *db)
+{
+        return db && db->conn;
+}
+
+uint64_t sk_db_generation(const sk_db_t *db)
+{
+        return db ? db->generation : 0;
+}
+
+unsigned int sk_db_errno(sk_db_t *db)
+{
+        return db && db->conn ? mysql_errno(db->conn) : 2006u; /* CR_SERVER_GONE_ERROR */
+}
+
+const char *sk_db_error(sk_db_t *db)
+{
+        return db && db->conn ? mysql_error(db->conn) : "not connected";
+}
+
+sk_err_t sk_db_seterr(sk_db_t *db, const char *what, char *errstr, size_t errstr_size)
+{
+        if (!db || !db->conn) {
+                sk_seterr(errstr, errstr_size, "%s: not connected", what);
+                return SK_EAGAIN;
+        }
+        return conn_err(db->conn, what, errstr, errstr_size);
+}
+
+sk_err_t sk_db_stmt_init(sk_db_t *db, MYSQL_STMT **out, char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        *out = NULL;
+        if ((err = check_conn(db, errstr, errstr_size)) != SK_OK)
+                return err;
+        if (!(*out = mysql_stmt_init(db->conn))) {
+                sk_seterr(errstr, errstr_size, "stmt_init: out of memory");
+                return SK_ENOMEM;
+        }
+        return SK_OK;
+}
+
+sk_err_t sk_db_prepare(sk_db_t *db, const char *sql, size_t len, MYSQL_STMT **out,
+                       char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        if ((err = sk_db_stmt_init(db, out, errstr, errstr_size)) != SK_OK)
+                return err;
+        if (mysql_stmt_prepare(*out, sql, (unsigned long)len) != 0) {
+                unsigned int no = mysql_stmt_errno(*out);
+
+                err = sk_db_classify(no);
+                sk_seterr(errstr, errstr_size, "prepare: mysql error %u: %s", no,
+                          mysql_stmt_error(*out));
+                mysql_stmt_close(*out);
+                *out = NULL;
+                return err == SK_OK ? SK_EDB : err;
+        }
+        return SK_OK;
+}
+
+sk_err_t sk_db_query(sk_db_t *db, const char *sql, size_t len, MYSQL_RES **res, char *errstr,
+                     size_t errstr_size)
+{
+        sk_err_t err;
+
+        *res = NULL;
+        if ((err = check_conn(db, errstr, errstr_size)) != SK_OK)
+                return err;
+        if (mysql_real_query(db->conn, sql, (unsigned long)len) != 0)
+                return conn_err(db->conn, "query", errstr, errstr_size);
+        if (!(*res = mysql_store_result(db->conn))) {
+                if (mysql_errno(db->conn))
+                        return conn_err(db->conn, "store_result", errstr, errstr_size);
+                sk_seterr(errstr, errstr_size, "query returned no result set");
+                return SK_EDB;
+        }
+        return SK_OK;
+}
+
+size_t sk_db_quote(sk_db_t *db, const char *s, char *out, size_t out_size)
+{
+        size_t len = s ? strlen(s) : 0;
+        unsigned long n;
+
+        if (!db || !db->conn || !s || out_size < 2 * len + 3)
+                return 0;
+        out[0] = '\'';
+        n = mysql_real_escape_string(db->conn, out + 1, s, (unsigned long)len);
+        out[1 + n] = '\'';
+        out[2 + n] = '\0';
+        return (size_t)n + 2;
+}
+
+sk_err_t sk_db_select_db(sk_db_t *db, const char *name, char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        if ((err = check_conn(db, errstr, errstr_size)) != SK_OK)
+                return err;
+        if (mysql_select_db(db->conn, name) != 0)
+                return conn_err(db->conn, "select database", errstr, errstr_size);
+        return SK_OK;
+}
+
+int sk_db_ping(sk_db_t *db)
+{
+        return db && db->conn && mysql_ping(db->conn) == 0;
 }
