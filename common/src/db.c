@@ -100,7 +100,7 @@ static sk_err_t open_conn(sk_db_t *db, char *errstr, size_t errstr_size)
 {
         MYSQL *conn;
         unsigned int connect_timeout_s = SK_DB_CONNECT_TIMEOUT_S;
-        unsigned int io_timeout_s = SK_DB_IO_TIMEOUT_S;
+        unsigned int io_timeout_s = (unsigned int)db->io_timeout_s;
         sk_my_bool reconnect = 0;
         char sql[128];
         sk_err_t err;
@@ -159,12 +159,12 @@ fail:
         return err;
 }
 
-sk_db_t *sk_db_connect(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
-                       char *errstr, size_t errstr_size)
+sk_db_t *sk_db_connect_io(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
+                          int io_timeout_s, char *errstr, size_t errstr_size)
 {
         sk_db_t *db;
 
-        if (!url || lock_wait_timeout_s < 0) {
+        if (!url || lock_wait_timeout_s < 0 || io_timeout_s < 1) {
                 sk_seterr(errstr, errstr_size, "sk_db_connect: invalid argument");
                 return NULL;
         }
@@ -175,11 +175,19 @@ sk_db_t *sk_db_connect(const sk_mysql_url_t *url, int no_database, int lock_wait
         db->url = *url;
         db->no_database = no_database ? 1 : 0;
         db->lock_wait_timeout_s = lock_wait_timeout_s;
+        db->io_timeout_s = io_timeout_s;
         if (open_conn(db, errstr, errstr_size) != SK_OK) {
                 free(db);
                 return NULL;
         }
         return db;
+}
+
+sk_db_t *sk_db_connect(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
+                       char *errstr, size_t errstr_size)
+{
+        return sk_db_connect_io(url, no_database, lock_wait_timeout_s, (int)SK_DB_IO_TIMEOUT_S,
+                                errstr, errstr_size);
 }
 
 sk_err_t sk_db_reconnect(sk_db_t *db, char *errstr, size_t errstr_size)

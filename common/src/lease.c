@@ -296,7 +296,7 @@ sk_idgen_t *sk_idgen_start_opts(const sk_conf_t *conf, const sk_idgen_opts_t *op
 {
         sk_idgen_t *g;
         sk_lease_read_t r;
-        int id = -1;
+        int id = -1, io_s;
 
         *err = SK_EINVAL;
         if (!conf || conf->worker_id < -1 || conf->worker_id >= SK_WORKER_IDS ||
@@ -309,7 +309,11 @@ sk_idgen_t *sk_idgen_start_opts(const sk_conf_t *conf, const sk_idgen_opts_t *op
                 sk_seterr(errstr, errstr_size, "idgen: out of memory");
                 return NULL;
         }
-        if (!(g->ld.db = sk_db_connect(&conf->mysql, 0, 0, errstr, errstr_size))) {
+        /* Statements give up after about a renewal period (1..30 s): a hanging database
+         * must not hold the renewal thread (or sk_idgen_stop) for long. */
+        io_s = conf->worker_lease_ms / 3000;
+        io_s = io_s < 1 ? 1 : io_s > 30 ? 30 : io_s;
+        if (!(g->ld.db = sk_db_connect_io(&conf->mysql, 0, 0, io_s, errstr, errstr_size))) {
                 *err = SK_EAGAIN;
                 destroy(g);
                 return NULL;

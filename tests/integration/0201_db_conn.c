@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "sk_test.h"
+#include "sk/clock.h"
 #include "sk/db.h"
 #include "sk/migrate.h"
 #include "sk/rebuild.h"
@@ -169,6 +170,31 @@ START_TEST(connection_api)
 }
 END_TEST
 
+/* sk_db_connect_io: a statement that hangs (a table lock held by another session)
+ * gives up after the short I/O timeout with a transient error, not after 30 s. */
+START_TEST(short_io_timeout)
+{
+        char errstr[512] = "";
+        sk_db_t *a = connect_or_fail(0), *b;
+        int64_t v = 0, t0;
+        sk_err_t err;
+
+        ck_assert_msg(sk_db_exec(a, "CREATE TABLE IF NOT EXISTS t_io (id INT PRIMARY KEY)", errstr,
+                                 sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_msg(sk_db_exec(a, "LOCK TABLES t_io WRITE", errstr, sizeof(errstr)) == SK_OK, "%s",
+                      errstr);
+        b = sk_db_connect_io(&g_conf.mysql, 0, 0, 1, errstr, sizeof(errstr));
+        ck_assert_msg(b != NULL, "%s", errstr);
+        t0 = sk_mono_ms();
+        err = sk_db_query_i64(b, "SELECT COUNT(*) FROM t_io", &v, NULL, errstr, sizeof(errstr));
+        ck_assert_int_eq(err, SK_EAGAIN);
+        ck_assert_int_lt(sk_mono_ms() - t0, 10000);
+        ck_assert_ptr_null(sk_db_connect_io(&g_conf.mysql, 0, 0, 0, errstr, sizeof(errstr)));
+        sk_db_close(b);
+        sk_db_close(a);
+}
+END_TEST
+
 START_TEST(duplicate_key_is_eexist)
 {
         char errstr[512] = "";
@@ -318,6 +344,7 @@ int main(void)
         tcase_add_test(tc, classify_table);
         tcase_add_test(tc, session_settings_and_reconnect);
         tcase_add_test(tc, connection_api);
+        tcase_add_test(tc, short_io_timeout);
         tcase_add_test(tc, duplicate_key_is_eexist);
         tcase_add_test(tc, lock_wait_is_eagain);
         tcase_add_test(tc, advisory_locks);

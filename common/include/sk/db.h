@@ -43,6 +43,7 @@ typedef struct sk_db {
         MYSQL *conn;             /* NULL after a failed reconnect */
         sk_mysql_url_t url;
         int lock_wait_timeout_s;
+        int io_timeout_s;        /* read/write timeout of the connection (s) */
         int no_database;         /* as given to sk_db_connect (kept for reconnect) */
         uint64_t generation;     /* bumped by every successful (re)connect */
 } sk_db_t;
@@ -57,6 +58,11 @@ void sk_db_library_init(void);
  *  distinguished here (the caller retries connects with backoff). */
 sk_db_t *sk_db_connect(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
                        char *errstr, size_t errstr_size);
+/** @brief sk_db_connect with read and write timeouts of @p io_timeout_s (>= 1) seconds
+ *  instead of 30 (kept for reconnects): for a connection whose statements must give up
+ *  sooner, e.g. the worker-id lease renewals (DESIGN.md 2). */
+sk_db_t *sk_db_connect_io(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
+                          int io_timeout_s, char *errstr, size_t errstr_size);
 /** @brief Close and reopen the same connection (same URL, database choice and session
  *  settings). Session state (open transaction, GET_LOCK locks) is lost.
  *  @returns SK_OK, or SK_EAGAIN/SK_EDB as classified (db->conn is then NULL and every
