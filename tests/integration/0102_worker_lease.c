@@ -3,7 +3,8 @@
  * a far-future mint_until skipped, exclusive ids across processes, loss when another
  * holder steals an expired lease (logged once, counted) and re-acquisition, the mint
  * bounds under injected clock offsets (the sk_idgen_opts_t test hook), a taken
- * SECKILL_WORKER_ID -> exit 2, release on stop. Short lease (900 ms); own database. */
+ * SECKILL_WORKER_ID -> exit 2, release on stop, renewals blocked by the database (minting
+ * stops at mint_until, reported once, resumes). Short lease (900 ms); own database. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -387,6 +388,43 @@ START_TEST(stolen_expired_lease)
 }
 END_TEST
 
+/* The database stops answering the renewals (the test holds the row's lock): minting
+ * stops by itself once the stamps reach mint_until, the trouble is reported once;
+ * when the lock goes, the next renewal (holder still ours) succeeds: reported once,
+ * minting resumes, no loss. */
+START_TEST(db_trouble_stops_minting_then_recovers)
+{
+        char errstr[256] = "";
+        ev_count_t ev = { 0 };
+        sk_idgen_opts_t o = { .on_event = count_event, .event_arg = &ev };
+        sk_err_t err = SK_OK;
+        int64_t id = 0, t0, mu;
+        sk_idgen_t *g = start_opts(41, &o, &err);
+
+        ck_assert_ptr_nonnull(g);
+        ck_assert_int_eq(sk_idgen_next(g, &id, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_msg(sk_db_begin(g_db, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_int_eq(sql_i64("SELECT worker_id FROM tb_worker_lease WHERE worker_id = 41 FOR UPDATE"), 41);
+        mu = sql_i64("SELECT " MS_OF("mint_until") " FROM tb_worker_lease WHERE worker_id = 41");
+        ck_assert_msg(wait_usable(g, 0, 2 * LEASE_MS) >= 0, "still minting with renewals blocked");
+        for (t0 = sk_mono_ms(); sk_mono_ms() - t0 < 2 * LEASE_MS;) {
+                if (sk_idgen_next(g, &id, errstr, sizeof(errstr)) == SK_OK)
+                        ck_assert_int_le(sk_snowflake_ts_ms(id), mu);
+                sk_sleep_ms(20, NULL);
+        }
+        ck_assert_int_eq(sk_idgen_next(g, &id, errstr, sizeof(errstr)), SK_EAGAIN);
+        ck_assert_int_eq(atomic_load(&ev.renew_failed), 1);
+        sk_db_rollback(g_db);
+        ck_assert_int_ge(wait_usable(g, 1, 5000), 0);
+        ck_assert_int_ge(mint_wait(g, 1000), 0);
+        ck_assert_int_eq(atomic_load(&ev.recovered), 1);
+        ck_assert_int_eq(atomic_load(&ev.renew_failed), 1);
+        ck_assert_int_eq(atomic_load(&ev.lost), 0);
+        ck_assert_int_eq(sk_idgen_worker_id(g), 41);
+        sk_idgen_stop(g);
+}
+END_TEST
+
 /* Mint from @p g for @p ms; every stamp must be <= the row's mint_until read right
  * after it. @returns the largest id minted (0 if none). */
 static int64_t mint_for(sk_idgen_t *g, int wid, int64_t ms)
@@ -475,6 +513,7 @@ int main(void)
         tcase_add_test(tc, two_processes_never_hold_one_id);
         tcase_add_test(tc, stolen_expired_lease);
         tcase_add_test(tc, mint_bounds_under_skew);
+        tcase_add_test(tc, db_trouble_stops_minting_then_recovers);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
 }
