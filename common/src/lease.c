@@ -118,7 +118,7 @@ static void set_held(sk_idgen_t *g, int id, int held, int64_t from_ms, int64_t u
         else
                 sk_snowflake_set_mint_window(g->sf, 0, 0);
         pthread_mutex_unlock(&g->mu);
-        metric_set(g->m_held, held);
+        metric_set(g->m_held, sk_idgen_usable(g));
         metric_set(g->m_id, id);
 }
 
@@ -221,9 +221,9 @@ static void *renew_thread(void *arg)
         int held;
 
         while (!wait_period(g, period_ms, &held)) {
-                if (held && !renew_step(g))
-                        continue;
-                reacquire_step(g);   /* not held, or just lost: lease again now */
+                if (!held || renew_step(g))
+                        reacquire_step(g);   /* not held, or just lost: lease again now */
+                metric_set(g->m_held, sk_idgen_usable(g));
         }
         return NULL;
 }
@@ -235,7 +235,8 @@ static void register_metrics(sk_idgen_t *g, sk_metrics_t *m)
         if (!m)
                 return;
         g->m_held = sk_metrics_gauge(m, "seckill_worker_lease_held", NULL,
-                                     "1 while this process holds its worker-id lease");
+                                     "1 while this process holds its worker-id lease and may mint "
+                                     "(window open), updated every lease/3");
         g->m_id = sk_metrics_gauge(m, "seckill_worker_id", NULL, "the leased snowflake worker id");
         g->m_lost = sk_metrics_counter(m, "seckill_worker_lease_lost_total", NULL,
                                        "worker-id leases found held by another process");

@@ -378,6 +378,7 @@ START_TEST(stolen_expired_lease)
         ck_assert_int_eq(sk_idgen_worker_id(a), 9);
         ck_assert_int_eq(atomic_load(&ev.lost), 1);
         ck_assert_int_eq(atomic_load(&ev.acquired), 1);
+        sk_sleep_ms(LEASE_MS / 3 + 100, NULL);   /* the gauge is refreshed every lease/3 */
         text = sk_metrics_render(m);
         ck_assert_ptr_nonnull(strstr(text, "seckill_worker_lease_lost_total 1\n"));
         ck_assert_ptr_nonnull(strstr(text, "seckill_worker_lease_reacquired_total 1\n"));
@@ -396,10 +397,12 @@ START_TEST(db_trouble_stops_minting_then_recovers)
 {
         char errstr[256] = "";
         ev_count_t ev = { 0 };
-        sk_idgen_opts_t o = { .on_event = count_event, .event_arg = &ev };
+        sk_metrics_t *m = sk_metrics_new();
+        sk_idgen_opts_t o = { .metrics = m, .on_event = count_event, .event_arg = &ev };
         sk_err_t err = SK_OK;
         int64_t id = 0, t0, mu;
         sk_idgen_t *g = start_opts(41, &o, &err);
+        char *text;
 
         ck_assert_ptr_nonnull(g);
         ck_assert_int_eq(sk_idgen_next(g, &id, errstr, sizeof(errstr)), SK_OK);
@@ -414,6 +417,10 @@ START_TEST(db_trouble_stops_minting_then_recovers)
         }
         ck_assert_int_eq(sk_idgen_next(g, &id, errstr, sizeof(errstr)), SK_EAGAIN);
         ck_assert_int_eq(atomic_load(&ev.renew_failed), 1);
+        text = sk_metrics_render(m);   /* the gauge says it: no ids from this process */
+        ck_assert_ptr_nonnull(strstr(text, "seckill_worker_lease_held 0\n"));
+        ck_assert_ptr_null(strstr(text, "seckill_worker_lease_renew_errors_total 0\n"));
+        free(text);
         sk_db_rollback(g_db);
         ck_assert_int_ge(wait_usable(g, 1, 5000), 0);
         ck_assert_int_ge(mint_wait(g, 1000), 0);
@@ -421,7 +428,12 @@ START_TEST(db_trouble_stops_minting_then_recovers)
         ck_assert_int_eq(atomic_load(&ev.renew_failed), 1);
         ck_assert_int_eq(atomic_load(&ev.lost), 0);
         ck_assert_int_eq(sk_idgen_worker_id(g), 41);
+        sk_sleep_ms(LEASE_MS / 3 + 100, NULL);
+        text = sk_metrics_render(m);
+        ck_assert_ptr_nonnull(strstr(text, "seckill_worker_lease_held 1\n"));
+        free(text);
         sk_idgen_stop(g);
+        sk_metrics_destroy(m);
 }
 END_TEST
 

@@ -44,7 +44,9 @@ typedef void (*sk_idgen_event_fn)(void *arg, sk_idgen_event_t ev, int worker_id,
                                   const char *detail);
 
 typedef struct sk_idgen_opts {
-        /* Registry for seckill_worker_lease_held (gauge 0/1), seckill_worker_id (gauge),
+        /* Registry for seckill_worker_lease_held (gauge: 1 while held with the mint
+         * window open, i.e. ids can be minted; refreshed every lease/3),
+         * seckill_worker_id (gauge),
          * seckill_worker_lease_lost_total, seckill_worker_lease_reacquired_total and
          * seckill_worker_lease_renew_errors_total; registered during start (the
          * registry's start-up rule). NULL = no metrics. Borrowed; must outlive @p g. */
