@@ -12,6 +12,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 SK_BIN=${SK_BIN:-$here/../build/bin}
+. "$here/lib.sh"
 secs=${BENCH_SECONDS:-10}
 conns=${BENCH_CONNS:-64}
 threads=${BENCH_THREADS:-2}
@@ -72,20 +73,9 @@ admitted=$(( 100000000 - $($rc get "$prefix:{v:$vf}:stock") ))
 echo "front_admitted_total=$admitted"
 kill -TERM $fpid; wait $fpid || true; fpid=
 
-sha=$($rc script load "$(cat "$here/../lua/lib/validate.lua"; echo; cat "$here/../lua/deduct.lua")")  # as embedded (cmake/embed_lua.cmake)
-# __rand_int__ is 12 zero-padded digits: prefixed with 1 it is a canonical id; every
-# occurrence is drawn independently, so traceId, orderId and userId are all fresh.
-rbench() {
-  redis-benchmark -h 127.0.0.1 -p 6379 -c "$conns" -r 100000000000 -n "$1" -q \
-    EVALSHA "$sha" 4 "$prefix:{v:$vr}:meta" "$prefix:{v:$vr}:stock" "$prefix:{v:$vr}:users" \
-    "$prefix:{v:$vr}:trace" 1__rand_int__ 1__rand_int__ 1__rand_int__ "$vr" 1 "$extra" 2>&1 |
-    tr '\r' '\n' | tail -1
-}
-# redis-benchmark has no duration flag: a short calibration run sizes -n for ~secs seconds.
-cal=$(rbench 10000 | sed -n 's/.*: \([0-9]*\)[0-9.]* requests per second.*/\1/p')
-rout=$(rbench $(( ${cal:-10000} * secs )))
+rout=$(bench_deduct_evalsha "$prefix" "$vr" "$conns" "$secs" "$extra" 10000)
 echo "redis_benchmark: $rout"
-redis_rate=$(echo "$rout" | sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p')
+redis_rate=$(echo "$rout" | bench_rate_of)
 radmitted=$(( 100000000 - $($rc get "$prefix:{v:$vr}:stock") ))
 echo "redis_rate=${redis_rate%.*} redis_admitted_total=$radmitted"
 python3 -c "print('ratio=%.2f' % (float('$front_rate') / float('$redis_rate')))"

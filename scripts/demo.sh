@@ -6,7 +6,8 @@
 #   scripts/demo.sh --help          options (stock, buyers, concurrency, duration, --keep)
 #
 # The logic lives in scripts/demo/ (run.sh: the driver; sale.lua: the wrk crowd;
-# report.py: the checks and report; latency.gp: the plot). Output: out/report.json,
+# report.py: the checks and report; figures.py, latency.gp, timeline.gp: the figures
+# and plots). Output: out/report.json, out/timeline.png,
 # out/latency.png and out/demo-<stamp>/ (logs, the 202 log, reconciler and verify output).
 # Exit status: 0 every invariant PASS, 1 an invariant FAILED, 2 bad usage, 3 setup failed.
 exec "$(dirname "${BASH_SOURCE[0]}")/demo/run.sh" "$@"

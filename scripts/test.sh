@@ -39,10 +39,11 @@ STACK=$REPO/scripts/stack.sh
 STACK_LOG_DIR=${SECKILL_STACK_DIR:-$REPO/.stack}/logs
 
 # Build and test dependencies (Debian 12 package names). Tools the shell tests use:
-# redis-cli, mysql, curl, ps/pgrep, python3.
+# redis-cli, mysql, curl, ps/pgrep, python3; promtool (package prometheus) for the
+# deploy/prometheus rule tests.
 PKGS=(build-essential cmake pkg-config librdkafka-dev libhiredis-dev
       default-libmysqlclient-dev libcjson-dev libmicrohttpd-dev check
-      redis-tools mariadb-client curl procps python3)
+      redis-tools mariadb-client curl procps python3 prometheus)
 
 T_START=$SECONDS
 SUMMARY=()

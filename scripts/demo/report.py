@@ -3,7 +3,8 @@
 
   report.py load-sql ACCEPTED_TSV CLIENT_DB   SQL that (re)creates CLIENT_DB.accepted
                                               from the wrk 202 log (stdout)
-  report.py report --run DIR --out DIR ...    check, print, write report.json + latency.png
+  report.py report --run DIR --out DIR ...    check, print, write report.json,
+                                              latency.png and timeline.png
 
 The checks use only the client's record (every 202 wrk saw), the database, Redis and
 the exit codes/output of seckill-reconciler and seckill-admin verify. The database is
@@ -23,6 +24,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+
+import figures
 
 ID_RE = re.compile(r"^[1-9][0-9]{0,18}$")
 TSV_COLS = ("order_id", "trace_id", "voucher_id", "user_id", "accept_ms", "attempt")
@@ -228,7 +231,7 @@ def cmd_report(a):
                 i4["failed_ok"] += 1
                 failed_rows.append((trace, order, voucher, user, reason))
         if outcome != 0 and int(created_ms) > 0 and voucher != a.warmup_voucher:
-            lags.append((int(acc_ms), int(created_ms) - int(acc_ms), voucher, outcome))
+            lags.append(figures.accept_to_db_lag(trace, created_ms) + (voucher, outcome))
         if problem and len(i4_examples) < 20:
             i4_examples.append({"traceId": trace, "orderId": order, "voucherId": voucher,
                                 "userId": user, "problem": problem})
@@ -357,9 +360,9 @@ def cmd_report(a):
     lag = {"n": len(lag_vals), "p50_ms": pct(lag_vals, 50), "p90_ms": pct(lag_vals, 90),
            "p99_ms": pct(lag_vals, 99), "max_ms": lag_vals[-1] if lag_vals else None,
            "min_ms": lag_vals[0] if lag_vals else None,
-           "note": "outcome row created_at (DB clock, ms) minus the wall ms at which wrk "
-                   "received the 202; may be negative when the consumer commits before the "
-                   "202 reaches the client"}
+           "note": "outcome row created_at (MariaDB's clock, ms) minus the traceId's "
+                   "snowflake timestamp (the front's clock when the request arrived); one host, "
+                   "one clock in the demo (figures.accept_to_db_lag)"}
 
     codes = sale.get("code", {})
     statuses = sale.get("status", {})
@@ -388,7 +391,8 @@ def cmd_report(a):
         "vouchers": per_voucher,
         "invariant4": dict(i4, examples=i4_examples),
         "invariants": checks,
-        "reconciler": {"exit": rec_rc, "output": rec_json},
+        "reconciler": {"exit": rec_rc, "summary": figures.rec_summary(rec_json, rec_rc),
+                       "output": rec_json},
         "front": front,
         "accept_to_db_lag": lag,
         "drained": a.drained == 1,
@@ -403,7 +407,7 @@ def cmd_report(a):
         vidx = {v: i for i, v in enumerate(vouchers)}
         datf = os.path.join(run, "lag.dat")
         with open(datf, "w") as f:
-            f.write("# accept_s_since_first lag_ms voucher_index outcome(1 CREATED, 2 FAILED)\n")
+            f.write("# admitted_s_since_first lag_ms voucher_index outcome(1 CREATED, 2 FAILED)\n")
             for acc, lg, v, oc in sorted(lags):
                 f.write(f"{(acc - t0) / 1000.0:.3f} {lg} {vidx.get(v, 0)} {oc}\n")
         png = os.path.join(out, "latency.png")
@@ -419,6 +423,7 @@ def cmd_report(a):
         else:
             sys.stderr.write(f"demo: gnuplot failed: {res.stderr.strip()[-500:]}\n")
     report["plot"] = plot
+    report["timeline_plot"] = timeline_plot(a, run, out, wrk, vouchers, front)
 
     for path in (os.path.join(out, "report.json"), os.path.join(run, "report.json")):
         with open(path, "w") as f:
@@ -427,6 +432,37 @@ def cmd_report(a):
 
     print_report(report, out)
     return 0 if ok else 1
+
+
+def timeline_plot(a, run, out, wrk, vouchers, front):
+    """out/timeline.png: answers/s by code (sale.lua's 100 ms counters) and the orders of
+    the sale's vouchers in the DB over time (their create_time). None without gnuplot."""
+    t0 = int(wrk.get("sale_first_ms", 0) or 0)
+    tl = (wrk.get("sale") or {}).get("tl") or {}
+    if not t0 or not tl or subprocess.run(["sh", "-c", "command -v gnuplot"],
+                                          capture_output=True).returncode != 0:
+        return None
+    ids = ",".join(v for v in vouchers if is_id(v) and v != a.warmup_voucher)
+    if not ids:
+        return None
+    try:
+        rows = sql(f"""SELECT FLOOR(UNIX_TIMESTAMP(create_time) * 1000 / {figures.TIMELINE_BIN_MS}),
+                              COUNT(*) FROM `{a.db}`.tb_voucher_order
+                        WHERE voucher_id IN ({ids}) GROUP BY 1""")
+    except RuntimeError as e:
+        sys.stderr.write(f"demo: no timeline plot: {e}\n")
+        return None
+    order_bins = {int(b): int(n) for b, n in rows}
+    series, codes = figures.timeline(tl, order_bins, t0)
+    if not series:
+        return None
+    png = os.path.join(out, "timeline.png")
+    title = (f"answers/s by code and orders in the DB: {front['purchase_answers']:,} answers "
+             f"at {front['req_per_s']:,} req/s over {front['connections']} connections")
+    res = figures.plot_timeline(series, codes, os.path.join(run, "timeline.dat"), png, title)
+    if res:
+        subprocess.run(["cp", png, os.path.join(run, "timeline.png")])
+    return res
 
 
 def print_report(r, out):
@@ -468,8 +504,7 @@ def print_report(r, out):
               f"{p['planned_buyers']:>8}{p['users_in_hash']:>6}  exit {p['verify_exit']}")
     print()
     rec = r["reconciler"]["exit"]
-    print(f" {'WARN ' if rec not in (0, 1) else ''}reconciler --repair: exit {rec} "
-          f"({ {0: 'consistent', 1: 'found and repaired', 2: 'unresolved'}.get(rec, 'error') })"
+    print(f" {'WARN ' if rec not in (0, 1) else ''}{r['reconciler']['summary']}"
           + ("; see reconciler.json / reconciler.log in the run directory" if rec not in (0, 1) else ""))
     print(" invariants:")
     for c in r["invariants"]:
@@ -482,7 +517,8 @@ def print_report(r, out):
         print(" timeline: " + ", ".join(f"{k} at {v} s" for k, v in ph.items()))
     print(line)
     print(f" RESULT: {r['result']}   report: {os.path.join(out, 'report.json')}"
-          f"   plot: {r['plot'] or 'none'}   ({r['elapsed_s']} s in all)")
+          f"   plots: {r['plot'] or 'none'}, {r.get('timeline_plot') or 'none'}"
+          f"   ({r['elapsed_s']} s in all)")
     print(line)
 
 

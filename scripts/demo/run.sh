@@ -586,7 +586,8 @@ rec_rc=0
         > "$RUN/reconciler.json" 2> "$RUN/reconciler.log" || rec_rc=$?
 echo "$rec_rc" > "$RUN/reconciler.rc"
 phase reconciled
-say "reconciler exit $rec_rc (0 consistent, 1 repaired, 2 unresolved)"
+# The verdict, then vouchers and traces counted from its JSON (not a legend of exit codes).
+say "$(python3 "$DEMO_DIR/figures.py" rec-summary "$RUN/reconciler.json" "$rec_rc")"
 for v in "${VOUCHERS[@]}"; do
         vrc=0
         "$BIN/seckill-admin" verify "$v" --json > "$RUN/verify-$v.json" 2> "$RUN/verify-$v.log" || vrc=$?

@@ -28,7 +28,8 @@
 -- When a thread has nothing left to ask it writes done-<thread> and stops; the
 -- driver sends wrk SIGINT once every thread is done (wrk otherwise sleeps the
 -- whole -d). done() writes wrk.json: counts by status and code, accepted per
--- voucher, wrk's latency percentiles (us) and the sale's own wall-clock window.
+-- voucher, answers per 100 ms and code (sale.tl), wrk's latency percentiles (us) and
+-- the sale's own wall-clock window.
 
 local ffi = require("ffi")
 ffi.cdef[[
@@ -109,7 +110,8 @@ function init(args)
         -- Flat on purpose: wrk 4.1's thread:get() crashes copying nested tables.
         -- Keys: asks, answers, lost, second_asks, retries_503, retries_soldout,
         -- buyers, "status.<http status>", "code.<code>", "accepted.<voucherId>",
-        -- "planned.<voucherId>" (distinct buyers of that voucher).
+        -- "planned.<voucherId>" (distinct buyers of that voucher), "tl.<ms/100>.<code>"
+        -- (answers in one 100 ms bin of wall clock, for the report's timeline).
         counts = { asks = 0, answers = 0, lost = 0, second_asks = 0, retries_503 = 0,
                    retries_soldout = 0, buyers = 0 }
         queue, qhead, qtail, cur, stopped = {}, 1, 0, nil, false
@@ -194,7 +196,10 @@ function response(status, headers, body)
         counts.answers = counts.answers + 1
         bump("status." .. tostring(status))
         local code = body and string.match(body, '"code"%s*:%s*(%d+)') or nil
-        bump("code." .. (code or ("http" .. tostring(status))))
+        local ckey = code or ("http" .. tostring(status))
+        bump("code." .. ckey)
+        -- the timeline: answers per 100 ms of wall clock and code (flat key, see init)
+        bump(string.format("tl.%d.%s", math.floor(t / 100), ckey))
         if status == 202 then
                 local order = string.match(body, '"orderId"%s*:%s*"(%d+)"')
                 local trace = string.match(body, '"traceId"%s*:%s*"(%d+)"')
@@ -239,7 +244,7 @@ local function json_value(v)
 end
 
 function done(summary, latency, requests)
-        local agg = { status = {}, code = {}, accepted = {}, planned = {} }
+        local agg = { status = {}, code = {}, accepted = {}, planned = {}, tl = {} }
         local first, last, threads_done = 0, 0, 0
         for _, thread in ipairs(threads) do
                 local c = thread:get("counts")

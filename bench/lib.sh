@@ -1,0 +1,28 @@
+# bench/lib.sh: shell functions shared by the bench scripts (sourced, not run).
+# Redis is reached at 127.0.0.1:6379, the stack's default.
+
+# bench_deduct_evalsha KEY_PREFIX VOUCHER CONNS SECS EXTRA_MS CAL_N
+# redis-benchmark of deduct.lua by EVALSHA, loaded as the binaries embed it
+# (lua/lib/validate.lua prepended, cmake/embed_lua.cmake), on VOUCHER's keys under
+# KEY_PREFIX, CONNS connections, about SECS seconds: a calibration run of CAL_N calls
+# sizes -n (redis-benchmark has no duration flag). __rand_int__ is 12 zero-padded digits:
+# prefixed with 1 it is a canonical id; every occurrence is drawn independently, so
+# traceId, orderId and userId are all fresh. Prints redis-benchmark's summary line.
+bench_deduct_evalsha() {
+  local kp=$1 v=$2 conns=$3 secs=$4 extra=$5 cal_n=$6 lib sha cal
+  lib=$(cd "$(dirname "${BASH_SOURCE[0]}")/../lua" && pwd)
+  sha=$(redis-cli -h 127.0.0.1 -p 6379 script load "$(cat "$lib/lib/validate.lua"; echo; cat "$lib/deduct.lua")")
+  _bench_rb() {
+    redis-benchmark -h 127.0.0.1 -p 6379 -c "$conns" -r 100000000000 -n "$1" -q \
+      EVALSHA "$sha" 4 "$kp:{v:$v}:meta" "$kp:{v:$v}:stock" "$kp:{v:$v}:users" \
+      "$kp:{v:$v}:trace" 1__rand_int__ 1__rand_int__ 1__rand_int__ "$v" 1 "$extra" 2>&1 |
+      tr '\r' '\n' | tail -1
+  }
+  cal=$(_bench_rb "$cal_n" | sed -n 's/.*: \([0-9]*\)[0-9.]* requests per second.*/\1/p')
+  _bench_rb $(( ${cal:-$cal_n} * secs ))
+}
+
+# bench_rate_of: the requests per second of a redis-benchmark summary line on stdin.
+bench_rate_of() {
+  sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p'
+}
