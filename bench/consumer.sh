@@ -13,14 +13,22 @@
 # group join and start-up are not counted. Prints both rates, the batched consumer's
 # peak RSS, and ratio=<batched/single> as the LAST line. Drops its databases, topic
 # keys and Redis keys at the end.
-# Usage: bench/consumer.sh [M]
-# Env: SK_BIN (default build/bin), BENCH_M (200000), BENCH_VOUCHERS (8),
+# With --dup-pct P (or BENCH_DUP_PCT) the backlog is re-driven: P% of the messages get an
+# identical copy (alternately in the same batch and of a message decided 5000 earlier),
+# and the batched run prints the consumer's duplicates and batch fallbacks (from its
+# /metrics): the batched rate must hold with duplicates (fallbacks stay 0).
+# Usage: bench/consumer.sh [--dup-pct P] [M]
+# Env: SK_BIN (default build/bin), BENCH_M (200000), BENCH_VOUCHERS (8), BENCH_DUP_PCT (0),
 #      BENCH_PARTITIONS (6), BENCH_WORKERS (2), BENCH_SINGLE_SECONDS (15),
 #      BENCH_BATCH_MAX (500), BENCH_CONSUMER_ARGS (extra flags for both runs, e.g.
 #      "-X fetch.max.bytes=1048576"), SECKILL_KAFKA_BROKERS, MySQL on 127.0.0.1:3306 root.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 SK_BIN=${SK_BIN:-$here/../build/bin}
+DUP_PCT=${BENCH_DUP_PCT:-0}
+if [ "${1:-}" = "--dup-pct" ]; then DUP_PCT=${2:?--dup-pct needs a percentage}; shift 2; fi
+case "$DUP_PCT" in ''|*[!0-9]*) echo "bench/consumer.sh: --dup-pct must be 0..100" >&2; exit 2;; esac
+[ "$DUP_PCT" -le 100 ] || { echo "bench/consumer.sh: --dup-pct must be 0..100" >&2; exit 2; }
 M=${1:-${BENCH_M:-200000}}
 V=${BENCH_VOUCHERS:-8}
 P=${BENCH_PARTITIONS:-6}
@@ -28,7 +36,7 @@ W=${BENCH_WORKERS:-2}
 SINGLE_S=${BENCH_SINGLE_SECONDS:-15}
 BATCH_MAX=${BENCH_BATCH_MAX:-500}
 brokers=${SECKILL_KAFKA_BROKERS:-127.0.0.1:9092}
-for t in mysql redis-cli cc pkg-config python3; do
+for t in mysql redis-cli cc pkg-config python3 curl; do
   command -v $t >/dev/null || { echo "bench/consumer.sh: $t not found" >&2; exit 2; }
 done
 [ -x "$SK_BIN/seckill-consumer" ] || { echo "bench/consumer.sh: no $SK_BIN/seckill-consumer" >&2; exit 2; }
@@ -77,8 +85,8 @@ sleep 3
 kill -TERM $ipid 2>/dev/null || true
 wait $ipid 2>/dev/null || true
 
-echo "preloading M=$M messages over V=$V vouchers into $topic ($P partitions)"
-"$tmp/preload" "$brokers" "$topic" "$M" "$vbase" "$V" "$idbase"
+echo "preloading M=$M messages over V=$V vouchers into $topic ($P partitions), duplicates ${DUP_PCT}%"
+"$tmp/preload" "$brokers" "$topic" "$M" "$vbase" "$V" "$idbase" "$DUP_PCT"
 
 count() { $my "$1" -e "SELECT COUNT(*) FROM tb_seckill_outcome"; }
 span_rate() {   # orders/s over the outcome rows' created_at span
@@ -86,9 +94,11 @@ span_rate() {   # orders/s over the outcome rows' created_at span
     awk '{ if ($2 > 0) printf "%d %.0f %.3f\n", $1, $1 / ($2 / 1e6), $2 / 1e6; else print $1, 0, 0 }'
 }
 
-# 1. batched
+# 1. batched (its /metrics on a private port, read before it stops)
+mport=$(( 20000 + RANDOM % 20000 ))
 SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db1" SECKILL_GROUP_ID="$run-batched" \
-  "$SK_BIN/seckill-consumer" --workers "$W" --batch-max "$BATCH_MAX" ${BENCH_CONSUMER_ARGS:-} 2>"$tmp/batched.log" &
+  "$SK_BIN/seckill-consumer" --workers "$W" --batch-max "$BATCH_MAX" --metrics-addr "127.0.0.1:$mport" \
+  ${BENCH_CONSUMER_ARGS:-} 2>"$tmp/batched.log" &
 cpid=$!
 t0=$(date +%s)
 peak_kb=0
@@ -105,12 +115,16 @@ while :; do
 done
 ticks=$(getconf CLK_TCK)
 cpu_s=$(awk -v t="$ticks" '{ printf "%.1f", ($14 + $15) / t }' /proc/$cpid/stat)
+metric() { curl -s --max-time 5 "http://127.0.0.1:$mport/metrics" | awk -v n="seckill_$1" '$1 == n { print $2 }'; }
+sleep 1 # the last batch's duplicates settle after its outcomes
+dups=$(metric consumer_duplicates_total); fallbacks=$(metric consumer_batch_fallbacks_total)
+txns=$(metric consumer_batch_size_count)
 kill -TERM $cpid; wait $cpid || true; cpid=
 read -r bn brate bspan < <(span_rate $db1)
 orders=$($my $db1 -e "SELECT COUNT(*) FROM tb_voucher_order")
 stock_sold=$($my $db1 -e "SELECT SUM(init_stock - stock) FROM tb_seckill_voucher")
 echo "batched: orders=$orders outcomes=$bn sold=$stock_sold seconds=$bspan workers=$W batch_max=$BATCH_MAX"
-echo "batched_rate=$brate orders/s"
+echo "batched_rate=$brate orders/s duplicates_settled=${dups:-?} fallbacks=${fallbacks:-?} transactions=${txns:-?}"
 echo "consumer_rss_peak_mb=$((peak_kb / 1024)) consumer_cpu_seconds=$cpu_s load_avg=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
 
 # 2. one order per transaction, same messages, fresh database and group

@@ -6,8 +6,8 @@
 #                                            (default all)
 #
 # Builds with clang -fsanitize=fuzzer,address,undefined into build-fuzz/ (env
-# SK_FUZZ_BUILD): the common sources (and, for front_http, producer/http.c and
-# producer/pipeline.c) are compiled with coverage; the system libraries (cJSON,
+# SK_FUZZ_BUILD): the common sources (and, for front_http, producer/http.c, req.c and
+# metrics.c) are compiled with coverage; the system libraries (cJSON,
 # libmicrohttpd, ...) are not instrumented, so their bugs show up only as crashes.
 # Each target runs for SECONDS on its corpus (build-fuzz/corpus/TARGET, seeded from
 # tests/fuzz/corpus/TARGET, kept between runs) with its dictionary; a crash leaves its
@@ -39,7 +39,7 @@ CFLAGS+=($(pkg-config --cflags $PKGS))
 LIBS=($(pkg-config --libs $PKGS) -lpthread -lm)
 LDFLAGS=(-fsanitize=fuzzer,address,undefined)
 # Symbols the front harness replaces (no Redis/Kafka/DB behind it).
-WEAKEN=(-W fr_purchase_submit -W fr_lookup_submit -W sk_idgen_next -W sk_idgen_usable -W sk_idgen_worker_id)
+WEAKEN=(-W sk_idgen_next -W sk_idgen_usable -W sk_idgen_worker_id)
 
 mkdir -p "$OUT/obj/common" "$OUT/obj/producer" "$OUT/gen" "$OUT/bin" "$OUT/crashes" "$OUT/log"
 
@@ -64,7 +64,7 @@ build() {
                 compile "$f" "$OUT/obj/common/$name.o"
                 common_objs+=("$OUT/obj/common/$name.o")
         done
-        for name in http pipeline; do
+        for name in http req metrics; do
                 compile "$REPO/producer/$name.c" "$OUT/obj/producer/$name.o"
         done
         for t in "${TARGETS[@]}"; do
@@ -73,7 +73,8 @@ build() {
                 case $t in
                 id_parse) objs=("$OUT/obj/common/ids.o") ;;
                 msg_parse) objs=("$OUT/obj/common/msg.o" "$OUT/obj/common/ids.o" "$OUT/obj/common/err.o") ;;
-                front_http) objs=("$OUT/obj/producer/http.o" "$OUT/obj/producer/pipeline.o" "${common_objs[@]}") ;;
+                front_http) objs=("$OUT/obj/producer/http.o" "$OUT/obj/producer/req.o" "$OUT/obj/producer/metrics.o"
+                            "${common_objs[@]}") ;;
                 *) objs=("${common_objs[@]}") ;;
                 esac
                 "$CC" "${CFLAGS[@]}" "${LDFLAGS[@]}" "$h" "${objs[@]}" "${LIBS[@]}" -o "$OUT/bin/fuzz_$t" \

@@ -1,4 +1,4 @@
-/* apply.c: the order transaction of seckill-consumer (DESIGN.md 6-8, issue 4 item 2-4).
+/* apply.c: the database statements of seckill-consumer (DESIGN.md 6-8).
  *
  * One transaction per voucher and poll batch:
  *   INSERT INTO tb_seckill_outcome ... VALUES (CREATED) x n   -- the idempotency check
@@ -10,7 +10,10 @@
  * k is the sum of deductQty of the n outcome rows this statement inserted (a multi-row
  * INSERT without IGNORE inserts all rows or none). Any duplicate key, a short stock or
  * another error rolls the whole transaction back and the caller falls back to
- * cons_apply_one() per message, which tells the cases apart.
+ * cons_apply_one() per message, which tells the cases apart. Before it, the caller
+ * asks which traceIds already have an outcome (cons_apply_known: one SELECT ... IN).
+ * The sold_out clamp reads the stock FOR SHARE in its own transaction
+ * (cons_apply_clamp_begin/end).
  *
  * Every id is bound as MYSQL_TYPE_LONGLONG. Multi-row statements are N-placeholder
  * prepared statements (portable to MariaDB Connector/C and libmysqlclient; no array
@@ -21,7 +24,10 @@
  * Failpoints: consumer.between_statements (after the outcome insert),
  * consumer.before_commit, consumer.after_commit. `error` is reported as a transient
  * failure (the transaction is rolled back, or for after_commit the caller retries and
- * finds its own outcome: the duplicate path). Not thread-safe: one per worker. */
+ * finds its own outcome: the duplicate path); consumer.clamp_read fails the clamp's
+ * stock read. Not thread-safe: one per worker.
+ * Length: a little over 600 lines because every statement shares the per-connection
+ * statement cache and bind buffers defined here (splitting them would export both). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +39,7 @@
 #include "sk/log.h"
 #include "consumer.h"
 
-enum { K_OUTCOME, K_ORDER, K_ROUTER, K_LOG, K_STOCK, K_GETSTOCK, K__N };
+enum { K_OUTCOME, K_ORDER, K_ROUTER, K_LOG, K_STOCK, K_GETSTOCK, K_SHARESTOCK, K_KNOWN, K__N };
 
 static const struct {
         const char *head;  /* up to VALUES */
@@ -55,6 +61,11 @@ static const struct {
         [K_STOCK] = { "UPDATE tb_seckill_voucher SET stock = stock - ? WHERE voucher_id = ? AND stock >= ?",
                       NULL, NULL, 3 },
         [K_GETSTOCK] = { "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = ?", NULL, NULL, 1 },
+        /* MariaDB spells FOR SHARE this way (MySQL 8 accepts it too). */
+        [K_SHARESTOCK] = { "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = ? LOCK IN SHARE MODE",
+                           NULL, NULL, 1 },
+        [K_KNOWN] = { "SELECT trace_id, order_id, user_id, voucher_id, outcome, COALESCE(reason, '') "
+                      "FROM tb_seckill_outcome WHERE trace_id IN (", "?", ")", 1 },
 };
 
 #define CACHE_SLOTS 24
@@ -244,6 +255,9 @@ static void bind_rows(cons_apply_t *ap, int kind, const sk_order_msg_t *const *m
                 case K_ROUTER:
                         v[0] = m->order_id; v[1] = m->user_id; v[2] = m->voucher_id;
                         break;
+                case K_KNOWN:
+                        v[0] = m->trace_id;
+                        break;
                 case K_LOG:
                         v[0] = m->order_id; v[1] = m->user_id; v[2] = m->voucher_id;
                         v[3] = 0; /* message_id: string bind below */
@@ -320,38 +334,6 @@ static sk_err_t exec_decrement(cons_apply_t *ap, int64_t voucher_id, int64_t k, 
         return SK_OK;
 }
 
-sk_err_t cons_apply_stock(cons_apply_t *ap, int64_t voucher_id, int64_t *stock,
-                          char *errstr, size_t errstr_size)
-{
-        sk_err_t err = SK_OK;
-        MYSQL_STMT *stmt = get_stmt(ap, K_GETSTOCK, 1, &err, errstr, errstr_size);
-        MYSQL_BIND in[1], out[1];
-        int64_t vid = voucher_id, s = 0;
-        int rc;
-
-        if (!stmt)
-                return err;
-        memset(in, 0, sizeof(in));
-        memset(out, 0, sizeof(out));
-        sk_db_bind_i64(&in[0], &vid);
-        sk_db_bind_i64(&out[0], &s);
-        if (mysql_stmt_bind_param(stmt, in) || mysql_stmt_execute(stmt) ||
-            mysql_stmt_bind_result(stmt, out))
-                return conn_err(ap, stmt, "read stock", errstr, errstr_size);
-        rc = mysql_stmt_fetch(stmt);
-        if (rc == 1) {
-                err = conn_err(ap, stmt, "read stock", errstr, errstr_size);
-        } else if (rc == MYSQL_NO_DATA) {
-                sk_seterr(errstr, errstr_size, "voucher %" PRId64 " not in tb_seckill_voucher", voucher_id);
-                err = SK_ENOTFOUND;
-        } else {
-                *stock = s;
-                err = SK_OK;
-        }
-        mysql_stmt_free_result(stmt);
-        return err;
-}
-
 static sk_err_t failpoint_err(const char *name, char *errstr, size_t errstr_size)
 {
         if (SK_FAILPOINT(name)) {
@@ -385,6 +367,127 @@ static sk_err_t txn_commit(cons_apply_t *ap, char *errstr, size_t errstr_size)
         return err;
 }
 
+/* The stock of @p voucher_id by statement @p kind (K_GETSTOCK or K_SHARESTOCK). */
+static sk_err_t read_stock(cons_apply_t *ap, int kind, int64_t voucher_id, int64_t *stock,
+                           char *errstr, size_t errstr_size)
+{
+        sk_err_t err = SK_OK;
+        MYSQL_STMT *stmt = get_stmt(ap, kind, 1, &err, errstr, errstr_size);
+        MYSQL_BIND in[1], out[1];
+        int64_t vid = voucher_id, s = 0;
+        int rc;
+
+        if (!stmt)
+                return err;
+        memset(in, 0, sizeof(in));
+        memset(out, 0, sizeof(out));
+        sk_db_bind_i64(&in[0], &vid);
+        sk_db_bind_i64(&out[0], &s);
+        if (mysql_stmt_bind_param(stmt, in) || mysql_stmt_execute(stmt) ||
+            mysql_stmt_bind_result(stmt, out))
+                return conn_err(ap, stmt, "read stock", errstr, errstr_size);
+        rc = mysql_stmt_fetch(stmt);
+        if (rc == 1) {
+                err = conn_err(ap, stmt, "read stock", errstr, errstr_size);
+        } else if (rc == MYSQL_NO_DATA) {
+                sk_seterr(errstr, errstr_size, "voucher %" PRId64 " not in tb_seckill_voucher", voucher_id);
+                err = SK_ENOTFOUND;
+        } else {
+                *stock = s;
+                err = SK_OK;
+        }
+        mysql_stmt_free_result(stmt);
+        return err;
+}
+
+sk_err_t cons_apply_stock(cons_apply_t *ap, int64_t voucher_id, int64_t *stock,
+                          char *errstr, size_t errstr_size)
+{
+        return read_stock(ap, K_GETSTOCK, voucher_id, stock, errstr, errstr_size);
+}
+
+/* Fetch the rows of the K_KNOWN statement into @p out. */
+static sk_err_t fetch_known(cons_apply_t *ap, MYSQL_STMT *stmt, sk_outcome_t *out, int cap,
+                            int *nout, char *errstr, size_t errstr_size)
+{
+        MYSQL_BIND res[6];
+        int64_t v[5] = { 0 };
+        char reason[64];
+        unsigned long reason_len = 0;
+        int rc;
+
+        memset(res, 0, sizeof(res));
+        for (int i = 0; i < 5; i++)
+                sk_db_bind_i64(&res[i], &v[i]);
+        sk_db_bind_str(&res[5], reason, &reason_len, sizeof(reason));
+        if (mysql_stmt_bind_result(stmt, res))
+                return conn_err(ap, stmt, "outcome pre-check", errstr, errstr_size);
+        while ((rc = mysql_stmt_fetch(stmt)) == 0 || rc == MYSQL_DATA_TRUNCATED) {
+                sk_outcome_t *o = &out[*nout];
+                if (*nout == cap)
+                        break;
+                memset(o, 0, sizeof(*o));
+                o->trace_id = v[0]; o->order_id = v[1]; o->user_id = v[2]; o->voucher_id = v[3];
+                o->outcome = (int)v[4];
+                snprintf(o->reason_str, sizeof(o->reason_str), "%.*s",
+                         (int)(reason_len < sizeof(reason) ? reason_len : sizeof(reason) - 1), reason);
+                if (!o->reason_str[0] || sk_reason_parse(o->reason_str, &o->reason) != 0)
+                        o->reason = SK_REASON_NONE;
+                (*nout)++;
+        }
+        if (rc == 1)
+                return conn_err(ap, stmt, "outcome pre-check", errstr, errstr_size);
+        return SK_OK;
+}
+
+sk_err_t cons_apply_known(cons_apply_t *ap, const sk_order_msg_t *const *msgs, int n,
+                          sk_outcome_t *out, int *nout, char *errstr, size_t errstr_size)
+{
+        sk_err_t err = SK_OK;
+        MYSQL_STMT *stmt;
+
+        *nout = 0;
+        if (n < 1 || n > ap->cap) {
+                sk_seterr(errstr, errstr_size, "pre-check of %d (max %d)", n, ap->cap);
+                return SK_EINVAL;
+        }
+        if (!(stmt = get_stmt(ap, K_KNOWN, n, &err, errstr, errstr_size)))
+                return err;
+        bind_rows(ap, K_KNOWN, msgs, n);
+        ap->executes++;
+        if (mysql_stmt_bind_param(stmt, ap->binds) || mysql_stmt_execute(stmt))
+                return conn_err(ap, stmt, "outcome pre-check", errstr, errstr_size);
+        err = fetch_known(ap, stmt, out, n, nout, errstr, errstr_size);
+        mysql_stmt_free_result(stmt);
+        return err;
+}
+
+sk_err_t cons_apply_clamp_begin(cons_apply_t *ap, int64_t voucher_id, int64_t *stock,
+                                char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        if (SK_FAILPOINT("consumer.clamp_read")) {
+                sk_seterr(errstr, errstr_size, "failpoint consumer.clamp_read");
+                return SK_EDB; /* as if the DB refused the read */
+        }
+        if ((err = txn_begin(ap, errstr, errstr_size)))
+                return err;
+        err = read_stock(ap, K_SHARESTOCK, voucher_id, stock, errstr, errstr_size);
+        if (err == SK_ENOTFOUND) {
+                *stock = 0; /* no row: nothing to sell, clamp to 0 */
+                return SK_OK;
+        }
+        if (err)
+                sk_db_rollback(ap->db);
+        return err;
+}
+
+void cons_apply_clamp_end(cons_apply_t *ap)
+{
+        sk_db_rollback(ap->db); /* read only: releases the share lock */
+}
+
 sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, int n,
                           char *errstr, size_t errstr_size)
 {
@@ -396,8 +499,15 @@ sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, i
                 sk_seterr(errstr, errstr_size, "batch of %d (max %d)", n, ap->cap);
                 return SK_EINVAL;
         }
-        for (i = 0; i < n; i++)
+        for (i = 0; i < n; i++) {
+                /* Checked before summing: the merged decrement never overflows. */
+                if (msgs[i]->deduct_qty < 1 || msgs[i]->deduct_qty > INT64_MAX - k) {
+                        sk_seterr(errstr, errstr_size, "deductQty %" PRId64 " of message %d out of range",
+                                  msgs[i]->deduct_qty, i);
+                        return SK_EINVAL;
+                }
                 k += msgs[i]->deduct_qty;
+        }
         if ((err = txn_begin(ap, errstr, errstr_size)))
                 return err == SK_EAGAIN ? SK_EAGAIN : SK_EDB;
         if ((err = exec_rows(ap, K_OUTCOME, msgs, n, NULL, 0, errstr, errstr_size)))

@@ -1,6 +1,6 @@
 /* consumer.h: shared declarations of seckill-consumer (binary-local; see main.c for the
- * design overview). worker.c runs one Kafka consumer handle per thread; apply.c holds
- * the database statements of one worker. */
+ * design overview). worker.c runs one Kafka consumer handle per thread (its modules:
+ * worker.h); apply.c holds the database statements of one worker. */
 #pragma once
 #include <signal.h>
 #include <stdint.h>
@@ -44,6 +44,7 @@ typedef struct cons_metrics {
         sk_metric_t *txn_seconds;       /* histogram: transaction latency */
         sk_metric_t *lag;               /* gauge: messages behind the high watermark */
         sk_metric_t *paused;            /* gauge: workers with paused partitions */
+        sk_metric_t *carry;             /* gauge: messages on the workers' carry lists */
 } cons_metrics_t;
 
 typedef struct cons_ctx {
@@ -93,3 +94,18 @@ cons_apply_res_t cons_apply_one(cons_apply_t *ap, const sk_order_msg_t *msg,
 /** @brief Current DB stock of @p voucher_id (no transaction). SK_ENOTFOUND if no row. */
 sk_err_t cons_apply_stock(cons_apply_t *ap, int64_t voucher_id, int64_t *stock,
                           char *errstr, size_t errstr_size);
+/** @brief The outcome rows that already exist for the traceIds of @p msgs[0..n) (one
+ *  SELECT ... WHERE trace_id IN (...), no transaction; DESIGN.md 7): up to n rows into
+ *  @p out (caller-owned, n entries), their count in *nout, in no particular order.
+ *  @returns SK_OK, SK_EAGAIN (transient), SK_EDB, SK_EINVAL (n out of 1..batch_max). */
+sk_err_t cons_apply_known(cons_apply_t *ap, const sk_order_msg_t *const *msgs, int n,
+                          sk_outcome_t *out, int *nout, char *errstr, size_t errstr_size);
+/** @brief The sold_out clamp's transaction (DESIGN.md 4 rollback.lua, 8 sold_out row):
+ *  BEGIN, then the voucher's stock read FOR SHARE into *stock (0 if the voucher row is
+ *  missing). On SK_OK the transaction stays open until cons_apply_clamp_end(), which
+ *  the caller runs after rollback.lua answered. Errors (SK_EAGAIN transient, SK_EDB)
+ *  leave no transaction open. Failpoint consumer.clamp_read (`error`: SK_EDB). */
+sk_err_t cons_apply_clamp_begin(cons_apply_t *ap, int64_t voucher_id, int64_t *stock,
+                                char *errstr, size_t errstr_size);
+/** @brief End the clamp transaction (read only: rolled back, releasing the lock). */
+void cons_apply_clamp_end(cons_apply_t *ap);

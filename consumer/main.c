@@ -1,4 +1,4 @@
-/* seckill-consumer: the order-creating workers of DESIGN.md 1, 5-8 (issue 4).
+/* seckill-consumer: the order-creating workers of DESIGN.md 1, 5-8.
  *
  * Design
  * ------
@@ -10,21 +10,27 @@
  * voucherId) in order and makes per-partition offset tracking local to that thread.
  * Only the metrics registry (atomics) and the stop flag are shared.
  *
- * Per poll batch (worker.c): parse (poison -> DLQ with the reason in a header, settled
- * once the DLQ copy is PERSISTED), group by voucher, claim.lua `consume` for each
- * group's traceIds (RESTORED -> FAILED front_rollback), then ONE transaction per voucher
- * (apply.c): multi-row CREATED outcome insert, merged conditional decrement by k,
- * multi-row order/router/reconcile-log inserts, commit. A duplicate, short stock or
- * other error rolls back and the group is applied one message at a time, which sorts
- * out duplicates (follow the stored outcome; id mismatch = collision -> DLQ + alert),
+ * Per poll batch (worker.c; its modules are listed in worker.h): parse (poison,
+ * including a deductQty other than 1 -> DLQ with the reason in a header, settled once
+ * the DLQ copy is PERSISTED), group by voucher; per group (group.c): copies of a
+ * traceId inside the batch settle with the first copy, claim.lua `consume` for the
+ * traceIds (claimer.c; RESTORED -> FAILED front_rollback), one SELECT ... IN for the
+ * traceIds that already have an outcome (followed, ids compared: decide.c), then ONE
+ * transaction for the rest (apply.c): multi-row CREATED outcome insert, merged
+ * conditional decrement by k, multi-row order/router/reconcile-log inserts, commit.
+ * Only a real conflict (a duplicate that appeared meanwhile, short stock, another
+ * error) rolls back and applies the group one message at a time, which sorts out
+ * duplicates (follow the stored outcome; id mismatch = collision -> DLQ + alert),
  * has_order / sold_out (FAILED outcome committed first, then rollback.lua with that
- * reason's flags; sold_out clamps Redis stock to the DB stock read after the failure),
- * order-id collisions (DLQ + alert) and non-transient DB errors (--max-db-retries, then
- * DLQ with the error). Transient DB errors pause the worker's partitions, keep polling,
- * back off and retry the whole transaction from BEGIN; never a Redis rollback.
+ * reason's flags; sold_out clamps Redis stock to the DB stock read FOR SHARE in a
+ * second transaction held until rollback.lua answered), order-id collisions (DLQ +
+ * alert) and non-transient DB errors (--max-db-retries, then DLQ with the error).
+ * Transient DB errors pause the worker's partitions, keep polling, back off and retry
+ * the whole transaction from BEGIN (flow.c); never a Redis rollback.
  * After the batch: offsets stored per partition = lowest unsettled offset (else last
- * settled + 1), committed by auto-commit (only stored offsets are committed), then
- * the new orders are cached in Redis (`<prefix>:order:<id>`, EX 60).
+ * settled + 1), never below the group's committed offset read on assignment
+ * (offsets.c), committed by auto-commit (only stored offsets are committed), then
+ * the new orders are cached in Redis (ordercache.c, `<prefix>:order:<id>`, EX 60).
  *
  * Shutdown: SIGTERM/SIGINT set g_stop = 1: each worker finishes its batch (without
  * waiting in retries), stores offsets, commits synchronously, closes the consumer
@@ -105,6 +111,8 @@ static void register_metrics(sk_metrics_t *reg, cons_metrics_t *m)
                                   "Messages between the consumers' positions and the high watermarks");
         m->paused = sk_metrics_gauge(reg, "consumer_paused_workers", NULL,
                                      "Workers with paused partitions (retrying a transient error)");
+        m->carry = sk_metrics_gauge(reg, "consumer_carry_messages", NULL,
+                                    "Messages kept on the workers' carry lists while partitions are paused");
 }
 
 typedef struct thr {
@@ -121,6 +129,35 @@ static void *thread_main(void *arg)
         if (t->rc)
                 g_stop = 1; /* a worker that cannot start stops the process: exit 1 */
         return NULL;
+}
+
+/* Start @p opts->workers threads and join them. @returns 1 if one could not start or
+ * ended with an error, else 0. */
+static int run_workers(const cons_ctx_t *ctx, cons_opts_t *opts)
+{
+        thr_t *thr = calloc((size_t)opts->workers, sizeof(*thr));
+        int i, failed = 0;
+
+        if (!thr)
+                return 1;
+        for (i = 0; i < opts->workers; i++) {
+                thr[i].ctx = ctx;
+                thr[i].idx = i;
+                if (pthread_create(&thr[i].tid, NULL, thread_main, &thr[i]) != 0) {
+                        SK_LOG(SK_ERROR, "thread_create_failed", "worker=%d", i);
+                        g_stop = 1;
+                        opts->workers = i;
+                        failed = 1;
+                        break;
+                }
+        }
+        for (i = 0; i < opts->workers; i++) {
+                pthread_join(thr[i].tid, NULL);
+                if (thr[i].rc)
+                        failed = 1;
+        }
+        free(thr);
+        return failed;
 }
 
 int main(int argc, char **argv)
@@ -145,11 +182,10 @@ int main(int argc, char **argv)
         static sk_metrics_t *reg;
         static cons_metrics_t metrics;
         cons_ctx_t ctx;
-        thr_t *thr = NULL;
         void *srv = NULL;
         char errstr[512];
         uint64_t rng = sk_backoff_seed();
-        int argi = 0, rc, i, attempt = 0, failed = 0;
+        int argi = 0, rc, attempt = 0, failed = 0;
 
         rc = sk_conf_load(&conf, argc, argv, "seckill-consumer", NULL, extra,
                           sizeof(extra) / sizeof(extra[0]), &argi);
@@ -206,32 +242,11 @@ int main(int argc, char **argv)
                "lock_wait_timeout_s=%d topic=%s dlq=%s group=%s", opts.workers, opts.batch_max,
                opts.batch_wait_ms, opts.max_db_retries, opts.lock_wait_s, conf.topic, conf.dlq_topic,
                conf.group_id);
-        thr = calloc((size_t)opts.workers, sizeof(*thr));
-        if (!thr) {
-                rc = 1;
-                goto done;
-        }
-        for (i = 0; i < opts.workers; i++) {
-                thr[i].ctx = &ctx;
-                thr[i].idx = i;
-                if (pthread_create(&thr[i].tid, NULL, thread_main, &thr[i]) != 0) {
-                        SK_LOG(SK_ERROR, "thread_create_failed", "worker=%d", i);
-                        g_stop = 1;
-                        opts.workers = i;
-                        failed = 1;
-                        break;
-                }
-        }
-        for (i = 0; i < opts.workers; i++) {
-                pthread_join(thr[i].tid, NULL);
-                if (thr[i].rc)
-                        failed = 1;
-        }
+        failed = run_workers(&ctx, &opts);
         rc = failed ? 1 : 0;
         SK_LOG(SK_INFO, "stopped", "rc=%d applied=%lld dlq=%lld", rc,
                (long long)sk_metric_value(metrics.applied), (long long)sk_metric_value(metrics.dlq));
 done:
-        free(thr);
         if (srv)
                 sk_metrics_http_stop(srv);
         sk_metrics_destroy(reg);

@@ -1,9 +1,10 @@
 -- deduct.lua: admission of one purchase (DESIGN.md 4, calling convention in sk/scripts.h).
 -- KEYS: meta stock users trace (one voucher, one hash tag)
 -- ARGV: traceId orderId userId voucherId qty expire_extra_ms
--- Replies: {"OK", msg_json} | {"REPLAY", stored_json} | {"FENCED"} | {"REJECT", code}
---          | error "ERR SKARG <what>" (invalid argument; nothing written).
--- Order of checks: arguments, fence (T:r) before replay (T), meta missing (10004),
+-- Replies: {"OK", msg_json} | {"REPLAY", stored_json} | {"COLLISION"} | {"FENCED"}
+--          | {"REJECT", code} | error "ERR SKARG <what>" (invalid argument; nothing written).
+-- Order of checks: arguments, fence (T:r) before replay (T: REPLAY when its userId and
+-- orderId are ours, else COLLISION, DESIGN.md 4), meta missing (10004),
 -- paused (10013), window by server TIME (10002, 10003), status (10011, 10012),
 -- membership (10006, before stock), stock (10005). Only then any write.
 -- Ids stay strings throughout (never tonumber on an id: doubles lose bits above 2^53).
@@ -30,9 +31,16 @@ local k_meta, k_stock, k_users, k_trace = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 if redis.call("HEXISTS", k_trace, trace_id .. ":r") == 1 then
   return {"FENCED"}
 end
+-- Replay only for the same purchase: a stored entry naming another userId or orderId
+-- (or none that can be read) is an id collision. Nothing is written, and the other
+-- buyer's entry is never handed out as this purchase's.
 local stored = redis.call("HGET", k_trace, trace_id)
 if stored then
-  return {"REPLAY", stored}
+  local ok, entry = pcall(cjson.decode, stored)
+  if ok and type(entry) == "table" and entry.userId == user_id and entry.orderId == order_id then
+    return {"REPLAY", stored}
+  end
+  return {"COLLISION"}
 end
 
 local meta = redis.call("HMGET", k_meta, "begin_ms", "end_ms", "status")

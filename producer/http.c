@@ -2,8 +2,8 @@
  * validation, admission checks that answer 503 before any Redis call (in-flight cap,
  * producer health, worker lease), suspension of purchases and lookups, and queueing the
  * single answer once the pipeline resumed the connection.
- * What it does not do: talk to Redis, Kafka or the DB (pipeline.c, lookup.c); the HTTP
- * threads never block on those. */
+ * What it does not do: talk to Redis, Kafka or the DB (deduct.c, publish.c, lookup.c);
+ * the HTTP threads never block on those. */
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -14,79 +14,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "deduct.h"
 #include "front.h"
+#include "health.h"
+#include "http.h"
+#include "kprod.h"
+#include "lookup.h"
+#include "metrics.h"
+#include "req.h"
 #include "sk/clock.h"
 #include "sk/log.h"
 
-static const int code_list[] = { 200, 202, 400, 403, 404, 405, 409, 413, 500, 503, 0 };
-
-int fr_code_idx(int status)
-{
-        int i;
-
-        for (i = 0; code_list[i]; i++)
-                if (code_list[i] == status)
-                        return i;
-        return i; /* "other" */
-}
-
-void fr_metrics_init(void)
-{
-        static const double lat_bounds[] = { 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1,
-                                             0.25, 0.5, 1, 2.5, 5, 10, 30 };
-        fr_metrics_t *m = &g_fr.m;
-        char lbl[64];
-        int i;
-
-        m->reg = sk_metrics_new();
-        for (i = 0; code_list[i]; i++) {
-                snprintf(lbl, sizeof(lbl), "code=\"%d\"", code_list[i]);
-                m->req_by_code[i] = sk_metrics_counter(m->reg, "seckill_front_requests_total", lbl,
-                                                       "HTTP answers by status code");
-        }
-        m->req_by_code[i] = sk_metrics_counter(m->reg, "seckill_front_requests_total",
-                                               "code=\"other\"", "HTTP answers by status code");
-        m->latency = sk_metrics_hist(m->reg, "seckill_front_purchase_seconds", NULL,
-                                     "purchase latency from request to answer",
-                                     lat_bounds, sizeof(lat_bounds) / sizeof(lat_bounds[0]));
-        m->deduct_lat = sk_metrics_hist(m->reg, "seckill_front_deduct_seconds", NULL,
-                                        "from request to the deduct.lua reply",
-                                        lat_bounds, sizeof(lat_bounds) / sizeof(lat_bounds[0]));
-        m->deliv_lat = sk_metrics_hist(m->reg, "seckill_front_delivery_seconds", NULL,
-                                       "from produce to its delivery report",
-                                       lat_bounds, sizeof(lat_bounds) / sizeof(lat_bounds[0]));
-#define DELIV(f, s) m->f = sk_metrics_counter(m->reg, "seckill_front_deliveries_total", \
-                                              "status=\"" s "\"", "Kafka delivery reports by status")
-        DELIV(deliv_persisted, "persisted");
-        DELIV(deliv_not, "not_persisted");
-        DELIV(deliv_possibly, "possibly_persisted");
-#define RB(f, s) m->f = sk_metrics_counter(m->reg, "seckill_front_rollbacks_total", \
-                                           "result=\"" s "\"", "rollback.lua mode front by result")
-        RB(rb_ok, "ok");
-        RB(rb_already, "already");
-        RB(rb_claimed, "claimed");
-        RB(rb_error, "error");
-        m->inflight = sk_metrics_gauge(m->reg, "seckill_front_inflight", NULL,
-                                       "purchases between admission and their final delivery report");
-#define U(f, s) m->f = sk_metrics_counter(m->reg, "seckill_front_unavailable_total", \
-                                          "cause=\"" s "\"", "503 answers by cause")
-        U(u_overload, "overload");
-        U(u_kafka, "kafka");
-        U(u_redis, "redis");
-        U(u_lease, "lease");
-        U(u_paused, "paused");
-        U(u_pending, "pending");
-        U(u_failed, "failed");
-        U(u_shutdown, "shutdown");
-        U(u_db, "db");
-        U(u_meta, "meta_missing");
-        m->reproduce = sk_metrics_counter(m->reg, "seckill_front_reproduce_total", NULL,
-                                          "identical re-produce after POSSIBLY_PERSISTED");
-        m->producer_replaced = sk_metrics_counter(m->reg, "seckill_front_producer_replaced_total",
-                                                  NULL, "producers replaced after a fatal error");
-        m->deduct_retry = sk_metrics_counter(m->reg, "seckill_front_deduct_unknown_total", NULL,
-                                             "deduct attempts with an unknown outcome");
-}
+static sk_idgen_t *idgen; /* borrowed from main.c */
+static struct MHD_Daemon *mhd;
 
 /* ---------------------------------------------------------------- answers ---- */
 
@@ -95,15 +35,9 @@ static enum MHD_Result queue_answer(struct MHD_Connection *conn, fr_req_t *req)
         struct MHD_Response *resp;
         enum MHD_Result ret;
         char ra[16];
-        char *body;
         size_t len;
+        char *body = fr_req_take_body(req, &len); /* MHD owns it now (MHD_RESPMEM_MUST_FREE) */
 
-        pthread_mutex_lock(&g_fr.pend_mu);
-        body = req->body;
-        len = req->body_len;
-        req->body = NULL; /* MHD owns it now (MHD_RESPMEM_MUST_FREE) */
-        req->queued = 1;
-        pthread_mutex_unlock(&g_fr.pend_mu);
         if (!body) {
                 body = strdup("");
                 len = 0;
@@ -123,7 +57,7 @@ static enum MHD_Result queue_answer(struct MHD_Connection *conn, fr_req_t *req)
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, req->allow);
         ret = MHD_queue_response(conn, (unsigned int)req->status, resp);
         MHD_destroy_response(resp);
-        sk_metric_add(g_fr.m.req_by_code[fr_code_idx(req->status)], 1);
+        sk_metric_add(fr_m.req_by_code[fr_code_idx(req->status)], 1);
         return ret;
 }
 
@@ -140,31 +74,14 @@ static void quick_503(fr_req_t *req, const char *cause, const char *msg)
         fr_answer_503(req, cause, NULL, msg);
 }
 
-/* Hand @p req to an asynchronous pipeline: pending list (deadline), suspension and the
- * pipeline's reference, all before the pipeline can see it. Once the shutdown has
- * flushed the pending list for the last time (stopping >= 2, read under pend_mu, the
- * lock fr_pending_flush takes), nothing is suspended any more: the request is answered
- * 503 at once instead, so MHD_stop_daemon never finds a suspended connection (it
- * MHD_PANICs on one). */
+/* Hand @p req to its asynchronous pipeline (suspended first: fr_req_suspend, which at
+ * the end of a shutdown answers 503 at once instead; kind is QUICK then). */
 static void go_async(fr_req_t *req, struct MHD_Connection *conn)
 {
-        pthread_mutex_lock(&g_fr.pend_mu);
-        if (atomic_load(&g_fr.stopping) > 1) {
-                pthread_mutex_unlock(&g_fr.pend_mu);
-                if (req->inflight_counted) {
-                        req->inflight_counted = 0;
-                        atomic_fetch_sub(&g_fr.inflight, 1);
-                }
-                quick_503(req, "shutdown", "shutting down");
+        if (fr_req_suspend(req, conn) != 0)
                 return;
-        }
-        fr_req_ref(req); /* the pipeline's reference, dropped by fr_req_done() */
-        fr_pending_add(req);
-        req->suspended = 1;
-        MHD_suspend_connection(conn);
-        pthread_mutex_unlock(&g_fr.pend_mu);
         if (req->kind == FR_KIND_PURCHASE)
-                fr_purchase_submit(req);
+                fr_deduct_submit(req);
         else
                 fr_lookup_submit(req);
 }
@@ -205,32 +122,27 @@ static int user_header(struct MHD_Connection *conn, fr_req_t *req)
 static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
 {
         char errstr[256];
-        int n;
 
         if (user_header(conn, req) != 0) {
                 quick(req, 400, fr_json_err(10001, "missing or invalid X-User-Id"));
                 return;
         }
-        if (atomic_load(&g_fr.stopping)) {
+        if (fr_stopping()) {
                 quick_503(req, "shutdown", "shutting down");
                 return;
         }
         /* DESIGN.md 8: overloaded or producer unusable -> 503 before deduct.lua. */
-        if (!atomic_load(&g_fr.kafka_ok) || atomic_load(&g_fr.prod_fatal)) {
+        if (!fr_kprod_usable()) {
                 quick_503(req, "kafka", "kafka unavailable");
                 return;
         }
-        n = atomic_fetch_add(&g_fr.inflight, 1);
-        if (n >= g_fr.conf.max_inflight) {
-                atomic_fetch_sub(&g_fr.inflight, 1);
+        if (fr_inflight_acquire(req, g_fr.conf.max_inflight) != 0) {
                 quick_503(req, "overload", "too many purchases in flight");
                 return;
         }
-        req->inflight_counted = 1;
-        if (sk_idgen_next(g_fr.idgen, &req->order_id, errstr, sizeof(errstr)) != SK_OK ||
-            sk_idgen_next(g_fr.idgen, &req->trace_id, errstr, sizeof(errstr)) != SK_OK) {
-                req->inflight_counted = 0;
-                atomic_fetch_sub(&g_fr.inflight, 1);
+        if (sk_idgen_next(idgen, &req->order_id, errstr, sizeof(errstr)) != SK_OK ||
+            sk_idgen_next(idgen, &req->trace_id, errstr, sizeof(errstr)) != SK_OK) {
+                fr_inflight_release(req);
                 req->order_id = req->trace_id = 0;
                 /* Lease loss is logged once by the lease callback (main.c); the
                  * per-request line is debug only (DESIGN.md 2). */
@@ -247,17 +159,16 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
 static void route_readyz(fr_req_t *req)
 {
         char buf[256];
-        int redis = atomic_load(&g_fr.redis_ok), noev = atomic_load(&g_fr.noeviction_ok);
-        int scripts = atomic_load(&g_fr.scripts_ok), kafka = atomic_load(&g_fr.kafka_ok);
-        int lease = sk_idgen_usable(g_fr.idgen);
-        int ready = redis && noev && scripts && kafka && lease && !atomic_load(&g_fr.stopping);
+        int redis, noev, scripts, kafka = fr_kprod_ok(), lease = sk_idgen_usable(idgen), ready;
 
+        fr_health_redis(&redis, &noev, &scripts);
+        ready = redis && noev && scripts && kafka && lease && !fr_stopping();
         snprintf(buf, sizeof(buf),
                  "{\"ready\":%s,\"redis\":%s,\"noeviction\":%s,\"scripts\":%s,\"kafka\":%s,"
                  "\"lease\":%s,\"workerId\":%d}",
                  ready ? "true" : "false", redis ? "true" : "false", noev ? "true" : "false",
                  scripts ? "true" : "false", kafka ? "true" : "false", lease ? "true" : "false",
-                 sk_idgen_worker_id(g_fr.idgen));
+                 sk_idgen_worker_id(idgen));
         quick(req, ready ? 200 : 503, strdup(buf));
 }
 
@@ -271,7 +182,7 @@ static void route_lookup(fr_req_t *req, struct MHD_Connection *conn, fr_kind_t k
                 quick(req, 400, fr_json_err(10001, "missing or invalid X-User-Id"));
                 return;
         }
-        if (atomic_load(&g_fr.stopping) > 1) {
+        if (fr_stopping() > 1) {
                 quick_503(req, "shutdown", "shutting down");
                 return;
         }
@@ -298,7 +209,7 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                         route_readyz(req);
                 } else {
                         req->ctype = "text/plain; version=0.0.4";
-                        quick(req, 200, sk_metrics_render(g_fr.m.reg));
+                        quick(req, 200, fr_metrics_render());
                 }
                 return;
         }
@@ -368,7 +279,6 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
                                size_t *upload_data_size, void **con_cls)
 {
         fr_req_t *req = *con_cls;
-        int answered, queued;
 
         (void)cls;
         (void)version;
@@ -407,11 +317,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
                 return MHD_YES; /* suspended; resumed by fr_answer() */
         }
         /* Called again after fr_answer() resumed the connection. */
-        pthread_mutex_lock(&g_fr.pend_mu);
-        answered = req->answered;
-        queued = req->queued;
-        pthread_mutex_unlock(&g_fr.pend_mu);
-        if (answered && !queued)
+        if (fr_req_answer_ready(req))
                 return queue_answer(conn, req);
         return MHD_YES;
 }
@@ -437,7 +343,7 @@ static size_t unescape_none(void *cls, struct MHD_Connection *conn, char *s)
         return strlen(s);
 }
 
-int fr_http_start(char *errstr, size_t errstr_size)
+int fr_http_start(sk_idgen_t *gen, char *errstr, size_t errstr_size)
 {
         struct sockaddr_storage ss;
         char host[256];
@@ -446,6 +352,7 @@ int fr_http_start(char *errstr, size_t errstr_size)
         struct addrinfo hints, *ai = NULL;
         char portstr[16];
 
+        idgen = gen;
         if (sk_hostport_parse(g_fr.conf.http_addr, host, sizeof(host), &port) != 0) {
                 sk_seterr(errstr, errstr_size, "bad SECKILL_HTTP_ADDR %s", g_fr.conf.http_addr);
                 return -1;
@@ -466,7 +373,7 @@ int fr_http_start(char *errstr, size_t errstr_size)
         if (ai->ai_family == AF_INET6)
                 flags |= MHD_USE_IPv6;
         freeaddrinfo(ai);
-        g_fr.mhd = MHD_start_daemon(
+        mhd = MHD_start_daemon(
                 flags, (uint16_t)port, NULL, NULL, handler, NULL,
                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                 MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)g_fr.http_threads,
@@ -477,7 +384,7 @@ int fr_http_start(char *errstr, size_t errstr_size)
                 MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
                 MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
                 MHD_OPTION_END);
-        if (!g_fr.mhd) {
+        if (!mhd) {
                 sk_seterr(errstr, errstr_size, "cannot listen on %s", g_fr.conf.http_addr);
                 return -1;
         }
@@ -488,16 +395,16 @@ void fr_http_quiesce(void)
 {
         MHD_socket fd;
 
-        if (!g_fr.mhd)
+        if (!mhd)
                 return;
-        fd = MHD_quiesce_daemon(g_fr.mhd);
+        fd = MHD_quiesce_daemon(mhd);
         if (fd != MHD_INVALID_SOCKET)
                 close(fd);
 }
 
 void fr_http_stop(void)
 {
-        if (g_fr.mhd)
-                MHD_stop_daemon(g_fr.mhd);
-        g_fr.mhd = NULL;
+        if (mhd)
+                MHD_stop_daemon(mhd);
+        mhd = NULL;
 }

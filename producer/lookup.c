@@ -1,8 +1,10 @@
 /* producer/lookup.c: the lookup pool of seckill-front: a few threads, each with its own
  * Redis and read-only DB connection (connected lazily, reconnected after an error),
  * serving GET .../orders/me, GET /api/v1/orders/{id} and the DB check behind a 10004
- * from deduct.lua (DESIGN.md 3: a voucher on sale in the DB whose Redis meta is missing
- * is 503, else 404). Purchases never wait on these threads' connections.
+ * from deduct.lua (DESIGN.md 3: a voucher whose end time has passed is 403/10003, one on
+ * sale in the DB whose Redis meta is missing is 503, else 404). Purchases never wait on
+ * these threads' connections. It answers through req.h only (it calls no other stage
+ * of the purchase pipeline); owns its queue and threads.
  * What it does not do: write the DB (the front has no DB write access, DESIGN.md 7) or
  * write Redis (the order cache is the consumer's). */
 #include <inttypes.h>
@@ -12,8 +14,12 @@
 #include <cjson/cJSON.h>
 
 #include "front.h"
+#include "lookup.h"
+#include "queue.h"
+#include "req.h"
 #include "sk/clock.h"
 #include "sk/db.h"
+#include "sk/keys.h"
 #include "sk/log.h"
 #include "sk/redis.h"
 
@@ -24,11 +30,11 @@ typedef struct lk_conn {
         sk_db_t *db;
 } lk_conn_t;
 
-static fr_queue_t q_lookup;
+static fr_pool_t pool;                  /* the lookup queue and its threads */
 
 void fr_lookup_submit(fr_req_t *req)
 {
-        if (fr_queue_push(&q_lookup, req) == 0)
+        if (fr_queue_push(&pool.q, req) == 0)
                 return;
         /* Closed (shutdown, after every producer of this queue stopped): cannot happen
          * in the stop order of main.c; answer rather than leak the reference. */
@@ -169,20 +175,28 @@ static void answer_json(fr_req_t *req, int status, const char *json)
         fr_answer(req, status, strdup(json), 0);
 }
 
-/* 10004 from deduct.lua: the DB decides (DESIGN.md 3). */
+/* 10004 from deduct.lua (meta missing): the DB decides (DESIGN.md 3). Past its end time
+ * a voucher is 403/10003 whatever Redis holds (its keys may have expired: the window is
+ * checked before the status, as deduct.lua does); on sale (or paused for a rebuild)
+ * with meta missing, Redis lost data: 503 until preheat or --repair rebuilds it; not
+ * in the DB or not on sale there: 404. end_time is UTC (every session runs in UTC). */
 static void do_voucher(lk_conn_t *lc, fr_req_t *req)
 {
-        char sql[256], cols[1][64];
+        char sql[256], cols[2][64];
+        int64_t end_ms = 0;
         int rc;
 
-        snprintf(sql, sizeof(sql), "SELECT status FROM tb_seckill_voucher WHERE voucher_id=%s",
-                 req->sv);
-        rc = lk_query_row(lc, sql, 1, cols, NULL);
+        snprintf(sql, sizeof(sql),
+                 "SELECT status, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', end_time) DIV 1000 "
+                 "FROM tb_seckill_voucher WHERE voucher_id=%s", req->sv);
+        rc = lk_query_row(lc, sql, 2, cols, NULL);
+        if (rc == 1 && sk_id_parse_cstr(cols[1], &end_ms) != 0)
+                end_ms = 0; /* not a positive ms count: no end to compare with */
         if (rc < 0) {
                 fr_answer_503(req, "db", NULL, "database unavailable");
+        } else if (rc == 1 && end_ms > 0 && sk_now_ms() > end_ms) {
+                fr_answer(req, 403, fr_json_err(10003, "ended"), 0);
         } else if (rc == 1 && (!strcmp(cols[0], "1") || !strcmp(cols[0], "4"))) {
-                /* On sale (or paused for a rebuild) in the DB, meta missing in Redis:
-                 * Redis lost data; answer 503 until preheat or --repair rebuilds it. */
                 SK_LOG(SK_WARN, "voucher_meta_missing", "voucher_id=%s db_status=%s", req->sv,
                        cols[0]);
                 fr_answer_503(req, "meta_missing", NULL, "voucher temporarily unavailable");
@@ -217,68 +231,75 @@ static void me_answer(fr_req_t *req, const char *state, const char *order_id, co
         fr_answer(req, 200, body, 0);
 }
 
+/* What orders/me reads from Redis (each malloc'd or NULL). */
+typedef struct me_redis {
+        char *trace, *entry, *restore, *cached;
+        char t_order[SK_ID_STRLEN];     /* the order id the DEDUCT entry names, or "" */
+} me_redis_t;
+
+static void me_redis_free(me_redis_t *m)
+{
+        free(m->trace);
+        free(m->entry);
+        free(m->restore);
+        free(m->cached);
+        memset(m, 0, sizeof(*m));
+}
+
+/* users[userId] names a trace T: its RESTORE (T:r) and DEDUCT (T) entries, and the
+ * order cache of the order T names unless T was restored. @returns 0, or -1 when Redis
+ * failed (nothing read counts then: *m is empty). */
+static int me_read_redis(lk_conn_t *lc, fr_req_t *req, me_redis_t *m)
+{
+        char kusers[SK_KEY_MAX], ktrace[SK_KEY_MAX], kord[SK_KEY_MAX], field[48];
+        int64_t t, oid;
+
+        memset(m, 0, sizeof(*m));
+        sk_key_voucher(kusers, g_fr.conf.redis_prefix, req->voucher_id, SK_KEY_USERS);
+        sk_key_voucher(ktrace, g_fr.conf.redis_prefix, req->voucher_id, SK_KEY_TRACE);
+        if (lk_redis_get(lc, &m->trace, "HGET", kusers, req->su) < 0)
+                goto fail;
+        if (!m->trace || sk_id_parse_cstr(m->trace, &t) != 0)
+                return 0;
+        sk_field_trace(field, t, 'r');
+        if (lk_redis_get(lc, &m->restore, "HGET", ktrace, field) < 0)
+                goto fail;
+        sk_field_trace(field, t, 0);
+        if (lk_redis_get(lc, &m->entry, "HGET", ktrace, field) < 0)
+                goto fail;
+        if (m->entry) {
+                cJSON *j = cJSON_Parse(m->entry);
+
+                if (j && json_id(j, "orderId", &oid) == 0)
+                        sk_id_format(oid, m->t_order);
+                cJSON_Delete(j);
+        }
+        /* An active order from the cache (the DEDUCT names its order id). */
+        if (m->t_order[0] && !m->restore && sk_id_parse_cstr(m->t_order, &oid) == 0) {
+                sk_key_order(kord, g_fr.conf.redis_prefix, oid);
+                if (lk_redis_get(lc, &m->cached, "GET", kord, NULL) < 0)
+                        goto fail;
+        }
+        return 0;
+fail:
+        me_redis_free(m);
+        return -1;
+}
+
 /* orders/me (DESIGN.md 3): CREATED if the user has an active order (cache or DB); else
  * the trace named by users[userId]: RESTORE (T:r) -> FAILED, DEDUCT (T) -> PENDING;
  * else the user's newest outcome row; else NONE. With Redis unreachable the DB (the book
  * of record) still answers CREATED; anything else needs the users hash: 503. */
 static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
 {
-        char kusers[SK_KEY_MAX], ktrace[SK_KEY_MAX], kord[SK_KEY_MAX], field[48];
         char sql[384], cols[3][64];
-        char *trace = NULL, *entry = NULL, *restore = NULL, *cached = NULL;
-        char t_order[SK_ID_STRLEN] = "";
-        int rc, redis_err = 0;
+        me_redis_t m;
+        int rc, redis_err = me_read_redis(lc, req, &m) < 0;
 
-        sk_key_voucher(kusers, g_fr.conf.redis_prefix, req->voucher_id, SK_KEY_USERS);
-        sk_key_voucher(ktrace, g_fr.conf.redis_prefix, req->voucher_id, SK_KEY_TRACE);
-        if (lk_redis_get(lc, &trace, "HGET", kusers, req->su) < 0)
-                goto redis_down_try_db;
-        if (trace) {
-                int64_t t;
-
-                if (sk_id_parse_cstr(trace, &t) == 0) {
-                        sk_field_trace(field, t, 'r');
-                        if (lk_redis_get(lc, &restore, "HGET", ktrace, field) < 0)
-                                goto redis_down_try_db;
-                        sk_field_trace(field, t, 0);
-                        if (lk_redis_get(lc, &entry, "HGET", ktrace, field) < 0)
-                                goto redis_down_try_db;
-                        if (entry) {
-                                cJSON *j = cJSON_Parse(entry);
-                                int64_t oid;
-
-                                if (j && json_id(j, "orderId", &oid) == 0)
-                                        sk_id_format(oid, t_order);
-                                cJSON_Delete(j);
-                        }
-                }
+        if (m.cached) {
+                me_answer(req, "CREATED", m.t_order, NULL);
+                goto done;
         }
-        /* Active order from the cache (the DEDUCT names its order id)... */
-        if (t_order[0] && !restore) {
-                int64_t oid;
-
-                if (sk_id_parse_cstr(t_order, &oid) == 0) {
-                        sk_key_order(kord, g_fr.conf.redis_prefix, oid);
-                        if (lk_redis_get(lc, &cached, "GET", kord, NULL) < 0)
-                                goto redis_down_try_db;
-                        if (cached) {
-                                me_answer(req, "CREATED", t_order, NULL);
-                                goto done;
-                        }
-                }
-        }
-        goto db;
-redis_down_try_db:
-        /* Nothing read from Redis counts; only the DB's CREATED can still answer. */
-        redis_err = 1;
-        t_order[0] = '\0';
-        free(trace);
-        free(entry);
-        free(restore);
-        free(cached);
-        trace = entry = restore = cached = NULL;
-db:
-        /* ... else from the DB. */
         snprintf(sql, sizeof(sql),
                  "SELECT id FROM tb_voucher_order WHERE voucher_id=%s AND user_id=%s AND status=1 "
                  "ORDER BY create_time DESC LIMIT 1", req->sv, req->su);
@@ -289,19 +310,20 @@ db:
                 me_answer(req, "CREATED", cols[0], NULL);
                 goto done;
         }
-        if (redis_err)
-                goto redis_down;
-        if (restore) {
-                cJSON *j = cJSON_Parse(restore);
+        if (redis_err) {
+                fr_answer_503(req, "redis", NULL, "redis unavailable");
+                goto done;
+        }
+        if (m.restore) {
+                cJSON *j = cJSON_Parse(m.restore);
                 const cJSON *rs = j ? cJSON_GetObjectItemCaseSensitive(j, "reason") : NULL;
 
-                me_answer(req, "FAILED", t_order,
-                          cJSON_IsString(rs) ? rs->valuestring : NULL);
+                me_answer(req, "FAILED", m.t_order, cJSON_IsString(rs) ? rs->valuestring : NULL);
                 cJSON_Delete(j);
                 goto done;
         }
-        if (entry) {
-                me_answer(req, "PENDING", t_order, NULL);
+        if (m.entry) {
+                me_answer(req, "PENDING", m.t_order, NULL);
                 goto done;
         }
         snprintf(sql, sizeof(sql),
@@ -315,16 +337,10 @@ db:
         else
                 me_answer(req, "NONE", NULL, NULL);
         goto done;
-redis_down:
-        fr_answer_503(req, "redis", NULL, "redis unavailable");
-        goto done;
 db_down:
         fr_answer_503(req, "db", NULL, "database unavailable");
 done:
-        free(trace);
-        free(entry);
-        free(restore);
-        free(cached);
+        me_redis_free(&m);
 }
 
 /* GET /api/v1/orders/{id}: the Redis cache, else the DB; only for its owner (else 404). */
@@ -380,13 +396,13 @@ static void *lookup_main(void *arg)
 
         (void)arg;
         for (;;) {
-                fr_req_t *req = fr_queue_pop(&q_lookup, 1, 200);
+                fr_req_t *req = fr_queue_pop(&pool.q, 1, 200);
 
                 if (!req) {
                         /* Only once closed and empty (fr_lookup_stop, after the deduct
                          * workers stopped): a 10004 check queued while they drained is
                          * still served, so its request is released (in-flight count). */
-                        if (fr_queue_drained(&q_lookup))
+                        if (fr_queue_drained(&pool.q))
                                 break;
                         continue;
                 }
@@ -404,27 +420,19 @@ static void *lookup_main(void *arg)
 
 int fr_lookup_start(char *errstr, size_t errstr_size)
 {
-        int i;
-
-        fr_queue_init(&q_lookup);
-        g_fr.t_lookup = calloc((size_t)g_fr.lookup_threads, sizeof(pthread_t));
-        if (!g_fr.t_lookup) {
-                sk_seterr(errstr, errstr_size, "out of memory");
+        if (fr_pool_start(&pool, g_fr.lookup_threads, lookup_main) != 0) {
+                sk_seterr(errstr, errstr_size, "cannot start the lookup threads");
                 return -1;
         }
-        for (i = 0; i < g_fr.lookup_threads; i++)
-                pthread_create(&g_fr.t_lookup[i], NULL, lookup_main, NULL);
         return 0;
 }
 
-/* Called after the deduct workers stopped (they may still submit 10004 checks). */
 void fr_lookup_stop(void)
 {
-        int i;
+        fr_pool_stop(&pool);
+}
 
-        fr_queue_close(&q_lookup);
-        for (i = 0; i < g_fr.lookup_threads; i++)
-                pthread_join(g_fr.t_lookup[i], NULL);
-        free(g_fr.t_lookup);
-        g_fr.t_lookup = NULL;
+size_t fr_lookup_depth(void)
+{
+        return fr_queue_len(&pool.q);
 }

@@ -2,34 +2,59 @@
  * 11): admission in Lua (deduct.lua), publish to Kafka, answer 202 only once Kafka says
  * PERSISTED. It never writes the database; its DB use is read-only lookups.
  *
+ * Files (each owns its state; front.h holds only the configuration, g_fr):
+ *   main.c      configuration, worker-id lease, start-up, graceful shutdown
+ *   http.c      libmicrohttpd: routing, id validation, admission checks, answers to MHD
+ *   req.c       request objects, the single answer, the pending list (deadline order),
+ *               suspension, in-flight count, shutdown level
+ *   queue.c     the request FIFO between thread pools
+ *   deduct.c    Redis deduct workers: pipelined EVALSHA deduct.lua, unknown outcomes
+ *   deduct_reply.c  what a deduct.lua reply or error reply means for the purchase
+ *   publish.c   produce after an admitted deduct; delivery reports decide the answer
+ *   kprod.c     librdkafka producers: replacement, retired producers, poll thread
+ *   rollback.c  rollback.lua mode front (the fence)
+ *   lookup.c    GET lookups and the DB check behind a 10004
+ *   deadline.c  the per-request deadline timer
+ *   health.c    Redis and Kafka health, producer replacement trigger
+ *   metrics.c   the Prometheus metrics and the gauges sampled at scrape time
+ *   pipeline.c  start/stop order of the pipeline's threads
+ * Dependencies point one way: http -> deduct/lookup; deduct -> deduct_reply -> publish,
+ * rollback, lookup; publish -> kprod, rollback; every stage answers through req.c.
+ *
  * Threading model (every thread has its own Redis/DB connection; hiredis and MySQL
  * handles are never shared):
  *   - main: configuration, worker-id lease, start-up, then waits for a signal and runs
  *     the graceful shutdown (below).
  *   - HTTP (libmicrohttpd internal polling, epoll, a pool of --http-threads threads,
- *     suspend/resume): parses, validates ids (400 without any Redis call), refuses with
- *     503 before any Redis write when the in-flight cap is reached, Kafka is down or
- *     fatal, or the lease cannot mint; mints orderId and traceId, puts the request on
- *     the pending list (its deadline), suspends the connection and queues it. It never
- *     blocks on Redis, Kafka or the DB. Requests are routed on the handler's final call:
- *     an answer queued on the first call is an "early response" and libmicrohttpd then
- *     closes the connection (no keep-alive). A declared body is 413 at once; 414 and
- *     431 are libmicrohttpd's own (16 KiB per-connection memory limit).
- *   - Redis deduct workers (--redis-workers): pop batches of up to --pipeline-max
- *     purchases, pipeline their EVALSHA deduct.lua on one connection, read the replies in
- *     order. OK/REPLAY -> rd_kafka_producev (opaque = the request); REJECT -> answer (a
- *     10004 goes to the lookup pool for the DB check); FENCED -> 503 FAILED; BUSY etc. ->
- *     503; I/O error or timeout -> reconnect and repeat the same EVALSHA up to twice,
- *     then rollback.
- *   - Kafka poll thread: rd_kafka_poll(); delivery reports decide the answer
- *     (PERSISTED 202; POSSIBLY_PERSISTED one identical re-produce, else 503 PENDING;
- *     NOT_PERSISTED -> rollback worker unless an earlier copy was POSSIBLY_PERSISTED).
- *   - Rollback worker: rollback.lua mode front (sk_rollback_run) -> 503 FAILED or PENDING.
- *   - Lookup pool (--lookup-threads): orders/me, orders/{id}, the 10004 DB check.
- *   - Timer: answers 503 PENDING at each request's deadline (2 x delivery timeout + 1 s);
- *     never rolls back; the pipeline still handles the late delivery report.
- *   - Health: every second, broker metadata for the topic (Kafka reachable), fatal
- *     producer replacement, topic creation retry, Redis noeviction and scripts loaded.
+ *     suspend/resume; http.c): parses, validates ids (400 without any Redis call),
+ *     refuses with 503 before any Redis write when the in-flight cap is reached, Kafka
+ *     is down or fatal, or the lease cannot mint; mints orderId and traceId, puts the
+ *     request on the pending list (its deadline), suspends the connection and queues it.
+ *     It never blocks on Redis, Kafka or the DB. Requests are routed on the handler's
+ *     final call: an answer queued on the first call is an "early response" and
+ *     libmicrohttpd then closes the connection (no keep-alive). A declared body is 413
+ *     at once; 414 and 431 are libmicrohttpd's own (16 KiB per-connection memory limit).
+ *   - Redis deduct workers (--redis-workers; deduct.c): pop batches of up to
+ *     --pipeline-max purchases, pipeline their EVALSHA deduct.lua on one connection,
+ *     read the replies in order. OK/REPLAY -> produce (opaque = the request); REJECT ->
+ *     answer (a 10004 goes to the lookup pool for the DB check); FENCED -> 503 FAILED;
+ *     COLLISION -> 503 and an alert metric; BUSY, LOADING, READONLY, OOM, TRYAGAIN,
+ *     CLUSTERDOWN, MASTERDOWN, NOREPLICAS, NOSCRIPT twice -> 503 (did not run); I/O
+ *     error, timeout or any other error reply (the script may have written) -> repeat
+ *     the same EVALSHA up to twice on a fresh connection, then rollback.
+ *   - Kafka poll thread (kprod.c): rd_kafka_poll(); delivery reports (publish.c) decide
+ *     the answer (PERSISTED 202; POSSIBLY_PERSISTED one identical re-produce, else 503
+ *     PENDING; NOT_PERSISTED -> rollback worker unless an earlier copy was
+ *     POSSIBLY_PERSISTED). It also polls replaced producers and destroys each once its
+ *     queue is empty.
+ *   - Rollback worker (rollback.c): rollback.lua mode front (sk_rollback_run) -> 503
+ *     FAILED or PENDING.
+ *   - Lookup pool (--lookup-threads; lookup.c): orders/me, orders/{id}, the 10004 DB
+ *     check (ended -> 403/10003, on sale -> 503, else 404).
+ *   - Timer (deadline.c): answers 503 PENDING at each request's deadline (2 x delivery
+ *     timeout + 1 s); never rolls back; the pipeline still handles the late report.
+ *   - Health (health.c): every second, Redis noeviction and scripts loaded, fatal
+ *     producer replacement, topic creation retry, broker metadata for the topic.
  * Failpoints (DESIGN.md 11, SECKILL_FAILPOINTS): front.after_deduct (error = the publish
  * is refused -> rollback), front.before_respond (before a 202; error -> 503 PENDING),
  * front.delivery_possibly / front.delivery_not (a PERSISTED report is treated as
@@ -41,13 +66,13 @@
  * one mutex (fr_answer); whoever answers first resumes the connection, so the deadline
  * timer, delivery reports and shutdown can race safely.
  *
- * Graceful shutdown (SIGTERM/SIGINT, issue 3 item 5): stop accepting (MHD_quiesce_daemon)
- * and refuse new purchases; wait for delivery reports until every admitted purchase is
- * settled or its deadline has passed; purge only the queue (RD_KAFKA_PURGE_F_QUEUE): a
- * purged message is NOT_PERSISTED and rolled back unless an earlier copy was
- * POSSIBLY_PERSISTED; answer every request still pending 503 PENDING (no rollback) so
- * every suspended connection is resumed; then MHD_stop_daemon, join, release the
- * lease, exit 0. A second signal exits at once (status 1). */
+ * Graceful shutdown (SIGTERM/SIGINT): stop accepting (MHD_quiesce_daemon) and refuse new
+ * purchases; wait for delivery reports until every admitted purchase is settled or its
+ * deadline has passed; purge only the queue (RD_KAFKA_PURGE_F_QUEUE): a purged message
+ * is NOT_PERSISTED and rolled back unless an earlier copy was POSSIBLY_PERSISTED; answer
+ * every request still pending 503 PENDING (no rollback) so every suspended connection is
+ * resumed; then MHD_stop_daemon, join, release the lease, exit 0. A second signal exits
+ * at once (status 1). */
 #include <signal.h>
 #include <stdio.h>
 #include <sys/resource.h>
@@ -56,6 +81,13 @@
 #include <unistd.h>
 
 #include "front.h"
+#include "http.h"
+#include "kprod.h"
+#include "lookup.h"
+#include "metrics.h"
+#include "pipeline.h"
+#include "publish.h"
+#include "req.h"
 #include "sk/clock.h"
 #include "sk/db.h"
 #include "sk/failpoint.h"
@@ -63,7 +95,10 @@
 #include "sk/outcome.h"
 #include "sk/signals.h"
 
+fr_config_t g_fr;
+
 static volatile sig_atomic_t g_stop; /* 0 run, 1 drain */
+static sk_idgen_t *idgen;
 
 /* Every purchase in flight holds its (suspended) connection's socket, so the in-flight
  * cap of DESIGN.md 8 (503 before deduct) is only reachable with a descriptor limit
@@ -124,26 +159,24 @@ static void shutdown_front(void)
         int64_t t0 = sk_mono_ms(), until;
         int left;
 
-        SK_LOG(SK_INFO, "shutdown_begin", "inflight=%d", atomic_load(&g_fr.inflight));
-        atomic_store(&g_fr.stopping, 1);
+        SK_LOG(SK_INFO, "shutdown_begin", "inflight=%d", fr_inflight());
+        fr_set_stopping(1);
         fr_http_quiesce();
         /* Every purchase admitted before stopping has a deadline <= now + deadline. */
         until = t0 + g_fr.deadline_ms;
-        while (atomic_load(&g_fr.inflight) > 0 && sk_mono_ms() < until)
+        while (fr_inflight() > 0 && sk_mono_ms() < until)
                 sk_sleep_ms(20, NULL);
-        atomic_store(&g_fr.purged, 1);
-        left = fr_kafka_outq_len();
-        fr_kafka_purge_queue();
+        left = fr_publish_purge();
         /* Purged messages come back as NOT_PERSISTED delivery reports (poll thread) and
          * go to the rollback worker; give that a bounded moment. */
         until = sk_mono_ms() + 3000;
-        while (atomic_load(&g_fr.inflight) > 0 && sk_mono_ms() < until)
+        while (fr_inflight() > 0 && sk_mono_ms() < until)
                 sk_sleep_ms(20, NULL);
-        /* stopping = 2: from here on nothing is suspended any more (go_async checks it
-         * under pend_mu and answers 503 at once), and fr_answer resumes under pend_mu,
-         * so after this flush no connection is suspended and no resume is under way:
-         * MHD_stop_daemon neither panics nor races with a resume. */
-        atomic_store(&g_fr.stopping, 2);
+        /* Level 2: from here on nothing is suspended any more (fr_req_suspend checks it
+         * under the answer lock and answers 503 at once), and fr_answer resumes under
+         * that lock, so after this flush no connection is suspended and no resume is
+         * under way: MHD_stop_daemon neither panics nor races with a resume. */
+        fr_set_stopping(2);
         fr_pending_flush("shutdown");
         /* Let the HTTP threads send the answers of the connections just resumed. */
         sk_sleep_ms(300, NULL);
@@ -151,11 +184,11 @@ static void shutdown_front(void)
         fr_pipeline_stop();
         fr_lookup_stop();
         SK_LOG(SK_INFO, "shutdown_done", "ms=%lld outq_at_purge=%d inflight=%d",
-               (long long)(sk_mono_ms() - t0), left, atomic_load(&g_fr.inflight));
-        fr_kafka_destroy_all();
-        sk_idgen_stop(g_fr.idgen);
-        g_fr.idgen = NULL;
-        sk_metrics_destroy(g_fr.m.reg);
+               (long long)(sk_mono_ms() - t0), left, fr_inflight());
+        fr_kprod_destroy_all();
+        sk_idgen_stop(idgen);
+        idgen = NULL;
+        fr_metrics_destroy();
 }
 
 int main(int argc, char **argv)
@@ -202,30 +235,31 @@ int main(int argc, char **argv)
         /* The lease first: a second front with the same SECKILL_WORKER_ID exits 2
          * before it binds anything (DESIGN.md 2). */
         {
-                sk_idgen_opts_t lo = { .metrics = g_fr.m.reg, .on_event = on_lease_event };
-                g_fr.idgen = sk_idgen_start_opts(&g_fr.conf, &lo, &err, errstr, sizeof(errstr));
+                sk_idgen_opts_t lo = { .metrics = fr_m.reg, .on_event = on_lease_event };
+                idgen = sk_idgen_start_opts(&g_fr.conf, &lo, &err, errstr, sizeof(errstr));
         }
-        if (!g_fr.idgen) {
+        if (!idgen) {
                 SK_LOG(SK_ERROR, "worker_lease_failed", "worker_id=%d err=%s reason=\"%s\"",
                        g_fr.conf.worker_id, sk_err2str(err), errstr);
                 return err == SK_EEXIST ? 2 : 1;
         }
         if (fr_pipeline_start(errstr, sizeof(errstr)) != 0) {
                 SK_LOG(SK_ERROR, "pipeline_start_failed", "reason=\"%s\"", errstr);
-                sk_idgen_stop(g_fr.idgen);
+                sk_idgen_stop(idgen);
                 return 1;
         }
-        if (fr_lookup_start(errstr, sizeof(errstr)) != 0 || fr_http_start(errstr, sizeof(errstr)) != 0) {
+        if (fr_lookup_start(errstr, sizeof(errstr)) != 0 ||
+            fr_http_start(idgen, errstr, sizeof(errstr)) != 0) {
                 SK_LOG(SK_ERROR, "http_start_failed", "addr=%s reason=\"%s\"", g_fr.conf.http_addr,
                        errstr);
                 /* Release the worker id now (threads are running: no orderly teardown). */
-                sk_idgen_stop(g_fr.idgen);
+                sk_idgen_stop(idgen);
                 _exit(1);
         }
         SK_LOG(SK_INFO, "front_started",
                "addr=%s worker_id=%d topic=%s prefix=%s http_threads=%d redis_workers=%d "
                "delivery_timeout_ms=%d deadline_ms=%lld max_inflight=%d",
-               g_fr.conf.http_addr, sk_idgen_worker_id(g_fr.idgen), g_fr.conf.topic,
+               g_fr.conf.http_addr, sk_idgen_worker_id(idgen), g_fr.conf.topic,
                g_fr.conf.redis_prefix, g_fr.http_threads, g_fr.redis_workers,
                g_fr.conf.kafka_delivery_timeout_ms, (long long)g_fr.deadline_ms,
                g_fr.conf.max_inflight);

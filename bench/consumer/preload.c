@@ -2,10 +2,14 @@
  * into a topic, as fast as librdkafka batches them, for bench/consumer.sh. Compiled by
  * the script itself (cc preload.c $(pkg-config --cflags --libs rdkafka)); not part of
  * the product build.
- * Usage: preload BROKERS TOPIC M VOUCHER_BASE V ID_BASE
+ * Usage: preload BROKERS TOPIC M VOUCHER_BASE V ID_BASE [DUP_PCT]
  *   message i: voucher VOUCHER_BASE + i % V, traceId ID_BASE + i, orderId ID_BASE + M + i,
  *   userId ID_BASE + 2M + i (distinct buyers), beforeQty/afterQty counting down per
- *   voucher. Prints "produced=M seconds=S" on success; exit 1 on a delivery failure. */
+ *   voucher. DUP_PCT (0..100, default 0) re-drives that share of the backlog: after
+ *   message i, for DUP_PCT of the i, an identical copy is produced, alternately of
+ *   message i itself (a duplicate inside the same batch) and of message i - 5000 (one
+ *   already decided when the copy arrives). Prints "produced=N duplicates=D seconds=S"
+ *   on success; exit 1 on a delivery failure. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +27,39 @@ static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque)
                 failed++;
 }
 
+/* Produce message @p j (see the top comment). @returns 0, or -1 (reason printed). */
+static int produce_msg(rd_kafka_t *rk, const char *topic, long j, long m, long v, int64_t vbase,
+                       int64_t idbase)
+{
+        char key[24], val[512];
+        int64_t vid = vbase + j % v;
+        int64_t before = m / v + 1 - j / v; /* message j is the (j / v)-th of its voucher */
+        rd_kafka_resp_err_t e;
+        int n;
+
+        snprintf(key, sizeof(key), "%" PRId64, vid);
+        n = snprintf(val, sizeof(val),
+                     "{\"traceId\":\"%" PRId64 "\",\"orderId\":\"%" PRId64 "\",\"userId\":\"%" PRId64
+                     "\",\"voucherId\":\"%" PRId64 "\",\"beforeQty\":%" PRId64
+                     ",\"deductQty\":1,\"afterQty\":%" PRId64 ",\"ts\":%" PRId64 "}",
+                     idbase + j, idbase + m + j, idbase + 2 * m + j, vid, before, before - 1,
+                     (int64_t)time(NULL) * 1000);
+        for (;;) {
+                e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, strlen(key)),
+                                      RD_KAFKA_V_VALUE(val, (size_t)n),
+                                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+                if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                        break;
+                rd_kafka_poll(rk, 10);
+        }
+        if (e) {
+                fprintf(stderr, "produce: %s\n", rd_kafka_err2str(e));
+                return -1;
+        }
+        rd_kafka_poll(rk, 0);
+        return 0;
+}
+
 static double now_s(void)
 {
         struct timespec ts;
@@ -32,29 +69,26 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
-        char errstr[512], key[24], val[512];
+        char errstr[512];
         rd_kafka_conf_t *conf;
         rd_kafka_t *rk;
-        long m, v, i;
+        long m, v, i, dup_pct, dups = 0;
         int64_t vbase, idbase;
-        int64_t *left;
         double t0;
 
-        if (argc != 7) {
-                fprintf(stderr, "usage: %s BROKERS TOPIC M VOUCHER_BASE V ID_BASE\n", argv[0]);
+        if (argc != 7 && argc != 8) {
+                fprintf(stderr, "usage: %s BROKERS TOPIC M VOUCHER_BASE V ID_BASE [DUP_PCT]\n", argv[0]);
                 return 2;
         }
+        dup_pct = argc == 8 ? atol(argv[7]) : 0;
         m = atol(argv[3]);
         vbase = strtoll(argv[4], NULL, 10);
         v = atol(argv[5]);
         idbase = strtoll(argv[6], NULL, 10);
-        if (m < 1 || v < 1 || vbase < 1 || idbase < 1) {
+        if (m < 1 || v < 1 || vbase < 1 || idbase < 1 || dup_pct < 0 || dup_pct > 100) {
                 fprintf(stderr, "bad arguments\n");
                 return 2;
         }
-        left = calloc((size_t)v, sizeof(*left));
-        for (i = 0; i < v; i++)
-                left[i] = m / v + 1;
         conf = rd_kafka_conf_new();
         if (rd_kafka_conf_set(conf, "bootstrap.servers", argv[1], errstr, sizeof(errstr)) ||
             rd_kafka_conf_set(conf, "enable.idempotence", "true", errstr, sizeof(errstr)) ||
@@ -71,40 +105,24 @@ int main(int argc, char **argv)
         }
         t0 = now_s();
         for (i = 0; i < m; i++) {
-                long vi = i % v;
-                int64_t vid = vbase + vi;
-                int64_t before = left[vi]--;
-                int n;
-                rd_kafka_resp_err_t e;
-
-                snprintf(key, sizeof(key), "%" PRId64, vid);
-                n = snprintf(val, sizeof(val),
-                             "{\"traceId\":\"%" PRId64 "\",\"orderId\":\"%" PRId64 "\",\"userId\":\"%" PRId64
-                             "\",\"voucherId\":\"%" PRId64 "\",\"beforeQty\":%" PRId64
-                             ",\"deductQty\":1,\"afterQty\":%" PRId64 ",\"ts\":%" PRId64 "}",
-                             idbase + i, idbase + m + i, idbase + 2 * m + i, vid, before, before - 1,
-                             (int64_t)time(NULL) * 1000);
-                for (;;) {
-                        e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(argv[2]), RD_KAFKA_V_KEY(key, strlen(key)),
-                                              RD_KAFKA_V_VALUE(val, (size_t)n),
-                                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
-                        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL)
-                                break;
-                        rd_kafka_poll(rk, 10);
-                }
-                if (e) {
-                        fprintf(stderr, "produce: %s\n", rd_kafka_err2str(e));
+                if (produce_msg(rk, argv[2], i, m, v, vbase, idbase) != 0)
                         return 1;
+                /* DUP_PCT of the messages get a re-driven copy. */
+                if (dup_pct > 0 && (i * dup_pct) / 100 != ((i + 1) * dup_pct) / 100) {
+                        long j = (dups % 2 == 0) ? i : i - 5000;
+                        if (j >= 0) {
+                                if (produce_msg(rk, argv[2], j, m, v, vbase, idbase) != 0)
+                                        return 1;
+                                dups++;
+                        }
                 }
-                rd_kafka_poll(rk, 0);
         }
         rd_kafka_flush(rk, 60000);
         if (rd_kafka_outq_len(rk) || failed) {
                 fprintf(stderr, "not delivered: %d queued, %ld failed\n", rd_kafka_outq_len(rk), failed);
                 return 1;
         }
-        printf("produced=%ld seconds=%.2f\n", m, now_s() - t0);
+        printf("produced=%ld duplicates=%ld seconds=%.2f\n", m + dups, dups, now_s() - t0);
         rd_kafka_destroy(rk);
-        free(left);
         return 0;
 }

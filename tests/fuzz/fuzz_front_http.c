@@ -1,15 +1,16 @@
 /* fuzz_front_http.c: libFuzzer harness for seckill-front's request path and header
  * handling (DESIGN.md 3): the real producer/http.c (routing, id segments, X-User-Id,
- * body refusal, method checks) and producer/pipeline.c's answer path, behind the real
+ * body refusal, method checks) and producer/req.c's answer path, behind the real
  * libmicrohttpd, fed raw bytes over a loopback TCP connection. Built by bench/fuzz.sh,
  * not by CTest.
  *
  * producer/http.c keeps its parsers static (route(), parse_id_seg(), user_header()), so
  * they are reached through the daemon: each input is one connection's bytes (request
  * line, headers, maybe a body), the harness reads the answer until EOF or 2 s.
- * fr_purchase_submit, fr_lookup_submit and the sk_idgen_* calls are replaced (bench/
- * fuzz.sh weakens the originals) so no Redis, Kafka or DB is needed: a purchase is
- * answered 202 at once, a lookup 200.
+ * Only http.c, req.c and metrics.c of the front are linked: fr_deduct_submit,
+ * fr_lookup_submit, the health and queue-depth getters are defined here, and the
+ * sk_idgen_* calls are replaced (bench/fuzz.sh weakens the originals), so no Redis,
+ * Kafka or DB is needed: a purchase is answered 202 at once, a lookup 200.
  *
  * Oracles: AddressSanitizer/UBSan in every thread; an answer, when there is one, is
  * an HTTP/1.x status line; a 202 only for POST /api/v1/vouchers/<canonical id>/seckill
@@ -30,7 +31,15 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "deduct.h"
 #include "front.h"
+#include "health.h"
+#include "http.h"
+#include "kprod.h"
+#include "lookup.h"
+#include "metrics.h"
+#include "req.h"
+#include "rollback.h"
 #include "sk/ids.h"
 #include "sk/log.h"
 
@@ -60,7 +69,7 @@ int sk_idgen_worker_id(const sk_idgen_t *g)
         return 7;
 }
 
-void fr_purchase_submit(fr_req_t *req)
+void fr_deduct_submit(fr_req_t *req)
 {
         char buf[256];
 
@@ -74,6 +83,20 @@ void fr_lookup_submit(fr_req_t *req)
 {
         fr_answer(req, 200, strdup("{\"code\":0,\"state\":\"NONE\"}"), 0);
         fr_req_done(req);
+}
+
+fr_config_t g_fr; /* main.c's, not linked */
+
+int fr_kprod_usable(void) { return 1; }
+int fr_kprod_ok(void) { return 1; }
+int fr_kprod_retired(void) { return 0; }
+size_t fr_deduct_depth(void) { return 0; }
+size_t fr_rollback_depth(void) { return 0; }
+size_t fr_lookup_depth(void) { return 0; }
+
+void fr_health_redis(int *ok, int *noeviction, int *scripts)
+{
+        *ok = *noeviction = *scripts = 1;
 }
 
 /* ---- harness ---- */
@@ -104,8 +127,6 @@ static unsigned free_port(void)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
         char errstr[256];
-        const union MHD_DaemonInfo *info;
-
         struct rlimit rl;
 
         (void)argc;
@@ -117,27 +138,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         }
         sk_log_level = SK_ERROR + 1;            /* quiet */
         sk_conf_defaults(&g_fr.conf);
-        snprintf(g_fr.conf.http_addr, sizeof(g_fr.conf.http_addr), "127.0.0.1:%u", free_port());
+        g_port = (uint16_t)free_port();
+        snprintf(g_fr.conf.http_addr, sizeof(g_fr.conf.http_addr), "127.0.0.1:%u", g_port);
         g_fr.http_threads = 1;
         g_fr.deadline_ms = 5000;
-        pthread_mutex_init(&g_fr.pend_mu, NULL);
-        pthread_mutex_init(&g_fr.prod_mu, NULL);
-        atomic_store(&g_fr.kafka_ok, 1);
-        atomic_store(&g_fr.redis_ok, 1);
-        atomic_store(&g_fr.noeviction_ok, 1);
-        atomic_store(&g_fr.scripts_ok, 1);
-        atomic_store(&g_fr.topics_ok, 1);
         fr_metrics_init();
-        if (fr_http_start(errstr, sizeof(errstr)) != 0) {
+        if (fr_http_start(NULL, errstr, sizeof(errstr)) != 0) {
                 fprintf(stderr, "fuzz_front_http: %s\n", errstr);
                 exit(1);
         }
-        info = MHD_get_daemon_info(g_fr.mhd, MHD_DAEMON_INFO_BIND_PORT);
-        if (!info || !info->port) {
-                fprintf(stderr, "fuzz_front_http: no bound port\n");
-                exit(1);
-        }
-        g_port = info->port;
         return 0;
 }
 

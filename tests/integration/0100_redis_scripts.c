@@ -280,6 +280,45 @@ START_TEST(deduct_replay_same_trace)
 }
 END_TEST
 
+/* DESIGN.md 4: a known traceId is a REPLAY only for the same purchase. Another userId or
+ * orderId under that traceId is an id collision: COLLISION, nothing written (the front
+ * answers 503 and counts it), never the other buyer's stored entry as a success. */
+START_TEST(deduct_replay_of_other_purchase_is_collision)
+{
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 5);
+        int64_t trace = sk_test_rand_id(), order = sk_test_rand_id(), user = sk_test_rand_id();
+        redisReply *reply = deduct(&k, vid, trace, order, user, 1);
+        snap_t before, after;
+
+        assert_status(reply, "OK");
+        freeReplyObject(reply);
+        snapshot(&k, &before);
+        /* same traceId, another order of the same user */
+        reply = deduct(&k, vid, trace, order + 1, user, 1);
+        assert_status(reply, "COLLISION");
+        freeReplyObject(reply);
+        /* same traceId and order, another user */
+        reply = deduct(&k, vid, trace, order, user + 1, 1);
+        assert_status(reply, "COLLISION");
+        freeReplyObject(reply);
+        snapshot(&k, &after);
+        assert_same(&before, &after);
+        snap_free(&before);
+        snap_free(&after);
+        /* an entry that names no ids (not written by deduct.lua) is not ours either */
+        freeReplyObject(cmd("HSET %s %lld garbage", k.trace, (long long)(trace + 7)));
+        reply = deduct(&k, vid, trace + 7, order, user, 1);
+        assert_status(reply, "COLLISION");
+        freeReplyObject(reply);
+        /* the purchase itself still replays */
+        reply = deduct(&k, vid, trace, order, user, 1);
+        assert_status(reply, "REPLAY");
+        freeReplyObject(reply);
+        ck_assert_int_eq(get_stock(&k), 4);
+}
+END_TEST
+
 START_TEST(deduct_big_ids_unchanged)
 {
         vkeys_t k;
@@ -310,13 +349,13 @@ START_TEST(expiry_nx_then_gt)
         int64_t far_ms = sk_now_ms() + 30LL * 86400000;
         redisReply *reply;
         snap_t before, after;
-        int64_t trace = sk_test_rand_id(), user = sk_test_rand_id();
+        int64_t trace = sk_test_rand_id(), user = sk_test_rand_id(), order = sk_test_rand_id();
 
         /* stock: a short TTL is raised to E; trace: a later expiry is never lowered */
         cmd_int("PEXPIRE %s 10000", k.stock);
         freeReplyObject(cmd("HSET %s other x", k.trace));
         cmd_int("PEXPIREAT %s %lld", k.trace, (long long)far_ms);
-        reply = deduct(&k, vid, trace, sk_test_rand_id(), user, 1);
+        reply = deduct(&k, vid, trace, order, user, 1);
         assert_status(reply, "OK");
         freeReplyObject(reply);
         ck_assert_int_gt(cmd_int("PTTL %s", k.stock), 172800000LL);
@@ -325,7 +364,7 @@ START_TEST(expiry_nx_then_gt)
 
         /* REPLAY and FENCED write nothing */
         snapshot(&k, &before);
-        reply = deduct(&k, vid, trace, sk_test_rand_id(), user, 1);
+        reply = deduct(&k, vid, trace, order, user, 1);
         assert_status(reply, "REPLAY");
         freeReplyObject(reply);
         snapshot(&k, &after);
@@ -851,6 +890,7 @@ int main(void)
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, deduct_admits_and_sets_ttl);
         tcase_add_test(tc, deduct_replay_same_trace);
+        tcase_add_test(tc, deduct_replay_of_other_purchase_is_collision);
         tcase_add_test(tc, deduct_big_ids_unchanged);
         tcase_add_test(tc, expiry_nx_then_gt);
         tcase_add_test(tc, reject_codes_write_nothing);

@@ -14,35 +14,6 @@
 
 #define WAIT_S 60
 
-static int64_t committed0(void)
-{
-        char errstr[512] = "";
-        int64_t off = -1;
-
-        ck_assert_int_eq(sk_kafka_committed(&CT.conf, CT.conf.topic, 0, &off, 10000, errstr, sizeof(errstr)), SK_OK);
-        return off;
-}
-
-/* A second connection that holds a row lock on @p vid until ct_unlock(). */
-static sk_db_t *ct_lock_voucher(int64_t vid)
-{
-        char errstr[512] = "", sql[256];
-        sk_db_t *db = sk_db_connect(&CT.conf.mysql, 0, 0, errstr, sizeof(errstr));
-        int64_t stock = 0;
-
-        ck_assert_msg(db != NULL, "%s", errstr);
-        ck_assert_int_eq(sk_db_begin(db, errstr, sizeof(errstr)), SK_OK);
-        snprintf(sql, sizeof(sql), "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64 " FOR UPDATE", vid);
-        ck_assert_int_eq(sk_db_query_i64(db, sql, &stock, NULL, errstr, sizeof(errstr)), SK_OK);
-        return db;
-}
-
-static void ct_unlock(sk_db_t *db)
-{
-        sk_db_rollback(db);
-        sk_db_close(db);
-}
-
 START_TEST(lock_wait_then_applied)
 {
         int64_t vid = sk_test_rand_id(), uid = sk_test_rand_id();
@@ -95,7 +66,7 @@ START_TEST(b_between_a_survives_kill)
         ck_assert_int_eq(ct_deduct(va, sk_test_rand_id(), &a1, j1), 0);
         ck_assert_int_eq(ct_deduct(vb, sk_test_rand_id(), &b, jb), 0);
         ck_assert_int_eq(ct_deduct(va, sk_test_rand_id(), &a2, j2), 0);
-        base = committed0();           /* everything before is consumed (previous case) */
+        base = ct_committed0();           /* everything before is consumed (previous case) */
         ck_assert_int_ge(base, 0);
         off_b = base + 1;              /* A1 at base, B at base+1, A2 at base+2 */
         locker = ct_lock_voucher(vb);
@@ -109,10 +80,10 @@ START_TEST(b_between_a_survives_kill)
         ck_assert_int_eq(ct_wait_i64(WAIT_S, 2, sql), 2);
         /* B is retrying against the lock; let the auto-commit run, then kill. */
         sk_sleep_ms(3000, NULL);
-        ck_assert_int_le(committed0(), off_b);
+        ck_assert_int_le(ct_committed0(), off_b);
         kill(pid, SIGKILL);
         ck_assert(ct_wait_pid(pid, 10) != -1);
-        ck_assert_int_le(committed0(), off_b);
+        ck_assert_int_le(ct_committed0(), off_b);
         ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64, b.trace_id), 0);
         ct_unlock(locker);
 
@@ -121,12 +92,12 @@ START_TEST(b_between_a_survives_kill)
         ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
         {
                 int64_t deadline = sk_mono_ms() + WAIT_S * 1000;
-                while (committed0() != base + 3 && sk_mono_ms() < deadline)
+                while (ct_committed0() != base + 3 && sk_mono_ms() < deadline)
                         sk_sleep_ms(200, NULL);
         }
         status = ct_stop_consumer(pid);
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        ck_assert_int_eq(committed0(), base + 3);
+        ck_assert_int_eq(ct_committed0(), base + 3);
         ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, va), 2);
         ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, va), 3);
         ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vb), 4);
@@ -151,7 +122,7 @@ START_TEST(sigterm_while_retrying_keeps_offset)
         ck_assert_int_eq(ct_deduct(va, sk_test_rand_id(), &a1, j1), 0);
         ck_assert_int_eq(ct_deduct(vb, sk_test_rand_id(), &b, jb), 0);
         ck_assert_int_eq(ct_deduct(va, sk_test_rand_id(), &a2, j2), 0);
-        base = committed0();
+        base = ct_committed0();
         ck_assert_int_ge(base, 0);
         off_b = base + 1;
         locker = ct_lock_voucher(vb);
@@ -166,7 +137,7 @@ START_TEST(sigterm_while_retrying_keeps_offset)
         sk_sleep_ms(1000, NULL);
         status = ct_stop_consumer(pid);
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "stop status %d", status);
-        ck_assert_int_eq(committed0(), off_b);
+        ck_assert_int_eq(ct_committed0(), off_b);
         ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64, b.trace_id), 0);
         ck_assert(!ct_fenced(vb, b.trace_id));
         ct_unlock(locker);
@@ -176,12 +147,12 @@ START_TEST(sigterm_while_retrying_keeps_offset)
         ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
         {
                 int64_t deadline = sk_mono_ms() + WAIT_S * 1000;
-                while (committed0() != base + 3 && sk_mono_ms() < deadline)
+                while (ct_committed0() != base + 3 && sk_mono_ms() < deadline)
                         sk_sleep_ms(200, NULL);
         }
         status = ct_stop_consumer(pid);
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        ck_assert_int_eq(committed0(), base + 3);
+        ck_assert_int_eq(ct_committed0(), base + 3);
         ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, va), 2);
 }
 END_TEST

@@ -145,6 +145,27 @@ CT_FN int64_t ct_wait_i64(int timeout_s, int64_t want, const char *sql)
         }
 }
 
+/* A second connection that holds a row lock on voucher @p vid (SELECT ... FOR UPDATE in
+ * an open transaction) until ct_unlock(). */
+CT_FN sk_db_t *ct_lock_voucher(int64_t vid)
+{
+        char errstr[512] = "", sql[256];
+        sk_db_t *db = sk_db_connect(&CT.conf.mysql, 0, 0, errstr, sizeof(errstr));
+        int64_t stock = 0;
+
+        ck_assert_msg(db != NULL, "%s", errstr);
+        ck_assert_int_eq(sk_db_begin(db, errstr, sizeof(errstr)), SK_OK);
+        snprintf(sql, sizeof(sql), "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64 " FOR UPDATE", vid);
+        ck_assert_int_eq(sk_db_query_i64(db, sql, &stock, NULL, errstr, sizeof(errstr)), SK_OK);
+        return db;
+}
+
+CT_FN void ct_unlock(sk_db_t *db)
+{
+        sk_db_rollback(db);
+        sk_db_close(db);
+}
+
 /* ---------------------------------------------------------------- Redis */
 
 CT_FN redisReply *ct_redis(const char *fmt, ...)
@@ -271,6 +292,16 @@ CT_FN int ct_deduct(int64_t vid, int64_t uid, sk_order_msg_t *msg, char *json)
 }
 
 /* ---------------------------------------------------------------- Kafka */
+
+/* The group's committed offset of partition 0 of the run's topic (-1: none). */
+CT_FN int64_t ct_committed0(void)
+{
+        char errstr[512] = "";
+        int64_t off = -1;
+
+        ck_assert_int_eq(sk_kafka_committed(&CT.conf, CT.conf.topic, 0, &off, 10000, errstr, sizeof(errstr)), SK_OK);
+        return off;
+}
 
 /* Queue one message (key = voucher id) without waiting. */
 CT_FN void ct_produce_async(int64_t vid, const char *payload, size_t len)

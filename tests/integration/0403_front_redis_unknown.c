@@ -168,44 +168,11 @@ END_TEST
 
 static void setup(void)
 {
-        char port_s[16];
-        int port, i;
+        static const char *const extra[] = { "--lua-time-limit", "100", NULL };
 
         sk_test_conf(&g_conf, "frontru");
         sk_test_migrate(&g_conf);
-        port = ft_free_port();
-        snprintf(port_s, sizeof(port_s), "%d", port);
-        g_redis_pid = fork();
-        ck_assert_int_ge(g_redis_pid, 0);
-        if (g_redis_pid == 0) {
-                int fd = open("/dev/null", O_WRONLY);
-
-                if (fd >= 0) {
-                        dup2(fd, 1);
-                        close(fd);
-                }
-                execlp("redis-server", "redis-server", "--port", port_s, "--bind", "127.0.0.1",
-                       "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction",
-                       "--lua-time-limit", "100",
-                       (char *)NULL);
-                _exit(127);
-        }
-        g_conf.redis.port = port;
-        snprintf(g_conf.redis_url, sizeof(g_conf.redis_url), "redis://127.0.0.1:%d/0", port);
-        snprintf(g_conf.redis.host, sizeof(g_conf.redis.host), "127.0.0.1");
-        g_conf.redis.db = 0;
-        for (i = 0; i < 100; i++) {
-                struct timeval tv = { 1, 0 };
-                redisContext *rc = redisConnectWithTimeout("127.0.0.1", port, tv);
-                int ok = rc && !rc->err;
-
-                if (rc)
-                        redisFree(rc);
-                if (ok)
-                        return;
-                usleep(50 * 1000);
-        }
-        ck_abort_msg("private redis-server did not start on %d", port);
+        g_redis_pid = ft_private_redis(&g_conf, extra);
 }
 
 static void teardown(void)

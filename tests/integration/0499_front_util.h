@@ -411,3 +411,63 @@ static __attribute__((unused)) int ft_json_field(const char *json, const char *n
         cJSON_Delete(j);
         return rc;
 }
+
+/* Start a PRIVATE redis-server on a free port (never the shared one: tests that need a
+ * server configured differently, or one they may pause or kill), no persistence,
+ * noeviction, plus @p extra_args (NULL-terminated, may be NULL; e.g. "--rename-command",
+ * "DECRBY", "x"). Points @p conf's Redis at it. @returns the server's pid (the caller
+ * SIGTERMs and reaps it). */
+static __attribute__((unused)) pid_t ft_private_redis(sk_conf_t *conf, const char *const *extra_args)
+{
+        const char *argv[32];
+        char port_s[16];
+        int port = ft_free_port(), argc = 0, i;
+        pid_t pid;
+
+        snprintf(port_s, sizeof(port_s), "%d", port);
+        argv[argc++] = "redis-server";
+        argv[argc++] = "--port";
+        argv[argc++] = port_s;
+        argv[argc++] = "--bind";
+        argv[argc++] = "127.0.0.1";
+        argv[argc++] = "--save";
+        argv[argc++] = "";
+        argv[argc++] = "--appendonly";
+        argv[argc++] = "no";
+        argv[argc++] = "--maxmemory-policy";
+        argv[argc++] = "noeviction";
+        for (; extra_args && *extra_args && argc < 31; extra_args++)
+                argv[argc++] = *extra_args;
+        argv[argc] = NULL;
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                int fd = open("/dev/null", O_WRONLY);
+
+                if (fd >= 0) {
+                        dup2(fd, 1);
+                        close(fd);
+                }
+                execvp("redis-server", (char *const *)argv);
+                _exit(127);
+        }
+        conf->redis.port = port;
+        snprintf(conf->redis_url, sizeof(conf->redis_url), "redis://127.0.0.1:%d/0", port);
+        snprintf(conf->redis.host, sizeof(conf->redis.host), "127.0.0.1");
+        conf->redis.db = 0;
+        for (i = 0; i < 100; i++) {
+                struct timeval tv = { 1, 0 };
+                redisContext *rc = redisConnectWithTimeout("127.0.0.1", port, tv);
+                int ok = rc && !rc->err;
+
+                if (rc)
+                        redisFree(rc);
+                if (ok)
+                        return pid;
+                usleep(50 * 1000);
+        }
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+        ck_abort_msg("private redis-server did not start on %d", port);
+        return -1;
+}

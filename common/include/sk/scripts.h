@@ -18,7 +18,11 @@
  *              ARGV traceId orderId userId voucherId qty expire_extra_ms
  *              (KEYS[1] must contain "{v:<voucherId>}", else SKARG)
  *   -> {"FENCED"}             T:r exists; nothing written (checked before the replay)
- *   -> {"REPLAY", msg_json}   T already existed: the stored entry, nothing written
+ *   -> {"REPLAY", msg_json}   T already existed with this userId and orderId: the
+ *                             stored entry, nothing written
+ *   -> {"COLLISION"}          T already existed for another purchase (its userId or
+ *                             orderId differs, or it cannot be read): an id collision,
+ *                             nothing written (DESIGN.md 4: 503 and an alert)
  *   -> {"REJECT", code}       code (integer), nothing written, in this order:
  *                             10004 meta has no status; 10013 status 4 (paused);
  *                             10004 begin_ms/end_ms unreadable; 10002 now < begin_ms;

@@ -1,0 +1,256 @@
+/* group.c: settling one voucher group of a poll batch (DESIGN.md 7, 8).
+ *
+ * Order of work for a group (all messages of one voucher in this batch):
+ *   1. duplicates inside the batch (a re-driven or re-delivered traceId) are marked
+ *      with their first copy and settled with it (ids compared: a mismatch is an id
+ *      collision, DLQ) — they never reach the multi-row insert;
+ *   2. claim.lua consume (claimer.c); RESTORED -> FAILED front_rollback;
+ *   3. one SELECT ... IN asks which traceIds already have an outcome: those are
+ *      followed (DESIGN.md 7, ids compared) without a transaction of their own;
+ *   4. ONE transaction for the rest (apply.c); only a real conflict (a row that
+ *      appeared meanwhile, short stock, has_order, another error) falls back to one
+ *      transaction per message, which sorts the cases out.
+ * Transient errors pause the partitions, back off and retry the group from BEGIN.
+ * No state of its own beyond the worker's scratch. Not thread-safe (one per worker). */
+#include <inttypes.h>
+#include <stdio.h>
+#include "sk/clock.h"
+#include "sk/log.h"
+#include "worker.h"
+
+/* Still to be decided by this worker: not settled, not fenced, not a copy. */
+static int is_candidate(const cmsg_t *c)
+{
+        return !c->settled && !c->fenced && !c->dup_of;
+}
+
+/* The candidates of @p g into w->msgs. @returns how many. */
+static int gather(worker_t *w, cmsg_t **g, int n)
+{
+        int ncand = 0;
+
+        for (int i = 0; i < n; i++)
+                if (is_candidate(g[i]))
+                        w->msgs[ncand++] = &g[i]->msg;
+        return ncand;
+}
+
+/* Settle a copy with its first copy's result. */
+static void settle_copies(worker_t *w, cmsg_t **g, int n)
+{
+        for (int i = 0; i < n; i++) {
+                cmsg_t *c = g[i];
+                if (c->settled || !c->dup_of || !c->dup_of->settled)
+                        continue;
+                c->settled = 1;
+                c->claimed = 1;
+                sk_metric_add(w->m->duplicates, 1);
+                SK_LOG(SK_DEBUG, "duplicate_in_batch", "worker=%d trace=%" PRId64 " offset=%" PRId64,
+                       w->idx, c->msg.trace_id, (int64_t)c->rkm->offset);
+        }
+}
+
+/* Step 1: mark later copies of a traceId; a copy whose ids differ is a collision. */
+static sk_err_t dedupe(worker_t *w, cmsg_t **g, int n)
+{
+        for (int i = 1; i < n; i++) {
+                cmsg_t *c = g[i];
+                if (c->settled || c->dup_of)
+                        continue;
+                for (int j = 0; j < i; j++) {
+                        const sk_order_msg_t *a = &g[j]->msg, *b = &c->msg;
+                        if (g[j]->dup_of || a->trace_id != b->trace_id)
+                                continue;
+                        if (a->order_id == b->order_id && a->user_id == b->user_id &&
+                            a->voucher_id == b->voucher_id) {
+                                c->dup_of = g[j];
+                                break;
+                        }
+                        char what[160];
+                        snprintf(what, sizeof(what), "trace %" PRId64 " appears twice in the batch "
+                                 "with orders %" PRId64 " and %" PRId64, b->trace_id, a->order_id,
+                                 b->order_id);
+                        if (cons_decide_collision(w, c, what) == SK_ESTOP)
+                                return SK_ESTOP;
+                        break;
+                }
+        }
+        return SK_OK;
+}
+
+/* Step 3: follow the candidates that already have an outcome. @returns SK_OK,
+ * SK_EAGAIN or SK_ESTOP. */
+static sk_err_t follow_known(worker_t *w, cmsg_t **g, int n)
+{
+        char errstr[512] = "";
+        int ncand = gather(w, g, n), nknown = 0;
+        sk_err_t err;
+
+        if (!ncand)
+                return SK_OK;
+        err = cons_apply_known(w->ap, w->msgs, ncand, w->known, &nknown, errstr, sizeof(errstr));
+        if (err == SK_EAGAIN)
+                return cons_decide_transient(w, "voucher", g[0]->msg.voucher_id, errstr);
+        if (err) {
+                /* Not fatal: the insert below finds them as duplicates instead. */
+                SK_LOG(SK_WARN, "precheck_failed", "worker=%d voucher=%" PRId64 " err=\"%s\"",
+                       w->idx, g[0]->msg.voucher_id, errstr);
+                return SK_OK;
+        }
+        for (int k = 0; k < nknown; k++) {
+                for (int i = 0; i < n; i++) {
+                        cmsg_t *c = g[i];
+                        if (!is_candidate(c) || c->msg.trace_id != w->known[k].trace_id)
+                                continue;
+                        err = cons_decide_follow(w, c, &w->known[k]);
+                        if (err == SK_ESTOP)
+                                return err;
+                        break;
+                }
+        }
+        return SK_OK;
+}
+
+/* One message on its own (the fallback path). */
+static sk_err_t apply_single(worker_t *w, cmsg_t *c)
+{
+        char errstr[512] = "";
+        int64_t t0 = sk_mono_ms();
+        cons_apply_res_t res = cons_apply_one(w->ap, &c->msg, errstr, sizeof(errstr));
+        sk_outcome_t o;
+        sk_err_t err;
+
+        sk_metric_observe(w->m->txn_seconds, (double)(sk_mono_ms() - t0) / 1000.0);
+        switch (res) {
+        case APPLY_OK:
+                sk_metric_observe(w->m->batch_size, 1);
+                sk_metric_add(w->m->applied, 1);
+                c->settled = 1;
+                c->applied = 1;
+                return SK_OK;
+        case APPLY_DUP:
+                err = sk_outcome_get(w->db, c->msg.trace_id, &o, errstr, sizeof(errstr));
+                if (err == SK_OK)
+                        return cons_decide_follow(w, c, &o);
+                if (err == SK_EAGAIN || err == SK_ENOTFOUND)
+                        return SK_EAGAIN;
+                return cons_decide_db_error(w, c, errstr);
+        case APPLY_NO_STOCK:
+                return cons_decide_failed(w, c, SK_REASON_SOLD_OUT, errstr);
+        case APPLY_HAS_ORDER:
+                return cons_decide_failed(w, c, SK_REASON_HAS_ORDER, "user already has an active order");
+        case APPLY_COLLISION:
+                return cons_decide_collision(w, c, errstr);
+        case APPLY_TRANSIENT:
+                return cons_decide_transient(w, "trace", c->msg.trace_id, errstr);
+        case APPLY_NO_VOUCHER:
+        case APPLY_ERROR:
+        default:
+                return cons_decide_db_error(w, c, errstr);
+        }
+}
+
+/* Step 4's fallback: one transaction per remaining message, so a bad message never
+ * fails its neighbours and stock sells exactly to 0. */
+static sk_err_t fallback(worker_t *w, cmsg_t **g, int n)
+{
+        for (int i = 0; i < n; i++) {
+                sk_err_t err;
+                if (!is_candidate(g[i]))
+                        continue;
+                err = apply_single(w, g[i]);
+                if (err == SK_ESTOP)
+                        return err;
+                /* Transient (lock wait, lost link): the rest of this voucher would wait
+                 * the same way; back off and retry the group. A non-transient error
+                 * (SK_EDB) only holds back its message. */
+                if (err == SK_EAGAIN || cons_stopping())
+                        break;
+        }
+        return SK_OK;
+}
+
+/* Step 4: one transaction for the candidates. */
+static sk_err_t apply_rest(worker_t *w, cmsg_t **g, int n, int64_t t_claim)
+{
+        char errstr[512] = "";
+        int ncand = gather(w, g, n);
+        int64_t t0;
+        sk_err_t err;
+
+        if (!ncand)
+                return SK_OK;
+        t0 = sk_mono_ms();
+        err = cons_apply_batch(w->ap, w->msgs, ncand, errstr, sizeof(errstr));
+        sk_metric_observe(w->m->txn_seconds, (double)(sk_mono_ms() - t0) / 1000.0);
+        if (err == SK_EAGAIN)
+                return cons_decide_transient(w, "voucher", g[0]->msg.voucher_id, errstr);
+        if (err != SK_OK) {
+                if (ncand > 1)
+                        sk_metric_add(w->m->fallbacks, 1);
+                SK_LOG(ncand > 1 ? SK_INFO : SK_DEBUG, "batch_fallback",
+                       "worker=%d voucher=%" PRId64 " n=%d err=%s reason=\"%s\"", w->idx,
+                       g[0]->msg.voucher_id, ncand, sk_err2str(err), errstr);
+                return fallback(w, g, n);
+        }
+        sk_metric_observe(w->m->batch_size, ncand);
+        sk_metric_add(w->m->applied, ncand);
+        for (int i = 0; i < n; i++)
+                if (is_candidate(g[i])) {
+                        g[i]->settled = 1;
+                        g[i]->applied = 1;
+                }
+        SK_LOG(SK_DEBUG, "batch_applied", "worker=%d voucher=%" PRId64 " n=%d ms=%" PRId64
+               " claim_ms=%" PRId64, w->idx, g[0]->msg.voucher_id, ncand, sk_mono_ms() - t0, t_claim);
+        return SK_OK;
+}
+
+/* One attempt at settling group @p g. @returns SK_OK when every message is settled,
+ * SK_EAGAIN to retry after a backoff, SK_ESTOP when stopping. */
+static sk_err_t group_once(worker_t *w, cmsg_t **g, int n)
+{
+        int64_t t_claim = sk_mono_ms();
+        int pending = 0;
+        sk_err_t err;
+
+        if ((err = cons_claim_group(w, g, n)))
+                return err;
+        t_claim = sk_mono_ms() - t_claim;
+        /* The front fenced these first: FAILED (front_rollback), no order. */
+        for (int i = 0; i < n; i++) {
+                if (g[i]->settled || !g[i]->fenced || g[i]->dup_of)
+                        continue;
+                err = cons_decide_failed(w, g[i], SK_REASON_FRONT_ROLLBACK,
+                                         "fenced by the front before consume");
+                if (err == SK_ESTOP || err == SK_EAGAIN)
+                        return err; /* transient: the whole group again after a backoff */
+        }
+        if ((err = follow_known(w, g, n)) != SK_OK)
+                return err;
+        if ((err = apply_rest(w, g, n, t_claim)) == SK_ESTOP)
+                return err;
+        settle_copies(w, g, n);
+        for (int i = 0; i < n; i++)
+                if (!g[i]->settled)
+                        pending++;
+        return pending ? SK_EAGAIN : SK_OK;
+}
+
+void cons_group_settle(worker_t *w, cmsg_t **g, int n)
+{
+        int attempt = 0;
+
+        if (dedupe(w, g, n) == SK_ESTOP)
+                return;
+        for (;;) {
+                sk_err_t err = group_once(w, g, n);
+                if (err == SK_OK || err == SK_ESTOP || cons_stopping())
+                        return;
+                /* Transient: keep polling with the partitions paused, back off, make sure
+                 * the link is alive, retry the whole transaction from BEGIN. */
+                cons_flow_backoff(w, attempt++);
+                if (cons_stopping())
+                        return;
+                cons_worker_ensure_db(w);
+        }
+}

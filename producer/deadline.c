@@ -1,0 +1,48 @@
+/* producer/deadline.c: the deadline timer of seckill-front (DESIGN.md 8). Suspended
+ * libmicrohttpd connections never time out, so at 2 x delivery timeout + 1 s this
+ * thread answers the request 503 (PENDING when the purchase may have taken stock).
+ * Never a rollback here: a later delivery report is still handled by publish.c, whose
+ * answer fr_answer() then drops. The pending list itself is req.c's. */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "deadline.h"
+#include "req.h"
+#include "sk/clock.h"
+#include "sk/log.h"
+
+static pthread_t t_timer;
+static atomic_int stop;
+
+static void *timer_main(void *arg)
+{
+        (void)arg;
+        while (!atomic_load(&stop)) {
+                int64_t now = sk_mono_ms();
+                fr_req_t *req;
+
+                while ((req = fr_pending_expired(now)) != NULL) {
+                        SK_LOG(SK_WARN, "request_deadline", "trace_id=%s order_id=%s kind=%d",
+                               req->st, req->so, (int)req->kind);
+                        if (fr_req_unanswered_state(req))
+                                fr_answer_503(req, "timeout", "PENDING", "outcome not yet known");
+                        else
+                                fr_answer_503(req, "timeout", NULL, "lookup timed out");
+                        fr_req_unref(req);
+                }
+                sk_sleep_ms(20, NULL);
+        }
+        return NULL;
+}
+
+int fr_deadline_start(void)
+{
+        atomic_store(&stop, 0);
+        return pthread_create(&t_timer, NULL, timer_main, NULL) == 0 ? 0 : -1;
+}
+
+void fr_deadline_stop(void)
+{
+        atomic_store(&stop, 1);
+        pthread_join(t_timer, NULL);
+}

@@ -1,0 +1,140 @@
+/* producer/deduct_reply.c: the meaning of deduct.lua's replies for a purchase
+ * (producer/deduct_reply.h). No state: it routes the request to its next stage
+ * (publish.c, rollback.c, the lookup pool) or answers it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "deduct_reply.h"
+#include "lookup.h"
+#include "metrics.h"
+#include "publish.h"
+#include "rollback.h"
+#include "sk/log.h"
+
+fr_deduct_err_t fr_deduct_error_kind(const char *s, size_t len)
+{
+        static const char *const not_run[] = { "BUSY", "LOADING", "READONLY", "OOM", "TRYAGAIN",
+                                               "CLUSTERDOWN", "MASTERDOWN", "NOREPLICAS", NULL };
+        int i;
+
+        /* Whole first word, so e.g. BUSYKEY is not BUSY. */
+#define FIRST_WORD_IS(w) (len >= strlen(w) && !memcmp(s, w, strlen(w)) && \
+                          (len == strlen(w) || s[strlen(w)] == ' '))
+        if (FIRST_WORD_IS("NOSCRIPT"))
+                return FR_DEDUCT_ERR_NOSCRIPT;
+        for (i = 0; not_run[i]; i++)
+                if (FIRST_WORD_IS(not_run[i]))
+                        return FR_DEDUCT_ERR_NOT_RUN;
+#undef FIRST_WORD_IS
+        if (len >= 10 && !memcmp(s, "ERR SKARG ", 10))
+                return FR_DEDUCT_ERR_INVALID;
+        return FR_DEDUCT_ERR_UNKNOWN;
+}
+
+static int reply_is(const redisReply *el, const char *s)
+{
+        return el && (el->type == REDIS_REPLY_STRING || el->type == REDIS_REPLY_STATUS) &&
+               el->len == strlen(s) && !memcmp(el->str, s, el->len);
+}
+
+static void answer_reject(fr_req_t *req, long long code)
+{
+        int status;
+        const char *msg;
+
+        switch (code) {
+        case 10004:
+                /* meta missing: the DB decides 404 (unknown), 403/10003 (ended: its keys
+                 * expired) or 503 (Redis lost data); that lookup runs on the lookup pool,
+                 * never on a purchase thread. */
+                req->lookup = FR_LOOKUP_VOUCHER;
+                atomic_store(&req->nothing_taken, 1);
+                fr_lookup_submit(req);
+                return;
+        case 10013:
+                fr_answer_503(req, "paused", NULL, "voucher paused");
+                fr_req_done(req);
+                return;
+        case 10002: status = 403; msg = "not started"; break;
+        case 10003: status = 403; msg = "ended"; break;
+        case 10011: status = 403; msg = "offline"; break;
+        case 10012: status = 403; msg = "expired"; break;
+        case 10005: status = 409; msg = "sold out"; break;
+        case 10006: status = 409; msg = "already purchased"; break;
+        default:
+                SK_LOG(SK_ERROR, "deduct_unknown_reject", "trace_id=%s code=%lld", req->st, code);
+                status = 500;
+                msg = "unexpected reject";
+                break;
+        }
+        fr_answer(req, status, fr_json_err((int)code, msg), 0);
+        fr_req_done(req);
+}
+
+/* OK or REPLAY: keep the stored entry (identical bytes on every produce) and publish. */
+static int admitted(fr_req_t *req, const redisReply *el1)
+{
+        if (!el1 || el1->type != REDIS_REPLY_STRING || el1->len == 0)
+                return -1;
+        if (!req->msg) {
+                if (!(req->msg = malloc(el1->len + 1)))
+                        return -1;
+                memcpy(req->msg, el1->str, el1->len);
+                req->msg[el1->len] = '\0';
+                req->msg_len = el1->len;
+        }
+        fr_publish(req);
+        return 0;
+}
+
+/* DESIGN.md 4: the traceId is stored for another purchase (another userId or orderId):
+ * an id collision. Nothing was written and nothing must be undone (a fence would roll
+ * back the other buyer's purchase): 503 without a state, and an alert. */
+static void collision(fr_req_t *req)
+{
+        sk_metric_add(fr_m.collision, 1);
+        SK_LOG(SK_ERROR, "deduct_collision", "trace_id=%s order_id=%s user_id=%s voucher_id=%s "
+               "reason=\"traceId already stored for another purchase\"", req->st, req->so, req->su,
+               req->sv);
+        atomic_store(&req->nothing_taken, 1);
+        fr_answer_503(req, "collision", NULL, "try again later");
+        fr_req_done(req);
+}
+
+void fr_deduct_ran(fr_req_t *req, const redisReply *reply)
+{
+        const redisReply *el0, *el1;
+
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1)
+                goto bad;
+        el0 = reply->element[0];
+        el1 = reply->elements > 1 ? reply->element[1] : NULL;
+        if (reply_is(el0, "OK") || reply_is(el0, "REPLAY")) {
+                if (admitted(req, el1) != 0)
+                        goto bad;
+                return;
+        }
+        if (reply_is(el0, "FENCED")) {
+                fr_answer_503(req, "failed", "FAILED", "purchase failed, nothing taken");
+                fr_req_done(req);
+                return;
+        }
+        if (reply_is(el0, "COLLISION")) {
+                collision(req);
+                return;
+        }
+        if (reply_is(el0, "REJECT") && el1) {
+                long long code = 0;
+
+                if (el1->type == REDIS_REPLY_INTEGER)
+                        code = el1->integer;
+                else if (el1->type == REDIS_REPLY_STRING || el1->type == REDIS_REPLY_STATUS)
+                        code = strtoll(el1->str, NULL, 10); /* a status code, not an id */
+                answer_reject(req, code);
+                return;
+        }
+bad:
+        SK_LOG(SK_ERROR, "deduct_bad_reply", "trace_id=%s type=%d", req->st, reply->type);
+        /* The script ran but said something unexpected: fence it to be safe. */
+        fr_rollback_submit(req);
+}

@@ -1,0 +1,88 @@
+/* producer/health.c: the health thread of seckill-front (producer/health.h). Owns the
+ * Redis health flags /readyz reports; Kafka's are kprod.c's. Redis first: the Kafka
+ * check may block for seconds while brokers are down. A fatal producer is replaced at
+ * once (the thread wakes early when kprod says fatal). */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "front.h"
+#include "health.h"
+#include "kprod.h"
+#include "publish.h"
+#include "sk/clock.h"
+#include "sk/redis.h"
+
+static atomic_int redis_ok, noeviction_ok, scripts_ok;
+static atomic_int stop;
+static pthread_t t_health;
+
+static void redis_check(sk_redis_t **rp)
+{
+        char errstr[512];
+        int ne, sl;
+
+        if (!*rp)
+                *rp = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS, errstr, sizeof(errstr));
+        if (!*rp) {
+                atomic_store(&redis_ok, 0);
+                return;
+        }
+        ne = sk_redis_noeviction(*rp);
+        sl = sk_redis_scripts_loaded(*rp);
+        if (sl == 0 && sk_redis_load_scripts(*rp, errstr, sizeof(errstr)) == SK_OK)
+                sl = 1;
+        if (ne < 0 || sl < 0) {
+                atomic_store(&redis_ok, 0);
+                sk_redis_reconnect(*rp, errstr, sizeof(errstr));
+                return;
+        }
+        atomic_store(&redis_ok, 1);
+        atomic_store(&noeviction_ok, ne == 1);
+        atomic_store(&scripts_ok, sl == 1);
+}
+
+static void kafka_check(void)
+{
+        fr_kprod_replace_if_fatal();
+        /* The re-produces parked while the producer was fatal, once a healthy one is
+         * current (after a shutdown's purge: answered, not produced). */
+        if (!fr_kprod_fatal_now())
+                fr_publish_run_deferred();
+        fr_kprod_check_health();
+}
+
+static void *health_main(void *arg)
+{
+        sk_redis_t *r = NULL;
+
+        (void)arg;
+        while (!atomic_load(&stop)) {
+                int64_t t0 = sk_mono_ms();
+
+                redis_check(&r);
+                kafka_check();
+                while (!atomic_load(&stop) && sk_mono_ms() - t0 < 1000 && !fr_kprod_fatal_now())
+                        sk_sleep_ms(50, NULL);
+        }
+        sk_redis_close(r);
+        return NULL;
+}
+
+int fr_health_start(void)
+{
+        atomic_store(&stop, 0);
+        return pthread_create(&t_health, NULL, health_main, NULL) == 0 ? 0 : -1;
+}
+
+void fr_health_stop(void)
+{
+        atomic_store(&stop, 1);
+        pthread_join(t_health, NULL);
+}
+
+void fr_health_redis(int *ok, int *noeviction, int *scripts)
+{
+        *ok = atomic_load(&redis_ok);
+        *noeviction = atomic_load(&noeviction_ok);
+        *scripts = atomic_load(&scripts_ok);
+}

@@ -1,0 +1,11 @@
+/* producer/health.h: the front's health thread (DESIGN.md 3 /readyz, 8): every second
+ * Redis (reachable, noeviction, scripts loaded), then Kafka (fatal producer
+ * replacement, parked re-produces, topic creation, broker metadata). */
+#pragma once
+
+/** Start the health thread. @returns 0 or -1. */
+int fr_health_start(void);
+/** Stop and join it. */
+void fr_health_stop(void);
+/** Redis as last seen: reachable, maxmemory-policy noeviction, every script loaded. */
+void fr_health_redis(int *ok, int *noeviction, int *scripts);

@@ -1,0 +1,122 @@
+/* producer/metrics.c: registration and rendering of the front's metrics
+ * (producer/metrics.h). The queue depths and the count of retired producers are gauges
+ * read from their owners when /metrics is rendered, so they are exact at scrape time. */
+#include <stdio.h>
+
+#include "deduct.h"
+#include "kprod.h"
+#include "lookup.h"
+#include "metrics.h"
+#include "req.h"
+#include "rollback.h"
+
+fr_metrics_t fr_m;
+
+static const int code_list[] = { 200, 202, 400, 403, 404, 405, 409, 413, 500, 503, 0 };
+
+int fr_code_idx(int status)
+{
+        int i;
+
+        for (i = 0; code_list[i]; i++)
+                if (code_list[i] == status)
+                        return i;
+        return i; /* "other" */
+}
+
+static void init_counters(fr_metrics_t *m)
+{
+#define DELIV(f, s) m->f = sk_metrics_counter(m->reg, "seckill_front_deliveries_total", \
+                                              "status=\"" s "\"", "Kafka delivery reports by status")
+        DELIV(deliv_persisted, "persisted");
+        DELIV(deliv_not, "not_persisted");
+        DELIV(deliv_possibly, "possibly_persisted");
+#define RB(f, s) m->f = sk_metrics_counter(m->reg, "seckill_front_rollbacks_total", \
+                                           "result=\"" s "\"", "rollback.lua mode front by result")
+        RB(rb_ok, "ok");
+        RB(rb_already, "already");
+        RB(rb_claimed, "claimed");
+        RB(rb_error, "error");
+#define U(f, s) m->f = sk_metrics_counter(m->reg, "seckill_front_unavailable_total", \
+                                          "cause=\"" s "\"", "503 answers by cause")
+        U(u_overload, "overload");
+        U(u_kafka, "kafka");
+        U(u_redis, "redis");
+        U(u_lease, "lease");
+        U(u_paused, "paused");
+        U(u_pending, "pending");
+        U(u_failed, "failed");
+        U(u_shutdown, "shutdown");
+        U(u_db, "db");
+        U(u_meta, "meta_missing");
+        U(u_collision, "collision");
+#undef DELIV
+#undef RB
+#undef U
+        m->reproduce = sk_metrics_counter(m->reg, "seckill_front_reproduce_total", NULL,
+                                          "identical re-produce after POSSIBLY_PERSISTED");
+        m->producer_replaced = sk_metrics_counter(m->reg, "seckill_front_producer_replaced_total",
+                                                  NULL, "producers replaced after a fatal error");
+        m->deduct_retry = sk_metrics_counter(m->reg, "seckill_front_deduct_unknown_total", NULL,
+                                             "deduct attempts with an unknown outcome");
+        m->collision = sk_metrics_counter(m->reg, "seckill_front_deduct_collision_total", NULL,
+                                          "ALERT: a traceId already stored for another purchase "
+                                          "(id collision, DESIGN.md 4)");
+}
+
+static void init_gauges(fr_metrics_t *m)
+{
+        m->inflight = sk_metrics_gauge(m->reg, "seckill_front_inflight", NULL,
+                                       "purchases between admission and their final delivery report");
+        m->q_deduct = sk_metrics_gauge(m->reg, "seckill_front_deduct_queue_depth", NULL,
+                                       "purchases waiting for a Redis deduct worker");
+        m->q_rollback = sk_metrics_gauge(m->reg, "seckill_front_rollback_queue_depth", NULL,
+                                         "purchases waiting for the rollback worker");
+        m->q_lookup = sk_metrics_gauge(m->reg, "seckill_front_lookup_queue_depth", NULL,
+                                       "lookups and DB checks waiting for the lookup pool");
+        m->retired = sk_metrics_gauge(m->reg, "seckill_front_producers_retired", NULL,
+                                      "replaced Kafka producers still draining (destroyed once empty)");
+}
+
+void fr_metrics_init(void)
+{
+        static const double lat_bounds[] = { 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1,
+                                             0.25, 0.5, 1, 2.5, 5, 10, 30 };
+        fr_metrics_t *m = &fr_m;
+        size_t nb = sizeof(lat_bounds) / sizeof(lat_bounds[0]);
+        char lbl[64];
+        int i;
+
+        m->reg = sk_metrics_new();
+        for (i = 0; code_list[i]; i++) {
+                snprintf(lbl, sizeof(lbl), "code=\"%d\"", code_list[i]);
+                m->req_by_code[i] = sk_metrics_counter(m->reg, "seckill_front_requests_total", lbl,
+                                                       "HTTP answers by status code");
+        }
+        m->req_by_code[i] = sk_metrics_counter(m->reg, "seckill_front_requests_total",
+                                               "code=\"other\"", "HTTP answers by status code");
+        m->latency = sk_metrics_hist(m->reg, "seckill_front_purchase_seconds", NULL,
+                                     "purchase latency from request to answer", lat_bounds, nb);
+        m->deduct_lat = sk_metrics_hist(m->reg, "seckill_front_deduct_seconds", NULL,
+                                        "from request to the deduct.lua reply", lat_bounds, nb);
+        m->deliv_lat = sk_metrics_hist(m->reg, "seckill_front_delivery_seconds", NULL,
+                                       "from produce to its delivery report", lat_bounds, nb);
+        init_counters(m);
+        init_gauges(m);
+}
+
+char *fr_metrics_render(void)
+{
+        sk_metric_set(fr_m.inflight, fr_inflight());
+        sk_metric_set(fr_m.q_deduct, (int64_t)fr_deduct_depth());
+        sk_metric_set(fr_m.q_rollback, (int64_t)fr_rollback_depth());
+        sk_metric_set(fr_m.q_lookup, (int64_t)fr_lookup_depth());
+        sk_metric_set(fr_m.retired, fr_kprod_retired());
+        return sk_metrics_render(fr_m.reg);
+}
+
+void fr_metrics_destroy(void)
+{
+        sk_metrics_destroy(fr_m.reg);
+        fr_m.reg = NULL;
+}

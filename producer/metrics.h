@@ -1,0 +1,34 @@
+/* producer/metrics.h: the Prometheus metrics of seckill-front (names prefixed
+ * seckill_front_, DESIGN.md 3). fr_m is written once by fr_metrics_init() before any
+ * thread starts; afterwards its handles are read-only and the metrics themselves are
+ * updated with atomics from any thread (sk/metrics.h). */
+#pragma once
+#include "sk/metrics.h"
+
+typedef struct fr_metrics {
+        sk_metrics_t *reg;
+        sk_metric_t *req_by_code[12];   /* index by fr_code_idx() */
+        sk_metric_t *latency;           /* purchase latency, seconds */
+        sk_metric_t *deduct_lat;        /* request start -> deduct reply, seconds */
+        sk_metric_t *deliv_lat;         /* produce -> delivery report, seconds */
+        sk_metric_t *deliv_persisted, *deliv_not, *deliv_possibly;
+        sk_metric_t *rb_ok, *rb_already, *rb_claimed, *rb_error;
+        sk_metric_t *inflight;
+        sk_metric_t *u_overload, *u_kafka, *u_redis, *u_lease, *u_paused, *u_pending,
+                    *u_failed, *u_shutdown, *u_db, *u_meta, *u_collision;
+        sk_metric_t *reproduce, *producer_replaced, *deduct_retry, *collision;
+        sk_metric_t *q_deduct, *q_rollback, *q_lookup, *retired; /* gauges, set on render */
+} fr_metrics_t;
+
+extern fr_metrics_t fr_m;
+
+/** Register every metric. Once, before any thread starts. */
+void fr_metrics_init(void);
+/** Index of @p status in seckill_front_requests_total (the last one is "other"). */
+int fr_code_idx(int status);
+/** The /metrics body (malloc'd, NULL on ENOMEM): the gauges sampled at render time
+ *  (in-flight purchases, the deduct, rollback and lookup queue depths, producers
+ *  retired and not yet destroyed), then every metric. Thread-safe. */
+char *fr_metrics_render(void);
+/** Free the registry (exit; no thread may use a metric afterwards). */
+void fr_metrics_destroy(void);

@@ -1,0 +1,166 @@
+/* 0305_consumer_batch_dups.c: a re-driven backlog keeps the batch (DESIGN.md 7), and
+ * deductQty other than 1 is poison (DESIGN.md 5). One-partition topic.
+ * 1. Two purchases are decided; then the consumer is stopped and a backlog is queued:
+ *    both again (re-driven copies), eight new purchases, one of them twice. Restarted,
+ *    the consumer settles the copies with the first copy or the stored outcome and
+ *    applies the eight in ONE transaction: consumer_batch_fallbacks_total stays 0 and
+ *    the batch-size histogram saw one transaction of 8; every purchase has one order.
+ * 2. A message with deductQty 2 (before/after consistent) goes to the DLQ as poison
+ *    with a reason naming deductQty; no outcome, no order, DB stock unchanged. */
+#include "0399_consumer_support.h"
+
+#define WAIT_S 60
+
+/* The consumer of the running case, stopped by main if an assertion left it running. */
+static pid_t g_pid;
+
+static char g_metrics_addr[64];
+
+/* Flags of a consumer start, each with a fresh metrics port. */
+static const char *const *consumer_flags(void)
+{
+        static const char *flags[8];
+        snprintf(g_metrics_addr, sizeof(g_metrics_addr), "127.0.0.1:%d",
+                 20000 + (int)(sk_test_rand_id() % 20000));
+        flags[0] = "--batch-wait-ms";
+        flags[1] = "1000";
+        flags[2] = "--metrics-addr";
+        flags[3] = g_metrics_addr;
+        flags[4] = NULL;
+        return flags;
+}
+
+/* The value of the sample line starting with @p sample ("name" or "name{labels}") on
+ * the consumer's /metrics; -1 if missing. */
+static int64_t metric(const char *sample)
+{
+        char cmd[256], line[1024];
+        size_t n = strlen(sample);
+        int64_t v = -1;
+        FILE *p;
+
+        snprintf(cmd, sizeof(cmd), "curl -s --max-time 5 http://%s/metrics", g_metrics_addr);
+        ck_assert_ptr_nonnull(p = popen(cmd, "r"));
+        while (fgets(line, sizeof(line), p))
+                if (strncmp(line, sample, n) == 0 && line[n] == ' ')
+                        v = strtoll(line + n + 1, NULL, 10);
+        pclose(p);
+        return v;
+}
+
+static int64_t wait_count(const char *fmt, int64_t vid, int64_t want)
+{
+        char sql[256];
+        snprintf(sql, sizeof(sql), fmt, vid);
+        return ct_wait_i64(WAIT_S, want, sql);
+}
+
+static int stop_consumer(pid_t pid)
+{
+        g_pid = 0;
+        return ct_stop_consumer(pid);
+}
+
+START_TEST(redriven_backlog_keeps_the_batch)
+{
+        int64_t vid = sk_test_rand_id();
+        sk_order_msg_t m[10];
+        char json[10][SK_MSG_MAX];
+        pid_t pid;
+        int i;
+
+        ct_voucher(vid, 20, 20, 20);
+        for (i = 0; i < 10; i++)
+                ck_assert_int_eq(ct_deduct(vid, sk_test_rand_id(), &m[i], json[i]), 0);
+        g_pid = pid = ct_start_consumer(NULL, NULL, consumer_flags());
+        ct_produce(vid, json[0]);
+        ct_produce(vid, json[1]);
+        ck_assert_int_eq(wait_count("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64,
+                                    vid, 2), 2);
+        ck_assert_int_eq(WEXITSTATUS(stop_consumer(pid)), 0);
+
+        /* The backlog: both decided purchases again, eight new ones, m[5] twice. */
+        ct_produce_async(vid, json[0], strlen(json[0]));
+        for (i = 2; i < 10; i++) {
+                ct_produce_async(vid, json[i], strlen(json[i]));
+                if (i == 5)
+                        ct_produce_async(vid, json[i], strlen(json[i]));
+        }
+        ct_produce_async(vid, json[1], strlen(json[1]));
+        ct_produce_wait();
+        g_pid = pid = ct_start_consumer(NULL, NULL, consumer_flags());
+        ck_assert_int_eq(wait_count("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64,
+                                    vid, 10), 10);
+        /* The whole backlog (11 messages) was one batch with one transaction of 8. */
+        for (i = 0; i < 50 && metric("seckill_consumer_duplicates_total") < 3; i++)
+                sk_sleep_ms(100, NULL);
+        ck_assert_int_eq(metric("seckill_consumer_duplicates_total"), 3);
+        ck_assert_int_eq(metric("seckill_consumer_batch_fallbacks_total"), 0);
+        ck_assert_int_eq(metric("seckill_consumer_batch_size_count"), 1);
+        ck_assert_int_eq(metric("seckill_consumer_batch_size_sum"), 8);
+        ck_assert_int_eq(metric("seckill_consumer_carry_messages"), 0);
+        ck_assert_int_eq(WEXITSTATUS(stop_consumer(pid)), 0);
+
+        for (i = 0; i < 10; i++) {
+                ck_assert_int_eq(ct_i64("SELECT outcome FROM tb_seckill_outcome WHERE trace_id = %" PRId64,
+                                        m[i].trace_id), SK_OUTCOME_CREATED);
+                ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64,
+                                        m[i].trace_id), 1);
+                ck_assert(!ct_fenced(vid, m[i].trace_id));
+        }
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 10);
+}
+END_TEST
+
+START_TEST(deduct_qty_2_is_poison)
+{
+        int64_t vid = sk_test_rand_id();
+        sk_order_msg_t m;
+        char json[SK_MSG_MAX];
+        ct_dlq_msg_t dlq[4];
+        pid_t pid;
+        int got;
+
+        ct_voucher(vid, 5, 5, 5);
+        memset(&m, 0, sizeof(m));
+        m.trace_id = sk_test_rand_id();
+        m.order_id = sk_test_rand_id();
+        m.user_id = sk_test_rand_id();
+        m.voucher_id = vid;
+        m.before_qty = 5;
+        m.deduct_qty = 2;
+        m.after_qty = 3;
+        m.ts_ms = sk_now_ms();
+        sk_msg_format(&m, json, sizeof(json));
+        g_pid = pid = ct_start_consumer(NULL, NULL, consumer_flags());
+        ct_produce(vid, json);
+        got = ct_read_dlq(dlq, 1, WAIT_S);
+        ck_assert_int_ge(got, 1);
+        ck_assert_str_eq(dlq[got - 1].kind, "poison");
+        ck_assert_ptr_nonnull(strstr(dlq[got - 1].error, "deductQty"));
+        ck_assert_int_eq(WEXITSTATUS(stop_consumer(pid)), 0);
+        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64,
+                                m.trace_id), 0);
+        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 0);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 5);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("consumer_batch_dups");
+        TCase *tc = tcase_create("dups");
+
+        ct_setup("cons_dups", 1);
+        tcase_set_timeout(tc, 240);
+        tcase_add_test(tc, redriven_backlog_keeps_the_batch);
+        tcase_add_test(tc, deduct_qty_2_is_poison);
+        suite_add_tcase(s, tc);
+        {
+                int rc = ct_run(s);
+                if (g_pid > 0)
+                        ct_stop_consumer(g_pid);
+                ct_teardown();
+                return rc;
+        }
+}

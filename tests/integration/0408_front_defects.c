@@ -1,0 +1,299 @@
+/* 0408_front_defects.c: seckill-front against the real stack, for rules a review found
+ * broken (each case failed on the code before its fix):
+ *   - DESIGN.md 3: a voucher whose end time has passed is 403/10003 whatever Redis holds,
+ *     also when its keys expired (meta missing: the front reads the end time from the
+ *     DB instead of answering 503 for ever); on sale in the DB with meta missing stays
+ *     503, and a voucher the DB does not know stays 404/10004;
+ *   - DESIGN.md 4: a traceId already stored for ANOTHER purchase (an id collision) is
+ *     COLLISION: 503, nothing written, seckill_front_deduct_collision_total counts it
+ *     (before: REPLAY, and the other buyer's message was published as this one's 202);
+ *   - /metrics has the deduct, rollback and lookup queue depths (a rollback held by the
+ *     failpoint front.before_rollback=sleep(MS) shows a queued one);
+ *   - a producer replaced after a fatal error is destroyed once its queue is empty
+ *     (its threads end; seckill_front_producers_retired returns to 0). */
+#include <pthread.h>
+
+#include "0499_front_util.h"
+#include "sk/snowflake.h"
+
+static sk_conf_t g_conf;
+
+static void log_path(char *out, size_t cap, const char *what)
+{
+        snprintf(out, cap, "%s/front_0408_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
+                 what, (int)getpid());
+}
+
+/* The value of metric line @p name (exact name + labels, then a space) in @p text;
+ * -1 when the line is missing. */
+static long long metric_value(const char *text, const char *name)
+{
+        size_t n = strlen(name);
+        const char *p = text;
+
+        while ((p = strstr(p, name)) != NULL) {
+                if ((p == text || p[-1] == '\n') && p[n] == ' ')
+                        return strtoll(p + n + 1, NULL, 10);
+                p += n;
+        }
+        return -1;
+}
+
+static long long scrape(int port, const char *name)
+{
+        char *body = malloc(FT_BODY_MAX);
+        long long v;
+
+        ck_assert(body != NULL);
+        ck_assert_int_eq(ft_http(port, "GET", "/metrics", NULL, NULL, body, FT_BODY_MAX), 200);
+        v = metric_value(body, name);
+        free(body);
+        return v;
+}
+
+static pid_t start_front(int port, const char *const *env, const char *what, char *log, size_t cap)
+{
+        pid_t pid;
+
+        log_path(log, cap, what);
+        pid = ft_spawn(&g_conf, port, env, log);
+        ck_assert_msg(ft_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
+        return pid;
+}
+
+/* DESIGN.md 3: ended = 403/10003 whatever Redis holds (here: nothing at all). */
+START_TEST(ended_voucher_without_keys_is_10003)
+{
+        redisContext *rc = ft_redis(&g_conf);
+        int port = ft_free_port();
+        int64_t t = sk_now_ms(), ended = sk_test_rand_id(), live = sk_test_rand_id();
+        int64_t unknown = sk_test_rand_id();
+        char log[256], path[128], v[SK_ID_STRLEN], body[1024], code[16];
+        pid_t pid = start_front(port, NULL, "ended", log, sizeof(log));
+
+        /* DB rows only (status 0: no meta, stock -1: no stock key): keys expired. */
+        ft_seed(&g_conf, rc, ended, -1, t - 7200000, t - 60000, 0, 1);
+        ft_seed(&g_conf, rc, live, -1, t - 60000, t + 3600000, 0, 1);
+        sk_id_format(ended, v);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        ck_assert_int_eq(ft_http(port, "POST", path, "301", NULL, body, sizeof(body)), 403);
+        ck_assert_int_eq(ft_json_field(body, "code", code, sizeof(code)), 0);
+        ck_assert_str_eq(code, "10003");
+        /* offline in the DB and ended: still "ended" (the window is checked first) */
+        {
+                char sql[256];
+
+                snprintf(sql, sizeof(sql),
+                         "UPDATE tb_seckill_voucher SET status=2 WHERE voucher_id=%" PRId64, ended);
+                ft_db_exec(&g_conf, sql);
+        }
+        ck_assert_int_eq(ft_http(port, "POST", path, "302", NULL, body, sizeof(body)), 403);
+        ck_assert_int_eq(ft_json_field(body, "code", code, sizeof(code)), 0);
+        ck_assert_str_eq(code, "10003");
+        /* on sale in the DB, meta missing: Redis lost data -> 503 (unchanged) */
+        sk_id_format(live, v);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        ck_assert_int_eq(ft_http(port, "POST", path, "303", NULL, body, sizeof(body)), 503);
+        ck_assert_ptr_nonnull(strstr(body, "meta_missing"));
+        /* unknown to the DB: 404/10004 (unchanged) */
+        sk_id_format(unknown, v);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        ck_assert_int_eq(ft_http(port, "POST", path, "304", NULL, body, sizeof(body)), 404);
+        ck_assert_int_eq(ft_json_field(body, "code", code, sizeof(code)), 0);
+        ck_assert_str_eq(code, "10004");
+        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        redisFree(rc);
+}
+END_TEST
+
+/* DESIGN.md 4: REPLAY only for the same purchase. The trace hash is filled beforehand with
+ * another buyer's entry under every traceId this front can mint in the next seconds
+ * (snowflake: ms | worker id from /readyz | sequence 0..3), as a second holder of the
+ * worker id would have written them. */
+START_TEST(trace_collision_is_503_and_counted)
+{
+        redisContext *rc = ft_redis(&g_conf);
+        int port = ft_free_port();
+        int64_t t = sk_now_ms(), vid = sk_test_rand_id();
+        char log[256], path[128], v[SK_ID_STRLEN], body[1024], wid_s[16], k[SK_KEY_MAX];
+        char ku[SK_KEY_MAX], *before, *after;
+        pid_t pid = start_front(port, NULL, "collision", log, sizeof(log));
+        int64_t ms, from, wid;
+        int seq, n = 0, i;
+        long long st;
+
+        ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 1);
+        sk_id_format(vid, v);
+        ck_assert_int_eq(ft_http(port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 200);
+        ck_assert_int_eq(ft_json_field(body, "workerId", wid_s, sizeof(wid_s)), 0);
+        wid = strtoll(wid_s, NULL, 10);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_TRACE);
+        from = sk_now_ms();
+        for (ms = from - 20; ms < from + 4000; ms++) {
+                for (seq = 0; seq < 4; seq++) {
+                        int64_t tid = ((ms - SK_SNOWFLAKE_EPOCH_MS) << 22) | (wid << 12) | seq;
+                        char msg[256];
+
+                        snprintf(msg, sizeof(msg),
+                                 "{\"traceId\":\"%" PRId64 "\",\"orderId\":\"77\",\"userId\":\"77\","
+                                 "\"voucherId\":\"%s\",\"beforeQty\":9,\"deductQty\":1,"
+                                 "\"afterQty\":8,\"ts\":%" PRId64 "}", tid, v, ms);
+                        redisAppendCommand(rc, "HSET %s %" PRId64 " %s", k, tid, msg);
+                        n++;
+                }
+        }
+        for (i = 0; i < n; i++) {
+                redisReply *r = NULL;
+
+                ck_assert_int_eq(redisGetReply(rc, (void **)&r), REDIS_OK);
+                freeReplyObject(r);
+        }
+        before = ft_snapshot(&g_conf, rc);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        st = ft_http(port, "POST", path, "305", NULL, body, sizeof(body));
+        ck_assert_msg(sk_now_ms() < from + 3900, "the purchase took too long for the prefill");
+        ck_assert_msg(st == 503, "status %lld body %s (log %s)", st, body, log);
+        ck_assert_ptr_nonnull(strstr(body, "collision"));
+        after = ft_snapshot(&g_conf, rc);
+        ck_assert_str_eq(before, after); /* nothing written */
+        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 5);
+        sk_key_voucher(ku, g_conf.redis_prefix, vid, SK_KEY_USERS);
+        ck_assert_ptr_null(ft_hget(rc, ku, "305"));
+        ck_assert_int_eq(scrape(port, "seckill_front_deduct_collision_total"), 1);
+        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        free(before);
+        free(after);
+        redisFree(rc);
+}
+END_TEST
+
+typedef struct {
+        int port;
+        char path[128];
+        char user[16];
+        int status;
+} buy_t;
+
+static void *buy_main(void *arg)
+{
+        buy_t *b = arg;
+        char body[1024];
+
+        b->status = ft_http(b->port, "POST", b->path, b->user, NULL, body, sizeof(body));
+        return NULL;
+}
+
+/* Queue depth gauges: idle 0; a rollback waiting behind one held by the failpoint is 1. */
+START_TEST(queue_depth_gauges)
+{
+        static const char *const env[] = {
+                "SECKILL_FAILPOINTS=front.after_deduct=error;front.before_rollback=sleep(2500)", NULL };
+        redisContext *rc = ft_redis(&g_conf);
+        int port = ft_free_port();
+        int64_t t = sk_now_ms(), vid = sk_test_rand_id(), until;
+        char log[256], v[SK_ID_STRLEN];
+        pid_t pid = start_front(port, env, "gauges", log, sizeof(log));
+        buy_t b[2];
+        pthread_t th[2];
+        long long seen = 0;
+        int i;
+
+        ck_assert_int_eq(scrape(port, "seckill_front_deduct_queue_depth"), 0);
+        ck_assert_int_eq(scrape(port, "seckill_front_rollback_queue_depth"), 0);
+        ck_assert_int_eq(scrape(port, "seckill_front_lookup_queue_depth"), 0);
+        ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 0);
+        sk_id_format(vid, v);
+        for (i = 0; i < 2; i++) {
+                b[i].port = port;
+                snprintf(b[i].path, sizeof(b[i].path), "/api/v1/vouchers/%s/seckill", v);
+                snprintf(b[i].user, sizeof(b[i].user), "%d", 310 + i);
+                ck_assert_int_eq(pthread_create(&th[i], NULL, buy_main, &b[i]), 0);
+        }
+        until = sk_mono_ms() + 2000;
+        while (sk_mono_ms() < until && seen < 1) {
+                seen = scrape(port, "seckill_front_rollback_queue_depth");
+                usleep(50 * 1000);
+        }
+        for (i = 0; i < 2; i++)
+                pthread_join(th[i], NULL);
+        ck_assert_msg(seen == 1, "rollback queue depth never 1 (last %lld, log %s)", seen, log);
+        for (i = 0; i < 2; i++)
+                ck_assert_int_eq(b[i].status, 503);
+        ck_assert_int_eq(scrape(port, "seckill_front_rollback_queue_depth"), 0);
+        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 5); /* both fenced and restored */
+        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        redisFree(rc);
+}
+END_TEST
+
+static long long threads_of(pid_t pid)
+{
+        char path[64], line[256];
+        long long n = -1;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        ck_assert((f = fopen(path, "r")) != NULL);
+        while (fgets(line, sizeof(line), f))
+                if (!strncmp(line, "Threads:", 8))
+                        n = strtoll(line + 8, NULL, 10);
+        fclose(f);
+        return n;
+}
+
+/* Three fatal producer errors: three replacements; each retired producer is destroyed
+ * once drained, so the front ends with as many threads as one never replaced. */
+START_TEST(retired_producers_are_destroyed)
+{
+        static const char *const env[] = { "SECKILL_FAILPOINTS=front.kafka_fatal=3*error", NULL };
+        int port = ft_free_port(), port0 = ft_free_port();
+        char log[256], log0[256];
+        pid_t pid = start_front(port, env, "retired", log, sizeof(log));
+        pid_t pid0 = start_front(port0, NULL, "baseline", log0, sizeof(log0));
+        int64_t until = sk_mono_ms() + 15000;
+        long long retired = -1, th, th0;
+
+        while (sk_mono_ms() < until &&
+               scrape(port, "seckill_front_producer_replaced_total") < 3)
+                usleep(100 * 1000);
+        ck_assert_int_eq(scrape(port, "seckill_front_producer_replaced_total"), 3);
+        until = sk_mono_ms() + 10000;
+        while (sk_mono_ms() < until && (retired = scrape(port, "seckill_front_producers_retired")) != 0)
+                usleep(100 * 1000);
+        ck_assert_msg(retired == 0, "retired producers left: %lld (log %s)", retired, log);
+        sk_sleep_ms(1500, NULL); /* librdkafka threads end after rd_kafka_destroy returns */
+        th = threads_of(pid);
+        th0 = threads_of(pid0);
+        ck_assert_msg(th <= th0 + 2, "threads %lld, a front never replaced has %lld", th, th0);
+        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        ck_assert_int_eq(ft_stop(pid0, 30), 0);
+}
+END_TEST
+
+static void setup(void)
+{
+        sk_test_conf(&g_conf, "frontdf");
+        sk_test_migrate(&g_conf);
+}
+
+static void teardown(void)
+{
+        ft_reap_all(); /* fronts a failed check left running */
+        sk_test_cleanup(&g_conf);
+}
+
+int main(void)
+{
+        Suite *s = suite_create("front_defects");
+        TCase *tc = tcase_create("defects");
+
+        setenv("CK_FORK", "no", 1);
+        tcase_set_timeout(tc, 180);
+        tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, ended_voucher_without_keys_is_10003);
+        tcase_add_test(tc, trace_collision_is_503_and_counted);
+        tcase_add_test(tc, queue_depth_gauges);
+        tcase_add_test(tc, retired_producers_are_destroyed);
+        suite_add_tcase(s, tc);
+        return sk_test_run(s);
+}
