@@ -14,6 +14,7 @@
 #include "admin.h"
 #include "sk/db.h"
 #include "sk/log.h"
+#include "sk/redis.h"
 
 #define PROG "seckill-admin"
 
@@ -196,6 +197,9 @@ int main(int argc, char **argv)
                         return 2;
                 return sk_admin_db_migrate(&conf);
         }
+        /* Every other command talks to Redis (DESIGN.md 4: >= 7.0, noeviction). */
+        if (sk_redis_startup_check(&conf.redis, PROG) != 0)
+                return 2;
         if (strcmp(pos[0], "voucher") == 0) {
                 const cmd_help_t *cmd = NULL;
                 int want;

@@ -54,6 +54,7 @@
 #include "sk/kafka.h"
 #include "sk/log.h"
 #include "sk/metrics_http.h"
+#include "sk/redis.h"
 #include "sk/signals.h"
 #include "consumer.h"
 
@@ -193,6 +194,8 @@ int main(int argc, char **argv)
                 return 0;
         if (rc)
                 return 2;
+        if (sk_redis_startup_check(&conf.redis, "seckill-consumer") != 0)
+                return 2;       /* DESIGN.md 4: Redis >= 7.0, noeviction on every master */
         if (argi < argc) {
                 fprintf(stderr, "seckill-consumer: unexpected argument '%s'\n", argv[argi]);
                 return 2;

@@ -1,6 +1,7 @@
 /* producer/deduct.c: the Redis deduct workers of seckill-front (producer/deduct.h).
- * Each worker pops a batch of up to --pipeline-max purchases, appends their EVALSHA
- * deduct.lua on its own connection, reads the replies in order and hands each to
+ * Each worker pops a batch of up to --pipeline-max purchases, pipelines their EVALSHA
+ * deduct.lua through sk_redis's pipeline on its own sk_redis_t (one batch per master
+ * on a Cluster, redirects followed, DESIGN.md 4b) and hands each reply to
  * deduct_reply.c. Unknown outcomes (DESIGN.md 8: a timeout or I/O error, or an error
  * reply from a script that may have written) repeat the same EVALSHA with the same
  * traceId up to twice on a fresh connection (a REPLAY continues the purchase); still
@@ -115,11 +116,11 @@ static void deduct_sync(sk_redis_t *r, fr_req_t *req)
         }
 }
 
-/* Append every EVALSHA of the batch. @returns 0, or -1 (hiredis out of memory: nothing
- * was sent, none of them ran; every request was answered 503). */
-static int deduct_append(sk_redis_t *r, redisContext *c, const char *sha, fr_req_t **batch, int n)
+/* Append every EVALSHA of the batch to @p p (routed by KEYS[1]: on a Cluster each goes
+ * to the master of its bucket's slot, DESIGN.md 4b). @returns 0, or -1 (out of memory:
+ * nothing was sent, none of them ran; every request was answered 503). */
+static int deduct_append(sk_redis_pipe_t *p, const char *sha, fr_req_t **batch, int n)
 {
-        char errstr[256];
         int i, j;
 
         for (i = 0; i < n; i++) {
@@ -134,10 +135,9 @@ static int deduct_append(sk_redis_t *r, redisContext *c, const char *sha, fr_req
                         argv[3 + j] = a.keys[j];
                 for (j = 0; j < 6; j++)
                         argv[7 + j] = a.args[j];
-                if (redisAppendCommandArgv(c, 13, argv, NULL) != REDIS_OK) {
+                if (sk_redis_pipe_add(p, 13, argv, NULL) < 0) {
                         for (j = 0; j < n; j++)
                                 answer_unavailable(batch[j]);
-                        sk_redis_reconnect(r, errstr, sizeof(errstr));
                         return -1;
                 }
         }
@@ -175,19 +175,16 @@ static int deduct_error_reply(fr_req_t *req, const redisReply *reply)
         return 1;
 }
 
-/* A usable connection with deduct.lua loaded. @returns the SHA, or NULL (every request
- * of the batch answered 503: nothing was sent, none of them ran). */
+/* deduct.lua loaded. @returns the SHA, or NULL (every request of the batch answered
+ * 503: nothing was sent, none of them ran). */
 static const char *deduct_ready(sk_redis_t *r, fr_req_t **batch, int n)
 {
-        redisContext *c = sk_redis_ctx(r);
         const char *sha = sk_script_sha(SK_SCRIPT_DEDUCT);
         char errstr[512];
         int i;
 
-        if ((!c || c->err) && sk_redis_reconnect(r, errstr, sizeof(errstr)) != SK_OK)
-                goto fail;
         /* No SCRIPT LOAD has succeeded in this process yet (Redis was down at start, or
-         * the health thread has not run): load now. */
+         * the health thread has not run): load now (on every master). */
         if (!sha && (sk_redis_load_scripts(r, errstr, sizeof(errstr)) != SK_OK ||
                      !(sha = sk_script_sha(SK_SCRIPT_DEDUCT))))
                 goto fail;
@@ -198,45 +195,54 @@ fail:
         return NULL;
 }
 
-/* Pipelined deduct of a batch on one connection: all EVALSHAs are appended, then the
- * replies are read in order. An I/O error or timeout leaves every unread reply's outcome
- * unknown: those purchases continue in deduct_sync() with one unknown attempt; so do
- * those answered NOSCRIPT (not run) or an unknown error, once every reply was read. */
+/* Pipelined deduct of a batch through sk_redis's pipeline (DESIGN.md 4b: one batch per
+ * master, only the commands answered MOVED/ASK/TRYAGAIN are sent again). A command
+ * that got no reply because its connection broke is unknown: that purchase continues
+ * in deduct_sync() with one unknown attempt; so do those answered NOSCRIPT (not run)
+ * or an unknown error. One that never ran (unreachable master, uncovered slot, too
+ * many redirects) is answered 503. */
 static void deduct_batch(sk_redis_t *r, fr_req_t **batch, int n)
 {
         const char *sha = deduct_ready(r, batch, n);
-        redisContext *c;
+        sk_redis_pipe_t *p;
         char errstr[512];
-        int i, j, nredo = 0;
+        int i, j, nredo = 0, nfail;
 
         if (!sha)
                 return;
-        c = sk_redis_ctx(r);
-        if (deduct_append(r, c, sha, batch, n) != 0)
+        if (!(p = sk_redis_pipe_new(r))) {
+                for (i = 0; i < n; i++)
+                        answer_unavailable(batch[i]);
                 return;
+        }
+        if (deduct_append(p, sha, batch, n) != 0) {
+                sk_redis_pipe_free(p);
+                return;
+        }
+        if ((nfail = sk_redis_pipe_exec(p)) > 0)
+                SK_LOG(SK_WARN, "deduct_io_error", "batch=%d unanswered=%d", n, nfail);
         for (i = 0; i < n; i++) {
-                redisReply *reply = NULL;
+                const redisReply *reply = sk_redis_pipe_raw(p, i);
+                redisReply *ok = NULL;
 
-                if (redisGetReply(c, (void **)&reply) != REDIS_OK || !reply) {
-                        SK_LOG(SK_WARN, "deduct_io_error", "batch=%d unread=%d reason=\"%s\"",
-                               n, n - i, c->errstr);
-                        if (reply)
-                                freeReplyObject(reply);
-                        sk_redis_reconnect(r, errstr, sizeof(errstr));
-                        for (j = i; j < n; j++) {
-                                batch[j]->deduct_attempts = 1;
-                                batch[nredo++] = batch[j];
+                if (!reply) {
+                        sk_err_t err = sk_redis_pipe_result(p, i, &ok, errstr, sizeof(errstr));
+                        if (err == SK_EUNKNOWN) {
+                                batch[i]->deduct_attempts = 1;
+                                batch[nredo++] = batch[i];
+                        } else {
+                                SK_LOG(SK_WARN, "deduct_unavailable", "trace_id=%s reason=\"%s\"",
+                                       batch[i]->st, errstr);
+                                answer_unavailable(batch[i]);
                         }
-                        break;
-                }
-                if (reply->type == REDIS_REPLY_ERROR) {
+                } else if (reply->type == REDIS_REPLY_ERROR) {
                         if (deduct_error_reply(batch[i], reply))
                                 batch[nredo++] = batch[i];
                 } else {
                         fr_deduct_ran(batch[i], reply);
                 }
-                freeReplyObject(reply);
         }
+        sk_redis_pipe_free(p);
         /* batch[0..nredo) (slots before i are free to reuse). */
         for (j = 0; j < nredo; j++)
                 deduct_sync(r, batch[j]);

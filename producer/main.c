@@ -92,6 +92,7 @@
 #include "sk/db.h"
 #include "sk/failpoint.h"
 #include "sk/log.h"
+#include "sk/redis.h"
 #include "sk/outcome.h"
 #include "sk/signals.h"
 
@@ -218,6 +219,8 @@ int main(int argc, char **argv)
                 return 0;
         if (rc != 0)
                 return 2;
+        if (sk_redis_startup_check(&g_fr.conf.redis, "seckill-front") != 0)
+                return 2;       /* DESIGN.md 4: Redis >= 7.0, noeviction on every master */
         if (argi < argc) {
                 fprintf(stderr, "seckill-front: unexpected argument '%s'\n", argv[argi]);
                 return 2;

@@ -87,6 +87,8 @@ int main(int argc, char **argv)
                 return 0;
         if (rc != 0)
                 return 2;
+        if (sk_redis_startup_check(&conf.redis, "seckill-reconciler") != 0)
+                return 2;       /* DESIGN.md 4: Redis >= 7.0, noeviction on every master */
         if (argi < argc) {
                 fprintf(stderr, "seckill-reconciler: unexpected argument %s (see --help)\n", argv[argi]);
                 return 2;

@@ -23,6 +23,9 @@
 #   SECKILL_STACK_KAFKA_CONTROLLER_PORT  9093
 #   SECKILL_STACK_KAFKA_TIMEOUT_S        120   readiness wait of the broker
 #   SECKILL_STACK_MVN_OPTS               extra mvn options, e.g. -Dmaven.repo.local=/tmp/m2
+#   SECKILL_STACK_REDIS                  standalone (default) | cluster | sentinel: 'up' also
+#                                        starts that Redis topology (DESIGN.md 4b, 10; see
+#                                        scripts/stack/redis_topo.sh for its ports)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,6 +37,7 @@ KAFKA_PORT=${SECKILL_STACK_KAFKA_PORT:-9092}
 KAFKA_CONTROLLER_PORT=${SECKILL_STACK_KAFKA_CONTROLLER_PORT:-9093}
 KAFKA_TIMEOUT_S=${SECKILL_STACK_KAFKA_TIMEOUT_S:-120}
 MVN_OPTS=${SECKILL_STACK_MVN_OPTS:-}
+REDIS_TOPOLOGY=${SECKILL_STACK_REDIS:-standalone}
 
 RUN_DIR=$STACK_DIR/run
 LOG_DIR=$STACK_DIR/logs
@@ -71,7 +75,9 @@ usage() {
 usage: scripts/stack.sh COMMAND
 
   up                      start what is not running (idempotent); wait until ready
-  down [SERVICE...]       stop what 'up' started (all, or redis|mariadb|kafka)
+                          (SECKILL_STACK_REDIS=cluster|sentinel: also that Redis topology)
+  up cluster|sentinel     start only that Redis topology; prints its SECKILL_REDIS_URL
+  down [SERVICE...]       stop what 'up' started (all, or redis|mariadb|kafka|cluster|sentinel)
   status                  what runs where; exit 0 iff redis, mariadb and kafka are up
   env                     print export lines for the SECKILL_* endpoints of this stack
   topics TOPIC PARTITIONS create TOPIC and TOPIC.dlq if missing (same partition count)
@@ -251,6 +257,9 @@ redis_up() {
         tail -n 30 "$REDIS_LOG" >&2 || true
         die "redis: not answering PING after 20 s; log: $REDIS_LOG"
 }
+
+# shellcheck source=stack/redis_topo.sh
+source "$REPO/scripts/stack/redis_topo.sh"
 
 # ---------------------------------------------------------------------------------------
 # MariaDB
@@ -575,23 +584,34 @@ with_lock() {
 
 cmd_up() {
         local t0=$SECONDS
+        case ${1:-} in
+        cluster | sentinel) with_lock; "${1}_up"; return 0 ;;
+        "") ;;
+        *) die "up: unknown topology '$1' (cluster, sentinel)" ;;
+        esac
+        case $REDIS_TOPOLOGY in
+        standalone | cluster | sentinel) ;;
+        *) die "SECKILL_STACK_REDIS must be standalone, cluster or sentinel (got '$REDIS_TOPOLOGY')" ;;
+        esac
         with_lock
         redis_up
         mariadb_up
         kafka_up
+        [[ $REDIS_TOPOLOGY == standalone ]] || "${REDIS_TOPOLOGY}_up"
         say "up: redis $HOST:$REDIS_PORT, mariadb $HOST:$MYSQL_PORT, kafka $HOST:$KAFKA_PORT ($((SECONDS - t0)) s)"
 }
 
 cmd_down() {
         local svc pid port services=("$@")
-        [[ ${#services[@]} -eq 0 ]] && services=(kafka mariadb redis)
+        [[ ${#services[@]} -eq 0 ]] && services=(cluster sentinel kafka mariadb redis)
         with_lock
         for svc in "${services[@]}"; do
                 case $svc in
+                cluster | sentinel) topo_down "$svc"; continue ;;
                 kafka) pid=$(kafka_our_pid); port=$KAFKA_PORT ;;
                 mariadb) pid=$(mariadb_our_pid); port=$MYSQL_PORT ;;
                 redis) pid=$(redis_our_pid); port=$REDIS_PORT ;;
-                *) die "down: unknown service '$svc' (redis, mariadb, kafka)" ;;
+                *) die "down: unknown service '$svc' (redis, mariadb, kafka, cluster, sentinel)" ;;
                 esac
                 if [[ -n $pid ]]; then
                         stop_pid "$svc" "$pid" 60
@@ -645,12 +665,20 @@ cmd_status() {
                 if [[ -n $pid ]]; then detail="starting (pid alive, port closed)"; else detail=; fi
         fi
         printf '%-8s %-16s %-6s pid=%-8s started_by_us=%-3s %s\n' kafka "$HOST:$KAFKA_PORT" "$state" "${pid:--}" "$ours" "$detail"
+        # Redis topologies (DESIGN.md 4b): the nodes that answer or that we started.
+        if command -v redis-cli >/dev/null 2>&1; then
+                topo_status cluster
+                topo_status sentinel
+        fi
         return $ok
 }
 
 cmd_env() {
+        local url=redis://$HOST:$REDIS_PORT/0
+        [[ $REDIS_TOPOLOGY == cluster ]] && url=$(cluster_url)
+        [[ $REDIS_TOPOLOGY == sentinel ]] && url=$(sentinel_url)
         cat <<EOF
-export SECKILL_REDIS_URL=redis://$HOST:$REDIS_PORT/0
+export SECKILL_REDIS_URL=$url
 export SECKILL_MYSQL_URL=mysql://root@$HOST:$MYSQL_PORT/seckill
 export SECKILL_KAFKA_BROKERS=$HOST:$KAFKA_PORT
 EOF
@@ -723,7 +751,7 @@ main() {
         local cmd=$1
         shift
         case $cmd in
-        up) cmd_up ;;
+        up) cmd_up "$@" ;;
         down) cmd_down "$@" ;;
         status) cmd_status ;;
         env) cmd_env ;;

@@ -25,6 +25,7 @@
 #include "sk/err.h"
 #include "sk/failpoint.h"
 #include "sk/log.h"
+#include "conf_url.h"
 
 #ifndef SK_VERSION
 #define SK_VERSION "0.0.0"
@@ -87,7 +88,7 @@ static int hexval(int c)
 }
 
 /* Percent-decodes [b, b+len) into dst (size dst_size). @returns 0 or -1. */
-static int pct_decode(const char *b, size_t len, char *dst, size_t dst_size)
+int sk__pct_decode(const char *b, size_t len, char *dst, size_t dst_size)
 {
         size_t i, o = 0;
 
@@ -119,7 +120,7 @@ static int valid_host_char(int c)
 
 /* Parses "host[:port]" of [b, e) with an optional default port (0 = port required).
  * host may be a bracketed IPv6 literal "[::1]", stored without brackets. */
-static int parse_host_port(const char *b, const char *e, char *host, size_t host_size,
+int sk__parse_host_port(const char *b, const char *e, char *host, size_t host_size,
                            int *port, int default_port, char *errstr, size_t errstr_size)
 {
         const char *hb, *he, *pe = NULL;
@@ -193,7 +194,7 @@ int sk_hostport_parse(const char *s, char *host, size_t host_size, int *port)
         char tmp[256];
         int p = 0;
 
-        if (!s || parse_host_port(s, s + strlen(s), tmp, sizeof(tmp), &p, 0, NULL, 0) != 0)
+        if (!s || sk__parse_host_port(s, s + strlen(s), tmp, sizeof(tmp), &p, 0, NULL, 0) != 0)
                 return -1;
         if (strlen(tmp) >= host_size)
                 return -1;
@@ -203,58 +204,13 @@ int sk_hostport_parse(const char *s, char *host, size_t host_size, int *port)
 }
 
 /* Splits "scheme://" off @p url; returns the rest or NULL. */
-static const char *strip_scheme(const char *url, const char *scheme)
+const char *sk__strip_scheme(const char *url, const char *scheme)
 {
         size_t n = strlen(scheme);
 
         if (!url || strncmp(url, scheme, n) != 0 || strncmp(url + n, "://", 3) != 0)
                 return NULL;
         return url + n + 3;
-}
-
-int sk_redis_url_parse(const char *url, sk_redis_url_t *out, char *errstr, size_t errstr_size)
-{
-        sk_redis_url_t r;
-        const char *p, *auth_end, *at = NULL, *slash;
-
-        memset(&r, 0, sizeof(r));
-        if (!(p = strip_scheme(url, "redis"))) {
-                sk_seterr(errstr, errstr_size, "expected redis://[:password@]host[:port][/db]");
-                return -1;
-        }
-        slash = strchr(p, '/');
-        auth_end = slash ? slash : p + strlen(p);
-        for (const char *q = p; q < auth_end; q++)     /* the last '@' ends the userinfo */
-                if (*q == '@')
-                        at = q;
-        if (at) {
-                const char *colon = memchr(p, ':', (size_t)(at - p));
-                if (!colon) {
-                        sk_seterr(errstr, errstr_size, "userinfo must be :password (redis://:password@host)");
-                        return -1;
-                }
-                /* Only the default user: "redis://:pw@" or "redis://default:pw@". */
-                if (!(colon == p || (colon - p == 7 && memcmp(p, "default", 7) == 0))) {
-                        sk_seterr(errstr, errstr_size, "only the default user is supported (redis://:password@host)");
-                        return -1;
-                }
-                if (pct_decode(colon + 1, (size_t)(at - colon - 1), r.password, sizeof(r.password)) != 0) {
-                        sk_seterr(errstr, errstr_size, "bad or too long password");
-                        return -1;
-                }
-                p = at + 1;
-        }
-        if (parse_host_port(p, auth_end, r.host, sizeof(r.host), &r.port, 6379, errstr, errstr_size) != 0)
-                return -1;
-        r.db = 0;
-        if (slash && slash[1]) {
-                if (!isdigit((unsigned char)slash[1]) || sk_parse_int(slash + 1, 0, 15, &r.db) != 0) {
-                        sk_seterr(errstr, errstr_size, "database \"%s\" is out of range (0..15)", slash + 1);
-                        return -1;
-                }
-        }
-        *out = r;
-        return 0;
 }
 
 int sk_mysql_url_parse(const char *url, sk_mysql_url_t *out, char *errstr, size_t errstr_size)
@@ -264,7 +220,7 @@ int sk_mysql_url_parse(const char *url, sk_mysql_url_t *out, char *errstr, size_
         size_t n;
 
         memset(&m, 0, sizeof(m));
-        if (!(p = strip_scheme(url, "mysql"))) {
+        if (!(p = sk__strip_scheme(url, "mysql"))) {
                 sk_seterr(errstr, errstr_size, "expected mysql://user[:password]@host[:port]/database");
                 return -1;
         }
@@ -282,15 +238,15 @@ int sk_mysql_url_parse(const char *url, sk_mysql_url_t *out, char *errstr, size_
         }
         colon = memchr(p, ':', (size_t)(at - p));
         n = (size_t)((colon ? colon : at) - p);
-        if (n == 0 || pct_decode(p, n, m.user, sizeof(m.user)) != 0) {
+        if (n == 0 || sk__pct_decode(p, n, m.user, sizeof(m.user)) != 0) {
                 sk_seterr(errstr, errstr_size, "missing, bad or too long user");
                 return -1;
         }
-        if (colon && pct_decode(colon + 1, (size_t)(at - colon - 1), m.password, sizeof(m.password)) != 0) {
+        if (colon && sk__pct_decode(colon + 1, (size_t)(at - colon - 1), m.password, sizeof(m.password)) != 0) {
                 sk_seterr(errstr, errstr_size, "bad or too long password");
                 return -1;
         }
-        if (parse_host_port(at + 1, slash, m.host, sizeof(m.host), &m.port, 3306, errstr, errstr_size) != 0)
+        if (sk__parse_host_port(at + 1, slash, m.host, sizeof(m.host), &m.port, 3306, errstr, errstr_size) != 0)
                 return -1;
         db = slash + 1;
         n = strlen(db);
@@ -362,7 +318,7 @@ typedef struct copt {
 #define SZ(f) sizeof(((sk_conf_t *)0)->f)
 static const copt_t copts[] = {
         { "redis-url", "SECKILL_REDIS_URL", V_REDIS_URL, OFF(redis_url), SZ(redis_url), 0, 0, "URL",
-          "redis://[:password@]host[:port][/db]" },
+          "redis://[user:pass@]host[:port][/db] | redis-sentinel://h1:p1,.../MASTER[?db=N] | redis-cluster://h1:p1,..." },
         { "mysql-url", "SECKILL_MYSQL_URL", V_MYSQL_URL, OFF(mysql_url), SZ(mysql_url), 0, 0, "URL",
           "mysql://user[:password]@host[:port]/database" },
         { "brokers", "SECKILL_KAFKA_BROKERS", V_STR, OFF(kafka_brokers), SZ(kafka_brokers), 0, 0, "LIST",
@@ -523,7 +479,7 @@ static int apply_copt(sk_conf_t *conf, const copt_t *o, const src_t *s, const ch
                 int port;
                 if (o->kind == V_METRICS_ADDR && strcmp(s->val, "off") == 0)
                         break;
-                if (parse_host_port(s->val, s->val + len, host, sizeof(host), &port, 0, err, sizeof(err)) != 0) {
+                if (sk__parse_host_port(s->val, s->val + len, host, sizeof(host), &port, 0, err, sizeof(err)) != 0) {
                         report(prog, s, 0, "is invalid: %s (host:port%s, port 1..65535)", err,
                                o->kind == V_METRICS_ADDR ? " or off" : "");
                         return 2;

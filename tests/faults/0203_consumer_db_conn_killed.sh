@@ -4,6 +4,7 @@
 # consumer.between_statements=sleep(500) holds each transaction open after the outcome
 # insert so the test finds it in information_schema.innodb_trx (DESIGN.md 8: 2013/2006
 # are transient: roll back, retry the whole transaction from BEGIN, never touch Redis).
+# fault: the consumer's MariaDB connection killed (KILL CONNECTION) inside its order transaction, up to 4 times mid-burst
 . "$(dirname "$0")/lib.sh"
 ft_init consumer_db_conn_killed
 V=$(ft_voucher 60)
@@ -28,6 +29,7 @@ while ((KILLS < 4 && SECONDS - T0 < 40)); do
         sleep 0.2   # MariaDB refreshes its innodb_trx cache at most every 100 ms
 done
 wait "$BUYER"
+ft_fault_over
 ((KILLS >= 2)) && ft_ok "killed $KILLS connections inside transactions" || ft_fail "only $KILLS connection kill(s)"
 ft_alive c1 && ft_ok "consumer survived the killed connections" || ft_fail "consumer exited: $(tail -n 5 "$FT_WORK/c1.log")"
 ft_settle 60 || ft_fail "202s not decided"

@@ -4,6 +4,7 @@
 # "Redis lost data": meta missing -> 503, not 10004; --repair rebuilds stock and users
 # from the DB). Afterwards the sale goes on and sells out exactly; every 202 is
 # accounted for; Redis = DB.
+# fault: private Redis (no persistence) SIGKILLed and restarted empty mid-sale, then reconciler --repair
 . "$(dirname "$0")/lib.sh"
 ft_init redis_restart
 ft_private_redis
@@ -15,6 +16,7 @@ ft_buy f1 "$V" 1001 100 4 &
 BUYER=$!
 sleep 1
 ft_private_redis_restart 1
+ft_fault_over
 wait "$BUYER"
 # Meta is gone: the front must answer 503 (never 404/10004) until the repair.
 code=$(curl -s -o "$FT_WORK/after.json" -w '%{http_code}' -m 20 -X POST -H "X-User-Id: 999999" \

@@ -2,6 +2,7 @@
 # 0301_redis_script_flush.sh: SCRIPT FLUSH on a private Redis, three times in the middle
 # of a sale (DESIGN.md 4: EVALSHA, NOSCRIPT -> SCRIPT LOAD and retry once). The sale
 # goes on, sells out exactly, every 202 is accounted for and Redis = DB.
+# fault: SCRIPT FLUSH three times mid-sale (private Redis)
 . "$(dirname "$0")/lib.sh"
 ft_init redis_script_flush
 ft_private_redis
@@ -15,6 +16,7 @@ for i in 1 2 3; do
         sleep 0.7
         ft_log "SCRIPT FLUSH: $(ft_rcli script flush)"
 done
+ft_fault_over
 wait "$BUYER"
 n=$(awk '$2 >= 500' "$FT_WORK/results.txt" | wc -l)
 ft_eq "$n" 0 "no 5xx answer across the flushes (NOSCRIPT reloads)"

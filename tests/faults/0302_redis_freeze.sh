@@ -6,6 +6,7 @@
 # fresh connection up to twice (a REPLAY continues the purchase); still unknown ->
 # rollback.lua mode front (fences T) -> 503". The deducts that ran late must be fenced
 # or continued, never lost or doubled: the sale still sells out exactly.
+# fault: private Redis frozen (SIGSTOP) 4 s mid-sale, past the command timeouts
 . "$(dirname "$0")/lib.sh"
 ft_init redis_freeze
 ft_private_redis
@@ -20,6 +21,7 @@ ft_log "redis frozen (SIGSTOP)"
 sleep 4
 kill -CONT "$FT_PRIV_REDIS_PID"
 ft_log "redis resumed (SIGCONT)"
+ft_fault_over
 sleep 3
 ft_buy_loop_stop
 ft_log "answers during the run: $(awk '{print $2}' "$FT_WORK/results.txt" | sort | uniq -c | awk '{printf "%s×%s ", $2, $1}')"

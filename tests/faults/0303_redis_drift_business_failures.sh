@@ -7,6 +7,7 @@
 # restore, keep the user). The first consumer dies at consumer.before_rollback=exit,
 # between the FAILED insert and rollback.lua; its successor meets the FAILED row on
 # redelivery and must follow it (run the rollback, never create an order).
+# fault: Redis drift (10 phantom units, 5 forgotten buyers) -> sold_out / has_order FAILED; consumer SIGKILLed between FAILED and rollback.lua
 . "$(dirname "$0")/lib.sh"
 ft_init redis_drift_business_failures
 V=$(ft_voucher 40)
@@ -23,6 +24,7 @@ ft_buy f1 "$V" 1 5 5          # again: admitted by Redis, has_order in the DB
 ft_buy f1 "$V" 1001 60 8      # 30 units left in Redis: 20 real, then phantom ones
 if ft_wait_exit c2 30; then ft_ok "consumer c2 died at consumer.before_rollback"; else ft_fail "consumer c2 never reached consumer.before_rollback"; fi
 ft_consumer c3
+ft_fault_over
 ft_settle 60 || ft_fail "202s not decided"
 ft_reconcile 90 || ft_fail "reconciler never reached a consistent pass (last exit $FT_RECON_RC)"
 ft_check "$V" --sold-out

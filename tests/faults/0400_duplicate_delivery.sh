@@ -4,6 +4,7 @@
 # partition with rd_kafka_AlterConsumerGroupOffsets (tools/fttool.c; DESIGN.md 10), and a
 # new consumer re-reads the whole topic. DESIGN.md 8 "duplicate message: outcome key:
 # one order, no rollback": nothing in the DB or in Redis may change.
+# fault: duplicate delivery: the group's committed offsets moved back to the start (AlterConsumerGroupOffsets)
 . "$(dirname "$0")/lib.sh"
 ft_init duplicate_delivery
 V=$(ft_voucher 60)
@@ -34,6 +35,7 @@ done
 ((ok)) && ft_ok "offsets moved back ($(tr '\n' ' ' <"$FT_WORK/reset.log"))" || ft_fail "reset-offsets: $(cat "$FT_WORK/reset.log")"
 ft_eq "$(ft_lag)" "$N" "the group's lag is the whole topic again ($N messages)"
 ft_consumer c2
+ft_fault_over
 ft_wait_lag0 60 || ft_fail "the redelivery was not consumed"
 sleep 1
 AFTER=$(snapshot)

@@ -5,6 +5,7 @@
 # transactions run. DESIGN.md 5/8: offsets are stored only for settled messages, the
 # outcome key makes any redelivery harmless. Every voucher sells out exactly.
 # consumer.between_statements=sleep(150) keeps transactions open across the rebalances.
+# fault: four vouchers, three consumers: one joins, one SIGKILLed, one leaves mid-burst (rebalances)
 FT_PARTITIONS=6
 . "$(dirname "$0")/lib.sh"
 ft_init consumer_rebalance
@@ -28,6 +29,7 @@ ft_log "consumer c1 SIGKILLed"
 sleep 2
 ft_stop c2
 ft_log "consumer c2 stopped (SIGTERM)"
+ft_fault_over
 wait "${BUYERS[@]}"
 ft_settle 90 || ft_fail "202s not decided after the rebalances"
 ft_reconcile 90 || ft_fail "reconciler never reached a consistent pass (last exit $FT_RECON_RC)"

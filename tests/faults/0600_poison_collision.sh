@@ -5,6 +5,7 @@
 # 7 "a mismatch is an id collision: the consumer DLQs, never a decision". The partition
 # keeps flowing, the sale sells out exactly, nothing is decided for the poison, the
 # collided purchase keeps its original order.
+# fault: poison messages and an id collision produced into the order topic
 . "$(dirname "$0")/lib.sh"
 ft_init poison_collision
 V=$(ft_voucher 60)
@@ -33,6 +34,7 @@ msg() { # msg TRACE ORDER USER VOUCHER BEFORE DEDUCT AFTER
 NPOISON=$(wc -l <"$FT_WORK/poison.tsv")
 timeout 60 "$FT_TOOL" produce "$SECKILL_KAFKA_BROKERS" "$FT_TOPIC" <"$FT_WORK/poison.tsv" >"$FT_WORK/poison.out" 2>&1 &&
         ft_ok "produced $NPOISON poison/collision messages" || ft_fail "produce: $(cat "$FT_WORK/poison.out")"
+ft_fault_over
 ft_buy f1 "$V" 1001 100 8
 ft_settle 60 || ft_fail "the partition stopped behind the poison"
 N=0

@@ -5,6 +5,7 @@
 # users hash). The run lock (GET_LOCK per database and prefix) lets one work while the
 # other says so and exits 0; together they re-drive each purchase once and repair
 # once. Then the sale goes on and sells out exactly.
+# fault: two reconcilers --repair at once, with re-drives and Redis drift to repair
 . "$(dirname "$0")/lib.sh"
 ft_init two_reconcilers
 V=$(ft_voucher 60)

@@ -3,6 +3,7 @@
 # reconciler.after_redrive=exit, SIGKILL) right after re-driving a DEDUCT that a killed
 # front never published, before its bookkeeping; the next passes must converge without
 # deciding any purchase twice (DESIGN.md 7-8 re-drive bookkeeping, 11).
+# fault: reconciler SIGKILLed right after a re-drive (reconciler.after_redrive=exit)
 . "$(dirname "$0")/lib.sh"
 ft_init reconciler_killed_after_redrive
 V=$(ft_voucher 60)

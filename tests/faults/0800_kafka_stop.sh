@@ -4,6 +4,7 @@
 # front rollback (fence); POSSIBLY_PERSISTED -> the reconciler settles it). A private
 # broker of our own (scripts/stack.sh with its own state dir and spare ports), never
 # the shared dev broker; the case still holds the `kafka` resource lock.
+# fault: private single broker stopped (SIGTERM) 20 s mid-sale, then started
 . "$(dirname "$0")/lib.sh"
 ft_init kafka_stop
 ft_private_kafka
@@ -16,6 +17,7 @@ sleep 3
 ft_log "stopping the broker: $(ft_kafka_ctl kafka-stop 2>&1 | tail -n 1)"
 sleep 20
 ft_log "starting the broker: $(ft_kafka_ctl kafka-start 2>&1 | tail -n 1)"
+ft_fault_over
 sleep 5
 ft_buy_loop_stop
 ft_log "answers during the run: $(awk '{print $2}' "$FT_WORK/results.txt" | sort | uniq -c | awk '{printf "%s×%s ", $2, $1}')"

@@ -5,6 +5,7 @@
 # fences or leaves the purchase to the reconciler, answers 503, and nothing it
 # answered 202 may vanish. A private broker (scripts/stack.sh, own state dir and spare
 # ports), never the shared dev broker; the case still holds the `kafka` resource lock.
+# fault: private single broker frozen (SIGSTOP) 10 s mid-sale, past the 2 s delivery timeout
 . "$(dirname "$0")/lib.sh"
 ft_init kafka_freeze
 ft_private_kafka
@@ -17,6 +18,7 @@ sleep 3
 ft_log "freezing the broker: $(ft_kafka_ctl kafka-freeze 2>&1 | tail -n 1)"
 sleep 10
 ft_log "thawing the broker: $(ft_kafka_ctl kafka-thaw 2>&1 | tail -n 1)"
+ft_fault_over
 sleep 6
 ft_buy_loop_stop
 ft_log "answers during the run: $(awk '{print $2}' "$FT_WORK/results.txt" | sort | uniq -c | awk '{printf "%s×%s ", $2, $1}')"

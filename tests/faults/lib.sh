@@ -13,6 +13,8 @@
 #   ft_reconcile TIMEOUT_S         seckill-reconciler --repair passes until one exits 0
 #   ft_check V [--sold-out]        seckill-admin verify + the invariants of DESIGN.md 9
 #   ft_finish                      exit 0 iff no check failed
+# Figures: the EXIT trap records the case's figures (ft_record, at the end of this file);
+# a case marks the end of its fault with ft_fault_over and may add ft_note TEXT.
 #
 # Isolation (DESIGN.md 10): everything a case creates is named after it and its pid, and
 # the EXIT trap stops its processes, drops its database, deletes its Redis keys and Kafka
@@ -40,6 +42,7 @@ if [[ ${SECKILL_REDIS_URL:-} =~ ^redis://([^:/@]+)(:([0-9]+))?(/0)?/?$ ]]; then
 fi
 FT_SHARED_REDIS_HOST=$FT_REDIS_HOST FT_SHARED_REDIS_PORT=$FT_REDIS_PORT
 FT_BROKERS=${SECKILL_KAFKA_BROKERS:-127.0.0.1:9092}
+FT_SHARED_BROKERS=$FT_BROKERS
 FT_DELIVERY_MS=${FT_DELIVERY_MS:-2000}
 FT_LEASE_MS=${FT_LEASE_MS:-3000}
 FT_GRACE_S=${FT_GRACE_S:-5}
@@ -49,6 +52,7 @@ declare -A FT_ADDR=()    # front name -> host:port
 FT_PRIV_REDIS_PID=
 FT_PRIV_KAFKA_DIR=
 FT_VOUCHERS=()
+FT_CLEANUP_HOOKS=()      # functions ft_cleanup runs after stopping the services (private servers)
 
 ft_log() { printf '[%s %4ss] %s\n' "${FT_NAME:-faults}" "$(($(date +%s) - FT_T0))" "$*"; }
 ft_ok() { ft_log "ok: $*"; }
@@ -184,7 +188,8 @@ ft_cleanup() {
         if [[ -n $FT_PRIV_KAFKA_DIR ]]; then
                 ft_kafka_ctl kafka-stop >/dev/null 2>&1
         fi
-        if [[ -n ${FT_TOOL:-} && -x ${FT_TOOL:-} && -n ${FT_TOPIC:-} && -z $FT_PRIV_KAFKA_DIR ]]; then
+        for k in "${FT_CLEANUP_HOOKS[@]}"; do "$k"; done
+        if [[ -n ${FT_TOOL:-} && -x ${FT_TOOL:-} && -n ${FT_TOPIC:-} && $FT_BROKERS == "$FT_SHARED_BROKERS" ]]; then
                 timeout 20 "$FT_TOOL" delete-topics "$FT_BROKERS" "$FT_TOPIC" "$FT_TOPIC.dlq" >/dev/null 2>&1
         fi
         if [[ -n $FT_PRIV_REDIS_PID ]]; then
@@ -192,6 +197,7 @@ ft_cleanup() {
                 wait "$FT_PRIV_REDIS_PID" 2>/dev/null
         fi
         FT_REDIS_HOST=$FT_SHARED_REDIS_HOST FT_REDIS_PORT=$FT_SHARED_REDIS_PORT
+        ft_record "$rc"
         if [[ -n ${FT_DB:-} ]]; then
                 ft_sql_root "DROP DATABASE IF EXISTS \`$FT_DB\`" >/dev/null 2>&1
                 ft_rcli --scan --pattern "${FT_PREFIX}:*" 2>/dev/null | while read -r k; do
@@ -327,7 +333,11 @@ ft_settle() {
         while ((SECONDS - t0 < timeout_s)); do
                 undecided=$(ft_sql "SELECT COUNT(*) FROM ft_accepted a LEFT JOIN tb_seckill_outcome o
                         ON o.trace_id = a.trace_id WHERE o.trace_id IS NULL" 2>/dev/null || echo -1)
-                [[ $undecided == 0 ]] && { ft_log "settled: $n accepted purchases decided ($((SECONDS - t0))s)"; return 0; }
+                if [[ $undecided == 0 ]]; then
+                        ft_log "settled: $n accepted purchases decided ($((SECONDS - t0))s)"
+                        ft_recovered
+                        return 0
+                fi
                 sleep 1
         done
         ft_log "not settled after ${timeout_s}s: $undecided of $n accepted purchases undecided"
@@ -545,6 +555,7 @@ ft_case_consumer_crash() {
         n=$(ft_sql "SELECT COUNT(*) FROM tb_seckill_outcome WHERE user_id BETWEEN 1001 AND 1020")
         ft_log "outcomes of the second burst right after the crash: $n"
         ft_consumer c3
+        ft_fault_over
         ft_buy f1 "$v" 2001 80 8
         ft_settle 60 || ft_fail "202s not decided after the crash"
         ft_reconcile 90 || ft_fail "reconciler never reached a consistent pass (last exit $FT_RECON_RC)"
@@ -572,4 +583,45 @@ ft_buy_loop() {
 ft_buy_loop_stop() {
         touch "$FT_WORK/loop.stop"
         wait "$FT_LOOP_PID"
+}
+
+# --- Figures of the case (docs/FAULTS.md) ---------------------------------------------
+# ft_fault_over: the fault has ended (the broker is back, the process replaced, ...).
+# The next ft_settle that finds every 202 decided sets the case's recovery time.
+ft_fault_over() { FT_HEAL_T=$(date +%s); FT_RECOVER_S=; ft_log "fault over"; }
+ft_recovered() {
+        [[ -n ${FT_HEAL_T:-} && -z ${FT_RECOVER_S:-} ]] || return 0
+        FT_RECOVER_S=$(($(date +%s) - FT_HEAL_T))
+        ft_log "recovered: every 202 decided ${FT_RECOVER_S}s after the fault ended"
+}
+# ft_note TEXT: a figure of this case only (shown in the table's notes column).
+ft_note() { FT_NOTE="${FT_NOTE:+$FT_NOTE; }$*"; ft_log "note: $*"; }
+
+# ft_record RC: one line for this case in $FT_BUILD/faults-results/CASE.tsv (replaced on
+# every run), read by tests/faults/tools/faults_table.sh to rewrite docs/FAULTS.md:
+# case, result, requests, 202s, 503s, active orders, FAILED outcomes by reason, recovery
+# seconds ("-" when the case has no end-of-fault mark), notes, duration, date (UTC).
+# Called by ft_cleanup before the database is dropped; never fails the case.
+ft_record() {
+        local rc=$1 dir=$FT_BUILD/faults-results case result=pass req=0 ok=0 n503=0 orders=? failed=?
+        case=$(basename "$0" .sh)
+        [[ $case =~ ^[0-9]{4}_ ]] || return 0
+        [[ $FT_FAILS -gt 0 || $rc -ne 0 ]] && result=FAIL
+        if [[ -n ${FT_WORK:-} && -f $FT_WORK/results.txt ]]; then
+                req=$(wc -l <"$FT_WORK/results.txt")
+                ok=$(wc -l <"$FT_WORK/accepted.tsv")
+                n503=$(awk '$2 == 503' "$FT_WORK/results.txt" | wc -l)
+        fi
+        if [[ -n ${FT_DB:-} ]]; then
+                orders=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE status = 1" 2>/dev/null || echo '?')
+                failed=$(ft_sql "SELECT CONCAT(COALESCE(reason, '?'), '=', COUNT(*)) FROM tb_seckill_outcome
+                        WHERE outcome = 2 GROUP BY reason ORDER BY reason" 2>/dev/null | paste -sd' ')
+                failed=${failed:-none}
+        fi
+        mkdir -p "$dir" 2>/dev/null || return 0
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$case" "$result" "$req" "$ok" "$n503" \
+                "${orders:-?}" "$failed" "${FT_RECOVER_S:--}" "$(printf '%s' "${FT_NOTE:--}" | tr '\t\n' '  ')" \
+                "$(($(date +%s) - FT_T0))" "$(date -u +%Y-%m-%dT%H:%MZ)" >"$dir/$case.tsv.tmp" &&
+                mv -f "$dir/$case.tsv.tmp" "$dir/$case.tsv"
+        ft_log "figures: $result, $ok×202 of $req, $n503×503, $orders orders, FAILED ${failed}, recovery ${FT_RECOVER_S:--}s"
 }

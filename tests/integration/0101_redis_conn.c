@@ -389,6 +389,90 @@ START_TEST(timeout_is_unknown_then_replay)
 }
 END_TEST
 
+/* A pipeline whose connection breaks (a command timeout) mid-way: the commands
+ * answered before keep their replies, every unanswered one is SK_EUNKNOWN (DESIGN.md
+ * 4b, 8), and the handle reconnects for the next command. */
+START_TEST(pipeline_timeout_unknown)
+{
+        char errstr[256] = "";
+        sk_redis_t *r = sk_redis_connect(&g_srv_url, 300, errstr, sizeof(errstr));
+        redisContext *ctl;
+        sk_redis_pipe_t *p;
+        redisReply *reply = NULL;
+        const char *get[2] = { "GET", "pa" }, *set[3] = { "SET", "pb", "2" };
+        struct timeval tv = { 2, 0 };
+
+        ck_assert_msg(r != NULL, "%s", errstr);
+        must(r, "SET pa 1");
+        ctl = redisConnectWithTimeout("127.0.0.1", g_srv_url.port, tv);
+        ck_assert_ptr_nonnull(ctl);
+        p = sk_redis_pipe_new(r);
+        ck_assert_int_eq(sk_redis_pipe_add(p, 2, get, NULL), 0);
+        ck_assert_int_eq(sk_redis_pipe_add(p, 3, set, NULL), 1);
+        ck_assert_int_eq(sk_redis_pipe_add(p, 2, get, NULL), 2);
+        /* Writes wait 1.5 s: the SET (and the GET queued behind it) time out. */
+        reply = redisCommand(ctl, "CLIENT PAUSE 1500 WRITE");
+        ck_assert_msg(reply && reply->type == REDIS_REPLY_STATUS, "CLIENT PAUSE");
+        freeReplyObject(reply);
+        ck_assert_int_eq(sk_redis_pipe_exec(p), 2);
+        ck_assert_int_eq(sk_redis_pipe_result(p, 0, &reply, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_str_eq(reply->str, "1");
+        ck_assert_int_eq(sk_redis_pipe_result(p, 1, &reply, errstr, sizeof(errstr)), SK_EUNKNOWN);
+        ck_assert_ptr_nonnull(strstr(errstr, "outcome unknown"));
+        ck_assert_int_eq(sk_redis_pipe_result(p, 2, &reply, errstr, sizeof(errstr)), SK_EUNKNOWN);
+        ck_assert_ptr_null(sk_redis_pipe_raw(p, 1));
+        ck_assert_str_eq(sk_redis_pipe_raw(p, 0)->str, "1");
+        sk_redis_pipe_free(p);
+        reply = redisCommand(ctl, "CLIENT UNPAUSE");
+        freeReplyObject(reply);
+        redisFree(ctl);
+        ck_assert_int_eq(sk_redis_cmdf(r, &reply, errstr, sizeof(errstr), "GET pa"), SK_OK);
+        freeReplyObject(reply);
+        sk_redis_close(r);
+}
+END_TEST
+
+/* The startup check of every binary (DESIGN.md 4): Redis >= 7.0 and noeviction. */
+START_TEST(check_server_policy)
+{
+        char errstr[256] = "";
+        sk_redis_t *r = sk_redis_connect(&g_srv_url, 2000, errstr, sizeof(errstr));
+
+        ck_assert_msg(r != NULL, "%s", errstr);
+        ck_assert_msg(sk_redis_check_server(r, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        must(r, "CONFIG SET maxmemory-policy allkeys-lru");
+        ck_assert_int_eq(sk_redis_check_server(r, errstr, sizeof(errstr)), SK_EINVAL);
+        ck_assert_ptr_nonnull(strstr(errstr, "maxmemory-policy allkeys-lru"));
+        ck_assert_int_eq(sk_redis_noeviction(r), 0);
+        /* Every binary refuses to start on it (exit 2, one line naming the policy). */
+        {
+                static const char *const bins[] = { "seckill-reconciler", "seckill-consumer",
+                                                    "seckill-front", NULL };
+                const char *bin = getenv("SK_BIN");
+                for (int i = 0; bin && bins[i]; i++) {
+                        char cmd[1024], out[1024] = "";
+                        FILE *f;
+                        size_t n;
+                        int st;
+                        snprintf(cmd, sizeof(cmd), "%s/%s --redis-url redis://127.0.0.1:%d/0 2>&1",
+                                 bin, bins[i], g_srv_url.port);
+                        ck_assert_ptr_nonnull(f = popen(cmd, "r"));
+                        n = fread(out, 1, sizeof(out) - 1, f);
+                        out[n] = '\0';
+                        st = pclose(f);
+                        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s: status %d: %s",
+                                      bins[i], st, out);
+                        ck_assert_msg(strstr(out, "maxmemory-policy allkeys-lru") != NULL, "%s: %s",
+                                      bins[i], out);
+                }
+                ck_assert_ptr_nonnull(bin);
+        }
+        must(r, "CONFIG SET maxmemory-policy noeviction");
+        ck_assert_int_eq(sk_redis_check_server(r, errstr, sizeof(errstr)), SK_OK);
+        sk_redis_close(r);
+}
+END_TEST
+
 START_TEST(connect_refused)
 {
         char errstr[256] = "";
@@ -429,6 +513,8 @@ int main(void)
         tcase_add_test(tp, readonly_is_eagain);
         tcase_add_test(tp, busy_is_eagain);
         tcase_add_test(tp, timeout_is_unknown_then_replay);
+        tcase_add_test(tp, pipeline_timeout_unknown);
+        tcase_add_test(tp, check_server_policy);
         tcase_add_test(tp, connect_refused);
         suite_add_tcase(s, tp);
         return sk_test_run(s);

@@ -198,6 +198,10 @@ static const bad_t bad_env[] = {
         { "SECKILL_REDIS_URL", "http://127.0.0.1:6379", NULL },
         { "SECKILL_REDIS_URL", "redis://:pw@127.0.0.1:6379/16", NULL },
         { "SECKILL_REDIS_URL", "redis://", NULL },
+        { "SECKILL_REDIS_URL", "redis-sentinel://127.0.0.1:26390", NULL },
+        { "SECKILL_REDIS_URL", "redis-cluster://127.0.0.1:7000/1", NULL },
+        { "SECKILL_REDIS_URL", "redis-cluster://127.0.0.1:0", NULL },
+        { "SECKILL_REDIS_URL", "redis-cluster://", NULL },
         { "SECKILL_MYSQL_URL", "mysql://root@127.0.0.1:99999/db", NULL },
         { "SECKILL_MYSQL_URL", "mysql://root@127.0.0.1:3306/", NULL },
         { "SECKILL_MYSQL_URL", "mysql://root@127.0.0.1:3306/bad-name", NULL },
@@ -446,7 +450,16 @@ START_TEST(redis_url_parse)
         ck_assert_str_eq(r.password, "p@ss");
         ck_assert_int_eq(sk_redis_url_parse("redis://default:pw@h:1/", &r, err, sizeof(err)), 0);
         ck_assert_str_eq(r.password, "pw");
-        ck_assert_int_eq(sk_redis_url_parse("redis://user:pw@h", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(r.user[0], '\0');
+        ck_assert_int_eq(r.kind, SK_REDIS_STANDALONE);
+        ck_assert_int_eq(r.nseeds, 1);
+        /* An ACL user (AUTH user pass, DESIGN.md 4b). */
+        ck_assert_int_eq(sk_redis_url_parse("redis://app%3A1:pw@h", &r, err, sizeof(err)), 0);
+        ck_assert_str_eq(r.user, "app:1");
+        ck_assert_str_eq(r.password, "pw");
+        ck_assert_int_eq(sk_redis_url_parse("redis://pw@h", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis://h1:1,h2:2", &r, err, sizeof(err)), -1);
+        ck_assert_ptr_nonnull(strstr(err, "one host"));
         ck_assert_int_eq(sk_redis_url_parse("redis://h:0", &r, err, sizeof(err)), -1);
         ck_assert_int_eq(sk_redis_url_parse("redis://h:65536", &r, err, sizeof(err)), -1);
         ck_assert_int_eq(sk_redis_url_parse("redis://h:12ab", &r, err, sizeof(err)), -1);
@@ -456,6 +469,91 @@ START_TEST(redis_url_parse)
         ck_assert_int_eq(sk_redis_url_parse("redis://:p%4@h", &r, err, sizeof(err)), -1);
         ck_assert_int_eq(sk_redis_url_parse(NULL, &r, err, sizeof(err)), -1);
         ck_assert_str_ne(err, "");
+}
+END_TEST
+
+START_TEST(redis_url_topologies)
+{
+        sk_redis_url_t r;
+        char err[256];
+
+        /* Sentinel: seeds with the Sentinel default port, master name, optional db. */
+        ck_assert_int_eq(sk_redis_url_parse("redis-sentinel://u:p@10.0.0.1:26390,s2,[::1]:26392/mymaster?db=3",
+                                            &r, err, sizeof(err)), 0);
+        ck_assert_int_eq(r.kind, SK_REDIS_SENTINEL);
+        ck_assert_int_eq(r.nseeds, 3);
+        ck_assert_str_eq(r.seeds[0].host, "10.0.0.1");
+        ck_assert_int_eq(r.seeds[0].port, 26390);
+        ck_assert_str_eq(r.seeds[1].host, "s2");
+        ck_assert_int_eq(r.seeds[1].port, 26379);
+        ck_assert_str_eq(r.seeds[2].host, "::1");
+        ck_assert_int_eq(r.seeds[2].port, 26392);
+        ck_assert_str_eq(r.host, "10.0.0.1");
+        ck_assert_str_eq(r.master, "mymaster");
+        ck_assert_int_eq(r.db, 3);
+        ck_assert_str_eq(r.user, "u");
+        ck_assert_str_eq(r.password, "p");
+        ck_assert_int_eq(sk_redis_url_parse("redis-sentinel://h:1/m", &r, err, sizeof(err)), 0);
+        ck_assert_int_eq(r.db, 0);
+        ck_assert_str_eq(r.master, "m");
+        /* Missing master name. */
+        ck_assert_int_eq(sk_redis_url_parse("redis-sentinel://h:1", &r, err, sizeof(err)), -1);
+        ck_assert_ptr_nonnull(strstr(err, "missing master name"));
+        ck_assert_int_eq(sk_redis_url_parse("redis-sentinel://h:1/", &r, err, sizeof(err)), -1);
+        ck_assert_ptr_nonnull(strstr(err, "missing master name"));
+        ck_assert_int_eq(sk_redis_url_parse("redis-sentinel://h:1/?db=1", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis-sentinel://h:1/m?db=16", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis-sentinel://h:1/m?x=1", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis-sentinel://h:1/m/x", &r, err, sizeof(err)), -1);
+
+        /* Cluster: seeds with 6379 default, db 0 only. */
+        ck_assert_int_eq(sk_redis_url_parse("redis-cluster://127.0.0.1:7000,127.0.0.1:7001,h",
+                                            &r, err, sizeof(err)), 0);
+        ck_assert_int_eq(r.kind, SK_REDIS_CLUSTER);
+        ck_assert_int_eq(r.nseeds, 3);
+        ck_assert_int_eq(r.seeds[1].port, 7001);
+        ck_assert_int_eq(r.seeds[2].port, 6379);
+        ck_assert_int_eq(r.port, 7000);
+        ck_assert_int_eq(r.db, 0);
+        ck_assert_int_eq(sk_redis_url_parse("redis-cluster://:pw@h:7000/0", &r, err, sizeof(err)), 0);
+        ck_assert_str_eq(r.password, "pw");
+        ck_assert_int_eq(sk_redis_url_parse("redis-cluster://h:7000/1", &r, err, sizeof(err)), -1);
+        ck_assert_ptr_nonnull(strstr(err, "only database 0"));
+        /* Empty seed list, empty entries, bad ports, too many seeds. */
+        ck_assert_int_eq(sk_redis_url_parse("redis-cluster://", &r, err, sizeof(err)), -1);
+        ck_assert_ptr_nonnull(strstr(err, "empty host list"));
+        ck_assert_int_eq(sk_redis_url_parse("redis-cluster://:pw@", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis-sentinel:///m", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis-cluster://h:1,,h:2", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis-cluster://h:1,", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis-cluster://h:1,h:0", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis-cluster://h:65536", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis-sentinel://h:x/m", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis-cluster://h:1?db=0", &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("redis-cluster://a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q",
+                                            &r, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_redis_url_parse("rediss://h", &r, err, sizeof(err)), -1);
+}
+END_TEST
+
+START_TEST(redis_url_conf_errors)
+{
+        sk_conf_t conf;
+        char err[512];
+
+        setenv("SECKILL_REDIS_URL", "redis-sentinel://:hunter2@h:26390", 1);
+        ck_assert_int_eq(LOAD(&conf, err, NULL), 2);
+        ck_assert_int_eq(count_lines(err), 1);
+        ck_assert_ptr_nonnull(strstr(err, "missing master name"));
+        ck_assert_ptr_null(strstr(err, "hunter2"));
+        setenv("SECKILL_REDIS_URL", "redis-cluster://h:7000/2", 1);
+        ck_assert_int_eq(LOAD(&conf, err, NULL), 2);
+        ck_assert_ptr_nonnull(strstr(err, "SECKILL_REDIS_URL"));
+        setenv("SECKILL_REDIS_URL", "redis-cluster://127.0.0.1:7000,127.0.0.1:7001", 1);
+        ck_assert_int_eq(LOAD(&conf, err, NULL), 0);
+        ck_assert_int_eq(conf.redis.kind, SK_REDIS_CLUSTER);
+        ck_assert_int_eq(conf.redis.nseeds, 2);
+        unsetenv("SECKILL_REDIS_URL");
 }
 END_TEST
 
@@ -549,6 +647,8 @@ static Suite *conf_suite(void)
 
         tc = tcase_create("parsers");
         tcase_add_test(tc, redis_url_parse);
+        tcase_add_test(tc, redis_url_topologies);
+        tcase_add_test(tc, redis_url_conf_errors);
         tcase_add_test(tc, mysql_url_parse);
         tcase_add_test(tc, hostport_and_parse_int);
         suite_add_tcase(s, tc);

@@ -1,59 +1,149 @@
-/* sk/redis.h: one hiredis connection (one per thread; hiredis contexts are not
- * thread-safe) with connect and command timeouts, and EVALSHA of the embedded scripts
- * (NOSCRIPT -> SCRIPT LOAD, retry once; DESIGN.md 4).
+/* sk/redis.h: the project's Redis client on top of hiredis for the three topologies of
+ * DESIGN.md 4b (one server, Sentinel, Cluster), with connect and command timeouts and
+ * EVALSHA of the embedded scripts (NOSCRIPT -> SCRIPT LOAD on that node, retry once;
+ * DESIGN.md 4).
+ *   - redis://: one connection.
+ *   - redis-sentinel://: the master's address is asked of the Sentinels on every
+ *     (re)connect and accepted only if ROLE says master; READONLY drops the connection
+ *     so the next command resolves again.
+ *   - redis-cluster://: one connection per master, commands routed by the slot of
+ *     their key (sk_cmd_key_index: the first key, EVALSHA by KEYS[1]), MOVED / ASK /
+ *     TRYAGAIN followed (at most 5), slot map refreshed from CLUSTER SLOTS. Every
+ *     multi-key command must keep its keys in one hash tag ({v:ID:b}).
  * Error classes (DESIGN.md 8): SK_EAGAIN = the command did not run (error replies
  * BUSY, LOADING, READONLY, OOM, MASTERDOWN, NOREPLICAS, TRYAGAIN, CLUSTERDOWN; NOSCRIPT
- * twice; connect refused / reconnect failed before sending); SK_EUNKNOWN = I/O error,
- * EOF or timeout after the command was handed to hiredis: outcome unknown, the
- * connection is dropped; the next command on the handle reconnects first (or call
- * sk_redis_reconnect() explicitly). Other error replies: SK_EREDIS.
- * Not thread-safe: one handle per thread. */
+ * twice; connect refused / reconnect failed before sending; uncovered slot; too many
+ * redirects); SK_EUNKNOWN = I/O error, EOF or timeout after the command was handed to
+ * hiredis: outcome unknown, that node's connection is dropped; the next command on the
+ * handle reconnects first (or call sk_redis_reconnect() explicitly). Other error
+ * replies: SK_EREDIS.
+ * Not thread-safe: one handle per thread (hiredis contexts are not thread-safe). */
 #pragma once
 #include <stddef.h>
 #include <hiredis/hiredis.h>
 #include "sk/err.h"
 #include "sk/conf.h"
+#include "sk/redis_redirect.h"
 #include "sk/scripts.h"
 
 typedef struct sk_redis sk_redis_t;
 
 /** @brief Connect to @p url (copied) with @p timeout_ms for connect and each command;
- *  AUTH and SELECT as the URL says. @returns owned handle, or NULL with the reason. */
+ *  AUTH and SELECT as the URL says. Cluster: learns the slot map from the first seed
+ *  that answers CLUSTER SLOTS (masters are connected lazily). Sentinel: resolves the
+ *  master (DESIGN.md 4b). @returns owned handle, or NULL with the reason. */
 sk_redis_t *sk_redis_connect(const sk_redis_url_t *url, int timeout_ms,
                              char *errstr, size_t errstr_size);
-/** @brief Drop the current connection and open a fresh one (AUTH, SELECT).
+/** @brief Drop every connection and open a fresh one to the server / master
+ *  (Sentinel: resolving it again; Cluster: refreshing the slot map).
  *  @returns SK_OK or SK_EAGAIN. */
 sk_err_t sk_redis_reconnect(sk_redis_t *r, char *errstr, size_t errstr_size);
-/** @brief The hiredis context (borrowed; invalid after a reconnect or after a command
- *  on @p r returned SK_EUNKNOWN). If the connection was dropped, reconnects first;
- *  NULL if that fails. For pipelining (redisAppendCommandArgv + redisGetReply): the
- *  caller classifies those replies itself. */
+/** @brief The hiredis context of the server (redis://, Sentinel) or of one master
+ *  (Cluster: only for keyless commands; keyed commands there must go through
+ *  sk_redis_cmd or the pipeline below). Borrowed; invalid after a reconnect or after
+ *  a command on @p r returned SK_EUNKNOWN. If the connection was dropped, reconnects
+ *  first; NULL if that fails. For raw pipelining (redisAppendCommandArgv +
+ *  redisGetReply) the caller classifies those replies itself. */
 redisContext *sk_redis_ctx(sk_redis_t *r);
+/** @brief The topology of @p r's URL. */
+sk_redis_kind_t sk_redis_kind(const sk_redis_t *r);
 
-/** @brief Run a command (argv style, binary safe). *reply is owned by the caller
- *  (freeReplyObject); an error reply is returned as SK_EREDIS/SK_EAGAIN with the text in
- *  errstr and *reply = NULL. */
+/** @brief Run a command (argv style, binary safe; @p argvlen NULL = NUL-terminated
+ *  strings), routed by its key (sk_cmd_key_index). *reply is owned by the caller
+ *  (freeReplyObject); an error reply is returned as SK_EREDIS/SK_EAGAIN with the text
+ *  in errstr and *reply = NULL. A keyspace walk (SCAN, KEYS, ...) on a Cluster is
+ *  SK_EINVAL: use sk_redis_scan. */
 sk_err_t sk_redis_cmd(sk_redis_t *r, redisReply **reply, int argc, const char **argv,
                       const size_t *argvlen, char *errstr, size_t errstr_size);
-/** @brief printf-style convenience (hiredis redisCommand). Same errors as sk_redis_cmd. */
+/** @brief printf-style convenience (hiredis formatting). Same routing and errors as
+ *  sk_redis_cmd. */
 sk_err_t sk_redis_cmdf(sk_redis_t *r, redisReply **reply, char *errstr, size_t errstr_size,
                        const char *fmt, ...);
 
+/** @brief Number of masters of @p r: 1 for redis:// and Sentinel, the masters of the
+ *  last slot map for a Cluster. Node indexes 0..n-1 below. */
+int sk_redis_master_count(sk_redis_t *r);
+/** @brief Run a command on master number @p i (0..sk_redis_master_count()-1), no
+ *  routing (INFO, CONFIG GET, SCRIPT, SCAN, ...). Same errors as sk_redis_cmd. */
+sk_err_t sk_redis_cmd_master(sk_redis_t *r, int i, redisReply **reply, int argc,
+                             const char **argv, const size_t *argvlen,
+                             char *errstr, size_t errstr_size);
+/** @brief "host:port" of master @p i into @p buf (for messages). */
+void sk_redis_master_name(sk_redis_t *r, int i, char *buf, size_t size);
+
+/** @brief SCAN the keyspace of every master (MATCH @p match, COUNT @p count) and call
+ *  @p fn(key, keylen, arg) for each key (a key may be reported twice, as SCAN does);
+ *  @p fn returning non-zero stops the walk (returned as SK_OK). Errors as
+ *  sk_redis_cmd. */
+sk_err_t sk_redis_scan(sk_redis_t *r, const char *match, int count,
+                       int (*fn)(const char *key, size_t keylen, void *arg), void *arg,
+                       char *errstr, size_t errstr_size);
+
 /** @brief EVALSHA @p s with @p nkeys keys and @p nargs args (NUL-terminated strings,
- *  borrowed; 3 + nkeys + nargs <= 64). When this process has no SHA for @p s yet it
- *  runs SCRIPT LOAD first (and caches the returned SHA, see sk_script_sha()).
- *  NOSCRIPT -> SCRIPT LOAD and retry once; NOSCRIPT again -> SK_EAGAIN. The scripts'
- *  argument errors ("ERR SKARG ...") are SK_EINVAL (nothing written); other error
- *  replies SK_EREDIS or SK_EAGAIN as above. *reply (owned by the caller) on SK_OK. */
+ *  borrowed), routed by keys[0] (a script's keys share one hash tag, DESIGN.md 4b).
+ *  When this process has no SHA for @p s yet it runs SCRIPT LOAD first (and caches the
+ *  returned SHA, see sk_script_sha()). NOSCRIPT -> SCRIPT LOAD on that node and retry
+ *  once; NOSCRIPT again -> SK_EAGAIN. The scripts' argument errors ("ERR SKARG ...")
+ *  are SK_EINVAL (nothing written); other error replies SK_EREDIS or SK_EAGAIN as
+ *  above; a timeout or I/O error after sending is SK_EUNKNOWN (DESIGN.md 8), a
+ *  redirect never changes the arguments. *reply (owned by the caller) on SK_OK. */
 sk_err_t sk_redis_evalsha(sk_redis_t *r, sk_script_t s, int nkeys, const char **keys,
                           int nargs, const char **args, redisReply **reply,
                           char *errstr, size_t errstr_size);
-/** @brief SCRIPT LOAD every embedded script and cache the SHAs. Idempotent. */
+/** @brief SCRIPT LOAD every embedded script on every master and cache the SHAs.
+ *  Idempotent. */
 sk_err_t sk_redis_load_scripts(sk_redis_t *r, char *errstr, size_t errstr_size);
-/** @brief 1 if every embedded script is loaded (SCRIPT EXISTS of the cached SHAs),
- *  0 if not (or never loaded by this process), <0 error. */
+/** @brief 1 if every embedded script is loaded on every master (SCRIPT EXISTS of the
+ *  cached SHAs), 0 if not (or never loaded by this process), <0 error. */
 int sk_redis_scripts_loaded(sk_redis_t *r);
-/** @brief 1 if maxmemory-policy is noeviction, 0 if not, <0 on error (CONFIG GET). */
+/** @brief 1 if maxmemory-policy is noeviction on every master, 0 if not, <0 on error
+ *  (CONFIG GET). */
 int sk_redis_noeviction(sk_redis_t *r);
+
+/** @brief What a binary checks at startup and /readyz reports (DESIGN.md 4, 4b): every
+ *  master reachable, Redis >= 7.0 and maxmemory-policy noeviction on each. @returns
+ *  SK_OK; SK_EINVAL with a one-line reason naming the master when one is older than
+ *  7.0 or evicts (the binary refuses to start, exit 2); SK_EAGAIN when a master is
+ *  unreachable. */
+sk_err_t sk_redis_check_server(sk_redis_t *r, char *errstr, size_t errstr_size);
+
+/** @brief The startup check of every binary (DESIGN.md 4): connect to @p url, run
+ *  sk_redis_check_server, close. A Redis that is older than 7.0 or evicts: prints
+ *  "PROG: reason" on stderr and @returns 2 (exit 2). Unreachable or another error: a
+ *  debug log line and 0 (1 s timeout) (the binaries cope with Redis down, DESIGN.md 12). Call from
+ *  main() before starting threads. */
+int sk_redis_startup_check(const sk_redis_url_t *url, const char *prog);
+
 /** @brief Close and free @p r. NULL is a no-op. */
 void sk_redis_close(sk_redis_t *r);
+
+/* ---- Pipelines (DESIGN.md 4b): N commands, N replies, grouped per node. */
+typedef struct sk_redis_pipe sk_redis_pipe_t;
+
+/** @brief New empty pipeline on @p r (borrowed; outlives the pipeline). NULL = ENOMEM. */
+sk_redis_pipe_t *sk_redis_pipe_new(sk_redis_t *r);
+/** @brief Append one command (copied; routed by its key as sk_redis_cmd). @returns its
+ *  index, or -1 (out of memory, or a keyspace walk). */
+int sk_redis_pipe_add(sk_redis_pipe_t *p, int argc, const char **argv, const size_t *argvlen);
+/** @brief Send every appended command, one batch per node, and read the replies. Only
+ *  commands answered MOVED / ASK / TRYAGAIN are sent again (at most 5 times each); a
+ *  connection error makes every unanswered command of that node SK_EUNKNOWN. Per
+ *  command results via sk_redis_pipe_result. @returns the number of commands that did
+ *  not get a reply (SK_EUNKNOWN or SK_EAGAIN), 0 = all answered. */
+int sk_redis_pipe_exec(sk_redis_pipe_t *p);
+/** @brief Result of command @p i after exec: SK_OK with *reply (borrowed, freed by
+ *  reset/free), an error reply as SK_EAGAIN/SK_EREDIS (*reply = NULL, text in errstr),
+ *  SK_EUNKNOWN (sent, connection broke) or SK_EAGAIN (never ran). */
+sk_err_t sk_redis_pipe_result(sk_redis_pipe_t *p, int i, redisReply **reply,
+                              char *errstr, size_t errstr_size);
+/** @brief The final reply of command @p i as the server sent it, error replies included
+ *  (for callers that classify script errors themselves), borrowed until reset/free;
+ *  NULL when it got none (sk_redis_pipe_result then says SK_EUNKNOWN or SK_EAGAIN).
+ *  Never a MOVED/ASK/TRYAGAIN: those were followed. */
+const redisReply *sk_redis_pipe_raw(const sk_redis_pipe_t *p, int i);
+/** @brief Number of commands appended. */
+int sk_redis_pipe_count(const sk_redis_pipe_t *p);
+/** @brief Forget every command and reply (the pipeline can be reused). */
+void sk_redis_pipe_reset(sk_redis_pipe_t *p);
+/** @brief Free @p p and its replies. NULL is a no-op. */
+void sk_redis_pipe_free(sk_redis_pipe_t *p);

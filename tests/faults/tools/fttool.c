@@ -11,6 +11,19 @@
  *                                             per message; exit 0 iff all PERSISTED
  *   fttool count BROKERS TOPIC                sum over partitions of high - low watermark
  *   fttool delete-topics BROKERS TOPIC...     best effort, for cleanup
+ *   fttool create-topic BROKERS TOPIC PARTITIONS RF [KEY=VALUE...]
+ *                                             CreateTopics with that replication factor
+ *                                             and topic configs; exit 0 iff created
+ *   fttool partitions BROKERS TOPIC           per partition, from the metadata of a
+ *                                             broker that answers: "PARTITION LEADER
+ *                                             ISR" (ISR comma-separated broker ids, "-"
+ *                                             when empty; LEADER -1 when none). No
+ *                                             request goes to a partition's leader (it
+ *                                             may be dead and not fenced yet)
+ *   fttool highs BROKERS TOPIC                "PARTITION HIGH" per partition (the high
+ *                                             watermark; every leader must answer)
+ *   fttool brokers BROKERS                    the ids of the brokers in the metadata
+ *                                             (registered and unfenced), sorted, one line
  *
  * Diagnostics on stderr, data on stdout; exit 0 ok, 1 failure, 2 usage. It deliberately
  * knows nothing about the project's message format: a case writes the JSON itself. */
@@ -107,7 +120,9 @@ done:
         return rc;
 }
 
-static int cmd_count(const char *brokers, const char *topic)
+/* count: the sum over partitions of high - low watermark; highs (@p per_partition):
+ * "PARTITION HIGH" per partition. */
+static int cmd_count(const char *brokers, const char *topic, int per_partition)
 {
         rd_kafka_t *rk = new_client(RD_KAFKA_CONSUMER, brokers, NULL);
         rd_kafka_resp_err_t err;
@@ -125,8 +140,11 @@ static int cmd_count(const char *brokers, const char *topic)
                         goto done;
                 }
                 sum += hi - lo;
+                if (per_partition)
+                        printf("%d %" PRId64 "\n", i, hi);
         }
-        printf("%" PRId64 "\n", sum);
+        if (!per_partition)
+                printf("%" PRId64 "\n", sum);
         rc = 0;
 done:
         rd_kafka_destroy(rk);
@@ -300,6 +318,145 @@ static int cmd_delete(const char *brokers, int ntopics, char **topics)
         return rc;
 }
 
+static int cmd_create(const char *brokers, const char *topic, int partitions, int rf,
+                      int nconf, char **confs)
+{
+        rd_kafka_t *rk = new_client(RD_KAFKA_PRODUCER, brokers, NULL);
+        rd_kafka_NewTopic_t *nt;
+        rd_kafka_queue_t *q;
+        rd_kafka_event_t *ev;
+        const rd_kafka_topic_result_t **res;
+        char errstr[512];
+        size_t nres = 0;
+        int i, rc = 1;
+
+        if (!rk)
+                return 1;
+        if (!(nt = rd_kafka_NewTopic_new(topic, partitions, rf, errstr, sizeof(errstr)))) {
+                fprintf(stderr, "fttool: NewTopic %s: %s\n", topic, errstr);
+                rd_kafka_destroy(rk);
+                return 1;
+        }
+        for (i = 0; i < nconf; i++) {
+                char *eq = strchr(confs[i], '=');
+                if (!eq) {
+                        fprintf(stderr, "fttool: topic config without '=': %s\n", confs[i]);
+                        goto out;
+                }
+                *eq = '\0';
+                if (rd_kafka_NewTopic_set_config(nt, confs[i], eq + 1)) {
+                        fprintf(stderr, "fttool: topic config %s refused\n", confs[i]);
+                        goto out;
+                }
+        }
+        q = rd_kafka_queue_new(rk);
+        rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+        ev = rd_kafka_queue_poll(q, 3 * TIMEOUT_MS);
+        if (!ev) {
+                fprintf(stderr, "fttool: CreateTopics: no result\n");
+        } else if (rd_kafka_event_error(ev)) {
+                fprintf(stderr, "fttool: CreateTopics: %s\n", rd_kafka_event_error_string(ev));
+        } else {
+                res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &nres);
+                if (nres == 1 && !rd_kafka_topic_result_error(res[0]))
+                        rc = 0;
+                else
+                        fprintf(stderr, "fttool: create %s: %s\n", topic,
+                                nres == 1 ? rd_kafka_err2str(rd_kafka_topic_result_error(res[0])) : "no result");
+        }
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        rd_kafka_queue_destroy(q);
+out:
+        rd_kafka_NewTopic_destroy(nt);
+        rd_kafka_destroy(rk);
+        return rc;
+}
+
+/* A count 1..1000 from @p s, or -1 (CreateTopics then refuses it). */
+static int small_int(const char *s)
+{
+        char *end;
+        long v = strtol(s, &end, 10);
+
+        return *s && !*end && v >= 1 && v <= 1000 ? (int)v : -1;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+        int x = *(const int *)a, y = *(const int *)b;
+        return (x > y) - (x < y);
+}
+
+/* Metadata of @p topic (NULL: brokers only) into *md; 0 on success. */
+static int metadata(rd_kafka_t *rk, const char *topic, const struct rd_kafka_metadata **md)
+{
+        rd_kafka_topic_t *rkt = topic ? rd_kafka_topic_new(rk, topic, NULL) : NULL;
+        rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt, md, TIMEOUT_MS);
+
+        if (rkt)
+                rd_kafka_topic_destroy(rkt);
+        if (err) {
+                fprintf(stderr, "fttool: metadata: %s\n", rd_kafka_err2str(err));
+                return 1;
+        }
+        if (topic && ((*md)->topic_cnt != 1 || (*md)->topics[0].err)) {
+                fprintf(stderr, "fttool: topic %s: %s\n", topic,
+                        (*md)->topic_cnt ? rd_kafka_err2str((*md)->topics[0].err) : "absent");
+                rd_kafka_metadata_destroy(*md);
+                return 1;
+        }
+        return 0;
+}
+
+static int cmd_partitions(const char *brokers, const char *topic)
+{
+        rd_kafka_t *rk = new_client(RD_KAFKA_CONSUMER, brokers, NULL);
+        const struct rd_kafka_metadata *md = NULL;
+        const struct rd_kafka_metadata_partition *p;
+        int i, j;
+
+        if (!rk)
+                return 1;
+        if (metadata(rk, topic, &md)) {
+                rd_kafka_destroy(rk);
+                return 1;
+        }
+        for (i = 0; i < md->topics[0].partition_cnt; i++) {
+                p = &md->topics[0].partitions[i];
+                printf("%d %d ", p->id, p->err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ? -1 : p->leader);
+                for (j = 0; j < p->isr_cnt; j++)
+                        printf("%s%d", j ? "," : "", p->isrs[j]);
+                printf("%s\n", p->isr_cnt ? "" : "-");
+        }
+        rd_kafka_metadata_destroy(md);
+        rd_kafka_destroy(rk);
+        return 0;
+}
+
+static int cmd_brokers(const char *brokers)
+{
+        rd_kafka_t *rk = new_client(RD_KAFKA_PRODUCER, brokers, NULL);
+        const struct rd_kafka_metadata *md = NULL;
+        int ids[64], n, i;
+
+        if (!rk)
+                return 1;
+        if (metadata(rk, NULL, &md)) {
+                rd_kafka_destroy(rk);
+                return 1;
+        }
+        n = md->broker_cnt < 64 ? md->broker_cnt : 64;
+        for (i = 0; i < n; i++)
+                ids[i] = md->brokers[i].id;
+        qsort(ids, (size_t)n, sizeof(ids[0]), cmp_int);
+        for (i = 0; i < n; i++)
+                printf("%d\n", ids[i]);
+        rd_kafka_metadata_destroy(md);
+        rd_kafka_destroy(rk);
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         setvbuf(stdout, NULL, _IOLBF, 0);
@@ -310,10 +467,19 @@ int main(int argc, char **argv)
         if (argc == 4 && !strcmp(argv[1], "produce"))
                 return cmd_produce(argv[2], argv[3]);
         if (argc == 4 && !strcmp(argv[1], "count"))
-                return cmd_count(argv[2], argv[3]);
+                return cmd_count(argv[2], argv[3], 0);
         if (argc >= 4 && !strcmp(argv[1], "delete-topics"))
                 return cmd_delete(argv[2], argc - 3, argv + 3);
-        fprintf(stderr, "usage: fttool lag|reset-offsets BROKERS GROUP TOPIC | produce|count BROKERS TOPIC"
-                        " | delete-topics BROKERS TOPIC...\n");
+        if (argc >= 6 && !strcmp(argv[1], "create-topic"))
+                return cmd_create(argv[2], argv[3], small_int(argv[4]), small_int(argv[5]), argc - 6, argv + 6);
+        if (argc == 4 && !strcmp(argv[1], "highs"))
+                return cmd_count(argv[2], argv[3], 1);
+        if (argc == 4 && !strcmp(argv[1], "partitions"))
+                return cmd_partitions(argv[2], argv[3]);
+        if (argc == 3 && !strcmp(argv[1], "brokers"))
+                return cmd_brokers(argv[2]);
+        fprintf(stderr, "usage: fttool lag|reset-offsets BROKERS GROUP TOPIC | produce|count|partitions|highs BROKERS TOPIC"
+                        " | delete-topics BROKERS TOPIC... | create-topic BROKERS TOPIC PARTITIONS RF [KEY=VALUE...]"
+                        " | brokers BROKERS\n");
         return 2;
 }

@@ -1,0 +1,90 @@
+/* redis_check.c: what every binary checks of Redis at startup and /readyz reports
+ * (DESIGN.md 4, 4b): every master reachable, Redis >= 7.0 (the scripts use PEXPIREAT
+ * NX/GT) and maxmemory-policy noeviction on each.
+ * Not thread-safe: one sk_redis_t per thread (sk_redis_startup_check opens its own). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redis_int.h"
+#include "sk/log.h"
+
+/* redis_version of node @p n as major*100+minor, or -1. */
+static int node_version(sk_redis_t *r, int n, char *ver, size_t ver_size)
+{
+        const char *argv[2] = { "INFO", "server" };
+        redisReply *reply = NULL;
+        const char *p;
+        int major = -1, minor = 0;
+
+        if (sk__node_cmd(r, n, 2, argv, NULL, &reply, NULL, 0) != SK_OK)
+                return -1;
+        if ((reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_STATUS) &&
+            (p = strstr(reply->str, "redis_version:")) &&
+            sscanf(p + 14, "%d.%d", &major, &minor) >= 1)
+                snprintf(ver, ver_size, "%.*s", (int)strcspn(p + 14, "\r\n"), p + 14);
+        freeReplyObject(reply);
+        return major < 0 ? -1 : major * 100 + minor;
+}
+
+sk_err_t sk_redis_check_server(sk_redis_t *r, char *errstr, size_t errstr_size)
+{
+        int m[SK_RNODES_MAX], nm = sk__masters(r, m);
+
+        if (nm == 0) {
+                sk_seterr(errstr, errstr_size, "redis: no master reachable");
+                return SK_EAGAIN;
+        }
+        for (int i = 0; i < nm; i++) {
+                sk_rnode_t *nd = &r->nodes[m[i]];
+                char ver[32] = "?", policy[64] = "?";
+                int v = node_version(r, m[i], ver, sizeof(ver));
+                int ne;
+
+                if (v < 0) {
+                        sk_seterr(errstr, errstr_size, "redis %s:%d: unreachable (INFO server "
+                                  "failed)", nd->host, nd->port);
+                        return SK_EAGAIN;
+                }
+                if (v < 700) {
+                        sk_seterr(errstr, errstr_size, "redis %s:%d runs Redis %s; seckill "
+                                  "needs Redis >= 7.0 (PEXPIREAT NX/GT, DESIGN.md 4)",
+                                  nd->host, nd->port, ver);
+                        return SK_EINVAL;
+                }
+                if ((ne = sk__node_noeviction(r, m[i], policy, sizeof(policy))) < 0) {
+                        sk_seterr(errstr, errstr_size, "redis %s:%d: CONFIG GET "
+                                  "maxmemory-policy failed", nd->host, nd->port);
+                        return SK_EAGAIN;
+                }
+                if (!ne) {
+                        sk_seterr(errstr, errstr_size, "redis %s:%d has maxmemory-policy %s; "
+                                  "seckill needs noeviction (DESIGN.md 4)", nd->host,
+                                  nd->port, policy);
+                        return SK_EINVAL;
+                }
+        }
+        return SK_OK;
+}
+
+int sk_redis_startup_check(const sk_redis_url_t *url, const char *prog)
+{
+        char errstr[512];
+        sk_redis_t *r = sk_redis_connect(url, 1000, errstr, sizeof(errstr));
+        sk_err_t err;
+
+        if (!r) {
+                /* Unreachable now: every binary copes with Redis being down (DESIGN.md 12). */
+                SK_LOG(SK_DEBUG, "redis_check_skipped", "reason=\"%s\"", errstr);
+                return 0;
+        }
+        err = sk_redis_check_server(r, errstr, sizeof(errstr));
+        sk_redis_close(r);
+        if (err == SK_EINVAL) {
+                fprintf(stderr, "%s: %s\n", prog, errstr);
+                return 2;
+        }
+        if (err != SK_OK)
+                SK_LOG(SK_DEBUG, "redis_check_skipped", "reason=\"%s\"", errstr);
+        return 0;
+}
