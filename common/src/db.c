@@ -15,6 +15,15 @@
 
 #include "sk/db.h"
 
+struct sk_db {
+        MYSQL *conn;             /* NULL after a failed reconnect */
+        sk_mysql_url_t url;
+        int lock_wait_timeout_s;
+        int io_timeout_s;        /* read/write timeout of the connection (s) */
+        int no_database;         /* as given to sk_db_connect (kept for reconnect) */
+        uint64_t generation;     /* bumped by every successful (re)connect */
+};
+
 #define SK_DB_CONNECT_TIMEOUT_S 5u
 #define SK_DB_IO_TIMEOUT_S      30u
 #define SK_DB_LOCK_NAME_MAX     64   /* MySQL 5.7+: ER_USER_LOCK_WRONG_NAME beyond it */

@@ -120,15 +120,10 @@ sk_err_t sk_voucher_get(sk_db_t *db, int64_t voucher_id, int for_update,
         sk_err_t err = SK_EDB;
         int rc;
 
-        if (!db || !db->conn) {
-                sk_seterr(errstr, errstr_size, "not connected");
-                return SK_EAGAIN;
-        }
         snprintf(sql, sizeof(sql), "%s%s", sql_plain, for_update ? " FOR UPDATE" : "");
-        if (!(stmt = mysql_stmt_init(db->conn))) {
-                sk_seterr(errstr, errstr_size, "stmt_init: out of memory");
-                return SK_ENOMEM;
-        }
+        if ((err = sk_db_stmt_init(db, &stmt, errstr, errstr_size)) != SK_OK)
+                return err;
+        err = SK_EDB;
         if (mysql_stmt_prepare(stmt, sql, (unsigned long)strlen(sql)))
                 goto stmt_fail;
         sk_db_bind_i64(&param[0], &id);
@@ -168,10 +163,7 @@ done:
 
 static sk_err_t db_query_err(sk_db_t *db, const char *what, char *errstr, size_t errstr_size)
 {
-        sk_err_t err = sk_db_classify(mysql_errno(db->conn));
-        sk_seterr(errstr, errstr_size, "%s: mysql error %u: %s", what, mysql_errno(db->conn),
-                  mysql_error(db->conn));
-        return err == SK_OK ? SK_EDB : err;
+        return sk_db_seterr(db, what, errstr, errstr_size);
 }
 
 /* Active buyers of the voucher: pairs (user_id, trace_id) appended to @p out. */
@@ -186,9 +178,7 @@ static sk_err_t db_active_buyers(sk_db_t *db, int64_t voucher_id, sk_i64vec_t *o
         snprintf(sql, sizeof(sql),
                  "SELECT user_id, trace_id FROM tb_voucher_order"
                  " WHERE voucher_id = %" PRId64 " AND status = 1", voucher_id);
-        if (mysql_real_query(db->conn, sql, (unsigned long)strlen(sql)))
-                return db_query_err(db, "active buyers", errstr, errstr_size);
-        if (!(res = mysql_store_result(db->conn)))
+        if (sk_db_query(db, sql, strlen(sql), &res, NULL, 0) != SK_OK)
                 return db_query_err(db, "active buyers", errstr, errstr_size);
         while ((row = mysql_fetch_row(res))) {
                 unsigned long *len = mysql_fetch_lengths(res);
@@ -235,8 +225,7 @@ static sk_err_t db_decided(sk_db_t *db, const int64_t *ids, size_t n, sk_i64vec_
                 }
                 sql[len++] = ')';
                 sql[len] = '\0';
-                if (mysql_real_query(db->conn, sql, (unsigned long)len) ||
-                    !(res = mysql_store_result(db->conn))) {
+                if (sk_db_query(db, sql, len, &res, NULL, 0) != SK_OK) {
                         err = db_query_err(db, "outcome lookup", errstr, errstr_size);
                         break;
                 }

@@ -39,14 +39,9 @@ typedef my_bool sk_my_bool;
 typedef bool sk_my_bool;
 #endif
 
-typedef struct sk_db {
-        MYSQL *conn;             /* NULL after a failed reconnect */
-        sk_mysql_url_t url;
-        int lock_wait_timeout_s;
-        int io_timeout_s;        /* read/write timeout of the connection (s) */
-        int no_database;         /* as given to sk_db_connect (kept for reconnect) */
-        uint64_t generation;     /* bumped by every successful (re)connect */
-} sk_db_t;
+/* Opaque: the connection is reached only through the functions below (the statement
+ * and result-set users through the "connection" functions at the end). */
+typedef struct sk_db sk_db_t;
 
 /** @brief mysql_library_init once (thread-safe via pthread_once). */
 void sk_db_library_init(void);
@@ -65,8 +60,9 @@ sk_db_t *sk_db_connect_io(const sk_mysql_url_t *url, int no_database, int lock_w
                           int io_timeout_s, char *errstr, size_t errstr_size);
 /** @brief Close and reopen the same connection (same URL, database choice and session
  *  settings). Session state (open transaction, GET_LOCK locks) is lost.
- *  @returns SK_OK, or SK_EAGAIN/SK_EDB as classified (db->conn is then NULL and every
- *  other call fails with SK_EAGAIN until a reconnect succeeds). */
+ *  @returns SK_OK, or SK_EAGAIN/SK_EDB as classified (the handle is then not connected,
+ *  sk_db_connected() is 0, and every other call fails with SK_EAGAIN until a reconnect
+ *  succeeds). */
 sk_err_t sk_db_reconnect(sk_db_t *db, char *errstr, size_t errstr_size);
 /** @brief Close and free @p db. NULL is a no-op. */
 void sk_db_close(sk_db_t *db);
