@@ -6,7 +6,7 @@
 #                                            (default all)
 #
 # Builds with clang -fsanitize=fuzzer,address,undefined into build-fuzz/ (env
-# SK_FUZZ_BUILD): the common sources (and, for front_http, producer/http.c, req.c and
+# SK_FUZZ_BUILD): the common sources (and, for front_http, producer/http.c, req.c, soldout.c and
 # metrics.c) are compiled with coverage; the system libraries (cJSON,
 # libmicrohttpd, ...) are not instrumented, so their bugs show up only as crashes.
 # Each target runs for SECONDS on its corpus (build-fuzz/corpus/TARGET, seeded from
@@ -64,7 +64,7 @@ build() {
                 compile "$f" "$OUT/obj/common/$name.o"
                 common_objs+=("$OUT/obj/common/$name.o")
         done
-        for name in http req metrics; do
+        for name in http req metrics soldout; do
                 compile "$REPO/producer/$name.c" "$OUT/obj/producer/$name.o"
         done
         for t in "${TARGETS[@]}"; do
@@ -74,6 +74,7 @@ build() {
                 id_parse) objs=("$OUT/obj/common/ids.o") ;;
                 msg_parse) objs=("$OUT/obj/common/msg.o" "$OUT/obj/common/ids.o" "$OUT/obj/common/err.o") ;;
                 front_http) objs=("$OUT/obj/producer/http.o" "$OUT/obj/producer/req.o" "$OUT/obj/producer/metrics.o"
+                            "$OUT/obj/producer/soldout.o"
                             "${common_objs[@]}") ;;
                 *) objs=("${common_objs[@]}") ;;
                 esac

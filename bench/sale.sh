@@ -18,8 +18,10 @@
 # Scope today: ONE stock bucket (the v4 buckets, DESIGN.md 14, are not built yet: the
 # voucher is seeded with today's key layout {v:ID}:meta/stock/users/trace, directly in
 # Redis like bench/front.sh; no DB rows, no consumer). The front publishes its 1,000
-# admissions to a topic of its own, which nobody consumes. No local sold-out cache yet:
-# every request after the sell-out runs deduct.lua.
+# admissions to a topic of its own, which nobody consumes. The front runs with its local
+# sold-out cache (DESIGN.md 4; SECKILL_SOLDOUT_CACHE_MS, default 1000, 0 = off): after the
+# sell-out most requests are answered 10005 without Redis; the run prints the cache's
+# hits. SECKILL_SOLDOUT_CACHE_MS=0 measures the front with every request on deduct.lua.
 #
 # Env: SK_BIN (build/bin), SK_BENCH_BIN (build/bench), BENCH_SECONDS (10), BENCH_CONNS
 #      (256), BENCH_THREADS (2), BENCH_STOCK (1000), BENCH_BUYERS (100000),
@@ -99,6 +101,7 @@ code() { echo "$metrics" | sed -n "s/^seckill_front_requests_total{code=\"$1\"} 
 echo "front_answers: 202=$(code 202) 409=$(code 409) 503=$(code 503) other=$(code other)"
 causes=$(echo "$metrics" | sed -n 's/^seckill_front_unavailable_total{cause="\([a-z_]*\)"} \([1-9][0-9]*\)$/\1=\2/p' | tr '\n' ' ')
 echo "front_503_causes: ${causes:-none}"
+echo "front_soldout_cache: ms=${SECKILL_SOLDOUT_CACHE_MS:-1000} hits=$(echo "$metrics" | sed -n 's/^seckill_front_soldout_cache_hits_total //p')"
 admitted=$(code 202)
 left=$($rc get "$prefix:{v:$vf}:stock")
 holders=$($rc hlen "$prefix:{v:$vf}:users")

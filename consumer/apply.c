@@ -12,8 +12,7 @@
  * another error rolls the whole transaction back and the caller falls back to
  * cons_apply_one() per message, which tells the cases apart. Before it, the caller
  * asks which traceIds already have an outcome (cons_apply_known: one SELECT ... IN).
- * The sold_out clamp reads the stock FOR SHARE in its own transaction
- * (cons_apply_clamp_begin/end).
+ * The sold_out clamp's stock read is sk/decide.h's (decide.c).
  *
  * Every id is bound as MYSQL_TYPE_LONGLONG. Multi-row statements are N-placeholder
  * prepared statements (portable to MariaDB Connector/C and libmysqlclient; no array
@@ -24,8 +23,7 @@
  * Failpoints: consumer.between_statements (after the outcome insert),
  * consumer.before_commit, consumer.after_commit. `error` is reported as a transient
  * failure (the transaction is rolled back, or for after_commit the caller retries and
- * finds its own outcome: the duplicate path); consumer.clamp_read fails the clamp's
- * stock read. Not thread-safe: one per worker.
+ * finds its own outcome: the duplicate path). Not thread-safe: one per worker.
  * Length: a little over 600 lines because every statement shares the per-connection
  * statement cache and bind buffers defined here (splitting them would export both). */
 #include <inttypes.h>
@@ -39,7 +37,7 @@
 #include "sk/log.h"
 #include "consumer.h"
 
-enum { K_OUTCOME, K_ORDER, K_ROUTER, K_LOG, K_STOCK, K_GETSTOCK, K_SHARESTOCK, K_KNOWN, K__N };
+enum { K_OUTCOME, K_ORDER, K_ROUTER, K_LOG, K_STOCK, K_GETSTOCK, K_KNOWN, K__N };
 
 static const struct {
         const char *head;  /* up to VALUES */
@@ -61,9 +59,6 @@ static const struct {
         [K_STOCK] = { "UPDATE tb_seckill_voucher SET stock = stock - ? WHERE voucher_id = ? AND stock >= ?",
                       NULL, NULL, 3 },
         [K_GETSTOCK] = { "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = ?", NULL, NULL, 1 },
-        /* MariaDB spells FOR SHARE this way (MySQL 8 accepts it too). */
-        [K_SHARESTOCK] = { "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = ? LOCK IN SHARE MODE",
-                           NULL, NULL, 1 },
         [K_KNOWN] = { "SELECT trace_id, order_id, user_id, voucher_id, outcome, COALESCE(reason, '') "
                       "FROM tb_seckill_outcome WHERE trace_id IN (", "?", ")", 1 },
 };
@@ -369,7 +364,7 @@ static sk_err_t txn_commit(cons_apply_t *ap, char *errstr, size_t errstr_size)
         return err;
 }
 
-/* The stock of @p voucher_id by statement @p kind (K_GETSTOCK or K_SHARESTOCK). */
+/* The stock of @p voucher_id by statement @p kind (K_GETSTOCK). */
 static sk_err_t read_stock(cons_apply_t *ap, int kind, int64_t voucher_id, int64_t *stock,
                            char *errstr, size_t errstr_size)
 {
@@ -462,32 +457,6 @@ sk_err_t cons_apply_known(cons_apply_t *ap, const sk_order_msg_t *const *msgs, i
         err = fetch_known(ap, stmt, out, n, nout, errstr, errstr_size);
         mysql_stmt_free_result(stmt);
         return err;
-}
-
-sk_err_t cons_apply_clamp_begin(cons_apply_t *ap, int64_t voucher_id, int64_t *stock,
-                                char *errstr, size_t errstr_size)
-{
-        sk_err_t err;
-
-        if (SK_FAILPOINT("consumer.clamp_read")) {
-                sk_seterr(errstr, errstr_size, "failpoint consumer.clamp_read");
-                return SK_EDB; /* as if the DB refused the read */
-        }
-        if ((err = txn_begin(ap, errstr, errstr_size)))
-                return err;
-        err = read_stock(ap, K_SHARESTOCK, voucher_id, stock, errstr, errstr_size);
-        if (err == SK_ENOTFOUND) {
-                *stock = 0; /* no row: nothing to sell, clamp to 0 */
-                return SK_OK;
-        }
-        if (err)
-                sk_db_rollback(ap->db);
-        return err;
-}
-
-void cons_apply_clamp_end(cons_apply_t *ap)
-{
-        sk_db_rollback(ap->db); /* read only: releases the share lock */
 }
 
 sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, int n,

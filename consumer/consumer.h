@@ -100,12 +100,3 @@ sk_err_t cons_apply_stock(cons_apply_t *ap, int64_t voucher_id, int64_t *stock,
  *  @returns SK_OK, SK_EAGAIN (transient), SK_EDB, SK_EINVAL (n out of 1..batch_max). */
 sk_err_t cons_apply_known(cons_apply_t *ap, const sk_order_msg_t *const *msgs, int n,
                           sk_outcome_t *out, int *nout, char *errstr, size_t errstr_size);
-/** @brief The sold_out clamp's transaction (DESIGN.md 4 rollback.lua, 8 sold_out row):
- *  BEGIN, then the voucher's stock read FOR SHARE into *stock (0 if the voucher row is
- *  missing). On SK_OK the transaction stays open until cons_apply_clamp_end(), which
- *  the caller runs after rollback.lua answered. Errors (SK_EAGAIN transient, SK_EDB)
- *  leave no transaction open. Failpoint consumer.clamp_read (`error`: SK_EDB). */
-sk_err_t cons_apply_clamp_begin(cons_apply_t *ap, int64_t voucher_id, int64_t *stock,
-                                char *errstr, size_t errstr_size);
-/** @brief End the clamp transaction (read only: rolled back, releasing the lock). */
-void cons_apply_clamp_end(cons_apply_t *ap);

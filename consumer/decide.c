@@ -3,30 +3,25 @@
  * follow an outcome someone else recorded (compare order, user and voucher ids first:
  * a mismatch is an id collision, DLQ + alert); DLQ a message the DB keeps refusing.
  *
- * sold_out clamps (DESIGN.md 4 rollback.lua, 8 sold_out row): after FAILED committed, a
- * second transaction reads the voucher's DB stock FOR SHARE (LOCK IN SHARE MODE),
- * rollback.lua runs with clamp-to that value, and the transaction ends only after
- * rollback.lua answered, so a concurrent restock cannot be clamped away. The read is
- * retried with backoff (transient errors until it succeeds or the worker stops); if
- * it never succeeds rollback.lua is NOT run (no `T:r` for a clamp that was not
- * applied): the FAILED outcome without a fence is the reconciler's.
- *
- * The consumer's only copy of "record FAILED, compare ids, follow CREATED or FAILED".
+ * The decision itself and the sold_out clamp (DESIGN.md 4 rollback.lua, 8 sold_out
+ * row: FAILED committed, the stock read FOR SHARE in a second transaction, rollback.lua
+ * clamp-to, the transaction ended after it answered; a read that keeps failing runs no
+ * rollback.lua, so no `T:r` claims a clamp that was not applied) are sk/decide.h, shared
+ * with the reconciler and the rebuild. This file gives it the worker's connections,
+ * its backoff that keeps polling (partitions paused), its failpoints
+ * (consumer.clamp_read, consumer.before_rollback), and turns its answers into metrics,
+ * log lines and the worker's verdicts.
  * Not thread-safe (one worker's connections). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include "sk/backoff.h"
-#include "sk/clock.h"
-#include "sk/failpoint.h"
+#include "sk/decide.h"
 #include "sk/log.h"
 #include "worker.h"
 
-/* Non-transient failures of the clamp's stock read before the rollback is left to the
- * reconciler (transient ones are retried until the worker stops). */
-#define CLAMP_READ_TRIES 8
-/* rollback.lua attempts (it is idempotent per traceId). */
-#define ROLLBACK_TRIES 5
+/* Attempts at the clamp's stock read and rollback.lua (idempotent per traceId) before
+ * the FAILED outcome is left unfenced for the reconciler. */
+#define DECIDE_ATTEMPTS 8
 
 sk_err_t cons_decide_transient(worker_t *w, const char *what, int64_t id, const char *errstr)
 {
@@ -36,113 +31,78 @@ sk_err_t cons_decide_transient(worker_t *w, const char *what, int64_t id, const 
         return SK_EAGAIN;
 }
 
-/* Open the clamp transaction and read the stock FOR SHARE into *clamp_to. Transient
- * errors are retried with backoff (partitions paused, still polling) until the read
- * succeeds or the worker stops; other errors CLAMP_READ_TRIES times. @returns SK_OK
- * (transaction open: end it with cons_apply_clamp_end) or the last error (no
- * transaction open). */
-static sk_err_t clamp_read(worker_t *w, const cmsg_t *c, int64_t *clamp_to)
+static int decider_proceed(void *arg)
 {
-        char errstr[512] = "";
-        sk_err_t err = SK_EAGAIN;
-        int failures = 0;
-
-        for (int attempt = 0;; attempt++) {
-                if (attempt) {
-                        if (cons_stopping())
-                                break;
-                        cons_flow_backoff(w, attempt - 1);
-                        cons_worker_ensure_db(w);
-                }
-                err = cons_apply_clamp_begin(w->ap, c->msg.voucher_id, clamp_to, errstr, sizeof(errstr));
-                if (err == SK_OK)
-                        return SK_OK;
-                SK_LOG(SK_WARN, "clamp_read_failed", "worker=%d voucher=%" PRId64 " attempt=%d err=%s "
-                       "reason=\"%s\"", w->idx, c->msg.voucher_id, attempt, sk_err2str(err), errstr);
-                if (err == SK_EAGAIN) {
-                        sk_metric_add(w->m->db_transient, 1);
-                        continue;
-                }
-                sk_metric_add(w->m->db_errors, 1);
-                if (++failures >= CLAMP_READ_TRIES)
-                        break;
-        }
-        return err;
+        (void)arg;
+        return g_stop < 2;
 }
 
-/* rollback.lua with @p clamp_to (-1: none), a few attempts with backoff. */
-static sk_err_t rollback_lua(worker_t *w, const cmsg_t *c, sk_reason_t reason, int64_t clamp_to,
-                             char *errstr, size_t errstr_size)
+static sk_redis_t *decider_redis(void *arg)
 {
-        sk_rollback_res_t res;
-        sk_err_t err = SK_EREDIS;
-
-        for (int attempt = 0; attempt < ROLLBACK_TRIES; attempt++) {
-                sk_redis_t *r;
-
-                if (attempt)
-                        sk_sleep_ms(sk_backoff_ms(attempt, 50, 1000, &w->rng), NULL);
-                if (g_stop >= 2)
-                        break;
-                if (SK_FAILPOINT("consumer.before_rollback")) {
-                        err = SK_EFAIL;
-                        sk_seterr(errstr, errstr_size, "failpoint consumer.before_rollback");
-                        continue;
-                }
-                if (!(r = cons_worker_redis(w))) {
-                        err = SK_EAGAIN;
-                        continue;
-                }
-                memset(&res, 0, sizeof(res));
-                err = sk_rollback_run(r, w->conf->redis_prefix, c->msg.voucher_id, c->msg.trace_id,
-                                      c->msg.user_id, "consumer", reason, clamp_to,
-                                      w->ctx->expire_extra_ms, &res, errstr, errstr_size);
-                if (err == SK_OK) {
-                        sk_metric_add(w->m->rolled_back[reason], 1);
-                        SK_LOG(SK_INFO, "rolled_back", "worker=%d trace=%" PRId64 " voucher=%" PRId64
-                               " reason=%s already=%d restored=%d released=%d clamped=%d clamp_to=%" PRId64,
-                               w->idx, c->msg.trace_id, c->msg.voucher_id, sk_reason_str(reason),
-                               res.already, res.restored, res.released, res.clamped, clamp_to);
-                        return SK_OK;
-                }
-                cons_worker_redis_failed(w, err);
-        }
-        return err;
+        return cons_worker_redis(arg);
 }
 
-/* rollback.lua for a FAILED decision with @p reason (DESIGN.md 4, 8). If it still
- * fails, the FAILED outcome without a fence is what the reconciler retries. */
-static void run_rollback(worker_t *w, cmsg_t *c, sk_reason_t reason)
+static void decider_redis_failed(void *arg, sk_err_t err)
 {
-        int restore = 0, release = 0, clamp = 0;
-        int64_t clamp_to = -1;
-        char errstr[512] = "";
-        sk_err_t err;
+        cons_worker_redis_failed(arg, err);
+}
 
-        if (reason == SK_REASON_NONE) {
+/* A failed clamp read: counted, the connection checked (reconnected if it broke). */
+static void decider_db_failed(void *arg, sk_err_t err)
+{
+        worker_t *w = arg;
+
+        sk_metric_add(err == SK_EAGAIN ? w->m->db_transient : w->m->db_errors, 1);
+        SK_LOG(SK_WARN, "clamp_read_failed", "worker=%d err=%s", w->idx, sk_err2str(err));
+        cons_worker_ensure_db(w);
+}
+
+static void decider_backoff(void *arg, int attempt)
+{
+        cons_flow_backoff(arg, attempt - 1);
+}
+
+static void decider_init(worker_t *w, sk_decider_t *d)
+{
+        memset(d, 0, sizeof(*d));
+        d->db = w->db;
+        d->prefix = w->conf->redis_prefix;
+        d->mode = "consumer";
+        d->expire_extra_ms = w->ctx->expire_extra_ms;
+        d->attempts = DECIDE_ATTEMPTS;
+        d->failpoint = "consumer.before_rollback";
+        d->proceed = decider_proceed;
+        d->redis_get = decider_redis;
+        d->redis_failed = decider_redis_failed;
+        d->db_failed = decider_db_failed;
+        d->backoff = decider_backoff;
+        d->arg = w;
+}
+
+/* What rollback.lua did for a FAILED decision (@p dec, @p err, @p errstr): metrics and
+ * log. If it never ran, the FAILED outcome without a fence is the reconciler's. */
+static sk_err_t settle(worker_t *w, cmsg_t *c, const sk_decision_t *dec, sk_err_t err,
+                       const char *errstr)
+{
+        if (dec->rolled_back) {
+                sk_metric_add(w->m->rolled_back[dec->reason], 1);
+                SK_LOG(SK_INFO, "rolled_back", "worker=%d trace=%" PRId64 " voucher=%" PRId64
+                       " reason=%s already=%d restored=%d released=%d clamped=%d clamp_to=%" PRId64,
+                       w->idx, c->msg.trace_id, c->msg.voucher_id, sk_reason_str(dec->reason),
+                       dec->res.already, dec->res.restored, dec->res.released, dec->res.clamped,
+                       dec->clamp_to);
+        } else if (dec->how != SK_DECIDED_FOLLOWED_CREATED && dec->reason == SK_REASON_NONE) {
                 SK_LOG(SK_WARN, "rollback_unknown_reason", "worker=%d trace=%" PRId64,
                        w->idx, c->msg.trace_id);
-                return;
-        }
-        sk_reason_flags(reason, &restore, &release, &clamp);
-        if (clamp && (err = clamp_read(w, c, &clamp_to)) != SK_OK) {
+        } else if (dec->how != SK_DECIDED_FOLLOWED_CREATED) {
                 sk_metric_add(w->m->rollback_errors, 1);
                 SK_LOG(SK_ERROR, "rollback_failed", "worker=%d trace=%" PRId64 " voucher=%" PRId64
-                       " reason=%s err=%s note=\"clamp stock unread: no fence written, FAILED outcome"
-                       " left for the reconciler\"", w->idx, c->msg.trace_id, c->msg.voucher_id,
-                       sk_reason_str(reason), sk_err2str(err));
-                return;
+                       " reason=%s err=%s detail=\"%s\" note=\"FAILED outcome left unfenced for"
+                       " the reconciler\"", w->idx, c->msg.trace_id, c->msg.voucher_id,
+                       sk_reason_str(dec->reason), sk_err2str(err), errstr);
         }
-        err = rollback_lua(w, c, reason, clamp_to, errstr, sizeof(errstr));
-        if (clamp)
-                cons_apply_clamp_end(w->ap);
-        if (err == SK_OK)
-                return;
-        sk_metric_add(w->m->rollback_errors, 1);
-        SK_LOG(SK_ERROR, "rollback_failed", "worker=%d trace=%" PRId64 " voucher=%" PRId64
-               " reason=%s err=%s detail=\"%s\" note=\"FAILED outcome left unfenced for the reconciler\"",
-               w->idx, c->msg.trace_id, c->msg.voucher_id, sk_reason_str(reason),
-               sk_err2str(err), errstr);
+        c->settled = 1;
+        return SK_OK;
 }
 
 sk_err_t cons_decide_collision(worker_t *w, cmsg_t *c, const char *what)
@@ -166,44 +126,57 @@ sk_err_t cons_decide_db_error(worker_t *w, cmsg_t *c, const char *errstr)
         return cons_dlq_send(w, c, "db_error", errstr);
 }
 
-sk_err_t cons_decide_follow(worker_t *w, cmsg_t *c, const sk_outcome_t *o)
+/* Someone decided first (@p dec says what): the duplicate counted and logged. */
+static void duplicate(worker_t *w, cmsg_t *c, const sk_decision_t *dec)
 {
-        if (!sk_outcome_matches(o, &c->msg)) {
-                char what[256];
-                snprintf(what, sizeof(what), "outcome of trace %" PRId64 " names order %" PRId64
-                         " user %" PRId64 " voucher %" PRId64, o->trace_id, o->order_id,
-                         o->user_id, o->voucher_id);
-                return cons_decide_collision(w, c, what);
-        }
         sk_metric_add(w->m->duplicates, 1);
         SK_LOG(SK_INFO, "duplicate", "worker=%d trace=%" PRId64 " outcome=%s reason=%s", w->idx,
-               c->msg.trace_id, o->outcome == SK_OUTCOME_CREATED ? "CREATED" : "FAILED",
-               o->reason_str[0] ? o->reason_str : "-");
-        if (o->outcome == SK_OUTCOME_FAILED)
-                run_rollback(w, c, o->reason);
-        c->settled = 1;
-        return SK_OK;
+               c->msg.trace_id, dec->row.outcome == SK_OUTCOME_CREATED ? "CREATED" : "FAILED",
+               dec->row.reason_str[0] ? dec->row.reason_str : "-");
+}
+
+sk_err_t cons_decide_follow(worker_t *w, cmsg_t *c, const sk_outcome_t *o)
+{
+        sk_decider_t d;
+        sk_decision_t dec;
+        char errstr[512] = "";
+        sk_err_t err;
+
+        decider_init(w, &d);
+        err = sk_decide_follow(&d, &c->msg, o, &dec, errstr, sizeof(errstr));
+        if (dec.how == SK_DECIDED_COLLISION)
+                return cons_decide_collision(w, c, errstr);
+        duplicate(w, c, &dec);
+        return settle(w, c, &dec, err, errstr);
 }
 
 sk_err_t cons_decide_failed(worker_t *w, cmsg_t *c, sk_reason_t reason, const char *detail)
 {
-        sk_outcome_t existing;
-        char errstr[512];
+        sk_decider_t d;
+        sk_decision_t dec;
+        char errstr[512] = "";
         sk_err_t err;
 
-        memset(&existing, 0, sizeof(existing));
-        err = sk_outcome_fail(w->db, &c->msg, reason, detail, &existing, errstr, sizeof(errstr));
-        if (err == SK_EEXIST)
-                return cons_decide_follow(w, c, &existing);
-        if (err == SK_EAGAIN)
-                return cons_decide_transient(w, "trace", c->msg.trace_id, errstr);
-        if (err)
+        decider_init(w, &d);
+        err = sk_decide_failed(&d, &c->msg, reason, detail, &dec, errstr, sizeof(errstr));
+        switch (dec.how) {
+        case SK_DECIDED_NONE:
+                if (err == SK_ESTOP)
+                        return SK_ESTOP;
+                if (err == SK_EAGAIN)
+                        return cons_decide_transient(w, "trace", c->msg.trace_id, errstr);
                 return cons_decide_db_error(w, c, errstr);
-        sk_metric_add(w->m->failed[reason], 1);
-        SK_LOG(SK_INFO, "failed", "worker=%d trace=%" PRId64 " voucher=%" PRId64 " user=%" PRId64
-               " reason=%s", w->idx, c->msg.trace_id, c->msg.voucher_id, c->msg.user_id,
-               sk_reason_str(reason));
-        run_rollback(w, c, reason);
-        c->settled = 1;
-        return SK_OK;
+        case SK_DECIDED_COLLISION:
+                return cons_decide_collision(w, c, errstr);
+        case SK_DECIDED_RECORDED:
+                sk_metric_add(w->m->failed[reason], 1);
+                SK_LOG(SK_INFO, "failed", "worker=%d trace=%" PRId64 " voucher=%" PRId64 " user=%"
+                       PRId64 " reason=%s", w->idx, c->msg.trace_id, c->msg.voucher_id,
+                       c->msg.user_id, sk_reason_str(reason));
+                break;
+        default:
+                duplicate(w, c, &dec);
+                break;
+        }
+        return settle(w, c, &dec, err, errstr);
 }

@@ -10,6 +10,7 @@
 #include "publish.h"
 #include "rollback.h"
 #include "sk/log.h"
+#include "soldout.h"
 
 fr_deduct_err_t fr_deduct_error_kind(const char *s, size_t len)
 {
@@ -59,7 +60,11 @@ static void answer_reject(fr_req_t *req, long long code)
         case 10003: status = 403; msg = "ended"; break;
         case 10011: status = 403; msg = "offline"; break;
         case 10012: status = 403; msg = "expired"; break;
-        case 10005: status = 409; msg = "sold out"; break;
+        case 10005:
+                fr_soldout_note(req); /* DESIGN.md 4: the local sold-out cache */
+                status = 409;
+                msg = "sold out";
+                break;
         case 10006: status = 409; msg = "already purchased"; break;
         default:
                 SK_LOG(SK_ERROR, "deduct_unknown_reject", "trace_id=%s code=%lld", req->st, code);

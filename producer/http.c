@@ -24,6 +24,7 @@
 #include "req.h"
 #include "sk/clock.h"
 #include "sk/log.h"
+#include "soldout.h"
 
 static sk_idgen_t *idgen; /* borrowed from main.c */
 static struct MHD_Daemon *mhd;
@@ -129,6 +130,12 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
         }
         if (fr_stopping()) {
                 quick_503(req, "shutdown", "shutting down");
+                return;
+        }
+        /* DESIGN.md 3, 4: every bucket recently answered sold out -> 10005 without Redis
+         * (no id, no in-flight slot, no queue slot). */
+        if (fr_soldout_hit(req)) {
+                quick(req, 409, fr_json_err(10005, "sold out"));
                 return;
         }
         /* DESIGN.md 8: overloaded or producer unusable -> 503 before deduct.lua. */

@@ -17,6 +17,7 @@
  *   deadline.c  the per-request deadline timer
  *   health.c    Redis and Kafka health, producer replacement trigger
  *   metrics.c   the Prometheus metrics and the gauges sampled at scrape time
+ *   soldout.c   the local sold-out cache: 10005 without Redis (DESIGN.md 4)
  *   pipeline.c  start/stop order of the pipeline's threads
  * Dependencies point one way: http -> deduct/lookup; deduct -> deduct_reply -> publish,
  * rollback, lookup; publish -> kprod, rollback; every stage answers through req.c.
@@ -27,6 +28,7 @@
  *     the graceful shutdown (below).
  *   - HTTP (libmicrohttpd internal polling, epoll, a pool of --http-threads threads,
  *     suspend/resume; http.c): parses, validates ids (400 without any Redis call),
+ *     answers 409/10005 from the local sold-out cache (soldout.c) without Redis,
  *     refuses with 503 before any Redis write when the in-flight cap is reached, Kafka
  *     is down or fatal, or the lease cannot mint; mints orderId and traceId, puts the
  *     request on the pending list (its deadline), suspends the connection and queues it.
@@ -95,6 +97,7 @@
 #include "sk/redis.h"
 #include "sk/outcome.h"
 #include "sk/signals.h"
+#include "soldout.h"
 
 fr_config_t g_fr;
 
@@ -189,6 +192,7 @@ static void shutdown_front(void)
         fr_kprod_destroy_all();
         sk_idgen_stop(idgen);
         idgen = NULL;
+        fr_soldout_destroy();
         fr_metrics_destroy();
 }
 
@@ -234,6 +238,7 @@ int main(int argc, char **argv)
         raise_nofile();
         sk_db_library_init();
         fr_metrics_init();
+        fr_soldout_init(g_fr.conf.soldout_cache_ms);
 
         /* The lease first: a second front with the same SECKILL_WORKER_ID exits 2
          * before it binds anything (DESIGN.md 2). */
@@ -261,11 +266,11 @@ int main(int argc, char **argv)
         }
         SK_LOG(SK_INFO, "front_started",
                "addr=%s worker_id=%d topic=%s prefix=%s http_threads=%d redis_workers=%d "
-               "delivery_timeout_ms=%d deadline_ms=%lld max_inflight=%d",
+               "delivery_timeout_ms=%d deadline_ms=%lld max_inflight=%d soldout_cache_ms=%d",
                g_fr.conf.http_addr, sk_idgen_worker_id(idgen), g_fr.conf.topic,
                g_fr.conf.redis_prefix, g_fr.http_threads, g_fr.redis_workers,
                g_fr.conf.kafka_delivery_timeout_ms, (long long)g_fr.deadline_ms,
-               g_fr.conf.max_inflight);
+               g_fr.conf.max_inflight, g_fr.conf.soldout_cache_ms);
         while (!g_stop)
                 sk_sleep_ms(100, NULL);
         shutdown_front();

@@ -62,6 +62,9 @@ static void init_counters(fr_metrics_t *m)
         m->collision = sk_metrics_counter(m->reg, "seckill_front_deduct_collision_total", NULL,
                                           "ALERT: a traceId already stored for another purchase "
                                           "(id collision, DESIGN.md 4)");
+        m->soldout_hits = sk_metrics_counter(m->reg, "seckill_front_soldout_cache_hits_total", NULL,
+                                             "purchases answered 409/10005 by the local sold-out "
+                                             "cache, without Redis (DESIGN.md 4)");
 }
 
 static void init_gauges(fr_metrics_t *m)

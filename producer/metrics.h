@@ -17,6 +17,7 @@ typedef struct fr_metrics {
         sk_metric_t *u_overload, *u_kafka, *u_redis, *u_lease, *u_paused, *u_pending,
                     *u_failed, *u_shutdown, *u_db, *u_meta, *u_collision;
         sk_metric_t *reproduce, *producer_replaced, *deduct_retry, *collision;
+        sk_metric_t *soldout_hits;      /* 409/10005 answered by the local sold-out cache */
         sk_metric_t *q_deduct, *q_rollback, *q_lookup, *retired; /* gauges, set on render */
 } fr_metrics_t;
 

@@ -1,5 +1,5 @@
 /* main.c: seckill-reconciler, one reconciliation pass per run, for cron or a systemd
- * timer (DESIGN.md 2, 7-9; issue 5).
+ * timer (DESIGN.md 2, 7-9, 14).
  *
  *   seckill-reconciler [--voucher ID] [--window-hours H] [--grace-seconds S]
  *                      [--max-redrive N] [--repair] [--json]
@@ -11,8 +11,15 @@
  *
  * The run lock is GET_LOCK("seckill:reconcile:<database>:<prefix>", 0) on a dedicated
  * connection: overlapping runs of one deployment never collide, separate deployments
- * sharing a server never block each other. The lock lives as long as that session:
- * it is checked between vouchers and batches, and a lost connection stops the run. */
+ * sharing a server never block each other. The lock lives as long as that session
+ * (never released early, no automatic reconnect: a session that answers is the one
+ * holding the lock). It is checked before every write of the pass (rc_must_stop): a
+ * lost session stops the run at once, exit 2 "run lock lost", while another run may
+ * already hold the lock.
+ *
+ * Output: the table or --json (report.c); "dlqRedriveLoopTraces" (JSON) / "traces stuck
+ * in the DLQ re-drive loop" (table) counts the undecided traces that an earlier pass
+ * re-drove and that are back in the DLQ (DESIGN.md 8): alert on it. */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -46,19 +53,19 @@ static int lock_alive(void *arg)
 static void print_simple(int json, int code, const char *msg)
 {
         if (json) {
-                printf("{\"exit\":%d,\"result\":\"%s\",\"note\":\"%s\",\"vouchers\":[]}\n", code,
+                printf("{\"exit\":%d,\"result\":\"%s\",\"dlqRedriveLoopTraces\":0,\"note\":\"%s\","
+                       "\"vouchers\":[]}\n", code,
                        code == 0 ? "consistent" : "unresolved", msg);
         } else {
                 printf("%s\n", msg);
         }
 }
 
-int main(int argc, char **argv)
+/* Options into *conf and *opts. @returns -1 to go on, else the exit status. */
+static int parse_options(int argc, char **argv, sk_conf_t *conf, rc_opts_t *opts)
 {
-        sk_conf_t conf;
-        rc_opts_t opts;
         char voucher_s[32] = "";
-        int grace_s = 30, max_redrive = 3, repair = 0, json = 0;
+        int grace_s = 30, max_redrive = 3, repair = 0, json = 0, argi = 0, rc;
         const sk_opt_t extra[] = {
                 { "voucher", NULL, SK_OPT_STR, voucher_s, sizeof(voucher_s), 0, 0,
                   "reconcile this voucher only (default: every voucher on sale or ended within the window)" },
@@ -70,77 +77,132 @@ int main(int argc, char **argv)
                   "rebuild Redis stock/users from the DB for drifted vouchers (DESIGN.md 8)" },
                 { "json", NULL, SK_OPT_BOOL, &json, 0, 0, 1, "print one JSON document instead of the table" },
         };
-        char lock_name[256], errstr[512], note[256] = "";
-        sk_db_t *lockdb = NULL, *db = NULL;
-        sk_redis_t *r = NULL;
-        rc_ctx_t ctx;
-        rc_vstat_t *stats = NULL;
-        int64_t *ids = NULL;
-        size_t nids = 0, ndone = 0, i;
-        int argi = 0, rc, code = 0;
-        sk_err_t err;
 
-        sk_log_init("reconciler");
-        rc = sk_conf_load(&conf, argc, argv, "seckill-reconciler", NULL, extra,
+        rc = sk_conf_load(conf, argc, argv, "seckill-reconciler", NULL, extra,
                           sizeof(extra) / sizeof(extra[0]), &argi);
         if (rc == 1)
                 return 0;
         if (rc != 0)
                 return 2;
-        if (sk_redis_startup_check(&conf.redis, "seckill-reconciler") != 0)
+        if (sk_redis_startup_check(&conf->redis, "seckill-reconciler") != 0)
                 return 2;       /* DESIGN.md 4: Redis >= 7.0, noeviction on every master */
         if (argi < argc) {
                 fprintf(stderr, "seckill-reconciler: unexpected argument %s (see --help)\n", argv[argi]);
                 return 2;
         }
-        memset(&opts, 0, sizeof(opts));
-        if (voucher_s[0] && sk_id_parse_cstr(voucher_s, &opts.voucher_id) != 0) {
+        memset(opts, 0, sizeof(*opts));
+        if (voucher_s[0] && sk_id_parse_cstr(voucher_s, &opts->voucher_id) != 0) {
                 fprintf(stderr, "seckill-reconciler: --voucher %s is not a canonical id (1..2^63-1)\n",
                         voucher_s);
                 return 2;
         }
         /* The front gives up on a delivery after 2 x its timeout (+1 s): judging a younger
          * trace could re-drive or roll back a purchase the front is still deciding. */
-        if ((int64_t)grace_s * 1000 < 2 * (int64_t)conf.kafka_delivery_timeout_ms) {
+        if ((int64_t)grace_s * 1000 < 2 * (int64_t)conf->kafka_delivery_timeout_ms) {
                 fprintf(stderr, "seckill-reconciler: --grace-seconds %d must be at least twice "
                         "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS (%d ms), i.e. >= %d\n", grace_s,
-                        conf.kafka_delivery_timeout_ms,
-                        (2 * conf.kafka_delivery_timeout_ms + 999) / 1000);
+                        conf->kafka_delivery_timeout_ms,
+                        (2 * conf->kafka_delivery_timeout_ms + 999) / 1000);
                 return 2;
         }
         /* --window-hours is the common option (sk/conf.h): SECKILL_RECONCILE_WINDOW_HOURS
          * by default (DESIGN.md 2); scope = vouchers ended within it + 24 h. */
-        opts.window_hours = conf.reconcile_window_hours;
-        opts.grace_s = grace_s;
-        opts.max_redrive = max_redrive;
-        opts.repair = repair;
-        opts.json = json;
+        opts->window_hours = conf->reconcile_window_hours;
+        opts->grace_s = grace_s;
+        opts->max_redrive = max_redrive;
+        opts->repair = repair;
+        opts->json = json;
+        return -1;
+}
 
+/* The pass over every voucher in scope, printed. @returns the exit status. */
+static int run_pass(rc_ctx_t *ctx, const char *lock_name)
+{
+        char errstr[512], note[256] = "";
+        rc_vstat_t *stats = NULL;
+        int64_t *ids = NULL;
+        size_t nids = 0, ndone = 0, i;
+        int rc, code = 0, json = ctx->opts.json;
+        sk_err_t err;
+
+        if ((err = rc_scope(ctx, &ids, &nids, errstr, sizeof(errstr))) != SK_OK) {
+                SK_LOG(SK_ERROR, "scope_failed", "err=\"%s\"", errstr);
+                print_simple(json, 2, "could not list the vouchers in scope");
+                return 2;
+        }
+        SK_LOG(SK_INFO, "pass_start", "vouchers=%zu window_hours=%d grace_s=%d max_redrive=%d"
+               " repair=%d lock=%s", nids, ctx->opts.window_hours, ctx->opts.grace_s,
+               ctx->opts.max_redrive, ctx->opts.repair, lock_name);
+        if (nids && !(stats = calloc(nids, sizeof(*stats)))) {
+                free(ids);
+                print_simple(json, 2, "out of memory");
+                return 2;
+        }
+        for (i = 0; i < nids; i++) {
+                err = rc_voucher(ctx, ids[i], &stats[i]);
+                ndone = i + 1;
+                if (err == SK_ESTOP) {
+                        snprintf(note, sizeof(note), "%s", ctx->lock_lost
+                                 ? "run lock lost (its database session ended): stopped"
+                                   " without acting further"
+                                 : "interrupted: stopped");
+                        if (ctx->lock_lost || stats[i].voucher_id == 0)
+                                ndone = i + (stats[i].voucher_id ? 1 : 0);
+                        code = 2;
+                        break;
+                }
+                rc = rc_vstat_exit(&stats[i]);
+                if (rc > code)
+                        code = rc;
+        }
+        rc_ctx_release(ctx);
+        rc_print(stdout, stats, ndone, json, code, note);
+        SK_LOG(SK_INFO, "pass_end", "vouchers=%zu exit=%d lock_lost=%d dlq_redrive_loop=%" PRId64,
+               ndone, code, ctx->lock_lost, rc_dlq_loop_total(stats, ndone));
+        free(ids);
+        free(stats);
+        return code;
+}
+
+int main(int argc, char **argv)
+{
+        sk_conf_t conf;
+        rc_opts_t opts;
+        char lock_name[256], errstr[512];
+        sk_db_t *lockdb = NULL, *db = NULL;
+        sk_redis_t *r = NULL;
+        rc_ctx_t ctx;
+        int code;
+        sk_err_t err;
+
+        sk_log_init("reconciler");
+        if ((code = parse_options(argc, argv, &conf, &opts)) >= 0)
+                return code;
         sk_db_library_init();
         snprintf(lock_name, sizeof(lock_name), "seckill:reconcile:%s:%s", conf.mysql.database,
                  conf.redis_prefix);
         if (!(lockdb = sk_db_connect(&conf.mysql, 0, 0, errstr, sizeof(errstr)))) {
                 SK_LOG(SK_ERROR, "db_connect_failed", "err=\"%s\"", errstr);
-                print_simple(json, 2, "database unreachable");
+                print_simple(opts.json, 2, "database unreachable");
                 return 2;
         }
         err = sk_db_lock(lockdb, lock_name, 0, errstr, sizeof(errstr));
         if (err == SK_EAGAIN && lock_alive(lockdb)) {
                 SK_LOG(SK_INFO, "already_running", "lock=%s", lock_name);
-                print_simple(json, 0, "another seckill-reconciler run holds the lock; nothing done");
+                print_simple(opts.json, 0, "another seckill-reconciler run holds the lock; nothing done");
                 sk_db_close(lockdb);
                 return 0;
         }
         if (err != SK_OK) {
                 SK_LOG(SK_ERROR, "lock_failed", "lock=%s err=\"%s\"", lock_name, errstr);
-                print_simple(json, 2, "could not take the run lock");
+                print_simple(opts.json, 2, "could not take the run lock");
                 sk_db_close(lockdb);
                 return 2;
         }
         if (!(db = sk_db_connect(&conf.mysql, 0, 5, errstr, sizeof(errstr))) ||
             !(r = sk_redis_connect(&conf.redis, 5000, errstr, sizeof(errstr)))) {
                 SK_LOG(SK_ERROR, "connect_failed", "err=\"%s\"", errstr);
-                print_simple(json, 2, "database or Redis unreachable");
+                print_simple(opts.json, 2, "database or Redis unreachable");
                 code = 2;
                 goto done;
         }
@@ -154,43 +216,9 @@ int main(int argc, char **argv)
         ctx.stop = &g_stop;
         ctx.lock_ok = lock_alive;
         ctx.lock_arg = lockdb;
-
-        if ((err = rc_scope(&ctx, &ids, &nids, errstr, sizeof(errstr))) != SK_OK) {
-                SK_LOG(SK_ERROR, "scope_failed", "err=\"%s\"", errstr);
-                print_simple(json, 2, "could not list the vouchers in scope");
-                code = 2;
-                goto done;
-        }
-        SK_LOG(SK_INFO, "pass_start", "vouchers=%zu window_hours=%d grace_s=%d max_redrive=%d"
-               " repair=%d lock=%s", nids, opts.window_hours, opts.grace_s, opts.max_redrive,
-               opts.repair, lock_name);
-        if (nids && !(stats = calloc(nids, sizeof(*stats)))) {
-                print_simple(json, 2, "out of memory");
-                code = 2;
-                goto done;
-        }
-        for (i = 0; i < nids; i++) {
-                err = rc_voucher(&ctx, ids[i], &stats[i]);
-                ndone = i + 1;
-                if (err == SK_ESTOP) {
-                        snprintf(note, sizeof(note), "%s", ctx.lock_lost
-                                 ? "run lock lost: stopped" : "interrupted: stopped");
-                        if (ctx.lock_lost || stats[i].voucher_id == 0)
-                                ndone = i + (stats[i].voucher_id ? 1 : 0);
-                        code = 2;
-                        break;
-                }
-                rc = rc_vstat_exit(&stats[i]);
-                if (rc > code)
-                        code = rc;
-        }
-        rc_ctx_release(&ctx);
-        rc_print(stdout, stats, ndone, json, code, note);
-        SK_LOG(SK_INFO, "pass_end", "vouchers=%zu exit=%d", ndone, code);
+        code = run_pass(&ctx, lock_name);
 done:
         fflush(stdout);
-        free(ids);
-        free(stats);
         sk_redis_close(r);
         sk_db_close(db);
         if (lockdb) {

@@ -7,8 +7,8 @@
  * report says PERSISTED (DESIGN.md 8).
  *
  * The DLQ reader uses the legacy per-partition consumer (rd_kafka_consume_start), which
- * needs no group.id: nothing is committed and no consumer group is touched (issue 5:
- * "read it from the start each pass with a plain consumer"). It stops at the high
+ * needs no group.id: nothing is committed and no consumer group is touched (DESIGN.md 8:
+ * the DLQ is "read from the start each pass"). It stops at the high
  * watermark captured when it started, so a DLQ that keeps growing cannot hold the pass. */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -203,45 +203,113 @@ static void scan_headers(idvec_t *ids, const rd_kafka_message_t *rkm)
         }
 }
 
-sk_err_t rc_dlq_read(const sk_conf_t *conf, const char *topic, int timeout_ms, int64_t **out,
-                     size_t *nout, char *errstr, size_t errstr_size)
+/* A group-less consumer handle (no group.id: it joins no group, commits nothing). */
+static rd_kafka_t *dlq_consumer_new(const sk_conf_t *conf, sk_err_t *err, char *errstr,
+                                    size_t errstr_size)
 {
         rd_kafka_conf_t *kconf = rd_kafka_conf_new();
-        rd_kafka_t *rk = NULL;
-        rd_kafka_topic_t *rkt = NULL;
-        const rd_kafka_metadata_t *md = NULL;
-        rd_kafka_resp_err_t e;
-        idvec_t ids = { 0 };
+        rd_kafka_t *rk;
         char rderr[512];
-        int64_t deadline = sk_mono_ms() + timeout_ms;
-        sk_err_t err = SK_EKAFKA;
-        int i, np = 0;
+        int i;
 
-        *out = NULL;
-        *nout = 0;
+        *err = SK_EINVAL;
         if (!kconf) {
                 sk_seterr(errstr, errstr_size, "rd_kafka_conf_new failed");
-                return SK_ENOMEM;
+                *err = SK_ENOMEM;
+                return NULL;
         }
-        /* No group.id: this handle joins no group and commits nothing. */
         if (sk_kafka_conf_set(kconf, "bootstrap.servers", conf->kafka_brokers, errstr, errstr_size) ||
             sk_kafka_conf_set(kconf, "enable.auto.commit", "false", errstr, errstr_size) ||
             sk_kafka_conf_set(kconf, "enable.partition.eof", "false", errstr, errstr_size)) {
                 rd_kafka_conf_destroy(kconf);
-                return SK_EINVAL;
+                return NULL;
         }
         for (i = 0; i < conf->nkafka_props; i++)
                 if (sk_kafka_conf_set(kconf, conf->kafka_props[i][0], conf->kafka_props[i][1],
                                       errstr, errstr_size)) {
                         rd_kafka_conf_destroy(kconf);
-                        return SK_EINVAL;
+                        return NULL;
                 }
         if (!(rk = rd_kafka_new(RD_KAFKA_CONSUMER, kconf, rderr, sizeof(rderr)))) {
                 sk_seterr(errstr, errstr_size, "rd_kafka_new: %s", rderr);
                 rd_kafka_conf_destroy(kconf);
+                *err = SK_EKAFKA;
+                return NULL;
+        }
+        *err = SK_OK;
+        return rk; /* rk owns kconf */
+}
+
+/* Read partition @p part of @p topic from its low to its high watermark (captured
+ * now) into @p ids, by @p deadline (monotonic ms). */
+static sk_err_t dlq_read_partition(rd_kafka_t *rk, rd_kafka_topic_t *rkt, const char *topic,
+                                   int32_t part, int64_t deadline, idvec_t *ids,
+                                   char *errstr, size_t errstr_size)
+{
+        int64_t low = 0, high = 0, next;
+        int left = (int)(deadline - sk_mono_ms());
+        rd_kafka_resp_err_t e;
+
+        if (left <= 0) {
+                sk_seterr(errstr, errstr_size, "reading %s: timed out", topic);
+                return SK_EAGAIN;
+        }
+        e = rd_kafka_query_watermark_offsets(rk, topic, part, &low, &high, left);
+        if (e) {
+                sk_seterr(errstr, errstr_size, "watermarks %s[%d]: %s", topic, (int)part,
+                          rd_kafka_err2str(e));
+                return SK_EAGAIN;
+        }
+        if (high <= low)
+                return SK_OK;
+        if (rd_kafka_consume_start(rkt, part, RD_KAFKA_OFFSET_BEGINNING) == -1) {
+                sk_seterr(errstr, errstr_size, "consume_start %s[%d]: %s", topic, (int)part,
+                          rd_kafka_err2str(rd_kafka_last_error()));
                 return SK_EKAFKA;
         }
-        kconf = NULL; /* rk owns it */
+        next = low;
+        while (next < high) {
+                rd_kafka_message_t *rkm;
+                if (sk_mono_ms() > deadline) {
+                        rd_kafka_consume_stop(rkt, part);
+                        sk_seterr(errstr, errstr_size, "reading %s[%d]: timed out at %" PRId64
+                                  " of %" PRId64, topic, (int)part, next, high);
+                        return SK_EAGAIN;
+                }
+                if (!(rkm = rd_kafka_consume(rkt, part, 200 /* ms */)))
+                        continue;
+                if (rkm->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                        if (rkm->payload)
+                                scan_value(ids, rkm->payload, rkm->len);
+                        scan_headers(ids, rkm);
+                        next = rkm->offset + 1;
+                } else if (rkm->err == RD_KAFKA_RESP_ERR__PARTITION_EOF ||
+                           rkm->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
+                        next = high; /* compacted/deleted tail: nothing more */
+                }
+                rd_kafka_message_destroy(rkm);
+        }
+        rd_kafka_consume_stop(rkt, part);
+        return SK_OK;
+}
+
+sk_err_t rc_dlq_read(const sk_conf_t *conf, const char *topic, int timeout_ms, int64_t **out,
+                     size_t *nout, char *errstr, size_t errstr_size)
+{
+        rd_kafka_t *rk;
+        rd_kafka_topic_t *rkt = NULL;
+        const rd_kafka_metadata_t *md = NULL;
+        rd_kafka_resp_err_t e;
+        idvec_t ids = { 0 };
+        int64_t deadline = sk_mono_ms() + timeout_ms;
+        sk_err_t err = SK_EKAFKA;
+        int i;
+
+        *out = NULL;
+        *nout = 0;
+        if (!(rk = dlq_consumer_new(conf, &err, errstr, errstr_size)))
+                return err;
+        err = SK_EKAFKA;
         if (!(rkt = rd_kafka_topic_new(rk, topic, NULL))) {
                 sk_seterr(errstr, errstr_size, "topic %s: %s", topic,
                           rd_kafka_err2str(rd_kafka_last_error()));
@@ -264,63 +332,14 @@ sk_err_t rc_dlq_read(const sk_conf_t *conf, const char *topic, int timeout_ms, i
                 err = SK_EAGAIN;
                 goto done;
         }
-        np = md->topics[0].partition_cnt;
-        for (i = 0; i < np; i++) {
-                int32_t part = md->topics[0].partitions[i].id;
-                int64_t low = 0, high = 0, next;
-                int left = (int)(deadline - sk_mono_ms());
-
-                if (left <= 0) {
-                        sk_seterr(errstr, errstr_size, "reading %s: timed out", topic);
-                        err = SK_EAGAIN;
-                        goto done;
-                }
-                e = rd_kafka_query_watermark_offsets(rk, topic, part, &low, &high, left);
-                if (e) {
-                        sk_seterr(errstr, errstr_size, "watermarks %s[%d]: %s", topic, (int)part,
-                                  rd_kafka_err2str(e));
-                        err = SK_EAGAIN;
-                        goto done;
-                }
-                if (high <= low)
-                        continue;
-                if (rd_kafka_consume_start(rkt, part, RD_KAFKA_OFFSET_BEGINNING) == -1) {
-                        sk_seterr(errstr, errstr_size, "consume_start %s[%d]: %s", topic, (int)part,
-                                  rd_kafka_err2str(rd_kafka_last_error()));
-                        goto done;
-                }
-                next = low;
-                while (next < high) {
-                        rd_kafka_message_t *rkm;
-                        if (sk_mono_ms() > deadline) {
-                                rd_kafka_consume_stop(rkt, part);
-                                sk_seterr(errstr, errstr_size, "reading %s[%d]: timed out at %" PRId64
-                                          " of %" PRId64, topic, (int)part, next, high);
-                                err = SK_EAGAIN;
-                                goto done;
-                        }
-                        if (!(rkm = rd_kafka_consume(rkt, part, 200 /* ms */)))
-                                continue;
-                        if (rkm->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-                                if (rkm->payload)
-                                        scan_value(&ids, rkm->payload, rkm->len);
-                                scan_headers(&ids, rkm);
-                                next = rkm->offset + 1;
-                        } else if (rkm->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                                next = high; /* compacted/deleted tail: nothing more */
-                        } else if (rkm->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
-                                next = high;
-                        }
-                        rd_kafka_message_destroy(rkm);
-                }
-                rd_kafka_consume_stop(rkt, part);
-        }
-        if (ids.oom) {
+        err = SK_OK;
+        for (i = 0; i < md->topics[0].partition_cnt && err == SK_OK; i++)
+                err = dlq_read_partition(rk, rkt, topic, md->topics[0].partitions[i].id,
+                                         deadline, &ids, errstr, errstr_size);
+        if (err == SK_OK && ids.oom) {
                 sk_seterr(errstr, errstr_size, "out of memory");
                 err = SK_ENOMEM;
-                goto done;
         }
-        err = SK_OK;
 done:
         if (err == SK_OK && ids.ids.n) {
                 sk_i64vec_sort_unique(&ids.ids);
@@ -333,7 +352,6 @@ done:
                 rd_kafka_metadata_destroy(md);
         if (rkt)
                 rd_kafka_topic_destroy(rkt);
-        if (rk)
-                rd_kafka_destroy(rk);
+        rd_kafka_destroy(rk);
         return err;
 }

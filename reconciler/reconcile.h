@@ -1,8 +1,9 @@
-/* reconcile.h: one reconciliation pass of seckill-reconciler (DESIGN.md 7-9, issue 5):
- * for each voucher in scope, the join by traceId of the Redis trace hash with the
- * database, the decisions it implies (re-drive, FAILED + rollback, reconcile-log
- * status), drift detection and, with --repair, the rebuild of DESIGN.md 8.
- * Single-threaded; the caller owns every connection and the stop flag. */
+/* reconcile.h: one reconciliation pass of seckill-reconciler (DESIGN.md 7-9, 14): for
+ * each voucher in scope, the join by traceId of the Redis trace hash with the database,
+ * the decisions it implies (re-drive, FAILED + rollback, reconcile-log status), drift
+ * detection and, with --repair, the rebuild of DESIGN.md 8. The parts live in their own
+ * files (rc_pass.h). Single-threaded; the caller owns every connection and the stop
+ * flag. */
 #pragma once
 #include <signal.h>
 #include <stdint.h>
@@ -33,6 +34,8 @@ typedef struct rc_vstat {
         int64_t drift;          /* DB rows whose trace is gone + Redis stock/users drift */
         int64_t waiting;        /* re-drives waiting for consumers */
         int64_t dlq;            /* undecided traces found in the DLQ */
+        int64_t dlq_loop;       /* of dlq: already re-driven by an earlier pass and back in
+                                 * the DLQ -- stuck in the DLQ re-drive loop (DESIGN.md 8) */
         int64_t collisions;     /* outcome rows whose ids differ from the DEDUCT */
         int64_t not_persisted;  /* re-drives Kafka did not persist */
         int64_t failed_counted; /* claim.lua failed this pass */
@@ -56,10 +59,11 @@ typedef struct rc_ctx {
         rc_opts_t opts;
         sk_db_t *db;                    /* work connection (borrowed) */
         sk_redis_t *r;                  /* borrowed */
-        volatile sig_atomic_t *stop;    /* non-zero: stop between vouchers/batches */
-        int (*lock_ok)(void *arg);      /* 1 while the run's advisory lock is held */
+        volatile sig_atomic_t *stop;    /* non-zero: stop before the next write */
+        int (*lock_ok)(void *arg);      /* 1 while the run's advisory lock is held; asked
+                                         * before every write of the pass */
         void *lock_arg;
-        int lock_lost;                  /* set when lock_ok said 0 */
+        int lock_lost;                  /* set (for good) when lock_ok said 0 */
         /* Lazily created per pass. */
         struct rc_producer *prod;
         int dlq_loaded;
@@ -75,7 +79,8 @@ sk_err_t rc_scope(rc_ctx_t *ctx, int64_t **ids, size_t *n, char *errstr, size_t 
 
 /** @brief Reconcile one voucher into *st. Never returns early for a per-trace error:
  *  it counts it (st->errors / note) and goes on. @returns SK_ESTOP if the stop flag or
- *  a lost lock interrupted it, else SK_OK. */
+ *  a lost run lock interrupted it (ctx->lock_lost says which; nothing is written after
+ *  the loss was seen), else SK_OK. */
 sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st);
 
 /** @brief Free what the pass created lazily (producer, DLQ ids). */
@@ -83,6 +88,9 @@ void rc_ctx_release(rc_ctx_t *ctx);
 
 /** @brief 2 if @p st has anything unresolved, 1 if it repaired something, else 0. */
 int rc_vstat_exit(const rc_vstat_t *st);
+
+/** @brief Traces stuck in the DLQ re-drive loop over @p v[0..n) (Σ dlq_loop). */
+int64_t rc_dlq_loop_total(const rc_vstat_t *v, size_t n);
 
 /** @brief Print the per-voucher table (human) or one JSON document. @p exit_code and
  *  @p note describe the whole run. */

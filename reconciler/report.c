@@ -27,13 +27,23 @@ static const char *verdict(int code)
         return code == 0 ? "consistent" : code == 1 ? "repaired" : "unresolved";
 }
 
+int64_t rc_dlq_loop_total(const rc_vstat_t *v, size_t n)
+{
+        int64_t t = 0;
+
+        for (size_t i = 0; i < n; i++)
+                t += v[i].dlq_loop;
+        return t;
+}
+
 void rc_print(FILE *out, const rc_vstat_t *v, size_t n, int json, int exit_code, const char *note)
 {
         size_t i;
         char vid[SK_ID_STRLEN];
 
         if (json) {
-                fprintf(out, "{\"exit\":%d,\"result\":\"%s\",\"note\":", exit_code, verdict(exit_code));
+                fprintf(out, "{\"exit\":%d,\"result\":\"%s\",\"dlqRedriveLoopTraces\":%" PRId64
+                        ",\"note\":", exit_code, verdict(exit_code), rc_dlq_loop_total(v, n));
                 json_str(out, note ? note : "");
                 fprintf(out, ",\"vouchers\":[");
                 for (i = 0; i < n; i++) {
@@ -43,7 +53,8 @@ void rc_print(FILE *out, const rc_vstat_t *v, size_t n, int json, int exit_code,
                                 ",\"young\":%" PRId64 ",\"checked\":%" PRId64 ",\"consistent\":%" PRId64
                                 ",\"redriven\":%" PRId64 ",\"rolledBack\":%" PRId64
                                 ",\"inconsistent\":%" PRId64 ",\"drift\":%" PRId64
-                                ",\"waiting\":%" PRId64 ",\"dlq\":%" PRId64 ",\"collisions\":%" PRId64
+                                ",\"waiting\":%" PRId64 ",\"dlq\":%" PRId64
+                                ",\"dlqRedriveLoop\":%" PRId64 ",\"collisions\":%" PRId64
                                 ",\"notPersisted\":%" PRId64 ",\"failedCounted\":%" PRId64
                                 ",\"lost\":%" PRId64 ",\"fencedRecorded\":%" PRId64
                                 ",\"logMarkedConsistent\":%" PRId64 ",\"driftRows\":%" PRId64
@@ -51,7 +62,8 @@ void rc_print(FILE *out, const rc_vstat_t *v, size_t n, int json, int exit_code,
                                 ",\"expiryAlert\":%s,\"errors\":%" PRId64 ",\"note\":",
                                 i ? "," : "", vid, verdict(rc_vstat_exit(s)), s->entries, s->young,
                                 s->checked, s->consistent, s->redriven, s->rolled_back,
-                                s->inconsistent, s->drift, s->waiting, s->dlq, s->collisions,
+                                s->inconsistent, s->drift, s->waiting, s->dlq, s->dlq_loop,
+                                s->collisions,
                                 s->not_persisted, s->failed_counted, s->lost, s->fenced,
                                 s->log_marked, s->drift_rows,
                                 s->stock_drift ? "true" : "false", s->users_drift ? "true" : "false",
@@ -74,6 +86,7 @@ void rc_print(FILE *out, const rc_vstat_t *v, size_t n, int json, int exit_code,
                         s->redriven, s->rolled_back, s->inconsistent + s->collisions, s->drift,
                         s->waiting, verdict(rc_vstat_exit(s)), s->note);
         }
-        fprintf(out, "%zu voucher(s); result: %s (exit %d)%s%s\n", n, verdict(exit_code), exit_code,
+        fprintf(out, "%zu voucher(s); result: %s (exit %d); traces stuck in the DLQ re-drive"
+                " loop: %" PRId64 "%s%s\n", n, verdict(exit_code), exit_code, rc_dlq_loop_total(v, n),
                 note && *note ? "; " : "", note ? note : "");
 }

@@ -337,6 +337,8 @@ static const copt_t copts[] = {
           0, 100, 600000, "MS", "Kafka message.timeout.ms" },
         { "max-inflight", "SECKILL_MAX_INFLIGHT", V_INT, OFF(max_inflight), 0, 1, 1000000, "N",
           "requests in flight before the front answers 503" },
+        { "soldout-cache-ms", "SECKILL_SOLDOUT_CACHE_MS", V_INT, OFF(soldout_cache_ms), 0, 0, 60000, "MS",
+          "front: how long a bucket that answered sold out is answered 10005 locally (0 = off)" },
         { "worker-id", "SECKILL_WORKER_ID", V_INT, OFF(worker_id), 0, 0, 1023, "ID",
           "snowflake worker id (default: lowest free id)" },
         { "worker-lease-ms", "SECKILL_WORKER_LEASE_MS", V_INT, OFF(worker_lease_ms), 0, 300, 3600000, "MS",
@@ -363,6 +365,7 @@ void sk_conf_defaults(sk_conf_t *conf)
         sfmt(conf->redis_prefix, sizeof(conf->redis_prefix), "seckill");
         conf->kafka_delivery_timeout_ms = 5000;
         conf->max_inflight = 10000;
+        conf->soldout_cache_ms = 1000;
         conf->worker_id = -1;
         conf->worker_lease_ms = 30000;
         conf->reconcile_window_hours = 48;

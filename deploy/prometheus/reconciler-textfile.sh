@@ -18,6 +18,9 @@
 #                                                     DB and were not rebuilt
 #   seckill_reconciler_traces{state}                  checked, consistent, redriven,
 #                                                     rolled_back, inconsistent, waiting, dlq
+#   seckill_reconciler_dlq_redrive_loop_traces        undecided traces an earlier pass
+#                                                     re-drove that are back in the DLQ
+#                                                     (stuck in the re-drive loop, DESIGN.md 8)
 set -u
 dir=${SECKILL_TEXTFILE_DIR:-/var/lib/prometheus/node-exporter}
 bin=${SECKILL_RECONCILER:-seckill-reconciler}
@@ -59,6 +62,10 @@ for k in sorted(res):
 print("# HELP seckill_reconciler_drift_vouchers Vouchers whose Redis state differs from the DB, not rebuilt")
 print("# TYPE seckill_reconciler_drift_vouchers gauge")
 print(f"seckill_reconciler_drift_vouchers {drift}")
+loop = int(doc.get("dlqRedriveLoopTraces", sum(int(v.get("dlqRedriveLoop", 0)) for v in vs)))
+print("# HELP seckill_reconciler_dlq_redrive_loop_traces Traces stuck in the DLQ re-drive loop (re-driven, back in the DLQ)")
+print("# TYPE seckill_reconciler_dlq_redrive_loop_traces gauge")
+print(f"seckill_reconciler_dlq_redrive_loop_traces {loop}")
 print("# HELP seckill_reconciler_traces Traces of the last pass by state")
 print("# TYPE seckill_reconciler_traces gauge")
 for k in sorted(tr):

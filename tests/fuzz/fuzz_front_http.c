@@ -7,7 +7,8 @@
  * producer/http.c keeps its parsers static (route(), parse_id_seg(), user_header()), so
  * they are reached through the daemon: each input is one connection's bytes (request
  * line, headers, maybe a body), the harness reads the answer until EOF or 2 s.
- * Only http.c, req.c and metrics.c of the front are linked: fr_deduct_submit,
+ * Only http.c, req.c, metrics.c and soldout.c (the sold-out cache stays off) of the
+ * front are linked: fr_deduct_submit,
  * fr_lookup_submit, the health and queue-depth getters are defined here, and the
  * sk_idgen_* calls are replaced (bench/fuzz.sh weakens the originals), so no Redis,
  * Kafka or DB is needed: a purchase is answered 202 at once, a lookup 200.

@@ -1,5 +1,5 @@
 /* 0500_recon_redrive.c: seckill-reconciler re-drives purchases whose message never
- * reached Kafka (DESIGN.md 8 "front killed after the deduct"; issue 5 item 5).
+ * reached Kafka (DESIGN.md 8 "front killed after the deduct").
  *   1. A DEDUCT written with deduct.lua and never published, older than the grace
  *      period, with a consumer running: the pass re-drives it (exit 1), the consumer
  *      creates the order, exactly once; the next pass finds it consistent (exit 0) and

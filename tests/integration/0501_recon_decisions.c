@@ -1,5 +1,5 @@
 /* 0501_recon_decisions.c: the reconciler's decisions for decided and fenced purchases
- * (DESIGN.md 7, 8; issue 5 item 2):
+ * (DESIGN.md 7, 8):
  *   - DB stock exhausted: the re-driven purchase ends FAILED (sold_out), user released,
  *     Redis stock clamped to the DB stock, no restore; the next pass is consistent;
  *   - a FAILED outcome whose rollback never ran: rolled back once with the stored
@@ -8,15 +8,11 @@
  *     stock restored exactly once, consistent;
  *   - meta left at status 4 with nobody holding the voucher lock: reset from the DB;
  *   - a traceId found in the DLQ topic: re-driven once per pass, never counted as
- *     failed, never rolled back, reported (exit 2) even after the group moved past it. */
+ *     failed, never rolled back, reported (exit 2) even after the group moved past it;
+ *     from the second pass on it is counted as stuck in the DLQ re-drive loop
+ *     (dlqRedriveLoop per voucher, dlqRedriveLoopTraces for the run). */
 #include "05_recon_support.h"
 
-
-static void parse_msg(const char *json, sk_order_msg_t *msg)
-{
-        char errstr[256] = "";
-        ck_assert_msg(sk_msg_parse(json, strlen(json), msg, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
-}
 
 static void record_failed(const char *json, sk_reason_t reason)
 {
@@ -25,7 +21,7 @@ static void record_failed(const char *json, sk_reason_t reason)
         char errstr[512] = "";
         sk_err_t err;
 
-        parse_msg(json, &msg);
+        rt_parse_msg(json, &msg);
         err = sk_outcome_fail(rt_db, &msg, reason, "test", &existing, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_OK, "outcome_fail: %s", errstr);
 }
@@ -234,6 +230,11 @@ START_TEST(dlq_trace_never_counted)
                 ck_assert_int_eq(rt_json_field(out, vid, "redriven"), 1);
                 ck_assert_int_eq(rt_json_field(out, vid, "rolledBack"), 0);
                 ck_assert_int_eq(rt_json_field(out, vid, "failedCounted"), 0);
+                /* Stuck in the DLQ re-drive loop: re-driven by an earlier pass and
+                 * back in the DLQ (the first pass has not re-driven it yet). */
+                ck_assert_int_eq(rt_json_field(out, vid, "dlqRedriveLoop"), (pass ? 1 : 0));
+                ck_assert_ptr_nonnull(strstr(out, pass ? "\"dlqRedriveLoopTraces\":1"
+                                                       : "\"dlqRedriveLoopTraces\":0"));
                 commit_all(); /* the group "consumed" past every re-drive */
         }
         ck_assert_int_eq(rt_outcome(trace), 0);

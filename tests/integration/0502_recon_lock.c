@@ -1,34 +1,9 @@
-/* 0502_recon_lock.c: the reconciler's run lock (issue 5 item 1): GET_LOCK named with
+/* 0502_recon_lock.c: the reconciler's run lock (DESIGN.md 8, one pass at a time): GET_LOCK named with
  * the database and the key prefix.
  *   - the lock held elsewhere: the run says so and exits 0 without touching anything;
  *   - two reconcilers at once: one works, the other says so and exits 0;
  *   - the lock's connection killed mid-run: the run stops (exit 2, "lock lost"). */
 #include "05_recon_support.h"
-
-static void lock_name(char *buf, size_t size)
-{
-        snprintf(buf, size, "seckill:reconcile:%s:%s", rt_conf.mysql.database, rt_conf.redis_prefix);
-}
-
-/* The name GET_LOCK really gets (sk_db_lock maps names over 64 chars; db.h). */
-static void lock_name_fitted(char *out, size_t size)
-{
-        char name[256];
-        size_t len, i;
-        uint64_t h = UINT64_C(14695981039346656037);
-
-        lock_name(name, sizeof(name));
-        len = strlen(name);
-        if (len <= 64) {
-                snprintf(out, size, "%s", name);
-                return;
-        }
-        for (i = 0; i < len; i++) {
-                h ^= (unsigned char)name[i];
-                h *= UINT64_C(1099511628211);
-        }
-        snprintf(out, size, "%.47s:%016" PRIx64, name, h);
-}
 
 START_TEST(lock_held_elsewhere_exits_0)
 {
@@ -41,7 +16,7 @@ START_TEST(lock_held_elsewhere_exits_0)
         ck_assert_msg(holder != NULL, "%s", errstr);
         trace = rt_deduct(vid, sk_test_rand_id(), NULL, NULL);
         sk_sleep_ms(1500, NULL);
-        lock_name(name, sizeof(name));
+        rt_lock_name(name, sizeof(name));
         ck_assert_int_eq(sk_db_lock(holder, name, 0, errstr, sizeof(errstr)), SK_OK);
         rc = rt_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rc, 0);
@@ -95,7 +70,7 @@ START_TEST(lost_lock_stops_the_run)
 
         (void)rt_deduct(vid, sk_test_rand_id(), NULL, NULL);
         sk_sleep_ms(1500, NULL);
-        lock_name_fitted(fitted, sizeof(fitted));
+        rt_lock_name_fitted(fitted, sizeof(fitted));
         a = rt_spawn("seckill-reconciler", args, &fd, "reconciler.after_redrive=sleep(4000)");
         deadline = sk_mono_ms() + 20000;
         while (conn_id <= 0 && sk_mono_ms() < deadline) {

@@ -1,5 +1,5 @@
-/* 0505_recon_traffic.c: reconciler passes while purchases flow (issue 5 item 5: "a
- * pass while traffic flows -> no false inconsistency"). A child process plays the
+/* 0505_recon_traffic.c: reconciler passes while purchases flow (DESIGN.md 8, 9:
+ * a pass while traffic flows finds no false inconsistency). A child process plays the
  * front (deduct.lua + publish, ~100 purchases/s) while the real consumer creates the
  * orders and the test runs passes back to back: no pass reports an inconsistency, a
  * collision, a rollback or a stock/users drift. Once the traffic stops and the consumer

@@ -418,3 +418,36 @@ static __attribute__((unused)) int64_t rt_json_field(const char *out, int64_t vi
                 return 0;
         return strtoll(p, NULL, 10);
 }
+
+/* sk_msg_parse of a DEDUCT entry the test wrote (asserted valid). */
+static __attribute__((unused)) void rt_parse_msg(const char *json, sk_order_msg_t *msg)
+{
+        char errstr[256] = "";
+        ck_assert_msg(sk_msg_parse(json, strlen(json), msg, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+}
+
+/* The reconciler's run lock name (main.c) and the name GET_LOCK really gets
+ * (sk_db_lock maps names over 64 chars; db.h). */
+static __attribute__((unused)) void rt_lock_name(char *buf, size_t size)
+{
+        snprintf(buf, size, "seckill:reconcile:%s:%s", rt_conf.mysql.database, rt_conf.redis_prefix);
+}
+
+static __attribute__((unused)) void rt_lock_name_fitted(char *out, size_t size)
+{
+        char name[256];
+        size_t len, i;
+        uint64_t h = UINT64_C(14695981039346656037);
+
+        rt_lock_name(name, sizeof(name));
+        len = strlen(name);
+        if (len <= 64) {
+                snprintf(out, size, "%s", name);
+                return;
+        }
+        for (i = 0; i < len; i++) {
+                h ^= (unsigned char)name[i];
+                h *= UINT64_C(1099511628211);
+        }
+        snprintf(out, size, "%.47s:%016" PRIx64, name, h);
+}

@@ -15,7 +15,8 @@
 static const char *const all_env[] = {
         "SECKILL_REDIS_URL", "SECKILL_MYSQL_URL", "SECKILL_KAFKA_BROKERS", "SECKILL_TOPIC",
         "SECKILL_GROUP_ID", "SECKILL_TOPIC_PARTITIONS", "SECKILL_HTTP_ADDR", "SECKILL_REDIS_PREFIX",
-        "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS", "SECKILL_MAX_INFLIGHT", "SECKILL_WORKER_ID",
+        "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS", "SECKILL_MAX_INFLIGHT", "SECKILL_SOLDOUT_CACHE_MS",
+        "SECKILL_WORKER_ID",
         "SECKILL_WORKER_LEASE_MS", "SECKILL_RECONCILE_WINDOW_HOURS", "SECKILL_METRICS_ADDR",
         "SECKILL_LOG_LEVEL", "SECKILL_FAILPOINTS", "SK_TEST_BATCH", "SK_TEST_NAME", "SK_TEST_DRY",
 };
@@ -123,6 +124,7 @@ START_TEST(defaults)
         ck_assert_str_eq(conf.redis_prefix, "seckill");
         ck_assert_int_eq(conf.kafka_delivery_timeout_ms, 5000);
         ck_assert_int_eq(conf.max_inflight, 10000);
+        ck_assert_int_eq(conf.soldout_cache_ms, 1000);
         ck_assert_int_eq(conf.worker_id, -1);
         ck_assert_int_eq(conf.worker_lease_ms, 30000);
         ck_assert_int_eq(conf.reconcile_window_hours, 48);
@@ -142,6 +144,7 @@ START_TEST(env_overrides_default_and_flag_overrides_env)
         setenv("SECKILL_TOPIC", "env.topic", 1);
         setenv("SECKILL_WORKER_ID", "7", 1);
         setenv("SECKILL_MAX_INFLIGHT", "55", 1);
+        setenv("SECKILL_SOLDOUT_CACHE_MS", "0", 1);
         setenv("SECKILL_REDIS_PREFIX", "envp", 1);
         setenv("SECKILL_LOG_LEVEL", "warn", 1);
         setenv("SECKILL_GROUP_ID", "", 1);              /* empty = unset */
@@ -153,6 +156,7 @@ START_TEST(env_overrides_default_and_flag_overrides_env)
         ck_assert_str_eq(conf.dlq_topic, "flag.topic.dlq");
         ck_assert_int_eq(conf.worker_id, 9);                    /* flag > env */
         ck_assert_int_eq(conf.max_inflight, 55);                /* env > default */
+        ck_assert_int_eq(conf.soldout_cache_ms, 0);             /* 0 = off is valid */
         ck_assert_str_eq(conf.redis_prefix, "envp");
         ck_assert_str_eq(conf.group_id, "seckill-order-workers");       /* empty env ignored */
         ck_assert_int_eq(conf.log_level, SK_WARN);
@@ -189,6 +193,9 @@ static const bad_t bad_env[] = {
         { "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS", "-5",
           "seckill-front: SECKILL_KAFKA_DELIVERY_TIMEOUT_MS=-5 is out of range (100..600000)\n" },
         { "SECKILL_MAX_INFLIGHT", "10x", "seckill-front: SECKILL_MAX_INFLIGHT=10x is out of range (1..1000000)\n" },
+        { "SECKILL_SOLDOUT_CACHE_MS", "-1", "seckill-front: SECKILL_SOLDOUT_CACHE_MS=-1 is out of range (0..60000)\n" },
+        { "SECKILL_SOLDOUT_CACHE_MS", "60001",
+          "seckill-front: SECKILL_SOLDOUT_CACHE_MS=60001 is out of range (0..60000)\n" },
         { "SECKILL_WORKER_LEASE_MS", "-30000",
           "seckill-front: SECKILL_WORKER_LEASE_MS=-30000 is out of range (300..3600000)\n" },
         { "SECKILL_RECONCILE_WINDOW_HOURS", "99999999999",

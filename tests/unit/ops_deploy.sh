@@ -40,7 +40,7 @@ tf=$(mktemp -d)
 cat >"$tf/rec" <<'REC'
 #!/bin/sh
 [ "$1" = --json ] && [ "$2" = --repair ] || { echo "args: $*" >&2; exit 3; }
-echo '{"exit":2,"result":"unresolved","note":"","vouchers":[{"voucherId":"11","result":"unresolved","checked":5,"consistent":4,"inconsistent":1,"stockDrift":true,"usersDrift":false,"rebuilt":false},{"voucherId":"12","result":"consistent","checked":3,"consistent":3,"stockDrift":false,"usersDrift":true,"rebuilt":true}]}'
+echo '{"exit":2,"result":"unresolved","dlqRedriveLoopTraces":2,"note":"","vouchers":[{"voucherId":"11","result":"unresolved","checked":5,"consistent":4,"inconsistent":1,"stockDrift":true,"usersDrift":false,"rebuilt":false},{"voucherId":"12","result":"consistent","checked":3,"consistent":3,"stockDrift":false,"usersDrift":true,"rebuilt":true}]}'
 exit 2
 REC
 chmod +x "$tf/rec"
@@ -55,7 +55,8 @@ else
                     'seckill_reconciler_vouchers{result="unresolved"} 1' \
                     'seckill_reconciler_vouchers{result="consistent"} 1' \
                     'seckill_reconciler_traces{state="checked"} 8' \
-                    'seckill_reconciler_traces{state="inconsistent"} 1'; do
+                    'seckill_reconciler_traces{state="inconsistent"} 1' \
+                    'seckill_reconciler_dlq_redrive_loop_traces 2'; do
                 grep -qxF "$want" "$prom" || { echo "FAIL: no line '$want' in:"; cat "$prom"; fail=1; }
         done
 fi

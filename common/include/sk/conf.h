@@ -62,6 +62,7 @@ typedef struct sk_conf {
         char redis_prefix[64];          /* SECKILL_REDIS_PREFIX [A-Za-z0-9_.-]+ */
         int kafka_delivery_timeout_ms;  /* SECKILL_KAFKA_DELIVERY_TIMEOUT_MS, 100..600000 */
         int max_inflight;               /* SECKILL_MAX_INFLIGHT, 1..1000000 */
+        int soldout_cache_ms;           /* SECKILL_SOLDOUT_CACHE_MS, 0..60000 (0 = off, DESIGN.md 4) */
         int worker_id;                  /* SECKILL_WORKER_ID 0..1023, -1 = lowest free */
         int worker_lease_ms;            /* SECKILL_WORKER_LEASE_MS, 300..3600000 */
         int reconcile_window_hours;     /* SECKILL_RECONCILE_WINDOW_HOURS, 1..8760 */

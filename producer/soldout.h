@@ -1,0 +1,24 @@
+/* producer/soldout.h: the front's local sold-out cache (DESIGN.md 3, 4 "Local sold-out
+ * cache", 9 invariant 5): a purchase of a voucher whose every bucket answered sold out
+ * less than SECKILL_SOLDOUT_CACHE_MS ago is answered 409/10005 by the HTTP thread,
+ * before an id is minted, an in-flight slot taken or a deduct queued: no Redis command.
+ * The pure cache is sk/soldout.h; this file owns the front's one instance and its
+ * metric (seckill_front_soldout_cache_hits_total). */
+#pragma once
+#include <stdint.h>
+
+#include "req.h"
+
+/** Create the cache for @p ttl_ms (SECKILL_SOLDOUT_CACHE_MS; 0 = off: no cache, every
+ *  purchase goes to Redis). Once, in main() before any thread starts, after
+ *  fr_metrics_init(). Out of memory: logged, the front runs without a cache. */
+void fr_soldout_init(int ttl_ms);
+/** Free the cache (exit, after every thread stopped). */
+void fr_soldout_destroy(void);
+/** HTTP thread: 1 if @p req's voucher is cached sold out now (the caller answers
+ *  409/10005 at once; the hit is counted here), else 0. Lock-free, thread-safe. */
+int fr_soldout_hit(const fr_req_t *req);
+/** Deduct worker: deduct.lua answered sold out (10005) for @p req. Remembers its
+ *  voucher's bucket empty as of the request's start (before its deduct ran in Redis,
+ *  so a restore after that deduct is sold again within the ttl). Thread-safe. */
+void fr_soldout_note(const fr_req_t *req);

@@ -1,0 +1,221 @@
+/* rc_drift.c: drift between Redis and the database for one voucher (rc_pass.h):
+ *   - CREATED outcomes whose DEDUCT entry is gone from Redis (Redis lost data, DESIGN.md
+ *     8), reported;
+ *   - invariant 3 of DESIGN.md 9 (Redis stock and users vs the DB, sk_verify), rebuilt
+ *     under --repair (sk_rebuild, DESIGN.md 8 "rebuild");
+ *   - meta left at status 4 by a rebuild that died: reset from the DB when nobody holds
+ *     the voucher lock;
+ *   - undecided purchases whose trace hash expires within 6 h: alert.
+ * The run lock is checked before the rebuild and the meta reset (rc_must_stop). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rc_pass.h"
+#include "sk/keys.h"
+#include "sk/log.h"
+#include "sk/rebuild.h"
+#include "sk/verify.h"
+
+#define EXPIRY_ALERT_MS (6 * 3600 * 1000LL) /* undecided and < 6 h of life left */
+
+typedef struct drift_acc {
+        sk_traceset_t *set;
+        sk_i64vec_t gone;
+        int oom;
+} drift_acc_t;
+
+static int created_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
+{
+        drift_acc_t *a = arg;
+        sk_trace_entry_t *e;
+
+        (void)nulls;
+        (void)ncols;
+        e = sk_traceset_get(a->set, cols[0], 0);
+        if (!e || !e->deduct) {
+                if (sk_i64vec_push(&a->gone, cols[0]) != 0) {
+                        a->oom = 1;
+                        return 1;
+                }
+        }
+        return 0;
+}
+
+/* CREATED outcomes of the voucher whose DEDUCT entry is not in Redis (re-checked with
+ * HEXISTS: the scan may have missed a field written during it). */
+static void drift_rows(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *set, rc_vstat_t *st)
+{
+        drift_acc_t a;
+        char errstr[512], k_trace[SK_KEY_MAX], f[SK_KEY_MAX];
+        size_t i;
+        sk_err_t err;
+
+        memset(&a, 0, sizeof(a));
+        a.set = set;
+        err = sk_traceset_rows(ctx->db,
+                               "SELECT trace_id FROM tb_seckill_outcome"
+                               " WHERE voucher_id = ? AND outcome = 1",
+                               &voucher_id, 1, 1, created_row, &a, errstr, sizeof(errstr));
+        if (err != SK_OK || a.oom) {
+                st->errors++;
+                rc_note(st, "drift query failed: %s", a.oom ? "out of memory" : errstr);
+                free(a.gone.v);
+                return;
+        }
+        sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, SK_KEY_TRACE);
+        for (i = 0; i < a.gone.n; i++) {
+                redisReply *reply = NULL;
+                sk_field_trace(f, a.gone.v[i], 0);
+                if (sk_redis_cmdf(ctx->r, &reply, errstr, sizeof(errstr), "HEXISTS %s %s",
+                                  k_trace, f) != SK_OK) {
+                        st->errors++;
+                        rc_note(st, "HEXISTS failed: %s", errstr);
+                        break;
+                }
+                if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0)
+                        st->drift_rows++;
+                freeReplyObject(reply);
+        }
+        if (st->drift_rows)
+                SK_LOG(SK_WARN, "drift_trace_gone", "voucher=%" PRId64 " created_without_trace=%"
+                       PRId64, voucher_id, st->drift_rows);
+        free(a.gone.v);
+}
+
+/* Invariant 3 of DESIGN.md 9 (sk_verify_voucher_conn); with --repair, the rebuild. */
+static void stock_users_drift(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
+{
+        sk_verify_report_t vr;
+        sk_rebuild_report_t rr;
+        char errstr[512];
+        sk_err_t err;
+
+        err = sk_verify_voucher_conn(ctx->db, ctx->r, ctx->conf->redis_prefix, voucher_id, 3, &vr,
+                                     errstr, sizeof(errstr));
+        if (err != SK_OK) {
+                st->errors++;
+                rc_note(st, "verify failed: %s", errstr);
+                return;
+        }
+        if (!vr.redis_stable) {
+                /* Traffic is flowing: the figures are not one snapshot; judge next pass. */
+                SK_LOG(SK_INFO, "drift_not_judged", "voucher=%" PRId64 " reason=redis_changing",
+                       voucher_id);
+                return;
+        }
+        st->stock_drift = !vr.inv3_stock_ok;
+        st->users_drift = !vr.inv3_users_ok;
+        if (!st->stock_drift && !st->users_drift) {
+                st->redis_ok = 1;
+                return;
+        }
+        SK_LOG(SK_WARN, "drift", "voucher=%" PRId64 " redis_stock=%" PRId64 " missing=%d"
+               " expected_stock=%" PRId64 " db_stock=%" PRId64 " held=%" PRId64
+               " users_in_hash=%" PRId64 " users_not_active=%" PRId64 " active_not_in_hash=%"
+               PRId64, voucher_id, vr.redis_stock, vr.redis_stock_missing,
+               vr.expected_redis_stock, vr.db_stock, vr.held_qty, vr.users_in_hash,
+               vr.users_not_active, vr.active_not_in_hash);
+        if (!ctx->opts.repair) {
+                rc_note(st, "%s", "Redis stock/users drift (run with --repair)");
+                return;
+        }
+        if (rc_must_stop(ctx))
+                return;
+        memset(&rr, 0, sizeof(rr));
+        err = sk_rebuild_voucher_with(ctx->conf, ctx->db, ctx->r, voucher_id, 0, &rr, errstr,
+                                      sizeof(errstr));
+        if (err != SK_OK) {
+                SK_LOG(SK_ERROR, "rebuild_failed", "voucher=%" PRId64 " err=\"%s\" detail=\"%s\"",
+                       voucher_id, errstr, rr.detail);
+                st->errors++;
+                rc_note(st, "rebuild failed: %s", errstr);
+                return;
+        }
+        SK_LOG(SK_INFO, "rebuilt", "voucher=%" PRId64 " stock=%" PRId64 " users=%" PRId64
+               " status=%d fenced_failed=%" PRId64, voucher_id, rr.stock, rr.users, rr.status,
+               rr.fenced_failed);
+        st->rebuilt = 1;
+        st->redis_ok = 1;
+}
+
+static int meta_status(rc_ctx_t *ctx, int64_t voucher_id)
+{
+        char k_meta[SK_KEY_MAX], errstr[256];
+        redisReply *reply = NULL;
+        int status = 0;
+
+        sk_key_voucher(k_meta, ctx->conf->redis_prefix, voucher_id, SK_KEY_META);
+        if (sk_redis_cmdf(ctx->r, &reply, errstr, sizeof(errstr), "HGET %s status", k_meta) != SK_OK)
+                return -1;
+        if (reply->type == REDIS_REPLY_STRING)
+                (void)sk_parse_int(reply->str, 0, 100, &status);
+        freeReplyObject(reply);
+        return status;
+}
+
+static int64_t trace_pttl(rc_ctx_t *ctx, int64_t voucher_id)
+{
+        char k_trace[SK_KEY_MAX], errstr[256];
+        redisReply *reply = NULL;
+        int64_t v = -3;
+
+        sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, SK_KEY_TRACE);
+        if (sk_redis_cmdf(ctx->r, &reply, errstr, sizeof(errstr), "PTTL %s", k_trace) != SK_OK)
+                return -3;
+        if (reply->type == REDIS_REPLY_INTEGER)
+                v = reply->integer;
+        freeReplyObject(reply);
+        return v;
+}
+
+
+void rc_meta_check(rc_ctx_t *ctx, int64_t voucher_id, int db_status, rc_vstat_t *st)
+{
+        char errstr[512];
+        int written = 0;
+        sk_err_t err;
+
+        if (meta_status(ctx, voucher_id) != 4 || db_status == 4 || rc_must_stop(ctx))
+                return;
+        err = sk_voucher_reset_meta_with(ctx->conf, ctx->db, ctx->r, voucher_id, &written,
+                                         errstr, sizeof(errstr));
+        if (err == SK_OK && written) {
+                SK_LOG(SK_WARN, "meta_reset", "voucher=%" PRId64 " status=%d", voucher_id,
+                       db_status);
+                st->meta_reset = 1;
+        } else if (err == SK_EAGAIN) {
+                SK_LOG(SK_INFO, "rebuild_in_progress", "voucher=%" PRId64, voucher_id);
+                st->waiting++;
+                rc_note(st, "%s", "paused: a rebuild holds the voucher lock");
+        } else if (err != SK_OK) {
+                st->errors++;
+                rc_note(st, "meta reset failed: %s", errstr);
+        }
+}
+
+void rc_drift(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *set, int64_t end_ms,
+              int64_t now_ms, rc_vstat_t *st)
+{
+        drift_rows(ctx, voucher_id, set, st);
+        /* Keys that expire within the hour (end + window + 1 day) are not judged: a key
+         * that has just expired is not Redis losing data. */
+        if (end_ms + rc_expire_extra_ms(ctx) - now_ms >= 3600 * 1000LL)
+                stock_users_drift(ctx, voucher_id, st);
+        st->drift = st->drift_rows + (st->stock_drift || st->users_drift ? 1 : 0);
+}
+
+void rc_expiry_check(rc_ctx_t *ctx, int64_t voucher_id, size_t undecided, rc_vstat_t *st)
+{
+        int64_t pttl;
+
+        if (!undecided)
+                return;
+        pttl = trace_pttl(ctx, voucher_id);
+        if (pttl >= 0 && pttl < EXPIRY_ALERT_MS) {
+                SK_LOG(SK_ERROR, "undecided_near_expiry", "voucher=%" PRId64 " undecided=%zu"
+                       " pttl_ms=%" PRId64, voucher_id, undecided, pttl);
+                st->expiry_alert = 1;
+                rc_note(st, "%s", "undecided traces and the trace hash expires within 6 h");
+        }
+}

@@ -1,0 +1,91 @@
+/* rc_pass.h: the parts of one reconciliation pass over one voucher (reconcile.h), each
+ * in its own file:
+ *
+ *   reconcile.c   the pass: scope, order of the steps, stop checks, exit code
+ *   rc_classify.c the join of the Redis trace hash with the DB and the verdict per
+ *                 trace (DESIGN.md 7 states): consistent, inconsistent, or to act on
+ *   rc_act.c      the acts on decided/fenced traces: FAILED recorded or followed with
+ *                 rollback.lua (sk/decide.h), reconcile-log status marks
+ *   rc_redrive.c  the re-drive machinery for undecided traces (DESIGN.md 8 "re-drive
+ *                 bookkeeping"): DLQ set, claim.lua, publish, committed offsets
+ *   rc_drift.c    drift (DESIGN.md 8, 9 invariant 3, 14): CREATED rows whose trace is
+ *                 gone, Redis stock/users vs the DB (rebuild under --repair), meta left
+ *                 at status 4, undecided traces near their key's expiry
+ *
+ * Internal to seckill-reconciler; single-threaded like the pass. */
+#pragma once
+#include "reconcile.h"
+#include "sk/traceset.h"
+#include "sk/vec.h"
+
+/** @brief Keep the first problem of the voucher for the table: @p fmt with one %s for
+ *  @p what (cut to 160 bytes). */
+void rc_note(rc_vstat_t *st, const char *fmt, const char *what);
+
+/** @brief 1 when the pass must stop now: a stop signal, or the run lock lost (its DB
+ *  session died; ctx->lock_lost is set and logged once). Called before every Redis,
+ *  Kafka or DB write of the pass so that a pass without its lock acts no more. */
+int rc_must_stop(rc_ctx_t *ctx);
+
+/** @brief Reconcile window + 1 day in ms (DESIGN.md 4 key expiry). */
+int64_t rc_expire_extra_ms(const rc_ctx_t *ctx);
+
+/* ---- rc_classify.c ---- */
+
+/** What the classification leaves to act on. */
+typedef struct rc_plan {
+        sk_trace_entry_t **act;  /* FAILED without T:r, fenced, undecided (borrowed from the set) */
+        size_t nact;
+        sk_i64vec_t ok4;         /* DEDUCT log rows to mark consistent (4) */
+        sk_i64vec_t bad3;        /* DEDUCT log rows to mark inconsistent (3) */
+        size_t undecided_left;   /* undecided traces left alone (younger than grace) */
+} rc_plan_t;
+
+/** @brief Scan the voucher's trace hash into @p set and load the DB facts of each
+ *  DEDUCT (sk_traceset_scan + load_db). @returns SK_OK or the error (st noted). */
+sk_err_t rc_join(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *set, rc_vstat_t *st);
+
+/** @brief Judge every DEDUCT of @p set older than grace (now @p now_ms) into counters
+ *  of @p st and the lists of @p plan (zeroed first; rc_plan_free). @returns SK_OK or
+ *  SK_ENOMEM. */
+sk_err_t rc_classify(rc_ctx_t *ctx, sk_traceset_t *set, int64_t now_ms, rc_plan_t *plan,
+                     rc_vstat_t *st);
+void rc_plan_free(rc_plan_t *plan);
+
+/* ---- rc_act.c ---- */
+
+/** @brief Act on @p plan->act in batches, checking the stop flag and the run lock before
+ *  each: FAILED without T:r -> follow it; fenced -> FAILED front_rollback; undecided ->
+ *  rc_redrive_undecided. Then the reconcile-log marks. @returns SK_ESTOP or SK_OK. */
+sk_err_t rc_act(rc_ctx_t *ctx, rc_plan_t *plan, rc_vstat_t *st);
+
+/** @brief FAILED(@p reason) recorded for @p e then rollback.lua, or the existing
+ *  decision followed (sk_decide_failed); counted into @p st. */
+void rc_decide_failed(rc_ctx_t *ctx, sk_trace_entry_t *e, sk_reason_t reason,
+                      const char *detail, rc_vstat_t *st);
+
+/* ---- rc_redrive.c ---- */
+
+/** @brief The undecided traces (T, no T:r, no outcome, older than grace) @p und[0..n):
+ *  DLQ check, counting of outstanding re-drives, FAILED lost when exhausted, re-drive
+ *  of the rest (DESIGN.md 8). */
+void rc_redrive_undecided(rc_ctx_t *ctx, sk_trace_entry_t **und, size_t n, rc_vstat_t *st);
+
+/** @brief Free the producer and the DLQ set of the pass. */
+void rc_redrive_release(rc_ctx_t *ctx);
+
+/* ---- rc_drift.c ---- */
+
+/** @brief Meta left at status 4 by a rebuild that died while the DB says otherwise:
+ *  reset it from the DB when nobody holds the voucher lock (DESIGN.md 8 rebuild). */
+void rc_meta_check(rc_ctx_t *ctx, int64_t voucher_id, int db_status, rc_vstat_t *st);
+
+/** @brief Drift of the voucher (CREATED rows whose trace is gone; Redis stock/users vs
+ *  the DB, rebuilt under --repair) unless its keys expire within the hour (@p end_ms,
+ *  @p now_ms). Sets st->drift. */
+void rc_drift(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *set, int64_t end_ms,
+              int64_t now_ms, rc_vstat_t *st);
+
+/** @brief Alert (st->expiry_alert) when @p undecided traces remain and the trace hash
+ *  expires within 6 h. */
+void rc_expiry_check(rc_ctx_t *ctx, int64_t voucher_id, size_t undecided, rc_vstat_t *st);

@@ -1,0 +1,220 @@
+/* 0430_front_soldout_cache.c: the front's local sold-out cache (DESIGN.md 3, 4 "Local
+ * sold-out cache", 9 invariant 5) against a real front, Kafka and MariaDB, on a PRIVATE
+ * redis-server (never the shared one) so that INFO commandstats counts this front's
+ * EVALSHAs exactly:
+ *   - cache on: a voucher of one unit sells (202); the next buyer's 10005 comes from
+ *     Redis and marks the bucket empty; every further purchase, the buyer who already
+ *     bought included (10005, not 10006: the documented exception), is 409/10005 with
+ *     no EVALSHA reaching Redis and the voucher's keys unchanged, counted by
+ *     seckill_front_soldout_cache_hits_total;
+ *   - a restore (INCRBY of the stock, as rollback/release/rebuild do) right after a
+ *     fresh mark is first answered from the cache, then sold again (202) within the
+ *     bound (SECKILL_SOLDOUT_CACHE_MS + a margin for the request itself);
+ *   - cache off (0): every sold-out purchase runs deduct.lua; no hit is counted. */
+#include "0499_front_util.h"
+
+#define CACHE_MS 2000
+#define CACHE_MS_S "2000"
+#define MARGIN_MS 700           /* a request's own latency on a shared 2-core machine */
+
+static sk_conf_t g_conf;
+static sk_conf_t g_shared;      /* g_conf before it pointed at the private server */
+static pid_t g_redis_pid;
+
+static void stop_private_redis(void)
+{
+        if (g_redis_pid > 0) {
+                kill(g_redis_pid, SIGTERM);
+                waitpid(g_redis_pid, NULL, 0);
+        }
+        g_redis_pid = 0;
+}
+
+static pid_t start(const char *cache_ms, int port, redisContext **rc_out, char *log, size_t log_cap)
+{
+        static char url_env[600], cache_env[64];
+        const char *env[] = { url_env, cache_env, NULL };
+        pid_t pid;
+
+        stop_private_redis();
+        g_conf = g_shared;
+        g_redis_pid = ft_private_redis(&g_conf, NULL);
+        snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=%s", g_conf.redis_url);
+        snprintf(cache_env, sizeof(cache_env), "SECKILL_SOLDOUT_CACHE_MS=%s", cache_ms);
+        *rc_out = ft_redis(&g_conf);
+        snprintf(log, log_cap, "%s/front_0430_%s_%d.log",
+                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", cache_ms, (int)getpid());
+        pid = ft_spawn(&g_conf, port, env, log);
+        ck_assert_msg(ft_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
+        return pid;
+}
+
+/* calls= of cmdstat_evalsha (0 before the first EVALSHA). */
+static long long evalsha_calls(redisContext *rc)
+{
+        redisReply *r = redisCommand(rc, "INFO commandstats");
+        long long n = 0;
+        const char *p;
+
+        ck_assert(r && r->type == REDIS_REPLY_STRING);
+        if ((p = strstr(r->str, "cmdstat_evalsha:calls=")))
+                n = strtoll(p + strlen("cmdstat_evalsha:calls="), NULL, 10);
+        freeReplyObject(r);
+        return n;
+}
+
+static long long hits(int port)
+{
+        static char body[FT_BODY_MAX];
+        const char *p;
+
+        ck_assert_int_eq(ft_http(port, "GET", "/metrics", NULL, NULL, body, sizeof(body)), 200);
+        p = strstr(body, "\nseckill_front_soldout_cache_hits_total ");
+        ck_assert_msg(p != NULL, "no hits metric in /metrics");
+        return strtoll(p + strlen("\nseckill_front_soldout_cache_hits_total "), NULL, 10);
+}
+
+/* POST a purchase of @p vid for @p user; the status, and the code in *code. */
+static int buy(int port, int64_t vid, long long user, int *code)
+{
+        char path[128], v[SK_ID_STRLEN], u[32], body[1024], c[32];
+        int st;
+
+        sk_id_format(vid, v);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        snprintf(u, sizeof(u), "%lld", user);
+        st = ft_http(port, "POST", path, u, NULL, body, sizeof(body));
+        *code = -1;
+        if (ft_json_field(body, "code", c, sizeof(c)) == 0)
+                *code = (int)strtol(c, NULL, 10); /* a status code, not an id */
+        return st;
+}
+
+static void incr_stock(redisContext *rc, int64_t vid, int by)
+{
+        char k[SK_KEY_MAX];
+        redisReply *r;
+
+        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_STOCK);
+        r = redisCommand(rc, "INCRBY %s %d", k, by);
+        ck_assert(r && r->type == REDIS_REPLY_INTEGER);
+        freeReplyObject(r);
+}
+
+START_TEST(cached_then_sold_again_after_restore)
+{
+        int port = ft_free_port(), code, st, i;
+        int64_t vid = sk_test_rand_id(), t = sk_now_ms(), t_restore, waited;
+        long long e0, h0, user = 1000;
+        char log[256], *snap0, *snap1;
+        redisContext *rc;
+        pid_t pid = start(CACHE_MS_S, port, &rc, log, sizeof(log));
+
+        ft_seed(&g_conf, rc, vid, 1, t - 60000, t + 3600000, 1, 1);
+        st = buy(port, vid, 1, &code);
+        ck_assert_msg(st == 202, "status %d (log %s)", st, log);
+        /* The first sold-out answer comes from Redis and marks the bucket empty. */
+        e0 = evalsha_calls(rc);
+        ck_assert_int_eq(buy(port, vid, 2, &code), 409);
+        ck_assert_int_eq(code, 10005);
+        ck_assert_int_eq(evalsha_calls(rc), e0 + 1);
+        ck_assert_int_eq(hits(port), 0);
+        /* From now on: 10005 from the cache, no EVALSHA, nothing changed in Redis. */
+        snap0 = ft_snapshot(&g_conf, rc);
+        for (i = 0; i < 20; i++) {
+                ck_assert_int_eq(buy(port, vid, 100 + i, &code), 409);
+                ck_assert_int_eq(code, 10005);
+        }
+        /* The buyer who already bought: 10005 too while the cache answers (DESIGN.md 3). */
+        ck_assert_int_eq(buy(port, vid, 1, &code), 409);
+        ck_assert_int_eq(code, 10005);
+        ck_assert_int_eq(evalsha_calls(rc), e0 + 1);
+        ck_assert_int_eq(hits(port), 21);
+        snap1 = ft_snapshot(&g_conf, rc);
+        ck_assert_str_eq(snap0, snap1);
+        free(snap0);
+        free(snap1);
+
+        /* Let the mark expire; the next sold-out answer comes from Redis again and
+         * renews it. Then restore one unit at once. */
+        sk_sleep_ms(CACHE_MS + 100, NULL);
+        ck_assert_int_eq(buy(port, vid, 3, &code), 409);
+        ck_assert_int_eq(code, 10005);
+        ck_assert_int_eq(evalsha_calls(rc), e0 + 2);
+        incr_stock(rc, vid, 1);
+        t_restore = sk_mono_ms();
+        /* Within the bound the cache still answers (bounded staleness, DESIGN.md 4). */
+        h0 = hits(port);
+        ck_assert_int_eq(buy(port, vid, 4, &code), 409);
+        ck_assert_int_eq(code, 10005);
+        ck_assert_int_eq(hits(port), h0 + 1);
+        /* The restored unit is sold again within the bound (+ a request's margin). */
+        for (;;) {
+                st = buy(port, vid, user++, &code);
+                waited = sk_mono_ms() - t_restore;
+                if (st == 202)
+                        break;
+                ck_assert_int_eq(st, 409);
+                ck_assert_int_eq(code, 10005);
+                ck_assert_msg(waited <= CACHE_MS + MARGIN_MS, "not sold again after %lld ms",
+                              (long long)waited);
+                sk_sleep_ms(50, NULL);
+        }
+        ck_assert_int_le(waited, CACHE_MS + MARGIN_MS);
+        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 0);
+        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        redisFree(rc);
+        stop_private_redis();
+}
+END_TEST
+
+START_TEST(off_means_every_purchase_runs_deduct)
+{
+        int port = ft_free_port(), code, i;
+        int64_t vid = sk_test_rand_id(), t = sk_now_ms();
+        long long e0;
+        char log[256];
+        redisContext *rc;
+        pid_t pid = start("0", port, &rc, log, sizeof(log));
+
+        ft_seed(&g_conf, rc, vid, 0, t - 60000, t + 3600000, 1, 1);
+        e0 = evalsha_calls(rc);
+        for (i = 0; i < 10; i++) {
+                ck_assert_int_eq(buy(port, vid, 200 + i, &code), 409);
+                ck_assert_int_eq(code, 10005);
+        }
+        ck_assert_int_eq(evalsha_calls(rc), e0 + 10);
+        ck_assert_int_eq(hits(port), 0);
+        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        redisFree(rc);
+        stop_private_redis();
+}
+END_TEST
+
+static void setup(void)
+{
+        sk_test_conf(&g_conf, "frontso");
+        sk_test_migrate(&g_conf);
+        g_shared = g_conf;
+}
+
+static void teardown(void)
+{
+        ft_reap_all(); /* fronts a failed check left running */
+        stop_private_redis();
+        sk_test_cleanup(&g_shared); /* the database and topic (the private server is gone) */
+}
+
+int main(void)
+{
+        Suite *s = suite_create("front_soldout_cache");
+        TCase *tc = tcase_create("soldout_cache");
+
+        setenv("CK_FORK", "no", 1);
+        tcase_set_timeout(tc, 120);
+        tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, cached_then_sold_again_after_restore);
+        tcase_add_test(tc, off_means_every_purchase_runs_deduct);
+        suite_add_tcase(s, tc);
+        return sk_test_run(s);
+}
