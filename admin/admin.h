@@ -39,9 +39,3 @@ int sk_admin_voucher_set_status(const sk_conf_t *conf, const char *id, const cha
 /** `verify VOUCHER_ID ...` (DESIGN.md 9; admin/verify.c). @p argc/@p argv are the
  *  positional arguments after "verify". */
 int sk_admin_verify(const sk_conf_t *conf, int argc, char **argv);
-
-/** Parse a time for --begin/--end: epoch seconds ("1764439200") or ISO-8601 with a
- *  zone ("2026-11-29T18:00:00Z", "...+08:00", "...-0500", fraction allowed).
- *  A time without a zone is ambiguous and rejected. @returns 0 and *out_ms (ms since
- *  the Unix epoch, UTC), or -1 with the reason in errstr. Pure. */
-int sk_admin_parse_time(const char *s, int64_t *out_ms, char *errstr, size_t errstr_size);

@@ -49,11 +49,13 @@ static const cmd_help_t CMDS[] = {
           "Usage: " PROG " voucher preheat ID [--rebuild-from-db] [--wait-ms MS]\n"
           "Copy a voucher's DB state to Redis: stock (never overwriting a stock that was sold\n"
           "down: exit 2), the active buyers, then meta last, with the expiry of DESIGN.md 4.\n"
-          "If the stock key is missing after sales began, runs the rebuild instead.\n"
+          "If the stock key is missing and the voucher could have sales (DB rows, Redis\n"
+          "remnants, or one of its messages unconsumed in Kafka), runs the rebuild instead.\n"
           "--rebuild-from-db: the rebuild of DESIGN.md 8: pause the voucher (status 4), wait\n"
           "up to --wait-ms (default 2 x delivery timeout) for the consumer group to reach\n"
-          "the end of every partition and for every DEDUCT to have an outcome, then set\n"
-          "stock and users from the DB and restore meta. Not settled in time: exit 2.\n", 
+          "the end of the voucher's partitions and for every DEDUCT to be decided (pending\n"
+          "rollbacks are run), then set stock and users (in chunks) from the DB and restore\n"
+          "meta. Not settled in time: exit 2.\n",
           " rebuild-from-db wait-ms " },
         { "voucher", "show",
           "Usage: " PROG " voucher show ID [--json]\n"

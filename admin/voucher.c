@@ -1,7 +1,7 @@
 /* voucher.c: `db migrate` and the `voucher` subcommands of seckill-admin (admin.h).
  * The DB is the book of record: create writes only the DB (plus Redis with --preheat);
- * preheat/rebuild/set-status go through sk/rebuild.h, which holds the voucher's
- * advisory lock and writes Redis with one script. Results go to stdout (JSON where a
+ * preheat/rebuild go through sk/rebuild.h and set-status through sk/voucher.h, which
+ * hold the voucher's advisory lock; the time format is sk/timeparse.h. Results go to stdout (JSON where a
  * script is expected to read them), one error line to stderr. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,10 +20,11 @@
 #include "sk/migrate.h"
 #include "sk/rebuild.h"
 #include "sk/redis.h"
+#include "sk/timeparse.h"
+#include "sk/traceset.h"
 
 #define PROG "seckill-admin"
 #define ADMIN_DB_LOCKWAIT_S 5
-#define ADMIN_REDIS_TO_MS   5000
 
 /* Exit status for an error code: 2 for what needs a human or a retry later by the
  * operator (DESIGN.md: "wait and report (exit 2)"), 1 for a failing dependency. */
@@ -61,139 +62,6 @@ static void add_id(cJSON *obj, const char *name, int64_t id)
         char buf[SK_ID_STRLEN + 1];
         sk_id_format(id, buf);
         cJSON_AddStringToObject(obj, name, buf);
-}
-
-/* ------------------------------------------------------------------ times */
-
-/* n decimal digits at *p into *v; advances *p. */
-static int digits(const char **p, int n, int *v)
-{
-        int x = 0;
-        for (int i = 0; i < n; i++) {
-                char c = (*p)[i];
-                if (c < '0' || c > '9')
-                        return -1;
-                x = x * 10 + (c - '0');
-        }
-        *p += n;
-        *v = x;
-        return 0;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant, days_from_civil). */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-        int64_t era, yoe, doy, doe;
-
-        y -= m <= 2;
-        era = (y >= 0 ? y : y - 399) / 400;
-        yoe = y - era * 400;
-        doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-        doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        return era * 146097 + doe - 719468;
-}
-
-static int days_in_month(int y, int m)
-{
-        static const int dm[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-        int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-        return m == 2 ? 28 + leap : dm[m - 1];
-}
-
-int sk_admin_parse_time(const char *s, int64_t *out_ms, char *errstr, size_t errstr_size)
-{
-        const char *p = s;
-        int y, mo, d, h, mi, sec = 0, ms = 0, off_s = 0;
-        size_t len;
-
-        if (!s || !*s) {
-                sk_seterr(errstr, errstr_size, "empty time");
-                return -1;
-        }
-        len = strlen(s);
-        if (strspn(s, "0123456789") == len) {
-                /* Epoch seconds, up to 9999-12-31T23:59:59Z. */
-                long v;
-                if (len > 12 || sk_parse_long(s, 0, 253402300799L, &v) != 0) {
-                        sk_seterr(errstr, errstr_size, "\"%s\": epoch seconds out of range", s);
-                        return -1;
-                }
-                *out_ms = (int64_t)v * 1000;
-                return 0;
-        }
-        if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) || *p++ != '-' ||
-            digits(&p, 2, &d))
-                goto bad;
-        if (*p != 'T' && *p != 't' && *p != ' ') {
-                sk_seterr(errstr, errstr_size, "\"%s\": needs a time of day and a zone, "
-                          "e.g. 2026-11-29T18:00:00Z", s);
-                return -1;
-        }
-        p++;
-        if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &mi))
-                goto bad;
-        if (*p == ':') {
-                p++;
-                if (digits(&p, 2, &sec))
-                        goto bad;
-                if (*p == '.' || *p == ',') {
-                        int nd = 0;
-                        p++;
-                        while (*p >= '0' && *p <= '9') {
-                                if (nd < 3)
-                                        ms = ms * 10 + (*p - '0');
-                                nd++;
-                                p++;
-                        }
-                        if (nd == 0 || nd > 9)
-                                goto bad;
-                        for (; nd < 3; nd++)
-                                ms *= 10;
-                }
-        }
-        if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 ||
-            sec > 59) {
-                sk_seterr(errstr, errstr_size, "\"%s\": date or time out of range", s);
-                return -1;
-        }
-        if (*p == '\0') {
-                sk_seterr(errstr, errstr_size, "\"%s\" has no zone and is ambiguous: add Z "
-                          "(UTC) or an offset such as +08:00", s);
-                return -1;
-        }
-        if (*p == 'Z' || *p == 'z') {
-                p++;
-        } else if (*p == '+' || *p == '-') {
-                int sign = *p == '-' ? -1 : 1, oh, om = 0;
-                p++;
-                if (digits(&p, 2, &oh))
-                        goto bad;
-                if (*p == ':')
-                        p++;
-                if (*p && digits(&p, 2, &om))
-                        goto bad;
-                if (oh > 23 || om > 59)
-                        goto bad;
-                off_s = sign * (oh * 3600 + om * 60);
-        } else {
-                goto bad;
-        }
-        if (*p != '\0')
-                goto bad;
-        {
-                int64_t t_s = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec -
-                              off_s;
-                if (t_s < 0) {
-                        sk_seterr(errstr, errstr_size, "\"%s\" is before 1970", s);
-                        return -1;
-                }
-                *out_ms = t_s * 1000 + ms;
-        }
-        return 0;
-bad:
-        sk_seterr(errstr, errstr_size, "\"%s\" is not epoch seconds or ISO-8601 with a zone "
-                  "(2026-11-29T18:00:00Z, 2026-11-29T18:00:00+08:00)", s);
-        return -1;
 }
 
 /* ------------------------------------------------------------------ db migrate */
@@ -306,11 +174,11 @@ int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o)
                 fprintf(stderr, PROG ": voucher create: --begin and --end are required\n");
                 return 2;
         }
-        if (sk_admin_parse_time(o->begin, &begin_ms, errstr, sizeof(errstr))) {
+        if (sk_time_parse(o->begin, &begin_ms, errstr, sizeof(errstr))) {
                 fprintf(stderr, PROG ": voucher create: --begin %s\n", errstr);
                 return 2;
         }
-        if (sk_admin_parse_time(o->end, &end_ms, errstr, sizeof(errstr))) {
+        if (sk_time_parse(o->end, &end_ms, errstr, sizeof(errstr))) {
                 fprintf(stderr, PROG ": voucher create: --end %s\n", errstr);
                 return 2;
         }
@@ -434,150 +302,182 @@ static long long redis_int(sk_redis_t *r, const char *cmd, const char *key, long
         return v;
 }
 
+/* Row callback: copy the three counts. */
+static int counts_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
+{
+        int64_t **out = arg;
+        (void)nulls;
+        (void)ncols;
+        *out[0] = cols[0];
+        *out[1] = cols[1];
+        *out[2] = cols[2];
+        return 1;
+}
+
+/* Active orders, CREATED and FAILED outcomes of the voucher, in one statement (the
+ * sub-queries share its read view). */
+static sk_err_t db_counts(sk_db_t *db, int64_t id, int64_t *active, int64_t *created,
+                          int64_t *failed)
+{
+        static const char sql[] =
+                "SELECT (SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND status IN (1, 2)),"
+                " (SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = ? AND outcome = 1),"
+                " (SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = ? AND outcome = 2)";
+        int64_t ids[3] = { id, id, id }, *out[3] = { active, created, failed };
+        char errstr[256];
+
+        return sk_traceset_rows(db, sql, ids, 3, 3, counts_cb, out, errstr, sizeof(errstr));
+}
+
+/* What `voucher show` found: the DB side and the Redis side. */
+typedef struct show {
+        int64_t id;
+        int in_db;                                 /* 0: not in the database */
+        sk_voucher_row_t row;
+        int64_t active, created, failed;           /* -1 = unknown */
+        redisReply *meta, *stock;                  /* HGETALL meta, GET stock (owned) */
+        long long users, traces, meta_ttl, stock_ttl;
+} show_t;
+
+static void show_json(const show_t *v)
+{
+        cJSON *root = cJSON_CreateObject(), *d, *rd, *m;
+
+        add_id(root, "voucherId", v->id);
+        if (v->in_db) {
+                d = cJSON_AddObjectToObject(root, "db");
+                cJSON_AddNumberToObject(d, "initStock", (double)v->row.init_stock);
+                cJSON_AddNumberToObject(d, "stock", (double)v->row.stock);
+                cJSON_AddNumberToObject(d, "beginMs", (double)v->row.begin_ms);
+                cJSON_AddNumberToObject(d, "endMs", (double)v->row.end_ms);
+                cJSON_AddNumberToObject(d, "status", v->row.status);
+                cJSON_AddNumberToObject(d, "activeOrders", (double)v->active);
+                cJSON_AddNumberToObject(d, "outcomesCreated", (double)v->created);
+                cJSON_AddNumberToObject(d, "outcomesFailed", (double)v->failed);
+        } else {
+                cJSON_AddNullToObject(root, "db");
+        }
+        rd = cJSON_AddObjectToObject(root, "redis");
+        if (v->meta->type == REDIS_REPLY_ARRAY && v->meta->elements > 0) {
+                /* Values as Redis holds them (strings): no number conversion. */
+                m = cJSON_AddObjectToObject(rd, "meta");
+                for (size_t i = 0; i + 1 < v->meta->elements; i += 2)
+                        if (v->meta->element[i]->type == REDIS_REPLY_STRING &&
+                            v->meta->element[i + 1]->type == REDIS_REPLY_STRING)
+                                cJSON_AddStringToObject(m, v->meta->element[i]->str,
+                                                        v->meta->element[i + 1]->str);
+        } else {
+                cJSON_AddNullToObject(rd, "meta");
+        }
+        if (v->stock->type == REDIS_REPLY_STRING)
+                cJSON_AddStringToObject(rd, "stock", v->stock->str);
+        else
+                cJSON_AddNullToObject(rd, "stock");
+        cJSON_AddNumberToObject(rd, "users", (double)v->users);
+        cJSON_AddNumberToObject(rd, "traceEntries", (double)v->traces);
+        cJSON_AddNumberToObject(rd, "metaTtlMs", (double)v->meta_ttl);
+        cJSON_AddNumberToObject(rd, "stockTtlMs", (double)v->stock_ttl);
+        print_json(root);
+}
+
+static void show_text(const show_t *v)
+{
+        char t1[40], t2[40];
+
+        printf("voucher %" PRId64 "\n", v->id);
+        if (v->in_db) {
+                fmt_time(v->row.begin_ms, t1, sizeof(t1));
+                fmt_time(v->row.end_ms, t2, sizeof(t2));
+                printf("  db     init_stock=%" PRId64 " stock=%" PRId64 " begin=%s end=%s "
+                       "status=%d (%s) active_orders=%" PRId64 " outcomes_created=%"
+                       PRId64 " outcomes_failed=%" PRId64 "\n",
+                       v->row.init_stock, v->row.stock, t1, t2, v->row.status,
+                       status_name(v->row.status), v->active, v->created, v->failed);
+        } else {
+                printf("  db     (not in the database)\n");
+        }
+        printf("  redis  meta=");
+        if (v->meta->type == REDIS_REPLY_ARRAY && v->meta->elements > 0) {
+                for (size_t i = 0; i + 1 < v->meta->elements; i += 2)
+                        printf("%s%s:%s", i ? "," : "", v->meta->element[i]->str,
+                               v->meta->element[i + 1]->str);
+        } else {
+                printf("(missing)");
+        }
+        printf(" stock=%s users=%lld trace_entries=%lld meta_ttl_ms=%lld "
+               "stock_ttl_ms=%lld\n",
+               v->stock->type == REDIS_REPLY_STRING ? v->stock->str : "(missing)", v->users,
+               v->traces, v->meta_ttl, v->stock_ttl);
+        fflush(stdout);
+}
+
+/* The Redis side of `voucher show` into @p v. */
+static sk_err_t show_redis(const sk_conf_t *conf, sk_redis_t *r, show_t *v, char *errstr,
+                           size_t errstr_size)
+{
+        char meta_key[SK_KEY_MAX], stock_key[SK_KEY_MAX], users_key[SK_KEY_MAX];
+        char trace_key[SK_KEY_MAX];
+        const char *hgetall[2] = { "HGETALL", meta_key }, *get[2] = { "GET", stock_key };
+        sk_err_t err;
+
+        sk_key_voucher(meta_key, conf->redis_prefix, v->id, SK_KEY_META);
+        sk_key_voucher(stock_key, conf->redis_prefix, v->id, SK_KEY_STOCK);
+        sk_key_voucher(users_key, conf->redis_prefix, v->id, SK_KEY_USERS);
+        sk_key_voucher(trace_key, conf->redis_prefix, v->id, SK_KEY_TRACE);
+        if ((err = sk_redis_cmd(r, &v->meta, 2, hgetall, NULL, errstr, errstr_size)) != SK_OK ||
+            (err = sk_redis_cmd(r, &v->stock, 2, get, NULL, errstr, errstr_size)) != SK_OK)
+                return err;
+        v->users = redis_int(r, "HLEN", users_key, -1);
+        v->traces = redis_int(r, "HLEN", trace_key, -1);
+        v->meta_ttl = redis_int(r, "PTTL", meta_key, -3);
+        v->stock_ttl = redis_int(r, "PTTL", stock_key, -3);
+        return SK_OK;
+}
+
 int sk_admin_voucher_show(const sk_conf_t *conf, const char *ids, const sk_admin_opts_t *o)
 {
-        char errstr[512], sql[256], meta_key[SK_KEY_MAX], stock_key[SK_KEY_MAX];
-        char users_key[SK_KEY_MAX], trace_key[SK_KEY_MAX], t1[40], t2[40];
+        char errstr[512];
         sk_db_t *db = NULL;
         sk_redis_t *r = NULL;
-        sk_voucher_row_t row;
-        int64_t id, active = -1, created = -1, failed = -1;
+        show_t v;
         sk_err_t dberr;
-        redisReply *meta = NULL, *stock = NULL;
-        const char *argv[2];
-        long long users, traces, meta_ttl, stock_ttl;
-        int rc = 0;
+        int rc = 1;
 
-        if (parse_id_arg(ids, &id))
+        memset(&v, 0, sizeof(v));
+        v.active = v.created = v.failed = -1;
+        if (parse_id_arg(ids, &v.id))
                 return 2;
-        if (!(db = sk_db_connect(&conf->mysql, 0, ADMIN_DB_LOCKWAIT_S, errstr, sizeof(errstr)))) {
-                fprintf(stderr, PROG ": voucher show: database: %s\n", errstr);
+        if (sk_voucher_connect(conf, &db, &r, errstr, sizeof(errstr)) != SK_OK) {
+                fprintf(stderr, PROG ": voucher show: %s\n", errstr);
                 return 1;
         }
-        if (!(r = sk_redis_connect(&conf->redis, ADMIN_REDIS_TO_MS, errstr, sizeof(errstr)))) {
-                fprintf(stderr, PROG ": voucher show: redis: %s\n", errstr);
-                sk_db_close(db);
-                return 1;
-        }
-        dberr = sk_voucher_get(db, id, 0, &row, errstr, sizeof(errstr));
+        dberr = sk_voucher_get(db, v.id, 0, &v.row, errstr, sizeof(errstr));
         if (dberr != SK_OK && dberr != SK_ENOTFOUND) {
                 fprintf(stderr, PROG ": voucher show: %s\n", errstr);
-                rc = 1;
                 goto done;
         }
-        if (dberr == SK_OK) {
-                /* One statement: the three counts share its read view. */
-                snprintf(sql, sizeof(sql),
-                         "SELECT (SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %"
-                         PRId64 " AND status = 1)", id);
-                if (sk_db_query_i64(db, sql, &active, NULL, errstr, sizeof(errstr)) != SK_OK)
-                        active = -1;
-                snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_seckill_outcome WHERE "
-                         "voucher_id = %" PRId64 " AND outcome = 1", id);
-                if (sk_db_query_i64(db, sql, &created, NULL, errstr, sizeof(errstr)) != SK_OK)
-                        created = -1;
-                snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_seckill_outcome WHERE "
-                         "voucher_id = %" PRId64 " AND outcome = 2", id);
-                if (sk_db_query_i64(db, sql, &failed, NULL, errstr, sizeof(errstr)) != SK_OK)
-                        failed = -1;
-        }
-        sk_key_voucher(meta_key, conf->redis_prefix, id, SK_KEY_META);
-        sk_key_voucher(stock_key, conf->redis_prefix, id, SK_KEY_STOCK);
-        sk_key_voucher(users_key, conf->redis_prefix, id, SK_KEY_USERS);
-        sk_key_voucher(trace_key, conf->redis_prefix, id, SK_KEY_TRACE);
-        argv[0] = "HGETALL";
-        argv[1] = meta_key;
-        if (sk_redis_cmd(r, &meta, 2, argv, NULL, errstr, sizeof(errstr)) != SK_OK) {
+        v.in_db = dberr == SK_OK;
+        if (v.in_db && db_counts(db, v.id, &v.active, &v.created, &v.failed) != SK_OK)
+                v.active = v.created = v.failed = -1;
+        if (show_redis(conf, r, &v, errstr, sizeof(errstr)) != SK_OK) {
                 fprintf(stderr, PROG ": voucher show: redis: %s\n", errstr);
-                rc = 1;
                 goto done;
         }
-        argv[0] = "GET";
-        argv[1] = stock_key;
-        if (sk_redis_cmd(r, &stock, 2, argv, NULL, errstr, sizeof(errstr)) != SK_OK) {
-                fprintf(stderr, PROG ": voucher show: redis: %s\n", errstr);
-                rc = 1;
-                goto done;
-        }
-        users = redis_int(r, "HLEN", users_key, -1);
-        traces = redis_int(r, "HLEN", trace_key, -1);
-        meta_ttl = redis_int(r, "PTTL", meta_key, -3);
-        stock_ttl = redis_int(r, "PTTL", stock_key, -3);
-
-        if (o->json) {
-                cJSON *root = cJSON_CreateObject(), *d, *rd, *m;
-                add_id(root, "voucherId", id);
-                if (dberr == SK_OK) {
-                        d = cJSON_AddObjectToObject(root, "db");
-                        cJSON_AddNumberToObject(d, "initStock", (double)row.init_stock);
-                        cJSON_AddNumberToObject(d, "stock", (double)row.stock);
-                        cJSON_AddNumberToObject(d, "beginMs", (double)row.begin_ms);
-                        cJSON_AddNumberToObject(d, "endMs", (double)row.end_ms);
-                        cJSON_AddNumberToObject(d, "status", row.status);
-                        cJSON_AddNumberToObject(d, "activeOrders", (double)active);
-                        cJSON_AddNumberToObject(d, "outcomesCreated", (double)created);
-                        cJSON_AddNumberToObject(d, "outcomesFailed", (double)failed);
-                } else {
-                        cJSON_AddNullToObject(root, "db");
-                }
-                rd = cJSON_AddObjectToObject(root, "redis");
-                if (meta->type == REDIS_REPLY_ARRAY && meta->elements > 0) {
-                        /* Values as Redis holds them (strings): no number conversion. */
-                        m = cJSON_AddObjectToObject(rd, "meta");
-                        for (size_t i = 0; i + 1 < meta->elements; i += 2)
-                                if (meta->element[i]->type == REDIS_REPLY_STRING &&
-                                    meta->element[i + 1]->type == REDIS_REPLY_STRING)
-                                        cJSON_AddStringToObject(m, meta->element[i]->str,
-                                                                meta->element[i + 1]->str);
-                } else {
-                        cJSON_AddNullToObject(rd, "meta");
-                }
-                if (stock->type == REDIS_REPLY_STRING)
-                        cJSON_AddStringToObject(rd, "stock", stock->str);
-                else
-                        cJSON_AddNullToObject(rd, "stock");
-                cJSON_AddNumberToObject(rd, "users", (double)users);
-                cJSON_AddNumberToObject(rd, "traceEntries", (double)traces);
-                cJSON_AddNumberToObject(rd, "metaTtlMs", (double)meta_ttl);
-                cJSON_AddNumberToObject(rd, "stockTtlMs", (double)stock_ttl);
-                print_json(root);
-        } else {
-                printf("voucher %" PRId64 "\n", id);
-                if (dberr == SK_OK) {
-                        fmt_time(row.begin_ms, t1, sizeof(t1));
-                        fmt_time(row.end_ms, t2, sizeof(t2));
-                        printf("  db     init_stock=%" PRId64 " stock=%" PRId64 " begin=%s end=%s "
-                               "status=%d (%s) active_orders=%" PRId64 " outcomes_created=%"
-                               PRId64 " outcomes_failed=%" PRId64 "\n",
-                               row.init_stock, row.stock, t1, t2, row.status,
-                               status_name(row.status), active, created, failed);
-                } else {
-                        printf("  db     (not in the database)\n");
-                }
-                printf("  redis  meta=");
-                if (meta->type == REDIS_REPLY_ARRAY && meta->elements > 0) {
-                        for (size_t i = 0; i + 1 < meta->elements; i += 2)
-                                printf("%s%s:%s", i ? "," : "", meta->element[i]->str,
-                                       meta->element[i + 1]->str);
-                } else {
-                        printf("(missing)");
-                }
-                printf(" stock=%s users=%lld trace_entries=%lld meta_ttl_ms=%lld "
-                       "stock_ttl_ms=%lld\n",
-                       stock->type == REDIS_REPLY_STRING ? stock->str : "(missing)", users,
-                       traces, meta_ttl, stock_ttl);
-                fflush(stdout);
-        }
-        if (dberr == SK_ENOTFOUND) {
+        if (o->json)
+                show_json(&v);
+        else
+                show_text(&v);
+        rc = 0;
+        if (!v.in_db) {
                 fprintf(stderr, PROG ": voucher show: voucher %" PRId64 " is not in the "
-                        "database\n", id);
+                        "database\n", v.id);
                 rc = 2;
         }
 done:
-        if (meta)
-                freeReplyObject(meta);
-        if (stock)
-                freeReplyObject(stock);
+        if (v.meta)
+                freeReplyObject(v.meta);
+        if (v.stock)
+                freeReplyObject(v.stock);
         sk_redis_close(r);
         sk_db_close(db);
         return rc;

@@ -1,9 +1,12 @@
 # Writes OUT: one `const char sk_lua_<name>[]` per LUA_DIR/<name>.lua, plus a table.
 # Each script's embedded body is LUA_DIR/lib/validate.lua (the argument checks every
-# script shares) followed by the script itself: Redis runs one self-contained body.
+# script shares) and LUA_DIR/lib/expiry.lua (the key-expiry rule) followed by the script
+# itself: Redis runs one self-contained body.
 file(GLOB files ${LUA_DIR}/*.lua)
 list(SORT files)
 file(READ ${LUA_DIR}/lib/validate.lua prelude)
+file(READ ${LUA_DIR}/lib/expiry.lua prelude_expiry)
+string(APPEND prelude "\n${prelude_expiry}")
 set(body "/* Generated from the lua/ folder by cmake/embed_lua.cmake. Do not edit. */\n#include <stddef.h>\n#include \"sk/scripts.h\"\n")
 set(table "")
 set(n 0)

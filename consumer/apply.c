@@ -3,7 +3,7 @@
  * One transaction per voucher and poll batch:
  *   INSERT INTO tb_seckill_outcome ... VALUES (CREATED) x n   -- the idempotency check
  *   UPDATE tb_seckill_voucher SET stock = stock - k WHERE voucher_id = ? AND stock >= k
- *   INSERT INTO tb_voucher_order ... x n                       -- never INSERT IGNORE
+ *   INSERT INTO tb_voucher_order ... x n   -- UNPAID + pay_deadline (DESIGN.md 13); never INSERT IGNORE
  *   INSERT INTO tb_voucher_order_router ... x n
  *   INSERT INTO tb_voucher_reconcile_log ... x n               -- log_type -1, pending
  *   COMMIT
@@ -47,8 +47,9 @@ static const struct {
 } sqls[K__N] = {
         [K_OUTCOME] = { "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id, outcome) VALUES ",
                         "(?,?,?,?,1)", "", 4 },
-        [K_ORDER] = { "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status) VALUES ",
-                      "(?,?,?,?,1)", "", 4 },
+        /* row: order_row below (the status and deadline of DESIGN.md 13) */
+        [K_ORDER] = { "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status, "
+                      "pay_deadline, paid_at) VALUES ", "(?,?,?,?,1,NOW(3),NULL)", "", 4 },
         [K_ROUTER] = { "INSERT INTO tb_voucher_order_router (order_id, user_id, voucher_id) VALUES ",
                        "(?,?,?)", "", 3 },
         /* A DEDUCT row left by an earlier attempt is kept (uk_trace_type). */
@@ -62,6 +63,20 @@ static const struct {
         [K_KNOWN] = { "SELECT trace_id, order_id, user_id, voucher_id, outcome, COALESCE(reason, '') "
                       "FROM tb_seckill_outcome WHERE trace_id IN (", "?", ")", 1 },
 };
+
+/* One order row (DESIGN.md 13): UNPAID with pay_deadline = creation + the pay timeout,
+ * on the DB's clock; PAID at creation when the timeout is 0. Set once at start-up by
+ * cons_apply_set_pay_timeout(), before any worker prepares a statement. */
+static char order_row[96] = "(?,?,?,?,1,NOW(3) + INTERVAL 900 SECOND,NULL)";
+
+void cons_apply_set_pay_timeout(int pay_timeout_s)
+{
+        if (pay_timeout_s <= 0)
+                snprintf(order_row, sizeof(order_row), "(?,?,?,?,2,NULL,NOW(3))");
+        else
+                snprintf(order_row, sizeof(order_row),
+                         "(?,?,?,?,1,NOW(3) + INTERVAL %d SECOND,NULL)", pay_timeout_s);
+}
 
 #define CACHE_SLOTS 24
 
@@ -196,12 +211,13 @@ static MYSQL_STMT *get_stmt(cons_apply_t *ap, int kind, int n, sk_err_t *err,
         }
 
         if (sqls[kind].row) {
-                size_t rowlen = strlen(sqls[kind].row);
+                const char *row = kind == K_ORDER ? order_row : sqls[kind].row;
+                size_t rowlen = strlen(row);
                 len = (size_t)snprintf(ap->sqlbuf, ap->sqlbuf_size, "%s", sqls[kind].head);
                 for (i = 0; i < n && len + rowlen + 2 < ap->sqlbuf_size; i++) {
                         if (i)
                                 ap->sqlbuf[len++] = ',';
-                        memcpy(ap->sqlbuf + len, sqls[kind].row, rowlen);
+                        memcpy(ap->sqlbuf + len, row, rowlen);
                         len += rowlen;
                 }
                 len += (size_t)snprintf(ap->sqlbuf + len, ap->sqlbuf_size - len, "%s", sqls[kind].tail);

@@ -74,6 +74,10 @@ typedef enum {
         APPLY_ERROR,           /* other DB error; rolled back */
 } cons_apply_res_t;
 
+/** @brief Orders created from now on are UNPAID with pay_deadline = creation +
+ *  @p pay_timeout_s on the DB's clock, or PAID at creation when it is 0 (DESIGN.md 13).
+ *  Process-wide; call once in main() before the workers start (not thread-safe). */
+void cons_apply_set_pay_timeout(int pay_timeout_s);
 cons_apply_t *cons_apply_new(sk_db_t *db, int batch_max);
 void cons_apply_destroy(cons_apply_t *ap);
 /** @brief Forget cached statements (call before/after a reconnect). */
@@ -100,3 +104,10 @@ sk_err_t cons_apply_stock(cons_apply_t *ap, int64_t voucher_id, int64_t *stock,
  *  @returns SK_OK, SK_EAGAIN (transient), SK_EDB, SK_EINVAL (n out of 1..batch_max). */
 sk_err_t cons_apply_known(cons_apply_t *ap, const sk_order_msg_t *const *msgs, int n,
                           sk_outcome_t *out, int *nout, char *errstr, size_t errstr_size);
+/* ---- closer.c: the closer loop (DESIGN.md 13), one thread per process ---- */
+
+/** @brief Register the closer's metrics in @p reg and start its thread (own DB and Redis
+ *  connections; runs until g_stop). @returns 0, or -1 if the thread did not start. */
+int cons_closer_start(const cons_ctx_t *ctx, sk_metrics_t *reg);
+/** @brief Wait for the closer thread (after g_stop was set). No-op if not started. */
+void cons_closer_join(void);

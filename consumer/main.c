@@ -32,6 +32,11 @@
  * (offsets.c), committed by auto-commit (only stored offsets are committed), then
  * the new orders are cached in Redis (ordercache.c, `<prefix>:order:<id>`, EX 60).
  *
+ * Closer (closer.c, DESIGN.md 13): one more thread closes UNPAID orders past their
+ * pay_deadline every SECKILL_CLOSE_INTERVAL_MS and releases their units (DB, then
+ * release.lua); new orders are UNPAID with pay_deadline = creation +
+ * SECKILL_PAY_TIMEOUT_S (PAID when 0).
+ *
  * Shutdown: SIGTERM/SIGINT set g_stop = 1: each worker finishes its batch (without
  * waiting in retries), stores offsets, commits synchronously, closes the consumer
  * (leaves the group) and the process exits 0. A second signal exits at once (1).
@@ -245,11 +250,25 @@ int main(int argc, char **argv)
                "lock_wait_timeout_s=%d topic=%s dlq=%s group=%s", opts.workers, opts.batch_max,
                opts.batch_wait_ms, opts.max_db_retries, opts.lock_wait_s, conf.topic, conf.dlq_topic,
                conf.group_id);
+        /* The order lifecycle (DESIGN.md 13): new orders UNPAID with a deadline, and the
+         * closer loop that closes them past it. */
+        cons_apply_set_pay_timeout(conf.pay_timeout_s);
+        if (cons_closer_start(&ctx, reg) != 0) {
+                SK_LOG(SK_ERROR, "thread_create_failed", "what=closer");
+                rc = 1;
+                goto done;
+        }
         failed = run_workers(&ctx, &opts);
+        g_stop = g_stop ? g_stop : 1; /* every worker has stopped: so does the closer */
+        cons_closer_join();
         rc = failed ? 1 : 0;
         SK_LOG(SK_INFO, "stopped", "rc=%d applied=%lld dlq=%lld", rc,
                (long long)sk_metric_value(metrics.applied), (long long)sk_metric_value(metrics.dlq));
 done:
+        if (rc) {
+                g_stop = g_stop ? g_stop : 1;
+                cons_closer_join();
+        }
         if (srv)
                 sk_metrics_http_stop(srv);
         sk_metrics_destroy(reg);

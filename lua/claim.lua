@@ -62,18 +62,7 @@ local function format(c)
 end
 
 local function expire()
-  local t = redis.call("TIME")
-  local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local end_s = redis.call("HGET", k_meta, "end_ms")
-  local e_ms
-  if end_s and is_uint(end_s, 15) then
-    e_ms = tonumber(end_s) + extra_ms
-  else
-    e_ms = now_ms + extra_ms
-  end
-  local e = string.format("%d", e_ms)
-  redis.call("PEXPIREAT", k_trace, e, "NX")
-  redis.call("PEXPIREAT", k_trace, e, "GT")
+  expire_keys({k_trace}, expiry_at(k_meta, extra_ms, redis_now_ms()))
 end
 
 if op == "consume" then

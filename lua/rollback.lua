@@ -6,8 +6,9 @@
 -- Replies: {"OK", restored, released, clamped} (fence T:r written)
 --          | {"ALREADY", restore_entry_json} | {"CLAIMED"} (mode front, T:c exists)
 --          | error "ERR SKARG <what>" (invalid argument; nothing written).
--- Rules: restore stock only if the DEDUCT entry T exists and the stock key exists
--- (never create the stock key: Redis may have lost data); release the user only if
+-- Rules: restore stock only if the DEDUCT entry T exists, the stock key exists
+-- (never create the stock key: Redis may have lost data) and no release T:x records
+-- restored=1 (release.lua gave the unit back already: never twice); release the user only if
 -- users[userId] == traceId; clamp sets stock to min(stock, N), only on an existing key;
 -- userId comes from T, else from ARGV; the fence T:r is always written, even when no
 -- DEDUCT ran, so a late deduct of this traceId answers FENCED.
@@ -48,12 +49,14 @@ if entry then
   qty = tonumber(string.match(entry, '"deductQty":(%d+)') or "")
 end
 
-local t = redis.call("TIME")
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_ms = redis_now_ms()
 
 local restored, released, clamped = 0, 0, 0
 local stock_exists = redis.call("EXISTS", k_stock) == 1
-if restore == "1" and qty and qty > 0 and stock_exists then
+-- A release of a cancelled or closed order (T:x, release.lua) already gave the unit back.
+local rel = redis.call("HGET", k_trace, trace_id .. ":x")
+local released_unit = rel and string.find(rel, '"restored":1', 1, true) ~= nil
+if restore == "1" and qty and qty > 0 and stock_exists and not released_unit then
   redis.call("INCRBY", k_stock, qty)
   restored = 1
 end
@@ -75,20 +78,9 @@ local fence = '{"mode":"' .. mode .. '","reason":"' .. reason ..
   ',"clamped":' .. clamped .. ',"ts":' .. string.format("%d", now_ms) .. '}'
 redis.call("HSET", k_trace, f_restore, fence)
 
--- Expiry: E = end_ms + extra; without meta (Redis lost data) now + extra.
-local end_s = redis.call("HGET", k_meta, "end_ms")
-local e_ms
-if end_s and is_uint(end_s, 15) then
-  e_ms = tonumber(end_s) + extra_ms
-else
-  e_ms = now_ms + extra_ms
-end
-local e = string.format("%d", e_ms)
+-- Expiry (lua/lib/expiry.lua): E = end_ms + extra; without meta (Redis lost data) now + extra.
 local written = {k_trace}
 if restored == 1 or clamped == 1 then table.insert(written, k_stock) end
 if released == 1 then table.insert(written, k_users) end
-for _, k in ipairs(written) do
-  redis.call("PEXPIREAT", k, e, "NX")
-  redis.call("PEXPIREAT", k, e, "GT")
-end
+expire_keys(written, expiry_at(k_meta, extra_ms, now_ms))
 return {"OK", restored, released, clamped}

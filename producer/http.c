@@ -249,9 +249,27 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
         }
         if (!strncmp(url, opfx, sizeof(opfx) - 1)) {
                 const char *id = url + sizeof(opfx) - 1;
+                const char *slash = strchr(id, '/');
 
-                if (strchr(id, '/'))
-                        goto not_found;
+                if (slash) { /* /pay and /cancel (DESIGN.md 3, 13) */
+                        int pay = !strcmp(slash, "/pay");
+
+                        if (!pay && strcmp(slash, "/cancel"))
+                                goto not_found;
+                        if (!is_post) {
+                                req->allow = "POST";
+                                quick(req, 405, fr_json_err(10001, "method not allowed"));
+                                return;
+                        }
+                        if (parse_id_seg(id, (size_t)(slash - id), &req->order_id) != 0) {
+                                quick(req, 400, fr_json_err(10001, "invalid order id"));
+                                return;
+                        }
+                        sk_id_format(req->order_id, req->so);
+                        route_lookup(req, conn, FR_KIND_ORDER_ACTION,
+                                     pay ? FR_LOOKUP_PAY : FR_LOOKUP_CANCEL);
+                        return;
+                }
                 if (!is_get) {
                         req->allow = "GET";
                         quick(req, 405, fr_json_err(10001, "method not allowed"));

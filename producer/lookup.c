@@ -5,8 +5,8 @@
  * sale in the DB whose Redis meta is missing is 503, else 404). Purchases never wait on
  * these threads' connections. It answers through req.h only (it calls no other stage
  * of the purchase pipeline); owns its queue and threads.
- * What it does not do: write the DB (the front has no DB write access, DESIGN.md 7) or
- * write Redis (the order cache is the consumer's). */
+ * Pay and cancel (orders.c) run on these threads and connections too.
+ * What it does not do: write the DB or Redis itself (orders.c does, for pay/cancel). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,12 +15,14 @@
 
 #include "front.h"
 #include "lookup.h"
+#include "orders.h"
 #include "queue.h"
 #include "req.h"
 #include "sk/clock.h"
 #include "sk/db.h"
 #include "sk/keys.h"
 #include "sk/log.h"
+#include "sk/order.h"
 #include "sk/redis.h"
 
 #define LOOKUP_REDIS_TIMEOUT_MS 1000
@@ -199,23 +201,57 @@ static void do_voucher(lk_conn_t *lc, fr_req_t *req)
         }
 }
 
-/* The orders/me body. @p order_id is an id string from the DEDUCT entry or the DB
- * (digits); @p reason comes from the RESTORE entry or the outcome row: stored data, so
- * it is escaped by cJSON (a quote in it must not break the JSON) and cut at 80 bytes. */
-static void me_answer(fr_req_t *req, const char *state, const char *order_id, const char *reason)
+/* An order's status and deadline as orders/me and GET /orders/{id} show them. */
+typedef struct me_order {
+        char order_id[SK_ID_STRLEN];
+        const char *status;     /* sk_order_status_str(), NULL = no order known */
+        char deadline[32];      /* "YYYY-mm-ddTHH:MM:SS.mmm" (UTC) or "" = none */
+} me_order_t;
+
+#define ME_ORDER_COLS "id, status, DATE_FORMAT(pay_deadline, '%%Y-%%m-%%dT%%H:%%i:%%s.%%f')"
+
+/* Fill @p mo from the first row of @p sql (columns ME_ORDER_COLS).
+ * @returns 1 found, 0 none, -1 DB error. */
+static int me_order_row(lk_conn_t *lc, const char *sql, me_order_t *mo)
+{
+        char cols[3][64];
+        int isnull[3] = { 0, 0, 0 };
+        int rc = lk_query_row(lc, sql, 3, cols, isnull);
+        int st = 0;
+
+        if (rc != 1)
+                return rc;
+        snprintf(mo->order_id, sizeof(mo->order_id), "%.20s", cols[0]);
+        (void)sk_parse_int(cols[1], 0, 100, &st);
+        mo->status = sk_order_status_str(st);
+        snprintf(mo->deadline, sizeof(mo->deadline), "%.23s", isnull[2] ? "" : cols[2]);
+        return 1;
+}
+
+/* The orders/me body. @p mo (may be NULL) is the order the state is about; @p reason
+ * comes from the RESTORE entry or the outcome row: stored data, so it is escaped by
+ * cJSON (a quote in it must not break the JSON) and cut at 80 bytes. */
+static void me_answer(fr_req_t *req, const char *state, const me_order_t *mo, const char *reason)
 {
         char rsn[81];
         cJSON *o = cJSON_CreateObject();
         char *body = NULL;
+        int ok;
 
         if (reason && *reason)
                 snprintf(rsn, sizeof(rsn), "%s", reason);
-        if (o && cJSON_AddNumberToObject(o, "code", 0) &&
-            cJSON_AddStringToObject(o, "state", state) &&
-            (order_id && *order_id ? cJSON_AddStringToObject(o, "orderId", order_id)
-                                   : cJSON_AddNullToObject(o, "orderId")) &&
-            (reason && *reason ? cJSON_AddStringToObject(o, "reason", rsn)
-                               : cJSON_AddNullToObject(o, "reason")))
+        ok = o && cJSON_AddNumberToObject(o, "code", 0) &&
+             cJSON_AddStringToObject(o, "state", state) &&
+             (mo && mo->order_id[0] ? cJSON_AddStringToObject(o, "orderId", mo->order_id)
+                                    : cJSON_AddNullToObject(o, "orderId")) &&
+             (mo && mo->status ? cJSON_AddStringToObject(o, "orderStatus", mo->status)
+                               : cJSON_AddNullToObject(o, "orderStatus")) &&
+             (mo && mo->status && mo->deadline[0]
+                      ? cJSON_AddStringToObject(o, "payDeadline", mo->deadline)
+                      : cJSON_AddNullToObject(o, "payDeadline")) &&
+             (reason && *reason ? cJSON_AddStringToObject(o, "reason", rsn)
+                                : cJSON_AddNullToObject(o, "reason"));
+        if (ok)
                 body = cJSON_PrintUnformatted(o);
         cJSON_Delete(o);
         if (!body) {
@@ -225,9 +261,33 @@ static void me_answer(fr_req_t *req, const char *state, const char *order_id, co
         fr_answer(req, 200, body, 0);
 }
 
+/* An outcome row (outcome, order_id, reason) decides orders/me (DESIGN.md 3): FAILED ->
+ * FAILED with its reason; CREATED whose order is no longer active -> CLOSED with that
+ * order's status. @returns 0 answered, -1 DB error. */
+static int me_from_outcome(lk_conn_t *lc, fr_req_t *req, char cols[3][64])
+{
+        me_order_t mo = { "", NULL, "" };
+        char sql[256];
+        int rc;
+
+        if (strcmp(cols[0], "1") != 0) {
+                snprintf(mo.order_id, sizeof(mo.order_id), "%.20s", cols[1]);
+                me_answer(req, "FAILED", &mo, cols[2]);
+                return 0;
+        }
+        snprintf(sql, sizeof(sql), "SELECT " ME_ORDER_COLS " FROM tb_voucher_order WHERE id=%s",
+                 cols[1]);
+        if ((rc = me_order_row(lc, sql, &mo)) < 0)
+                return -1;
+        if (rc == 0)
+                snprintf(mo.order_id, sizeof(mo.order_id), "%.20s", cols[1]);
+        me_answer(req, "CLOSED", &mo, NULL);
+        return 0;
+}
+
 /* What orders/me reads from Redis (each malloc'd or NULL). */
 typedef struct me_redis {
-        char *trace, *entry, *restore, *cached;
+        char *trace, *entry, *restore;
         char t_order[SK_ID_STRLEN];     /* the order id the DEDUCT entry names, or "" */
 } me_redis_t;
 
@@ -236,19 +296,18 @@ static void me_redis_free(me_redis_t *m)
         free(m->trace);
         free(m->entry);
         free(m->restore);
-        free(m->cached);
         memset(m, 0, sizeof(*m));
 }
 
-/* users[userId] names a trace T: its RESTORE (T:r) and DEDUCT (T) entries, and the
- * order cache of the order T names unless T was restored. @returns 0, or -1 when Redis
- * failed (nothing read counts then: *m is empty). */
-static int me_read_redis(lk_conn_t *lc, fr_req_t *req, me_redis_t *m)
+/* users[userId] names a trace T: its RESTORE (T:r) and DEDUCT (T) entries (*t = T).
+ * @returns 0, or -1 when Redis failed (nothing read counts then: *m is empty). */
+static int me_read_redis(lk_conn_t *lc, fr_req_t *req, me_redis_t *m, int64_t *t_out)
 {
-        char kusers[SK_KEY_MAX], ktrace[SK_KEY_MAX], kord[SK_KEY_MAX], field[48];
+        char kusers[SK_KEY_MAX], ktrace[SK_KEY_MAX], field[48];
         int64_t t, oid;
 
         memset(m, 0, sizeof(*m));
+        *t_out = 0;
         sk_key_voucher(kusers, g_fr.conf.redis_prefix, req->voucher_id, SK_KEY_USERS);
         sk_key_voucher(ktrace, g_fr.conf.redis_prefix, req->voucher_id, SK_KEY_TRACE);
         if (lk_redis_get(lc, &m->trace, "HGET", kusers, req->su) < 0)
@@ -268,68 +327,73 @@ static int me_read_redis(lk_conn_t *lc, fr_req_t *req, me_redis_t *m)
                         sk_id_format(oid, m->t_order);
                 cJSON_Delete(j);
         }
-        /* An active order from the cache (the DEDUCT names its order id). */
-        if (m->t_order[0] && !m->restore && sk_id_parse_cstr(m->t_order, &oid) == 0) {
-                sk_key_order(kord, g_fr.conf.redis_prefix, oid);
-                if (lk_redis_get(lc, &m->cached, "GET", kord, NULL) < 0)
-                        goto fail;
-        }
+        *t_out = t;
         return 0;
 fail:
         me_redis_free(m);
         return -1;
 }
 
-/* orders/me (DESIGN.md 3): CREATED if the user has an active order (cache or DB); else
- * the trace named by users[userId]: RESTORE (T:r) -> FAILED, DEDUCT (T) -> PENDING;
- * else the user's newest outcome row; else NONE. With Redis unreachable the DB (the book
- * of record) still answers CREATED; anything else needs the users hash: 503. */
+/* orders/me (DESIGN.md 3): CREATED if the user has an active order (UNPAID or PAID) in
+ * the DB; else the trace T named by users[userId]: T's outcome row decides (CREATED ->
+ * CLOSED, FAILED -> FAILED); without one, a RESTORE (T:r) -> FAILED, a DEDUCT (T) ->
+ * PENDING; else the user's newest outcome row (FAILED -> FAILED, CREATED -> CLOSED);
+ * else NONE. With Redis unreachable the DB (the book of record) still answers CREATED;
+ * anything else needs the users hash: 503. */
 static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
 {
         char sql[384], cols[3][64];
+        me_order_t mo = { "", NULL, "" };
         me_redis_t m;
-        int rc, redis_err = me_read_redis(lc, req, &m) < 0;
+        int64_t t = 0;
+        int rc, redis_err = me_read_redis(lc, req, &m, &t) < 0;
 
-        if (m.cached) {
-                me_answer(req, "CREATED", m.t_order, NULL);
-                goto done;
-        }
         snprintf(sql, sizeof(sql),
-                 "SELECT id FROM tb_voucher_order WHERE voucher_id=%s AND user_id=%s AND status=1 "
-                 "ORDER BY create_time DESC LIMIT 1", req->sv, req->su);
-        rc = lk_query_row(lc, sql, 1, cols, NULL);
-        if (rc < 0)
+                 "SELECT " ME_ORDER_COLS " FROM tb_voucher_order WHERE voucher_id=%s AND user_id=%s"
+                 " AND status IN (1,2) ORDER BY create_time DESC LIMIT 1", req->sv, req->su);
+        if ((rc = me_order_row(lc, sql, &mo)) < 0)
                 goto db_down;
         if (rc == 1) {
-                me_answer(req, "CREATED", cols[0], NULL);
+                me_answer(req, "CREATED", &mo, NULL);
                 goto done;
         }
         if (redis_err) {
                 fr_answer_503(req, "redis", NULL, "redis unavailable");
                 goto done;
         }
-        if (m.restore) {
-                cJSON *j = cJSON_Parse(m.restore);
-                const cJSON *rs = j ? cJSON_GetObjectItemCaseSensitive(j, "reason") : NULL;
+        if (t && (m.entry || m.restore)) {
+                snprintf(sql, sizeof(sql), "SELECT outcome, order_id, reason FROM tb_seckill_outcome"
+                         " WHERE trace_id=%" PRId64, t);
+                if ((rc = lk_query_row(lc, sql, 3, cols, NULL)) < 0)
+                        goto db_down;
+                if (rc == 1) {
+                        if (me_from_outcome(lc, req, cols) < 0)
+                                goto db_down;
+                        goto done;
+                }
+                snprintf(mo.order_id, sizeof(mo.order_id), "%s", m.t_order);
+                if (m.restore) {
+                        cJSON *j = cJSON_Parse(m.restore);
+                        const cJSON *rs = j ? cJSON_GetObjectItemCaseSensitive(j, "reason") : NULL;
 
-                me_answer(req, "FAILED", m.t_order, cJSON_IsString(rs) ? rs->valuestring : NULL);
-                cJSON_Delete(j);
-                goto done;
-        }
-        if (m.entry) {
-                me_answer(req, "PENDING", m.t_order, NULL);
+                        me_answer(req, "FAILED", &mo, cJSON_IsString(rs) ? rs->valuestring : NULL);
+                        cJSON_Delete(j);
+                } else {
+                        me_answer(req, "PENDING", &mo, NULL);
+                }
                 goto done;
         }
         snprintf(sql, sizeof(sql),
                  "SELECT outcome, order_id, reason FROM tb_seckill_outcome WHERE voucher_id=%s "
                  "AND user_id=%s ORDER BY created_at DESC, trace_id DESC LIMIT 1", req->sv, req->su);
-        rc = lk_query_row(lc, sql, 3, cols, NULL);
-        if (rc < 0)
+        if ((rc = lk_query_row(lc, sql, 3, cols, NULL)) < 0)
                 goto db_down;
-        if (rc == 1)
-                me_answer(req, !strcmp(cols[0], "1") ? "CREATED" : "FAILED", cols[1], cols[2]);
-        else
+        if (rc == 1) {
+                if (me_from_outcome(lc, req, cols) < 0)
+                        goto db_down;
+        } else {
                 me_answer(req, "NONE", NULL, NULL);
+        }
         goto done;
 db_down:
         fr_answer_503(req, "db", NULL, "database unavailable");
@@ -337,19 +401,24 @@ done:
         me_redis_free(&m);
 }
 
-/* GET /api/v1/orders/{id}: the Redis cache, else the DB; only for its owner (else 404). */
+/* GET /api/v1/orders/{id}: only for its owner (else 404), with its status and
+ * payDeadline (DESIGN.md 3). The Redis cache entry is served when it carries them (it is
+ * deleted after every pay/cancel/close commit); the consumer's creation-time entry does
+ * not (its deadline is on the DB's clock), so that read goes to the DB. */
 static void do_order_get(lk_conn_t *lc, fr_req_t *req)
 {
-        char kord[SK_KEY_MAX], sql[384], cols[6][64], buf[640];
+        char kord[SK_KEY_MAX], sql[512], cols[8][64], buf[768];
+        int isnull[8] = { 0 };
         char *cached = NULL;
-        int rc;
+        int rc, st = 0;
 
         sk_key_order(kord, g_fr.conf.redis_prefix, req->order_id);
         if (lk_redis_get(lc, &cached, "GET", kord, NULL) == 1) {
                 cJSON *j = cJSON_Parse(cached);
                 int64_t uid = 0;
 
-                if (j && json_id(j, "userId", &uid) == 0) {
+                if (j && json_id(j, "userId", &uid) == 0 &&
+                    cJSON_GetObjectItemCaseSensitive(j, "payDeadline")) {
                         cJSON_Delete(j);
                         if (uid == req->user_id)
                                 fr_answer(req, 200, cached, 0);
@@ -361,14 +430,16 @@ static void do_order_get(lk_conn_t *lc, fr_req_t *req)
                 }
                 cJSON_Delete(j);
                 free(cached);
-                /* An unreadable cache entry: fall through to the DB. */
+                /* An entry without the lifecycle fields: the DB answers. */
         }
         /* Redis down or a miss: the DB is the book of record. */
         snprintf(sql, sizeof(sql),
                  "SELECT id, user_id, voucher_id, trace_id, status, "
-                 "DATE_FORMAT(create_time, '%%Y-%%m-%%dT%%H:%%i:%%s.%%f') "
+                 "DATE_FORMAT(create_time, '%%Y-%%m-%%dT%%H:%%i:%%s.%%f'), "
+                 "DATE_FORMAT(pay_deadline, '%%Y-%%m-%%dT%%H:%%i:%%s.%%f'), "
+                 "DATE_FORMAT(paid_at, '%%Y-%%m-%%dT%%H:%%i:%%s.%%f') "
                  "FROM tb_voucher_order WHERE id=%s", req->so);
-        rc = lk_query_row(lc, sql, 6, cols, NULL);
+        rc = lk_query_row(lc, sql, 8, cols, isnull);
         if (rc < 0) {
                 fr_answer_503(req, "db", NULL, "database unavailable");
                 return;
@@ -377,10 +448,21 @@ static void do_order_get(lk_conn_t *lc, fr_req_t *req)
                 fr_answer(req, 404, fr_json_err(10004, "order not found"), 0);
                 return;
         }
-        snprintf(buf, sizeof(buf),
-                 "{\"code\":0,\"orderId\":\"%s\",\"userId\":\"%s\",\"voucherId\":\"%s\","
-                 "\"traceId\":\"%s\",\"status\":%s,\"createTime\":\"%.23s\"}",
-                 cols[0], cols[1], cols[2], cols[3], cols[4], cols[5]);
+        (void)sk_parse_int(cols[4], 0, 100, &st);
+        {
+                char dl[40] = "null", pa[40] = "null";
+
+                if (!isnull[6])
+                        snprintf(dl, sizeof(dl), "\"%.23s\"", cols[6]);
+                if (!isnull[7])
+                        snprintf(pa, sizeof(pa), "\"%.23s\"", cols[7]);
+                snprintf(buf, sizeof(buf),
+                         "{\"code\":0,\"orderId\":\"%s\",\"userId\":\"%s\",\"voucherId\":\"%s\","
+                         "\"traceId\":\"%s\",\"status\":%s,\"orderStatus\":\"%s\",\"payDeadline\":%s,"
+                         "\"paidAt\":%s,\"createTime\":\"%.23s\"}",
+                         cols[0], cols[1], cols[2], cols[3], cols[4], sk_order_status_str(st), dl, pa,
+                         cols[5]);
+        }
         answer_json(req, 200, buf);
 }
 
@@ -404,6 +486,8 @@ static void *lookup_main(void *arg)
                 case FR_LOOKUP_VOUCHER: do_voucher(&lc, req); break;
                 case FR_LOOKUP_ORDERS_ME: do_orders_me(&lc, req); break;
                 case FR_LOOKUP_ORDER_GET: do_order_get(&lc, req); break;
+                case FR_LOOKUP_PAY:
+                case FR_LOOKUP_CANCEL: fr_order_action(req, &lc.db, &lc.r); break;
                 }
                 fr_req_done(req);
         }

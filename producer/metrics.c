@@ -7,6 +7,7 @@
 #include "kprod.h"
 #include "lookup.h"
 #include "metrics.h"
+#include "orders.h"
 #include "req.h"
 #include "rollback.h"
 
@@ -37,6 +38,7 @@ static void init_counters(fr_metrics_t *m)
         RB(rb_already, "already");
         RB(rb_claimed, "claimed");
         RB(rb_error, "error");
+        fr_orders_metrics_init(); /* seckill_orders_* (orders.c) */
 #define U(f, s) m->f = sk_metrics_counter(m->reg, "seckill_front_unavailable_total", \
                                           "cause=\"" s "\"", "503 answers by cause")
         U(u_overload, "overload");

@@ -17,10 +17,12 @@ typedef enum {
         FR_KIND_PURCHASE,       /* POST .../seckill: the purchase pipeline */
         FR_KIND_ORDERS_ME,      /* GET .../orders/me: lookup pool */
         FR_KIND_ORDER_GET,      /* GET /api/v1/orders/{id}: lookup pool */
+        FR_KIND_ORDER_ACTION,   /* POST /api/v1/orders/{id}/pay|cancel: lookup pool */
 } fr_kind_t;
 
 /* Lookup-pool jobs. */
-typedef enum { FR_LOOKUP_ORDERS_ME = 1, FR_LOOKUP_ORDER_GET, FR_LOOKUP_VOUCHER } fr_lookup_t;
+typedef enum { FR_LOOKUP_ORDERS_ME = 1, FR_LOOKUP_ORDER_GET, FR_LOOKUP_VOUCHER,
+               FR_LOOKUP_PAY, FR_LOOKUP_CANCEL } fr_lookup_t;
 
 /* One HTTP request. Ownership: reference counted. The HTTP layer holds one reference
  * from the first handler call until MHD's completed notification; an asynchronous

@@ -5,7 +5,7 @@
  *                      [--max-redrive N] [--repair] [--json]
  *
  * Exit status: 0 everything consistent; 1 found and repaired (re-driven, rolled back,
- * rebuilt); 2 unresolved (waiting on consumers, DLQ, inconsistent, collision, drift
+ * rebuilt, a release of a cancelled/closed order finished); 2 unresolved (waiting on consumers, DLQ, inconsistent, collision, drift
  * without --repair, an error, a lost lock, interrupted) or an invalid configuration.
  * A second run while one holds the deployment's lock says so and exits 0.
  *

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "rc_pass.h"
+#include "rc_release.h"
 #include "sk/clock.h"
 #include "sk/log.h"
 #include "sk/outcome.h"
@@ -146,6 +147,7 @@ sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
                 return SK_OK;
         }
         rc_meta_check(ctx, voucher_id, row.status, st);
+        rc_release_pending(ctx, voucher_id, st); /* before the drift check (DESIGN.md 13) */
         if (rc_join(ctx, voucher_id, &set, st) != SK_OK)
                 goto done;
         now_ms = sk_now_ms();
@@ -186,7 +188,7 @@ int rc_vstat_exit(const rc_vstat_t *st)
             st->errors || st->expiry_alert || drift_open)
                 return 2;
         if (st->redriven || st->rolled_back || st->lost || st->rebuilt || st->meta_reset ||
-            st->failed_counted)
+            st->failed_counted || st->released)
                 return 1;
         return 0;
 }

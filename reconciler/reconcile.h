@@ -44,6 +44,7 @@ typedef struct rc_vstat {
         int64_t log_marked;     /* reconcile-log DEDUCT rows set to 4 this pass */
         int64_t drift_rows;     /* CREATED outcomes whose trace is gone */
         int64_t created_restored; /* of inconsistent: CREATED outcome + RESTORE fence */
+        int64_t released;       /* release.lua run for cancelled/closed orders (rc_release.c) */
         int redis_ok;           /* Redis stock/users judged equal to the DB (or rebuilt) */
         int stock_drift;        /* Redis stock != DB stock - held */
         int users_drift;        /* users hash != active buyers + held users */

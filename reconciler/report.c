@@ -58,6 +58,7 @@ void rc_print(FILE *out, const rc_vstat_t *v, size_t n, int json, int exit_code,
                                 ",\"notPersisted\":%" PRId64 ",\"failedCounted\":%" PRId64
                                 ",\"lost\":%" PRId64 ",\"fencedRecorded\":%" PRId64
                                 ",\"logMarkedConsistent\":%" PRId64 ",\"driftRows\":%" PRId64
+                                ",\"releasesFinished\":%" PRId64
                                 ",\"stockDrift\":%s,\"usersDrift\":%s,\"rebuilt\":%s,\"metaReset\":%s"
                                 ",\"expiryAlert\":%s,\"errors\":%" PRId64 ",\"note\":",
                                 i ? "," : "", vid, verdict(rc_vstat_exit(s)), s->entries, s->young,
@@ -65,7 +66,7 @@ void rc_print(FILE *out, const rc_vstat_t *v, size_t n, int json, int exit_code,
                                 s->inconsistent, s->drift, s->waiting, s->dlq, s->dlq_loop,
                                 s->collisions,
                                 s->not_persisted, s->failed_counted, s->lost, s->fenced,
-                                s->log_marked, s->drift_rows,
+                                s->log_marked, s->drift_rows, s->released,
                                 s->stock_drift ? "true" : "false", s->users_drift ? "true" : "false",
                                 s->rebuilt ? "true" : "false", s->meta_reset ? "true" : "false",
                                 s->expiry_alert ? "true" : "false", (int64_t)s->errors);

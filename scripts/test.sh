@@ -4,7 +4,8 @@
 #   1. Debian build and test dependencies, installed only when missing (dpkg -s).
 #   2. scripts/stack.sh up (Redis, MariaDB, Kafka), in the background while 3. builds.
 #   3. cmake -S . -B build -DSK_WERROR=ON; cmake --build build -j2
-#   4. ctest -L 'unit|integration|faults' in build/
+#   4. ctest -L 'unit|integration|faults|cluster|sentinel' in build/ (the cluster and sentinel
+#      tests start the local Redis Cluster / Sentinel topology through scripts/stack.sh)
 #   5. the same sources with -DSK_SANITIZE=ON (ASan + UBSan) in build-asan/,
 #      ctest -L 'unit|integration' there (leaks checked, first error fatal).
 #   6. a summary; exit 0 only when every step passed.
@@ -14,7 +15,7 @@
 # Environment (all optional):
 #   SECKILL_KEEP_STACK=1          leave what this run started running
 #   SECKILL_TEST_JOBS             parallel build and ctest jobs (2)
-#   SECKILL_TEST_LABELS           labels of the main pass ('unit|integration|faults')
+#   SECKILL_TEST_LABELS           labels of the main pass ('unit|integration|faults|cluster|sentinel')
 #   SECKILL_TEST_ASAN_LABELS      labels of the sanitizer pass ('unit|integration')
 #   SECKILL_TEST_SANITIZE=0       skip the sanitizer pass
 #   SECKILL_TEST_TIMEOUT_S        cap of the main ctest pass (900)
@@ -30,7 +31,7 @@ cd "$REPO"
 BUILD_DIR=${SECKILL_BUILD_DIR:-build}
 ASAN_DIR=${SECKILL_ASAN_BUILD_DIR:-build-asan}
 JOBS=${SECKILL_TEST_JOBS:-2}
-LABELS=${SECKILL_TEST_LABELS:-unit|integration|faults}
+LABELS=${SECKILL_TEST_LABELS:-unit|integration|faults|cluster|sentinel}
 ASAN_LABELS=${SECKILL_TEST_ASAN_LABELS:-unit|integration}
 SANITIZE=${SECKILL_TEST_SANITIZE:-1}
 TIMEOUT_S=${SECKILL_TEST_TIMEOUT_S:-900}
@@ -166,6 +167,11 @@ before=$("$STACK" status 2>/dev/null || true)
 printf '%s\n' "$before"
 for svc in kafka mariadb redis; do
         awk -v s="$svc" '$1 == s && $3 == "up" {found = 1} END {exit !found}' <<<"$before" || TO_STOP+=("$svc")
+done
+# The Redis Cluster and Sentinel topologies are started by the tests that need them
+# (label cluster / sentinel); stop them at exit unless they were up before this run.
+for svc in cluster sentinel; do
+        awk -v s="$svc" '$1 ~ "^"s && $3 == "up" {found = 1} END {exit !found}' <<<"$before" || TO_STOP+=("$svc")
 done
 
 say "stack: scripts/stack.sh up (in the background while building)"

@@ -345,6 +345,10 @@ static const copt_t copts[] = {
           "worker id lease period" },
         { "window-hours", "SECKILL_RECONCILE_WINDOW_HOURS", V_INT, OFF(reconcile_window_hours), 0, 1, 8760, "H",
           "reconcile window in hours: key expiry slack; reconciler scope = ended within it + 24 h" },
+        { "pay-timeout-s", "SECKILL_PAY_TIMEOUT_S", V_INT, OFF(pay_timeout_s), 0, 0, 31536000, "S",
+          "payment window of a new order (DESIGN.md 13); 0 = orders are created PAID" },
+        { "close-interval-ms", "SECKILL_CLOSE_INTERVAL_MS", V_INT, OFF(close_interval_ms), 0, 10, 3600000, "MS",
+          "scan period of the consumer's closer loop (unpaid orders past their deadline)" },
         { "metrics-addr", "SECKILL_METRICS_ADDR", V_METRICS_ADDR, OFF(metrics_addr), SZ(metrics_addr), 0, 0,
           "HOST:PORT|off", "Prometheus /metrics listen address" },
         { "log-level", "SECKILL_LOG_LEVEL", V_LEVEL, OFF(log_level), 0, 0, 0, "LEVEL",
@@ -369,6 +373,8 @@ void sk_conf_defaults(sk_conf_t *conf)
         conf->worker_id = -1;
         conf->worker_lease_ms = 30000;
         conf->reconcile_window_hours = 48;
+        conf->pay_timeout_s = 900;
+        conf->close_interval_ms = 1000;
         sfmt(conf->metrics_addr, sizeof(conf->metrics_addr), "127.0.0.1:9464");
         conf->log_level = SK_INFO;
         /* The defaults are valid by construction; parse them so the structs are filled. */

@@ -7,7 +7,9 @@
  * Settings and why:
  *   producer  enable.idempotence=true (no duplicates or reordering from internal
  *             retries), message.timeout.ms = SECKILL_KAFKA_DELIVERY_TIMEOUT_MS (the
- *             front's delivery verdict deadline), linger.ms=2 (tiny batching window).
+ *             front's delivery verdict deadline), linger.ms=2 (tiny batching window),
+ *             partitioner=murmur2_random (the Java client's, DESIGN.md 5: any binary
+ *             computes a voucher's partitions with sk_key_partition, sk/vkafka.h).
  *   consumer  group.id, auto.offset.reset=earliest (a new group must not skip orders),
  *             enable.auto.offset.store=false (offsets are stored by hand after the DB
  *             commit), enable.auto.commit=true every 500 ms (only stored offsets get
@@ -59,7 +61,8 @@ rd_kafka_conf_t *sk_kafka_conf_new(const sk_conf_t *conf, sk_kafka_role_t role,
                 snprintf(num, sizeof(num), "%d", conf->kafka_delivery_timeout_ms);
                 if (sk_kafka_conf_set(kconf, "enable.idempotence", "true", errstr, errstr_size) ||
                     sk_kafka_conf_set(kconf, "message.timeout.ms", num, errstr, errstr_size) ||
-                    sk_kafka_conf_set(kconf, "linger.ms", "2", errstr, errstr_size))
+                    sk_kafka_conf_set(kconf, "linger.ms", "2", errstr, errstr_size) ||
+                    sk_kafka_conf_set(kconf, "partitioner", "murmur2_random", errstr, errstr_size))
                         goto fail;
                 break;
         case SK_KAFKA_CONSUMER:

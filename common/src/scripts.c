@@ -15,6 +15,7 @@ static const char *const script_names[SK_SCRIPT__N] = {
         [SK_SCRIPT_DEDUCT] = "deduct",
         [SK_SCRIPT_ROLLBACK] = "rollback",
         [SK_SCRIPT_CLAIM] = "claim",
+        [SK_SCRIPT_RELEASE] = "release",
 };
 
 static pthread_mutex_t sha_lock = PTHREAD_MUTEX_INITIALIZER;

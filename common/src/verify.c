@@ -1,4 +1,5 @@
-/* verify.c: invariants 1, 2, 3 and active <= init of DESIGN.md 9 on live state
+/* verify.c: invariants 1, 2, 3, 4 (cancelled/closed orders), 6 and active <= init of
+ * DESIGN.md 9 on live state
  * (sk/verify.h). Reads only: GET/HGET/HGETALL/HSCAN under WATCH on Redis, SELECTs in
  * one short READ COMMITTED transaction holding a shared lock on the voucher row.
  *
@@ -219,6 +220,86 @@ static sk_err_t late_orders(sk_redis_t *r, const char *k_trace, const sk_tracese
         return SK_OK;
 }
 
+static int lifecycle_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
+{
+        sk_verify_report_t *rep = arg;
+
+        (void)nulls;
+        (void)ncols;
+        rep->ended_orders = cols[0];
+        rep->ended_no_restore = cols[1];
+        rep->restore_not_ended = cols[2];
+        rep->paid_and_ended = cols[3];
+        return 0;
+}
+
+/* Invariants 4 (DB part) and 6 of DESIGN.md 9 for the order lifecycle, in one statement
+ * (one read view): ended orders, those without their RESTORE row (business_type 4
+ * cancel / 5 closed, the original trace_id), RESTORE rows of those types whose order is
+ * not ended, and orders both paid and ended or paid after their deadline. */
+static sk_err_t lifecycle_rows(sk_db_t *db, int64_t voucher_id, sk_verify_report_t *rep,
+                               char *errstr, size_t errstr_size)
+{
+        int64_t p[4] = { voucher_id, voucher_id, voucher_id, voucher_id };
+
+        return sk_traceset_rows(db,
+                "SELECT (SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND status IN (3, 4)),"
+                " (SELECT COUNT(*) FROM tb_voucher_order o WHERE o.voucher_id = ? AND o.status IN (3, 4)"
+                "   AND NOT EXISTS (SELECT 1 FROM tb_voucher_reconcile_log l WHERE l.trace_id = o.trace_id"
+                "   AND l.log_type = 1 AND l.business_type IN (4, 5))),"
+                " (SELECT COUNT(*) FROM tb_voucher_reconcile_log l WHERE l.voucher_id = ? AND l.log_type = 1"
+                "   AND l.business_type IN (4, 5) AND NOT EXISTS (SELECT 1 FROM tb_voucher_order o"
+                "   WHERE o.trace_id = l.trace_id AND o.status IN (3, 4))),"
+                " (SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND paid_at IS NOT NULL"
+                "   AND (status IN (3, 4) OR (pay_deadline IS NOT NULL AND paid_at > pay_deadline)))",
+                p, 4, 4, lifecycle_row, rep, errstr, errstr_size);
+}
+
+static int trace_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
+{
+        (void)nulls;
+        (void)ncols;
+        return sk_i64vec_push(arg, cols[0]) != 0;
+}
+
+/* Ended orders of the voucher whose trace lacks its release record T:x (HMGET in
+ * chunks): informational, see sk_verify_report_t.ended_no_release. */
+static sk_err_t pending_releases(sk_db_t *db, sk_redis_t *r, const char *k_trace,
+                                 int64_t voucher_id, int64_t *pending, char *errstr,
+                                 size_t errstr_size)
+{
+        enum { CHUNK = 200 };
+        sk_i64vec_t traces = { 0 };
+        const char *argv[CHUNK + 2];
+        char fields[CHUNK][SK_ID_STRLEN + 2];
+        sk_err_t err;
+        size_t i, k;
+
+        *pending = 0;
+        err = sk_traceset_rows(db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ?"
+                               " AND status IN (3, 4)", &voucher_id, 1, 1, trace_row, &traces,
+                               errstr, errstr_size);
+        for (i = 0; err == SK_OK && i < traces.n; i += CHUNK) {
+                size_t m = traces.n - i < CHUNK ? traces.n - i : CHUNK;
+                redisReply *reply = NULL;
+
+                argv[0] = "HMGET";
+                argv[1] = k_trace;
+                for (k = 0; k < m; k++) {
+                        size_t len = sk_id_format(traces.v[i + k], fields[k]);
+                        memcpy(fields[k] + len, ":x", 3);
+                        argv[k + 2] = fields[k];
+                }
+                if ((err = sk_redis_cmd(r, &reply, (int)m + 2, argv, NULL, errstr, errstr_size)))
+                        break;
+                for (k = 0; reply->type == REDIS_REPLY_ARRAY && k < reply->elements; k++)
+                        *pending += reply->element[k]->type != REDIS_REPLY_STRING;
+                freeReplyObject(reply);
+        }
+        free(traces.v);
+        return err;
+}
+
 /* Traces that hold Redis stock unless proven otherwise: T present, no T:r. */
 static int held(const sk_trace_entry_t *e)
 {
@@ -279,13 +360,15 @@ sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
         }
         if ((err = sk_traceset_rows(db,
                         "SELECT user_id, trace_id FROM tb_voucher_order"
-                        " WHERE voucher_id = ? AND status = 1",
+                        " WHERE voucher_id = ? AND status IN (1, 2)",
                         &voucher_id, 1, 2, buyer_row, &d, errstr, errstr_size)) != SK_OK)
                 goto done;
         if (d.oom)
                 goto nomem;
         if ((err = sk_traceset_load_db_ids(db, &s.set, recheck.v, recheck.n, errstr,
                                            errstr_size)) != SK_OK)
+                goto done;
+        if ((err = lifecycle_rows(db, voucher_id, rep, errstr, errstr_size)) != SK_OK)
                 goto done;
         if ((err = sk_db_commit(db, errstr, errstr_size)) != SK_OK)
                 goto done;
@@ -316,6 +399,13 @@ sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
                         goto done;
         }
         rep->late_orders = (int64_t)late_users.n;
+        {
+                char k_trace[SK_KEY_MAX];
+                sk_key_voucher(k_trace, prefix, voucher_id, SK_KEY_TRACE);
+                if ((err = pending_releases(db, r, k_trace, voucher_id, &rep->ended_no_release,
+                                            errstr, errstr_size)) != SK_OK)
+                        goto done;
+        }
 
         /* Figures. */
         rep->init_stock = d.init_stock;
@@ -364,7 +454,10 @@ sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
         rep->inv3_users_ok = rep->users_not_active == 0 && s.users.n == expected.n;
         rep->inv3_ok = rep->redis_stable && rep->inv3_stock_ok && rep->inv3_users_ok;
         rep->active_le_init_ok = rep->active_orders <= rep->init_stock;
-        rep->ok = rep->inv1_ok && rep->inv2_ok && rep->inv3_ok && rep->active_le_init_ok;
+        rep->inv4_ok = rep->ended_no_restore == 0 && rep->restore_not_ended == 0;
+        rep->inv6_ok = rep->paid_and_ended == 0;
+        rep->ok = rep->inv1_ok && rep->inv2_ok && rep->inv3_ok && rep->active_le_init_ok &&
+                  rep->inv4_ok && rep->inv6_ok;
         err = SK_OK;
         goto done;
 nomem:
@@ -437,16 +530,22 @@ void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json)
                         ",\"activeNotInHash\":%" PRId64 ",\"undecidedTraces\":%" PRId64
                         ",\"pendingRollbacks\":%" PRId64 ",\"heldQty\":%" PRId64
                         ",\"expectedRedisStock\":%" PRId64 ",\"traceEntries\":%" PRId64 ",\"lateOrders\":%" PRId64
+                        ",\"endedOrders\":%" PRId64 ",\"endedWithoutRestore\":%" PRId64
+                        ",\"releasesPending\":%" PRId64
+                        ",\"restoreNotEnded\":%" PRId64 ",\"paidAndEnded\":%" PRId64
                         ",\"redisStable\":%s,\"invariants\":{\"1\":%s,\"2\":%s,\"3\":%s,"
-                        "\"activeLeInit\":%s}}\n",
+                        "\"4\":%s,\"6\":%s,\"activeLeInit\":%s}}\n",
                         vid, rep->ok ? "true" : "false", rep->init_stock, rep->db_stock,
                         rstock, rep->meta_status, rep->active_orders, rep->active_buyers,
                         rep->users_in_hash, rep->duplicate_users, rep->users_not_active,
                         rep->active_not_in_hash, rep->undecided_traces, rep->pending_rollbacks,
                         rep->held_qty, rep->expected_redis_stock, rep->trace_entries, rep->late_orders,
-                        rep->redis_stable ? "true" : "false",
+                        rep->ended_orders, rep->ended_no_restore, rep->ended_no_release,
+                        rep->restore_not_ended,
+                        rep->paid_and_ended, rep->redis_stable ? "true" : "false",
                         rep->inv1_ok ? "true" : "false", rep->inv2_ok ? "true" : "false",
-                        rep->inv3_ok ? "true" : "false", rep->active_le_init_ok ? "true" : "false");
+                        rep->inv3_ok ? "true" : "false", rep->inv4_ok ? "true" : "false",
+                        rep->inv6_ok ? "true" : "false", rep->active_le_init_ok ? "true" : "false");
                 return;
         }
         fprintf(out, "voucher %s\n", vid);
@@ -471,10 +570,19 @@ void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json)
         fprintf(out, "  trace entries         %" PRId64 "\n", rep->trace_entries);
         if (rep->late_orders)
                 fprintf(out, "  orders after snapshot %" PRId64 " (not compared)\n", rep->late_orders);
+        fprintf(out, "  cancelled/closed      %" PRId64 "\n", rep->ended_orders);
+        fprintf(out, "  ended without RESTORE %" PRId64 "\n", rep->ended_no_restore);
+        fprintf(out, "  RESTORE, not ended    %" PRId64 "\n", rep->restore_not_ended);
+        if (rep->ended_no_release)
+                fprintf(out, "  release pending       %" PRId64 " (no T:x in Redis yet: the closer or"
+                        " the reconciler finishes it)\n", rep->ended_no_release);
+        fprintf(out, "  paid and ended / late %" PRId64 "\n", rep->paid_and_ended);
         fprintf(out, "  1 init - stock = active orders     %s\n", pf(rep->inv1_ok));
         fprintf(out, "  2 one active order per user        %s\n", pf(rep->inv2_ok));
         fprintf(out, "  3 Redis stock and users = DB truth %s%s\n", pf(rep->inv3_ok),
                 rep->redis_stable ? "" : " (Redis kept changing: traffic is flowing)");
         fprintf(out, "  active <= init                     %s\n", pf(rep->active_le_init_ok));
+        fprintf(out, "  4 cancelled/closed: RESTORE, unit  %s\n", pf(rep->inv4_ok));
+        fprintf(out, "  6 never both paid and closed       %s\n", pf(rep->inv6_ok));
         fprintf(out, "%s\n", rep->ok ? "OK" : "FAILED");
 }

@@ -26,6 +26,7 @@ import urllib.error
 import urllib.request
 
 import figures
+import lifecycle
 
 ID_RE = re.compile(r"^[1-9][0-9]{0,18}$")
 TSV_COLS = ("order_id", "trace_id", "voucher_id", "user_id", "accept_ms", "attempt")
@@ -148,11 +149,10 @@ def fmt_ms(v):
     return "n/a" if v is None else f"{v:,.1f} ms" if isinstance(v, float) else f"{v:,} ms"
 
 
-def orders_me(front, voucher, user):
-    req = urllib.request.Request(f"{front}/api/v1/vouchers/{voucher}/orders/me",
-                                 headers={"X-User-Id": user})
+def http_json(req, timeout=5):
+    """(status, JSON body) of one request; (None, {"error": ...}) without an answer."""
     try:
-        with urllib.request.urlopen(req, timeout=5) as resp:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
             return resp.status, json.loads(resp.read().decode() or "{}")
     except urllib.error.HTTPError as e:
         try:
@@ -161,6 +161,11 @@ def orders_me(front, voucher, user):
             return e.code, {}
     except (OSError, ValueError) as e:
         return None, {"error": str(e)}
+
+
+def orders_me(front, voucher, user):
+    return http_json(urllib.request.Request(f"{front}/api/v1/vouchers/{voucher}/orders/me",
+                                            headers={"X-User-Id": user}))
 
 
 # --------------------------------------------------------------------------- report
@@ -189,7 +194,8 @@ def cmd_report(a):
                    AND vo.user_id = a.user_id AND vo.voucher_id = a.voucher_id),
                (SELECT COUNT(*) FROM `{db}`.tb_voucher_order vo WHERE vo.trace_id = a.trace_id),
                (SELECT COUNT(*) FROM `{db}`.tb_voucher_reconcile_log l
-                 WHERE l.trace_id = a.trace_id AND l.log_type = 1)
+                 WHERE l.trace_id = a.trace_id AND l.log_type = 1
+                   AND l.business_type NOT IN (4, 5))
         FROM `{cdb}`.accepted a
         LEFT JOIN `{db}`.tb_seckill_outcome o ON o.trace_id = a.trace_id
         ORDER BY a.seq""")
@@ -271,11 +277,11 @@ def cmd_report(a):
     for idx, (v, init_given) in enumerate(zip(vouchers, stocks)):
         r = sql(f"SELECT init_stock, stock, status FROM `{db}`.tb_seckill_voucher WHERE voucher_id = {v}")
         init_db, stock_db, status_db = (int(x) for x in r[0]) if r else (None, None, None)
-        active = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order WHERE voucher_id = {v} AND status = 1")[0][0])
+        active = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order WHERE voucher_id = {v} AND status IN (1, 2)")[0][0])
         dup_users = int(sql(f"SELECT COUNT(*) FROM (SELECT user_id FROM `{db}`.tb_voucher_order "
-                            f"WHERE voucher_id = {v} AND status = 1 GROUP BY user_id HAVING COUNT(*) > 1) d")[0][0])
+                            f"WHERE voucher_id = {v} AND status IN (1, 2) GROUP BY user_id HAVING COUNT(*) > 1) d")[0][0])
         buyers_db = {x[0] for x in sql(f"SELECT DISTINCT user_id FROM `{db}`.tb_voucher_order "
-                                       f"WHERE voucher_id = {v} AND status = 1")}
+                                       f"WHERE voucher_id = {v} AND status IN (1, 2)")}
         outc = sql(f"SELECT outcome, COALESCE(reason, ''), COUNT(*) FROM `{db}`.tb_seckill_outcome "
                    f"WHERE voucher_id = {v} GROUP BY outcome, reason")
         outcomes = {("CREATED" if o == "1" else "FAILED" if o == "2" else o) + (f"/{rs}" if rs else ""): int(n)
@@ -327,13 +333,17 @@ def cmd_report(a):
     else:
         check("I5 zero undersell: active orders = init_stock", None,
               "no voucher had >= 2x its stock in distinct buyers")
-    check("seckill-admin verify (I1, I2, I3, active <= init) exits 0", all_v(lambda p: p["verify_exit"] == 0),
+    check("seckill-admin verify (I1, I2, I3, I4, I6, active <= init) exits 0", all_v(lambda p: p["verify_exit"] == 0),
           "exit codes: " + ", ".join(f"{p['voucherId']}={p['verify_exit']}" for p in per_voucher))
+
+    # ---- order lifecycle: pay, close, release, sold again (lifecycle.py)
+    lc = lifecycle.lifecycle(sql, rcli, check, db, a.prefix, vouchers, a.warmup_voucher, run,
+                             a.unpaid_pct)
 
     # ---- orders the client never saw accepted (lost answers): information only
     unseen = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order vo WHERE NOT EXISTS "
                      f"(SELECT 1 FROM `{cdb}`.accepted a WHERE a.trace_id = vo.trace_id)")[0][0])
-    orders_total = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order WHERE status = 1")[0][0])
+    orders_total = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order WHERE status IN (1, 2)")[0][0])
 
     # ---- reconciler
     rec_rc = read_int(os.path.join(run, "reconciler.rc"))
@@ -387,6 +397,7 @@ def cmd_report(a):
             "other_codes": other_codes,
         },
         "orders_in_db": orders_total,
+        "lifecycle": lc,
         "orders_without_logged_202": unseen,
         "vouchers": per_voucher,
         "invariant4": dict(i4, examples=i4_examples),
@@ -486,6 +497,7 @@ def print_report(r, out):
     print(f" by status     " + ", ".join(f"{k}={v:,}" for k, v in sorted(q["by_status"].items())))
     print(f" orders in DB  {r['orders_in_db']:,} active ({r['orders_without_logged_202']} without a "
           f"202 the client saw)")
+    lifecycle.print_lifecycle(r["lifecycle"])
     lm = f["latency_ms"]
     print(f" front         {f['req_per_s']:,} req/s over {f['connections']} connections; "
           f"p50 {lm.get('p50')} ms, p99 {lm.get('p99')} ms, max {lm.get('max')} ms (wrk)")
@@ -545,6 +557,7 @@ def main():
     ap.add_argument("--warmup-voucher", default="")
     ap.add_argument("--drained", type=int, default=1)
     ap.add_argument("--elapsed-s", type=int, default=0)
+    ap.add_argument("--unpaid-pct", type=int, default=0)
     a = ap.parse_args()
     for name in ("db", "client_db"):
         if not re.match(r"^[A-Za-z0-9_]{1,64}$", getattr(a, name)):

@@ -24,6 +24,8 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 DEMO_DIR=$REPO/scripts/demo
+# shellcheck source=payments.sh
+. "$DEMO_DIR/payments.sh"
 
 # ------------------------------------------------------------------ options
 HOT_STOCK=1000
@@ -42,6 +44,8 @@ OUT=${SK_DEMO_OUT:-$REPO/out}
 DB=${SK_DEMO_DB:-seckill_demo}
 GRACE_S=10
 DRIFT=0
+UNPAID_PCT=20
+PAY_TIMEOUT_S=5
 
 usage() {
         cat <<EOF
@@ -60,6 +64,9 @@ usage: scripts/demo.sh [options]
                        (init_stock and stock): Redis admits N purchases the DB cannot
                        sell, which must end FAILED (sold_out) with their stock clamped
                        and their buyers released (DESIGN.md 8) — a failure path on show
+  --unpaid-pct P       percent of the winners who never pay (default $UNPAID_PCT): their
+                       orders close at the deadline, the units go back and are sold again
+  --pay-timeout S      payment window of an order (default $PAY_TIMEOUT_S s; SECKILL_PAY_TIMEOUT_S)
   --keep               leave the front, the consumers and the stack running
   --no-install         do not check/install Debian packages
   --no-build           use the binaries already in the build dir
@@ -86,6 +93,8 @@ while [[ $# -gt 0 ]]; do
         --duration) need_arg "$@"; need_int "$1" "$2"; DURATION_S=$2; shift 2 ;;
         --drain-timeout) need_arg "$@"; need_int "$1" "$2"; DRAIN_TIMEOUT_S=$2; shift 2 ;;
         --drift) need_arg "$@"; need_int "$1" "$2"; DRIFT=$2; shift 2 ;;
+        --unpaid-pct) need_arg "$@"; need_int "$1" "$2"; UNPAID_PCT=$2; shift 2 ;;
+        --pay-timeout) need_arg "$@"; need_int "$1" "$2"; PAY_TIMEOUT_S=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
         --no-install) INSTALL=0; shift ;;
         --no-build) BUILD=0; shift ;;
@@ -230,6 +239,7 @@ PIDS=()
 FRONT_PID=
 CONSUMER_PID=
 WRK_PID=
+PAYER_PID=
 
 stop_pid() {   # stop_pid PID NAME: SIGTERM, wait up to 20 s, then SIGKILL
         local pid=$1 name=$2 i
@@ -257,6 +267,7 @@ cleanup() {
                 done
                 kill -KILL "$WRK_PID" 2>/dev/null || true
         fi
+        [[ -n $PAYER_PID ]] && { kill "$PAYER_PID" 2>/dev/null || true; }
         if [[ -n ${STACK_BG:-} ]]; then
                 kill "$STACK_BG" 2>/dev/null || true
                 wait "$STACK_BG" 2>/dev/null || true
@@ -454,7 +465,8 @@ fi
 # ------------------------------------------------------------------ 6. services
 # setsid: a Ctrl-C in the terminal reaches this script only, which then stops the
 # services with one SIGTERM each (a second signal would make them skip their drain).
-setsid "$BIN/seckill-consumer" --workers 2 > "$RUN/consumer.log" 2>&1 9>&- &
+SECKILL_PAY_TIMEOUT_S=$PAY_TIMEOUT_S SECKILL_CLOSE_INTERVAL_MS=500 \
+        setsid "$BIN/seckill-consumer" --workers 2 > "$RUN/consumer.log" 2>&1 9>&- &
 CONSUMER_PID=$!
 PIDS+=("$CONSUMER_PID")
 setsid "$BIN/seckill-front" > "$RUN/front.log" 2>&1 9>&- &
@@ -479,6 +491,7 @@ fi
 say "front ready: $(tr -d '\n' < "$RUN/readyz.json" | cut -c1-200)"
 phase() { echo "$1 $(( $(date +%s) - T0 ))" >> "$RUN/phases.txt"; }   # seconds since start
 phase ready
+payments_start   # scripts/demo/payments.sh (DESIGN.md 13)
 
 # ------------------------------------------------------------------ 7. warm-up, then the sale
 # One purchase through the whole pipeline before the sale: the consumer group's first
@@ -541,6 +554,9 @@ cat "$RUN"/sale/accepted-*.tsv > "$RUN/accepted.tsv" 2>/dev/null || : > "$RUN/ac
 NACC=$(wc -l < "$RUN/accepted.tsv")
 phase sale_end
 say "sale over in $((SALE_END - SALE_T0))s: $(jq -r '.sale.answers' "$RUN/sale/wrk.json") answers, $(jq -r '.sale.status["202"] // 0' "$RUN/sale/wrk.json") accepted (202)"
+payments_resale  # late buyers take the units the closes release
+cat "$RUN"/sale/accepted-*.tsv > "$RUN/accepted.tsv" 2>/dev/null || : > "$RUN/accepted.tsv"
+NACC=$(wc -l < "$RUN/accepted.tsv")
 
 # ------------------------------------------------------------------ 8. drain
 # The client's record goes into its own database, next to the service's, for the joins.
@@ -571,6 +587,7 @@ while :; do
         sleep 1
 done
 phase drained
+payments_stop
 [[ $drained -eq 1 ]] || warn "not every 202 has an outcome after ${DRAIN_TIMEOUT_S}s (the report says which)"
 
 # ------------------------------------------------------------------ 9. reconcile + verify
@@ -605,5 +622,6 @@ python3 "$DEMO_DIR/report.py" report \
         --warmup-voucher "$WARMUP" \
         --buyers "$BUYERS" --hot-pct "$HOT_PCT" --concurrency "$CONCURRENCY" \
         --front "http://$HTTP_ADDR" --prefix "$PREFIX" --topic "$TOPIC" \
-        --drained "$drained" --elapsed-s "$(( $(date +%s) - T0 ))" || rep_rc=$?
+        --drained "$drained" --elapsed-s "$(( $(date +%s) - T0 ))" \
+        --unpaid-pct "$UNPAID_PCT" || rep_rc=$?
 exit "$rep_rc"

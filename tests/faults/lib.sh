@@ -381,13 +381,13 @@ ft_check() {
                 ft_fail "seckill-admin verify $v: exit $vrc: $(tr '\n' ' ' <"$FT_WORK/verify.$v.log" | cut -c1-600)"
         fi
         read -r init dbstock < <(ft_sql "SELECT init_stock, stock FROM tb_seckill_voucher WHERE voucher_id = $v")
-        active=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $v AND status = 1")
+        active=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $v AND status IN (1, 2)")
         ft_log "voucher $v: init $init, DB stock $dbstock, active orders $active, 202s $(ft_sql "SELECT COUNT(*) FROM ft_accepted WHERE voucher_id = $v")"
         ((active <= init)) && ft_ok "zero oversell ($active <= $init)" || ft_fail "OVERSELL: $active active orders for $init units"
         ft_eq "$((init - dbstock))" "$active" "init_stock - stock = active orders"
         ((sold_out)) && ft_eq "$active" "$init" "zero undersell (sold out)"
         bad=$(ft_sql "SELECT COUNT(*) FROM (SELECT user_id FROM tb_voucher_order WHERE voucher_id = $v
-                AND status = 1 GROUP BY user_id HAVING COUNT(*) > 1) d")
+                AND status IN (1, 2) GROUP BY user_id HAVING COUNT(*) > 1) d")
         ft_eq "$bad" 0 "no user with two orders"
         bad=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order vo LEFT JOIN tb_seckill_outcome o
                 ON o.trace_id = vo.trace_id AND o.outcome = 1 AND o.order_id = vo.id
@@ -401,7 +401,7 @@ ft_check() {
                 WHERE a.voucher_id = $v AND (o.order_id <> a.order_id OR o.user_id <> a.user_id OR o.voucher_id <> $v)")
         ft_eq "$bad" 0 "outcome rows match the 202s (order, user, voucher)"
         bad=$(ft_sql "SELECT COUNT(*) FROM ft_accepted a JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id
-                LEFT JOIN tb_voucher_order vo ON vo.id = a.order_id AND vo.trace_id = a.trace_id AND vo.status = 1
+                LEFT JOIN tb_voucher_order vo ON vo.id = a.order_id AND vo.trace_id = a.trace_id
                 WHERE a.voucher_id = $v AND o.outcome = 1 AND vo.id IS NULL")
         ft_eq "$bad" 0 "every CREATED 202 has its order row"
         bad=$(ft_sql "SELECT COUNT(*) FROM ft_accepted a JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id
@@ -410,7 +410,7 @@ ft_check() {
         ft_eq "$bad" 0 "every FAILED 202 has its RESTORE row"
         bad=$(ft_sql "SELECT COUNT(*) FROM ft_accepted a JOIN tb_seckill_outcome o ON o.trace_id = a.trace_id
                 WHERE a.voucher_id = $v AND ((o.outcome = 1 AND EXISTS (SELECT 1 FROM tb_voucher_reconcile_log rl
-                         WHERE rl.trace_id = a.trace_id AND rl.log_type = 1))
+                         WHERE rl.trace_id = a.trace_id AND rl.log_type = 1 AND rl.business_type NOT IN (4, 5)))
                    OR (o.outcome = 2 AND EXISTS (SELECT 1 FROM tb_voucher_order vo WHERE vo.trace_id = a.trace_id)))")
         ft_eq "$bad" 0 "no 202 is both CREATED and FAILED (order + RESTORE)"
         ft_log "202 outcomes: $(ft_sql "SELECT IF(o.outcome = 1, 'CREATED', CONCAT('FAILED/', COALESCE(o.reason, '?'))) k, COUNT(*)
@@ -428,7 +428,7 @@ ft_check() {
         rstock=$(ft_rcli get "$(ft_key "$v" stock)")
         ft_eq "$rstock" "$dbstock" "Redis stock = DB stock"
         rusers=$(ft_rcli hkeys "$(ft_key "$v" users)" | grep -v '^$' | sort | md5sum)
-        dusers=$(ft_sql "SELECT user_id FROM tb_voucher_order WHERE voucher_id = $v AND status = 1" | grep -v '^$' | sort | md5sum)
+        dusers=$(ft_sql "SELECT user_id FROM tb_voucher_order WHERE voucher_id = $v AND status IN (1, 2)" | grep -v '^$' | sort | md5sum)
         ft_eq "$rusers" "$dusers" "Redis users hash = DB active buyers ($(ft_rcli hlen "$(ft_key "$v" users)") users)"
 }
 
@@ -613,7 +613,7 @@ ft_record() {
                 n503=$(awk '$2 == 503' "$FT_WORK/results.txt" | wc -l)
         fi
         if [[ -n ${FT_DB:-} ]]; then
-                orders=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE status = 1" 2>/dev/null || echo '?')
+                orders=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE status IN (1, 2)" 2>/dev/null || echo '?')
                 failed=$(ft_sql "SELECT CONCAT(COALESCE(reason, '?'), '=', COUNT(*)) FROM tb_seckill_outcome
                         WHERE outcome = 2 GROUP BY reason ORDER BY reason" 2>/dev/null | paste -sd' ')
                 failed=${failed:-none}

@@ -94,6 +94,7 @@ int fr_kprod_retired(void) { return 0; }
 size_t fr_deduct_depth(void) { return 0; }
 size_t fr_rollback_depth(void) { return 0; }
 size_t fr_lookup_depth(void) { return 0; }
+void fr_orders_metrics_init(void) {} /* orders.c's (pay/cancel), not linked */
 
 void fr_health_redis(int *ok, int *noeviction, int *scripts)
 {

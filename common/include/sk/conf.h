@@ -67,6 +67,8 @@ typedef struct sk_conf {
         int worker_lease_ms;            /* SECKILL_WORKER_LEASE_MS, 300..3600000 */
         int reconcile_window_hours;     /* SECKILL_RECONCILE_WINDOW_HOURS, 1..8760 */
         char metrics_addr[128];         /* SECKILL_METRICS_ADDR host:port or "off" */
+        int pay_timeout_s;              /* SECKILL_PAY_TIMEOUT_S, 0..31536000 (0 = created PAID) */
+        int close_interval_ms;          /* SECKILL_CLOSE_INTERVAL_MS, 10..3600000 (closer scan) */
         int log_level;                  /* SECKILL_LOG_LEVEL debug|info|warn|error */
         int nkafka_props;               /* -X key=value, passed to librdkafka as is */
         char kafka_props[SK_MAX_KAFKA_PROPS][2][256];

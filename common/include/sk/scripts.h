@@ -58,6 +58,14 @@
  *                         or {"RESTORED"} (T:r exists; nothing written)
  *   -> consume: {"OK", r1, r2, ...} with ri = 1 if Ti is RESTORED (fenced; its T:c is
  *      left alone), else 0 (T:c.consumed set to 1)
+ * release.lua  KEYS meta stock users trace (the trace's bucket, today also the home)
+ *              ARGV traceId userId(""|id) by(cancel|close|reconciler) expire_extra_ms
+ *   -> {"OK", restored(0|1), released(0|1)}   T:x written now: restored = INCRBY stock 1
+ *        (only if T exists, the stock key exists and no T:r says restored=1)
+ *   -> {"ALREADY", release_entry_json, released(0|1)}  T:x existed: nothing restored
+ *      Both then ran the home step: released = users[userId] named T and was deleted.
+ *      T:x = {"by":"..","restored":0|1,"ts":MS}
+ *      rollback.lua restores nothing for a trace whose T:x says restored=1.
  */
 #pragma once
 #include <stddef.h>
@@ -72,7 +80,7 @@ extern const sk_script_src_t sk_script_srcs[]; /* NULL-name terminated */
 extern const size_t sk_script_nsrcs;
 
 typedef enum { SK_SCRIPT_DEDUCT = 0, SK_SCRIPT_ROLLBACK = 1, SK_SCRIPT_CLAIM = 2,
-               SK_SCRIPT__N } sk_script_t;
+               SK_SCRIPT_RELEASE = 3, SK_SCRIPT__N } sk_script_t;
 
 /** @brief Source of @p s. @returns NULL if the build did not embed it. */
 const sk_script_src_t *sk_script_get(sk_script_t s);

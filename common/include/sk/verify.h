@@ -1,5 +1,6 @@
-/* sk/verify.h: `seckill-admin verify VOUCHER_ID` (DESIGN.md 9): invariants 1, 2, 3 and
- * active <= init checked on live state, with the figures that explain a failure.
+/* sk/verify.h: `seckill-admin verify VOUCHER_ID` (DESIGN.md 9): invariants 1, 2, 3, the
+ * DB part of 4 for cancelled/closed orders, 6 and active <= init checked on live state,
+ * with the figures that explain a failure.
  * Also used by seckill-reconciler to decide which vouchers `--repair` rebuilds.
  *
  * Invariant 3 is judged with the purchases still in flight accounted for: Redis stock
@@ -33,7 +34,7 @@ typedef struct sk_verify_report {
         int64_t redis_stock;        /* GET stock; -1 when the key is missing */
         int redis_stock_missing;    /* 1 when the stock key does not exist */
         int meta_status;            /* Redis meta status, 0 when missing */
-        int64_t active_orders;      /* orders with status 1 */
+        int64_t active_orders;      /* active orders: UNPAID or PAID (status 1, 2) */
         int64_t active_buyers;      /* distinct users with an active order */
         int64_t duplicate_users;    /* users with more than one active order */
         int64_t users_in_hash;      /* HLEN users */
@@ -46,12 +47,24 @@ typedef struct sk_verify_report {
         int64_t trace_entries;      /* DEDUCT entries in the trace hash */
         int64_t late_orders;        /* orders committed after the Redis snapshot (their
                                        DEDUCT ran after it): left out of the comparison */
+        int64_t ended_orders;       /* CANCELLED + CLOSED orders (DESIGN.md 13) */
+        int64_t ended_no_restore;   /* of those, without their RESTORE row (business_type 4/5) */
+        int64_t restore_not_ended;  /* RESTORE rows of type 4/5 whose order is not ended */
+        int64_t ended_no_release;   /* ended orders whose trace has no release T:x in Redis
+                                       yet (reported only: the closer or the reconciler
+                                       finishes it; expired keys never get one) */
+        int64_t paid_and_ended;     /* orders with a payment that are CANCELLED/CLOSED, or
+                                       paid after their deadline (invariant 6) */
         int redis_stable;           /* 1 if the Redis snapshot was taken without changes */
         int inv1_ok;                /* init_stock - stock = active_orders */
         int inv2_ok;                /* duplicate_users = 0 */
         int inv3_ok;                /* Redis stock and users hash agree (see above) */
         int inv3_stock_ok, inv3_users_ok;
         int active_le_init_ok;      /* active_orders <= init_stock */
+        int inv4_ok;                /* every ended order has its RESTORE row, exactly one;
+                                       its unit back in the DB stock is invariant 1 (active
+                                       counts UNPAID + PAID only) */
+        int inv6_ok;                /* paid_and_ended = 0 */
         int ok;                     /* all four hold */
 } sk_verify_report_t;
 

@@ -1,0 +1,132 @@
+/* sk/order.h: the order lifecycle of DESIGN.md 13 (pay, cancel, close on timeout, and
+ * the release of the unit), shared by seckill-front (pay/cancel), the closer loop of
+ * seckill-consumer and the reconciler (releases a crash left undone).
+ *
+ * Order status (tb_voucher_order.status, DESIGN.md 6): 1 UNPAID, 2 PAID, 3 CANCELLED,
+ * 4 CLOSED. Every transition is a conditional UPDATE on `status = 1`, so pay and
+ * cancel/close can never both win (invariant 6). Cancel and close release the unit in
+ * the same DB transaction (stock + 1 under the voucher row's lock, a RESTORE
+ * reconcile-log row with the original trace_id, business_type 4 cancel / 5 closed);
+ * after the commit the caller runs release.lua (sk_release_run) and deletes the order
+ * cache (sk_order_cache_del): DB first, then the cache (DESIGN.md 13). The outcome row
+ * is never changed (DESIGN.md 7).
+ *
+ * Buckets are not built yet: a voucher has one stock row (tb_seckill_voucher.stock) and
+ * one set of Redis keys {v:ID}, so the trace's bucket is the home bucket (j = h) and
+ * release.lua runs the home step itself.
+ *
+ * Functions take caller-owned connections (one per thread; not thread-safe beyond
+ * that). DB errors: SK_EAGAIN transient (1205, 1213, lost connection: nothing
+ * committed, or for a failed COMMIT an unknown outcome: re-read the row), SK_EDB
+ * others; the transaction is always rolled back on an error. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include "sk/db.h"
+#include "sk/err.h"
+#include "sk/redis.h"
+
+typedef enum {
+        SK_ORDER_UNPAID = 1,
+        SK_ORDER_PAID = 2,
+        SK_ORDER_CANCELLED = 3,
+        SK_ORDER_CLOSED = 4,
+} sk_order_status_t;
+
+/** One order row as the lifecycle needs it. Times in ms since the epoch (UTC), 0 = NULL. */
+typedef struct sk_order_row {
+        int64_t order_id, user_id, voucher_id, trace_id;
+        int status;                 /* sk_order_status_t */
+        int64_t pay_deadline_ms;    /* 0: none (an order created PAID or before v4) */
+        int past_deadline;          /* 1: pay_deadline <= the DB's NOW(3) when read */
+} sk_order_row_t;
+
+/** @brief "UNPAID", "PAID", "CANCELLED", "CLOSED" or "UNKNOWN". Static strings. */
+const char *sk_order_status_str(int status);
+
+/** @brief Read order @p order_id if @p user_id owns it (@p user_id 0: any owner).
+ *  @returns SK_OK (*row filled), SK_ENOTFOUND (no such order, or another owner's), or
+ *  the DB error. */
+sk_err_t sk_order_get(sk_db_t *db, int64_t order_id, int64_t user_id, sk_order_row_t *row,
+                      char *errstr, size_t errstr_size);
+
+typedef enum {
+        SK_PAY_PAID = 1,        /* this call moved it UNPAID -> PAID */
+        SK_PAY_REPEAT,          /* it was PAID already: 200 again */
+        SK_PAY_CLOSED,          /* CANCELLED or CLOSED (the caller refunds): 409/10021 */
+        SK_PAY_EXPIRED,         /* UNPAID past its deadline: the caller closes it now
+                                 * (sk_order_end SK_ORDER_CLOSED, then the release) and
+                                 * answers 409/10021 */
+} sk_pay_res_t;
+
+/** @brief Pay (DESIGN.md 13): `UPDATE ... SET status=2, paid_at=NOW(3) WHERE id=? AND
+ *  user_id=? AND status=1 AND pay_deadline > NOW(3)`; no row changed -> read the row.
+ *  *row receives the order as read after the attempt.
+ *  @returns SK_OK with *res, SK_ENOTFOUND (no such order of @p user_id: 404), or the
+ *  DB error (SK_EAGAIN: nothing changed, or an unknown COMMIT outcome: retry; the
+ *  call is idempotent). */
+sk_err_t sk_order_pay(sk_db_t *db, int64_t order_id, int64_t user_id, sk_pay_res_t *res,
+                      sk_order_row_t *row, char *errstr, size_t errstr_size);
+
+/** @brief Cancel (@p to SK_ORDER_CANCELLED) or close (@p to SK_ORDER_CLOSED, only past
+ *  the deadline) one order in one transaction: `UPDATE ... SET status=@p to,
+ *  closed_at=NOW(3) WHERE id=? [AND user_id=?] AND status=1 [AND pay_deadline <=
+ *  NOW(3)]`; if a row changed, the voucher's stock + 1 under its row lock and the
+ *  RESTORE reconcile-log row (business_type 4 or 5), then COMMIT. @p user_id 0: any
+ *  owner. *changed = 1 if this call made the transition (the caller then releases the
+ *  unit in Redis); *row is the order as read after it (its status tells a repeat, a
+ *  PAID order or another end apart).
+ *  @returns SK_OK, SK_ENOTFOUND (no such order of @p user_id), SK_EINVAL (bad @p to), or
+ *  the DB error (rolled back; SK_EAGAIN: retry). */
+sk_err_t sk_order_end(sk_db_t *db, int64_t order_id, int64_t user_id, int to, int *changed,
+                      sk_order_row_t *row, char *errstr, size_t errstr_size);
+
+/** @brief The closer's step (DESIGN.md 13): in one transaction, `SELECT ... WHERE
+ *  status=1 AND pay_deadline < NOW(3) ORDER BY pay_deadline LIMIT @p limit FOR UPDATE
+ *  SKIP LOCKED` (several closers share the work), close each (conditional on
+ *  status=1), give the units back to the voucher rows in voucher order (one UPDATE per
+ *  voucher under its row lock), one RESTORE row per order (business_type 5), COMMIT.
+ *  *rows (malloc'd, owned by the caller; NULL when *n = 0) are the orders closed, for
+ *  release.lua after the commit.
+ *  @returns SK_OK, or the DB error (rolled back, *n = 0). */
+sk_err_t sk_order_close_due(sk_db_t *db, int limit, sk_order_row_t **rows, size_t *n,
+                            char *errstr, size_t errstr_size);
+
+/** @brief Every CANCELLED or CLOSED order of @p voucher_id (for the reconciler's pending
+ *  releases, DESIGN.md 13). *rows malloc'd, owned by the caller (NULL when *n = 0).
+ *  @returns SK_OK or the DB error. */
+sk_err_t sk_order_list_ended(sk_db_t *db, int64_t voucher_id, sk_order_row_t **rows, size_t *n,
+                             char *errstr, size_t errstr_size);
+
+/** @brief Seconds the oldest UNPAID order is past its deadline (0: none), DB clock.
+ *  @returns SK_OK or the DB error. */
+sk_err_t sk_order_overdue_oldest_s(sk_db_t *db, int64_t *seconds, char *errstr,
+                                   size_t errstr_size);
+
+typedef struct sk_release_res {
+        int already;    /* T:x existed: nothing restored now */
+        int restored;   /* this call gave the unit back to Redis stock */
+        int released;   /* users[U] named T and was deleted (the home step) */
+} sk_release_res_t;
+
+/** @brief release.lua (DESIGN.md 4) for a cancelled or closed order: on the voucher's
+ *  keys (today bucket = home). @p by: "cancel", "close" or "reconciler". @p user_id is
+ *  the fallback when T is missing. @p expire_extra_ms: reconcile window + 1 day.
+ *  Idempotent (T:x). Errors as sk_redis_evalsha (SK_EUNKNOWN: retry, it is safe). */
+sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t *order,
+                        const char *by, int64_t expire_extra_ms, sk_release_res_t *res,
+                        char *errstr, size_t errstr_size);
+
+/** @brief For a rebuild (DESIGN.md 8, 13), in its snapshot (the voucher row locked,
+ *  before Redis stock is set from the DB): write `T:x` {"by":"rebuild","restored":0} for
+ *  every CANCELLED/CLOSED order of @p voucher_id that lacks one, so a pending release
+ *  never restores a unit the DB stock already counts. @p expire_at_ms: the key expiry E.
+ *  *marked = records written. @returns SK_OK, or the DB / Redis error. */
+sk_err_t sk_rebuild_mark_released(sk_db_t *db, sk_redis_t *r, const char *prefix,
+                                  int64_t voucher_id, int64_t expire_at_ms, int64_t *marked,
+                                  char *errstr, size_t errstr_size);
+
+/** @brief DEL `<prefix>:order:<order_id>` after a pay/cancel/close commit (DESIGN.md 3:
+ *  the order cache never shows a stale status). @returns SK_OK or the Redis error. */
+sk_err_t sk_order_cache_del(sk_redis_t *r, const char *prefix, int64_t order_id,
+                            char *errstr, size_t errstr_size);

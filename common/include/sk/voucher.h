@@ -1,0 +1,87 @@
+/* sk/voucher.h: a voucher's rows in the database (DESIGN.md 6) and the operations on one
+ * voucher that are not the rebuild: read its row and active buyers, tell whether it
+ * could have sales anywhere in the DB, its advisory lock, `voucher set-status`, and the
+ * reconciler's reset of a stuck meta (DESIGN.md 8). The rebuild and the preheat are in
+ * sk/rebuild.h; the Redis writes of a voucher's admission state in sk/vstate.h.
+ *
+ * The advisory lock GET_LOCK "seckill:voucher:<db>:<prefix>:<id>" (sk_voucher_lock_name)
+ * is held by every preheat, rebuild and status change of the voucher, so they never
+ * interleave; a reconciler that finds meta status 4 while nobody holds it knows a
+ * rebuild died half-way.
+ *
+ * Functions take caller-owned connections unless they say they open their own from
+ * @p conf; not thread-safe beyond that. They never log or exit. Ids are bound as
+ * MYSQL_TYPE_LONGLONG (prepared statements), never formatted into SQL. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include "sk/conf.h"
+#include "sk/db.h"
+#include "sk/err.h"
+#include "sk/redis.h"
+#include "sk/vec.h"
+
+/** One row of tb_seckill_voucher, times as ms since the Unix epoch (UTC). */
+typedef struct sk_voucher_row {
+        int64_t voucher_id;
+        int64_t init_stock;     /* units */
+        int64_t stock;          /* units remaining in the DB (the book of record) */
+        int64_t begin_ms;       /* sale window start, ms since epoch */
+        int64_t end_ms;         /* sale window end, ms since epoch */
+        int status;             /* 1 on sale, 2 offline, 3 expired, 4 paused */
+} sk_voucher_row_t;
+
+/** @brief Read the voucher row of @p voucher_id (times converted without the 2038 limit
+ *  of UNIX_TIMESTAMP). @p for_update: append FOR UPDATE (inside a transaction).
+ *  @returns SK_OK, SK_ENOTFOUND, or the classified DB error (SK_EAGAIN transient). */
+sk_err_t sk_voucher_get(sk_db_t *db, int64_t voucher_id, int for_update,
+                        sk_voucher_row_t *out, char *errstr, size_t errstr_size);
+
+/** @brief The active buyers of the voucher (orders with status 1), appended to @p out as
+ *  pairs (user_id, trace_id of the order). One prepared statement, read row by row.
+ *  @returns SK_OK, SK_ENOMEM, or the classified DB error. */
+sk_err_t sk_voucher_active_buyers(sk_db_t *db, int64_t voucher_id, sk_i64vec_t *out,
+                                  char *errstr, size_t errstr_size);
+
+/** @brief Whether the DB shows that the voucher could have sold (DESIGN.md 8, last
+ *  sentence of the rebuild row): DB stock below init_stock (@p row), an active order, an
+ *  outcome row or a reconcile-log row of the voucher (one statement). *sales = 1 and
+ *  @p why (may be NULL) names the first reason found. @returns SK_OK or the DB error. */
+sk_err_t sk_voucher_db_sales(sk_db_t *db, const sk_voucher_row_t *row, int *sales,
+                             char *why, size_t why_size);
+
+/** @brief The advisory-lock name of a voucher: "seckill:voucher:<db>:<prefix>:<id>"
+ *  into @p buf (@p size >= 256 is always enough). @returns the length. */
+size_t sk_voucher_lock_name(char *buf, size_t size, const sk_conf_t *conf, int64_t voucher_id);
+
+/** @brief GET_LOCK the voucher's lock on @p db's session, waiting up to 5 s. @p lock
+ *  (>= 256 bytes) receives the name for sk_db_unlock. @returns SK_OK, SK_EAGAIN (held by
+ *  another process: the reason names it), or the DB error. */
+sk_err_t sk_voucher_lock(const sk_conf_t *conf, sk_db_t *db, int64_t voucher_id, char *lock,
+                         size_t lock_size, char *errstr, size_t errstr_size);
+
+/** @brief Open a DB session (lock wait 5 s) and a Redis connection (5 s timeouts) from
+ *  @p conf for one admin operation. Both owned by the caller (sk_db_close,
+ *  sk_redis_close). @returns SK_OK, or SK_EAGAIN with the reason (nothing left open). */
+sk_err_t sk_voucher_connect(const sk_conf_t *conf, sk_db_t **db, sk_redis_t **r,
+                            char *errstr, size_t errstr_size);
+
+/** @brief `seckill-admin voucher set-status`: under the voucher's lock (up to 5 s),
+ *  UPDATE the DB status first (the book of record), then, if meta exists, HSET meta
+ *  begin_ms/end_ms/status from the DB row (with the expiry of DESIGN.md 4). A missing
+ *  meta is not created (that is the preheat's or the rebuild's job). Opens its own
+ *  connections. @p status 1..4. *meta_written (may be NULL): 1 if meta was updated.
+ *  @returns SK_OK; SK_EINVAL (status); SK_ENOTFOUND (no such voucher); SK_EAGAIN (lock
+ *  busy: a rebuild is running, or a transient error); SK_EDB / SK_EREDIS. */
+sk_err_t sk_voucher_set_status(const sk_conf_t *conf, int64_t voucher_id, int status,
+                               int *meta_written, char *errstr, size_t errstr_size);
+
+/** @brief For the reconciler's "meta status 4 while nobody holds the lock" case
+ *  (DESIGN.md 8): try the voucher's lock WITHOUT waiting on @p db's session; if it is
+ *  free, rewrite an existing meta's begin_ms/end_ms/status from the DB row, then
+ *  release it. *meta_written (may be NULL): 1 if meta was rewritten (0: meta missing).
+ *  @returns SK_OK; SK_EAGAIN (the lock is held: a rebuild is running; leave it);
+ *  SK_ENOTFOUND (no such voucher); SK_EDB / SK_EREDIS. */
+sk_err_t sk_voucher_reset_meta_with(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
+                                    int64_t voucher_id, int *meta_written, char *errstr,
+                                    size_t errstr_size);

@@ -1,0 +1,346 @@
+/* order.c: the database side of the order lifecycle (sk/order.h, DESIGN.md 13): pay,
+ * cancel/close one order, the closer's batch, the overdue figure. Every statement is a
+ * prepared statement with BIGINT parameters bound as MYSQL_TYPE_LONGLONG; every state
+ * change is a conditional UPDATE on status = 1 (pay and close never both win).
+ *
+ * Lock order: the order row(s) first (the conditional UPDATE, or the closer's SELECT
+ * ... FOR UPDATE SKIP LOCKED), then the voucher rows in voucher_id order. A consumer
+ * inserting a new order of the same user locks the voucher row first: the two may
+ * deadlock (1213, transient); every caller retries from BEGIN.
+ *
+ * What it does not do: touch Redis (release.c) or retry (the callers do). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sk/ids.h"
+#include "sk/order.h"
+#include "sk/traceset.h"
+
+/* The columns of sk_order_row_t, in that order (see order_row_cb). */
+#define ORDER_COLS "id, user_id, voucher_id, trace_id, status, " \
+        "CAST(UNIX_TIMESTAMP(pay_deadline) * 1000 AS SIGNED), " \
+        "(pay_deadline IS NULL OR pay_deadline <= NOW(3))"
+#define ORDER_NCOLS 7
+
+const char *sk_order_status_str(int status)
+{
+        switch (status) {
+        case SK_ORDER_UNPAID: return "UNPAID";
+        case SK_ORDER_PAID: return "PAID";
+        case SK_ORDER_CANCELLED: return "CANCELLED";
+        case SK_ORDER_CLOSED: return "CLOSED";
+        default: return "UNKNOWN";
+        }
+}
+
+typedef struct rows {
+        sk_order_row_t *v;
+        size_t n, cap;
+        int oom;
+} rows_t;
+
+static int order_row_cb(void *arg, const int64_t *c, const int *nulls, int ncols)
+{
+        rows_t *r = arg;
+        sk_order_row_t *o;
+
+        (void)ncols;
+        if (r->n == r->cap) {
+                size_t cap = r->cap ? r->cap * 2 : 8;
+                sk_order_row_t *v = realloc(r->v, cap * sizeof(*v));
+                if (!v) {
+                        r->oom = 1;
+                        return 1;
+                }
+                r->v = v;
+                r->cap = cap;
+        }
+        o = &r->v[r->n++];
+        o->order_id = c[0];
+        o->user_id = c[1];
+        o->voucher_id = c[2];
+        o->trace_id = c[3];
+        o->status = (int)c[4];
+        o->pay_deadline_ms = nulls[5] ? 0 : c[5];
+        o->past_deadline = c[6] != 0;
+        return 0;
+}
+
+/* Run a statement with BIGINT parameters; *affected = rows changed. */
+static sk_err_t exec_params(sk_db_t *db, const char *sql, const int64_t *params, int n,
+                            int64_t *affected, char *errstr, size_t errstr_size)
+{
+        MYSQL_BIND b[8];
+        int64_t v[8];
+        MYSQL_STMT *st;
+        sk_err_t err = SK_OK;
+        int i;
+
+        if (!sk_db_connected(db)) {
+                sk_seterr(errstr, errstr_size, "no database connection");
+                return SK_EAGAIN;
+        }
+        if (n > 8)
+                return SK_EINVAL;
+        if ((err = sk_db_stmt_init(db, &st, errstr, errstr_size)) != SK_OK)
+                return err;
+        memset(b, 0, sizeof(b));
+        for (i = 0; i < n; i++) {
+                v[i] = params[i];
+                sk_db_bind_i64(&b[i], &v[i]);
+        }
+        if (mysql_stmt_prepare(st, sql, (unsigned long)strlen(sql)) ||
+            (n && mysql_stmt_bind_param(st, b)) || mysql_stmt_execute(st)) {
+                err = sk_db_classify(mysql_stmt_errno(st));
+                if (err == SK_OK)
+                        err = SK_EDB;
+                sk_seterr(errstr, errstr_size, "%u %s", mysql_stmt_errno(st), mysql_stmt_error(st));
+        } else if (affected) {
+                *affected = (int64_t)mysql_stmt_affected_rows(st);
+        }
+        mysql_stmt_close(st);
+        return err;
+}
+
+sk_err_t sk_order_get(sk_db_t *db, int64_t order_id, int64_t user_id, sk_order_row_t *row,
+                      char *errstr, size_t errstr_size)
+{
+        rows_t r = { 0 };
+        int64_t p[1] = { order_id };
+        sk_err_t err;
+
+        err = sk_traceset_rows(db, "SELECT " ORDER_COLS " FROM tb_voucher_order WHERE id = ?",
+                               p, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
+        if (err == SK_OK && r.oom)
+                err = SK_ENOMEM;
+        if (err == SK_OK && (r.n == 0 || (user_id && r.v[0].user_id != user_id))) {
+                sk_seterr(errstr, errstr_size, "order %" PRId64 " not found", order_id);
+                err = SK_ENOTFOUND;
+        }
+        if (err == SK_OK)
+                *row = r.v[0];
+        free(r.v);
+        return err;
+}
+
+sk_err_t sk_order_pay(sk_db_t *db, int64_t order_id, int64_t user_id, sk_pay_res_t *res,
+                      sk_order_row_t *row, char *errstr, size_t errstr_size)
+{
+        int64_t p[2] = { order_id, user_id }, affected = 0;
+        sk_err_t err;
+
+        if (order_id <= 0 || user_id <= 0)
+                return SK_EINVAL;
+        /* Autocommit: one statement, atomic on its own. */
+        err = exec_params(db, "UPDATE tb_voucher_order SET status = 2, paid_at = NOW(3)"
+                          " WHERE id = ? AND user_id = ? AND status = 1 AND pay_deadline > NOW(3)",
+                          p, 2, &affected, errstr, errstr_size);
+        if (err)
+                return err;
+        if ((err = sk_order_get(db, order_id, user_id, row, errstr, errstr_size)))
+                return err;
+        if (affected == 1)
+                *res = SK_PAY_PAID;
+        else if (row->status == SK_ORDER_PAID)
+                *res = SK_PAY_REPEAT;
+        else if (row->status == SK_ORDER_UNPAID)
+                *res = SK_PAY_EXPIRED; /* the UPDATE found it UNPAID but not payable */
+        else
+                *res = SK_PAY_CLOSED;
+        return SK_OK;
+}
+
+/* The RESTORE reconcile-log row of a cancelled (4) or closed (5) order. */
+static sk_err_t insert_restore(sk_db_t *db, const sk_order_row_t *o, int64_t before,
+                               int business_type, char *errstr, size_t errstr_size)
+{
+        char sql[512], tid[SK_ID_STRLEN];
+
+        sk_id_format(o->trace_id, tid);
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO tb_voucher_reconcile_log (order_id, user_id, voucher_id, message_id,"
+                 " detail, before_qty, change_qty, after_qty, trace_id, log_type, business_type,"
+                 " reconciliation_status) VALUES (?, ?, ?, '%s', '%s', ?, 1, ?, ?, 1, ?, 1)",
+                 tid, business_type == 4 ? "order cancelled" : "order closed unpaid");
+        {
+                int64_t p[7] = { o->order_id, o->user_id, o->voucher_id, before, before + 1,
+                                 o->trace_id, business_type };
+                return exec_params(db, sql, p, 7, NULL, errstr, errstr_size);
+        }
+}
+
+/* Voucher row: lock, read its stock, add @p k. *before = stock before. */
+static sk_err_t stock_add(sk_db_t *db, int64_t voucher_id, int64_t k, int64_t *before,
+                          char *errstr, size_t errstr_size)
+{
+        int64_t p[2] = { k, voucher_id }, affected = 0;
+        sk_err_t err;
+
+        {
+                char sql[160];
+                int is_null = 0;
+                snprintf(sql, sizeof(sql), "SELECT stock FROM tb_seckill_voucher"
+                         " WHERE voucher_id = %" PRId64 " FOR UPDATE", voucher_id);
+                if ((err = sk_db_query_i64(db, sql, before, &is_null, errstr, errstr_size)))
+                        return err == SK_ENOTFOUND ? SK_EDB : err;
+        }
+        err = exec_params(db, "UPDATE tb_seckill_voucher SET stock = stock + ? WHERE voucher_id = ?",
+                          p, 2, &affected, errstr, errstr_size);
+        if (err == SK_OK && affected != 1) {
+                sk_seterr(errstr, errstr_size, "voucher %" PRId64 ": stock row not updated", voucher_id);
+                err = SK_EDB;
+        }
+        return err;
+}
+
+sk_err_t sk_order_end(sk_db_t *db, int64_t order_id, int64_t user_id, int to, int *changed,
+                      sk_order_row_t *row, char *errstr, size_t errstr_size)
+{
+        int64_t p[3] = { to, order_id, user_id }, affected = 0, before = 0;
+        sk_err_t err;
+
+        *changed = 0;
+        if (order_id <= 0 || user_id < 0 || (to != SK_ORDER_CANCELLED && to != SK_ORDER_CLOSED)) {
+                sk_seterr(errstr, errstr_size, "order end: invalid argument");
+                return SK_EINVAL;
+        }
+        if ((err = sk_db_begin(db, errstr, errstr_size)))
+                return err;
+        err = exec_params(db, to == SK_ORDER_CANCELLED
+                          ? "UPDATE tb_voucher_order SET status = ?, closed_at = NOW(3)"
+                            " WHERE id = ? AND (user_id = ? OR ? = 0) AND status = 1"
+                          : "UPDATE tb_voucher_order SET status = ?, closed_at = NOW(3)"
+                            " WHERE id = ? AND (user_id = ? OR ? = 0) AND status = 1"
+                            " AND (pay_deadline IS NULL OR pay_deadline <= NOW(3))",
+                          (int64_t[]){ p[0], p[1], p[2], p[2] }, 4, &affected, errstr, errstr_size);
+        if (err)
+                goto fail;
+        if ((err = sk_order_get(db, order_id, user_id, row, errstr, errstr_size)))
+                goto fail;
+        if (affected != 1) {
+                sk_db_rollback(db);
+                return SK_OK;
+        }
+        if ((err = stock_add(db, row->voucher_id, 1, &before, errstr, errstr_size)) ||
+            (err = insert_restore(db, row, before, to == SK_ORDER_CANCELLED ? 4 : 5, errstr,
+                                  errstr_size)) ||
+            (err = sk_db_commit(db, errstr, errstr_size)))
+                goto fail;
+        *changed = 1;
+        return SK_OK;
+fail:
+        sk_db_rollback(db);
+        return err;
+}
+
+static int cmp_voucher(const void *a, const void *b)
+{
+        const sk_order_row_t *x = a, *y = b;
+
+        if (x->voucher_id != y->voucher_id)
+                return x->voucher_id < y->voucher_id ? -1 : 1;
+        return x->order_id < y->order_id ? -1 : x->order_id > y->order_id;
+}
+
+sk_err_t sk_order_close_due(sk_db_t *db, int limit, sk_order_row_t **rows, size_t *n,
+                            char *errstr, size_t errstr_size)
+{
+        rows_t r = { 0 };
+        int64_t lim = limit < 1 ? 1 : limit;
+        sk_err_t err;
+        size_t i, j;
+
+        *rows = NULL;
+        *n = 0;
+        if ((err = sk_db_begin(db, errstr, errstr_size)))
+                return err;
+        err = sk_traceset_rows(db, "SELECT " ORDER_COLS " FROM tb_voucher_order"
+                               " WHERE status = 1 AND pay_deadline < NOW(3)"
+                               " ORDER BY pay_deadline LIMIT ? FOR UPDATE SKIP LOCKED",
+                               &lim, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
+        if (err == SK_OK && r.oom)
+                err = SK_ENOMEM;
+        if (err)
+                goto fail;
+        if (r.n == 0) {
+                sk_db_rollback(db);
+                free(r.v);
+                return SK_OK;
+        }
+        for (i = 0; i < r.n; i++) {
+                int64_t p[1] = { r.v[i].order_id }, affected = 0;
+                if ((err = exec_params(db, "UPDATE tb_voucher_order SET status = 4, closed_at = NOW(3)"
+                                       " WHERE id = ? AND status = 1", p, 1, &affected, errstr,
+                                       errstr_size)))
+                        goto fail;
+                if (affected != 1) { /* locked by us: cannot happen; never close it twice */
+                        sk_seterr(errstr, errstr_size, "order %" PRId64 " changed under its lock",
+                                  r.v[i].order_id);
+                        err = SK_EAGAIN;
+                        goto fail;
+                }
+                r.v[i].status = SK_ORDER_CLOSED;
+        }
+        /* Voucher rows in voucher order, one UPDATE each. */
+        qsort(r.v, r.n, sizeof(*r.v), cmp_voucher);
+        for (i = 0; i < r.n; i = j) {
+                int64_t before = 0;
+                for (j = i; j < r.n && r.v[j].voucher_id == r.v[i].voucher_id; j++)
+                        ;
+                if ((err = stock_add(db, r.v[i].voucher_id, (int64_t)(j - i), &before, errstr,
+                                     errstr_size)))
+                        goto fail;
+                for (size_t k = i; k < j; k++, before++)
+                        if ((err = insert_restore(db, &r.v[k], before, 5, errstr, errstr_size)))
+                                goto fail;
+        }
+        if ((err = sk_db_commit(db, errstr, errstr_size)))
+                goto fail;
+        *rows = r.v;
+        *n = r.n;
+        return SK_OK;
+fail:
+        sk_db_rollback(db);
+        free(r.v);
+        return err;
+}
+
+static int first_col(void *arg, const int64_t *c, const int *nulls, int ncols)
+{
+        (void)ncols;
+        *(int64_t *)arg = nulls[0] ? 0 : c[0];
+        return 1;
+}
+
+sk_err_t sk_order_overdue_oldest_s(sk_db_t *db, int64_t *seconds, char *errstr,
+                                   size_t errstr_size)
+{
+        *seconds = 0;
+        return sk_traceset_rows(db, "SELECT TIMESTAMPDIFF(SECOND, MIN(pay_deadline), NOW(3))"
+                                " FROM tb_voucher_order WHERE status = 1 AND pay_deadline < NOW(3)",
+                                NULL, 0, 1, first_col, seconds, errstr, errstr_size);
+}
+
+sk_err_t sk_order_list_ended(sk_db_t *db, int64_t voucher_id, sk_order_row_t **rows, size_t *n,
+                             char *errstr, size_t errstr_size)
+{
+        rows_t r = { 0 };
+        sk_err_t err;
+
+        *rows = NULL;
+        *n = 0;
+        err = sk_traceset_rows(db, "SELECT " ORDER_COLS " FROM tb_voucher_order"
+                               " WHERE voucher_id = ? AND status IN (3, 4) ORDER BY id",
+                               &voucher_id, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
+        if (err == SK_OK && r.oom)
+                err = SK_ENOMEM;
+        if (err) {
+                free(r.v);
+                return err;
+        }
+        *rows = r.v;
+        *n = r.n;
+        return SK_OK;
+}

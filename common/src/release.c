@@ -1,0 +1,91 @@
+/* release.c: the Redis side of a cancelled or closed order (sk/order.h, DESIGN.md 4 and
+ * 13): release.lua, which gives the unit back to the voucher's Redis stock at most once
+ * per trace (T:x) and lets the user buy again (the home step), and the deletion of the
+ * order cache after a pay/cancel/close commit.
+ * Buckets are not built yet: one set of keys {v:ID}, so the trace's bucket is the home
+ * bucket and release.lua's own home step is the whole story (no second script).
+ * What it does not do: touch the DB (order.c) or retry (the callers do; the script is
+ * idempotent). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sk/ids.h"
+#include "sk/keys.h"
+#include "sk/order.h"
+
+static int reply_flag(const redisReply *el, int *out)
+{
+        if (el->type != REDIS_REPLY_INTEGER)
+                return -1;
+        *out = el->integer != 0;
+        return 0;
+}
+
+sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t *order,
+                        const char *by, int64_t expire_extra_ms, sk_release_res_t *res,
+                        char *errstr, size_t errstr_size)
+{
+        char k_meta[SK_KEY_MAX], k_stock[SK_KEY_MAX], k_users[SK_KEY_MAX], k_trace[SK_KEY_MAX];
+        char trace_s[SK_ID_STRLEN], user_s[SK_ID_STRLEN] = "", extra_s[24];
+        const char *keys[4] = { k_meta, k_stock, k_users, k_trace };
+        const char *args[4] = { trace_s, user_s, by, extra_s };
+        redisReply *reply = NULL;
+        sk_err_t err;
+
+        memset(res, 0, sizeof(*res));
+        if (!r || !prefix || !order || !by || order->voucher_id <= 0 || order->trace_id <= 0 ||
+            expire_extra_ms < 0) {
+                sk_seterr(errstr, errstr_size, "release: invalid argument");
+                return SK_EINVAL;
+        }
+        sk_key_voucher(k_meta, prefix, order->voucher_id, SK_KEY_META);
+        sk_key_voucher(k_stock, prefix, order->voucher_id, SK_KEY_STOCK);
+        sk_key_voucher(k_users, prefix, order->voucher_id, SK_KEY_USERS);
+        sk_key_voucher(k_trace, prefix, order->voucher_id, SK_KEY_TRACE);
+        sk_id_format(order->trace_id, trace_s);
+        if (order->user_id > 0)
+                sk_id_format(order->user_id, user_s);
+        snprintf(extra_s, sizeof(extra_s), "%" PRId64, expire_extra_ms);
+        err = sk_redis_evalsha(r, SK_SCRIPT_RELEASE, 4, keys, 4, args, &reply, errstr,
+                               errstr_size);
+        if (err != SK_OK)
+                return err;
+        err = SK_EREDIS;
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
+            reply->element[0]->type != REDIS_REPLY_STRING) {
+                sk_seterr(errstr, errstr_size, "release.lua: unexpected reply");
+        } else if (strcmp(reply->element[0]->str, "OK") == 0) {
+                if (reply_flag(reply->element[1], &res->restored) == 0 &&
+                    reply_flag(reply->element[2], &res->released) == 0)
+                        err = SK_OK;
+                else
+                        sk_seterr(errstr, errstr_size, "release.lua: malformed OK reply");
+        } else if (strcmp(reply->element[0]->str, "ALREADY") == 0) {
+                res->already = 1;
+                if (reply_flag(reply->element[2], &res->released) == 0)
+                        err = SK_OK;
+                else
+                        sk_seterr(errstr, errstr_size, "release.lua: malformed ALREADY reply");
+        } else {
+                sk_seterr(errstr, errstr_size, "release.lua: unexpected status %s",
+                          reply->element[0]->str);
+        }
+        freeReplyObject(reply);
+        return err;
+}
+
+sk_err_t sk_order_cache_del(sk_redis_t *r, const char *prefix, int64_t order_id,
+                            char *errstr, size_t errstr_size)
+{
+        char key[SK_KEY_MAX];
+        const char *argv[2] = { "DEL", key };
+        redisReply *reply = NULL;
+        sk_err_t err;
+
+        sk_key_order(key, prefix, order_id);
+        err = sk_redis_cmd(r, &reply, 2, argv, NULL, errstr, errstr_size);
+        if (reply)
+                freeReplyObject(reply);
+        return err;
+}

@@ -1,0 +1,250 @@
+/* voucher.c: a voucher's rows in the database and the small per-voucher operations that
+ * are not the rebuild (sk/voucher.h; DESIGN.md 6, 8): the row, the active buyers, the
+ * "could it have sold" DB check, the advisory lock, set-status and the meta reset.
+ *
+ * Reads go through prepared statements (sk_traceset_rows: ids bound as
+ * MYSQL_TYPE_LONGLONG, every column read as a 64-bit integer). The Redis side of the
+ * status changes is sk/vstate.h. Nothing here logs, retries or decides a purchase. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sk/traceset.h"
+#include "sk/voucher.h"
+#include "sk/vstate.h"
+
+#define VOUCHER_LOCK_WAIT_S   5      /* another preheat/rebuild of this voucher: give up */
+#define VOUCHER_REDIS_TO_MS   5000   /* connect and per-command timeout */
+#define VOUCHER_DB_LOCKWAIT_S 5      /* session innodb_lock_wait_timeout */
+
+/* Row callback: the first row's columns into an sk_voucher_row_t. */
+static int row_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
+{
+        sk_voucher_row_t *out = arg;
+        (void)nulls;
+        (void)ncols;
+        out->voucher_id = cols[0];
+        out->init_stock = cols[1];
+        out->stock = cols[2];
+        out->begin_ms = cols[3];
+        out->end_ms = cols[4];
+        out->status = (int)cols[5];
+        return 1;
+}
+
+sk_err_t sk_voucher_get(sk_db_t *db, int64_t voucher_id, int for_update,
+                        sk_voucher_row_t *out, char *errstr, size_t errstr_size)
+{
+        /* Times without UNIX_TIMESTAMP (2038-limited on MariaDB 10.x). */
+#define VOUCHER_SELECT \
+        "SELECT voucher_id, init_stock, stock," \
+        " TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', begin_time) DIV 1000," \
+        " TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', end_time) DIV 1000," \
+        " status FROM tb_seckill_voucher WHERE voucher_id = ?"
+        static const char plain[] = VOUCHER_SELECT, locking[] = VOUCHER_SELECT " FOR UPDATE";
+#undef VOUCHER_SELECT
+        sk_voucher_row_t row;
+        sk_err_t err;
+
+        row.voucher_id = 0;
+        err = sk_traceset_rows(db, for_update ? locking : plain, &voucher_id, 1, 6, row_cb,
+                               &row, errstr, errstr_size);
+        if (err != SK_OK)
+                return err;
+        if (row.voucher_id != voucher_id) {
+                sk_seterr(errstr, errstr_size, "voucher %" PRId64 " is not in the database",
+                          voucher_id);
+                return SK_ENOTFOUND;
+        }
+        *out = row;
+        return SK_OK;
+}
+
+/* Row callback: append (user_id, trace_id) to the vector. */
+static int pair_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
+{
+        sk_i64vec_t *out = arg;
+        (void)nulls;
+        (void)ncols;
+        return sk_i64vec_push(out, cols[0]) != SK_OK || sk_i64vec_push(out, cols[1]) != SK_OK;
+}
+
+sk_err_t sk_voucher_active_buyers(sk_db_t *db, int64_t voucher_id, sk_i64vec_t *out,
+                                  char *errstr, size_t errstr_size)
+{
+        static const char sql[] = "SELECT user_id, trace_id FROM tb_voucher_order"
+                                  " WHERE voucher_id = ? AND status IN (1, 2)";
+        size_t before = out->n;
+        sk_err_t err = sk_traceset_rows(db, sql, &voucher_id, 1, 2, pair_cb, out, errstr,
+                                        errstr_size);
+
+        if (err == SK_OK && (out->n - before) % 2 != 0) {
+                sk_seterr(errstr, errstr_size, "active buyers: out of memory");
+                return SK_ENOMEM;
+        }
+        return err;
+}
+
+/* Row callback: copy the columns. */
+static int cols_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
+{
+        int64_t *out = arg;
+        (void)nulls;
+        memcpy(out, cols, (size_t)ncols * sizeof(*cols));
+        return 1;
+}
+
+sk_err_t sk_voucher_db_sales(sk_db_t *db, const sk_voucher_row_t *row, int *sales,
+                             char *why, size_t why_size)
+{
+        /* One statement: the sub-queries share its read view. */
+        static const char sql[] =
+                "SELECT EXISTS(SELECT 1 FROM tb_voucher_order WHERE voucher_id = ?),"
+                " EXISTS(SELECT 1 FROM tb_seckill_outcome WHERE voucher_id = ?),"
+                " EXISTS(SELECT 1 FROM tb_voucher_reconcile_log WHERE voucher_id = ?)";
+        static const char *const what[3] = { "it has orders", "it has outcome rows",
+                                             "it has reconcile-log rows" };
+        int64_t ids[3] = { row->voucher_id, row->voucher_id, row->voucher_id };
+        int64_t found[3] = { 0, 0, 0 };
+        sk_err_t err;
+
+        *sales = 0;
+        if (row->stock != row->init_stock) {
+                *sales = 1;
+                sk_seterr(why, why_size, "DB stock %" PRId64 " is below init_stock %" PRId64,
+                          row->stock, row->init_stock);
+                return SK_OK;
+        }
+        if ((err = sk_traceset_rows(db, sql, ids, 3, 3, cols_cb, found, why, why_size)) != SK_OK)
+                return err;
+        for (int i = 0; i < 3; i++)
+                if (found[i]) {
+                        *sales = 1;
+                        sk_seterr(why, why_size, "%s", what[i]);
+                        break;
+                }
+        return SK_OK;
+}
+
+size_t sk_voucher_lock_name(char *buf, size_t size, const sk_conf_t *conf, int64_t voucher_id)
+{
+        int n = snprintf(buf, size, "seckill:voucher:%s:%s:%" PRId64, conf->mysql.database,
+                         conf->redis_prefix, voucher_id);
+        return n < 0 ? 0 : (size_t)n;
+}
+
+sk_err_t sk_voucher_lock(const sk_conf_t *conf, sk_db_t *db, int64_t voucher_id, char *lock,
+                         size_t lock_size, char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        sk_voucher_lock_name(lock, lock_size, conf, voucher_id);
+        err = sk_db_lock(db, lock, VOUCHER_LOCK_WAIT_S, errstr, errstr_size);
+        if (err == SK_EAGAIN)
+                sk_seterr(errstr, errstr_size,
+                          "voucher %" PRId64 " is being preheated, rebuilt or changed by "
+                          "another process (lock %s busy for %d s)", voucher_id, lock,
+                          VOUCHER_LOCK_WAIT_S);
+        return err;
+}
+
+sk_err_t sk_voucher_connect(const sk_conf_t *conf, sk_db_t **db, sk_redis_t **r,
+                            char *errstr, size_t errstr_size)
+{
+        char why[384];
+
+        *db = NULL;
+        *r = NULL;
+        if (!(*db = sk_db_connect(&conf->mysql, 0, VOUCHER_DB_LOCKWAIT_S, why, sizeof(why)))) {
+                sk_seterr(errstr, errstr_size, "database: %s", why);
+                return SK_EAGAIN;
+        }
+        if (!(*r = sk_redis_connect(&conf->redis, VOUCHER_REDIS_TO_MS, why, sizeof(why)))) {
+                sk_seterr(errstr, errstr_size, "redis: %s", why);
+                sk_db_close(*db);
+                *db = NULL;
+                return SK_EAGAIN;
+        }
+        return SK_OK;
+}
+
+/* UPDATE the DB status of the voucher (prepared; @p status already validated). */
+static sk_err_t db_set_status(sk_db_t *db, int64_t voucher_id, int status, char *errstr,
+                              size_t errstr_size)
+{
+        static const char *const heads[5] = {
+                NULL,
+                "UPDATE tb_seckill_voucher SET status = 1 WHERE voucher_id IN ",
+                "UPDATE tb_seckill_voucher SET status = 2 WHERE voucher_id IN ",
+                "UPDATE tb_seckill_voucher SET status = 3 WHERE voucher_id IN ",
+                "UPDATE tb_seckill_voucher SET status = 4 WHERE voucher_id IN ",
+        };
+        return sk_traceset_exec_in(db, heads[status], &voucher_id, 1, NULL, errstr, errstr_size);
+}
+
+sk_err_t sk_voucher_set_status(const sk_conf_t *conf, int64_t voucher_id, int status,
+                               int *meta_written, char *errstr, size_t errstr_size)
+{
+        sk_db_t *db = NULL;
+        sk_redis_t *r = NULL;
+        sk_voucher_row_t row;
+        sk_vstate_keys_t k;
+        char lock[256];
+        int locked = 0, written = 0;
+        sk_err_t err;
+
+        if (meta_written)
+                *meta_written = 0;
+        if (status < 1 || status > 4) {
+                sk_seterr(errstr, errstr_size, "status %d is not 1..4", status);
+                return SK_EINVAL;
+        }
+        if ((err = sk_voucher_connect(conf, &db, &r, errstr, errstr_size)) != SK_OK)
+                return err;
+        sk_vstate_keys(&k, conf->redis_prefix, voucher_id);
+        if ((err = sk_voucher_lock(conf, db, voucher_id, lock, sizeof(lock), errstr,
+                                   errstr_size)) != SK_OK)
+                goto done;
+        locked = 1;
+        /* The DB first: it is the book of record; Redis follows. */
+        if ((err = sk_voucher_get(db, voucher_id, 0, &row, errstr, errstr_size)) != SK_OK ||
+            (err = db_set_status(db, voucher_id, status, errstr, errstr_size)) != SK_OK)
+                goto done;
+        row.status = status;
+        if ((err = sk_vstate_meta(r, &k, sk_vstate_expiry(conf, &row), &row, &written, errstr,
+                                  errstr_size)) != SK_OK)
+                goto done;
+        if (meta_written)
+                *meta_written = written;
+done:
+        if (locked)
+                (void)sk_db_unlock(db, lock, NULL, 0);
+        sk_redis_close(r);
+        sk_db_close(db);
+        return err;
+}
+
+sk_err_t sk_voucher_reset_meta_with(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
+                                    int64_t voucher_id, int *meta_written, char *errstr,
+                                    size_t errstr_size)
+{
+        sk_voucher_row_t row;
+        sk_vstate_keys_t k;
+        char lock[256];
+        int written = 0;
+        sk_err_t err;
+
+        if (meta_written)
+                *meta_written = 0;
+        sk_voucher_lock_name(lock, sizeof(lock), conf, voucher_id);
+        /* Timeout 0: if someone holds the lock, a rebuild is running; leave it alone. */
+        if ((err = sk_db_lock(db, lock, 0, errstr, errstr_size)) != SK_OK)
+                return err;
+        sk_vstate_keys(&k, conf->redis_prefix, voucher_id);
+        if ((err = sk_voucher_get(db, voucher_id, 0, &row, errstr, errstr_size)) == SK_OK &&
+            (err = sk_vstate_meta(r, &k, sk_vstate_expiry(conf, &row), &row, &written, errstr,
+                                  errstr_size)) == SK_OK && meta_written)
+                *meta_written = written;
+        (void)sk_db_unlock(db, lock, NULL, 0);
+        return err;
+}

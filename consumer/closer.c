@@ -1,0 +1,183 @@
+/* closer.c: the closer loop of seckill-consumer (DESIGN.md 13): every
+ * SECKILL_CLOSE_INTERVAL_MS it closes the UNPAID orders past their pay_deadline and
+ * gives their units back, DB first, then Redis:
+ *   1. sk_order_close_due(): one transaction per batch of up to 500 orders, selected
+ *      `FOR UPDATE SKIP LOCKED` (several consumers share the work; an order a payer or
+ *      a canceller holds is skipped and judged by whoever holds it), status 4 on a
+ *      conditional `status = 1`, the voucher rows + k in voucher order, one RESTORE row
+ *      (business_type 5) per order, COMMIT;
+ *   2. failpoint closer.after_db_commit (closed in the DB, Redis not released yet: the
+ *      reconciler finishes such releases);
+ *   3. release.lua per order (unit back to Redis, the user may buy again), then DEL of
+ *      the order cache. A Redis error leaves the release to the reconciler (logged,
+ *      counted); it never undoes the DB close.
+ * A full batch is followed at once by the next one. One thread per process with its own
+ * DB and Redis connections; stops with g_stop.
+ * Metrics: seckill_orders_closed_total, seckill_orders_release_lag_seconds (from the
+ * deadline to the Redis release), seckill_orders_unpaid_overdue_oldest_seconds,
+ * seckill_orders_release_errors_total. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sk/backoff.h"
+#include "sk/clock.h"
+#include "sk/failpoint.h"
+#include "sk/log.h"
+#include "sk/order.h"
+#include "consumer.h"
+
+#define CLOSE_BATCH 500
+
+typedef struct closer {
+        const sk_conf_t *conf;
+        int64_t expire_extra_ms;
+        int lock_wait_s;
+        sk_db_t *db;
+        sk_redis_t *r;
+        sk_metric_t *closed, *lag, *overdue, *release_errors;
+        pthread_t tid;
+        int started;
+} closer_t;
+
+static closer_t g_closer;
+
+static sk_redis_t *closer_redis(closer_t *c)
+{
+        char errstr[256];
+
+        if (!c->r && !(c->r = sk_redis_connect(&c->conf->redis, 2000, errstr, sizeof(errstr))))
+                SK_LOG(SK_WARN, "closer_redis_connect", "reason=\"%s\"", errstr);
+        return c->r;
+}
+
+/* release.lua for one closed order (retried once on an unknown outcome: idempotent). */
+static void release_one(closer_t *c, const sk_order_row_t *o)
+{
+        sk_release_res_t res;
+        char errstr[256] = "";
+        sk_err_t err = SK_EAGAIN;
+        int attempt;
+
+        for (attempt = 0; attempt < 2 && err != SK_OK; attempt++) {
+                sk_redis_t *r = closer_redis(c);
+                if (!r)
+                        break;
+                err = sk_release_run(r, c->conf->redis_prefix, o, "close", c->expire_extra_ms,
+                                     &res, errstr, sizeof(errstr));
+                if (err == SK_EUNKNOWN || err == SK_EAGAIN) {
+                        sk_redis_close(c->r);
+                        c->r = NULL;
+                }
+        }
+        if (err != SK_OK) {
+                sk_metric_add(c->release_errors, 1);
+                SK_LOG(SK_WARN, "close_release_failed", "order_id=%" PRId64 " trace_id=%" PRId64
+                       " err=%s reason=\"%s\" (the reconciler releases it)", o->order_id,
+                       o->trace_id, sk_err2str(err), errstr);
+                return;
+        }
+        if (o->pay_deadline_ms > 0)
+                sk_metric_observe(c->lag, (double)(sk_now_ms() - o->pay_deadline_ms) / 1000.0);
+        if (sk_order_cache_del(c->r, c->conf->redis_prefix, o->order_id, errstr, sizeof(errstr)))
+                SK_LOG(SK_WARN, "close_cache_del_failed", "order_id=%" PRId64 " reason=\"%s\"",
+                       o->order_id, errstr);
+}
+
+/* One batch. @returns the number of orders closed, or -1 on a DB error. */
+static int close_batch(closer_t *c)
+{
+        sk_order_row_t *rows = NULL;
+        size_t n = 0, i;
+        char errstr[256] = "";
+        sk_err_t err = sk_order_close_due(c->db, CLOSE_BATCH, &rows, &n, errstr, sizeof(errstr));
+
+        if (err != SK_OK) {
+                SK_LOG(SK_WARN, "closer_db_error", "err=%s reason=\"%s\"", sk_err2str(err), errstr);
+                if (err == SK_EAGAIN)
+                        (void)sk_db_reconnect(c->db, errstr, sizeof(errstr));
+                return -1;
+        }
+        if (n == 0)
+                return 0;
+        sk_metric_add(c->closed, (int64_t)n);
+        SK_LOG(SK_INFO, "orders_closed", "count=%zu", n);
+        if (SK_FAILPOINT("closer.after_db_commit")) {
+                /* `error`: Redis is not released now (the reconciler does it). */
+                free(rows);
+                return (int)n;
+        }
+        for (i = 0; i < n; i++)
+                release_one(c, &rows[i]);
+        free(rows);
+        return (int)n;
+}
+
+static void *closer_main(void *arg)
+{
+        closer_t *c = arg;
+        uint64_t rng = sk_backoff_seed();
+        int failures = 0;
+
+        while (!g_stop) {
+                int64_t overdue = 0;
+                char errstr[256] = "";
+                int n;
+
+                if (!c->db && !(c->db = sk_db_connect(&c->conf->mysql, 0, c->lock_wait_s, errstr,
+                                                      sizeof(errstr)))) {
+                        SK_LOG(SK_WARN, "closer_db_connect", "reason=\"%s\"", errstr);
+                        sk_sleep_ms(sk_backoff_ms(failures++, 200, 5000, &rng), (volatile int *)&g_stop);
+                        continue;
+                }
+                do
+                        n = close_batch(c);
+                while (n == CLOSE_BATCH && !g_stop);
+                /* What is left past its deadline after this round (0 when keeping up). */
+                if (sk_order_overdue_oldest_s(c->db, &overdue, errstr, sizeof(errstr)) == SK_OK)
+                        sk_metric_set(c->overdue, overdue);
+                if (n < 0) {
+                        sk_sleep_ms(sk_backoff_ms(failures++, 100, 5000, &rng), (volatile int *)&g_stop);
+                        continue;
+                }
+                failures = 0;
+                sk_sleep_ms(c->conf->close_interval_ms, (volatile int *)&g_stop);
+        }
+        sk_db_close(c->db);
+        sk_redis_close(c->r);
+        c->db = NULL;
+        c->r = NULL;
+        return NULL;
+}
+
+int cons_closer_start(const cons_ctx_t *ctx, sk_metrics_t *reg)
+{
+        closer_t *c = &g_closer;
+        static const double lag_bounds[] = { 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300 };
+
+        memset(c, 0, sizeof(*c));
+        c->conf = ctx->conf;
+        c->expire_extra_ms = ctx->expire_extra_ms;
+        c->lock_wait_s = ctx->opts->lock_wait_s;
+        c->closed = sk_metrics_counter(reg, "seckill_orders_closed_total", NULL,
+                                       "Unpaid orders closed past their deadline (units released)");
+        c->lag = sk_metrics_hist(reg, "seckill_orders_release_lag_seconds", NULL,
+                                 "From an order's pay deadline to the Redis release of its unit",
+                                 lag_bounds, sizeof(lag_bounds) / sizeof(lag_bounds[0]));
+        c->overdue = sk_metrics_gauge(reg, "seckill_orders_unpaid_overdue_oldest_seconds", NULL,
+                                      "How long the oldest unpaid order is past its deadline");
+        c->release_errors = sk_metrics_counter(reg, "seckill_orders_release_errors_total", NULL,
+                                               "Closed orders whose Redis release failed (left to the reconciler)");
+        if (pthread_create(&c->tid, NULL, closer_main, c) != 0)
+                return -1;
+        c->started = 1;
+        return 0;
+}
+
+void cons_closer_join(void)
+{
+        if (g_closer.started)
+                pthread_join(g_closer.tid, NULL);
+        g_closer.started = 0;
+}

@@ -1,0 +1,191 @@
+/* producer/orders.c: POST /api/v1/orders/{orderId}/pay and /cancel of seckill-front
+ * (DESIGN.md 3, 13), served by the lookup pool's threads on their own DB and Redis
+ * connections.
+ *
+ * Pay stands in for the payment provider's callback: the conditional UPDATE of
+ * sk_order_pay() (status=1 AND pay_deadline > NOW(3)); one row -> 200 PAID; none -> the
+ * row decides: PAID -> 200 (repeat), CANCELLED/CLOSED -> 409/10021 (the caller refunds),
+ * UNPAID past its deadline -> closed here on the spot as the closer would (DB release,
+ * then release.lua) -> 409/10021. Cancel (UNPAID only): sk_order_end() CANCELLED, then
+ * release.lua -> 200 CANCELLED; a repeat -> 200; PAID -> 409/10022; CLOSED -> 409/10021.
+ * An order of another user is 404 (as if it did not exist). Every commit is followed by
+ * the DEL of the order cache. A Redis failure after the DB commit does not change the
+ * answer: the reconciler finishes the release (DESIGN.md 13).
+ * Transient DB errors are retried (fresh connection) up to 3 times, then 503; every
+ * step is idempotent, so a client may repeat a request whose answer it lost. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "front.h"
+#include "metrics.h"
+#include "orders.h"
+#include "req.h"
+#include "sk/db.h"
+#include "sk/log.h"
+#include "sk/order.h"
+#include "sk/redis.h"
+
+#define ORDERS_REDIS_TIMEOUT_MS 1000
+#define ORDERS_DB_TRIES 3
+
+static sk_metric_t *m_paid, *m_cancelled, *m_closed, *m_release_err;
+
+void fr_orders_metrics_init(void)
+{
+        sk_metrics_t *reg = fr_m.reg;
+
+        m_paid = sk_metrics_counter(reg, "seckill_orders_paid_total", NULL, "Orders paid (UNPAID -> PAID)");
+        m_cancelled = sk_metrics_counter(reg, "seckill_orders_cancelled_total", NULL,
+                                         "Orders cancelled by their buyer (unit released)");
+        m_closed = sk_metrics_counter(reg, "seckill_orders_closed_total", NULL,
+                                      "Unpaid orders closed past their deadline (here: by a late pay)");
+        m_release_err = sk_metrics_counter(reg, "seckill_orders_release_errors_total", NULL,
+                                           "Releases whose Redis step failed (left to the reconciler)");
+}
+
+static sk_db_t *orders_db(sk_db_t **db)
+{
+        char errstr[256];
+
+        if (!*db && !(*db = sk_db_connect(&g_fr.conf.mysql, 0, 5, errstr, sizeof(errstr))))
+                SK_LOG(SK_WARN, "orders_db_connect", "reason=\"%s\"", errstr);
+        return *db;
+}
+
+static void answer_status(fr_req_t *req, const char *status)
+{
+        char buf[160];
+
+        snprintf(buf, sizeof(buf), "{\"code\":0,\"orderId\":\"%s\",\"orderStatus\":\"%s\"}",
+                 req->so, status);
+        fr_answer(req, 200, strdup(buf), 0);
+}
+
+/* After a commit: release.lua when this request ended the order, then the cache DEL. */
+static void after_commit(fr_req_t *req, sk_redis_t **r, const sk_order_row_t *o, const char *by)
+{
+        char errstr[256] = "";
+        sk_err_t err = SK_OK;
+
+        if (!*r && !(*r = sk_redis_connect(&g_fr.conf.redis, ORDERS_REDIS_TIMEOUT_MS, errstr,
+                                          sizeof(errstr))))
+                err = SK_EAGAIN;
+        if (!err && by) {
+                sk_release_res_t res;
+                err = sk_release_run(*r, g_fr.conf.redis_prefix, o, by, g_fr.expire_extra_ms, &res,
+                                     errstr, sizeof(errstr));
+        }
+        if (!err)
+                err = sk_order_cache_del(*r, g_fr.conf.redis_prefix, o->order_id, errstr, sizeof(errstr));
+        if (err) {
+                if (by)
+                        sk_metric_add(m_release_err, 1);
+                SK_LOG(SK_WARN, "order_release_failed", "order_id=%s by=%s err=%s reason=\"%s\"",
+                       req->so, by ? by : "pay", sk_err2str(err), errstr);
+                sk_redis_close(*r);
+                *r = NULL;
+        }
+}
+
+/* Pay, then (a deadline already past) the close on the spot. */
+static sk_err_t do_pay(fr_req_t *req, sk_db_t *db, sk_redis_t **r, char *errstr, size_t n)
+{
+        sk_order_row_t o;
+        sk_pay_res_t res;
+        int changed = 0;
+        sk_err_t err = sk_order_pay(db, req->order_id, req->user_id, &res, &o, errstr, n);
+
+        if (err)
+                return err;
+        switch (res) {
+        case SK_PAY_PAID:
+                sk_metric_add(m_paid, 1);
+                after_commit(req, r, &o, NULL);
+                /* fallthrough */
+        case SK_PAY_REPEAT:
+                answer_status(req, "PAID");
+                return SK_OK;
+        case SK_PAY_EXPIRED:
+                if ((err = sk_order_end(db, req->order_id, req->user_id, SK_ORDER_CLOSED, &changed,
+                                        &o, errstr, n)))
+                        return err;
+                if (changed) {
+                        sk_metric_add(m_closed, 1);
+                        after_commit(req, r, &o, "close");
+                } else if (o.status == SK_ORDER_PAID) { /* cannot happen past the deadline */
+                        answer_status(req, "PAID");
+                        return SK_OK;
+                }
+                /* fallthrough */
+        case SK_PAY_CLOSED:
+                break;
+        }
+        fr_answer(req, 409, fr_json_err(10021, "order closed or cancelled"), 0);
+        return SK_OK;
+}
+
+static sk_err_t do_cancel(fr_req_t *req, sk_db_t *db, sk_redis_t **r, char *errstr, size_t n)
+{
+        sk_order_row_t o;
+        int changed = 0;
+        sk_err_t err = sk_order_end(db, req->order_id, req->user_id, SK_ORDER_CANCELLED, &changed,
+                                    &o, errstr, n);
+
+        if (err)
+                return err;
+        if (changed)
+                sk_metric_add(m_cancelled, 1);
+        /* A repeat runs the (idempotent) release again: it completes one a failure cut. */
+        if (o.status == SK_ORDER_CANCELLED)
+                after_commit(req, r, &o, "cancel");
+        switch (o.status) {
+        case SK_ORDER_CANCELLED:
+                answer_status(req, "CANCELLED");
+                break;
+        case SK_ORDER_PAID:
+                fr_answer(req, 409, fr_json_err(10022, "order already paid"), 0);
+                break;
+        case SK_ORDER_CLOSED:
+                fr_answer(req, 409, fr_json_err(10021, "order closed"), 0);
+                break;
+        default: /* still UNPAID after a failed conditional update: changed under us */
+                sk_seterr(errstr, n, "order status changed during the cancel");
+                return SK_EAGAIN;
+        }
+        return SK_OK;
+}
+
+void fr_order_action(fr_req_t *req, sk_db_t **db, sk_redis_t **r)
+{
+        char errstr[256] = "";
+        sk_err_t err = SK_EAGAIN;
+        int attempt;
+
+        for (attempt = 0; attempt < ORDERS_DB_TRIES && err == SK_EAGAIN; attempt++) {
+                if (!orders_db(db))
+                        continue;
+                err = req->lookup == FR_LOOKUP_PAY ? do_pay(req, *db, r, errstr, sizeof(errstr))
+                                                   : do_cancel(req, *db, r, errstr, sizeof(errstr));
+                if (err == SK_EAGAIN) {
+                        SK_LOG(SK_WARN, "order_action_retry", "order_id=%s attempt=%d reason=\"%s\"",
+                               req->so, attempt, errstr);
+                        sk_db_close(*db);
+                        *db = NULL;
+                }
+        }
+        if (err == SK_OK)
+                return;
+        if (err == SK_ENOTFOUND) {
+                fr_answer(req, 404, fr_json_err(10004, "order not found"), 0);
+                return;
+        }
+        SK_LOG(SK_WARN, "order_action_failed", "order_id=%s action=%s err=%s reason=\"%s\"", req->so,
+               req->lookup == FR_LOOKUP_PAY ? "pay" : "cancel", sk_err2str(err), errstr);
+        if (*db && err != SK_EAGAIN && err != SK_EINVAL) {
+                sk_db_close(*db);
+                *db = NULL;
+        }
+        fr_answer_503(req, "db", NULL, "database unavailable");
+}

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""scripts/demo/payer.py: the buyers' side of the order lifecycle in the demo
+(DESIGN.md 13): who pays, and the late buyers who take the units released by the ones
+who never pay.
+
+  payer.py pay --db DB --front URL --unpaid-pct P --stop FILE --out FILE
+      Until FILE exists: every UNPAID order in DB is paid (POST /orders/{id}/pay) unless
+      its buyer is a non-payer: userId mod 100 < P (about P% of the winners, decided by
+      the id so the report can tell them apart). Writes the counts to --out (JSON).
+  payer.py resale --db DB --front URL --unpaid-pct P --vouchers V1,V2 --tsv FILE
+                  --timeout-s S
+      After the sale: while any sale voucher has units free in the DB (released by a
+      close) or UNPAID orders are still waiting for their deadline, new buyers (payers,
+      fresh ids) buy what is free. Every 202 is appended to --tsv in the 202 log's format
+      (orderId, traceId, voucherId, userId, accept_ms, attempt) so the report checks them
+      like the sale's. Prints one summary line (JSON).
+
+Ids stay strings; the mysql client is used as in report.py (no Python drivers).
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import sys
+import time
+import urllib.request
+
+from report import ID_RE, http_json, sql
+
+
+def post(url, user):
+    return http_json(urllib.request.Request(url, data=b"", method="POST",
+                                            headers={"X-User-Id": user}), timeout=10)
+
+
+def pays(user, unpaid_pct):
+    return int(user[-2:]) % 100 >= unpaid_pct
+
+
+def db_name(name):
+    if not name.replace("_", "").isalnum():
+        sys.exit("payer: bad database name")
+    return name
+
+
+def cmd_pay(a):
+    db = db_name(a.db)
+    done, counts = set(), {"paid": 0, "late_409": 0, "errors": 0, "never_paid": 0}
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=8)
+    skipped = set()
+    while True:
+        stop = os.path.exists(a.stop)
+        try:
+            rows = sql(f"SELECT id, user_id FROM `{db}`.tb_voucher_order WHERE status = 1")
+        except RuntimeError:
+            rows = []
+        todo = []
+        for order, user in rows:
+            if order in done or not ID_RE.match(order) or not ID_RE.match(user):
+                continue
+            if not pays(user, a.unpaid_pct):
+                if order not in skipped:
+                    skipped.add(order)
+                    counts["never_paid"] += 1
+                continue
+            todo.append((order, user))
+        # Payments in parallel, as a payment provider's callbacks would come.
+        results = pool.map(lambda ou: post(f"{a.front}/api/v1/orders/{ou[0]}/pay", ou[1])[0], todo)
+        for (order, _), status in zip(todo, results):
+            if status == 200:
+                counts["paid"] += 1
+                done.add(order)
+            elif status == 409:
+                counts["late_409"] += 1
+                done.add(order)
+            else:
+                counts["errors"] += 1
+        if stop:
+            break
+        time.sleep(0.2)
+    pool.shutdown()
+    with open(a.out, "w") as f:
+        json.dump(counts, f)
+
+
+def cmd_resale(a):
+    db = db_name(a.db)
+    vouchers = [v for v in a.vouchers.split(",") if ID_RE.match(v)]
+    vlist = ",".join(vouchers)
+    t0 = time.time()
+    seq = 0
+    tried = accepted = 0
+    with open(a.tsv, "a") as out:
+        while time.time() - t0 < a.timeout_s:
+            free = sql(f"SELECT voucher_id, stock FROM `{db}`.tb_seckill_voucher "
+                       f"WHERE voucher_id IN ({vlist}) AND stock > 0")
+            waiting = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order "
+                              f"WHERE voucher_id IN ({vlist}) AND status = 1")[0][0])
+            unpaid_left = waiting and any(
+                not pays(u, a.unpaid_pct) for (u,) in
+                sql(f"SELECT user_id FROM `{db}`.tb_voucher_order "
+                    f"WHERE voucher_id IN ({vlist}) AND status = 1"))
+            if not free and not unpaid_left:
+                break
+            for v, stock in free:
+                for _ in range(int(stock)):
+                    seq += 1
+                    # 19-digit ids ending in 99: payers (see pays()), distinct from the crowd.
+                    user = f"29{int(t0) % 10**9:09d}{seq:06d}99"
+                    tried += 1
+                    status, body = post(f"{a.front}/api/v1/vouchers/{v}/seckill", user)
+                    if status == 202 and ID_RE.match(str(body.get("orderId", ""))) and \
+                            ID_RE.match(str(body.get("traceId", ""))):
+                        accepted += 1
+                        out.write(f"{body['orderId']}\t{body['traceId']}\t{v}\t{user}\t"
+                                  f"{int(time.time() * 1000)}\t1\n")
+                        out.flush()
+            time.sleep(1)
+    print(json.dumps({"resale_tried": tried, "resale_accepted": accepted,
+                      "seconds": round(time.time() - t0, 1)}))
+
+
+def main():
+    p = argparse.ArgumentParser(prog="payer.py")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    pp = sub.add_parser("pay")
+    rp = sub.add_parser("resale")
+    for q in (pp, rp):
+        q.add_argument("--db", required=True)
+        q.add_argument("--front", required=True)
+        q.add_argument("--unpaid-pct", type=int, default=20)
+    pp.add_argument("--stop", required=True)
+    pp.add_argument("--out", required=True)
+    rp.add_argument("--vouchers", required=True)
+    rp.add_argument("--tsv", required=True)
+    rp.add_argument("--timeout-s", type=int, default=60)
+    a = p.parse_args()
+    cmd_pay(a) if a.cmd == "pay" else cmd_resale(a)
+
+
+if __name__ == "__main__":
+    main()
