@@ -122,10 +122,8 @@ static sk_err_t insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int64_t b
         int64_t v[6] = { id, stock, stock, begin_ms, end_ms, status };
         sk_err_t err = SK_OK;
 
-        if (!(stmt = mysql_stmt_init(db->conn))) {
-                sk_seterr(errstr, errstr_size, "out of memory");
-                return SK_ENOMEM;
-        }
+        if ((err = sk_db_stmt_init(db, &stmt, errstr, errstr_size)) != SK_OK)
+                return err;
         for (int i = 0; i < 6; i++)
                 sk_db_bind_i64(&b[i], &v[i]);
         if (mysql_stmt_prepare(stmt, sql, (unsigned long)strlen(sql)) ||
@@ -197,7 +195,7 @@ int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o)
         if ((err = sk_db_exec(db, "SELECT 1 FROM tb_seckill_voucher LIMIT 0", errstr,
                               sizeof(errstr))) != SK_OK) {
                 fprintf(stderr, PROG ": voucher create: %s%s\n", errstr,
-                        mysql_errno(db->conn) == 1146 ? " (run `" PROG " db migrate`)" : "");
+                        sk_db_errno(db) == 1146 ? " (run `" PROG " db migrate`)" : "");
                 goto done;
         }
         if ((err = mint_id(conf, &id, errstr, sizeof(errstr))) != SK_OK) {

@@ -60,13 +60,18 @@ seed() {  # seed ID STOCK
   $rc hset "$prefix:{v:$1}:meta" begin_ms $((now_ms - 60000)) end_ms $((now_ms + 3600000)) status 1 >/dev/null
   $rc set "$prefix:{v:$1}:stock" "$2" >/dev/null
 }
+# Its own database: the front leases its worker id in tb_worker_lease (DESIGN.md 2).
+db="bench_sale_$$_$RANDOM"
+export SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db"
 cleanup() {
   [ -n "${fpid:-}" ] && kill -TERM "$fpid" 2>/dev/null && wait "$fpid" 2>/dev/null || true
   [ -n "${cpid:-}" ] && kill -TERM "$cpid" 2>/dev/null && wait "$cpid" 2>/dev/null || true
   $rc --scan --pattern "$prefix:*" | xargs -r -n 100 $rc del >/dev/null || true
+  mysql -uroot -h127.0.0.1 -P3306 -e "DROP DATABASE IF EXISTS \`$db\`" >/dev/null 2>&1 || true
   rm -f "/tmp/$run.front.log"
 }
 trap cleanup EXIT
+"$SK_BIN/seckill-admin" db migrate >/dev/null || { echo "bench/sale.sh: db migrate failed" >&2; exit 1; }
 seed $vf "$stock"
 seed $vr 0
 echo "machine: $(uptime | sed 's/.*load/load/') cores=$(nproc)"

@@ -88,7 +88,7 @@ typedef struct cache_ent {
 
 struct cons_apply {
         sk_db_t *db;
-        MYSQL *conn;                 /* connection the cached statements belong to */
+        uint64_t conn_gen;           /* sk_db_generation the cached statements belong to (0: none) */
         cache_ent_t cache[CACHE_SLOTS];
         uint64_t tick;
         int cap;                     /* rows the buffers hold */
@@ -132,7 +132,7 @@ void cons_apply_reset(cons_apply_t *ap)
                         mysql_stmt_close(ap->cache[i].stmt);
                 memset(&ap->cache[i], 0, sizeof(ap->cache[i]));
         }
-        ap->conn = NULL;
+        ap->conn_gen = 0;
 }
 
 void cons_apply_destroy(cons_apply_t *ap)
@@ -161,8 +161,8 @@ static int64_t sk_mono_us(void)
 static sk_err_t conn_err(cons_apply_t *ap, MYSQL_STMT *stmt, const char *what,
                          char *errstr, size_t errstr_size)
 {
-        unsigned int no = stmt ? mysql_stmt_errno(stmt) : (ap->db->conn ? mysql_errno(ap->db->conn) : 2006);
-        const char *txt = stmt ? mysql_stmt_error(stmt) : (ap->db->conn ? mysql_error(ap->db->conn) : "no connection");
+        unsigned int no = stmt ? mysql_stmt_errno(stmt) : sk_db_errno(ap->db);
+        const char *txt = stmt ? mysql_stmt_error(stmt) : sk_db_error(ap->db);
         sk_err_t err = sk_db_classify(no);
 
         sk_seterr(errstr, errstr_size, "%s: %u %s", what, no, txt);
@@ -183,14 +183,16 @@ static MYSQL_STMT *get_stmt(cons_apply_t *ap, int kind, int n, sk_err_t *err,
         size_t len = 0;
         int i;
 
-        if (!ap->db->conn) {
+        if (!sk_db_connected(ap->db)) {
                 sk_seterr(errstr, errstr_size, "no database connection");
                 *err = SK_EAGAIN;
                 return NULL;
         }
-        if (ap->conn != ap->db->conn) {
+        /* Statements prepared on an earlier connection are gone with it (a reconnect
+         * may even reuse the old handle's address, so compare generations). */
+        if (ap->conn_gen != sk_db_generation(ap->db)) {
                 cons_apply_reset(ap);
-                ap->conn = ap->db->conn;
+                ap->conn_gen = sk_db_generation(ap->db);
         }
         if (!sqls[kind].row)
                 n = 1;
@@ -222,7 +224,7 @@ static MYSQL_STMT *get_stmt(cons_apply_t *ap, int kind, int n, sk_err_t *err,
         } else {
                 len = (size_t)snprintf(ap->sqlbuf, ap->sqlbuf_size, "%s", sqls[kind].head);
         }
-        if (!(stmt = mysql_stmt_init(ap->db->conn))) {
+        if (sk_db_stmt_init(ap->db, &stmt, NULL, 0) != SK_OK) {
                 *err = conn_err(ap, NULL, "stmt_init", errstr, errstr_size);
                 return NULL;
         }

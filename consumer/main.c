@@ -58,6 +58,7 @@
 #include "sk/clock.h"
 #include "sk/kafka.h"
 #include "sk/log.h"
+#include "sk/metrics_http.h"
 #include "sk/redis.h"
 #include "sk/signals.h"
 #include "consumer.h"

@@ -46,7 +46,7 @@ void cons_worker_ensure_db(worker_t *w)
 {
         char errstr[512];
 
-        if (w->db->conn && mysql_ping(w->db->conn) == 0)
+        if (sk_db_ping(w->db))
                 return;
         cons_apply_reset(w->ap);
         if (sk_db_reconnect(w->db, errstr, sizeof(errstr)) == SK_OK)

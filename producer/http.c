@@ -157,7 +157,9 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
             sk_idgen_next(idgen, &req->trace_id, errstr, sizeof(errstr)) != SK_OK) {
                 fr_inflight_release(req);
                 req->order_id = req->trace_id = 0;
-                SK_LOG(SK_WARN, "idgen_unavailable", "reason=\"%s\"", errstr);
+                /* Lease loss is logged once by the lease callback (main.c); the
+                 * per-request line is debug only (DESIGN.md 2). */
+                SK_LOG(SK_DEBUG, "idgen_unavailable", "reason=\"%s\"", errstr);
                 quick_503(req, "lease", "id generator unavailable");
                 return;
         }

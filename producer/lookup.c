@@ -94,15 +94,9 @@ static int lk_query_row(lk_conn_t *lc, const char *sql, int ncols, char cols[][6
 
         if (!db)
                 return -1;
-        if (mysql_real_query(db->conn, sql, (unsigned long)strlen(sql)) != 0) {
+        if (sk_db_query(db, sql, strlen(sql), &res, NULL, 0) != SK_OK) {
                 SK_LOG(SK_WARN, "lookup_db_error", "errno=%u reason=\"%s\"",
-                       mysql_errno(db->conn), mysql_error(db->conn));
-                lk_db_broken(lc);
-                return -1;
-        }
-        if (!(res = mysql_store_result(db->conn))) {
-                SK_LOG(SK_WARN, "lookup_db_error", "errno=%u reason=\"%s\"",
-                       mysql_errno(db->conn), mysql_error(db->conn));
+                       sk_db_errno(db), sk_db_error(db));
                 lk_db_broken(lc);
                 return -1;
         }

@@ -147,6 +147,28 @@ static void raise_nofile(void)
                        g_fr.conf.max_inflight);
 }
 
+/* Worker-id lease events from the renewal thread: each logged once (DESIGN.md 2). */
+static void on_lease_event(void *arg, sk_idgen_event_t ev, int worker_id, const char *detail)
+{
+        (void)arg;
+        switch (ev) {
+        case SK_IDGEN_EV_LOST:
+                SK_LOG(SK_WARN, "worker_lease_lost", "worker_id=%d reason=\"%s\"", worker_id, detail);
+                break;
+        case SK_IDGEN_EV_ACQUIRED:
+                SK_LOG(SK_INFO, "worker_lease_reacquired", "worker_id=%d %s", worker_id, detail);
+                break;
+        case SK_IDGEN_EV_RENEW_FAILED:
+                SK_LOG(SK_WARN, "worker_lease_renew_failed", "worker_id=%d reason=\"%s\"", worker_id,
+                       detail);
+                break;
+        case SK_IDGEN_EV_RENEW_RECOVERED:
+                SK_LOG(SK_INFO, "worker_lease_renew_recovered", "worker_id=%d result=%s", worker_id,
+                       detail);
+                break;
+        }
+}
+
 static void shutdown_front(void)
 {
         int64_t t0 = sk_mono_ms(), until;
@@ -232,7 +254,10 @@ int main(int argc, char **argv)
 
         /* The lease first: a second front with the same SECKILL_WORKER_ID exits 2
          * before it binds anything (DESIGN.md 2). */
-        idgen = sk_idgen_start(&g_fr.conf, &err, errstr, sizeof(errstr));
+        {
+                sk_idgen_opts_t lo = { .metrics = fr_m.reg, .on_event = on_lease_event };
+                idgen = sk_idgen_start_opts(&g_fr.conf, &lo, &err, errstr, sizeof(errstr));
+        }
         if (!idgen) {
                 SK_LOG(SK_ERROR, "worker_lease_failed", "worker_id=%d err=%s reason=\"%s\"",
                        g_fr.conf.worker_id, sk_err2str(err), errstr);

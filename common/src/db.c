@@ -15,6 +15,15 @@
 
 #include "sk/db.h"
 
+struct sk_db {
+        MYSQL *conn;             /* NULL after a failed reconnect */
+        sk_mysql_url_t url;
+        int lock_wait_timeout_s;
+        int io_timeout_s;        /* read/write timeout of the connection (s) */
+        int no_database;         /* as given to sk_db_connect (kept for reconnect) */
+        uint64_t generation;     /* bumped by every successful (re)connect */
+};
+
 #define SK_DB_CONNECT_TIMEOUT_S 5u
 #define SK_DB_IO_TIMEOUT_S      30u
 #define SK_DB_LOCK_NAME_MAX     64   /* MySQL 5.7+: ER_USER_LOCK_WRONG_NAME beyond it */
@@ -100,7 +109,7 @@ static sk_err_t open_conn(sk_db_t *db, char *errstr, size_t errstr_size)
 {
         MYSQL *conn;
         unsigned int connect_timeout_s = SK_DB_CONNECT_TIMEOUT_S;
-        unsigned int io_timeout_s = SK_DB_IO_TIMEOUT_S;
+        unsigned int io_timeout_s = (unsigned int)db->io_timeout_s;
         sk_my_bool reconnect = 0;
         char sql[128];
         sk_err_t err;
@@ -152,18 +161,19 @@ static sk_err_t open_conn(sk_db_t *db, char *errstr, size_t errstr_size)
                 goto fail;
 
         db->conn = conn;
+        db->generation++;
         return SK_OK;
 fail:
         mysql_close(conn);
         return err;
 }
 
-sk_db_t *sk_db_connect(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
-                       char *errstr, size_t errstr_size)
+sk_db_t *sk_db_connect_io(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
+                          int io_timeout_s, char *errstr, size_t errstr_size)
 {
         sk_db_t *db;
 
-        if (!url || lock_wait_timeout_s < 0) {
+        if (!url || lock_wait_timeout_s < 0 || io_timeout_s < 1) {
                 sk_seterr(errstr, errstr_size, "sk_db_connect: invalid argument");
                 return NULL;
         }
@@ -174,11 +184,19 @@ sk_db_t *sk_db_connect(const sk_mysql_url_t *url, int no_database, int lock_wait
         db->url = *url;
         db->no_database = no_database ? 1 : 0;
         db->lock_wait_timeout_s = lock_wait_timeout_s;
+        db->io_timeout_s = io_timeout_s;
         if (open_conn(db, errstr, errstr_size) != SK_OK) {
                 free(db);
                 return NULL;
         }
         return db;
+}
+
+sk_db_t *sk_db_connect(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
+                       char *errstr, size_t errstr_size)
+{
+        return sk_db_connect_io(url, no_database, lock_wait_timeout_s, (int)SK_DB_IO_TIMEOUT_S,
+                                errstr, errstr_size);
 }
 
 sk_err_t sk_db_reconnect(sk_db_t *db, char *errstr, size_t errstr_size)
@@ -255,14 +273,20 @@ static int parse_i64(const char *s, unsigned long len, int64_t *out)
         return 0;
 }
 
-sk_err_t sk_db_query_i64(sk_db_t *db, const char *sql, int64_t *out, int *is_null,
-                         char *errstr, size_t errstr_size)
+sk_err_t sk_db_query_row_i64(sk_db_t *db, const char *sql, int64_t *out, int ncols,
+                             unsigned *null_mask, char *errstr, size_t errstr_size)
 {
         MYSQL_RES *res = NULL;
         MYSQL_ROW row;
         unsigned long *lens;
+        unsigned mask = 0;
         sk_err_t err;
+        int i;
 
+        if (!out || ncols < 1 || ncols > 32) {
+                sk_seterr(errstr, errstr_size, "sk_db_query_row_i64: invalid argument");
+                return SK_EINVAL;
+        }
         if ((err = check_conn(db, errstr, errstr_size)) != SK_OK)
                 return err;
         if (mysql_real_query(db->conn, sql, (unsigned long)strlen(sql)) != 0)
@@ -282,29 +306,43 @@ sk_err_t sk_db_query_i64(sk_db_t *db, const char *sql, int64_t *out, int *is_nul
                 err = SK_ENOTFOUND;
                 goto done;
         }
-        if (mysql_num_fields(res) < 1) {
-                sk_seterr(errstr, errstr_size, "no column");
+        if (mysql_num_fields(res) < (unsigned)ncols) {
+                sk_seterr(errstr, errstr_size, "query returned %u column(s), %d expected",
+                          mysql_num_fields(res), ncols);
                 err = SK_EDB;
-                goto done;
-        }
-        if (!row[0]) {
-                *out = 0;
-                if (is_null)
-                        *is_null = 1;
-                err = SK_OK;
                 goto done;
         }
         lens = mysql_fetch_lengths(res);
-        if (parse_i64(row[0], lens ? lens[0] : (unsigned long)strlen(row[0]), out) != 0) {
-                sk_seterr(errstr, errstr_size, "value is not a 64-bit integer");
-                err = SK_EDB;
-                goto done;
+        for (i = 0; i < ncols; i++) {
+                if (!row[i]) {
+                        out[i] = 0;
+                        mask |= 1u << i;
+                        continue;
+                }
+                if (parse_i64(row[i], lens ? lens[i] : (unsigned long)strlen(row[i]),
+                              &out[i]) != 0) {
+                        sk_seterr(errstr, errstr_size,
+                                  "column %d is not a 64-bit integer", i + 1);
+                        err = SK_EDB;
+                        goto done;
+                }
         }
-        if (is_null)
-                *is_null = 0;
+        if (null_mask)
+                *null_mask = mask;
         err = SK_OK;
 done:
         mysql_free_result(res);
+        return err;
+}
+
+sk_err_t sk_db_query_i64(sk_db_t *db, const char *sql, int64_t *out, int *is_null,
+                         char *errstr, size_t errstr_size)
+{
+        unsigned mask = 0;
+        sk_err_t err = sk_db_query_row_i64(db, sql, out, 1, &mask, errstr, errstr_size);
+
+        if (err == SK_OK && is_null)
+                *is_null = (int)(mask & 1u);
         return err;
 }
 
@@ -430,4 +468,119 @@ void sk_db_bind_str(MYSQL_BIND *b, char *s, unsigned long *len, size_t cap)
         b->buffer = s;
         b->buffer_length = (unsigned long)cap;
         b->length = len;
+}
+
+/* ------------------------------------------------------------------ the connection,
+ * for callers that use the client API's statements and result sets directly */
+
+int sk_db_connected(const sk_db_t *db)
+{
+        return db && db->conn;
+}
+
+uint64_t sk_db_generation(const sk_db_t *db)
+{
+        return db ? db->generation : 0;
+}
+
+unsigned int sk_db_errno(sk_db_t *db)
+{
+        return db && db->conn ? mysql_errno(db->conn) : 2006u; /* CR_SERVER_GONE_ERROR */
+}
+
+const char *sk_db_error(sk_db_t *db)
+{
+        return db && db->conn ? mysql_error(db->conn) : "not connected";
+}
+
+sk_err_t sk_db_seterr(sk_db_t *db, const char *what, char *errstr, size_t errstr_size)
+{
+        if (!db || !db->conn) {
+                sk_seterr(errstr, errstr_size, "%s: not connected", what);
+                return SK_EAGAIN;
+        }
+        return conn_err(db->conn, what, errstr, errstr_size);
+}
+
+sk_err_t sk_db_stmt_init(sk_db_t *db, MYSQL_STMT **out, char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        *out = NULL;
+        if ((err = check_conn(db, errstr, errstr_size)) != SK_OK)
+                return err;
+        if (!(*out = mysql_stmt_init(db->conn))) {
+                sk_seterr(errstr, errstr_size, "stmt_init: out of memory");
+                return SK_ENOMEM;
+        }
+        return SK_OK;
+}
+
+sk_err_t sk_db_prepare(sk_db_t *db, const char *sql, size_t len, MYSQL_STMT **out,
+                       char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        if ((err = sk_db_stmt_init(db, out, errstr, errstr_size)) != SK_OK)
+                return err;
+        if (mysql_stmt_prepare(*out, sql, (unsigned long)len) != 0) {
+                unsigned int no = mysql_stmt_errno(*out);
+
+                err = sk_db_classify(no);
+                sk_seterr(errstr, errstr_size, "prepare: mysql error %u: %s", no,
+                          mysql_stmt_error(*out));
+                mysql_stmt_close(*out);
+                *out = NULL;
+                return err == SK_OK ? SK_EDB : err;
+        }
+        return SK_OK;
+}
+
+sk_err_t sk_db_query(sk_db_t *db, const char *sql, size_t len, MYSQL_RES **res, char *errstr,
+                     size_t errstr_size)
+{
+        sk_err_t err;
+
+        *res = NULL;
+        if ((err = check_conn(db, errstr, errstr_size)) != SK_OK)
+                return err;
+        if (mysql_real_query(db->conn, sql, (unsigned long)len) != 0)
+                return conn_err(db->conn, "query", errstr, errstr_size);
+        if (!(*res = mysql_store_result(db->conn))) {
+                if (mysql_errno(db->conn))
+                        return conn_err(db->conn, "store_result", errstr, errstr_size);
+                sk_seterr(errstr, errstr_size, "query returned no result set");
+                return SK_EDB;
+        }
+        return SK_OK;
+}
+
+size_t sk_db_quote(sk_db_t *db, const char *s, char *out, size_t out_size)
+{
+        size_t len = s ? strlen(s) : 0;
+        unsigned long n;
+
+        if (!db || !db->conn || !s || out_size < 2 * len + 3)
+                return 0;
+        out[0] = '\'';
+        n = mysql_real_escape_string(db->conn, out + 1, s, (unsigned long)len);
+        out[1 + n] = '\'';
+        out[2 + n] = '\0';
+        return (size_t)n + 2;
+}
+
+sk_err_t sk_db_select_db(sk_db_t *db, const char *name, char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        if ((err = check_conn(db, errstr, errstr_size)) != SK_OK)
+                return err;
+        if (mysql_select_db(db->conn, name) != 0)
+                return conn_err(db->conn, "select database", errstr, errstr_size);
+        return SK_OK;
+}
+
+int sk_db_ping(sk_db_t *db)
+{
+        return db && db->conn && mysql_ping(db->conn) == 0;
 }

@@ -34,12 +34,6 @@ size_t sk_key_order(char *buf, const char *prefix, int64_t order_id)
         return clamp_len(snprintf(buf, SK_KEY_MAX, "%s:order:%" PRId64, prefix, order_id));
 }
 
-size_t sk_key_worker(char *buf, const char *prefix, int worker_id, int until)
-{
-        return clamp_len(snprintf(buf, SK_KEY_MAX, "%s:worker:%d%s", prefix, worker_id,
-                                  until ? ":until" : ""));
-}
-
 size_t sk_field_trace(char *buf, int64_t trace_id, char suffix)
 {
         if (suffix)

@@ -124,17 +124,6 @@ done:
         return err;
 }
 
-/* Escape @p s as a quoted SQL string literal into out (size >= 2*strlen+3). */
-static void quote(sk_db_t *db, const char *s, char *out)
-{
-        unsigned long n;
-
-        out[0] = '\'';
-        n = mysql_real_escape_string(db->conn, out + 1, s, (unsigned long)strlen(s));
-        out[1 + n] = '\'';
-        out[2 + n] = '\0';
-}
-
 sk_err_t sk_migrate(const sk_mysql_url_t *url, int *applied, char *errstr, size_t errstr_size)
 {
         sk_db_t *db = NULL;
@@ -164,14 +153,8 @@ sk_err_t sk_migrate(const sk_mysql_url_t *url, int *applied, char *errstr, size_
                  "COLLATE utf8mb4_unicode_ci", url->database);
         if ((err = sk_db_exec(db, sql, errstr, errstr_size)) != SK_OK)
                 goto done;
-        if (mysql_select_db(db->conn, url->database) != 0) {
-                err = sk_db_classify(mysql_errno(db->conn));
-                sk_seterr(errstr, errstr_size, "USE %s: %s", url->database,
-                          mysql_error(db->conn));
-                if (err == SK_OK)
-                        err = SK_EDB;
+        if ((err = sk_db_select_db(db, url->database, errstr, errstr_size)) != SK_OK)
                 goto done;
-        }
         if ((err = sk_db_exec(db,
                               "CREATE TABLE IF NOT EXISTS schema_migrations ("
                               " name VARCHAR(128) NOT NULL PRIMARY KEY,"
@@ -189,7 +172,10 @@ sk_err_t sk_migrate(const sk_mysql_url_t *url, int *applied, char *errstr, size_
                         err = SK_EINVAL;
                         goto done;
                 }
-                quote(db, m->name, lit);
+                if (!sk_db_quote(db, m->name, lit, sizeof(lit))) {
+                        err = sk_db_seterr(db, "quote", errstr, errstr_size);
+                        goto done;
+                }
                 snprintf(sql, sizeof(sql),
                          "SELECT COUNT(*) FROM schema_migrations WHERE name = %s", lit);
                 if ((err = sk_db_query_i64(db, sql, &n, NULL, errstr, errstr_size)) != SK_OK)

@@ -78,16 +78,14 @@ static sk_err_t exec_params(sk_db_t *db, const char *sql, const int64_t *params,
         sk_err_t err = SK_OK;
         int i;
 
-        if (!db->conn) {
+        if (!sk_db_connected(db)) {
                 sk_seterr(errstr, errstr_size, "no database connection");
                 return SK_EAGAIN;
         }
         if (n > 8)
                 return SK_EINVAL;
-        if (!(st = mysql_stmt_init(db->conn))) {
-                sk_seterr(errstr, errstr_size, "stmt_init: %s", mysql_error(db->conn));
-                return sk_db_last_err(db) == SK_OK ? SK_EDB : sk_db_last_err(db);
-        }
+        if ((err = sk_db_stmt_init(db, &st, errstr, errstr_size)) != SK_OK)
+                return err;
         memset(b, 0, sizeof(b));
         for (i = 0; i < n; i++) {
                 v[i] = params[i];

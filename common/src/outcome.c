@@ -15,8 +15,8 @@
 static sk_err_t stmt_err(sk_db_t *db, MYSQL_STMT *stmt, const char *what,
                          char *errstr, size_t errstr_size)
 {
-        unsigned int no = stmt ? mysql_stmt_errno(stmt) : mysql_errno(db->conn);
-        const char *txt = stmt ? mysql_stmt_error(stmt) : mysql_error(db->conn);
+        unsigned int no = stmt ? mysql_stmt_errno(stmt) : sk_db_errno(db);
+        const char *txt = stmt ? mysql_stmt_error(stmt) : sk_db_error(db);
         sk_err_t err = sk_db_classify(no);
 
         sk_seterr(errstr, errstr_size, "%s: %u %s", what, no, txt);
@@ -25,7 +25,7 @@ static sk_err_t stmt_err(sk_db_t *db, MYSQL_STMT *stmt, const char *what,
 
 static sk_err_t need_conn(sk_db_t *db, char *errstr, size_t errstr_size)
 {
-        if (!db || !db->conn) {
+        if (!sk_db_connected(db)) {
                 sk_seterr(errstr, errstr_size, "no database connection");
                 return SK_EAGAIN;
         }
@@ -49,7 +49,7 @@ sk_err_t sk_outcome_get(sk_db_t *db, int64_t trace_id, sk_outcome_t *out,
 
         if ((err = need_conn(db, errstr, errstr_size)))
                 return err;
-        if (!(stmt = mysql_stmt_init(db->conn)))
+        if (sk_db_stmt_init(db, &stmt, NULL, 0) != SK_OK)
                 return stmt_err(db, NULL, "outcome_get init", errstr, errstr_size);
         if (mysql_stmt_prepare(stmt, sql, sizeof(sql) - 1)) {
                 err = stmt_err(db, stmt, "outcome_get prepare", errstr, errstr_size);
@@ -111,10 +111,10 @@ int sk_outcome_matches(const sk_outcome_t *o, const sk_order_msg_t *msg)
 static sk_err_t exec_bound(sk_db_t *db, const char *sql, MYSQL_BIND *in, const char *what,
                            char *errstr, size_t errstr_size)
 {
-        MYSQL_STMT *stmt = mysql_stmt_init(db->conn);
+        MYSQL_STMT *stmt = NULL;
         sk_err_t err = SK_OK;
 
-        if (!stmt)
+        if (sk_db_stmt_init(db, &stmt, NULL, 0) != SK_OK)
                 return stmt_err(db, NULL, what, errstr, errstr_size);
         if (mysql_stmt_prepare(stmt, sql, strlen(sql)) || mysql_stmt_bind_param(stmt, in) ||
             mysql_stmt_execute(stmt))

@@ -77,6 +77,23 @@ void sk_snowflake_set_mint_window(sk_snowflake_t *sf, int64_t from_ms, int64_t u
         pthread_mutex_unlock(&sf->mu);
 }
 
+int sk_snowflake_rebind(sk_snowflake_t *sf, int worker_id, int64_t from_ms, int64_t until_ms)
+{
+        if (worker_id < 0 || worker_id > (1 << WORKER_BITS) - 1)
+                return -1;
+        pthread_mutex_lock(&sf->mu);
+        /* Another id: the next stamp must be a later ms than the last one, so ids stay
+         * strictly increasing (within one ms the worker bits would decide). */
+        if (worker_id != sf->worker_id)
+                sf->seq = SEQ_MAX;
+        sf->worker_id = worker_id;
+        sf->win_from_ms = from_ms;
+        sf->win_until_ms = until_ms;
+        sf->win_open = !(from_ms == 0 && until_ms == 0) && from_ms <= until_ms;
+        pthread_mutex_unlock(&sf->mu);
+        return 0;
+}
+
 static int in_window(const sk_snowflake_t *sf, int64_t now)
 {
         return sf->win_open && now >= sf->win_from_ms && now <= sf->win_until_ms;
@@ -144,9 +161,14 @@ fail:
         return SK_EAGAIN;
 }
 
-int sk_snowflake_worker_id(const sk_snowflake_t *sf)
+int sk_snowflake_worker_id(sk_snowflake_t *sf)
 {
-        return sf->worker_id;
+        int id;
+
+        pthread_mutex_lock(&sf->mu);
+        id = sf->worker_id;
+        pthread_mutex_unlock(&sf->mu);
+        return id;
 }
 
 int64_t sk_snowflake_ts_ms(int64_t id)

@@ -223,9 +223,9 @@ static const char JOIN_SQL_HEAD[] =
 static sk_err_t stmt_err(sk_db_t *db, MYSQL_STMT *stmt, const char *what, char *errstr,
                          size_t errstr_size)
 {
-        unsigned int no = stmt ? mysql_stmt_errno(stmt) : mysql_errno(db->conn);
+        unsigned int no = stmt ? mysql_stmt_errno(stmt) : sk_db_errno(db);
         sk_seterr(errstr, errstr_size, "%s: %s (%u)", what,
-                  stmt ? mysql_stmt_error(stmt) : mysql_error(db->conn), no);
+                  stmt ? mysql_stmt_error(stmt) : sk_db_error(db), no);
         return no ? sk_db_classify(no) : SK_EDB;
 }
 
@@ -330,12 +330,12 @@ static MYSQL_STMT *prepare_join(sk_db_t *db, char *errstr, size_t errstr_size, s
         }
         sql[p++] = ')';
         sql[p] = '\0';
-        if (!db->conn) {
+        if (!sk_db_connected(db)) {
                 sk_seterr(errstr, errstr_size, "database connection lost");
                 *err = SK_EAGAIN;
                 goto fail;
         }
-        if (!(stmt = mysql_stmt_init(db->conn))) {
+        if (sk_db_stmt_init(db, &stmt, NULL, 0) != SK_OK) {
                 *err = stmt_err(db, NULL, "stmt_init", errstr, errstr_size);
                 goto fail;
         }
@@ -460,11 +460,11 @@ sk_err_t sk_traceset_rows(sk_db_t *db, const char *sql, const int64_t *params, i
                 sk_seterr(errstr, errstr_size, "sk_traceset_rows: invalid argument");
                 return SK_EINVAL;
         }
-        if (!db->conn) {
+        if (!sk_db_connected(db)) {
                 sk_seterr(errstr, errstr_size, "database connection lost");
                 return SK_EAGAIN;
         }
-        if (!(stmt = mysql_stmt_init(db->conn)))
+        if (sk_db_stmt_init(db, &stmt, NULL, 0) != SK_OK)
                 return stmt_err(db, NULL, "stmt_init", errstr, errstr_size);
         if (mysql_stmt_prepare(stmt, sql, (unsigned long)strlen(sql))) {
                 err = stmt_err(db, stmt, "prepare", errstr, errstr_size);
@@ -526,7 +526,7 @@ sk_err_t sk_traceset_exec_in(sk_db_t *db, const char *sql_head, const int64_t *i
                 *affected = 0;
         if (n == 0)
                 return SK_OK;
-        if (!db->conn) {
+        if (!sk_db_connected(db)) {
                 sk_seterr(errstr, errstr_size, "database connection lost");
                 return SK_EAGAIN;
         }
@@ -544,7 +544,7 @@ sk_err_t sk_traceset_exec_in(sk_db_t *db, const char *sql_head, const int64_t *i
         }
         sql[p++] = ')';
         sql[p] = '\0';
-        if (!(stmt = mysql_stmt_init(db->conn))) {
+        if (sk_db_stmt_init(db, &stmt, NULL, 0) != SK_OK) {
                 err = stmt_err(db, NULL, "stmt_init", errstr, errstr_size);
                 goto done;
         }

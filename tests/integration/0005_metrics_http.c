@@ -12,6 +12,7 @@
 
 #include "sk_test.h"
 #include "sk/metrics.h"
+#include "sk/metrics_http.h"
 
 static int g_port;
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "sk_test.h"
+#include "sk/clock.h"
 #include "sk/db.h"
 #include "sk/migrate.h"
 #include "sk/rebuild.h"
@@ -81,11 +82,116 @@ START_TEST(session_settings_and_reconnect)
                                          sizeof(errstr)), SK_ENOTFOUND);
         ck_assert_int_eq(sk_db_query_i64(db, "SELECT 'x1'", &v, NULL, errstr, sizeof(errstr)),
                          SK_EDB);
+        /* Several columns: values, NULLs in the mask, too few columns, bad counts. */
+        {
+                int64_t row[3] = { 7, 7, 7 };
+                unsigned mask = 99;
+
+                ck_assert_int_eq(sk_db_query_row_i64(db, "SELECT -5, NULL, 9223372036854775807",
+                                                     row, 3, &mask, errstr, sizeof(errstr)), SK_OK);
+                ck_assert(row[0] == -5 && row[1] == 0 && row[2] == INT64_MAX);
+                ck_assert_uint_eq(mask, 2u);
+                ck_assert_int_eq(sk_db_query_row_i64(db, "SELECT 1, 2", row, 3, NULL, errstr,
+                                                     sizeof(errstr)), SK_EDB);
+                ck_assert_int_eq(sk_db_query_row_i64(db, "SELECT 1, 'x'", row, 2, NULL, errstr,
+                                                     sizeof(errstr)), SK_EDB);
+                ck_assert_int_eq(sk_db_query_row_i64(db, "SELECT 1 FROM DUAL WHERE 1 = 0", row, 1,
+                                                     NULL, errstr, sizeof(errstr)), SK_ENOTFOUND);
+                ck_assert_int_eq(sk_db_query_row_i64(db, "SELECT 1", row, 0, NULL, errstr,
+                                                     sizeof(errstr)), SK_EINVAL);
+        }
         /* A syntax error is permanent, with the server's text. */
         ck_assert_int_eq(sk_db_exec(db, "SELEKT 1", errstr, sizeof(errstr)), SK_EDB);
         ck_assert_ptr_nonnull(strstr(errstr, "1064"));
         sk_db_close(db);
         sk_db_close(NULL);
+}
+END_TEST
+
+/* The connection API for statement and result-set users (the handle stays opaque):
+ * generation, errors, prepare, stored results, quoting, select_db, ping. */
+START_TEST(connection_api)
+{
+        char errstr[512] = "", lit[64];
+        sk_db_t *db = connect_or_fail(0);
+        MYSQL_STMT *stmt = NULL;
+        MYSQL_RES *res = NULL;
+        MYSQL_ROW row;
+        uint64_t gen;
+
+        ck_assert_int_eq(sk_db_connected(db), 1);
+        ck_assert_int_eq(sk_db_connected(NULL), 0);
+        ck_assert_int_eq(sk_db_ping(db), 1);
+        gen = sk_db_generation(db);
+        ck_assert_uint_ge(gen, 1);
+        ck_assert_msg(sk_db_reconnect(db, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_uint_eq(sk_db_generation(db), gen + 1);
+        /* errors: number, text, class */
+        ck_assert_int_eq(sk_db_exec(db, "SELECT * FROM no_such_table", errstr, sizeof(errstr)), SK_EDB);
+        ck_assert_uint_eq(sk_db_errno(db), 1146);
+        ck_assert_ptr_nonnull(strstr(sk_db_error(db), "no_such_table"));
+        ck_assert_int_eq(sk_db_seterr(db, "probe", errstr, sizeof(errstr)), SK_EDB);
+        ck_assert_ptr_nonnull(strstr(errstr, "probe: mysql error 1146"));
+        ck_assert_uint_eq(sk_db_errno(NULL), 2006);
+        ck_assert_int_eq(sk_db_seterr(NULL, "x", errstr, sizeof(errstr)), SK_EAGAIN);
+        /* prepare: good and bad */
+        ck_assert_int_eq(sk_db_prepare(db, "SELECT ?", 8, &stmt, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_ptr_nonnull(stmt);
+        ck_assert_uint_eq(mysql_stmt_param_count(stmt), 1);
+        mysql_stmt_close(stmt);
+        ck_assert_int_eq(sk_db_prepare(db, "SELEKT ?", 8, &stmt, errstr, sizeof(errstr)), SK_EDB);
+        ck_assert_ptr_null(stmt);
+        ck_assert_ptr_nonnull(strstr(errstr, "1064"));
+        ck_assert_int_eq(sk_db_stmt_init(db, &stmt, errstr, sizeof(errstr)), SK_OK);
+        mysql_stmt_close(stmt);
+        /* stored results */
+        {
+                static const char q[] = "SELECT 7, 'x' UNION ALL SELECT 8, 'y'";
+
+                ck_assert_int_eq(sk_db_query(db, q, strlen(q), &res, errstr, sizeof(errstr)), SK_OK);
+        }
+        ck_assert_uint_eq(mysql_num_rows(res), 2);
+        row = mysql_fetch_row(res);
+        ck_assert_str_eq(row[0], "7");
+        mysql_free_result(res);
+        ck_assert_int_eq(sk_db_query(db, "DO 1", 4, &res, errstr, sizeof(errstr)), SK_EDB);
+        ck_assert_ptr_null(res);
+        /* quoting */
+        ck_assert_uint_eq(sk_db_quote(db, "it's \\ \"q\"", lit, sizeof(lit)), strlen("'it\\'s \\\\ \\\"q\\\"'"));
+        ck_assert_str_eq(lit, "'it\\'s \\\\ \\\"q\\\"'");
+        ck_assert_uint_eq(sk_db_quote(db, "abcdef", lit, 14), 0);
+        ck_assert_uint_eq(sk_db_quote(db, "abcdef", lit, 15), 8);
+        ck_assert_str_eq(lit, "'abcdef'");
+        /* select_db */
+        ck_assert_int_eq(sk_db_select_db(db, "no_such_db_skt", errstr, sizeof(errstr)), SK_EDB);
+        ck_assert_msg(sk_db_select_db(db, g_conf.mysql.database, errstr, sizeof(errstr)) == SK_OK,
+                      "%s", errstr);
+        sk_db_close(db);
+}
+END_TEST
+
+/* sk_db_connect_io: a statement that hangs (a table lock held by another session)
+ * gives up after the short I/O timeout with a transient error, not after 30 s. */
+START_TEST(short_io_timeout)
+{
+        char errstr[512] = "";
+        sk_db_t *a = connect_or_fail(0), *b;
+        int64_t v = 0, t0;
+        sk_err_t err;
+
+        ck_assert_msg(sk_db_exec(a, "CREATE TABLE IF NOT EXISTS t_io (id INT PRIMARY KEY)", errstr,
+                                 sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_msg(sk_db_exec(a, "LOCK TABLES t_io WRITE", errstr, sizeof(errstr)) == SK_OK, "%s",
+                      errstr);
+        b = sk_db_connect_io(&g_conf.mysql, 0, 0, 1, errstr, sizeof(errstr));
+        ck_assert_msg(b != NULL, "%s", errstr);
+        t0 = sk_mono_ms();
+        err = sk_db_query_i64(b, "SELECT COUNT(*) FROM t_io", &v, NULL, errstr, sizeof(errstr));
+        ck_assert_int_eq(err, SK_EAGAIN);
+        ck_assert_int_lt(sk_mono_ms() - t0, 10000);
+        ck_assert_ptr_null(sk_db_connect_io(&g_conf.mysql, 0, 0, 0, errstr, sizeof(errstr)));
+        sk_db_close(b);
+        sk_db_close(a);
 }
 END_TEST
 
@@ -237,6 +343,8 @@ int main(void)
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, classify_table);
         tcase_add_test(tc, session_settings_and_reconnect);
+        tcase_add_test(tc, connection_api);
+        tcase_add_test(tc, short_io_timeout);
         tcase_add_test(tc, duplicate_key_is_eexist);
         tcase_add_test(tc, lock_wait_is_eagain);
         tcase_add_test(tc, advisory_locks);

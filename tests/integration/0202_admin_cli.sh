@@ -62,7 +62,8 @@ DB2="${DB}_x"
 wait
 eq "$(cat "$OUT.ra")$(cat "$OUT.rb")" "00" "two concurrent migrates both exit 0"
 eq "$(cat "$OUT.a" "$OUT.b" | sort | tr '\n' '|')" "applied 0 migration(s)|applied ${NMIG} migration(s)|" "exactly one of them applied"
-eq "$(mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" -N -B "$DB2" -e "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '$DB2' AND table_name LIKE 'tb\\_%'")" "5" "concurrent migrate: 5 tables"
+NTB=$(cat "$SK_SRC"/ddl/*.sql | grep -c '^CREATE TABLE IF NOT EXISTS tb_')
+eq "$(mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" -N -B "$DB2" -e "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '$DB2' AND table_name LIKE 'tb\\_%'")" "$NTB" "concurrent migrate: every tb_ table of ddl/ ($NTB)"
 eq "$(mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" -N -B "$DB2" -e "SELECT COUNT(*) FROM schema_migrations")" "$NMIG" "concurrent migrate: recorded once"
 mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" -e "DROP DATABASE IF EXISTS \`$DB2\`"
 rm -f "$OUT.a" "$OUT.b" "$OUT.ra" "$OUT.rb"

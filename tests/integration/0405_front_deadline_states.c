@@ -3,12 +3,15 @@
  * REJECT 10004 (meta missing: nothing written) while the DB check that picks 404 or 503
  * (DESIGN.md 3) is still hanging. Nothing was taken and nothing will be, so the answer
  * is a plain 503 + Retry-After with no purchase state — not "state PENDING", which
- * would send the client polling orders/me for a purchase that never happened. The DB is
- * a local listener that never answers (connections sit in its backlog). Once it goes
- * away, the hanging check ends and the front still shuts down gracefully (exit 0).
+ * would send the client polling orders/me for a purchase that never happened. The DB
+ * check hangs on a table lock the test holds (LOCK TABLES tb_seckill_voucher WRITE; the
+ * front's worker-id lease, in tb_worker_lease, is not blocked: DESIGN.md 2). Once the
+ * lock goes away, the hanging check ends and the front still shuts down gracefully
+ * (exit 0).
  * Also: orders/me escapes the stored reason it echoes (valid JSON whatever the row
  * holds). */
 #include "0499_front_util.h"
+#include "sk/db.h"
 
 static sk_conf_t g_conf;
 static pid_t g_child; /* a front still running when a check failed (CK_FORK=no) */
@@ -24,27 +27,20 @@ static void reap_child(void)
 
 START_TEST(rejected_deduct_deadline_has_no_state)
 {
-        char url_env[256], log[256], body[2048], path[128], v[SK_ID_STRLEN];
-        const char *env[] = { url_env, "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS=1000", NULL };
-        struct sockaddr_in sin;
-        socklen_t sl = sizeof(sin);
+        char log[256], body[2048], path[128], v[SK_ID_STRLEN], errstr[256] = "";
+        const char *env[] = { "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS=1000", NULL };
         redisContext *rc = ft_redis(&g_conf);
-        int port = ft_free_port(), lfd, st;
+        sk_db_t *locker;
+        int port = ft_free_port(), st;
         int64_t vid = sk_test_rand_id(), t0;
         char *before, *after;
         pid_t pid;
 
-        /* A "DB" that accepts TCP (kernel backlog) and never says a word. */
-        lfd = socket(AF_INET, SOCK_STREAM, 0);
-        ck_assert_int_ge(lfd, 0);
-        memset(&sin, 0, sizeof(sin));
-        sin.sin_family = AF_INET;
-        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-        ck_assert_int_eq(listen(lfd, 16), 0);
-        ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&sin, &sl), 0);
-        snprintf(url_env, sizeof(url_env), "SECKILL_MYSQL_URL=mysql://root@127.0.0.1:%d/%s",
-                 ntohs(sin.sin_port), g_conf.mysql.database);
+        /* The front's DB check of the voucher blocks on this session's table lock. */
+        locker = sk_db_connect(&g_conf.mysql, 0, 0, errstr, sizeof(errstr));
+        ck_assert_msg(locker != NULL, "%s", errstr);
+        ck_assert_msg(sk_db_exec(locker, "LOCK TABLES tb_seckill_voucher WRITE", errstr,
+                                 sizeof(errstr)) == SK_OK, "%s", errstr);
 
         /* Stock but no meta: deduct.lua answers REJECT 10004 without writing. */
         ft_seed(&g_conf, rc, vid, 5, 0, 0, 0, 0);
@@ -70,8 +66,8 @@ START_TEST(rejected_deduct_deadline_has_no_state)
         ck_assert_str_eq(before, after);
         ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 5);
 
-        /* The DB goes away: the hanging check fails; the front stops gracefully. */
-        close(lfd);
+        /* The lock goes away: the hanging check ends; the front stops gracefully. */
+        sk_db_close(locker);
         g_child = 0;
         ck_assert_int_eq(ft_stop(pid, 60), 0);
         free(before);

@@ -127,6 +127,7 @@ END_TEST
 static void setup(void)
 {
         sk_test_conf(&g_conf, "frontrb");
+        sk_test_migrate(&g_conf); /* the front leases its worker id in the DB (DESIGN.md 2) */
 }
 
 static void teardown(void)

@@ -19,7 +19,7 @@ START_TEST(voucher_keys)
 }
 END_TEST
 
-START_TEST(order_and_worker_keys)
+START_TEST(order_keys)
 {
         char buf[SK_KEY_MAX];
 
@@ -27,12 +27,6 @@ START_TEST(order_and_worker_keys)
         ck_assert_str_eq(buf, "seckill:order:7");
         sk_key_order(buf, "seckill", INT64_C(1990653204235288577));
         ck_assert_str_eq(buf, "seckill:order:1990653204235288577");
-        ck_assert_uint_eq(sk_key_worker(buf, "seckill", 3, 0), strlen("seckill:worker:3"));
-        ck_assert_str_eq(buf, "seckill:worker:3");
-        ck_assert_uint_eq(sk_key_worker(buf, "seckill", 3, 1), strlen("seckill:worker:3:until"));
-        ck_assert_str_eq(buf, "seckill:worker:3:until");
-        sk_key_worker(buf, "p", 1023, 1);
-        ck_assert_str_eq(buf, "p:worker:1023:until");
 }
 END_TEST
 
@@ -73,7 +67,7 @@ static Suite *keys_suite(void)
         TCase *tc = tcase_create("keys");
 
         tcase_add_test(tc, voucher_keys);
-        tcase_add_test(tc, order_and_worker_keys);
+        tcase_add_test(tc, order_keys);
         tcase_add_test(tc, trace_fields);
         tcase_add_test(tc, long_prefix_truncated_not_overflowed);
         suite_add_tcase(s, tc);

@@ -6,6 +6,7 @@
 
 #include "sk_test.h"
 #include "sk/metrics.h"
+#include "sk/metrics_http.h"
 
 START_TEST(render_counters_and_gauges)
 {

@@ -216,6 +216,47 @@ START_TEST(window_gate)
 }
 END_TEST
 
+/* rebind: a lease moved to another worker id switches id and window in one step;
+ * a bad id changes nothing; ids stay strictly increasing across the switch. */
+START_TEST(rebind_switches_id_and_window)
+{
+        tclock_t c;
+        sk_snowflake_t *sf;
+        int64_t a = 0, b = 0, now;
+        char err[256] = "";
+
+        tclock_init(&c, 1);
+        now = tclock_read(&c);
+        sf = sk_snowflake_new(4, 100, tclock_read, &c);
+        ck_assert_int_eq(sk_snowflake_rebind(sf, 5, now - 10, now + 10), 0);
+        ck_assert_int_eq(sk_snowflake_worker_id(sf), 5);
+        ck_assert_int_eq(sk_snowflake_next(sf, &a, err, sizeof(err)), SK_OK);
+        ck_assert_int_eq((a >> 12) & 1023, 5);
+        ck_assert_int_eq(sk_snowflake_rebind(sf, 1024, 1, INT64_MAX), -1);
+        ck_assert_int_eq(sk_snowflake_rebind(sf, -1, 1, INT64_MAX), -1);
+        ck_assert_int_eq(sk_snowflake_worker_id(sf), 5);
+        /* the window did not move either: now + 11 is outside it */
+        atomic_store(&c.offset_ms, 11);
+        ck_assert_int_eq(sk_snowflake_next(sf, &b, err, sizeof(err)), SK_EAGAIN);
+        /* a lower id in the same ms as the last id waits for the next ms: still
+         * increasing (the clock is frozen: it fails rather than repeat the ms) */
+        atomic_store(&c.offset_ms, 0);
+        ck_assert_int_eq(sk_snowflake_rebind(sf, 3, now - 10, now + 20), 0);
+        ck_assert_int_eq(sk_snowflake_next(sf, &b, err, sizeof(err)), SK_EAGAIN);
+        atomic_store(&c.offset_ms, 1);
+        ck_assert_int_eq(sk_snowflake_next(sf, &b, err, sizeof(err)), SK_OK);
+        ck_assert_int_eq((b >> 12) & 1023, 3);
+        ck_assert_int_gt(b, a);
+        ck_assert_int_eq(sk_snowflake_rebind(sf, 6, now, now + 20), 0);
+        ck_assert_int_eq(sk_snowflake_next(sf, &a, err, sizeof(err)), SK_EAGAIN);
+        atomic_store(&c.offset_ms, 2);
+        ck_assert_int_eq(sk_snowflake_next(sf, &a, err, sizeof(err)), SK_OK);
+        ck_assert_int_eq((a >> 12) & 1023, 6);
+        ck_assert_int_gt(a, b);
+        sk_snowflake_destroy(sf);
+}
+END_TEST
+
 START_TEST(window_end_reached_while_waiting_for_sequence)
 {
         tclock_t c;
@@ -299,6 +340,7 @@ static Suite *snowflake_suite(void)
         tcase_add_test(tc, backwards_small_waits_and_succeeds);
         tcase_add_test(tc, backwards_large_fails_with_eagain);
         tcase_add_test(tc, window_gate);
+        tcase_add_test(tc, rebind_switches_id_and_window);
         tcase_add_test(tc, window_end_reached_while_waiting_for_sequence);
         tcase_add_test(tc, unique_across_threads);
         suite_add_tcase(s, tc);

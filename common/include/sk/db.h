@@ -39,12 +39,9 @@ typedef my_bool sk_my_bool;
 typedef bool sk_my_bool;
 #endif
 
-typedef struct sk_db {
-        MYSQL *conn;             /* NULL after a failed reconnect */
-        sk_mysql_url_t url;
-        int lock_wait_timeout_s;
-        int no_database;         /* as given to sk_db_connect (kept for reconnect) */
-} sk_db_t;
+/* Opaque: the connection is reached only through the functions below (the statement
+ * and result-set users through the "connection" functions at the end). */
+typedef struct sk_db sk_db_t;
 
 /** @brief mysql_library_init once (thread-safe via pthread_once). */
 void sk_db_library_init(void);
@@ -56,10 +53,16 @@ void sk_db_library_init(void);
  *  distinguished here (the caller retries connects with backoff). */
 sk_db_t *sk_db_connect(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
                        char *errstr, size_t errstr_size);
+/** @brief sk_db_connect with read and write timeouts of @p io_timeout_s (>= 1) seconds
+ *  instead of 30 (kept for reconnects): for a connection whose statements must give up
+ *  sooner, e.g. the worker-id lease renewals (DESIGN.md 2). */
+sk_db_t *sk_db_connect_io(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
+                          int io_timeout_s, char *errstr, size_t errstr_size);
 /** @brief Close and reopen the same connection (same URL, database choice and session
  *  settings). Session state (open transaction, GET_LOCK locks) is lost.
- *  @returns SK_OK, or SK_EAGAIN/SK_EDB as classified (db->conn is then NULL and every
- *  other call fails with SK_EAGAIN until a reconnect succeeds). */
+ *  @returns SK_OK, or SK_EAGAIN/SK_EDB as classified (the handle is then not connected,
+ *  sk_db_connected() is 0, and every other call fails with SK_EAGAIN until a reconnect
+ *  succeeds). */
 sk_err_t sk_db_reconnect(sk_db_t *db, char *errstr, size_t errstr_size);
 /** @brief Close and free @p db. NULL is a no-op. */
 void sk_db_close(sk_db_t *db);
@@ -83,6 +86,15 @@ sk_err_t sk_db_exec(sk_db_t *db, const char *sql, char *errstr, size_t errstr_si
  *  classified error of the query. */
 sk_err_t sk_db_query_i64(sk_db_t *db, const char *sql, int64_t *out, int *is_null,
                          char *errstr, size_t errstr_size);
+/** @brief Run @p sql and read the first @p ncols (1..32) columns of its first row as
+ *  64-bit integers into out[0..ncols-1] (caller-owned). A NULL value gives 0 and sets
+ *  bit i of *null_mask (may be NULL; written on SK_OK only). Further rows are ignored.
+ *  @returns SK_OK, SK_ENOTFOUND for no row, SK_EINVAL (bad arguments), SK_EDB if a
+ *  value is not a 64-bit integer or the query has fewer columns, or the classified
+ *  error of the query (SK_EAGAIN transient, SK_EDB otherwise). Same thread rule as
+ *  every call on @p db. */
+sk_err_t sk_db_query_row_i64(sk_db_t *db, const char *sql, int64_t *out, int ncols,
+                             unsigned *null_mask, char *errstr, size_t errstr_size);
 /** @brief START TRANSACTION / COMMIT / ROLLBACK. Errors as classified (a COMMIT that
  *  fails with 2006/2013 has an unknown outcome: the caller re-checks by its idempotency
  *  key). ROLLBACK errors are ignored (the server rolls back on a broken link). */
@@ -107,3 +119,44 @@ sk_err_t sk_db_unlock(sk_db_t *db, const char *name, char *errstr, size_t errstr
  *  str: a string at @p s of capacity @p cap bytes, length in/out at *len (borrowed). */
 void sk_db_bind_i64(MYSQL_BIND *b, int64_t *v);
 void sk_db_bind_str(MYSQL_BIND *b, char *s, unsigned long *len, size_t cap);
+
+/* The connection for callers that use the client API's prepared statements and result
+ * sets directly (the handle itself stays opaque). Same thread rule as every call. */
+
+/** @brief 1 if @p db has an open connection (0 after a failed reconnect, or NULL). */
+int sk_db_connected(const sk_db_t *db);
+/** @brief A number bumped by every successful connect and reconnect: prepared
+ *  statements made under an older generation belong to a closed connection and must
+ *  be dropped (a new connection may even reuse the old handle's address). 0 for NULL. */
+uint64_t sk_db_generation(const sk_db_t *db);
+/** @brief The connection's last error number and text (2006 / "not connected" when
+ *  there is no connection). The text is owned by the connection, valid until the next
+ *  call on @p db. */
+unsigned int sk_db_errno(sk_db_t *db);
+const char *sk_db_error(sk_db_t *db);
+/** @brief Write the connection's last error as "@p what: mysql error N: text" into
+ *  errstr. @returns its class (sk_db_classify; SK_EDB when the number is 0, SK_EAGAIN
+ *  when not connected), never SK_OK. */
+sk_err_t sk_db_seterr(sk_db_t *db, const char *what, char *errstr, size_t errstr_size);
+/** @brief mysql_stmt_init on the connection: *out is owned by the caller
+ *  (mysql_stmt_close), valid while sk_db_generation is unchanged.
+ *  @returns SK_OK, SK_EAGAIN (not connected), SK_ENOMEM. */
+sk_err_t sk_db_stmt_init(sk_db_t *db, MYSQL_STMT **out, char *errstr, size_t errstr_size);
+/** @brief sk_db_stmt_init + mysql_stmt_prepare of @p sql (@p len bytes). On failure
+ *  the statement is closed and *out is NULL. @returns SK_OK or the classified error. */
+sk_err_t sk_db_prepare(sk_db_t *db, const char *sql, size_t len, MYSQL_STMT **out,
+                       char *errstr, size_t errstr_size);
+/** @brief Run @p sql (@p len bytes) and store its whole result set in *res (owned by the
+ *  caller: mysql_free_result). @returns SK_OK; SK_EDB if the statement returns no
+ *  result set; else the classified error (*res NULL). */
+sk_err_t sk_db_query(sk_db_t *db, const char *sql, size_t len, MYSQL_RES **res, char *errstr,
+                     size_t errstr_size);
+/** @brief @p s as a quoted, escaped SQL string literal (with the connection's character
+ *  set) into @p out. @returns its length, or 0 if @p out_size < 2 * strlen(s) + 3 or
+ *  there is no connection (nothing written then). */
+size_t sk_db_quote(sk_db_t *db, const char *s, char *out, size_t out_size);
+/** @brief Make @p name the connection's default database (mysql_select_db; a reconnect
+ *  returns to the one of the URL). @returns SK_OK or the classified error. */
+sk_err_t sk_db_select_db(sk_db_t *db, const char *name, char *errstr, size_t errstr_size);
+/** @brief 1 if the connection answers a ping now, else 0 (no reconnect is attempted). */
+int sk_db_ping(sk_db_t *db);

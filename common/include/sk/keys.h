@@ -13,7 +13,5 @@ typedef enum { SK_KEY_META, SK_KEY_STOCK, SK_KEY_USERS, SK_KEY_TRACE } sk_key_ki
 size_t sk_key_voucher(char *buf, const char *prefix, int64_t voucher_id, sk_key_kind_t kind);
 /** @brief "<prefix>:order:<order_id>" (order JSON cache, TTL 60 s). */
 size_t sk_key_order(char *buf, const char *prefix, int64_t order_id);
-/** @brief "<prefix>:worker:<id>" and "<prefix>:worker:<id>:until" (DESIGN.md 2). */
-size_t sk_key_worker(char *buf, const char *prefix, int worker_id, int until);
 /** @brief Trace-hash fields for trace @p trace_id: "T", "T:r", "T:c". */
 size_t sk_field_trace(char *buf, int64_t trace_id, char suffix /* 0, 'r' or 'c' */);

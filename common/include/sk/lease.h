@@ -1,37 +1,91 @@
-/* sk/lease.h: snowflake worker ids leased in Redis (DESIGN.md 2) and the id generator
- * they gate. <prefix>:worker:<id> = host:pid:start_ms, SET NX PX lease; renewed every
- * lease/3 by a compare-and-set script on a background thread with its own connection;
- * each renewal raises <prefix>:worker:<id>:until to now + 2/3 lease (no TTL). A new
- * holder mints nothing until its clock passes the old :until (or 2/3 lease after
- * acquiring when :until is missing). A lost lease stops minting at once and re-leases
- * the same id (every lease/3 until it is free again). The renewal compare-and-set and
- * the release (DEL only if ours) are small Lua scripts EVAL'd inline from lease.c (not
- * lua/: they are lease bookkeeping, not purchase scripts, and need no SHA cache).
- * :until is never deleted (the next holder needs it).
- * Thread-safe: every function may be called from any thread (sk_idgen_stop once). */
+/* sk/lease.h: snowflake worker ids leased in the database (DESIGN.md 2) and the id
+ * generator they gate.
+ *
+ * Table tb_worker_lease (worker_id PK, holder 'host:pid:start_ms', lease_until,
+ * mint_until), one row per id 0..1023 (created by ddl/0002_worker_lease.sql). Every
+ * decision is a conditional UPDATE judged by the database's NOW(3): an id is free when
+ * lease_until < NOW(3); a renewal (every lease/3, on a background thread with its own
+ * connection) succeeds only while holder is still ours, and raises mint_until to
+ * NOW(3) + 2/3 lease (never lowers it). A renewal that finds another holder means the
+ * lease is lost: minting stops at once and the thread leases again (the same id when
+ * SECKILL_WORKER_ID is set, else the lowest usable id).
+ *
+ * Snowflake timestamps are stamped on the database's clock (the local monotonic clock
+ * anchored to NOW(3) at every renewal), and the mint window is a range of timestamp
+ * *values*: (previous holder's mint_until, our mint_until]. So a holder never mints an
+ * id stamped after its mint_until, and the next holder never one stamped at or before
+ * it, whatever the skew between hosts and the database: the ranges of two holders of an
+ * id are disjoint by construction. See lease.c for the argument.
+ *
+ * Thread-safety: sk_idgen_next, sk_idgen_usable and sk_idgen_worker_id may be called from
+ * any thread at any time between start and stop; sk_idgen_stop once, after every other
+ * call returned. The event callback runs on the renewal thread. */
 #pragma once
 #include <stdint.h>
-#include "sk/err.h"
 #include "sk/conf.h"
+#include "sk/err.h"
+#include "sk/metrics.h"
 
 typedef struct sk_idgen sk_idgen_t;
 
-/** @brief Lease conf->worker_id (or the lowest free id 0..1023 when -1) in
- *  conf->redis under conf->redis_prefix with conf->worker_lease_ms (ms), and start the
- *  renewer thread (its own Redis connection). @p conf is read, not kept. Minting opens
- *  only after the old holder's :until (or 2/3 lease after acquiring when it is missing),
- *  so the first sk_idgen_next() calls may answer SK_EAGAIN.
+/* What the renewal thread reports to the binary (common/ never logs: the binary logs
+ * each event once, DESIGN.md 2 "logged once each"). */
+typedef enum {
+        SK_IDGEN_EV_LOST = 1,        /* another holder has the id: minting stopped */
+        SK_IDGEN_EV_ACQUIRED,        /* leased again after a loss (maybe another id) */
+        SK_IDGEN_EV_RENEW_FAILED,    /* first failed renewal of a run (DB unreachable) */
+        SK_IDGEN_EV_RENEW_RECOVERED, /* first successful renewal after failed ones */
+} sk_idgen_event_t;
+
+/** @brief Event callback: @p worker_id is the id concerned, @p detail a short reason
+ *  (borrowed for the call). Runs on the renewal thread, no lock held; must not call
+ *  sk_idgen_stop. */
+typedef void (*sk_idgen_event_fn)(void *arg, sk_idgen_event_t ev, int worker_id,
+                                  const char *detail);
+
+typedef struct sk_idgen_opts {
+        /* Registry for seckill_worker_lease_held (gauge: 1 while held with the mint
+         * window open, i.e. ids can be minted; refreshed every lease/3),
+         * seckill_worker_id (gauge),
+         * seckill_worker_lease_lost_total, seckill_worker_lease_reacquired_total and
+         * seckill_worker_lease_renew_errors_total; registered during start (the
+         * registry's start-up rule). NULL = no metrics. Borrowed; must outlive @p g. */
+        sk_metrics_t *metrics;
+        sk_idgen_event_fn on_event;  /* NULL = no callback */
+        void *event_arg;
+        /* Test hook: added to every timestamp this generator reads, as if its host's
+         * notion of the database's time were off by that much (ms, may be negative).
+         * The mint bounds still hold, only availability suffers. 0 in production. */
+        int64_t test_clock_offset_ms;
+} sk_idgen_opts_t;
+
+/** @brief Lease conf->worker_id (or, when -1, the lowest id that is free and can mint
+ *  at once, else the lowest free one whose previous mint_until is at most one lease
+ *  ahead; an id whose mint_until is further ahead (a clock step) is skipped) in
+ *  conf->mysql's tb_worker_lease, lease period conf->worker_lease_ms (ms), and start
+ *  the renewal thread (its own DB connection). @p conf and @p opts are read, not kept
+ *  (except opts->metrics and opts->event_arg, borrowed). Minting opens once the
+ *  database clock has passed the previous holder's mint_until, so the first
+ *  sk_idgen_next() calls may answer SK_EAGAIN (never when the id's old mint_until was
+ *  already past).
  *  @returns owned generator (sk_idgen_stop()), or NULL with *err = SK_EEXIST (the
- *  requested id is taken: exit 2), SK_EAGAIN (Redis unreachable, no free id), SK_EINVAL
- *  (bad conf), SK_ENOMEM. */
+ *  requested id is held by another process: the binaries exit 2), SK_EAGAIN (database
+ *  unreachable or no usable id), SK_EDB (tb_worker_lease missing: run `db migrate`;
+ *  other DB errors), SK_EINVAL (bad conf), SK_ENOMEM. */
+sk_idgen_t *sk_idgen_start_opts(const sk_conf_t *conf, const sk_idgen_opts_t *opts,
+                                sk_err_t *err, char *errstr, size_t errstr_size);
+/** @brief sk_idgen_start_opts with no metrics, no callback, no test hook. */
 sk_idgen_t *sk_idgen_start(const sk_conf_t *conf, sk_err_t *err, char *errstr, size_t errstr_size);
-/** @brief Mint one id. @returns SK_OK, or SK_EAGAIN when the lease is not usable now
- *  (waiting for :until, lost, clock went back too far). */
+/** @brief Mint one id (stamped on the database's clock, inside the mint window).
+ *  @returns SK_OK, or SK_EAGAIN when the lease is not usable now (waiting for the
+ *  previous holder's mint_until, lost, renewals failing past mint_until). */
 sk_err_t sk_idgen_next(sk_idgen_t *g, int64_t *out, char *errstr, size_t errstr_size);
-/** @brief 1 if the lease is held and now is inside the mint window (for /readyz). */
+/** @brief 1 if the lease is held and the stamp clock is inside the mint window now
+ *  (for /readyz), else 0. */
 int sk_idgen_usable(sk_idgen_t *g);
-/** @brief The leased worker id. */
+/** @brief The leased worker id (it may change after a loss when conf->worker_id was -1). */
 int sk_idgen_worker_id(const sk_idgen_t *g);
-/** @brief Close the mint window, stop the renewer and release the lease (DEL only if
- *  still ours; :until stays). Frees @p g. NULL ok. */
+/** @brief Close the mint window, stop the renewal thread and release the lease
+ *  (lease_until set in the past, only if holder is still ours; mint_until stays for the
+ *  next holder). Frees @p g. NULL ok. */
 void sk_idgen_stop(sk_idgen_t *g);

@@ -33,8 +33,3 @@ double sk_metric_quantile(const sk_metric_t *h, double q);
 
 /** @brief Render the Prometheus text exposition. @returns malloc'd string (free()). */
 char *sk_metrics_render(sk_metrics_t *m);
-
-/** @brief Serve /metrics (and /healthz) on @p addr ("host:port") until stop.
- *  @returns opaque server handle or NULL with the reason. */
-void *sk_metrics_http_start(sk_metrics_t *m, const char *addr, char *errstr, size_t errstr_size);
-void sk_metrics_http_stop(void *srv);

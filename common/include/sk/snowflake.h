@@ -23,8 +23,13 @@ void sk_snowflake_set_mint_window(sk_snowflake_t *sf, int64_t from_ms, int64_t u
 /** @brief Mint one id into *out. @returns SK_OK; SK_EAGAIN (window closed, clock
  *  behind for too long, or sequence exhausted past the bound). */
 sk_err_t sk_snowflake_next(sk_snowflake_t *sf, int64_t *out, char *errstr, size_t errstr_size);
-/** @brief Worker id of @p sf. */
-int sk_snowflake_worker_id(const sk_snowflake_t *sf);
+/** @brief Switch @p sf to @p worker_id (0..1023) and the window [from_ms, until_ms] in
+ *  one step, so that no id is minted with the new id under the old window or the
+ *  reverse (the lease moved to another worker id, DESIGN.md 2). Ids stay strictly
+ *  increasing across the switch. @returns 0, or -1 for a bad id (nothing changed). */
+int sk_snowflake_rebind(sk_snowflake_t *sf, int worker_id, int64_t from_ms, int64_t until_ms);
+/** @brief Worker id of @p sf (thread-safe). */
+int sk_snowflake_worker_id(sk_snowflake_t *sf);
 /** @brief Decompose an id. */
 int64_t sk_snowflake_ts_ms(int64_t id);
 void sk_snowflake_destroy(sk_snowflake_t *sf);
