@@ -13,7 +13,7 @@
 #include "sk/clock.h"
 #include "sk/redis.h"
 
-static atomic_int redis_ok, noeviction_ok, scripts_ok;
+static atomic_int redis_ok, noeviction_ok, scripts_ok, server_ok;
 static atomic_int stop;
 static pthread_t t_health;
 
@@ -21,6 +21,7 @@ static void redis_check(sk_redis_t **rp)
 {
         char errstr[512];
         int ne, sl;
+        sk_err_t sv;
 
         /* The breaker (breaker.c) is open: Redis is known down and its probe thread
          * watches it; do not block this thread (and the Kafka checks) on it. */
@@ -35,10 +36,12 @@ static void redis_check(sk_redis_t **rp)
                 return;
         }
         ne = sk_redis_noeviction(*rp);
+        /* Every master reachable, Redis >= 7.0 and noeviction (DESIGN.md 3, 4, 4b). */
+        sv = sk_redis_check_server(*rp, errstr, sizeof(errstr));
         sl = sk_redis_scripts_loaded(*rp);
         if (sl == 0 && sk_redis_load_scripts(*rp, errstr, sizeof(errstr)) == SK_OK)
                 sl = 1;
-        if (ne < 0 || sl < 0) {
+        if (ne < 0 || sl < 0 || sv == SK_EAGAIN) {
                 atomic_store(&redis_ok, 0);
                 sk_redis_reconnect(*rp, errstr, sizeof(errstr));
                 return;
@@ -46,6 +49,7 @@ static void redis_check(sk_redis_t **rp)
         atomic_store(&redis_ok, 1);
         atomic_store(&noeviction_ok, ne == 1);
         atomic_store(&scripts_ok, sl == 1);
+        atomic_store(&server_ok, sv == SK_OK);
 }
 
 static void kafka_check(void)
@@ -87,8 +91,9 @@ void fr_health_stop(void)
         pthread_join(t_health, NULL);
 }
 
-void fr_health_redis(int *ok, int *noeviction, int *scripts)
+void fr_health_redis(int *ok, int *noeviction, int *scripts, int *server)
 {
+        *server = atomic_load(&server_ok);
         *ok = atomic_load(&redis_ok);
         *noeviction = atomic_load(&noeviction_ok);
         *scripts = atomic_load(&scripts_ok);

@@ -7,5 +7,7 @@
 int fr_health_start(void);
 /** Stop and join it. */
 void fr_health_stop(void);
-/** Redis as last seen: reachable, maxmemory-policy noeviction, every script loaded. */
-void fr_health_redis(int *ok, int *noeviction, int *scripts);
+/** Redis as last seen: reachable, maxmemory-policy noeviction, every script loaded, and
+ *  @p server: every master reachable with Redis >= 7.0 and noeviction
+ *  (sk_redis_check_server, DESIGN.md 3 /readyz). Thread-safe (atomics). */
+void fr_health_redis(int *ok, int *noeviction, int *scripts, int *server);

@@ -172,16 +172,17 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
 static void route_readyz(fr_req_t *req)
 {
         char buf[256];
-        int redis, noev, scripts, kafka = fr_kprod_ok(), lease = sk_idgen_usable(idgen), ready;
+        int redis, noev, scripts, server, kafka = fr_kprod_ok(), lease = sk_idgen_usable(idgen);
+        int ready;
 
-        fr_health_redis(&redis, &noev, &scripts);
-        ready = redis && noev && scripts && kafka && lease && !fr_stopping();
+        fr_health_redis(&redis, &noev, &scripts, &server);
+        ready = redis && noev && scripts && server && kafka && lease && !fr_stopping();
         snprintf(buf, sizeof(buf),
-                 "{\"ready\":%s,\"redis\":%s,\"noeviction\":%s,\"scripts\":%s,\"kafka\":%s,"
-                 "\"lease\":%s,\"workerId\":%d}",
+                 "{\"ready\":%s,\"redis\":%s,\"noeviction\":%s,\"scripts\":%s,"
+                 "\"redisServer\":%s,\"kafka\":%s,\"lease\":%s,\"workerId\":%d}",
                  ready ? "true" : "false", redis ? "true" : "false", noev ? "true" : "false",
-                 scripts ? "true" : "false", kafka ? "true" : "false", lease ? "true" : "false",
-                 sk_idgen_worker_id(idgen));
+                 scripts ? "true" : "false", server ? "true" : "false", kafka ? "true" : "false",
+                 lease ? "true" : "false", sk_idgen_worker_id(idgen));
         quick(req, ready ? 200 : 503, strdup(buf));
 }
 

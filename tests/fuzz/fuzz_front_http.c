@@ -96,9 +96,9 @@ size_t fr_rollback_depth(void) { return 0; }
 size_t fr_lookup_depth(void) { return 0; }
 void fr_orders_metrics_init(void) {} /* orders.c's (pay/cancel), not linked */
 
-void fr_health_redis(int *ok, int *noeviction, int *scripts)
+void fr_health_redis(int *ok, int *noeviction, int *scripts, int *server)
 {
-        *ok = *noeviction = *scripts = 1;
+        *ok = *noeviction = *scripts = *server = 1;
 }
 
 /* ---- harness ---- */

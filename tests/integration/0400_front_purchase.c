@@ -101,6 +101,7 @@ START_TEST(ready_health_metrics)
         ck_assert_int_eq(ft_http(g_port, "GET", "/healthz", NULL, NULL, body, sizeof(body)), 200);
         ck_assert_int_eq(ft_http(g_port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 200);
         ck_assert_ptr_nonnull(strstr(body, "\"kafka\":true"));
+        ck_assert_ptr_nonnull(strstr(body, "\"redisServer\":true"));
         ck_assert_ptr_nonnull(strstr(body, "\"lease\":true"));
         ck_assert_int_eq(ft_http(g_port, "GET", "/metrics", NULL, NULL, body, sizeof(body)), 200);
         ck_assert_ptr_nonnull(strstr(body, "seckill_front_requests_total"));
