@@ -306,6 +306,170 @@ static int held(const sk_trace_entry_t *e)
         return e->deduct && !e->restore && e->msg_ok;
 }
 
+/* Outcomes of the held traces, first without any lock (may be many). @p ids receives
+ * every held trace, @p recheck the held ones not yet CREATED, which may change before
+ * the locked read (CREATED is final). @returns SK_OK, or the error with errstr set
+ * (SK_ENOMEM "out of memory"). */
+static sk_err_t held_outcomes(sk_db_t *db, snap_t *s, sk_i64vec_t *ids, sk_i64vec_t *recheck,
+                              char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+        size_t i;
+
+        for (i = 0; i < s->set.n; i++)
+                if (held(&s->set.v[i]) && sk_i64vec_push(ids, s->set.v[i].trace_id) != 0)
+                        goto nomem;
+        if ((err = sk_traceset_load_db_ids(db, &s->set, ids->v, ids->n, errstr,
+                                           errstr_size)) != SK_OK)
+                return err;
+        for (i = 0; i < s->set.n; i++)
+                if (held(&s->set.v[i]) && s->set.v[i].outcome != SK_OUTCOME_CREATED &&
+                    sk_i64vec_push(recheck, s->set.v[i].trace_id) != 0)
+                        goto nomem;
+        return SK_OK;
+nomem:
+        sk_seterr(errstr, errstr_size, "out of memory");
+        return SK_ENOMEM;
+}
+
+/* The database side in one transaction (invariants 1, 4, 6, active <= init): voucher
+ * row under a shared lock, active orders, the outcomes of @p recheck and the lifecycle
+ * counters. The shared lock keeps the consumers' stock UPDATE (and so their order
+ * commits) out until COMMIT: stock, buyers and outcomes are one consistent view.
+ * Rolls back on any failure. @returns SK_OK, or the error with errstr set. */
+static sk_err_t locked_db_read(sk_db_t *db, int64_t voucher_id, snap_t *s,
+                               const sk_i64vec_t *recheck, dbrows_t *d, sk_verify_report_t *rep,
+                               char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        if ((err = sk_db_begin(db, errstr, errstr_size)) != SK_OK)
+                return err;
+        if ((err = sk_traceset_rows(db,
+                        "SELECT init_stock, stock FROM tb_seckill_voucher WHERE voucher_id = ?"
+                        " LOCK IN SHARE MODE",
+                        &voucher_id, 1, 2, voucher_row, d, errstr, errstr_size)) != SK_OK)
+                goto fail;
+        if (!d->found) {
+                sk_seterr(errstr, errstr_size, "voucher %" PRId64 " is not in the database",
+                          voucher_id);
+                err = SK_ENOTFOUND;
+                goto fail;
+        }
+        if ((err = sk_traceset_rows(db,
+                        "SELECT user_id, trace_id FROM tb_voucher_order"
+                        " WHERE voucher_id = ? AND status IN (1, 2)",
+                        &voucher_id, 1, 2, buyer_row, d, errstr, errstr_size)) != SK_OK)
+                goto fail;
+        if (d->oom) {
+                sk_seterr(errstr, errstr_size, "out of memory");
+                err = SK_ENOMEM;
+                goto fail;
+        }
+        if ((err = sk_traceset_load_db_ids(db, &s->set, recheck->v, recheck->n, errstr,
+                                           errstr_size)) != SK_OK)
+                goto fail;
+        if ((err = lifecycle_rows(db, voucher_id, rep, errstr, errstr_size)) != SK_OK)
+                goto fail;
+        if ((err = sk_db_commit(db, errstr, errstr_size)) != SK_OK)
+                goto fail;
+        return SK_OK;
+fail:
+        sk_db_rollback(db);
+        return err;
+}
+
+/* Invariant 2: buyers (sorted unique afterwards) and the number of users with more
+ * than one active order in d->dups. @returns 0, or -1 out of memory. */
+static int count_duplicates(dbrows_t *d)
+{
+        size_t i;
+
+        for (i = 0; i < d->order_users.n; i++)
+                if (sk_i64vec_push(&d->buyers, d->order_users.v[i]) != 0)
+                        return -1;
+        if (d->buyers.n) {
+                size_t j, run = 1;
+                qsort(d->buyers.v, d->buyers.n, sizeof(*d->buyers.v), sk_i64_cmp);
+                for (j = 1; j <= d->buyers.n; j++) {
+                        if (j < d->buyers.n && d->buyers.v[j] == d->buyers.v[j - 1]) {
+                                run++;
+                                continue;
+                        }
+                        if (run > 1)
+                                d->dups++;
+                        run = 1;
+                }
+        }
+        sk_i64vec_sort_unique(&d->buyers);
+        return 0;
+}
+
+/* The Redis side (invariant 3): the figures of @p rep, the users the hash should hold
+ * (@p expected, sorted unique: active buyers not late, plus the users of held traces
+ * not CREATED) and the differences. @returns 0, or -1 out of memory. */
+static int redis_side(sk_verify_report_t *rep, const snap_t *s, const dbrows_t *d,
+                      const sk_i64vec_t *late_users, int64_t late_qty, sk_i64vec_t *expected)
+{
+        size_t i;
+
+        rep->init_stock = d->init_stock;
+        rep->db_stock = d->stock;
+        rep->redis_stock = s->stock;
+        rep->redis_stock_missing = s->stock_missing;
+        rep->meta_status = s->meta_status;
+        rep->active_orders = d->active;
+        rep->active_buyers = (int64_t)d->buyers.n;
+        rep->duplicate_users = d->dups;
+        rep->users_in_hash = (int64_t)s->users.n;
+        rep->redis_stable = s->stable;
+
+        for (i = 0; i < d->buyers.n; i++)
+                if (!sk_i64vec_contains(late_users, d->buyers.v[i]) &&
+                    sk_i64vec_push(expected, d->buyers.v[i]) != 0)
+                        return -1;
+        for (i = 0; i < s->set.n; i++) {
+                const sk_trace_entry_t *e = &s->set.v[i];
+                if (e->deduct)
+                        rep->trace_entries++;
+                if (!held(e) || e->outcome == SK_OUTCOME_CREATED)
+                        continue;
+                if (e->outcome == SK_OUTCOME_FAILED)
+                        rep->pending_rollbacks++;
+                else
+                        rep->undecided_traces++;
+                rep->held_qty += e->msg.deduct_qty;
+                if (sk_i64vec_push(expected, e->msg.user_id) != 0)
+                        return -1;
+        }
+        sk_i64vec_sort_unique(expected);
+        rep->expected_redis_stock = rep->db_stock + late_qty - rep->held_qty;
+        for (i = 0; i < s->users.n; i++)
+                if (!sk_i64vec_contains(expected, s->users.v[i]))
+                        rep->users_not_active++;
+        for (i = 0; i < d->buyers.n; i++)
+                if (!sk_i64vec_contains(late_users, d->buyers.v[i]) &&
+                    !sk_i64vec_contains(&s->users, d->buyers.v[i]))
+                        rep->active_not_in_hash++;
+        return 0;
+}
+
+/* The verdicts of DESIGN.md 9 from the figures of @p rep. */
+static void verdicts(sk_verify_report_t *rep, const snap_t *s, size_t nexpected)
+{
+        rep->inv1_ok = rep->init_stock - rep->db_stock == rep->active_orders;
+        rep->inv2_ok = rep->duplicate_users == 0;
+        rep->inv3_stock_ok = !s->stock_missing && rep->redis_stock == rep->expected_redis_stock;
+        /* Equal sets: same size and every hash user expected. */
+        rep->inv3_users_ok = rep->users_not_active == 0 && s->users.n == nexpected;
+        rep->inv3_ok = rep->redis_stable && rep->inv3_stock_ok && rep->inv3_users_ok;
+        rep->active_le_init_ok = rep->active_orders <= rep->init_stock;
+        rep->inv4_ok = rep->ended_no_restore == 0 && rep->restore_not_ended == 0;
+        rep->inv6_ok = rep->paid_and_ended == 0;
+        rep->ok = rep->inv1_ok && rep->inv2_ok && rep->inv3_ok && rep->active_le_init_ok &&
+                  rep->inv4_ok && rep->inv6_ok;
+}
+
 sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
                                 int64_t voucher_id, int max_tries, sk_verify_report_t *rep,
                                 char *errstr, size_t errstr_size)
@@ -314,9 +478,8 @@ sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
         dbrows_t d;
         sk_i64vec_t ids = { 0 }, recheck = { 0 }, expected = { 0 }, late_users = { 0 };
         int64_t late_qty = 0;
+        char k_trace[SK_KEY_MAX];
         sk_err_t err;
-        int in_txn = 0;
-        size_t i;
 
         memset(rep, 0, sizeof(*rep));
         memset(&s, 0, sizeof(s));
@@ -329,143 +492,30 @@ sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
 
         if ((err = redis_snapshot(r, prefix, voucher_id, max_tries, &s, errstr, errstr_size)) != SK_OK)
                 goto done;
-
-        /* Outcomes of the held traces, first without any lock (may be many). */
-        for (i = 0; i < s.set.n; i++)
-                if (held(&s.set.v[i]) && sk_i64vec_push(&ids, s.set.v[i].trace_id) != 0)
-                        goto nomem;
-        if ((err = sk_traceset_load_db_ids(db, &s.set, ids.v, ids.n, errstr, errstr_size)) != SK_OK)
+        if ((err = held_outcomes(db, &s, &ids, &recheck, errstr, errstr_size)) != SK_OK)
                 goto done;
-        /* CREATED is final; only the others can change before the locked read. */
-        for (i = 0; i < s.set.n; i++)
-                if (held(&s.set.v[i]) && s.set.v[i].outcome != SK_OUTCOME_CREATED &&
-                    sk_i64vec_push(&recheck, s.set.v[i].trace_id) != 0)
-                        goto nomem;
-
-        if ((err = sk_db_begin(db, errstr, errstr_size)) != SK_OK)
+        if ((err = locked_db_read(db, voucher_id, &s, &recheck, &d, rep, errstr,
+                                  errstr_size)) != SK_OK)
                 goto done;
-        in_txn = 1;
-        /* The shared lock keeps the consumers' stock UPDATE (and so their order commits)
-         * out until COMMIT: stock, buyers and outcomes below are one consistent view. */
-        if ((err = sk_traceset_rows(db,
-                        "SELECT init_stock, stock FROM tb_seckill_voucher WHERE voucher_id = ?"
-                        " LOCK IN SHARE MODE",
-                        &voucher_id, 1, 2, voucher_row, &d, errstr, errstr_size)) != SK_OK)
-                goto done;
-        if (!d.found) {
-                sk_seterr(errstr, errstr_size, "voucher %" PRId64 " is not in the database",
-                          voucher_id);
-                err = SK_ENOTFOUND;
-                goto done;
-        }
-        if ((err = sk_traceset_rows(db,
-                        "SELECT user_id, trace_id FROM tb_voucher_order"
-                        " WHERE voucher_id = ? AND status IN (1, 2)",
-                        &voucher_id, 1, 2, buyer_row, &d, errstr, errstr_size)) != SK_OK)
-                goto done;
-        if (d.oom)
+        if (count_duplicates(&d) != 0)
                 goto nomem;
-        if ((err = sk_traceset_load_db_ids(db, &s.set, recheck.v, recheck.n, errstr,
-                                           errstr_size)) != SK_OK)
+        sk_key_voucher(k_trace, prefix, voucher_id, SK_KEY_TRACE);
+        if ((err = late_orders(r, k_trace, &s.set, &d, &late_qty, &late_users, errstr,
+                               errstr_size)) != SK_OK)
                 goto done;
-        if ((err = lifecycle_rows(db, voucher_id, rep, errstr, errstr_size)) != SK_OK)
-                goto done;
-        if ((err = sk_db_commit(db, errstr, errstr_size)) != SK_OK)
-                goto done;
-        in_txn = 0;
-        /* Buyers and users with more than one active order (invariant 2). */
-        for (i = 0; i < d.order_users.n; i++)
-                if (sk_i64vec_push(&d.buyers, d.order_users.v[i]) != 0)
-                        goto nomem;
-        if (d.buyers.n) {
-                size_t j, run = 1;
-                qsort(d.buyers.v, d.buyers.n, sizeof(*d.buyers.v), sk_i64_cmp);
-                for (j = 1; j <= d.buyers.n; j++) {
-                        if (j < d.buyers.n && d.buyers.v[j] == d.buyers.v[j - 1]) {
-                                run++;
-                                continue;
-                        }
-                        if (run > 1)
-                                d.dups++;
-                        run = 1;
-                }
-        }
-        sk_i64vec_sort_unique(&d.buyers);
-        {
-                char k_trace[SK_KEY_MAX];
-                sk_key_voucher(k_trace, prefix, voucher_id, SK_KEY_TRACE);
-                if ((err = late_orders(r, k_trace, &s.set, &d, &late_qty, &late_users, errstr,
-                                       errstr_size)) != SK_OK)
-                        goto done;
-        }
         rep->late_orders = (int64_t)late_users.n;
-        {
-                char k_trace[SK_KEY_MAX];
-                sk_key_voucher(k_trace, prefix, voucher_id, SK_KEY_TRACE);
-                if ((err = pending_releases(db, r, k_trace, voucher_id, &rep->ended_no_release,
-                                            errstr, errstr_size)) != SK_OK)
-                        goto done;
-        }
-
-        /* Figures. */
-        rep->init_stock = d.init_stock;
-        rep->db_stock = d.stock;
-        rep->redis_stock = s.stock;
-        rep->redis_stock_missing = s.stock_missing;
-        rep->meta_status = s.meta_status;
-        rep->active_orders = d.active;
-        rep->active_buyers = (int64_t)d.buyers.n;
-        rep->duplicate_users = d.dups;
-        rep->users_in_hash = (int64_t)s.users.n;
-        rep->redis_stable = s.stable;
-
-        for (i = 0; i < d.buyers.n; i++)
-                if (!sk_i64vec_contains(&late_users, d.buyers.v[i]) &&
-                    sk_i64vec_push(&expected, d.buyers.v[i]) != 0)
-                        goto nomem;
-        for (i = 0; i < s.set.n; i++) {
-                const sk_trace_entry_t *e = &s.set.v[i];
-                if (e->deduct)
-                        rep->trace_entries++;
-                if (!held(e) || e->outcome == SK_OUTCOME_CREATED)
-                        continue;
-                if (e->outcome == SK_OUTCOME_FAILED)
-                        rep->pending_rollbacks++;
-                else
-                        rep->undecided_traces++;
-                rep->held_qty += e->msg.deduct_qty;
-                if (sk_i64vec_push(&expected, e->msg.user_id) != 0)
-                        goto nomem;
-        }
-        sk_i64vec_sort_unique(&expected);
-        rep->expected_redis_stock = rep->db_stock + late_qty - rep->held_qty;
-        for (i = 0; i < s.users.n; i++)
-                if (!sk_i64vec_contains(&expected, s.users.v[i]))
-                        rep->users_not_active++;
-        for (i = 0; i < d.buyers.n; i++)
-                if (!sk_i64vec_contains(&late_users, d.buyers.v[i]) &&
-                    !sk_i64vec_contains(&s.users, d.buyers.v[i]))
-                        rep->active_not_in_hash++;
-
-        rep->inv1_ok = rep->init_stock - rep->db_stock == rep->active_orders;
-        rep->inv2_ok = rep->duplicate_users == 0;
-        rep->inv3_stock_ok = !s.stock_missing && rep->redis_stock == rep->expected_redis_stock;
-        /* Equal sets: same size and every hash user expected. */
-        rep->inv3_users_ok = rep->users_not_active == 0 && s.users.n == expected.n;
-        rep->inv3_ok = rep->redis_stable && rep->inv3_stock_ok && rep->inv3_users_ok;
-        rep->active_le_init_ok = rep->active_orders <= rep->init_stock;
-        rep->inv4_ok = rep->ended_no_restore == 0 && rep->restore_not_ended == 0;
-        rep->inv6_ok = rep->paid_and_ended == 0;
-        rep->ok = rep->inv1_ok && rep->inv2_ok && rep->inv3_ok && rep->active_le_init_ok &&
-                  rep->inv4_ok && rep->inv6_ok;
+        if ((err = pending_releases(db, r, k_trace, voucher_id, &rep->ended_no_release,
+                                    errstr, errstr_size)) != SK_OK)
+                goto done;
+        if (redis_side(rep, &s, &d, &late_users, late_qty, &expected) != 0)
+                goto nomem;
+        verdicts(rep, &s, expected.n);
         err = SK_OK;
         goto done;
 nomem:
         sk_seterr(errstr, errstr_size, "out of memory");
         err = SK_ENOMEM;
 done:
-        if (in_txn)
-                sk_db_rollback(db);
         snap_free(&s);
         free(d.buyers.v);
         free(d.order_users.v);
