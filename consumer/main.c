@@ -166,6 +166,47 @@ static int run_workers(const cons_ctx_t *ctx, cons_opts_t *opts)
         return failed;
 }
 
+/* Serves /metrics on conf->metrics_addr unless it is "off". A failed listen is logged
+ * and not fatal (the workers still run). @returns the server, or NULL. */
+static void *start_metrics_http(sk_metrics_t *reg, const sk_conf_t *conf)
+{
+        char errstr[512];
+        void *srv;
+
+        if (strcmp(conf->metrics_addr, "off") == 0)
+                return NULL;
+        srv = sk_metrics_http_start(reg, conf->metrics_addr, errstr, sizeof(errstr));
+        if (!srv)
+                SK_LOG(SK_WARN, "metrics_listen_failed", "addr=%s err=\"%s\"", conf->metrics_addr, errstr);
+        else
+                SK_LOG(SK_INFO, "metrics_listening", "addr=%s", conf->metrics_addr);
+        return srv;
+}
+
+/* Creates the order topic and its DLQ if missing (DESIGN.md 5: the broker does not
+ * auto-create them), retrying with backoff: without end while the error is transient,
+ * else up to 6 attempts. @returns 0 topics exist, 1 gave up, -1 g_stop was set while
+ * waiting. */
+static int ensure_topics(const sk_conf_t *conf)
+{
+        char errstr[512];
+        uint64_t rng = sk_backoff_seed();
+        int attempt = 0;
+
+        for (;;) {
+                sk_err_t err = sk_kafka_ensure_topics(conf, 10000, errstr, sizeof(errstr));
+                if (err == SK_OK)
+                        return 0;
+                SK_LOG(SK_WARN, "ensure_topics_failed", "attempt=%d err=%s reason=\"%s\"", attempt,
+                       sk_err2str(err), errstr);
+                if (err != SK_EAGAIN && attempt >= 5)
+                        return 1;
+                sk_sleep_ms(sk_backoff_ms(attempt++, 200, 5000, &rng), (volatile int *)&g_stop);
+                if (g_stop)
+                        return -1;
+        }
+}
+
 int main(int argc, char **argv)
 {
         static sk_conf_t conf;
@@ -189,9 +230,7 @@ int main(int argc, char **argv)
         static cons_metrics_t metrics;
         cons_ctx_t ctx;
         void *srv = NULL;
-        char errstr[512];
-        uint64_t rng = sk_backoff_seed();
-        int argi = 0, rc, attempt = 0, failed = 0;
+        int argi = 0, rc, failed = 0;
 
         rc = sk_conf_load(&conf, argc, argv, "seckill-consumer", NULL, extra,
                           sizeof(extra) / sizeof(extra[0]), &argi);
@@ -218,28 +257,11 @@ int main(int argc, char **argv)
                 return 1;
         }
         register_metrics(reg, &metrics);
-        if (strcmp(conf.metrics_addr, "off") != 0) {
-                srv = sk_metrics_http_start(reg, conf.metrics_addr, errstr, sizeof(errstr));
-                if (!srv)
-                        SK_LOG(SK_WARN, "metrics_listen_failed", "addr=%s err=\"%s\"", conf.metrics_addr, errstr);
-                else
-                        SK_LOG(SK_INFO, "metrics_listening", "addr=%s", conf.metrics_addr);
-        }
+        srv = start_metrics_http(reg, &conf);
 
-        /* Topics (DESIGN.md 5: the broker does not auto-create them). */
-        for (;;) {
-                sk_err_t err = sk_kafka_ensure_topics(&conf, 10000, errstr, sizeof(errstr));
-                if (err == SK_OK)
-                        break;
-                SK_LOG(SK_WARN, "ensure_topics_failed", "attempt=%d err=%s reason=\"%s\"", attempt,
-                       sk_err2str(err), errstr);
-                if (err != SK_EAGAIN && attempt >= 5) {
-                        rc = 1;
-                        goto done;
-                }
-                sk_sleep_ms(sk_backoff_ms(attempt++, 200, 5000, &rng), (volatile int *)&g_stop);
-                if (g_stop)
-                        goto done;
+        if ((rc = ensure_topics(&conf)) != 0) {
+                rc = rc > 0 ? 1 : 0;    /* -1: stop requested while waiting, exit 0 */
+                goto done;
         }
 
         ctx.conf = &conf;
