@@ -10,7 +10,8 @@
  * a flag overrides is not an error, and the one error line names the source that won:
  *   seckill-front: SECKILL_WORKER_ID=5000 is out of range (0..1023)
  * Name, variable, bounds and help of each option live together in one table (redis
- * static_configs[]). Passwords are never printed: --print-config and error lines show
+ * static_configs[]) in conf_table.c, with the defaults; URL parsing is in conf_url.c.
+ * Passwords are never printed: --print-config and error lines show
  * them as ***. Not thread-safe: call once from main() before starting threads. */
 #include <ctype.h>
 #include <errno.h>
@@ -25,25 +26,12 @@
 #include "sk/err.h"
 #include "sk/failpoint.h"
 #include "sk/log.h"
+#include "conf_table.h"
 #include "conf_url.h"
 
 #ifndef SK_VERSION
 #define SK_VERSION "0.0.0"
 #endif
-
-/* snprintf that tolerates truncation on purpose (callers check lengths first). */
-static void sfmt(char *dst, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void sfmt(char *dst, size_t size, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (!size)
-                return;
-        va_start(ap, fmt);
-        if (vsnprintf(dst, size, fmt, ap) < 0)
-                dst[0] = '\0';
-        va_end(ap);
-}
 
 int sk_parse_long(const char *s, long min, long max, long *out)
 {
@@ -74,197 +62,6 @@ int sk_parse_int(const char *s, long min, long max, int *out)
         return 0;
 }
 
-/* ------------------------------------------------------------------ URLs */
-
-static int hexval(int c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
-/* Percent-decodes [b, b+len) into dst (size dst_size). @returns 0 or -1. */
-int sk__pct_decode(const char *b, size_t len, char *dst, size_t dst_size)
-{
-        size_t i, o = 0;
-
-        for (i = 0; i < len; i++) {
-                int c = (unsigned char)b[i];
-                if (c == '%') {
-                        int h, l;
-                        if (i + 2 >= len)
-                                return -1;
-                        h = hexval((unsigned char)b[i + 1]);
-                        l = hexval((unsigned char)b[i + 2]);
-                        if (h < 0 || l < 0 || (h == 0 && l == 0))
-                                return -1;
-                        c = h * 16 + l;
-                        i += 2;
-                }
-                if (o + 1 >= dst_size)
-                        return -1;
-                dst[o++] = (char)c;
-        }
-        dst[o] = '\0';
-        return 0;
-}
-
-static int valid_host_char(int c)
-{
-        return isalnum(c) || c == '.' || c == '-' || c == '_';
-}
-
-/* Parses "host[:port]" of [b, e) with an optional default port (0 = port required).
- * host may be a bracketed IPv6 literal "[::1]", stored without brackets. */
-int sk__parse_host_port(const char *b, const char *e, char *host, size_t host_size,
-                           int *port, int default_port, char *errstr, size_t errstr_size)
-{
-        const char *hb, *he, *pe = NULL;
-        size_t hl;
-
-        if (b < e && *b == '[') {
-                const char *rb = memchr(b, ']', (size_t)(e - b));
-                if (!rb) {
-                        sk_seterr(errstr, errstr_size, "unterminated [ in host");
-                        return -1;
-                }
-                hb = b + 1;
-                he = rb;
-                for (const char *p = hb; p < he; p++)
-                        if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.') {
-                                sk_seterr(errstr, errstr_size, "bad IPv6 address");
-                                return -1;
-                        }
-                pe = rb + 1;
-                if (pe < e && *pe != ':') {
-                        sk_seterr(errstr, errstr_size, "unexpected text after ]");
-                        return -1;
-                }
-        } else {
-                hb = b;
-                he = memchr(b, ':', (size_t)(e - b));
-                if (!he)
-                        he = e;
-                for (const char *p = hb; p < he; p++)
-                        if (!valid_host_char((unsigned char)*p)) {
-                                sk_seterr(errstr, errstr_size, "bad character in host");
-                                return -1;
-                        }
-                pe = he;
-        }
-        hl = (size_t)(he - hb);
-        if (hl == 0) {
-                sk_seterr(errstr, errstr_size, "missing host");
-                return -1;
-        }
-        if (hl >= host_size) {
-                sk_seterr(errstr, errstr_size, "host too long (max %zu chars)", host_size - 1);
-                return -1;
-        }
-        if (pe < e) {           /* ":port" */
-                char num[16];
-                size_t nl = (size_t)(e - pe - 1);
-                if (nl == 0 || nl >= sizeof(num)) {
-                        sk_seterr(errstr, errstr_size, "bad port (1..65535)");
-                        return -1;
-                }
-                memcpy(num, pe + 1, nl);
-                num[nl] = '\0';
-                if (!isdigit((unsigned char)num[0]) || sk_parse_int(num, 1, 65535, port) != 0) {
-                        sk_seterr(errstr, errstr_size, "port %s is out of range (1..65535)", num);
-                        return -1;
-                }
-        } else if (default_port) {
-                *port = default_port;
-        } else {
-                sk_seterr(errstr, errstr_size, "missing port");
-                return -1;
-        }
-        memcpy(host, hb, hl);
-        host[hl] = '\0';
-        return 0;
-}
-
-int sk_hostport_parse(const char *s, char *host, size_t host_size, int *port)
-{
-        char tmp[256];
-        int p = 0;
-
-        if (!s || sk__parse_host_port(s, s + strlen(s), tmp, sizeof(tmp), &p, 0, NULL, 0) != 0)
-                return -1;
-        if (strlen(tmp) >= host_size)
-                return -1;
-        memcpy(host, tmp, strlen(tmp) + 1);
-        *port = p;
-        return 0;
-}
-
-/* Splits "scheme://" off @p url; returns the rest or NULL. */
-const char *sk__strip_scheme(const char *url, const char *scheme)
-{
-        size_t n = strlen(scheme);
-
-        if (!url || strncmp(url, scheme, n) != 0 || strncmp(url + n, "://", 3) != 0)
-                return NULL;
-        return url + n + 3;
-}
-
-int sk_mysql_url_parse(const char *url, sk_mysql_url_t *out, char *errstr, size_t errstr_size)
-{
-        sk_mysql_url_t m;
-        const char *p, *at = NULL, *slash, *colon, *db;
-        size_t n;
-
-        memset(&m, 0, sizeof(m));
-        if (!(p = sk__strip_scheme(url, "mysql"))) {
-                sk_seterr(errstr, errstr_size, "expected mysql://user[:password]@host[:port]/database");
-                return -1;
-        }
-        slash = strchr(p, '/');
-        if (!slash) {
-                sk_seterr(errstr, errstr_size, "missing /database");
-                return -1;
-        }
-        for (const char *q = p; q < slash; q++)
-                if (*q == '@')
-                        at = q;
-        if (!at) {
-                sk_seterr(errstr, errstr_size, "missing user@ (mysql://user[:password]@host[:port]/database)");
-                return -1;
-        }
-        colon = memchr(p, ':', (size_t)(at - p));
-        n = (size_t)((colon ? colon : at) - p);
-        if (n == 0 || sk__pct_decode(p, n, m.user, sizeof(m.user)) != 0) {
-                sk_seterr(errstr, errstr_size, "missing, bad or too long user");
-                return -1;
-        }
-        if (colon && sk__pct_decode(colon + 1, (size_t)(at - colon - 1), m.password, sizeof(m.password)) != 0) {
-                sk_seterr(errstr, errstr_size, "bad or too long password");
-                return -1;
-        }
-        if (sk__parse_host_port(at + 1, slash, m.host, sizeof(m.host), &m.port, 3306, errstr, errstr_size) != 0)
-                return -1;
-        db = slash + 1;
-        n = strlen(db);
-        if (n == 0 || n >= sizeof(m.database)) {
-                sk_seterr(errstr, errstr_size, "database name must be 1..%zu chars of [A-Za-z0-9_]",
-                          sizeof(m.database) - 1);
-                return -1;
-        }
-        for (size_t i = 0; i < n; i++)
-                if (!isalnum((unsigned char)db[i]) && db[i] != '_') {
-                        sk_seterr(errstr, errstr_size, "database name must be [A-Za-z0-9_]+");
-                        return -1;
-                }
-        memcpy(m.database, db, n + 1);
-        *out = m;
-        return 0;
-}
-
 /* Copies @p url into @p dst with the password (between "://...:" and the last '@' of
  * the authority) replaced by ***. */
 static void mask_url(const char *url, char *dst, size_t dst_size)
@@ -272,7 +69,7 @@ static void mask_url(const char *url, char *dst, size_t dst_size)
         const char *p = strstr(url, "://"), *end, *at = NULL, *colon;
 
         if (!p) {
-                sfmt(dst, dst_size, "%s", url);
+                sk__sfmt(dst, dst_size, "%s", url);
                 return;
         }
         p += 3;
@@ -284,116 +81,13 @@ static void mask_url(const char *url, char *dst, size_t dst_size)
                         at = q;
         colon = at ? memchr(p, ':', (size_t)(at - p)) : NULL;
         if (!colon) {
-                sfmt(dst, dst_size, "%s", url);
+                sk__sfmt(dst, dst_size, "%s", url);
                 return;
         }
-        sfmt(dst, dst_size, "%.*s***%s", (int)(colon + 1 - url), url, at);
+        sk__sfmt(dst, dst_size, "%.*s***%s", (int)(colon + 1 - url), url, at);
 }
 
 /* ------------------------------------------------------------------ table */
-
-typedef enum {
-        V_STR,          /* plain string, non-empty, no control characters */
-        V_INT,          /* int within [min, max] */
-        V_REDIS_URL, V_MYSQL_URL,
-        V_TOPIC,        /* [A-Za-z0-9._-]+ */
-        V_PREFIX,       /* [A-Za-z0-9_.-]+ */
-        V_HOSTPORT,     /* host:port */
-        V_METRICS_ADDR, /* host:port or off */
-        V_LEVEL,        /* debug|info|warn|error */
-} vkind_t;
-
-typedef struct copt {
-        const char *flag;
-        const char *env;
-        vkind_t kind;
-        size_t off;             /* offset of the field in sk_conf_t */
-        size_t size;            /* STR-like: buffer size */
-        long min, max;
-        const char *arg;        /* metavariable in --help */
-        const char *help;
-} copt_t;
-
-#define OFF(f) offsetof(sk_conf_t, f)
-#define SZ(f) sizeof(((sk_conf_t *)0)->f)
-static const copt_t copts[] = {
-        { "redis-url", "SECKILL_REDIS_URL", V_REDIS_URL, OFF(redis_url), SZ(redis_url), 0, 0, "URL",
-          "redis://[user:pass@]host[:port][/db] | redis-sentinel://h1:p1,.../MASTER[?db=N] | redis-cluster://h1:p1,..." },
-        { "mysql-url", "SECKILL_MYSQL_URL", V_MYSQL_URL, OFF(mysql_url), SZ(mysql_url), 0, 0, "URL",
-          "mysql://user[:password]@host[:port]/database" },
-        { "brokers", "SECKILL_KAFKA_BROKERS", V_STR, OFF(kafka_brokers), SZ(kafka_brokers), 0, 0, "LIST",
-          "Kafka bootstrap servers host:port[,host:port...]" },
-        { "topic", "SECKILL_TOPIC", V_TOPIC, OFF(topic), SZ(topic), 0, 0, "NAME",
-          "order topic (the DLQ is <topic>.dlq)" },
-        { "group-id", "SECKILL_GROUP_ID", V_STR, OFF(group_id), SZ(group_id), 0, 0, "NAME",
-          "Kafka consumer group" },
-        { "partitions", "SECKILL_TOPIC_PARTITIONS", V_INT, OFF(topic_partitions), 0, 1, 1000, "N",
-          "partitions of topics created at startup" },
-        { "http-addr", "SECKILL_HTTP_ADDR", V_HOSTPORT, OFF(http_addr), SZ(http_addr), 0, 0, "HOST:PORT",
-          "HTTP listen address of the front" },
-        { "redis-prefix", "SECKILL_REDIS_PREFIX", V_PREFIX, OFF(redis_prefix), SZ(redis_prefix), 0, 0, "P",
-          "first segment of every Redis key" },
-        { "delivery-timeout-ms", "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS", V_INT, OFF(kafka_delivery_timeout_ms),
-          0, 100, 600000, "MS", "Kafka message.timeout.ms" },
-        { "max-inflight", "SECKILL_MAX_INFLIGHT", V_INT, OFF(max_inflight), 0, 1, 1000000, "N",
-          "requests in flight before the front answers 503" },
-        { "soldout-cache-ms", "SECKILL_SOLDOUT_CACHE_MS", V_INT, OFF(soldout_cache_ms), 0, 0, 60000, "MS",
-          "front: how long a bucket that answered sold out is answered 10005 locally (0 = off)" },
-        { "worker-id", "SECKILL_WORKER_ID", V_INT, OFF(worker_id), 0, 0, 1023, "ID",
-          "snowflake worker id (default: lowest free id)" },
-        { "worker-lease-ms", "SECKILL_WORKER_LEASE_MS", V_INT, OFF(worker_lease_ms), 0, 300, 3600000, "MS",
-          "worker id lease period" },
-        { "window-hours", "SECKILL_RECONCILE_WINDOW_HOURS", V_INT, OFF(reconcile_window_hours), 0, 1, 8760, "H",
-          "reconcile window in hours: key expiry slack; reconciler scope = ended within it + 24 h" },
-        { "pay-timeout-s", "SECKILL_PAY_TIMEOUT_S", V_INT, OFF(pay_timeout_s), 0, 0, 31536000, "S",
-          "payment window of a new order (DESIGN.md 13); 0 = orders are created PAID" },
-        { "close-interval-ms", "SECKILL_CLOSE_INTERVAL_MS", V_INT, OFF(close_interval_ms), 0, 10, 3600000, "MS",
-          "scan period of the consumer's closer loop (unpaid orders past their deadline)" },
-        { "metrics-addr", "SECKILL_METRICS_ADDR", V_METRICS_ADDR, OFF(metrics_addr), SZ(metrics_addr), 0, 0,
-          "HOST:PORT|off", "Prometheus /metrics listen address" },
-        { "log-level", "SECKILL_LOG_LEVEL", V_LEVEL, OFF(log_level), 0, 0, 0, "LEVEL",
-          "debug|info|warn|error" },
-        { "breaker-failures", "SECKILL_BREAKER_FAILURES", V_INT, OFF(breaker_failures), 0, 1, 1000, "N",
-          "front: failed or slow Redis commands (none healthy-ms apart) that open the breaker" },
-        { "breaker-slow-ms", "SECKILL_BREAKER_SLOW_MS", V_INT, OFF(breaker_slow_ms), 0, 1, 60000, "MS",
-          "front: a Redis command (pipelined batch) slower than this counts as failed" },
-        { "breaker-open-ms", "SECKILL_BREAKER_OPEN_MS", V_INT, OFF(breaker_open_ms), 0, 100, 3600000, "MS",
-          "front: minimum open time of the Redis breaker, then one probe a second" },
-        { "breaker-healthy-ms", "SECKILL_BREAKER_HEALTHY_MS", V_INT, OFF(breaker_healthy_ms), 0, 100,
-          3600000, "MS", "front: no failed or slow Redis command this long = healthy (count reset)" },
-};
-#define NCOPTS (sizeof(copts) / sizeof(copts[0]))
-
-void sk_conf_defaults(sk_conf_t *conf)
-{
-        memset(conf, 0, sizeof(*conf));
-        sfmt(conf->redis_url, sizeof(conf->redis_url), "redis://127.0.0.1:6379/0");
-        sfmt(conf->mysql_url, sizeof(conf->mysql_url), "mysql://root@127.0.0.1:3306/seckill");
-        sfmt(conf->kafka_brokers, sizeof(conf->kafka_brokers), "127.0.0.1:9092");
-        sfmt(conf->topic, sizeof(conf->topic), "seckill.voucher.order");
-        sfmt(conf->group_id, sizeof(conf->group_id), "seckill-order-workers");
-        conf->topic_partitions = 6;
-        sfmt(conf->http_addr, sizeof(conf->http_addr), "127.0.0.1:8080");
-        sfmt(conf->redis_prefix, sizeof(conf->redis_prefix), "seckill");
-        conf->kafka_delivery_timeout_ms = 5000;
-        conf->max_inflight = 10000;
-        conf->soldout_cache_ms = 1000;
-        conf->worker_id = -1;
-        conf->worker_lease_ms = 30000;
-        conf->reconcile_window_hours = 48;
-        conf->pay_timeout_s = 900;
-        conf->close_interval_ms = 1000;
-        sfmt(conf->metrics_addr, sizeof(conf->metrics_addr), "127.0.0.1:9464");
-        conf->log_level = SK_INFO;
-        conf->breaker_failures = 5;
-        conf->breaker_slow_ms = 300;
-        conf->breaker_open_ms = 30000;
-        conf->breaker_healthy_ms = 10000;
-        /* The defaults are valid by construction; parse them so the structs are filled. */
-        sk_redis_url_parse(conf->redis_url, &conf->redis, NULL, 0);
-        sk_mysql_url_parse(conf->mysql_url, &conf->mysql, NULL, 0);
-        sfmt(conf->dlq_topic, sizeof(conf->dlq_topic), "%s.dlq", conf->topic);
-}
 
 /* Where the final value of an option came from. */
 typedef struct src {
@@ -404,7 +98,7 @@ typedef struct src {
 static void set_src(src_t *s, const char *val, const char *prefix, const char *name)
 {
         s->val = val;
-        sfmt(s->origin, sizeof(s->origin), "%s%s", prefix, name);
+        sk__sfmt(s->origin, sizeof(s->origin), "%s%s", prefix, name);
 }
 
 /* One error line on stderr: "<prog>: <origin>=<value> <what>". URLs are masked. */
@@ -418,7 +112,7 @@ static void report(const char *prog, const src_t *s, int mask, const char *fmt, 
         if (mask)
                 mask_url(s->val, shown, sizeof(shown));
         else
-                sfmt(shown, sizeof(shown), "%s", s->val);
+                sk__sfmt(shown, sizeof(shown), "%s", s->val);
         va_start(ap, fmt);
         if (vsnprintf(what, sizeof(what), fmt, ap) < 0)
                 what[0] = '\0';
@@ -574,40 +268,40 @@ static void print_help(FILE *f, const char *prog, const char *usage_args,
         sk_conf_defaults(&d);
         fprintf(f, "Usage: %s [options]%s%s\n\nOptions (flag > environment > default):\n", prog,
                 usage_args ? " " : "", usage_args ? usage_args : "");
-        for (size_t i = 0; i < NCOPTS; i++) {
-                const copt_t *o = &copts[i];
+        for (size_t i = 0; i < SK__NCOPTS; i++) {
+                const copt_t *o = &sk__copts[i];
                 const char *field = (const char *)&d + o->off;
                 if (o->kind == V_INT) {
                         int v = *(const int *)(const void *)field;
                         if (v < 0)
-                                sfmt(def, sizeof(def), "none");
+                                sk__sfmt(def, sizeof(def), "none");
                         else
-                                sfmt(def, sizeof(def), "%d", v);
+                                sk__sfmt(def, sizeof(def), "%d", v);
                 } else if (o->kind == V_LEVEL) {
-                        sfmt(def, sizeof(def), "info");
+                        sk__sfmt(def, sizeof(def), "info");
                 } else {
                         mask_url(field, def, sizeof(def));
                 }
-                sfmt(left, sizeof(left), "--%s %s", o->flag, o->arg);
+                sk__sfmt(left, sizeof(left), "--%s %s", o->flag, o->arg);
                 fprintf(f, "  %-34s %s\n  %-34s   env %s, default %s\n", left, o->help, "", o->env, def);
         }
         for (size_t i = 0; i < nextra; i++) {
                 const sk_opt_t *o = &extra[i];
                 if (o->type == SK_OPT_INT) {
-                        sfmt(left, sizeof(left), "--%s N", o->name);
+                        sk__sfmt(left, sizeof(left), "--%s N", o->name);
                         int v = *(const int *)o->dst;
                         /* A default outside the range means "not given" (the binary
                          * derives or requires it): say so instead of printing it. */
                         if (v < o->min || v > o->max)
-                                sfmt(def, sizeof(def), "none (%ld..%ld)", o->min, o->max);
+                                sk__sfmt(def, sizeof(def), "none (%ld..%ld)", o->min, o->max);
                         else
-                                sfmt(def, sizeof(def), "%d (%ld..%ld)", v, o->min, o->max);
+                                sk__sfmt(def, sizeof(def), "%d (%ld..%ld)", v, o->min, o->max);
                 } else if (o->type == SK_OPT_STR) {
-                        sfmt(left, sizeof(left), "--%s S", o->name);
-                        sfmt(def, sizeof(def), "\"%s\"", (const char *)o->dst);
+                        sk__sfmt(left, sizeof(left), "--%s S", o->name);
+                        sk__sfmt(def, sizeof(def), "\"%s\"", (const char *)o->dst);
                 } else {
-                        sfmt(left, sizeof(left), "--%s", o->name);
-                        sfmt(def, sizeof(def), "%s", *(const int *)o->dst ? "on" : "off");
+                        sk__sfmt(left, sizeof(left), "--%s", o->name);
+                        sk__sfmt(def, sizeof(def), "%s", *(const int *)o->dst ? "on" : "off");
                 }
                 fprintf(f, "  %-34s %s\n  %-34s   %s%s%sdefault %s\n", left, o->help ? o->help : "", "",
                         o->env ? "env " : "", o->env ? o->env : "", o->env ? ", " : "", def);
@@ -624,8 +318,8 @@ static void print_config(FILE *f, const sk_conf_t *conf, const sk_opt_t *extra, 
         static const char *const levels[] = { "debug", "info", "warn", "error" };
         char masked[600];
 
-        for (size_t i = 0; i < NCOPTS; i++) {
-                const copt_t *o = &copts[i];
+        for (size_t i = 0; i < SK__NCOPTS; i++) {
+                const copt_t *o = &sk__copts[i];
                 const char *field = (const char *)conf + o->off;
                 if (o->kind == V_INT && o->off == offsetof(sk_conf_t, worker_id) &&
                     conf->worker_id < 0) {
@@ -666,7 +360,7 @@ enum { OPT_HELP = 'h', OPT_X = 'X', OPT_VERSION = 1000, OPT_PRINT = 1001, OPT_CO
 int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
                  const char *usage_args, const sk_opt_t *extra, size_t nextra, int *argi)
 {
-        src_t csrc[NCOPTS];
+        src_t csrc[SK__NCOPTS];
         src_t *esrc = NULL;
         struct option *lopts = NULL;
         size_t nl = 0;
@@ -678,17 +372,17 @@ int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
                 *argi = argc;
         sk_conf_defaults(conf);
         esrc = calloc(nextra + 1, sizeof(*esrc));
-        lopts = calloc(NCOPTS + nextra + 4, sizeof(*lopts));
+        lopts = calloc(SK__NCOPTS + nextra + 4, sizeof(*lopts));
         if (!esrc || !lopts) {
                 fprintf(stderr, "%s: out of memory\n", prog);
                 goto done;
         }
 
         /* Pass 2: environment (empty = unset). */
-        for (size_t i = 0; i < NCOPTS; i++) {
-                const char *v = getenv(copts[i].env);
+        for (size_t i = 0; i < SK__NCOPTS; i++) {
+                const char *v = getenv(sk__copts[i].env);
                 if (v && *v)
-                        set_src(&csrc[i], v, "", copts[i].env);
+                        set_src(&csrc[i], v, "", sk__copts[i].env);
         }
         for (size_t i = 0; i < nextra; i++) {
                 const char *v = extra[i].env ? getenv(extra[i].env) : NULL;
@@ -697,8 +391,8 @@ int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
         }
 
         /* Pass 3: flags. */
-        for (size_t i = 0; i < NCOPTS; i++)
-                lopts[nl++] = (struct option){ copts[i].flag, required_argument, NULL, OPT_COMMON + (int)i };
+        for (size_t i = 0; i < SK__NCOPTS; i++)
+                lopts[nl++] = (struct option){ sk__copts[i].flag, required_argument, NULL, OPT_COMMON + (int)i };
         for (size_t i = 0; i < nextra; i++)
                 lopts[nl++] = (struct option){ extra[i].name,
                                                extra[i].type == SK_OPT_BOOL ? no_argument : required_argument,
@@ -741,8 +435,8 @@ int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
                         conf->kafka_props[conf->nkafka_props][0][kl] = '\0';
                         memcpy(conf->kafka_props[conf->nkafka_props][1], eq + 1, strlen(eq + 1) + 1);
                         conf->nkafka_props++;
-                } else if (c >= OPT_COMMON && c < OPT_COMMON + (int)NCOPTS) {
-                        set_src(&csrc[c - OPT_COMMON], optarg, "--", copts[c - OPT_COMMON].flag);
+                } else if (c >= OPT_COMMON && c < OPT_COMMON + (int)SK__NCOPTS) {
+                        set_src(&csrc[c - OPT_COMMON], optarg, "--", sk__copts[c - OPT_COMMON].flag);
                 } else if (c >= OPT_EXTRA && c < OPT_EXTRA + (int)nextra) {
                         const sk_opt_t *o = &extra[c - OPT_EXTRA];
                         set_src(&esrc[c - OPT_EXTRA], o->type == SK_OPT_BOOL ? "1" : optarg, "--", o->name);
@@ -763,8 +457,8 @@ int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
                 *argi = optind;
 
         /* Pass 4: validate the final values, in table order; the first error wins. */
-        for (size_t i = 0; i < NCOPTS; i++)
-                if (csrc[i].val && apply_copt(conf, &copts[i], &csrc[i], prog) != 0)
+        for (size_t i = 0; i < SK__NCOPTS; i++)
+                if (csrc[i].val && apply_copt(conf, &sk__copts[i], &csrc[i], prog) != 0)
                         goto done;
         for (size_t i = 0; i < nextra; i++)
                 if (esrc[i].val && apply_extra(&extra[i], &esrc[i], prog) != 0)
@@ -774,7 +468,7 @@ int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
                 fprintf(stderr, "%s: topic is too long\n", prog);   /* unreachable: sizes checked */
                 goto done;
         }
-        sfmt(conf->dlq_topic, sizeof(conf->dlq_topic), "%s.dlq", conf->topic);
+        sk__sfmt(conf->dlq_topic, sizeof(conf->dlq_topic), "%s.dlq", conf->topic);
         sk_log_level = conf->log_level;
 
         if (sk_failpoint_setup_env(err, sizeof(err)) != 0) {
