@@ -357,28 +357,9 @@ static void print_config(FILE *f, const sk_conf_t *conf, const sk_opt_t *extra, 
 enum { OPT_HELP = 'h', OPT_X = 'X', OPT_VERSION = 1000, OPT_PRINT = 1001, OPT_COMMON = 1100,
        OPT_EXTRA = 1200 };
 
-int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
-                 const char *usage_args, const sk_opt_t *extra, size_t nextra, int *argi)
+/* Pass 2: the SECKILL_* environment (an empty variable counts as unset). */
+static void env_pass(src_t *csrc, src_t *esrc, const sk_opt_t *extra, size_t nextra)
 {
-        src_t csrc[SK__NCOPTS];
-        src_t *esrc = NULL;
-        struct option *lopts = NULL;
-        size_t nl = 0;
-        int print_cfg = 0, rc = 2, c;
-        char err[256];
-
-        memset(csrc, 0, sizeof(csrc));
-        if (argi)
-                *argi = argc;
-        sk_conf_defaults(conf);
-        esrc = calloc(nextra + 1, sizeof(*esrc));
-        lopts = calloc(SK__NCOPTS + nextra + 4, sizeof(*lopts));
-        if (!esrc || !lopts) {
-                fprintf(stderr, "%s: out of memory\n", prog);
-                goto done;
-        }
-
-        /* Pass 2: environment (empty = unset). */
         for (size_t i = 0; i < SK__NCOPTS; i++) {
                 const char *v = getenv(sk__copts[i].env);
                 if (v && *v)
@@ -389,8 +370,13 @@ int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
                 if (v && *v)
                         set_src(&esrc[i], v, "", extra[i].env);
         }
+}
 
-        /* Pass 3: flags. */
+/* Fills @p lopts (SK__NCOPTS + nextra + 4 entries) for getopt_long. */
+static void build_longopts(struct option *lopts, const sk_opt_t *extra, size_t nextra)
+{
+        size_t nl = 0;
+
         for (size_t i = 0; i < SK__NCOPTS; i++)
                 lopts[nl++] = (struct option){ sk__copts[i].flag, required_argument, NULL, OPT_COMMON + (int)i };
         for (size_t i = 0; i < nextra; i++)
@@ -401,6 +387,41 @@ int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
         lopts[nl++] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
         lopts[nl++] = (struct option){ "print-config", no_argument, NULL, OPT_PRINT };
         lopts[nl] = (struct option){ NULL, 0, NULL, 0 };
+}
+
+/* Appends "-X KEY=VALUE" @p arg to conf->kafka_props. @returns 0, or 2 with the error
+ * line printed. */
+static int add_kafka_prop(sk_conf_t *conf, const char *arg, const char *prog)
+{
+        const char *eq = strchr(arg, '=');
+        size_t kl = eq ? (size_t)(eq - arg) : 0;
+
+        if (!eq || kl == 0 || kl >= sizeof(conf->kafka_props[0][0]) ||
+            strlen(eq + 1) >= sizeof(conf->kafka_props[0][1])) {
+                fprintf(stderr, "%s: -X %s is invalid (KEY=VALUE, each under 256 chars)\n",
+                        prog, eq ? "..." : arg);
+                return 2;
+        }
+        if (conf->nkafka_props == SK_MAX_KAFKA_PROPS) {
+                fprintf(stderr, "%s: -X given too many times (max %d)\n", prog,
+                        SK_MAX_KAFKA_PROPS);
+                return 2;
+        }
+        memcpy(conf->kafka_props[conf->nkafka_props][0], arg, kl);
+        conf->kafka_props[conf->nkafka_props][0][kl] = '\0';
+        memcpy(conf->kafka_props[conf->nkafka_props][1], eq + 1, strlen(eq + 1) + 1);
+        conf->nkafka_props++;
+        return 0;
+}
+
+/* Pass 3: command-line flags (raw text only; -X is stored at once). @returns 0 (then
+ * optind is the first positional argument), 1 after --help / --version, or 2 after
+ * an error line. */
+static int flags_pass(sk_conf_t *conf, int argc, char **argv, const char *prog,
+                      const char *usage_args, const sk_opt_t *extra, size_t nextra,
+                      const struct option *lopts, src_t *csrc, src_t *esrc, int *print_cfg)
+{
+        int c;
 
         optind = 0;             /* 0 = full re-initialisation in glibc (tests call us twice) */
         opterr = 0;             /* we print our own single error line */
@@ -408,33 +429,16 @@ int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
                 if (c == OPT_HELP) {
                         print_help(stdout, prog, usage_args, extra, nextra);
                         fflush(stdout);
-                        rc = 1;
-                        goto done;
+                        return 1;
                 } else if (c == OPT_VERSION) {
                         printf("%s %s\n", prog, SK_VERSION);
                         fflush(stdout);
-                        rc = 1;
-                        goto done;
+                        return 1;
                 } else if (c == OPT_PRINT) {
-                        print_cfg = 1;
+                        *print_cfg = 1;
                 } else if (c == OPT_X) {
-                        const char *eq = strchr(optarg, '=');
-                        size_t kl = eq ? (size_t)(eq - optarg) : 0;
-                        if (!eq || kl == 0 || kl >= sizeof(conf->kafka_props[0][0]) ||
-                            strlen(eq + 1) >= sizeof(conf->kafka_props[0][1])) {
-                                fprintf(stderr, "%s: -X %s is invalid (KEY=VALUE, each under 256 chars)\n",
-                                        prog, eq ? "..." : optarg);
-                                goto done;
-                        }
-                        if (conf->nkafka_props == SK_MAX_KAFKA_PROPS) {
-                                fprintf(stderr, "%s: -X given too many times (max %d)\n", prog,
-                                        SK_MAX_KAFKA_PROPS);
-                                goto done;
-                        }
-                        memcpy(conf->kafka_props[conf->nkafka_props][0], optarg, kl);
-                        conf->kafka_props[conf->nkafka_props][0][kl] = '\0';
-                        memcpy(conf->kafka_props[conf->nkafka_props][1], eq + 1, strlen(eq + 1) + 1);
-                        conf->nkafka_props++;
+                        if (add_kafka_prop(conf, optarg, prog) != 0)
+                                return 2;
                 } else if (c >= OPT_COMMON && c < OPT_COMMON + (int)SK__NCOPTS) {
                         set_src(&csrc[c - OPT_COMMON], optarg, "--", sk__copts[c - OPT_COMMON].flag);
                 } else if (c >= OPT_EXTRA && c < OPT_EXTRA + (int)nextra) {
@@ -450,37 +454,72 @@ int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
                                 fprintf(stderr, "%s: unknown option -%c (see --help)\n", prog, optopt);
                         else
                                 fprintf(stderr, "%s: unknown option %s (see --help)\n", prog, bad);
-                        goto done;
+                        return 2;
                 }
         }
-        if (argi)
-                *argi = optind;
+        return 0;
+}
 
-        /* Pass 4: validate the final values, in table order; the first error wins. */
+/* Pass 4: validates and stores the final values, in table order (the first error
+ * wins), derives dlq_topic and the log level, and reads SECKILL_FAILPOINTS.
+ * @returns 0, or 2 after an error line. */
+static int validate_pass(sk_conf_t *conf, const src_t *csrc, const src_t *esrc,
+                         const sk_opt_t *extra, size_t nextra, const char *prog)
+{
+        char err[256];
+
         for (size_t i = 0; i < SK__NCOPTS; i++)
                 if (csrc[i].val && apply_copt(conf, &sk__copts[i], &csrc[i], prog) != 0)
-                        goto done;
+                        return 2;
         for (size_t i = 0; i < nextra; i++)
                 if (esrc[i].val && apply_extra(&extra[i], &esrc[i], prog) != 0)
-                        goto done;
+                        return 2;
         if (strlen(conf->redis_prefix) >= sizeof(conf->redis_prefix) ||
             strlen(conf->topic) + 4 >= sizeof(conf->dlq_topic)) {
                 fprintf(stderr, "%s: topic is too long\n", prog);   /* unreachable: sizes checked */
-                goto done;
+                return 2;
         }
         sk__sfmt(conf->dlq_topic, sizeof(conf->dlq_topic), "%s.dlq", conf->topic);
         sk_log_level = conf->log_level;
 
         if (sk_failpoint_setup_env(err, sizeof(err)) != 0) {
                 fprintf(stderr, "%s: SECKILL_FAILPOINTS is invalid: %s\n", prog, err);
+                return 2;
+        }
+        return 0;
+}
+
+int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
+                 const char *usage_args, const sk_opt_t *extra, size_t nextra, int *argi)
+{
+        src_t csrc[SK__NCOPTS];
+        src_t *esrc = NULL;
+        struct option *lopts = NULL;
+        int print_cfg = 0, rc = 2;
+
+        memset(csrc, 0, sizeof(csrc));
+        if (argi)
+                *argi = argc;
+        sk_conf_defaults(conf);                         /* pass 1 */
+        esrc = calloc(nextra + 1, sizeof(*esrc));
+        lopts = calloc(SK__NCOPTS + nextra + 4, sizeof(*lopts));
+        if (!esrc || !lopts) {
+                fprintf(stderr, "%s: out of memory\n", prog);
                 goto done;
         }
+        env_pass(csrc, esrc, extra, nextra);
+        build_longopts(lopts, extra, nextra);
+        if ((rc = flags_pass(conf, argc, argv, prog, usage_args, extra, nextra, lopts, csrc, esrc,
+                             &print_cfg)) != 0)
+                goto done;
+        if (argi)
+                *argi = optind;
+        if ((rc = validate_pass(conf, csrc, esrc, extra, nextra, prog)) != 0)
+                goto done;
         if (print_cfg) {
                 print_config(stdout, conf, extra, nextra);
                 rc = 1;
-                goto done;
         }
-        rc = 0;
 done:
         free(esrc);
         free(lopts);
