@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/consumer.sh: drain rate of seckill-consumer, batched vs one order per
-# transaction (issue 4 item 8).
+# transaction.
 #
 # Preloads M order messages over V vouchers into a fresh topic (bench/consumer/preload.c,
 # compiled here), then:

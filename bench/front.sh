@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/front.sh: throughput of seckill-front vs the raw EVALSHA rate of deduct.lua
-# (issue 3 item 7). Starts its own seckill-front (own key prefix and topic), seeds two
+# Starts its own seckill-front (own key prefix and topic), seeds two
 # vouchers with large stock directly in Redis (one for the front, one for
 # redis-benchmark), runs wrk (distinct user ids, bench/front.lua) and redis-benchmark
 # (EVALSHA of the same script, random user and trace ids, so the admitting path) at the

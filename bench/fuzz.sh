@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/fuzz.sh: build and run the libFuzzer harnesses of tests/fuzz/ (issue 7 item 3).
+# bench/fuzz.sh: build and run the libFuzzer harnesses of tests/fuzz/.
 #
 #   bench/fuzz.sh [SECONDS] [TARGET...]      SECONDS per target (default 60);
 #                                            TARGET: id_parse msg_parse front_http conf_parse

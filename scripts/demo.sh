@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/demo.sh: the main job — a flash sale end to end from one command (issue 6).
+# scripts/demo.sh: the main job — a flash sale end to end from one command.
 #
 #   scripts/demo.sh                 install what is missing, build, stack up, run the
 #                                   sale, check every invariant, print the report

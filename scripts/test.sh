@@ -18,7 +18,7 @@
 #   SECKILL_TEST_LABELS           labels of the main pass ('unit|integration|faults|cluster|sentinel')
 #   SECKILL_TEST_ASAN_LABELS      labels of the sanitizer pass ('unit|integration')
 #   SECKILL_TEST_SANITIZE=0       skip the sanitizer pass
-#   SECKILL_TEST_TIMEOUT_S        cap of the main ctest pass (900)
+#   SECKILL_TEST_TIMEOUT_S        cap of the main ctest pass (1500)
 #   SECKILL_TEST_ASAN_TIMEOUT_S   cap of the sanitizer ctest pass (600)
 #   SECKILL_BUILD_DIR, SECKILL_ASAN_BUILD_DIR   build dirs (build, build-asan)
 #   SECKILL_STACK_*               passed to scripts/stack.sh (ports, state dir)
@@ -34,7 +34,7 @@ JOBS=${SECKILL_TEST_JOBS:-2}
 LABELS=${SECKILL_TEST_LABELS:-unit|integration|faults|cluster|sentinel}
 ASAN_LABELS=${SECKILL_TEST_ASAN_LABELS:-unit|integration}
 SANITIZE=${SECKILL_TEST_SANITIZE:-1}
-TIMEOUT_S=${SECKILL_TEST_TIMEOUT_S:-900}
+TIMEOUT_S=${SECKILL_TEST_TIMEOUT_S:-1500}
 ASAN_TIMEOUT_S=${SECKILL_TEST_ASAN_TIMEOUT_S:-600}
 STACK=$REPO/scripts/stack.sh
 STACK_LOG_DIR=${SECKILL_STACK_DIR:-$REPO/.stack}/logs

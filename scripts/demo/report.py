@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/demo/report.py: the demo's checks and report (issue 6, DESIGN.md 9).
+"""scripts/demo/report.py: the demo's checks and report (DESIGN.md 9).
 
   report.py load-sql ACCEPTED_TSV CLIENT_DB   SQL that (re)creates CLIENT_DB.accepted
                                               from the wrk 202 log (stdout)

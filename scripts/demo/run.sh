@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/demo/run.sh: the flash sale end to end (issue 6; scripts/demo.sh runs this).
+# scripts/demo/run.sh: the flash sale end to end (scripts/demo.sh runs this).
 #
 # Installs what is missing (Debian packages), builds, brings the stack up
 # (scripts/stack.sh), migrates a database of its own (dropped and recreated each run),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/faults/lib.sh: the harness of the fault suite (DESIGN.md 7-11, issue 7).
+# tests/faults/lib.sh: the harness of the fault suite (DESIGN.md 7-11).
 #
 # A case sources this file, then:
 #   ft_init NAME                   unique database, Redis prefix, topic and group; migrate

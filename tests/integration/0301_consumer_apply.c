@@ -1,4 +1,4 @@
-/* 0301_consumer_apply.c: seckill-consumer against the real stack (issue 4 item 7).
+/* 0301_consumer_apply.c: seckill-consumer against the real stack.
  * One consumer process serves the whole suite (its own topic, group, database and
  * prefix); each case uses its own voucher. Admission runs through the real deduct.lua
  * so the DEDUCT trace entries exist, and the message produced is its JSON.

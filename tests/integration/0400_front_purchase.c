@@ -1,5 +1,5 @@
-/* 0400_front_purchase.c: seckill-front end to end against the real stack (issue 3
- * item 6, the front-level cases): concurrency (stock 1 with 50 buyers; stock 10 with one
+/* 0400_front_purchase.c: seckill-front end to end against the real stack (the
+ * front-level cases of DESIGN.md 3, 7, 8): concurrency (stock 1 with 50 buyers; stock 10 with one
  * user x 20 then 9 others), membership before stock, the status map of DESIGN.md 3
  * (paused, not started, ended, offline, expired, unknown, meta missing), malformed ids
  * -> 400 with no Redis write, 405/404/413, the Kafka message with ids unchanged, order

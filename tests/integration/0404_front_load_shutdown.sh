@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 0404_front_load_shutdown.sh: seckill-front under a short concurrent mixed load, then a
-# SIGTERM in the middle of another load (issue 3 item 5; DESIGN.md 8). Built to flush
+# SIGTERM in the middle of another load (DESIGN.md 8). Built to flush
 # out lifetime and shutdown races, most useful on the sanitizer build (SK_SANITIZE=ON):
 #   - wrk: keep-alive purchases by distinct users, and orders/me + orders/{id} lookups;
 #   - clients that hang up while their purchase is suspended (curl --max-time 0.02);

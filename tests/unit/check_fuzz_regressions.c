@@ -1,5 +1,5 @@
 /* check_fuzz_regressions.c: every crash found by the libFuzzer harnesses of tests/fuzz/
- * (bench/fuzz.sh) becomes a test here, with the input that found it (issue 7 item 3).
+ * (bench/fuzz.sh) becomes a test here, with the input that found it.
  * No network; plain asserts, so they also fail (rather than crash) without ASan. */
 #include <stdint.h>
 #include <string.h>
