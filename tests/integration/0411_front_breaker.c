@@ -42,16 +42,26 @@ typedef struct conn {
         size_t len, cap;
 } conn_t;
 
+/* The decimal between @p p and @p crlf (RESP length or count; the buffer is not
+ * NUL-terminated, so no strtol). */
+static long resp_num(const char *p, const char *crlf)
+{
+        long v = 0;
+
+        for (; p < crlf && *p >= '0' && *p <= '9' && v < 100000000; p++)
+                v = v * 10 + (*p - '0');
+        return v;
+}
+
 /* One RESP bulk string at @p p (up to @p end): sets *s, *n. @returns bytes used, 0 if
  * incomplete. */
 static size_t resp_bulk(const char *p, const char *end, const char **s, long *n)
 {
         const char *crlf;
-        char *e;
 
         if (p >= end || *p != '$' || !(crlf = memmem(p, (size_t)(end - p), "\r\n", 2)))
                 return 0;
-        *n = strtol(p + 1, &e, 10);
+        *n = resp_num(p + 1, crlf);
         if (*n < 0 || crlf + 2 + *n + 2 > end)
                 return 0;
         *s = crlf + 2;
@@ -73,7 +83,7 @@ static void relay_parse(relay_t *rl, conn_t *c, int64_t now)
                 if (p >= end || !(crlf = memmem(p, (size_t)(end - p), "\r\n", 2)))
                         break;
                 ck_assert_msg(*p == '*', "relay: not a RESP array");
-                argc = strtol(p + 1, NULL, 10);
+                argc = resp_num(p + 1, crlf);
                 p = crlf + 2;
                 for (i = 0; i < argc; i++) {
                         if (!(used = resp_bulk(p, end, &s, &n)))
