@@ -184,10 +184,7 @@ static void teardown(void)
                 kill(g_front_pid, SIGKILL);
                 waitpid(g_front_pid, NULL, 0);
         }
-        if (g_redis_pid > 0) {
-                kill(g_redis_pid, SIGTERM);
-                waitpid(g_redis_pid, NULL, 0);
-        }
+        ft_private_redis_stop(&g_redis_pid);
         sk_test_cleanup(&g_conf); /* the database (the private Redis is gone) */
 }
 

@@ -17,15 +17,6 @@ static sk_conf_t g_conf;
 static sk_conf_t g_shared; /* g_conf before it pointed at a private server */
 static pid_t g_redis_pid;
 
-static void stop_private_redis(void)
-{
-        if (g_redis_pid > 0) {
-                kill(g_redis_pid, SIGTERM);
-                waitpid(g_redis_pid, NULL, 0);
-        }
-        g_redis_pid = 0;
-}
-
 /* Private server with @p cmd renamed, a voucher on sale with 5 units, a front on it. */
 static pid_t start(const char *cmd, const char *what, int port, int64_t vid, redisContext **rc_out,
                    char *log, size_t log_cap)
@@ -36,7 +27,7 @@ static pid_t start(const char *cmd, const char *what, int port, int64_t vid, red
         int64_t t = sk_now_ms();
         pid_t pid;
 
-        stop_private_redis(); /* one a failed case left running */
+        ft_private_redis_stop(&g_redis_pid); /* one a failed case left running */
         g_conf = g_shared;
         g_redis_pid = ft_private_redis(&g_conf, rename);
         snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=%s", g_conf.redis_url);
@@ -74,7 +65,7 @@ START_TEST(error_after_write_continues_with_replay)
         ck_assert_ptr_null(ft_hget(rc, k, field)); /* not fenced */
         ck_assert_int_eq(ft_stop(pid, 30), 0);
         redisFree(rc);
-        stop_private_redis();
+        ft_private_redis_stop(&g_redis_pid);
 }
 END_TEST
 
@@ -106,7 +97,7 @@ START_TEST(error_every_time_is_fenced)
         ck_assert_ptr_null(ft_hget(rc, k, "402"));
         ck_assert_int_eq(ft_stop(pid, 30), 0);
         redisFree(rc);
-        stop_private_redis();
+        ft_private_redis_stop(&g_redis_pid);
 }
 END_TEST
 
@@ -120,7 +111,7 @@ static void setup(void)
 static void teardown(void)
 {
         ft_reap_all(); /* fronts a failed check left running */
-        stop_private_redis();
+        ft_private_redis_stop(&g_redis_pid);
         sk_test_cleanup(&g_shared); /* the database (the private servers are gone) */
 }
 

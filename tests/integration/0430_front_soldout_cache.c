@@ -21,22 +21,13 @@ static sk_conf_t g_conf;
 static sk_conf_t g_shared;      /* g_conf before it pointed at the private server */
 static pid_t g_redis_pid;
 
-static void stop_private_redis(void)
-{
-        if (g_redis_pid > 0) {
-                kill(g_redis_pid, SIGTERM);
-                waitpid(g_redis_pid, NULL, 0);
-        }
-        g_redis_pid = 0;
-}
-
 static pid_t start(const char *cache_ms, int port, redisContext **rc_out, char *log, size_t log_cap)
 {
         static char url_env[600], cache_env[64];
         const char *env[] = { url_env, cache_env, NULL };
         pid_t pid;
 
-        stop_private_redis();
+        ft_private_redis_stop(&g_redis_pid);
         g_conf = g_shared;
         g_redis_pid = ft_private_redis(&g_conf, NULL);
         snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=%s", g_conf.redis_url);
@@ -164,7 +155,7 @@ START_TEST(cached_then_sold_again_after_restore)
         ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 0);
         ck_assert_int_eq(ft_stop(pid, 30), 0);
         redisFree(rc);
-        stop_private_redis();
+        ft_private_redis_stop(&g_redis_pid);
 }
 END_TEST
 
@@ -187,7 +178,7 @@ START_TEST(off_means_every_purchase_runs_deduct)
         ck_assert_int_eq(hits(port), 0);
         ck_assert_int_eq(ft_stop(pid, 30), 0);
         redisFree(rc);
-        stop_private_redis();
+        ft_private_redis_stop(&g_redis_pid);
 }
 END_TEST
 
@@ -201,7 +192,7 @@ static void setup(void)
 static void teardown(void)
 {
         ft_reap_all(); /* fronts a failed check left running */
-        stop_private_redis();
+        ft_private_redis_stop(&g_redis_pid);
         sk_test_cleanup(&g_shared); /* the database and topic (the private server is gone) */
 }
 

@@ -412,6 +412,18 @@ static __attribute__((unused)) int ft_json_field(const char *json, const char *n
         return rc;
 }
 
+/* Stop the private redis-server *@p pid (ft_private_redis): SIGCONT (it may be frozen),
+ * SIGTERM, reap; then *@p pid = 0. No-op when *@p pid <= 0. */
+static __attribute__((unused)) void ft_private_redis_stop(pid_t *pid)
+{
+        if (*pid > 0) {
+                kill(*pid, SIGCONT);
+                kill(*pid, SIGTERM);
+                waitpid(*pid, NULL, 0);
+        }
+        *pid = 0;
+}
+
 /* Start a PRIVATE redis-server on a free port (never the shared one: tests that need a
  * server configured differently, or one they may pause or kill), no persistence,
  * noeviction, plus @p extra_args (NULL-terminated, may be NULL; e.g. "--rename-command",
