@@ -1,0 +1,425 @@
+/* 0412_front_degrade.c: the Redis-down degrade of DESIGN.md 12 end to end, against a
+ * PRIVATE redis-server (never the shared one), the real MariaDB and Kafka, one front and
+ * one consumer:
+ *   - kill Redis in the middle of a sale: purchases go on with 200 CREATED on the
+ *     DB-only path (after draining: 503 cause degrade), a second purchase of a buyer is
+ *     409/10006 from the DB; restart Redis EMPTY on the same port: the front rebuilds the
+ *     voucher from the DB and answers 202 again; invariants 1, 2, 4, 5 hold and Redis =
+ *     DB (stock, buyers);
+ *   - `seckill-admin degrade db-only --voucher V` while Redis is healthy: the voucher
+ *     drains and moves to the DB-only path (the first DB-only purchase hits the failpoint
+ *     front.db_only_before_commit = a DB failure before COMMIT: 503, nothing written);
+ *     `degrade auto`: back to 202s, Redis = DB. */
+#include <stdarg.h>
+
+#include "0499_front_util.h"
+
+#define D_STOCK 400
+
+static sk_conf_t g_conf;
+static pid_t g_redis_pid, g_cons_pid;
+
+/* ------------------------------------------------------------- helpers ---- */
+
+static pid_t start_redis_on(int port)
+{
+        char port_s[16];
+        pid_t pid;
+        int i;
+
+        snprintf(port_s, sizeof(port_s), "%d", port);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                int fd = open("/dev/null", O_WRONLY);
+
+                if (fd >= 0) {
+                        dup2(fd, 1);
+                        close(fd);
+                }
+                execlp("redis-server", "redis-server", "--port", port_s, "--bind", "127.0.0.1",
+                       "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction",
+                       (char *)NULL);
+                _exit(127);
+        }
+        for (i = 0; i < 100; i++) {
+                struct timeval tv = { 1, 0 };
+                redisContext *rc = redisConnectWithTimeout("127.0.0.1", port, tv);
+                int ok = rc && !rc->err;
+
+                if (rc)
+                        redisFree(rc);
+                if (ok)
+                        return pid;
+                usleep(50 * 1000);
+        }
+        ck_abort_msg("redis-server did not restart on %d", port);
+        return -1;
+}
+
+static void child_env(void)
+{
+        setenv("SECKILL_REDIS_URL", g_conf.redis_url, 1);
+        setenv("SECKILL_MYSQL_URL", g_conf.mysql_url, 1);
+        setenv("SECKILL_KAFKA_BROKERS", g_conf.kafka_brokers, 1);
+        setenv("SECKILL_TOPIC", g_conf.topic, 1);
+        setenv("SECKILL_GROUP_ID", g_conf.group_id, 1);
+        setenv("SECKILL_REDIS_PREFIX", g_conf.redis_prefix, 1);
+        setenv("SECKILL_TOPIC_PARTITIONS", "2", 1);
+        setenv("SECKILL_KAFKA_DELIVERY_TIMEOUT_MS", "3000", 1);
+        setenv("SECKILL_METRICS_ADDR", "off", 1);
+        unsetenv("SECKILL_FAILPOINTS");
+}
+
+static pid_t start_consumer(const char *log)
+{
+        char path[1024];
+        pid_t pid;
+
+        snprintf(path, sizeof(path), "%s/seckill-consumer", getenv("SK_BIN"));
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+                if (fd >= 0) {
+                        dup2(fd, 1);
+                        dup2(fd, 2);
+                        close(fd);
+                }
+                child_env();
+                execl(path, path, "-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500",
+                      (char *)NULL);
+                _exit(127);
+        }
+        return pid;
+}
+
+/* seckill-admin with @p a1..a3 (NULL-terminated early). @returns its exit status. */
+static int admin(const char *a1, const char *a2, const char *a3, const char *a4)
+{
+        char path[1024];
+        int status = 0;
+        pid_t pid;
+
+        snprintf(path, sizeof(path), "%s/seckill-admin", getenv("SK_BIN"));
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                child_env();
+                execl(path, path, a1, a2, a3, a4, (char *)NULL);
+                _exit(127);
+        }
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static long long q(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static long long q(const char *fmt, ...)
+{
+        char sql[1024];
+        MYSQL *my = mysql_init(NULL);
+        MYSQL_RES *res;
+        MYSQL_ROW row;
+        long long v = -1;
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(sql, sizeof(sql), fmt, ap);
+        va_end(ap);
+        ck_assert(mysql_real_connect(my, g_conf.mysql.host, g_conf.mysql.user, NULL,
+                                     g_conf.mysql.database, (unsigned)g_conf.mysql.port, NULL, 0));
+        ck_assert_msg(mysql_query(my, sql) == 0, "%s: %s", sql, mysql_error(my));
+        res = mysql_store_result(my);
+        if (res && (row = mysql_fetch_row(res)) && row[0])
+                v = strtoll(row[0], NULL, 10);
+        if (res)
+                mysql_free_result(res);
+        mysql_close(my);
+        return v;
+}
+
+/* The voucher's switch state, as a string ("" if none). */
+static int state_is(int64_t vid, const char *state)
+{
+        return q("SELECT COUNT(*) FROM tb_seckill_switch WHERE scope = %" PRId64 " AND state = '%s'",
+                 vid, state) == 1;
+}
+
+static int wait_state(int64_t vid, const char *state, int timeout_s)
+{
+        int64_t until = sk_mono_ms() + timeout_s * 1000LL;
+
+        while (sk_mono_ms() < until) {
+                if (state_is(vid, state))
+                        return 0;
+                sk_sleep_ms(200, NULL);
+        }
+        return -1;
+}
+
+/* A voucher on sale for an hour: Redis meta + stock, the DB row, its bucket row. */
+static int64_t seed_voucher(redisContext *rc, long long stock)
+{
+        int64_t vid = sk_test_rand_id(), t = sk_now_ms();
+        char sql[256];
+
+        ft_seed(&g_conf, rc, vid, stock, t - 60000, t + 3600000, 1, 1);
+        snprintf(sql, sizeof(sql), "INSERT IGNORE INTO tb_seckill_stock (voucher_id, bucket, init_stock, "
+                 "stock) VALUES (%" PRId64 ", 0, %lld, %lld)", vid, stock, stock);
+        ft_db_exec(&g_conf, sql);
+        return vid;
+}
+
+/* What a purchase was answered (for invariant 4). */
+typedef struct answer { int status; int64_t trace, order, user; } answer_t;
+typedef struct book { answer_t a[4096]; size_t n; } book_t;
+
+static int buy(int port, const char *path, int64_t user, book_t *bk)
+{
+        char u[24], body[1024], s[32];
+        int st;
+
+        snprintf(u, sizeof(u), "%" PRId64, user);
+        st = ft_http(port, "POST", path, u, NULL, body, sizeof(body));
+        ck_assert_msg(st == 200 || st == 202 || st == 409 || st == 503, "status %d: %s", st, body);
+        if (st == 200 || st == 202) {
+                answer_t *a = &bk->a[bk->n++];
+
+                ck_assert(bk->n < 4096);
+                a->status = st;
+                a->user = user;
+                ck_assert_int_eq(ft_json_field(body, "state", s, sizeof(s)), 0);
+                ck_assert_str_eq(s, st == 200 ? "CREATED" : "PENDING");
+                ck_assert_int_eq(ft_json_field(body, "traceId", s, sizeof(s)), 0);
+                ck_assert_int_eq(sk_id_parse_cstr(s, &a->trace), 0);
+                ck_assert_int_eq(ft_json_field(body, "orderId", s, sizeof(s)), 0);
+                ck_assert_int_eq(sk_id_parse_cstr(s, &a->order), 0);
+        }
+        return st;
+}
+
+/* Invariants 1, 2, 4, 5 in the DB and Redis = DB, once the consumer has decided every
+ * 202 (waits for that). */
+static void check_invariants(int64_t vid, const book_t *bk, redisContext *rc)
+{
+        char k[SK_KEY_MAX];
+        redisReply *r;
+        long long active, db_stock, users;
+        size_t i;
+
+        for (i = 0; i < bk->n; i++) {
+                int64_t until = sk_mono_ms() + 30000;
+
+                while (q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64,
+                         bk->a[i].trace) != 1 && sk_mono_ms() < until)
+                        sk_sleep_ms(200, NULL);
+                /* 4: every 202 and 200 is CREATED with its order (no business failure
+                 * can happen here: distinct buyers, stock left). */
+                ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_seckill_outcome o JOIN tb_voucher_order d "
+                                   "ON d.id = o.order_id AND d.trace_id = o.trace_id WHERE o.trace_id = %"
+                                   PRId64 " AND o.outcome = 1 AND o.order_id = %" PRId64
+                                   " AND o.path = '%s'", bk->a[i].trace, bk->a[i].order,
+                                   bk->a[i].status == 200 ? "db" : "kafka"), 1);
+        }
+        active = q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
+                   " AND status IN (1, 2)", vid);
+        db_stock = q("SELECT SUM(stock) FROM tb_seckill_stock WHERE voucher_id = %" PRId64, vid);
+        /* 1 (one bucket) and 5. */
+        ck_assert_int_eq(active, (long long)bk->n);
+        ck_assert_int_eq(D_STOCK - db_stock, active);
+        ck_assert_int_le(active, D_STOCK);
+        /* 2 */
+        ck_assert_int_eq(q("SELECT COUNT(*) FROM (SELECT user_id FROM tb_voucher_order WHERE voucher_id = %"
+                           PRId64 " AND status IN (1, 2) GROUP BY user_id HAVING COUNT(*) > 1) x", vid), 0);
+        /* Redis = DB: stock and the buyers (the users hash also holds "_"). */
+        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), db_stock);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_USERS);
+        r = redisCommand(rc, "HLEN %s", k);
+        ck_assert(r && r->type == REDIS_REPLY_INTEGER);
+        users = r->integer;
+        freeReplyObject(r);
+        r = redisCommand(rc, "HEXISTS %s _", k);
+        ck_assert(r && r->type == REDIS_REPLY_INTEGER);
+        users -= r->integer;
+        freeReplyObject(r);
+        ck_assert_int_eq(users, active);
+}
+
+static pid_t start_front(int *port_out, char *log, size_t cap, const char *what, const char *fp)
+{
+        char url_env[600], fp_env[160];
+        const char *env[] = { url_env, "SECKILL_WORKER_LEASE_MS=20000", "SECKILL_BREAKER_OPEN_MS=1000",
+                              "SECKILL_BREAKER_HEALTHY_MS=1500", "SECKILL_BREAKER_FAILURES=3",
+                              "SECKILL_DEGRADE_DB_CONNS=4", fp ? fp_env : NULL, NULL };
+        int port = ft_free_port();
+        pid_t pid;
+
+        snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=%s", g_conf.redis_url);
+        snprintf(fp_env, sizeof(fp_env), "SECKILL_FAILPOINTS=%s", fp ? fp : "");
+        snprintf(log, cap, "%s/front_0412_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
+                 what, (int)getpid());
+        pid = ft_spawn(&g_conf, port, env, log);
+        ck_assert_msg(ft_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
+        *port_out = port;
+        return pid;
+}
+
+/* POST with fresh buyers until one is answered @p want (others: 503, or the path's
+ * other success while switching). @returns 0 or -1 after @p timeout_s. */
+static int buy_until(int port, const char *path, int64_t *user, int want, book_t *bk, int timeout_s)
+{
+        int64_t until = sk_mono_ms() + timeout_s * 1000LL;
+
+        while (sk_mono_ms() < until) {
+                if (buy(port, path, (*user)++, bk) == want)
+                        return 0;
+                sk_sleep_ms(100, NULL);
+        }
+        return -1;
+}
+
+/* --------------------------------------------------------------- tests ---- */
+
+START_TEST(kill_redis_mid_sale)
+{
+        static book_t bk;
+        char log[256], clog[256], path[160], v[SK_ID_STRLEN], body[1024], code[24];
+        redisContext *rc = ft_redis(&g_conf);
+        int64_t vid, user = 1000;
+        int port, i, n200 = 0, redis_port = g_conf.redis.port;
+        pid_t pid;
+
+        memset(&bk, 0, sizeof(bk));
+        vid = seed_voucher(rc, D_STOCK);
+        sk_id_format(vid, v);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        snprintf(clog, sizeof(clog), "%s/consumer_0412_%d.log",
+                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
+        g_cons_pid = start_consumer(clog);
+        pid = start_front(&port, log, sizeof(log), "kill", NULL);
+        ck_assert_msg(buy_until(port, path, &user, 202, &bk, 30) == 0, "no 202 (log %s)", log);
+        for (i = 0; i < 30; i++)
+                ck_assert_int_eq(buy(port, path, user++, &bk), 202);
+
+        /* Redis dies mid-sale: draining (503), then the DB-only path (200 CREATED). */
+        redisFree(rc);
+        kill(g_redis_pid, SIGKILL);
+        waitpid(g_redis_pid, NULL, 0);
+        g_redis_pid = 0;
+        ck_assert_msg(buy_until(port, path, &user, 200, &bk, 60) == 0, "no 200 (log %s)", log);
+        ck_assert(state_is(vid, "db"));
+        for (i = 0; i < 40; i++) {
+                ck_assert_int_eq(buy(port, path, user++, &bk), 200);
+                n200++;
+        }
+        /* The same buyer again: 10006 from the DB. */
+        snprintf(code, sizeof(code), "%" PRId64, user - 1);
+        ck_assert_int_eq(ft_http(port, "POST", path, code, NULL, body, sizeof(body)), 409);
+        ck_assert_msg(strstr(body, "10006") != NULL, "%s", body);
+        ck_assert_int_ge(ft_scrape(port, "seckill_front_db_only_purchases_total{result=\"created\"}"),
+                         n200 + 1);
+        ck_assert_int_eq(ft_http(port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 503);
+        ck_assert_msg(strstr(body, "\"db\"") != NULL, "%s", body);
+
+        /* Redis comes back EMPTY: rebuilt from the DB, then 202 again. */
+        g_redis_pid = start_redis_on(redis_port);
+        ck_assert_msg(buy_until(port, path, &user, 202, &bk, 60) == 0, "no 202 after restart (log %s)",
+                      log);
+        ck_assert(state_is(vid, "redis"));
+        for (i = 0; i < 20; i++)
+                ck_assert_int_eq(buy(port, path, user++, &bk), 202);
+        ck_assert_int_ge(q("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, vid), 4);
+
+        rc = ft_redis(&g_conf);
+        check_invariants(vid, &bk, rc);
+        ck_assert_int_eq(ft_stop(pid, 40), 0);
+        redisFree(rc);
+}
+END_TEST
+
+START_TEST(operator_db_only_then_auto)
+{
+        static book_t bk;
+        char log[256], clog[256], path[160], v[SK_ID_STRLEN], body[1024], vs[32];
+        redisContext *rc = ft_redis(&g_conf);
+        int64_t vid, user = 5000, trace_fp;
+        int port, i;
+        pid_t pid;
+
+        memset(&bk, 0, sizeof(bk));
+        vid = seed_voucher(rc, D_STOCK);
+        sk_id_format(vid, v);
+        snprintf(vs, sizeof(vs), "%s", v);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        snprintf(clog, sizeof(clog), "%s/consumer_0412op_%d.log",
+                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
+        g_cons_pid = start_consumer(clog);
+        pid = start_front(&port, log, sizeof(log), "op", "front.db_only_before_commit=1*error");
+        ck_assert_msg(buy_until(port, path, &user, 202, &bk, 30) == 0, "no 202 (log %s)", log);
+        for (i = 0; i < 10; i++)
+                ck_assert_int_eq(buy(port, path, user++, &bk), 202);
+
+        ck_assert_int_eq(admin("degrade", "db-only", "--voucher", vs), 0);
+        ck_assert_int_eq(admin("degrade", "status", "--voucher", vs), 0);
+        ck_assert_int_eq(wait_state(vid, "draining", 10), 0);
+        sk_sleep_ms(1500, NULL); /* the front's next read of the rows (every second) */
+        ck_assert_int_eq(buy(port, path, user++, &bk), 503);
+        ck_assert_int_eq(wait_state(vid, "db", 30), 0);
+        sk_sleep_ms(1500, NULL); /* the front's next read */
+        /* The failpoint: a DB failure before COMMIT -> 503, nothing written. */
+        snprintf(vs, sizeof(vs), "%" PRId64, user);
+        ck_assert_int_eq(ft_http(port, "POST", path, vs, NULL, body, sizeof(body)), 503);
+        ck_assert_msg(strstr(body, "\"db\"") != NULL, "%s", body);
+        ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
+                           " AND user_id = %" PRId64, vid, user), 0);
+        trace_fp = q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64
+                     " AND path = 'db'", vid);
+        ck_assert_int_eq(trace_fp, 0);
+        for (i = 0; i < 25; i++)
+                ck_assert_int_eq(buy(port, path, user++, &bk), 200);
+        /* Redis was never touched meanwhile; back to auto: rebuilt, 202 again. */
+        snprintf(vs, sizeof(vs), "%s", v);
+        ck_assert_int_eq(admin("degrade", "auto", "--voucher", vs), 0);
+        ck_assert_int_eq(wait_state(vid, "redis", 40), 0);
+        sk_sleep_ms(1500, NULL);
+        for (i = 0; i < 10; i++)
+                ck_assert_int_eq(buy(port, path, user++, &bk), 202);
+        check_invariants(vid, &bk, rc);
+        ck_assert_int_eq(ft_stop(pid, 40), 0);
+        redisFree(rc);
+}
+END_TEST
+
+static void setup(void)
+{
+        sk_test_conf(&g_conf, "frontdeg");
+        sk_test_migrate(&g_conf);
+        g_redis_pid = ft_private_redis(&g_conf, NULL);
+}
+
+static void teardown(void)
+{
+        ft_reap_all();
+        if (g_cons_pid > 0) {
+                kill(g_cons_pid, SIGTERM);
+                waitpid(g_cons_pid, NULL, 0);
+                g_cons_pid = 0;
+        }
+        ft_private_redis_stop(&g_redis_pid);
+        sk_test_cleanup(&g_conf);
+}
+
+int main(void)
+{
+        Suite *s = suite_create("front_degrade");
+        TCase *tc = tcase_create("degrade");
+
+        setenv("CK_FORK", "no", 1);
+        tcase_set_timeout(tc, 280);
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, kill_redis_mid_sale);
+        tcase_add_test(tc, operator_db_only_then_auto);
+        suite_add_tcase(s, tc);
+        return sk_test_run(s);
+}
