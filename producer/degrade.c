@@ -30,6 +30,7 @@
 #include "breaker.h"
 #include "degrade.h"
 #include "front.h"
+#include "health.h"
 #include "sk/clock.h"
 #include "sk/db.h"
 #include "sk/dswitch.h"
@@ -221,6 +222,18 @@ static void step_draining(sk_dsw_row_t *row)
         move(row, SK_DSW_DB, "drained");
 }
 
+/* Redis healthy for the recovery (DESIGN.md 12): the breaker has seen it healthy for
+ * SECKILL_BREAKER_HEALTHY_MS AND the health thread reached it in its last check. The
+ * second half is the evidence a front restarted mid-outage lacks: its breaker starts
+ * closed and sees no purchase traffic while its vouchers are on the DB-only path. */
+static int redis_healthy(void)
+{
+        int ok, noev, scripts, server;
+
+        fr_health_redis(&ok, &noev, &scripts, &server);
+        return ok && server && fr_breaker_healthy();
+}
+
 /* rebuilding -> redis after a successful rebuild (Redis reachable). */
 static void step_rebuilding(sk_dsw_row_t *row)
 {
@@ -228,7 +241,7 @@ static void step_rebuilding(sk_dsw_row_t *row)
         char errstr[512];
         sk_err_t err;
 
-        if (!fr_breaker_allow())
+        if (!fr_breaker_allow() || !redis_healthy())
                 return;
         memset(&rep, 0, sizeof(rep));
         err = sk_rebuild_voucher(&g_fr.conf, row->voucher_id, 0, &rep, errstr, sizeof(errstr));
@@ -259,7 +272,7 @@ static void step(sk_dsw_row_t *row)
                 step_draining(row);
                 break;
         case SK_DSW_DB:
-                if (row->mode != SK_DSW_DB_ONLY && fr_breaker_healthy()) {
+                if (row->mode != SK_DSW_DB_ONLY && redis_healthy()) {
                         int moved = 0;
                         int64_t ep = row->epoch;
 
