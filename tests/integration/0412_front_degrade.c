@@ -9,7 +9,9 @@
  *   - `seckill-admin degrade db-only --voucher V` while Redis is healthy: the voucher
  *     drains and moves to the DB-only path (the first DB-only purchase hits the failpoint
  *     front.db_only_before_commit = a DB failure before COMMIT: 503, nothing written);
- *     `degrade auto`: back to 202s, Redis = DB. */
+ *     `degrade auto`: back to 202s, Redis = DB;
+ *   - Redis frozen (SIGSTOP) instead of killed, then SIGCONT: the same path there and
+ *     back, invariants and Redis = DB. */
 #include <stdarg.h>
 
 #include "0499_front_util.h"
@@ -357,6 +359,46 @@ START_TEST(kill_redis_mid_sale)
 }
 END_TEST
 
+/* Redis frozen (SIGSTOP) under purchases instead of killed: the breaker opens on
+ * timeouts, the voucher drains to the DB path; SIGCONT: the purchases a frozen deduct
+ * left undecided are fenced by the front, the rebuild sets Redis from the DB. */
+START_TEST(freeze_redis_mid_sale)
+{
+        static book_t bk;
+        char log[256], clog[256], path[160], v[SK_ID_STRLEN];
+        redisContext *rc = ft_redis(&g_conf);
+        int64_t vid, user = 20000;
+        int port, i;
+        pid_t pid;
+
+        memset(&bk, 0, sizeof(bk));
+        vid = seed_voucher(rc, D_STOCK);
+        sk_id_format(vid, v);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        snprintf(clog, sizeof(clog), "%s/consumer_0412fz_%d.log",
+                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
+        g_cons_pid = start_consumer(clog);
+        pid = start_front(&port, log, sizeof(log), "freeze", NULL);
+        ck_assert_msg(buy_until(port, path, &user, 202, &bk, 30) == 0, "no 202 (log %s)", log);
+        for (i = 0; i < 20; i++)
+                ck_assert_int_eq(buy(port, path, user++, &bk), 202);
+        ck_assert_int_eq(kill(g_redis_pid, SIGSTOP), 0);
+        ck_assert_msg(buy_until(port, path, &user, 200, &bk, 60) == 0, "no 200 (log %s)", log);
+        ck_assert(state_is(vid, "db"));
+        for (i = 0; i < 20; i++)
+                ck_assert_int_eq(buy(port, path, user++, &bk), 200);
+        ck_assert_int_eq(kill(g_redis_pid, SIGCONT), 0);
+        ck_assert_msg(buy_until(port, path, &user, 202, &bk, 90) == 0, "no 202 after SIGCONT (log %s)",
+                      log);
+        ck_assert(state_is(vid, "redis"));
+        for (i = 0; i < 10; i++)
+                ck_assert_int_eq(buy(port, path, user++, &bk), 202);
+        check_invariants(vid, &bk, rc);
+        ck_assert_int_eq(ft_stop(pid, 40), 0);
+        redisFree(rc);
+}
+END_TEST
+
 START_TEST(operator_db_only_then_auto)
 {
         static book_t bk;
@@ -439,6 +481,7 @@ int main(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, kill_redis_mid_sale);
         tcase_add_test(tc, operator_db_only_then_auto);
+        tcase_add_test(tc, freeze_redis_mid_sale);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
 }
