@@ -11,7 +11,9 @@
  *     front.db_only_before_commit = a DB failure before COMMIT: 503, nothing written);
  *     `degrade auto`: back to 202s, Redis = DB;
  *   - Redis frozen (SIGSTOP) instead of killed, then SIGCONT: the same path there and
- *     back, invariants and Redis = DB. */
+ *     back, invariants and Redis = DB;
+ *   - the DB away (a socat proxy frozen) while on the DB-only path: 503 within the
+ *     request deadline, nothing written; the DB back: 200 again. */
 #include <stdarg.h>
 
 #include "0499_front_util.h"
@@ -248,16 +250,24 @@ static void check_invariants(int64_t vid, const book_t *bk, redisContext *rc)
         ck_assert_int_eq(users, active);
 }
 
-static pid_t start_front(int *port_out, char *log, size_t cap, const char *what, const char *fp)
+/* @p fp: SECKILL_FAILPOINTS or NULL; @p mysql_url: another SECKILL_MYSQL_URL or NULL. */
+static pid_t start_front_with(int *port_out, char *log, size_t cap, const char *what, const char *fp,
+                             const char *mysql_url)
 {
-        char url_env[600], fp_env[160];
+        char url_env[600], fp_env[160], my_env[600];
         const char *env[] = { url_env, "SECKILL_WORKER_LEASE_MS=20000", "SECKILL_BREAKER_OPEN_MS=1000",
                               "SECKILL_BREAKER_HEALTHY_MS=1500", "SECKILL_BREAKER_FAILURES=3",
-                              "SECKILL_DEGRADE_DB_CONNS=4", fp ? fp_env : NULL, NULL };
-        int port = ft_free_port();
+                              "SECKILL_DEGRADE_DB_CONNS=4", NULL, NULL, NULL };
+        int port = ft_free_port(), ne = 6;
         pid_t pid;
 
         snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=%s", g_conf.redis_url);
+        if (fp)
+                env[ne++] = fp_env;
+        if (mysql_url) {
+                snprintf(my_env, sizeof(my_env), "SECKILL_MYSQL_URL=%s", mysql_url);
+                env[ne++] = my_env;
+        }
         snprintf(fp_env, sizeof(fp_env), "SECKILL_FAILPOINTS=%s", fp ? fp : "");
         snprintf(log, cap, "%s/front_0412_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
                  what, (int)getpid());
@@ -278,6 +288,11 @@ static pid_t start_front(int *port_out, char *log, size_t cap, const char *what,
         return pid;
 }
 
+static pid_t start_front(int *port_out, char *log, size_t cap, const char *what, const char *fp)
+{
+        return start_front_with(port_out, log, cap, what, fp, NULL);
+}
+
 /* POST with fresh buyers until one is answered @p want (others: 503, or the path's
  * other success while switching). @returns 0 or -1 after @p timeout_s. */
 static int buy_until(int port, const char *path, int64_t *user, int want, book_t *bk, int timeout_s)
@@ -292,69 +307,88 @@ static int buy_until(int port, const char *path, int64_t *user, int want, book_t
         return -1;
 }
 
+/* One sale under way: a voucher of D_STOCK units, a consumer, a front (@p what, with
+ * failpoints @p fp or NULL), the first 202 and @p n202 more from buyers @p user0 on. */
+typedef struct sale {
+        int64_t vid, user;
+        char v[SK_ID_STRLEN], path[160], log[256];
+        int port;
+        pid_t pid;
+} sale_t;
+
+static void sale_start(sale_t *sl, book_t *bk, redisContext *rc, const char *what, const char *fp,
+                       int64_t user0, int n202)
+{
+        char clog[256];
+        int i;
+
+        memset(bk, 0, sizeof(*bk));
+        sl->vid = seed_voucher(rc, D_STOCK);
+        sl->user = user0;
+        sk_id_format(sl->vid, sl->v);
+        snprintf(sl->path, sizeof(sl->path), "/api/v1/vouchers/%s/seckill", sl->v);
+        snprintf(clog, sizeof(clog), "%s/consumer_0412_%s_%d.log",
+                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", what, (int)getpid());
+        g_cons_pid = start_consumer(clog);
+        sl->pid = start_front(&sl->port, sl->log, sizeof(sl->log), what, fp);
+        ck_assert_msg(buy_until(sl->port, sl->path, &sl->user, 202, bk, 30) == 0, "no 202 (log %s)",
+                      sl->log);
+        for (i = 0; i < n202; i++)
+                ck_assert_int_eq(buy(sl->port, sl->path, sl->user++, bk), 202);
+}
+
 /* --------------------------------------------------------------- tests ---- */
 
 START_TEST(kill_redis_mid_sale)
 {
         static book_t bk;
-        char log[256], clog[256], path[160], v[SK_ID_STRLEN], body[1024], code[24];
+        char body[1024], code[24];
         redisContext *rc = ft_redis(&g_conf);
-        int64_t vid, user = 1000;
-        int port, i, n200 = 0, redis_port = g_conf.redis.port;
-        pid_t pid;
+        int i, n200 = 0, redis_port = g_conf.redis.port;
+        sale_t sl;
 
-        memset(&bk, 0, sizeof(bk));
-        vid = seed_voucher(rc, D_STOCK);
-        sk_id_format(vid, v);
-        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        snprintf(clog, sizeof(clog), "%s/consumer_0412_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        g_cons_pid = start_consumer(clog);
-        pid = start_front(&port, log, sizeof(log), "kill", NULL);
-        ck_assert_msg(buy_until(port, path, &user, 202, &bk, 30) == 0, "no 202 (log %s)", log);
-        for (i = 0; i < 30; i++)
-                ck_assert_int_eq(buy(port, path, user++, &bk), 202);
+        sale_start(&sl, &bk, rc, "kill", NULL, 1000, 30);
 
         /* Redis dies mid-sale: draining (503), then the DB-only path (200 CREATED). */
         redisFree(rc);
         kill(g_redis_pid, SIGKILL);
         waitpid(g_redis_pid, NULL, 0);
         g_redis_pid = 0;
-        ck_assert_msg(buy_until(port, path, &user, 200, &bk, 60) == 0, "no 200 (log %s)", log);
-        ck_assert(state_is(vid, "db"));
+        ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 200, &bk, 60) == 0, "no 200 (log %s)", sl.log);
+        ck_assert(state_is(sl.vid, "db"));
         for (i = 0; i < 40; i++) {
-                ck_assert_int_eq(buy(port, path, user++, &bk), 200);
+                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
                 n200++;
         }
         /* The same buyer again: 10006 from the DB. */
-        snprintf(code, sizeof(code), "%" PRId64, user - 1);
-        ck_assert_int_eq(ft_http(port, "POST", path, code, NULL, body, sizeof(body)), 409);
+        snprintf(code, sizeof(code), "%" PRId64, sl.user - 1);
+        ck_assert_int_eq(ft_http(sl.port, "POST", sl.path, code, NULL, body, sizeof(body)), 409);
         ck_assert_msg(strstr(body, "10006") != NULL, "%s", body);
-        ck_assert_int_ge(ft_scrape(port, "seckill_front_db_only_purchases_total{result=\"created\"}"),
+        ck_assert_int_ge(ft_scrape(sl.port, "seckill_front_db_only_purchases_total{result=\"created\"}"),
                          n200 + 1);
-        ck_assert_int_eq(ft_http(port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 503);
+        ck_assert_int_eq(ft_http(sl.port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 503);
         ck_assert_msg(strstr(body, "\"db\"") != NULL, "%s", body);
         /* A front restarted mid-outage follows the DB state from its first purchase. */
-        ck_assert_int_eq(ft_stop(pid, 40), 0);
-        pid = start_front(&port, log, sizeof(log), "restarted", NULL);
+        ck_assert_int_eq(ft_stop(sl.pid, 40), 0);
+        sl.pid = start_front(&sl.port, sl.log, sizeof(sl.log), "restarted", NULL);
         for (i = 0; i < 10; i++)
-                ck_assert_int_eq(buy(port, path, user++, &bk), 200);
+                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
         sk_sleep_ms(3000, NULL); /* longer than SECKILL_BREAKER_HEALTHY_MS: still db */
-        ck_assert(state_is(vid, "db"));
-        ck_assert_int_eq(buy(port, path, user++, &bk), 200);
+        ck_assert(state_is(sl.vid, "db"));
+        ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
 
         /* Redis comes back EMPTY: rebuilt from the DB, then 202 again. */
         g_redis_pid = start_redis_on(redis_port);
-        ck_assert_msg(buy_until(port, path, &user, 202, &bk, 60) == 0, "no 202 after restart (log %s)",
-                      log);
-        ck_assert(state_is(vid, "redis"));
+        ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 202, &bk, 60) == 0, "no 202 after restart (log %s)",
+                      sl.log);
+        ck_assert(state_is(sl.vid, "redis"));
         for (i = 0; i < 20; i++)
-                ck_assert_int_eq(buy(port, path, user++, &bk), 202);
-        ck_assert_int_ge(q("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, vid), 4);
+                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 202);
+        ck_assert_int_ge(q("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid), 4);
 
         rc = ft_redis(&g_conf);
-        check_invariants(vid, &bk, rc);
-        ck_assert_int_eq(ft_stop(pid, 40), 0);
+        check_invariants(sl.vid, &bk, rc);
+        ck_assert_int_eq(ft_stop(sl.pid, 40), 0);
         redisFree(rc);
 }
 END_TEST
@@ -365,36 +399,109 @@ END_TEST
 START_TEST(freeze_redis_mid_sale)
 {
         static book_t bk;
-        char log[256], clog[256], path[160], v[SK_ID_STRLEN];
         redisContext *rc = ft_redis(&g_conf);
-        int64_t vid, user = 20000;
-        int port, i;
-        pid_t pid;
+        int i;
+        sale_t sl;
+
+        sale_start(&sl, &bk, rc, "freeze", NULL, 20000, 20);
+        ck_assert_int_eq(kill(g_redis_pid, SIGSTOP), 0);
+        ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 200, &bk, 60) == 0, "no 200 (log %s)", sl.log);
+        ck_assert(state_is(sl.vid, "db"));
+        for (i = 0; i < 20; i++)
+                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
+        ck_assert_int_eq(kill(g_redis_pid, SIGCONT), 0);
+        ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 202, &bk, 90) == 0, "no 202 after SIGCONT (log %s)",
+                      sl.log);
+        ck_assert(state_is(sl.vid, "redis"));
+        for (i = 0; i < 10; i++)
+                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 202);
+        check_invariants(sl.vid, &bk, rc);
+        ck_assert_int_eq(ft_stop(sl.pid, 40), 0);
+        redisFree(rc);
+}
+END_TEST
+
+/* socat TCP proxy 127.0.0.1:@p listen -> 127.0.0.1:@p to in its own process group (one
+ * child per connection: the test freezes the whole group). */
+static pid_t start_proxy(int listen, int to)
+{
+        char a[64], b[64];
+        pid_t pid = fork();
+
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                setpgid(0, 0);
+                snprintf(a, sizeof(a), "TCP-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork", listen);
+                snprintf(b, sizeof(b), "TCP:127.0.0.1:%d", to);
+                execlp("socat", "socat", a, b, (char *)NULL);
+                _exit(127);
+        }
+        setpgid(pid, pid);
+        for (int i = 0; i < 100; i++) {
+                int fd = socket(AF_INET, SOCK_STREAM, 0);
+                struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)listen) };
+                int ok;
+
+                sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                ok = connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+                close(fd);
+                if (ok)
+                        return pid;
+                usleep(50 * 1000);
+        }
+        ck_abort_msg("socat did not listen on %d", listen);
+        return -1;
+}
+
+/* The DB goes away while a voucher is on the DB-only path (the front reaches MariaDB
+ * through a proxy the test freezes): 503, nothing written; the DB back: 200 again. */
+START_TEST(db_down_on_db_path)
+{
+        static book_t bk;
+        char log[256], path[160], v[SK_ID_STRLEN], url[600], body[1024], u[24];
+        redisContext *rc = ft_redis(&g_conf);
+        int64_t vid, user = 30000, t0;
+        int port, i, pport = ft_free_port(), st;
+        pid_t pid, proxy;
 
         memset(&bk, 0, sizeof(bk));
         vid = seed_voucher(rc, D_STOCK);
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        snprintf(clog, sizeof(clog), "%s/consumer_0412fz_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        g_cons_pid = start_consumer(clog);
-        pid = start_front(&port, log, sizeof(log), "freeze", NULL);
-        ck_assert_msg(buy_until(port, path, &user, 202, &bk, 30) == 0, "no 202 (log %s)", log);
-        for (i = 0; i < 20; i++)
-                ck_assert_int_eq(buy(port, path, user++, &bk), 202);
-        ck_assert_int_eq(kill(g_redis_pid, SIGSTOP), 0);
-        ck_assert_msg(buy_until(port, path, &user, 200, &bk, 60) == 0, "no 200 (log %s)", log);
-        ck_assert(state_is(vid, "db"));
-        for (i = 0; i < 20; i++)
+        proxy = start_proxy(pport, g_conf.mysql.port);
+        snprintf(url, sizeof(url), "mysql://%s@127.0.0.1:%d/%s", g_conf.mysql.user, pport,
+                 g_conf.mysql.database);
+        ck_assert_int_eq(admin("degrade", "db-only", "--voucher", v), 0);
+        pid = start_front_with(&port, log, sizeof(log), "dbdown", NULL, url);
+        ck_assert_int_eq(wait_state(vid, "db", 40), 0);
+        ck_assert_msg(buy_until(port, path, &user, 200, &bk, 20) == 0, "no 200 (log %s)", log);
+        for (i = 0; i < 5; i++)
                 ck_assert_int_eq(buy(port, path, user++, &bk), 200);
-        ck_assert_int_eq(kill(g_redis_pid, SIGCONT), 0);
-        ck_assert_msg(buy_until(port, path, &user, 202, &bk, 90) == 0, "no 202 after SIGCONT (log %s)",
-                      log);
-        ck_assert(state_is(vid, "redis"));
-        for (i = 0; i < 10; i++)
-                ck_assert_int_eq(buy(port, path, user++, &bk), 202);
-        check_invariants(vid, &bk, rc);
+
+        ck_assert_int_eq(kill(-proxy, SIGSTOP), 0);
+        for (i = 0; i < 3; i++) {
+                snprintf(u, sizeof(u), "%" PRId64, user + i);
+                t0 = sk_mono_ms();
+                st = ft_http(port, "POST", path, u, NULL, body, sizeof(body));
+                ck_assert_msg(st == 503, "status %d: %s", st, body);
+                ck_assert_int_lt(sk_mono_ms() - t0, 7000 + 1500); /* within the request deadline */
+        }
+        ck_assert_int_eq(kill(-proxy, SIGCONT), 0);
+        /* Nothing written for the refused buyers. */
+        ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
+                           " AND user_id BETWEEN %" PRId64 " AND %" PRId64, vid, user, user + 2), 0);
+        ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64
+                           " AND user_id BETWEEN %" PRId64 " AND %" PRId64, vid, user, user + 2), 0);
+        user += 3;
+        ck_assert_msg(buy_until(port, path, &user, 200, &bk, 30) == 0, "no 200 after the DB came back "
+                      "(log %s)", log);
         ck_assert_int_eq(ft_stop(pid, 40), 0);
+        kill(-proxy, SIGKILL);
+        waitpid(proxy, NULL, 0);
+        ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
+                           " AND status IN (1, 2)", vid), (long long)bk.n);
+        ck_assert_int_eq(q("SELECT SUM(stock) FROM tb_seckill_stock WHERE voucher_id = %" PRId64, vid),
+                         D_STOCK - (long long)bk.n);
         redisFree(rc);
 }
 END_TEST
@@ -402,52 +509,42 @@ END_TEST
 START_TEST(operator_db_only_then_auto)
 {
         static book_t bk;
-        char log[256], clog[256], path[160], v[SK_ID_STRLEN], body[1024], vs[32];
+        char body[1024], vs[32];
         redisContext *rc = ft_redis(&g_conf);
-        int64_t vid, user = 5000, trace_fp;
-        int port, i;
-        pid_t pid;
+        int64_t trace_fp;
+        int i;
+        sale_t sl;
 
-        memset(&bk, 0, sizeof(bk));
-        vid = seed_voucher(rc, D_STOCK);
-        sk_id_format(vid, v);
-        snprintf(vs, sizeof(vs), "%s", v);
-        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        snprintf(clog, sizeof(clog), "%s/consumer_0412op_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        g_cons_pid = start_consumer(clog);
-        pid = start_front(&port, log, sizeof(log), "op", "front.db_only_before_commit=1*error");
-        ck_assert_msg(buy_until(port, path, &user, 202, &bk, 30) == 0, "no 202 (log %s)", log);
-        for (i = 0; i < 10; i++)
-                ck_assert_int_eq(buy(port, path, user++, &bk), 202);
+        sale_start(&sl, &bk, rc, "op", "front.db_only_before_commit=1*error", 5000, 10);
+        snprintf(vs, sizeof(vs), "%s", sl.v);
 
         ck_assert_int_eq(admin("degrade", "db-only", "--voucher", vs), 0);
         ck_assert_int_eq(admin("degrade", "status", "--voucher", vs), 0);
-        ck_assert_int_eq(wait_state(vid, "draining", 10), 0);
+        ck_assert_int_eq(wait_state(sl.vid, "draining", 10), 0);
         sk_sleep_ms(1500, NULL); /* the front's next read of the rows (every second) */
-        ck_assert_int_eq(buy(port, path, user++, &bk), 503);
-        ck_assert_int_eq(wait_state(vid, "db", 30), 0);
+        ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 503);
+        ck_assert_int_eq(wait_state(sl.vid, "db", 30), 0);
         sk_sleep_ms(1500, NULL); /* the front's next read */
         /* The failpoint: a DB failure before COMMIT -> 503, nothing written. */
-        snprintf(vs, sizeof(vs), "%" PRId64, user);
-        ck_assert_int_eq(ft_http(port, "POST", path, vs, NULL, body, sizeof(body)), 503);
+        snprintf(vs, sizeof(vs), "%" PRId64, sl.user);
+        ck_assert_int_eq(ft_http(sl.port, "POST", sl.path, vs, NULL, body, sizeof(body)), 503);
         ck_assert_msg(strstr(body, "\"db\"") != NULL, "%s", body);
         ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
-                           " AND user_id = %" PRId64, vid, user), 0);
+                           " AND user_id = %" PRId64, sl.vid, sl.user), 0);
         trace_fp = q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64
-                     " AND path = 'db'", vid);
+                     " AND path = 'db'", sl.vid);
         ck_assert_int_eq(trace_fp, 0);
         for (i = 0; i < 25; i++)
-                ck_assert_int_eq(buy(port, path, user++, &bk), 200);
+                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
         /* Redis was never touched meanwhile; back to auto: rebuilt, 202 again. */
-        snprintf(vs, sizeof(vs), "%s", v);
+        snprintf(vs, sizeof(vs), "%s", sl.v);
         ck_assert_int_eq(admin("degrade", "auto", "--voucher", vs), 0);
-        ck_assert_int_eq(wait_state(vid, "redis", 40), 0);
+        ck_assert_int_eq(wait_state(sl.vid, "redis", 40), 0);
         sk_sleep_ms(1500, NULL);
         for (i = 0; i < 10; i++)
-                ck_assert_int_eq(buy(port, path, user++, &bk), 202);
-        check_invariants(vid, &bk, rc);
-        ck_assert_int_eq(ft_stop(pid, 40), 0);
+                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 202);
+        check_invariants(sl.vid, &bk, rc);
+        ck_assert_int_eq(ft_stop(sl.pid, 40), 0);
         redisFree(rc);
 }
 END_TEST
@@ -482,6 +579,7 @@ int main(void)
         tcase_add_test(tc, kill_redis_mid_sale);
         tcase_add_test(tc, operator_db_only_then_auto);
         tcase_add_test(tc, freeze_redis_mid_sale);
+        tcase_add_test(tc, db_down_on_db_path);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
 }
