@@ -420,10 +420,10 @@ static sk_err_t show_redis(const sk_conf_t *conf, sk_redis_t *r, show_t *v, char
         const char *hgetall[2] = { "HGETALL", meta_key }, *get[2] = { "GET", stock_key };
         sk_err_t err;
 
-        sk_key_voucher(meta_key, conf->redis_prefix, v->id, SK_KEY_META);
-        sk_key_voucher(stock_key, conf->redis_prefix, v->id, SK_KEY_STOCK);
-        sk_key_voucher(users_key, conf->redis_prefix, v->id, SK_KEY_USERS);
-        sk_key_voucher(trace_key, conf->redis_prefix, v->id, SK_KEY_TRACE);
+        sk_key_voucher(meta_key, conf->redis_prefix, v->id, 0, SK_KEY_META);
+        sk_key_voucher(stock_key, conf->redis_prefix, v->id, 0, SK_KEY_STOCK);
+        sk_key_voucher(users_key, conf->redis_prefix, v->id, 0, SK_KEY_USERS);
+        sk_key_voucher(trace_key, conf->redis_prefix, v->id, 0, SK_KEY_TRACE);
         if ((err = sk_redis_cmd(r, &v->meta, 2, hgetall, NULL, errstr, errstr_size)) != SK_OK ||
             (err = sk_redis_cmd(r, &v->stock, 2, get, NULL, errstr, errstr_size)) != SK_OK)
                 return err;
