@@ -255,7 +255,7 @@ START_TEST(undecided_near_expiry_alerts)
         int64_t end_ms = now - INT64_C(68) * 3600 * 1000;
         int64_t e_ms = end_ms + sk_expire_extra_ms(rt_conf.reconcile_window_hours);
         sk_order_msg_t m = { sk_test_rand_id(), sk_test_rand_id(), sk_test_rand_id(), vid, 5, 1, 4,
-                             end_ms - 60000 };
+                             end_ms - 60000, 0, 0 };
         redisReply *reply = NULL;
         int rc;
 
