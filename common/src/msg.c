@@ -204,3 +204,14 @@ size_t sk_msg_format(const sk_order_msg_t *msg, char *buf, size_t size)
                 return size ? size - 1 : 0;
         return (size_t)n;
 }
+
+size_t sk_msg_key(char *buf, size_t size, int64_t voucher_id, int bucket)
+{
+        int n = snprintf(buf, size, "%" PRId64 ":%d", voucher_id, bucket);
+
+        if (n < 0)
+                return 0;
+        if ((size_t)n >= size)
+                return size ? size - 1 : 0;
+        return (size_t)n;
+}

@@ -86,6 +86,20 @@ if run 0 voucher create --stock 1 --begin 2030-01-01T18:00:00+08:00 --end 2030-0
            "2030-01-01T10:00:00.000000,20:00:00.500000,2" "ISO offsets and fractions are converted to UTC"
 fi
 eq "$(rcli exists "${P}:{v:${V}:0}:meta")" "0" "create without --preheat writes nothing to Redis"
+eq "$(sql "SELECT CONCAT_WS(',', v.buckets, s.bucket, s.init_stock, s.stock) FROM tb_seckill_voucher v JOIN tb_seckill_stock s USING (voucher_id) WHERE voucher_id = $V")" \
+   "1,0,5,5" "default: one bucket row holding the whole stock"
+eq "$(sql "SELECT CONCAT_WS(',', COALESCE(mode, 'NULL'), state) FROM tb_seckill_switch WHERE scope = $V")" "NULL,redis" "create writes the voucher's switch row"
+# --buckets: 10 over 4 = 3,3,2,2 (the remainder one unit each to the first buckets).
+if run 0 voucher create --stock 10 --buckets 4 --begin "$BEGIN_ISO" --end "$END_S"; then
+        VB=$(sed -n 's/^{"voucherId":"\([1-9][0-9]*\)"}$/\1/p' "$OUT")
+        eq "$(sql "SELECT GROUP_CONCAT(CONCAT(bucket, ':', init_stock, '/', stock) ORDER BY bucket) FROM tb_seckill_stock WHERE voucher_id = ${VB:-0}")" \
+           "0:3/3,1:3/3,2:2/2,3:2/2" "--buckets 4: rows 3,3,2,2"
+        eq "$(sql "SELECT CONCAT_WS(',', buckets, init_stock) FROM tb_seckill_voucher WHERE voucher_id = ${VB:-0}")" "4,10" "voucher row: buckets 4, init = total"
+fi
+NV=$(sql "SELECT COUNT(*) FROM tb_seckill_voucher")
+run 2 voucher create --stock 5 --buckets 17 --begin "$BEGIN_ISO" --end "$END_S" && ok "--buckets 17 rejected"
+run 2 voucher create --stock 5 --buckets 0 --begin "$BEGIN_ISO" --end "$END_S" && ok "--buckets 0 rejected"
+eq "$(sql "SELECT COUNT(*) FROM tb_seckill_voucher")" "$NV" "rejected creates wrote nothing"
 
 # --- bad arguments: exit 2, one line --------------------------------------------------
 run 2 voucher create --stock 5 --begin 2030-01-01T18:00:00 --end 2030-01-02T18:00:00Z && grep -q "ambiguous" "$ERR" && ok "zone-less time rejected" || fail "zone-less: $(cat "$ERR")"

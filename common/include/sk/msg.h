@@ -21,6 +21,7 @@ typedef struct sk_order_msg {
 } sk_order_msg_t;
 
 #define SK_MSG_MAX 512 /* bytes enough for any formatted message */
+#define SK_MSG_KEY_MAX 32 /* bytes enough for any Kafka message key "V:b" */
 
 /** @brief Parse and validate @p len bytes of JSON. Poison (not JSON, a missing field,
  *  an id that is not a canonical decimal string, a negative or non-integer quantity,
@@ -31,3 +32,8 @@ sk_err_t sk_msg_parse(const char *buf, size_t len, sk_order_msg_t *msg,
                       char *errstr, size_t errstr_size);
 /** @brief Format @p msg (field order as above) into @p buf (SK_MSG_MAX). @returns length. */
 size_t sk_msg_format(const sk_order_msg_t *msg, char *buf, size_t size);
+/** @brief The Kafka message key of a purchase whose stock came from bucket @p bucket of
+ *  voucher @p voucher_id: "<voucherId>:<bucket>" (DESIGN.md v4 5: one bucket's messages
+ *  on one partition) into @p buf (@p size >= SK_MSG_KEY_MAX, caller-owned).
+ *  @returns the length. Pure, thread-safe. */
+size_t sk_msg_key(char *buf, size_t size, int64_t voucher_id, int bucket);
