@@ -228,7 +228,9 @@ static void check_invariants(int64_t vid, const book_t *bk, redisContext *rc)
         }
         active = q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
                    " AND status IN (1, 2)", vid);
-        db_stock = q("SELECT SUM(stock) FROM tb_seckill_stock WHERE voucher_id = %" PRId64, vid);
+        /* The voucher's own stock column: the Kafka path's consumer and the rebuild still
+         * judge by it (ddl 0004's transition; the DB-only path keeps it too). */
+        db_stock = q("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid);
         /* 1 (one bucket) and 5. */
         ck_assert_int_eq(active, (long long)bk->n);
         ck_assert_int_eq(D_STOCK - db_stock, active);
@@ -238,7 +240,7 @@ static void check_invariants(int64_t vid, const book_t *bk, redisContext *rc)
                            PRId64 " AND status IN (1, 2) GROUP BY user_id HAVING COUNT(*) > 1) x", vid), 0);
         /* Redis = DB: stock and the buyers (the users hash also holds "_"). */
         ck_assert_int_eq(ft_stock(&g_conf, rc, vid), db_stock);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_USERS);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
         r = redisCommand(rc, "HLEN %s", k);
         ck_assert(r && r->type == REDIS_REPLY_INTEGER);
         users = r->integer;
@@ -248,6 +250,9 @@ static void check_invariants(int64_t vid, const book_t *bk, redisContext *rc)
         users -= r->integer;
         freeReplyObject(r);
         ck_assert_int_eq(users, active);
+        /* seckill-admin verify: invariants 1, 2, 3 and active <= init as it judges them. */
+        snprintf(k, sizeof(k), "%" PRId64, vid);
+        ck_assert_int_eq(admin("verify", k, NULL, NULL), 0);
 }
 
 /* @p fp: SECKILL_FAILPOINTS or NULL; @p mysql_url: another SECKILL_MYSQL_URL or NULL. */
