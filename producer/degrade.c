@@ -191,16 +191,14 @@ static void move(sk_dsw_row_t *row, int to, const char *why)
         }
 }
 
-/* draining -> db: the wait, then Kafka drained on the voucher's partitions. */
+/* draining -> db once the wait has passed (sk_dsw_next): Kafka drained on the
+ * voucher's partitions. */
 static void step_draining(sk_dsw_row_t *row)
 {
-        int64_t wait_ms = 2 * (int64_t)g_fr.conf.kafka_delivery_timeout_ms + 1000 + DEGRADE_READ_MS;
         char errstr[512];
         sk_vkafka_state_t st;
         drain_t *d;
 
-        if (row->age_ms < wait_ms)
-                return;
         if (!(d = drain_find(row->voucher_id, row->epoch, 1)))
                 return;
         if (!d->vk && !(d->vk = sk_vkafka_open(&g_fr.conf, errstr, sizeof(errstr)))) {
@@ -241,7 +239,7 @@ static void step_rebuilding(sk_dsw_row_t *row)
         char errstr[512];
         sk_err_t err;
 
-        if (!fr_breaker_allow() || !redis_healthy())
+        if (!fr_breaker_allow())
                 return;
         memset(&rep, 0, sizeof(rep));
         err = sk_rebuild_voucher(&g_fr.conf, row->voucher_id, 0, &rep, errstr, sizeof(errstr));
@@ -258,41 +256,40 @@ static void step_rebuilding(sk_dsw_row_t *row)
 
 static void step(sk_dsw_row_t *row)
 {
-        int brk_open = !fr_breaker_allow();
+        int64_t drain_wait_ms = 2 * (int64_t)g_fr.conf.kafka_delivery_timeout_ms + 1000 +
+                                DEGRADE_READ_MS;
+        int healthy = redis_healthy();
+        int to = sk_dsw_next(row, !fr_breaker_allow(), healthy, drain_wait_ms);
         char errstr[512];
+        int moved = 0;
+        int64_t ep = row->epoch;
 
-        switch (row->state) {
-        case SK_DSW_REDIS:
-                if (row->mode == SK_DSW_DB_ONLY)
-                        move(row, SK_DSW_DRAINING, "mode_db_only");
-                else if (row->mode == SK_DSW_AUTO && brk_open)
-                        move(row, SK_DSW_DRAINING, "breaker_open");
-                break;
+        switch (to) {
         case SK_DSW_DRAINING:
-                step_draining(row);
+                move(row, SK_DSW_DRAINING, row->mode == SK_DSW_DB_ONLY ? "mode_db_only" : "breaker_open");
                 break;
         case SK_DSW_DB:
-                if (row->mode != SK_DSW_DB_ONLY && redis_healthy()) {
-                        int moved = 0;
-                        int64_t ep = row->epoch;
-
-                        if (sk_dsw_begin_rebuild(db, row->voucher_id, row->epoch, who, &moved, &ep,
-                                                 errstr, sizeof(errstr)) != SK_OK) {
-                                SK_LOG(SK_WARN, "degrade_move_failed",
-                                       "voucher_id=%" PRId64 " to=rebuilding reason=\"%s\"",
-                                       row->voucher_id, errstr);
-                                break;
-                        }
-                        if (!moved)
-                                break;
-                        moved_log(row, SK_DSW_REBUILDING, "redis_healthy");
-                        row->state = SK_DSW_REBUILDING;
-                        row->epoch = ep;
-                        step_rebuilding(row);
-                }
+                step_draining(row);
                 break;
         case SK_DSW_REBUILDING:
+                if (sk_dsw_begin_rebuild(db, row->voucher_id, row->epoch, who, &moved, &ep, errstr,
+                                         sizeof(errstr)) != SK_OK) {
+                        SK_LOG(SK_WARN, "degrade_move_failed",
+                               "voucher_id=%" PRId64 " to=rebuilding reason=\"%s\"", row->voucher_id,
+                               errstr);
+                        break;
+                }
+                if (!moved)
+                        break;
+                moved_log(row, SK_DSW_REBUILDING, "redis_healthy");
+                row->state = SK_DSW_REBUILDING;
+                row->epoch = ep;
                 step_rebuilding(row);
+                break;
+        case SK_DSW_REDIS:
+                step_rebuilding(row);
+                break;
+        default:
                 break;
         }
 }

@@ -212,3 +212,22 @@ sk_err_t sk_dsw_set_mode(sk_db_t *db, int64_t scope, int mode, const char *by, c
                  "updated_by = VALUES(updated_by)", scope, m, qby);
         return sk_db_exec(db, sql, errstr, errstr_size);
 }
+
+int sk_dsw_next(const sk_dsw_row_t *row, int breaker_open, int redis_healthy,
+                int64_t drain_wait_ms)
+{
+        switch (row->state) {
+        case SK_DSW_REDIS:
+                if (row->mode == SK_DSW_DB_ONLY || (row->mode == SK_DSW_AUTO && breaker_open))
+                        return SK_DSW_DRAINING;
+                return -1;
+        case SK_DSW_DRAINING:
+                return row->age_ms >= drain_wait_ms ? SK_DSW_DB : -1;
+        case SK_DSW_DB:
+                return row->mode != SK_DSW_DB_ONLY && redis_healthy ? SK_DSW_REBUILDING : -1;
+        case SK_DSW_REBUILDING:
+                return redis_healthy ? SK_DSW_REDIS : -1;
+        default:
+                return -1;
+        }
+}

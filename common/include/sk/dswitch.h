@@ -80,3 +80,13 @@ sk_err_t sk_dsw_begin_rebuild(sk_db_t *db, int64_t voucher_id, int64_t epoch, co
  *  DB error. */
 sk_err_t sk_dsw_set_mode(sk_db_t *db, int64_t scope, int mode, const char *by, char *errstr,
                          size_t errstr_size);
+
+/** @brief The move a front should attempt for @p row now (DESIGN.md 12), pure:
+ *  from redis: draining when the mode is db_only, or auto with @p breaker_open (never
+ *  for redis_only); from draining: db once @p row->age_ms >= @p drain_wait_ms (2 x
+ *  delivery timeout + 1 s + the read period; the caller then checks that Kafka has
+ *  drained); from db: rebuilding when the mode is not db_only and @p redis_healthy;
+ *  from rebuilding: redis when @p redis_healthy (the caller rebuilds first).
+ *  @returns the target sk_dsw_state_t, or -1 for no move. Thread-safe. */
+int sk_dsw_next(const sk_dsw_row_t *row, int breaker_open, int redis_healthy,
+                int64_t drain_wait_ms);
