@@ -251,9 +251,17 @@ static int committed(sk_db_t *db, const fr_req_t *req)
         return n > 0;
 }
 
+/* The answers the voucher row decides (DESIGN.md 3), by result. */
+static const struct { result_t res; int status, code; const char *msg; } row_answers[] = {
+        { R_NOT_FOUND, 404, 10004, "unknown voucher" }, { R_OFFLINE, 403, 10011, "voucher offline" },
+        { R_EXPIRED, 403, 10012, "voucher expired" }, { R_NOT_STARTED, 403, 10002, "sale not started" },
+        { R_ENDED, 403, 10003, "sale ended" },
+};
+
 static void answer(fr_req_t *req, result_t res)
 {
         char buf[256];
+        size_t i;
 
         switch (res) {
         case R_CREATED:
@@ -274,23 +282,14 @@ static void answer(fr_req_t *req, result_t res)
         case R_STATE:
                 fr_answer_503(req, "degrade", NULL, "voucher is switching between Redis and the DB");
                 break;
-        case R_NOT_FOUND:
-                fr_answer(req, 404, fr_json_err(10004, "unknown voucher"), 0);
-                break;
-        case R_OFFLINE:
-                fr_answer(req, 403, fr_json_err(10011, "voucher offline"), 0);
-                break;
-        case R_EXPIRED:
-                fr_answer(req, 403, fr_json_err(10012, "voucher expired"), 0);
-                break;
-        case R_NOT_STARTED:
-                fr_answer(req, 403, fr_json_err(10002, "sale not started"), 0);
-                break;
-        case R_ENDED:
-                fr_answer(req, 403, fr_json_err(10003, "sale ended"), 0);
-                break;
         case R_PAUSED:
                 fr_answer_503(req, "paused", NULL, "voucher paused");
+                break;
+        default:
+                for (i = 0; i < sizeof(row_answers) / sizeof(row_answers[0]); i++)
+                        if (row_answers[i].res == res)
+                                fr_answer(req, row_answers[i].status,
+                                          fr_json_err(row_answers[i].code, row_answers[i].msg), 0);
                 break;
         }
 }

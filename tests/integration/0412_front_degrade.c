@@ -25,42 +25,6 @@ static pid_t g_redis_pid, g_cons_pid;
 
 /* ------------------------------------------------------------- helpers ---- */
 
-static pid_t start_redis_on(int port)
-{
-        char port_s[16];
-        pid_t pid;
-        int i;
-
-        snprintf(port_s, sizeof(port_s), "%d", port);
-        pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-                int fd = open("/dev/null", O_WRONLY);
-
-                if (fd >= 0) {
-                        dup2(fd, 1);
-                        close(fd);
-                }
-                execlp("redis-server", "redis-server", "--port", port_s, "--bind", "127.0.0.1",
-                       "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction",
-                       (char *)NULL);
-                _exit(127);
-        }
-        for (i = 0; i < 100; i++) {
-                struct timeval tv = { 1, 0 };
-                redisContext *rc = redisConnectWithTimeout("127.0.0.1", port, tv);
-                int ok = rc && !rc->err;
-
-                if (rc)
-                        redisFree(rc);
-                if (ok)
-                        return pid;
-                usleep(50 * 1000);
-        }
-        ck_abort_msg("redis-server did not restart on %d", port);
-        return -1;
-}
-
 static void child_env(void)
 {
         setenv("SECKILL_REDIS_URL", g_conf.redis_url, 1);
@@ -342,6 +306,20 @@ static void sale_start(sale_t *sl, book_t *bk, redisContext *rc, const char *wha
                 ck_assert_int_eq(buy(sl->port, sl->path, sl->user++, bk), 202);
 }
 
+/* The end of a sale back on Redis: @p n202 more 202s, the invariants, the front
+ * stopped cleanly; @p rc is freed. */
+static void sale_finish(sale_t *sl, book_t *bk, redisContext *rc, int n202)
+{
+        int i;
+
+        ck_assert(state_is(sl->vid, "redis"));
+        for (i = 0; i < n202; i++)
+                ck_assert_int_eq(buy(sl->port, sl->path, sl->user++, bk), 202);
+        check_invariants(sl->vid, bk, rc);
+        ck_assert_int_eq(ft_stop(sl->pid, 40), 0);
+        redisFree(rc);
+}
+
 /* --------------------------------------------------------------- tests ---- */
 
 START_TEST(kill_redis_mid_sale)
@@ -383,18 +361,11 @@ START_TEST(kill_redis_mid_sale)
         ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
 
         /* Redis comes back EMPTY: rebuilt from the DB, then 202 again. */
-        g_redis_pid = start_redis_on(redis_port);
+        g_redis_pid = ft_private_redis_on(&g_conf, redis_port, NULL);
         ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 202, &bk, 60) == 0, "no 202 after restart (log %s)",
                       sl.log);
-        ck_assert(state_is(sl.vid, "redis"));
-        for (i = 0; i < 20; i++)
-                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 202);
         ck_assert_int_ge(q("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid), 4);
-
-        rc = ft_redis(&g_conf);
-        check_invariants(sl.vid, &bk, rc);
-        ck_assert_int_eq(ft_stop(sl.pid, 40), 0);
-        redisFree(rc);
+        sale_finish(&sl, &bk, ft_redis(&g_conf), 20);
 }
 END_TEST
 
@@ -417,12 +388,7 @@ START_TEST(freeze_redis_mid_sale)
         ck_assert_int_eq(kill(g_redis_pid, SIGCONT), 0);
         ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 202, &bk, 90) == 0, "no 202 after SIGCONT (log %s)",
                       sl.log);
-        ck_assert(state_is(sl.vid, "redis"));
-        for (i = 0; i < 10; i++)
-                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 202);
-        check_invariants(sl.vid, &bk, rc);
-        ck_assert_int_eq(ft_stop(sl.pid, 40), 0);
-        redisFree(rc);
+        sale_finish(&sl, &bk, rc, 10);
 }
 END_TEST
 
@@ -546,11 +512,7 @@ START_TEST(operator_db_only_then_auto)
         ck_assert_int_eq(admin("degrade", "auto", "--voucher", vs), 0);
         ck_assert_int_eq(wait_state(sl.vid, "redis", 40), 0);
         sk_sleep_ms(1500, NULL);
-        for (i = 0; i < 10; i++)
-                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 202);
-        check_invariants(sl.vid, &bk, rc);
-        ck_assert_int_eq(ft_stop(sl.pid, 40), 0);
-        redisFree(rc);
+        sale_finish(&sl, &bk, rc, 10);
 }
 END_TEST
 
