@@ -78,7 +78,7 @@ static sk_err_t claim_chunk(worker_t *w, cmsg_t **g, int n)
                 free(which);
                 return SK_EAGAIN;
         }
-        err = sk_claim_consume_init(&call, w->conf->redis_prefix, g[0]->msg.voucher_id,
+        err = sk_claim_consume_init(&call, w->conf->redis_prefix, g[0]->msg.voucher_id, g[0]->msg.bucket,
                                     w->ctx->expire_extra_ms, w->claimer.ids, cnt, errstr, sizeof(errstr));
         if (err == SK_OK && (err = sk_claim_run(r, &call, &reply, errstr, sizeof(errstr))) != SK_OK)
                 cons_worker_redis_failed(w, err);
@@ -115,7 +115,7 @@ static void prefetch_send(worker_t *w, cmsg_t **g, int n)
         if ((!ctx || ctx->err) && (sk_redis_reconnect(cl->r, errstr, sizeof(errstr)) != SK_OK ||
                                    !(ctx = sk_redis_ctx(cl->r))))
                 return;
-        if (sk_claim_consume_init(&call, w->conf->redis_prefix, g[0]->msg.voucher_id,
+        if (sk_claim_consume_init(&call, w->conf->redis_prefix, g[0]->msg.voucher_id, g[0]->msg.bucket,
                                   w->ctx->expire_extra_ms, cl->ids, cnt, errstr, sizeof(errstr)) != SK_OK)
                 return;
         if (sk_claim_append(ctx, &call, errstr, sizeof(errstr)) == SK_OK) {

@@ -163,7 +163,7 @@ static sk_rollback_res_t rollback(int64_t vid, int64_t trace, int64_t user, cons
 {
         sk_rollback_res_t res;
         char errstr[512] = "";
-        sk_err_t err = sk_rollback_run(g_r, g_conf.redis_prefix, vid, trace, user, mode, reason,
+        sk_err_t err = sk_rollback_run(g_r, g_conf.redis_prefix, vid, 0, trace, user, mode, reason,
                                        clamp_to, sk_expire_extra_ms(48), &res, errstr,
                                        sizeof(errstr));
         ck_assert_msg(err == SK_OK, "rollback: %s: %s", sk_err2str(err), errstr);

@@ -182,7 +182,7 @@ START_TEST(release_then_rollback_restores_once)
         ck_assert_int_eq(release(&o, "cancel").restored, 1);
         ck_assert_int_eq(stock_of(&k), 5);
         /* A rollback (fence) of the same trace afterwards must not give it back again. */
-        ck_assert_int_eq(sk_rollback_run(g_r, g_conf.redis_prefix, k.vid, o.trace_id, 12,
+        ck_assert_int_eq(sk_rollback_run(g_r, g_conf.redis_prefix, k.vid, 0, o.trace_id, 12,
                                          "reconciler", SK_REASON_LOST, -1, sk_expire_extra_ms(48),
                                          &rb, errstr, sizeof(errstr)), SK_OK);
         ck_assert_int_eq(rb.already, 0);
@@ -201,7 +201,7 @@ START_TEST(rollback_then_release_restores_once)
 
         voucher(&k, 5);
         o = buy(&k, 13);
-        ck_assert_int_eq(sk_rollback_run(g_r, g_conf.redis_prefix, k.vid, o.trace_id, 13,
+        ck_assert_int_eq(sk_rollback_run(g_r, g_conf.redis_prefix, k.vid, 0, o.trace_id, 13,
                                          "reconciler", SK_REASON_LOST, -1, sk_expire_extra_ms(48),
                                          &rb, errstr, sizeof(errstr)), SK_OK);
         ck_assert_int_eq(rb.restored, 1);

@@ -165,7 +165,7 @@ START_TEST(fenced_trace_fails_front_rollback)
         ct_voucher(vid, 5, 5, 5);
         ck_assert_int_eq(ct_deduct(vid, uid, &m, json), 0);
         /* The front gave up first (e.g. NOT_PERSISTED) and fenced the trace. */
-        ck_assert_int_eq(sk_rollback_run(CT.r, CT.conf.redis_prefix, vid, m.trace_id, uid, "front",
+        ck_assert_int_eq(sk_rollback_run(CT.r, CT.conf.redis_prefix, vid, 0, m.trace_id, uid, "front",
                                          SK_REASON_FRONT_ROLLBACK, -1, CT.extra_ms, &res, errstr,
                                          sizeof(errstr)), SK_OK);
         ck_assert_int_eq(ct_redis_stock(vid), 5);

@@ -129,7 +129,7 @@ START_TEST(front_fence_recorded)
         sk_id_format(vid, vs);
         args[4] = vs;
         trace = rt_deduct(vid, user, NULL, NULL);
-        ck_assert_int_eq(sk_rollback_run(rt_r, rt_conf.redis_prefix, vid, trace, user, "front",
+        ck_assert_int_eq(sk_rollback_run(rt_r, rt_conf.redis_prefix, vid, 0, trace, user, "front",
                                          SK_REASON_FRONT_ROLLBACK, -1,
                                          sk_expire_extra_ms(rt_conf.reconcile_window_hours), &res,
                                          errstr, sizeof(errstr)), SK_OK);

@@ -117,7 +117,7 @@ START_TEST(created_but_restored)
         snprintf(sql, sizeof(sql), "UPDATE tb_seckill_voucher SET stock = stock - 1 WHERE voucher_id = %" PRId64, vid);
         ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
         /* And Redis undid the admission anyway. */
-        ck_assert_int_eq(sk_rollback_run(rt_r, rt_conf.redis_prefix, vid, trace, user, "reconciler",
+        ck_assert_int_eq(sk_rollback_run(rt_r, rt_conf.redis_prefix, vid, 0, trace, user, "reconciler",
                                          SK_REASON_LOST, -1, sk_expire_extra_ms(rt_conf.reconcile_window_hours),
                                          &res, errstr, sizeof(errstr)), SK_OK);
         ck_assert_int_eq(rt_redis_stock(vid), 5);
