@@ -150,7 +150,7 @@ START_TEST(big_users_hash_is_written_in_chunks)
          * gives up, the live users hash, stock and status are untouched. */
         ck_assert_int_eq(sk_failpoint_setup("rebuild.between_chunks=1*error", errstr,
                                             sizeof(errstr)), 0);
-        rb_sql("UPDATE tb_seckill_voucher SET stock = 4000");
+        rb_sql("UPDATE tb_seckill_stock SET stock = 4000");
         err = sk_rebuild_voucher(&rb_conf, vid, 5000, &rep, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_EAGAIN && strstr(errstr, "between_chunks"), "%d %s", err,
                       errstr);

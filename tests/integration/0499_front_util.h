@@ -321,6 +321,8 @@ static __attribute__((unused)) void ft_seed(const sk_conf_t *conf, redisContext 
                          vid, stock < 0 ? 0 : stock, stock < 0 ? 0 : stock,
                          (long long)(begin_ms / 1000), (long long)(end_ms / 1000), db_status);
                 ft_db_exec(conf, sql);
+                ft_db_exec(conf, "INSERT IGNORE INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock)"
+                 " SELECT voucher_id, 0, init_stock, stock FROM tb_seckill_voucher");
         }
 }
 

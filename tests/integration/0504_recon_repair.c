@@ -114,7 +114,7 @@ START_TEST(created_but_restored)
                  " reconciliation_status) VALUES (%" PRId64 ",%" PRId64 ",%" PRId64 ",'%" PRId64 "',5,1,4,%"
                  PRId64 ",-1,1,1)", order, user, vid, trace, trace);
         ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
-        snprintf(sql, sizeof(sql), "UPDATE tb_seckill_voucher SET stock = stock - 1 WHERE voucher_id = %" PRId64, vid);
+        snprintf(sql, sizeof(sql), "UPDATE tb_seckill_stock SET stock = stock - 1 WHERE voucher_id = %" PRId64, vid);
         ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
         /* And Redis undid the admission anyway. */
         ck_assert_int_eq(sk_rollback_run(rt_r, rt_conf.redis_prefix, vid, 0, trace, user, "reconciler",
