@@ -451,8 +451,10 @@ SALE_VLIST=$(IFS=,; echo "${VOUCHERS[*]}")
 create_voucher 1
 WARMUP=${VOUCHERS[-1]}
 if (( DRIFT > 0 )); then
-        sql -e "UPDATE \`$DB\`.tb_seckill_voucher SET init_stock = init_stock - $DRIFT, stock = stock - $DRIFT
-                WHERE voucher_id = ${VOUCHERS[0]}" || die "cannot apply --drift"
+        sql -e "UPDATE \`$DB\`.tb_seckill_voucher SET init_stock = init_stock - $DRIFT
+                WHERE voucher_id = ${VOUCHERS[0]};
+                UPDATE \`$DB\`.tb_seckill_stock SET init_stock = init_stock - $DRIFT, stock = stock - $DRIFT
+                WHERE voucher_id = ${VOUCHERS[0]} AND bucket = 0" || die "cannot apply --drift"
         STOCKS[0]=$((HOT_STOCK - DRIFT))
         say "--drift $DRIFT: the DB now holds $((HOT_STOCK - DRIFT)) units of the hot voucher, Redis $HOT_STOCK"
 fi

@@ -384,7 +384,13 @@ ft_check() {
         if [[ $vrc == 0 ]]; then ft_ok "seckill-admin verify $v: exit 0"; else
                 ft_fail "seckill-admin verify $v: exit $vrc: $(tr '\n' ' ' <"$FT_WORK/verify.$v.log" | cut -c1-600)"
         fi
-        read -r init dbstock < <(ft_sql "SELECT init_stock, stock FROM tb_seckill_voucher WHERE voucher_id = $v")
+        # The stock is the sum of the voucher's bucket rows (DESIGN.md v4 6); verify above checks each bucket.
+        read -r init dbstock < <(ft_sql "SELECT init_stock, (SELECT COALESCE(SUM(stock), 0) FROM tb_seckill_stock s
+                WHERE s.voucher_id = v.voucher_id) FROM tb_seckill_voucher v WHERE voucher_id = $v")
+        bad=$(ft_sql "SELECT COUNT(*) FROM tb_seckill_stock s WHERE s.voucher_id = $v AND s.init_stock - s.stock <>
+                (SELECT COUNT(*) FROM tb_voucher_order o WHERE o.voucher_id = s.voucher_id AND o.bucket = s.bucket
+                 AND o.status IN (1, 2))")
+        ft_eq "$bad" 0 "per bucket: init_stock - stock = active orders of the bucket"
         active=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $v AND status IN (1, 2)")
         ft_log "voucher $v: init $init, DB stock $dbstock, active orders $active, 202s $(ft_sql "SELECT COUNT(*) FROM ft_accepted WHERE voucher_id = $v")"
         ((active <= init)) && ft_ok "zero oversell ($active <= $init)" || ft_fail "OVERSELL: $active active orders for $init units"
