@@ -17,7 +17,7 @@
 static sk_conf_t g_conf;
 static int g_port;
 static pid_t g_pid;
-static redisContext *g_rc;
+static sk_redis_t *g_rc;
 static char g_log[256];
 
 static int64_t now_ms(void)
@@ -685,7 +685,7 @@ static void teardown(void)
                 ft_stop(g_pid, 30);
         ft_reap_all(); /* per-test fronts a failed check left running */
         if (g_rc)
-                redisFree(g_rc);
+                sk_redis_close(g_rc);
         sk_test_cleanup(&g_conf);
 }
 
