@@ -112,10 +112,10 @@ int sk_redis_scripts_loaded(sk_redis_t *r);
 int sk_redis_noeviction(sk_redis_t *r);
 
 /** @brief What a binary checks at startup and /readyz reports (DESIGN.md 4, 4b): every
- *  master reachable, Redis >= 7.0 and maxmemory-policy noeviction on each. @returns
- *  SK_OK; SK_EINVAL with a one-line reason naming the master when one is older than
- *  7.0 or evicts (the binary refuses to start, exit 2); SK_EAGAIN when a master is
- *  unreachable. */
+ *  master reachable, Redis >= 7.0, maxmemory-policy noeviction and loading:0 on each.
+ *  @returns SK_OK; SK_EINVAL with a one-line reason naming the master when one is
+ *  older than 7.0 or evicts (the binary refuses to start, exit 2); SK_EAGAIN when a
+ *  master is unreachable or still loading its dataset (transient). */
 sk_err_t sk_redis_check_server(sk_redis_t *r, char *errstr, size_t errstr_size);
 
 /** @brief The startup check of every binary (DESIGN.md 4): connect to @p url, run
