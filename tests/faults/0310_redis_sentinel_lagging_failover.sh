@@ -42,8 +42,7 @@ ft_log "stock: master $MSTOCK, lagging replica $RSTOCK"
 ft_buy_loop f1 "$V" 100001 2 4 0.5
 sleep 1
 T0=$SECONDS
-ft_topo_cli "${FT_TOPO_SENTINELS[0]}" sentinel failover "$FT_TOPO_MASTER" >"$FT_WORK/failover.txt" 2>&1
-ft_log "SENTINEL FAILOVER: $(cat "$FT_WORK/failover.txt")"
+ft_sentinel_failover 20 || ft_fail "the Sentinels refused every SENTINEL FAILOVER for 20 s"
 ft_sentinel_wait_master "$R" 30 && ft_ok "the Sentinels promoted the lagging replica $R ($((SECONDS - T0))s)" ||
         ft_fail "no failover to $R within 30 s (master now $(ft_sentinel_master))"
 FAILOVER_S=$((SECONDS - T0))
@@ -58,17 +57,9 @@ ft_alive f1 && ft_ok "front survived the failover" || ft_fail "front exited: $(t
 ft_alive c1 && ft_ok "consumer survived the failover" || ft_fail "consumer exited: $(tail -n 3 "$FT_WORK/c1.log")"
 
 # 3. The front follows the new master; forgotten buyers buy again (has_order).
-T1=$SECONDS FIRST=
-for ((u = 200001; SECONDS - T1 < 30; u++)); do
-        "$FT_WORK/buy1.sh" "${FT_ADDR[f1]}" "$V" "$u" "$FT_WORK/probe.txt"
-        [[ $(tail -n 1 "$FT_WORK/probe.txt" | awk '{print $2}') == 202 ]] && { FIRST=$((SECONDS - T1)); break; }
-        sleep 0.3
-done
-cat "$FT_WORK/probe.txt" >>"$FT_WORK/results.txt"
-awk '$2 == 202' "$FT_WORK/probe.txt" |
-        sed -n "s/^\([0-9]*\) 202 .*\"orderId\":\"\([0-9]*\)\".*\"traceId\":\"\([0-9]*\)\".*/\1 \2 \3 $V/p" >>"$FT_WORK/accepted.tsv"
-[[ -n $FIRST ]] && ft_ok "the front (not restarted) accepts on the new master (${FIRST}s after the failover)" ||
+ft_probe_202 f1 "$V" 200001 30 && ft_ok "the front (not restarted) accepts on the new master (${FT_PROBE_S}s after the failover)" ||
         ft_fail "no 202 on the new master within 30 s"
+FIRST=$FT_PROBE_S
 ft_buy f1 "$V" 1001 40 8
 REBUY=$(awk '$1 >= 1001 && $1 < 2000 && $2 == 202' "$FT_WORK/results.txt" | wc -l)
 ft_log "re-buy answers other than 202: $(tail -n 40 "$FT_WORK/results.txt" | awk '$1 >= 1001 && $1 < 2000 && $2 != 202 {$1 = ""; print}' |

@@ -8,6 +8,7 @@
 #                                  redis-sentinel:// URL of the three Sentinels
 #   ft_sentinel_master             "HOST PORT" of the master the Sentinels name now
 #   ft_sentinel_wait_master PORT S wait up to S s until the Sentinels name PORT master
+#   ft_sentinel_failover S         SENTINEL FAILOVER, retried while NOGOODSLAVE (S s)
 #   ft_cluster_start               a Cluster of 3 masters + 3 replicas; SECKILL_REDIS_URL
 #                                  is the redis-cluster:// URL of its six nodes
 #   ft_cluster_master_of KEY       the port of the master serving KEY's slot now
@@ -41,6 +42,10 @@ FT_TOPO_DIR=
 FT_TOPO_WATCHDOG=
 FT_TOPO_MASTER=fts         # the Sentinels' master name
 FT_TOPO_REPL_PASS=ftrepl
+# Sentinel down-after-milliseconds: a replica whose master link has been down longer than
+# ten times this is never promoted (NOGOODSLAVE); 5 s leaves a busy case 50 s from the cut
+# of ft_topo_cut_replication to its failover.
+FT_TOPO_DOWN_AFTER_MS=${FT_TOPO_DOWN_AFTER_MS:-5000}
 FT_TOPO_PORTS=()           # data node ports (sentinel: master, replica; cluster: 6 nodes)
 FT_TOPO_SENTINELS=()       # Sentinel ports
 declare -A FT_TOPO_PID=()  # port -> pid
@@ -61,28 +66,8 @@ ft_rcli() {
 ft_topo_cli() { local p=$1; shift; timeout 10 redis-cli -h 127.0.0.1 -p "$p" "$@"; }
 ft_topo_ping() { [[ $(ft_topo_cli "$1" ping 2>/dev/null) == PONG ]]; }
 
-# ft_topo_ports N: N distinct free ports below the ephemeral range, none of the shared ones.
-ft_topo_ports() {
-        python3 -c '
-import random, socket, sys
-lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-shared = {3306, 6379, 9092, 9093, 6390, 6391} | set(range(7000, 7006)) | set(range(17000, 17006)) \
-        | set(range(26390, 26393))
-out = []
-while len(out) < int(sys.argv[1]):
-    p = random.randint(max(1024, lo - 12000), lo - 1)
-    if p in out or p in shared:
-        continue
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    out.append(p)
-print(" ".join(map(str, out)))' "$1"
-}
+# ft_topo_ports N: N free ports below the ephemeral range, none of the shared ones (lib.sh).
+ft_topo_ports() { ft_low_ports "$1"; }
 
 # ft_topo_node PORT ARGS...: start one data node (remembering ARGS for a restart).
 ft_topo_node() {
@@ -191,7 +176,7 @@ daemonize no
 logfile $FT_TOPO_DIR/redis-$port.log
 dir $FT_TOPO_DIR/$port
 sentinel monitor $FT_TOPO_MASTER 127.0.0.1 $m 2
-sentinel down-after-milliseconds $FT_TOPO_MASTER 2000
+sentinel down-after-milliseconds $FT_TOPO_MASTER $FT_TOPO_DOWN_AFTER_MS
 sentinel failover-timeout $FT_TOPO_MASTER 10000
 sentinel parallel-syncs $FT_TOPO_MASTER 1
 EOF
@@ -219,17 +204,36 @@ ft_topo_good_replica() {
                 sed -n 's/^min_slaves_good_slaves://p') -ge 1 ]]
 }
 ft_sentinel_start() {
-        local attempt seeds= p
-        ft_topo_init
-        for attempt in 1 2 3; do
-                ft_sentinel_boot && break
-                ft_topo_kill_all
-                ((attempt < 3)) || ft_die "sentinel: did not start in 3 attempts (logs in $FT_TOPO_DIR)"
-        done
-        FT_TOPO=sentinel
+        local seeds= p
+        ft_topo_boot sentinel
         for p in "${FT_TOPO_SENTINELS[@]}"; do seeds+=${seeds:+,}127.0.0.1:$p; done
         export SECKILL_REDIS_URL="redis-sentinel://$seeds/$FT_TOPO_MASTER"
         ft_log "private Sentinel group: master ${FT_TOPO_PORTS[0]}, replica ${FT_TOPO_PORTS[1]}, Sentinels ${FT_TOPO_SENTINELS[*]}; $SECKILL_REDIS_URL"
+}
+# ft_topo_boot sentinel|cluster: ft_KIND_boot, at most three attempts on new ports.
+ft_topo_boot() {
+        local attempt
+        ft_topo_init
+        for attempt in 1 2 3; do
+                "ft_${1}_boot" && break
+                ft_topo_kill_all
+                rm -rf "${FT_TOPO_DIR:?}"/[0-9]*
+                ((attempt < 3)) || ft_die "$1: did not start in 3 attempts (logs in $FT_TOPO_DIR)"
+        done
+        FT_TOPO=$1
+}
+# ft_sentinel_failover S: SENTINEL FAILOVER, repeated (1 s apart, up to S s) while the
+# Sentinels answer NOGOODSLAVE (a replica's INFO older than 5 s counts as not good; they
+# refresh it every 10 s). 0 iff one was accepted.
+ft_sentinel_failover() {
+        local t0=$SECONDS out
+        while ((SECONDS - t0 < $1)); do
+                out=$(ft_topo_cli "${FT_TOPO_SENTINELS[0]}" sentinel failover "$FT_TOPO_MASTER" 2>&1)
+                [[ $out == OK ]] && { ft_log "SENTINEL FAILOVER: OK ($((SECONDS - t0))s)"; return 0; }
+                ft_log "SENTINEL FAILOVER: $out"
+                sleep 1
+        done
+        return 1
 }
 # "HOST PORT" of the master, asked of the first Sentinel that answers.
 ft_sentinel_master() {
@@ -274,15 +278,8 @@ ft_cluster_boot() {
         ft_cluster_wait_ok 60 || { ft_log "cluster: not ok 60 s after create"; return 1; }
 }
 ft_cluster_start() {
-        local attempt seeds= p
-        ft_topo_init
-        for attempt in 1 2 3; do
-                ft_cluster_boot && break
-                ft_topo_kill_all
-                rm -rf "${FT_TOPO_DIR:?}"/[0-9]*
-                ((attempt < 3)) || ft_die "cluster: did not start in 3 attempts (logs in $FT_TOPO_DIR)"
-        done
-        FT_TOPO=cluster
+        local seeds= p
+        ft_topo_boot cluster
         for p in "${FT_TOPO_PORTS[@]}"; do seeds+=${seeds:+,}127.0.0.1:$p; done
         export SECKILL_REDIS_URL="redis-cluster://$seeds"
         ft_log "private Cluster (3 masters + 3 replicas) on ${FT_TOPO_PORTS[*]}; $SECKILL_REDIS_URL"
