@@ -16,7 +16,11 @@
 #   claim_consume      claim.lua consume of one traceId (the consumer's Redis call per
 #                      batch of a voucher; BENCH_CLAIM_N traceIds per call, default 1)
 # Env: BUILD (build), BENCH_N (200000), BENCH_CONNS (64), BENCH_PIPE (1: redis-benchmark
-#      -P), CASES (all of the above).
+#      -P), CASES (all of the above), BENCH_CALLGRIND=1: run redis-server under valgrind
+#      --tool=callgrind and print instructions per call as well (independent of the
+#      machine's load; the server's idle instructions over the same time subtracted; use a
+#      small BENCH_N, e.g. 2000: ~100 calls/s under callgrind); SCRIPTS_KEEP=1 keeps the
+#      scratch directory (its cg.out.* dumps: callgrind_annotate).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 gen=${BUILD:-$here/../build}/generated
@@ -30,16 +34,30 @@ done
 [ -f "$gen/sk_lua_embedded.c.deduct.lua" ] || { echo "bench/scripts.sh: build first ($gen)" >&2; exit 2; }
 rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 tmp=$(mktemp -d)
-redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
+cg=${BENCH_CALLGRIND:-0}
+vg=()
+[ "$cg" = 1 ] && vg=(valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out")
+"${vg[@]}" redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
   --maxmemory-policy noeviction >"$tmp/redis.log" 2>&1 &
 rpid=$!
 cleanup() {
   kill -TERM "$rpid" 2>/dev/null && wait "$rpid" 2>/dev/null || true
-  rm -rf "$tmp"
+  [ -n "${SCRIPTS_KEEP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"
 }
 trap cleanup EXIT
 rc="redis-cli -p $rport"
-for _ in $(seq 1 50); do $rc ping >/dev/null 2>&1 && break; sleep 0.1; done
+for _ in $(seq 1 100); do $rc ping >/dev/null 2>&1 && break; sleep 0.1; done
+# callgrind: instructions since the last zeroing (dump, read the newest dump's summary)
+cg_instr() {
+  callgrind_control -d "$rpid" >/dev/null 2>&1
+  sed -n 's/^summary: *//p' "$(ls -t "$tmp"/cg.out.* | head -1)"
+}
+idle_ips=0
+if [ "$cg" = 1 ]; then
+  callgrind_control -z "$rpid" >/dev/null 2>&1; sleep 5
+  idle_ips=$(( $(cg_instr) / 5 ))
+  echo "callgrind: idle redis-server $idle_ips instructions/s (subtracted)"
+fi
 $rc config set slowlog-log-slower-than 100 >/dev/null
 $rc config set slowlog-max-len 100000 >/dev/null
 now_ms=$(( $(date +%s) * 1000 ))
@@ -76,13 +94,16 @@ case_run() {  # case_run NAME ARGS... (the EVALSHA command line)
   $rc config resetstat >/dev/null
   $rc slowlog reset >/dev/null
   r0=$(cpu_us)
+  local t0 i1=0; t0=$(date +%s%N)
+  [ "$cg" = 1 ] && callgrind_control -z "$rpid" >/dev/null 2>&1
   out=$(redis-benchmark -p "$rport" -c "$conns" -n "$n" -P "$pipe" -r 100000000000 -q "$@" 2>&1 |
         tr '\r' '\n' | grep 'requests per second' | tail -1)
+  [ "$cg" = 1 ] && i1=$(( $(cg_instr) - idle_ips * ($(date +%s%N) - t0) / 1000000000 ))
   r1=$(cpu_us)
   stats >"$tmp/stats.$name"
-  python3 - "$name" "$r0" "$r1" "$tmp/stats.$name" "$($rc slowlog len)" "$out" <<'EOF'
+  python3 - "$name" "$r0" "$r1" "$tmp/stats.$name" "$($rc slowlog len)" "$out" "$i1" <<'EOF'
 import re, sys
-name, r0, r1, f, slow, out = sys.argv[1:]
+name, r0, r1, f, slow, out, instr = sys.argv[1:]
 d = {}
 for line in open(f):
     k, calls, usec = line.split()
@@ -96,6 +117,9 @@ print("%-18s calls=%d rate=%s/s evalsha_usec_per_call=%.2f redis_cpu_us_per_call
       "redis_cmds_per_call=%.2f slowlog_over_100us=%s"
       % (name, n, m.group(1) if m else "?", ev[1] / n, (int(r1) - int(r0)) / n,
          sum(v[0] for v in d.values()) / n, slow))
+if int(instr) > 0:
+    print("%-18s instructions_per_call=%.0f (callgrind; the call's network I/O included)"
+          % (name, int(instr) / n))
 print("%-18s commands_per_call: %s" % (name, " ".join(
     "%s=%.2f" % (k, v[0] / n) for k, v in sorted(d.items(), key=lambda kv: -kv[1][0]))))
 EOF
