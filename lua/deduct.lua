@@ -20,7 +20,7 @@ if not is_id(user_id) then return argerr("userId") end
 if not is_id(voucher_id) then return argerr("voucherId") end
 if not is_uint(ARGV[5], 6) or ARGV[5] == "0" then return argerr("qty") end
 if not is_uint(ARGV[6], 15) then return argerr("expire_extra_ms") end
-if not string.find(KEYS[1], "{v:" .. voucher_id .. "}", 1, true) then
+if not string.find(KEYS[1], "{v:" .. voucher_id .. ":", 1, true) then
   return argerr("voucherId does not match the keys")
 end
 local qty = tonumber(ARGV[5])

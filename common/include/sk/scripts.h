@@ -16,7 +16,7 @@
  *
  * deduct.lua   KEYS meta stock users trace
  *              ARGV traceId orderId userId voucherId qty expire_extra_ms
- *              (KEYS[1] must contain "{v:<voucherId>}", else SKARG)
+ *              (KEYS[1] must contain "{v:<voucherId>:", else SKARG)
  *   -> {"FENCED"}             T:r exists; nothing written (checked before the replay)
  *   -> {"REPLAY", msg_json}   T already existed with this userId and orderId: the
  *                             stored entry, nothing written
