@@ -63,8 +63,8 @@ $rc config set slowlog-max-len 100000 >/dev/null
 now_ms=$(( $(date +%s) * 1000 ))
 extra=$(( (48 + 24) * 3600 * 1000 ))
 seed() {  # seed VOUCHER STOCK
-  $rc hset "b:{v:$1}:meta" begin_ms $((now_ms - 60000)) end_ms $((now_ms + 3600000)) status 1 >/dev/null
-  $rc set "b:{v:$1}:stock" "$2" >/dev/null
+  $rc hset "b:{v:$1:0}:meta" begin_ms $((now_ms - 60000)) end_ms $((now_ms + 3600000)) status 1 >/dev/null
+  $rc set "b:{v:$1:0}:stock" "$2" >/dev/null
 }
 load() { $rc script load "$(cat "$1")"; }
 # the deduct.lua copy without its expiry loop (the lines from the "Expiry:" comment to the
@@ -125,7 +125,7 @@ print("%-18s commands_per_call: %s" % (name, " ".join(
 EOF
 }
 deduct_cmd() {  # deduct_cmd SHA VOUCHER
-  echo EVALSHA "$1" 4 "b:{v:$2}:meta" "b:{v:$2}:stock" "b:{v:$2}:users" "b:{v:$2}:trace" \
+  echo EVALSHA "$1" 4 "b:{v:$2:0}:meta" "b:{v:$2:0}:stock" "b:{v:$2:0}:users" "b:{v:$2:0}:trace" \
     1__rand_int__ 1__rand_int__ 1__rand_int__ "$2" 1 "$extra"
 }
 v=$((RANDOM * 1000 + 41))
@@ -140,7 +140,7 @@ for c in ${CASES:-deduct_admit deduct_admit_nopx deduct_soldout claim_consume}; 
     seed $((v + 3)) 0
     traces=$(for _ in $(seq 1 "$claim_n"); do printf '1__rand_int__ '; done)
     # shellcheck disable=SC2086
-    case_run "$c" EVALSHA "$sha_claim" 2 "b:{v:$((v + 3))}:meta" "b:{v:$((v + 3))}:trace" \
+    case_run "$c" EVALSHA "$sha_claim" 2 "b:{v:$((v + 3)):0}:meta" "b:{v:$((v + 3)):0}:trace" \
       consume "$extra" $traces ;;
   *) echo "bench/scripts.sh: unknown case $c" >&2; exit 2 ;;
   esac
