@@ -2,7 +2,7 @@
 # bench/spread.sh: a hot voucher's load over the masters of the local Redis Cluster
 # (DESIGN.md 4, 4b), measured (not asserted). seckill-front runs against
 # redis-cluster://127.0.0.1:7000..7002 (scripts/stack.sh up cluster; shared: this script
-# never resets, flushes or stops it) and wrk buys with distinct users (bench/spread.lua:
+# never resets, flushes or stops it) and wrk buys with distinct users (bench/front.lua:
 # every purchase admitted). Per master it prints the keys of the sale, the EVALSHA calls
 # during the run (cmdstat_evalsha deltas; other helpers' traffic on the shared cluster is
 # measured in an idle window of the same length before the run and printed as noise) and
@@ -135,11 +135,11 @@ evalsha() {  # EVALSHA calls per master, one line
   done | paste -sd' '
 }
 list=$(IFS=,; echo "${vouchers[*]}")
-BENCH_VOUCHERS=$list wrk -t1 -c4 -d1s -s "$here/spread.lua" "http://127.0.0.1:$port" >/dev/null 2>&1 || true
+BENCH_VOUCHERS=$list wrk -t1 -c4 -d1s -s "$here/front.lua" "http://127.0.0.1:$port" >/dev/null 2>&1 || true
 i0=$(evalsha); sleep "$secs"; i1=$(evalsha)
 e0=$(evalsha)
 BENCH_VOUCHERS=$list BENCH_USER_BASE=5000000000 wrk -t"$threads" -c"$conns" -d"${secs}s" \
-  -s "$here/spread.lua" "http://127.0.0.1:$port" >"$tmp/wrk" 2>&1 || true
+  -s "$here/front.lua" "http://127.0.0.1:$port" >"$tmp/wrk" 2>&1 || true
 e1=$(evalsha)
 grep -E '^front_' "$tmp/wrk" || true
 keys=$(for m in "${masters[@]}"; do mcli "$m" --scan --pattern "$run:*:stock" | while read -r k; do
