@@ -14,7 +14,9 @@
 #      PERF=1: also `perf record` the front during each path and print its top symbols
 #      (PERF_CALLERS=SYMBOL: print SYMBOL's callers instead, from DWARF call graphs);
 #      PATHS: which paths to run (default "admit reject cached"); FRONT_ARGS: extra flags
-#      for seckill-front (e.g. "-X linger.ms=5").
+#      for seckill-front (e.g. "-X linger.ms=5"); PATHS_CALLGRIND=1: the front under
+#      valgrind --tool=callgrind, instructions per request (load-independent; use a small
+#      BENCH_CONNS, e.g. 4: callgrind runs the front ~50x slower).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 SK_BIN=${SK_BIN:-$here/../build/bin}
@@ -60,6 +62,8 @@ redis_stats() { $rc info commandstats | tr -d '\r' |
                 grep -v -E '^(info|ping|config|script|client|hello|command|slowlog)[| ]' || true; }
 metric() { curl -sf "http://127.0.0.1:$port/metrics" | sed -n "s/^$1 //p"; }
 hz=$(getconf CLK_TCK)
+fcg=${PATHS_CALLGRIND:-0}
+vg=()  # PATHS_CALLGRIND=1: the front runs under callgrind (its dumps: $tmp/cg.front.PATH.*)
 # the shared Kafka broker's CPU (other jobs' traffic counts too: an upper bound per request)
 kpid=$(pgrep -f 'kafka\.Kafka .*server\.properties' | head -1 || true)
 kafka_ticks() { [ -n "$kpid" ] && [ -r "/proc/$kpid/stat" ] && cpu_ticks "$kpid" || echo 0; }
@@ -70,10 +74,11 @@ path() {  # path NAME CACHE_MS VOUCHER STOCK
   local name=$1 cache=$2 v=$3 port0
   seed "$v" "$4"
   port=$(freeport)
+  [ "$fcg" = 1 ] && vg=(valgrind --tool=callgrind --separate-threads=no --callgrind-out-file="$tmp/cg.front.$name.%p")
   SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_REDIS_URL=redis://127.0.0.1:$rport/0 \
     SECKILL_REDIS_PREFIX=$run SECKILL_TOPIC=bench.paths.$run SECKILL_TOPIC_PARTITIONS=2 \
     SECKILL_LOG_LEVEL=warn SECKILL_SOLDOUT_CACHE_MS=$cache SECKILL_WORKER_LEASE_MS=6000 \
-    "$SK_BIN/seckill-front" ${FRONT_ARGS:-} 2>"$tmp/front.$name.log" &
+    "${vg[@]}" "$SK_BIN/seckill-front" ${FRONT_ARGS:-} 2>"$tmp/front.$name.log" &
   fpid=$!
   for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
   curl -sf "http://127.0.0.1:$port/readyz" >/dev/null ||
@@ -83,6 +88,7 @@ path() {  # path NAME CACHE_MS VOUCHER STOCK
   local c0 r0 n0 a0 c1 r1 n1 a1 perfpid=
   $rc slowlog reset >/dev/null
   c0=$(cpu_ticks $fpid); r0=$(redis_cpu_us); k0=$(kafka_ticks); redis_stats >"$tmp/cmd0.$name"
+  [ "$fcg" = 1 ] && callgrind_control -z "$fpid" >/dev/null 2>&1
   a0=$(curl -sf "http://127.0.0.1:$port/metrics" | sed -n 's/^seckill_front_requests_total{code="\(202\|409\)"} //p' | awk '{s+=$1} END {print s}')
   if [ "${PERF:-0}" = 1 ]; then
     perf record -F 499 --call-graph "$cg" -p $fpid -o "$tmp/perf.$name" -- sleep "$secs" >/dev/null 2>&1 &
@@ -92,14 +98,19 @@ path() {  # path NAME CACHE_MS VOUCHER STOCK
     -s "$here/front.lua" "http://127.0.0.1:$port" >"$tmp/wrk.$name" 2>&1 || true
   if [ -n "$perfpid" ]; then wait "$perfpid" || true; fi
   c1=$(cpu_ticks $fpid); r1=$(redis_cpu_us); k1=$(kafka_ticks); redis_stats >"$tmp/cmd1.$name"
+  local instr=0
+  if [ "$fcg" = 1 ]; then
+    callgrind_control -d "$fpid" >/dev/null 2>&1
+    instr=$(cat "$tmp"/cg.front.$name.* 2>/dev/null | sed -n 's/^summary: *//p' | awk '{s += $1} END {print s + 0}')
+  fi
   a1=$(curl -sf "http://127.0.0.1:$port/metrics" | sed -n 's/^seckill_front_requests_total{code="\(202\|409\)"} //p' | awk '{s+=$1} END {print s}')
   local hits; hits=$(metric seckill_front_soldout_cache_hits_total)
   sed -n "s/^\(front_p50_ms=.*\)/$name   \1/p" "$tmp/wrk.$name"
   kill -TERM $fpid; wait $fpid || true; fpid=
   python3 - "$name" "$c0" "$c1" "$hz" "$r0" "$r1" "$tmp/cmd0.$name" "$tmp/cmd1.$name" "$a0" "$a1" "$hits" "$secs" \
-    "$($rc slowlog len)" "$k0" "$k1" <<'EOF'
+    "$($rc slowlog len)" "$k0" "$k1" "$instr" <<'EOF'
 import sys
-name, c0, c1, hz, r0, r1, f0, f1, a0, a1, hits, secs, slowlen, k0, k1 = sys.argv[1:]
+name, c0, c1, hz, r0, r1, f0, f1, a0, a1, hits, secs, slowlen, k0, k1, instr = sys.argv[1:]
 def stats(f):
     d = {}
     for line in open(f):
@@ -120,6 +131,9 @@ print("%-7s requests=%d rate=%.0f/s front_cpu_us=%.1f redis_cpu_us=%.1f redis_cm
       "broker_cpu_us=%.1f (shared broker: upper bound)"
       % (name, n, n / float(secs), front_us, redis_us, cmds, hits,
          (int(k1) - int(k0)) * 1e6 / int(hz) / n))
+if int(instr) > 0:
+    print("%-7s front_instructions_per_req=%.0f (callgrind, every thread; CPU figures above are valgrind's)"
+          % (name, int(instr) / n))
 print("%-7s evalsha_per_req=%.3f evalsha_usec_per_call=%.2f slowlog_over_100us=%s commands_per_req: %s"
       % (name, ev[0] / n, ev[1] / ev[0] if ev[0] else 0.0, slowlen,
          " ".join("%s=%.2f" % (k, v[0] / n) for k, v in sorted(delta.items(), key=lambda kv: -kv[1][0]))))
