@@ -10,8 +10,6 @@
  *   UPDATE tb_seckill_stock SET stock = stock - 1 WHERE ... bucket = b AND stock >= 1
  *        -- from the user's home bucket (sk_home_bucket), wrapping around; no row
  *           changed -> the next bucket; none left -> 409/10005
- *   UPDATE tb_seckill_voucher SET stock = stock - 1 ... AND stock >= 1  (TRANSITION:
- *        while the rest of the code still judges by the voucher's own stock column)
  *   INSERT outcome CREATED (path 'db', bucket), order (UNPAID + pay_deadline, or PAID
  *   when SECKILL_PAY_TIMEOUT_S = 0; bucket), router, reconcile log (DEDUCT, pending)
  *   COMMIT -> 200 {"code":0,"orderId","traceId","state":"CREATED"}
@@ -102,19 +100,6 @@ static sk_err_t take_unit(sk_db_t *db, const fr_req_t *req, int buckets, int *bu
                         return err;
                 if (changed != 1)
                         continue;
-                /* TRANSITION (ddl 0004: "voucher.stock stays until no code reads it"): the
-                 * Kafka path's consumer, the rebuild and verify still judge by
-                 * tb_seckill_voucher.stock, so the unit is taken there too, under the same
-                 * condition; once they read the bucket rows this column only ever stays
-                 * at or above the bucket total and this statement can go. */
-                snprintf(sql, sizeof(sql), "UPDATE tb_seckill_voucher SET stock = stock - 1 WHERE "
-                         "voucher_id = %" PRId64 " AND stock >= 1", req->voucher_id);
-                if ((err = sk_db_exec(db, sql, errstr, errstr_size)) != SK_OK ||
-                    (err = sk_db_query_i64(db, "SELECT ROW_COUNT()", &changed, NULL, errstr,
-                                           errstr_size)) != SK_OK)
-                        return err;
-                if (changed != 1)
-                        return SK_ENOTFOUND; /* sold out by the voucher's own count */
                 snprintf(sql, sizeof(sql), "SELECT stock FROM tb_seckill_stock WHERE voucher_id = %"
                          PRId64 " AND bucket = %d", req->voucher_id, b);
                 if ((err = q_i64(db, sql, after, 1, errstr, errstr_size)) != SK_OK)
