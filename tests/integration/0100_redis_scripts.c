@@ -35,7 +35,7 @@ static redisReply *cmd(const char *fmt, ...)
         redisReply *reply;
 
         va_start(ap, fmt);
-        reply = redisvCommand(sk_redis_ctx(g_r), fmt, ap);
+        reply = sk_test_vcmd(g_r, fmt, ap);
         va_end(ap);
         ck_assert_msg(reply != NULL, "redis command failed");
         return reply;
@@ -48,7 +48,7 @@ static long long cmd_int(const char *fmt, ...)
         long long v;
 
         va_start(ap, fmt);
-        reply = redisvCommand(sk_redis_ctx(g_r), fmt, ap);
+        reply = sk_test_vcmd(g_r, fmt, ap);
         va_end(ap);
         ck_assert_msg(reply && reply->type == REDIS_REPLY_INTEGER, "expected an integer reply");
         v = reply->integer;
@@ -64,7 +64,7 @@ static char *cmd_str(const char *fmt, ...)
         char *s = NULL;
 
         va_start(ap, fmt);
-        reply = redisvCommand(sk_redis_ctx(g_r), fmt, ap);
+        reply = sk_test_vcmd(g_r, fmt, ap);
         va_end(ap);
         ck_assert_msg(reply != NULL, "redis command failed");
         if (reply->type == REDIS_REPLY_STRING)

@@ -33,7 +33,7 @@ static redisReply *cmd(const char *fmt, ...)
         redisReply *reply;
 
         va_start(ap, fmt);
-        reply = redisvCommand(sk_redis_ctx(g_r), fmt, ap);
+        reply = sk_test_vcmd(g_r, fmt, ap);
         va_end(ap);
         ck_assert_msg(reply != NULL, "redis command failed");
         ck_assert_msg(reply->type != REDIS_REPLY_ERROR, "redis error: %s", reply->str);
@@ -46,7 +46,7 @@ static void cmd_ok(const char *fmt, ...)
         redisReply *reply;
 
         va_start(ap, fmt);
-        reply = redisvCommand(sk_redis_ctx(g_r), fmt, ap);
+        reply = sk_test_vcmd(g_r, fmt, ap);
         va_end(ap);
         ck_assert_msg(reply && reply->type != REDIS_REPLY_ERROR, "redis command failed");
         freeReplyObject(reply);
@@ -60,7 +60,7 @@ static char *str(const char *fmt, ...)
         char *s = NULL;
 
         va_start(ap, fmt);
-        reply = redisvCommand(sk_redis_ctx(g_r), fmt, ap);
+        reply = sk_test_vcmd(g_r, fmt, ap);
         va_end(ap);
         ck_assert_ptr_nonnull(reply);
         if (reply->type == REDIS_REPLY_STRING)

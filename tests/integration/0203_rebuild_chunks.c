@@ -25,10 +25,10 @@ static int64_t g_worst_us;
 static void *pinger(void *arg)
 {
         const char *key = arg;
-        struct timeval tv = { 5, 0 };
-        redisContext *rc = redisConnectWithTimeout(rb_conf.redis.host, rb_conf.redis.port, tv);
+        char errstr[256];
+        sk_redis_t *rc = sk_redis_connect(&rb_conf.redis, 5000, errstr, sizeof(errstr));
 
-        if (!rc || rc->err)
+        if (!rc)
                 return NULL;
         while (!g_stop) {
                 struct timespec a, b;
@@ -36,7 +36,7 @@ static void *pinger(void *arg)
                 int64_t us;
 
                 clock_gettime(CLOCK_MONOTONIC, &a);
-                reply = redisCommand(rc, "GET %s", key);
+                reply = sk_test_cmd(rc, "GET %s", key);
                 clock_gettime(CLOCK_MONOTONIC, &b);
                 if (!reply)
                         break;
@@ -45,7 +45,7 @@ static void *pinger(void *arg)
                 if (us > g_worst_us)
                         g_worst_us = us;
         }
-        redisFree(rc);
+        sk_redis_close(rc);
         return NULL;
 }
 

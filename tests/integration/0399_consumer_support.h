@@ -174,9 +174,9 @@ CT_FN redisReply *ct_redis(const char *fmt, ...)
         redisReply *reply;
 
         va_start(ap, fmt);
-        reply = redisvCommand(sk_redis_ctx(CT.r), fmt, ap);
+        reply = sk_test_vcmd(CT.r, fmt, ap); /* routed: any topology (DESIGN.md 4b) */
         va_end(ap);
-        ck_assert_msg(reply != NULL, "redis: %s", sk_redis_ctx(CT.r)->errstr);
+        ck_assert_msg(reply != NULL, "redis: %s: no reply", fmt);
         return reply;
 }
 
@@ -188,9 +188,9 @@ CT_FN int64_t ct_redis_i64(const char *fmt, ...)
         int64_t v = -1;
 
         va_start(ap, fmt);
-        reply = redisvCommand(sk_redis_ctx(CT.r), fmt, ap);
+        reply = sk_test_vcmd(CT.r, fmt, ap);
         va_end(ap);
-        ck_assert_msg(reply != NULL, "redis: %s", sk_redis_ctx(CT.r)->errstr);
+        ck_assert_msg(reply != NULL, "redis: %s: no reply", fmt);
         if (reply->type == REDIS_REPLY_STRING)
                 v = strtoll(reply->str, NULL, 10);
         else if (reply->type == REDIS_REPLY_INTEGER)

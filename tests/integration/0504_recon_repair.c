@@ -9,25 +9,28 @@
  *   - a later pass exits 0 (the gone traces stay reported as drift rows only). */
 #include "05_recon_support.h"
 
+static int del_key(const char *key, size_t keylen, void *arg)
+{
+        const char *argv[2] = { "DEL", key };
+        size_t argvlen[2] = { 3, keylen };
+        char errstr[256];
+        redisReply *d = NULL;
+
+        (void)arg;
+        ck_assert_msg(sk_redis_cmd(rt_r, &d, 2, argv, argvlen, errstr, sizeof(errstr)) == SK_OK,
+                      "DEL: %s", errstr);
+        freeReplyObject(d);
+        return 0;
+}
+
+/* DEL every key under the prefix, on every master (sk_redis_scan: any topology). */
 static void wipe_prefix(void)
 {
-        char match[128], errstr[256], cursor[32] = "0";
-        redisReply *reply = NULL;
+        char match[128], errstr[256];
 
         snprintf(match, sizeof(match), "%s:*", rt_conf.redis_prefix);
-        do {
-                size_t i;
-                ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr),
-                                               "SCAN %s MATCH %s COUNT 1000", cursor, match), SK_OK);
-                snprintf(cursor, sizeof(cursor), "%s", reply->element[0]->str);
-                for (i = 0; i < reply->element[1]->elements; i++) {
-                        redisReply *d = NULL;
-                        ck_assert_int_eq(sk_redis_cmdf(rt_r, &d, errstr, sizeof(errstr), "DEL %s",
-                                                       reply->element[1]->element[i]->str), SK_OK);
-                        freeReplyObject(d);
-                }
-                freeReplyObject(reply);
-        } while (strcmp(cursor, "0") != 0);
+        ck_assert_msg(sk_redis_scan(rt_r, match, 1000, del_key, NULL, errstr, sizeof(errstr)) == SK_OK,
+                      "scan: %s", errstr);
 }
 
 START_TEST(repair_after_redis_wipe)
