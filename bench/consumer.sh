@@ -72,6 +72,7 @@ for db in $db1 $db2; do
     values="$values${values:+,}($((vbase + i)), $((M + 10)), $((M + 10)), UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, UTC_TIMESTAMP(3) + INTERVAL 1 DAY, 1)"
   done
   $my "$db" -e "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, stock, begin_time, end_time, status) VALUES $values"
+  $my "$db" -e "INSERT INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock) SELECT voucher_id, 0, init_stock, init_stock FROM tb_seckill_voucher"
 done
 
 # The topic (created by the consumer's own start-up code would also do; the preload
@@ -129,7 +130,7 @@ txns=$(metric consumer_batch_size_count)
 kill -TERM $cpid; wait $cpid || true; cpid=
 read -r bn brate bspan < <(span_rate $db1)
 orders=$($my $db1 -e "SELECT COUNT(*) FROM tb_voucher_order")
-stock_sold=$($my $db1 -e "SELECT SUM(init_stock - stock) FROM tb_seckill_voucher")
+stock_sold=$($my $db1 -e "SELECT SUM(init_stock - stock) FROM tb_seckill_stock")
 echo "batched: orders=$orders outcomes=$bn sold=$stock_sold seconds=$bspan workers=$W batch_max=$BATCH_MAX"
 echo "batched_rate=$brate orders/s duplicates_settled=${dups:-?} fallbacks=${fallbacks:-?} transactions=${txns:-?}"
 echo "consumer_rss_peak_mb=$((peak_kb / 1024)) consumer_cpu_seconds=$cpu_s load_avg=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
