@@ -95,6 +95,15 @@ if run 0 voucher create --stock 10 --buckets 4 --begin "$BEGIN_ISO" --end "$END_
         eq "$(sql "SELECT GROUP_CONCAT(CONCAT(bucket, ':', init_stock, '/', stock) ORDER BY bucket) FROM tb_seckill_stock WHERE voucher_id = ${VB:-0}")" \
            "0:3/3,1:3/3,2:2/2,3:2/2" "--buckets 4: rows 3,3,2,2"
         eq "$(sql "SELECT CONCAT_WS(',', buckets, init_stock) FROM tb_seckill_voucher WHERE voucher_id = ${VB:-0}")" "4,10" "voucher row: buckets 4, init = total"
+        # add-stock (DESIGN.md 14): +6 spread 2,2,1,1; a repeated request id changes nothing.
+        run 0 voucher add-stock "${VB:-0}" --stock 6 --request-id "r-1" --wait-ms 2000
+        eq "$(sql "SELECT GROUP_CONCAT(CONCAT(bucket, ':', init_stock, '/', stock) ORDER BY bucket) FROM tb_seckill_stock WHERE voucher_id = ${VB:-0}")" \
+           "0:5/5,1:5/5,2:3/3,3:3/3" "add-stock 6: rows 5,5,3,3"
+        eq "$(sql "SELECT init_stock FROM tb_seckill_voucher WHERE voucher_id = ${VB:-0}")" "16" "add-stock: voucher init 16"
+        run 0 voucher add-stock "${VB:-0}" --stock 6 --request-id "r-1" --wait-ms 2000 && grep -q "already applied" "$ERR" && ok "repeated request id: exit 0, says so"
+        eq "$(sql "SELECT CONCAT(SUM(init_stock), '/', COUNT(*)) FROM tb_seckill_stock WHERE voucher_id = ${VB:-0}")" "16/4" "repeat changed nothing"
+        eq "$(sql "SELECT COUNT(*) FROM tb_seckill_stock_change WHERE voucher_id = ${VB:-0}")" "1" "one stock change row"
+        run 2 voucher add-stock "${VB:-0}" --stock 6 && ok "add-stock without --request-id rejected"
 fi
 NV=$(sql "SELECT COUNT(*) FROM tb_seckill_voucher")
 run 2 voucher create --stock 5 --buckets 17 --begin "$BEGIN_ISO" --end "$END_S" && ok "--buckets 17 rejected"

@@ -63,7 +63,7 @@ START_TEST(pending_rollbacks_run_before_the_copy)
         rb_get(users, uid, val, sizeof(val));
         ck_assert_str_eq(val, "(nil)");
 
-        ck_assert_int_eq(rb_sql_i64("SELECT stock FROM tb_seckill_voucher"), 10);
+        ck_assert_int_eq(rb_sql_i64("SELECT SUM(stock) FROM tb_seckill_stock"), 10);
 }
 END_TEST
 
