@@ -87,7 +87,7 @@ static sk_err_t run_rollback(sk_redis_t **rp, fr_req_t *req, sk_rollback_res_t *
                 }
                 memset(res, 0, sizeof(*res));
                 t0 = sk_mono_ms();
-                err = sk_rollback_run(*rp, g_fr.conf.redis_prefix, req->voucher_id, req->trace_id,
+                err = sk_rollback_run(*rp, g_fr.conf.redis_prefix, req->voucher_id, req->bucket, req->trace_id,
                                       req->user_id, "front", SK_REASON_FRONT_ROLLBACK, -1,
                                       g_fr.expire_extra_ms, res, errstr, sizeof(errstr));
                 fr_breaker_record(err == SK_EUNKNOWN, sk_mono_ms() - t0);

@@ -2,8 +2,8 @@
  * 13): release.lua, which gives the unit back to the voucher's Redis stock at most once
  * per trace (T:x) and lets the user buy again (the home step), and the deletion of the
  * order cache after a pay/cancel/close commit.
- * Buckets are not built yet: one set of keys {v:ID}, so the trace's bucket is the home
- * bucket and release.lua's own home step is the whole story (no second script).
+ * Runs on the order's bucket {v:ID:j} (order->bucket); while deduct runs on the home
+ * bucket, j = h and release.lua's own home step is the whole story (no second script).
  * What it does not do: touch the DB (order.c) or retry (the callers do; the script is
  * idempotent). */
 #include <inttypes.h>
@@ -39,10 +39,10 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
                 sk_seterr(errstr, errstr_size, "release: invalid argument");
                 return SK_EINVAL;
         }
-        sk_key_voucher(k_meta, prefix, order->voucher_id, 0, SK_KEY_META);
-        sk_key_voucher(k_stock, prefix, order->voucher_id, 0, SK_KEY_STOCK);
-        sk_key_voucher(k_users, prefix, order->voucher_id, 0, SK_KEY_USERS);
-        sk_key_voucher(k_trace, prefix, order->voucher_id, 0, SK_KEY_TRACE);
+        sk_key_voucher(k_meta, prefix, order->voucher_id, order->bucket, SK_KEY_META);
+        sk_key_voucher(k_stock, prefix, order->voucher_id, order->bucket, SK_KEY_STOCK);
+        sk_key_voucher(k_users, prefix, order->voucher_id, order->bucket, SK_KEY_USERS);
+        sk_key_voucher(k_trace, prefix, order->voucher_id, order->bucket, SK_KEY_TRACE);
         sk_id_format(order->trace_id, trace_s);
         if (order->user_id > 0)
                 sk_id_format(order->user_id, user_s);

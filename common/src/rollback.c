@@ -70,7 +70,7 @@ static int reply_int(const redisReply *el, int *out)
         return -1;
 }
 
-sk_err_t sk_rollback_run(sk_redis_t *r, const char *prefix, int64_t voucher_id,
+sk_err_t sk_rollback_run(sk_redis_t *r, const char *prefix, int64_t voucher_id, int bucket,
                          int64_t trace_id, int64_t user_id, const char *mode,
                          sk_reason_t reason, int64_t clamp_to, int64_t expire_extra_ms,
                          sk_rollback_res_t *res, char *errstr, size_t errstr_size)
@@ -84,17 +84,17 @@ sk_err_t sk_rollback_run(sk_redis_t *r, const char *prefix, int64_t voucher_id,
         sk_err_t err;
 
         memset(res, 0, sizeof(*res));
-        if (!r || !prefix || !mode || voucher_id <= 0 || trace_id <= 0 || user_id < 0 ||
+        if (!r || !prefix || !mode || voucher_id <= 0 || bucket < 0 || bucket >= SK_BUCKETS_MAX || trace_id <= 0 || user_id < 0 ||
             expire_extra_ms < 0 ||
             (strcmp(mode, "front") && strcmp(mode, "consumer") && strcmp(mode, "reconciler"))) {
                 sk_seterr(errstr, errstr_size, "rollback: invalid argument");
                 return SK_EINVAL;
         }
         sk_reason_flags(reason, &restore, &release, &clamp);
-        sk_key_voucher(k_meta, prefix, voucher_id, 0, SK_KEY_META);
-        sk_key_voucher(k_stock, prefix, voucher_id, 0, SK_KEY_STOCK);
-        sk_key_voucher(k_users, prefix, voucher_id, 0, SK_KEY_USERS);
-        sk_key_voucher(k_trace, prefix, voucher_id, 0, SK_KEY_TRACE);
+        sk_key_voucher(k_meta, prefix, voucher_id, bucket, SK_KEY_META);
+        sk_key_voucher(k_stock, prefix, voucher_id, bucket, SK_KEY_STOCK);
+        sk_key_voucher(k_users, prefix, voucher_id, bucket, SK_KEY_USERS);
+        sk_key_voucher(k_trace, prefix, voucher_id, bucket, SK_KEY_TRACE);
         sk_id_format(trace_id, trace_s);
         if (user_id > 0)
                 sk_id_format(user_id, user_s);

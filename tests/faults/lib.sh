@@ -62,7 +62,14 @@ ft_eq() { if [[ "$1" == "$2" ]]; then ft_ok "$3"; else ft_fail "$3: got '$1', wa
 
 ft_sql() { mysql --no-defaults -uroot -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" --protocol=TCP -N -B "$FT_DB" -e "$1"; }
 ft_sql_root() { mysql --no-defaults -uroot -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" --protocol=TCP -N -B -e "$1"; }
-ft_rcli() { redis-cli -h "$FT_REDIS_HOST" -p "$FT_REDIS_PORT" "$@"; }
+# A Cluster or Sentinel URL goes through sk-rcli (the sk_redis routing layer, DESIGN.md
+# 4b: keys routed to their slot's master); one server through redis-cli.
+ft_rcli() {
+        case ${SECKILL_REDIS_URL:-} in
+        redis-cluster://* | redis-sentinel://*) "${SK_BUILD:?}/tests/sk-rcli" "$@" ;;
+        *) redis-cli -h "$FT_REDIS_HOST" -p "$FT_REDIS_PORT" "$@" ;;
+        esac
+}
 # ft_key VOUCHER meta|stock|users|trace [BUCKET]: a bucket's key (DESIGN.md 4; bucket 0 by default).
 ft_key() { printf '%s:{v:%s:%s}:%s' "$FT_PREFIX" "$1" "${3:-0}" "$2"; }
 
@@ -430,7 +437,13 @@ ft_check() {
         if [[ $vrc == 0 ]]; then ft_ok "seckill-admin verify $v: exit 0"; else
                 ft_fail "seckill-admin verify $v: exit $vrc: $(tr '\n' ' ' <"$FT_WORK/verify.$v.log" | cut -c1-600)"
         fi
-        read -r init dbstock < <(ft_sql "SELECT init_stock, stock FROM tb_seckill_voucher WHERE voucher_id = $v")
+        # The stock is the sum of the voucher's bucket rows (DESIGN.md v4 6); verify above checks each bucket.
+        read -r init dbstock < <(ft_sql "SELECT init_stock, (SELECT COALESCE(SUM(stock), 0) FROM tb_seckill_stock s
+                WHERE s.voucher_id = v.voucher_id) FROM tb_seckill_voucher v WHERE voucher_id = $v")
+        bad=$(ft_sql "SELECT COUNT(*) FROM tb_seckill_stock s WHERE s.voucher_id = $v AND s.init_stock - s.stock <>
+                (SELECT COUNT(*) FROM tb_voucher_order o WHERE o.voucher_id = s.voucher_id AND o.bucket = s.bucket
+                 AND o.status IN (1, 2))")
+        ft_eq "$bad" 0 "per bucket: init_stock - stock = active orders of the bucket"
         active=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $v AND status IN (1, 2)")
         ft_log "voucher $v: init $init, DB stock $dbstock, active orders $active, 202s $(ft_sql "SELECT COUNT(*) FROM ft_accepted WHERE voucher_id = $v")"
         ((active <= init)) && ft_ok "zero oversell ($active <= $init)" || ft_fail "OVERSELL: $active active orders for $init units"

@@ -42,7 +42,7 @@ START_TEST(pending_rollbacks_run_before_the_copy)
         ck_assert_str_eq(val, "10");
 
         /* The rollback the consumer or reconciler runs later: ALREADY, nothing added. */
-        err = sk_rollback_run(rb_r, rb_conf.redis_prefix, vid, t_lost, lost.user_id,
+        err = sk_rollback_run(rb_r, rb_conf.redis_prefix, vid, 0, t_lost, lost.user_id,
                               "reconciler", SK_REASON_LOST, -1,
                               sk_expire_extra_ms(rb_conf.reconcile_window_hours), &res, errstr,
                               sizeof(errstr));

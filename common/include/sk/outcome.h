@@ -55,12 +55,14 @@ typedef struct sk_rollback_res {
         int restored, released, clamped;
 } sk_rollback_res_t;
 
-/** @brief Run rollback.lua for the trace with the flags of @p reason. @p mode:
+/** @brief Run rollback.lua for the trace with the flags of @p reason on bucket @p bucket
+ *  (0..15, the trace's bucket; DESIGN.md v4 4: while deduct runs on the home bucket, the
+ *  trace's bucket is the home, so the release in the same script is the home step). @p mode:
  *  "front", "consumer" or "reconciler". @p clamp_to: DB stock for sold_out (else -1).
  *  @p user_id: fallback when T is missing (0 = none). @p expire_extra_ms: reconcile
  *  window + 1 day. Errors as sk_redis_evalsha (SK_EUNKNOWN: the caller retries; the
  *  script is idempotent). */
-sk_err_t sk_rollback_run(sk_redis_t *r, const char *prefix, int64_t voucher_id,
+sk_err_t sk_rollback_run(sk_redis_t *r, const char *prefix, int64_t voucher_id, int bucket,
                          int64_t trace_id, int64_t user_id, const char *mode,
                          sk_reason_t reason, int64_t clamp_to, int64_t expire_extra_ms,
                          sk_rollback_res_t *res, char *errstr, size_t errstr_size);
