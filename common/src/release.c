@@ -52,7 +52,7 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
         if (err != SK_OK)
                 return err;
         err = SK_EREDIS;
-        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4 ||
             reply->element[0]->type != REDIS_REPLY_STRING) {
                 sk_seterr(errstr, errstr_size, "release.lua: unexpected reply");
         } else if (strcmp(reply->element[0]->str, "OK") == 0) {

@@ -123,7 +123,7 @@ sk_err_t sk_rollback_run(sk_redis_t *r, const char *prefix, int64_t voucher_id,
                 goto done;
         }
         if (strcmp(reply->element[0]->str, "OK") == 0) {
-                if (reply->elements != 4 || reply_int(reply->element[1], &res->restored) ||
+                if (reply->elements != 6 || reply_int(reply->element[1], &res->restored) ||
                     reply_int(reply->element[2], &res->released) ||
                     reply_int(reply->element[3], &res->clamped)) {
                         sk_seterr(errstr, errstr_size, "rollback.lua: malformed OK reply");
