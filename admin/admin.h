@@ -7,6 +7,7 @@
 #pragma once
 #include <stdint.h>
 #include "sk/conf.h"
+#include "sk/db.h"
 
 /** Options of the voucher subcommands (main.c fills them through sk_conf_load). */
 typedef struct sk_admin_opts {
@@ -18,6 +19,8 @@ typedef struct sk_admin_opts {
         int rebuild_from_db;    /* --rebuild-from-db */
         int json;               /* --json */
         int wait_ms;            /* --wait-ms (rebuild), 0 = 2 x delivery timeout */
+        int buckets;            /* --buckets N 1..16 (create), 0 = not given (1) */
+        char request_id[65];    /* --request-id R (add-stock), "" = not given */
 } sk_admin_opts_t;
 
 /** The subcommand flags as parsed by main.c (valid once main() called sk_conf_load),
@@ -27,7 +30,9 @@ extern const sk_admin_opts_t *sk_admin_opts;
 /** `db migrate`: apply the pending ddl/ migrations; prints "applied N migration(s)". */
 int sk_admin_db_migrate(const sk_conf_t *conf);
 
-/** `voucher create --stock N --begin T --end T [--status S] [--preheat]`. */
+/** `voucher create --stock N [--buckets N] --begin T --end T [--status S] [--preheat]`:
+ *  one DB transaction inserts the voucher, its bucket rows (sk_bucket_share) and its
+ *  tb_seckill_switch row (DESIGN.md v4 6, 14). */
 int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o);
 /** `voucher preheat ID [--rebuild-from-db] [--wait-ms MS]`. */
 int sk_admin_voucher_preheat(const sk_conf_t *conf, const char *id, const sk_admin_opts_t *o);
@@ -39,3 +44,12 @@ int sk_admin_voucher_set_status(const sk_conf_t *conf, const char *id, const cha
 /** `verify VOUCHER_ID ...` (DESIGN.md 9; admin/verify.c). @p argc/@p argv are the
  *  positional arguments after "verify". */
 int sk_admin_verify(const sk_conf_t *conf, int argc, char **argv);
+
+/** @brief One DB transaction (admin/voucher_stock.c): the voucher row (init_stock =
+ *  @p stock, @p buckets 1..16, times in ms since the epoch, @p status), its bucket rows
+ *  in tb_seckill_stock (sk_bucket_share of @p stock) and its tb_seckill_switch row
+ *  (scope = the voucher, mode NULL, state 'redis') (DESIGN.md v4 6, 12, 14). Nothing is
+ *  written on error (rolled back). @returns SK_OK or the DB error with the reason. */
+sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buckets,
+                                 int64_t begin_ms, int64_t end_ms, int status,
+                                 char *errstr, size_t errstr_size);

@@ -37,14 +37,16 @@ static const cmd_help_t CMDS[] = {
           "schema_migrations (serialized by GET_LOCK, safe to run twice or concurrently).\n"
           "Prints: applied N migration(s). Exit 0 ok, 1 failure.\n", "" },
         { "voucher", "create",
-          "Usage: " PROG " voucher create --stock N --begin T --end T [--status S] [--preheat]\n"
-          "Insert a voucher (init_stock = stock = N, 1..1000000000) with a fresh snowflake id\n"
+          "Usage: " PROG " voucher create --stock N [--buckets B] --begin T --end T [--status S] [--preheat]\n"
+          "Insert a voucher (init_stock = stock = N, 1..1000000000) with a fresh snowflake id,\n"
+          "its stock split over B buckets (1..16, default 1; N/B each, the remainder one unit\n"
+          "each to the first buckets; B is fixed for the voucher's life)\n"
           "(leases a worker id in Redis like the front). T is epoch seconds (1764439200) or\n"
           "ISO-8601 WITH a zone (2026-11-29T18:00:00Z, 2026-11-29T18:00:00+08:00); a time\n"
           "without a zone is rejected. --status 1 on sale (default), 2 offline, 3 expired,\n"
           "4 paused. --preheat also writes the Redis state (see voucher preheat).\n"
           "Prints: {\"voucherId\":\"ID\"}. Exit 0 ok, 1 failure, 2 bad arguments.\n",
-          " stock begin end status preheat " },
+          " stock buckets begin end status preheat " },
         { "voucher", "preheat",
           "Usage: " PROG " voucher preheat ID [--rebuild-from-db] [--wait-ms MS]\n"
           "Copy a voucher's DB state to Redis: stock (never overwriting a stock that was sold\n"
@@ -114,9 +116,9 @@ static int check_flags(const cmd_help_t *cmd, const sk_admin_opts_t *o)
 {
         static const struct { const char *name; } names[] = {
                 { "stock" }, { "begin" }, { "end" }, { "status" }, { "preheat" },
-                { "rebuild-from-db" }, { "json" }, { "wait-ms" },
+                { "rebuild-from-db" }, { "json" }, { "wait-ms" }, { "buckets" }, { "request-id" },
         };
-        int given[8];
+        int given[10];
         char pat[40];
 
         given[0] = o->stock != -1;
@@ -127,7 +129,9 @@ static int check_flags(const cmd_help_t *cmd, const sk_admin_opts_t *o)
         given[5] = o->rebuild_from_db != 0;
         given[6] = o->json != 0;
         given[7] = o->wait_ms != 0;
-        for (size_t i = 0; i < 8; i++) {
+        given[8] = o->buckets != 0;
+        given[9] = o->request_id[0] != '\0';
+        for (size_t i = 0; i < 10; i++) {
                 snprintf(pat, sizeof(pat), " %s ", names[i].name);
                 if (given[i] && !strstr(cmd->allowed, pat)) {
                         fprintf(stderr, PROG ": option --%s does not apply to `%s%s%s` "
@@ -167,6 +171,10 @@ int main(int argc, char **argv)
                 { "json", NULL, SK_OPT_BOOL, &o.json, 0, 0, 1, "voucher show, verify: JSON output" },
                 { "wait-ms", NULL, SK_OPT_INT, &o.wait_ms, 0, 1, 3600000,
                   "voucher preheat --rebuild-from-db: settle wait (0 = 2 x delivery timeout)" },
+                { "buckets", NULL, SK_OPT_INT, &o.buckets, 0, 1, 16,
+                  "voucher create: stock buckets 1..16 (default 1, DESIGN.md 14)" },
+                { "request-id", NULL, SK_OPT_STR, o.request_id, sizeof(o.request_id), 0, 0,
+                  "voucher add-stock: idempotency key of the change (1..64 chars)" },
         };
 
         if ((help = help_requested(argc, argv))) {

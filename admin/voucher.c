@@ -105,40 +105,6 @@ static sk_err_t mint_id(const sk_conf_t *conf, int64_t *id, char *errstr, size_t
         return err;
 }
 
-static sk_err_t insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int64_t begin_ms,
-                               int64_t end_ms, int64_t status, char *errstr,
-                               size_t errstr_size)
-{
-        /* Times are written as UTC DATETIME(3) without FROM_UNIXTIME (2038-limited on
-         * MariaDB 10.x): 1970-01-01 + ms * 1000 microseconds. */
-        static const char sql[] =
-                "INSERT INTO tb_seckill_voucher"
-                " (voucher_id, init_stock, stock, begin_time, end_time, status)"
-                " VALUES (?, ?, ?,"
-                " TIMESTAMPADD(MICROSECOND, ? * 1000, '1970-01-01 00:00:00'),"
-                " TIMESTAMPADD(MICROSECOND, ? * 1000, '1970-01-01 00:00:00'), ?)";
-        MYSQL_STMT *stmt;
-        MYSQL_BIND b[6];
-        int64_t v[6] = { id, stock, stock, begin_ms, end_ms, status };
-        sk_err_t err = SK_OK;
-
-        if ((err = sk_db_stmt_init(db, &stmt, errstr, errstr_size)) != SK_OK)
-                return err;
-        for (int i = 0; i < 6; i++)
-                sk_db_bind_i64(&b[i], &v[i]);
-        if (mysql_stmt_prepare(stmt, sql, (unsigned long)strlen(sql)) ||
-            mysql_stmt_bind_param(stmt, b) || mysql_stmt_execute(stmt)) {
-                err = sk_db_classify(mysql_stmt_errno(stmt));
-                if (err == SK_OK)
-                        err = SK_EDB;
-                sk_seterr(errstr, errstr_size, "insert voucher: mysql error %u: %s%s",
-                          mysql_stmt_errno(stmt), mysql_stmt_error(stmt),
-                          mysql_stmt_errno(stmt) == 1146 ? " (run `" PROG " db migrate`)" : "");
-        }
-        mysql_stmt_close(stmt);
-        return err;
-}
-
 static void print_report(int64_t id, const sk_rebuild_report_t *rep, int rebuild)
 {
         cJSON *root = cJSON_CreateObject();
@@ -203,8 +169,9 @@ int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o)
                 rc = err == SK_EEXIST ? 2 : 1;
                 goto done;
         }
-        if ((err = insert_voucher(db, id, o->stock, begin_ms, end_ms, status, errstr,
-                                  sizeof(errstr))) != SK_OK) {
+        if ((err = sk_admin_insert_voucher(db, id, o->stock, o->buckets ? o->buckets : 1,
+                                           begin_ms, end_ms, status, errstr,
+                                           sizeof(errstr))) != SK_OK) {
                 fprintf(stderr, PROG ": voucher create: %s\n", errstr);
                 goto done;
         }
@@ -420,10 +387,10 @@ static sk_err_t show_redis(const sk_conf_t *conf, sk_redis_t *r, show_t *v, char
         const char *hgetall[2] = { "HGETALL", meta_key }, *get[2] = { "GET", stock_key };
         sk_err_t err;
 
-        sk_key_voucher(meta_key, conf->redis_prefix, v->id, SK_KEY_META);
-        sk_key_voucher(stock_key, conf->redis_prefix, v->id, SK_KEY_STOCK);
-        sk_key_voucher(users_key, conf->redis_prefix, v->id, SK_KEY_USERS);
-        sk_key_voucher(trace_key, conf->redis_prefix, v->id, SK_KEY_TRACE);
+        sk_key_voucher(meta_key, conf->redis_prefix, v->id, 0, SK_KEY_META);
+        sk_key_voucher(stock_key, conf->redis_prefix, v->id, 0, SK_KEY_STOCK);
+        sk_key_voucher(users_key, conf->redis_prefix, v->id, 0, SK_KEY_USERS);
+        sk_key_voucher(trace_key, conf->redis_prefix, v->id, 0, SK_KEY_TRACE);
         if ((err = sk_redis_cmd(r, &v->meta, 2, hgetall, NULL, errstr, errstr_size)) != SK_OK ||
             (err = sk_redis_cmd(r, &v->stock, 2, get, NULL, errstr, errstr_size)) != SK_OK)
                 return err;

@@ -31,8 +31,8 @@ vr=$((vf + 1))                   # redis-benchmark's voucher
 now_ms=$(( $(date +%s) * 1000 ))
 extra=$(( (48 + 24) * 3600 * 1000 ))
 seed() {
-  $rc hset "$prefix:{v:$1}:meta" begin_ms $((now_ms - 60000)) end_ms $((now_ms + 3600000)) status 1 >/dev/null
-  $rc set "$prefix:{v:$1}:stock" 100000000 >/dev/null
+  $rc hset "$prefix:{v:$1:0}:meta" begin_ms $((now_ms - 60000)) end_ms $((now_ms + 3600000)) status 1 >/dev/null
+  $rc set "$prefix:{v:$1:0}:stock" 100000000 >/dev/null
 }
 # Its own database: the front leases its worker id in tb_worker_lease (DESIGN.md 2).
 db="bench_front_$$_$RANDOM"
@@ -69,13 +69,13 @@ echo "$out" | grep -E '^(front_|  Latency|Requests/sec)' || true
 front_rate=$(echo "$out" | sed -n 's/^front_rate=//p')
 rss_kb=$(awk '/VmHWM/ {print $2}' /proc/$fpid/status)
 echo "front_rss_peak_mb=$((rss_kb / 1024))"
-admitted=$(( 100000000 - $($rc get "$prefix:{v:$vf}:stock") ))
+admitted=$(( 100000000 - $($rc get "$prefix:{v:$vf:0}:stock") ))
 echo "front_admitted_total=$admitted"
 kill -TERM $fpid; wait $fpid || true; fpid=
 
 rout=$(bench_deduct_evalsha "$prefix" "$vr" "$conns" "$secs" "$extra" 10000)
 echo "redis_benchmark: $rout"
 redis_rate=$(echo "$rout" | bench_rate_of)
-radmitted=$(( 100000000 - $($rc get "$prefix:{v:$vr}:stock") ))
+radmitted=$(( 100000000 - $($rc get "$prefix:{v:$vr:0}:stock") ))
 echo "redis_rate=${redis_rate%.*} redis_admitted_total=$radmitted"
 python3 -c "print('ratio=%.2f' % (float('$front_rate') / float('$redis_rate')))"

@@ -14,8 +14,8 @@ bench_deduct_evalsha() {
   sha=$(redis-cli -h 127.0.0.1 -p 6379 script load "$(cat "$lib/lib/validate.lua"; echo; cat "$lib/deduct.lua")")
   _bench_rb() {
     redis-benchmark -h 127.0.0.1 -p 6379 -c "$conns" -r 100000000000 -n "$1" -q \
-      EVALSHA "$sha" 4 "$kp:{v:$v}:meta" "$kp:{v:$v}:stock" "$kp:{v:$v}:users" \
-      "$kp:{v:$v}:trace" 1__rand_int__ 1__rand_int__ 1__rand_int__ "$v" 1 "$extra" 2>&1 |
+      EVALSHA "$sha" 4 "$kp:{v:$v:0}:meta" "$kp:{v:$v:0}:stock" "$kp:{v:$v:0}:users" \
+      "$kp:{v:$v:0}:trace" 1__rand_int__ 1__rand_int__ 1__rand_int__ "$v" 1 "$extra" 2>&1 |
       tr '\r' '\n' | tail -1
   }
   cal=$(_bench_rb "$cal_n" | sed -n 's/.*: \([0-9]*\)[0-9.]* requests per second.*/\1/p')

@@ -41,8 +41,8 @@ rc="redis-cli -p $rport"
 for _ in $(seq 1 50); do $rc ping >/dev/null 2>&1 && break; sleep 0.1; done
 now_ms=$(( $(date +%s) * 1000 ))
 seed() {  # seed ID STOCK
-  $rc hset "$run:{v:$1}:meta" begin_ms $((now_ms - 60000)) end_ms $((now_ms + 3600000)) status 1 >/dev/null
-  $rc set "$run:{v:$1}:stock" "$2" >/dev/null
+  $rc hset "$run:{v:$1:0}:meta" begin_ms $((now_ms - 60000)) end_ms $((now_ms + 3600000)) status 1 >/dev/null
+  $rc set "$run:{v:$1:0}:stock" "$2" >/dev/null
 }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 redis_cpu_us() { $rc info cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ {s += $2} END {printf "%d", s * 1e6}'; }

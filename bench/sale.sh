@@ -16,7 +16,7 @@
 # the users hash holds exactly stock buyers; otherwise it says FAIL and exits 1.
 #
 # Scope today: ONE stock bucket (the v4 buckets, DESIGN.md 14, are not built yet: the
-# voucher is seeded with today's key layout {v:ID}:meta/stock/users/trace, directly in
+# voucher is seeded with the key layout {v:ID:0}:meta/stock/users/trace, directly in
 # Redis like bench/front.sh; no DB rows, no consumer). The front publishes its 1,000
 # admissions to a topic of its own, which nobody consumes. The front runs with its local
 # sold-out cache (DESIGN.md 4; SECKILL_SOLDOUT_CACHE_MS, default 1000, 0 = off): after the
@@ -57,8 +57,8 @@ vr=$((vf + 1))                   # redis-benchmark's sold-out voucher
 now_ms=$(( $(date +%s) * 1000 ))
 extra=$(( (48 + 24) * 3600 * 1000 ))
 seed() {  # seed ID STOCK
-  $rc hset "$prefix:{v:$1}:meta" begin_ms $((now_ms - 60000)) end_ms $((now_ms + 3600000)) status 1 >/dev/null
-  $rc set "$prefix:{v:$1}:stock" "$2" >/dev/null
+  $rc hset "$prefix:{v:$1:0}:meta" begin_ms $((now_ms - 60000)) end_ms $((now_ms + 3600000)) status 1 >/dev/null
+  $rc set "$prefix:{v:$1:0}:stock" "$2" >/dev/null
 }
 # Its own database: the front leases its worker id in tb_worker_lease (DESIGN.md 2).
 db="bench_sale_$$_$RANDOM"
@@ -103,8 +103,8 @@ causes=$(echo "$metrics" | sed -n 's/^seckill_front_unavailable_total{cause="\([
 echo "front_503_causes: ${causes:-none}"
 echo "front_soldout_cache: ms=${SECKILL_SOLDOUT_CACHE_MS:-1000} hits=$(echo "$metrics" | sed -n 's/^seckill_front_soldout_cache_hits_total //p')"
 admitted=$(code 202)
-left=$($rc get "$prefix:{v:$vf}:stock")
-holders=$($rc hlen "$prefix:{v:$vf}:users")
+left=$($rc get "$prefix:{v:$vf:0}:stock")
+holders=$($rc hlen "$prefix:{v:$vf:0}:users")
 rss_kb=$(awk '/VmHWM/ {print $2}' /proc/$fpid/status)
 echo "front_rss_peak_mb=$((rss_kb / 1024))"
 kill -TERM $fpid; wait $fpid || true; fpid=
@@ -113,7 +113,7 @@ kill -TERM $fpid; wait $fpid || true; fpid=
 rout=$(bench_deduct_evalsha "$prefix" "$vr" "$conns" "$secs" "$extra" 20000)
 echo "redis_benchmark: $rout"
 redis_rate=$(echo "$rout" | bench_rate_of)
-[ "$($rc get "$prefix:{v:$vr}:stock")" = 0 ] || echo "WARN: the sold-out voucher's stock moved"
+[ "$($rc get "$prefix:{v:$vr:0}:stock")" = 0 ] || echo "WARN: the sold-out voucher's stock moved"
 
 # ---- 3. the HTTP layer: a constant 409
 "$SK_BENCH_BIN/const409" "127.0.0.1:$cport" "$http_threads" &

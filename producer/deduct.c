@@ -41,10 +41,10 @@ static void deduct_args_fill(deduct_args_t *a, fr_req_t *req)
 {
         const char *prefix = g_fr.conf.redis_prefix;
 
-        sk_key_voucher(a->kmeta, prefix, req->voucher_id, SK_KEY_META);
-        sk_key_voucher(a->kstock, prefix, req->voucher_id, SK_KEY_STOCK);
-        sk_key_voucher(a->kusers, prefix, req->voucher_id, SK_KEY_USERS);
-        sk_key_voucher(a->ktrace, prefix, req->voucher_id, SK_KEY_TRACE);
+        sk_key_voucher(a->kmeta, prefix, req->voucher_id, 0, SK_KEY_META);
+        sk_key_voucher(a->kstock, prefix, req->voucher_id, 0, SK_KEY_STOCK);
+        sk_key_voucher(a->kusers, prefix, req->voucher_id, 0, SK_KEY_USERS);
+        sk_key_voucher(a->ktrace, prefix, req->voucher_id, 0, SK_KEY_TRACE);
         a->keys[0] = a->kmeta;
         a->keys[1] = a->kstock;
         a->keys[2] = a->kusers;

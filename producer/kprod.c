@@ -25,6 +25,7 @@
 #include "sk/failpoint.h"
 #include "sk/kafka.h"
 #include "sk/log.h"
+#include "sk/msg.h"
 
 typedef struct fr_prod {
         rd_kafka_t *rk;
@@ -130,10 +131,12 @@ static fr_prod_t *prod_new(char *errstr, size_t errstr_size)
 int fr_kprod_produce(fr_req_t *req)
 {
         rd_kafka_resp_err_t err;
+        char key[SK_MSG_KEY_MAX];
+        size_t klen = sk_msg_key(key, sizeof(key), req->voucher_id, req->bucket); /* DESIGN.md 5 */
 
         pthread_rwlock_rdlock(&prod_rw);
         err = rd_kafka_producev(cur->rk, RD_KAFKA_V_RKT(cur->rkt),
-                                RD_KAFKA_V_KEY(req->sv, strlen(req->sv)),
+                                RD_KAFKA_V_KEY(key, klen),
                                 RD_KAFKA_V_VALUE(req->msg, req->msg_len),
                                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                                 RD_KAFKA_V_OPAQUE(req), RD_KAFKA_V_END);

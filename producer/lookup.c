@@ -308,8 +308,8 @@ static int me_read_redis(lk_conn_t *lc, fr_req_t *req, me_redis_t *m, int64_t *t
 
         memset(m, 0, sizeof(*m));
         *t_out = 0;
-        sk_key_voucher(kusers, g_fr.conf.redis_prefix, req->voucher_id, SK_KEY_USERS);
-        sk_key_voucher(ktrace, g_fr.conf.redis_prefix, req->voucher_id, SK_KEY_TRACE);
+        sk_key_voucher(kusers, g_fr.conf.redis_prefix, req->voucher_id, 0, SK_KEY_USERS);
+        sk_key_voucher(ktrace, g_fr.conf.redis_prefix, req->voucher_id, 0, SK_KEY_TRACE);
         if (lk_redis_get(lc, &m->trace, "HGET", kusers, req->su) < 0)
                 goto fail;
         if (!m->trace || sk_id_parse_cstr(m->trace, &t) != 0)

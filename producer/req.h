@@ -58,6 +58,9 @@ typedef struct fr_req {
         /* Purchase / lookup data, written before the pipeline starts. */
         int64_t voucher_id, user_id, order_id, trace_id;
         char sv[SK_ID_STRLEN], su[SK_ID_STRLEN], so[SK_ID_STRLEN], st[SK_ID_STRLEN];
+        int buckets;                    /* the voucher's bucket count N (1 until known) */
+        int home;                       /* the user's home bucket (sk_home_bucket) */
+        int bucket;                     /* the bucket whose stock admitted the purchase (Kafka key "V:b") */
         char *msg;                      /* owned: msg_json of deduct.lua (identical bytes on re-produce) */
         size_t msg_len;
         int deduct_attempts;            /* EVALSHA attempts with an unknown outcome */

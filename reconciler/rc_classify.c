@@ -28,7 +28,7 @@ sk_err_t rc_join(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *set, rc_vstat
         char errstr[512], k_trace[SK_KEY_MAX];
         sk_err_t err;
 
-        sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, SK_KEY_TRACE);
+        sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, 0, SK_KEY_TRACE);
         if ((err = sk_traceset_scan(ctx->r, k_trace, 1000, set, errstr, sizeof(errstr))) != SK_OK ||
             (err = sk_traceset_load_db(ctx->db, set, 0, errstr, sizeof(errstr))) != SK_OK) {
                 st->errors++;

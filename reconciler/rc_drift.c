@@ -63,7 +63,7 @@ static void drift_rows(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *set, rc
                 free(a.gone.v);
                 return;
         }
-        sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, SK_KEY_TRACE);
+        sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, 0, SK_KEY_TRACE);
         for (i = 0; i < a.gone.n; i++) {
                 redisReply *reply = NULL;
                 sk_field_trace(f, a.gone.v[i], 0);
@@ -145,7 +145,7 @@ static int meta_status(rc_ctx_t *ctx, int64_t voucher_id)
         redisReply *reply = NULL;
         int status = 0;
 
-        sk_key_voucher(k_meta, ctx->conf->redis_prefix, voucher_id, SK_KEY_META);
+        sk_key_voucher(k_meta, ctx->conf->redis_prefix, voucher_id, 0, SK_KEY_META);
         if (sk_redis_cmdf(ctx->r, &reply, errstr, sizeof(errstr), "HGET %s status", k_meta) != SK_OK)
                 return -1;
         if (reply->type == REDIS_REPLY_STRING)
@@ -160,7 +160,7 @@ static int64_t trace_pttl(rc_ctx_t *ctx, int64_t voucher_id)
         redisReply *reply = NULL;
         int64_t v = -3;
 
-        sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, SK_KEY_TRACE);
+        sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, 0, SK_KEY_TRACE);
         if (sk_redis_cmdf(ctx->r, &reply, errstr, sizeof(errstr), "PTTL %s", k_trace) != SK_OK)
                 return -3;
         if (reply->type == REDIS_REPLY_INTEGER)

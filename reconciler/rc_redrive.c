@@ -25,6 +25,7 @@
 #include "sk/ids.h"
 #include "sk/kafka.h"
 #include "sk/log.h"
+#include "sk/msg.h"
 
 #define KAFKA_TIMEOUT_MS 10000 /* committed offsets, DLQ read, topic check */
 
@@ -135,7 +136,7 @@ static int ensure_producer(rc_ctx_t *ctx, rc_vstat_t *st)
 static size_t claim_and_send(rc_ctx_t *ctx, sk_trace_entry_t **list, size_t n, redrive_t *rd,
                              rc_vstat_t *st)
 {
-        char errstr[512], key[SK_ID_STRLEN];
+        char errstr[512], key[SK_MSG_KEY_MAX];
         size_t i, m = 0;
 
         for (i = 0; i < n && !rc_must_stop(ctx); i++) {
@@ -158,7 +159,7 @@ static size_t claim_and_send(rc_ctx_t *ctx, sk_trace_entry_t **list, size_t n, r
                         continue;
                 }
                 rd[m].e = e;
-                sk_id_format(e->msg.voucher_id, key);
+                sk_msg_key(key, sizeof(key), e->msg.voucher_id, e->msg.bucket); /* "V:b", DESIGN.md 5 */
                 if (rc_producer_send(ctx->prod, key, e->deduct, &rd[m].dr, errstr,
                                      sizeof(errstr)) == SK_OK)
                         rd[m].sent = 1;

@@ -31,7 +31,7 @@ static int keys_exist(rc_ctx_t *ctx, int64_t voucher_id)
         redisReply *reply = NULL;
         int rc;
 
-        sk_key_voucher(k, ctx->conf->redis_prefix, voucher_id, SK_KEY_STOCK);
+        sk_key_voucher(k, ctx->conf->redis_prefix, voucher_id, 0, SK_KEY_STOCK);
         if (sk_redis_cmdf(ctx->r, &reply, errstr, sizeof(errstr), "EXISTS %s", k) != SK_OK)
                 return -1;
         rc = reply->type == REDIS_REPLY_INTEGER ? reply->integer == 1 : -1;
@@ -108,7 +108,7 @@ void rc_release_pending(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
                 SK_LOG(SK_INFO, "release_db_only", "voucher=%" PRId64 " ended_orders=%zu"
                        " (the voucher's keys are gone: the DB release stands alone)", voucher_id, n);
         } else {
-                sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, SK_KEY_TRACE);
+                sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, 0, SK_KEY_TRACE);
                 for (i = 0; i < n; i += RELEASE_CHUNK)
                         release_chunk(ctx, k_trace, rows + i,
                                       n - i < RELEASE_CHUNK ? n - i : RELEASE_CHUNK, st);

@@ -13,8 +13,8 @@
 static void call_keys(sk_claim_call_t *call, const char *prefix, int64_t voucher_id,
                       int64_t expire_extra_ms)
 {
-        sk_key_voucher(call->k_meta, prefix, voucher_id, SK_KEY_META);
-        sk_key_voucher(call->k_trace, prefix, voucher_id, SK_KEY_TRACE);
+        sk_key_voucher(call->k_meta, prefix, voucher_id, 0, SK_KEY_META);
+        sk_key_voucher(call->k_trace, prefix, voucher_id, 0, SK_KEY_TRACE);
         call->keys[0] = call->k_meta;
         call->keys[1] = call->k_trace;
         snprintf(call->extra, sizeof(call->extra), "%" PRId64, expire_extra_ms);

@@ -8,6 +8,8 @@
  *   - beforeQty, deductQty, afterQty, ts are JSON numbers with an integral value whose
  *     magnitude is below 2^53 (cJSON stores numbers as doubles; above 2^53 a double no
  *     longer represents every integer, so the value could have been silently rounded);
+ *   - bucket and home, when present, are JSON integers in 0..SK_BUCKETS_MAX-1 (absent:
+ *     0, a message written before buckets, DESIGN.md v4 5);
  *   - deductQty >= 1, afterQty >= 0, beforeQty >= 0, afterQty == beforeQty - deductQty,
  *     ts >= 0.
  * A field given twice and any \u0000 escape are poison too (cJSON would pick one
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "sk/ids.h"
+#include "sk/keys.h"
 #include "sk/msg.h"
 
 #define SK_MSG_INT_LIMIT 9007199254740992.0 /* 2^53 */
@@ -99,6 +102,26 @@ static int get_int(const cJSON *root, const char *name, int64_t *out,
         return 0;
 }
 
+/* Optional bucket-number field @p name: absent -> 0; else an integer 0..SK_BUCKETS_MAX-1. */
+static int get_bucket(const cJSON *root, const char *name, int *out,
+                      char *errstr, size_t errstr_size)
+{
+        int64_t v = 0;
+
+        *out = 0;
+        if (!cJSON_GetObjectItemCaseSensitive(root, name))
+                return 0;
+        if (get_int(root, name, &v, errstr, errstr_size))
+                return -1;
+        if (v < 0 || v >= SK_BUCKETS_MAX) {
+                sk_seterr(errstr, errstr_size, "field %s %" PRId64 " outside 0..%d", name, v,
+                          SK_BUCKETS_MAX - 1);
+                return -1;
+        }
+        *out = (int)v;
+        return 0;
+}
+
 sk_err_t sk_msg_parse(const char *buf, size_t len, sk_order_msg_t *msg,
                       char *errstr, size_t errstr_size)
 {
@@ -134,6 +157,8 @@ sk_err_t sk_msg_parse(const char *buf, size_t len, sk_order_msg_t *msg,
             get_id(root, "orderId", &m.order_id, errstr, errstr_size) ||
             get_id(root, "userId", &m.user_id, errstr, errstr_size) ||
             get_id(root, "voucherId", &m.voucher_id, errstr, errstr_size) ||
+            get_bucket(root, "bucket", &m.bucket, errstr, errstr_size) ||
+            get_bucket(root, "home", &m.home, errstr, errstr_size) ||
             get_int(root, "beforeQty", &m.before_qty, errstr, errstr_size) ||
             get_int(root, "deductQty", &m.deduct_qty, errstr, errstr_size) ||
             get_int(root, "afterQty", &m.after_qty, errstr, errstr_size) ||
@@ -169,10 +194,21 @@ size_t sk_msg_format(const sk_order_msg_t *msg, char *buf, size_t size)
         int n = snprintf(buf, size,
                          "{\"traceId\":\"%" PRId64 "\",\"orderId\":\"%" PRId64
                          "\",\"userId\":\"%" PRId64 "\",\"voucherId\":\"%" PRId64
-                         "\",\"beforeQty\":%" PRId64 ",\"deductQty\":%" PRId64
+                         "\",\"bucket\":%d,\"home\":%d,\"beforeQty\":%" PRId64 ",\"deductQty\":%" PRId64
                          ",\"afterQty\":%" PRId64 ",\"ts\":%" PRId64 "}",
                          msg->trace_id, msg->order_id, msg->user_id, msg->voucher_id,
-                         msg->before_qty, msg->deduct_qty, msg->after_qty, msg->ts_ms);
+                         msg->bucket, msg->home, msg->before_qty, msg->deduct_qty, msg->after_qty, msg->ts_ms);
+        if (n < 0)
+                return 0;
+        if ((size_t)n >= size)
+                return size ? size - 1 : 0;
+        return (size_t)n;
+}
+
+size_t sk_msg_key(char *buf, size_t size, int64_t voucher_id, int bucket)
+{
+        int n = snprintf(buf, size, "%" PRId64 ":%d", voucher_id, bucket);
+
         if (n < 0)
                 return 0;
         if ((size_t)n >= size)

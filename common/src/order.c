@@ -68,42 +68,6 @@ static int order_row_cb(void *arg, const int64_t *c, const int *nulls, int ncols
         return 0;
 }
 
-/* Run a statement with BIGINT parameters; *affected = rows changed. */
-static sk_err_t exec_params(sk_db_t *db, const char *sql, const int64_t *params, int n,
-                            int64_t *affected, char *errstr, size_t errstr_size)
-{
-        MYSQL_BIND b[8];
-        int64_t v[8];
-        MYSQL_STMT *st;
-        sk_err_t err = SK_OK;
-        int i;
-
-        if (!sk_db_connected(db)) {
-                sk_seterr(errstr, errstr_size, "no database connection");
-                return SK_EAGAIN;
-        }
-        if (n > 8)
-                return SK_EINVAL;
-        if ((err = sk_db_stmt_init(db, &st, errstr, errstr_size)) != SK_OK)
-                return err;
-        memset(b, 0, sizeof(b));
-        for (i = 0; i < n; i++) {
-                v[i] = params[i];
-                sk_db_bind_i64(&b[i], &v[i]);
-        }
-        if (mysql_stmt_prepare(st, sql, (unsigned long)strlen(sql)) ||
-            (n && mysql_stmt_bind_param(st, b)) || mysql_stmt_execute(st)) {
-                err = sk_db_classify(mysql_stmt_errno(st));
-                if (err == SK_OK)
-                        err = SK_EDB;
-                sk_seterr(errstr, errstr_size, "%u %s", mysql_stmt_errno(st), mysql_stmt_error(st));
-        } else if (affected) {
-                *affected = (int64_t)mysql_stmt_affected_rows(st);
-        }
-        mysql_stmt_close(st);
-        return err;
-}
-
 sk_err_t sk_order_get(sk_db_t *db, int64_t order_id, int64_t user_id, sk_order_row_t *row,
                       char *errstr, size_t errstr_size)
 {
@@ -134,7 +98,7 @@ sk_err_t sk_order_pay(sk_db_t *db, int64_t order_id, int64_t user_id, sk_pay_res
         if (order_id <= 0 || user_id <= 0)
                 return SK_EINVAL;
         /* Autocommit: one statement, atomic on its own. */
-        err = exec_params(db, "UPDATE tb_voucher_order SET status = 2, paid_at = NOW(3)"
+        err = sk_db_exec_i64(db, "UPDATE tb_voucher_order SET status = 2, paid_at = NOW(3)"
                           " WHERE id = ? AND user_id = ? AND status = 1 AND pay_deadline > NOW(3)",
                           p, 2, &affected, errstr, errstr_size);
         if (err)
@@ -167,7 +131,7 @@ static sk_err_t insert_restore(sk_db_t *db, const sk_order_row_t *o, int64_t bef
         {
                 int64_t p[7] = { o->order_id, o->user_id, o->voucher_id, before, before + 1,
                                  o->trace_id, business_type };
-                return exec_params(db, sql, p, 7, NULL, errstr, errstr_size);
+                return sk_db_exec_i64(db, sql, p, 7, NULL, errstr, errstr_size);
         }
 }
 
@@ -186,7 +150,7 @@ static sk_err_t stock_add(sk_db_t *db, int64_t voucher_id, int64_t k, int64_t *b
                 if ((err = sk_db_query_i64(db, sql, before, &is_null, errstr, errstr_size)))
                         return err == SK_ENOTFOUND ? SK_EDB : err;
         }
-        err = exec_params(db, "UPDATE tb_seckill_voucher SET stock = stock + ? WHERE voucher_id = ?",
+        err = sk_db_exec_i64(db, "UPDATE tb_seckill_voucher SET stock = stock + ? WHERE voucher_id = ?",
                           p, 2, &affected, errstr, errstr_size);
         if (err == SK_OK && affected != 1) {
                 sk_seterr(errstr, errstr_size, "voucher %" PRId64 ": stock row not updated", voucher_id);
@@ -208,7 +172,7 @@ sk_err_t sk_order_end(sk_db_t *db, int64_t order_id, int64_t user_id, int to, in
         }
         if ((err = sk_db_begin(db, errstr, errstr_size)))
                 return err;
-        err = exec_params(db, to == SK_ORDER_CANCELLED
+        err = sk_db_exec_i64(db, to == SK_ORDER_CANCELLED
                           ? "UPDATE tb_voucher_order SET status = ?, closed_at = NOW(3)"
                             " WHERE id = ? AND (user_id = ? OR ? = 0) AND status = 1"
                           : "UPDATE tb_voucher_order SET status = ?, closed_at = NOW(3)"
@@ -271,7 +235,7 @@ sk_err_t sk_order_close_due(sk_db_t *db, int limit, sk_order_row_t **rows, size_
         }
         for (i = 0; i < r.n; i++) {
                 int64_t p[1] = { r.v[i].order_id }, affected = 0;
-                if ((err = exec_params(db, "UPDATE tb_voucher_order SET status = 4, closed_at = NOW(3)"
+                if ((err = sk_db_exec_i64(db, "UPDATE tb_voucher_order SET status = 4, closed_at = NOW(3)"
                                        " WHERE id = ? AND status = 1", p, 1, &affected, errstr,
                                        errstr_size)))
                         goto fail;

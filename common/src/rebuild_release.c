@@ -45,7 +45,7 @@ sk_err_t sk_rebuild_mark_released(sk_db_t *db, sk_redis_t *r, const char *prefix
         *marked = 0;
         if ((err = sk_order_list_ended(db, voucher_id, &rows, &n, errstr, errstr_size)) != SK_OK)
                 return err;
-        sk_key_voucher(k_trace, prefix, voucher_id, SK_KEY_TRACE);
+        sk_key_voucher(k_trace, prefix, voucher_id, 0, SK_KEY_TRACE);
         snprintf(e_s, sizeof(e_s), "%" PRId64, expire_at_ms);
         snprintf(ts_s, sizeof(ts_s), "%" PRId64, sk_now_ms());
         for (i = 0; i < n && err == SK_OK; i += MARK_CHUNK) {

@@ -39,10 +39,10 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
                 sk_seterr(errstr, errstr_size, "release: invalid argument");
                 return SK_EINVAL;
         }
-        sk_key_voucher(k_meta, prefix, order->voucher_id, SK_KEY_META);
-        sk_key_voucher(k_stock, prefix, order->voucher_id, SK_KEY_STOCK);
-        sk_key_voucher(k_users, prefix, order->voucher_id, SK_KEY_USERS);
-        sk_key_voucher(k_trace, prefix, order->voucher_id, SK_KEY_TRACE);
+        sk_key_voucher(k_meta, prefix, order->voucher_id, 0, SK_KEY_META);
+        sk_key_voucher(k_stock, prefix, order->voucher_id, 0, SK_KEY_STOCK);
+        sk_key_voucher(k_users, prefix, order->voucher_id, 0, SK_KEY_USERS);
+        sk_key_voucher(k_trace, prefix, order->voucher_id, 0, SK_KEY_TRACE);
         sk_id_format(order->trace_id, trace_s);
         if (order->user_id > 0)
                 sk_id_format(order->user_id, user_s);

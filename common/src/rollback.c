@@ -91,10 +91,10 @@ sk_err_t sk_rollback_run(sk_redis_t *r, const char *prefix, int64_t voucher_id,
                 return SK_EINVAL;
         }
         sk_reason_flags(reason, &restore, &release, &clamp);
-        sk_key_voucher(k_meta, prefix, voucher_id, SK_KEY_META);
-        sk_key_voucher(k_stock, prefix, voucher_id, SK_KEY_STOCK);
-        sk_key_voucher(k_users, prefix, voucher_id, SK_KEY_USERS);
-        sk_key_voucher(k_trace, prefix, voucher_id, SK_KEY_TRACE);
+        sk_key_voucher(k_meta, prefix, voucher_id, 0, SK_KEY_META);
+        sk_key_voucher(k_stock, prefix, voucher_id, 0, SK_KEY_STOCK);
+        sk_key_voucher(k_users, prefix, voucher_id, 0, SK_KEY_USERS);
+        sk_key_voucher(k_trace, prefix, voucher_id, 0, SK_KEY_TRACE);
         sk_id_format(trace_id, trace_s);
         if (user_id > 0)
                 sk_id_format(user_id, user_s);

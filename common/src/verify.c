@@ -43,10 +43,10 @@ static sk_err_t redis_snapshot(sk_redis_t *r, const char *prefix, int64_t vouche
         int attempt;
         size_t i;
 
-        sk_key_voucher(k_meta, prefix, voucher_id, SK_KEY_META);
-        sk_key_voucher(k_stock, prefix, voucher_id, SK_KEY_STOCK);
-        sk_key_voucher(k_users, prefix, voucher_id, SK_KEY_USERS);
-        sk_key_voucher(k_trace, prefix, voucher_id, SK_KEY_TRACE);
+        sk_key_voucher(k_meta, prefix, voucher_id, 0, SK_KEY_META);
+        sk_key_voucher(k_stock, prefix, voucher_id, 0, SK_KEY_STOCK);
+        sk_key_voucher(k_users, prefix, voucher_id, 0, SK_KEY_USERS);
+        sk_key_voucher(k_trace, prefix, voucher_id, 0, SK_KEY_TRACE);
         if (max_tries < 1)
                 max_tries = 1;
 
@@ -501,7 +501,7 @@ sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
                 goto done;
         if (count_duplicates(&d) != 0)
                 goto nomem;
-        sk_key_voucher(k_trace, prefix, voucher_id, SK_KEY_TRACE);
+        sk_key_voucher(k_trace, prefix, voucher_id, 0, SK_KEY_TRACE);
         if ((err = late_orders(r, k_trace, &s.set, &d, &late_qty, &late_users, errstr,
                                errstr_size)) != SK_OK)
                 goto done;

@@ -81,10 +81,10 @@ static const char VSTATE_LUA[] =
 
 void sk_vstate_keys(sk_vstate_keys_t *k, const char *prefix, int64_t voucher_id)
 {
-        sk_key_voucher(k->meta, prefix, voucher_id, SK_KEY_META);
-        sk_key_voucher(k->stock, prefix, voucher_id, SK_KEY_STOCK);
-        sk_key_voucher(k->users, prefix, voucher_id, SK_KEY_USERS);
-        sk_key_voucher(k->trace, prefix, voucher_id, SK_KEY_TRACE);
+        sk_key_voucher(k->meta, prefix, voucher_id, 0, SK_KEY_META);
+        sk_key_voucher(k->stock, prefix, voucher_id, 0, SK_KEY_STOCK);
+        sk_key_voucher(k->users, prefix, voucher_id, 0, SK_KEY_USERS);
+        sk_key_voucher(k->trace, prefix, voucher_id, 0, SK_KEY_TRACE);
         snprintf(k->users_tmp, sizeof(k->users_tmp), "%s:rebuild", k->users);
 }
 

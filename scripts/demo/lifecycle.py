@@ -36,12 +36,14 @@ def lifecycle(sql, rcli, check, db, prefix, vouchers, warmup, run, unpaid_pct):
         f"WHERE l.trace_id = o.trace_id AND l.log_type = 1 AND l.business_type IN (4, 5))")[0][0])
     no_release = 0
     for v in sale_v:
-        traces = [t for (t,) in sql(f"SELECT trace_id FROM `{db}`.tb_voucher_order "
-                                    f"WHERE voucher_id = {v} AND status IN (3, 4)")]
-        for i in range(0, len(traces), 200):
-            chunk = traces[i:i + 200]
-            vals = rcli("HMGET", f"{prefix}:{{v:{v}}}:trace", *[t + ":x" for t in chunk])
-            no_release += sum(1 for x in vals if not x)
+        rows = sql(f"SELECT trace_id, bucket FROM `{db}`.tb_voucher_order "
+                   f"WHERE voucher_id = {v} AND status IN (3, 4)")
+        for b in sorted({bk for (_, bk) in rows}):  # the release lives in the order's bucket
+            traces = [t for (t, bk) in rows if bk == b]
+            for i in range(0, len(traces), 200):
+                chunk = traces[i:i + 200]
+                vals = rcli("HMGET", f"{prefix}:{{v:{v}:{b}}}:trace", *[t + ":x" for t in chunk])
+                no_release += sum(1 for x in vals if not x)
     paid_and_ended = int(sql(
         f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order WHERE voucher_id IN ({vlist}) AND paid_at "
         f"IS NOT NULL AND (status IN (3, 4) OR (pay_deadline IS NOT NULL AND paid_at > pay_deadline))")[0][0])

@@ -275,8 +275,10 @@ def cmd_report(a):
     # ---- per voucher: DB, Redis, verify
     per_voucher = []
     for idx, (v, init_given) in enumerate(zip(vouchers, stocks)):
-        r = sql(f"SELECT init_stock, stock, status FROM `{db}`.tb_seckill_voucher WHERE voucher_id = {v}")
-        init_db, stock_db, status_db = (int(x) for x in r[0]) if r else (None, None, None)
+        r = sql(f"SELECT v.init_stock, (SELECT COALESCE(SUM(s.stock), 0) FROM `{db}`.tb_seckill_stock s "
+                f"WHERE s.voucher_id = v.voucher_id), v.status, v.buckets "
+                f"FROM `{db}`.tb_seckill_voucher v WHERE v.voucher_id = {v}")
+        init_db, stock_db, status_db, nbuckets = (int(x) for x in r[0]) if r else (None, None, None, 1)
         active = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order WHERE voucher_id = {v} AND status IN (1, 2)")[0][0])
         dup_users = int(sql(f"SELECT COUNT(*) FROM (SELECT user_id FROM `{db}`.tb_voucher_order "
                             f"WHERE voucher_id = {v} AND status IN (1, 2) GROUP BY user_id HAVING COUNT(*) > 1) d")[0][0])
@@ -286,10 +288,15 @@ def cmd_report(a):
                    f"WHERE voucher_id = {v} GROUP BY outcome, reason")
         outcomes = {("CREATED" if o == "1" else "FAILED" if o == "2" else o) + (f"/{rs}" if rs else ""): int(n)
                     for o, rs, n in outc}
-        key = f"{a.prefix}:{{v:{v}}}"
-        rstock = rcli("GET", f"{key}:stock")
-        redis_stock = int(rstock[0]) if rstock and re.match(r"^-?\d+$", rstock[0]) else None
-        users_hash = set(x for x in rcli("HKEYS", f"{key}:users") if x)
+        redis_stock, users_hash = 0, set()
+        for b in range(nbuckets):  # DESIGN.md 4: one set of keys per bucket
+            key = f"{a.prefix}:{{v:{v}:{b}}}"
+            rstock = rcli("GET", f"{key}:stock")
+            if redis_stock is not None and rstock and re.match(r"^-?\d+$", rstock[0]):
+                redis_stock += int(rstock[0])
+            else:
+                redis_stock = None
+            users_hash |= set(x for x in rcli("HKEYS", f"{key}:users") if x and x != "_")
         vrc = read_int(os.path.join(run, f"verify-{v}.rc"))
         vjson = read_json(os.path.join(run, f"verify-{v}.json"))
         planned = int(sale.get("planned", {}).get(v, 0))

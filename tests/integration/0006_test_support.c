@@ -91,7 +91,7 @@ START_TEST(migrate_and_cleanup)
                 r = redisCommand(rc, "SET %s 1", key);
                 freeReplyObject(r);
         }
-        snprintf(key, sizeof(key), "%s:{v:1}:meta", conf.redis_prefix);
+        snprintf(key, sizeof(key), "%s:{v:1:0}:meta", conf.redis_prefix);
         r = redisCommand(rc, "HSET %s status 1", key);
         freeReplyObject(r);
         /* A key of another prefix that merely starts with ours survives. */

@@ -23,10 +23,10 @@ typedef struct { char meta[SK_KEY_MAX], stock[SK_KEY_MAX], users[SK_KEY_MAX], tr
 
 static void vkeys(int64_t vid, vkeys_t *k)
 {
-        sk_key_voucher(k->meta, g_conf.redis_prefix, vid, SK_KEY_META);
-        sk_key_voucher(k->stock, g_conf.redis_prefix, vid, SK_KEY_STOCK);
-        sk_key_voucher(k->users, g_conf.redis_prefix, vid, SK_KEY_USERS);
-        sk_key_voucher(k->trace, g_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(k->meta, g_conf.redis_prefix, vid, 0, SK_KEY_META);
+        sk_key_voucher(k->stock, g_conf.redis_prefix, vid, 0, SK_KEY_STOCK);
+        sk_key_voucher(k->users, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
+        sk_key_voucher(k->trace, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
 }
 
 static redisReply *cmd(const char *fmt, ...)

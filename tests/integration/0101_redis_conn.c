@@ -28,10 +28,10 @@ typedef struct { char meta[SK_KEY_MAX], stock[SK_KEY_MAX], users[SK_KEY_MAX], tr
 
 static void vkeys(const char *prefix, int64_t vid, vkeys_t *k)
 {
-        sk_key_voucher(k->meta, prefix, vid, SK_KEY_META);
-        sk_key_voucher(k->stock, prefix, vid, SK_KEY_STOCK);
-        sk_key_voucher(k->users, prefix, vid, SK_KEY_USERS);
-        sk_key_voucher(k->trace, prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(k->meta, prefix, vid, 0, SK_KEY_META);
+        sk_key_voucher(k->stock, prefix, vid, 0, SK_KEY_STOCK);
+        sk_key_voucher(k->users, prefix, vid, 0, SK_KEY_USERS);
+        sk_key_voucher(k->trace, prefix, vid, 0, SK_KEY_TRACE);
 }
 
 static void must(sk_redis_t *r, const char *fmt, ...)

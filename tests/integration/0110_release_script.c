@@ -85,10 +85,10 @@ static void voucher(vk_t *k, long long stock)
 {
         k->vid = sk_test_rand_id();
         k->end_ms = sk_now_ms() + 3600000;
-        sk_key_voucher(k->meta, g_conf.redis_prefix, k->vid, SK_KEY_META);
-        sk_key_voucher(k->stock, g_conf.redis_prefix, k->vid, SK_KEY_STOCK);
-        sk_key_voucher(k->users, g_conf.redis_prefix, k->vid, SK_KEY_USERS);
-        sk_key_voucher(k->trace, g_conf.redis_prefix, k->vid, SK_KEY_TRACE);
+        sk_key_voucher(k->meta, g_conf.redis_prefix, k->vid, 0, SK_KEY_META);
+        sk_key_voucher(k->stock, g_conf.redis_prefix, k->vid, 0, SK_KEY_STOCK);
+        sk_key_voucher(k->users, g_conf.redis_prefix, k->vid, 0, SK_KEY_USERS);
+        sk_key_voucher(k->trace, g_conf.redis_prefix, k->vid, 0, SK_KEY_TRACE);
         cmd_ok("HSET %s begin_ms %lld end_ms %lld status 1", k->meta,
                (long long)(sk_now_ms() - 60000), (long long)k->end_ms);
         cmd_ok("SET %s %lld", k->stock, stock);

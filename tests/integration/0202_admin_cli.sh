@@ -85,7 +85,21 @@ if run 0 voucher create --stock 1 --begin 2030-01-01T18:00:00+08:00 --end 2030-0
         eq "$(sql "SELECT CONCAT_WS(',', DATE_FORMAT(begin_time, '%Y-%m-%dT%H:%i:%s.%f'), DATE_FORMAT(end_time, '%H:%i:%s.%f'), status) FROM tb_seckill_voucher WHERE voucher_id = ${V2:-0}")" \
            "2030-01-01T10:00:00.000000,20:00:00.500000,2" "ISO offsets and fractions are converted to UTC"
 fi
-eq "$(rcli exists "${P}:{v:${V}}:meta")" "0" "create without --preheat writes nothing to Redis"
+eq "$(rcli exists "${P}:{v:${V}:0}:meta")" "0" "create without --preheat writes nothing to Redis"
+eq "$(sql "SELECT CONCAT_WS(',', v.buckets, s.bucket, s.init_stock, s.stock) FROM tb_seckill_voucher v JOIN tb_seckill_stock s USING (voucher_id) WHERE voucher_id = $V")" \
+   "1,0,5,5" "default: one bucket row holding the whole stock"
+eq "$(sql "SELECT CONCAT_WS(',', COALESCE(mode, 'NULL'), state) FROM tb_seckill_switch WHERE scope = $V")" "NULL,redis" "create writes the voucher's switch row"
+# --buckets: 10 over 4 = 3,3,2,2 (the remainder one unit each to the first buckets).
+if run 0 voucher create --stock 10 --buckets 4 --begin "$BEGIN_ISO" --end "$END_S"; then
+        VB=$(sed -n 's/^{"voucherId":"\([1-9][0-9]*\)"}$/\1/p' "$OUT")
+        eq "$(sql "SELECT GROUP_CONCAT(CONCAT(bucket, ':', init_stock, '/', stock) ORDER BY bucket) FROM tb_seckill_stock WHERE voucher_id = ${VB:-0}")" \
+           "0:3/3,1:3/3,2:2/2,3:2/2" "--buckets 4: rows 3,3,2,2"
+        eq "$(sql "SELECT CONCAT_WS(',', buckets, init_stock) FROM tb_seckill_voucher WHERE voucher_id = ${VB:-0}")" "4,10" "voucher row: buckets 4, init = total"
+fi
+NV=$(sql "SELECT COUNT(*) FROM tb_seckill_voucher")
+run 2 voucher create --stock 5 --buckets 17 --begin "$BEGIN_ISO" --end "$END_S" && ok "--buckets 17 rejected"
+run 2 voucher create --stock 5 --buckets 0 --begin "$BEGIN_ISO" --end "$END_S" && ok "--buckets 0 rejected"
+eq "$(sql "SELECT COUNT(*) FROM tb_seckill_voucher")" "$NV" "rejected creates wrote nothing"
 
 # --- bad arguments: exit 2, one line --------------------------------------------------
 run 2 voucher create --stock 5 --begin 2030-01-01T18:00:00 --end 2030-01-02T18:00:00Z && grep -q "ambiguous" "$ERR" && ok "zone-less time rejected" || fail "zone-less: $(cat "$ERR")"
@@ -114,28 +128,28 @@ run 2 voucher preheat 42 && grep -q "not in the database" "$ERR" && ok "preheat 
 sql "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id) VALUES (501, 71, $V, 901)"
 sql "UPDATE tb_seckill_voucher SET stock = 4 WHERE voucher_id = $V"
 run 0 voucher preheat "$V" && ok "preheat exit 0"
-eq "$(rcli get "${P}:{v:${V}}:stock")" "4" "stock = DB stock"
-eq "$(rcli hget "${P}:{v:${V}}:users" 71)" "901" "users = DB active buyers -> trace id"
-eq "$(rcli hmget "${P}:{v:${V}}:meta" begin_ms end_ms status | tr '\n' ',')" "$(((NOW - 3600) * 1000)),$((END_S * 1000)),1," "meta begin_ms,end_ms,status"
+eq "$(rcli get "${P}:{v:${V}:0}:stock")" "4" "stock = DB stock"
+eq "$(rcli hget "${P}:{v:${V}:0}:users" 71)" "901" "users = DB active buyers -> trace id"
+eq "$(rcli hmget "${P}:{v:${V}:0}:meta" begin_ms end_ms status | tr '\n' ',')" "$(((NOW - 3600) * 1000)),$((END_S * 1000)),1," "meta begin_ms,end_ms,status"
 E=$((END_S * 1000 + (48 + 24) * 3600 * 1000))
 for k in meta stock users; do
-        eq "$(rcli pexpiretime "${P}:{v:${V}}:$k")" "$E" "$k expires at end + window + 1 day"
+        eq "$(rcli pexpiretime "${P}:{v:${V}:0}:$k")" "$E" "$k expires at end + window + 1 day"
 done
 run 0 voucher preheat "$V" && ok "preheat again with an equal stock: ok"
-rcli decrby "${P}:{v:${V}}:stock" 1 >/dev/null
-rcli hset "${P}:{v:${V}}:meta" status 2 >/dev/null
+rcli decrby "${P}:{v:${V}:0}:stock" 1 >/dev/null
+rcli hset "${P}:{v:${V}:0}:meta" status 2 >/dev/null
 run 2 voucher preheat "$V" && grep -q "refusing to overwrite Redis stock 3" "$ERR" && ok "sold-down stock refused" || fail "sold-down: $(cat "$ERR")"
-eq "$(rcli get "${P}:{v:${V}}:stock")" "3" "sold-down stock unchanged"
-eq "$(rcli hget "${P}:{v:${V}}:meta" status)" "2" "refused preheat wrote no meta"
+eq "$(rcli get "${P}:{v:${V}:0}:stock")" "3" "sold-down stock unchanged"
+eq "$(rcli hget "${P}:{v:${V}:0}:meta" status)" "2" "refused preheat wrote no meta"
 
 # --- set-status -------------------------------------------------------------------------
 run 0 voucher set-status "$V" 2 && eq "$(cat "$OUT")" "{\"voucherId\":\"$V\",\"status\":2,\"redisMeta\":\"updated\"}" "set-status output"
 eq "$(sql "SELECT status FROM tb_seckill_voucher WHERE voucher_id = $V")" "2" "set-status: DB"
-eq "$(rcli hget "${P}:{v:${V}}:meta" status)" "2" "set-status: Redis meta"
+eq "$(rcli hget "${P}:{v:${V}:0}:meta" status)" "2" "set-status: Redis meta"
 run 0 voucher set-status "$V" 1
-eq "$(sql "SELECT status FROM tb_seckill_voucher WHERE voucher_id = $V"),$(rcli hget "${P}:{v:${V}}:meta" status)" "1,1" "set-status back to 1"
+eq "$(sql "SELECT status FROM tb_seckill_voucher WHERE voucher_id = $V"),$(rcli hget "${P}:{v:${V}:0}:meta" status)" "1,1" "set-status back to 1"
 run 0 voucher set-status "$V2" 3 && grep -q '"redisMeta":"missing"' "$OUT" && ok "set-status without meta does not create it"
-eq "$(rcli exists "${P}:{v:${V2}}:meta")" "0" "no meta created"
+eq "$(rcli exists "${P}:{v:${V2}:0}:meta")" "0" "no meta created"
 run 2 voucher set-status 42 1 && ok "set-status of an unknown voucher: exit 2"
 
 # --- show --------------------------------------------------------------------------------
@@ -143,22 +157,22 @@ run 0 voucher show "$V" --json && grep -q "\"voucherId\":\"$V\",\"db\":{\"initSt
 run 0 voucher show "$V" && grep -q "init_stock=5 stock=4" "$OUT" && ok "show text"
 
 # --- rebuild ------------------------------------------------------------------------------
-T="${P}:{v:${V}}:trace"
+T="${P}:{v:${V}:0}:trace"
 rcli hset "$T" 777 "{\"traceId\":\"777\",\"orderId\":\"778\",\"userId\":\"72\",\"voucherId\":\"$V\",\"beforeQty\":4,\"deductQty\":1,\"afterQty\":3,\"ts\":1}" >/dev/null
-rcli hset "${P}:{v:${V}}:users" 72 777 >/dev/null
+rcli hset "${P}:{v:${V}:0}:users" 72 777 >/dev/null
 run 2 voucher preheat "$V" --rebuild-from-db --wait-ms 1500 && grep -q "1 DEDUCT(s) of 1 have no outcome yet" "$ERR" && ok "rebuild waits for an undecided DEDUCT, exit 2" || fail "rebuild undecided: $(cat "$ERR")"
-eq "$(rcli hget "${P}:{v:${V}}:meta" status)" "1" "rebuild not settled: status restored"
-eq "$(rcli get "${P}:{v:${V}}:stock")" "3" "rebuild not settled: stock untouched"
+eq "$(rcli hget "${P}:{v:${V}:0}:meta" status)" "1" "rebuild not settled: status restored"
+eq "$(rcli get "${P}:{v:${V}:0}:stock")" "3" "rebuild not settled: stock untouched"
 rcli hset "$T" 777:r '{"mode":"front"}' >/dev/null
 run 0 voucher preheat "$V" --rebuild-from-db --wait-ms 1500 && grep -q '"action":"rebuild","stock":4,"users":1,"status":1,"previousStatus":1,"deducts":1,"fencedFailed":1' "$OUT" && ok "rebuild records FAILED for the fenced DEDUCT" || fail "rebuild: $(cat "$OUT") $(cat "$ERR")"
 eq "$(sql "SELECT CONCAT_WS(',', outcome, reason, order_id, user_id) FROM tb_seckill_outcome WHERE trace_id = 777")" "2,front_rollback,778,72" "FAILED front_rollback row"
-eq "$(rcli get "${P}:{v:${V}}:stock")" "4" "rebuild: stock = DB stock"
-eq "$(rcli hgetall "${P}:{v:${V}}:users" | tr '\n' ',')" "71,901," "rebuild: users = DB active buyers only"
-eq "$(rcli pexpiretime "${P}:{v:${V}}:users")" "$E" "rebuild: users expiry"
+eq "$(rcli get "${P}:{v:${V}:0}:stock")" "4" "rebuild: stock = DB stock"
+eq "$(rcli hgetall "${P}:{v:${V}:0}:users" | tr '\n' ',')" "71,901," "rebuild: users = DB active buyers only"
+eq "$(rcli pexpiretime "${P}:{v:${V}:0}:users")" "$E" "rebuild: users expiry"
 # Redis lost the stock after sales began: a plain preheat runs the rebuild.
-rcli del "${P}:{v:${V}}:stock" >/dev/null
+rcli del "${P}:{v:${V}:0}:stock" >/dev/null
 run 0 voucher preheat "$V" && grep -q '"action":"rebuild"' "$OUT" && ok "preheat of a lost stock rebuilds" || fail "lost stock: $(cat "$OUT") $(cat "$ERR")"
-eq "$(rcli get "${P}:{v:${V}}:stock")" "4" "lost stock restored from the DB"
+eq "$(rcli get "${P}:{v:${V}:0}:stock")" "4" "lost stock restored from the DB"
 
 # --- verify hook -----------------------------------------------------------------------
 timeout 30 "$ADMIN" verify "$V" >/dev/null 2>&1

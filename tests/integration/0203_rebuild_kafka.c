@@ -27,8 +27,8 @@ START_TEST(rebuild_waits_for_the_group)
         ck_assert_msg(db != NULL, "%s", errstr);
         other = sk_db_connect(&rb_conf.mysql, 0, 1, errstr, sizeof(errstr));
         ck_assert_msg(other != NULL, "%s", errstr);
-        sk_key_voucher(meta, rb_conf.redis_prefix, g_voucher, SK_KEY_META);
-        sk_key_voucher(stock, rb_conf.redis_prefix, g_voucher, SK_KEY_STOCK);
+        sk_key_voucher(meta, rb_conf.redis_prefix, g_voucher, 0, SK_KEY_META);
+        sk_key_voucher(stock, rb_conf.redis_prefix, g_voucher, 0, SK_KEY_STOCK);
 
         err = sk_voucher_preheat(&rb_conf, g_voucher, 0, &rep, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_OK, "preheat: %s", errstr);

@@ -82,7 +82,7 @@ static __attribute__((unused)) int64_t rb_voucher(int64_t init_stock, int64_t st
 
 static __attribute__((unused)) void rb_key(char *buf, int64_t vid, sk_key_kind_t kind)
 {
-        sk_key_voucher(buf, rb_conf.redis_prefix, vid, kind);
+        sk_key_voucher(buf, rb_conf.redis_prefix, vid, 0, kind);
 }
 
 /* The string value of GET key / HGET key field ("(nil)" when missing). */

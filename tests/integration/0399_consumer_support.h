@@ -217,24 +217,24 @@ CT_FN void ct_voucher(int64_t vid, int init_stock, int db_stock, int redis_stock
         ct_exec("INSERT INTO tb_seckill_voucher (voucher_id, init_stock, stock, begin_time, end_time, status) "
                 "VALUES (%" PRId64 ", %d, %d, UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, "
                 "UTC_TIMESTAMP(3) + INTERVAL 1 HOUR, 1)", vid, init_stock, db_stock);
-        sk_key_voucher(k, CT.conf.redis_prefix, vid, SK_KEY_META);
+        sk_key_voucher(k, CT.conf.redis_prefix, vid, 0, SK_KEY_META);
         reply = ct_redis("HSET %s begin_ms %lld end_ms %lld status 1", k, (long long)(now - 3600000),
                          (long long)(now + 3600000));
         freeReplyObject(reply);
-        sk_key_voucher(k, CT.conf.redis_prefix, vid, SK_KEY_STOCK);
+        sk_key_voucher(k, CT.conf.redis_prefix, vid, 0, SK_KEY_STOCK);
         reply = ct_redis("SET %s %d", k, redis_stock);
         freeReplyObject(reply);
         /* as preheat lays a bucket out (DESIGN.md 4): users and trace with `_` */
-        sk_key_voucher(k, CT.conf.redis_prefix, vid, SK_KEY_USERS);
+        sk_key_voucher(k, CT.conf.redis_prefix, vid, 0, SK_KEY_USERS);
         freeReplyObject(ct_redis("HSET %s _ _", k));
-        sk_key_voucher(k, CT.conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(k, CT.conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         freeReplyObject(ct_redis("HSET %s _ _", k));
 }
 
 CT_FN int64_t ct_redis_stock(int64_t vid)
 {
         char k[SK_KEY_MAX];
-        sk_key_voucher(k, CT.conf.redis_prefix, vid, SK_KEY_STOCK);
+        sk_key_voucher(k, CT.conf.redis_prefix, vid, 0, SK_KEY_STOCK);
         return ct_redis_i64("GET %s", k);
 }
 
@@ -242,14 +242,14 @@ CT_FN int64_t ct_redis_stock(int64_t vid)
 CT_FN int ct_redis_user_is(int64_t vid, int64_t uid, int64_t trace)
 {
         char k[SK_KEY_MAX];
-        sk_key_voucher(k, CT.conf.redis_prefix, vid, SK_KEY_USERS);
+        sk_key_voucher(k, CT.conf.redis_prefix, vid, 0, SK_KEY_USERS);
         return ct_redis_i64("HGET %s %lld", k, (long long)uid) == trace;
 }
 
 CT_FN int ct_fenced(int64_t vid, int64_t trace)
 {
         char k[SK_KEY_MAX], f[48];
-        sk_key_voucher(k, CT.conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(k, CT.conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         sk_field_trace(f, trace, 'r');
         return ct_redis_exists_field(k, f);
 }
@@ -267,10 +267,10 @@ CT_FN int ct_deduct_ids(int64_t vid, int64_t uid, int64_t trace, int64_t order, 
         redisReply *reply = NULL;
         int rc = -1;
 
-        sk_key_voucher(k_meta, CT.conf.redis_prefix, vid, SK_KEY_META);
-        sk_key_voucher(k_stock, CT.conf.redis_prefix, vid, SK_KEY_STOCK);
-        sk_key_voucher(k_users, CT.conf.redis_prefix, vid, SK_KEY_USERS);
-        sk_key_voucher(k_trace, CT.conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(k_meta, CT.conf.redis_prefix, vid, 0, SK_KEY_META);
+        sk_key_voucher(k_stock, CT.conf.redis_prefix, vid, 0, SK_KEY_STOCK);
+        sk_key_voucher(k_users, CT.conf.redis_prefix, vid, 0, SK_KEY_USERS);
+        sk_key_voucher(k_trace, CT.conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         sk_id_format(trace, s_t);
         sk_id_format(order, s_o);
         sk_id_format(uid, s_u);

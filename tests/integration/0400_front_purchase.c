@@ -365,7 +365,7 @@ START_TEST(kafka_message_ids_unchanged)
         ck_assert_int_eq(sk_id_parse_cstr(g_trace, &t), 0);
         ck_assert_ptr_nonnull(strstr(body, "\"state\":\"PENDING\""));
         /* The DEDUCT entry in Redis carries the ids unchanged. */
-        sk_key_voucher(k, g_conf.redis_prefix, g_kvid, SK_KEY_TRACE);
+        sk_key_voucher(k, g_conf.redis_prefix, g_kvid, 0, SK_KEY_TRACE);
         entry = ft_hget(g_rc, k, g_trace);
         ck_assert_ptr_nonnull(entry);
         ck_assert_int_eq(ft_json_field(entry, "userId", body, sizeof(body)), 0);
@@ -454,12 +454,12 @@ START_TEST(front_rollback_and_deadline)
         ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(tr, &t), 0);
         ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 3);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         sk_field_trace(field, t, 'r');
         s = ft_hget(g_rc, k, field);
         ck_assert_msg(s != NULL, "no fence %s", field);
         free(s);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_USERS);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
         s = ft_hget(g_rc, k, "501");
         ck_assert_ptr_null(s);
         /* orders/me: NONE until the reconciler records FAILED (front_rollback); then
@@ -549,7 +549,7 @@ START_TEST(inflight_cap_refuses_before_deduct)
         pthread_join(t, NULL);
         ck_assert_int_eq(h.status, 202);
         ck_assert_int_eq(ft_stock(&g_conf, g_rc, h.vid), 4);
-        sk_key_voucher(k, g_conf.redis_prefix, h.vid, SK_KEY_USERS);
+        sk_key_voucher(k, g_conf.redis_prefix, h.vid, 0, SK_KEY_USERS);
         s = ft_hget(g_rc, k, "602");
         ck_assert_ptr_null(s);
         ck_assert_int_eq(ft_stop(pid, 30), 0);
@@ -625,7 +625,7 @@ START_TEST(possibly_persisted_reproduce)
         ck_assert_int_eq(sk_id_parse_cstr(tr, &t), 0);
         /* No rollback: stock still taken, no fence, the user still named. */
         ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 4);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         sk_field_trace(field, t, 'r');
         s = ft_hget(g_rc, k, field);
         ck_assert_ptr_null(s);
@@ -634,7 +634,7 @@ START_TEST(possibly_persisted_reproduce)
         /* Two identical copies in the topic. */
         ck_assert_int_eq(kafka_count(entry, v, 2), 2);
         free(entry);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_USERS);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
         s = ft_hget(g_rc, k, "701");
         ck_assert_ptr_nonnull(s);
         ck_assert_str_eq(s, tr);
@@ -648,7 +648,7 @@ START_TEST(possibly_persisted_reproduce)
         ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (%s)", log);
         ck_assert_int_eq(buy(port, vid, "703", body, sizeof(body)), 202);
         ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         entry = ft_hget(g_rc, k, tr);
         ck_assert_ptr_nonnull(entry);
         ck_assert_int_eq(kafka_count(entry, v, 2), 2);

@@ -128,7 +128,7 @@ START_TEST(reproduce_waits_for_replaced_producer)
         ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(tr, &tid), 0);
         ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 4);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         sk_field_trace(field, tid, 'r');
         s = ft_hget(rc, k, field);
         ck_assert_ptr_null(s);

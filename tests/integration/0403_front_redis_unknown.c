@@ -60,7 +60,7 @@ START_TEST(unknown_deduct_outcome)
         ck_assert_msg(ft_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
 
         /* 0. SCRIPT FLUSH (private server): the pipelined EVALSHA answers NOSCRIPT, the
          *    front loads the script and retries once: one deduction. */

@@ -68,8 +68,8 @@ static void run_case(const char *failpoints, const char *user, int claim)
         sk_id_format(vid, v);
         snprintf(b.path, sizeof(b.path), "/api/v1/vouchers/%s/seckill", v);
         b.user = user;
-        sk_key_voucher(k_trace, g_conf.redis_prefix, vid, SK_KEY_TRACE);
-        sk_key_voucher(k_users, g_conf.redis_prefix, vid, SK_KEY_USERS);
+        sk_key_voucher(k_trace, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
+        sk_key_voucher(k_users, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
         ck_assert_int_eq(pthread_create(&th, NULL, buy_main, &b), 0);
         if (claim) {
                 char *trace = NULL;

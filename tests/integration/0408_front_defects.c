@@ -100,7 +100,7 @@ START_TEST(trace_collision_is_503_and_counted)
         ck_assert_int_eq(ft_http(port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 200);
         ck_assert_int_eq(ft_json_field(body, "workerId", wid_s, sizeof(wid_s)), 0);
         wid = strtoll(wid_s, NULL, 10);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         from = sk_now_ms();
         for (ms = from - 20; ms < from + 4000; ms++) {
                 for (seq = 0; seq < 4; seq++) {
@@ -130,7 +130,7 @@ START_TEST(trace_collision_is_503_and_counted)
         after = ft_snapshot(&g_conf, rc);
         ck_assert_str_eq(before, after); /* nothing written */
         ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 5);
-        sk_key_voucher(ku, g_conf.redis_prefix, vid, SK_KEY_USERS);
+        sk_key_voucher(ku, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
         ck_assert_ptr_null(ft_hget(rc, ku, "305"));
         ck_assert_int_eq(ft_scrape(port, "seckill_front_deduct_collision_total"), 1);
         ck_assert_int_eq(ft_stop(pid, 30), 0);

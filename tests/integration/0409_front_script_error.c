@@ -58,7 +58,7 @@ START_TEST(error_after_write_continues_with_replay)
         ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 4);
         ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(tr, &tid), 0);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         s = ft_hget(rc, k, tr);
         ck_assert_ptr_nonnull(s); /* the DEDUCT entry the first attempt wrote */
         free(s);
@@ -88,13 +88,13 @@ START_TEST(error_every_time_is_fenced)
         ck_assert_str_eq(state, "FAILED");
         ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(tr, &tid), 0);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         sk_field_trace(field, tid, 'r');
         s = ft_hget(rc, k, field);
         ck_assert_ptr_nonnull(s); /* the fence */
         free(s);
         ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 5);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_USERS);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
         ck_assert_ptr_null(ft_hget(rc, k, "402"));
         ck_assert_int_eq(ft_stop(pid, 30), 0);
         redisFree(rc);

@@ -86,7 +86,7 @@ static void incr_stock(redisContext *rc, int64_t vid, int by)
         char k[SK_KEY_MAX];
         redisReply *r;
 
-        sk_key_voucher(k, g_conf.redis_prefix, vid, SK_KEY_STOCK);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_STOCK);
         r = redisCommand(rc, "INCRBY %s %d", k, by);
         ck_assert(r && r->type == REDIS_REPLY_INTEGER);
         freeReplyObject(r);

@@ -262,7 +262,7 @@ static __attribute__((unused)) long long ft_stock(const sk_conf_t *conf, redisCo
 {
         char k[SK_KEY_MAX];
 
-        sk_key_voucher(k, conf->redis_prefix, vid, SK_KEY_STOCK);
+        sk_key_voucher(k, conf->redis_prefix, vid, 0, SK_KEY_STOCK);
         return ft_get_ll(rc, k);
 }
 
@@ -303,25 +303,25 @@ static __attribute__((unused)) void ft_seed(const sk_conf_t *conf, redisContext 
         redisReply *r;
 
         if (status > 0) {
-                sk_key_voucher(k, conf->redis_prefix, vid, SK_KEY_META);
+                sk_key_voucher(k, conf->redis_prefix, vid, 0, SK_KEY_META);
                 r = redisCommand(rc, "HSET %s begin_ms %lld end_ms %lld status %d", k,
                                  (long long)begin_ms, (long long)end_ms, status);
                 ck_assert(r && r->type == REDIS_REPLY_INTEGER);
                 freeReplyObject(r);
         }
         if (stock >= 0) {
-                sk_key_voucher(k, conf->redis_prefix, vid, SK_KEY_STOCK);
+                sk_key_voucher(k, conf->redis_prefix, vid, 0, SK_KEY_STOCK);
                 r = redisCommand(rc, "SET %s %lld", k, stock);
                 ck_assert(r && r->type == REDIS_REPLY_STATUS);
                 freeReplyObject(r);
         }
         if (status > 0 && stock >= 0) {
                 /* as preheat lays a bucket out (DESIGN.md 4): users and trace with `_` */
-                sk_key_voucher(k, conf->redis_prefix, vid, SK_KEY_USERS);
+                sk_key_voucher(k, conf->redis_prefix, vid, 0, SK_KEY_USERS);
                 r = redisCommand(rc, "HSET %s _ _", k);
                 ck_assert(r && r->type == REDIS_REPLY_INTEGER);
                 freeReplyObject(r);
-                sk_key_voucher(k, conf->redis_prefix, vid, SK_KEY_TRACE);
+                sk_key_voucher(k, conf->redis_prefix, vid, 0, SK_KEY_TRACE);
                 r = redisCommand(rc, "HSET %s _ _", k);
                 ck_assert(r && r->type == REDIS_REPLY_INTEGER);
                 freeReplyObject(r);

@@ -164,7 +164,7 @@ START_TEST(paused_meta_reset)
 
         sk_id_format(vid, vs);
         args[4] = vs;
-        sk_key_voucher(key, rt_conf.redis_prefix, vid, SK_KEY_META);
+        sk_key_voucher(key, rt_conf.redis_prefix, vid, 0, SK_KEY_META);
         ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), "HSET %s status 4", key), SK_OK);
         freeReplyObject(reply);
         rc = rt_reconcile(args, NULL, out, sizeof(out));
@@ -255,7 +255,7 @@ START_TEST(undecided_near_expiry_alerts)
         int64_t end_ms = now - INT64_C(68) * 3600 * 1000;
         int64_t e_ms = end_ms + sk_expire_extra_ms(rt_conf.reconcile_window_hours);
         sk_order_msg_t m = { sk_test_rand_id(), sk_test_rand_id(), sk_test_rand_id(), vid, 5, 1, 4,
-                             end_ms - 60000 };
+                             end_ms - 60000, 0, 0 };
         redisReply *reply = NULL;
         int rc;
 
@@ -265,8 +265,8 @@ START_TEST(undecided_near_expiry_alerts)
                  " VALUES (%" PRId64 ", 5, 5, UTC_TIMESTAMP(3) - INTERVAL 70 HOUR,"
                  " UTC_TIMESTAMP(3) - INTERVAL 68 HOUR, 1)", vid);
         ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
-        sk_key_voucher(meta, rt_conf.redis_prefix, vid, SK_KEY_META);
-        sk_key_voucher(trace_key, rt_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(meta, rt_conf.redis_prefix, vid, 0, SK_KEY_META);
+        sk_key_voucher(trace_key, rt_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr),
                                        "HSET %s begin_ms %" PRId64 " end_ms %" PRId64 " status 1", meta,
                                        end_ms - INT64_C(2) * 3600 * 1000, end_ms), SK_OK);

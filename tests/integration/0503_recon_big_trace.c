@@ -60,10 +60,10 @@ static void bulk_trace(int64_t vid, int64_t trace0, int64_t order0, int64_t user
         int64_t ts = sk_now_ms() - 60000;
         int i;
 
-        sk_key_voucher(key, rt_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(key, rt_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         for (i = 0; i < N_ENTRIES; i++) {
                 sk_order_msg_t m = { trace0 + i, order0 + i, user0 + i, vid,
-                                     N_ENTRIES + left - i, 1, N_ENTRIES + left - i - 1, ts };
+                                     N_ENTRIES + left - i, 1, N_ENTRIES + left - i - 1, ts, 0, 0 };
                 snprintf(f, sizeof(f), "%" PRId64, m.trace_id);
                 sk_msg_format(&m, v, sizeof(v));
                 ck_assert_int_eq(redisAppendCommand(c, "HSET %s %s %s", key, f, v), REDIS_OK);

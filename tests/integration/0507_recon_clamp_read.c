@@ -34,7 +34,7 @@ static int fence_clamped(int64_t vid, int64_t trace)
         redisReply *reply = NULL;
         int v = -1;
 
-        sk_key_voucher(key, rt_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(key, rt_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         sk_field_trace(f, trace, 'r');
         ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), "HGET %s %s", key, f), SK_OK);
         if (reply->type == REDIS_REPLY_STRING)

@@ -14,7 +14,7 @@ static void claim_of(int64_t vid, int64_t trace, sk_claim_rec_t *c)
         char key[SK_KEY_MAX], f[SK_KEY_MAX], errstr[256];
         redisReply *reply = NULL;
 
-        sk_key_voucher(key, rt_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(key, rt_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         sk_field_trace(f, trace, 'c');
         ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), "HGET %s %s", key, f), SK_OK);
         sk_claim_parse(reply->type == REDIS_REPLY_STRING ? reply->str : NULL, c);

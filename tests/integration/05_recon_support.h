@@ -264,10 +264,10 @@ static __attribute__((unused)) int64_t rt_deduct(int64_t vid, int64_t user, int6
         redisReply *reply = NULL;
         sk_err_t err;
 
-        sk_key_voucher(k[0], rt_conf.redis_prefix, vid, SK_KEY_META);
-        sk_key_voucher(k[1], rt_conf.redis_prefix, vid, SK_KEY_STOCK);
-        sk_key_voucher(k[2], rt_conf.redis_prefix, vid, SK_KEY_USERS);
-        sk_key_voucher(k[3], rt_conf.redis_prefix, vid, SK_KEY_TRACE);
+        sk_key_voucher(k[0], rt_conf.redis_prefix, vid, 0, SK_KEY_META);
+        sk_key_voucher(k[1], rt_conf.redis_prefix, vid, 0, SK_KEY_STOCK);
+        sk_key_voucher(k[2], rt_conf.redis_prefix, vid, 0, SK_KEY_USERS);
+        sk_key_voucher(k[3], rt_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         sk_id_format(trace, tid);
         sk_id_format(ord, oid);
         sk_id_format(user, uid);
@@ -362,7 +362,7 @@ static __attribute__((unused)) int rt_hexists(int64_t vid, sk_key_kind_t kind, c
         redisReply *reply = NULL;
         int v;
 
-        sk_key_voucher(key, rt_conf.redis_prefix, vid, kind);
+        sk_key_voucher(key, rt_conf.redis_prefix, vid, 0, kind);
         ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), "HEXISTS %s %s", key,
                                        field), SK_OK);
         v = (int)reply->integer;
@@ -390,7 +390,7 @@ static __attribute__((unused)) int64_t rt_redis_stock(int64_t vid)
         redisReply *reply = NULL;
         int64_t v = -1;
 
-        sk_key_voucher(key, rt_conf.redis_prefix, vid, SK_KEY_STOCK);
+        sk_key_voucher(key, rt_conf.redis_prefix, vid, 0, SK_KEY_STOCK);
         ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), "GET %s", key), SK_OK);
         if (reply->type == REDIS_REPLY_STRING)
                 v = strtoll(reply->str, NULL, 10);

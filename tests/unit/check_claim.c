@@ -42,8 +42,8 @@ START_TEST(consume_args)
         char errstr[128];
 
         ck_assert_int_eq(sk_claim_consume_init(&call, "p", 42, 86400000, ids, 3, errstr, sizeof(errstr)), SK_OK);
-        ck_assert_str_eq(call.keys[0], "p:{v:42}:meta");
-        ck_assert_str_eq(call.keys[1], "p:{v:42}:trace");
+        ck_assert_str_eq(call.keys[0], "p:{v:42:0}:meta");
+        ck_assert_str_eq(call.keys[1], "p:{v:42:0}:trace");
         ck_assert_int_eq(call.nargs, 5);
         ck_assert_str_eq(call.args[0], "consume");
         ck_assert_str_eq(call.args[1], "86400000");

@@ -2,20 +2,53 @@
 #include <string.h>
 
 #include "sk_test.h"
+#include "sk/crc16.h"
 #include "sk/keys.h"
 
 START_TEST(voucher_keys)
 {
         char buf[SK_KEY_MAX];
 
-        ck_assert_uint_eq(sk_key_voucher(buf, "seckill", 42, SK_KEY_META), strlen("seckill:{v:42}:meta"));
-        ck_assert_str_eq(buf, "seckill:{v:42}:meta");
-        sk_key_voucher(buf, "seckill", 42, SK_KEY_STOCK);
-        ck_assert_str_eq(buf, "seckill:{v:42}:stock");
-        sk_key_voucher(buf, "seckill", 42, SK_KEY_USERS);
-        ck_assert_str_eq(buf, "seckill:{v:42}:users");
-        sk_key_voucher(buf, "skt_x_1", INT64_C(9223372036854775807), SK_KEY_TRACE);
-        ck_assert_str_eq(buf, "skt_x_1:{v:9223372036854775807}:trace");
+        ck_assert_uint_eq(sk_key_voucher(buf, "seckill", 42, 0, SK_KEY_META), strlen("seckill:{v:42:0}:meta"));
+        ck_assert_str_eq(buf, "seckill:{v:42:0}:meta");
+        sk_key_voucher(buf, "seckill", 42, 3, SK_KEY_STOCK);
+        ck_assert_str_eq(buf, "seckill:{v:42:3}:stock");
+        sk_key_voucher(buf, "seckill", 42, 15, SK_KEY_USERS);
+        ck_assert_str_eq(buf, "seckill:{v:42:15}:users");
+        sk_key_voucher(buf, "skt_x_1", INT64_C(9223372036854775807), 0, SK_KEY_TRACE);
+        ck_assert_str_eq(buf, "skt_x_1:{v:9223372036854775807:0}:trace");
+}
+END_TEST
+
+/* CRC-16/XMODEM of the decimal string mod n (DESIGN.md 4), checked against
+ * sk_crc16 directly and against precomputed values. */
+START_TEST(home_bucket)
+{
+        ck_assert_int_eq(sk_home_bucket(123456789, 1), 0);
+        ck_assert_int_eq(sk_home_bucket(123456789, 0), 0);
+        ck_assert_int_eq(sk_home_bucket(123456789, -3), 0);
+        /* crc16("123456789") = 0x31C3 = 12739 */
+        ck_assert_int_eq(sk_home_bucket(123456789, 16), 12739 % 16);
+        ck_assert_int_eq(sk_home_bucket(123456789, 7), 12739 % 7);
+        ck_assert_int_eq(sk_home_bucket(1, 4), sk_crc16("1", 1) % 4);
+        ck_assert_int_eq(sk_home_bucket(INT64_C(9223372036854775807), 16),
+                         sk_crc16("9223372036854775807", 19) % 16);
+        for (int64_t u = 1; u < 2000; u++) {
+                int h = sk_home_bucket(u, 5);
+                ck_assert(h >= 0 && h < 5);
+        }
+}
+END_TEST
+
+/* Every bucket gets some users (spread, not a constant). */
+START_TEST(home_bucket_spreads)
+{
+        int seen[16] = { 0 };
+
+        for (int64_t u = 1; u <= 1000; u++)
+                seen[sk_home_bucket(u, 16)]++;
+        for (int b = 0; b < 16; b++)
+                ck_assert_int_gt(seen[b], 20);
 }
 END_TEST
 
@@ -54,7 +87,7 @@ START_TEST(long_prefix_truncated_not_overflowed)
         memset(prefix, 'a', sizeof(prefix) - 1);
         prefix[sizeof(prefix) - 1] = '\0';
         memset(buf, 'Z', sizeof(buf));
-        n = sk_key_voucher(buf, prefix, 1, SK_KEY_META);
+        n = sk_key_voucher(buf, prefix, 1, 0, SK_KEY_META);
         ck_assert_uint_eq(n, SK_KEY_MAX - 1);
         ck_assert_uint_eq(strlen(buf), SK_KEY_MAX - 1);
         ck_assert_int_eq(buf[SK_KEY_MAX], 'Z');
@@ -67,6 +100,8 @@ static Suite *keys_suite(void)
         TCase *tc = tcase_create("keys");
 
         tcase_add_test(tc, voucher_keys);
+        tcase_add_test(tc, home_bucket);
+        tcase_add_test(tc, home_bucket_spreads);
         tcase_add_test(tc, order_keys);
         tcase_add_test(tc, trace_fields);
         tcase_add_test(tc, long_prefix_truncated_not_overflowed);

@@ -13,6 +13,8 @@ static sk_order_msg_t sample(void)
                 .order_id = 1990653204235288578LL,
                 .user_id = 42,
                 .voucher_id = INT64_MAX,
+                .bucket = 3,
+                .home = 15,
                 .before_qty = 10,
                 .deduct_qty = 1,
                 .after_qty = 9,
@@ -47,7 +49,8 @@ START_TEST(format_is_canonical)
         sk_msg_format(&in, buf, sizeof(buf));
         ck_assert_str_eq(buf,
                          "{\"traceId\":\"1990653204235288577\",\"orderId\":\"1990653204235288578\","
-                         "\"userId\":\"42\",\"voucherId\":\"9223372036854775807\",\"beforeQty\":10,"
+                         "\"userId\":\"42\",\"voucherId\":\"9223372036854775807\",\"bucket\":3,"
+                         "\"home\":15,\"beforeQty\":10,"
                          "\"deductQty\":1,\"afterQty\":9,\"ts\":1764436869123}");
 }
 END_TEST
@@ -66,6 +69,8 @@ START_TEST(big_id_preserved)
         ck_assert(m.user_id == 1990653204235288579LL);
         ck_assert(m.voucher_id == 1);
         ck_assert(m.after_qty == 0);
+        ck_assert_int_eq(m.bucket, 0); /* a message written before buckets: bucket 0 */
+        ck_assert_int_eq(m.home, 0);
 }
 END_TEST
 
@@ -110,6 +115,11 @@ static const struct {
         { "{\"traceId\":\"1\",\"orderId\":\"2\",\"userId\":\"3\",\"voucherId\":\"4\",\"beforeQty\":9007199254740993,\"deductQty\":1,\"afterQty\":0,\"ts\":1}", "beforeQty is out of range" },
         { "{\"traceId\":\"1\",\"orderId\":\"2\",\"userId\":\"3\",\"voucherId\":\"4\",\"beforeQty\":1,\"deductQty\":1,\"afterQty\":0,\"ts\":-5}", "negative ts" },
         { "{\"traceId\":\"1\",\"orderId\":\"2\",\"userId\":\"3\",\"voucherId\":\"4\",\"beforeQty\":1,\"deductQty\":1,\"afterQty\":0,\"ts\":true}", "ts is not a number" },
+        /* bucket and home (optional, 0..15) */
+        { "{\"traceId\":\"1\",\"orderId\":\"2\",\"userId\":\"3\",\"voucherId\":\"4\",\"bucket\":16,\"beforeQty\":1,\"deductQty\":1,\"afterQty\":0,\"ts\":1}", "bucket 16 outside 0..15" },
+        { "{\"traceId\":\"1\",\"orderId\":\"2\",\"userId\":\"3\",\"voucherId\":\"4\",\"home\":-1,\"beforeQty\":1,\"deductQty\":1,\"afterQty\":0,\"ts\":1}", "home -1 outside 0..15" },
+        { "{\"traceId\":\"1\",\"orderId\":\"2\",\"userId\":\"3\",\"voucherId\":\"4\",\"bucket\":\"1\",\"beforeQty\":1,\"deductQty\":1,\"afterQty\":0,\"ts\":1}", "bucket is not a number" },
+        { "{\"traceId\":\"1\",\"orderId\":\"2\",\"userId\":\"3\",\"voucherId\":\"4\",\"bucket\":1,\"bucket\":2,\"beforeQty\":1,\"deductQty\":1,\"afterQty\":0,\"ts\":1}", "bucket given 2 times" },
         /* ambiguity */
         { "{\"traceId\":\"1\\u00002\",\"orderId\":\"2\",\"userId\":\"3\",\"voucherId\":\"4\",\"beforeQty\":1,\"deductQty\":1,\"afterQty\":0,\"ts\":1}", "NUL escape" },
         { "{\"traceId\":\"1\",\"traceId\":\"7\",\"orderId\":\"2\",\"userId\":\"3\",\"voucherId\":\"4\",\"beforeQty\":1,\"deductQty\":1,\"afterQty\":0,\"ts\":1}", "traceId given 2 times" },

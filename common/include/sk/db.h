@@ -160,3 +160,10 @@ size_t sk_db_quote(sk_db_t *db, const char *s, char *out, size_t out_size);
 sk_err_t sk_db_select_db(sk_db_t *db, const char *name, char *errstr, size_t errstr_size);
 /** @brief 1 if the connection answers a ping now, else 0 (no reconnect is attempted). */
 int sk_db_ping(sk_db_t *db);
+
+/** @brief Run @p sql (a prepared statement, borrowed) with @p n (0..8) BIGINT parameters
+ *  @p params; *@p affected (may be NULL) = rows changed. @returns SK_OK; SK_EAGAIN
+ *  (transient: no connection, deadlock, lock wait, gone), SK_EDB or the classified
+ *  error with "errno message" in errstr; SK_EINVAL for n > 8. Not thread-safe per @p db. */
+sk_err_t sk_db_exec_i64(sk_db_t *db, const char *sql, const int64_t *params, int n,
+                        int64_t *affected, char *errstr, size_t errstr_size);

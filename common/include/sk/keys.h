@@ -1,17 +1,25 @@
-/* sk/keys.h: Redis key names of DESIGN.md 4. One hash tag per voucher ({v:ID}) so a
- * voucher's keys share a cluster slot. Pure, thread-safe. */
+/* sk/keys.h: Redis key names of DESIGN.md 4. One hash tag per bucket ({v:ID:b}) so a
+ * bucket's four keys share a cluster slot and a voucher's buckets spread over slots.
+ * Pure, thread-safe. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
 
 #define SK_KEY_MAX 160
+#define SK_BUCKETS_MAX 16 /* DESIGN.md 14: a voucher has 1..16 buckets */
 
 typedef enum { SK_KEY_META, SK_KEY_STOCK, SK_KEY_USERS, SK_KEY_TRACE } sk_key_kind_t;
 
-/** @brief "<prefix>:{v:<voucher_id>}:meta|stock|users|trace" into @p buf (SK_KEY_MAX).
+/** @brief "<prefix>:{v:<voucher_id>:<bucket>}:meta|stock|users|trace" into @p buf
+ *  (SK_KEY_MAX bytes, caller-owned); @p bucket is 0..SK_BUCKETS_MAX-1 (DESIGN.md 4).
  *  @returns the length. */
-size_t sk_key_voucher(char *buf, const char *prefix, int64_t voucher_id, sk_key_kind_t kind);
+size_t sk_key_voucher(char *buf, const char *prefix, int64_t voucher_id, int bucket,
+                      sk_key_kind_t kind);
 /** @brief "<prefix>:order:<order_id>" (order JSON cache, TTL 60 s). */
 size_t sk_key_order(char *buf, const char *prefix, int64_t order_id);
-/** @brief Trace-hash fields for trace @p trace_id: "T", "T:r", "T:c". */
-size_t sk_field_trace(char *buf, int64_t trace_id, char suffix /* 0, 'r' or 'c' */);
+/** @brief Trace-hash fields for trace @p trace_id: "T", "T:r", "T:c", "T:x", "T:h". */
+size_t sk_field_trace(char *buf, int64_t trace_id, char suffix /* 0, 'r', 'c', 'x' or 'h' */);
+/** @brief Home bucket of @p user_id among @p n buckets (DESIGN.md 4): CRC-16/XMODEM of
+ *  the user id's canonical decimal string, mod @p n. @p n < 1 counts as 1 (answer 0).
+ *  Pure, thread-safe. */
+int sk_home_bucket(int64_t user_id, int n);
