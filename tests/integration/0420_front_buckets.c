@@ -10,7 +10,9 @@
  *     the other 19 are 10006;
  *   - failpoints front.after_overflow, front.after_take (exit) and front.after_take=error
  *     with rollback.before_home=exit: the state each crash leaves for the reconciler
- *     (DESIGN.md 14: probing past grace, a take not settled, a home step not done).
+ *     (DESIGN.md 14: probing past grace, a take not settled, a home step not done), and
+ *     what orders/me says meanwhile (PENDING while probing, FAILED once a probed bucket
+ *     holds T:r).
  * Runs without fork (CK_FORK=no): the tests share one front child process; the crash
  * cases start their own. */
 #include <pthread.h>
@@ -296,14 +298,31 @@ static void assert_field(int64_t vid, int b, const char *trace, const char *suff
         free(s);
 }
 
+/* orders/me of @p uid (DESIGN.md 3) on the shared front: its "state". */
+static void assert_me(int64_t vid, int64_t uid, const char *want)
+{
+        char path[128], v[SK_ID_STRLEN], u[SK_ID_STRLEN], body[1024], state[32];
+        int st;
+
+        sk_id_format(vid, v);
+        sk_id_format(uid, u);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/orders/me", v);
+        st = ft_http(g_port, "GET", path, u, NULL, body, sizeof(body));
+        ck_assert_msg(st == 200, "orders/me: %d %s", st, body);
+        ck_assert_int_eq(ft_json_field(body, "state", state, sizeof(state)), 0);
+        ck_assert_msg(strcmp(state, want) == 0, "orders/me state %s, want %s (%s)", state, want, body);
+}
+
 /* front.after_overflow: T:h = probing and users[U] = T in h, no take anywhere. */
 START_TEST(crash_after_overflow_leaves_probing)
 {
         int64_t vid;
         char trace[SK_ID_STRLEN];
 
-        crash_case("front.after_overflow=exit", &vid, trace, sizeof(trace));
+        int64_t uid = crash_case("front.after_overflow=exit", &vid, trace, sizeof(trace));
+
         assert_field(vid, 0, trace, ":h", "probing");
+        assert_me(vid, uid, "PENDING"); /* probing, no T:r anywhere */
         for (int b = 0; b < NB; b++) {
                 assert_field(vid, b, trace, "", NULL);
                 assert_field(vid, b, trace, ":r", NULL);
@@ -318,8 +337,10 @@ START_TEST(crash_after_take_leaves_unsettled_take)
         int64_t vid;
         char trace[SK_ID_STRLEN];
 
-        crash_case("front.after_take=exit", &vid, trace, sizeof(trace));
+        int64_t uid = crash_case("front.after_take=exit", &vid, trace, sizeof(trace));
+
         assert_field(vid, 0, trace, ":h", "probing");
+        assert_me(vid, uid, "PENDING"); /* the DEDUCT entry in bucket 1, no outcome */
         assert_field(vid, 1, trace, "", "\"bucket\":1,\"home\":0,");
         ck_assert_int_eq(bucket_stock(vid, 1), 2);
         for (int b = 0; b < NB; b++)
@@ -334,8 +355,11 @@ START_TEST(crash_before_home_leaves_member)
         int64_t vid;
         char trace[SK_ID_STRLEN];
 
-        crash_case("front.after_take=error;rollback.before_home=exit", &vid, trace, sizeof(trace));
+        int64_t uid = crash_case("front.after_take=error;rollback.before_home=exit", &vid, trace,
+                                 sizeof(trace));
+
         assert_field(vid, 1, trace, "", "\"bucket\":1,\"home\":0,");
+        assert_me(vid, uid, "FAILED"); /* a T:r in a probed bucket while T is probing */
         assert_field(vid, 1, trace, ":r", "\"restored\":1");
         ck_assert_int_eq(bucket_stock(vid, 1), 3);
         assert_field(vid, 0, trace, ":r", NULL);
