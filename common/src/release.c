@@ -33,7 +33,7 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
         const char *keys[4] = { k_meta, k_stock, k_users, k_trace };
         const char *args[4] = { trace_s, user_s, by, extra_s };
         redisReply *reply = NULL;
-        const int bucket = 0; /* the order's bucket j (v3 orders and one-bucket vouchers) */
+        const int bucket = order ? order->bucket : 0; /* the order's bucket j */
         sk_home_res_t hr;
         sk_err_t err;
 
