@@ -213,10 +213,11 @@ static sk_err_t checks(sk_db_t *db, const fr_req_t *req, result_t *res, int *buc
         return SK_OK;
 }
 
-/* One attempt of the transaction. @returns SK_OK with *res, or the error (rolled back;
- * SK_EAGAIN transient, SK_EEXIST duplicate key, SK_EFAIL failpoint). */
-static sk_err_t attempt(sk_db_t *db, const fr_req_t *req, result_t *res, char *errstr,
-                        size_t errstr_size)
+/* One attempt of the transaction. @returns SK_OK with *res and the voucher's bucket count
+ * in *nbuckets, or the error (rolled back; SK_EAGAIN transient, SK_EEXIST duplicate key,
+ * SK_EFAIL failpoint). */
+static sk_err_t attempt(sk_db_t *db, const fr_req_t *req, result_t *res, int *nbuckets,
+                        char *errstr, size_t errstr_size)
 {
         int buckets = 1, bucket = 0;
         int64_t after = 0;
@@ -225,6 +226,7 @@ static sk_err_t attempt(sk_db_t *db, const fr_req_t *req, result_t *res, char *e
         if ((err = sk_db_begin(db, errstr, errstr_size)) != SK_OK)
                 return err;
         err = checks(db, req, res, &buckets, errstr, errstr_size);
+        *nbuckets = buckets;
         if (err == SK_OK && *res == R_CREATED) {
                 err = take_unit(db, req, buckets, &bucket, &after, errstr, errstr_size);
                 if (err == SK_ENOTFOUND) {
@@ -279,7 +281,8 @@ static void answer(fr_req_t *req, result_t res)
                 break;
         case R_SOLD_OUT:
                 sk_metric_add(fr_m.db_soldout, 1);
-                fr_soldout_note(req);
+                for (int b = 0; b < req->buckets; b++) /* every bucket row had no stock */
+                        fr_soldout_note(req, b);
                 fr_answer(req, 409, fr_json_err(10005, "sold out"), 0);
                 break;
         case R_HAS_ORDER:
@@ -306,7 +309,7 @@ static void run(sk_db_t **dbp, fr_req_t *req)
         char errstr[512];
         result_t res = R_STATE;
         sk_err_t err = SK_EAGAIN;
-        int i;
+        int i, nbuckets = 1;
 
         for (i = 0; i < DBONLY_ATTEMPTS && sk_mono_ms() < req->deadline_mono_ms; i++) {
                 if (i > 0)
@@ -319,7 +322,7 @@ static void run(sk_db_t **dbp, fr_req_t *req)
                         err = SK_EAGAIN;
                         continue;
                 }
-                err = attempt(*dbp, req, &res, errstr, sizeof(errstr));
+                err = attempt(*dbp, req, &res, &nbuckets, errstr, sizeof(errstr));
                 if (err == SK_OK || err == SK_EEXIST || err == SK_EFAIL || err == SK_EDB)
                         break;
                 /* Transient: nothing committed, except a COMMIT with a lost link. */
@@ -334,6 +337,8 @@ static void run(sk_db_t **dbp, fr_req_t *req)
                 }
         }
         if (err == SK_OK) {
+                if (req->buckets <= 0)
+                        req->buckets = nbuckets; /* N from the DB row: Redis may never have told */
                 answer(req, res);
         } else if (err == SK_EEXIST) {
                 answer(req, R_HAS_ORDER); /* the unique active-order key (DESIGN.md 12) */
