@@ -12,6 +12,8 @@
  *     `degrade auto`: back to 202s, Redis = DB;
  *   - Redis frozen (SIGSTOP) instead of killed, then SIGCONT: the same path there and
  *     back, invariants and Redis = DB;
+ *   - Redis slow (CLIENT PAUSE 25 s, connections open): the breaker opens, the voucher
+ *     drains to the DB path (outcome path 'db'), comes back to Redis after the pause;
  *   - the DB away (a socat proxy frozen) while on the DB-only path: 503 within the
  *     request deadline, nothing written; the DB back: 200 again. */
 #include <stdarg.h>
@@ -386,6 +388,36 @@ START_TEST(freeze_redis_mid_sale)
 }
 END_TEST
 
+/* Redis slow, not gone: CLIENT PAUSE on the private redis-server (every client's
+ * commands, PING included, wait out the pause; connections stay open). The breaker
+ * opens on timeouts, the voucher drains to the DB path (200 CREATED, outcome path 'db');
+ * when the pause ends the front rebuilds the voucher and answers 202 again, Redis = DB. */
+START_TEST(slow_redis_mid_sale)
+{
+        static book_t bk;
+        sk_redis_t *rc = ft_redis(&g_conf);
+        redisReply *r;
+        int i;
+        sale_t sl;
+
+        sale_start(&sl, &bk, rc, "slow", NULL, 40000, 20);
+        r = sk_test_cmd(rc, "CLIENT PAUSE 25000 ALL");
+        ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "CLIENT PAUSE failed");
+        freeReplyObject(r);
+        ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 200, &bk, 24) == 0, "no 200 (log %s)", sl.log);
+        ck_assert(state_is(sl.vid, "db"));
+        for (i = 0; i < 5; i++)
+                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
+        ck_assert_int_ge(q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64
+                           " AND path = 'db'", sl.vid), 6);
+        /* The pause ends by itself: back to Redis. */
+        ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 202, &bk, 90) == 0, "no 202 after the pause "
+                      "(log %s)", sl.log);
+        ck_assert_int_ge(q("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid), 4);
+        sale_finish(&sl, &bk, rc, 10);
+}
+END_TEST
+
 /* socat TCP proxy 127.0.0.1:@p listen -> 127.0.0.1:@p to in its own process group (one
  * child per connection: the test freezes the whole group). */
 static pid_t start_proxy(int listen, int to)
@@ -540,6 +572,7 @@ int main(void)
         tcase_add_test(tc, kill_redis_mid_sale);
         tcase_add_test(tc, operator_db_only_then_auto);
         tcase_add_test(tc, freeze_redis_mid_sale);
+        tcase_add_test(tc, slow_redis_mid_sale);
         tcase_add_test(tc, db_down_on_db_path);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
