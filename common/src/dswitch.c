@@ -45,18 +45,10 @@ static sk_err_t exec_bound(sk_db_t *db, const char *sql, const int64_t *p, int n
         char sbuf[256];
         unsigned long slen = 0;
         sk_my_bool snull = 1;
-        MYSQL_STMT *st;
-        sk_err_t err = SK_OK;
         int i, k = 0;
 
         if (n > 7 || s_at < 0 || s_at > n)
                 return SK_EINVAL;
-        if (!sk_db_connected(db)) {
-                sk_seterr(errstr, errstr_size, "no database connection");
-                return SK_EAGAIN;
-        }
-        if ((err = sk_db_stmt_init(db, &st, errstr, errstr_size)) != SK_OK)
-                return err;
         if (s) {
                 snprintf(sbuf, sizeof(sbuf), "%s", s);
                 slen = (unsigned long)strlen(sbuf);
@@ -74,17 +66,7 @@ static sk_err_t exec_bound(sk_db_t *db, const char *sql, const int64_t *p, int n
                 sk_db_bind_i64(&b[i], &v[k]);
                 k++;
         }
-        if (mysql_stmt_prepare(st, sql, (unsigned long)strlen(sql)) || mysql_stmt_bind_param(st, b) ||
-            mysql_stmt_execute(st)) {
-                err = sk_db_classify(mysql_stmt_errno(st));
-                if (err == SK_OK)
-                        err = SK_EDB;
-                sk_seterr(errstr, errstr_size, "%u %s", mysql_stmt_errno(st), mysql_stmt_error(st));
-        } else if (affected) {
-                *affected = (int64_t)mysql_stmt_affected_rows(st);
-        }
-        mysql_stmt_close(st);
-        return err;
+        return sk_db_exec_bound(db, sql, b, n + 1, affected, errstr, errstr_size);
 }
 
 sk_err_t sk_dsw_ensure(sk_db_t *db, int64_t voucher_id, char *errstr, size_t errstr_size)
