@@ -12,6 +12,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 SK_BIN=${SK_BIN:-$here/../build/bin}
+. "$here/lib.sh"
 secs=${BENCH_SECONDS:-10}
 conns=${BENCH_CONNS:-32}
 threads=${BENCH_THREADS:-2}
@@ -45,11 +46,7 @@ SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_LOG_LEVEL=warn \
   SECKILL_DEGRADE_DB_CONNS=${BENCH_DB_CONNS:-8} \
   "$SK_BIN/seckill-front" 2>/tmp/$run.front.log &
 fpid=$!
-for i in $(seq 1 300); do
-  curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-  sleep 0.2
-done
-curl -sf "http://127.0.0.1:$port/readyz" >/dev/null || { echo "front not ready" >&2; cat /tmp/$run.front.log >&2; exit 1; }
+bench_wait_ready "$port" /tmp/$run.front.log
 
 # bench_one BUCKETS USER_BASE: prints rate_B=, created_rate_B=, p99_ms_B=
 bench_one() {
