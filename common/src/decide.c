@@ -112,9 +112,12 @@ static sk_err_t rollback_once(const sk_decider_t *d, const sk_order_msg_t *msg,
                 sk_seterr(errstr, errstr_size, "no Redis connection");
         } else {
                 memset(res, 0, sizeof(*res));
-                err = sk_rollback_run(r, d->prefix, msg->voucher_id, msg->trace_id, msg->user_id,
-                                      d->mode, reason, *clamp_to, d->expire_extra_ms, res,
-                                      errstr, errstr_size);
+                /* On the trace's bucket j; the home step on h when h != j (DESIGN.md v4 4). */
+                sk_rollback_at_t at = { msg->bucket, msg->home, 0, 0 };
+
+                err = sk_rollback_run_at(r, d->prefix, msg->voucher_id, &at, msg->trace_id,
+                                         msg->user_id, d->mode, reason, *clamp_to,
+                                         d->expire_extra_ms, res, errstr, errstr_size);
                 if (err != SK_OK && d->redis_failed)
                         d->redis_failed(d->arg, err);
         }

@@ -53,7 +53,17 @@ typedef struct sk_rollback_res {
         int already;     /* T:r existed: nothing done now */
         int claimed;     /* mode front and T:c existed: nothing done */
         int restored, released, clamped;
+        int home;        /* h, the home bucket rollback.lua named (-1: not told) */
+        int home_run;    /* home.lua ran on h != j (DESIGN.md 4 "Home step") */
 } sk_rollback_res_t;
+
+/** Where and how rollback.lua runs (DESIGN.md v4 4): bucket j holds T. */
+typedef struct sk_rollback_at {
+        int bucket;          /* j, 0..SK_BUCKETS_MAX-1 */
+        int home;            /* h of T's user when known (the DEDUCT entry says it too), -1 */
+        int no_home_step;    /* 1: never run home.lua (a stray take, DESIGN.md 14) */
+        int64_t repoint;     /* has_order: the trace T0 of the user's active order, 0 none */
+} sk_rollback_at_t;
 
 /** @brief Run rollback.lua for the trace with the flags of @p reason. @p mode:
  *  "front", "consumer" or "reconciler". @p clamp_to: DB stock for sold_out (else -1).
@@ -64,5 +74,28 @@ sk_err_t sk_rollback_run(sk_redis_t *r, const char *prefix, int64_t voucher_id,
                          int64_t trace_id, int64_t user_id, const char *mode,
                          sk_reason_t reason, int64_t clamp_to, int64_t expire_extra_ms,
                          sk_rollback_res_t *res, char *errstr, size_t errstr_size);
+/** @brief sk_rollback_run on bucket @p at->bucket, then, when rollback.lua answers OK or
+ *  ALREADY with a home bucket h != j and @p user_id > 0 (and not @p at->no_home_step),
+ *  the home step: home.lua on h (sk_home_run; res->home_run, res->released). Errors as
+ *  sk_rollback_run; a failed home step returns its error with res still describing the
+ *  rollback (idempotent: the caller retries the pair). DESIGN.md v4 4 "rollback.lua",
+ *  "Home step". Thread-safety: as the connection @p r. */
+sk_err_t sk_rollback_run_at(sk_redis_t *r, const char *prefix, int64_t voucher_id,
+                            const sk_rollback_at_t *at, int64_t trace_id, int64_t user_id,
+                            const char *mode, sk_reason_t reason, int64_t clamp_to,
+                            int64_t expire_extra_ms, sk_rollback_res_t *res, char *errstr,
+                            size_t errstr_size);
+
+/** @brief home.lua on the home bucket @p home of voucher @p voucher_id for trace
+ *  @p trace_id of user @p user_id (> 0) whose stock is in bucket @p bucket (-1: no bucket
+ *  admitted it): fence T:r in h when j != h, then users[U] deleted (or re-pointed to
+ *  @p repoint > 0) only if it names T. *released / *repointed / *fenced (each may be NULL)
+ *  report what it did. Idempotent. Errors as sk_redis_evalsha (SK_EINVAL bad argument,
+ *  SK_EREDIS unexpected reply). DESIGN.md v4 4 "Home step". */
+sk_err_t sk_home_run(sk_redis_t *r, const char *prefix, int64_t voucher_id, int home,
+                     int bucket, int64_t trace_id, int64_t user_id, int64_t repoint,
+                     sk_reason_t reason, int64_t expire_extra_ms, int *fenced, int *released,
+                     int *repointed, char *errstr, size_t errstr_size);
+
 /** @brief Reconcile window + 1 day, in ms, from conf->reconcile_window_hours. */
 int64_t sk_expire_extra_ms(int reconcile_window_hours);
