@@ -20,6 +20,13 @@ static void call_keys(sk_claim_call_t *call, const char *prefix, int64_t voucher
         snprintf(call->extra, sizeof(call->extra), "%" PRId64, expire_extra_ms);
 }
 
+void sk_claim_set_bucket(sk_claim_call_t *call, const char *prefix, int64_t voucher_id,
+                         int bucket)
+{
+        sk_key_voucher(call->k_meta, prefix, voucher_id, bucket, SK_KEY_META);
+        sk_key_voucher(call->k_trace, prefix, voucher_id, bucket, SK_KEY_TRACE);
+}
+
 sk_err_t sk_claim_consume_init(sk_claim_call_t *call, const char *prefix, int64_t voucher_id,
                                int64_t expire_extra_ms, const int64_t *trace_ids, int n,
                                char *errstr, size_t errstr_size)

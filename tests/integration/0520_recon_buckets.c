@@ -204,7 +204,9 @@ START_TEST(repairs_across_buckets)
         ck_assert_str_eq(v, "1");
         ck_assert_int_eq(has_user(vid, 0, ua), 1);
         ck_assert_int_eq(stock_of(vid, 1), 9);
-        ck_assert_int_ge(rt_json_field(out, vid, "redriven"), 1);
+        ck_assert_int_eq(rt_json_field(out, vid, "redriven"), 1);
+        get_trace_field(vid, 1, ta, 'c', v, sizeof(v)); /* claimed on T's bucket */
+        ck_assert_ptr_nonnull(strstr(v, "\"redrives\":1"));
         /* B: fenced in every bucket, released, no stock touched. */
         for (int b = 0; b < NB; b++) {
                 get_trace_field(vid, b, tb, 'r', v, sizeof(v));
@@ -232,6 +234,7 @@ START_TEST(repairs_across_buckets)
         ck_assert_int_eq(rt_json_field(out, vid, "probingRolledBack"), 0);
         ck_assert_int_eq(rt_json_field(out, vid, "strayRestored"), 0);
         ck_assert_int_eq(rt_json_field(out, vid, "homeSteps"), 0);
+        ck_assert_int_eq(rt_json_field(out, vid, "redriven"), 0); /* its re-drive is outstanding */
 }
 END_TEST
 

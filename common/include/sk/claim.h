@@ -51,6 +51,11 @@ sk_err_t sk_claim_consume_init(sk_claim_call_t *call, const char *prefix, int64_
 sk_err_t sk_claim_op_init(sk_claim_call_t *call, const char *prefix, int64_t voucher_id,
                           sk_claim_op_t op, int64_t expire_extra_ms, int64_t trace_id,
                           int32_t partition, int64_t offset, char *errstr, size_t errstr_size);
+/** @brief Point an initialised @p call at bucket @p bucket (0..15) of the voucher: the
+ *  trace's bucket, where its T, T:r and T:c live (DESIGN.md v4 4 claim.lua). The init
+ *  functions use bucket 0. Pure. */
+void sk_claim_set_bucket(sk_claim_call_t *call, const char *prefix, int64_t voucher_id,
+                         int bucket);
 /** @brief Free what sk_claim_consume_init allocated. Safe on a zeroed call. */
 void sk_claim_call_free(sk_claim_call_t *call);
 
