@@ -19,24 +19,15 @@
 -- Ids stay strings throughout (never tonumber on an id: doubles lose bits above 2^53).
 -- Redis 7.0, Lua 5.1, effect replication (TIME is allowed before writes).
 -- is_id, is_uint, argerr, key_bucket, meta_buckets (lua/lib/validate.lua), redis_now_ms
--- (lua/lib/expiry.lua), all_keys_exist, sale_check, replay_or_collision and deduct_entry
+-- (lua/lib/expiry.lua), purchase_args, all_keys_exist, sale_check, replay_or_collision and deduct_entry
 -- (lua/lib/admit.lua) are prepended at build time.
 
 if #KEYS ~= 4 then return argerr("expected 4 keys (meta stock users trace)") end
 if #ARGV ~= 6 then return argerr("expected 6 args (traceId orderId userId voucherId qty expire_extra_ms)") end
 local trace_id, order_id, user_id, voucher_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-if not is_id(trace_id) then return argerr("traceId") end
-if not is_id(order_id) then return argerr("orderId") end
-if not is_id(user_id) then return argerr("userId") end
-if not is_id(voucher_id) then return argerr("voucherId") end
-if not is_uint(ARGV[5], 6) or ARGV[5] == "0" then return argerr("qty") end
+local bad, qty, h = purchase_args()
+if bad then return bad end
 if not is_uint(ARGV[6], 15) then return argerr("expire_extra_ms") end
-local h = key_bucket(KEYS[1], voucher_id)
-if h == nil then return argerr("voucherId does not match the keys") end
-for i = 2, 4 do
-  if key_bucket(KEYS[i], voucher_id) ~= h then return argerr("keys of one bucket") end
-end
-local qty = tonumber(ARGV[5])
 local k_meta, k_stock, k_users, k_trace = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 
 -- The fence wins over everything: a rolled-back traceId never deducts again.

@@ -9,8 +9,9 @@
 -- ARGV: traceId userId bucket(""|j) repoint(""|T0) reason expire_extra_ms
 --   bucket:  j, the bucket that holds T; "" when no bucket admitted T (probing found
 --            every bucket empty, or gave up before a take).
---   repoint: has_order: the trace T0 of the user's active order; users[U] is then
---            re-pointed to T0 instead of deleted.
+--   repoint: "" release users[U]; T0 (has_order): re-point users[U] to the trace T0 of
+--            the user's active order instead; "0": keep users[U] (fence only: a reason
+--            that keeps the user, has_order whose T0 the caller does not know).
 -- Replies: {"OK", fenced(0|1), released(0|1), repointed(0|1)}
 --          | error "ERR SKARG <what>" (invalid argument; nothing written).
 -- Steps: when j != h (or no j): HSET T:r in h if missing (fenced = 1), so a late deduct of
@@ -30,7 +31,7 @@ if not is_id(user_id) then return argerr("userId") end
 if bucket_s ~= "" and (not is_uint(bucket_s, 2) or tonumber(bucket_s) > 15) then
   return argerr("bucket")
 end
-if repoint ~= "" and not is_id(repoint) then return argerr("repoint") end
+if repoint ~= "" and repoint ~= "0" and not is_id(repoint) then return argerr("repoint") end
 if not string.find(reason, "^[a-z_]+$") or string.len(reason) > 32 then return argerr("reason") end
 if not is_uint(ARGV[6], 15) then return argerr("expire_extra_ms") end
 local h = key_bucket(KEYS[1], nil)
@@ -53,7 +54,7 @@ if j ~= h and redis.call("HEXISTS", k_trace, trace_id .. ":r") == 0 then
   fenced = 1
   table.insert(written, k_trace)
 end
-if redis.call("HGET", k_users, user_id) == trace_id then
+if repoint ~= "0" and redis.call("HGET", k_users, user_id) == trace_id then
   if repoint ~= "" then
     redis.call("HSET", k_users, user_id, repoint)
     repointed = 1

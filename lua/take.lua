@@ -17,20 +17,11 @@
 if #KEYS ~= 3 then return argerr("expected 3 keys (meta stock trace)") end
 if #ARGV ~= 6 then return argerr("expected 6 args (traceId orderId userId voucherId qty home)") end
 local trace_id, order_id, user_id, voucher_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-if not is_id(trace_id) then return argerr("traceId") end
-if not is_id(order_id) then return argerr("orderId") end
-if not is_id(user_id) then return argerr("userId") end
-if not is_id(voucher_id) then return argerr("voucherId") end
-if not is_uint(ARGV[5], 6) or ARGV[5] == "0" then return argerr("qty") end
+local bad, qty, j = purchase_args()
+if bad then return bad end
 if not is_uint(ARGV[6], 2) then return argerr("home") end
-local j = key_bucket(KEYS[1], voucher_id)
-if j == nil then return argerr("voucherId does not match the keys") end
-for i = 2, 3 do
-  if key_bucket(KEYS[i], voucher_id) ~= j then return argerr("keys of one bucket") end
-end
 local h = tonumber(ARGV[6])
 if h == j then return argerr("home: take.lua runs on a bucket other than the home") end
-local qty = tonumber(ARGV[5])
 local k_meta, k_stock, k_trace = KEYS[1], KEYS[2], KEYS[3]
 
 if redis.call("HEXISTS", k_trace, trace_id .. ":r") == 1 then

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "rc_pass.h"
+#include "sk/home.h"
 #include "sk/ids.h"
 #include "sk/keys.h"
 #include "sk/log.h"
@@ -124,29 +125,6 @@ static int deduct_bucket(sk_traceset_t *sets, int nb, int64_t t, int prefer)
         return -1;
 }
 
-static sk_err_t settle(rc_ctx_t *ctx, int64_t voucher_id, int h, int64_t t, int k,
-                       char *errstr, size_t errstr_size)
-{
-        char k_trace[SK_KEY_MAX], t_s[SK_ID_STRLEN], k_s[16];
-        const char *keys[1] = { k_trace }, *args[2] = { t_s, k_s };
-        redisReply *reply = NULL;
-        sk_err_t err;
-
-        sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, h, SK_KEY_TRACE);
-        sk_id_format(t, t_s);
-        snprintf(k_s, sizeof(k_s), "%d", k);
-        err = sk_redis_evalsha(ctx->r, SK_SCRIPT_SETTLE, 1, keys, 2, args, &reply, errstr,
-                               errstr_size);
-        if (err == SK_OK) {
-                if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1) {
-                        sk_seterr(errstr, errstr_size, "settle.lua: unexpected reply");
-                        err = SK_EREDIS;
-                }
-                freeReplyObject(reply);
-        }
-        return err;
-}
-
 /* T probing longer than grace (DESIGN.md 14): settle where it was taken, or give up. */
 static void repair_probing(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int nb, int h,
                            int64_t u, int64_t t, rc_vstat_t *st)
@@ -159,23 +137,28 @@ static void repair_probing(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int 
         if (rc_must_stop(ctx))
                 return;
         if (k >= 0 && k != h) {
-                if ((err = settle(ctx, vid, h, t, k, errstr, sizeof(errstr))) == SK_OK) {
+                int state = 0;
+                if ((err = sk_home_settle(ctx->r, ctx->conf->redis_prefix, vid, h, t, k, &state,
+                                          errstr, sizeof(errstr))) == SK_OK) {
                         SK_LOG(SK_WARN, "probing_settled", "voucher=%" PRId64 " trace=%" PRId64
                                " home=%d bucket=%d", vid, t, h, k);
                         st->probing_settled++;
                 }
         } else {
                 sk_rollback_res_t res;
+                sk_home_res_t hr;
+                sk_rollback_args_t a = { .voucher_id = vid, .home = h, .trace_id = t,
+                                         .user_id = u, .mode = "reconciler",
+                                         .reason = SK_REASON_LOST, .clamp_to = -1,
+                                         .expire_extra_ms = extra };
                 for (int b = 0; b < nb && err == SK_OK; b++) {
-                        sk_rollback_at_t at = { b, h, 1, 0 };
-                        err = sk_rollback_run_at(ctx->r, ctx->conf->redis_prefix, vid, &at, t, u,
-                                                 "reconciler", SK_REASON_LOST, -1, extra, &res,
+                        a.bucket = b;
+                        err = sk_rollback_bucket(ctx->r, ctx->conf->redis_prefix, &a, &res,
                                                  errstr, sizeof(errstr));
                 }
                 if (err == SK_OK)
-                        err = sk_home_run(ctx->r, ctx->conf->redis_prefix, vid, h, -1, t, u, 0,
-                                          SK_REASON_LOST, extra, NULL, NULL, NULL, errstr,
-                                          sizeof(errstr));
+                        err = sk_home_step(ctx->r, ctx->conf->redis_prefix, vid, h, t, u, -1, 0,
+                                           SK_REASON_LOST, extra, &hr, errstr, sizeof(errstr));
                 if (err == SK_OK) {
                         SK_LOG(SK_WARN, "probing_rolled_back", "voucher=%" PRId64 " trace=%"
                                PRId64 " home=%d", vid, t, h);
@@ -194,6 +177,7 @@ static void repair_home(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int nb,
 {
         sk_trace_entry_t *eh = sk_traceset_get(&sets[h], t, 0), *ej = NULL;
         int prefer = -1, j, home_fence;
+        sk_home_res_t hr;
         char errstr[512];
 
         if (eh && eh->home_st)
@@ -208,9 +192,8 @@ static void repair_home(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int nb,
                 return;
         if (rc_must_stop(ctx))
                 return;
-        if (sk_home_run(ctx->r, ctx->conf->redis_prefix, vid, h, j, t, u, 0, SK_REASON_NONE,
-                        rc_expire_extra_ms(ctx), NULL, NULL, NULL, errstr,
-                        sizeof(errstr)) != SK_OK) {
+        if (sk_home_step(ctx->r, ctx->conf->redis_prefix, vid, h, t, u, j, 0, SK_REASON_NONE,
+                         rc_expire_extra_ms(ctx), &hr, errstr, sizeof(errstr)) != SK_OK) {
                 st->errors++;
                 rc_note(st, "home step failed: %s", errstr);
                 return;
@@ -231,7 +214,11 @@ static void repair_strays(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int n
                 sk_trace_entry_t *e = &sets[b].v[i], *eo;
                 one_acc_t a = { -1, 0 };
                 sk_rollback_res_t res;
-                sk_rollback_at_t at = { b, -1, 1, 0 };
+                sk_rollback_args_t ra = { .voucher_id = vid, .bucket = b, .home = -1,
+                                          .trace_id = e->trace_id, .user_id = e->msg.user_id,
+                                          .mode = "reconciler", .reason = SK_REASON_LOST,
+                                          .clamp_to = -1,
+                                          .expire_extra_ms = rc_expire_extra_ms(ctx) };
 
                 if (!e->deduct || !e->msg_ok || !e->outcome || e->msg.bucket == e->msg.home ||
                     now_ms - e->msg.ts_ms < grace)
@@ -251,10 +238,8 @@ static void repair_strays(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int n
                         continue; /* restored already */
                 if (rc_must_stop(ctx))
                         return;
-                at.home = e->msg.home;
-                if (sk_rollback_run_at(ctx->r, ctx->conf->redis_prefix, vid, &at, e->trace_id,
-                                       e->msg.user_id, "reconciler", SK_REASON_LOST, -1,
-                                       rc_expire_extra_ms(ctx), &res, errstr,
+                ra.home = e->msg.home; /* no home step: the purchase lives on in bucket o */
+                if (sk_rollback_bucket(ctx->r, ctx->conf->redis_prefix, &ra, &res, errstr,
                                        sizeof(errstr)) != SK_OK) {
                         st->errors++;
                         rc_note(st, "stray restore failed: %s", errstr);

@@ -64,6 +64,8 @@ sk_err_t sk_db_classify(unsigned int errnum)
         case 1161:                 /* ER_NET_WRITE_INTERRUPTED */
         case 2055:                 /* CR_SERVER_LOST_EXTENDED */
         case 3058:                 /* ER_USER_LOCK_DEADLOCK (MySQL 5.7+) */
+        case 1615:                 /* ER_NEED_REPREPARE: a table definition changed or left the
+                                    * server's table cache; the next execute re-prepares */
                 return SK_EAGAIN;
         default:
                 return SK_EDB;

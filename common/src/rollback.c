@@ -9,6 +9,7 @@
 #include <string.h>
 #include "sk/outcome.h"
 #include "sk/ids.h"
+#include "sk/home.h"
 #include "sk/keys.h"
 
 static const struct {
@@ -70,102 +71,52 @@ static int reply_int(const redisReply *el, int *out)
         return -1;
 }
 
-sk_err_t sk_rollback_run(sk_redis_t *r, const char *prefix, int64_t voucher_id,
-                         int64_t trace_id, int64_t user_id, const char *mode,
-                         sk_reason_t reason, int64_t clamp_to, int64_t expire_extra_ms,
-                         sk_rollback_res_t *res, char *errstr, size_t errstr_size)
-{
-        sk_rollback_at_t at = { 0, -1, 0, 0 };
-
-        return sk_rollback_run_at(r, prefix, voucher_id, &at, trace_id, user_id, mode, reason,
-                                  clamp_to, expire_extra_ms, res, errstr, errstr_size);
-}
-
-/* The h element of a reply (an integer 0..15), else -1. */
-static int reply_bucket(const redisReply *el)
-{
-        return el->type == REDIS_REPLY_INTEGER && el->integer >= 0 && el->integer < 16 ?
-               (int)el->integer : -1;
-}
-
-static sk_err_t parse_rollback(const redisReply *reply, sk_rollback_res_t *res, char *errstr,
-                               size_t errstr_size)
-{
-        if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
-            reply->element[0]->type != REDIS_REPLY_STRING) {
-                sk_seterr(errstr, errstr_size, "rollback.lua: unexpected reply");
-                return SK_EREDIS;
-        }
-        if (strcmp(reply->element[0]->str, "OK") == 0) {
-                if (reply->elements != 6 || reply_int(reply->element[1], &res->restored) ||
-                    reply_int(reply->element[2], &res->released) ||
-                    reply_int(reply->element[3], &res->clamped)) {
-                        sk_seterr(errstr, errstr_size, "rollback.lua: malformed OK reply");
-                        return SK_EREDIS;
-                }
-                res->home = reply_bucket(reply->element[4]);
-        } else if (strcmp(reply->element[0]->str, "ALREADY") == 0) {
-                res->already = 1;
-                if (reply->elements >= 3)
-                        res->home = reply_bucket(reply->element[2]);
-        } else if (strcmp(reply->element[0]->str, "CLAIMED") == 0) {
-                res->claimed = 1;
-        } else {
-                sk_seterr(errstr, errstr_size, "rollback.lua: unexpected status %s",
-                          reply->element[0]->str);
-                return SK_EREDIS;
-        }
-        return SK_OK;
-}
-
-sk_err_t sk_rollback_run_at(sk_redis_t *r, const char *prefix, int64_t voucher_id,
-                            const sk_rollback_at_t *at, int64_t trace_id, int64_t user_id,
-                            const char *mode, sk_reason_t reason, int64_t clamp_to,
-                            int64_t expire_extra_ms, sk_rollback_res_t *res, char *errstr,
-                            size_t errstr_size)
+sk_err_t sk_rollback_bucket(sk_redis_t *r, const char *prefix, const sk_rollback_args_t *a,
+                            sk_rollback_res_t *res, char *errstr, size_t errstr_size)
 {
         char k_meta[SK_KEY_MAX], k_stock[SK_KEY_MAX], k_users[SK_KEY_MAX], k_trace[SK_KEY_MAX];
         char trace_s[SK_ID_STRLEN], user_s[SK_ID_STRLEN] = "", clamp_s[32] = "", extra_s[32];
         char home_s[16] = "", repoint_s[SK_ID_STRLEN] = "";
         const char *keys[4] = { k_meta, k_stock, k_users, k_trace };
         const char *args[10];
-        int restore, release, clamp;
+        int restore, release, clamp, home = -1;
         redisReply *reply = NULL;
         sk_err_t err;
 
         memset(res, 0, sizeof(*res));
         res->home = -1;
-        if (!r || !prefix || !mode || !at || voucher_id <= 0 || trace_id <= 0 || user_id < 0 ||
-            expire_extra_ms < 0 || at->bucket < 0 || at->bucket > 15 || at->home > 15 ||
-            at->repoint < 0 ||
-            (strcmp(mode, "front") && strcmp(mode, "consumer") && strcmp(mode, "reconciler"))) {
+        if (!r || !prefix || !a || !a->mode || a->voucher_id <= 0 || a->trace_id <= 0 ||
+            a->user_id < 0 || a->expire_extra_ms < 0 || a->bucket < 0 ||
+            a->bucket >= SK_BUCKETS_MAX || a->home >= SK_BUCKETS_MAX || a->repoint_trace_id < 0 ||
+            (strcmp(a->mode, "front") && strcmp(a->mode, "consumer") &&
+             strcmp(a->mode, "reconciler"))) {
                 sk_seterr(errstr, errstr_size, "rollback: invalid argument");
                 return SK_EINVAL;
         }
-        sk_reason_flags(reason, &restore, &release, &clamp);
-        sk_key_voucher(k_meta, prefix, voucher_id, at->bucket, SK_KEY_META);
-        sk_key_voucher(k_stock, prefix, voucher_id, at->bucket, SK_KEY_STOCK);
-        sk_key_voucher(k_users, prefix, voucher_id, at->bucket, SK_KEY_USERS);
-        sk_key_voucher(k_trace, prefix, voucher_id, at->bucket, SK_KEY_TRACE);
-        sk_id_format(trace_id, trace_s);
-        if (user_id > 0)
-                sk_id_format(user_id, user_s);
+        sk_reason_flags(a->reason, &restore, &release, &clamp);
+        sk_key_voucher(k_meta, prefix, a->voucher_id, a->bucket, SK_KEY_META);
+        sk_key_voucher(k_stock, prefix, a->voucher_id, a->bucket, SK_KEY_STOCK);
+        sk_key_voucher(k_users, prefix, a->voucher_id, a->bucket, SK_KEY_USERS);
+        sk_key_voucher(k_trace, prefix, a->voucher_id, a->bucket, SK_KEY_TRACE);
+        sk_id_format(a->trace_id, trace_s);
+        if (a->user_id > 0)
+                sk_id_format(a->user_id, user_s);
         /* Clamp only when the reason asks for it and the caller read a DB stock. */
-        if (clamp && clamp_to >= 0)
-                snprintf(clamp_s, sizeof(clamp_s), "%" PRId64, clamp_to);
-        snprintf(extra_s, sizeof(extra_s), "%" PRId64, expire_extra_ms);
-        if (at->home >= 0)
-                snprintf(home_s, sizeof(home_s), "%d", at->home);
-        if (at->repoint > 0)
-                sk_id_format(at->repoint, repoint_s);
+        if (clamp && a->clamp_to >= 0)
+                snprintf(clamp_s, sizeof(clamp_s), "%" PRId64, a->clamp_to);
+        snprintf(extra_s, sizeof(extra_s), "%" PRId64, a->expire_extra_ms);
+        if (a->home >= 0)
+                snprintf(home_s, sizeof(home_s), "%d", a->home);
+        if (a->repoint_trace_id > 0)
+                sk_id_format(a->repoint_trace_id, repoint_s);
 
         args[0] = trace_s;
-        args[1] = mode;
+        args[1] = a->mode;
         args[2] = restore ? "1" : "0";
         args[3] = release ? "1" : "0";
         args[4] = clamp_s;
         args[5] = user_s;
-        args[6] = sk_reason_str(reason);
+        args[6] = sk_reason_str(a->reason);
         args[7] = extra_s;
         args[8] = home_s;
         args[9] = repoint_s;
@@ -173,71 +124,87 @@ sk_err_t sk_rollback_run_at(sk_redis_t *r, const char *prefix, int64_t voucher_i
                                errstr, errstr_size);
         if (err != SK_OK)
                 return err;
-        err = parse_rollback(reply, res, errstr, errstr_size);
+
+        err = SK_EREDIS;
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
+            reply->element[0]->type != REDIS_REPLY_STRING) {
+                sk_seterr(errstr, errstr_size, "rollback.lua: unexpected reply");
+                goto done;
+        }
+        if (strcmp(reply->element[0]->str, "OK") == 0) {
+                if (reply->elements != 6 || reply_int(reply->element[1], &res->restored) ||
+                    reply_int(reply->element[2], &res->released) ||
+                    reply_int(reply->element[3], &res->clamped) ||
+                    reply->element[4]->type != REDIS_REPLY_INTEGER ||
+                    reply_int(reply->element[5], &res->repointed)) {
+                        sk_seterr(errstr, errstr_size, "rollback.lua: malformed OK reply");
+                        goto done;
+                }
+                home = (int)reply->element[4]->integer;
+        } else if (strcmp(reply->element[0]->str, "ALREADY") == 0) {
+                if (reply->elements != 3 || reply->element[2]->type != REDIS_REPLY_INTEGER) {
+                        sk_seterr(errstr, errstr_size, "rollback.lua: malformed ALREADY reply");
+                        goto done;
+                }
+                res->already = 1;
+                home = (int)reply->element[2]->integer;
+        } else if (strcmp(reply->element[0]->str, "CLAIMED") == 0) {
+                res->claimed = 1;
+                err = SK_OK;
+                goto done;
+        } else {
+                sk_seterr(errstr, errstr_size, "rollback.lua: unexpected status %s",
+                          reply->element[0]->str);
+                goto done;
+        }
+        if (home < 0 || home >= SK_BUCKETS_MAX) {
+                sk_seterr(errstr, errstr_size, "rollback.lua: home bucket %d out of range", home);
+                goto done;
+        }
+        res->home = home;
+        err = SK_OK;
+done:
         freeReplyObject(reply);
-        if (err != SK_OK || res->claimed || at->no_home_step || user_id <= 0 ||
-            res->home < 0 || res->home == at->bucket)
-                return err;
-        /* j != h: the home step is a second script on h (after OK and after ALREADY). */
-        err = sk_home_run(r, prefix, voucher_id, res->home, at->bucket, trace_id, user_id,
-                          at->repoint, reason, expire_extra_ms, NULL, &res->released, NULL,
-                          errstr, errstr_size);
-        res->home_run = err == SK_OK;
         return err;
 }
 
-sk_err_t sk_home_run(sk_redis_t *r, const char *prefix, int64_t voucher_id, int home,
-                     int bucket, int64_t trace_id, int64_t user_id, int64_t repoint,
-                     sk_reason_t reason, int64_t expire_extra_ms, int *fenced, int *released,
-                     int *repointed, char *errstr, size_t errstr_size)
+sk_err_t sk_rollback_trace(sk_redis_t *r, const char *prefix, const sk_rollback_args_t *a,
+                           sk_rollback_res_t *res, char *errstr, size_t errstr_size)
 {
-        char k_meta[SK_KEY_MAX], k_users[SK_KEY_MAX], k_trace[SK_KEY_MAX];
-        char trace_s[SK_ID_STRLEN], user_s[SK_ID_STRLEN], repoint_s[SK_ID_STRLEN] = "";
-        char bucket_s[16] = "", extra_s[32];
-        const char *keys[3] = { k_meta, k_users, k_trace };
-        const char *args[6];
-        const char *why = reason == SK_REASON_NONE ? "home" : sk_reason_str(reason);
-        redisReply *reply = NULL;
-        int f = 0, rel = 0, rep = 0;
-        sk_err_t err;
+        sk_err_t err = sk_rollback_bucket(r, prefix, a, res, errstr, errstr_size);
+        int restore, release, clamp;
+        sk_home_res_t hr;
 
-        if (!r || !prefix || voucher_id <= 0 || home < 0 || home > 15 || bucket < -1 ||
-            bucket > 15 || trace_id <= 0 || user_id <= 0 || repoint < 0 || expire_extra_ms < 0) {
-                sk_seterr(errstr, errstr_size, "home: invalid argument");
+        if (err != SK_OK || res->claimed || res->home == a->bucket)
+                return err;
+        /* DESIGN.md 4: the home step on h != j, after OK and after ALREADY. */
+        if (a->user_id <= 0) {
+                sk_seterr(errstr, errstr_size, "rollback: the home step needs the user id");
                 return SK_EINVAL;
         }
-        sk_key_voucher(k_meta, prefix, voucher_id, home, SK_KEY_META);
-        sk_key_voucher(k_users, prefix, voucher_id, home, SK_KEY_USERS);
-        sk_key_voucher(k_trace, prefix, voucher_id, home, SK_KEY_TRACE);
-        sk_id_format(trace_id, trace_s);
-        sk_id_format(user_id, user_s);
-        if (repoint > 0)
-                sk_id_format(repoint, repoint_s);
-        if (bucket >= 0)
-                snprintf(bucket_s, sizeof(bucket_s), "%d", bucket);
-        snprintf(extra_s, sizeof(extra_s), "%" PRId64, expire_extra_ms);
-        args[0] = trace_s;
-        args[1] = user_s;
-        args[2] = bucket_s;
-        args[3] = repoint_s;
-        args[4] = why;
-        args[5] = extra_s;
-        err = sk_redis_evalsha(r, SK_SCRIPT_HOME, 3, keys, 6, args, &reply, errstr, errstr_size);
-        if (err != SK_OK)
-                return err;
-        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4 ||
-            reply->element[0]->type != REDIS_REPLY_STRING ||
-            strcmp(reply->element[0]->str, "OK") != 0 || reply_int(reply->element[1], &f) ||
-            reply_int(reply->element[2], &rel) || reply_int(reply->element[3], &rep)) {
-                sk_seterr(errstr, errstr_size, "home.lua: unexpected reply");
-                err = SK_EREDIS;
+        /* A reason that keeps the user (has_order without its T0 here) only fences h. */
+        sk_reason_flags(a->reason, &restore, &release, &clamp);
+        err = sk_home_step(r, prefix, a->voucher_id, res->home, a->trace_id, a->user_id,
+                           a->bucket, a->repoint_trace_id > 0 ? a->repoint_trace_id :
+                           release ? 0 : -1, a->reason, a->expire_extra_ms, &hr, errstr,
+                           errstr_size);
+        if (err == SK_OK) {
+                res->home_done = 1;
+                res->released = hr.released;
+                res->repointed = hr.repointed;
         }
-        freeReplyObject(reply);
-        if (fenced)
-                *fenced = f;
-        if (released)
-                *released = rel;
-        if (repointed)
-                *repointed = rep;
         return err;
+}
+
+sk_err_t sk_rollback_run(sk_redis_t *r, const char *prefix, int64_t voucher_id,
+                         int64_t trace_id, int64_t user_id, const char *mode,
+                         sk_reason_t reason, int64_t clamp_to, int64_t expire_extra_ms,
+                         sk_rollback_res_t *res, char *errstr, size_t errstr_size)
+{
+        sk_rollback_args_t a = { .voucher_id = voucher_id, .bucket = 0, .home = -1,
+                                 .trace_id = trace_id, .user_id = user_id, .mode = mode,
+                                 .reason = reason, .clamp_to = clamp_to,
+                                 .expire_extra_ms = expire_extra_ms };
+
+        return sk_rollback_trace(r, prefix, &a, res, errstr, errstr_size);
 }

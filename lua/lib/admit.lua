@@ -3,6 +3,22 @@
 -- own: cmake/embed_lua.cmake puts it in front of each script's body (after validate.lua
 -- and expiry.lua, whose is_uint, meta_buckets and redis_now_ms it uses).
 
+-- The purchase arguments ARGV[1..5] of deduct.lua and take.lua (traceId orderId userId
+-- voucherId qty) and their keys, all of one bucket of that voucher. Returns nil, qty,
+-- bucket; or an argerr reply (nothing written).
+local function purchase_args()
+  for i, what in ipairs({"traceId", "orderId", "userId", "voucherId"}) do
+    if not is_id(ARGV[i]) then return argerr(what) end
+  end
+  if not is_uint(ARGV[5], 6) or ARGV[5] == "0" then return argerr("qty") end
+  local b = key_bucket(KEYS[1], ARGV[4])
+  if b == nil then return argerr("voucherId does not match the keys") end
+  for i = 2, #KEYS do
+    if key_bucket(KEYS[i], ARGV[4]) ~= b then return argerr("keys of one bucket") end
+  end
+  return nil, tonumber(ARGV[5]), b
+end
+
 -- 1 if every key of @keys exists. deduct.lua and take.lua never create a key (preheat gave
 -- every key of every bucket its expiry): a bucket with a key missing is answered as for a
 -- missing meta, with nothing written (DESIGN.md 4).

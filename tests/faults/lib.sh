@@ -345,7 +345,28 @@ ft_settle() {
                 sleep 1
         done
         ft_log "not settled after ${timeout_s}s: $undecided of $n accepted purchases undecided"
+        ft_why_undecided
         return 1
+}
+
+# ft_why_undecided: for each 202 with no outcome row (at most 10), where its traceId is:
+# in the topic (partition offset), in the DLQ, in the services' logs, and the group's
+# lag; the dumps stay in $FT_WORK (topic.dump, dlq.dump). Diagnostics only: a lost
+# accepted purchase must say whether Kafka, the consumer or the client's record lost it.
+ft_why_undecided() {
+        local t where dlq logs
+        [[ -n ${FT_TOOL:-} ]] || return 0
+        timeout 60 "$FT_TOOL" dump "$FT_BROKERS" "$FT_TOPIC" >"$FT_WORK/topic.dump" 2>>"$FT_WORK/fttool.log"
+        timeout 60 "$FT_TOOL" dump "$FT_BROKERS" "$FT_TOPIC.dlq" >"$FT_WORK/dlq.dump" 2>>"$FT_WORK/fttool.log"
+        ft_log "diagnosis: topic $(wc -l <"$FT_WORK/topic.dump") message(s), DLQ $(wc -l <"$FT_WORK/dlq.dump"), group lag $(ft_lag)"
+        while read -r t; do
+                where=$(grep -F "\"traceId\":\"$t\"" "$FT_WORK/topic.dump" | awk '{printf "%s/%s ", $1, $2}')
+                dlq=$(grep -c -F "\"traceId\":\"$t\"" "$FT_WORK/dlq.dump")
+                logs=$(grep -l -F "$t" "$FT_WORK"/*.log 2>/dev/null | xargs -r -n1 basename | paste -sd, -)
+                ft_log "undecided trace $t ($(grep " $t " "$FT_WORK/accepted.tsv" | awk '{print "user " $1 ", order " $2}')): topic at ${where:-nowhere}, DLQ copies $dlq, in logs: ${logs:-none}"
+                grep -h -F "$t" "$FT_WORK"/*.log 2>/dev/null | head -n 8 | sed 's/^/    /'
+        done < <(ft_sql "SELECT a.trace_id FROM ft_accepted a LEFT JOIN tb_seckill_outcome o
+                ON o.trace_id = a.trace_id WHERE o.trace_id IS NULL ORDER BY a.trace_id LIMIT 10")
 }
 
 # ft_reconcile TIMEOUT_S [ARGS...]: waits out the grace, then runs

@@ -16,6 +16,8 @@
 #include "sk/clock.h"
 #include "sk/ids.h"
 #include "sk/msg.h"
+#include "sk/order.h"
+#include "sk/outcome.h"
 #include "sk/redis.h"
 #include "sk/scripts.h"
 
@@ -703,6 +705,66 @@ START_TEST(release_other_bucket_then_home)
 }
 END_TEST
 
+/* The C callers (consumer, closer, reconciler): sk_rollback_run and sk_release_run on the
+ * trace's bucket 0 run the home step on the user's home bucket 2 themselves, also after
+ * ALREADY (an interrupted pair completes). */
+START_TEST(c_api_runs_home_step_on_other_bucket)
+{
+        const long long stock[NB] = { 3, 3, 0, 3 };
+        voucher_t v;
+        buy_t p;
+        sk_rollback_res_t rr;
+        sk_release_res_t rel;
+        sk_order_row_t o;
+        char errstr[512] = "";
+        int64_t trace, user;
+
+        new_voucher(&v, stock, 1);
+        new_buy(&p);
+        freeReplyObject(deduct(&v, 2, &p)); /* OVERFLOW on 2 */
+        freeReplyObject(take(&v, 0, 2, &p, NULL));
+        sk_id_parse_cstr(p.t, &trace);
+        sk_id_parse_cstr(p.u, &user);
+        ck_assert_msg(sk_rollback_run(g_r, g_conf.redis_prefix, v.vid, trace, user, "reconciler",
+                                      SK_REASON_LOST, -1, EXTRA_MS, &rr, errstr,
+                                      sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_int_eq(rr.restored, 1);
+        ck_assert_int_eq(rr.home, 2);
+        ck_assert_int_eq(rr.home_done, 1);
+        ck_assert_int_eq(stock_of(&v, 0), 3);
+        assert_hget(v.b[2].users, p.u, NULL);
+        ck_assert_int_eq(cmd_int("HEXISTS %s %s", v.b[2].trace, p.tr), 1);
+        /* interrupted pair: users[U] back to T; a repeat (ALREADY) completes it */
+        freeReplyObject(cmd("HSET %s %s %s", v.b[2].users, p.u, p.t));
+        ck_assert_int_eq(sk_rollback_run(g_r, g_conf.redis_prefix, v.vid, trace, user, "reconciler",
+                                         SK_REASON_LOST, -1, EXTRA_MS, &rr, errstr,
+                                         sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(rr.already, 1);
+        ck_assert_int_eq(rr.home_done, 1);
+        assert_hget(v.b[2].users, p.u, NULL);
+        ck_assert_int_eq(stock_of(&v, 0), 3);
+
+        /* release of an order whose unit came from bucket 0, home 2 */
+        new_buy(&p);
+        freeReplyObject(deduct(&v, 2, &p));
+        freeReplyObject(take(&v, 0, 2, &p, NULL));
+        freeReplyObject(settle(&v, 2, &p, 0));
+        memset(&o, 0, sizeof(o));
+        o.voucher_id = v.vid;
+        sk_id_parse_cstr(p.t, &o.trace_id);
+        sk_id_parse_cstr(p.u, &o.user_id);
+        sk_id_parse_cstr(p.o, &o.order_id);
+        ck_assert_msg(sk_release_run(g_r, g_conf.redis_prefix, &o, "cancel", EXTRA_MS, &rel, errstr,
+                                     sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_int_eq(rel.restored, 1);
+        ck_assert_int_eq(rel.released, 1);
+        ck_assert_int_eq(rel.home, 2);
+        ck_assert_int_eq(rel.home_done, 1);
+        ck_assert_int_eq(stock_of(&v, 0), 3);
+        assert_hget(v.b[2].users, p.u, NULL);
+}
+END_TEST
+
 static void setup(void)
 {
         char errstr[512];
@@ -736,6 +798,7 @@ int main(void)
         tcase_add_test(tc, home_step_only_own_trace_and_repoint);
         tcase_add_test(tc, rollback_release_home_step_same_bucket);
         tcase_add_test(tc, release_other_bucket_then_home);
+        tcase_add_test(tc, c_api_runs_home_step_on_other_bucket);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
 }

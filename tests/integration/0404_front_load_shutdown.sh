@@ -117,7 +117,7 @@ hangups() {
 accounting() {
         local stock users deducts fences
         stock=$(rcli get "$P:{v:$V:0}:stock")
-        users=$(rcli hlen "$P:{v:$V:0}:users")
+        users=$(( $(rcli hlen "$P:{v:$V:0}:users") - 1 ))   # the placeholder _ is no user
         deducts=$(rcli hkeys "$P:{v:$V:0}:trace" | grep -c '^[0-9]*$')
         fences=$(rcli hkeys "$P:{v:$V:0}:trace" | grep -c ':r$')
         echo "$1: stock=$stock users=$users deducts=$deducts fences=$fences"

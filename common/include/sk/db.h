@@ -71,7 +71,8 @@ void sk_db_close(sk_db_t *db);
  *  transient ones of DESIGN.md 8 (1205 lock wait, 1213 deadlock, 2006 gone, 2013 lost,
  *  2002/2003 refused, 1927 killed, 1053 shutdown, 4031 idle disconnect) and their
  *  close relatives (1040 too many connections, 1158-1161 network read/write errors,
- *  2055 lost at system error, 3058 user-lock deadlock); SK_EEXIST for 1062 (duplicate
+ *  2055 lost at system error, 3058 user-lock deadlock, 1615 statement needs re-prepare
+ *  (a busy server's table definition cache evicted its table)); SK_EEXIST for 1062 (duplicate
  *  key); SK_EDB otherwise (not known to be transient). Pure, thread-safe. */
 sk_err_t sk_db_classify(unsigned int errnum);
 /** @brief The classification of the connection's last error. */

@@ -53,19 +53,45 @@ typedef struct sk_rollback_res {
         int already;     /* T:r existed: nothing done now */
         int claimed;     /* mode front and T:c existed: nothing done */
         int restored, released, clamped;
-        int home;        /* h, the home bucket rollback.lua named (-1: not told) */
-        int home_run;    /* home.lua ran on h != j (DESIGN.md 4 "Home step") */
+        int repointed;   /* has_order: users[U] now names the active order's trace */
+        int home;        /* h, the home bucket of T's user (rollback.lua's answer; -1 with
+                          * CLAIMED) */
+        int home_done;   /* sk_rollback_run: the home step on h != j ran (OK or ALREADY) */
 } sk_rollback_res_t;
 
-/** Where and how rollback.lua runs (DESIGN.md v4 4): bucket j holds T. */
-typedef struct sk_rollback_at {
-        int bucket;          /* j, 0..SK_BUCKETS_MAX-1 */
-        int home;            /* h of T's user when known (the DEDUCT entry says it too), -1 */
-        int no_home_step;    /* 1: never run home.lua (a stray take, DESIGN.md 14) */
-        int64_t repoint;     /* has_order: the trace T0 of the user's active order, 0 none */
-} sk_rollback_at_t;
+/* One rollback.lua call on the trace's bucket (DESIGN.md 4). */
+typedef struct sk_rollback_args {
+        int64_t voucher_id;
+        int bucket;                /* j: the bucket that holds T (0..SK_BUCKETS_MAX-1) */
+        int home;                  /* h when the caller knows it (-1: T's "home", else j) */
+        int64_t trace_id;
+        int64_t user_id;           /* fallback when T is missing (0 = none) */
+        const char *mode;          /* "front", "consumer" or "reconciler" */
+        sk_reason_t reason;        /* flags of DESIGN.md 4 "Flags by reason" */
+        int64_t clamp_to;          /* DB stock of bucket j for sold_out, else -1 */
+        int64_t repoint_trace_id;  /* has_order: trace T0 of the active order (0 = none) */
+        int64_t expire_extra_ms;   /* reconcile window + 1 day */
+} sk_rollback_args_t;
 
-/** @brief Run rollback.lua for the trace with the flags of @p reason. @p mode:
+/** @brief rollback.lua alone on bucket @p a->bucket (no home step on another bucket: the
+ *  caller runs sk_home_step() on res->home when it differs from the bucket, after OK and
+ *  after ALREADY, not after CLAIMED). Errors as sk_redis_evalsha (SK_EUNKNOWN: repeat
+ *  it; the script is idempotent); SK_EINVAL for a bad argument (nothing sent). */
+sk_err_t sk_rollback_bucket(sk_redis_t *r, const char *prefix, const sk_rollback_args_t *a,
+                            sk_rollback_res_t *res, char *errstr, size_t errstr_size);
+
+/** @brief sk_rollback_bucket on bucket @p a->bucket, then the home step (sk/home.h) on
+ *  res->home when it differs from the bucket (after OK and after ALREADY, not after
+ *  CLAIMED; res->home_done): users[U] re-pointed to @p a->repoint_trace_id when given,
+ *  else deleted when the reason releases the user, else only h fenced. Needs
+ *  a->user_id > 0 for the home step (SK_EINVAL). Errors as sk_rollback_bucket and
+ *  sk_home_step (both idempotent: the caller repeats the pair). DESIGN.md v4 4. */
+sk_err_t sk_rollback_trace(sk_redis_t *r, const char *prefix, const sk_rollback_args_t *a,
+                           sk_rollback_res_t *res, char *errstr, size_t errstr_size);
+
+/** @brief Run rollback.lua for the trace with the flags of @p reason, on bucket 0 of the
+ *  voucher, then the home step (sk/home.h) when T's home bucket is another one (after OK
+ *  and after ALREADY; res->home_done). @p mode:
  *  "front", "consumer" or "reconciler". @p clamp_to: DB stock for sold_out (else -1).
  *  @p user_id: fallback when T is missing (0 = none). @p expire_extra_ms: reconcile
  *  window + 1 day. Errors as sk_redis_evalsha (SK_EUNKNOWN: the caller retries; the
@@ -74,28 +100,5 @@ sk_err_t sk_rollback_run(sk_redis_t *r, const char *prefix, int64_t voucher_id,
                          int64_t trace_id, int64_t user_id, const char *mode,
                          sk_reason_t reason, int64_t clamp_to, int64_t expire_extra_ms,
                          sk_rollback_res_t *res, char *errstr, size_t errstr_size);
-/** @brief sk_rollback_run on bucket @p at->bucket, then, when rollback.lua answers OK or
- *  ALREADY with a home bucket h != j and @p user_id > 0 (and not @p at->no_home_step),
- *  the home step: home.lua on h (sk_home_run; res->home_run, res->released). Errors as
- *  sk_rollback_run; a failed home step returns its error with res still describing the
- *  rollback (idempotent: the caller retries the pair). DESIGN.md v4 4 "rollback.lua",
- *  "Home step". Thread-safety: as the connection @p r. */
-sk_err_t sk_rollback_run_at(sk_redis_t *r, const char *prefix, int64_t voucher_id,
-                            const sk_rollback_at_t *at, int64_t trace_id, int64_t user_id,
-                            const char *mode, sk_reason_t reason, int64_t clamp_to,
-                            int64_t expire_extra_ms, sk_rollback_res_t *res, char *errstr,
-                            size_t errstr_size);
-
-/** @brief home.lua on the home bucket @p home of voucher @p voucher_id for trace
- *  @p trace_id of user @p user_id (> 0) whose stock is in bucket @p bucket (-1: no bucket
- *  admitted it): fence T:r in h when j != h, then users[U] deleted (or re-pointed to
- *  @p repoint > 0) only if it names T. *released / *repointed / *fenced (each may be NULL)
- *  report what it did. Idempotent. Errors as sk_redis_evalsha (SK_EINVAL bad argument,
- *  SK_EREDIS unexpected reply). DESIGN.md v4 4 "Home step". */
-sk_err_t sk_home_run(sk_redis_t *r, const char *prefix, int64_t voucher_id, int home,
-                     int bucket, int64_t trace_id, int64_t user_id, int64_t repoint,
-                     sk_reason_t reason, int64_t expire_extra_ms, int *fenced, int *released,
-                     int *repointed, char *errstr, size_t errstr_size);
-
 /** @brief Reconcile window + 1 day, in ms, from conf->reconcile_window_hours. */
 int64_t sk_expire_extra_ms(int reconcile_window_hours);

@@ -58,11 +58,12 @@
  *   -> {"OK"} T:h was "probing", now j | {"ALREADY", cur} T:h names bucket cur already
  *      | {"NONE"} no T:h (nothing written). The front publishes in every case.
  * home.lua     KEYS meta users trace of h
- *              ARGV traceId userId bucket(""|j) repoint(""|T0) reason expire_extra_ms
+ *              ARGV traceId userId bucket(""|j) repoint(""|"0"|T0) reason expire_extra_ms
  *   -> {"OK", fenced(0|1), released(0|1), repointed(0|1)}: when j != h or j = "" (no
  *      bucket admitted T) HSET T:r in h if missing (fenced; a late deduct of T is
- *      FENCED); then, only if users[userId] == traceId: HSET it to T0 (repoint given:
- *      has_order, repointed) or HDEL it (released). Idempotent.
+ *      FENCED); then, only if users[userId] == traceId: HSET it to T0 (repoint T0:
+ *      has_order, repointed), leave it (repoint "0") or HDEL it (repoint "": released).
+ *      Idempotent.
  *      T:r = {"mode":"home","reason":"..","bucket":j|-1,"restored":0,"released":0,
  *             "clamped":0,"ts":MS}
  * rollback.lua KEYS meta stock users trace of the trace's bucket j

@@ -24,6 +24,11 @@
  *                                             watermark; every leader must answer)
  *   fttool brokers BROKERS                    the ids of the brokers in the metadata
  *                                             (registered and unfenced), sorted, one line
+ *   fttool dump BROKERS TOPIC                 every message up to the high watermarks at
+ *                                             the start: "PARTITION OFFSET VALUE" (the
+ *                                             value's newlines as spaces); assigned,
+ *                                             nothing committed (diagnostics of a failed
+ *                                             case)
  *
  * Diagnostics on stderr, data on stdout; exit 0 ok, 1 failure, 2 usage. It deliberately
  * knows nothing about the project's message format: a case writes the JSON itself. */
@@ -43,6 +48,8 @@ static rd_kafka_t *new_client(rd_kafka_type_t type, const char *brokers, const c
 
         if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof(errstr)) ||
             (group && rd_kafka_conf_set(conf, "group.id", group, errstr, sizeof(errstr))) ||
+            /* This tool never commits for a group (lag only reads, dump only assigns). */
+            (group && rd_kafka_conf_set(conf, "enable.auto.commit", "false", errstr, sizeof(errstr))) ||
             (type == RD_KAFKA_PRODUCER &&
              rd_kafka_conf_set(conf, "enable.idempotence", "true", errstr, sizeof(errstr))) ||
             rd_kafka_conf_set(conf, "log_level", "3", errstr, sizeof(errstr))) {
@@ -457,6 +464,74 @@ static int cmd_brokers(const char *brokers)
         return 0;
 }
 
+/* dump: every message of @p topic below the high watermarks read at the start, by
+ * partition, with a plain assign (a group id is required by assign; nothing is
+ * committed for it). */
+static int cmd_dump(const char *brokers, const char *topic)
+{
+        rd_kafka_t *rk = new_client(RD_KAFKA_CONSUMER, brokers, "fttool-dump");
+        rd_kafka_topic_partition_list_t *parts = NULL;
+        int64_t *highs = NULL, *next = NULL, lo;
+        int n, i, left = 0, rc = 1;
+
+        if (!rk)
+                return 1;
+        if ((n = partition_count(rk, topic)) < 0)
+                goto done;
+        highs = calloc((size_t)n + 1, sizeof(*highs));
+        next = calloc((size_t)n + 1, sizeof(*next));
+        parts = rd_kafka_topic_partition_list_new(n);
+        if (!highs || !next)
+                goto done;
+        for (i = 0; i < n; i++) {
+                rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(rk, topic, i, &lo, &highs[i], TIMEOUT_MS);
+                if (err) {
+                        fprintf(stderr, "fttool: watermarks %s/%d: %s\n", topic, i, rd_kafka_err2str(err));
+                        goto done;
+                }
+                next[i] = lo;
+                if (lo < highs[i]) {
+                        rd_kafka_topic_partition_list_add(parts, topic, i)->offset = lo;
+                        left++;
+                }
+        }
+        if (left && rd_kafka_assign(rk, parts)) {
+                fprintf(stderr, "fttool: assign %s failed\n", topic);
+                goto done;
+        }
+        for (int idle = 0; left > 0 && idle < TIMEOUT_MS / 100;) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+                if (!m) {
+                        idle++;
+                        continue;
+                }
+                if (!m->err && m->partition >= 0 && m->partition < n && m->offset < highs[m->partition]) {
+                        printf("%d %" PRId64 " ", (int)m->partition, (int64_t)m->offset);
+                        for (size_t k = 0; k < m->len; k++) {
+                                char ch = ((const char *)m->payload)[k];
+                                putchar(ch == '\n' || ch == '\r' ? ' ' : ch);
+                        }
+                        putchar('\n');
+                        next[m->partition] = m->offset + 1;
+                        if (next[m->partition] >= highs[m->partition])
+                                left--;
+                } else if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                        fprintf(stderr, "fttool: dump %s: %s\n", topic, rd_kafka_message_errstr(m));
+                }
+                rd_kafka_message_destroy(m);
+        }
+        if (left)
+                fprintf(stderr, "fttool: dump %s: %d partition(s) not read to their high watermark\n", topic, left);
+        rc = left ? 1 : 0;
+done:
+        if (parts)
+                rd_kafka_topic_partition_list_destroy(parts);
+        free(highs);
+        free(next);
+        rd_kafka_destroy(rk);
+        return rc;
+}
+
 int main(int argc, char **argv)
 {
         setvbuf(stdout, NULL, _IOLBF, 0);
@@ -478,8 +553,10 @@ int main(int argc, char **argv)
                 return cmd_partitions(argv[2], argv[3]);
         if (argc == 3 && !strcmp(argv[1], "brokers"))
                 return cmd_brokers(argv[2]);
+        if (argc == 4 && !strcmp(argv[1], "dump"))
+                return cmd_dump(argv[2], argv[3]);
         fprintf(stderr, "usage: fttool lag|reset-offsets BROKERS GROUP TOPIC | produce|count|partitions|highs BROKERS TOPIC"
                         " | delete-topics BROKERS TOPIC... | create-topic BROKERS TOPIC PARTITIONS RF [KEY=VALUE...]"
-                        " | brokers BROKERS\n");
+                        " | brokers BROKERS | dump BROKERS TOPIC\n");
         return 2;
 }
