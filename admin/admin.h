@@ -38,6 +38,9 @@ int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o);
 int sk_admin_voucher_preheat(const sk_conf_t *conf, const char *id, const sk_admin_opts_t *o);
 /** `voucher show ID [--json]`. */
 int sk_admin_voucher_show(const sk_conf_t *conf, const char *id, const sk_admin_opts_t *o);
+/** `voucher add-stock ID --stock K --request-id R [--wait-ms MS]` (DESIGN.md v4 14;
+ *  admin/voucher_stock.c): one DB transaction, idempotent by R, then the rebuild. */
+int sk_admin_voucher_add_stock(const sk_conf_t *conf, const char *id, const sk_admin_opts_t *o);
 /** `voucher set-status ID N`. */
 int sk_admin_voucher_set_status(const sk_conf_t *conf, const char *id, const char *status);
 

@@ -63,6 +63,14 @@ static const cmd_help_t CMDS[] = {
           "Usage: " PROG " voucher show ID [--json]\n"
           "Print the DB row and the Redis meta, stock, users and trace sizes side by side.\n"
           "Exit 0 ok, 1 failure, 2 bad arguments or not in the database.\n", " json " },
+        { "voucher", "add-stock",
+          "Usage: " PROG " voucher add-stock ID --stock K --request-id R [--wait-ms MS]\n"
+          "Add K units (1..1000000000) to a voucher (DESIGN.md 14): one DB transaction records\n"
+          "R (1..64 chars) in tb_seckill_stock_change and spreads K over the bucket rows like\n"
+          "voucher create (init_stock and stock), and the voucher's init_stock; then rebuilds\n"
+          "the voucher's Redis state from the DB. A repeated R changes nothing (exit 0, says so).\n"
+          "Exit 0 ok, 1 failure, 2 bad arguments, unknown voucher, or rebuild not settled.\n",
+          " stock request-id wait-ms " },
         { "voucher", "set-status",
           "Usage: " PROG " voucher set-status ID N\n"
           "Set the status (1 on sale, 2 offline, 3 expired, 4 paused) in the DB, then in the\n"
@@ -215,14 +223,14 @@ int main(int argc, char **argv)
                 int want;
                 if (npos < 2)
                         return usage_error("missing voucher command%s "
-                                           "(create|preheat|show|set-status)", NULL);
+                                           "(create|preheat|show|add-stock|set-status)", NULL);
                 for (size_t c = 1; c < NCMDS; c++)
                         if (CMDS[c].w2 && strcmp(CMDS[c].w1, "voucher") == 0 &&
                             strcmp(CMDS[c].w2, pos[1]) == 0)
                                 cmd = &CMDS[c];
                 if (!cmd)
                         return usage_error("unknown voucher command \"%s\" "
-                                           "(create|preheat|show|set-status)", pos[1]);
+                                           "(create|preheat|show|add-stock|set-status)", pos[1]);
                 want = strcmp(cmd->w2, "create") == 0 ? 2
                      : strcmp(cmd->w2, "set-status") == 0 ? 4 : 3;
                 if (npos < want)
@@ -239,6 +247,8 @@ int main(int argc, char **argv)
                         return sk_admin_voucher_preheat(&conf, pos[2], &o);
                 if (strcmp(cmd->w2, "show") == 0)
                         return sk_admin_voucher_show(&conf, pos[2], &o);
+                if (strcmp(cmd->w2, "add-stock") == 0)
+                        return sk_admin_voucher_add_stock(&conf, pos[2], &o);
                 return sk_admin_voucher_set_status(&conf, pos[2], pos[3]);
         }
         if (strcmp(pos[0], "verify") == 0) {

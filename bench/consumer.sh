@@ -72,6 +72,7 @@ for db in $db1 $db2; do
     values="$values${values:+,}($((vbase + i)), $((M + 10)), $((M + 10)), UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, UTC_TIMESTAMP(3) + INTERVAL 1 DAY, 1)"
   done
   $my "$db" -e "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, stock, begin_time, end_time, status) VALUES $values"
+  $my "$db" -e "INSERT INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock) SELECT voucher_id, 0, init_stock, init_stock FROM tb_seckill_voucher"
 done
 
 # The topic (created by the consumer's own start-up code would also do; the preload
@@ -94,6 +95,12 @@ span_rate() {   # orders/s over the outcome rows' created_at span
     awk '{ if ($2 > 0) printf "%d %.0f %.3f\n", $1, $1 / ($2 / 1e6), $2 / 1e6; else print $1, 0, 0 }'
 }
 
+# CPU ticks of a shared service (MariaDB, Redis): other jobs' work on it counts too, so
+# the figures per order derived from them are upper bounds.
+db_pid=$(pgrep -x mariadbd | head -1 || true)
+rd_pid=$($rc info server | tr -d '\r' | sed -n 's/^process_id://p')
+svc_ticks() { [ -n "$1" ] && [ -r "/proc/$1/stat" ] && awk '{print $14 + $15}' "/proc/$1/stat" || echo 0; }
+db_t0=$(svc_ticks "$db_pid"); rd_t0=$(svc_ticks "$rd_pid")
 # 1. batched (its /metrics on a private port, read before it stops)
 mport=$(( 20000 + RANDOM % 20000 ))
 SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db1" SECKILL_GROUP_ID="$run-batched" \
@@ -115,6 +122,7 @@ while :; do
 done
 ticks=$(getconf CLK_TCK)
 cpu_s=$(awk -v t="$ticks" '{ printf "%.1f", ($14 + $15) / t }' /proc/$cpid/stat)
+db_t1=$(svc_ticks "$db_pid"); rd_t1=$(svc_ticks "$rd_pid")
 metric() { curl -s --max-time 5 "http://127.0.0.1:$mport/metrics" | awk -v n="seckill_$1" '$1 == n { print $2 }'; }
 sleep 1 # the last batch's duplicates settle after its outcomes
 dups=$(metric consumer_duplicates_total); fallbacks=$(metric consumer_batch_fallbacks_total)
@@ -122,10 +130,16 @@ txns=$(metric consumer_batch_size_count)
 kill -TERM $cpid; wait $cpid || true; cpid=
 read -r bn brate bspan < <(span_rate $db1)
 orders=$($my $db1 -e "SELECT COUNT(*) FROM tb_voucher_order")
-stock_sold=$($my $db1 -e "SELECT SUM(init_stock - stock) FROM tb_seckill_voucher")
+stock_sold=$($my $db1 -e "SELECT SUM(init_stock - stock) FROM tb_seckill_stock")
 echo "batched: orders=$orders outcomes=$bn sold=$stock_sold seconds=$bspan workers=$W batch_max=$BATCH_MAX"
 echo "batched_rate=$brate orders/s duplicates_settled=${dups:-?} fallbacks=${fallbacks:-?} transactions=${txns:-?}"
 echo "consumer_rss_peak_mb=$((peak_kb / 1024)) consumer_cpu_seconds=$cpu_s load_avg=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
+# CPU-us per order: the consumer's own (start-up and group join included), and the
+# shared MariaDB's and Redis's over the drain (upper bounds: other jobs' work counts too)
+python3 -c "
+M, t = $M, $ticks
+print('per_order_cpu_us: consumer=%.1f mariadb=%.1f redis=%.1f (mariadb, redis: shared services, upper bounds)'
+      % ($cpu_s * 1e6 / M, ($db_t1 - $db_t0) * 1e6 / t / M, ($rd_t1 - $rd_t0) * 1e6 / t / M))"
 
 # 2. one order per transaction, same messages, fresh database and group
 SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db2" SECKILL_GROUP_ID="$run-single" \

@@ -1,7 +1,10 @@
 -- bench/front.lua: wrk script for bench/front.sh. Every request is a purchase by a
 -- distinct user (so it measures the admitting path: deduct + publish + delivery report).
--- Environment: BENCH_VOUCHER (voucher id), BENCH_USER_BASE (first user id, canonical).
-local voucher = os.getenv("BENCH_VOUCHER") or "1"
+-- Environment: BENCH_VOUCHER (voucher id), BENCH_USER_BASE (first user id, canonical);
+-- BENCH_VOUCHERS="id1,id2,..." instead: request k goes to voucher k mod n, each voucher
+-- getting the same share (bench/spread.sh).
+local list = os.getenv("BENCH_VOUCHERS") or os.getenv("BENCH_VOUCHER") or "1"
+local heads = {}
 local base = tonumber(os.getenv("BENCH_USER_BASE") or "1000000000")
 local threads = {}
 local counter = 0
@@ -15,8 +18,10 @@ function init(args)
   counter = 0
   -- The request text is built by concatenation (cheaper than wrk.format per request,
   -- which matters: wrk shares the two cores with the front, Redis and the broker).
-  head = "POST /api/v1/vouchers/" .. voucher .. "/seckill HTTP/1.1\r\nHost: " ..
-         wrk.host .. "\r\nX-User-Id: "
+  for v in string.gmatch(list, "[0-9]+") do
+    table.insert(heads, "POST /api/v1/vouchers/" .. v .. "/seckill HTTP/1.1\r\nHost: " ..
+                 wrk.host .. "\r\nX-User-Id: ")
+  end
   first = base + tid * 100000000
 end
 
@@ -24,7 +29,7 @@ function request()
   counter = counter + 1
   -- user ids: base + tid * 1e8 + counter; kept below 1e14 so tostring prints every
   -- digit (a canonical decimal string, no exponent)
-  return head .. tostring(first + counter) .. "\r\n\r\n"
+  return heads[(counter % #heads) + 1] .. tostring(first + counter) .. "\r\n\r\n"
 end
 
 function done(summary, latency, requests)

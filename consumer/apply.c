@@ -1,8 +1,9 @@
 /* apply.c: the database statements of seckill-consumer (DESIGN.md 6-8).
  *
- * One transaction per voucher and poll batch:
+ * One transaction per (voucher, bucket) and poll batch (DESIGN.md v4 5: the merged
+ * decrement hits the bucket's own row):
  *   INSERT INTO tb_seckill_outcome ... VALUES (CREATED) x n   -- the idempotency check
- *   UPDATE tb_seckill_voucher SET stock = stock - k WHERE voucher_id = ? AND stock >= k
+ *   UPDATE tb_seckill_stock SET stock = stock - k WHERE voucher_id = ? AND bucket = ? AND stock >= k
  *   INSERT INTO tb_voucher_order ... x n   -- UNPAID + pay_deadline (DESIGN.md 13); never INSERT IGNORE
  *   INSERT INTO tb_voucher_order_router ... x n
  *   INSERT INTO tb_voucher_reconcile_log ... x n               -- log_type -1, pending
@@ -45,11 +46,11 @@ static const struct {
         const char *tail;  /* after the rows */
         int cols;          /* placeholders per row */
 } sqls[K__N] = {
-        [K_OUTCOME] = { "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id, outcome) VALUES ",
-                        "(?,?,?,?,1)", "", 4 },
+        [K_OUTCOME] = { "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id, bucket, outcome) VALUES ",
+                        "(?,?,?,?,?,1)", "", 5 },
         /* row: order_row below (the status and deadline of DESIGN.md 13) */
-        [K_ORDER] = { "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status, "
-                      "pay_deadline, paid_at) VALUES ", "(?,?,?,?,1,NOW(3),NULL)", "", 4 },
+        [K_ORDER] = { "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, bucket, status, "
+                      "pay_deadline, paid_at) VALUES ", "(?,?,?,?,?,1,NOW(3),NULL)", "", 5 },
         [K_ROUTER] = { "INSERT INTO tb_voucher_order_router (order_id, user_id, voucher_id) VALUES ",
                        "(?,?,?)", "", 3 },
         /* A DEDUCT row left by an earlier attempt is kept (uk_trace_type). */
@@ -57,9 +58,9 @@ static const struct {
                     "before_qty, change_qty, after_qty, trace_id, log_type, business_type, "
                     "reconciliation_status, detail) VALUES ",
                     "(?,?,?,?,?,?,?,?,-1,1,1,'order created')", " ON DUPLICATE KEY UPDATE id = id", 8 },
-        [K_STOCK] = { "UPDATE tb_seckill_voucher SET stock = stock - ? WHERE voucher_id = ? AND stock >= ?",
-                      NULL, NULL, 3 },
-        [K_GETSTOCK] = { "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = ?", NULL, NULL, 1 },
+        [K_STOCK] = { "UPDATE tb_seckill_stock SET stock = stock - ? WHERE voucher_id = ? AND bucket = ?"
+                      " AND stock >= ?", NULL, NULL, 4 },
+        [K_GETSTOCK] = { "SELECT stock FROM tb_seckill_stock WHERE voucher_id = ? AND bucket = ?", NULL, NULL, 2 },
         [K_KNOWN] = { "SELECT trace_id, order_id, user_id, voucher_id, outcome, COALESCE(reason, '') "
                       "FROM tb_seckill_outcome WHERE trace_id IN (", "?", ")", 1 },
 };
@@ -67,15 +68,15 @@ static const struct {
 /* One order row (DESIGN.md 13): UNPAID with pay_deadline = creation + the pay timeout,
  * on the DB's clock; PAID at creation when the timeout is 0. Set once at start-up by
  * cons_apply_set_pay_timeout(), before any worker prepares a statement. */
-static char order_row[96] = "(?,?,?,?,1,NOW(3) + INTERVAL 900 SECOND,NULL)";
+static char order_row[96] = "(?,?,?,?,?,1,NOW(3) + INTERVAL 900 SECOND,NULL)";
 
 void cons_apply_set_pay_timeout(int pay_timeout_s)
 {
         if (pay_timeout_s <= 0)
-                snprintf(order_row, sizeof(order_row), "(?,?,?,?,2,NULL,NOW(3))");
+                snprintf(order_row, sizeof(order_row), "(?,?,?,?,?,2,NULL,NOW(3))");
         else
                 snprintf(order_row, sizeof(order_row),
-                         "(?,?,?,?,1,NOW(3) + INTERVAL %d SECOND,NULL)", pay_timeout_s);
+                         "(?,?,?,?,?,1,NOW(3) + INTERVAL %d SECOND,NULL)", pay_timeout_s);
 }
 
 #define CACHE_SLOTS 24
@@ -261,9 +262,11 @@ static void bind_rows(cons_apply_t *ap, int kind, const sk_order_msg_t *const *m
                 switch (kind) {
                 case K_OUTCOME:
                         v[0] = m->trace_id; v[1] = m->order_id; v[2] = m->user_id; v[3] = m->voucher_id;
+                        v[4] = m->bucket;
                         break;
                 case K_ORDER:
                         v[0] = m->order_id; v[1] = m->user_id; v[2] = m->voucher_id; v[3] = m->trace_id;
+                        v[4] = m->bucket;
                         break;
                 case K_ROUTER:
                         v[0] = m->order_id; v[1] = m->user_id; v[2] = m->voucher_id;
@@ -326,21 +329,21 @@ static sk_err_t exec_rows(cons_apply_t *ap, int kind, const sk_order_msg_t *cons
         return err;
 }
 
-/* UPDATE stock = stock - k WHERE voucher_id = ? AND stock >= k; *affected set. */
-static sk_err_t exec_decrement(cons_apply_t *ap, int64_t voucher_id, int64_t k, int *affected,
-                               char *errstr, size_t errstr_size)
+/* UPDATE bucket row stock = stock - k WHERE voucher_id = ? AND bucket = ? AND stock >= k;
+ * *affected set. */
+static sk_err_t exec_decrement(cons_apply_t *ap, int64_t voucher_id, int bucket, int64_t k,
+                               int *affected, char *errstr, size_t errstr_size)
 {
         sk_err_t err = SK_OK;
         MYSQL_STMT *stmt = get_stmt(ap, K_STOCK, 1, &err, errstr, errstr_size);
-        MYSQL_BIND b[3];
-        int64_t v[3] = { k, voucher_id, k };
+        MYSQL_BIND b[4];
+        int64_t v[4] = { k, voucher_id, bucket, k };
 
         if (!stmt)
                 return err;
         memset(b, 0, sizeof(b));
-        sk_db_bind_i64(&b[0], &v[0]);
-        sk_db_bind_i64(&b[1], &v[1]);
-        sk_db_bind_i64(&b[2], &v[2]);
+        for (int i = 0; i < 4; i++)
+                sk_db_bind_i64(&b[i], &v[i]);
         if (mysql_stmt_bind_param(stmt, b) || mysql_stmt_execute(stmt))
                 return conn_err(ap, stmt, "decrement stock", errstr, errstr_size);
         *affected = (int)mysql_stmt_affected_rows(stmt);
@@ -380,14 +383,14 @@ static sk_err_t txn_commit(cons_apply_t *ap, char *errstr, size_t errstr_size)
         return err;
 }
 
-/* The stock of @p voucher_id by statement @p kind (K_GETSTOCK). */
-static sk_err_t read_stock(cons_apply_t *ap, int kind, int64_t voucher_id, int64_t *stock,
-                           char *errstr, size_t errstr_size)
+/* The stock of bucket @p bucket of @p voucher_id by statement @p kind (K_GETSTOCK). */
+static sk_err_t read_stock(cons_apply_t *ap, int kind, int64_t voucher_id, int bucket,
+                           int64_t *stock, char *errstr, size_t errstr_size)
 {
         sk_err_t err = SK_OK;
         MYSQL_STMT *stmt = get_stmt(ap, kind, 1, &err, errstr, errstr_size);
-        MYSQL_BIND in[1], out[1];
-        int64_t vid = voucher_id, s = 0;
+        MYSQL_BIND in[2], out[1];
+        int64_t vid = voucher_id, bk = bucket, s = 0;
         int rc;
 
         if (!stmt)
@@ -395,6 +398,7 @@ static sk_err_t read_stock(cons_apply_t *ap, int kind, int64_t voucher_id, int64
         memset(in, 0, sizeof(in));
         memset(out, 0, sizeof(out));
         sk_db_bind_i64(&in[0], &vid);
+        sk_db_bind_i64(&in[1], &bk);
         sk_db_bind_i64(&out[0], &s);
         if (mysql_stmt_bind_param(stmt, in) || mysql_stmt_execute(stmt) ||
             mysql_stmt_bind_result(stmt, out))
@@ -403,7 +407,8 @@ static sk_err_t read_stock(cons_apply_t *ap, int kind, int64_t voucher_id, int64
         if (rc == 1) {
                 err = conn_err(ap, stmt, "read stock", errstr, errstr_size);
         } else if (rc == MYSQL_NO_DATA) {
-                sk_seterr(errstr, errstr_size, "voucher %" PRId64 " not in tb_seckill_voucher", voucher_id);
+                sk_seterr(errstr, errstr_size, "voucher %" PRId64 " bucket %d not in tb_seckill_stock",
+                          voucher_id, bucket);
                 err = SK_ENOTFOUND;
         } else {
                 *stock = s;
@@ -413,10 +418,10 @@ static sk_err_t read_stock(cons_apply_t *ap, int kind, int64_t voucher_id, int64
         return err;
 }
 
-sk_err_t cons_apply_stock(cons_apply_t *ap, int64_t voucher_id, int64_t *stock,
+sk_err_t cons_apply_stock(cons_apply_t *ap, int64_t voucher_id, int bucket, int64_t *stock,
                           char *errstr, size_t errstr_size)
 {
-        return read_stock(ap, K_GETSTOCK, voucher_id, stock, errstr, errstr_size);
+        return read_stock(ap, K_GETSTOCK, voucher_id, bucket, stock, errstr, errstr_size);
 }
 
 /* Fetch the rows of the K_KNOWN statement into @p out. */
@@ -501,11 +506,12 @@ sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, i
                 goto fail;
         if ((err = failpoint_err("consumer.between_statements", errstr, errstr_size)))
                 goto fail;
-        if ((err = exec_decrement(ap, msgs[0]->voucher_id, k, &affected, errstr, errstr_size)))
+        if ((err = exec_decrement(ap, msgs[0]->voucher_id, msgs[0]->bucket, k, &affected,
+                                  errstr, errstr_size)))
                 goto fail;
         if (affected != 1) {
-                sk_seterr(errstr, errstr_size, "voucher %" PRId64 ": stock below %" PRId64
-                          " (or no voucher row)", msgs[0]->voucher_id, k);
+                sk_seterr(errstr, errstr_size, "voucher %" PRId64 " bucket %d: stock below %" PRId64
+                          " (or no bucket row)", msgs[0]->voucher_id, msgs[0]->bucket, k);
                 err = SK_ENOTFOUND;
                 goto fail;
         }
@@ -549,12 +555,13 @@ cons_apply_res_t cons_apply_one(cons_apply_t *ap, const sk_order_msg_t *msg,
                 goto fail;
         if ((err = failpoint_err("consumer.between_statements", errstr, errstr_size)))
                 goto fail;
-        if ((err = exec_decrement(ap, msg->voucher_id, msg->deduct_qty, &affected, errstr, errstr_size)))
+        if ((err = exec_decrement(ap, msg->voucher_id, msg->bucket, msg->deduct_qty, &affected,
+                                  errstr, errstr_size)))
                 goto fail;
         if (affected != 1) {
                 int64_t stock = 0;
                 sk_db_rollback(ap->db);
-                err = cons_apply_stock(ap, msg->voucher_id, &stock, errstr, errstr_size);
+                err = cons_apply_stock(ap, msg->voucher_id, msg->bucket, &stock, errstr, errstr_size);
                 if (err == SK_ENOTFOUND)
                         return APPLY_NO_VOUCHER;
                 if (err == SK_EAGAIN)

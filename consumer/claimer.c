@@ -3,11 +3,13 @@
  * reply parsing are sk/claim.h's; this file decides when to call and on which
  * connection. Prefetch: while one voucher group's DB transaction runs, the claim of the
  * NEXT group is already in flight on a second Redis connection (Redis and MariaDB work
- * in parallel); its reply is read when that group starts. A prefetch that fails only
+ * in parallel), on the master of the voucher's slot; its reply is read when that
+ * group starts (a MOVED/ASK reply counts as a failed prefetch). A prefetch that fails only
  * leaves its members unclaimed: the synchronous path claims them again (consume is
  * idempotent). Owns cons_claimer_t. Not thread-safe (one per worker). */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 #include "sk/claim.h"
 #include "sk/log.h"
 #include "worker.h"
@@ -78,7 +80,7 @@ static sk_err_t claim_chunk(worker_t *w, cmsg_t **g, int n)
                 free(which);
                 return SK_EAGAIN;
         }
-        err = sk_claim_consume_init(&call, w->conf->redis_prefix, g[0]->msg.voucher_id,
+        err = sk_claim_consume_init(&call, w->conf->redis_prefix, g[0]->msg.voucher_id, g[0]->msg.bucket,
                                     w->ctx->expire_extra_ms, w->claimer.ids, cnt, errstr, sizeof(errstr));
         if (err == SK_OK && (err = sk_claim_run(r, &call, &reply, errstr, sizeof(errstr))) != SK_OK)
                 cons_worker_redis_failed(w, err);
@@ -111,16 +113,20 @@ static void prefetch_send(worker_t *w, cmsg_t **g, int n)
                 return;
         if (!cl->r && !(cl->r = sk_redis_connect(&w->conf->redis, 2000, errstr, sizeof(errstr))))
                 return;
-        ctx = sk_redis_ctx(cl->r);
-        if ((!ctx || ctx->err) && (sk_redis_reconnect(cl->r, errstr, sizeof(errstr)) != SK_OK ||
-                                   !(ctx = sk_redis_ctx(cl->r))))
-                return;
-        if (sk_claim_consume_init(&call, w->conf->redis_prefix, g[0]->msg.voucher_id,
+        if (sk_claim_consume_init(&call, w->conf->redis_prefix, g[0]->msg.voucher_id, g[0]->msg.bucket,
                                   w->ctx->expire_extra_ms, cl->ids, cnt, errstr, sizeof(errstr)) != SK_OK)
                 return;
+        /* The master of the voucher's slot (a Cluster routes by the key's hash tag). */
+        ctx = sk_redis_ctx_key(cl->r, call.k_meta);
+        if ((!ctx || ctx->err) && (sk_redis_reconnect(cl->r, errstr, sizeof(errstr)) != SK_OK ||
+                                   !(ctx = sk_redis_ctx_key(cl->r, call.k_meta)))) {
+                sk_claim_call_free(&call);
+                return;
+        }
         if (sk_claim_append(ctx, &call, errstr, sizeof(errstr)) == SK_OK) {
                 cl->pf_g = g;
                 cl->pf_cnt = cnt;
+                cl->pf_ctx = ctx;
         }
         sk_claim_call_free(&call);
 }
@@ -129,7 +135,7 @@ static void prefetch_send(worker_t *w, cmsg_t **g, int n)
 static void prefetch_recv(worker_t *w)
 {
         cons_claimer_t *cl = &w->claimer;
-        redisContext *ctx = cl->r ? sk_redis_ctx(cl->r) : NULL;
+        redisContext *ctx = cl->r ? cl->pf_ctx : NULL;
         redisReply *reply = NULL;
         char errstr[256];
         cmsg_t **g = cl->pf_g;
@@ -137,6 +143,7 @@ static void prefetch_recv(worker_t *w)
         if (!g)
                 return;
         cl->pf_g = NULL;
+        cl->pf_ctx = NULL;
         if (!ctx || redisGetReply(ctx, (void **)&reply) != REDIS_OK || !reply) {
                 SK_LOG(SK_WARN, "claim_prefetch_failed", "worker=%d err=\"%s\"", w->idx,
                        ctx ? ctx->errstr : "no connection");
@@ -145,8 +152,15 @@ static void prefetch_recv(worker_t *w)
         }
         if (sk_claim_parse_consume(reply, cl->pf_cnt, cl->fenced, errstr, sizeof(errstr)) == SK_OK)
                 mark(g, cl->pf_which, cl->fenced, cl->pf_cnt);
-        else
+        else {
                 SK_LOG(SK_DEBUG, "claim_prefetch_error", "worker=%d reply=\"%s\"", w->idx, errstr);
+                /* MOVED/ASK (the slot moved) or READONLY (a demoted master): learn the
+                 * topology again before the next prefetch (best effort). */
+                if (reply->type == REDIS_REPLY_ERROR &&
+                    (!strncmp(reply->str, "MOVED", 5) || !strncmp(reply->str, "ASK", 3) ||
+                     !strncmp(reply->str, "READONLY", 8)))
+                        (void)sk_redis_reconnect(cl->r, errstr, sizeof(errstr));
+        }
         freeReplyObject(reply);
 }
 

@@ -95,8 +95,9 @@ sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, i
 /** @brief The same for one message, classifying why it could not apply. */
 cons_apply_res_t cons_apply_one(cons_apply_t *ap, const sk_order_msg_t *msg,
                                 char *errstr, size_t errstr_size);
-/** @brief Current DB stock of @p voucher_id (no transaction). SK_ENOTFOUND if no row. */
-sk_err_t cons_apply_stock(cons_apply_t *ap, int64_t voucher_id, int64_t *stock,
+/** @brief Current DB stock of bucket @p bucket of @p voucher_id (tb_seckill_stock, no
+ *  transaction). SK_ENOTFOUND if no row. */
+sk_err_t cons_apply_stock(cons_apply_t *ap, int64_t voucher_id, int bucket, int64_t *stock,
                           char *errstr, size_t errstr_size);
 /** @brief The outcome rows that already exist for the traceIds of @p msgs[0..n) (one
  *  SELECT ... WHERE trace_id IN (...), no transaction; DESIGN.md 7): up to n rows into

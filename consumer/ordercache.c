@@ -1,6 +1,7 @@
 /* ordercache.c: after a batch, the JSON of every order it created goes to Redis
  * (`<prefix>:order:<id>`, EX 60; DESIGN.md 4) so the front answers GET
- * /api/v1/orders/{id} without the DB. Pipelined on the worker's Redis connection;
+ * /api/v1/orders/{id} without the DB. Pipelined on the worker's Redis connection
+ * (sk_redis_pipe: one batch per node of a Cluster);
  * failures only cost a cache miss (the front falls back to the DB). No state of its
  * own. Not thread-safe (one per worker). */
 #include <inttypes.h>
@@ -25,14 +26,15 @@ static void format_ctime(char *buf, size_t size)
         snprintf(buf, size, "%s.%03d", tbuf, (int)(now_ms % 1000));
 }
 
-/* Queue the SETs. @returns how many were queued. */
-static int append_sets(worker_t *w, redisContext *ctx, const char *ctime_s)
+/* Queue the SETs on @p p. @returns how many were queued. */
+static int append_sets(worker_t *w, sk_redis_pipe_t *p, const char *ctime_s)
 {
         int sent = 0;
 
         for (int i = 0; i < w->nbatch; i++) {
                 const sk_order_msg_t *m = &w->batch[i].msg;
                 char key[SK_KEY_MAX], json[320];
+                const char *argv[5] = { "SET", key, json, "EX", "60" };
                 if (!w->batch[i].applied)
                         continue;
                 sk_key_order(key, w->conf->redis_prefix, m->order_id);
@@ -43,7 +45,7 @@ static int append_sets(worker_t *w, redisContext *ctx, const char *ctime_s)
                          "\",\"voucherId\":\"%" PRId64 "\",\"traceId\":\"%" PRId64
                          "\",\"status\":1,\"createTime\":\"%s\"}",
                          m->order_id, m->user_id, m->voucher_id, m->trace_id, ctime_s);
-                if (redisAppendCommand(ctx, "SET %s %s EX 60", key, json) != REDIS_OK)
+                if (sk_redis_pipe_add(p, 5, argv, NULL) < 0)
                         break;
                 sent++;
         }
@@ -52,29 +54,34 @@ static int append_sets(worker_t *w, redisContext *ctx, const char *ctime_s)
 
 void cons_order_cache(worker_t *w)
 {
-        redisContext *ctx;
+        sk_redis_pipe_t *p;
         sk_redis_t *r;
-        char ctime_s[40];
+        char ctime_s[40], errstr[256];
         int sent, i;
 
         for (i = 0; i < w->nbatch; i++)
                 if (w->batch[i].applied)
                         break;
-        if (i == w->nbatch || !(r = cons_worker_redis(w)) || !(ctx = sk_redis_ctx(r)))
+        if (i == w->nbatch || !(r = cons_worker_redis(w)) || !(p = sk_redis_pipe_new(r)))
                 return;
         format_ctime(ctime_s, sizeof(ctime_s));
-        sent = append_sets(w, ctx, ctime_s);
+        sent = append_sets(w, p, ctime_s);
+        /* Grouped per node on a Cluster (order keys hash anywhere; DESIGN.md 4b). A
+         * failure only costs a cache miss. */
+        if (sent > 0)
+                sk_redis_pipe_exec(p);
         for (i = 0; i < sent; i++) {
                 redisReply *reply = NULL;
-                if (redisGetReply(ctx, (void **)&reply) != REDIS_OK) {
-                        SK_LOG(SK_WARN, "order_cache_failed", "worker=%d err=\"%s\"", w->idx, ctx->errstr);
+                sk_err_t err = sk_redis_pipe_result(p, i, &reply, errstr, sizeof(errstr));
+                if (err == SK_OK)
+                        continue;
+                SK_LOG(SK_WARN, "order_cache_failed", "worker=%d err=%s reason=\"%s\"",
+                       w->idx, sk_err2str(err), errstr);
+                if (err == SK_EUNKNOWN) {
                         cons_worker_redis_failed(w, SK_EUNKNOWN);
-                        return;
+                        break;
                 }
-                if (reply && reply->type == REDIS_REPLY_ERROR) {
-                        SK_LOG(SK_WARN, "order_cache_failed", "worker=%d err=\"%s\"", w->idx, reply->str);
-                        sk_metric_add(w->m->redis_errors, 1);
-                }
-                freeReplyObject(reply);
+                sk_metric_add(w->m->redis_errors, 1);
         }
+        sk_redis_pipe_free(p);
 }

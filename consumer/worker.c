@@ -117,7 +117,8 @@ static int group_by_voucher(worker_t *w)
                 w->gstart[ng] = pos;
                 for (int j = i; j < w->nbatch; j++) {
                         cmsg_t *d = &w->batch[j];
-                        if (d->parsed && !d->grouped && !d->settled && d->msg.voucher_id == c->msg.voucher_id) {
+                        if (d->parsed && !d->grouped && !d->settled && d->msg.voucher_id == c->msg.voucher_id &&
+                            d->msg.bucket == c->msg.bucket) {
                                 d->grouped = 1;
                                 w->grp[pos++] = d;
                         }

@@ -53,6 +53,7 @@ typedef struct cons_claimer {
         cmsg_t **pf_g;             /* members whose claim is in flight (NULL: none) */
         int *pf_which;             /* indexes into pf_g of the traceIds sent, in order */
         int pf_cnt;
+        redisContext *pf_ctx;      /* the node the in-flight claim went to (its slot's master) */
         int64_t *ids;              /* scratch: traceIds of one call */
         int *fenced;               /* scratch: its reply */
 } cons_claimer_t;

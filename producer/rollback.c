@@ -8,7 +8,9 @@
  * PENDING at once and its slot released; the fence is then retried in the background
  * from a bounded backlog (ROLLBACK_BACKLOG_MAX, ROLLBACK_BG_TRIES tries, one a second,
  * only while the breaker is closed); what is left over is the reconciler's, as for a
- * front killed after the deduct (DESIGN.md 8). Owns its queue and the backlog. */
+ * front killed after the deduct (DESIGN.md 8). A fence on a replicated master that no
+ * replica acknowledged (WAIT 1 100) is answered PENDING, not FAILED (DESIGN.md 4b).
+ * Owns its queue and the backlog. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -31,6 +33,7 @@
 #define ROLLBACK_BACKLOG_MAX 10000      /* parked fences (answered, slot released) */
 #define ROLLBACK_BG_TRIES 30            /* background tries, then the reconciler's */
 #define ROLLBACK_BG_PERIOD_MS 1000      /* one background try a second */
+#define FENCE_WAIT_MS 100               /* WAIT 1 100 after a fence (DESIGN.md 4b) */
 
 static fr_pool_t pool;                  /* the rollback queue and its one worker */
 
@@ -138,8 +141,43 @@ static sk_err_t run_rollback(sk_redis_t **rp, fr_req_t *req, sk_rollback_res_t *
         return err;
 }
 
-/* DESIGN.md 7, 8: OK or ALREADY -> 503 FAILED; CLAIMED or failure -> 503 PENDING. */
-static void answer_rollback(fr_req_t *req, sk_err_t err, const sk_rollback_res_t *res)
+/* DESIGN.md 4b: after rollback.lua mode front on a master that has replicas, `WAIT 1 100`
+ * on the connection that ran it (a Cluster routes WAIT to the node of the previous keyed
+ * command); a failover to a replica that never received the fence would lose it, so
+ * without an acknowledgement the answer is PENDING, not FAILED. A standalone server
+ * (redis://) counts as replicated only when ROLE lists replicas; Sentinel and Cluster
+ * masters always do. @returns 1 if the fence is acknowledged by a replica or the server
+ * has none, 0 otherwise (including any error: PENDING is always a safe answer). */
+static int fence_acknowledged(sk_redis_t *r)
+{
+        redisReply *reply = NULL;
+        char errstr[256];
+        int ok = 0;
+
+        if (sk_redis_kind(r) == SK_REDIS_STANDALONE) {
+                if (sk_redis_cmdf(r, &reply, errstr, sizeof(errstr), "ROLE") != SK_OK || !reply)
+                        return 0;
+                ok = reply->type == REDIS_REPLY_ARRAY && reply->elements >= 3 &&
+                     reply->element[0]->type == REDIS_REPLY_STRING &&
+                     strcmp(reply->element[0]->str, "master") == 0 &&
+                     reply->element[2]->type == REDIS_REPLY_ARRAY && reply->element[2]->elements == 0;
+                freeReplyObject(reply);
+                reply = NULL;
+                if (ok)
+                        return 1;       /* no replica: nothing a failover could lose */
+        }
+        if (sk_redis_cmdf(r, &reply, errstr, sizeof(errstr), "WAIT 1 %d", FENCE_WAIT_MS) == SK_OK &&
+            reply && reply->type == REDIS_REPLY_INTEGER)
+                ok = reply->integer >= 1;
+        else
+                SK_LOG(SK_WARN, "fence_wait_failed", "reason=\"%s\"", reply ? "unexpected reply" : errstr);
+        freeReplyObject(reply);
+        return ok;
+}
+
+/* DESIGN.md 7, 8: OK or ALREADY -> 503 FAILED (PENDING when no replica acknowledged the
+ * fence, DESIGN.md 4b: @p acked 0); CLAIMED or failure -> 503 PENDING. */
+static void answer_rollback(fr_req_t *req, sk_err_t err, const sk_rollback_res_t *res, int acked)
 {
         if (err != SK_OK) {
                 sk_metric_add(fr_m.rb_error, 1);
@@ -149,6 +187,10 @@ static void answer_rollback(fr_req_t *req, sk_err_t err, const sk_rollback_res_t
         } else if (res->claimed) {
                 sk_metric_add(fr_m.rb_claimed, 1);
                 SK_LOG(SK_INFO, "rollback_claimed", "trace_id=%s", req->st);
+                fr_answer_503(req, "pending", "PENDING", "outcome not yet known");
+        } else if (!acked) {
+                sk_metric_add(res->already ? fr_m.rb_already : fr_m.rb_ok, 1);
+                SK_LOG(SK_WARN, "rollback_unacknowledged", "trace_id=%s already=%d", req->st, res->already);
                 fr_answer_503(req, "pending", "PENDING", "outcome not yet known");
         } else {
                 sk_metric_add(res->already ? fr_m.rb_already : fr_m.rb_ok, 1);
@@ -204,7 +246,7 @@ static void backlog_retry(sk_redis_t **rp)
         err = run_rollback(rp, n->req, &res);
         if (err == SK_OK || ++n->tries >= ROLLBACK_BG_TRIES) {
                 if (err == SK_OK)
-                        answer_rollback(n->req, err, &res);
+                        answer_rollback(n->req, err, &res, 1);  /* answered already: no WAIT */
                 else
                         SK_LOG(SK_ERROR, "rollback_abandoned", "trace_id=%s voucher_id=%s tries=%d",
                                n->req->st, n->req->sv, n->tries);
@@ -263,7 +305,8 @@ static void *rollback_main(void *arg)
                         park(req);
                         continue;
                 }
-                answer_rollback(req, err, &res);
+                answer_rollback(req, err, &res,
+                                err == SK_OK && !res.claimed ? fence_acknowledged(r) : 1);
                 fr_req_done(req);
         }
         backlog_drop();

@@ -7,7 +7,9 @@
 
 /** Start the worker (its own Redis connection). @returns 0 or -1. */
 int fr_rollback_start(void);
-/** Fence @p req (takes over the pipeline's reference): OK or ALREADY -> 503 FAILED;
+/** Fence @p req (takes over the pipeline's reference): OK or ALREADY -> 503 FAILED
+ *  (PENDING when the master has replicas and none acknowledged the fence within
+ *  `WAIT 1 100`, DESIGN.md 4b);
  *  CLAIMED or a rollback that could not run -> 503 PENDING (while the Redis breaker is
  *  open at once; the slot is released and the fence retried in the background, DESIGN.md
  *  12). After the worker stopped

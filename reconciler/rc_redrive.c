@@ -36,10 +36,8 @@ typedef struct claim_res {
         sk_claim_rec_t rec;    /* the record after the call */
 } claim_res_t;
 
-/* claim.lua @p op for one trace of @p voucher_id on the trace's @p bucket
- * (partition/offset: SK_CLAIM_OP_SENT). */
-static sk_err_t claim_call(rc_ctx_t *ctx, int64_t voucher_id, int bucket, sk_claim_op_t op,
-                           int64_t trace_id,
+/* claim.lua @p op for one trace of @p voucher_id in its bucket @p bucket (partition/offset: SK_CLAIM_OP_SENT). */
+static sk_err_t claim_call(rc_ctx_t *ctx, int64_t voucher_id, int bucket, sk_claim_op_t op, int64_t trace_id,
                            int32_t partition, int64_t offset, claim_res_t *res,
                            char *errstr, size_t errstr_size)
 {
@@ -49,13 +47,11 @@ static sk_err_t claim_call(rc_ctx_t *ctx, int64_t voucher_id, int bucket, sk_cla
 
         memset(res, 0, sizeof(*res));
         memset(&call, 0, sizeof(call));
-        err = sk_claim_op_init(&call, ctx->conf->redis_prefix, voucher_id, op,
+        err = sk_claim_op_init(&call, ctx->conf->redis_prefix, voucher_id, bucket, op,
                                rc_expire_extra_ms(ctx), trace_id, partition, offset, errstr,
                                errstr_size);
-        if (err == SK_OK) {
-                sk_claim_set_bucket(&call, ctx->conf->redis_prefix, voucher_id, bucket);
+        if (err == SK_OK)
                 err = sk_claim_run(ctx->r, &call, &reply, errstr, errstr_size);
-        }
         if (err == SK_OK)
                 err = sk_claim_parse_op(reply, &res->restored, &res->rec, errstr, errstr_size);
         if (reply)
@@ -148,8 +144,8 @@ static size_t claim_and_send(rc_ctx_t *ctx, sk_trace_entry_t **list, size_t n, r
                 claim_res_t cr;
                 sk_err_t err;
 
-                err = claim_call(ctx, e->msg.voucher_id, e->msg.bucket, SK_CLAIM_OP_CLAIM,
-                                 e->trace_id, -1, -1, &cr, errstr, sizeof(errstr));
+                err = claim_call(ctx, e->msg.voucher_id, e->msg.bucket, SK_CLAIM_OP_CLAIM, e->trace_id, -1, -1, &cr,
+                                 errstr, sizeof(errstr));
                 if (err != SK_OK) {
                         SK_LOG(SK_ERROR, "claim_failed", "voucher=%" PRId64 " trace=%" PRId64
                                " err=\"%s\"", e->msg.voucher_id, e->trace_id, errstr);
@@ -195,9 +191,8 @@ static void record_sent(rc_ctx_t *ctx, redrive_t *rd, size_t m, rc_vstat_t *st)
                         rc_note(st, "%s", "re-drive not persisted");
                         continue;
                 }
-                if (claim_call(ctx, e->msg.voucher_id, e->msg.bucket, SK_CLAIM_OP_SENT,
-                               e->trace_id, rd[i].dr.partition, rd[i].dr.offset, &cr, errstr,
-                               sizeof(errstr)) != SK_OK) {
+                if (claim_call(ctx, e->msg.voucher_id, e->msg.bucket, SK_CLAIM_OP_SENT, e->trace_id, rd[i].dr.partition,
+                               rd[i].dr.offset, &cr, errstr, sizeof(errstr)) != SK_OK) {
                         SK_LOG(SK_WARN, "claim_sent_failed", "voucher=%" PRId64 " trace=%" PRId64
                                " err=\"%s\"", e->msg.voucher_id, e->trace_id, errstr);
                 }
@@ -357,8 +352,8 @@ static void judge_outstanding(rc_ctx_t *ctx, sk_trace_entry_t *e, und_lists_t *l
         /* The group consumed past the re-drive and still no outcome: count it. */
         if (rc_must_stop(ctx))
                 return;
-        if (claim_call(ctx, e->msg.voucher_id, e->msg.bucket, SK_CLAIM_OP_FAILED, e->trace_id,
-                       -1, -1, &cr, errstr, sizeof(errstr)) != SK_OK) {
+        if (claim_call(ctx, e->msg.voucher_id, e->msg.bucket, SK_CLAIM_OP_FAILED, e->trace_id, -1, -1, &cr, errstr,
+                       sizeof(errstr)) != SK_OK) {
                 st->errors++;
                 rc_note(st, "claim failed: %s", errstr);
                 return;

@@ -11,23 +11,17 @@
 #include "sk/scripts.h"
 
 static void call_keys(sk_claim_call_t *call, const char *prefix, int64_t voucher_id,
-                      int64_t expire_extra_ms)
+                      int bucket, int64_t expire_extra_ms)
 {
-        sk_key_voucher(call->k_meta, prefix, voucher_id, 0, SK_KEY_META);
-        sk_key_voucher(call->k_trace, prefix, voucher_id, 0, SK_KEY_TRACE);
+        sk_key_voucher(call->k_meta, prefix, voucher_id, bucket, SK_KEY_META);
+        sk_key_voucher(call->k_trace, prefix, voucher_id, bucket, SK_KEY_TRACE);
         call->keys[0] = call->k_meta;
         call->keys[1] = call->k_trace;
         snprintf(call->extra, sizeof(call->extra), "%" PRId64, expire_extra_ms);
 }
 
-void sk_claim_set_bucket(sk_claim_call_t *call, const char *prefix, int64_t voucher_id,
-                         int bucket)
-{
-        sk_key_voucher(call->k_meta, prefix, voucher_id, bucket, SK_KEY_META);
-        sk_key_voucher(call->k_trace, prefix, voucher_id, bucket, SK_KEY_TRACE);
-}
-
 sk_err_t sk_claim_consume_init(sk_claim_call_t *call, const char *prefix, int64_t voucher_id,
+                               int bucket,
                                int64_t expire_extra_ms, const int64_t *trace_ids, int n,
                                char *errstr, size_t errstr_size)
 {
@@ -44,7 +38,7 @@ sk_err_t sk_claim_consume_init(sk_claim_call_t *call, const char *prefix, int64_
                 sk_seterr(errstr, errstr_size, "claim.lua consume: out of memory");
                 return SK_ENOMEM;
         }
-        call_keys(call, prefix, voucher_id, expire_extra_ms);
+        call_keys(call, prefix, voucher_id, bucket, expire_extra_ms);
         call->args[0] = "consume";
         call->args[1] = call->extra;
         for (int i = 0; i < n; i++) {
@@ -56,7 +50,7 @@ sk_err_t sk_claim_consume_init(sk_claim_call_t *call, const char *prefix, int64_
         return SK_OK;
 }
 
-sk_err_t sk_claim_op_init(sk_claim_call_t *call, const char *prefix, int64_t voucher_id,
+sk_err_t sk_claim_op_init(sk_claim_call_t *call, const char *prefix, int64_t voucher_id, int bucket,
                           sk_claim_op_t op, int64_t expire_extra_ms, int64_t trace_id,
                           int32_t partition, int64_t offset, char *errstr, size_t errstr_size)
 {
@@ -69,7 +63,7 @@ sk_err_t sk_claim_op_init(sk_claim_call_t *call, const char *prefix, int64_t vou
                           (int)op, (int)partition, offset);
                 return SK_EINVAL;
         }
-        call_keys(call, prefix, voucher_id, expire_extra_ms);
+        call_keys(call, prefix, voucher_id, bucket, expire_extra_ms);
         sk_id_format(trace_id, call->id_one);
         call->args = call->args_one;
         call->args[0] = names[op];

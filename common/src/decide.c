@@ -64,19 +64,22 @@ static int stock_row(void *arg, const int64_t *cols, const int *nulls, int ncols
         return 1;
 }
 
-/* In the open transaction: the voucher's DB stock with a shared lock (the FOR SHARE of
- * DESIGN.md 4). A missing voucher row clamps to 0 (nothing can be sold). */
-static sk_err_t read_stock_shared(const sk_decider_t *d, int64_t voucher_id, int64_t *stock,
-                                  char *errstr, size_t errstr_size)
+/* In the open transaction: bucket @p bucket's DB stock with a shared lock (the FOR SHARE
+ * of DESIGN.md 4, v4: the trace's bucket j). A missing row clamps to 0 (nothing can be
+ * sold). */
+static sk_err_t read_stock_shared(const sk_decider_t *d, int64_t voucher_id, int bucket,
+                                  int64_t *stock, char *errstr, size_t errstr_size)
 {
         static const char sql[] =
-                "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = ? LOCK IN SHARE MODE";
+                "SELECT stock FROM tb_seckill_stock WHERE voucher_id = ? AND bucket = ?"
+                " LOCK IN SHARE MODE";
+        int64_t params[2] = { voucher_id, bucket };
         sk_err_t err;
 
         if ((err = clamp_read_failpoint(d, errstr, errstr_size)) != SK_OK)
                 return err;
         *stock = 0;
-        err = sk_traceset_rows(d->db, sql, &voucher_id, 1, 1, stock_row, stock, errstr,
+        err = sk_traceset_rows(d->db, sql, params, 2, 1, stock_row, stock, errstr,
                                errstr_size);
         return err == SK_EEXIST ? SK_EDB : err;
 }
@@ -92,7 +95,7 @@ static sk_err_t rollback_once(const sk_decider_t *d, const sk_order_msg_t *msg,
         *clamp_to = -1;
         if (clamp) {
                 if ((err = sk_db_begin(d->db, errstr, errstr_size)) == SK_OK &&
-                    (err = read_stock_shared(d, msg->voucher_id, clamp_to, errstr,
+                    (err = read_stock_shared(d, msg->voucher_id, msg->bucket, clamp_to, errstr,
                                              errstr_size)) != SK_OK)
                         sk_db_rollback(d->db);
                 if (err != SK_OK) {

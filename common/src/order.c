@@ -4,7 +4,7 @@
  * change is a conditional UPDATE on status = 1 (pay and close never both win).
  *
  * Lock order: the order row(s) first (the conditional UPDATE, or the closer's SELECT
- * ... FOR UPDATE SKIP LOCKED), then the voucher rows in voucher_id order. A consumer
+ * ... FOR UPDATE SKIP LOCKED), then the bucket rows in (voucher_id, bucket) order. A consumer
  * inserting a new order of the same user locks the voucher row first: the two may
  * deadlock (1213, transient); every caller retries from BEGIN.
  *
@@ -21,8 +21,8 @@
 /* The columns of sk_order_row_t, in that order (see order_row_cb). */
 #define ORDER_COLS "id, user_id, voucher_id, trace_id, status, " \
         "CAST(UNIX_TIMESTAMP(pay_deadline) * 1000 AS SIGNED), " \
-        "(pay_deadline IS NULL OR pay_deadline <= NOW(3))"
-#define ORDER_NCOLS 7
+        "(pay_deadline IS NULL OR pay_deadline <= NOW(3)), bucket"
+#define ORDER_NCOLS 8
 
 const char *sk_order_status_str(int status)
 {
@@ -65,6 +65,7 @@ static int order_row_cb(void *arg, const int64_t *c, const int *nulls, int ncols
         o->status = (int)c[4];
         o->pay_deadline_ms = nulls[5] ? 0 : c[5];
         o->past_deadline = c[6] != 0;
+        o->bucket = (int)c[7];
         return 0;
 }
 
@@ -135,25 +136,29 @@ static sk_err_t insert_restore(sk_db_t *db, const sk_order_row_t *o, int64_t bef
         }
 }
 
-/* Voucher row: lock, read its stock, add @p k. *before = stock before. */
-static sk_err_t stock_add(sk_db_t *db, int64_t voucher_id, int64_t k, int64_t *before,
-                          char *errstr, size_t errstr_size)
+/* Bucket @p bucket's stock row (DESIGN.md v4 6, 13: the order's bucket): lock, read its
+ * stock, add @p k. *before = stock before. */
+static sk_err_t stock_add(sk_db_t *db, int64_t voucher_id, int bucket, int64_t k,
+                          int64_t *before, char *errstr, size_t errstr_size)
 {
-        int64_t p[2] = { k, voucher_id }, affected = 0;
+        int64_t p[3] = { k, voucher_id, bucket }, affected = 0;
         sk_err_t err;
 
         {
                 char sql[160];
                 int is_null = 0;
-                snprintf(sql, sizeof(sql), "SELECT stock FROM tb_seckill_voucher"
-                         " WHERE voucher_id = %" PRId64 " FOR UPDATE", voucher_id);
+                snprintf(sql, sizeof(sql), "SELECT stock FROM tb_seckill_stock"
+                         " WHERE voucher_id = %" PRId64 " AND bucket = %d FOR UPDATE",
+                         voucher_id, bucket);
                 if ((err = sk_db_query_i64(db, sql, before, &is_null, errstr, errstr_size)))
                         return err == SK_ENOTFOUND ? SK_EDB : err;
         }
-        err = sk_db_exec_i64(db, "UPDATE tb_seckill_voucher SET stock = stock + ? WHERE voucher_id = ?",
-                          p, 2, &affected, errstr, errstr_size);
+        err = sk_db_exec_i64(db, "UPDATE tb_seckill_stock SET stock = stock + ?"
+                             " WHERE voucher_id = ? AND bucket = ?",
+                             p, 3, &affected, errstr, errstr_size);
         if (err == SK_OK && affected != 1) {
-                sk_seterr(errstr, errstr_size, "voucher %" PRId64 ": stock row not updated", voucher_id);
+                sk_seterr(errstr, errstr_size, "voucher %" PRId64 " bucket %d: stock row not updated",
+                          voucher_id, bucket);
                 err = SK_EDB;
         }
         return err;
@@ -187,7 +192,7 @@ sk_err_t sk_order_end(sk_db_t *db, int64_t order_id, int64_t user_id, int to, in
                 sk_db_rollback(db);
                 return SK_OK;
         }
-        if ((err = stock_add(db, row->voucher_id, 1, &before, errstr, errstr_size)) ||
+        if ((err = stock_add(db, row->voucher_id, row->bucket, 1, &before, errstr, errstr_size)) ||
             (err = insert_restore(db, row, before, to == SK_ORDER_CANCELLED ? 4 : 5, errstr,
                                   errstr_size)) ||
             (err = sk_db_commit(db, errstr, errstr_size)))
@@ -205,6 +210,8 @@ static int cmp_voucher(const void *a, const void *b)
 
         if (x->voucher_id != y->voucher_id)
                 return x->voucher_id < y->voucher_id ? -1 : 1;
+        if (x->bucket != y->bucket)
+                return x->bucket < y->bucket ? -1 : 1;
         return x->order_id < y->order_id ? -1 : x->order_id > y->order_id;
 }
 
@@ -247,14 +254,15 @@ sk_err_t sk_order_close_due(sk_db_t *db, int limit, sk_order_row_t **rows, size_
                 }
                 r.v[i].status = SK_ORDER_CLOSED;
         }
-        /* Voucher rows in voucher order, one UPDATE each. */
+        /* Bucket rows in (voucher, bucket) order, one UPDATE each. */
         qsort(r.v, r.n, sizeof(*r.v), cmp_voucher);
         for (i = 0; i < r.n; i = j) {
                 int64_t before = 0;
-                for (j = i; j < r.n && r.v[j].voucher_id == r.v[i].voucher_id; j++)
+                for (j = i; j < r.n && r.v[j].voucher_id == r.v[i].voucher_id &&
+                            r.v[j].bucket == r.v[i].bucket; j++)
                         ;
-                if ((err = stock_add(db, r.v[i].voucher_id, (int64_t)(j - i), &before, errstr,
-                                     errstr_size)))
+                if ((err = stock_add(db, r.v[i].voucher_id, r.v[i].bucket, (int64_t)(j - i),
+                                     &before, errstr, errstr_size)))
                         goto fail;
                 for (size_t k = i; k < j; k++, before++)
                         if ((err = insert_restore(db, &r.v[k], before, 5, errstr, errstr_size)))

@@ -129,8 +129,8 @@ sk_err_t sk_outcome_fail(sk_db_t *db, const sk_order_msg_t *msg, sk_reason_t rea
 {
         static const char ins_outcome[] =
                 "INSERT INTO tb_seckill_outcome "
-                "(trace_id, order_id, user_id, voucher_id, outcome, reason) "
-                "VALUES (?, ?, ?, ?, 2, ?)";
+                "(trace_id, order_id, user_id, voucher_id, outcome, reason, bucket) "
+                "VALUES (?, ?, ?, ?, 2, ?, ?)";
         /* The RESTORE row of this trace (log_type 1, business_type 3 fail, pending).
          * Idempotent on uk_trace_type: a row left by an earlier attempt is kept. */
         static const char ins_log[] =
@@ -141,7 +141,7 @@ sk_err_t sk_outcome_fail(sk_db_t *db, const sk_order_msg_t *msg, sk_reason_t rea
                 "ON DUPLICATE KEY UPDATE id = id";
         MYSQL_BIND b[10];
         int64_t tid = msg->trace_id, oid = msg->order_id, uid = msg->user_id,
-                vid = msg->voucher_id;
+                vid = msg->voucher_id, bucket = msg->bucket;
         int64_t before_qty, change_qty, after_qty;
         char reason_s[64], mid[SK_ID_STRLEN], det[512];
         unsigned long reason_len, mid_len, det_len;
@@ -180,6 +180,7 @@ sk_err_t sk_outcome_fail(sk_db_t *db, const sk_order_msg_t *msg, sk_reason_t rea
         sk_db_bind_i64(&b[2], &uid);
         sk_db_bind_i64(&b[3], &vid);
         sk_db_bind_str(&b[4], reason_s, &reason_len, sizeof(reason_s));
+        sk_db_bind_i64(&b[5], &bucket);
         err = exec_bound(db, ins_outcome, b, "insert FAILED outcome", errstr, errstr_size);
         if (err == SK_EEXIST) {
                 sk_err_t gerr;

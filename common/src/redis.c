@@ -90,6 +90,17 @@ redisContext *sk_redis_ctx(sk_redis_t *r)
         return r->nodes[n].ctx;
 }
 
+redisContext *sk_redis_ctx_key(sk_redis_t *r, const char *key)
+{
+        int n;
+
+        sk__map_refresh(r, 0);
+        n = sk__node_for_slot(r, sk_key_slot(key, strlen(key)));
+        if (n < 0 || sk__node_ensure(r, n, NULL, 0) != SK_OK)
+                return NULL;
+        return r->nodes[n].ctx;
+}
+
 /* Classify a raw reply of node @p node: SK_OK with *out, or the error class. */
 static sk_err_t classify(sk_redis_t *r, int node, redisReply *raw, redisReply **out,
                          char *errstr, size_t errstr_size)
@@ -162,20 +173,17 @@ bad:
         return -1;
 }
 
-sk_err_t sk_redis_cmdf(sk_redis_t *r, redisReply **reply, char *errstr, size_t errstr_size,
-                       const char *fmt, ...)
+sk_err_t sk_redis_vcmdf(sk_redis_t *r, redisReply **reply, char *errstr, size_t errstr_size,
+                        const char *fmt, va_list ap)
 {
         const char **argv = NULL;
         size_t *argvlen = NULL;
         char *buf = NULL;
         sk_err_t err;
-        va_list ap;
         int len, argc;
 
         *reply = NULL;
-        va_start(ap, fmt);
         len = redisvFormatCommand(&buf, fmt, ap);
-        va_end(ap);
         if (len < 0 || (argc = resp_split(buf, (size_t)len, &argv, &argvlen)) < 0) {
                 if (buf)
                         redisFreeCommand(buf);
@@ -186,6 +194,18 @@ sk_err_t sk_redis_cmdf(sk_redis_t *r, redisReply **reply, char *errstr, size_t e
         free(argv);
         free(argvlen);
         redisFreeCommand(buf);
+        return err;
+}
+
+sk_err_t sk_redis_cmdf(sk_redis_t *r, redisReply **reply, char *errstr, size_t errstr_size,
+                       const char *fmt, ...)
+{
+        sk_err_t err;
+        va_list ap;
+
+        va_start(ap, fmt);
+        err = sk_redis_vcmdf(r, reply, errstr, errstr_size, fmt, ap);
+        va_end(ap);
         return err;
 }
 

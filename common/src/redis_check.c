@@ -1,6 +1,6 @@
 /* redis_check.c: what every binary checks of Redis at startup and /readyz reports
  * (DESIGN.md 4, 4b): every master reachable, Redis >= 7.0 (the scripts use PEXPIREAT
- * NX/GT) and maxmemory-policy noeviction on each.
+ * NX/GT), maxmemory-policy noeviction and done loading its dataset (loading:0) on each.
  * Not thread-safe: one sk_redis_t per thread (sk_redis_startup_check opens its own). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +25,24 @@ static int node_version(sk_redis_t *r, int n, char *ver, size_t ver_size)
                 snprintf(ver, ver_size, "%.*s", (int)strcspn(p + 14, "\r\n"), p + 14);
         freeReplyObject(reply);
         return major < 0 ? -1 : major * 100 + minor;
+}
+
+/* 1 if node @p n is still loading its dataset (INFO persistence "loading:1": it answers
+ * LOADING to every data command), 0 if not, -1 on error. */
+static int node_loading(sk_redis_t *r, int n)
+{
+        const char *argv[2] = { "INFO", "persistence" };
+        redisReply *reply = NULL;
+        const char *p;
+        int ret = -1;
+
+        if (sk__node_cmd(r, n, 2, argv, NULL, &reply, NULL, 0) != SK_OK)
+                return -1;
+        if ((reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_STATUS) &&
+            (p = strstr(reply->str, "loading:")))
+                ret = p[8] == '1';
+        freeReplyObject(reply);
+        return ret;
 }
 
 sk_err_t sk_redis_check_server(sk_redis_t *r, char *errstr, size_t errstr_size)
@@ -62,6 +80,12 @@ sk_err_t sk_redis_check_server(sk_redis_t *r, char *errstr, size_t errstr_size)
                                   "seckill needs noeviction (DESIGN.md 4)", nd->host,
                                   nd->port, policy);
                         return SK_EINVAL;
+                }
+                if ((ne = node_loading(r, m[i])) != 0) {
+                        sk_seterr(errstr, errstr_size, ne > 0 ? "redis %s:%d is loading its "
+                                  "dataset (loading:1)" : "redis %s:%d: INFO persistence "
+                                  "failed", nd->host, nd->port);
+                        return SK_EAGAIN;
                 }
         }
         return SK_OK;

@@ -196,12 +196,12 @@ sk_err_t sk_rollback_trace(sk_redis_t *r, const char *prefix, const sk_rollback_
         return err;
 }
 
-sk_err_t sk_rollback_run(sk_redis_t *r, const char *prefix, int64_t voucher_id,
+sk_err_t sk_rollback_run(sk_redis_t *r, const char *prefix, int64_t voucher_id, int bucket,
                          int64_t trace_id, int64_t user_id, const char *mode,
                          sk_reason_t reason, int64_t clamp_to, int64_t expire_extra_ms,
                          sk_rollback_res_t *res, char *errstr, size_t errstr_size)
 {
-        sk_rollback_args_t a = { .voucher_id = voucher_id, .bucket = 0, .home = -1,
+        sk_rollback_args_t a = { .voucher_id = voucher_id, .bucket = bucket, .home = -1,
                                  .trace_id = trace_id, .user_id = user_id, .mode = mode,
                                  .reason = reason, .clamp_to = clamp_to,
                                  .expire_extra_ms = expire_extra_ms };

@@ -132,8 +132,9 @@ fail:
 }
 
 typedef struct dbrows {
-        int found;
+        int found, buckets, rows, bad_row;
         int64_t init_stock, stock;
+        int64_t b_init[SK_BUCKETS_MAX], b_stock[SK_BUCKETS_MAX], b_active[SK_BUCKETS_MAX];
         sk_i64vec_t buyers;      /* active buyers, sorted unique (after the read) */
         sk_i64vec_t order_users, order_traces; /* one pair per active order */
         int64_t active, dups;
@@ -148,7 +149,25 @@ static int voucher_row(void *arg, const int64_t *cols, const int *nulls, int nco
         (void)ncols;
         d->found = 1;
         d->init_stock = cols[0];
-        d->stock = cols[1];
+        d->buckets = (int)cols[1];
+        return 0;
+}
+
+/* One bucket row (DESIGN.md v4 6): its figures; the voucher's stock is their sum. */
+static int bucket_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
+{
+        dbrows_t *d = arg;
+
+        (void)nulls;
+        (void)ncols;
+        if (cols[0] < 0 || cols[0] >= SK_BUCKETS_MAX) {
+                d->bad_row = 1;
+                return 0;
+        }
+        d->rows++;
+        d->b_init[cols[0]] = cols[1];
+        d->b_stock[cols[0]] = cols[2];
+        d->stock += cols[2];
         return 0;
 }
 
@@ -159,6 +178,10 @@ static int buyer_row(void *arg, const int64_t *cols, const int *nulls, int ncols
         (void)nulls;
         (void)ncols;
         d->active++;
+        if (cols[2] >= 0 && cols[2] < SK_BUCKETS_MAX)
+                d->b_active[cols[2]]++;
+        else
+                d->bad_row = 1;
         if (sk_i64vec_push(&d->order_users, cols[0]) != 0 ||
             sk_i64vec_push(&d->order_traces, cols[1]) != 0) {
                 d->oom = 1;
@@ -351,9 +374,15 @@ static sk_err_t locked_db_read(sk_db_t *db, int64_t voucher_id, snap_t *s,
         if ((err = sk_db_begin(db, errstr, errstr_size)) != SK_OK)
                 return err;
         if ((err = sk_traceset_rows(db,
-                        "SELECT init_stock, stock FROM tb_seckill_voucher WHERE voucher_id = ?"
+                        "SELECT init_stock, buckets FROM tb_seckill_voucher WHERE voucher_id = ?"
                         " LOCK IN SHARE MODE",
                         &voucher_id, 1, 2, voucher_row, d, errstr, errstr_size)) != SK_OK)
+                goto fail;
+        /* The bucket rows under a shared lock: the consumers' decrements wait. */
+        if ((err = sk_traceset_rows(db,
+                        "SELECT bucket, init_stock, stock FROM tb_seckill_stock WHERE voucher_id = ?"
+                        " LOCK IN SHARE MODE",
+                        &voucher_id, 1, 3, bucket_row, d, errstr, errstr_size)) != SK_OK)
                 goto fail;
         if (!d->found) {
                 sk_seterr(errstr, errstr_size, "voucher %" PRId64 " is not in the database",
@@ -362,9 +391,9 @@ static sk_err_t locked_db_read(sk_db_t *db, int64_t voucher_id, snap_t *s,
                 goto fail;
         }
         if ((err = sk_traceset_rows(db,
-                        "SELECT user_id, trace_id FROM tb_voucher_order"
+                        "SELECT user_id, trace_id, bucket FROM tb_voucher_order"
                         " WHERE voucher_id = ? AND status IN (1, 2)",
-                        &voucher_id, 1, 2, buyer_row, d, errstr, errstr_size)) != SK_OK)
+                        &voucher_id, 1, 3, buyer_row, d, errstr, errstr_size)) != SK_OK)
                 goto fail;
         if (d->oom) {
                 sk_seterr(errstr, errstr_size, "out of memory");
@@ -420,6 +449,20 @@ static int redis_side(sk_verify_report_t *rep, const snap_t *s, const dbrows_t *
 
         rep->init_stock = d->init_stock;
         rep->db_stock = d->stock;
+        rep->buckets = d->buckets;
+        rep->bucket_rows = d->rows;
+        rep->inv1_buckets_ok = !d->bad_row && d->rows == d->buckets;
+        rep->bucket_init_sum = 0;
+        for (i = 0; i < SK_BUCKETS_MAX; i++) {
+                rep->bucket_init[i] = d->b_init[i];
+                rep->bucket_stock[i] = d->b_stock[i];
+                rep->bucket_active[i] = d->b_active[i];
+                rep->bucket_init_sum += d->b_init[i];
+                if (d->b_init[i] - d->b_stock[i] != d->b_active[i])
+                        rep->inv1_buckets_ok = 0;
+        }
+        if (rep->bucket_init_sum != rep->init_stock)
+                rep->inv1_buckets_ok = 0;
         rep->redis_stock = s->stock;
         rep->redis_stock_missing = s->stock_missing;
         rep->meta_status = s->meta_status;
@@ -462,7 +505,8 @@ static int redis_side(sk_verify_report_t *rep, const snap_t *s, const dbrows_t *
 /* The verdicts of DESIGN.md 9 from the figures of @p rep. */
 static void verdicts(sk_verify_report_t *rep, const snap_t *s, size_t nexpected)
 {
-        rep->inv1_ok = rep->init_stock - rep->db_stock == rep->active_orders;
+        rep->inv1_ok = rep->init_stock - rep->db_stock == rep->active_orders &&
+                       rep->inv1_buckets_ok;
         rep->inv2_ok = rep->duplicate_users == 0;
         rep->inv3_stock_ok = !s->stock_missing && rep->redis_stock == rep->expected_redis_stock;
         /* Equal sets: same size and every hash user expected. */

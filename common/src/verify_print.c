@@ -12,6 +12,18 @@ static const char *pf(int ok)
         return ok ? "PASS" : "FAIL";
 }
 
+/* The bucket rows as a JSON array (DESIGN.md v4 9: invariant 1 per bucket). */
+static void print_buckets_json(FILE *out, const sk_verify_report_t *rep)
+{
+        fprintf(out, ",\"buckets\":%d,\"bucketRows\":[", rep->buckets);
+        for (int b = 0; b < rep->buckets && b < SK_BUCKETS_MAX; b++)
+                fprintf(out, "%s{\"bucket\":%d,\"initStock\":%" PRId64 ",\"dbStock\":%" PRId64
+                        ",\"activeOrders\":%" PRId64 "}", b ? "," : "", b, rep->bucket_init[b],
+                        rep->bucket_stock[b], rep->bucket_active[b]);
+        fprintf(out, "],\"bucketInitSum\":%" PRId64 ",\"inv1Buckets\":%s", rep->bucket_init_sum,
+                rep->inv1_buckets_ok ? "true" : "false");
+}
+
 void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json)
 {
         char vid[SK_ID_STRLEN];
@@ -21,8 +33,10 @@ void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json)
                 char rstock[32] = "null";
                 if (!rep->redis_stock_missing)
                         snprintf(rstock, sizeof(rstock), "%" PRId64, rep->redis_stock);
+                fprintf(out, "{\"voucherId\":\"%s\"", vid);
+                print_buckets_json(out, rep);
                 fprintf(out,
-                        "{\"voucherId\":\"%s\",\"ok\":%s,\"initStock\":%" PRId64
+                        ",\"ok\":%s,\"initStock\":%" PRId64
                         ",\"dbStock\":%" PRId64 ",\"redisStock\":%s"
                         ",\"metaStatus\":%d,\"activeOrders\":%" PRId64
                         ",\"activeBuyers\":%" PRId64 ",\"usersInHash\":%" PRId64
@@ -35,7 +49,7 @@ void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json)
                         ",\"restoreNotEnded\":%" PRId64 ",\"paidAndEnded\":%" PRId64
                         ",\"redisStable\":%s,\"invariants\":{\"1\":%s,\"2\":%s,\"3\":%s,"
                         "\"4\":%s,\"6\":%s,\"activeLeInit\":%s}}\n",
-                        vid, rep->ok ? "true" : "false", rep->init_stock, rep->db_stock,
+                        rep->ok ? "true" : "false", rep->init_stock, rep->db_stock,
                         rstock, rep->meta_status, rep->active_orders, rep->active_buyers,
                         rep->users_in_hash, rep->duplicate_users, rep->users_not_active,
                         rep->active_not_in_hash, rep->undecided_traces, rep->pending_rollbacks,
@@ -51,6 +65,12 @@ void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json)
         fprintf(out, "voucher %s\n", vid);
         fprintf(out, "  init stock            %" PRId64 "\n", rep->init_stock);
         fprintf(out, "  DB stock              %" PRId64 "\n", rep->db_stock);
+        fprintf(out, "  buckets               %d (%d rows, init sum %" PRId64 ")\n", rep->buckets,
+                rep->bucket_rows, rep->bucket_init_sum);
+        for (int b = 0; b < rep->buckets && b < SK_BUCKETS_MAX; b++)
+                fprintf(out, "    bucket %-2d init %" PRId64 " stock %" PRId64 " active %" PRId64 "%s\n", b,
+                        rep->bucket_init[b], rep->bucket_stock[b], rep->bucket_active[b],
+                        rep->bucket_init[b] - rep->bucket_stock[b] == rep->bucket_active[b] ? "" : "  MISMATCH");
         if (rep->redis_stock_missing)
                 fprintf(out, "  Redis stock           (missing)\n");
         else
@@ -77,7 +97,7 @@ void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json)
                 fprintf(out, "  release pending       %" PRId64 " (no T:x in Redis yet: the closer or"
                         " the reconciler finishes it)\n", rep->ended_no_release);
         fprintf(out, "  paid and ended / late %" PRId64 "\n", rep->paid_and_ended);
-        fprintf(out, "  1 init - stock = active orders     %s\n", pf(rep->inv1_ok));
+        fprintf(out, "  1 init - stock = active, per bucket %s\n", pf(rep->inv1_ok));
         fprintf(out, "  2 one active order per user        %s\n", pf(rep->inv2_ok));
         fprintf(out, "  3 Redis stock and users = DB truth %s%s\n", pf(rep->inv3_ok),
                 rep->redis_stable ? "" : " (Redis kept changing: traffic is flowing)");

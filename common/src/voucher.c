@@ -25,11 +25,26 @@ static int row_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
         (void)ncols;
         out->voucher_id = cols[0];
         out->init_stock = cols[1];
-        out->stock = cols[2];
+        out->buckets = (int)cols[2];
         out->begin_ms = cols[3];
         out->end_ms = cols[4];
         out->status = (int)cols[5];
         return 1;
+}
+
+/* Row callback: one bucket row (bucket, init_stock, stock) into the sk_voucher_row_t. */
+static int bucket_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
+{
+        sk_voucher_row_t *out = arg;
+        (void)nulls;
+        (void)ncols;
+        if (cols[0] < 0 || cols[0] >= SK_BUCKETS_MAX)
+                return 0;
+        out->nrows++;
+        out->bucket_init[cols[0]] = cols[1];
+        out->bucket_stock[cols[0]] = cols[2];
+        out->stock += cols[2];
+        return 0;
 }
 
 sk_err_t sk_voucher_get(sk_db_t *db, int64_t voucher_id, int for_update,
@@ -37,18 +52,24 @@ sk_err_t sk_voucher_get(sk_db_t *db, int64_t voucher_id, int for_update,
 {
         /* Times without UNIX_TIMESTAMP (2038-limited on MariaDB 10.x). */
 #define VOUCHER_SELECT \
-        "SELECT voucher_id, init_stock, stock," \
+        "SELECT voucher_id, init_stock, buckets," \
         " TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', begin_time) DIV 1000," \
         " TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', end_time) DIV 1000," \
         " status FROM tb_seckill_voucher WHERE voucher_id = ?"
         static const char plain[] = VOUCHER_SELECT, locking[] = VOUCHER_SELECT " FOR UPDATE";
 #undef VOUCHER_SELECT
+#define BUCKET_SELECT "SELECT bucket, init_stock, stock FROM tb_seckill_stock WHERE voucher_id = ?"
+        static const char bplain[] = BUCKET_SELECT, blocking[] = BUCKET_SELECT " FOR UPDATE";
+#undef BUCKET_SELECT
         sk_voucher_row_t row;
         sk_err_t err;
 
-        row.voucher_id = 0;
+        memset(&row, 0, sizeof(row));
         err = sk_traceset_rows(db, for_update ? locking : plain, &voucher_id, 1, 6, row_cb,
                                &row, errstr, errstr_size);
+        if (err == SK_OK && row.voucher_id == voucher_id)
+                err = sk_traceset_rows(db, for_update ? blocking : bplain, &voucher_id, 1, 3,
+                                       bucket_cb, &row, errstr, errstr_size);
         if (err != SK_OK)
                 return err;
         if (row.voucher_id != voucher_id) {

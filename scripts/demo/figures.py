@@ -7,6 +7,8 @@ report.py, unit-tested by tests/unit/ops_demo_figures.sh):
   rec_summary(doc, rc)      the one-line summary of seckill-reconciler --json
   timeline(...)             answers per second by code and orders in the DB over time
   plot_timeline(...)        timeline.png through timeline.gp
+  redis_masters(run, topo)  EVALSHA calls per Redis master during the run (run.sh's
+                            cmdstats-before/after.txt: "host:port calls" a line)
 
 Ids stay strings until here and are parsed as Python ints (exact, no floats).
 """
@@ -118,6 +120,39 @@ def plot_timeline(rows, codes, datf, png, title):
         return png
     sys.stderr.write(f"demo: gnuplot (timeline) failed: {res.stderr.strip()[-500:]}\n")
     return None
+
+
+def _read_cmdstats(path):
+    out = {}
+    try:
+        with open(path) as fh:
+            for line in fh:
+                parts = line.split()
+                if parts:
+                    out[parts[0]] = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
+    except OSError:
+        pass
+    return out
+
+
+def redis_masters(run, topo):
+    """{"topology", "masters": [{"node", "evalsha_calls"}]}: cmdstat_evalsha calls of
+    every master between the front being ready and the report (after - before; a master
+    that appeared meanwhile, e.g. after a failover, counts from 0)."""
+    before = _read_cmdstats(os.path.join(run, "cmdstats-before.txt"))
+    after = _read_cmdstats(os.path.join(run, "cmdstats-after.txt"))
+    masters = [{"node": n, "evalsha_calls": max(0, c - before.get(n, 0))}
+               for n, c in sorted(after.items())]
+    return {"topology": topo, "masters": masters}
+
+
+def redis_masters_line(rm):
+    """The report's one line of per-master EVALSHA calls."""
+    ms = rm.get("masters") or []
+    if not ms:
+        return f" redis         {rm.get('topology', '?')}: no per-master figures"
+    return (f" redis         {rm.get('topology')}, {len(ms)} master(s), EVALSHA calls: "
+            + ", ".join(f"{m['node']} {m['evalsha_calls']:,}" for m in ms))
 
 
 if __name__ == "__main__":

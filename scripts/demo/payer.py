@@ -92,8 +92,8 @@ def cmd_resale(a):
     tried = accepted = 0
     with open(a.tsv, "a") as out:
         while time.time() - t0 < a.timeout_s:
-            free = sql(f"SELECT voucher_id, stock FROM `{db}`.tb_seckill_voucher "
-                       f"WHERE voucher_id IN ({vlist}) AND stock > 0")
+            free = sql(f"SELECT voucher_id, SUM(stock) FROM `{db}`.tb_seckill_stock "
+                       f"WHERE voucher_id IN ({vlist}) GROUP BY voucher_id HAVING SUM(stock) > 0")
             waiting = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order "
                               f"WHERE voucher_id IN ({vlist}) AND status = 1")[0][0])
             unpaid_left = waiting and any(

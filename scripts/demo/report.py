@@ -89,6 +89,8 @@ def rcli(*args):
     env = dict(os.environ)
     cmd = ["redis-cli", "-h", env.get("DEMO_REDIS_HOST", "127.0.0.1"),
            "-p", env.get("DEMO_REDIS_PORT", "6379"), "-n", env.get("DEMO_REDIS_DB", "0")]
+    if env.get("DEMO_REDIS_TOPO") == "cluster":
+        cmd.insert(1, "-c")  # follow MOVED to the key's master (DESIGN.md 4b)
     res = subprocess.run(cmd + list(args), capture_output=True, text=True, env=env)
     if res.returncode != 0:
         raise RuntimeError(f"redis-cli {' '.join(args)}: {res.stderr.strip()}")
@@ -416,6 +418,7 @@ def cmd_report(a):
         "drained": a.drained == 1,
         "elapsed_s": a.elapsed_s,
         "phases_s": read_phases(os.path.join(run, "phases.txt")),
+        "redis": figures.redis_masters(run, os.environ.get("DEMO_REDIS_TOPO", "standalone")),
     }
 
     # ---- plot
@@ -514,6 +517,8 @@ def print_report(r, out):
               f"{we.get('write')}, timeout {we.get('timeout')}")
     print(f" accept→DB     p50 {fmt_ms(lag['p50_ms'])}, p99 {fmt_ms(lag['p99_ms'])}, "
           f"max {fmt_ms(lag['max_ms'])} (n={lag['n']})")
+    if r.get("redis"):
+        print(figures.redis_masters_line(r["redis"]))
     print()
     print(f" {'voucher':<21}{'role':<9}{'init':>6}{'DB stock':>10}{'Redis':>7}{'orders':>8}"
           f"{'202s':>6}{'buyers':>8}{'hash':>6}  verify")

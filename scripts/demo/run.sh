@@ -37,6 +37,7 @@ DURATION_S=120
 DRAIN_TIMEOUT_S=120
 HOT_PCT=70
 KEEP=0
+REDIS_TOPO=standalone
 INSTALL=1
 BUILD=1
 BUILD_DIR=${SK_DEMO_BUILD_DIR:-$REPO/build}
@@ -67,6 +68,10 @@ usage: scripts/demo.sh [options]
   --unpaid-pct P       percent of the winners who never pay (default $UNPAID_PCT): their
                        orders close at the deadline, the units go back and are sold again
   --pay-timeout S      payment window of an order (default $PAY_TIMEOUT_S s; SECKILL_PAY_TIMEOUT_S)
+  --redis TOPO         standalone (default), cluster (the local Redis Cluster,
+                       127.0.0.1:7000-7005) or sentinel (master 6390 behind Sentinels
+                       26390-26392); the topology is started with scripts/stack.sh up
+                       TOPO and the report shows the EVALSHA calls per master
   --keep               leave the front, the consumers and the stack running
   --no-install         do not check/install Debian packages
   --no-build           use the binaries already in the build dir
@@ -96,6 +101,11 @@ while [[ $# -gt 0 ]]; do
         --unpaid-pct) need_arg "$@"; need_int "$1" "$2"; UNPAID_PCT=$2; shift 2 ;;
         --pay-timeout) need_arg "$@"; need_int "$1" "$2"; PAY_TIMEOUT_S=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
+        --redis) need_arg "$@"
+                case $2 in standalone|cluster|sentinel) REDIS_TOPO=$2 ;;
+                *) echo "demo: --redis standalone|cluster|sentinel, not '$2'" >&2; exit 2 ;;
+                esac
+                shift 2 ;;
         --no-install) INSTALL=0; shift ;;
         --no-build) BUILD=0; shift ;;
         --build-dir) need_arg "$@"; BUILD_DIR=$2; shift 2 ;;
@@ -214,7 +224,62 @@ export DEMO_MYSQL_HOST=$MYSQL_HOST DEMO_MYSQL_PORT=$MYSQL_PORT DEMO_MYSQL_USER=$
 export DEMO_REDIS_HOST=$REDIS_HOST DEMO_REDIS_PORT=$REDIS_PORT DEMO_REDIS_DB=$REDIS_DB
 [[ -n $MYSQL_PASS ]] && export MYSQL_PWD=$MYSQL_PASS
 [[ -n $REDIS_PASS ]] && export REDISCLI_AUTH=$REDIS_PASS
-rcli() { redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" -n "$REDIS_DB" "$@"; }
+# --redis cluster|sentinel (DESIGN.md 4b, 10): the binaries get the topology's URL; the
+# demo's own redis-cli calls follow MOVED (-c) on a Cluster and go to the master the
+# Sentinels name (resolved once the topology is up: topo_up below).
+RCLI_OPTS=()
+case $REDIS_TOPO in
+cluster)
+        REDIS_URL="redis-cluster://127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002"
+        REDIS_HOST=127.0.0.1 REDIS_PORT=7000 REDIS_DB=0 RCLI_OPTS=(-c) ;;
+sentinel)
+        REDIS_URL="redis-sentinel://127.0.0.1:26390,127.0.0.1:26391,127.0.0.1:26392/seckill"
+        REDIS_DB=0 ;;
+esac
+export DEMO_REDIS_TOPO=$REDIS_TOPO
+rcli() { redis-cli "${RCLI_OPTS[@]}" -h "$REDIS_HOST" -p "$REDIS_PORT" -n "$REDIS_DB" "$@"; }
+# Every master as host:port (one line each): a Cluster's from CLUSTER NODES.
+redis_masters() {
+        if [[ $REDIS_TOPO == cluster ]]; then
+                redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" cluster nodes |
+                        awk '$3 ~ /master/ && $3 !~ /fail/ && $8 == "connected" {sub(/@.*/, "", $2); print $2}' | sort
+        else
+                echo "$REDIS_HOST:$REDIS_PORT"
+        fi
+}
+# rcli_scan PATTERN: the keys matching PATTERN on every master.
+rcli_scan() {
+        local m
+        for m in $(redis_masters); do
+                redis-cli -h "${m%:*}" -p "${m##*:}" -n "$REDIS_DB" --scan --pattern "$1"
+        done
+}
+# cmdstat_evalsha calls of every master, "host:port calls" a line, into $1.
+redis_cmdstats() {
+        local m
+        for m in $(redis_masters); do
+                echo "$m $(redis-cli -h "${m%:*}" -p "${m##*:}" info commandstats |
+                        sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\).*/\1/p' | head -n 1)"
+        done > "$1"
+}
+# topo_up: start (or reuse) the Cluster / Sentinel topology; a Sentinel master's address.
+topo_up() {
+        local addr
+        [[ $REDIS_TOPO == standalone ]] && return 0
+        if ! "$REPO/scripts/stack.sh" status 2>/dev/null | awk -v s="$REDIS_TOPO" '$1 ~ "^"s && $3 == "up" {f = 1} END {exit !f}'; then
+                STARTED_SERVICES+=("$REDIS_TOPO")
+        fi
+        say "stack: scripts/stack.sh up $REDIS_TOPO"
+        "$REPO/scripts/stack.sh" up "$REDIS_TOPO" >> "$RUN/stack.log" 2>&1 9>&- ||
+                die "scripts/stack.sh up $REDIS_TOPO failed (log: $RUN/stack.log)"
+        if [[ $REDIS_TOPO == sentinel ]]; then
+                addr=$(redis-cli -p 26390 sentinel get-master-addr-by-name seckill | paste -sd:)
+                [[ $addr =~ ^[^:]+:[0-9]+$ ]] || die "the Sentinels name no master for 'seckill'"
+                REDIS_HOST=${addr%:*} REDIS_PORT=${addr##*:}
+        fi
+        export DEMO_REDIS_HOST=$REDIS_HOST DEMO_REDIS_PORT=$REDIS_PORT DEMO_REDIS_DB=$REDIS_DB
+        say "redis: $REDIS_TOPO ($REDIS_URL), masters $(redis_masters | paste -sd' ')"
+}
 # MariaDB 11 (Debian 13) names the client "mariadb" and drops "mysql" to a compat package.
 MYSQL_CLI=$(command -v mariadb || command -v mysql || echo mysql)
 export DEMO_MYSQL_CLI=$MYSQL_CLI
@@ -367,6 +432,7 @@ if [[ -n $STACK_BG ]]; then
         sed 's/^/    /' "$RUN/stack.log" | tail -n 15
         [[ $stack_rc -eq 0 ]] || die "scripts/stack.sh up failed (exit $stack_rc; log: $RUN/stack.log)"
 fi
+topo_up
 rcli ping >/dev/null || die "redis at $REDIS_HOST:$REDIS_PORT does not answer"
 sql -e "SELECT 1" >/dev/null || die "mariadb at $MYSQL_HOST:$MYSQL_PORT does not answer"
 
@@ -392,7 +458,7 @@ if [[ -f $STATE ]]; then
                         [[ -n $key ]] || continue
                         rcli unlink "$key" >/dev/null
                         n=$((n + 1))
-                done < <(rcli --scan --pattern "$old_prefix:*")
+                done < <(rcli_scan "$old_prefix:*")
                 say "deleted $n Redis keys of the previous run ($old_prefix)"
         fi
 fi
@@ -451,8 +517,10 @@ SALE_VLIST=$(IFS=,; echo "${VOUCHERS[*]}")
 create_voucher 1
 WARMUP=${VOUCHERS[-1]}
 if (( DRIFT > 0 )); then
-        sql -e "UPDATE \`$DB\`.tb_seckill_voucher SET init_stock = init_stock - $DRIFT, stock = stock - $DRIFT
-                WHERE voucher_id = ${VOUCHERS[0]}" || die "cannot apply --drift"
+        sql -e "UPDATE \`$DB\`.tb_seckill_voucher SET init_stock = init_stock - $DRIFT
+                WHERE voucher_id = ${VOUCHERS[0]};
+                UPDATE \`$DB\`.tb_seckill_stock SET init_stock = init_stock - $DRIFT, stock = stock - $DRIFT
+                WHERE voucher_id = ${VOUCHERS[0]} AND bucket = 0" || die "cannot apply --drift"
         STOCKS[0]=$((HOT_STOCK - DRIFT))
         say "--drift $DRIFT: the DB now holds $((HOT_STOCK - DRIFT)) units of the hot voucher, Redis $HOT_STOCK"
 fi
@@ -491,6 +559,7 @@ fi
 say "front ready: $(tr -d '\n' < "$RUN/readyz.json" | cut -c1-200)"
 phase() { echo "$1 $(( $(date +%s) - T0 ))" >> "$RUN/phases.txt"; }   # seconds since start
 phase ready
+redis_cmdstats "$RUN/cmdstats-before.txt"
 payments_start   # scripts/demo/payments.sh (DESIGN.md 13)
 
 # ------------------------------------------------------------------ 7. warm-up, then the sale
@@ -612,6 +681,7 @@ for v in "${VOUCHERS[@]}"; do
         say "seckill-admin verify $v: exit $vrc"
 done
 curl -fsS -m 5 "http://$HTTP_ADDR/metrics" > "$RUN/front-metrics.txt" 2>/dev/null || true
+redis_cmdstats "$RUN/cmdstats-after.txt"
 curl -fsS -m 5 "http://127.0.0.1:$METRICS_PORT/metrics" > "$RUN/consumer-metrics.txt" 2>/dev/null || true
 
 # ------------------------------------------------------------------ 10. report

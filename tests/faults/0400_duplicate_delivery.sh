@@ -17,7 +17,7 @@ ft_settle 60 || ft_fail "first delivery not decided"
 ft_wait_lag0 60 || ft_fail "the group did not commit the first delivery"
 snapshot() {
         ft_sql "SELECT (SELECT COUNT(*) FROM tb_seckill_outcome), (SELECT COUNT(*) FROM tb_voucher_order),
-                (SELECT GROUP_CONCAT(stock ORDER BY voucher_id) FROM tb_seckill_voucher),
+                (SELECT GROUP_CONCAT(stock ORDER BY voucher_id, bucket) FROM tb_seckill_stock),
                 (SELECT COUNT(*) FROM tb_voucher_reconcile_log WHERE log_type = 1),
                 (SELECT COUNT(*) FROM tb_voucher_reconcile_log)" | tr '\t' ' '
         echo "redis $(ft_rcli get "$(ft_key "$V" stock)") $(ft_rcli get "$(ft_key "$V2" stock)") $(ft_rcli hlen "$(ft_key "$V" users)") $(ft_rcli hlen "$(ft_key "$V2" users)")"

@@ -16,7 +16,7 @@ ft_eq "$(ft_rcli get "$(ft_key "$V" stock)")" 0 "sold out in Redis"
 ft_wait_exit c1 30 && ft_ok "consumer killed at closer.after_db_commit" || ft_fail "consumer still alive"
 closed=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $V AND status = 4")
 ((closed >= 1)) && ft_ok "$closed order(s) CLOSED in the DB" || ft_fail "no order closed"
-ft_eq "$(ft_sql "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = $V")" "$closed" "DB stock got the closed units back"
+ft_eq "$(ft_sql "SELECT SUM(stock) FROM tb_seckill_stock WHERE voucher_id = $V")" "$closed" "DB stock got the closed units back"
 ft_eq "$(ft_sql "SELECT COUNT(*) FROM tb_voucher_reconcile_log WHERE voucher_id = $V AND log_type = 1 AND business_type = 5")" \
         "$closed" "one RESTORE row per closed order"
 ft_eq "$(ft_rcli get "$(ft_key "$V" stock)")" 0 "Redis not released (crash after the DB commit)"

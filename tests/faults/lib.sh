@@ -62,7 +62,14 @@ ft_eq() { if [[ "$1" == "$2" ]]; then ft_ok "$3"; else ft_fail "$3: got '$1', wa
 
 ft_sql() { mysql --no-defaults -uroot -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" --protocol=TCP -N -B "$FT_DB" -e "$1"; }
 ft_sql_root() { mysql --no-defaults -uroot -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" --protocol=TCP -N -B -e "$1"; }
-ft_rcli() { redis-cli -h "$FT_REDIS_HOST" -p "$FT_REDIS_PORT" "$@"; }
+# A Cluster or Sentinel URL goes through sk-rcli (the sk_redis routing layer, DESIGN.md
+# 4b: keys routed to their slot's master); one server through redis-cli.
+ft_rcli() {
+        case ${SECKILL_REDIS_URL:-} in
+        redis-cluster://* | redis-sentinel://*) "${SK_BUILD:?}/tests/sk-rcli" "$@" ;;
+        *) redis-cli -h "$FT_REDIS_HOST" -p "$FT_REDIS_PORT" "$@" ;;
+        esac
+}
 # ft_key VOUCHER meta|stock|users|trace [BUCKET]: a bucket's key (DESIGN.md 4; bucket 0 by default).
 ft_key() { printf '%s:{v:%s:%s}:%s' "$FT_PREFIX" "$1" "${3:-0}" "$2"; }
 
@@ -70,6 +77,31 @@ ft_free_port() {
         python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 ft_port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+# ft_low_ports N: N distinct free loopback ports below the kernel's ephemeral range (a port
+# picked inside it can be taken by some client's connection before a server binds it),
+# never a port of the shared servers or topologies (3306, 6379, 9092-9093, 6390-6391,
+# 7000-7005 and their bus ports 17000-17005, 26390-26392).
+ft_low_ports() {
+        python3 -c '
+import random, socket, sys
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+shared = {3306, 6379, 9092, 9093, 6390, 6391} | set(range(7000, 7006)) | set(range(17000, 17006)) \
+        | set(range(26390, 26393))
+out = []
+while len(out) < int(sys.argv[1]):
+    p = random.randint(max(1024, lo - 12000), lo - 1)
+    if p in out or p in shared:
+        continue
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    out.append(p)
+print(" ".join(map(str, out)))' "$1"
+}
 
 # ft_init NAME: names, environment, migrated database, cleanup trap.
 ft_init() {
@@ -405,7 +437,13 @@ ft_check() {
         if [[ $vrc == 0 ]]; then ft_ok "seckill-admin verify $v: exit 0"; else
                 ft_fail "seckill-admin verify $v: exit $vrc: $(tr '\n' ' ' <"$FT_WORK/verify.$v.log" | cut -c1-600)"
         fi
-        read -r init dbstock < <(ft_sql "SELECT init_stock, stock FROM tb_seckill_voucher WHERE voucher_id = $v")
+        # The stock is the sum of the voucher's bucket rows (DESIGN.md v4 6); verify above checks each bucket.
+        read -r init dbstock < <(ft_sql "SELECT init_stock, (SELECT COALESCE(SUM(stock), 0) FROM tb_seckill_stock s
+                WHERE s.voucher_id = v.voucher_id) FROM tb_seckill_voucher v WHERE voucher_id = $v")
+        bad=$(ft_sql "SELECT COUNT(*) FROM tb_seckill_stock s WHERE s.voucher_id = $v AND s.init_stock - s.stock <>
+                (SELECT COUNT(*) FROM tb_voucher_order o WHERE o.voucher_id = s.voucher_id AND o.bucket = s.bucket
+                 AND o.status IN (1, 2))")
+        ft_eq "$bad" 0 "per bucket: init_stock - stock = active orders of the bucket"
         active=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $v AND status IN (1, 2)")
         ft_log "voucher $v: init $init, DB stock $dbstock, active orders $active, 202s $(ft_sql "SELECT COUNT(*) FROM ft_accepted WHERE voucher_id = $v")"
         ((active <= init)) && ft_ok "zero oversell ($active <= $init)" || ft_fail "OVERSELL: $active active orders for $init units"
@@ -608,6 +646,43 @@ ft_buy_loop() {
 ft_buy_loop_stop() {
         touch "$FT_WORK/loop.stop"
         wait "$FT_LOOP_PID"
+}
+
+# ft_probe_202 FRONT V FIRST_USER TIMEOUT_S: one purchase at a time (new users from
+# FIRST_USER, 0.3 s apart) until one gets 202, a 409 (sold out: the probe cannot tell) or
+# TIMEOUT_S passes; the answers join the record like ft_buy's. FT_PROBE_S = seconds until
+# the 202, empty if none.
+ft_probe_202() {
+        local front=$1 v=$2 u=$3 timeout_s=$4 t0=$SECONDS code
+        FT_PROBE_S=
+        : >"$FT_WORK/probe.txt"
+        for ((; SECONDS - t0 < timeout_s; u++)); do
+                "$FT_WORK/buy1.sh" "${FT_ADDR[$front]}" "$v" "$u" "$FT_WORK/probe.txt"
+                code=$(tail -n 1 "$FT_WORK/probe.txt" | awk '{print $2}')
+                [[ $code == 202 ]] && { FT_PROBE_S=$((SECONDS - t0)); break; }
+                [[ $code == 409 ]] && break
+                sleep 0.3
+        done
+        cat "$FT_WORK/probe.txt" >>"$FT_WORK/results.txt"
+        awk '$2 == 202' "$FT_WORK/probe.txt" |
+                sed -n "s/^\([0-9]*\) 202 .*\"orderId\":\"\([0-9]*\)\".*\"traceId\":\"\([0-9]*\)\".*/\1 \2 \3 $v/p" \
+                >>"$FT_WORK/accepted.tsv"
+        [[ -n $FT_PROBE_S ]]
+}
+
+# ft_drain_check FRONT V FIRST_USER COUNT: the end of a case: settle what was accepted,
+# --repair, check; then COUNT new buyers sell the voucher out; settle, --repair, check
+# with --sold-out, orders/me.
+ft_drain_check() {
+        local front=$1 v=$2
+        ft_settle 60 || ft_fail "202s not decided after the fault"
+        ft_reconcile 120 || ft_fail "reconciler never reached a consistent pass (last exit $FT_RECON_RC)"
+        ft_check "$v"
+        ft_buy "$front" "$v" "$3" "$4" 8
+        ft_settle 60 || ft_fail "202s of the drain not decided"
+        ft_reconcile 90 || ft_fail "reconciler after the drain: last exit $FT_RECON_RC"
+        ft_check "$v" --sold-out
+        ft_check_me "$front" "$v"
 }
 
 # --- Figures of the case (docs/FAULTS.md) ---------------------------------------------

@@ -193,27 +193,8 @@ ft_kafka3_stop_all() {
         ft_kafka3_kill_nodes
 }
 
-# N distinct free loopback ports below the kernel's ephemeral range: a port picked there
-# can be taken by some client's connection before a JVM (seconds later) binds it.
-ft_kafka3_ports() {
-        python3 -c '
-import random, socket, sys
-lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-out = []
-while len(out) < int(sys.argv[1]):
-    p = random.randint(max(1024, lo - 12000), lo - 1)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    if p not in out:
-        out.append(p)
-print(" ".join(map(str, out)))
-' "$1"
-}
+# N distinct free loopback ports below the kernel's ephemeral range (lib.sh).
+ft_kafka3_ports() { ft_low_ports "$1"; }
 
 # One attempt to boot the four nodes with cluster id $1 on fresh ports and data: until
 # the three brokers are in the metadata (150 s). 1 when a node exited (a port taken

@@ -35,7 +35,7 @@ static redisReply *cmd(const char *fmt, ...)
         redisReply *reply;
 
         va_start(ap, fmt);
-        reply = redisvCommand(sk_redis_ctx(g_r), fmt, ap);
+        reply = sk_test_vcmd(g_r, fmt, ap);
         va_end(ap);
         ck_assert_msg(reply != NULL, "redis command failed");
         return reply;
@@ -48,7 +48,7 @@ static long long cmd_int(const char *fmt, ...)
         long long v;
 
         va_start(ap, fmt);
-        reply = redisvCommand(sk_redis_ctx(g_r), fmt, ap);
+        reply = sk_test_vcmd(g_r, fmt, ap);
         va_end(ap);
         ck_assert_msg(reply && reply->type == REDIS_REPLY_INTEGER, "expected an integer reply");
         v = reply->integer;
@@ -64,7 +64,7 @@ static char *cmd_str(const char *fmt, ...)
         char *s = NULL;
 
         va_start(ap, fmt);
-        reply = redisvCommand(sk_redis_ctx(g_r), fmt, ap);
+        reply = sk_test_vcmd(g_r, fmt, ap);
         va_end(ap);
         ck_assert_msg(reply != NULL, "redis command failed");
         if (reply->type == REDIS_REPLY_STRING)
@@ -173,7 +173,7 @@ static sk_rollback_res_t rollback(int64_t vid, int64_t trace, int64_t user, cons
 {
         sk_rollback_res_t res;
         char errstr[512] = "";
-        sk_err_t err = sk_rollback_run(g_r, g_conf.redis_prefix, vid, trace, user, mode, reason,
+        sk_err_t err = sk_rollback_run(g_r, g_conf.redis_prefix, vid, 0, trace, user, mode, reason,
                                        clamp_to, sk_expire_extra_ms(48), &res, errstr,
                                        sizeof(errstr));
         ck_assert_msg(err == SK_OK, "rollback: %s: %s", sk_err2str(err), errstr);

@@ -40,7 +40,7 @@ static void must(sk_redis_t *r, const char *fmt, ...)
         redisReply *reply;
 
         va_start(ap, fmt);
-        reply = redisvCommand(sk_redis_ctx(r), fmt, ap);
+        reply = sk_test_vcmd(r, fmt, ap);
         va_end(ap);
         ck_assert_msg(reply && reply->type != REDIS_REPLY_ERROR, "command %s failed", fmt);
         freeReplyObject(reply);
@@ -48,7 +48,7 @@ static void must(sk_redis_t *r, const char *fmt, ...)
 
 static long long get_ll(sk_redis_t *r, const char *key)
 {
-        redisReply *reply = redisCommand(sk_redis_ctx(r), "GET %s", key);
+        redisReply *reply = sk_test_cmd(r, "GET %s", key);
         long long v;
         ck_assert_msg(reply && reply->type == REDIS_REPLY_STRING, "GET %s", key);
         v = strtoll(reply->str, NULL, 10);
@@ -134,7 +134,7 @@ static void *race_watcher(void *arg)
 {
         sk_redis_t *r = arg;
         while (!g_race.done) {
-                redisReply *reply = redisCommand(sk_redis_ctx(r), "GET %s", g_race.k.stock);
+                redisReply *reply = sk_test_cmd(r, "GET %s", g_race.k.stock);
                 if (reply && reply->type == REDIS_REPLY_STRING && reply->str[0] == '-')
                         g_race.negative_seen = 1;
                 if (reply)
@@ -172,7 +172,7 @@ START_TEST(concurrent_last_unit)
         ck_assert_int_eq(g_race.negative_seen, 0);
         ck_assert_int_eq(get_ll(r, g_race.k.stock), 0);
         {
-                redisReply *reply = redisCommand(sk_redis_ctx(r), "HLEN %s", g_race.k.users);
+                redisReply *reply = sk_test_cmd(r, "HLEN %s", g_race.k.users);
                 ck_assert_int_eq(reply->integer, 1);
                 freeReplyObject(reply);
         }

@@ -33,7 +33,7 @@ static redisReply *cmd(const char *fmt, ...)
         redisReply *reply;
 
         va_start(ap, fmt);
-        reply = redisvCommand(sk_redis_ctx(g_r), fmt, ap);
+        reply = sk_test_vcmd(g_r, fmt, ap);
         va_end(ap);
         ck_assert_msg(reply != NULL, "redis command failed");
         ck_assert_msg(reply->type != REDIS_REPLY_ERROR, "redis error: %s", reply->str);
@@ -46,7 +46,7 @@ static void cmd_ok(const char *fmt, ...)
         redisReply *reply;
 
         va_start(ap, fmt);
-        reply = redisvCommand(sk_redis_ctx(g_r), fmt, ap);
+        reply = sk_test_vcmd(g_r, fmt, ap);
         va_end(ap);
         ck_assert_msg(reply && reply->type != REDIS_REPLY_ERROR, "redis command failed");
         freeReplyObject(reply);
@@ -60,7 +60,7 @@ static char *str(const char *fmt, ...)
         char *s = NULL;
 
         va_start(ap, fmt);
-        reply = redisvCommand(sk_redis_ctx(g_r), fmt, ap);
+        reply = sk_test_vcmd(g_r, fmt, ap);
         va_end(ap);
         ck_assert_ptr_nonnull(reply);
         if (reply->type == REDIS_REPLY_STRING)
@@ -182,7 +182,7 @@ START_TEST(release_then_rollback_restores_once)
         ck_assert_int_eq(release(&o, "cancel").restored, 1);
         ck_assert_int_eq(stock_of(&k), 5);
         /* A rollback (fence) of the same trace afterwards must not give it back again. */
-        ck_assert_int_eq(sk_rollback_run(g_r, g_conf.redis_prefix, k.vid, o.trace_id, 12,
+        ck_assert_int_eq(sk_rollback_run(g_r, g_conf.redis_prefix, k.vid, 0, o.trace_id, 12,
                                          "reconciler", SK_REASON_LOST, -1, sk_expire_extra_ms(48),
                                          &rb, errstr, sizeof(errstr)), SK_OK);
         ck_assert_int_eq(rb.already, 0);
@@ -201,7 +201,7 @@ START_TEST(rollback_then_release_restores_once)
 
         voucher(&k, 5);
         o = buy(&k, 13);
-        ck_assert_int_eq(sk_rollback_run(g_r, g_conf.redis_prefix, k.vid, o.trace_id, 13,
+        ck_assert_int_eq(sk_rollback_run(g_r, g_conf.redis_prefix, k.vid, 0, o.trace_id, 13,
                                          "reconciler", SK_REASON_LOST, -1, sk_expire_extra_ms(48),
                                          &rb, errstr, sizeof(errstr)), SK_OK);
         ck_assert_int_eq(rb.restored, 1);

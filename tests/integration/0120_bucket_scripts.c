@@ -725,7 +725,7 @@ START_TEST(c_api_runs_home_step_on_other_bucket)
         freeReplyObject(take(&v, 0, 2, &p, NULL));
         sk_id_parse_cstr(p.t, &trace);
         sk_id_parse_cstr(p.u, &user);
-        ck_assert_msg(sk_rollback_run(g_r, g_conf.redis_prefix, v.vid, trace, user, "reconciler",
+        ck_assert_msg(sk_rollback_run(g_r, g_conf.redis_prefix, v.vid, 0, trace, user, "reconciler",
                                       SK_REASON_LOST, -1, EXTRA_MS, &rr, errstr,
                                       sizeof(errstr)) == SK_OK, "%s", errstr);
         ck_assert_int_eq(rr.restored, 1);
@@ -736,7 +736,7 @@ START_TEST(c_api_runs_home_step_on_other_bucket)
         ck_assert_int_eq(cmd_int("HEXISTS %s %s", v.b[2].trace, p.tr), 1);
         /* interrupted pair: users[U] back to T; a repeat (ALREADY) completes it */
         freeReplyObject(cmd("HSET %s %s %s", v.b[2].users, p.u, p.t));
-        ck_assert_int_eq(sk_rollback_run(g_r, g_conf.redis_prefix, v.vid, trace, user, "reconciler",
+        ck_assert_int_eq(sk_rollback_run(g_r, g_conf.redis_prefix, v.vid, 0, trace, user, "reconciler",
                                          SK_REASON_LOST, -1, EXTRA_MS, &rr, errstr,
                                          sizeof(errstr)), SK_OK);
         ck_assert_int_eq(rr.already, 1);

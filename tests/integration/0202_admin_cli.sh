@@ -77,7 +77,7 @@ if run 0 voucher create --stock 5 --begin "$BEGIN_ISO" --end "$END_S"; then
         [ -n "$V" ] && ok "create prints a canonical id ($V)" || fail "create output: $(cat "$OUT")"
 fi
 V=${V:-0}
-eq "$(sql "SELECT CONCAT_WS(',', init_stock, stock, status, TIMESTAMPDIFF(SECOND, '1970-01-01', begin_time), TIMESTAMPDIFF(SECOND, '1970-01-01', end_time)) FROM tb_seckill_voucher WHERE voucher_id = $V")" \
+eq "$(sql "SELECT CONCAT_WS(',', v.init_stock, s.stock, status, TIMESTAMPDIFF(SECOND, '1970-01-01', begin_time), TIMESTAMPDIFF(SECOND, '1970-01-01', end_time)) FROM tb_seckill_voucher v JOIN tb_seckill_stock s USING (voucher_id) WHERE voucher_id = $V")" \
    "5,5,1,$((NOW - 3600)),$END_S" "row has stock, status and both times (ISO and epoch)"
 # An offset zone: 18:00+08:00 is 10:00Z.
 if run 0 voucher create --stock 1 --begin 2030-01-01T18:00:00+08:00 --end 2030-01-01T20:00:00.5Z --status 2; then
@@ -95,6 +95,15 @@ if run 0 voucher create --stock 10 --buckets 4 --begin "$BEGIN_ISO" --end "$END_
         eq "$(sql "SELECT GROUP_CONCAT(CONCAT(bucket, ':', init_stock, '/', stock) ORDER BY bucket) FROM tb_seckill_stock WHERE voucher_id = ${VB:-0}")" \
            "0:3/3,1:3/3,2:2/2,3:2/2" "--buckets 4: rows 3,3,2,2"
         eq "$(sql "SELECT CONCAT_WS(',', buckets, init_stock) FROM tb_seckill_voucher WHERE voucher_id = ${VB:-0}")" "4,10" "voucher row: buckets 4, init = total"
+        # add-stock (DESIGN.md 14): +6 spread 2,2,1,1; a repeated request id changes nothing.
+        run 0 voucher add-stock "${VB:-0}" --stock 6 --request-id "r-1" --wait-ms 2000
+        eq "$(sql "SELECT GROUP_CONCAT(CONCAT(bucket, ':', init_stock, '/', stock) ORDER BY bucket) FROM tb_seckill_stock WHERE voucher_id = ${VB:-0}")" \
+           "0:5/5,1:5/5,2:3/3,3:3/3" "add-stock 6: rows 5,5,3,3"
+        eq "$(sql "SELECT init_stock FROM tb_seckill_voucher WHERE voucher_id = ${VB:-0}")" "16" "add-stock: voucher init 16"
+        run 0 voucher add-stock "${VB:-0}" --stock 6 --request-id "r-1" --wait-ms 2000 && grep -q "already applied" "$ERR" && ok "repeated request id: exit 0, says so"
+        eq "$(sql "SELECT CONCAT(SUM(init_stock), '/', COUNT(*)) FROM tb_seckill_stock WHERE voucher_id = ${VB:-0}")" "16/4" "repeat changed nothing"
+        eq "$(sql "SELECT COUNT(*) FROM tb_seckill_stock_change WHERE voucher_id = ${VB:-0}")" "1" "one stock change row"
+        run 2 voucher add-stock "${VB:-0}" --stock 6 && ok "add-stock without --request-id rejected"
 fi
 NV=$(sql "SELECT COUNT(*) FROM tb_seckill_voucher")
 run 2 voucher create --stock 5 --buckets 17 --begin "$BEGIN_ISO" --end "$END_S" && ok "--buckets 17 rejected"
@@ -126,7 +135,7 @@ run 2 voucher preheat 42 && grep -q "not in the database" "$ERR" && ok "preheat 
 
 # --- preheat ---------------------------------------------------------------------------
 sql "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id) VALUES (501, 71, $V, 901)"
-sql "UPDATE tb_seckill_voucher SET stock = 4 WHERE voucher_id = $V"
+sql "UPDATE tb_seckill_stock SET stock = 4 WHERE voucher_id = $V"
 run 0 voucher preheat "$V" && ok "preheat exit 0"
 eq "$(rcli get "${P}:{v:${V}:0}:stock")" "4" "stock = DB stock"
 eq "$(rcli hget "${P}:{v:${V}:0}:users" 71)" "901" "users = DB active buyers -> trace id"

@@ -25,10 +25,10 @@ static int64_t g_worst_us;
 static void *pinger(void *arg)
 {
         const char *key = arg;
-        struct timeval tv = { 5, 0 };
-        redisContext *rc = redisConnectWithTimeout(rb_conf.redis.host, rb_conf.redis.port, tv);
+        char errstr[256];
+        sk_redis_t *rc = sk_redis_connect(&rb_conf.redis, 5000, errstr, sizeof(errstr));
 
-        if (!rc || rc->err)
+        if (!rc)
                 return NULL;
         while (!g_stop) {
                 struct timespec a, b;
@@ -36,7 +36,7 @@ static void *pinger(void *arg)
                 int64_t us;
 
                 clock_gettime(CLOCK_MONOTONIC, &a);
-                reply = redisCommand(rc, "GET %s", key);
+                reply = sk_test_cmd(rc, "GET %s", key);
                 clock_gettime(CLOCK_MONOTONIC, &b);
                 if (!reply)
                         break;
@@ -45,7 +45,7 @@ static void *pinger(void *arg)
                 if (us > g_worst_us)
                         g_worst_us = us;
         }
-        redisFree(rc);
+        sk_redis_close(rc);
         return NULL;
 }
 
@@ -150,7 +150,7 @@ START_TEST(big_users_hash_is_written_in_chunks)
          * gives up, the live users hash, stock and status are untouched. */
         ck_assert_int_eq(sk_failpoint_setup("rebuild.between_chunks=1*error", errstr,
                                             sizeof(errstr)), 0);
-        rb_sql("UPDATE tb_seckill_voucher SET stock = 4000");
+        rb_sql("UPDATE tb_seckill_stock SET stock = 4000");
         err = sk_rebuild_voucher(&rb_conf, vid, 5000, &rep, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_EAGAIN && strstr(errstr, "between_chunks"), "%d %s", err,
                       errstr);

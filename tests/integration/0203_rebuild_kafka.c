@@ -48,7 +48,7 @@ START_TEST(rebuild_waits_for_the_group)
 
         /* The DB moved on meanwhile (a consumer sold 3); once the group caught up, the
          * rebuild copies it. */
-        ck_assert_int_eq(sk_db_exec(db, "UPDATE tb_seckill_voucher SET stock = 7", errstr,
+        ck_assert_int_eq(sk_db_exec(db, "UPDATE tb_seckill_stock SET stock = 7", errstr,
                                     sizeof(errstr)), SK_OK);
         rb_commit(part);
         err = sk_rebuild_voucher(&rb_conf, g_voucher, 10000, &rep, errstr, sizeof(errstr));

@@ -53,7 +53,7 @@ START_TEST(other_vouchers_backlog_does_not_hold_the_rebuild)
         rb_commit(pvb);
 
         /* The DB moved (a consumer sold 2 of V): the rebuild copies it, lag elsewhere. */
-        rb_sql("UPDATE tb_seckill_voucher SET stock = 8");
+        rb_sql("UPDATE tb_seckill_stock SET stock = 8");
         err = sk_rebuild_voucher(&rb_conf, vid, 3000, &rep, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_OK, "rebuild with another voucher's backlog: %d %s", err, errstr);
         ck_assert_int_eq(rep.lag, 0);

@@ -77,6 +77,8 @@ static __attribute__((unused)) int64_t rb_voucher(int64_t init_stock, int64_t st
                  " UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, UTC_TIMESTAMP(3) + INTERVAL 1 HOUR, 1)",
                  vid, init_stock, stock);
         rb_sql(sql);
+        rb_sql("INSERT IGNORE INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock)"
+                 " SELECT voucher_id, 0, init_stock, stock FROM tb_seckill_voucher");
         return vid;
 }
 

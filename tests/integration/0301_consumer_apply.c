@@ -47,7 +47,7 @@ START_TEST(duplicate_message_one_order)
         ck_assert_int_eq(outcome_of(m.trace_id), SK_OUTCOME_CREATED);
 
         ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 2);
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 3);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 3);
         ck_assert(!ct_fenced(vid, m.trace_id));
         ck_assert(ct_redis_user_is(vid, uid, m.trace_id));
         ck_assert_int_eq(ct_redis_stock(vid), 3);
@@ -121,7 +121,7 @@ START_TEST(batch_of_10_with_7_left)
         ck_assert_int_eq(failed, 3);
         ck_assert_int_eq(released, 3);
         ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 7);
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 0);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 0);
         /* sold_out restores nothing and clamps Redis to the DB stock. */
         ck_assert_int_eq(ct_redis_stock(vid), 0);
 }
@@ -148,7 +148,7 @@ START_TEST(has_order_restores_and_keeps_user)
         ck_assert(ct_fenced(vid, m.trace_id));
         ck_assert_int_eq(ct_redis_stock(vid), 4);                 /* restored */
         ck_assert(ct_redis_user_is(vid, uid, m.trace_id));         /* kept */
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 4);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 4);
         ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 1);
         ck_assert(ct_i64("SELECT id FROM tb_voucher_order WHERE voucher_id = %" PRId64
                          " AND user_id = %" PRId64, vid, uid) == old_order);
@@ -165,7 +165,7 @@ START_TEST(fenced_trace_fails_front_rollback)
         ct_voucher(vid, 5, 5, 5);
         ck_assert_int_eq(ct_deduct(vid, uid, &m, json), 0);
         /* The front gave up first (e.g. NOT_PERSISTED) and fenced the trace. */
-        ck_assert_int_eq(sk_rollback_run(CT.r, CT.conf.redis_prefix, vid, m.trace_id, uid, "front",
+        ck_assert_int_eq(sk_rollback_run(CT.r, CT.conf.redis_prefix, vid, 0, m.trace_id, uid, "front",
                                          SK_REASON_FRONT_ROLLBACK, -1, CT.extra_ms, &res, errstr,
                                          sizeof(errstr)), SK_OK);
         ck_assert_int_eq(ct_redis_stock(vid), 5);
@@ -174,7 +174,7 @@ START_TEST(fenced_trace_fails_front_rollback)
         ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64
                                 " AND reason = 'front_rollback'", m.trace_id), 1);
         ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 0);
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 5);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 5);
         ck_assert_int_eq(ct_redis_stock(vid), 5); /* not restored twice */
 }
 END_TEST
@@ -198,7 +198,7 @@ START_TEST(failed_outcome_means_no_order)
         ck_assert_int_eq(ct_redis_stock(vid), 5);
         ck_assert(!ct_redis_user_is(vid, uid, m.trace_id));
         ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 0);
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 5);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 5);
         ck_assert_int_eq(outcome_of(m.trace_id), SK_OUTCOME_FAILED);
 }
 END_TEST
@@ -220,7 +220,7 @@ START_TEST(db_stock_zero_clamps_redis)
         ck_assert_int_eq(ct_redis_stock(vid), 0);                /* clamped, not restored */
         ck_assert(!ct_redis_user_is(vid, uid, m.trace_id));       /* released */
         ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 0);
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 0);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 0);
 }
 END_TEST
 
@@ -283,7 +283,7 @@ START_TEST(collision_goes_to_dlq)
         ck_assert_int_eq(outcome_of(b.trace_id), -1); /* no decision */
         ck_assert(ct_i64("SELECT user_id FROM tb_voucher_order WHERE id = %" PRId64, order) == ua);
         ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 1);
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 4);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 4);
         ck_assert(ct_redis_user_is(vid, ub, b.trace_id)); /* no Redis change */
 }
 END_TEST
@@ -320,7 +320,7 @@ START_TEST(other_db_error_retried_then_dlq)
         ck_assert_int_eq(outcome_of(m.trace_id), -1);
         ck_assert(!ct_fenced(vid, m.trace_id));
         ck_assert(ct_redis_user_is(vid, uid, m.trace_id));
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 4);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 4);
 }
 END_TEST
 

@@ -39,7 +39,7 @@ START_TEST(lock_wait_then_applied)
         ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
         ck_assert(!ct_fenced(vid, m.trace_id));
         ck_assert(ct_redis_user_is(vid, uid, m.trace_id));
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 4);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 4);
 
         /* The worker is still in the group and serving. */
         ck_assert_int_eq(ct_deduct(vid, sk_test_rand_id(), &later, json2), 0);
@@ -99,8 +99,8 @@ START_TEST(b_between_a_survives_kill)
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         ck_assert_int_eq(ct_committed0(), base + 3);
         ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, va), 2);
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, va), 3);
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vb), 4);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, va), 3);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vb), 4);
         ck_assert(!ct_fenced(vb, b.trace_id));
 }
 END_TEST

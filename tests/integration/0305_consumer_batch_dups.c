@@ -108,7 +108,7 @@ START_TEST(redriven_backlog_keeps_the_batch)
                                         m[i].trace_id), 1);
                 ck_assert(!ct_fenced(vid, m[i].trace_id));
         }
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 10);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 10);
 }
 END_TEST
 
@@ -142,7 +142,7 @@ START_TEST(deduct_qty_2_is_poison)
         ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64,
                                 m.trace_id), 0);
         ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 0);
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 5);
+        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 5);
 }
 END_TEST
 

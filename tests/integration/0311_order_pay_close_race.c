@@ -160,7 +160,7 @@ static void run(sk_db_t *main_db, int kind_a, int rounds, int *wins_a, int *wins
                 int64_t id = (kind_a == 0 ? 1 : 100001) + i;
                 int64_t st, restores, stock0;
 
-                stock0 = q(main_db, "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, VOUCHER);
+                stock0 = q(main_db, "SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, VOUCHER);
                 new_order(main_db, id, kind_a == 0 ? 30 : 0);
                 memset(&a, 0, sizeof(a));
                 memset(&b, 0, sizeof(b));
@@ -212,7 +212,7 @@ static void run(sk_db_t *main_db, int kind_a, int rounds, int *wins_a, int *wins
                         else
                                 (*wins_b)++;
                 }
-                ck_assert_int_eq(q(main_db, "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64,
+                ck_assert_int_eq(q(main_db, "SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64,
                                    VOUCHER), stock0 + restores);
         }
         sk_db_close(da);
@@ -258,6 +258,9 @@ static void setup(void)
                  "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, stock, begin_time, end_time,"
                  " status) VALUES (%" PRId64 ", 1000, 0, NOW(3), NOW(3) + INTERVAL 1 HOUR, 1)", VOUCHER);
         exec_or_fail(db, sql);
+        /* its one bucket row (DESIGN.md v4 6) */
+        exec_or_fail(db, "INSERT IGNORE INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock)"
+                 " SELECT voucher_id, 0, init_stock, stock FROM tb_seckill_voucher");
         sk_db_close(db);
 }
 

@@ -13,11 +13,12 @@
 
 #include "0499_front_util.h"
 #include "sk/kafka.h"
+#include "sk/msg.h"
 
 static sk_conf_t g_conf;
 static int g_port;
 static pid_t g_pid;
-static redisContext *g_rc;
+static sk_redis_t *g_rc;
 static char g_log[256];
 
 static int64_t now_ms(void)
@@ -305,19 +306,20 @@ static int64_t g_kvid;
 #define BIG_USER "1990653204235288577"
 
 /* Count the messages of the run's topic whose value is exactly @p payload (and whose
- * key is @p key), reading both partitions to their end (bounded by 30 s). */
+ * key is the bucket-0 key "V:0" of voucher @p voucher, sk_msg_key: DESIGN.md v4 5),
+ * reading both partitions to their end (bounded by 30 s). */
 static int kafka_count(const char *payload, const char *voucher, int want)
 {
-        char key[SK_ID_STRLEN + 4];
-
-        /* DESIGN.md 5: the key is "voucherId:bucket"; these vouchers have one bucket */
-        snprintf(key, sizeof(key), "%s:0", voucher);
-        char errstr[512];
+        char errstr[512], key[SK_MSG_KEY_MAX];
+        int64_t vid;
         rd_kafka_conf_t *kconf;
         rd_kafka_t *rk;
         rd_kafka_topic_partition_list_t *parts;
         int64_t until = sk_mono_ms() + 30000;
         int found = 0, eofs = 0, p;
+
+        ck_assert_int_eq(sk_id_parse_cstr(voucher, &vid), 0);
+        sk_msg_key(key, sizeof(key), vid, 0);
 
         kconf = sk_kafka_conf_new(&g_conf, SK_KAFKA_CONSUMER, errstr, sizeof(errstr));
         ck_assert_msg(kconf != NULL, "%s", errstr);
@@ -379,7 +381,7 @@ START_TEST(kafka_message_ids_unchanged)
         ck_assert_int_eq(ft_json_field(entry, "voucherId", body, sizeof(body)), 0);
         ck_assert_str_eq(body, v);
 
-        /* The Kafka message: key = voucherId, value = the same bytes, exactly once. */
+        /* The Kafka message: key = "voucherId:0", value = the same bytes, exactly once. */
         found = kafka_count(entry, v, 1);
         ck_assert_msg(found == 1, "%d messages with traceId %s in %s", found, g_trace, g_conf.topic);
         ck_assert_int_eq(ft_json_field(entry, "traceId", body, sizeof(body)), 0);
@@ -689,7 +691,7 @@ static void teardown(void)
                 ft_stop(g_pid, 30);
         ft_reap_all(); /* per-test fronts a failed check left running */
         if (g_rc)
-                redisFree(g_rc);
+                sk_redis_close(g_rc);
         sk_test_cleanup(&g_conf);
 }
 

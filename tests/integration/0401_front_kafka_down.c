@@ -13,7 +13,7 @@ static pid_t g_child; /* a front still running when a check failed (CK_FORK=no) 
 START_TEST(kafka_down_refuses_before_deduct)
 {
         static const char *const env[] = { "SECKILL_KAFKA_BROKERS=127.0.0.1:1", NULL };
-        redisContext *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = ft_redis(&g_conf);
         int port = ft_free_port();
         char log[256], body[2048], path[128], v[SK_ID_STRLEN];
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), until;
@@ -63,7 +63,7 @@ START_TEST(kafka_down_refuses_before_deduct)
         ck_assert_int_eq(st, 0);
         free(before);
         free(after);
-        redisFree(rc);
+        sk_redis_close(rc);
 }
 END_TEST
 
@@ -72,7 +72,7 @@ END_TEST
 START_TEST(fatal_producer_is_replaced)
 {
         static const char *const env[] = { "SECKILL_FAILPOINTS=front.kafka_fatal=1*error", NULL };
-        redisContext *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = ft_redis(&g_conf);
         int port = ft_free_port();
         char log[256], path[128], v[SK_ID_STRLEN];
         char *body = malloc(FT_BODY_MAX);
@@ -94,7 +94,7 @@ START_TEST(fatal_producer_is_replaced)
         ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 4);
         ck_assert_int_eq(ft_stop(pid, 30), 0);
         free(body);
-        redisFree(rc);
+        sk_redis_close(rc);
 }
 END_TEST
 
@@ -108,7 +108,7 @@ START_TEST(reproduce_waits_for_replaced_producer)
 {
         static const char *const env[] = {
                 "SECKILL_FAILPOINTS=front.delivery_possibly=1*error;front.reproduce_fatal=1*error", NULL };
-        redisContext *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = ft_redis(&g_conf);
         int port = ft_free_port();
         char log[256], path[128], v[SK_ID_STRLEN], k[SK_KEY_MAX], tr[SK_ID_STRLEN], field[48];
         char *body = malloc(FT_BODY_MAX), *s;
@@ -140,7 +140,7 @@ START_TEST(reproduce_waits_for_replaced_producer)
         g_child = 0;
         ck_assert_int_eq(ft_stop(pid, 30), 0);
         free(body);
-        redisFree(rc);
+        sk_redis_close(rc);
 }
 END_TEST
 

@@ -16,17 +16,17 @@ static sk_conf_t g_conf;
 static pid_t g_redis_pid;
 static pid_t g_front_pid; /* killed in teardown when a check failed (CK_FORK=no) */
 
-static void pause_writes(redisContext *rc, int ms)
+static void pause_writes(sk_redis_t *rc, int ms)
 {
-        redisReply *r = redisCommand(rc, "CLIENT PAUSE %d WRITE", ms);
+        redisReply *r = sk_test_cmd(rc, "CLIENT PAUSE %d WRITE", ms);
 
         ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "CLIENT PAUSE");
         freeReplyObject(r);
 }
 
-static long long hlen(redisContext *rc, const char *key)
+static long long hlen(sk_redis_t *rc, const char *key)
 {
-        redisReply *r = redisCommand(rc, "HLEN %s", key);
+        redisReply *r = sk_test_cmd(rc, "HLEN %s", key);
         long long n;
 
         ck_assert(r && r->type == REDIS_REPLY_INTEGER);
@@ -44,7 +44,7 @@ START_TEST(unknown_deduct_outcome)
          * time lets its probe close it again before the next step. */
         const char *env[] = { url_env, "SECKILL_WORKER_LEASE_MS=20000", "SECKILL_BREAKER_OPEN_MS=1000",
                               NULL };
-        redisContext *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = ft_redis(&g_conf);
         int port = ft_free_port();
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), tid;
         long long stock;
@@ -65,7 +65,7 @@ START_TEST(unknown_deduct_outcome)
         /* 0. SCRIPT FLUSH (private server): the pipelined EVALSHA answers NOSCRIPT, the
          *    front loads the script and retries once: one deduction. */
         {
-                redisReply *r = redisCommand(rc, "SCRIPT FLUSH");
+                redisReply *r = sk_test_cmd(rc, "SCRIPT FLUSH");
 
                 ck_assert(r && r->type == REDIS_REPLY_STATUS);
                 freeReplyObject(r);
@@ -121,7 +121,7 @@ START_TEST(unknown_deduct_outcome)
                 ck_assert_int_eq(ft_json_field(body, "cause", cause, sizeof(cause)), 0);
                 ck_assert_str_eq(cause, "redis");
                 ck_assert_msg(strstr(body, "\"state\"") == NULL, "%s", body);
-                r = redisCommand(rc, "SCRIPT KILL");
+                r = sk_test_cmd(rc, "SCRIPT KILL");
                 ck_assert(r != NULL);
                 freeReplyObject(r);
                 sk_sleep_ms(200, NULL);
@@ -166,7 +166,7 @@ START_TEST(unknown_deduct_outcome)
         }
         g_front_pid = 0;
         ck_assert_int_eq(ft_stop(pid, 40), 0);
-        redisFree(rc);
+        sk_redis_close(rc);
 }
 END_TEST
 

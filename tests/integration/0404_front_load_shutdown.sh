@@ -67,7 +67,8 @@ rcli hset "$P:{v:$V:0}:users" _ _ >/dev/null   # as preheat lays a bucket out (D
 rcli hset "$P:{v:$V:0}:trace" _ _ >/dev/null
 mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" "$DB" -e "INSERT INTO tb_seckill_voucher \
   (voucher_id, init_stock, stock, begin_time, end_time, status) VALUES ($V, $INIT, $INIT, \
-  FROM_UNIXTIME($((NOW / 1000 - 60))), FROM_UNIXTIME($((NOW / 1000 + 3600))), 1)"
+  FROM_UNIXTIME($((NOW / 1000 - 60))), FROM_UNIXTIME($((NOW / 1000 + 3600))), 1); \
+  INSERT INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock) VALUES ($V, 0, $INIT, $INIT)"
 
 # Started with a distribution-like soft descriptor limit (256 here): the front must
 # raise it toward the hard limit, or its in-flight cap (SECKILL_MAX_INFLIGHT, default

@@ -29,7 +29,7 @@ START_TEST(rejected_deduct_deadline_has_no_state)
 {
         char log[256], body[2048], path[128], v[SK_ID_STRLEN], errstr[256] = "";
         const char *env[] = { "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS=1000", NULL };
-        redisContext *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = ft_redis(&g_conf);
         sk_db_t *locker;
         int port = ft_free_port(), st;
         int64_t vid = sk_test_rand_id(), t0;
@@ -72,7 +72,7 @@ START_TEST(rejected_deduct_deadline_has_no_state)
         ck_assert_int_eq(ft_stop(pid, 60), 0);
         free(before);
         free(after);
-        redisFree(rc);
+        sk_redis_close(rc);
 }
 END_TEST
 

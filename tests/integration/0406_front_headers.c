@@ -22,7 +22,7 @@ START_TEST(duplicate_user_header_is_400)
         static const char *const dups[] = { "X-User-Id: 77\r\n", "X-User-Id: 78\r\n",
                                             "x-user-id: 78\r\n" };
         char log[256], body[2048], path[160], mepath[160], v[SK_ID_STRLEN], c[32];
-        redisContext *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = ft_redis(&g_conf);
         int port = ft_free_port();
         int64_t vid = sk_test_rand_id(), t = sk_now_ms();
         char *before, *after;
@@ -58,7 +58,7 @@ START_TEST(duplicate_user_header_is_400)
         ck_assert_int_eq(ft_stop(pid, 30), 0);
         free(before);
         free(after);
-        redisFree(rc);
+        sk_redis_close(rc);
 }
 END_TEST
 

@@ -48,7 +48,7 @@ static void run_case(const char *failpoints, const char *user, int claim)
         char fp_env[256], log[256], v[SK_ID_STRLEN], k_trace[SK_KEY_MAX], k_users[SK_KEY_MAX];
         char state[32], tr[SK_ID_STRLEN], field[64];
         const char *env[] = { fp_env, NULL };
-        redisContext *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = ft_redis(&g_conf);
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), tid, until;
         buy_arg_t b;
         pthread_t th;
@@ -84,7 +84,7 @@ static void run_case(const char *failpoints, const char *user, int claim)
                 }
                 ck_assert_msg(trace != NULL, "no deduct seen (log %s)", log);
                 snprintf(field, sizeof(field), "%s:c", trace);
-                r = redisCommand(rc, "HSET %s %s {\"redrives\":1}", k_trace, field);
+                r = sk_test_cmd(rc, "HSET %s %s {\"redrives\":1}", k_trace, field);
                 ck_assert(r && r->type == REDIS_REPLY_INTEGER);
                 freeReplyObject(r);
                 free(trace);
@@ -109,7 +109,7 @@ static void run_case(const char *failpoints, const char *user, int claim)
         free(s);
         g_child = 0;
         ck_assert_int_eq(ft_stop(pid, 30), 0);
-        redisFree(rc);
+        sk_redis_close(rc);
 }
 
 START_TEST(claimed_fence_is_pending)

@@ -37,7 +37,7 @@ static pid_t start_front(int port, const char *const *env, const char *what, cha
 /* DESIGN.md 3: ended = 403/10003 whatever Redis holds (here: nothing at all). */
 START_TEST(ended_voucher_without_keys_is_10003)
 {
-        redisContext *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = ft_redis(&g_conf);
         int port = ft_free_port();
         int64_t t = sk_now_ms(), ended = sk_test_rand_id(), live = sk_test_rand_id();
         int64_t unknown = sk_test_rand_id();
@@ -75,7 +75,7 @@ START_TEST(ended_voucher_without_keys_is_10003)
         ck_assert_int_eq(ft_json_field(body, "code", code, sizeof(code)), 0);
         ck_assert_str_eq(code, "10004");
         ck_assert_int_eq(ft_stop(pid, 30), 0);
-        redisFree(rc);
+        sk_redis_close(rc);
 }
 END_TEST
 
@@ -85,16 +85,18 @@ END_TEST
  * worker id would have written them. */
 START_TEST(trace_collision_is_503_and_counted)
 {
-        redisContext *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = ft_redis(&g_conf);
         int port = ft_free_port();
         int64_t t = sk_now_ms(), vid = sk_test_rand_id();
         char log[256], path[128], v[SK_ID_STRLEN], body[1024], wid_s[16], k[SK_KEY_MAX];
         char ku[SK_KEY_MAX], *before, *after;
         pid_t pid = start_front(port, NULL, "collision", log, sizeof(log));
         int64_t ms, from, wid;
-        int seq, n = 0, i;
+        int seq, n = 0;
         long long st;
+        sk_redis_pipe_t *pp = sk_redis_pipe_new(rc);
 
+        ck_assert_ptr_nonnull(pp);
         ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 1);
         sk_id_format(vid, v);
         ck_assert_int_eq(ft_http(port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 200);
@@ -111,16 +113,17 @@ START_TEST(trace_collision_is_503_and_counted)
                                  "{\"traceId\":\"%" PRId64 "\",\"orderId\":\"77\",\"userId\":\"77\","
                                  "\"voucherId\":\"%s\",\"beforeQty\":9,\"deductQty\":1,"
                                  "\"afterQty\":8,\"ts\":%" PRId64 "}", tid, v, ms);
-                        redisAppendCommand(rc, "HSET %s %" PRId64 " %s", k, tid, msg);
+                        char tid_s[SK_ID_STRLEN];
+                        const char *argv[4] = { "HSET", k, tid_s, msg };
+
+                        sk_id_format(tid, tid_s);
+                        ck_assert_int_ge(sk_redis_pipe_add(pp, 4, argv, NULL), 0);
                         n++;
                 }
         }
-        for (i = 0; i < n; i++) {
-                redisReply *r = NULL;
-
-                ck_assert_int_eq(redisGetReply(rc, (void **)&r), REDIS_OK);
-                freeReplyObject(r);
-        }
+        ck_assert_int_eq(sk_redis_pipe_count(pp), n);
+        ck_assert_int_eq(sk_redis_pipe_exec(pp), 0); /* routed: any topology */
+        sk_redis_pipe_free(pp);
         before = ft_snapshot(&g_conf, rc);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
         st = ft_http(port, "POST", path, "305", NULL, body, sizeof(body));
@@ -136,7 +139,7 @@ START_TEST(trace_collision_is_503_and_counted)
         ck_assert_int_eq(ft_stop(pid, 30), 0);
         free(before);
         free(after);
-        redisFree(rc);
+        sk_redis_close(rc);
 }
 END_TEST
 
@@ -161,7 +164,7 @@ START_TEST(queue_depth_gauges)
 {
         static const char *const env[] = {
                 "SECKILL_FAILPOINTS=front.after_deduct=error;front.before_rollback=sleep(2500)", NULL };
-        redisContext *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = ft_redis(&g_conf);
         int port = ft_free_port();
         int64_t t = sk_now_ms(), vid = sk_test_rand_id(), until;
         char log[256], v[SK_ID_STRLEN];
@@ -195,7 +198,7 @@ START_TEST(queue_depth_gauges)
         ck_assert_int_eq(ft_scrape(port, "seckill_front_rollback_queue_depth"), 0);
         ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 5); /* both fenced and restored */
         ck_assert_int_eq(ft_stop(pid, 30), 0);
-        redisFree(rc);
+        sk_redis_close(rc);
 }
 END_TEST
 

@@ -19,7 +19,7 @@ static sk_conf_t g_shared; /* g_conf before it pointed at a private server */
 static pid_t g_redis_pid;
 
 /* Private server with @p cmd renamed, a voucher on sale with 5 units, a front on it. */
-static pid_t start(const char *cmd, const char *what, int port, int64_t vid, redisContext **rc_out,
+static pid_t start(const char *cmd, const char *what, int port, int64_t vid, sk_redis_t **rc_out,
                    char *log, size_t log_cap)
 {
         static char url_env[600];
@@ -47,7 +47,7 @@ START_TEST(error_after_write_continues_with_replay)
         int64_t vid = sk_test_rand_id(), tid;
         char log[256], path[128], v[SK_ID_STRLEN], body[1024], tr[SK_ID_STRLEN], k[SK_KEY_MAX];
         char field[48], *s;
-        redisContext *rc;
+        sk_redis_t *rc;
         pid_t pid = start("PEXPIREAT", "pexpireat", port, vid, &rc, log, sizeof(log));
         int st;
 
@@ -65,7 +65,7 @@ START_TEST(error_after_write_continues_with_replay)
         sk_field_trace(field, tid, 'r');
         ck_assert_ptr_null(ft_hget(rc, k, field)); /* not fenced */
         ck_assert_int_eq(ft_stop(pid, 30), 0);
-        redisFree(rc);
+        sk_redis_close(rc);
         ft_private_redis_stop(&g_redis_pid);
 }
 END_TEST
@@ -76,7 +76,7 @@ START_TEST(error_every_time_is_fenced)
         int64_t vid = sk_test_rand_id(), tid;
         char log[256], path[128], v[SK_ID_STRLEN], body[1024], tr[SK_ID_STRLEN], k[SK_KEY_MAX];
         char field[48], state[32], *s;
-        redisContext *rc;
+        sk_redis_t *rc;
         pid_t pid = start("DECRBY", "decrby", port, vid, &rc, log, sizeof(log));
         int st;
 
@@ -97,7 +97,7 @@ START_TEST(error_every_time_is_fenced)
         sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
         ck_assert_ptr_null(ft_hget(rc, k, "402"));
         ck_assert_int_eq(ft_stop(pid, 30), 0);
-        redisFree(rc);
+        sk_redis_close(rc);
         ft_private_redis_stop(&g_redis_pid);
 }
 END_TEST

@@ -26,7 +26,7 @@ order_of() { awk -v u="$1" '$1 == u {o = $2} END {print o}' "$FT_WORK/accepted.t
 trace_of() { awk -v u="$1" '$1 == u {t = $3} END {print t}' "$FT_WORK/accepted.tsv"; }
 status_of() { ft_sql "SELECT status FROM tb_voucher_order WHERE id = $1"; }
 rstock() { ft_rcli get "$(ft_key "$V" stock)"; }
-dstock() { ft_sql "SELECT stock FROM tb_seckill_voucher WHERE voucher_id = $V"; }
+dstock() { ft_sql "SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = $V"; }
 restore_type() { ft_sql "SELECT business_type FROM tb_voucher_reconcile_log WHERE trace_id = $1 AND log_type = 1"; }
 in_users() { ft_rcli hexists "$(ft_key "$V" users)" "$1"; }
 wait_status() { # ORDER STATUS TIMEOUT_S

@@ -355,7 +355,7 @@ static pid_t start_front(int redis_port, int *port_out, char *log, size_t cap, c
 START_TEST(freeze_opens_breaker_without_stall)
 {
         char log[256], body[1024], v[SK_ID_STRLEN], cause[32];
-        redisContext *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = ft_redis(&g_conf);
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), t_stop, t_open, t_cont, rec_ms, max503 = 0;
         int port, i, n202 = 0, n503 = 0, late = 0, sent_open = 0, sent_late = 0;
         pthread_t th[4];
@@ -450,7 +450,7 @@ START_TEST(freeze_opens_breaker_without_stall)
         ck_assert_int_eq(ft_stop(pid, 40), 0);
         relay_stop(&rl);
         free(ld.res);
-        redisFree(rc);
+        sk_redis_close(rc);
 }
 END_TEST
 
@@ -480,7 +480,7 @@ static void *sleeper_main(void *arg)
 START_TEST(slow_redis_opens_breaker)
 {
         char log[256], body[1024], v[SK_ID_STRLEN], path[160], user[24], cause[32];
-        redisContext *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = ft_redis(&g_conf);
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), until, rec_ms;
         int port, st, opened = 0, u = 0;
         sleeper_t sl = { .port = g_conf.redis.port };
@@ -533,7 +533,7 @@ START_TEST(slow_redis_opens_breaker)
         ck_assert_int_eq(ft_scrape(port, "seckill_front_redis_breaker_open"), 0);
         g_front_pid = 0;
         ck_assert_int_eq(ft_stop(pid, 40), 0);
-        redisFree(rc);
+        sk_redis_close(rc);
 }
 END_TEST
 

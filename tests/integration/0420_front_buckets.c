@@ -25,7 +25,7 @@
 static sk_conf_t g_conf;
 static int g_port;
 static pid_t g_pid;
-static redisContext *g_rc;
+static sk_redis_t *g_rc;
 static char g_log[256];
 
 static void key(char *buf, int64_t vid, int b, sk_key_kind_t kind)
@@ -39,7 +39,7 @@ static void must(const char *fmt, ...)
         redisReply *r;
 
         va_start(ap, fmt);
-        r = redisvCommand(g_rc, fmt, ap);
+        r = sk_test_vcmd(g_rc, fmt, ap);
         va_end(ap);
         ck_assert_msg(r && r->type != REDIS_REPLY_ERROR, "redis: %s", r ? r->str : "no reply");
         freeReplyObject(r);
@@ -383,7 +383,7 @@ static void teardown(void)
 {
         ck_assert_int_eq(ft_stop(g_pid, 30), 0);
         ft_reap_all();
-        redisFree(g_rc);
+        sk_redis_close(g_rc);
         sk_test_cleanup(&g_conf);
 }
 

@@ -21,7 +21,7 @@ static sk_conf_t g_conf;
 static sk_conf_t g_shared;      /* g_conf before it pointed at the private server */
 static pid_t g_redis_pid;
 
-static pid_t start(const char *cache_ms, int port, redisContext **rc_out, char *log, size_t log_cap)
+static pid_t start(const char *cache_ms, int port, sk_redis_t **rc_out, char *log, size_t log_cap)
 {
         static char url_env[600], cache_env[64];
         const char *env[] = { url_env, cache_env, NULL };
@@ -41,9 +41,9 @@ static pid_t start(const char *cache_ms, int port, redisContext **rc_out, char *
 }
 
 /* calls= of cmdstat_evalsha (0 before the first EVALSHA). */
-static long long evalsha_calls(redisContext *rc)
+static long long evalsha_calls(sk_redis_t *rc)
 {
-        redisReply *r = redisCommand(rc, "INFO commandstats");
+        redisReply *r = sk_test_cmd(rc, "INFO commandstats");
         long long n = 0;
         const char *p;
 
@@ -81,13 +81,13 @@ static int buy(int port, int64_t vid, long long user, int *code)
         return st;
 }
 
-static void incr_stock(redisContext *rc, int64_t vid, int by)
+static void incr_stock(sk_redis_t *rc, int64_t vid, int by)
 {
         char k[SK_KEY_MAX];
         redisReply *r;
 
         sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_STOCK);
-        r = redisCommand(rc, "INCRBY %s %d", k, by);
+        r = sk_test_cmd(rc, "INCRBY %s %d", k, by);
         ck_assert(r && r->type == REDIS_REPLY_INTEGER);
         freeReplyObject(r);
 }
@@ -98,7 +98,7 @@ START_TEST(cached_then_sold_again_after_restore)
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), t_restore, waited;
         long long e0, h0, user = 1000;
         char log[256], *snap0, *snap1;
-        redisContext *rc;
+        sk_redis_t *rc;
         pid_t pid = start(CACHE_MS_S, port, &rc, log, sizeof(log));
 
         ft_seed(&g_conf, rc, vid, 1, t - 60000, t + 3600000, 1, 1);
@@ -154,7 +154,7 @@ START_TEST(cached_then_sold_again_after_restore)
         ck_assert_int_le(waited, CACHE_MS + MARGIN_MS);
         ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 0);
         ck_assert_int_eq(ft_stop(pid, 30), 0);
-        redisFree(rc);
+        sk_redis_close(rc);
         ft_private_redis_stop(&g_redis_pid);
 }
 END_TEST
@@ -165,7 +165,7 @@ START_TEST(off_means_every_purchase_runs_deduct)
         int64_t vid = sk_test_rand_id(), t = sk_now_ms();
         long long e0;
         char log[256];
-        redisContext *rc;
+        sk_redis_t *rc;
         pid_t pid = start("0", port, &rc, log, sizeof(log));
 
         ft_seed(&g_conf, rc, vid, 0, t - 60000, t + 3600000, 1, 1);
@@ -177,7 +177,7 @@ START_TEST(off_means_every_purchase_runs_deduct)
         ck_assert_int_eq(evalsha_calls(rc), e0 + 10);
         ck_assert_int_eq(hits(port), 0);
         ck_assert_int_eq(ft_stop(pid, 30), 0);
-        redisFree(rc);
+        sk_redis_close(rc);
         ft_private_redis_stop(&g_redis_pid);
 }
 END_TEST

@@ -28,6 +28,7 @@
 #include "sk/clock.h"
 #include "sk/ids.h"
 #include "sk/keys.h"
+#include "sk/redis.h"
 
 #define FT_BODY_MAX 65536
 
@@ -231,24 +232,17 @@ static __attribute__((unused)) int ft_stop(pid_t pid, int timeout_s)
         return -1;
 }
 
-static __attribute__((unused)) redisContext *ft_redis(const sk_conf_t *conf)
+/* The test's own Redis connection, through sk_redis so it follows every topology of
+ * SECKILL_REDIS_URL (DESIGN.md 4b); sk_redis_close() it. */
+static __attribute__((unused)) sk_redis_t *ft_redis(const sk_conf_t *conf)
 {
-        struct timeval tv = { 5, 0 };
-        redisContext *rc = redisConnectWithTimeout(conf->redis.host, conf->redis.port, tv);
-        redisReply *r;
-
-        ck_assert_msg(rc && !rc->err, "redis connect");
-        redisSetTimeout(rc, tv);
-        r = redisCommand(rc, "SELECT %d", conf->redis.db);
-        ck_assert(r != NULL);
-        freeReplyObject(r);
-        return rc;
+        return sk_test_redis(conf);
 }
 
 /* GET as a long long; LLONG_MIN when the key is missing. */
-static __attribute__((unused)) long long ft_get_ll(redisContext *rc, const char *key)
+static __attribute__((unused)) long long ft_get_ll(sk_redis_t *rc, const char *key)
 {
-        redisReply *r = redisCommand(rc, "GET %s", key);
+        redisReply *r = sk_test_cmd(rc, "GET %s", key);
         long long v = LLONG_MIN;
 
         ck_assert(r != NULL);
@@ -258,7 +252,7 @@ static __attribute__((unused)) long long ft_get_ll(redisContext *rc, const char 
         return v;
 }
 
-static __attribute__((unused)) long long ft_stock(const sk_conf_t *conf, redisContext *rc, int64_t vid)
+static __attribute__((unused)) long long ft_stock(const sk_conf_t *conf, sk_redis_t *rc, int64_t vid)
 {
         char k[SK_KEY_MAX];
 
@@ -267,9 +261,9 @@ static __attribute__((unused)) long long ft_stock(const sk_conf_t *conf, redisCo
 }
 
 /* HGET as a malloc'd string or NULL. */
-static __attribute__((unused)) char *ft_hget(redisContext *rc, const char *key, const char *field)
+static __attribute__((unused)) char *ft_hget(sk_redis_t *rc, const char *key, const char *field)
 {
-        redisReply *r = redisCommand(rc, "HGET %s %s", key, field);
+        redisReply *r = sk_test_cmd(rc, "HGET %s %s", key, field);
         char *s = NULL;
 
         ck_assert(r != NULL);
@@ -296,7 +290,7 @@ static __attribute__((unused)) void ft_db_exec(const sk_conf_t *conf, const char
  * users and trace hashes holding the placeholder `_` (as preheat writes them); with
  * @p db_status > 0 also the tb_seckill_voucher row. @p stock < 0: no stock key. @p status
  * 0: no meta. */
-static __attribute__((unused)) void ft_seed(const sk_conf_t *conf, redisContext *rc, int64_t vid, long long stock,
+static __attribute__((unused)) void ft_seed(const sk_conf_t *conf, sk_redis_t *rc, int64_t vid, long long stock,
                     int64_t begin_ms, int64_t end_ms, int status, int db_status)
 {
         char k[SK_KEY_MAX], sql[512];
@@ -304,25 +298,25 @@ static __attribute__((unused)) void ft_seed(const sk_conf_t *conf, redisContext 
 
         if (status > 0) {
                 sk_key_voucher(k, conf->redis_prefix, vid, 0, SK_KEY_META);
-                r = redisCommand(rc, "HSET %s begin_ms %lld end_ms %lld status %d", k,
+                r = sk_test_cmd(rc, "HSET %s begin_ms %lld end_ms %lld status %d", k,
                                  (long long)begin_ms, (long long)end_ms, status);
                 ck_assert(r && r->type == REDIS_REPLY_INTEGER);
                 freeReplyObject(r);
         }
         if (stock >= 0) {
                 sk_key_voucher(k, conf->redis_prefix, vid, 0, SK_KEY_STOCK);
-                r = redisCommand(rc, "SET %s %lld", k, stock);
+                r = sk_test_cmd(rc, "SET %s %lld", k, stock);
                 ck_assert(r && r->type == REDIS_REPLY_STATUS);
                 freeReplyObject(r);
         }
         if (status > 0 && stock >= 0) {
                 /* as preheat lays a bucket out (DESIGN.md 4): users and trace with `_` */
                 sk_key_voucher(k, conf->redis_prefix, vid, 0, SK_KEY_USERS);
-                r = redisCommand(rc, "HSET %s _ _", k);
+                r = sk_test_cmd(rc, "HSET %s _ _", k);
                 ck_assert(r && r->type == REDIS_REPLY_INTEGER);
                 freeReplyObject(r);
                 sk_key_voucher(k, conf->redis_prefix, vid, 0, SK_KEY_TRACE);
-                r = redisCommand(rc, "HSET %s _ _", k);
+                r = sk_test_cmd(rc, "HSET %s _ _", k);
                 ck_assert(r && r->type == REDIS_REPLY_INTEGER);
                 freeReplyObject(r);
         }
@@ -334,6 +328,8 @@ static __attribute__((unused)) void ft_seed(const sk_conf_t *conf, redisContext 
                          vid, stock < 0 ? 0 : stock, stock < 0 ? 0 : stock,
                          (long long)(begin_ms / 1000), (long long)(end_ms / 1000), db_status);
                 ft_db_exec(conf, sql);
+                ft_db_exec(conf, "INSERT IGNORE INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock)"
+                 " SELECT voucher_id, 0, init_stock, stock FROM tb_seckill_voucher");
         }
 }
 
@@ -344,63 +340,69 @@ static __attribute__((unused)) int ft_cmp_str(const void *a, const void *b)
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static __attribute__((unused)) char *ft_snapshot(const sk_conf_t *conf, redisContext *rc)
+/* One key of the snapshot walk: "key|ttl-flag|hex(DUMP)" appended to the list. */
+typedef struct { sk_redis_t *rc; char **items; size_t n, cap, total; } ft_snap_t;
+
+static __attribute__((unused)) int ft_snap_key(const char *key, size_t keylen, void *arg)
 {
-        char cursor[32] = "0", match[96];
-        char **items = NULL;
-        size_t n = 0, cap = 0, total = 1, i;
+        ft_snap_t *sn = arg;
+        char name[SK_KEY_MAX + 64];
+        redisReply *d, *t;
+        size_t len, o, j;
+        char *s;
+
+        snprintf(name, sizeof(name), "%.*s", (int)keylen, key);
+        d = sk_test_cmd(sn->rc, "DUMP %s", name);
+        t = sk_test_cmd(sn->rc, "PTTL %s", name);
+        ck_assert(d && t);
+        len = strlen(name) + (d->type == REDIS_REPLY_STRING ? d->len * 2 : 0) + 64;
+        s = malloc(len);
+        ck_assert(s != NULL);
+        o = (size_t)snprintf(s, len, "%s|%lld|", name, t->integer > 0 ? 1LL : t->integer);
+        for (j = 0; d->type == REDIS_REPLY_STRING && j < d->len; j++)
+                o += (size_t)snprintf(s + o, len - o, "%02x", (unsigned char)d->str[j]);
+        for (j = 0; j < sn->n; j++)     /* SCAN may report a key twice */
+                if (strcmp(sn->items[j], s) == 0)
+                        break;
+        if (j < sn->n) {
+                free(s);
+        } else {
+                if (sn->n == sn->cap) {
+                        sn->cap = sn->cap ? sn->cap * 2 : 64;
+                        sn->items = realloc(sn->items, sn->cap * sizeof(*sn->items));
+                        ck_assert(sn->items != NULL);
+                }
+                sn->items[sn->n++] = s;
+                sn->total += strlen(s) + 1;
+        }
+        freeReplyObject(d);
+        freeReplyObject(t);
+        return 0;
+}
+
+static __attribute__((unused)) char *ft_snapshot(const sk_conf_t *conf, sk_redis_t *rc)
+{
+        ft_snap_t sn = { rc, NULL, 0, 0, 1 };
+        char match[96], errstr[256];
         char *out;
+        size_t i;
 
         /* Voucher keys only: the worker lease keys (<prefix>:worker:*) are renewed by the
-         * front itself all the time. */
+         * front itself all the time. Every master of a Cluster is walked. */
         snprintf(match, sizeof(match), "%s:{v:*", conf->redis_prefix);
-        do {
-                redisReply *r = redisCommand(rc, "SCAN %s MATCH %s COUNT 1000", cursor, match);
-
-                ck_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
-                snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
-                for (i = 0; i < r->element[1]->elements; i++) {
-                        const char *key = r->element[1]->element[i]->str;
-                        redisReply *d = redisCommand(rc, "DUMP %s", key);
-                        redisReply *t = redisCommand(rc, "PTTL %s", key);
-                        size_t len;
-                        char *s;
-
-                        ck_assert(d && t);
-                        len = strlen(key) + (d->type == REDIS_REPLY_STRING ? d->len * 2 : 0) + 64;
-                        s = malloc(len);
-                        ck_assert(s != NULL);
-                        {
-                                size_t o = (size_t)snprintf(s, len, "%s|%lld|", key,
-                                                            t->integer > 0 ? 1LL : t->integer);
-                                size_t j;
-
-                                for (j = 0; d->type == REDIS_REPLY_STRING && j < d->len; j++)
-                                        o += (size_t)snprintf(s + o, len - o, "%02x",
-                                                              (unsigned char)d->str[j]);
-                        }
-                        if (n == cap) {
-                                cap = cap ? cap * 2 : 64;
-                                items = realloc(items, cap * sizeof(*items));
-                                ck_assert(items != NULL);
-                        }
-                        items[n++] = s;
-                        total += strlen(s) + 1;
-                        freeReplyObject(d);
-                        freeReplyObject(t);
-                }
-                freeReplyObject(r);
-        } while (strcmp(cursor, "0") != 0);
-        qsort(items, n, sizeof(*items), ft_cmp_str);
-        out = malloc(total);
+        ck_assert_msg(sk_redis_scan(rc, match, 1000, ft_snap_key, &sn, errstr, sizeof(errstr)) == SK_OK,
+                      "scan %s: %s", match, errstr);
+        if (sn.n)
+                qsort(sn.items, sn.n, sizeof(*sn.items), ft_cmp_str);
+        out = malloc(sn.total);
         ck_assert(out != NULL);
         out[0] = '\0';
-        for (i = 0; i < n; i++) {
-                strcat(out, items[i]);
+        for (i = 0; i < sn.n; i++) {
+                strcat(out, sn.items[i]);
                 strcat(out, "\n");
-                free(items[i]);
+                free(sn.items[i]);
         }
-        free(items);
+        free(sn.items);
         return out;
 }
 

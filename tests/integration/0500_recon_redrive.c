@@ -30,7 +30,7 @@ START_TEST(redrive_with_consumer)
         ck_assert_int_eq(rt_wait_outcome(trace, 60), SK_OUTCOME_CREATED);
         ck_assert_int_eq(rt_q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 1);
         ck_assert_int_eq(rt_q("SELECT id FROM tb_voucher_order WHERE trace_id = %" PRId64, trace), order);
-        ck_assert_int_eq(rt_q("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 4);
+        ck_assert_int_eq(rt_q("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 4);
 
         rc = rt_reconcile(ARGS_FAST, NULL, out, sizeof(out));
         ck_assert_int_eq(rc, 0);

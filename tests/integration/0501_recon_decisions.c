@@ -39,7 +39,7 @@ START_TEST(sold_out_redrive)
         ck_assert_int_eq(rt_q("SELECT COUNT(*) FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 1);
         {
                 char sql[256], errstr[256];
-                snprintf(sql, sizeof(sql), "UPDATE tb_seckill_voucher SET stock = 0 WHERE voucher_id = %" PRId64, vid);
+                snprintf(sql, sizeof(sql), "UPDATE tb_seckill_stock SET stock = 0 WHERE voucher_id = %" PRId64, vid);
                 ck_assert_int_eq(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)), SK_OK);
         }
         trace = rt_deduct(vid, user, NULL, NULL);
@@ -88,7 +88,7 @@ START_TEST(failed_without_rollback_rolled_back_once)
         /* Someone recorded FAILED and died before rollback.lua. */
         record_failed(json1, SK_REASON_LOST);
         record_failed(json2, SK_REASON_SOLD_OUT);
-        snprintf(sql, sizeof(sql), "UPDATE tb_seckill_voucher SET stock = 1 WHERE voucher_id = %" PRId64, vid);
+        snprintf(sql, sizeof(sql), "UPDATE tb_seckill_stock SET stock = 1 WHERE voucher_id = %" PRId64, vid);
         ck_assert_int_eq(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)), SK_OK);
         sk_sleep_ms(1500, NULL);
 
@@ -129,7 +129,7 @@ START_TEST(front_fence_recorded)
         sk_id_format(vid, vs);
         args[4] = vs;
         trace = rt_deduct(vid, user, NULL, NULL);
-        ck_assert_int_eq(sk_rollback_run(rt_r, rt_conf.redis_prefix, vid, trace, user, "front",
+        ck_assert_int_eq(sk_rollback_run(rt_r, rt_conf.redis_prefix, vid, 0, trace, user, "front",
                                          SK_REASON_FRONT_ROLLBACK, -1,
                                          sk_expire_extra_ms(rt_conf.reconcile_window_hours), &res,
                                          errstr, sizeof(errstr)), SK_OK);
@@ -265,6 +265,8 @@ START_TEST(undecided_near_expiry_alerts)
                  " VALUES (%" PRId64 ", 5, 5, UTC_TIMESTAMP(3) - INTERVAL 70 HOUR,"
                  " UTC_TIMESTAMP(3) - INTERVAL 68 HOUR, 1)", vid);
         ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_msg(sk_db_exec(rt_db, "INSERT IGNORE INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock)"
+                 " SELECT voucher_id, 0, init_stock, stock FROM tb_seckill_voucher", errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
         sk_key_voucher(meta, rt_conf.redis_prefix, vid, 0, SK_KEY_META);
         sk_key_voucher(trace_key, rt_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr),

@@ -75,8 +75,8 @@ START_TEST(passes_during_traffic)
         /* Quiescence: every purchase decided, then a clean pass and verify. */
         deadline = sk_mono_ms() + 60000;
         while (rt_q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid) !=
-               100000 - rt_q("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid) ||
-               rt_redis_stock(vid) != rt_q("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid)) {
+               100000 - rt_q("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid) ||
+               rt_redis_stock(vid) != rt_q("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid)) {
                 ck_assert_msg(sk_mono_ms() < deadline, "consumer did not catch up");
                 sk_sleep_ms(300, NULL);
         }

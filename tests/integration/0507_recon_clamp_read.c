@@ -20,7 +20,7 @@ static int64_t sold_out_pending(int64_t vid, int64_t user)
         rt_parse_msg(json, &msg);
         ck_assert_msg(sk_outcome_fail(rt_db, &msg, SK_REASON_SOLD_OUT, "test", &existing, errstr,
                                       sizeof(errstr)) == SK_OK, "outcome_fail: %s", errstr);
-        snprintf(sql, sizeof(sql), "UPDATE tb_seckill_voucher SET stock = 1 WHERE voucher_id = %" PRId64, vid);
+        snprintf(sql, sizeof(sql), "UPDATE tb_seckill_stock SET stock = 1 WHERE voucher_id = %" PRId64, vid);
         ck_assert_int_eq(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)), SK_OK);
         ck_assert_int_eq(rt_redis_stock(vid), 4);
         sk_sleep_ms(1500, NULL);

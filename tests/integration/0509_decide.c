@@ -28,7 +28,7 @@ static void decider(sk_decider_t *d)
 static void set_stock(int64_t vid, int64_t stock)
 {
         char sql[256], errstr[256];
-        snprintf(sql, sizeof(sql), "UPDATE tb_seckill_voucher SET stock = %" PRId64
+        snprintf(sql, sizeof(sql), "UPDATE tb_seckill_stock SET stock = %" PRId64
                  " WHERE voucher_id = %" PRId64, stock, vid);
         ck_assert_int_eq(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)), SK_OK);
 }
@@ -114,7 +114,7 @@ static void *restock_thread(void *arg)
                 rs->err = SK_EAGAIN;
                 return NULL;
         }
-        snprintf(sql, sizeof(sql), "UPDATE tb_seckill_voucher SET stock = stock + 3"
+        snprintf(sql, sizeof(sql), "UPDATE tb_seckill_stock SET stock = stock + 3"
                  " WHERE voucher_id = %" PRId64, rs->vid);
         rs->err = sk_db_exec(db, sql, rs->errstr, sizeof(rs->errstr));
         rs->done_ms = sk_mono_ms();
@@ -169,7 +169,7 @@ START_TEST(sold_out_clamp_holds_the_stock_row)
                 ck_assert_int_eq(dec.clamp_to, 4);
                 ck_assert_int_eq(rt_redis_stock(vid), 4);
         }
-        ck_assert_int_eq(rt_q("SELECT stock FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, vid), 4);
+        ck_assert_int_eq(rt_q("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 4);
 }
 END_TEST
 

@@ -247,6 +247,9 @@ static __attribute__((unused)) int64_t rt_voucher(int64_t stock)
                  vid, stock, stock);
         err = sk_db_exec(rt_db, sql, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_OK, "insert voucher: %s", errstr);
+        err = sk_db_exec(rt_db, "INSERT IGNORE INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock)"
+                 " SELECT voucher_id, 0, init_stock, stock FROM tb_seckill_voucher", errstr, sizeof(errstr));
+        ck_assert_msg(err == SK_OK, "insert bucket row: %s", errstr);
         err = sk_voucher_preheat(&rt_conf, vid, 5000, &rep, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_OK, "preheat: %s", errstr);
         /* as preheat lays a bucket out (DESIGN.md 4): users and trace with `_` */

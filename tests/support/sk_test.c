@@ -1,8 +1,9 @@
 /* sk_test.c: helpers shared by the unit and integration tests (sk_test.h).
  * Every run gets unique names (prefix, database, topic, group) so concurrent runs on
- * the shared stack never collide. Cleanup talks to MariaDB and Redis directly through
- * their client libraries (not through sk_db/sk_redis) so the helpers depend only on
- * conf.c and migrate.c. Not thread-safe; call from the test's main thread. */
+ * the shared stack never collide. Cleanup talks to MariaDB directly and to Redis
+ * through sk_redis, so it works for every topology SECKILL_REDIS_URL names (one
+ * server, Sentinel, Cluster; DESIGN.md 4b). Not thread-safe; call from the test's main
+ * thread. */
 #include <ctype.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -13,7 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <hiredis/hiredis.h>
 #include <mysql.h>
 
 #include "sk_test.h"
@@ -152,67 +152,79 @@ done:
         mysql_close(my);
 }
 
+sk_redis_t *sk_test_redis(const sk_conf_t *conf)
+{
+        char errstr[512] = "";
+        sk_redis_t *r = sk_redis_connect(&conf->redis, 5000, errstr, sizeof(errstr));
+
+        ck_assert_msg(r != NULL, "redis connect %s: %s", conf->redis_url, errstr);
+        return r;
+}
+
+redisReply *sk_test_vcmd(sk_redis_t *r, const char *fmt, va_list ap)
+{
+        char errstr[512] = "";
+        redisReply *reply = NULL;
+        sk_err_t err = sk_redis_vcmdf(r, &reply, errstr, sizeof(errstr), fmt, ap);
+
+        if (err == SK_OK)
+                return reply;
+        if ((err == SK_EREDIS || err == SK_EAGAIN || err == SK_EINVAL) &&
+            strncmp(errstr, "redis: ", 7) == 0) {
+                /* An error reply (sk_redis writes "redis: <server text>"): hand it back
+                 * as one, as hiredis would (freeReplyObject frees str and the object,
+                 * both malloc'd). */
+                reply = calloc(1, sizeof(*reply));
+                if (reply && (reply->str = strdup(errstr + 7))) {
+                        reply->type = REDIS_REPLY_ERROR;
+                        reply->len = strlen(reply->str);
+                        return reply;
+                }
+                free(reply);
+        }
+        fprintf(stderr, "sk_test_cmd \"%s\": %s: %s\n", fmt, sk_err2str(err), errstr);
+        return NULL;
+}
+
+redisReply *sk_test_cmd(sk_redis_t *r, const char *fmt, ...)
+{
+        redisReply *reply;
+        va_list ap;
+
+        va_start(ap, fmt);
+        reply = sk_test_vcmd(r, fmt, ap);
+        va_end(ap);
+        return reply;
+}
+
+/* UNLINK one key found by the scan (keys of a Cluster live on different nodes, so one
+ * command per key; cleanup is not hot). */
+static int unlink_key(const char *key, size_t keylen, void *arg)
+{
+        const char *argv[2] = { "UNLINK", key };
+        size_t argvlen[2] = { 6, keylen };
+        redisReply *reply = NULL;
+        char errstr[256];
+
+        if (sk_redis_cmd(arg, &reply, 2, argv, argvlen, errstr, sizeof(errstr)) == SK_OK)
+                freeReplyObject(reply);
+        return 0;
+}
+
 static void delete_keys(const sk_conf_t *conf)
 {
-        struct timeval tv = { 5, 0 };
-        redisContext *rc;
-        redisReply *reply = NULL;
-        char cursor[32] = "0";
-        char match[80];
+        char errstr[512] = "", match[80];
+        sk_redis_t *r = sk_redis_connect(&conf->redis, 5000, errstr, sizeof(errstr));
 
-        rc = redisConnectWithTimeout(conf->redis.host, conf->redis.port, tv);
-        if (!rc || rc->err) {
-                fprintf(stderr, "sk_test_cleanup: redis connect: %s\n", rc ? rc->errstr : "no memory");
-                goto done;
+        if (!r) {
+                fprintf(stderr, "sk_test_cleanup: redis connect: %s\n", errstr);
+                return;
         }
-        redisSetTimeout(rc, tv);
-        if (conf->redis.password[0]) {
-                reply = redisCommand(rc, "AUTH %s", conf->redis.password);
-                if (reply)
-                        freeReplyObject(reply);
-        }
-        reply = redisCommand(rc, "SELECT %d", conf->redis.db);
-        if (!reply || reply->type == REDIS_REPLY_ERROR)
-                goto done;
-        freeReplyObject(reply);
-        reply = NULL;
-
         /* The prefix is [A-Za-z0-9_.-]+ (conf.c), so it holds no glob characters. */
         snprintf(match, sizeof(match), "%s:*", conf->redis_prefix);
-        do {
-                reply = redisCommand(rc, "SCAN %s MATCH %s COUNT 1000", cursor, match);
-                if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2)
-                        goto done;
-                snprintf(cursor, sizeof(cursor), "%s", reply->element[0]->str);
-                {
-                        redisReply *keys = reply->element[1];
-                        size_t n = keys->elements, i;
-                        if (n > 0) {
-                                const char **argv = calloc(n + 1, sizeof(*argv));
-                                size_t *argl = calloc(n + 1, sizeof(*argl));
-                                if (argv && argl) {
-                                        argv[0] = "UNLINK";
-                                        argl[0] = 6;
-                                        for (i = 0; i < n; i++) {
-                                                argv[i + 1] = keys->element[i]->str;
-                                                argl[i + 1] = keys->element[i]->len;
-                                        }
-                                        redisReply *r2 = redisCommandArgv(rc, (int)(n + 1), argv, argl);
-                                        if (r2)
-                                                freeReplyObject(r2);
-                                }
-                                free(argv);
-                                free(argl);
-                        }
-                }
-                freeReplyObject(reply);
-                reply = NULL;
-        } while (strcmp(cursor, "0") != 0);
-done:
-        if (reply)
-                freeReplyObject(reply);
-        if (rc)
-                redisFree(rc);
+        if (sk_redis_scan(r, match, 1000, unlink_key, r, errstr, sizeof(errstr)) != SK_OK)
+                fprintf(stderr, "sk_test_cleanup: scan %s: %s\n", match, errstr);
+        sk_redis_close(r);
 }
 
 void sk_test_cleanup(const sk_conf_t *conf)

@@ -41,7 +41,7 @@ START_TEST(consume_args)
         sk_claim_call_t call;
         char errstr[128];
 
-        ck_assert_int_eq(sk_claim_consume_init(&call, "p", 42, 86400000, ids, 3, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_claim_consume_init(&call, "p", 42, 0, 86400000, ids, 3, errstr, sizeof(errstr)), SK_OK);
         ck_assert_str_eq(call.keys[0], "p:{v:42:0}:meta");
         ck_assert_str_eq(call.keys[1], "p:{v:42:0}:trace");
         ck_assert_int_eq(call.nargs, 5);
@@ -51,8 +51,8 @@ START_TEST(consume_args)
         ck_assert_str_eq(call.args[3], "9223372036854775807");
         ck_assert_str_eq(call.args[4], "9007199254740993"); /* 2^53 + 1, not rounded */
         sk_claim_call_free(&call);
-        ck_assert_int_eq(sk_claim_consume_init(&call, "p", 42, 0, ids, 0, errstr, sizeof(errstr)), SK_EINVAL);
-        ck_assert_int_eq(sk_claim_consume_init(&call, "p", 42, 0, ids, SK_CLAIM_CHUNK + 1, errstr,
+        ck_assert_int_eq(sk_claim_consume_init(&call, "p", 42, 0, 0, ids, 0, errstr, sizeof(errstr)), SK_EINVAL);
+        ck_assert_int_eq(sk_claim_consume_init(&call, "p", 42, 0, 0, ids, SK_CLAIM_CHUNK + 1, errstr,
                                                sizeof(errstr)), SK_EINVAL);
         sk_claim_call_free(&call); /* safe after a failed init */
 }
@@ -63,7 +63,7 @@ START_TEST(op_args)
         sk_claim_call_t call;
         char errstr[128];
 
-        ck_assert_int_eq(sk_claim_op_init(&call, "p", 7, SK_CLAIM_OP_SENT, 5, 99, 3, 123456789012LL,
+        ck_assert_int_eq(sk_claim_op_init(&call, "p", 7, 0, SK_CLAIM_OP_SENT, 5, 99, 3, 123456789012LL,
                                           errstr, sizeof(errstr)), SK_OK);
         ck_assert_int_eq(call.nargs, 5);
         ck_assert_str_eq(call.args[0], "sent");
@@ -71,11 +71,11 @@ START_TEST(op_args)
         ck_assert_str_eq(call.args[3], "3");
         ck_assert_str_eq(call.args[4], "123456789012");
         sk_claim_call_free(&call);
-        ck_assert_int_eq(sk_claim_op_init(&call, "p", 7, SK_CLAIM_OP_FAILED, 5, 99, -1, -1,
+        ck_assert_int_eq(sk_claim_op_init(&call, "p", 7, 0, SK_CLAIM_OP_FAILED, 5, 99, -1, -1,
                                           errstr, sizeof(errstr)), SK_OK);
         ck_assert_int_eq(call.nargs, 3);
         ck_assert_str_eq(call.args[0], "failed");
-        ck_assert_int_eq(sk_claim_op_init(&call, "p", 7, SK_CLAIM_OP_SENT, 5, 99, -1, 0,
+        ck_assert_int_eq(sk_claim_op_init(&call, "p", 7, 0, SK_CLAIM_OP_SENT, 5, 99, -1, 0,
                                           errstr, sizeof(errstr)), SK_EINVAL);
 }
 END_TEST

@@ -38,24 +38,20 @@ typedef struct sk_claim_call {
 } sk_claim_call_t;
 
 /** @brief Build claim.lua `consume` for @p n (1..SK_CLAIM_CHUNK) traceIds of voucher
- *  @p voucher_id: keys under @p prefix (borrowed, copied), ids formatted as strings
+ *  @p voucher_id whose DEDUCT entries are in bucket @p bucket (the trace's bucket): keys under @p prefix (borrowed, copied), ids formatted as strings
  *  (never through doubles). @p expire_extra_ms: reconcile window + 1 day, in ms.
  *  @returns SK_OK (free with sk_claim_call_free()), SK_EINVAL for n out of range,
  *  SK_ENOMEM. */
 sk_err_t sk_claim_consume_init(sk_claim_call_t *call, const char *prefix, int64_t voucher_id,
+                               int bucket,
                                int64_t expire_extra_ms, const int64_t *trace_ids, int n,
                                char *errstr, size_t errstr_size);
-/** @brief Build claim.lua @p op for one trace. @p partition (0..) and @p offset (>= 0)
+/** @brief Build claim.lua @p op for one trace in bucket @p bucket of the voucher. @p partition (0..) and @p offset (>= 0)
  *  are used by SK_CLAIM_OP_SENT only. Allocates nothing; sk_claim_call_free() is
  *  still allowed. @returns SK_OK or SK_EINVAL (bad op, negative partition/offset). */
-sk_err_t sk_claim_op_init(sk_claim_call_t *call, const char *prefix, int64_t voucher_id,
+sk_err_t sk_claim_op_init(sk_claim_call_t *call, const char *prefix, int64_t voucher_id, int bucket,
                           sk_claim_op_t op, int64_t expire_extra_ms, int64_t trace_id,
                           int32_t partition, int64_t offset, char *errstr, size_t errstr_size);
-/** @brief Point an initialised @p call at bucket @p bucket (0..15) of the voucher: the
- *  trace's bucket, where its T, T:r and T:c live (DESIGN.md v4 4 claim.lua). The init
- *  functions use bucket 0. Pure. */
-void sk_claim_set_bucket(sk_claim_call_t *call, const char *prefix, int64_t voucher_id,
-                         int bucket);
 /** @brief Free what sk_claim_consume_init allocated. Safe on a zeroed call. */
 void sk_claim_call_free(sk_claim_call_t *call);
 

@@ -18,8 +18,8 @@
  *   3. rollback.lua is idempotent per traceId: a failed or unknown attempt is retried
  *      (with backoff) up to sk_decider_t.attempts times, each attempt re-reading the stock.
  *
- * The stock row is the voucher's (tb_seckill_voucher.stock) while the schema keeps one
- * stock row per voucher; with the bucket rows of DESIGN.md 6 it is the trace's bucket.
+ * The stock row is the trace's bucket row (tb_seckill_stock, msg->bucket; DESIGN.md v4 6),
+ * and rollback.lua runs on that bucket's keys.
  *
  * Ownership: every pointer in sk_decider_t is borrowed. Thread-safety: none beyond the
  * caller's (one decider per thread, like its connections). */

@@ -5,15 +5,15 @@
  * Order status (tb_voucher_order.status, DESIGN.md 6): 1 UNPAID, 2 PAID, 3 CANCELLED,
  * 4 CLOSED. Every transition is a conditional UPDATE on `status = 1`, so pay and
  * cancel/close can never both win (invariant 6). Cancel and close release the unit in
- * the same DB transaction (stock + 1 under the voucher row's lock, a RESTORE
+ * the same DB transaction (stock + 1 under the bucket row's lock, a RESTORE
  * reconcile-log row with the original trace_id, business_type 4 cancel / 5 closed);
  * after the commit the caller runs release.lua (sk_release_run) and deletes the order
  * cache (sk_order_cache_del): DB first, then the cache (DESIGN.md 13). The outcome row
  * is never changed (DESIGN.md 7).
  *
- * Buckets are not built yet: a voucher has one stock row (tb_seckill_voucher.stock) and
- * one set of Redis keys {v:ID}, so the trace's bucket is the home bucket (j = h) and
- * release.lua runs the home step itself.
+ * The unit goes back to the order's bucket (tb_voucher_order.bucket): its row in
+ * tb_seckill_stock and its Redis keys {v:ID:j} (DESIGN.md v4 4, 6). While the front
+ * deducts on the home bucket only, j = h and release.lua runs the home step itself.
  *
  * Functions take caller-owned connections (one per thread; not thread-safe beyond
  * that). DB errors: SK_EAGAIN transient (1205, 1213, lost connection: nothing
@@ -39,6 +39,7 @@ typedef struct sk_order_row {
         int status;                 /* sk_order_status_t */
         int64_t pay_deadline_ms;    /* 0: none (an order created PAID or before v4) */
         int past_deadline;          /* 1: pay_deadline <= the DB's NOW(3) when read */
+        int bucket;                 /* the bucket its unit came from (tb_voucher_order.bucket) */
 } sk_order_row_t;
 
 /** @brief "UNPAID", "PAID", "CANCELLED", "CLOSED" or "UNKNOWN". Static strings. */

@@ -89,14 +89,14 @@ sk_err_t sk_rollback_bucket(sk_redis_t *r, const char *prefix, const sk_rollback
 sk_err_t sk_rollback_trace(sk_redis_t *r, const char *prefix, const sk_rollback_args_t *a,
                            sk_rollback_res_t *res, char *errstr, size_t errstr_size);
 
-/** @brief Run rollback.lua for the trace with the flags of @p reason, on bucket 0 of the
- *  voucher, then the home step (sk/home.h) when T's home bucket is another one (after OK
- *  and after ALREADY; res->home_done). @p mode:
+/** @brief Run rollback.lua for the trace with the flags of @p reason on bucket @p bucket
+ *  (0..15, the trace's bucket), then the home step (sk/home.h) when T's home bucket is
+ *  another one (after OK and after ALREADY; res->home_done): sk_rollback_trace. @p mode:
  *  "front", "consumer" or "reconciler". @p clamp_to: DB stock for sold_out (else -1).
  *  @p user_id: fallback when T is missing (0 = none). @p expire_extra_ms: reconcile
  *  window + 1 day. Errors as sk_redis_evalsha (SK_EUNKNOWN: the caller retries; the
  *  script is idempotent). */
-sk_err_t sk_rollback_run(sk_redis_t *r, const char *prefix, int64_t voucher_id,
+sk_err_t sk_rollback_run(sk_redis_t *r, const char *prefix, int64_t voucher_id, int bucket,
                          int64_t trace_id, int64_t user_id, const char *mode,
                          sk_reason_t reason, int64_t clamp_to, int64_t expire_extra_ms,
                          sk_rollback_res_t *res, char *errstr, size_t errstr_size);

@@ -19,6 +19,7 @@
  * replies: SK_EREDIS.
  * Not thread-safe: one handle per thread (hiredis contexts are not thread-safe). */
 #pragma once
+#include <stdarg.h>
 #include <stddef.h>
 #include <hiredis/hiredis.h>
 #include "sk/err.h"
@@ -45,6 +46,13 @@ sk_err_t sk_redis_reconnect(sk_redis_t *r, char *errstr, size_t errstr_size);
  *  first; NULL if that fails. For raw pipelining (redisAppendCommandArgv +
  *  redisGetReply) the caller classifies those replies itself. */
 redisContext *sk_redis_ctx(sk_redis_t *r);
+/** @brief The hiredis context of the master serving @p key's slot (Cluster; the one
+ *  server or master otherwise), for raw pipelining of commands on that key's hash tag
+ *  only. Borrowed, same lifetime and reconnect rules as sk_redis_ctx(); NULL if that
+ *  node cannot be connected or the slot is not covered. A MOVED/ASK reply to a raw
+ *  command is the caller's to treat as "did not run" (the map refreshes on the next
+ *  routed command). */
+redisContext *sk_redis_ctx_key(sk_redis_t *r, const char *key);
 /** @brief The topology of @p r's URL. */
 sk_redis_kind_t sk_redis_kind(const sk_redis_t *r);
 
@@ -59,6 +67,9 @@ sk_err_t sk_redis_cmd(sk_redis_t *r, redisReply **reply, int argc, const char **
  *  sk_redis_cmd. */
 sk_err_t sk_redis_cmdf(sk_redis_t *r, redisReply **reply, char *errstr, size_t errstr_size,
                        const char *fmt, ...);
+/** @brief sk_redis_cmdf with a va_list (@p ap is consumed). Same routing and errors. */
+sk_err_t sk_redis_vcmdf(sk_redis_t *r, redisReply **reply, char *errstr, size_t errstr_size,
+                        const char *fmt, va_list ap);
 
 /** @brief Number of masters of @p r: 1 for redis:// and Sentinel, the masters of the
  *  last slot map for a Cluster. Node indexes 0..n-1 below. */
@@ -101,10 +112,10 @@ int sk_redis_scripts_loaded(sk_redis_t *r);
 int sk_redis_noeviction(sk_redis_t *r);
 
 /** @brief What a binary checks at startup and /readyz reports (DESIGN.md 4, 4b): every
- *  master reachable, Redis >= 7.0 and maxmemory-policy noeviction on each. @returns
- *  SK_OK; SK_EINVAL with a one-line reason naming the master when one is older than
- *  7.0 or evicts (the binary refuses to start, exit 2); SK_EAGAIN when a master is
- *  unreachable. */
+ *  master reachable, Redis >= 7.0, maxmemory-policy noeviction and loading:0 on each.
+ *  @returns SK_OK; SK_EINVAL with a one-line reason naming the master when one is
+ *  older than 7.0 or evicts (the binary refuses to start, exit 2); SK_EAGAIN when a
+ *  master is unreachable or still loading its dataset (transient). */
 sk_err_t sk_redis_check_server(sk_redis_t *r, char *errstr, size_t errstr_size);
 
 /** @brief The startup check of every binary (DESIGN.md 4): connect to @p url, run

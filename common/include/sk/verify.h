@@ -26,11 +26,19 @@
 #include "sk/conf.h"
 #include "sk/db.h"
 #include "sk/redis.h"
+#include "sk/keys.h"
 
 typedef struct sk_verify_report {
         int64_t voucher_id;
         int64_t init_stock;         /* tb_seckill_voucher.init_stock */
-        int64_t db_stock;           /* tb_seckill_voucher.stock */
+        int64_t db_stock;           /* Σ tb_seckill_stock.stock over the buckets */
+        int buckets;                /* tb_seckill_voucher.buckets (DESIGN.md v4 14) */
+        int bucket_rows;            /* rows found in tb_seckill_stock */
+        int64_t bucket_init[SK_BUCKETS_MAX], bucket_stock[SK_BUCKETS_MAX];
+        int64_t bucket_active[SK_BUCKETS_MAX]; /* active orders whose bucket is b */
+        int64_t bucket_init_sum;    /* Σ bucket init_stock (= init_stock, invariant 1) */
+        int inv1_buckets_ok;        /* per bucket init - stock = active of b, one row per
+                                       bucket 0..N-1, and Σ bucket init = init_stock */
         int64_t redis_stock;        /* GET stock; -1 when the key is missing */
         int redis_stock_missing;    /* 1 when the stock key does not exist */
         int meta_status;            /* Redis meta status, 0 when missing */

@@ -20,19 +20,26 @@
 #include "sk/err.h"
 #include "sk/redis.h"
 #include "sk/vec.h"
+#include "sk/keys.h"
 
 /** One row of tb_seckill_voucher, times as ms since the Unix epoch (UTC). */
 typedef struct sk_voucher_row {
         int64_t voucher_id;
         int64_t init_stock;     /* units */
-        int64_t stock;          /* units remaining in the DB (the book of record) */
+        int64_t stock;          /* units remaining in the DB (the book of record): Σ of
+                                   the bucket rows' stock (tb_seckill_stock) */
+        int buckets;            /* N, 1..16 (DESIGN.md v4 14) */
+        int nrows;              /* bucket rows found (N when the DB is consistent) */
+        int64_t bucket_init[SK_BUCKETS_MAX], bucket_stock[SK_BUCKETS_MAX]; /* per bucket b */
         int64_t begin_ms;       /* sale window start, ms since epoch */
         int64_t end_ms;         /* sale window end, ms since epoch */
         int status;             /* 1 on sale, 2 offline, 3 expired, 4 paused */
 } sk_voucher_row_t;
 
 /** @brief Read the voucher row of @p voucher_id (times converted without the 2038 limit
- *  of UNIX_TIMESTAMP). @p for_update: append FOR UPDATE (inside a transaction).
+ *  of UNIX_TIMESTAMP) and its bucket rows (stock = their sum). @p for_update: append
+ *  FOR UPDATE to both reads (inside a transaction: the consumers' bucket decrements
+ *  wait).
  *  @returns SK_OK, SK_ENOTFOUND, or the classified DB error (SK_EAGAIN transient). */
 sk_err_t sk_voucher_get(sk_db_t *db, int64_t voucher_id, int for_update,
                         sk_voucher_row_t *out, char *errstr, size_t errstr_size);
