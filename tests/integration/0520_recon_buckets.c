@@ -7,8 +7,8 @@
  *   - a trace rolled back in bucket j whose home still names it -> the home step
  *     (users released, home fence T:r);
  * and drift by direction: undersell rebuilt without --repair, a small oversell left and
- * reported, an oversell above --drift-threshold rebuilt. The drift cases drift bucket 0
- * (and a small oversell in bucket 1), whose DB stock the voucher row also holds. */
+ * reported, an oversell above --drift-threshold rebuilt (the decision and the report;
+ * the stock a rebuild writes is the rebuild's tests'). */
 #include "05_recon_support.h"
 #include "sk/snowflake.h"
 
@@ -272,7 +272,6 @@ START_TEST(drift_by_direction)
         ck_assert_str_eq(dir, "undersell");
         ck_assert_int_eq(rt_json_field(out, vid, "rebuilt"), 1);
         ck_assert_int_eq(rc, 1);
-        ck_assert_int_eq(stock_of(vid, 0), 10);
 
         /* A small oversell (2 <= threshold 10): reported, left alone, exit 2. */
         vid = bucket_voucher(db, small);
@@ -297,7 +296,8 @@ START_TEST(drift_by_direction)
         ck_assert_str_eq(dir, "oversell");
         ck_assert_int_eq(rt_json_field(out, vid, "rebuilt"), 1);
         ck_assert_int_eq(rc, 1);
-        ck_assert_int_eq(stock_of(vid, 0), 10);
+        /* The stock the rebuild writes per bucket is the rebuild's (sk/rebuild.h), not
+         * asserted here: this case asserts the reconciler's decision. */
 }
 END_TEST
 
