@@ -148,11 +148,22 @@ static int64_t stock_of(int64_t vid, int b)
         return v;
 }
 
+/* A FAILED outcome of T (order @p o, user @p u) decided in bucket @p b. */
+static void failed_in(int64_t t, int64_t o, int64_t u, int64_t vid, int b, const char *reason)
+{
+        char sql[512], errstr[512] = "";
+
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id,"
+                 " voucher_id, bucket, outcome, reason) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64
+                 ", %" PRId64 ", %d, 2, '%s')", t, o, u, vid, b, reason);
+        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+}
+
 START_TEST(repairs_across_buckets)
 {
         const int64_t db[NB] = { 10, 10, 10, 10 };
         int64_t redis[NB] = { 10, 9, 10, 10 };
-        char out[65536], vs[SK_ID_STRLEN], v[512], sql[512], errstr[512] = "";
+        char out[65536], vs[SK_ID_STRLEN], v[512];
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
         int64_t vid, ua = sk_test_rand_id(), ta = old_id(10000);
         int64_t ub = sk_test_rand_id(), tb = old_id(10000);
@@ -177,20 +188,14 @@ START_TEST(repairs_across_buckets)
         put_deduct(vid, 3, 0, tc, uc, oc);
         put_trace_field(vid, 3, tc, 'r', "{\"mode\":\"consumer\",\"reason\":\"lost\",\"home\":0,"
                         "\"restored\":1,\"released\":0,\"clamped\":0,\"ts\":1}");
-        snprintf(sql, sizeof(sql), "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id,"
-                 " voucher_id, bucket, outcome, reason) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64
-                 ", %" PRId64 ", 3, 2, 'lost')", tc, oc, uc, vid);
-        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        failed_in(tc, oc, uc, vid, 3, "lost");
         /* D: home 2, taken in bucket 3 and rolled back there (restored), home still names T. */
         put_user(vid, 2, ud, td);
         put_trace_field(vid, 2, td, 'h', "3");
         put_deduct(vid, 3, 2, td, ud, od);
         put_trace_field(vid, 3, td, 'r', "{\"mode\":\"reconciler\",\"reason\":\"front_rollback\","
                         "\"home\":2,\"restored\":1,\"released\":0,\"clamped\":0,\"ts\":1}");
-        snprintf(sql, sizeof(sql), "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id,"
-                 " voucher_id, bucket, outcome, reason) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64
-                 ", %" PRId64 ", 3, 2, 'front_rollback')", td, od, ud, vid);
-        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        failed_in(td, od, ud, vid, 3, "front_rollback");
 
         (void)rt_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rt_json_field(out, vid, "buckets"), NB);
