@@ -1,6 +1,7 @@
 /* rc_drift.c: drift between Redis and the database for one voucher (rc_pass.h):
  *   - CREATED outcomes whose DEDUCT entry is gone from Redis (Redis lost data, DESIGN.md
- *     8), reported;
+ *     8), reported; an outcome with path 'db' (the DB-only purchase, DESIGN.md 12) is a
+ *     decided purchase that never had a trace: never drift;
  *   - invariant 3 of DESIGN.md 9 (Redis stock and users vs the DB, sk_verify), rebuilt
  *     under --repair (sk_rebuild, DESIGN.md 8 "rebuild");
  *   - meta left at status 4 by a rebuild that died: reset from the DB when nobody holds
@@ -62,7 +63,7 @@ static void drift_rows(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *sets, i
         a.nb = nb;
         err = sk_traceset_rows(ctx->db,
                                "SELECT trace_id FROM tb_seckill_outcome"
-                               " WHERE voucher_id = ? AND outcome = 1",
+                               " WHERE voucher_id = ? AND outcome = 1 AND path <> 'db'",
                                &voucher_id, 1, 1, created_row, &a, errstr, sizeof(errstr));
         if (err != SK_OK || a.oom) {
                 st->errors++;

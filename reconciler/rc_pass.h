@@ -108,3 +108,13 @@ void rc_drift(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *sets, int nb, in
 /** @brief Alert (st->expiry_alert) when @p undecided traces remain and the trace hash
  *  expires within 6 h. */
 void rc_expiry_check(rc_ctx_t *ctx, int64_t voucher_id, size_t undecided, rc_vstat_t *st);
+
+/* ---- rc_degrade.c (DESIGN.md 12) ---- */
+
+/** @brief The voucher's degrade state (sk_dsw_state_t; redis when it has no row or the
+ *  row cannot be read), *epoch its epoch. */
+int rc_degrade_state(rc_ctx_t *ctx, int64_t voucher_id, int64_t *epoch);
+
+/** @brief State rebuilding: retry the recovery rebuild; on success the conditional
+ *  move rebuilding -> redis (epoch @p epoch). Failures are counted in @p st. */
+void rc_degrade_recover(rc_ctx_t *ctx, int64_t voucher_id, int64_t epoch, rc_vstat_t *st);

@@ -7,7 +7,9 @@
  *      trace, bucket by bucket (rc_classify.c, which also lists the states of DESIGN.md 7);
  *   3. the acts, in batches: FAILED followed or recorded with rollback.lua (rc_act.c),
  *      the re-drive machinery for undecided traces (rc_redrive.c);
- *   4. drift and the expiry alert (rc_drift.c).
+ *   4. drift and the expiry alert (rc_drift.c);
+ *   5. the degrade switch (rc_degrade.c): a voucher on the DB-only path is skipped at
+ *      step 1; one in state rebuilding gets its recovery rebuild retried at the end.
  *
  * Stopping: a stop signal or a lost run lock (its DB session died, e.g. killed) stops
  * the pass at once: rc_must_stop is consulted between steps and before every Redis,
@@ -26,6 +28,7 @@
 #include "sk/clock.h"
 #include "sk/log.h"
 #include "sk/outcome.h"
+#include "sk/dswitch.h"
 #include "sk/rebuild.h"
 
 void rc_note(rc_vstat_t *st, const char *fmt, const char *what)
@@ -129,10 +132,10 @@ sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
         sk_voucher_row_t row;
         rc_plan_t plan;
         char errstr[512];
-        int64_t now_ms;
+        int64_t now_ms, epoch = 0;
         sk_err_t err, ret = SK_OK;
         size_t undecided = 0;
-        int nb, b;
+        int nb, b, dstate;
 
         memset(st, 0, sizeof(*st));
         memset(&plan, 0, sizeof(plan));
@@ -147,6 +150,11 @@ sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
                 st->errors++;
                 rc_note(st, err == SK_ENOTFOUND ? "%s" : "voucher read failed: %s",
                         err == SK_ENOTFOUND ? "voucher not in the database" : errstr);
+                return SK_OK;
+        }
+        dstate = rc_degrade_state(ctx, voucher_id, &epoch);
+        if (dstate == SK_DSW_DRAINING || dstate == SK_DSW_DB) {
+                rc_note(st, "%s", "on the DB-only path (DESIGN.md 12): Redis left to the recovery");
                 return SK_OK;
         }
         nb = st->nbuckets = rc_nbuckets(ctx, voucher_id, st);
@@ -174,6 +182,8 @@ sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
         }
         undecided += (size_t)(st->waiting + st->dlq + st->not_persisted + st->redriven);
         rc_expiry_check(ctx, voucher_id, undecided, st);
+        if (dstate == SK_DSW_REBUILDING)
+                rc_degrade_recover(ctx, voucher_id, epoch, st);
 done:
         rc_plan_free(&plan);
         for (b = 0; b < 16; b++)

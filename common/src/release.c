@@ -2,9 +2,8 @@
  * 13): release.lua, which gives the unit back to the voucher's Redis stock at most once
  * per trace (T:x) and lets the user buy again (the home step), and the deletion of the
  * order cache after a pay/cancel/close commit.
- * release.lua runs on the order's bucket j (order->bucket); when the user's home bucket h
- * is another one, the home step (home.lua, sk/home.h) follows on h, after OK and after
- * ALREADY.
+ * release.lua runs on the order's bucket j; when the user's home bucket h is another one,
+ * the home step (home.lua, sk/home.h) follows on h, after OK and after ALREADY.
  * What it does not do: touch the DB (order.c) or retry (the callers do; the script is
  * idempotent). */
 #include <inttypes.h>
@@ -44,10 +43,10 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
                 sk_seterr(errstr, errstr_size, "release: invalid argument");
                 return SK_EINVAL;
         }
-        sk_key_voucher(k_meta, prefix, order->voucher_id, order->bucket, SK_KEY_META);
-        sk_key_voucher(k_stock, prefix, order->voucher_id, order->bucket, SK_KEY_STOCK);
-        sk_key_voucher(k_users, prefix, order->voucher_id, order->bucket, SK_KEY_USERS);
-        sk_key_voucher(k_trace, prefix, order->voucher_id, order->bucket, SK_KEY_TRACE);
+        sk_key_voucher(k_meta, prefix, order->voucher_id, bucket, SK_KEY_META);
+        sk_key_voucher(k_stock, prefix, order->voucher_id, bucket, SK_KEY_STOCK);
+        sk_key_voucher(k_users, prefix, order->voucher_id, bucket, SK_KEY_USERS);
+        sk_key_voucher(k_trace, prefix, order->voucher_id, bucket, SK_KEY_TRACE);
         sk_id_format(order->trace_id, trace_s);
         if (order->user_id > 0)
                 sk_id_format(order->user_id, user_s);

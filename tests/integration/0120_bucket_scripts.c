@@ -751,6 +751,7 @@ START_TEST(c_api_runs_home_step_on_other_bucket)
         freeReplyObject(settle(&v, 2, &p, 0));
         memset(&o, 0, sizeof(o));
         o.voucher_id = v.vid;
+        o.bucket = 0;
         sk_id_parse_cstr(p.t, &o.trace_id);
         sk_id_parse_cstr(p.u, &o.user_id);
         sk_id_parse_cstr(p.o, &o.order_id);
