@@ -89,6 +89,8 @@ static sk_err_t redis_snapshot(sk_redis_t *r, const char *prefix, int64_t vouche
                         for (i = 0; i < reply->elements; i++) {
                                 int64_t uid;
                                 redisReply *f = reply->element[i];
+                                if (f->type == REDIS_REPLY_STRING && f->len == 1 && f->str[0] == '_')
+                                        continue; /* preheat's placeholder (DESIGN.md 4) */
                                 if (f->type != REDIS_REPLY_STRING ||
                                     sk_id_parse(f->str, f->len, &uid) != 0)
                                         uid = -1; /* counted as a stray entry below */

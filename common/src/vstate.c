@@ -20,14 +20,22 @@
  *  meta     KEYS meta                ARGV begin end st -> 1 written | 0 meta missing
  *  hset     KEYS hash                ARGV f1 v1 ...    -> "OK"
  *  drop     KEYS hash                                  -> "OK" (UNLINK)
- *  rebuild  KEYS meta stock users tmp  ARGV stock begin end st -> {"OK","SET"}
- *  preheat  KEYS meta stock            ARGV stock begin end st
+ *  rebuild  KEYS meta stock users tmp trace  ARGV stock begin end st -> {"OK","SET"}
+ *  preheat  KEYS meta stock users tmp trace  ARGV stock begin end st (tmp unused)
+ *           both give users and trace the placeholder field `_` (DESIGN.md 4: every key of
+ *           the bucket exists, so deduct.lua and take.lua never meet one missing)
  *           -> {"SOLD_DOWN", current} (nothing written) | {"OK", "SET"|"KEPT"} */
 static const char VSTATE_LUA[] =
         "local op, e = ARGV[1], ARGV[2]\n"
         "local function expire(k)\n"
         "  redis.call('PEXPIREAT', k, e, 'NX')\n"
         "  redis.call('PEXPIREAT', k, e, 'GT')\n"
+        "end\n"
+        "local function placeholders()\n"
+        "  redis.call('HSET', KEYS[3], '_', '_')\n"
+        "  expire(KEYS[3])\n"
+        "  redis.call('HSET', KEYS[5], '_', '_')\n"
+        "  expire(KEYS[5])\n"
         "end\n"
         "local function meta(b, en, st)\n"
         "  redis.call('HSET', KEYS[1], 'begin_ms', b, 'end_ms', en, 'status', st)\n"
@@ -62,6 +70,7 @@ static const char VSTATE_LUA[] =
         "  end\n"
         "  redis.call('SET', KEYS[2], ARGV[3])\n"
         "  expire(KEYS[2])\n"
+        "  placeholders()\n"
         "  meta(ARGV[4], ARGV[5], ARGV[6])\n"
         "  return {'OK', 'SET'}\n"
         "elseif op == 'preheat' then\n"
@@ -74,6 +83,7 @@ static const char VSTATE_LUA[] =
         "    redis.call('SET', KEYS[2], ARGV[3])\n"
         "  end\n"
         "  expire(KEYS[2])\n"
+        "  placeholders()\n"
         "  meta(ARGV[4], ARGV[5], ARGV[6])\n"
         "  return {'OK', how}\n"
         "end\n"
@@ -272,7 +282,7 @@ sk_err_t sk_vstate_commit(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t expi
                           const sk_voucher_row_t *row, int replace, int *sold_down,
                           char *cur, size_t cur_size, char *errstr, size_t errstr_size)
 {
-        const char *keys[4] = { k->meta, k->stock, k->users, k->users_tmp };
+        const char *keys[5] = { k->meta, k->stock, k->users, k->users_tmp, k->trace };
         char stock_s[24], num[3][24];
         const char *args[4] = { stock_s, num[0], num[1], num[2] };
         const char *op = replace ? "rebuild" : "preheat";
@@ -282,7 +292,7 @@ sk_err_t sk_vstate_commit(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t expi
         *sold_down = 0;
         snprintf(stock_s, sizeof(stock_s), "%" PRId64, row->stock);
         meta_args(row, num);
-        if ((err = eval_op(r, op, expiry_ms, replace ? 4 : 2, keys, 4, args, &reply, errstr,
+        if ((err = eval_op(r, op, expiry_ms, 5, keys, 4, args, &reply, errstr,
                            errstr_size)) != SK_OK)
                 return err;
         if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 2 ||
