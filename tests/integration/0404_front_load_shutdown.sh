@@ -64,7 +64,7 @@ INIT=100000
 rcli hset "$P:{v:$V:0}:meta" begin_ms $((NOW - 60000)) end_ms $((NOW + 3600000)) status 1 >/dev/null
 rcli set "$P:{v:$V:0}:stock" $INIT >/dev/null
 mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" "$DB" -e "INSERT INTO tb_seckill_voucher \
-  (voucher_id, init_stock, stock, begin_time, end_time, status) VALUES ($V, $INIT, $INIT, \
+  (voucher_id, init_stock, begin_time, end_time, status) VALUES ($V, $INIT, \
   FROM_UNIXTIME($((NOW / 1000 - 60))), FROM_UNIXTIME($((NOW / 1000 + 3600))), 1); \
   INSERT INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock) VALUES ($V, 0, $INIT, $INIT)"
 
