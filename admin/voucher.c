@@ -254,6 +254,21 @@ static void fmt_time(int64_t ms, char *buf, size_t size)
                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
 }
 
+/* 1 if hash @p key has the placeholder field `_`, else 0 (also on an error). */
+static int has_placeholder(sk_redis_t *r, const char *key)
+{
+        const char *argv[3] = { "HEXISTS", key, "_" };
+        redisReply *reply = NULL;
+        char errstr[128];
+        int yes = 0;
+
+        if (sk_redis_cmd(r, &reply, 3, argv, NULL, errstr, sizeof(errstr)) == SK_OK)
+                yes = reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
+        if (reply)
+                freeReplyObject(reply);
+        return yes;
+}
+
 /* Integer reply of a one-key command (HLEN, PTTL), or @p dflt on any error. */
 static long long redis_int(sk_redis_t *r, const char *cmd, const char *key, long long dflt)
 {
@@ -396,6 +411,9 @@ static sk_err_t show_redis(const sk_conf_t *conf, sk_redis_t *r, show_t *v, char
                 return err;
         v->users = redis_int(r, "HLEN", users_key, -1);
         v->traces = redis_int(r, "HLEN", trace_key, -1);
+        /* preheat's placeholder `_` (DESIGN.md 4) is neither a buyer nor a trace entry */
+        v->users -= v->users > 0 && has_placeholder(r, users_key);
+        v->traces -= v->traces > 0 && has_placeholder(r, trace_key);
         v->meta_ttl = redis_int(r, "PTTL", meta_key, -3);
         v->stock_ttl = redis_int(r, "PTTL", stock_key, -3);
         return SK_OK;

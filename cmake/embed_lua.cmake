@@ -1,12 +1,22 @@
 # Writes OUT: one `const char sk_lua_<name>[]` per LUA_DIR/<name>.lua, plus a table.
 # Each script's embedded body is LUA_DIR/lib/validate.lua (the argument checks every
-# script shares) and LUA_DIR/lib/expiry.lua (the key-expiry rule) followed by the script
-# itself: Redis runs one self-contained body.
+# script shares), LUA_DIR/lib/expiry.lua (the key-expiry rule), the other LUA_DIR/lib/
+# files in name order (they may use both), then the script itself: Redis runs one
+# self-contained body.
 file(GLOB files ${LUA_DIR}/*.lua)
 list(SORT files)
 file(READ ${LUA_DIR}/lib/validate.lua prelude)
 file(READ ${LUA_DIR}/lib/expiry.lua prelude_expiry)
 string(APPEND prelude "\n${prelude_expiry}")
+file(GLOB libs ${LUA_DIR}/lib/*.lua)
+list(SORT libs)
+foreach(l ${libs})
+  get_filename_component(lname ${l} NAME)
+  if(NOT lname STREQUAL "validate.lua" AND NOT lname STREQUAL "expiry.lua")
+    file(READ ${l} lib)
+    string(APPEND prelude "\n${lib}")
+  endif()
+endforeach()
 set(body "/* Generated from the lua/ folder by cmake/embed_lua.cmake. Do not edit. */\n#include <stddef.h>\n#include \"sk/scripts.h\"\n")
 set(table "")
 set(n 0)

@@ -18,6 +18,7 @@
 #include "deduct_reply.h"
 #include "front.h"
 #include "metrics.h"
+#include "nbuckets.h"
 #include "queue.h"
 #include "rollback.h"
 #include "sk/breaker.h"
@@ -41,10 +42,10 @@ static void deduct_args_fill(deduct_args_t *a, fr_req_t *req)
 {
         const char *prefix = g_fr.conf.redis_prefix;
 
-        sk_key_voucher(a->kmeta, prefix, req->voucher_id, 0, SK_KEY_META);
-        sk_key_voucher(a->kstock, prefix, req->voucher_id, 0, SK_KEY_STOCK);
-        sk_key_voucher(a->kusers, prefix, req->voucher_id, 0, SK_KEY_USERS);
-        sk_key_voucher(a->ktrace, prefix, req->voucher_id, 0, SK_KEY_TRACE);
+        sk_key_voucher(a->kmeta, prefix, req->voucher_id, req->home, SK_KEY_META);
+        sk_key_voucher(a->kstock, prefix, req->voucher_id, req->home, SK_KEY_STOCK);
+        sk_key_voucher(a->kusers, prefix, req->voucher_id, req->home, SK_KEY_USERS);
+        sk_key_voucher(a->ktrace, prefix, req->voucher_id, req->home, SK_KEY_TRACE);
         a->keys[0] = a->kmeta;
         a->keys[1] = a->kstock;
         a->keys[2] = a->kusers;
@@ -279,6 +280,33 @@ static void deduct_run(sk_redis_t *r, fr_req_t **batch, int n)
                 n = deduct_round(r, batch, n, round, &need_load);
 }
 
+/* DESIGN.md 4: each purchase goes to its buyer's home bucket h = CRC-16(user) mod N (N
+ * from nbuckets.c: cached, else one read of bucket 0's meta). A read that fails answers
+ * 503 (nothing was sent for the purchase). @returns the number kept at batch[0..). */
+static int deduct_home(sk_redis_t *r, fr_req_t **batch, int n)
+{
+        int i, k = 0;
+
+        for (i = 0; i < n; i++) {
+                fr_req_t *req = batch[i];
+
+                if (req->buckets == 0) {
+                        int nb = fr_nbuckets_get(r, req->voucher_id);
+
+                        if (nb < 0) {
+                                fr_breaker_record(1, 0);
+                                answer_unavailable(req);
+                                continue;
+                        }
+                        req->buckets = nb > 0 ? nb : 1;
+                        req->home = sk_home_bucket(req->user_id, req->buckets);
+                        req->bucket = req->home;
+                }
+                batch[k++] = req;
+        }
+        return k;
+}
+
 static void *redis_main(void *arg)
 {
         sk_redis_t *r = NULL;
@@ -314,7 +342,8 @@ static void *redis_main(void *arg)
                                 answer_unavailable(batch[i]);
                         continue;
                 }
-                deduct_run(r, batch, n);
+                if ((n = deduct_home(r, batch, n)) > 0)
+                        deduct_run(r, batch, n);
         }
         sk_redis_close(r);
         free(batch);

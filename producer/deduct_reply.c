@@ -7,6 +7,8 @@
 #include "deduct_reply.h"
 #include "lookup.h"
 #include "metrics.h"
+#include "nbuckets.h"
+#include "probe.h"
 #include "publish.h"
 #include "rollback.h"
 #include "sk/log.h"
@@ -61,7 +63,7 @@ static void answer_reject(fr_req_t *req, long long code)
         case 10011: status = 403; msg = "offline"; break;
         case 10012: status = 403; msg = "expired"; break;
         case 10005:
-                fr_soldout_note(req); /* DESIGN.md 4: the local sold-out cache */
+                fr_soldout_note(req, req->home); /* DESIGN.md 4: the local sold-out cache */
                 status = 409;
                 msg = "sold out";
                 break;
@@ -106,6 +108,39 @@ static void collision(fr_req_t *req)
         fr_req_done(req);
 }
 
+/* An integer element 0..15 of a reply (a bucket number or count). @returns it or -1. */
+static int el_small(const redisReply *reply, size_t i)
+{
+        const redisReply *el = i < reply->elements ? reply->element[i] : NULL;
+
+        if (!el || el->type != REDIS_REPLY_INTEGER || el->integer < 0 || el->integer > 16)
+                return -1;
+        return (int)el->integer;
+}
+
+/* DESIGN.md 4, overflow probing: OVERFLOW N h (home bucket h empty; users[U]=T and
+ * T:h=probing written), PROBING N h (a repeat of T while it is probed) or SETTLED j N h
+ * (bucket j admitted T: take.lua on j replays). The probe workers take it from here.
+ * @returns 0, or -1 for a malformed reply. */
+static int overflowed(fr_req_t *req, const redisReply *reply, int settled)
+{
+        int off = settled ? 2 : 1;
+        int n = el_small(reply, off), h = el_small(reply, off + 1);
+        int j = settled ? el_small(reply, 1) : -1;
+
+        if (n < 2 || h < 0 || h >= n || h != req->home || (settled && (j < 0 || j >= n || j == h)))
+                return -1;
+        fr_nbuckets_learn(req->voucher_id, n);
+        req->buckets = n;
+        req->overflowed = 1;
+        req->bucket = -1;       /* no stock taken yet (or, SETTLED, until the take replays) */
+        req->settled = settled ? j : -1;
+        if (!settled && reply_is(reply->element[0], "OVERFLOW"))
+                fr_soldout_note(req, h);
+        fr_probe_submit(req);
+        return 0;
+}
+
 void fr_deduct_ran(fr_req_t *req, const redisReply *reply)
 {
         const redisReply *el0, *el1;
@@ -116,6 +151,11 @@ void fr_deduct_ran(fr_req_t *req, const redisReply *reply)
         el1 = reply->elements > 1 ? reply->element[1] : NULL;
         if (reply_is(el0, "OK") || reply_is(el0, "REPLAY")) {
                 if (admitted(req, el1) != 0)
+                        goto bad;
+                return;
+        }
+        if (reply_is(el0, "OVERFLOW") || reply_is(el0, "PROBING") || reply_is(el0, "SETTLED")) {
+                if (overflowed(req, reply, reply_is(el0, "SETTLED")) != 0)
                         goto bad;
                 return;
         }

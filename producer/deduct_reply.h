@@ -23,6 +23,7 @@ fr_deduct_err_t fr_deduct_error_kind(const char *s, size_t len);
 
 /** The script ran and answered @p reply (borrowed; the caller frees it). Continues or
  *  answers @p req and takes over its pipeline reference: OK/REPLAY -> publish;
+ *  OVERFLOW/PROBING/SETTLED -> the probe workers (probe.h, DESIGN.md 4 overflow probing);
  *  FENCED -> 503 FAILED; REJECT -> 4xx (10004: the lookup pool's DB check picks 404,
  *  403/10003 or 503; 10013: 503 paused); COLLISION -> 503, alert metric, nothing to
  *  undo (DESIGN.md 4); anything else -> rollback (fence: the script may have written).

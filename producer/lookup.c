@@ -15,6 +15,7 @@
 
 #include "front.h"
 #include "lookup.h"
+#include "nbuckets.h"
 #include "orders.h"
 #include "queue.h"
 #include "req.h"
@@ -289,6 +290,7 @@ static int me_from_outcome(lk_conn_t *lc, fr_req_t *req, char cols[3][64])
 typedef struct me_redis {
         char *trace, *entry, *restore;
         char t_order[SK_ID_STRLEN];     /* the order id the DEDUCT entry names, or "" */
+        int probing;                    /* T:h says probing: no bucket admitted T yet */
 } me_redis_t;
 
 static void me_redis_free(me_redis_t *m)
@@ -299,27 +301,70 @@ static void me_redis_free(me_redis_t *m)
         memset(m, 0, sizeof(*m));
 }
 
-/* users[userId] names a trace T: its RESTORE (T:r) and DEDUCT (T) entries (*t = T).
- * @returns 0, or -1 when Redis failed (nothing read counts then: *m is empty). */
+/* T's RESTORE (T:r) and DEDUCT (T) entries in bucket @p b, each kept only if not found
+ * yet. @returns 0 or -1 (Redis failed). */
+static int me_read_bucket(lk_conn_t *lc, fr_req_t *req, int b, int64_t t, me_redis_t *m)
+{
+        char ktrace[SK_KEY_MAX], field[48];
+
+        sk_key_voucher(ktrace, g_fr.conf.redis_prefix, req->voucher_id, b, SK_KEY_TRACE);
+        sk_field_trace(field, t, 'r');
+        if (!m->restore && lk_redis_get(lc, &m->restore, "HGET", ktrace, field) < 0)
+                return -1;
+        sk_field_trace(field, t, 0);
+        if (!m->entry && lk_redis_get(lc, &m->entry, "HGET", ktrace, field) < 0)
+                return -1;
+        return 0;
+}
+
+/* users[userId] in the user's home bucket h names a trace T: its RESTORE (T:r) and
+ * DEDUCT (T) entries (*t = T), where T's stock is (DESIGN.md 3, 4): in h, or in the bucket
+ * T:h names once settled; while T:h says probing, in any bucket (a T:r in any of them ->
+ * FAILED; none -> PENDING). @returns 0, or -1 when Redis failed (nothing read counts
+ * then: *m is empty). */
 static int me_read_redis(lk_conn_t *lc, fr_req_t *req, me_redis_t *m, int64_t *t_out)
 {
-        char kusers[SK_KEY_MAX], ktrace[SK_KEY_MAX], field[48];
+        char kusers[SK_KEY_MAX], ktrace[SK_KEY_MAX], field[48], *where = NULL;
         int64_t t, oid;
+        int n, h, b;
 
         memset(m, 0, sizeof(*m));
         *t_out = 0;
-        sk_key_voucher(kusers, g_fr.conf.redis_prefix, req->voucher_id, 0, SK_KEY_USERS);
-        sk_key_voucher(ktrace, g_fr.conf.redis_prefix, req->voucher_id, 0, SK_KEY_TRACE);
+        if (!lk_redis(lc))
+                goto fail;
+        if ((n = fr_nbuckets_get(lk_redis(lc), req->voucher_id)) < 0) {
+                lk_redis_broken(lc);
+                goto fail;
+        }
+        n = n > 0 ? n : 1;
+        h = sk_home_bucket(req->user_id, n);
+        sk_key_voucher(kusers, g_fr.conf.redis_prefix, req->voucher_id, h, SK_KEY_USERS);
+        sk_key_voucher(ktrace, g_fr.conf.redis_prefix, req->voucher_id, h, SK_KEY_TRACE);
         if (lk_redis_get(lc, &m->trace, "HGET", kusers, req->su) < 0)
                 goto fail;
         if (!m->trace || sk_id_parse_cstr(m->trace, &t) != 0)
                 return 0;
-        sk_field_trace(field, t, 'r');
-        if (lk_redis_get(lc, &m->restore, "HGET", ktrace, field) < 0)
+        if (me_read_bucket(lc, req, h, t, m) < 0)
                 goto fail;
-        sk_field_trace(field, t, 0);
-        if (lk_redis_get(lc, &m->entry, "HGET", ktrace, field) < 0)
+        sk_field_trace(field, t, 'h');
+        if (!m->entry && n > 1 && lk_redis_get(lc, &where, "HGET", ktrace, field) < 0)
                 goto fail;
+        if (where) {
+                char *end = NULL;
+                long j = strtol(where, &end, 10);
+
+                m->probing = strcmp(where, "probing") == 0;
+                if (!m->probing && end && *end == '\0' && j >= 0 && j < n && j != h) {
+                        if (me_read_bucket(lc, req, (int)j, t, m) < 0)
+                                goto fail;
+                } else if (m->probing) {
+                        for (b = 0; b < n && !m->restore; b++)
+                                if (b != h && me_read_bucket(lc, req, b, t, m) < 0)
+                                        goto fail;
+                }
+                free(where);
+                where = NULL;
+        }
         if (m->entry) {
                 cJSON *j = cJSON_Parse(m->entry);
 
@@ -330,14 +375,15 @@ static int me_read_redis(lk_conn_t *lc, fr_req_t *req, me_redis_t *m, int64_t *t
         *t_out = t;
         return 0;
 fail:
+        free(where);
         me_redis_free(m);
         return -1;
 }
 
 /* orders/me (DESIGN.md 3): CREATED if the user has an active order (UNPAID or PAID) in
- * the DB; else the trace T named by users[userId]: T's outcome row decides (CREATED ->
- * CLOSED, FAILED -> FAILED); without one, a RESTORE (T:r) -> FAILED, a DEDUCT (T) ->
- * PENDING; else the user's newest outcome row (FAILED -> FAILED, CREATED -> CLOSED);
+ * the DB; else the trace T named by users[userId] in the home bucket: T's outcome row
+ * decides (CREATED -> CLOSED, FAILED -> FAILED); without one, a RESTORE (T:r) -> FAILED,
+ * a DEDUCT (T) or a purchase still probing -> PENDING; else the user's newest outcome row (FAILED -> FAILED, CREATED -> CLOSED);
  * else NONE. With Redis unreachable the DB (the book of record) still answers CREATED;
  * anything else needs the users hash: 503. */
 static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
@@ -361,7 +407,7 @@ static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
                 fr_answer_503(req, "redis", NULL, "redis unavailable");
                 goto done;
         }
-        if (t && (m.entry || m.restore)) {
+        if (t && (m.entry || m.restore || m.probing)) {
                 snprintf(sql, sizeof(sql), "SELECT outcome, order_id, reason FROM tb_seckill_outcome"
                          " WHERE trace_id=%" PRId64, t);
                 if ((rc = lk_query_row(lc, sql, 3, cols, NULL)) < 0)

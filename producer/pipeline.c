@@ -7,6 +7,7 @@
 #include "deduct.h"
 #include "health.h"
 #include "kprod.h"
+#include "probe.h"
 #include "pipeline.h"
 #include "publish.h"
 #include "rollback.h"
@@ -21,7 +22,8 @@ int fr_pipeline_start(char *errstr, size_t errstr_size)
         }
         if (fr_kprod_start(errstr, errstr_size) != 0)
                 return -1;
-        if (fr_breaker_start() != 0 || fr_deduct_start() != 0 || fr_deadline_start() != 0 ||
+        if (fr_breaker_start() != 0 || fr_probe_start() != 0 || fr_deduct_start() != 0 ||
+            fr_deadline_start() != 0 ||
             fr_health_start() != 0) {
                 sk_seterr(errstr, errstr_size, "cannot start the pipeline threads");
                 return -1;
@@ -39,6 +41,7 @@ int fr_pipeline_start(char *errstr, size_t errstr_size)
 void fr_pipeline_stop(void)
 {
         fr_deduct_stop();
+        fr_probe_stop();        /* after the deduct workers: they hand it OVERFLOWs */
         fr_deadline_stop();
         fr_health_stop();
         fr_publish_close_deferred();

@@ -58,9 +58,13 @@ typedef struct fr_req {
         /* Purchase / lookup data, written before the pipeline starts. */
         int64_t voucher_id, user_id, order_id, trace_id;
         char sv[SK_ID_STRLEN], su[SK_ID_STRLEN], so[SK_ID_STRLEN], st[SK_ID_STRLEN];
-        int buckets;                    /* the voucher's bucket count N (1 until known) */
-        int home;                       /* the user's home bucket (sk_home_bucket) */
-        int bucket;                     /* the bucket whose stock admitted the purchase (Kafka key "V:b") */
+        /* Buckets (DESIGN.md 4), written by the deduct worker before deduct.lua, then by
+         * the stage that owns the request (probe.c, publish.c, rollback.c). */
+        int buckets;                    /* the voucher's bucket count N (0 until known) */
+        int home;                       /* h = sk_home_bucket(user, N): deduct.lua's bucket */
+        int bucket;                     /* j: the bucket whose stock admitted (or may hold)
+                                         * the purchase (Kafka key "V:j"); -1 none (the
+                                         * rollback worker then runs only the home step) */
         char *msg;                      /* owned: msg_json of deduct.lua (identical bytes on re-produce) */
         size_t msg_len;
         int deduct_attempts;            /* EVALSHA attempts with an unknown outcome */
@@ -70,6 +74,11 @@ typedef struct fr_req {
         int reproduced;                 /* the one identical re-produce was issued */
         fr_lookup_t lookup;
         int inflight_counted;
+
+        /* Overflow probing (DESIGN.md 4), with buckets/home/bucket above. */
+        int overflowed;                 /* deduct.lua answered OVERFLOW, PROBING or
+                                         * SETTLED: the home step follows a give-up */
+        int settled;                    /* SETTLED bucket: take.lua on it replays */
 
         struct fr_req *qnext;           /* work-queue link (queue.h, parked re-produces) */
 } fr_req_t;

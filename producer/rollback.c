@@ -24,6 +24,7 @@
 #include "rollback.h"
 #include "sk/clock.h"
 #include "sk/failpoint.h"
+#include "sk/home.h"
 #include "sk/log.h"
 #include "sk/outcome.h"
 #include "sk/redis.h"
@@ -60,6 +61,45 @@ void fr_rollback_submit(fr_req_t *req)
         fr_req_done(req);
 }
 
+/* DESIGN.md 4: rollback.lua mode front on the trace's bucket j (req->bucket; -1: no
+ * bucket may hold a take of T), then, after OK or ALREADY of an overflowed purchase or of
+ * a bucket other than the home, the home step on h (fence h, release users[U]); CLAIMED
+ * stops: no home step. Both are idempotent, so a repeat after an unknown outcome is safe.
+ * Failpoint rollback.before_home (exit): the fence of j is written, the home step not. */
+static sk_err_t rollback_once(sk_redis_t *r, fr_req_t *req, sk_rollback_res_t *res,
+                              char *errstr, size_t errstr_size)
+{
+        sk_home_res_t hr;
+        sk_err_t err;
+
+        memset(res, 0, sizeof(*res));
+        res->home = req->home;
+        if (req->bucket >= 0) {
+                sk_rollback_args_t a = {
+                        .voucher_id = req->voucher_id, .bucket = req->bucket, .home = req->home,
+                        .trace_id = req->trace_id, .user_id = req->user_id, .mode = "front",
+                        .reason = SK_REASON_FRONT_ROLLBACK, .clamp_to = -1,
+                        .expire_extra_ms = g_fr.expire_extra_ms,
+                };
+
+                err = sk_rollback_bucket(r, g_fr.conf.redis_prefix, &a, res, errstr, errstr_size);
+                if (err != SK_OK || res->claimed)
+                        return err;
+                if (res->home == req->bucket && !req->overflowed)
+                        return SK_OK; /* j = h: rollback.lua was the home step */
+        }
+        if (SK_FAILPOINT("rollback.before_home")) {
+                sk_seterr(errstr, errstr_size, "failpoint rollback.before_home");
+                return SK_EAGAIN;
+        }
+        err = sk_home_step(r, g_fr.conf.redis_prefix, req->voucher_id, req->home, req->trace_id,
+                           req->user_id, req->bucket, 0, SK_REASON_FRONT_ROLLBACK,
+                           g_fr.expire_extra_ms, &hr, errstr, errstr_size);
+        if (err == SK_OK)
+                res->released = hr.released;
+        return err;
+}
+
 /* rollback.lua mode front with up to ROLLBACK_ATTEMPTS tries on *rp (connected here
  * when NULL). @returns SK_OK with @p res, or the last error. */
 static sk_err_t run_rollback(sk_redis_t **rp, fr_req_t *req, sk_rollback_res_t *res)
@@ -87,9 +127,7 @@ static sk_err_t run_rollback(sk_redis_t **rp, fr_req_t *req, sk_rollback_res_t *
                 }
                 memset(res, 0, sizeof(*res));
                 t0 = sk_mono_ms();
-                err = sk_rollback_run(*rp, g_fr.conf.redis_prefix, req->voucher_id, req->bucket, req->trace_id,
-                                      req->user_id, "front", SK_REASON_FRONT_ROLLBACK, -1,
-                                      g_fr.expire_extra_ms, res, errstr, sizeof(errstr));
+                err = rollback_once(*rp, req, res, errstr, sizeof(errstr));
                 fr_breaker_record(err == SK_EUNKNOWN, sk_mono_ms() - t0);
                 if (err == SK_OK)
                         return SK_OK;

@@ -1,6 +1,6 @@
 /* producer/soldout.c: the front's instance of the local sold-out cache
- * (producer/soldout.h, DESIGN.md 4). A voucher has one bucket today (bucket 0 of 1,
- * DESIGN.md 14): the deduct reply names no bucket yet. */
+ * (producer/soldout.h, DESIGN.md 4): marks per (voucher, bucket) from deduct.lua and
+ * take.lua answers; a voucher is a hit once every bucket is marked. */
 #include "front.h"
 #include "metrics.h"
 #include "sk/clock.h"
@@ -36,7 +36,13 @@ int fr_soldout_hit(const fr_req_t *req)
         return 1;
 }
 
-void fr_soldout_note(const fr_req_t *req)
+void fr_soldout_note(const fr_req_t *req, int bucket)
 {
-        sk_soldout_mark(cache, req->voucher_id, 0, 1, req->start_mono_ms);
+        sk_soldout_mark(cache, req->voucher_id, bucket, req->buckets > 0 ? req->buckets : 1,
+                        req->start_mono_ms);
+}
+
+int fr_soldout_bucket_empty(const fr_req_t *req, int bucket)
+{
+        return cache && sk_soldout_bucket_empty(cache, req->voucher_id, bucket, sk_mono_ms());
 }

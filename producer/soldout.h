@@ -18,7 +18,11 @@ void fr_soldout_destroy(void);
 /** HTTP thread: 1 if @p req's voucher is cached sold out now (the caller answers
  *  409/10005 at once; the hit is counted here), else 0. Lock-free, thread-safe. */
 int fr_soldout_hit(const fr_req_t *req);
-/** Deduct worker: deduct.lua answered sold out (10005) for @p req. Remembers its
- *  voucher's bucket empty as of the request's start (before its deduct ran in Redis,
- *  so a restore after that deduct is sold again within the ttl). Thread-safe. */
-void fr_soldout_note(const fr_req_t *req);
+/** Deduct or probe worker: bucket @p bucket of @p req's voucher (req->buckets buckets)
+ *  answered empty (deduct.lua 10005 or OVERFLOW, take.lua 10005). Remembers it as of the
+ *  request's start (before its script ran in Redis, so a restore after that is sold
+ *  again within the ttl). Thread-safe. */
+void fr_soldout_note(const fr_req_t *req, int bucket);
+/** Probe worker: 1 if bucket @p bucket of @p req's voucher is remembered empty now (the
+ *  probe skips it, DESIGN.md 4), else 0 (also with the cache off). Thread-safe. */
+int fr_soldout_bucket_empty(const fr_req_t *req, int bucket);

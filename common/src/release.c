@@ -2,14 +2,16 @@
  * 13): release.lua, which gives the unit back to the voucher's Redis stock at most once
  * per trace (T:x) and lets the user buy again (the home step), and the deletion of the
  * order cache after a pay/cancel/close commit.
- * Runs on the order's bucket {v:ID:j} (order->bucket); while deduct runs on the home
- * bucket, j = h and release.lua's own home step is the whole story (no second script).
+ * release.lua runs on the order's bucket j; when the user's home bucket h is another one,
+ * the home step (home.lua, sk/home.h) follows on h, after OK and after ALREADY.
  * What it does not do: touch the DB (order.c) or retry (the callers do; the script is
  * idempotent). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "sk/failpoint.h"
+#include "sk/home.h"
 #include "sk/ids.h"
 #include "sk/keys.h"
 #include "sk/order.h"
@@ -31,6 +33,8 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
         const char *keys[4] = { k_meta, k_stock, k_users, k_trace };
         const char *args[4] = { trace_s, user_s, by, extra_s };
         redisReply *reply = NULL;
+        const int bucket = order ? order->bucket : 0; /* the order's bucket j */
+        sk_home_res_t hr;
         sk_err_t err;
 
         memset(res, 0, sizeof(*res));
@@ -39,10 +43,10 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
                 sk_seterr(errstr, errstr_size, "release: invalid argument");
                 return SK_EINVAL;
         }
-        sk_key_voucher(k_meta, prefix, order->voucher_id, order->bucket, SK_KEY_META);
-        sk_key_voucher(k_stock, prefix, order->voucher_id, order->bucket, SK_KEY_STOCK);
-        sk_key_voucher(k_users, prefix, order->voucher_id, order->bucket, SK_KEY_USERS);
-        sk_key_voucher(k_trace, prefix, order->voucher_id, order->bucket, SK_KEY_TRACE);
+        sk_key_voucher(k_meta, prefix, order->voucher_id, bucket, SK_KEY_META);
+        sk_key_voucher(k_stock, prefix, order->voucher_id, bucket, SK_KEY_STOCK);
+        sk_key_voucher(k_users, prefix, order->voucher_id, bucket, SK_KEY_USERS);
+        sk_key_voucher(k_trace, prefix, order->voucher_id, bucket, SK_KEY_TRACE);
         sk_id_format(order->trace_id, trace_s);
         if (order->user_id > 0)
                 sk_id_format(order->user_id, user_s);
@@ -52,8 +56,10 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
         if (err != SK_OK)
                 return err;
         err = SK_EREDIS;
-        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
-            reply->element[0]->type != REDIS_REPLY_STRING) {
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4 ||
+            reply->element[0]->type != REDIS_REPLY_STRING ||
+            reply->element[3]->type != REDIS_REPLY_INTEGER ||
+            reply->element[3]->integer < 0 || reply->element[3]->integer >= SK_BUCKETS_MAX) {
                 sk_seterr(errstr, errstr_size, "release.lua: unexpected reply");
         } else if (strcmp(reply->element[0]->str, "OK") == 0) {
                 if (reply_flag(reply->element[1], &res->restored) == 0 &&
@@ -71,7 +77,29 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
                 sk_seterr(errstr, errstr_size, "release.lua: unexpected status %s",
                           reply->element[0]->str);
         }
+        if (err == SK_OK)
+                res->home = (int)reply->element[3]->integer;
         freeReplyObject(reply);
+        if (err != SK_OK || res->home == bucket)
+                return err;
+        /* DESIGN.md 4: the home step on h != j, after OK and after ALREADY. Failpoint
+         * release.before_home (exit; error = the step fails as if Redis had): T:x
+         * written in j, users[U] in h not released yet. */
+        if (SK_FAILPOINT("release.before_home")) {
+                sk_seterr(errstr, errstr_size, "failpoint release.before_home");
+                return SK_EAGAIN;
+        }
+        if (order->user_id <= 0) {
+                sk_seterr(errstr, errstr_size, "release: the home step needs the user id");
+                return SK_EINVAL;
+        }
+        err = sk_home_step(r, prefix, order->voucher_id, res->home, order->trace_id,
+                           order->user_id, bucket, 0, SK_REASON_NONE, expire_extra_ms, &hr,
+                           errstr, errstr_size);
+        if (err == SK_OK) {
+                res->home_done = 1;
+                res->released = hr.released;
+        }
         return err;
 }
 

@@ -16,6 +16,9 @@ static const char *const script_names[SK_SCRIPT__N] = {
         [SK_SCRIPT_ROLLBACK] = "rollback",
         [SK_SCRIPT_CLAIM] = "claim",
         [SK_SCRIPT_RELEASE] = "release",
+        [SK_SCRIPT_TAKE] = "take",
+        [SK_SCRIPT_SETTLE] = "settle",
+        [SK_SCRIPT_HOME] = "home",
 };
 
 static pthread_mutex_t sha_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -28,3 +28,28 @@ end
 local function argerr(what)
   return redis.error_reply("ERR SKARG " .. what)
 end
+
+-- The bucket of a voucher key "<prefix>:{v:ID:b}:<kind>" (DESIGN.md 4: one hash tag per
+-- bucket) as a number 0..15; a v3 key "{v:ID}" is bucket 0. @vid: the voucher id the tag
+-- must name (a string), or nil for any. nil if the key carries no such tag.
+local function key_bucket(key, vid)
+  local v, b = string.match(key, "{v:(%d+):(%d+)}")
+  if not v then
+    v = string.match(key, "{v:(%d+)}")
+    b = "0"
+  end
+  if not v or (vid and v ~= vid) or not is_uint(b, 2) then return nil end
+  local n = tonumber(b)
+  if n > 15 then return nil end
+  return n
+end
+
+-- meta's bucket count N (DESIGN.md 4, 14): 1..16; a meta without the field is a
+-- one-bucket voucher (v3); nil if the field is unreadable.
+local function meta_buckets(s)
+  if s == false or s == nil then return 1 end
+  if not is_uint(s, 2) then return nil end
+  local n = tonumber(s)
+  if n < 1 or n > 16 then return nil end
+  return n
+end

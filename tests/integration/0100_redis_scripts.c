@@ -85,7 +85,9 @@ static long long get_stock(const vkeys_t *k)
         return v;
 }
 
-/* A voucher on sale now (window [now - 60 s, now + 1 h]) with @p stock. */
+/* A voucher on sale now (window [now - 60 s, now + 1 h]) with @p stock, laid out as
+ * preheat lays it out (DESIGN.md 4): users and trace hold the placeholder `_`, and every
+ * key has the expiry E = end_ms + EXTRA_MS (deduct.lua writes none). */
 static int64_t new_voucher(vkeys_t *k, int status, int64_t begin_off_ms, int64_t end_off_ms,
                            long long stock)
 {
@@ -100,6 +102,14 @@ static int64_t new_voucher(vkeys_t *k, int status, int64_t begin_off_ms, int64_t
         if (stock >= 0) {
                 reply = cmd("SET %s %lld", k->stock, stock);
                 freeReplyObject(reply);
+        }
+        freeReplyObject(cmd("HSET %s _ _", k->users));
+        freeReplyObject(cmd("HSET %s _ _", k->trace));
+        {
+                const char *all[4] = { k->meta, k->stock, k->users, k->trace };
+                for (int i = 0; i < 4; i++)
+                        cmd_int("PEXPIREAT %s %lld", all[i],
+                                (long long)(now + end_off_ms) + atoll(EXTRA_MS));
         }
         return vid;
 }
@@ -253,11 +263,11 @@ START_TEST(deduct_admits_and_sets_ttl)
         s = cmd_str("HGET %s %s", k.trace, t);
         ck_assert_str_eq(s, reply->element[1]->str);
         free(s);
-        ck_assert_int_gt(cmd_int("PTTL %s", k.meta), 0);
-        ck_assert_int_gt(cmd_int("PTTL %s", k.stock), 0);
-        ck_assert_int_gt(cmd_int("PTTL %s", k.users), 0);
-        ck_assert_int_gt(cmd_int("PTTL %s", k.trace), 0);
-        /* E = end_ms + extra: end is now + 1 h, extra 48 h. */
+        /* The expiry preheat gave (E = end_ms + extra: end is now + 1 h, extra 48 h)
+         * stays: DECRBY and HSET keep a key's TTL. */
+        ck_assert_int_gt(cmd_int("PTTL %s", k.meta), 172800000LL);
+        ck_assert_int_gt(cmd_int("PTTL %s", k.stock), 172800000LL);
+        ck_assert_int_gt(cmd_int("PTTL %s", k.users), 172800000LL);
         ck_assert_int_gt(cmd_int("PTTL %s", k.trace), 172800000LL);
         freeReplyObject(reply);
 }
@@ -336,7 +346,7 @@ START_TEST(deduct_big_ids_unchanged)
                 "{\"traceId\":\"9223372036854775806\",\"orderId\":\"9223372036854775807\","
                 "\"userId\":\"1990653204235288577\",\"voucherId\":\""));
         ck_assert_ptr_nonnull(strstr(reply->element[1]->str,
-                "\",\"beforeQty\":5,\"deductQty\":1,\"afterQty\":4,\"ts\":"));
+                "\",\"bucket\":0,\"home\":0,\"beforeQty\":5,\"deductQty\":1,\"afterQty\":4,\"ts\":"));
         freeReplyObject(reply);
         ck_assert_int_eq(cmd_int("HEXISTS %s 1990653204235288577", k.users), 1);
 }
@@ -351,14 +361,14 @@ START_TEST(expiry_nx_then_gt)
         snap_t before, after;
         int64_t trace = sk_test_rand_id(), user = sk_test_rand_id(), order = sk_test_rand_id();
 
-        /* stock: a short TTL is raised to E; trace: a later expiry is never lowered */
-        cmd_int("PEXPIRE %s 10000", k.stock);
-        freeReplyObject(cmd("HSET %s other x", k.trace));
+        /* DESIGN.md 4 (v4): deduct.lua spends no command on expiry: a short TTL stays
+         * short, a later expiry stays later (preheat and rebuild own E). */
+        cmd_int("PEXPIRE %s 100000", k.stock);
         cmd_int("PEXPIREAT %s %lld", k.trace, (long long)far_ms);
         reply = deduct(&k, vid, trace, order, user, 1);
         assert_status(reply, "OK");
         freeReplyObject(reply);
-        ck_assert_int_gt(cmd_int("PTTL %s", k.stock), 172800000LL);
+        ck_assert_int_le(cmd_int("PTTL %s", k.stock), 100000LL);
         ck_assert_int_gt(cmd_int("PTTL %s", k.trace), 29LL * 86400000);
         ck_assert_int_gt(cmd_int("PTTL %s", k.users), 172800000LL);
 
@@ -427,11 +437,12 @@ START_TEST(reject_codes_write_nothing)
         vid = new_voucher(&k, 3, -60000, 3600000, 5);
         check_reject_no_write(&k, vid, sk_test_rand_id(), 10012);
 
-        /* sold out: stock 0, and a missing stock key */
+        /* sold out (stock 0, one bucket); a missing stock key is a bucket with a key
+         * missing: answered as a missing meta (DESIGN.md 4 v4), nothing written */
         vid = on_sale(&k, 0);
         check_reject_no_write(&k, vid, sk_test_rand_id(), 10005);
         vid = on_sale(&k, -1);
-        check_reject_no_write(&k, vid, sk_test_rand_id(), 10005);
+        check_reject_no_write(&k, vid, sk_test_rand_id(), 10004);
 }
 END_TEST
 
@@ -625,7 +636,7 @@ START_TEST(rollback_without_deduct_fences)
         s = cmd_str("HGET %s %s:r", k.trace, t);
         ck_assert_ptr_nonnull(s);
         ck_assert_ptr_nonnull(strstr(s, "\"mode\":\"front\",\"reason\":\"front_rollback\","
-                                        "\"restored\":0,\"released\":0,\"clamped\":0,\"ts\":"));
+                                        "\"home\":0,\"restored\":0,\"released\":0,\"clamped\":0,\"ts\":"));
         free(s);
         ck_assert_int_gt(cmd_int("PTTL %s", k.trace), 0);
         reply = deduct(&k, vid, trace, sk_test_rand_id(), user, 1);

@@ -63,6 +63,9 @@ static int64_t setup_voucher(sk_redis_t *r, const char *prefix, vkeys_t *k, long
         must(r, "HSET %s begin_ms %lld end_ms %lld status 1", k->meta,
              (long long)(now - 60000), (long long)(now + 3600000));
         must(r, "SET %s %lld", k->stock, stock);
+        /* as preheat lays a bucket out (DESIGN.md 4): users and trace with `_` */
+        must(r, "HSET %s _ _", k->users);
+        must(r, "HSET %s _ _", k->trace);
         return vid;
 }
 

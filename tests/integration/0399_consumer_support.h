@@ -226,6 +226,11 @@ CT_FN void ct_voucher(int64_t vid, int init_stock, int db_stock, int redis_stock
         sk_key_voucher(k, CT.conf.redis_prefix, vid, 0, SK_KEY_STOCK);
         reply = ct_redis("SET %s %d", k, redis_stock);
         freeReplyObject(reply);
+        /* as preheat lays a bucket out (DESIGN.md 4): users and trace with `_` */
+        sk_key_voucher(k, CT.conf.redis_prefix, vid, 0, SK_KEY_USERS);
+        freeReplyObject(ct_redis("HSET %s _ _", k));
+        sk_key_voucher(k, CT.conf.redis_prefix, vid, 0, SK_KEY_TRACE);
+        freeReplyObject(ct_redis("HSET %s _ _", k));
 }
 
 CT_FN int64_t ct_redis_stock(int64_t vid)

@@ -63,6 +63,8 @@ V=$(( 1000000 + RANDOM ))
 INIT=100000
 rcli hset "$P:{v:$V:0}:meta" begin_ms $((NOW - 60000)) end_ms $((NOW + 3600000)) status 1 >/dev/null
 rcli set "$P:{v:$V:0}:stock" $INIT >/dev/null
+rcli hset "$P:{v:$V:0}:users" _ _ >/dev/null   # as preheat lays a bucket out (DESIGN.md 4)
+rcli hset "$P:{v:$V:0}:trace" _ _ >/dev/null
 mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" "$DB" -e "INSERT INTO tb_seckill_voucher \
   (voucher_id, init_stock, begin_time, end_time, status) VALUES ($V, $INIT, \
   FROM_UNIXTIME($((NOW / 1000 - 60))), FROM_UNIXTIME($((NOW / 1000 + 3600))), 1); \
@@ -116,7 +118,7 @@ hangups() {
 accounting() {
         local stock users deducts fences
         stock=$(rcli get "$P:{v:$V:0}:stock")
-        users=$(rcli hlen "$P:{v:$V:0}:users")
+        users=$(( $(rcli hlen "$P:{v:$V:0}:users") - 1 ))   # the placeholder _ is no user
         deducts=$(rcli hkeys "$P:{v:$V:0}:trace" | grep -c '^[0-9]*$')
         fences=$(rcli hkeys "$P:{v:$V:0}:trace" | grep -c ':r$')
         echo "$1: stock=$stock users=$users deducts=$deducts fences=$fences"

@@ -6,9 +6,10 @@
  * established). Before the fix such a reply was a 500 with nothing undone. Each case
  * runs a PRIVATE redis-server on a spare port (never the shared one) with one command
  * renamed, so a real Redis refuses it inside the script:
- *   - PEXPIREAT renamed (as an old Redis refuses PEXPIREAT ... NX): deduct.lua has taken
- *     the unit when it fails; the repeat answers REPLAY and the purchase continues: 202,
- *     stock down exactly once;
+ *   - PEXPIREAT renamed: since v4 deduct.lua spends no command on expiry (DESIGN.md 4:
+ *     preheat gives every key E), so it no longer fails there: 202, stock down exactly
+ *     once, the DEDUCT entry written and not fenced (the case keeps the hot path free of
+ *     PEXPIREAT);
  *   - DECRBY renamed: every attempt fails; after the repeats the front fences the
  *     traceId: 503 state FAILED, T:r written, stock unchanged, the buyer free again. */
 #include "0499_front_util.h"

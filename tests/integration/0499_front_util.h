@@ -286,8 +286,10 @@ static __attribute__((unused)) void ft_db_exec(const sk_conf_t *conf, const char
         mysql_close(my);
 }
 
-/* Seed voucher @p vid: Redis meta (begin/end ms, status) and stock; with @p db_status > 0
- * also the tb_seckill_voucher row. @p stock < 0: no stock key. @p status 0: no meta. */
+/* Seed voucher @p vid: Redis meta (begin/end ms, status) and stock, and with both the
+ * users and trace hashes holding the placeholder `_` (as preheat writes them); with
+ * @p db_status > 0 also the tb_seckill_voucher row. @p stock < 0: no stock key. @p status
+ * 0: no meta. */
 static __attribute__((unused)) void ft_seed(const sk_conf_t *conf, sk_redis_t *rc, int64_t vid, long long stock,
                     int64_t begin_ms, int64_t end_ms, int status, int db_status)
 {
@@ -305,6 +307,17 @@ static __attribute__((unused)) void ft_seed(const sk_conf_t *conf, sk_redis_t *r
                 sk_key_voucher(k, conf->redis_prefix, vid, 0, SK_KEY_STOCK);
                 r = sk_test_cmd(rc, "SET %s %lld", k, stock);
                 ck_assert(r && r->type == REDIS_REPLY_STATUS);
+                freeReplyObject(r);
+        }
+        if (status > 0 && stock >= 0) {
+                /* as preheat lays a bucket out (DESIGN.md 4): users and trace with `_` */
+                sk_key_voucher(k, conf->redis_prefix, vid, 0, SK_KEY_USERS);
+                r = sk_test_cmd(rc, "HSET %s _ _", k);
+                ck_assert(r && r->type == REDIS_REPLY_INTEGER);
+                freeReplyObject(r);
+                sk_key_voucher(k, conf->redis_prefix, vid, 0, SK_KEY_TRACE);
+                r = sk_test_cmd(rc, "HSET %s _ _", k);
+                ck_assert(r && r->type == REDIS_REPLY_INTEGER);
                 freeReplyObject(r);
         }
         if (db_status > 0) {

@@ -108,6 +108,8 @@ typedef struct sk_release_res {
         int already;    /* T:x existed: nothing restored now */
         int restored;   /* this call gave the unit back to Redis stock */
         int released;   /* users[U] named T and was deleted (the home step) */
+        int home;       /* h, the home bucket of the order's user (release.lua's answer) */
+        int home_done;  /* the home step on h != j ran (after OK or ALREADY, DESIGN.md 4) */
 } sk_release_res_t;
 
 /** @brief release.lua (DESIGN.md 4) for a cancelled or closed order: on the voucher's

@@ -53,11 +53,36 @@ typedef struct sk_rollback_res {
         int already;     /* T:r existed: nothing done now */
         int claimed;     /* mode front and T:c existed: nothing done */
         int restored, released, clamped;
+        int repointed;   /* has_order: users[U] now names the active order's trace */
+        int home;        /* h, the home bucket of T's user (rollback.lua's answer; -1 with
+                          * CLAIMED) */
+        int home_done;   /* sk_rollback_run: the home step on h != j ran (OK or ALREADY) */
 } sk_rollback_res_t;
 
+/* One rollback.lua call on the trace's bucket (DESIGN.md 4). */
+typedef struct sk_rollback_args {
+        int64_t voucher_id;
+        int bucket;                /* j: the bucket that holds T (0..SK_BUCKETS_MAX-1) */
+        int home;                  /* h when the caller knows it (-1: T's "home", else j) */
+        int64_t trace_id;
+        int64_t user_id;           /* fallback when T is missing (0 = none) */
+        const char *mode;          /* "front", "consumer" or "reconciler" */
+        sk_reason_t reason;        /* flags of DESIGN.md 4 "Flags by reason" */
+        int64_t clamp_to;          /* DB stock of bucket j for sold_out, else -1 */
+        int64_t repoint_trace_id;  /* has_order: trace T0 of the active order (0 = none) */
+        int64_t expire_extra_ms;   /* reconcile window + 1 day */
+} sk_rollback_args_t;
+
+/** @brief rollback.lua alone on bucket @p a->bucket (no home step on another bucket: the
+ *  caller runs sk_home_step() on res->home when it differs from the bucket, after OK and
+ *  after ALREADY, not after CLAIMED). Errors as sk_redis_evalsha (SK_EUNKNOWN: repeat
+ *  it; the script is idempotent); SK_EINVAL for a bad argument (nothing sent). */
+sk_err_t sk_rollback_bucket(sk_redis_t *r, const char *prefix, const sk_rollback_args_t *a,
+                            sk_rollback_res_t *res, char *errstr, size_t errstr_size);
+
 /** @brief Run rollback.lua for the trace with the flags of @p reason on bucket @p bucket
- *  (0..15, the trace's bucket; DESIGN.md v4 4: while deduct runs on the home bucket, the
- *  trace's bucket is the home, so the release in the same script is the home step). @p mode:
+ *  (0..15, the trace's bucket j), then the home step (sk/home.h) when T's home bucket is
+ *  another one (after OK and after ALREADY; res->home_done). @p mode:
  *  "front", "consumer" or "reconciler". @p clamp_to: DB stock for sold_out (else -1).
  *  @p user_id: fallback when T is missing (0 = none). @p expire_extra_ms: reconcile
  *  window + 1 day. Errors as sk_redis_evalsha (SK_EUNKNOWN: the caller retries; the

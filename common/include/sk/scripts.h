@@ -10,42 +10,81 @@
  *   expire_extra_ms  0..999999999999999 (reconcile window + 1 day, sk_expire_extra_ms())
  *   clamp_to         "" or 0..999999999999999
  *   reason           [a-z_]{1,32} (sk_reason_str())
- * Expiry: every key a script writes gets PEXPIREAT E NX, then PEXPIREAT E GT, with
- * E = meta end_ms + expire_extra_ms (rollback/claim: now + expire_extra_ms when meta is
- * gone). deduct.lua also applies it to meta when it admits.
+ * Keys: one hash tag per bucket, "<prefix>:{v:ID:b}:<kind>" (a v3 key "{v:ID}" counts as
+ * bucket 0); every script takes the keys of one bucket only (no CROSSSLOT on a Cluster)
+ * and learns that bucket from the tag. Replies name buckets as integers 0..15.
+ * Expiry: preheat and rebuild give every key of every bucket E = meta end_ms +
+ * expire_extra_ms. deduct.lua and take.lua write no expiry and never create a key (any key
+ * of the bucket missing: REJECT 10004, nothing written). Every other script that writes
+ * follows it with PEXPIREAT E NX, then PEXPIREAT E GT (rollback/claim/release/home: now +
+ * expire_extra_ms when meta is gone).
  *
- * deduct.lua   KEYS meta stock users trace
+ * deduct.lua   KEYS meta stock users trace of the home bucket h
  *              ARGV traceId orderId userId voucherId qty expire_extra_ms
- *              (KEYS[1] must contain "{v:<voucherId>:", else SKARG)
+ *              (KEYS must carry "{v:<voucherId>:h}" (or v3 "{v:<voucherId>}"), else SKARG;
+ *              expire_extra_ms is validated and unused since v4)
  *   -> {"FENCED"}             T:r exists; nothing written (checked before the replay)
  *   -> {"REPLAY", msg_json}   T already existed with this userId and orderId: the
  *                             stored entry, nothing written
  *   -> {"COLLISION"}          T already existed for another purchase (its userId or
  *                             orderId differs, or it cannot be read): an id collision,
  *                             nothing written (DESIGN.md 4: 503 and an alert)
+ *   -> {"PROBING", N, h}      T:h = "probing": T overflowed and is being probed (the
+ *                             front probes again with take.lua; takes replay)
+ *   -> {"SETTLED", j, N, h}   T:h = j: bucket j admitted T (take.lua on j answers REPLAY)
  *   -> {"REJECT", code}       code (integer), nothing written, in this order:
- *                             10004 meta has no status; 10013 status 4 (paused);
- *                             10004 begin_ms/end_ms unreadable; 10002 now < begin_ms;
- *                             10003 now > end_ms (now = Redis TIME); 10011 status 2;
- *                             10012 status 3; 10004 any other status but 1;
- *                             10006 users has userId; 10005 stock missing or < qty
+ *                             10004 a key of the bucket missing or meta has no status;
+ *                             10013 status 4 (paused); 10004 begin_ms/end_ms/buckets
+ *                             unreadable; 10002 now < begin_ms; 10003 now > end_ms
+ *                             (now = Redis TIME); 10011 status 2; 10012 status 3; 10004
+ *                             any other status but 1; 10006 users[userId] names another
+ *                             trace; 10005 stock < qty and N = 1
+ *   -> {"OVERFLOW", N, h}     stock < qty and N > 1: HSET users userId traceId and
+ *                             T:h "probing", nothing else written
  *   -> {"OK", msg_json}       admitted: DECRBY stock, HSET users userId traceId,
  *                             HSET trace traceId msg_json. msg_json = the DEDUCT entry =
- *                             the Kafka message, field order of sk/msg.h:
+ *                             the Kafka message (DESIGN.md 5):
  *                             {"traceId":"..","orderId":"..","userId":"..","voucherId":"..",
- *                              "beforeQty":N,"deductQty":N,"afterQty":N,"ts":MS}
- * rollback.lua KEYS meta stock users trace
+ *                              "bucket":B,"home":H,"beforeQty":N,"deductQty":N,
+ *                              "afterQty":N,"ts":MS}   (deduct: B = H = h)
+ * take.lua     KEYS meta stock trace of bucket j != h
+ *              ARGV traceId orderId userId voucherId qty home(h)
+ *   -> {"FENCED"} | {"REPLAY", msg_json} | {"COLLISION"} as deduct.lua, on bucket j
+ *   -> {"REJECT", code}       as deduct.lua's sale checks (10004 a key of j missing,
+ *                             10013, 10002, 10003, 10011, 10012), or 10005: j is empty
+ *   -> {"OK", msg_json}       DECRBY stock j, HSET trace T msg_json (bucket j, home h);
+ *                             never touches users (membership is h's)
+ * settle.lua   KEYS trace of h   ARGV traceId j
+ *   -> {"OK"} T:h was "probing", now j | {"ALREADY", cur} T:h names bucket cur already
+ *      | {"NONE"} no T:h (nothing written). The front publishes in every case.
+ * home.lua     KEYS meta users trace of h
+ *              ARGV traceId userId bucket(""|j) repoint(""|"0"|T0) reason expire_extra_ms
+ *   -> {"OK", fenced(0|1), released(0|1), repointed(0|1)}: when j != h or j = "" (no
+ *      bucket admitted T) HSET T:r in h if missing (fenced; a late deduct of T is
+ *      FENCED); then, only if users[userId] == traceId: HSET it to T0 (repoint T0:
+ *      has_order, repointed), leave it (repoint "0") or HDEL it (repoint "": released).
+ *      Idempotent.
+ *      T:r = {"mode":"home","reason":"..","bucket":j|-1,"restored":0,"released":0,
+ *             "clamped":0,"ts":MS}
+ * rollback.lua KEYS meta stock users trace of the trace's bucket j
  *              ARGV traceId mode(front|consumer|reconciler) restore(0|1) release(0|1)
  *                   clamp_to(""|N) userId(""|id) reason expire_extra_ms
- *   -> {"ALREADY", restore_entry_json}  T:r existed; nothing written
+ *                   [home(""|h) repoint(""|T0)]
+ *              h = T's "home", else ARGV home, else j.
+ *   -> {"ALREADY", restore_entry_json, h}  T:r existed; nothing written
  *   -> {"CLAIMED"}            mode front and T:c exists; nothing written
- *   -> {"OK", restored(0|1), released(0|1), clamped(0|1)}  fence T:r written:
+ *   -> {"OK", restored(0|1), released(0|1), clamped(0|1), h, repointed(0|1)}
+ *        fence T:r written:
  *        restored: restore=1, T exists and the stock key exists (INCRBY deductQty of T;
- *                  the stock key is never created);
- *        released: release=1 and users[userId] == traceId (HDEL); userId from T, else ARGV;
+ *                  the stock key is never created; not if T:x says restored=1);
+ *        released / repointed: only when h = j (this script is the home step): users
+ *                  [userId] == traceId is re-pointed to T0 (repoint given) or deleted
+ *                  (release=1); userId from T, else ARGV. When h != j: both 0, the
+ *                  caller runs home.lua on h (after OK and after ALREADY);
  *        clamped:  clamp_to given, the stock key exists and stock > clamp_to (SET; the
  *                  TTL is re-applied).
- *      T:r = {"mode":"..","reason":"..","restored":0|1,"released":0|1,"clamped":0|1,"ts":MS}
+ *      T:r = {"mode":"..","reason":"..","home":h,"restored":0|1,"released":0|1,
+ *             "clamped":0|1,"ts":MS}
  * claim.lua    KEYS meta trace
  *              ARGV op expire_extra_ms traceId... :
  *              claim T | failed T | sent T partition offset | consume T1 T2 ...
@@ -58,12 +97,14 @@
  *                         or {"RESTORED"} (T:r exists; nothing written)
  *   -> consume: {"OK", r1, r2, ...} with ri = 1 if Ti is RESTORED (fenced; its T:c is
  *      left alone), else 0 (T:c.consumed set to 1)
- * release.lua  KEYS meta stock users trace (the trace's bucket, today also the home)
+ * release.lua  KEYS meta stock users trace of the order's bucket j
  *              ARGV traceId userId(""|id) by(cancel|close|reconciler) expire_extra_ms
- *   -> {"OK", restored(0|1), released(0|1)}   T:x written now: restored = INCRBY stock 1
- *        (only if T exists, the stock key exists and no T:r says restored=1)
- *   -> {"ALREADY", release_entry_json, released(0|1)}  T:x existed: nothing restored
- *      Both then ran the home step: released = users[userId] named T and was deleted.
+ *                   [home(""|h)]    (h = T's "home", else ARGV home, else j)
+ *   -> {"OK", restored(0|1), released(0|1), h}   T:x written now: restored = INCRBY
+ *        stock 1 (only if T exists, the stock key exists and no T:r says restored=1)
+ *   -> {"ALREADY", release_entry_json, released(0|1), h}  T:x existed: nothing restored
+ *      Both then ran the home step when h = j: released = users[userId] named T and was
+ *      deleted. When h != j released is 0: the caller runs home.lua on h.
  *      T:x = {"by":"..","restored":0|1,"ts":MS}
  *      rollback.lua restores nothing for a trace whose T:x says restored=1.
  */
@@ -80,7 +121,8 @@ extern const sk_script_src_t sk_script_srcs[]; /* NULL-name terminated */
 extern const size_t sk_script_nsrcs;
 
 typedef enum { SK_SCRIPT_DEDUCT = 0, SK_SCRIPT_ROLLBACK = 1, SK_SCRIPT_CLAIM = 2,
-               SK_SCRIPT_RELEASE = 3, SK_SCRIPT__N } sk_script_t;
+               SK_SCRIPT_RELEASE = 3, SK_SCRIPT_TAKE = 4, SK_SCRIPT_SETTLE = 5,
+               SK_SCRIPT_HOME = 6, SK_SCRIPT__N } sk_script_t;
 
 /** @brief Source of @p s. @returns NULL if the build did not embed it. */
 const sk_script_src_t *sk_script_get(sk_script_t s);

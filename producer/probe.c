@@ -1,0 +1,284 @@
+/* producer/probe.c: the probe workers of seckill-front (producer/probe.h, DESIGN.md 4
+ * "Overflow probing"). Each worker takes one purchase at a time and walks its buckets
+ * with take.lua on its own sk_redis_t; every call is behind the Redis breaker and the
+ * request's deadline (DESIGN.md 8, 12). A take is repeated with the same traceId up to
+ * twice after an unknown outcome (DESIGN.md 8); still unknown ends probing (one purchase
+ * must never hold units in two buckets). Owns the probe queue. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "breaker.h"
+#include "front.h"
+#include "metrics.h"
+#include "probe.h"
+#include "publish.h"
+#include "queue.h"
+#include "rollback.h"
+#include "sk/clock.h"
+#include "sk/failpoint.h"
+#include "sk/home.h"
+#include "sk/keys.h"
+#include "sk/log.h"
+#include "sk/outcome.h"
+#include "sk/redis.h"
+#include "sk/scripts.h"
+#include "soldout.h"
+
+#define PROBE_WORKERS 2
+#define PROBE_MAX_REPEATS 2             /* DESIGN.md 8: repeat the same EVALSHA up to twice */
+#define HOME_ATTEMPTS 3                 /* the home step and settle are idempotent */
+
+static fr_pool_t pool;
+
+typedef enum {
+        TAKE_ADMITTED,                  /* OK or REPLAY: T holds a unit of j (req->msg set) */
+        TAKE_EMPTY,                     /* 10005: j is empty, nothing written */
+        TAKE_UNKNOWN,                   /* may have taken a unit of j: probing ends */
+        TAKE_STOP,                      /* nothing taken in j, and probing ends */
+} take_t;
+
+static int before_deadline(const fr_req_t *req)
+{
+        return sk_mono_ms() + FR_REDIS_CMD_TIMEOUT_MS <= req->deadline_mono_ms;
+}
+
+static int reply_is(const redisReply *el, const char *s)
+{
+        return el && (el->type == REDIS_REPLY_STRING || el->type == REDIS_REPLY_STATUS) &&
+               el->len == strlen(s) && !memcmp(el->str, s, el->len);
+}
+
+/* What a take.lua reply means. OK/REPLAY keep the entry (identical bytes on every
+ * produce). */
+static take_t take_reply(fr_req_t *req, int j, const redisReply *reply)
+{
+        const redisReply *el0 = reply->elements > 0 ? reply->element[0] : NULL;
+        const redisReply *el1 = reply->elements > 1 ? reply->element[1] : NULL;
+
+        if (reply->type != REDIS_REPLY_ARRAY || !el0)
+                return TAKE_UNKNOWN;
+        if (reply_is(el0, "OK") || reply_is(el0, "REPLAY")) {
+                if (!el1 || el1->type != REDIS_REPLY_STRING || el1->len == 0)
+                        return TAKE_UNKNOWN;
+                free(req->msg);
+                if (!(req->msg = malloc(el1->len + 1)))
+                        return TAKE_UNKNOWN;
+                memcpy(req->msg, el1->str, el1->len);
+                req->msg[el1->len] = '\0';
+                req->msg_len = el1->len;
+                return TAKE_ADMITTED;
+        }
+        if (reply_is(el0, "REJECT") && el1 && el1->type == REDIS_REPLY_INTEGER &&
+            el1->integer == 10005)
+                return TAKE_EMPTY;
+        /* FENCED (T was rolled back in j), COLLISION (the traceId is another purchase's
+         * there), another REJECT (paused, ended, a key missing): nothing written in j. */
+        SK_LOG(SK_WARN, "probe_stop", "trace_id=%s bucket=%d reply=\"%.*s\"", req->st, j,
+               el0->type == REDIS_REPLY_STRING ? (int)el0->len : 0,
+               el0->type == REDIS_REPLY_STRING ? el0->str : "");
+        if (reply_is(el0, "COLLISION"))
+                sk_metric_add(fr_m.collision, 1);
+        return TAKE_STOP;
+}
+
+/* take.lua on bucket @p j with up to PROBE_MAX_REPEATS repeats of an unknown outcome. */
+static take_t take_one(sk_redis_t **rp, fr_req_t *req, int j)
+{
+        char k_meta[SK_KEY_MAX], k_stock[SK_KEY_MAX], k_trace[SK_KEY_MAX], hs[16], errstr[512];
+        const char *keys[3] = { k_meta, k_stock, k_trace };
+        const char *args[6] = { req->st, req->so, req->su, req->sv, "1", hs };
+        const char *prefix = g_fr.conf.redis_prefix;
+        int attempt, unknown = 0;
+
+        sk_key_voucher(k_meta, prefix, req->voucher_id, j, SK_KEY_META);
+        sk_key_voucher(k_stock, prefix, req->voucher_id, j, SK_KEY_STOCK);
+        sk_key_voucher(k_trace, prefix, req->voucher_id, j, SK_KEY_TRACE);
+        snprintf(hs, sizeof(hs), "%d", req->home);
+        for (attempt = 0; attempt <= PROBE_MAX_REPEATS; attempt++) {
+                redisReply *reply = NULL;
+                int64_t t0;
+                sk_err_t err;
+                take_t res;
+
+                if (!fr_breaker_allow() || !before_deadline(req))
+                        break;
+                if (!*rp && !(*rp = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS,
+                                                     errstr, sizeof(errstr)))) {
+                        fr_breaker_record(1, 0);
+                        break;
+                }
+                t0 = sk_mono_ms();
+                err = sk_redis_evalsha(*rp, SK_SCRIPT_TAKE, 3, keys, 6, args, &reply, errstr,
+                                       sizeof(errstr));
+                fr_breaker_record(err == SK_EUNKNOWN, sk_mono_ms() - t0);
+                if (err == SK_OK) {
+                        res = take_reply(req, j, reply);
+                        freeReplyObject(reply);
+                        return res;
+                }
+                SK_LOG(SK_WARN, "take_failed", "trace_id=%s bucket=%d attempt=%d err=%s reason=\"%s\"",
+                       req->st, j, attempt, sk_err2str(err), errstr);
+                if (err == SK_EUNKNOWN || err == SK_EREDIS) {
+                        /* it may have run: the same traceId again on a fresh connection */
+                        unknown = 1;
+                        sk_metric_add(fr_m.deduct_retry, 1);
+                        if (sk_redis_reconnect(*rp, errstr, sizeof(errstr)) != SK_OK) {
+                                sk_redis_close(*rp);
+                                *rp = NULL;
+                        }
+                        continue;
+                }
+                break; /* refused before running (SK_EAGAIN) or a bad argument */
+        }
+        return unknown ? TAKE_UNKNOWN : TAKE_STOP;
+}
+
+/* settle.lua on h (T:h = j), a few tries; a failure is logged only: the publish goes
+ * ahead in every case (DESIGN.md 4) and the reconciler settles a T:h left probing. */
+static void settle(sk_redis_t **rp, fr_req_t *req, int j)
+{
+        char errstr[512];
+        int attempt, state;
+
+        for (attempt = 0; attempt < HOME_ATTEMPTS && fr_breaker_allow(); attempt++) {
+                if (!*rp && !(*rp = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS,
+                                                     errstr, sizeof(errstr))))
+                        continue;
+                if (sk_home_settle(*rp, g_fr.conf.redis_prefix, req->voucher_id, req->home,
+                                   req->trace_id, j, &state, errstr, sizeof(errstr)) == SK_OK)
+                        return;
+                sk_redis_close(*rp);
+                *rp = NULL;
+        }
+        SK_LOG(SK_WARN, "settle_failed", "trace_id=%s home=%d bucket=%d reason=\"%s\"", req->st,
+               req->home, j, errstr);
+}
+
+/* Every probed bucket answered empty: the home step (T:r in h, users[U] released), then
+ * 409/10005. If the home step cannot run, the answer is the same (nothing was taken);
+ * the reconciler finds T probing past its grace and finishes it (DESIGN.md 14). */
+static void sold_out(sk_redis_t **rp, fr_req_t *req)
+{
+        char errstr[512] = "";
+        sk_home_res_t hr;
+        int attempt;
+
+        for (attempt = 0; attempt < HOME_ATTEMPTS && fr_breaker_allow(); attempt++) {
+                if (!*rp && !(*rp = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS,
+                                                     errstr, sizeof(errstr))))
+                        continue;
+                if (sk_home_step(*rp, g_fr.conf.redis_prefix, req->voucher_id, req->home,
+                                 req->trace_id, req->user_id, -1, 0, SK_REASON_SOLD_OUT,
+                                 g_fr.expire_extra_ms, &hr, errstr, sizeof(errstr)) == SK_OK)
+                        break;
+                sk_redis_close(*rp);
+                *rp = NULL;
+        }
+        if (attempt == HOME_ATTEMPTS || !fr_breaker_allow())
+                SK_LOG(SK_WARN, "home_step_failed", "trace_id=%s home=%d reason=\"%s\"", req->st,
+                       req->home, errstr);
+        atomic_store(&req->nothing_taken, 1);
+        fr_answer(req, 409, fr_json_err(10005, "sold out"), 0);
+        fr_req_done(req);
+}
+
+/* Give up (DESIGN.md 4): rollback.lua mode front on the bucket that may hold a take
+ * (req->bucket, -1 none), then the home step: the rollback worker does both. */
+static void give_up(fr_req_t *req, int bucket, const char *why)
+{
+        SK_LOG(SK_WARN, "probe_give_up", "trace_id=%s home=%d bucket=%d reason=\"%s\"", req->st,
+               req->home, bucket, why);
+        req->bucket = bucket;
+        fr_rollback_submit(req);
+}
+
+/* One purchase: walk j = h+1 ... h+N-1 (mod N), or the SETTLED bucket only. */
+static void probe_one(sk_redis_t **rp, fr_req_t *req)
+{
+        int i, j;
+
+        /* Failpoint front.after_overflow: OVERFLOW wrote T:h = probing, no take yet. */
+        if (SK_FAILPOINT("front.after_overflow")) {
+                give_up(req, -1, "failpoint front.after_overflow");
+                return;
+        }
+        for (i = 1; i < req->buckets; i++) {
+                j = req->settled >= 0 ? req->settled : (req->home + i) % req->buckets;
+                if (req->settled < 0 && fr_soldout_bucket_empty(req, j))
+                        continue;
+                switch (take_one(rp, req, j)) {
+                case TAKE_ADMITTED:
+                        req->bucket = j;
+                        /* Failpoint front.after_take: stock taken in j, users not settled. */
+                        if (SK_FAILPOINT("front.after_take")) {
+                                give_up(req, j, "failpoint front.after_take");
+                                return;
+                        }
+                        settle(rp, req, j);
+                        fr_publish(req);
+                        return;
+                case TAKE_EMPTY:
+                        fr_soldout_note(req, j);
+                        break;
+                case TAKE_UNKNOWN:
+                        give_up(req, j, "take outcome unknown");
+                        return;
+                case TAKE_STOP:
+                        give_up(req, -1, "take refused");
+                        return;
+                }
+                if (req->settled >= 0)
+                        break;
+        }
+        if (req->settled >= 0) {
+                /* the bucket that admitted T says empty without T: Redis lost it */
+                give_up(req, req->settled, "settled bucket lost the take");
+                return;
+        }
+        sold_out(rp, req);
+}
+
+static void *probe_main(void *arg)
+{
+        sk_redis_t *r = NULL;
+
+        (void)arg;
+        for (;;) {
+                fr_req_t *req = fr_queue_pop(&pool.q, 1, 200);
+
+                if (!req) {
+                        if (fr_queue_drained(&pool.q))
+                                break;
+                        continue;
+                }
+                req->qnext = NULL;
+                probe_one(&r, req);
+        }
+        sk_redis_close(r);
+        return NULL;
+}
+
+void fr_probe_submit(fr_req_t *req)
+{
+        if (fr_queue_push(&pool.q, req) == 0)
+                return;
+        /* Closed (shutdown): no take ran; the rollback worker runs the home step. */
+        give_up(req, -1, "shutting down");
+}
+
+int fr_probe_start(void)
+{
+        return fr_pool_start(&pool, PROBE_WORKERS, probe_main);
+}
+
+void fr_probe_stop(void)
+{
+        fr_pool_stop(&pool);
+}
+
+size_t fr_probe_depth(void)
+{
+        return fr_queue_len(&pool.q);
+}
