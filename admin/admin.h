@@ -47,6 +47,12 @@ int sk_admin_voucher_set_status(const sk_conf_t *conf, const char *id, const cha
 /** `verify VOUCHER_ID ...` (DESIGN.md 9; admin/verify.c). @p argc/@p argv are the
  *  positional arguments after "verify". */
 int sk_admin_verify(const sk_conf_t *conf, int argc, char **argv);
+/** `degrade status|auto|db-only|redis-only [--voucher ID]` (DESIGN.md 12; admin/degrade.c):
+ *  parses its own options from the whole command line (DB only, no Redis check). */
+int sk_admin_degrade(int argc, char **argv);
+/** 1 if the command line names the degrade command (main.c hands it over). */
+int sk_admin_degrade_wants(int argc, char **argv);
+
 
 /** @brief One DB transaction (admin/voucher_stock.c): the voucher row (init_stock =
  *  @p stock, @p buckets 1..16, times in ms since the epoch, @p status), its bucket rows

@@ -5,6 +5,7 @@
  *   voucher show ID [--json]
  *   voucher set-status ID N
  *   verify VOUCHER_ID                            invariants of DESIGN.md 9
+ *   degrade status|auto|db-only|redis-only [--voucher ID]   (admin/degrade.c, DESIGN.md 12)
  * Configuration: defaults < SECKILL_* environment < flags (sk/conf.h); the subcommand
  * flags are declared to sk_conf_load too, so they may appear anywhere on the line.
  * Exit status: 0 ok, 1 runtime failure, 2 bad arguments or a refusal (see admin.h). */
@@ -185,6 +186,8 @@ int main(int argc, char **argv)
                   "voucher add-stock: idempotency key of the change (1..64 chars)" },
         };
 
+        if (sk_admin_degrade_wants(argc, argv))
+                return sk_admin_degrade(argc, argv); /* its own options; works with Redis down */
         if ((help = help_requested(argc, argv))) {
                 fputs(help->text, stdout);
                 printf("Common options (database, Redis, Kafka...): " PROG " --help\n");

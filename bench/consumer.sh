@@ -20,7 +20,8 @@
 # Usage: bench/consumer.sh [--dup-pct P] [M]
 # Env: SK_BIN (default build/bin), BENCH_M (200000), BENCH_VOUCHERS (8), BENCH_DUP_PCT (0),
 #      BENCH_PARTITIONS (6), BENCH_WORKERS (2), BENCH_SINGLE_SECONDS (15),
-#      BENCH_BATCH_MAX (500), BENCH_CONSUMER_ARGS (extra flags for both runs, e.g.
+#      BENCH_BATCH_MAX (500), BENCH_BUCKETS (1: buckets per voucher, 1..16; the messages
+#      spread over them, key "voucherId:bucket"), BENCH_CONSUMER_ARGS (extra flags for both runs, e.g.
 #      "-X fetch.max.bytes=1048576"), SECKILL_KAFKA_BROKERS, MySQL on 127.0.0.1:3306 root.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,6 +36,7 @@ P=${BENCH_PARTITIONS:-6}
 W=${BENCH_WORKERS:-2}
 SINGLE_S=${BENCH_SINGLE_SECONDS:-15}
 BATCH_MAX=${BENCH_BATCH_MAX:-500}
+B=${BENCH_BUCKETS:-1}
 brokers=${SECKILL_KAFKA_BROKERS:-127.0.0.1:9092}
 for t in mysql redis-cli cc pkg-config python3 curl; do
   command -v $t >/dev/null || { echo "bench/consumer.sh: $t not found" >&2; exit 2; }
@@ -64,15 +66,17 @@ trap cleanup EXIT
 
 cc -O2 -o "$tmp/preload" "$here/consumer/preload.c" $(pkg-config --cflags --libs rdkafka)
 
-# Databases with V vouchers whose stock covers every message.
+# Databases with V vouchers of B buckets, each bucket's stock covering every message.
 for db in $db1 $db2; do
   SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db" "$SK_BIN/seckill-admin" db migrate >/dev/null
   values=""
   for i in $(seq 0 $((V - 1))); do
-    values="$values${values:+,}($((vbase + i)), $((M + 10)), UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, UTC_TIMESTAMP(3) + INTERVAL 1 DAY, 1)"
+    values="$values${values:+,}($((vbase + i)), $(( (M + 10) * B )), $((B)), UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, UTC_TIMESTAMP(3) + INTERVAL 1 DAY, 1)"
   done
-  $my "$db" -e "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, begin_time, end_time, status) VALUES $values"
-  $my "$db" -e "INSERT INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock) SELECT voucher_id, 0, init_stock, init_stock FROM tb_seckill_voucher"
+  $my "$db" -e "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, buckets, begin_time, end_time, status) VALUES $values"
+  for b in $(seq 0 $((B - 1))); do
+    $my "$db" -e "INSERT INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock) SELECT voucher_id, $b, $((M + 10)), $((M + 10)) FROM tb_seckill_voucher"
+  done
 done
 
 # The topic (created by the consumer's own start-up code would also do; the preload
@@ -86,8 +90,8 @@ sleep 3
 kill -TERM $ipid 2>/dev/null || true
 wait $ipid 2>/dev/null || true
 
-echo "preloading M=$M messages over V=$V vouchers into $topic ($P partitions), duplicates ${DUP_PCT}%"
-"$tmp/preload" "$brokers" "$topic" "$M" "$vbase" "$V" "$idbase" "$DUP_PCT"
+echo "preloading M=$M messages over V=$V vouchers of B=$B buckets into $topic ($P partitions), duplicates ${DUP_PCT}%"
+PRELOAD_BUCKETS=$B "$tmp/preload" "$brokers" "$topic" "$M" "$vbase" "$V" "$idbase" "$DUP_PCT"
 
 count() { $my "$1" -e "SELECT COUNT(*) FROM tb_seckill_outcome"; }
 span_rate() {   # orders/s over the outcome rows' created_at span

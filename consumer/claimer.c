@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "sk/claim.h"
+#include "sk/dswitch.h"
 #include "sk/log.h"
 #include "worker.h"
 
@@ -59,6 +60,31 @@ static void mark(cmsg_t **g, const int *which, const int *fenced, int cnt)
         }
 }
 
+/* DESIGN.md 12, consumers during an outage: 1 if voucher @p voucher_id is in state
+ * draining or db (no front writes Redis for it), so a consumer that cannot reach Redis
+ * commits without claim.lua and leaves the Redis side to the reconciler and the
+ * recovery rebuild. 0 in state redis or rebuilding, or when the row cannot be read. */
+static int redis_skippable(worker_t *w, int64_t voucher_id)
+{
+        char errstr[256];
+        sk_dsw_row_t row;
+
+        if (!w->db || sk_dsw_get(w->db, voucher_id, 0, &row, errstr, sizeof(errstr)) != SK_OK)
+                return 0;
+        return row.state == SK_DSW_DRAINING || row.state == SK_DSW_DB;
+}
+
+/* The members of @p g that needed a claim go on unclaimed and unfenced (the outage
+ * rule above). */
+static void skip_claim(worker_t *w, cmsg_t **g, const int *which, int cnt)
+{
+        for (int i = 0; i < cnt; i++)
+                w->claimer.fenced[i] = 0;
+        mark(g, which, w->claimer.fenced, cnt);
+        SK_LOG(SK_WARN, "claim_skipped_degraded", "worker=%d voucher=%" PRId64 " n=%d",
+               w->idx, g[0]->msg.voucher_id, cnt);
+}
+
 /* One synchronous claim.lua consume call for up to SK_CLAIM_CHUNK members. */
 static sk_err_t claim_chunk(worker_t *w, cmsg_t **g, int n)
 {
@@ -77,8 +103,11 @@ static sk_err_t claim_chunk(worker_t *w, cmsg_t **g, int n)
                 return SK_OK;
         }
         if (!(r = cons_worker_redis(w))) {
+                err = redis_skippable(w, g[0]->msg.voucher_id) ? SK_OK : SK_EAGAIN;
+                if (err == SK_OK)
+                        skip_claim(w, g, which, cnt);
                 free(which);
-                return SK_EAGAIN;
+                return err;
         }
         err = sk_claim_consume_init(&call, w->conf->redis_prefix, g[0]->msg.voucher_id, g[0]->msg.bucket,
                                     w->ctx->expire_extra_ms, w->claimer.ids, cnt, errstr, sizeof(errstr));
@@ -86,9 +115,12 @@ static sk_err_t claim_chunk(worker_t *w, cmsg_t **g, int n)
                 cons_worker_redis_failed(w, err);
         if (err == SK_OK)
                 err = sk_claim_parse_consume(reply, cnt, w->claimer.fenced, errstr, sizeof(errstr));
-        if (err == SK_OK)
+        if (err == SK_OK) {
                 mark(g, which, w->claimer.fenced, cnt);
-        else
+        } else if (err != SK_EINVAL && redis_skippable(w, g[0]->msg.voucher_id)) {
+                skip_claim(w, g, which, cnt);
+                err = SK_OK;
+        } else
                 SK_LOG(err == SK_EINVAL ? SK_ERROR : SK_WARN, "claim_failed",
                        "worker=%d voucher=%" PRId64 " n=%d err=%s reason=\"%s\"",
                        w->idx, g[0]->msg.voucher_id, cnt, sk_err2str(err), errstr);

@@ -137,3 +137,13 @@ void fr_breaker_stop(void)
         atomic_store(&stop, 1);
         pthread_join(t_probe, NULL);
 }
+
+int fr_breaker_healthy(void)
+{
+        int ok;
+
+        pthread_mutex_lock(&brk_mu);
+        ok = sk_breaker_healthy(&brk, sk_mono_ms());
+        pthread_mutex_unlock(&brk_mu);
+        return ok;
+}

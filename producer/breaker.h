@@ -19,3 +19,7 @@ int fr_breaker_allow(void);
  *  (slower than SECKILL_BREAKER_SLOW_MS counts as bad). May open the breaker (logged
  *  once, metrics). Thread-safe. */
 void fr_breaker_record(int failed, int64_t latency_ms);
+/** 1 if the breaker is closed and has seen no bad command (and no close) within
+ *  SECKILL_BREAKER_HEALTHY_MS: Redis counts as healthy for the degrade recovery
+ *  (DESIGN.md 12 db -> rebuilding). Thread-safe. */
+int fr_breaker_healthy(void);

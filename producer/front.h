@@ -2,7 +2,8 @@
  * set by main.c before any thread starts and read-only afterwards. The threading model
  * is described atop producer/main.c; each part of the front keeps its own state in its
  * own file behind its own header (req.h, queue.h, deduct.h, publish.h, kprod.h,
- * rollback.h, lookup.h, health.h, deadline.h, metrics.h, http.h, pipeline.h, breaker.h). */
+ * rollback.h, lookup.h, health.h, deadline.h, metrics.h, http.h, pipeline.h, breaker.h, degrade.h,
+ * dbonly.h). */
 #pragma once
 #include <stdint.h>
 

@@ -15,6 +15,9 @@
 #include <unistd.h>
 
 #include "breaker.h"
+#include "dbonly.h"
+#include "degrade.h"
+#include "sk/dswitch.h"
 #include "deduct.h"
 #include "front.h"
 #include "health.h"
@@ -121,9 +124,70 @@ static int user_header(struct MHD_Connection *conn, fr_req_t *req)
         return 0;
 }
 
-static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
+/* Mint the purchase's orderId and traceId (in-flight slot first). @returns 0, or -1
+ * answered 503 (overload, lease). */
+static int mint_purchase(fr_req_t *req)
 {
         char errstr[256];
+
+        if (fr_inflight_acquire(req, g_fr.conf.max_inflight) != 0) {
+                quick_503(req, "overload", "too many purchases in flight");
+                return -1;
+        }
+        if (sk_idgen_next(idgen, &req->order_id, errstr, sizeof(errstr)) != SK_OK ||
+            sk_idgen_next(idgen, &req->trace_id, errstr, sizeof(errstr)) != SK_OK) {
+                fr_inflight_release(req);
+                req->order_id = req->trace_id = 0;
+                /* Lease loss is logged once by the lease callback (main.c); the
+                 * per-request line is debug only (DESIGN.md 2). */
+                SK_LOG(SK_DEBUG, "idgen_unavailable", "reason=\"%s\"", errstr);
+                quick_503(req, "lease", "id generator unavailable");
+                return -1;
+        }
+        sk_id_format(req->order_id, req->so);
+        sk_id_format(req->trace_id, req->st);
+        req->kind = FR_KIND_PURCHASE;
+        return 0;
+}
+
+/* DESIGN.md 12, state db: the DB-only purchase on its own pool (bounded queue: 503
+ * beyond it); nothing goes to Redis or Kafka. Ids come from the DB-leased worker id. */
+static void route_db_only(fr_req_t *req, struct MHD_Connection *conn, int64_t epoch)
+{
+        if (fr_dbonly_full()) {
+                quick_503(req, "overload", "DB-only queue full");
+                return;
+        }
+        if (mint_purchase(req) != 0)
+                return;
+        if (fr_req_suspend(req, conn) != 0)
+                return;
+        if (fr_dbonly_submit(req, epoch) != 0) {
+                fr_answer_503(req, "shutdown", NULL, "shutting down");
+                fr_req_done(req);
+        }
+}
+
+/* DESIGN.md 12: the voucher's degrade state as this front follows it. @returns 1 if
+ * the request was handled here (503 or the DB-only path), 0 for the Redis path. */
+static int route_degraded(fr_req_t *req, struct MHD_Connection *conn)
+{
+        int64_t epoch = 0;
+        int mode = SK_DSW_AUTO;
+        int state = fr_degrade_state(req->voucher_id, &epoch, &mode);
+
+        if (state == SK_DSW_REDIS)
+                return 0;
+        if (state == SK_DSW_DB && mode != SK_DSW_REDIS_ONLY)
+                route_db_only(req, conn, epoch);
+        else
+                quick_503(req, "degrade", state == SK_DSW_REBUILDING ? "rebuilding Redis from the DB"
+                                                                     : "draining to the DB-only path");
+        return 1;
+}
+
+static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
+{
 
         if (user_header(conn, req) != 0) {
                 quick(req, 400, fr_json_err(10001, "missing or invalid X-User-Id"));
@@ -139,6 +203,8 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
                 quick(req, 409, fr_json_err(10005, "sold out"));
                 return;
         }
+        if (route_degraded(req, conn))
+                return;
         /* DESIGN.md 8: overloaded or producer unusable -> 503 before deduct.lua. */
         if (!fr_kprod_usable()) {
                 quick_503(req, "kafka", "kafka unavailable");
@@ -149,40 +215,27 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
                 quick_503(req, "redis", "redis unavailable");
                 return;
         }
-        if (fr_inflight_acquire(req, g_fr.conf.max_inflight) != 0) {
-                quick_503(req, "overload", "too many purchases in flight");
+        if (mint_purchase(req) != 0)
                 return;
-        }
-        if (sk_idgen_next(idgen, &req->order_id, errstr, sizeof(errstr)) != SK_OK ||
-            sk_idgen_next(idgen, &req->trace_id, errstr, sizeof(errstr)) != SK_OK) {
-                fr_inflight_release(req);
-                req->order_id = req->trace_id = 0;
-                /* Lease loss is logged once by the lease callback (main.c); the
-                 * per-request line is debug only (DESIGN.md 2). */
-                SK_LOG(SK_DEBUG, "idgen_unavailable", "reason=\"%s\"", errstr);
-                quick_503(req, "lease", "id generator unavailable");
-                return;
-        }
-        sk_id_format(req->order_id, req->so);
-        sk_id_format(req->trace_id, req->st);
-        req->kind = FR_KIND_PURCHASE;
         go_async(req, conn); /* may answer 503 at once (shutdown): kind is QUICK then */
 }
 
 static void route_readyz(fr_req_t *req)
 {
-        char buf[256];
+        char buf[4608], degrade[4096];
         int redis, noev, scripts, server, kafka = fr_kprod_ok(), lease = sk_idgen_usable(idgen);
         int ready;
 
         fr_health_redis(&redis, &noev, &scripts, &server);
+        fr_degrade_json(degrade, sizeof(degrade));
         ready = redis && noev && scripts && server && kafka && lease && !fr_stopping();
         snprintf(buf, sizeof(buf),
                  "{\"ready\":%s,\"redis\":%s,\"noeviction\":%s,\"scripts\":%s,"
-                 "\"redisServer\":%s,\"kafka\":%s,\"lease\":%s,\"workerId\":%d}",
+                 "\"redisServer\":%s,\"kafka\":%s,\"lease\":%s,\"workerId\":%d,"
+                 "\"degrade\":%s}",
                  ready ? "true" : "false", redis ? "true" : "false", noev ? "true" : "false",
                  scripts ? "true" : "false", server ? "true" : "false", kafka ? "true" : "false",
-                 lease ? "true" : "false", sk_idgen_worker_id(idgen));
+                 lease ? "true" : "false", sk_idgen_worker_id(idgen), degrade);
         quick(req, ready ? 200 : 503, strdup(buf));
 }
 

@@ -1,6 +1,8 @@
 /* producer/main.c: seckill-front, the HTTP front of the flash sale (DESIGN.md 2-5, 7, 8,
  * 11): admission in Lua (deduct.lua), publish to Kafka, answer 202 only once Kafka says
- * PERSISTED. It never writes the database; its DB use is read-only lookups.
+ * PERSISTED. On the Kafka path it never writes the database (its DB use there is
+ * lookups and pay/cancel); on the DB-only path of DESIGN.md 12 it decides the purchase
+ * in one DB transaction (dbonly.c) and follows the per-voucher degrade switch (degrade.c).
  *
  * Files (each owns its state; front.h holds only the configuration, g_fr):
  *   main.c      configuration, worker-id lease, start-up, graceful shutdown
@@ -19,6 +21,9 @@
  *   health.c    Redis and Kafka health, producer replacement trigger
  *   metrics.c   the Prometheus metrics and the gauges sampled at scrape time
  *   soldout.c   the local sold-out cache: 10005 without Redis (DESIGN.md 4)
+ *   degrade.c   the follower of the per-voucher degrade switch (DESIGN.md 12): reads the
+ *               rows every second, makes this front's moves, runs the recovery rebuild
+ *   dbonly.c    the DB-only purchase transaction on its own pool (state db)
  *   pipeline.c  start/stop order of the pipeline's threads
  * Dependencies point one way: http -> deduct/lookup; deduct -> deduct_reply -> publish,
  * rollback, lookup; publish -> kprod, rollback; every stage answers through req.c.
@@ -60,6 +65,12 @@
  *   - Breaker probe (breaker.c): while the Redis breaker is half-open, one probe a
  *     second (PING, ROLE, INFO loading) on its own connection; HTTP refuses purchases
  *     with 503 while it is not closed.
+ *   - Degrade follower (degrade.c): every second reads every voucher's switch row (the
+ *     HTTP threads route by it: redis -> the pipeline above; draining/rebuilding -> 503
+ *     cause degrade; db -> the DB-only pool) and makes the moves of DESIGN.md 12.
+ *   - DB-only pool (SECKILL_DEGRADE_DB_CONNS threads; dbonly.c): one transaction per
+ *     purchase, 200 CREATED; a bounded queue (503 beyond it). Failpoint
+ *     front.db_only_before_commit (error: rolled back, 503 cause db).
  *   - Lookup pool (--lookup-threads; lookup.c): orders/me, orders/{id}, the 10004 DB
  *     check (ended -> 403/10003, on sale -> 503, else 404).
  *   - Timer (deadline.c): answers 503 PENDING at each request's deadline (2 x delivery

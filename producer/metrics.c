@@ -2,6 +2,11 @@
  * (producer/metrics.h). The queue depths and the count of retired producers are gauges
  * read from their owners when /metrics is rendered, so they are exact at scrape time. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dbonly.h"
+#include "degrade.h"
 
 #include "deduct.h"
 #include "kprod.h"
@@ -52,6 +57,14 @@ static void init_counters(fr_metrics_t *m)
         U(u_db, "db");
         U(u_meta, "meta_missing");
         U(u_collision, "collision");
+        U(u_degrade, "degrade");
+#define DBP(f, s) m->f = sk_metrics_counter(m->reg, "seckill_front_db_only_purchases_total", \
+                                            "result=\"" s "\"", "DB-only purchases by result (DESIGN.md 12)")
+        DBP(db_created, "created");
+        DBP(db_soldout, "sold_out");
+        DBP(db_has_order, "has_order");
+        DBP(db_unavailable, "unavailable");
+#undef DBP
 #undef DELIV
 #undef RB
 #undef U
@@ -86,6 +99,8 @@ static void init_gauges(fr_metrics_t *m)
                                          "purchases waiting for the rollback worker");
         m->q_lookup = sk_metrics_gauge(m->reg, "seckill_front_lookup_queue_depth", NULL,
                                        "lookups and DB checks waiting for the lookup pool");
+        m->q_dbonly = sk_metrics_gauge(m->reg, "seckill_front_db_only_queue_depth", NULL,
+                                       "DB-only purchases waiting for a connection of the pool");
         m->retired = sk_metrics_gauge(m->reg, "seckill_front_producers_retired", NULL,
                                       "replaced Kafka producers still draining (destroyed once empty)");
 }
@@ -124,7 +139,19 @@ char *fr_metrics_render(void)
         sk_metric_set(fr_m.q_rollback, (int64_t)fr_rollback_depth());
         sk_metric_set(fr_m.q_lookup, (int64_t)fr_lookup_depth());
         sk_metric_set(fr_m.retired, fr_kprod_retired());
-        return sk_metrics_render(fr_m.reg);
+        sk_metric_set(fr_m.q_dbonly, (int64_t)fr_dbonly_depth());
+        {
+                char *base = sk_metrics_render(fr_m.reg), *out;
+                size_t blen, cap = 64 * 1024;
+
+                if (!base || !(out = malloc(strlen(base) + cap)))
+                        return base;
+                blen = strlen(base);
+                memcpy(out, base, blen);
+                fr_degrade_metrics(out + blen, cap);
+                free(base);
+                return out;
+        }
 }
 
 void fr_metrics_destroy(void)

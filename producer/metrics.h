@@ -18,6 +18,8 @@ typedef struct fr_metrics {
                     *u_failed, *u_shutdown, *u_db, *u_meta, *u_collision;
         sk_metric_t *reproduce, *producer_replaced, *deduct_retry, *collision;
         sk_metric_t *brk_open, *brk_to_open, *brk_to_closed; /* the Redis breaker (DESIGN.md 12) */
+        sk_metric_t *db_created, *db_soldout, *db_has_order, *db_unavailable; /* DB-only path */
+        sk_metric_t *u_degrade, *q_dbonly;
         sk_metric_t *soldout_hits;      /* 409/10005 answered by the local sold-out cache */
         sk_metric_t *q_deduct, *q_rollback, *q_lookup, *retired; /* gauges, set on render */
 } fr_metrics_t;

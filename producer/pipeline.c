@@ -3,6 +3,8 @@
  * thread), publish.c (delivery reports, parked re-produces), rollback.c, deduct.c,
  * deadline.c, health.c, breaker.c (the Redis breaker's probe thread). */
 #include "breaker.h"
+#include "dbonly.h"
+#include "degrade.h"
 #include "deadline.h"
 #include "deduct.h"
 #include "health.h"
@@ -23,8 +25,8 @@ int fr_pipeline_start(char *errstr, size_t errstr_size)
         if (fr_kprod_start(errstr, errstr_size) != 0)
                 return -1;
         if (fr_breaker_start() != 0 || fr_probe_start() != 0 || fr_deduct_start() != 0 ||
-            fr_deadline_start() != 0 ||
-            fr_health_start() != 0) {
+            fr_deadline_start() != 0 || fr_health_start() != 0 || fr_dbonly_start() != 0 ||
+            fr_degrade_start() != 0) {
                 sk_seterr(errstr, errstr_size, "cannot start the pipeline threads");
                 return -1;
         }
@@ -40,6 +42,8 @@ int fr_pipeline_start(char *errstr, size_t errstr_size)
  * thread's last poll still gets its fence. */
 void fr_pipeline_stop(void)
 {
+        fr_degrade_stop();
+        fr_dbonly_stop();
         fr_deduct_stop();
         fr_probe_stop();        /* after the deduct workers: they hand it OVERFLOWs */
         fr_deadline_stop();

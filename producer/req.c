@@ -127,6 +127,7 @@ static sk_metric_t *cause_metric(const char *cause)
                 { "paused", &fr_m.u_paused }, { "failed", &fr_m.u_failed },
                 { "shutdown", &fr_m.u_shutdown }, { "db", &fr_m.u_db },
                 { "meta_missing", &fr_m.u_meta }, { "collision", &fr_m.u_collision },
+                { "degrade", &fr_m.u_degrade },
         };
         size_t i;
 

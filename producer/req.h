@@ -57,6 +57,7 @@ typedef struct fr_req {
 
         /* Purchase / lookup data, written before the pipeline starts. */
         int64_t voucher_id, user_id, order_id, trace_id;
+        int64_t dsw_epoch;              /* DB-only purchase: the switch epoch it runs under */
         char sv[SK_ID_STRLEN], su[SK_ID_STRLEN], so[SK_ID_STRLEN], st[SK_ID_STRLEN];
         /* Buckets (DESIGN.md 4), written by the deduct worker before deduct.lua, then by
          * the stage that owns the request (probe.c, publish.c, rollback.c). */

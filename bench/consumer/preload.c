@@ -9,7 +9,10 @@
  *   message i, for DUP_PCT of the i, an identical copy is produced, alternately of
  *   message i itself (a duplicate inside the same batch) and of message i - 5000 (one
  *   already decided when the copy arrives). Prints "produced=N duplicates=D seconds=S"
- *   on success; exit 1 on a delivery failure. */
+ *   on success; exit 1 on a delivery failure.
+ *   Environment PRELOAD_BUCKETS=B (1..16, default 1): each voucher has B buckets; the k-th
+ *   message of a voucher goes to bucket k % B (fields "bucket" and "home", Kafka key
+ *   "voucherId:bucket", DESIGN.md 5), beforeQty/afterQty counting down per bucket. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,7 @@
 #include <librdkafka/rdkafka.h>
 
 static long failed;
+static long nbuckets = 1; /* PRELOAD_BUCKETS */
 
 static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque)
 {
@@ -31,18 +35,23 @@ static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque)
 static int produce_msg(rd_kafka_t *rk, const char *topic, long j, long m, long v, int64_t vbase,
                        int64_t idbase)
 {
-        char key[24], val[512];
+        char key[32], val[512];
         int64_t vid = vbase + j % v;
-        int64_t before = m / v + 1 - j / v; /* message j is the (j / v)-th of its voucher */
+        long k = j / v;                     /* message j is the k-th of its voucher */
+        long b = k % nbuckets;              /* ... and the (k / B)-th of bucket b */
+        int64_t before = m / v / nbuckets + 1 - k / nbuckets;
         rd_kafka_resp_err_t e;
         int n;
 
-        snprintf(key, sizeof(key), "%" PRId64, vid);
+        if (nbuckets > 1)
+                snprintf(key, sizeof(key), "%" PRId64 ":%ld", vid, b);
+        else
+                snprintf(key, sizeof(key), "%" PRId64, vid);
         n = snprintf(val, sizeof(val),
                      "{\"traceId\":\"%" PRId64 "\",\"orderId\":\"%" PRId64 "\",\"userId\":\"%" PRId64
-                     "\",\"voucherId\":\"%" PRId64 "\",\"beforeQty\":%" PRId64
+                     "\",\"voucherId\":\"%" PRId64 "\",\"bucket\":%ld,\"home\":%ld,\"beforeQty\":%" PRId64
                      ",\"deductQty\":1,\"afterQty\":%" PRId64 ",\"ts\":%" PRId64 "}",
-                     idbase + j, idbase + m + j, idbase + 2 * m + j, vid, before, before - 1,
+                     idbase + j, idbase + m + j, idbase + 2 * m + j, vid, b, b, before, before - 1,
                      (int64_t)time(NULL) * 1000);
         for (;;) {
                 e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, strlen(key)),
@@ -81,6 +90,12 @@ int main(int argc, char **argv)
                 return 2;
         }
         dup_pct = argc == 8 ? atol(argv[7]) : 0;
+        if (getenv("PRELOAD_BUCKETS"))
+                nbuckets = atol(getenv("PRELOAD_BUCKETS"));
+        if (nbuckets < 1 || nbuckets > 16) {
+                fprintf(stderr, "PRELOAD_BUCKETS must be 1..16\n");
+                return 2;
+        }
         m = atol(argv[3]);
         vbase = strtoll(argv[4], NULL, 10);
         v = atol(argv[5]);

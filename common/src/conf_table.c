@@ -70,6 +70,8 @@ const copt_t sk__copts[SK__NCOPTS] = {
           "front: minimum open time of the Redis breaker, then one probe a second" },
         { "breaker-healthy-ms", "SECKILL_BREAKER_HEALTHY_MS", V_INT, OFF(breaker_healthy_ms), 0, 100,
           3600000, "MS", "front: no failed or slow Redis command this long = healthy (count reset)" },
+        { "degrade-db-conns", "SECKILL_DEGRADE_DB_CONNS", V_INT, OFF(degrade_db_conns), 0, 1, 256, "N",
+          "front: DB connections of the DB-only purchase path (DESIGN.md 12)" },
 };
 _Static_assert(sizeof(sk__copts) / sizeof(sk__copts[0]) == SK__NCOPTS, "SK__NCOPTS");
 
@@ -98,6 +100,7 @@ void sk_conf_defaults(sk_conf_t *conf)
         conf->breaker_slow_ms = 300;
         conf->breaker_open_ms = 30000;
         conf->breaker_healthy_ms = 10000;
+        conf->degrade_db_conns = 8;
         /* The defaults are valid by construction; parse them so the structs are filled. */
         sk_redis_url_parse(conf->redis_url, &conf->redis, NULL, 0);
         sk_mysql_url_parse(conf->mysql_url, &conf->mysql, NULL, 0);

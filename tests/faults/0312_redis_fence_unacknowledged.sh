@@ -6,7 +6,7 @@
 # NOT_PERSISTED (failpoint front.delivery_not=error; the messages are in the topic), so
 # every purchase is fenced by rollback.lua mode front. With the replica healthy the fence
 # is acknowledged: 503 FAILED. With the replica frozen (SIGSTOP; the master still accepts
-# writes within min-replicas-max-lag 10 s) WAIT times out: 503 PENDING, never FAILED.
+# writes: min-replicas-to-write 0 for that batch) WAIT times out: 503 PENDING, never FAILED.
 # The replica resumes; the consumer (started only now, so that it claims none of them
 # first) meets every fenced message and records FAILED; the
 # reconciler finds nothing to re-drive; no fenced purchase becomes an order; a front
@@ -40,9 +40,15 @@ n=$(count 1 6 FAILED)
         ft_fail "no fence acknowledged by the healthy replica (all PENDING)"
 
 # 2. Replica frozen: WAIT 1 100 times out -> 503 PENDING, never FAILED.
+# The master keeps accepting writes however long the batch takes on a busy machine
+# (min-replicas-to-write 0 for the batch: past min-replicas-max-lag 10 s the deduct itself
+# would be refused NOREPLICAS, a 503 without a fence; the rule under test is WAIT's).
+M=${FT_TOPO_PORTS[0]}
+ft_topo_cli "$M" config set min-replicas-to-write 0 >/dev/null
 ft_topo_stop "$R"
 ft_buy f1 "$V" 101 6 2
 ft_topo_cont "$R"
+ft_topo_cli "$M" config set min-replicas-to-write 1 >/dev/null
 ft_fault_over
 ft_log "fenced with the replica frozen: $(states 101 106)"
 ft_eq "$(count 101 106 PENDING)" 6 "six fenced purchases answered 503 PENDING (no replica acknowledged the fence)"

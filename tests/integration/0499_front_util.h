@@ -444,11 +444,23 @@ static __attribute__((unused)) void ft_private_redis_stop(pid_t *pid)
  * noeviction, plus @p extra_args (NULL-terminated, may be NULL; e.g. "--rename-command",
  * "DECRBY", "x"). Points @p conf's Redis at it. @returns the server's pid (the caller
  * SIGTERMs and reaps it). */
+static __attribute__((unused)) pid_t ft_private_redis_on(sk_conf_t *conf, int port,
+                                                          const char *const *extra_args);
 static __attribute__((unused)) pid_t ft_private_redis(sk_conf_t *conf, const char *const *extra_args)
+{
+        return ft_private_redis_on(conf, 0, extra_args);
+}
+
+/* Same on @p port (0 = a free one): e.g. a restart, empty, on the port a killed one had. */
+static __attribute__((unused)) pid_t ft_private_redis_on(sk_conf_t *conf, int port,
+                                                          const char *const *extra_args)
 {
         const char *argv[32];
         char port_s[16];
-        int port = ft_free_port(), argc = 0, i;
+        int argc = 0, i;
+
+        if (port == 0)
+                port = ft_free_port();
         pid_t pid;
 
         snprintf(port_s, sizeof(port_s), "%d", port);

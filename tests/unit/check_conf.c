@@ -19,7 +19,7 @@ static const char *const all_env[] = {
         "SECKILL_WORKER_ID",
         "SECKILL_WORKER_LEASE_MS", "SECKILL_RECONCILE_WINDOW_HOURS", "SECKILL_METRICS_ADDR",
         "SECKILL_LOG_LEVEL", "SECKILL_FAILPOINTS", "SECKILL_BREAKER_FAILURES", "SECKILL_BREAKER_SLOW_MS",
-        "SECKILL_BREAKER_OPEN_MS", "SECKILL_BREAKER_HEALTHY_MS", "SK_TEST_BATCH", "SK_TEST_NAME", "SK_TEST_DRY",
+        "SECKILL_BREAKER_OPEN_MS", "SECKILL_BREAKER_HEALTHY_MS", "SECKILL_DEGRADE_DB_CONNS", "SK_TEST_BATCH", "SK_TEST_NAME", "SK_TEST_DRY",
 };
 
 static void clear_env(void)
@@ -129,6 +129,7 @@ START_TEST(defaults)
         ck_assert_int_eq(conf.breaker_slow_ms, 300);
         ck_assert_int_eq(conf.breaker_open_ms, 30000);
         ck_assert_int_eq(conf.breaker_healthy_ms, 10000);
+        ck_assert_int_eq(conf.degrade_db_conns, 8);
         ck_assert_int_eq(conf.soldout_cache_ms, 1000);
         ck_assert_int_eq(conf.worker_id, -1);
         ck_assert_int_eq(conf.worker_lease_ms, 30000);

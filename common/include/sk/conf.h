@@ -74,6 +74,7 @@ typedef struct sk_conf {
         int breaker_slow_ms;            /* SECKILL_BREAKER_SLOW_MS, 1..60000 */
         int breaker_open_ms;            /* SECKILL_BREAKER_OPEN_MS, 100..3600000 */
         int breaker_healthy_ms;         /* SECKILL_BREAKER_HEALTHY_MS, 100..3600000 */
+        int degrade_db_conns;           /* SECKILL_DEGRADE_DB_CONNS, 1..256 (DESIGN.md 12) */
         int nkafka_props;               /* -X key=value, passed to librdkafka as is */
         char kafka_props[SK_MAX_KAFKA_PROPS][2][256];
 } sk_conf_t;

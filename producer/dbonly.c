@@ -1,0 +1,360 @@
+/* producer/dbonly.c: the DB-only purchase (producer/dbonly.h, DESIGN.md 7, 12).
+ *
+ * One transaction, READ COMMITTED (every session of sk_db_connect):
+ *   SELECT ... FROM tb_seckill_switch WHERE scope = V LOCK IN SHARE MODE
+ *        -- state db with the epoch the request started with, else 503 (no commit);
+ *           the share lock makes db -> rebuilding (FOR UPDATE) wait for us
+ *   SELECT status, window, buckets FROM tb_seckill_voucher  -- 404 / 403 / 503 paused
+ *   SELECT 1 FROM tb_voucher_order WHERE voucher_id = V AND active_user_id = U -> 10006
+ *   SELECT bucket FROM tb_seckill_stock WHERE voucher_id = V AND stock > 0  (no lock)
+ *   UPDATE tb_seckill_stock SET stock = stock - 1 WHERE ... bucket = b AND stock >= 1
+ *        -- from the user's home bucket (sk_home_bucket), wrapping around; no row
+ *           changed -> the next bucket; none left -> 409/10005
+ *   INSERT outcome CREATED (path 'db', bucket), order (UNPAID + pay_deadline, or PAID
+ *   when SECKILL_PAY_TIMEOUT_S = 0; bucket), router, reconcile log (DEDUCT, pending)
+ *   COMMIT -> 200 {"code":0,"orderId","traceId","state":"CREATED"}
+ * A duplicate active-order key -> 409/10006. A transient error -> the whole transaction
+ * again from BEGIN (up to 3 attempts), then 503 cause db; a COMMIT that failed with a
+ * lost connection is resolved by reading the outcome row. Failpoint
+ * front.db_only_before_commit (error: 503 cause db, rolled back). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dbonly.h"
+#include "front.h"
+#include "metrics.h"
+#include "queue.h"
+#include "soldout.h"
+#include "sk/backoff.h"
+#include "sk/clock.h"
+#include "sk/keys.h"
+#include "sk/db.h"
+#include "sk/dswitch.h"
+#include "sk/failpoint.h"
+#include "sk/log.h"
+
+#define DBONLY_QUEUE_PER_CONN 32        /* the bounded queue: conns x this, beyond it 503 */
+#define DBONLY_ATTEMPTS 3
+
+static fr_pool_t pool;
+static size_t queue_max;
+
+typedef enum { R_CREATED, R_SOLD_OUT, R_HAS_ORDER, R_STATE, R_NOT_FOUND, R_OFFLINE,
+               R_EXPIRED, R_NOT_STARTED, R_ENDED, R_PAUSED } result_t;
+
+size_t fr_dbonly_depth(void)
+{
+        return fr_queue_len(&pool.q);
+}
+
+int fr_dbonly_full(void)
+{
+        return fr_queue_len(&pool.q) >= queue_max;
+}
+
+int fr_dbonly_submit(fr_req_t *req, int64_t epoch)
+{
+        req->dsw_epoch = epoch;
+        return fr_queue_push(&pool.q, req);
+}
+
+static sk_err_t q_i64(sk_db_t *db, const char *sql, int64_t *out, int ncols, char *errstr,
+                      size_t errstr_size)
+{
+        return sk_db_query_row_i64(db, sql, out, ncols, NULL, errstr, errstr_size);
+}
+
+/* Take one unit from a bucket with stock, from the home bucket round. *bucket the one
+ * taken, *after its stock after the decrement. @returns SK_OK, SK_ENOTFOUND (none). */
+static sk_err_t take_unit(sk_db_t *db, const fr_req_t *req, int buckets, int *bucket,
+                          int64_t *after, char *errstr, size_t errstr_size)
+{
+        char sql[320];
+        MYSQL_RES *res = NULL;
+        MYSQL_ROW f;
+        int have[16] = { 0 }, i, h = sk_home_bucket(req->user_id, buckets), len;
+        sk_err_t err;
+
+        len = snprintf(sql, sizeof(sql), "SELECT bucket FROM tb_seckill_stock WHERE voucher_id = %"
+                       PRId64 " AND stock > 0", req->voucher_id);
+        if ((err = sk_db_query(db, sql, (size_t)len, &res, errstr, errstr_size)) != SK_OK)
+                return err;
+        while ((f = mysql_fetch_row(res)))
+                if (f[0] && atoi(f[0]) >= 0 && atoi(f[0]) < 16)
+                        have[atoi(f[0])] = 1;
+        mysql_free_result(res);
+        for (i = 0; i < buckets; i++) {
+                int b = (h + i) % buckets;
+                int64_t changed = 0;
+
+                if (!have[b])
+                        continue;
+                snprintf(sql, sizeof(sql), "UPDATE tb_seckill_stock SET stock = stock - 1 WHERE "
+                         "voucher_id = %" PRId64 " AND bucket = %d AND stock >= 1",
+                         req->voucher_id, b);
+                if ((err = sk_db_exec(db, sql, errstr, errstr_size)) != SK_OK ||
+                    (err = sk_db_query_i64(db, "SELECT ROW_COUNT()", &changed, NULL, errstr,
+                                           errstr_size)) != SK_OK)
+                        return err;
+                if (changed != 1)
+                        continue;
+                snprintf(sql, sizeof(sql), "SELECT stock FROM tb_seckill_stock WHERE voucher_id = %"
+                         PRId64 " AND bucket = %d", req->voucher_id, b);
+                if ((err = q_i64(db, sql, after, 1, errstr, errstr_size)) != SK_OK)
+                        return err;
+                *bucket = b;
+                return SK_OK;
+        }
+        return SK_ENOTFOUND;
+}
+
+/* The outcome, order, router and reconcile-log rows of the purchase. */
+static sk_err_t insert_rows(sk_db_t *db, const fr_req_t *req, int bucket, int64_t after,
+                            char *errstr, size_t errstr_size)
+{
+        char sql[640], paid[96];
+        sk_err_t err;
+
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id, bucket, "
+                 "outcome, path) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %d, 1, "
+                 "'db')", req->trace_id, req->order_id, req->user_id, req->voucher_id, bucket);
+        if ((err = sk_db_exec(db, sql, errstr, errstr_size)) != SK_OK)
+                return err;
+        if (g_fr.conf.pay_timeout_s > 0)
+                snprintf(paid, sizeof(paid), "1, NOW(3) + INTERVAL %d SECOND, NULL",
+                         g_fr.conf.pay_timeout_s);
+        else
+                snprintf(paid, sizeof(paid), "2, NULL, NOW(3)");
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, bucket, status, "
+                 "pay_deadline, paid_at) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                 ", %d, %s)", req->order_id, req->user_id, req->voucher_id, req->trace_id, bucket,
+                 paid);
+        if ((err = sk_db_exec(db, sql, errstr, errstr_size)) != SK_OK)
+                return err;
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO tb_voucher_order_router (order_id, user_id, voucher_id) VALUES (%"
+                 PRId64 ", %" PRId64 ", %" PRId64 ")", req->order_id, req->user_id, req->voucher_id);
+        if ((err = sk_db_exec(db, sql, errstr, errstr_size)) != SK_OK)
+                return err;
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO tb_voucher_reconcile_log (order_id, user_id, voucher_id, message_id, "
+                 "before_qty, change_qty, after_qty, trace_id, log_type, business_type, "
+                 "reconciliation_status, detail) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64
+                 ", '%" PRId64 "', %" PRId64 ", 1, %" PRId64 ", %" PRId64 ", -1, 1, 1, "
+                 "'order created (db-only path)')", req->order_id, req->user_id, req->voucher_id,
+                 req->trace_id, after + 1, after, req->trace_id);
+        return sk_db_exec(db, sql, errstr, errstr_size);
+}
+
+/* The checks before the unit: switch (state db, same epoch), voucher row, active
+ * order. @returns SK_OK with *res = R_CREATED to go on, or another *res to answer. */
+static sk_err_t checks(sk_db_t *db, const fr_req_t *req, result_t *res, int *buckets,
+                       char *errstr, size_t errstr_size)
+{
+        char sql[320];
+        sk_dsw_row_t sw;
+        int64_t v[4];
+        sk_err_t err;
+
+        err = sk_dsw_get(db, req->voucher_id, 1, &sw, errstr, errstr_size);
+        if (err == SK_ENOTFOUND || (err == SK_OK && (sw.state != SK_DSW_DB || sw.epoch != req->dsw_epoch))) {
+                *res = R_STATE;
+                return SK_OK;
+        }
+        if (err != SK_OK)
+                return err;
+        snprintf(sql, sizeof(sql), "SELECT status, begin_time > NOW(3), end_time <= NOW(3), buckets "
+                 "FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, req->voucher_id);
+        err = q_i64(db, sql, v, 4, errstr, errstr_size);
+        if (err == SK_ENOTFOUND) {
+                *res = R_NOT_FOUND;
+                return SK_OK;
+        }
+        if (err != SK_OK)
+                return err;
+        *buckets = v[3] >= 1 && v[3] <= 16 ? (int)v[3] : 1;
+        *res = v[0] == 2 ? R_OFFLINE : v[0] == 3 ? R_EXPIRED : v[0] == 4 ? R_PAUSED
+             : v[0] != 1 ? R_NOT_FOUND : v[2] ? R_ENDED : v[1] ? R_NOT_STARTED : R_CREATED;
+        if (*res != R_CREATED)
+                return SK_OK;
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
+                 " AND active_user_id = %" PRId64, req->voucher_id, req->user_id);
+        if ((err = q_i64(db, sql, v, 1, errstr, errstr_size)) != SK_OK)
+                return err;
+        if (v[0] > 0)
+                *res = R_HAS_ORDER;
+        return SK_OK;
+}
+
+/* One attempt of the transaction. @returns SK_OK with *res and the voucher's bucket count
+ * in *nbuckets, or the error (rolled back; SK_EAGAIN transient, SK_EEXIST duplicate key,
+ * SK_EFAIL failpoint). */
+static sk_err_t attempt(sk_db_t *db, const fr_req_t *req, result_t *res, int *nbuckets,
+                        char *errstr, size_t errstr_size)
+{
+        int buckets = 1, bucket = 0;
+        int64_t after = 0;
+        sk_err_t err;
+
+        if ((err = sk_db_begin(db, errstr, errstr_size)) != SK_OK)
+                return err;
+        err = checks(db, req, res, &buckets, errstr, errstr_size);
+        *nbuckets = buckets;
+        if (err == SK_OK && *res == R_CREATED) {
+                err = take_unit(db, req, buckets, &bucket, &after, errstr, errstr_size);
+                if (err == SK_ENOTFOUND) {
+                        *res = R_SOLD_OUT;
+                        err = SK_OK;
+                } else if (err == SK_OK) {
+                        err = insert_rows(db, req, bucket, after, errstr, errstr_size);
+                        if (err == SK_OK && SK_FAILPOINT("front.db_only_before_commit")) {
+                                sk_seterr(errstr, errstr_size, "failpoint front.db_only_before_commit");
+                                err = SK_EFAIL;
+                        }
+                        if (err == SK_OK)
+                                return sk_db_commit(db, errstr, errstr_size);
+                }
+        }
+        sk_db_rollback(db);
+        return err;
+}
+
+/* After a COMMIT whose outcome is unknown: is the outcome row there? */
+static int committed(sk_db_t *db, const fr_req_t *req)
+{
+        char sql[160], errstr[256];
+        int64_t n = 0;
+
+        if (sk_db_reconnect(db, errstr, sizeof(errstr)) != SK_OK)
+                return -1;
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64,
+                 req->trace_id);
+        if (sk_db_query_i64(db, sql, &n, NULL, errstr, sizeof(errstr)) != SK_OK)
+                return -1;
+        return n > 0;
+}
+
+/* The answers the voucher row decides (DESIGN.md 3), by result. */
+static const struct { result_t res; int status, code; const char *msg; } row_answers[] = {
+        { R_NOT_FOUND, 404, 10004, "unknown voucher" }, { R_OFFLINE, 403, 10011, "voucher offline" },
+        { R_EXPIRED, 403, 10012, "voucher expired" }, { R_NOT_STARTED, 403, 10002, "sale not started" },
+        { R_ENDED, 403, 10003, "sale ended" },
+};
+
+static void answer(fr_req_t *req, result_t res)
+{
+        char buf[256];
+        size_t i;
+
+        switch (res) {
+        case R_CREATED:
+                snprintf(buf, sizeof(buf), "{\"code\":0,\"orderId\":\"%s\",\"traceId\":\"%s\","
+                         "\"state\":\"CREATED\"}", req->so, req->st);
+                sk_metric_add(fr_m.db_created, 1);
+                fr_answer(req, 200, strdup(buf), 0);
+                break;
+        case R_SOLD_OUT:
+                sk_metric_add(fr_m.db_soldout, 1);
+                for (int b = 0; b < req->buckets; b++) /* every bucket row had no stock */
+                        fr_soldout_note(req, b);
+                fr_answer(req, 409, fr_json_err(10005, "sold out"), 0);
+                break;
+        case R_HAS_ORDER:
+                sk_metric_add(fr_m.db_has_order, 1);
+                fr_answer(req, 409, fr_json_err(10006, "already purchased"), 0);
+                break;
+        case R_STATE:
+                fr_answer_503(req, "degrade", NULL, "voucher is switching between Redis and the DB");
+                break;
+        case R_PAUSED:
+                fr_answer_503(req, "paused", NULL, "voucher paused");
+                break;
+        default:
+                for (i = 0; i < sizeof(row_answers) / sizeof(row_answers[0]); i++)
+                        if (row_answers[i].res == res)
+                                fr_answer(req, row_answers[i].status,
+                                          fr_json_err(row_answers[i].code, row_answers[i].msg), 0);
+                break;
+        }
+}
+
+static void run(sk_db_t **dbp, fr_req_t *req)
+{
+        char errstr[512];
+        result_t res = R_STATE;
+        sk_err_t err = SK_EAGAIN;
+        int i, nbuckets = 1;
+
+        for (i = 0; i < DBONLY_ATTEMPTS && sk_mono_ms() < req->deadline_mono_ms; i++) {
+                if (i > 0)
+                        sk_sleep_ms(20 << i, NULL);
+                if (!*dbp)
+                        *dbp = sk_db_connect_io(&g_fr.conf.mysql, 0, 2, 3, errstr, sizeof(errstr));
+                else if (!sk_db_connected(*dbp))
+                        (void)sk_db_reconnect(*dbp, errstr, sizeof(errstr));
+                if (!*dbp || !sk_db_connected(*dbp)) {
+                        err = SK_EAGAIN;
+                        continue;
+                }
+                err = attempt(*dbp, req, &res, &nbuckets, errstr, sizeof(errstr));
+                if (err == SK_OK || err == SK_EEXIST || err == SK_EFAIL || err == SK_EDB)
+                        break;
+                /* Transient: nothing committed, except a COMMIT with a lost link. */
+                if (sk_db_errno(*dbp) == 2006 || sk_db_errno(*dbp) == 2013) {
+                        int c = committed(*dbp, req);
+
+                        if (c == 1) {
+                                err = SK_OK;
+                                res = R_CREATED;
+                                break;
+                        }
+                }
+        }
+        if (err == SK_OK) {
+                if (req->buckets <= 0)
+                        req->buckets = nbuckets; /* N from the DB row: Redis may never have told */
+                answer(req, res);
+        } else if (err == SK_EEXIST) {
+                answer(req, R_HAS_ORDER); /* the unique active-order key (DESIGN.md 12) */
+        } else {
+                SK_LOG(SK_WARN, "db_only_failed", "trace_id=%s voucher_id=%s err=%s reason=\"%s\"",
+                       req->st, req->sv, sk_err2str(err), errstr);
+                sk_metric_add(fr_m.db_unavailable, 1);
+                fr_answer_503(req, "db", NULL, "database unavailable");
+        }
+}
+
+static void *worker_main(void *arg)
+{
+        sk_db_t *db = NULL;
+        fr_req_t *req;
+
+        (void)arg;
+        while (!fr_queue_drained(&pool.q)) {
+                req = fr_queue_pop(&pool.q, 1, 200);
+                if (!req)
+                        continue;
+                if (sk_mono_ms() >= req->deadline_mono_ms)
+                        fr_answer_503(req, "timeout", NULL, "queued too long");
+                else
+                        run(&db, req);
+                fr_req_done(req);
+        }
+        sk_db_close(db);
+        return NULL;
+}
+
+int fr_dbonly_start(void)
+{
+        queue_max = (size_t)g_fr.conf.degrade_db_conns * DBONLY_QUEUE_PER_CONN;
+        return fr_pool_start(&pool, g_fr.conf.degrade_db_conns, worker_main);
+}
+
+void fr_dbonly_stop(void)
+{
+        fr_pool_stop(&pool);
+}

@@ -1,0 +1,383 @@
+/* producer/degrade.c: the front's follower of the degrade switch (producer/degrade.h,
+ * DESIGN.md 12). One thread, its own DB connection; every second:
+ *   1. INSERT IGNORE a switch row (mode NULL, state redis) for every voucher that has
+ *      none (vouchers created before their row existed);
+ *   2. read every row (sk_dsw_read_all) and publish them to the HTTP threads;
+ *   3. per voucher, the moves this front may make, each a conditional UPDATE on
+ *      (state, epoch) so two fronts never both make one:
+ *        redis -> draining      mode db_only, or mode auto with this front's breaker
+ *                               open (mode redis_only never leaves redis);
+ *        draining -> db         since + 2 x delivery timeout + 1 s + the read period
+ *                               passed (DB clock) AND the group's committed offsets on
+ *                               the voucher's partitions reached high watermarks
+ *                               sampled after that moment (sk_vkafka_check on a handle
+ *                               opened then: its first check samples the targets);
+ *        db -> rebuilding       mode auto / redis_only and the breaker healthy for
+ *                               SECKILL_BREAKER_HEALTHY_MS, under SELECT ... FOR UPDATE
+ *                               (waits out the DB-only purchases in flight);
+ *        rebuilding -> redis    after sk_rebuild_voucher succeeded (breaker closed);
+ *                               a failed rebuild stays in rebuilding and is retried
+ *                               next second (by this or any front).
+ * Every move is logged once (event degrade_state). */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "breaker.h"
+#include "degrade.h"
+#include "front.h"
+#include "health.h"
+#include "sk/clock.h"
+#include "sk/db.h"
+#include "sk/dswitch.h"
+#include "sk/log.h"
+#include "sk/rebuild.h"
+#include "sk/vkafka.h"
+
+#define DEGRADE_READ_MS 1000            /* DESIGN.md 12: every front reads every second */
+#define MAX_DRAINS 64                   /* vouchers draining at once with a Kafka handle */
+
+static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
+static sk_dsw_row_t *tab;               /* guarded by tab_mu; sorted by voucher_id */
+static size_t ntab;
+
+static pthread_t t_follow;
+static atomic_int stop;
+static sk_db_t *db;                     /* the follower's connection */
+static char who[160];                   /* updated_by: "front host:pid" */
+
+/* A voucher in draining whose wait has passed: the Kafka handle whose first check
+ * sampled the high watermarks (follower thread only). */
+typedef struct drain { int64_t voucher_id, epoch; sk_vkafka_t *vk; } drain_t;
+static drain_t drains[MAX_DRAINS];
+
+static int cmp_row(const void *a, const void *b)
+{
+        const sk_dsw_row_t *x = a, *y = b;
+
+        return x->voucher_id < y->voucher_id ? -1 : x->voucher_id > y->voucher_id;
+}
+
+int fr_degrade_state(int64_t voucher_id, int64_t *epoch, int *mode)
+{
+        sk_dsw_row_t key = { .voucher_id = voucher_id }, *hit;
+        int state = SK_DSW_REDIS;
+
+        pthread_mutex_lock(&tab_mu);
+        hit = ntab ? bsearch(&key, tab, ntab, sizeof(*tab), cmp_row) : NULL;
+        if (hit) {
+                state = hit->state;
+                if (epoch)
+                        *epoch = hit->epoch;
+                if (mode)
+                        *mode = hit->mode;
+        } else {
+                if (epoch)
+                        *epoch = 0;
+                if (mode)
+                        *mode = SK_DSW_AUTO;
+        }
+        pthread_mutex_unlock(&tab_mu);
+        return state;
+}
+
+size_t fr_degrade_metrics(char *buf, size_t size)
+{
+        size_t off = 0, i;
+        int n;
+
+        if (size == 0)
+                return 0;
+        buf[0] = '\0';
+        n = snprintf(buf, size, "# HELP seckill_front_degrade_state the degrade state of each "
+                     "voucher as this front follows it (DESIGN.md 12): 1 for its current state\n"
+                     "# TYPE seckill_front_degrade_state gauge\n");
+        if (n < 0 || (size_t)n >= size)
+                return 0;
+        off = (size_t)n;
+        pthread_mutex_lock(&tab_mu);
+        for (i = 0; i < ntab; i++) {
+                n = snprintf(buf + off, size - off,
+                             "seckill_front_degrade_state{voucher=\"%" PRId64 "\",state=\"%s\"} 1\n",
+                             tab[i].voucher_id, sk_dsw_state_str(tab[i].state));
+                if (n < 0 || (size_t)n >= size - off)
+                        break;
+                off += (size_t)n;
+        }
+        pthread_mutex_unlock(&tab_mu);
+        buf[off] = '\0';
+        return off;
+}
+
+size_t fr_degrade_json(char *buf, size_t size)
+{
+        size_t off = 0, i;
+        int n, first = 1;
+
+        if (size < 3)
+                return 0;
+        buf[off++] = '{';
+        pthread_mutex_lock(&tab_mu);
+        for (i = 0; i < ntab; i++) {
+                if (tab[i].state == SK_DSW_REDIS)
+                        continue; /* only vouchers not on the Redis path */
+                n = snprintf(buf + off, size - off, "%s\"%" PRId64 "\":\"%s\"", first ? "" : ",",
+                             tab[i].voucher_id, sk_dsw_state_str(tab[i].state));
+                if (n < 0 || (size_t)n >= size - off - 1)
+                        break;
+                off += (size_t)n;
+                first = 0;
+        }
+        pthread_mutex_unlock(&tab_mu);
+        buf[off++] = '}';
+        buf[off] = '\0';
+        return off;
+}
+
+static drain_t *drain_find(int64_t voucher_id, int64_t epoch, int create)
+{
+        int i, free_i = -1;
+
+        for (i = 0; i < MAX_DRAINS; i++) {
+                if (drains[i].vk && drains[i].voucher_id == voucher_id) {
+                        if (drains[i].epoch == epoch)
+                                return &drains[i];
+                        sk_vkafka_close(drains[i].vk); /* another draining period */
+                        drains[i].vk = NULL;
+                }
+                if (!drains[i].vk && free_i < 0)
+                        free_i = i;
+        }
+        if (!create || free_i < 0)
+                return NULL;
+        drains[free_i].voucher_id = voucher_id;
+        drains[free_i].epoch = epoch;
+        return &drains[free_i];
+}
+
+static void drain_drop(drain_t *d)
+{
+        sk_vkafka_close(d->vk);
+        d->vk = NULL;
+}
+
+static void moved_log(const sk_dsw_row_t *row, int to, const char *why)
+{
+        SK_LOG(to == SK_DSW_REDIS ? SK_INFO : SK_WARN, "degrade_state",
+               "voucher_id=%" PRId64 " from=%s to=%s epoch=%" PRId64 " mode=%s why=%s",
+               row->voucher_id, sk_dsw_state_str(row->state), sk_dsw_state_str(to),
+               row->epoch + 1, sk_dsw_mode_str(row->mode), why);
+}
+
+static void move(sk_dsw_row_t *row, int to, const char *why)
+{
+        char errstr[512];
+        int moved = 0;
+
+        if (sk_dsw_move(db, row->voucher_id, row->state, row->epoch, to, who, &moved, errstr,
+                        sizeof(errstr)) != SK_OK) {
+                SK_LOG(SK_WARN, "degrade_move_failed", "voucher_id=%" PRId64 " to=%s reason=\"%s\"",
+                       row->voucher_id, sk_dsw_state_str(to), errstr);
+                return;
+        }
+        if (moved) {
+                moved_log(row, to, why);
+                row->state = to;
+                row->epoch++;
+        }
+}
+
+/* draining -> db once the wait has passed (sk_dsw_next): Kafka drained on the
+ * voucher's partitions. */
+static void step_draining(sk_dsw_row_t *row)
+{
+        char errstr[512];
+        sk_vkafka_state_t st;
+        drain_t *d;
+
+        if (!(d = drain_find(row->voucher_id, row->epoch, 1)))
+                return;
+        if (!d->vk && !(d->vk = sk_vkafka_open(&g_fr.conf, errstr, sizeof(errstr)))) {
+                SK_LOG(SK_WARN, "degrade_kafka_open_failed", "reason=\"%s\"", errstr);
+                return;
+        }
+        if (sk_vkafka_check(d->vk, row->voucher_id, row->buckets, &st, errstr, sizeof(errstr)) !=
+            SK_OK) {
+                SK_LOG(SK_DEBUG, "degrade_kafka_check", "voucher_id=%" PRId64 " reason=\"%s\"",
+                       row->voucher_id, errstr);
+                return;
+        }
+        if (!st.topic_missing && st.lag > 0) {
+                SK_LOG(SK_DEBUG, "degrade_draining", "voucher_id=%" PRId64 " lag=%" PRId64,
+                       row->voucher_id, st.lag);
+                return;
+        }
+        drain_drop(d);
+        move(row, SK_DSW_DB, "drained");
+}
+
+/* Redis healthy for the recovery (DESIGN.md 12): the breaker has seen it healthy for
+ * SECKILL_BREAKER_HEALTHY_MS AND the health thread reached it in its last check. The
+ * second half is the evidence a front restarted mid-outage lacks: its breaker starts
+ * closed and sees no purchase traffic while its vouchers are on the DB-only path. */
+static int redis_healthy(void)
+{
+        int ok, noev, scripts, server;
+
+        fr_health_redis(&ok, &noev, &scripts, &server);
+        return ok && server && fr_breaker_healthy();
+}
+
+/* rebuilding -> redis after a successful rebuild (Redis reachable). */
+static void step_rebuilding(sk_dsw_row_t *row)
+{
+        sk_rebuild_report_t rep;
+        char errstr[512];
+        sk_err_t err;
+
+        if (!fr_breaker_allow())
+                return;
+        memset(&rep, 0, sizeof(rep));
+        err = sk_rebuild_voucher(&g_fr.conf, row->voucher_id, 0, &rep, errstr, sizeof(errstr));
+        if (err != SK_OK) {
+                SK_LOG(SK_WARN, "degrade_rebuild_failed",
+                       "voucher_id=%" PRId64 " err=%s reason=\"%s\" detail=\"%s\"", row->voucher_id,
+                       sk_err2str(err), errstr, rep.detail);
+                return;
+        }
+        SK_LOG(SK_INFO, "degrade_rebuilt", "voucher_id=%" PRId64 " stock=%" PRId64 " users=%" PRId64,
+               row->voucher_id, rep.stock, rep.users);
+        move(row, SK_DSW_REDIS, "rebuilt");
+}
+
+static void step(sk_dsw_row_t *row)
+{
+        int64_t drain_wait_ms = 2 * (int64_t)g_fr.conf.kafka_delivery_timeout_ms + 1000 +
+                                DEGRADE_READ_MS;
+        int healthy = redis_healthy();
+        int to = sk_dsw_next(row, !fr_breaker_allow(), healthy, drain_wait_ms);
+        char errstr[512];
+        int moved = 0;
+        int64_t ep = row->epoch;
+
+        switch (to) {
+        case SK_DSW_DRAINING:
+                move(row, SK_DSW_DRAINING, row->mode == SK_DSW_DB_ONLY ? "mode_db_only" : "breaker_open");
+                break;
+        case SK_DSW_DB:
+                step_draining(row);
+                break;
+        case SK_DSW_REBUILDING:
+                if (sk_dsw_begin_rebuild(db, row->voucher_id, row->epoch, who, &moved, &ep, errstr,
+                                         sizeof(errstr)) != SK_OK) {
+                        SK_LOG(SK_WARN, "degrade_move_failed",
+                               "voucher_id=%" PRId64 " to=rebuilding reason=\"%s\"", row->voucher_id,
+                               errstr);
+                        break;
+                }
+                if (!moved)
+                        break;
+                moved_log(row, SK_DSW_REBUILDING, "redis_healthy");
+                row->state = SK_DSW_REBUILDING;
+                row->epoch = ep;
+                step_rebuilding(row);
+                break;
+        case SK_DSW_REDIS:
+                step_rebuilding(row);
+                break;
+        default:
+                break;
+        }
+}
+
+static void publish(sk_dsw_row_t *rows, size_t n)
+{
+        sk_dsw_row_t *old;
+
+        pthread_mutex_lock(&tab_mu);
+        old = tab;
+        tab = rows;
+        ntab = n;
+        pthread_mutex_unlock(&tab_mu);
+        free(old);
+}
+
+/* One read (and publish) of every row. @returns 0 or -1 (DB unavailable). */
+static int read_rows(sk_dsw_row_t **rows, size_t *n)
+{
+        static const char ensure[] =
+                "INSERT IGNORE INTO tb_seckill_switch (scope, mode, state, updated_by) "
+                "SELECT v.voucher_id, NULL, 'redis', 'front' FROM tb_seckill_voucher v "
+                "LEFT JOIN tb_seckill_switch s ON s.scope = v.voucher_id WHERE s.scope IS NULL";
+        char errstr[512];
+
+        if (!sk_db_connected(db) && sk_db_reconnect(db, errstr, sizeof(errstr)) != SK_OK)
+                return -1;
+        if (sk_db_exec(db, ensure, errstr, sizeof(errstr)) != SK_OK ||
+            sk_dsw_read_all(db, rows, n, NULL, errstr, sizeof(errstr)) != SK_OK) {
+                SK_LOG(SK_DEBUG, "degrade_read_failed", "reason=\"%s\"", errstr);
+                if (sk_db_last_err(db) == SK_EAGAIN)
+                        (void)sk_db_reconnect(db, errstr, sizeof(errstr));
+                return -1;
+        }
+        return 0;
+}
+
+static void *follow_main(void *arg)
+{
+        (void)arg;
+        while (!atomic_load(&stop)) {
+                int64_t t0 = sk_mono_ms();
+                sk_dsw_row_t *rows;
+                size_t n, i;
+
+                if (read_rows(&rows, &n) == 0) {
+                        publish(rows, n);
+                        for (i = 0; i < n && !atomic_load(&stop); i++) {
+                                sk_dsw_row_t row = rows[i];
+
+                                step(&row);
+                        }
+                }
+                while (!atomic_load(&stop) && sk_mono_ms() - t0 < DEGRADE_READ_MS)
+                        sk_sleep_ms(50, NULL);
+        }
+        return NULL;
+}
+
+int fr_degrade_start(void)
+{
+        char errstr[512], host[64] = "?";
+        sk_dsw_row_t *rows;
+        size_t n;
+
+        gethostname(host, sizeof(host) - 1);
+        snprintf(who, sizeof(who), "front %s:%d", host, (int)getpid());
+        db = sk_db_connect_io(&g_fr.conf.mysql, 0, 5, 5, errstr, sizeof(errstr));
+        if (!db) {
+                SK_LOG(SK_ERROR, "degrade_db_failed", "reason=\"%s\"", errstr);
+                return -1;
+        }
+        if (read_rows(&rows, &n) == 0)
+                publish(rows, n);
+        atomic_store(&stop, 0);
+        return pthread_create(&t_follow, NULL, follow_main, NULL) == 0 ? 0 : -1;
+}
+
+void fr_degrade_stop(void)
+{
+        int i;
+
+        atomic_store(&stop, 1);
+        pthread_join(t_follow, NULL);
+        for (i = 0; i < MAX_DRAINS; i++)
+                if (drains[i].vk)
+                        drain_drop(&drains[i]);
+        sk_db_close(db);
+        db = NULL;
+        publish(NULL, 0);
+}

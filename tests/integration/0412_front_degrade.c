@@ -1,0 +1,546 @@
+/* 0412_front_degrade.c: the Redis-down degrade of DESIGN.md 12 end to end, against a
+ * PRIVATE redis-server (never the shared one), the real MariaDB and Kafka, one front and
+ * one consumer:
+ *   - kill Redis in the middle of a sale: purchases go on with 200 CREATED on the
+ *     DB-only path (after draining: 503 cause degrade), a second purchase of a buyer is
+ *     409/10006 from the DB; restart Redis EMPTY on the same port: the front rebuilds the
+ *     voucher from the DB and answers 202 again; invariants 1, 2, 4, 5 hold and Redis =
+ *     DB (stock, buyers);
+ *   - `seckill-admin degrade db-only --voucher V` while Redis is healthy: the voucher
+ *     drains and moves to the DB-only path (the first DB-only purchase hits the failpoint
+ *     front.db_only_before_commit = a DB failure before COMMIT: 503, nothing written);
+ *     `degrade auto`: back to 202s, Redis = DB;
+ *   - Redis frozen (SIGSTOP) instead of killed, then SIGCONT: the same path there and
+ *     back, invariants and Redis = DB;
+ *   - the DB away (a socat proxy frozen) while on the DB-only path: 503 within the
+ *     request deadline, nothing written; the DB back: 200 again. */
+#include <stdarg.h>
+
+#include "0499_front_util.h"
+
+#define D_STOCK 400
+
+static sk_conf_t g_conf;
+static pid_t g_redis_pid, g_cons_pid;
+
+/* ------------------------------------------------------------- helpers ---- */
+
+static void child_env(void)
+{
+        setenv("SECKILL_REDIS_URL", g_conf.redis_url, 1);
+        setenv("SECKILL_MYSQL_URL", g_conf.mysql_url, 1);
+        setenv("SECKILL_KAFKA_BROKERS", g_conf.kafka_brokers, 1);
+        setenv("SECKILL_TOPIC", g_conf.topic, 1);
+        setenv("SECKILL_GROUP_ID", g_conf.group_id, 1);
+        setenv("SECKILL_REDIS_PREFIX", g_conf.redis_prefix, 1);
+        setenv("SECKILL_TOPIC_PARTITIONS", "2", 1);
+        setenv("SECKILL_KAFKA_DELIVERY_TIMEOUT_MS", "3000", 1);
+        setenv("SECKILL_METRICS_ADDR", "off", 1);
+        unsetenv("SECKILL_FAILPOINTS");
+}
+
+static pid_t start_consumer(const char *log)
+{
+        char path[1024];
+        pid_t pid;
+
+        snprintf(path, sizeof(path), "%s/seckill-consumer", getenv("SK_BIN"));
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+                if (fd >= 0) {
+                        dup2(fd, 1);
+                        dup2(fd, 2);
+                        close(fd);
+                }
+                child_env();
+                execl(path, path, "-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500",
+                      (char *)NULL);
+                _exit(127);
+        }
+        return pid;
+}
+
+/* seckill-admin with @p a1..a3 (NULL-terminated early). @returns its exit status. */
+static int admin(const char *a1, const char *a2, const char *a3, const char *a4)
+{
+        char path[1024];
+        int status = 0;
+        pid_t pid;
+
+        snprintf(path, sizeof(path), "%s/seckill-admin", getenv("SK_BIN"));
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                child_env();
+                execl(path, path, a1, a2, a3, a4, (char *)NULL);
+                _exit(127);
+        }
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static long long q(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static long long q(const char *fmt, ...)
+{
+        char sql[1024];
+        MYSQL *my = mysql_init(NULL);
+        MYSQL_RES *res;
+        MYSQL_ROW row;
+        long long v = -1;
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(sql, sizeof(sql), fmt, ap);
+        va_end(ap);
+        ck_assert(mysql_real_connect(my, g_conf.mysql.host, g_conf.mysql.user, NULL,
+                                     g_conf.mysql.database, (unsigned)g_conf.mysql.port, NULL, 0));
+        ck_assert_msg(mysql_query(my, sql) == 0, "%s: %s", sql, mysql_error(my));
+        res = mysql_store_result(my);
+        if (res && (row = mysql_fetch_row(res)) && row[0])
+                v = strtoll(row[0], NULL, 10);
+        if (res)
+                mysql_free_result(res);
+        mysql_close(my);
+        return v;
+}
+
+/* The voucher's switch state, as a string ("" if none). */
+static int state_is(int64_t vid, const char *state)
+{
+        return q("SELECT COUNT(*) FROM tb_seckill_switch WHERE scope = %" PRId64 " AND state = '%s'",
+                 vid, state) == 1;
+}
+
+static int wait_state(int64_t vid, const char *state, int timeout_s)
+{
+        int64_t until = sk_mono_ms() + timeout_s * 1000LL;
+
+        while (sk_mono_ms() < until) {
+                if (state_is(vid, state))
+                        return 0;
+                sk_sleep_ms(200, NULL);
+        }
+        return -1;
+}
+
+/* A voucher on sale for an hour: Redis meta + stock, the DB row and its bucket row. */
+static int64_t seed_voucher(sk_redis_t *rc, long long stock)
+{
+        int64_t vid = sk_test_rand_id(), t = sk_now_ms();
+
+        ft_seed(&g_conf, rc, vid, stock, t - 60000, t + 3600000, 1, 1);
+        return vid;
+}
+
+/* What a purchase was answered (for invariant 4). */
+typedef struct answer { int status; int64_t trace, order, user; } answer_t;
+typedef struct book { answer_t a[4096]; size_t n; } book_t;
+
+static int buy(int port, const char *path, int64_t user, book_t *bk)
+{
+        char u[24], body[1024], s[32];
+        int st;
+
+        snprintf(u, sizeof(u), "%" PRId64, user);
+        st = ft_http(port, "POST", path, u, NULL, body, sizeof(body));
+        ck_assert_msg(st == 200 || st == 202 || st == 409 || st == 503, "status %d: %s", st, body);
+        if (st == 200 || st == 202) {
+                answer_t *a = &bk->a[bk->n++];
+
+                ck_assert(bk->n < 4096);
+                a->status = st;
+                a->user = user;
+                ck_assert_int_eq(ft_json_field(body, "state", s, sizeof(s)), 0);
+                ck_assert_str_eq(s, st == 200 ? "CREATED" : "PENDING");
+                ck_assert_int_eq(ft_json_field(body, "traceId", s, sizeof(s)), 0);
+                ck_assert_int_eq(sk_id_parse_cstr(s, &a->trace), 0);
+                ck_assert_int_eq(ft_json_field(body, "orderId", s, sizeof(s)), 0);
+                ck_assert_int_eq(sk_id_parse_cstr(s, &a->order), 0);
+        }
+        return st;
+}
+
+/* Invariants 1, 2, 4, 5 in the DB and Redis = DB, once the consumer has decided every
+ * 202 (waits for that). */
+static void check_invariants(int64_t vid, const book_t *bk, sk_redis_t *rc)
+{
+        char k[SK_KEY_MAX];
+        redisReply *r;
+        long long active, db_stock, users;
+        size_t i;
+
+        for (i = 0; i < bk->n; i++) {
+                int64_t until = sk_mono_ms() + 30000;
+
+                while (q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64,
+                         bk->a[i].trace) != 1 && sk_mono_ms() < until)
+                        sk_sleep_ms(200, NULL);
+                /* 4: every 202 and 200 is CREATED with its order (no business failure
+                 * can happen here: distinct buyers, stock left). */
+                ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_seckill_outcome o JOIN tb_voucher_order d "
+                                   "ON d.id = o.order_id AND d.trace_id = o.trace_id WHERE o.trace_id = %"
+                                   PRId64 " AND o.outcome = 1 AND o.order_id = %" PRId64
+                                   " AND o.path = '%s'", bk->a[i].trace, bk->a[i].order,
+                                   bk->a[i].status == 200 ? "db" : "kafka"), 1);
+        }
+        active = q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
+                   " AND status IN (1, 2)", vid);
+        db_stock = q("SELECT SUM(stock) FROM tb_seckill_stock WHERE voucher_id = %" PRId64, vid);
+        /* 1 (one bucket) and 5. */
+        ck_assert_int_eq(active, (long long)bk->n);
+        ck_assert_int_eq(D_STOCK - db_stock, active);
+        ck_assert_int_le(active, D_STOCK);
+        /* 2 */
+        ck_assert_int_eq(q("SELECT COUNT(*) FROM (SELECT user_id FROM tb_voucher_order WHERE voucher_id = %"
+                           PRId64 " AND status IN (1, 2) GROUP BY user_id HAVING COUNT(*) > 1) x", vid), 0);
+        /* Redis = DB: stock and the buyers (the users hash also holds "_"). */
+        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), db_stock);
+        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
+        r = sk_test_cmd(rc, "HLEN %s", k);
+        ck_assert(r && r->type == REDIS_REPLY_INTEGER);
+        users = r->integer;
+        freeReplyObject(r);
+        r = sk_test_cmd(rc, "HEXISTS %s _", k);
+        ck_assert(r && r->type == REDIS_REPLY_INTEGER);
+        users -= r->integer;
+        freeReplyObject(r);
+        ck_assert_int_eq(users, active);
+        /* seckill-admin verify: invariants 1, 2, 3 and active <= init as it judges them. */
+        snprintf(k, sizeof(k), "%" PRId64, vid);
+        ck_assert_int_eq(admin("verify", k, NULL, NULL), 0);
+}
+
+/* @p fp: SECKILL_FAILPOINTS or NULL; @p mysql_url: another SECKILL_MYSQL_URL or NULL. */
+static pid_t start_front_with(int *port_out, char *log, size_t cap, const char *what, const char *fp,
+                             const char *mysql_url)
+{
+        char url_env[600], fp_env[160], my_env[600];
+        const char *env[] = { url_env, "SECKILL_WORKER_LEASE_MS=20000", "SECKILL_BREAKER_OPEN_MS=1000",
+                              "SECKILL_BREAKER_HEALTHY_MS=1500", "SECKILL_BREAKER_FAILURES=3",
+                              "SECKILL_DEGRADE_DB_CONNS=4", NULL, NULL, NULL };
+        int port = ft_free_port(), ne = 6;
+        pid_t pid;
+
+        snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=%s", g_conf.redis_url);
+        if (fp)
+                env[ne++] = fp_env;
+        if (mysql_url) {
+                snprintf(my_env, sizeof(my_env), "SECKILL_MYSQL_URL=%s", mysql_url);
+                env[ne++] = my_env;
+        }
+        snprintf(fp_env, sizeof(fp_env), "SECKILL_FAILPOINTS=%s", fp ? fp : "");
+        snprintf(log, cap, "%s/front_0412_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
+                 what, (int)getpid());
+        pid = ft_spawn(&g_conf, port, env, log);
+        if (strcmp(what, "restarted") == 0) {
+                /* Redis is down: not ready (503), but alive and serving the DB-only path. */
+                int64_t until = sk_mono_ms() + 40000;
+                char body[512];
+
+                while (ft_http(port, "GET", "/healthz", NULL, NULL, body, sizeof(body)) != 200) {
+                        ck_assert_msg(sk_mono_ms() < until, "front not alive (log %s)", log);
+                        usleep(100 * 1000);
+                }
+        } else {
+                ck_assert_msg(ft_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
+        }
+        *port_out = port;
+        return pid;
+}
+
+static pid_t start_front(int *port_out, char *log, size_t cap, const char *what, const char *fp)
+{
+        return start_front_with(port_out, log, cap, what, fp, NULL);
+}
+
+/* POST with fresh buyers until one is answered @p want (others: 503, or the path's
+ * other success while switching). @returns 0 or -1 after @p timeout_s. */
+static int buy_until(int port, const char *path, int64_t *user, int want, book_t *bk, int timeout_s)
+{
+        int64_t until = sk_mono_ms() + timeout_s * 1000LL;
+
+        while (sk_mono_ms() < until) {
+                if (buy(port, path, (*user)++, bk) == want)
+                        return 0;
+                sk_sleep_ms(100, NULL);
+        }
+        return -1;
+}
+
+/* One sale under way: a voucher of D_STOCK units, a consumer, a front (@p what, with
+ * failpoints @p fp or NULL), the first 202 and @p n202 more from buyers @p user0 on. */
+typedef struct sale {
+        int64_t vid, user;
+        char v[SK_ID_STRLEN], path[160], log[256];
+        int port;
+        pid_t pid;
+} sale_t;
+
+static void sale_start(sale_t *sl, book_t *bk, sk_redis_t *rc, const char *what, const char *fp,
+                       int64_t user0, int n202)
+{
+        char clog[256];
+        int i;
+
+        memset(bk, 0, sizeof(*bk));
+        sl->vid = seed_voucher(rc, D_STOCK);
+        sl->user = user0;
+        sk_id_format(sl->vid, sl->v);
+        snprintf(sl->path, sizeof(sl->path), "/api/v1/vouchers/%s/seckill", sl->v);
+        snprintf(clog, sizeof(clog), "%s/consumer_0412_%s_%d.log",
+                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", what, (int)getpid());
+        g_cons_pid = start_consumer(clog);
+        sl->pid = start_front(&sl->port, sl->log, sizeof(sl->log), what, fp);
+        ck_assert_msg(buy_until(sl->port, sl->path, &sl->user, 202, bk, 30) == 0, "no 202 (log %s)",
+                      sl->log);
+        for (i = 0; i < n202; i++)
+                ck_assert_int_eq(buy(sl->port, sl->path, sl->user++, bk), 202);
+}
+
+/* The end of a sale back on Redis: @p n202 more 202s, the invariants, the front
+ * stopped cleanly; @p rc is freed. */
+static void sale_finish(sale_t *sl, book_t *bk, sk_redis_t *rc, int n202)
+{
+        int i;
+
+        ck_assert(state_is(sl->vid, "redis"));
+        for (i = 0; i < n202; i++)
+                ck_assert_int_eq(buy(sl->port, sl->path, sl->user++, bk), 202);
+        check_invariants(sl->vid, bk, rc);
+        ck_assert_int_eq(ft_stop(sl->pid, 40), 0);
+        sk_redis_close(rc);
+}
+
+/* --------------------------------------------------------------- tests ---- */
+
+START_TEST(kill_redis_mid_sale)
+{
+        static book_t bk;
+        char body[1024], code[24];
+        sk_redis_t *rc = ft_redis(&g_conf);
+        int i, n200 = 0, redis_port = g_conf.redis.port;
+        sale_t sl;
+
+        sale_start(&sl, &bk, rc, "kill", NULL, 1000, 30);
+
+        /* Redis dies mid-sale: draining (503), then the DB-only path (200 CREATED). */
+        sk_redis_close(rc);
+        kill(g_redis_pid, SIGKILL);
+        waitpid(g_redis_pid, NULL, 0);
+        g_redis_pid = 0;
+        ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 200, &bk, 60) == 0, "no 200 (log %s)", sl.log);
+        ck_assert(state_is(sl.vid, "db"));
+        for (i = 0; i < 40; i++) {
+                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
+                n200++;
+        }
+        /* The same buyer again: 10006 from the DB. */
+        snprintf(code, sizeof(code), "%" PRId64, sl.user - 1);
+        ck_assert_int_eq(ft_http(sl.port, "POST", sl.path, code, NULL, body, sizeof(body)), 409);
+        ck_assert_msg(strstr(body, "10006") != NULL, "%s", body);
+        ck_assert_int_ge(ft_scrape(sl.port, "seckill_front_db_only_purchases_total{result=\"created\"}"),
+                         n200 + 1);
+        ck_assert_int_eq(ft_http(sl.port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 503);
+        ck_assert_msg(strstr(body, "\"db\"") != NULL, "%s", body);
+        /* A front restarted mid-outage follows the DB state from its first purchase. */
+        ck_assert_int_eq(ft_stop(sl.pid, 40), 0);
+        sl.pid = start_front(&sl.port, sl.log, sizeof(sl.log), "restarted", NULL);
+        for (i = 0; i < 10; i++)
+                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
+        sk_sleep_ms(3000, NULL); /* longer than SECKILL_BREAKER_HEALTHY_MS: still db */
+        ck_assert(state_is(sl.vid, "db"));
+        ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
+
+        /* Redis comes back EMPTY: rebuilt from the DB, then 202 again. */
+        g_redis_pid = ft_private_redis_on(&g_conf, redis_port, NULL);
+        ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 202, &bk, 60) == 0, "no 202 after restart (log %s)",
+                      sl.log);
+        ck_assert_int_ge(q("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid), 4);
+        sale_finish(&sl, &bk, ft_redis(&g_conf), 20);
+}
+END_TEST
+
+/* Redis frozen (SIGSTOP) under purchases instead of killed: the breaker opens on
+ * timeouts, the voucher drains to the DB path; SIGCONT: the purchases a frozen deduct
+ * left undecided are fenced by the front, the rebuild sets Redis from the DB. */
+START_TEST(freeze_redis_mid_sale)
+{
+        static book_t bk;
+        sk_redis_t *rc = ft_redis(&g_conf);
+        int i;
+        sale_t sl;
+
+        sale_start(&sl, &bk, rc, "freeze", NULL, 20000, 20);
+        ck_assert_int_eq(kill(g_redis_pid, SIGSTOP), 0);
+        ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 200, &bk, 60) == 0, "no 200 (log %s)", sl.log);
+        ck_assert(state_is(sl.vid, "db"));
+        for (i = 0; i < 20; i++)
+                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
+        ck_assert_int_eq(kill(g_redis_pid, SIGCONT), 0);
+        ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 202, &bk, 90) == 0, "no 202 after SIGCONT (log %s)",
+                      sl.log);
+        sale_finish(&sl, &bk, rc, 10);
+}
+END_TEST
+
+/* socat TCP proxy 127.0.0.1:@p listen -> 127.0.0.1:@p to in its own process group (one
+ * child per connection: the test freezes the whole group). */
+static pid_t start_proxy(int listen, int to)
+{
+        char a[64], b[64];
+        pid_t pid = fork();
+
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                setpgid(0, 0);
+                snprintf(a, sizeof(a), "TCP-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork", listen);
+                snprintf(b, sizeof(b), "TCP:127.0.0.1:%d", to);
+                execlp("socat", "socat", a, b, (char *)NULL);
+                _exit(127);
+        }
+        setpgid(pid, pid);
+        for (int i = 0; i < 100; i++) {
+                int fd = socket(AF_INET, SOCK_STREAM, 0);
+                struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)listen) };
+                int ok;
+
+                sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                ok = connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+                close(fd);
+                if (ok)
+                        return pid;
+                usleep(50 * 1000);
+        }
+        ck_abort_msg("socat did not listen on %d", listen);
+        return -1;
+}
+
+/* The DB goes away while a voucher is on the DB-only path (the front reaches MariaDB
+ * through a proxy the test freezes): 503, nothing written; the DB back: 200 again. */
+START_TEST(db_down_on_db_path)
+{
+        static book_t bk;
+        char log[256], path[160], v[SK_ID_STRLEN], url[600], body[1024], u[24];
+        sk_redis_t *rc = ft_redis(&g_conf);
+        int64_t vid, user = 30000, t0;
+        int port, i, pport = ft_free_port(), st;
+        pid_t pid, proxy;
+
+        memset(&bk, 0, sizeof(bk));
+        vid = seed_voucher(rc, D_STOCK);
+        sk_id_format(vid, v);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        proxy = start_proxy(pport, g_conf.mysql.port);
+        snprintf(url, sizeof(url), "mysql://%s@127.0.0.1:%d/%s", g_conf.mysql.user, pport,
+                 g_conf.mysql.database);
+        ck_assert_int_eq(admin("degrade", "db-only", "--voucher", v), 0);
+        pid = start_front_with(&port, log, sizeof(log), "dbdown", NULL, url);
+        ck_assert_int_eq(wait_state(vid, "db", 40), 0);
+        ck_assert_msg(buy_until(port, path, &user, 200, &bk, 20) == 0, "no 200 (log %s)", log);
+        for (i = 0; i < 5; i++)
+                ck_assert_int_eq(buy(port, path, user++, &bk), 200);
+
+        ck_assert_int_eq(kill(-proxy, SIGSTOP), 0);
+        for (i = 0; i < 3; i++) {
+                snprintf(u, sizeof(u), "%" PRId64, user + i);
+                t0 = sk_mono_ms();
+                st = ft_http(port, "POST", path, u, NULL, body, sizeof(body));
+                ck_assert_msg(st == 503, "status %d: %s", st, body);
+                ck_assert_int_lt(sk_mono_ms() - t0, 7000 + 1500); /* within the request deadline */
+        }
+        ck_assert_int_eq(kill(-proxy, SIGCONT), 0);
+        /* Nothing written for the refused buyers. */
+        ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
+                           " AND user_id BETWEEN %" PRId64 " AND %" PRId64, vid, user, user + 2), 0);
+        ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64
+                           " AND user_id BETWEEN %" PRId64 " AND %" PRId64, vid, user, user + 2), 0);
+        user += 3;
+        ck_assert_msg(buy_until(port, path, &user, 200, &bk, 30) == 0, "no 200 after the DB came back "
+                      "(log %s)", log);
+        ck_assert_int_eq(ft_stop(pid, 40), 0);
+        kill(-proxy, SIGKILL);
+        waitpid(proxy, NULL, 0);
+        ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
+                           " AND status IN (1, 2)", vid), (long long)bk.n);
+        ck_assert_int_eq(q("SELECT SUM(stock) FROM tb_seckill_stock WHERE voucher_id = %" PRId64, vid),
+                         D_STOCK - (long long)bk.n);
+        sk_redis_close(rc);
+}
+END_TEST
+
+START_TEST(operator_db_only_then_auto)
+{
+        static book_t bk;
+        char body[1024], vs[32];
+        sk_redis_t *rc = ft_redis(&g_conf);
+        int64_t trace_fp;
+        int i;
+        sale_t sl;
+
+        sale_start(&sl, &bk, rc, "op", "front.db_only_before_commit=1*error", 5000, 10);
+        snprintf(vs, sizeof(vs), "%s", sl.v);
+
+        ck_assert_int_eq(admin("degrade", "db-only", "--voucher", vs), 0);
+        ck_assert_int_eq(admin("degrade", "status", "--voucher", vs), 0);
+        ck_assert_int_eq(wait_state(sl.vid, "draining", 10), 0);
+        sk_sleep_ms(1500, NULL); /* the front's next read of the rows (every second) */
+        ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 503);
+        ck_assert_int_eq(wait_state(sl.vid, "db", 30), 0);
+        sk_sleep_ms(1500, NULL); /* the front's next read */
+        /* The failpoint: a DB failure before COMMIT -> 503, nothing written. */
+        snprintf(vs, sizeof(vs), "%" PRId64, sl.user);
+        ck_assert_int_eq(ft_http(sl.port, "POST", sl.path, vs, NULL, body, sizeof(body)), 503);
+        ck_assert_msg(strstr(body, "\"db\"") != NULL, "%s", body);
+        ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
+                           " AND user_id = %" PRId64, sl.vid, sl.user), 0);
+        trace_fp = q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64
+                     " AND path = 'db'", sl.vid);
+        ck_assert_int_eq(trace_fp, 0);
+        for (i = 0; i < 25; i++)
+                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
+        /* Redis was never touched meanwhile; back to auto: rebuilt, 202 again. */
+        snprintf(vs, sizeof(vs), "%s", sl.v);
+        ck_assert_int_eq(admin("degrade", "auto", "--voucher", vs), 0);
+        ck_assert_int_eq(wait_state(sl.vid, "redis", 40), 0);
+        sk_sleep_ms(1500, NULL);
+        sale_finish(&sl, &bk, rc, 10);
+}
+END_TEST
+
+static void setup(void)
+{
+        sk_test_conf(&g_conf, "frontdeg");
+        sk_test_migrate(&g_conf);
+        g_redis_pid = ft_private_redis(&g_conf, NULL);
+}
+
+static void teardown(void)
+{
+        ft_reap_all();
+        if (g_cons_pid > 0) {
+                kill(g_cons_pid, SIGTERM);
+                waitpid(g_cons_pid, NULL, 0);
+                g_cons_pid = 0;
+        }
+        ft_private_redis_stop(&g_redis_pid);
+        sk_test_cleanup(&g_conf);
+}
+
+int main(void)
+{
+        Suite *s = suite_create("front_degrade");
+        TCase *tc = tcase_create("degrade");
+
+        setenv("CK_FORK", "no", 1);
+        tcase_set_timeout(tc, 280);
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, kill_redis_mid_sale);
+        tcase_add_test(tc, operator_db_only_then_auto);
+        tcase_add_test(tc, freeze_redis_mid_sale);
+        tcase_add_test(tc, db_down_on_db_path);
+        suite_add_tcase(s, tc);
+        return sk_test_run(s);
+}
