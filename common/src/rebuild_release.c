@@ -32,11 +32,11 @@ static const char MARK_LUA[] =
         "return n\n";
 
 sk_err_t sk_rebuild_mark_released(sk_db_t *db, sk_redis_t *r, const char *prefix,
-                                  int64_t voucher_id, int64_t expire_at_ms, int64_t *marked,
-                                  char *errstr, size_t errstr_size)
+                                  int64_t voucher_id, int bucket, int64_t expire_at_ms,
+                                  int64_t *marked, char *errstr, size_t errstr_size)
 {
         sk_order_row_t *rows = NULL;
-        size_t n = 0, i, j;
+        size_t n = 0, i, j, keep = 0;
         char k_trace[SK_KEY_MAX], e_s[24], ts_s[24];
         const char *argv[MARK_CHUNK + 6];
         char ids[MARK_CHUNK][SK_ID_STRLEN];
@@ -45,7 +45,12 @@ sk_err_t sk_rebuild_mark_released(sk_db_t *db, sk_redis_t *r, const char *prefix
         *marked = 0;
         if ((err = sk_order_list_ended(db, voucher_id, &rows, &n, errstr, errstr_size)) != SK_OK)
                 return err;
-        sk_key_voucher(k_trace, prefix, voucher_id, 0, SK_KEY_TRACE);
+        /* Only the orders whose unit came from @p bucket: their trace lives there. */
+        for (i = 0; i < n; i++)
+                if (rows[i].bucket == bucket)
+                        rows[keep++] = rows[i];
+        n = keep;
+        sk_key_voucher(k_trace, prefix, voucher_id, bucket, SK_KEY_TRACE);
         snprintf(e_s, sizeof(e_s), "%" PRId64, expire_at_ms);
         snprintf(ts_s, sizeof(ts_s), "%" PRId64, sk_now_ms());
         for (i = 0; i < n && err == SK_OK; i += MARK_CHUNK) {
