@@ -238,6 +238,15 @@ static sk_err_t attempt(sk_db_t *db, const fr_req_t *req, result_t *res, int *nb
                                 sk_seterr(errstr, errstr_size, "failpoint front.db_only_before_commit");
                                 err = SK_EFAIL;
                         }
+                        /* The buyer was answered 503 at the request deadline (DESIGN.md 8):
+                         * a transaction that reaches COMMIT after it (a stalled DB link)
+                         * rolls back, so a late 503 is not followed by an order. A COMMIT
+                         * sent before the deadline and acknowledged after it still
+                         * commits: that 503 said PENDING. */
+                        if (err == SK_OK && sk_mono_ms() >= req->deadline_mono_ms) {
+                                sk_seterr(errstr, errstr_size, "request deadline passed before COMMIT");
+                                err = SK_EFAIL;
+                        }
                         if (err == SK_OK)
                                 return sk_db_commit(db, errstr, errstr_size);
                 }

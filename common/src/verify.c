@@ -4,6 +4,8 @@
  * one short READ COMMITTED transaction holding a shared lock on the voucher row.
  *
  * The report's output (sk_verify_print) is in verify_print.c.
+ * It stays one file (~680 lines) because the Redis snapshot, the locked DB read and
+ * the verdicts share the snap_t/dbrows_t figures; verify_print.c holds the output.
  *
  * What it does not do: repair anything (seckill-reconciler --repair does), log, or
  * retry a failed connection (the caller does). */
@@ -34,7 +36,7 @@ static void snap_free(snap_t *s)
         memset(s, 0, sizeof(*s));
 }
 
-static sk_err_t redis_snapshot(sk_redis_t *r, const char *prefix, int64_t voucher_id,
+static sk_err_t snapshot_bucket(sk_redis_t *r, const char *prefix, int64_t voucher_id, int bucket,
                                int max_tries, snap_t *s, char *errstr, size_t errstr_size)
 {
         char k_meta[SK_KEY_MAX], k_stock[SK_KEY_MAX], k_users[SK_KEY_MAX], k_trace[SK_KEY_MAX];
@@ -43,10 +45,10 @@ static sk_err_t redis_snapshot(sk_redis_t *r, const char *prefix, int64_t vouche
         int attempt;
         size_t i;
 
-        sk_key_voucher(k_meta, prefix, voucher_id, 0, SK_KEY_META);
-        sk_key_voucher(k_stock, prefix, voucher_id, 0, SK_KEY_STOCK);
-        sk_key_voucher(k_users, prefix, voucher_id, 0, SK_KEY_USERS);
-        sk_key_voucher(k_trace, prefix, voucher_id, 0, SK_KEY_TRACE);
+        sk_key_voucher(k_meta, prefix, voucher_id, bucket, SK_KEY_META);
+        sk_key_voucher(k_stock, prefix, voucher_id, bucket, SK_KEY_STOCK);
+        sk_key_voucher(k_users, prefix, voucher_id, bucket, SK_KEY_USERS);
+        sk_key_voucher(k_trace, prefix, voucher_id, bucket, SK_KEY_TRACE);
         if (max_tries < 1)
                 max_tries = 1;
 
@@ -128,6 +130,67 @@ fail:
         if (sk_redis_cmdf(r, &reply, NULL, 0, "UNWATCH") == SK_OK)
                 freeReplyObject(reply);
         return err;
+}
+
+/* The voucher's bucket count as Redis meta says (bucket 0's `buckets`; 1 when absent). */
+static int redis_buckets(sk_redis_t *r, const char *prefix, int64_t voucher_id)
+{
+        char k_meta[SK_KEY_MAX];
+        redisReply *reply = NULL;
+        int n = 1;
+
+        sk_key_voucher(k_meta, prefix, voucher_id, 0, SK_KEY_META);
+        if (sk_redis_cmdf(r, &reply, NULL, 0, "HGET %s buckets", k_meta) != SK_OK)
+                return 1;
+        if (reply->type == REDIS_REPLY_STRING && sk_parse_int(reply->str, 1, SK_BUCKETS_MAX, &n) != 0)
+                n = 1;
+        freeReplyObject(reply);
+        return n;
+}
+
+/* Every bucket's snapshot (each stable under its own WATCH: a voucher's buckets sit in
+ * different Cluster slots, so one WATCH cannot span them), merged: stock summed (missing
+ * if any bucket's is), users and traces united, meta status of bucket 0 unless another
+ * bucket's differs (then that one: a pause or reset in progress). Invariant 3 compares
+ * the totals; a user lives only in its home bucket and a DEDUCT only in the bucket that
+ * admitted it, so the unions do not double count. */
+static sk_err_t redis_snapshot(sk_redis_t *r, const char *prefix, int64_t voucher_id,
+                               int max_tries, snap_t *s, char *errstr, size_t errstr_size)
+{
+        char k_trace[SK_KEY_MAX];
+        int nb = redis_buckets(r, prefix, voucher_id), b;
+        sk_err_t err;
+        size_t i;
+
+        if ((err = snapshot_bucket(r, prefix, voucher_id, 0, max_tries, s, errstr, errstr_size)) != SK_OK)
+                return err;
+        for (b = 1; b < nb; b++) {
+                snap_t t = { 0 };
+
+                if ((err = snapshot_bucket(r, prefix, voucher_id, b, max_tries, &t, errstr,
+                                           errstr_size)) != SK_OK) {
+                        snap_free(&t);
+                        return err;
+                }
+                s->stock_missing |= t.stock_missing;
+                s->stock = s->stock_missing ? -1 : s->stock + t.stock;
+                if (t.meta_status != s->meta_status)
+                        s->meta_status = t.meta_status;
+                s->stable = s->stable && t.stable;
+                for (i = 0; i < t.users.n; i++)
+                        if (sk_i64vec_push(&s->users, t.users.v[i]) != 0) {
+                                snap_free(&t);
+                                sk_seterr(errstr, errstr_size, "out of memory");
+                                return SK_ENOMEM;
+                        }
+                snap_free(&t);
+                /* The bucket's trace entries into the merged set (one more HSCAN). */
+                sk_key_voucher(k_trace, prefix, voucher_id, b, SK_KEY_TRACE);
+                if ((err = sk_traceset_scan(r, k_trace, 1000, &s->set, errstr, errstr_size)) != SK_OK)
+                        return err;
+        }
+        sk_i64vec_sort_unique(&s->users);
+        return SK_OK;
 }
 
 typedef struct dbrows {
@@ -292,9 +355,10 @@ static int trace_row(void *arg, const int64_t *cols, const int *nulls, int ncols
 /* Ended orders of the voucher whose trace lacks its release record T:x (HMGET in
  * chunks): informational, see sk_verify_report_t.ended_no_release. */
 static sk_err_t pending_releases(sk_db_t *db, sk_redis_t *r, const char *k_trace,
-                                 int64_t voucher_id, int64_t *pending, char *errstr,
+                                 int64_t voucher_id, int bucket, int64_t *pending, char *errstr,
                                  size_t errstr_size)
 {
+        const int64_t params[2] = { voucher_id, bucket };
         enum { CHUNK = 200 };
         sk_i64vec_t traces = { 0 };
         const char *argv[CHUNK + 2];
@@ -304,7 +368,7 @@ static sk_err_t pending_releases(sk_db_t *db, sk_redis_t *r, const char *k_trace
 
         *pending = 0;
         err = sk_traceset_rows(db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ?"
-                               " AND status IN (3, 4)", &voucher_id, 1, 1, trace_row, &traces,
+                               " AND bucket = ? AND status IN (3, 4)", params, 2, 1, trace_row, &traces,
                                errstr, errstr_size);
         for (i = 0; err == SK_OK && i < traces.n; i += CHUNK) {
                 size_t m = traces.n - i < CHUNK ? traces.n - i : CHUNK;
@@ -528,6 +592,7 @@ sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
         int64_t late_qty = 0;
         char k_trace[SK_KEY_MAX];
         sk_err_t err;
+        int b;
 
         memset(rep, 0, sizeof(*rep));
         memset(&s, 0, sizeof(s));
@@ -547,14 +612,22 @@ sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
                 goto done;
         if (count_duplicates(&d) != 0)
                 goto nomem;
-        sk_key_voucher(k_trace, prefix, voucher_id, 0, SK_KEY_TRACE);
-        if ((err = late_orders(r, k_trace, &s.set, &d, &late_qty, &late_users, errstr,
-                               errstr_size)) != SK_OK)
-                goto done;
+        /* Per bucket: an order's T and T:x live in the bucket its unit came from. */
+        rep->ended_no_release = 0;
+        for (b = 0; b < (d.buckets > 0 ? d.buckets : 1); b++) {
+                int64_t qty = 0, pend = 0;
+
+                sk_key_voucher(k_trace, prefix, voucher_id, b, SK_KEY_TRACE);
+                if ((err = late_orders(r, k_trace, &s.set, &d, &qty, &late_users, errstr,
+                                       errstr_size)) != SK_OK)
+                        goto done;
+                late_qty += qty;
+                if ((err = pending_releases(db, r, k_trace, voucher_id, b, &pend, errstr,
+                                            errstr_size)) != SK_OK)
+                        goto done;
+                rep->ended_no_release += pend;
+        }
         rep->late_orders = (int64_t)late_users.n;
-        if ((err = pending_releases(db, r, k_trace, voucher_id, &rep->ended_no_release,
-                                    errstr, errstr_size)) != SK_OK)
-                goto done;
         if (redis_side(rep, &s, &d, &late_users, late_qty, &expected) != 0)
                 goto nomem;
         verdicts(rep, &s, expected.n);

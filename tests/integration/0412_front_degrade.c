@@ -640,8 +640,13 @@ int main(void)
         tcase_add_test(tc, freeze_redis_mid_sale);
         tcase_add_test(tc, slow_redis_mid_sale);
         tcase_add_test(tc, db_down_on_db_path);
-        /* Known to fail (the switch bounces between the fronts, see the test's comment):
-         * run with SK_0412_TWO_FRONTS=1 until the rule of sk_dsw_next is settled. */
+        /* Off by default: it asserts issue 13's expectation that both fronts move to the
+         * DB-only path while one is cut off from Redis. What the fronts do instead: front
+         * B (cut off) drains the voucher once per breaker episode (producer/degrade.c),
+         * front A (healthy) rebuilds it back to redis and sells 202s, B answers 503 until
+         * its breaker closes -- no more bouncing (epoch stays at 4, was 0 -> 37), but not
+         * "both on the DB path", which needs the fronts' breaker states shared through
+         * the DB. Run with SK_0412_TWO_FRONTS=1. */
         if (getenv("SK_0412_TWO_FRONTS") && strcmp(getenv("SK_0412_TWO_FRONTS"), "1") == 0)
                 tcase_add_test(tc, two_fronts_one_frozen);
         suite_add_tcase(s, tc);
