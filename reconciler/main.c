@@ -2,7 +2,7 @@
  * timer (DESIGN.md 2, 7-9, 14).
  *
  *   seckill-reconciler [--voucher ID] [--window-hours H] [--grace-seconds S]
- *                      [--max-redrive N] [--repair] [--json]
+ *                      [--max-redrive N] [--repair] [--drift-threshold N] [--json]
  *
  * Exit status: 0 everything consistent; 1 found and repaired (re-driven, rolled back,
  * rebuilt, a release of a cancelled/closed order finished); 2 unresolved (waiting on consumers, DLQ, inconsistent, collision, drift
@@ -65,7 +65,7 @@ static void print_simple(int json, int code, const char *msg)
 static int parse_options(int argc, char **argv, sk_conf_t *conf, rc_opts_t *opts)
 {
         char voucher_s[32] = "";
-        int grace_s = 30, max_redrive = 3, repair = 0, json = 0, argi = 0, rc;
+        int grace_s = 30, max_redrive = 3, repair = 0, json = 0, argi = 0, rc, threshold = 10;
         const sk_opt_t extra[] = {
                 { "voucher", NULL, SK_OPT_STR, voucher_s, sizeof(voucher_s), 0, 0,
                   "reconcile this voucher only (default: every voucher on sale or ended within the window)" },
@@ -75,6 +75,9 @@ static int parse_options(int argc, char **argv, sk_conf_t *conf, rc_opts_t *opts
                   "counted failed re-drives before a purchase is declared lost (default 3)" },
                 { "repair", NULL, SK_OPT_BOOL, &repair, 0, 0, 1,
                   "rebuild Redis stock/users from the DB for drifted vouchers (DESIGN.md 8)" },
+                { "drift-threshold", NULL, SK_OPT_INT, &threshold, 0, 0, 1000000000,
+                  "rebuild a bucket whose Redis stock exceeds DB stock - undecided by more than"
+                  " this many units, even without --repair (DESIGN.md 14; default 10)" },
                 { "json", NULL, SK_OPT_BOOL, &json, 0, 0, 1, "print one JSON document instead of the table" },
         };
 
@@ -111,6 +114,7 @@ static int parse_options(int argc, char **argv, sk_conf_t *conf, rc_opts_t *opts
         opts->grace_s = grace_s;
         opts->max_redrive = max_redrive;
         opts->repair = repair;
+        opts->drift_threshold = threshold;
         opts->json = json;
         return -1;
 }

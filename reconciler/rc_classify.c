@@ -12,6 +12,7 @@
  *   T + T:r, no outcome                   act: the front fenced it, FAILED front_rollback
  *   T, no outcome, no T:r                 act: undecided, the re-drive machinery
  *   T:r or T:c without T                  no purchase ran: ignored
+ *   a stray take (rc_bucket.c, skip)      restored there, not judged
  *
  * Judging uses the T entry's ts; entries younger than --grace-seconds are left alone.
  * What it does not do: write anything (rc_act.c and rc_redrive.c act on the plan). */
@@ -23,12 +24,13 @@
 #include "sk/keys.h"
 #include "sk/log.h"
 
-sk_err_t rc_join(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *set, rc_vstat_t *st)
+sk_err_t rc_join(rc_ctx_t *ctx, int64_t voucher_id, int bucket, sk_traceset_t *set,
+                 rc_vstat_t *st)
 {
         char errstr[512], k_trace[SK_KEY_MAX];
         sk_err_t err;
 
-        sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, 0, SK_KEY_TRACE);
+        sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, bucket, SK_KEY_TRACE);
         if ((err = sk_traceset_scan(ctx->r, k_trace, 1000, set, errstr, sizeof(errstr))) != SK_OK ||
             (err = sk_traceset_load_db(ctx->db, set, 0, errstr, sizeof(errstr))) != SK_OK) {
                 st->errors++;
@@ -102,8 +104,8 @@ sk_err_t rc_classify(rc_ctx_t *ctx, sk_traceset_t *set, int64_t now_ms, rc_plan_
         for (i = 0; i < set->n; i++) {
                 sk_trace_entry_t *e = &set->v[i];
 
-                if (!e->deduct)
-                        continue; /* T:r or T:c without T: no purchase ran */
+                if (!e->deduct || e->skip)
+                        continue; /* T:r or T:c without T: no purchase ran; a stray take */
                 st->entries++;
                 if (!e->msg_ok) {
                         SK_LOG(SK_ERROR, "bad_trace_entry", "voucher=%" PRId64 " trace=%" PRId64,

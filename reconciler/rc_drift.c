@@ -13,7 +13,9 @@
 #include <string.h>
 
 #include "rc_pass.h"
+#include "sk/ids.h"
 #include "sk/keys.h"
+#include "sk/outcome.h"
 #include "sk/log.h"
 #include "sk/rebuild.h"
 #include "sk/verify.h"
@@ -21,7 +23,8 @@
 #define EXPIRY_ALERT_MS (6 * 3600 * 1000LL) /* undecided and < 6 h of life left */
 
 typedef struct drift_acc {
-        sk_traceset_t *set;
+        sk_traceset_t *sets;
+        int nb;
         sk_i64vec_t gone;
         int oom;
 } drift_acc_t;
@@ -33,7 +36,9 @@ static int created_row(void *arg, const int64_t *cols, const int *nulls, int nco
 
         (void)nulls;
         (void)ncols;
-        e = sk_traceset_get(a->set, cols[0], 0);
+        e = NULL;
+        for (int b = 0; b < a->nb && !(e && e->deduct); b++)
+                e = sk_traceset_get(&a->sets[b], cols[0], 0);
         if (!e || !e->deduct) {
                 if (sk_i64vec_push(&a->gone, cols[0]) != 0) {
                         a->oom = 1;
@@ -45,7 +50,8 @@ static int created_row(void *arg, const int64_t *cols, const int *nulls, int nco
 
 /* CREATED outcomes of the voucher whose DEDUCT entry is not in Redis (re-checked with
  * HEXISTS: the scan may have missed a field written during it). */
-static void drift_rows(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *set, rc_vstat_t *st)
+static void drift_rows(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *sets, int nb,
+                       rc_vstat_t *st)
 {
         drift_acc_t a;
         char errstr[512], k_trace[SK_KEY_MAX], f[SK_KEY_MAX];
@@ -53,7 +59,8 @@ static void drift_rows(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *set, rc
         sk_err_t err;
 
         memset(&a, 0, sizeof(a));
-        a.set = set;
+        a.sets = sets;
+        a.nb = nb;
         err = sk_traceset_rows(ctx->db,
                                "SELECT trace_id FROM tb_seckill_outcome"
                                " WHERE voucher_id = ? AND outcome = 1 AND path <> 'db'",
@@ -64,19 +71,24 @@ static void drift_rows(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *set, rc
                 free(a.gone.v);
                 return;
         }
-        sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, 0, SK_KEY_TRACE);
-        for (i = 0; i < a.gone.n; i++) {
-                redisReply *reply = NULL;
+        for (i = 0; i < a.gone.n && !err; i++) {
+                int64_t found = 0;
                 sk_field_trace(f, a.gone.v[i], 0);
-                if (sk_redis_cmdf(ctx->r, &reply, errstr, sizeof(errstr), "HEXISTS %s %s",
-                                  k_trace, f) != SK_OK) {
-                        st->errors++;
-                        rc_note(st, "HEXISTS failed: %s", errstr);
-                        break;
+                for (int b = 0; b < nb && !found; b++) {
+                        redisReply *reply = NULL;
+                        sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, b,
+                                       SK_KEY_TRACE);
+                        if ((err = sk_redis_cmdf(ctx->r, &reply, errstr, sizeof(errstr),
+                                                 "HEXISTS %s %s", k_trace, f)) != SK_OK) {
+                                st->errors++;
+                                rc_note(st, "HEXISTS failed: %s", errstr);
+                                break;
+                        }
+                        found = reply->type != REDIS_REPLY_INTEGER || reply->integer != 0;
+                        freeReplyObject(reply);
                 }
-                if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0)
+                if (!err && !found)
                         st->drift_rows++;
-                freeReplyObject(reply);
         }
         if (st->drift_rows)
                 SK_LOG(SK_WARN, "drift_trace_gone", "voucher=%" PRId64 " created_without_trace=%"
@@ -84,40 +96,190 @@ static void drift_rows(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *set, rc
         free(a.gone.v);
 }
 
-/* Invariant 3 of DESIGN.md 9 (sk_verify_voucher_conn); with --repair, the rebuild. */
-static void stock_users_drift(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
+static int64_t redis_stock(rc_ctx_t *ctx, int64_t voucher_id, int b, int *missing,
+                           char *errstr, size_t errstr_size)
+{
+        char k_stock[SK_KEY_MAX];
+        redisReply *reply = NULL;
+        int64_t v = -1;
+
+        *missing = 1;
+        sk_key_voucher(k_stock, ctx->conf->redis_prefix, voucher_id, b, SK_KEY_STOCK);
+        if (sk_redis_cmdf(ctx->r, &reply, errstr, errstr_size, "GET %s", k_stock) != SK_OK)
+                return -2;
+        if (reply->type == REDIS_REPLY_STRING) {
+                *missing = 0; /* "0" or a canonical positive count; anything else: -1 */
+                if (strcmp(reply->str, "0") == 0)
+                        v = 0;
+                else if (sk_id_parse(reply->str, reply->len, &v) != 0)
+                        v = -1;
+        }
+        freeReplyObject(reply);
+        return v;
+}
+
+typedef struct bucket_acc {
+        int64_t stock[16];
+        int seen[16];
+} bucket_acc_t;
+
+static int bucket_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
+{
+        bucket_acc_t *a = arg;
+
+        (void)nulls;
+        (void)ncols;
+        if (cols[0] >= 0 && cols[0] < 16) {
+                a->stock[cols[0]] = cols[1];
+                a->seen[cols[0]] = 1;
+        }
+        return 0;
+}
+
+/* Bucket @p b of a bucketed voucher: Redis stock (read before and after a fresh scan of
+ * its trace hash) vs the DB bucket row - units held by undecided DEDUCTs and pending
+ * rollbacks (DESIGN.md 14). */
+static sk_err_t bucket_figures(rc_ctx_t *ctx, int64_t vid, int b, int64_t db_stock,
+                               struct rc_bucket_drift *bd, char *errstr, size_t errstr_size)
+{
+        sk_traceset_t set;
+        int64_t r1, r2, held = 0;
+        int m1, m2;
+        sk_err_t err;
+        char k_trace[SK_KEY_MAX];
+
+        memset(bd, 0, sizeof(*bd));
+        sk_traceset_init(&set);
+        if ((r1 = redis_stock(ctx, vid, b, &m1, errstr, errstr_size)) == -2)
+                return SK_EREDIS;
+        sk_key_voucher(k_trace, ctx->conf->redis_prefix, vid, b, SK_KEY_TRACE);
+        if ((err = sk_traceset_scan(ctx->r, k_trace, 1000, &set, errstr, errstr_size)) != SK_OK ||
+            (err = sk_traceset_load_db(ctx->db, &set, 0, errstr, errstr_size)) != SK_OK) {
+                sk_traceset_free(&set);
+                return err;
+        }
+        for (size_t i = 0; i < set.n; i++) {
+                sk_trace_entry_t *e = &set.v[i];
+                if (e->deduct && e->msg_ok && !e->restore && e->outcome != SK_OUTCOME_CREATED)
+                        held += e->msg.deduct_qty;
+        }
+        sk_traceset_free(&set);
+        if ((r2 = redis_stock(ctx, vid, b, &m2, errstr, errstr_size)) == -2)
+                return SK_EREDIS;
+        bd->judged = r1 == r2 && m1 == m2; /* traffic moved it: judge next pass */
+        bd->missing = m1;
+        bd->redis = r1;
+        bd->expected = db_stock - held;
+        bd->drift = m1 ? 0 : r1 - bd->expected;
+        return SK_OK;
+}
+
+/* Per-bucket stock of a bucketed voucher into st->bk; st->stock_drift when any bucket
+ * differs. */
+static sk_err_t buckets_drift(rc_ctx_t *ctx, int64_t vid, int nb, rc_vstat_t *st,
+                              char *errstr, size_t errstr_size)
+{
+        bucket_acc_t a;
+        sk_err_t err;
+
+        memset(&a, 0, sizeof(a));
+        err = sk_traceset_rows(ctx->db, "SELECT bucket, stock FROM tb_seckill_stock"
+                               " WHERE voucher_id = ?", &vid, 1, 2, bucket_row, &a, errstr,
+                               errstr_size);
+        if (err != SK_OK)
+                return err;
+        for (int b = 0; b < nb; b++) {
+                struct rc_bucket_drift *bd = &st->bk[b];
+                if (!a.seen[b]) {
+                        sk_seterr(errstr, errstr_size, "no tb_seckill_stock row for bucket %d", b);
+                        return SK_EDB;
+                }
+                if ((err = bucket_figures(ctx, vid, b, a.stock[b], bd, errstr,
+                                          errstr_size)) != SK_OK)
+                        return err;
+                if (bd->judged && (bd->missing || bd->drift))
+                        st->stock_drift = 1;
+        }
+        return SK_OK;
+}
+
+/* One-bucket voucher: invariant 3 of DESIGN.md 9 (sk_verify_voucher_conn) into bk[0]. */
+static sk_err_t verify_drift(rc_ctx_t *ctx, int64_t vid, rc_vstat_t *st, char *errstr,
+                             size_t errstr_size)
 {
         sk_verify_report_t vr;
+        struct rc_bucket_drift *bd = &st->bk[0];
+        sk_err_t err;
+
+        err = sk_verify_voucher_conn(ctx->db, ctx->r, ctx->conf->redis_prefix, vid, 3, &vr,
+                                     errstr, errstr_size);
+        if (err != SK_OK)
+                return err;
+        bd->judged = vr.redis_stable;
+        if (!vr.redis_stable) {
+                /* Traffic is flowing: the figures are not one snapshot; judge next pass. */
+                SK_LOG(SK_INFO, "drift_not_judged", "voucher=%" PRId64 " reason=redis_changing",
+                       vid);
+                return SK_OK;
+        }
+        bd->missing = vr.redis_stock_missing;
+        bd->redis = vr.redis_stock;
+        bd->expected = vr.expected_redis_stock;
+        bd->drift = bd->missing ? 0 : bd->redis - bd->expected;
+        st->stock_drift = !vr.inv3_stock_ok;
+        st->users_drift = !vr.inv3_users_ok;
+        if (st->stock_drift || st->users_drift)
+                SK_LOG(SK_WARN, "drift", "voucher=%" PRId64 " redis_stock=%" PRId64 " missing=%d"
+                       " expected_stock=%" PRId64 " db_stock=%" PRId64 " held=%" PRId64
+                       " users_in_hash=%" PRId64 " users_not_active=%" PRId64
+                       " active_not_in_hash=%" PRId64, vid, vr.redis_stock,
+                       vr.redis_stock_missing, vr.expected_redis_stock, vr.db_stock,
+                       vr.held_qty, vr.users_in_hash, vr.users_not_active, vr.active_not_in_hash);
+        return SK_OK;
+}
+
+/* Rebuild by direction (DESIGN.md 14): undersell always, oversell above the
+ * threshold, anything (missing keys, users) under --repair. */
+static int rebuild_wanted(const rc_ctx_t *ctx, const rc_vstat_t *st, int nb)
+{
+        if (ctx->opts.repair && (st->stock_drift || st->users_drift))
+                return 1;
+        for (int b = 0; b < nb; b++) {
+                const struct rc_bucket_drift *bd = &st->bk[b];
+                if (!bd->judged || bd->missing)
+                        continue;
+                if (bd->drift < 0 || bd->drift > ctx->opts.drift_threshold)
+                        return 1;
+        }
+        return 0;
+}
+
+/* Stock (per bucket, with direction) and users vs the DB; the rebuild when wanted. */
+static void stock_users_drift(rc_ctx_t *ctx, int64_t voucher_id, int nb, rc_vstat_t *st)
+{
         sk_rebuild_report_t rr;
         char errstr[512];
         sk_err_t err;
 
-        err = sk_verify_voucher_conn(ctx->db, ctx->r, ctx->conf->redis_prefix, voucher_id, 3, &vr,
-                                     errstr, sizeof(errstr));
+        err = nb > 1 ? buckets_drift(ctx, voucher_id, nb, st, errstr, sizeof(errstr)) :
+                       verify_drift(ctx, voucher_id, st, errstr, sizeof(errstr));
         if (err != SK_OK) {
                 st->errors++;
                 rc_note(st, "verify failed: %s", errstr);
                 return;
         }
-        if (!vr.redis_stable) {
-                /* Traffic is flowing: the figures are not one snapshot; judge next pass. */
-                SK_LOG(SK_INFO, "drift_not_judged", "voucher=%" PRId64 " reason=redis_changing",
-                       voucher_id);
-                return;
-        }
-        st->stock_drift = !vr.inv3_stock_ok;
-        st->users_drift = !vr.inv3_users_ok;
+        for (int b = 0; b < nb; b++)
+                if (st->bk[b].judged && st->bk[b].drift)
+                        SK_LOG(SK_WARN, "bucket_drift", "voucher=%" PRId64 " bucket=%d"
+                               " redis_stock=%" PRId64 " expected=%" PRId64 " drift=%" PRId64
+                               " direction=%s", voucher_id, b, st->bk[b].redis,
+                               st->bk[b].expected, st->bk[b].drift,
+                               st->bk[b].drift < 0 ? "undersell" : "oversell");
         if (!st->stock_drift && !st->users_drift) {
-                st->redis_ok = 1;
+                st->redis_ok = st->bk[0].judged || nb > 1;
                 return;
         }
-        SK_LOG(SK_WARN, "drift", "voucher=%" PRId64 " redis_stock=%" PRId64 " missing=%d"
-               " expected_stock=%" PRId64 " db_stock=%" PRId64 " held=%" PRId64
-               " users_in_hash=%" PRId64 " users_not_active=%" PRId64 " active_not_in_hash=%"
-               PRId64, voucher_id, vr.redis_stock, vr.redis_stock_missing,
-               vr.expected_redis_stock, vr.db_stock, vr.held_qty, vr.users_in_hash,
-               vr.users_not_active, vr.active_not_in_hash);
-        if (!ctx->opts.repair) {
+        if (!rebuild_wanted(ctx, st, nb)) {
                 rc_note(st, "%s", "Redis stock/users drift (run with --repair)");
                 return;
         }
@@ -195,14 +357,14 @@ void rc_meta_check(rc_ctx_t *ctx, int64_t voucher_id, int db_status, rc_vstat_t 
         }
 }
 
-void rc_drift(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *set, int64_t end_ms,
+void rc_drift(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *sets, int nb, int64_t end_ms,
               int64_t now_ms, rc_vstat_t *st)
 {
-        drift_rows(ctx, voucher_id, set, st);
+        drift_rows(ctx, voucher_id, sets, nb, st);
         /* Keys that expire within the hour (end + window + 1 day) are not judged: a key
          * that has just expired is not Redis losing data. */
         if (end_ms + rc_expire_extra_ms(ctx) - now_ms >= 3600 * 1000LL)
-                stock_users_drift(ctx, voucher_id, st);
+                stock_users_drift(ctx, voucher_id, nb, st);
         st->drift = st->drift_rows + (st->stock_drift || st->users_drift ? 1 : 0);
 }
 

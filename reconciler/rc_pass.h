@@ -8,6 +8,8 @@
  *                 rollback.lua (sk/decide.h), reconcile-log status marks
  *   rc_redrive.c  the re-drive machinery for undecided traces (DESIGN.md 8 "re-drive
  *                 bookkeeping"): DLQ set, claim.lua, publish, committed offsets
+ *   rc_bucket.c   the repairs across buckets (DESIGN.md 4, 14): probing traces, the
+ *                 home step of fenced or released traces, stray takes
  *   rc_drift.c    drift (DESIGN.md 8, 9 invariant 3, 14): CREATED rows whose trace is
  *                 gone, Redis stock/users vs the DB (rebuild under --repair), meta left
  *                 at status 4, undecided traces near their key's expiry
@@ -41,9 +43,11 @@ typedef struct rc_plan {
         size_t undecided_left;   /* undecided traces left alone (younger than grace) */
 } rc_plan_t;
 
-/** @brief Scan the voucher's trace hash into @p set and load the DB facts of each
- *  DEDUCT (sk_traceset_scan + load_db). @returns SK_OK or the error (st noted). */
-sk_err_t rc_join(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *set, rc_vstat_t *st);
+/** @brief Scan the trace hash of bucket @p bucket of the voucher into @p set and load
+ *  the DB facts of each DEDUCT (sk_traceset_scan + load_db). @returns SK_OK or the
+ *  error (st noted). */
+sk_err_t rc_join(rc_ctx_t *ctx, int64_t voucher_id, int bucket, sk_traceset_t *set,
+                 rc_vstat_t *st);
 
 /** @brief Judge every DEDUCT of @p set older than grace (now @p now_ms) into counters
  *  of @p st and the lists of @p plan (zeroed first; rc_plan_free). @returns SK_OK or
@@ -74,16 +78,31 @@ void rc_redrive_undecided(rc_ctx_t *ctx, sk_trace_entry_t **und, size_t n, rc_vs
 /** @brief Free the producer and the DLQ set of the pass. */
 void rc_redrive_release(rc_ctx_t *ctx);
 
+/* ---- rc_bucket.c ---- */
+
+/** @brief Buckets of the voucher (tb_seckill_voucher.buckets, 1..16; 1 when unreadable,
+ *  st noted). */
+int rc_nbuckets(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st);
+
+/** @brief The repairs across the @p nb buckets whose trace hashes are @p sets[0..nb)
+ *  (rc_join'ed): probing traces older than the front's deadline settled or rolled back,
+ *  the home step for fenced/released traces users still names, stray takes restored
+ *  (their entries get skip = 1). Counted into @p st (DESIGN.md 14). */
+void rc_repair_buckets(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *sets, int nb,
+                       int64_t now_ms, rc_vstat_t *st);
+
 /* ---- rc_drift.c ---- */
 
 /** @brief Meta left at status 4 by a rebuild that died while the DB says otherwise:
  *  reset it from the DB when nobody holds the voucher lock (DESIGN.md 8 rebuild). */
 void rc_meta_check(rc_ctx_t *ctx, int64_t voucher_id, int db_status, rc_vstat_t *st);
 
-/** @brief Drift of the voucher (CREATED rows whose trace is gone; Redis stock/users vs
- *  the DB, rebuilt under --repair) unless its keys expire within the hour (@p end_ms,
- *  @p now_ms). Sets st->drift. */
-void rc_drift(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *set, int64_t end_ms,
+/** @brief Drift of the voucher (CREATED rows whose trace is gone; Redis stock per
+ *  bucket vs DB stock - undecided, with direction, and users vs the DB) unless its keys
+ *  expire within the hour (@p end_ms, @p now_ms). Rebuilds on undersell, on oversell
+ *  above --drift-threshold, and on any drift under --repair (DESIGN.md 14). @p sets
+ *  [0..nb) are the buckets' trace hashes. Sets st->drift and st->bk. */
+void rc_drift(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *sets, int nb, int64_t end_ms,
               int64_t now_ms, rc_vstat_t *st);
 
 /** @brief Alert (st->expiry_alert) when @p undecided traces remain and the trace hash

@@ -2,8 +2,9 @@
  * steps, each in its own file (rc_pass.h):
  *
  *   1. the voucher row; meta left at status 4 by a dead rebuild (rc_drift.c);
- *   2. the join of the trace hash with the DB and the verdict per trace
- *      (rc_classify.c, which also lists the states of DESIGN.md 7);
+ *   2. the join of every bucket's trace hash with the DB (rc_classify.c); the repairs
+ *      across buckets: probing, home step, stray takes (rc_bucket.c); the verdict per
+ *      trace, bucket by bucket (rc_classify.c, which also lists the states of DESIGN.md 7);
  *   3. the acts, in batches: FAILED followed or recorded with rollback.lua (rc_act.c),
  *      the re-drive machinery for undecided traces (rc_redrive.c);
  *   4. drift and the expiry alert (rc_drift.c);
@@ -127,19 +128,20 @@ sk_err_t rc_scope(rc_ctx_t *ctx, int64_t **ids, size_t *n, char *errstr, size_t 
 
 sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
 {
-        sk_traceset_t set;
+        sk_traceset_t sets[16];
         sk_voucher_row_t row;
         rc_plan_t plan;
         char errstr[512];
         int64_t now_ms, epoch = 0;
         sk_err_t err, ret = SK_OK;
-        size_t undecided;
-        int dstate;
+        size_t undecided = 0;
+        int nb, b, dstate;
 
         memset(st, 0, sizeof(*st));
         memset(&plan, 0, sizeof(plan));
         st->voucher_id = voucher_id;
-        sk_traceset_init(&set);
+        for (b = 0; b < 16; b++)
+                sk_traceset_init(&sets[b]);
         if (rc_must_stop(ctx))
                 return SK_ESTOP;
 
@@ -155,28 +157,37 @@ sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
                 rc_note(st, "%s", "on the DB-only path (DESIGN.md 12): Redis left to the recovery");
                 return SK_OK;
         }
+        nb = st->nbuckets = rc_nbuckets(ctx, voucher_id, st);
         rc_meta_check(ctx, voucher_id, row.status, st);
         rc_release_pending(ctx, voucher_id, st); /* before the drift check (DESIGN.md 13) */
-        if (rc_join(ctx, voucher_id, &set, st) != SK_OK)
-                goto done;
+        /* Every bucket's trace hash first: the repairs across buckets need them all. */
+        for (b = 0; b < nb; b++)
+                if (rc_join(ctx, voucher_id, b, &sets[b], st) != SK_OK)
+                        goto done;
         now_ms = sk_now_ms();
-        if (rc_classify(ctx, &set, now_ms, &plan, st) != SK_OK)
-                goto done;
-        if ((ret = rc_act(ctx, &plan, st)) != SK_OK)
-                goto done;
-        rc_drift(ctx, voucher_id, &set, row.end_ms, now_ms, st);
+        rc_repair_buckets(ctx, voucher_id, sets, nb, now_ms, st);
+        for (b = 0; b < nb; b++) {
+                if (rc_classify(ctx, &sets[b], now_ms, &plan, st) != SK_OK)
+                        goto done;
+                ret = rc_act(ctx, &plan, st);
+                undecided += plan.undecided_left;
+                rc_plan_free(&plan);
+                if (ret != SK_OK)
+                        goto done;
+        }
+        rc_drift(ctx, voucher_id, sets, nb, row.end_ms, now_ms, st);
         if (rc_must_stop(ctx)) {
                 ret = SK_ESTOP;
                 goto done;
         }
-        undecided = plan.undecided_left +
-                    (size_t)(st->waiting + st->dlq + st->not_persisted + st->redriven);
+        undecided += (size_t)(st->waiting + st->dlq + st->not_persisted + st->redriven);
         rc_expiry_check(ctx, voucher_id, undecided, st);
         if (dstate == SK_DSW_REBUILDING)
                 rc_degrade_recover(ctx, voucher_id, epoch, st);
 done:
         rc_plan_free(&plan);
-        sk_traceset_free(&set);
+        for (b = 0; b < 16; b++)
+                sk_traceset_free(&sets[b]);
         if (ret == SK_OK && ctx->lock_lost)
                 ret = SK_ESTOP;
         return ret;
@@ -199,7 +210,8 @@ int rc_vstat_exit(const rc_vstat_t *st)
             st->errors || st->expiry_alert || drift_open)
                 return 2;
         if (st->redriven || st->rolled_back || st->lost || st->rebuilt || st->meta_reset ||
-            st->failed_counted || st->released)
+            st->failed_counted || st->released || st->probing_settled ||
+            st->probing_rolled_back || st->stray_restored || st->home_steps)
                 return 1;
         return 0;
 }

@@ -18,6 +18,8 @@ typedef struct rc_opts {
         int grace_s;            /* --grace-seconds: judge only trace entries older than this */
         int max_redrive;        /* --max-redrive: counted failed re-drives before "lost" */
         int repair;             /* --repair: rebuild drifted vouchers */
+        int drift_threshold;    /* --drift-threshold: oversell rebuilt without --repair
+                                 * when a bucket's excess exceeds it (DESIGN.md 14) */
         int json;               /* --json */
 } rc_opts_t;
 
@@ -45,6 +47,18 @@ typedef struct rc_vstat {
         int64_t drift_rows;     /* CREATED outcomes whose trace is gone */
         int64_t created_restored; /* of inconsistent: CREATED outcome + RESTORE fence */
         int64_t released;       /* release.lua run for cancelled/closed orders (rc_release.c) */
+        int64_t probing_settled;   /* probing T found in bucket k: T:h settled to k */
+        int64_t probing_rolled_back; /* probing T found nowhere: fenced everywhere, home step */
+        int64_t stray_restored;    /* DEDUCTs in a bucket other than their outcome's, restored */
+        int64_t home_steps;        /* home.lua run for T:r / T:x whose home still named T */
+        int nbuckets;              /* buckets of the voucher (1..16) */
+        struct rc_bucket_drift {
+                int judged;        /* 1 when stock was read stable and compared */
+                int missing;       /* the stock key is missing */
+                int64_t redis;     /* Redis stock of the bucket */
+                int64_t expected;  /* DB stock of the bucket - undecided (held) units */
+                int64_t drift;     /* redis - expected: < 0 undersell, > 0 oversell */
+        } bk[16];
         int redis_ok;           /* Redis stock/users judged equal to the DB (or rebuilt) */
         int stock_drift;        /* Redis stock != DB stock - held */
         int users_drift;        /* users hash != active buyers + held users */

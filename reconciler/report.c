@@ -22,6 +22,29 @@ static void json_str(FILE *out, const char *s)
         fputc('"', out);
 }
 
+static const char *direction(const struct rc_bucket_drift *bd)
+{
+        if (!bd->judged)
+                return "not_judged";
+        if (bd->missing)
+                return "missing";
+        return bd->drift < 0 ? "undersell" : bd->drift > 0 ? "oversell" : "none";
+}
+
+/* Per-bucket drift (DESIGN.md 14) of @p s as the JSON fields after "note". */
+static void json_buckets(FILE *out, const rc_vstat_t *s)
+{
+        fprintf(out, ",\"buckets\":%d,\"probingSettled\":%" PRId64 ",\"probingRolledBack\":%"
+                PRId64 ",\"strayRestored\":%" PRId64 ",\"homeSteps\":%" PRId64
+                ",\"bucketDrift\":[", s->nbuckets, s->probing_settled, s->probing_rolled_back,
+                s->stray_restored, s->home_steps);
+        for (int b = 0; b < s->nbuckets && b < 16; b++)
+                fprintf(out, "%s{\"bucket\":%d,\"redisStock\":%" PRId64 ",\"expectedStock\":%"
+                        PRId64 ",\"drift\":%" PRId64 ",\"direction\":\"%s\"}", b ? "," : "", b,
+                        s->bk[b].redis, s->bk[b].expected, s->bk[b].drift, direction(&s->bk[b]));
+        fputc(']', out);
+}
+
 static const char *verdict(int code)
 {
         return code == 0 ? "consistent" : code == 1 ? "repaired" : "unresolved";
@@ -71,6 +94,7 @@ void rc_print(FILE *out, const rc_vstat_t *v, size_t n, int json, int exit_code,
                                 s->rebuilt ? "true" : "false", s->meta_reset ? "true" : "false",
                                 s->expiry_alert ? "true" : "false", (int64_t)s->errors);
                         json_str(out, s->note);
+                        json_buckets(out, s);
                         fputc('}', out);
                 }
                 fprintf(out, "]}\n");
@@ -86,6 +110,17 @@ void rc_print(FILE *out, const rc_vstat_t *v, size_t n, int json, int exit_code,
                         " %6" PRId64 " %8" PRId64 " %10s  %s\n", vid, s->checked, s->consistent,
                         s->redriven, s->rolled_back, s->inconsistent + s->collisions, s->drift,
                         s->waiting, verdict(rc_vstat_exit(s)), s->note);
+                for (int b = 0; b < s->nbuckets && b < 16; b++)
+                        if (s->bk[b].judged && (s->bk[b].drift || s->bk[b].missing))
+                                fprintf(out, "  bucket %d: redis %" PRId64 " expected %" PRId64
+                                        " drift %+" PRId64 " (%s)\n", b, s->bk[b].redis,
+                                        s->bk[b].expected, s->bk[b].drift, direction(&s->bk[b]));
+                if (s->probing_settled || s->probing_rolled_back || s->stray_restored ||
+                    s->home_steps)
+                        fprintf(out, "  probing settled %" PRId64 ", probing rolled back %" PRId64
+                                ", stray takes restored %" PRId64 ", home steps %" PRId64 "\n",
+                                s->probing_settled, s->probing_rolled_back, s->stray_restored,
+                                s->home_steps);
         }
         fprintf(out, "%zu voucher(s); result: %s (exit %d); traces stuck in the DLQ re-drive"
                 " loop: %" PRId64 "%s%s\n", n, verdict(exit_code), exit_code, rc_dlq_loop_total(v, n),

@@ -115,9 +115,14 @@ static sk_err_t rollback_once(const sk_decider_t *d, const sk_order_msg_t *msg,
                 sk_seterr(errstr, errstr_size, "no Redis connection");
         } else {
                 memset(res, 0, sizeof(*res));
-                err = sk_rollback_run(r, d->prefix, msg->voucher_id, msg->bucket, msg->trace_id, msg->user_id,
-                                      d->mode, reason, *clamp_to, d->expire_extra_ms, res,
-                                      errstr, errstr_size);
+                /* On the trace's bucket j; the home step on h when h != j (DESIGN.md v4 4). */
+                sk_rollback_args_t a = { .voucher_id = msg->voucher_id, .bucket = msg->bucket,
+                                         .home = msg->home, .trace_id = msg->trace_id,
+                                         .user_id = msg->user_id, .mode = d->mode,
+                                         .reason = reason, .clamp_to = *clamp_to,
+                                         .expire_extra_ms = d->expire_extra_ms };
+
+                err = sk_rollback_trace(r, d->prefix, &a, res, errstr, errstr_size);
                 if (err != SK_OK && d->redis_failed)
                         d->redis_failed(d->arg, err);
         }

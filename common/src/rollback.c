@@ -168,6 +168,34 @@ done:
         return err;
 }
 
+sk_err_t sk_rollback_trace(sk_redis_t *r, const char *prefix, const sk_rollback_args_t *a,
+                           sk_rollback_res_t *res, char *errstr, size_t errstr_size)
+{
+        sk_err_t err = sk_rollback_bucket(r, prefix, a, res, errstr, errstr_size);
+        int restore, release, clamp;
+        sk_home_res_t hr;
+
+        if (err != SK_OK || res->claimed || res->home == a->bucket)
+                return err;
+        /* DESIGN.md 4: the home step on h != j, after OK and after ALREADY. */
+        if (a->user_id <= 0) {
+                sk_seterr(errstr, errstr_size, "rollback: the home step needs the user id");
+                return SK_EINVAL;
+        }
+        /* A reason that keeps the user (has_order without its T0 here) only fences h. */
+        sk_reason_flags(a->reason, &restore, &release, &clamp);
+        err = sk_home_step(r, prefix, a->voucher_id, res->home, a->trace_id, a->user_id,
+                           a->bucket, a->repoint_trace_id > 0 ? a->repoint_trace_id :
+                           release ? 0 : -1, a->reason, a->expire_extra_ms, &hr, errstr,
+                           errstr_size);
+        if (err == SK_OK) {
+                res->home_done = 1;
+                res->released = hr.released;
+                res->repointed = hr.repointed;
+        }
+        return err;
+}
+
 sk_err_t sk_rollback_run(sk_redis_t *r, const char *prefix, int64_t voucher_id, int bucket,
                          int64_t trace_id, int64_t user_id, const char *mode,
                          sk_reason_t reason, int64_t clamp_to, int64_t expire_extra_ms,
@@ -177,22 +205,6 @@ sk_err_t sk_rollback_run(sk_redis_t *r, const char *prefix, int64_t voucher_id, 
                                  .trace_id = trace_id, .user_id = user_id, .mode = mode,
                                  .reason = reason, .clamp_to = clamp_to,
                                  .expire_extra_ms = expire_extra_ms };
-        sk_err_t err = sk_rollback_bucket(r, prefix, &a, res, errstr, errstr_size);
-        int restore, release, clamp;
-        sk_home_res_t hr;
 
-        if (err != SK_OK || res->claimed || res->home == a.bucket)
-                return err;
-        /* DESIGN.md 4: the home step on h != j, after OK and after ALREADY. */
-        if (user_id <= 0) {
-                sk_seterr(errstr, errstr_size, "rollback: the home step needs the user id");
-                return SK_EINVAL;
-        }
-        /* A reason that keeps the user (has_order without its T0 here) only fences h. */
-        sk_reason_flags(reason, &restore, &release, &clamp);
-        err = sk_home_step(r, prefix, voucher_id, res->home, trace_id, user_id, a.bucket,
-                           release ? 0 : -1, reason, expire_extra_ms, &hr, errstr, errstr_size);
-        if (err == SK_OK)
-                res->home_done = 1;
-        return err;
+        return sk_rollback_trace(r, prefix, &a, res, errstr, errstr_size);
 }

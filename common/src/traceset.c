@@ -32,6 +32,8 @@ void sk_traceset_free(sk_traceset_t *set)
                 free(set->v[i].deduct);
                 free(set->v[i].restore);
                 free(set->v[i].claim);
+                free(set->v[i].home_st);
+                free(set->v[i].release);
         }
         free(set->v);
         free(set->slots);
@@ -102,7 +104,8 @@ sk_trace_entry_t *sk_traceset_get(sk_traceset_t *set, int64_t trace_id, int crea
         return &set->v[set->n - 1];
 }
 
-/* Split a field name "ID", "ID:r", "ID:c" or "ID:c:*" into the id and the suffix. */
+/* Split a field name "ID", "ID:r", "ID:h", "ID:x", "ID:c" or "ID:c:*" ("_", the
+ * preheat placeholder, is not a trace: -1) into the id and the suffix. */
 static int parse_field(const char *f, size_t len, int64_t *id, char *suffix)
 {
         size_t i = 0;
@@ -115,8 +118,8 @@ static int parse_field(const char *f, size_t len, int64_t *id, char *suffix)
                 *suffix = 0;
                 return 0;
         }
-        if (len - i == 2 && f[i + 1] == 'r') {
-                *suffix = 'r';
+        if (len - i == 2 && (f[i + 1] == 'r' || f[i + 1] == 'h' || f[i + 1] == 'x')) {
+                *suffix = f[i + 1];
                 return 0;
         }
         if (len - i >= 2 && f[i + 1] == 'c' && (len - i == 2 || f[i + 2] == ':')) {
@@ -188,6 +191,12 @@ sk_err_t sk_traceset_scan(sk_redis_t *r, const char *trace_key, int count_hint,
                                             e->msg.trace_id == id;
                         } else if (suffix == 'r') {
                                 if (set_str(&e->restore, val->str, val->len) != 0)
+                                        goto nomem;
+                        } else if (suffix == 'h') {
+                                if (set_str(&e->home_st, val->str, val->len) != 0)
+                                        goto nomem;
+                        } else if (suffix == 'x') {
+                                if (set_str(&e->release, val->str, val->len) != 0)
                                         goto nomem;
                         } else if (f->len == (size_t)snprintf(NULL, 0, "%" PRId64 ":c", id)) {
                                 /* Only the one-field form "T:c" (lua/claim.lua) is parsed. */

@@ -134,6 +134,13 @@ static __attribute__((unused)) int64_t rb_deduct(int64_t vid, int64_t user, sk_o
         rb_key(k[1], vid, SK_KEY_STOCK);
         rb_key(k[2], vid, SK_KEY_USERS);
         rb_key(k[3], vid, SK_KEY_TRACE);
+        /* as preheat lays a bucket out (DESIGN.md 4): users and trace with `_` */
+        for (int i = 2; i < 4; i++) {
+                ck_assert_int_eq(sk_redis_cmdf(rb_r, &reply, errstr, sizeof(errstr),
+                                               "HSET %s _ _", k[i]), SK_OK);
+                freeReplyObject(reply);
+                reply = NULL;
+        }
         sk_id_format(trace, tid);
         sk_id_format(sk_test_rand_id(), oid);
         sk_id_format(user, uid);

@@ -252,6 +252,15 @@ static __attribute__((unused)) int64_t rt_voucher(int64_t stock)
         ck_assert_msg(err == SK_OK, "insert bucket row: %s", errstr);
         err = sk_voucher_preheat(&rt_conf, vid, 5000, &rep, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_OK, "preheat: %s", errstr);
+        /* as preheat lays a bucket out (DESIGN.md 4): users and trace with `_` */
+        for (int kind = 0; kind < 2; kind++) {
+                char k[SK_KEY_MAX];
+                redisReply *reply = NULL;
+                sk_key_voucher(k, rt_conf.redis_prefix, vid, 0, kind ? SK_KEY_TRACE : SK_KEY_USERS);
+                ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), "HSET %s _ _",
+                                               k), SK_OK);
+                freeReplyObject(reply);
+        }
         return vid;
 }
 

@@ -80,9 +80,18 @@ typedef struct sk_rollback_args {
 sk_err_t sk_rollback_bucket(sk_redis_t *r, const char *prefix, const sk_rollback_args_t *a,
                             sk_rollback_res_t *res, char *errstr, size_t errstr_size);
 
+/** @brief sk_rollback_bucket on bucket @p a->bucket, then the home step (sk/home.h) on
+ *  res->home when it differs from the bucket (after OK and after ALREADY, not after
+ *  CLAIMED; res->home_done): users[U] re-pointed to @p a->repoint_trace_id when given,
+ *  else deleted when the reason releases the user, else only h fenced. Needs
+ *  a->user_id > 0 for the home step (SK_EINVAL). Errors as sk_rollback_bucket and
+ *  sk_home_step (both idempotent: the caller repeats the pair). DESIGN.md v4 4. */
+sk_err_t sk_rollback_trace(sk_redis_t *r, const char *prefix, const sk_rollback_args_t *a,
+                           sk_rollback_res_t *res, char *errstr, size_t errstr_size);
+
 /** @brief Run rollback.lua for the trace with the flags of @p reason on bucket @p bucket
- *  (0..15, the trace's bucket j), then the home step (sk/home.h) when T's home bucket is
- *  another one (after OK and after ALREADY; res->home_done). @p mode:
+ *  (0..15, the trace's bucket), then the home step (sk/home.h) when T's home bucket is
+ *  another one (after OK and after ALREADY; res->home_done): sk_rollback_trace. @p mode:
  *  "front", "consumer" or "reconciler". @p clamp_to: DB stock for sold_out (else -1).
  *  @p user_id: fallback when T is missing (0 = none). @p expire_extra_ms: reconcile
  *  window + 1 day. Errors as sk_redis_evalsha (SK_EUNKNOWN: the caller retries; the

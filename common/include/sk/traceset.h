@@ -21,6 +21,9 @@ typedef struct sk_trace_entry {
         char *deduct;          /* field T: the DEDUCT entry JSON (owned), NULL if absent */
         char *restore;         /* field T:r: the RESTORE entry JSON (owned), or NULL */
         char *claim;           /* field T:c: the claim record JSON (owned), or NULL */
+        char *home_st;         /* field T:h (home bucket only): "probing" or the bucket j
+                                * that admitted T (owned), or NULL (DESIGN.md v4 4) */
+        char *release;         /* field T:x: the release record JSON (owned), or NULL */
         sk_order_msg_t msg;    /* deduct parsed (sk_msg_parse) when msg_ok */
         int msg_ok;            /* 1 if deduct parsed as a valid order message */
 
@@ -32,6 +35,7 @@ typedef struct sk_trace_entry {
         int64_t order_user_id, order_voucher_id;
         int order_status;      /* 1 active */
         int log_status;        /* DEDUCT reconcile-log row (log_type -1) status, 0 = none */
+        int skip;              /* set by a caller: already handled, not judged again */
 } sk_trace_entry_t;
 
 typedef struct sk_traceset {

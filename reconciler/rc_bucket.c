@@ -1,0 +1,287 @@
+/* rc_bucket.c: the repairs that span the buckets of one voucher (rc_pass.h; DESIGN.md
+ * v4 4 "Overflow probing", "Home step", 14 "Drift, by direction"), run after every
+ * bucket's trace hash was scanned and before any bucket is judged:
+ *
+ *   users[U] = T in home h, T:h = probing, T older than the probing grace:
+ *       T found in bucket k      settle.lua on h (T:h = k); T is judged in k as usual
+ *       T found nowhere          rollback.lua mode reconciler (lost) on every bucket,
+ *                                then the home step (home.lua, no bucket)
+ *   users[U] = T in home h, T's bucket j holds T:r or T:x (or h holds the home fence):
+ *                                the home step (home.lua on h)
+ *   a take T in bucket b whose outcome names bucket o != b (and o holds T): a stray
+ *                                take: rollback.lua restores b, no home step; T is
+ *                                not judged in b
+ *
+ * Every act is idempotent (the scripts are), so a pass that dies midway is finished by
+ * the next one. Users entries "_" (preheat's placeholder) are not buyers. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rc_pass.h"
+#include "sk/home.h"
+#include "sk/ids.h"
+#include "sk/keys.h"
+#include "sk/log.h"
+#include "sk/outcome.h"
+#include "sk/snowflake.h"
+
+typedef struct one_acc {
+        int64_t v;
+        int found;
+} one_acc_t;
+
+static int one_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
+{
+        one_acc_t *a = arg;
+
+        (void)ncols;
+        a->v = nulls[0] ? 0 : cols[0];
+        a->found = 1;
+        return 1;
+}
+
+int rc_nbuckets(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
+{
+        one_acc_t a = { 1, 0 };
+        char errstr[512];
+
+        if (sk_traceset_rows(ctx->db, "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = ?",
+                             &voucher_id, 1, 1, one_row, &a, errstr, sizeof(errstr)) != SK_OK) {
+                st->errors++;
+                rc_note(st, "buckets read failed: %s", errstr);
+                return 1;
+        }
+        return a.found && a.v >= 1 && a.v <= 16 ? (int)a.v : 1;
+}
+
+/* The probing grace: the front's request deadline (2 x delivery timeout + 1 s) or
+ * --grace-seconds, whichever is longer. */
+static int64_t probing_grace_ms(const rc_ctx_t *ctx)
+{
+        int64_t deadline = 2 * (int64_t)ctx->conf->kafka_delivery_timeout_ms + 1000;
+        int64_t grace = (int64_t)ctx->opts.grace_s * 1000;
+
+        return grace > deadline ? grace : deadline;
+}
+
+/* users of bucket @p h as pairs (user, trace) into @p out (HSCAN; "_" skipped). */
+static sk_err_t scan_users(rc_ctx_t *ctx, int64_t voucher_id, int h, sk_i64vec_t *out,
+                           char *errstr, size_t errstr_size)
+{
+        char k_users[SK_KEY_MAX], cursor[32] = "0";
+        redisReply *reply = NULL;
+        sk_err_t err;
+
+        sk_key_voucher(k_users, ctx->conf->redis_prefix, voucher_id, h, SK_KEY_USERS);
+        do {
+                redisReply *items;
+                size_t i;
+
+                err = sk_redis_cmdf(ctx->r, &reply, errstr, errstr_size,
+                                    "HSCAN %s %s COUNT 1000", k_users, cursor);
+                if (err != SK_OK)
+                        return err;
+                if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+                    reply->element[0]->type != REDIS_REPLY_STRING ||
+                    reply->element[1]->type != REDIS_REPLY_ARRAY ||
+                    reply->element[0]->len >= sizeof(cursor)) {
+                        freeReplyObject(reply);
+                        sk_seterr(errstr, errstr_size, "HSCAN %s: unexpected reply", k_users);
+                        return SK_EREDIS;
+                }
+                memcpy(cursor, reply->element[0]->str, reply->element[0]->len);
+                cursor[reply->element[0]->len] = '\0';
+                items = reply->element[1];
+                for (i = 0; i + 1 < items->elements; i += 2) {
+                        redisReply *f = items->element[i], *val = items->element[i + 1];
+                        int64_t u, t;
+
+                        if (f->type != REDIS_REPLY_STRING || val->type != REDIS_REPLY_STRING ||
+                            sk_id_parse(f->str, f->len, &u) != 0 ||
+                            sk_id_parse(val->str, val->len, &t) != 0)
+                                continue; /* "_" and anything that is not U -> T */
+                        if (sk_i64vec_push(out, u) != 0 || sk_i64vec_push(out, t) != 0) {
+                                freeReplyObject(reply);
+                                sk_seterr(errstr, errstr_size, "out of memory");
+                                return SK_ENOMEM;
+                        }
+                }
+                freeReplyObject(reply);
+        } while (strcmp(cursor, "0") != 0);
+        return SK_OK;
+}
+
+/* The bucket whose trace hash holds the DEDUCT entry of @p t, or -1. */
+static int deduct_bucket(sk_traceset_t *sets, int nb, int64_t t, int prefer)
+{
+        sk_trace_entry_t *e;
+
+        if (prefer >= 0 && prefer < nb && (e = sk_traceset_get(&sets[prefer], t, 0)) && e->deduct)
+                return prefer;
+        for (int k = 0; k < nb; k++)
+                if ((e = sk_traceset_get(&sets[k], t, 0)) && e->deduct)
+                        return k;
+        return -1;
+}
+
+/* T probing longer than grace (DESIGN.md 14): settle where it was taken, or give up. */
+static void repair_probing(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int nb, int h,
+                           int64_t u, int64_t t, rc_vstat_t *st)
+{
+        int64_t extra = rc_expire_extra_ms(ctx);
+        char errstr[512];
+        int k = deduct_bucket(sets, nb, t, -1);
+        sk_err_t err = SK_OK;
+
+        if (rc_must_stop(ctx))
+                return;
+        if (k >= 0 && k != h) {
+                int state = 0;
+                if ((err = sk_home_settle(ctx->r, ctx->conf->redis_prefix, vid, h, t, k, &state,
+                                          errstr, sizeof(errstr))) == SK_OK) {
+                        SK_LOG(SK_WARN, "probing_settled", "voucher=%" PRId64 " trace=%" PRId64
+                               " home=%d bucket=%d", vid, t, h, k);
+                        st->probing_settled++;
+                }
+        } else {
+                sk_rollback_res_t res;
+                sk_home_res_t hr;
+                sk_rollback_args_t a = { .voucher_id = vid, .home = h, .trace_id = t,
+                                         .user_id = u, .mode = "reconciler",
+                                         .reason = SK_REASON_LOST, .clamp_to = -1,
+                                         .expire_extra_ms = extra };
+                for (int b = 0; b < nb && err == SK_OK; b++) {
+                        a.bucket = b;
+                        err = sk_rollback_bucket(ctx->r, ctx->conf->redis_prefix, &a, &res,
+                                                 errstr, sizeof(errstr));
+                }
+                if (err == SK_OK)
+                        err = sk_home_step(ctx->r, ctx->conf->redis_prefix, vid, h, t, u, -1, 0,
+                                           SK_REASON_LOST, extra, &hr, errstr, sizeof(errstr));
+                if (err == SK_OK) {
+                        SK_LOG(SK_WARN, "probing_rolled_back", "voucher=%" PRId64 " trace=%"
+                               PRId64 " home=%d", vid, t, h);
+                        st->probing_rolled_back++;
+                }
+        }
+        if (err != SK_OK) {
+                st->errors++;
+                rc_note(st, "probing repair failed: %s", errstr);
+        }
+}
+
+/* users[U] = T still names a trace that was fenced or released: the home step. */
+static void repair_home(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int nb, int h,
+                        int64_t u, int64_t t, rc_vstat_t *st)
+{
+        sk_trace_entry_t *eh = sk_traceset_get(&sets[h], t, 0), *ej = NULL;
+        int prefer = -1, j, home_fence;
+        sk_home_res_t hr;
+        char errstr[512];
+
+        if (eh && eh->home_st)
+                (void)sk_parse_int(eh->home_st, 0, 15, &prefer);
+        j = deduct_bucket(sets, nb, t, prefer >= 0 ? prefer : h);
+        if (j >= 0)
+                ej = sk_traceset_get(&sets[j], t, 0);
+        if (j == h)
+                return; /* rollback.lua and release.lua did the home step themselves */
+        home_fence = eh && eh->restore; /* home.lua fenced h: a step half done */
+        if (!home_fence && !(ej && (ej->restore || ej->release)))
+                return;
+        if (rc_must_stop(ctx))
+                return;
+        if (sk_home_step(ctx->r, ctx->conf->redis_prefix, vid, h, t, u, j, 0, SK_REASON_NONE,
+                         rc_expire_extra_ms(ctx), &hr, errstr, sizeof(errstr)) != SK_OK) {
+                st->errors++;
+                rc_note(st, "home step failed: %s", errstr);
+                return;
+        }
+        SK_LOG(SK_WARN, "home_step", "voucher=%" PRId64 " trace=%" PRId64 " home=%d bucket=%d",
+               vid, t, h, j);
+        st->home_steps++;
+}
+
+/* Takes of bucket @p b decided in another bucket o (outcome row's bucket, o holding T). */
+static void repair_strays(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int nb, int b,
+                          int64_t now_ms, rc_vstat_t *st)
+{
+        int64_t grace = (int64_t)ctx->opts.grace_s * 1000;
+        char errstr[512];
+
+        for (size_t i = 0; i < sets[b].n; i++) {
+                sk_trace_entry_t *e = &sets[b].v[i], *eo;
+                one_acc_t a = { -1, 0 };
+                sk_rollback_res_t res;
+                sk_rollback_args_t ra = { .voucher_id = vid, .bucket = b, .home = -1,
+                                          .trace_id = e->trace_id, .user_id = e->msg.user_id,
+                                          .mode = "reconciler", .reason = SK_REASON_LOST,
+                                          .clamp_to = -1,
+                                          .expire_extra_ms = rc_expire_extra_ms(ctx) };
+
+                if (!e->deduct || !e->msg_ok || !e->outcome || e->msg.bucket == e->msg.home ||
+                    now_ms - e->msg.ts_ms < grace)
+                        continue;
+                if (sk_traceset_rows(ctx->db, "SELECT bucket FROM tb_seckill_outcome"
+                                     " WHERE trace_id = ?", &e->trace_id, 1, 1, one_row, &a,
+                                     errstr, sizeof(errstr)) != SK_OK) {
+                        st->errors++;
+                        rc_note(st, "outcome bucket read failed: %s", errstr);
+                        return;
+                }
+                if (!a.found || a.v == b || a.v < 0 || a.v >= nb ||
+                    !(eo = sk_traceset_get(&sets[a.v], e->trace_id, 0)) || !eo->deduct)
+                        continue;
+                e->skip = 1; /* decided in bucket o: not judged here */
+                if (e->restore)
+                        continue; /* restored already */
+                if (rc_must_stop(ctx))
+                        return;
+                ra.home = e->msg.home; /* no home step: the purchase lives on in bucket o */
+                if (sk_rollback_bucket(ctx->r, ctx->conf->redis_prefix, &ra, &res, errstr,
+                                       sizeof(errstr)) != SK_OK) {
+                        st->errors++;
+                        rc_note(st, "stray restore failed: %s", errstr);
+                        continue;
+                }
+                SK_LOG(SK_WARN, "stray_take_restored", "voucher=%" PRId64 " trace=%" PRId64
+                       " bucket=%d outcome_bucket=%" PRId64 " restored=%d", vid, e->trace_id, b,
+                       a.v, res.restored);
+                st->stray_restored++;
+        }
+}
+
+void rc_repair_buckets(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int nb, int64_t now_ms,
+                       rc_vstat_t *st)
+{
+        int64_t pgrace = probing_grace_ms(ctx), grace = (int64_t)ctx->opts.grace_s * 1000;
+        char errstr[512];
+
+        for (int h = 0; h < nb; h++) {
+                sk_i64vec_t uv = { 0 };
+
+                if (scan_users(ctx, vid, h, &uv, errstr, sizeof(errstr)) != SK_OK) {
+                        st->errors++;
+                        rc_note(st, "users scan failed: %s", errstr);
+                        free(uv.v);
+                        continue;
+                }
+                for (size_t i = 0; i + 1 < uv.n && !rc_must_stop(ctx); i += 2) {
+                        int64_t u = uv.v[i], t = uv.v[i + 1], age;
+                        sk_trace_entry_t *eh = sk_traceset_get(&sets[h], t, 0);
+
+                        age = now_ms - sk_snowflake_ts_ms(t);
+                        if (eh && eh->home_st && strcmp(eh->home_st, "probing") == 0) {
+                                if (age >= pgrace)
+                                        repair_probing(ctx, vid, sets, nb, h, u, t, st);
+                        } else if (age >= grace) {
+                                repair_home(ctx, vid, sets, nb, h, u, t, st);
+                        }
+                }
+                free(uv.v);
+        }
+        if (nb > 1)
+                for (int b = 0; b < nb && !rc_must_stop(ctx); b++)
+                        repair_strays(ctx, vid, sets, nb, b, now_ms, st);
+}

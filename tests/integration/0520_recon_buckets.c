@@ -1,0 +1,320 @@
+/* 0520_recon_buckets.c: the reconciler on a bucketed voucher (4 buckets, DESIGN.md v4 4,
+ * 14), states seeded straight into real Redis and MariaDB, each repaired by one pass:
+ *   - a users entry whose trace is probing, T found in bucket k -> T:h settled to k;
+ *   - a probing trace found nowhere -> fenced in every bucket, users entry released;
+ *   - a stray take (T in bucket j1, its FAILED outcome names j2 holding T) -> j1's unit
+ *     restored, users untouched;
+ *   - a trace rolled back in bucket j whose home still names it -> the home step
+ *     (users released, home fence T:r);
+ * and drift by direction: undersell rebuilt without --repair, a small oversell left and
+ * reported, an oversell above --drift-threshold rebuilt (the decision and the report;
+ * the stock a rebuild writes is the rebuild's tests'). */
+#include "05_recon_support.h"
+#include "sk/snowflake.h"
+
+#define NB 4
+
+/* A snowflake id minted @p age_ms ago (its timestamp is what the probing grace reads). */
+static int64_t old_id(int64_t age_ms)
+{
+        int64_t ts = sk_now_ms() - age_ms - SK_SNOWFLAKE_EPOCH_MS;
+        return (ts << 22) | (sk_test_rand_id() & 0x3FFFFF);
+}
+
+static void cmd(const char *fmt, const char *a, const char *b, const char *c)
+{
+        char errstr[256];
+        redisReply *reply = NULL;
+
+        ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), fmt, a, b, c), SK_OK);
+        ck_assert_msg(reply->type != REDIS_REPLY_ERROR, "%s", reply->str);
+        freeReplyObject(reply);
+}
+
+static void key(char *buf, int64_t vid, int b, sk_key_kind_t kind)
+{
+        sk_key_voucher(buf, rt_conf.redis_prefix, vid, b, kind);
+}
+
+/* Voucher with NB buckets of DB stock @p db[b] each and Redis stock @p redis[b], laid
+ * out as preheat does (meta, stock, users and trace with "_"). The voucher row's stock
+ * is bucket 0's. */
+static int64_t bucket_voucher(const int64_t *db, const int64_t *redis)
+{
+        char k[SK_KEY_MAX], v[64], begin[32], end[32], sql[512], errstr[512] = "";
+        int64_t vid = sk_test_rand_id(), now = sk_now_ms();
+
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, stock, buckets,"
+                 " begin_time, end_time, status) VALUES (%" PRId64 ", 100, %" PRId64 ", %d,"
+                 " UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, UTC_TIMESTAMP(3) + INTERVAL 1 HOUR, 1)",
+                 vid, db[0], NB);
+        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        snprintf(begin, sizeof(begin), "%" PRId64, now - 3600000);
+        snprintf(end, sizeof(end), "%" PRId64, now + 3600000);
+        for (int b = 0; b < NB; b++) {
+                snprintf(sql, sizeof(sql), "INSERT INTO tb_seckill_stock (voucher_id, bucket,"
+                         " init_stock, stock) VALUES (%" PRId64 ", %d, 25, %" PRId64 ")", vid, b,
+                         db[b]);
+                ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+                key(k, vid, b, SK_KEY_META);
+                cmd("HSET %s begin_ms %s end_ms %s", k, begin, end);
+                cmd("HSET %s status 1 buckets %s%s", k, "4", "");
+                key(k, vid, b, SK_KEY_STOCK);
+                snprintf(v, sizeof(v), "%" PRId64, redis[b]);
+                cmd("SET %s %s%s", k, v, "");
+                key(k, vid, b, SK_KEY_USERS);
+                cmd("HSET %s _ %s%s", k, "", "");
+                key(k, vid, b, SK_KEY_TRACE);
+                cmd("HSET %s _ %s%s", k, "", "");
+        }
+        return vid;
+}
+
+/* The DEDUCT entry of T (one unit, from bucket @p b, home @p h) written into bucket b. */
+static void put_deduct(int64_t vid, int b, int h, int64_t t, int64_t u, int64_t order)
+{
+        sk_order_msg_t m = { t, order, u, vid, 10, 1, 9, sk_now_ms() - 10000, b, h };
+        char json[SK_MSG_MAX], k[SK_KEY_MAX], f[SK_KEY_MAX];
+
+        sk_msg_format(&m, json, sizeof(json));
+        key(k, vid, b, SK_KEY_TRACE);
+        sk_field_trace(f, t, 0);
+        cmd("HSET %s %s %s", k, f, json);
+}
+
+static void put_field(int64_t vid, int b, sk_key_kind_t kind, const char *f, const char *v)
+{
+        char k[SK_KEY_MAX];
+        key(k, vid, b, kind);
+        cmd("HSET %s %s %s", k, f, v);
+}
+
+static void put_user(int64_t vid, int h, int64_t u, int64_t t)
+{
+        char us[SK_ID_STRLEN], ts[SK_ID_STRLEN];
+        sk_id_format(u, us);
+        sk_id_format(t, ts);
+        put_field(vid, h, SK_KEY_USERS, us, ts);
+}
+
+static void put_trace_field(int64_t vid, int b, int64_t t, char suffix, const char *v)
+{
+        char f[SK_KEY_MAX];
+        sk_field_trace(f, t, suffix);
+        put_field(vid, b, SK_KEY_TRACE, f, v);
+}
+
+/* HGET of trace field T<suffix> in bucket @p b into @p out ("" when missing). */
+static void get_trace_field(int64_t vid, int b, int64_t t, char suffix, char *out, size_t size)
+{
+        char k[SK_KEY_MAX], f[SK_KEY_MAX], errstr[256];
+        redisReply *reply = NULL;
+
+        key(k, vid, b, SK_KEY_TRACE);
+        sk_field_trace(f, t, suffix);
+        ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), "HGET %s %s", k, f),
+                         SK_OK);
+        snprintf(out, size, "%s", reply->type == REDIS_REPLY_STRING ? reply->str : "");
+        freeReplyObject(reply);
+}
+
+static int has_user(int64_t vid, int h, int64_t u)
+{
+        char k[SK_KEY_MAX], us[SK_ID_STRLEN], errstr[256];
+        redisReply *reply = NULL;
+        int v;
+
+        key(k, vid, h, SK_KEY_USERS);
+        sk_id_format(u, us);
+        ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), "HEXISTS %s %s", k,
+                                       us), SK_OK);
+        v = (int)reply->integer;
+        freeReplyObject(reply);
+        return v;
+}
+
+static int64_t stock_of(int64_t vid, int b)
+{
+        char k[SK_KEY_MAX], errstr[256];
+        redisReply *reply = NULL;
+        int64_t v = -1;
+
+        key(k, vid, b, SK_KEY_STOCK);
+        ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), "GET %s", k), SK_OK);
+        if (reply->type == REDIS_REPLY_STRING)
+                v = strtoll(reply->str, NULL, 10);
+        freeReplyObject(reply);
+        return v;
+}
+
+/* A FAILED outcome of T (order @p o, user @p u) decided in bucket @p b. */
+static void failed_in(int64_t t, int64_t o, int64_t u, int64_t vid, int b, const char *reason)
+{
+        char sql[512], errstr[512] = "";
+
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id,"
+                 " voucher_id, bucket, outcome, reason) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64
+                 ", %" PRId64 ", %d, 2, '%s')", t, o, u, vid, b, reason);
+        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+}
+
+START_TEST(repairs_across_buckets)
+{
+        const int64_t db[NB] = { 10, 10, 10, 10 };
+        int64_t redis[NB] = { 10, 9, 10, 10 };
+        char out[65536], vs[SK_ID_STRLEN], v[512];
+        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        int64_t vid, ua = sk_test_rand_id(), ta = old_id(10000);
+        int64_t ub = sk_test_rand_id(), tb = old_id(10000);
+        int64_t uc = sk_test_rand_id(), tc = old_id(10000);
+        int64_t ud = sk_test_rand_id(), td = old_id(10000);
+        int64_t oc = sk_test_rand_id(), od = sk_test_rand_id();
+
+        /* C: taken in 2 (stock 9 there) and in 3 (rolled back there, stock 10 again). */
+        redis[2] = 9;
+        vid = bucket_voucher(db, redis);
+        sk_id_format(vid, vs);
+
+        /* A: home 0, probing, T taken in bucket 1 (whose stock holds its unit). */
+        put_user(vid, 0, ua, ta);
+        put_trace_field(vid, 0, ta, 'h', "probing");
+        put_deduct(vid, 1, 0, ta, ua, sk_test_rand_id());
+        /* B: home 1, probing, T nowhere. */
+        put_user(vid, 1, ub, tb);
+        put_trace_field(vid, 1, tb, 'h', "probing");
+        /* C: home 0; FAILED in bucket 3 (fenced there), a stray take in bucket 2. */
+        put_deduct(vid, 2, 0, tc, uc, oc);
+        put_deduct(vid, 3, 0, tc, uc, oc);
+        put_trace_field(vid, 3, tc, 'r', "{\"mode\":\"consumer\",\"reason\":\"lost\",\"home\":0,"
+                        "\"restored\":1,\"released\":0,\"clamped\":0,\"ts\":1}");
+        failed_in(tc, oc, uc, vid, 3, "lost");
+        /* D: home 2, taken in bucket 3 and rolled back there (restored), home still names T. */
+        put_user(vid, 2, ud, td);
+        put_trace_field(vid, 2, td, 'h', "3");
+        put_deduct(vid, 3, 2, td, ud, od);
+        put_trace_field(vid, 3, td, 'r', "{\"mode\":\"reconciler\",\"reason\":\"front_rollback\","
+                        "\"home\":2,\"restored\":1,\"released\":0,\"clamped\":0,\"ts\":1}");
+        failed_in(td, od, ud, vid, 3, "front_rollback");
+
+        (void)rt_reconcile(args, NULL, out, sizeof(out));
+        ck_assert_int_eq(rt_json_field(out, vid, "buckets"), NB);
+        ck_assert_int_eq(rt_json_field(out, vid, "probingSettled"), 1);
+        ck_assert_int_eq(rt_json_field(out, vid, "probingRolledBack"), 1);
+        ck_assert_int_eq(rt_json_field(out, vid, "strayRestored"), 1);
+        ck_assert_int_eq(rt_json_field(out, vid, "homeSteps"), 1);
+
+        /* A: settled to 1, the user still holds the admission, T re-driven in bucket 1. */
+        get_trace_field(vid, 0, ta, 'h', v, sizeof(v));
+        ck_assert_str_eq(v, "1");
+        ck_assert_int_eq(has_user(vid, 0, ua), 1);
+        ck_assert_int_eq(stock_of(vid, 1), 9);
+        ck_assert_int_eq(rt_json_field(out, vid, "redriven"), 1);
+        get_trace_field(vid, 1, ta, 'c', v, sizeof(v)); /* claimed on T's bucket */
+        ck_assert_ptr_nonnull(strstr(v, "\"redrives\":1"));
+        /* B: fenced in every bucket, released, no stock touched. */
+        for (int b = 0; b < NB; b++) {
+                get_trace_field(vid, b, tb, 'r', v, sizeof(v));
+                ck_assert_msg(v[0] != '\0', "B fenced in bucket %d", b);
+        }
+        ck_assert_int_eq(has_user(vid, 1, ub), 0);
+        /* C: bucket 2's unit restored and fenced; bucket 3 untouched; no home step. */
+        ck_assert_int_eq(stock_of(vid, 2), 10);
+        get_trace_field(vid, 2, tc, 'r', v, sizeof(v));
+        ck_assert_ptr_nonnull(strstr(v, "\"restored\":1"));
+        ck_assert_int_eq(stock_of(vid, 3), 10);
+        get_trace_field(vid, 0, tc, 'r', v, sizeof(v));
+        ck_assert_str_eq(v, "");
+        /* D: released at home, home fence written, stock of 3 unchanged. */
+        ck_assert_int_eq(has_user(vid, 2, ud), 0);
+        get_trace_field(vid, 2, td, 'r', v, sizeof(v));
+        ck_assert_ptr_nonnull(strstr(v, "\"mode\":\"home\""));
+        /* No stock drift in any bucket: the repairs kept Redis = DB - undecided. */
+        ck_assert_int_eq(rt_json_field(out, vid, "stockDrift"), 0);
+        ck_assert_int_eq(rt_json_field(out, vid, "rebuilt"), 0);
+
+        /* A second pass finds nothing more to repair across buckets. */
+        (void)rt_reconcile(args, NULL, out, sizeof(out));
+        ck_assert_int_eq(rt_json_field(out, vid, "probingSettled"), 0);
+        ck_assert_int_eq(rt_json_field(out, vid, "probingRolledBack"), 0);
+        ck_assert_int_eq(rt_json_field(out, vid, "strayRestored"), 0);
+        ck_assert_int_eq(rt_json_field(out, vid, "homeSteps"), 0);
+        ck_assert_int_eq(rt_json_field(out, vid, "redriven"), 0); /* its re-drive is outstanding */
+}
+END_TEST
+
+/* The bucketDrift object of bucket @p b in the pass's JSON: its drift and direction. */
+static void bucket_json(const char *out, int b, int64_t *drift, char *dir, size_t size)
+{
+        char pat[32];
+        const char *p, *q;
+
+        snprintf(pat, sizeof(pat), "{\"bucket\":%d,", b);
+        ck_assert_ptr_nonnull(p = strstr(out, pat));
+        ck_assert_ptr_nonnull(q = strstr(p, "\"drift\":"));
+        *drift = strtoll(q + 8, NULL, 10);
+        ck_assert_ptr_nonnull(q = strstr(p, "\"direction\":\""));
+        q += 13;
+        snprintf(dir, size, "%.*s", (int)(strchr(q, '"') - q), q);
+}
+
+/* One pass without --repair over a fresh voucher whose Redis stock is @p redis (DB 10
+ * per bucket): bucket @p b reported with @p drift and @p dir, rebuilt or not, exit
+ * @p want_rc. The JSON of the pass in @p out; the voucher id is returned. */
+static int64_t drift_case(const int64_t *redis, int b, int64_t drift, const char *dir,
+                          int rebuilt, int want_rc, char *out, size_t size)
+{
+        const int64_t db[NB] = { 10, 10, 10, 10 };
+        char vs[SK_ID_STRLEN], got_dir[32];
+        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        int64_t vid = bucket_voucher(db, redis), d;
+        int rc;
+
+        sk_id_format(vid, vs);
+        rc = rt_reconcile(args, NULL, out, size);
+        bucket_json(out, b, &d, got_dir, sizeof(got_dir));
+        ck_assert_int_eq(d, drift);
+        ck_assert_str_eq(got_dir, dir);
+        ck_assert_int_eq(rt_json_field(out, vid, "rebuilt"), rebuilt);
+        ck_assert_int_eq(rc, want_rc);
+        return vid;
+}
+
+START_TEST(drift_by_direction)
+{
+        const int64_t under[NB] = { 7, 10, 10, 10 }, small[NB] = { 10, 12, 10, 10 };
+        const int64_t big[NB] = { 25, 10, 10, 10 };
+        char out[65536], dir[32];
+        int64_t vid, d;
+
+        /* Undersell: rebuilt on a pass without --repair. */
+        (void)drift_case(under, 0, -3, "undersell", 1, 1, out, sizeof(out));
+
+        /* A small oversell (2 <= threshold 10): reported, left alone, exit 2. */
+        vid = drift_case(small, 1, 2, "oversell", 0, 2, out, sizeof(out));
+        bucket_json(out, 0, &d, dir, sizeof(dir));
+        ck_assert_str_eq(dir, "none");
+        ck_assert_int_eq(rt_json_field(out, vid, "stockDrift"), 1);
+        ck_assert_int_eq(stock_of(vid, 1), 12);
+
+        /* Above the threshold (15 > 10): rebuilt without --repair. The stock the rebuild
+         * writes per bucket is the rebuild's (sk/rebuild.h): this asserts the decision. */
+        (void)drift_case(big, 0, 15, "oversell", 1, 1, out, sizeof(out));
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("0520_recon_buckets");
+        TCase *tc = tcase_create("buckets");
+        int rc;
+
+        rt_setup("recon_buckets");
+        tcase_set_timeout(tc, 280);
+        tcase_add_test(tc, drift_by_direction); /* first: nothing in the topic yet */
+        tcase_add_test(tc, repairs_across_buckets);
+        suite_add_tcase(s, tc);
+        rc = sk_test_run(s);
+        rt_teardown();
+        return rc;
+}
