@@ -15,43 +15,22 @@
 
 #define PROG "seckill-admin"
 
-/* The voucher row. Times are written as UTC DATETIME(3) without FROM_UNIXTIME
- * (2038-limited on MariaDB 10.x): 1970-01-01 + ms * 1000 microseconds. The v3 `stock`
- * column is still written (= init) while migration 0005 has not dropped it. */
+/* The voucher row (its stock lives in the bucket rows, tb_seckill_stock; migration 0005
+ * dropped the v3 `stock` column). Times are written as UTC DATETIME(3) without
+ * FROM_UNIXTIME (2038-limited on MariaDB 10.x): 1970-01-01 + ms * 1000 microseconds. */
 static sk_err_t insert_voucher_row(sk_db_t *db, int64_t id, int64_t stock, int buckets,
                                    int64_t begin_ms, int64_t end_ms, int status,
-                                   int has_stock_col, char *errstr, size_t errstr_size)
+                                   char *errstr, size_t errstr_size)
 {
-        static const char with_stock[] =
-                "INSERT INTO tb_seckill_voucher"
-                " (voucher_id, init_stock, buckets, begin_time, end_time, status, stock)"
-                " VALUES (?, ?, ?,"
-                " TIMESTAMPADD(MICROSECOND, ? * 1000, '1970-01-01 00:00:00'),"
-                " TIMESTAMPADD(MICROSECOND, ? * 1000, '1970-01-01 00:00:00'), ?, ?)";
-        static const char without_stock[] =
+        static const char sql[] =
                 "INSERT INTO tb_seckill_voucher"
                 " (voucher_id, init_stock, buckets, begin_time, end_time, status)"
                 " VALUES (?, ?, ?,"
                 " TIMESTAMPADD(MICROSECOND, ? * 1000, '1970-01-01 00:00:00'),"
                 " TIMESTAMPADD(MICROSECOND, ? * 1000, '1970-01-01 00:00:00'), ?)";
-        int64_t v[7] = { id, stock, buckets, begin_ms, end_ms, status, stock };
-        const char *sql = has_stock_col ? with_stock : without_stock;
+        int64_t v[6] = { id, stock, buckets, begin_ms, end_ms, status };
 
-        return sk_db_exec_i64(db, sql, v, has_stock_col ? 7 : 6, NULL, errstr, errstr_size);
-}
-
-/* Whether tb_seckill_voucher still has the v3 `stock` column (before migration 0005). */
-static sk_err_t voucher_has_stock_col(sk_db_t *db, int *has, char *errstr, size_t errstr_size)
-{
-        int64_t n = 0;
-        int is_null = 0;
-        sk_err_t err = sk_db_query_i64(db, "SELECT COUNT(*) FROM information_schema.COLUMNS"
-                                       " WHERE TABLE_SCHEMA = DATABASE()"
-                                       " AND TABLE_NAME = 'tb_seckill_voucher'"
-                                       " AND COLUMN_NAME = 'stock'", &n, &is_null,
-                                       errstr, errstr_size);
-        *has = err == SK_OK && n > 0;
-        return err;
+        return sk_db_exec_i64(db, sql, v, 6, NULL, errstr, errstr_size);
 }
 
 sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buckets,
@@ -59,19 +38,16 @@ sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buc
                                  char *errstr, size_t errstr_size)
 {
         char why[384];
-        int has_stock_col = 0;
         sk_err_t err;
 
         if (buckets < 1 || buckets > SK_BUCKETS_MAX) {
                 sk_seterr(errstr, errstr_size, "--buckets %d outside 1..%d", buckets, SK_BUCKETS_MAX);
                 return SK_EINVAL;
         }
-        if ((err = voucher_has_stock_col(db, &has_stock_col, why, sizeof(why))) != SK_OK)
-                goto fail;
         if ((err = sk_db_begin(db, why, sizeof(why))) != SK_OK)
                 goto fail;
-        err = insert_voucher_row(db, id, stock, buckets, begin_ms, end_ms, status,
-                                 has_stock_col, why, sizeof(why));
+        err = insert_voucher_row(db, id, stock, buckets, begin_ms, end_ms, status, why,
+                                 sizeof(why));
         for (int b = 0; err == SK_OK && b < buckets; b++) {
                 int64_t share = sk_bucket_share(stock, buckets, b);
                 int64_t v[4] = { id, b, share, share };

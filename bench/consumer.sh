@@ -71,9 +71,9 @@ for db in $db1 $db2; do
   SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db" "$SK_BIN/seckill-admin" db migrate >/dev/null
   values=""
   for i in $(seq 0 $((V - 1))); do
-    values="$values${values:+,}($((vbase + i)), $(( (M + 10) * B )), $((B)), $(( (M + 10) * B )), UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, UTC_TIMESTAMP(3) + INTERVAL 1 DAY, 1)"
+    values="$values${values:+,}($((vbase + i)), $(( (M + 10) * B )), $((B)), UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, UTC_TIMESTAMP(3) + INTERVAL 1 DAY, 1)"
   done
-  $my "$db" -e "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, buckets, stock, begin_time, end_time, status) VALUES $values"
+  $my "$db" -e "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, buckets, begin_time, end_time, status) VALUES $values"
   for b in $(seq 0 $((B - 1))); do
     $my "$db" -e "INSERT INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock) SELECT voucher_id, $b, $((M + 10)), $((M + 10)) FROM tb_seckill_voucher"
   done

@@ -54,11 +54,7 @@ SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_REDIS_PREFIX=$prefix SECKILL_TOPIC=$to
   SECKILL_WORKER_LEASE_MS=${SECKILL_WORKER_LEASE_MS:-6000} \
   "$SK_BIN/seckill-front" 2>/tmp/$run.front.log &
 fpid=$!
-for i in $(seq 1 300); do
-  curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-  sleep 0.2
-done
-curl -sf "http://127.0.0.1:$port/readyz" >/dev/null || { echo "front not ready" >&2; cat /tmp/$run.front.log >&2; exit 1; }
+bench_wait_ready "$port" /tmp/$run.front.log
 
 # Warm-up (connections, producer batches), then the measured run.
 BENCH_VOUCHER=$vf BENCH_USER_BASE=1000000000 wrk -t"$threads" -c"$conns" -d2s \

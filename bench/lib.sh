@@ -26,3 +26,14 @@ bench_deduct_evalsha() {
 bench_rate_of() {
   sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p'
 }
+
+# bench_wait_ready PORT LOG: wait up to 60 s for the front on 127.0.0.1:PORT to answer
+# /readyz 200; if it does not, print LOG (the front's stderr) and exit 1.
+bench_wait_ready() {
+  local i
+  for i in $(seq 1 300); do
+    curl -sf "http://127.0.0.1:$1/readyz" >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  curl -sf "http://127.0.0.1:$1/readyz" >/dev/null || { echo "front not ready" >&2; cat "$2" >&2; exit 1; }
+}

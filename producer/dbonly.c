@@ -34,6 +34,7 @@
 #include "sk/dswitch.h"
 #include "sk/failpoint.h"
 #include "sk/log.h"
+#include "sk/traceset.h"
 
 #define DBONLY_QUEUE_PER_CONN 32        /* the bounded queue: conns x this, beyond it 503 */
 #define DBONLY_ATTEMPTS 3
@@ -60,10 +61,46 @@ int fr_dbonly_submit(fr_req_t *req, int64_t epoch)
         return fr_queue_push(&pool.q, req);
 }
 
-static sk_err_t q_i64(sk_db_t *db, const char *sql, int64_t *out, int ncols, char *errstr,
-                      size_t errstr_size)
+/* Read the first row of @p sql (BIGINT parameters @p p[0..np), MYSQL_TYPE_LONGLONG) as
+ * @p ncols 64-bit integers into out. @returns SK_OK, SK_ENOTFOUND (no row) or the error. */
+typedef struct {
+        int64_t *out;
+        int ncols, got;
+} first_row_t;
+
+static int first_row_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
 {
-        return sk_db_query_row_i64(db, sql, out, ncols, NULL, errstr, errstr_size);
+        first_row_t *fr = arg;
+        int i;
+
+        (void)nulls;
+        for (i = 0; i < fr->ncols && i < ncols; i++)
+                fr->out[i] = cols[i];
+        fr->got = 1;
+        return 1;
+}
+
+static sk_err_t q_i64(sk_db_t *db, const char *sql, const int64_t *p, int np, int64_t *out,
+                      int ncols, char *errstr, size_t errstr_size)
+{
+        first_row_t fr = { out, ncols, 0 };
+        sk_err_t err;
+
+        err = sk_traceset_rows(db, sql, p, np, ncols, first_row_cb, &fr, errstr, errstr_size);
+        if (err == SK_OK && !fr.got)
+                return SK_ENOTFOUND;
+        return err;
+}
+
+/* The buckets of the voucher with stock left: have[b] = 1. */
+static int have_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
+{
+        int *have = arg;
+
+        (void)ncols;
+        if (!nulls[0] && cols[0] >= 0 && cols[0] < 16)
+                have[cols[0]] = 1;
+        return 0;
 }
 
 /* Take one unit from a bucket with stock, from the home bucket round. *bucket the one
@@ -71,38 +108,27 @@ static sk_err_t q_i64(sk_db_t *db, const char *sql, int64_t *out, int ncols, cha
 static sk_err_t take_unit(sk_db_t *db, const fr_req_t *req, int buckets, int *bucket,
                           int64_t *after, char *errstr, size_t errstr_size)
 {
-        char sql[320];
-        MYSQL_RES *res = NULL;
-        MYSQL_ROW f;
-        int have[16] = { 0 }, i, h = sk_home_bucket(req->user_id, buckets), len;
+        int have[16] = { 0 }, i, h = sk_home_bucket(req->user_id, buckets);
         sk_err_t err;
 
-        len = snprintf(sql, sizeof(sql), "SELECT bucket FROM tb_seckill_stock WHERE voucher_id = %"
-                       PRId64 " AND stock > 0", req->voucher_id);
-        if ((err = sk_db_query(db, sql, (size_t)len, &res, errstr, errstr_size)) != SK_OK)
+        if ((err = sk_traceset_rows(db, "SELECT bucket FROM tb_seckill_stock WHERE voucher_id = ? "
+                                    "AND stock > 0", &req->voucher_id, 1, 1, have_cb, have,
+                                    errstr, errstr_size)) != SK_OK)
                 return err;
-        while ((f = mysql_fetch_row(res)))
-                if (f[0] && atoi(f[0]) >= 0 && atoi(f[0]) < 16)
-                        have[atoi(f[0])] = 1;
-        mysql_free_result(res);
         for (i = 0; i < buckets; i++) {
                 int b = (h + i) % buckets;
-                int64_t changed = 0;
+                int64_t p[2] = { req->voucher_id, b }, changed = 0;
 
                 if (!have[b])
                         continue;
-                snprintf(sql, sizeof(sql), "UPDATE tb_seckill_stock SET stock = stock - 1 WHERE "
-                         "voucher_id = %" PRId64 " AND bucket = %d AND stock >= 1",
-                         req->voucher_id, b);
-                if ((err = sk_db_exec(db, sql, errstr, errstr_size)) != SK_OK ||
-                    (err = sk_db_query_i64(db, "SELECT ROW_COUNT()", &changed, NULL, errstr,
-                                           errstr_size)) != SK_OK)
+                if ((err = sk_db_exec_i64(db, "UPDATE tb_seckill_stock SET stock = stock - 1 WHERE "
+                                          "voucher_id = ? AND bucket = ? AND stock >= 1", p, 2,
+                                          &changed, errstr, errstr_size)) != SK_OK)
                         return err;
                 if (changed != 1)
                         continue;
-                snprintf(sql, sizeof(sql), "SELECT stock FROM tb_seckill_stock WHERE voucher_id = %"
-                         PRId64 " AND bucket = %d", req->voucher_id, b);
-                if ((err = q_i64(db, sql, after, 1, errstr, errstr_size)) != SK_OK)
+                if ((err = q_i64(db, "SELECT stock FROM tb_seckill_stock WHERE voucher_id = ? AND "
+                                 "bucket = ?", p, 2, after, 1, errstr, errstr_size)) != SK_OK)
                         return err;
                 *bucket = b;
                 return SK_OK;
@@ -114,40 +140,37 @@ static sk_err_t take_unit(sk_db_t *db, const fr_req_t *req, int buckets, int *bu
 static sk_err_t insert_rows(sk_db_t *db, const fr_req_t *req, int bucket, int64_t after,
                             char *errstr, size_t errstr_size)
 {
-        char sql[640], paid[96];
+        int64_t p[7] = { req->trace_id, req->order_id, req->user_id, req->voucher_id, bucket };
+        int64_t o[6] = { req->order_id, req->user_id, req->voucher_id, req->trace_id, bucket,
+                         g_fr.conf.pay_timeout_s };
+        int64_t l[7] = { req->order_id, req->user_id, req->voucher_id, req->trace_id, after + 1,
+                         after, req->trace_id };
         sk_err_t err;
 
-        snprintf(sql, sizeof(sql),
-                 "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id, bucket, "
-                 "outcome, path) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %d, 1, "
-                 "'db')", req->trace_id, req->order_id, req->user_id, req->voucher_id, bucket);
-        if ((err = sk_db_exec(db, sql, errstr, errstr_size)) != SK_OK)
+        if ((err = sk_db_exec_i64(db, "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, "
+                                  "voucher_id, bucket, outcome, path) VALUES (?, ?, ?, ?, ?, 1, "
+                                  "'db')", p, 5, NULL, errstr, errstr_size)) != SK_OK)
                 return err;
-        if (g_fr.conf.pay_timeout_s > 0)
-                snprintf(paid, sizeof(paid), "1, NOW(3) + INTERVAL %d SECOND, NULL",
-                         g_fr.conf.pay_timeout_s);
-        else
-                snprintf(paid, sizeof(paid), "2, NULL, NOW(3)");
-        snprintf(sql, sizeof(sql),
-                 "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, bucket, status, "
-                 "pay_deadline, paid_at) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-                 ", %d, %s)", req->order_id, req->user_id, req->voucher_id, req->trace_id, bucket,
-                 paid);
-        if ((err = sk_db_exec(db, sql, errstr, errstr_size)) != SK_OK)
+        err = sk_db_exec_i64(db, g_fr.conf.pay_timeout_s > 0
+                             ? "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, "
+                               "bucket, status, pay_deadline, paid_at) VALUES (?, ?, ?, ?, ?, 1, "
+                               "NOW(3) + INTERVAL ? SECOND, NULL)"
+                             : "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, "
+                               "bucket, status, pay_deadline, paid_at) VALUES (?, ?, ?, ?, ?, 2, "
+                               "NULL, NOW(3))", o, g_fr.conf.pay_timeout_s > 0 ? 6 : 5, NULL,
+                             errstr, errstr_size);
+        if (err != SK_OK)
                 return err;
-        snprintf(sql, sizeof(sql),
-                 "INSERT INTO tb_voucher_order_router (order_id, user_id, voucher_id) VALUES (%"
-                 PRId64 ", %" PRId64 ", %" PRId64 ")", req->order_id, req->user_id, req->voucher_id);
-        if ((err = sk_db_exec(db, sql, errstr, errstr_size)) != SK_OK)
+        if ((err = sk_db_exec_i64(db, "INSERT INTO tb_voucher_order_router (order_id, user_id, "
+                                  "voucher_id) VALUES (?, ?, ?)", p + 1, 3, NULL, errstr,
+                                  errstr_size)) != SK_OK)
                 return err;
-        snprintf(sql, sizeof(sql),
-                 "INSERT INTO tb_voucher_reconcile_log (order_id, user_id, voucher_id, message_id, "
-                 "before_qty, change_qty, after_qty, trace_id, log_type, business_type, "
-                 "reconciliation_status, detail) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64
-                 ", '%" PRId64 "', %" PRId64 ", 1, %" PRId64 ", %" PRId64 ", -1, 1, 1, "
-                 "'order created (db-only path)')", req->order_id, req->user_id, req->voucher_id,
-                 req->trace_id, after + 1, after, req->trace_id);
-        return sk_db_exec(db, sql, errstr, errstr_size);
+        /* message_id is a string column: the bound BIGINT converts to its decimal text */
+        return sk_db_exec_i64(db, "INSERT INTO tb_voucher_reconcile_log (order_id, user_id, "
+                              "voucher_id, message_id, before_qty, change_qty, after_qty, trace_id, "
+                              "log_type, business_type, reconciliation_status, detail) VALUES (?, ?, "
+                              "?, ?, ?, 1, ?, ?, -1, 1, 1, 'order created (db-only path)')", l, 7,
+                              NULL, errstr, errstr_size);
 }
 
 /* The checks before the unit: switch (state db, same epoch), voucher row, active
@@ -155,9 +178,8 @@ static sk_err_t insert_rows(sk_db_t *db, const fr_req_t *req, int bucket, int64_
 static sk_err_t checks(sk_db_t *db, const fr_req_t *req, result_t *res, int *buckets,
                        char *errstr, size_t errstr_size)
 {
-        char sql[320];
         sk_dsw_row_t sw;
-        int64_t v[4];
+        int64_t v[4], p[2];
         sk_err_t err;
 
         err = sk_dsw_get(db, req->voucher_id, 1, &sw, errstr, errstr_size);
@@ -167,9 +189,9 @@ static sk_err_t checks(sk_db_t *db, const fr_req_t *req, result_t *res, int *buc
         }
         if (err != SK_OK)
                 return err;
-        snprintf(sql, sizeof(sql), "SELECT status, begin_time > NOW(3), end_time <= NOW(3), buckets "
-                 "FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, req->voucher_id);
-        err = q_i64(db, sql, v, 4, errstr, errstr_size);
+        err = q_i64(db, "SELECT status, begin_time > NOW(3), end_time <= NOW(3), buckets FROM "
+                    "tb_seckill_voucher WHERE voucher_id = ?", &req->voucher_id, 1, v, 4, errstr,
+                    errstr_size);
         if (err == SK_ENOTFOUND) {
                 *res = R_NOT_FOUND;
                 return SK_OK;
@@ -181,9 +203,10 @@ static sk_err_t checks(sk_db_t *db, const fr_req_t *req, result_t *res, int *buc
              : v[0] != 1 ? R_NOT_FOUND : v[2] ? R_ENDED : v[1] ? R_NOT_STARTED : R_CREATED;
         if (*res != R_CREATED)
                 return SK_OK;
-        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
-                 " AND active_user_id = %" PRId64, req->voucher_id, req->user_id);
-        if ((err = q_i64(db, sql, v, 1, errstr, errstr_size)) != SK_OK)
+        p[0] = req->voucher_id;
+        p[1] = req->user_id;
+        if ((err = q_i64(db, "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND "
+                         "active_user_id = ?", p, 2, v, 1, errstr, errstr_size)) != SK_OK)
                 return err;
         if (v[0] > 0)
                 *res = R_HAS_ORDER;
@@ -226,14 +249,13 @@ static sk_err_t attempt(sk_db_t *db, const fr_req_t *req, result_t *res, int *nb
 /* After a COMMIT whose outcome is unknown: is the outcome row there? */
 static int committed(sk_db_t *db, const fr_req_t *req)
 {
-        char sql[160], errstr[256];
+        char errstr[256];
         int64_t n = 0;
 
         if (sk_db_reconnect(db, errstr, sizeof(errstr)) != SK_OK)
                 return -1;
-        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64,
-                 req->trace_id);
-        if (sk_db_query_i64(db, sql, &n, NULL, errstr, sizeof(errstr)) != SK_OK)
+        if (q_i64(db, "SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = ?", &req->trace_id,
+                  1, &n, 1, errstr, sizeof(errstr)) != SK_OK)
                 return -1;
         return n > 0;
 }

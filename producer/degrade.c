@@ -6,7 +6,8 @@
  *   3. per voucher, the moves this front may make, each a conditional UPDATE on
  *      (state, epoch) so two fronts never both make one:
  *        redis -> draining      mode db_only, or mode auto with this front's breaker
- *                               open (mode redis_only never leaves redis);
+ *                               open (mode redis_only never leaves redis) -- at most
+ *                               once per voucher and breaker episode (below);
  *        draining -> db         since + 2 x delivery timeout + 1 s + the read period
  *                               passed (DB clock) AND the group's committed offsets on
  *                               the voucher's partitions reached high watermarks
@@ -18,7 +19,17 @@
  *        rebuilding -> redis    after sk_rebuild_voucher succeeded (breaker closed);
  *                               a failed rebuild stays in rebuilding and is retried
  *                               next second (by this or any front).
- * Every move is logged once (event degrade_state). */
+ * Every move is logged once (event degrade_state).
+ *
+ * Breaker episodes. DESIGN.md 12 moves a voucher to draining when a front's breaker
+ * *opens*. Read as "while it is open", two fronts whose breakers disagree (one cut off
+ * from a Redis the other reaches) bounce the voucher: the cut-off front drains it, the
+ * healthy front rebuilds it back to redis, the cut-off front drains it again, every few
+ * seconds, and neither path sells (seen in 0412 two_fronts_one_frozen, epoch 0 -> 37 in
+ * 90 s). So a front drains a voucher because of its breaker at most once per episode
+ * (closed -> open, sampled every read period): once it has seen the voucher leave redis
+ * during the episode, a voucher back in redis is another front's recovery, and this
+ * front answers its own purchases 503 (breaker open) until its breaker closes. */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -54,6 +65,46 @@ static char who[160];                   /* updated_by: "front host:pid" */
  * sampled the high watermarks (follower thread only). */
 typedef struct drain { int64_t voucher_id, epoch; sk_vkafka_t *vk; } drain_t;
 static drain_t drains[MAX_DRAINS];
+
+/* Breaker episodes (follower thread only): the episode number, bumped when the follower
+ * sees the breaker open after seeing it closed, and per voucher the episode during which
+ * this front saw it out of state redis. */
+#define MAX_SEEN 1024
+typedef struct seen { int64_t voucher_id; uint64_t episode; } seen_t;
+static seen_t seen[MAX_SEEN];
+static size_t nseen;
+static uint64_t episode;                /* counts closed -> open transitions seen */
+static int was_open;
+
+static seen_t *seen_find(int64_t voucher_id)
+{
+        size_t i;
+
+        for (i = 0; i < nseen; i++)
+                if (seen[i].voucher_id == voucher_id)
+                        return &seen[i];
+        if (nseen == MAX_SEEN)
+                nseen = 0;      /* a front serving > 1024 vouchers forgets the oldest */
+        seen[nseen].voucher_id = voucher_id;
+        seen[nseen].episode = 0;
+        return &seen[nseen++];
+}
+
+/* Per tick: 1 if this front's breaker may move @p row to draining (open, and the
+ * voucher has not yet left redis during this episode); records what it sees. */
+static int breaker_drains(const sk_dsw_row_t *row, int open)
+{
+        seen_t *sv;
+
+        if (!open)
+                return 0;
+        sv = seen_find(row->voucher_id);
+        if (row->state != SK_DSW_REDIS) {
+                sv->episode = episode;
+                return 1;       /* only the redis -> draining move reads it */
+        }
+        return sv->episode != episode;
+}
 
 static int cmp_row(const void *a, const void *b)
 {
@@ -259,7 +310,7 @@ static void step(sk_dsw_row_t *row)
         int64_t drain_wait_ms = 2 * (int64_t)g_fr.conf.kafka_delivery_timeout_ms + 1000 +
                                 DEGRADE_READ_MS;
         int healthy = redis_healthy();
-        int to = sk_dsw_next(row, !fr_breaker_allow(), healthy, drain_wait_ms);
+        int to = sk_dsw_next(row, breaker_drains(row, !fr_breaker_allow()), healthy, drain_wait_ms);
         char errstr[512];
         int moved = 0;
         int64_t ep = row->epoch;
@@ -336,6 +387,11 @@ static void *follow_main(void *arg)
                 size_t n, i;
 
                 if (read_rows(&rows, &n) == 0) {
+                        int open = !fr_breaker_allow();
+
+                        if (open && !was_open)
+                                episode++;
+                        was_open = open;
                         publish(rows, n);
                         for (i = 0; i < n && !atomic_load(&stop); i++) {
                                 sk_dsw_row_t row = rows[i];

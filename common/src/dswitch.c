@@ -1,10 +1,12 @@
-/* dswitch.c: the per-voucher degrade switch rows (sk/dswitch.h, DESIGN.md 12). */
+/* dswitch.c: the per-voucher degrade switch rows (sk/dswitch.h, DESIGN.md 12). Every id
+ * and epoch is bound as MYSQL_TYPE_LONGLONG (prepared statements), never formatted into SQL. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sk/dswitch.h"
+#include "sk/traceset.h"
 
 static const char *const STATES[] = { "redis", "draining", "db", "rebuilding" };
 static const char *const MODES[] = { "auto", "db_only", "redis_only" };
@@ -32,18 +34,50 @@ int sk_dsw_mode_parse(const char *s, int *mode)
         return 0;
 }
 
+/* Run @p sql with the BIGINT parameters @p p[0..n) (MYSQL_TYPE_LONGLONG) and the string
+ * @p s (NULL binds SQL NULL) as the placeholder number @p s_at (0-based) among them;
+ * *affected (may be NULL) = rows changed. @returns SK_OK or the classified error. */
+static sk_err_t exec_bound(sk_db_t *db, const char *sql, const int64_t *p, int n, const char *s,
+                           int s_at, int64_t *affected, char *errstr, size_t errstr_size)
+{
+        MYSQL_BIND b[8];
+        int64_t v[8];
+        char sbuf[256];
+        unsigned long slen = 0;
+        sk_my_bool snull = 1;
+        int i, k = 0;
+
+        if (n > 7 || s_at < 0 || s_at > n)
+                return SK_EINVAL;
+        if (s) {
+                snprintf(sbuf, sizeof(sbuf), "%s", s);
+                slen = (unsigned long)strlen(sbuf);
+                snull = 0;
+        } else {
+                sbuf[0] = '\0';
+        }
+        for (i = 0; i <= n; i++) {
+                if (i == s_at) {
+                        sk_db_bind_str(&b[i], sbuf, &slen, sizeof(sbuf));
+                        b[i].is_null = &snull;
+                        continue;
+                }
+                v[k] = p[k];
+                sk_db_bind_i64(&b[i], &v[k]);
+                k++;
+        }
+        return sk_db_exec_bound(db, sql, b, n + 1, affected, errstr, errstr_size);
+}
+
 sk_err_t sk_dsw_ensure(sk_db_t *db, int64_t voucher_id, char *errstr, size_t errstr_size)
 {
-        char sql[256];
-
-        snprintf(sql, sizeof(sql),
-                 "INSERT IGNORE INTO tb_seckill_switch (scope, mode, state, updated_by) "
-                 "VALUES (%" PRId64 ", NULL, 'redis', 'ensure')", voucher_id);
-        return sk_db_exec(db, sql, errstr, errstr_size);
+        return sk_db_exec_i64(db, "INSERT IGNORE INTO tb_seckill_switch (scope, mode, state, "
+                              "updated_by) VALUES (?, NULL, 'redis', 'ensure')", &voucher_id, 1,
+                              NULL, errstr, errstr_size);
 }
 
 /* Columns: scope, own mode (0 NULL, else 1 + mode), effective mode, state, epoch,
- * since (ms), age (ms), buckets. FIELD() gives 1-based positions. */
+ * since (ms), age (ms), buckets, each a BIGINT. FIELD() gives 1-based positions. */
 #define ROW_SELECT \
         "SELECT s.scope, FIELD(s.mode, 'auto', 'db_only', 'redis_only'), " \
         "FIELD(COALESCE(s.mode, (SELECT d.mode FROM tb_seckill_switch d WHERE d.scope = 0), " \
@@ -53,117 +87,137 @@ sk_err_t sk_dsw_ensure(sk_db_t *db, int64_t voucher_id, char *errstr, size_t err
         "TIMESTAMPDIFF(MICROSECOND, s.since, NOW(3)) DIV 1000, " \
         "COALESCE((SELECT v.buckets FROM tb_seckill_voucher v WHERE v.voucher_id = s.scope), 1) " \
         "FROM tb_seckill_switch s "
+#define ROW_COLS 8
 
-static int parse_row(MYSQL_ROW f, sk_dsw_row_t *row)
+static int parse_row(const int64_t *c, const int *nulls, sk_dsw_row_t *row)
 {
         int i;
 
-        for (i = 0; i < 8; i++)
-                if (!f[i])
+        for (i = 0; i < ROW_COLS; i++)
+                if (nulls[i])
                         return -1;
-        row->voucher_id = strtoll(f[0], NULL, 10);
-        row->own_mode = (int)strtol(f[1], NULL, 10) - 1;
-        row->mode = (int)strtol(f[2], NULL, 10) - 1;
-        row->state = (int)strtol(f[3], NULL, 10) - 1;
-        row->epoch = strtoll(f[4], NULL, 10);
-        row->since_ms = strtoll(f[5], NULL, 10);
-        row->age_ms = strtoll(f[6], NULL, 10);
-        row->buckets = (int)strtol(f[7], NULL, 10);
+        row->voucher_id = c[0];
+        row->own_mode = (int)c[1] - 1;
+        row->mode = (int)c[2] - 1;
+        row->state = (int)c[3] - 1;
+        row->epoch = c[4];
+        row->since_ms = c[5];
+        row->age_ms = c[6];
+        row->buckets = c[7] >= 1 && c[7] <= 16 ? (int)c[7] : 1;
         if (row->mode < 0)
                 row->mode = SK_DSW_AUTO;
-        if (row->buckets < 1 || row->buckets > 16)
-                row->buckets = 1;
         return row->state < 0 ? -1 : 0;
+}
+
+/* The rows read so far by sk_dsw_read_all / sk_dsw_get. */
+typedef struct {
+        sk_dsw_row_t *rows;
+        size_t n, cap;
+        int default_mode, bad;
+        int single;             /* sk_dsw_get: rows is the caller's one row, cap 1 */
+} row_acc_t;
+
+static int row_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
+{
+        row_acc_t *acc = arg;
+        sk_dsw_row_t row;
+
+        (void)ncols;
+        if (parse_row(cols, nulls, &row) != 0) {
+                acc->bad++;
+                return 0;
+        }
+        if (row.voucher_id == 0 && !acc->single) {     /* the default row (read_all only) */
+                acc->default_mode = row.mode;
+                return 0;
+        }
+        if (acc->n == acc->cap) {
+                size_t cap;
+                sk_dsw_row_t *r;
+
+                if (acc->single)
+                        return 1;
+                cap = acc->cap ? acc->cap * 2 : 16;
+                r = realloc(acc->rows, cap * sizeof(*r));
+                if (!r) {
+                        acc->bad = -1;  /* out of memory */
+                        return 1;
+                }
+                acc->rows = r;
+                acc->cap = cap;
+        }
+        acc->rows[acc->n++] = row;
+        return 0;
 }
 
 sk_err_t sk_dsw_read_all(sk_db_t *db, sk_dsw_row_t **rows, size_t *n, int *default_mode,
                          char *errstr, size_t errstr_size)
 {
-        static const char sql[] = ROW_SELECT "ORDER BY s.scope";
-        MYSQL_RES *res = NULL;
-        MYSQL_ROW f;
-        sk_dsw_row_t *out;
-        size_t cnt = 0;
+        row_acc_t acc = { NULL, 0, 0, SK_DSW_AUTO, 0, 0 };
         sk_err_t err;
 
         *rows = NULL;
         *n = 0;
-        if ((err = sk_db_query(db, sql, sizeof(sql) - 1, &res, errstr, errstr_size)) != SK_OK)
-                return err;
-        out = calloc((size_t)mysql_num_rows(res) + 1, sizeof(*out));
-        if (!out) {
-                mysql_free_result(res);
-                return SK_ENOMEM;
-        }
         if (default_mode)
                 *default_mode = SK_DSW_AUTO;
-        while ((f = mysql_fetch_row(res))) {
-                sk_dsw_row_t row;
-
-                if (parse_row(f, &row) != 0)
-                        continue;
-                if (row.voucher_id == 0) {
-                        if (default_mode)
-                                *default_mode = row.mode;
-                        continue;
-                }
-                out[cnt++] = row;
+        err = sk_traceset_rows(db, ROW_SELECT "ORDER BY s.scope", NULL, 0, ROW_COLS, row_cb, &acc,
+                               errstr, errstr_size);
+        if (err == SK_OK && acc.bad < 0)
+                err = SK_ENOMEM;
+        if (err != SK_OK) {
+                free(acc.rows);
+                return err;
         }
-        mysql_free_result(res);
-        if (cnt == 0) {
-                free(out);
-                out = NULL;
+        if (default_mode)
+                *default_mode = acc.default_mode;
+        if (acc.n == 0) {
+                free(acc.rows);
+                acc.rows = NULL;
         }
-        *rows = out;
-        *n = cnt;
+        *rows = acc.rows;
+        *n = acc.n;
         return SK_OK;
 }
 
 sk_err_t sk_dsw_get(sk_db_t *db, int64_t voucher_id, int lock, sk_dsw_row_t *row,
                     char *errstr, size_t errstr_size)
 {
-        char sql[1024];
-        MYSQL_RES *res = NULL;
-        MYSQL_ROW f;
+        row_acc_t acc = { row, 0, 1, SK_DSW_AUTO, 0, 1 };
         sk_err_t err;
-        int len;
 
-        len = snprintf(sql, sizeof(sql), ROW_SELECT "WHERE s.scope = %" PRId64 "%s", voucher_id,
-                       lock == 2 ? " FOR UPDATE" : lock == 1 ? " LOCK IN SHARE MODE" : "");
-        if ((err = sk_db_query(db, sql, (size_t)len, &res, errstr, errstr_size)) != SK_OK)
+        err = sk_traceset_rows(db, lock == 2 ? ROW_SELECT "WHERE s.scope = ? FOR UPDATE"
+                               : lock == 1 ? ROW_SELECT "WHERE s.scope = ? LOCK IN SHARE MODE"
+                               : ROW_SELECT "WHERE s.scope = ?", &voucher_id, 1, ROW_COLS,
+                               row_cb, &acc, errstr, errstr_size);
+        if (err != SK_OK)
                 return err;
-        f = mysql_fetch_row(res);
-        err = !f ? SK_ENOTFOUND : parse_row(f, row) == 0 ? SK_OK : SK_EDB;
-        if (err == SK_ENOTFOUND)
-                sk_seterr(errstr, errstr_size, "no switch row for voucher %" PRId64, voucher_id);
-        else if (err == SK_EDB)
+        if (acc.n == 0 && acc.bad) {
                 sk_seterr(errstr, errstr_size, "switch row of voucher %" PRId64 " unreadable",
                           voucher_id);
-        mysql_free_result(res);
-        return err;
+                return SK_EDB;
+        }
+        if (acc.n == 0) {
+                sk_seterr(errstr, errstr_size, "no switch row for voucher %" PRId64, voucher_id);
+                return SK_ENOTFOUND;
+        }
+        return SK_OK;
 }
 
 sk_err_t sk_dsw_move(sk_db_t *db, int64_t voucher_id, int from, int64_t epoch, int to,
                      const char *by, int *moved, char *errstr, size_t errstr_size)
 {
-        char sql[512], qby[300];
+        char sql[320];
+        int64_t p[2] = { voucher_id, epoch }, changed = 0;
         sk_err_t err;
 
         *moved = 0;
-        if (!sk_db_quote(db, by, qby, sizeof(qby)))
-                snprintf(qby, sizeof(qby), "NULL");
+        /* the state names are the fixed strings of STATES, never input */
         snprintf(sql, sizeof(sql),
                  "UPDATE tb_seckill_switch SET state = '%s', epoch = epoch + 1, since = NOW(3), "
-                 "updated_by = %s WHERE scope = %" PRId64 " AND state = '%s' AND epoch = %" PRId64,
-                 sk_dsw_state_str(to), qby, voucher_id, sk_dsw_state_str(from), epoch);
-        if ((err = sk_db_exec(db, sql, errstr, errstr_size)) != SK_OK)
-                return err;
-        {
-                int64_t changed = 0;
-
-                err = sk_db_query_i64(db, "SELECT ROW_COUNT()", &changed, NULL, errstr, errstr_size);
-                *moved = err == SK_OK && changed == 1;
-        }
+                 "updated_by = ? WHERE scope = ? AND state = '%s' AND epoch = ?",
+                 sk_dsw_state_str(to), sk_dsw_state_str(from));
+        err = exec_bound(db, sql, p, 2, by, 0, &changed, errstr, errstr_size);
+        *moved = err == SK_OK && changed == 1;
         return err;
 }
 
@@ -194,23 +248,22 @@ sk_err_t sk_dsw_begin_rebuild(sk_db_t *db, int64_t voucher_id, int64_t epoch, co
 sk_err_t sk_dsw_set_mode(sk_db_t *db, int64_t scope, int mode, const char *by, char *errstr,
                          size_t errstr_size)
 {
-        char sql[512], qby[300], m[32];
+        char sql[320], m[32];
 
         if ((mode < 0 && scope == 0) || mode > SK_DSW_REDIS_ONLY || scope < 0) {
                 sk_seterr(errstr, errstr_size, "bad mode for scope %" PRId64, scope);
                 return SK_EINVAL;
         }
-        if (!sk_db_quote(db, by, qby, sizeof(qby)))
-                snprintf(qby, sizeof(qby), "NULL");
+        /* the mode name is one of the fixed strings of MODES, never input */
         if (mode < 0)
                 snprintf(m, sizeof(m), "NULL");
         else
                 snprintf(m, sizeof(m), "'%s'", sk_dsw_mode_str(mode));
         snprintf(sql, sizeof(sql),
                  "INSERT INTO tb_seckill_switch (scope, mode, state, updated_by) VALUES "
-                 "(%" PRId64 ", %s, 'redis', %s) ON DUPLICATE KEY UPDATE mode = VALUES(mode), "
-                 "updated_by = VALUES(updated_by)", scope, m, qby);
-        return sk_db_exec(db, sql, errstr, errstr_size);
+                 "(?, %s, 'redis', ?) ON DUPLICATE KEY UPDATE mode = VALUES(mode), "
+                 "updated_by = VALUES(updated_by)", m);
+        return exec_bound(db, sql, &scope, 1, by, 1, NULL, errstr, errstr_size);
 }
 
 int sk_dsw_next(const sk_dsw_row_t *row, int breaker_open, int redis_healthy,

@@ -23,7 +23,19 @@
 #include "sk/vkafka.h"
 
 #define REBUILD_POLL_MS 250     /* between two checks of Kafka and the trace hash */
-#define REBUILD_BUCKETS 1       /* partitions of keys "V" and "V:0" (DESIGN.md 5) */
+
+/* The keys of every bucket of one voucher (DESIGN.md v4 4). */
+typedef struct rb_keys {
+        int n;                          /* N, the voucher's buckets (1..SK_BUCKETS_MAX) */
+        sk_vstate_keys_t b[SK_BUCKETS_MAX];
+} rb_keys_t;
+
+static void rb_keys(rb_keys_t *k, const char *prefix, const sk_voucher_row_t *row)
+{
+        k->n = row->buckets > 0 && row->buckets <= SK_BUCKETS_MAX ? row->buckets : 1;
+        for (int b = 0; b < k->n; b++)
+                sk_vstate_keys(&k->b[b], prefix, row->voucher_id, b);
+}
 
 static void rep_init(sk_rebuild_report_t *rep)
 {
@@ -33,12 +45,12 @@ static void rep_init(sk_rebuild_report_t *rep)
         rep->prev_status = -1;
 }
 
-/* Record `T:x` (by rebuild) for every CANCELLED/CLOSED order of the voucher that lacks
- * one (sk/order.h), unless this is a preheat whose stock key exists (then the stock is
- * not set and the releases stay the reconciler's). */
+/* Record `T:x` (by rebuild) for every CANCELLED/CLOSED order of bucket @p bucket that
+ * lacks one (sk/order.h), unless this is a preheat whose stock key exists (then the stock
+ * is not set and the releases stay the reconciler's). */
 static sk_err_t mark_released(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t voucher_id,
-                              int64_t expire_at_ms, int replace, sk_db_t *db, const char *prefix,
-                              char *errstr, size_t errstr_size)
+                              int bucket, int64_t expire_at_ms, int replace, sk_db_t *db,
+                              const char *prefix, char *errstr, size_t errstr_size)
 {
         int64_t marked = 0;
         int exists = 0;
@@ -50,20 +62,62 @@ static sk_err_t mark_released(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t 
                 if (exists)
                         return SK_OK;
         }
-        return sk_rebuild_mark_released(db, r, prefix, voucher_id, expire_at_ms, &marked, errstr,
-                                        errstr_size);
+        return sk_rebuild_mark_released(db, r, prefix, voucher_id, bucket, expire_at_ms, &marked,
+                                        errstr, errstr_size);
+}
+
+/* The pairs (user, trace) of @p buyers whose user's home bucket (sk_home_bucket among
+ * @p n) is @p b, into @p out (emptied first). */
+static sk_err_t buyers_of(const sk_i64vec_t *buyers, int n, int b, sk_i64vec_t *out,
+                          char *errstr, size_t errstr_size)
+{
+        out->n = 0;
+        for (size_t i = 0; i + 1 < buyers->n; i += 2) {
+                if (sk_home_bucket(buyers->v[i], n) != b)
+                        continue;
+                if (sk_i64vec_push(out, buyers->v[i]) != SK_OK ||
+                    sk_i64vec_push(out, buyers->v[i + 1]) != SK_OK) {
+                        sk_seterr(errstr, errstr_size, "out of memory");
+                        return SK_ENOMEM;
+                }
+        }
+        return SK_OK;
+}
+
+/* Write bucket @p b's state from the snapshot: T:x records, users (its home buyers),
+ * then stock and meta in one step. */
+static sk_err_t copy_bucket(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
+                            const rb_keys_t *k, int b, int replace, const sk_voucher_row_t *row,
+                            const sk_i64vec_t *buyers, sk_i64vec_t *mine, int *sold_down,
+                            char *cur, size_t cur_size, char *errstr, size_t errstr_size)
+{
+        int64_t e = sk_vstate_expiry(conf, row);
+        sk_err_t err;
+
+        /* Pending releases (DESIGN.md 8 rebuild row, 13) are recorded as T:x before the
+         * stock is set from the DB: always for a rebuild, for a preheat only when it sets
+         * a missing stock key. */
+        if ((err = mark_released(r, &k->b[b], row->voucher_id, b, e, replace, db,
+                                 conf->redis_prefix, errstr, errstr_size)) != SK_OK ||
+            (err = buyers_of(buyers, k->n, b, mine, errstr, errstr_size)) != SK_OK ||
+            (err = sk_vstate_write_users(r, &k->b[b], e, mine, replace, errstr,
+                                         errstr_size)) != SK_OK)
+                return err;
+        return sk_vstate_commit(r, &k->b[b], e, row, row->bucket_stock[b], replace, sold_down,
+                                cur, cur_size, errstr, errstr_size);
 }
 
 /* Read the voucher row (FOR UPDATE) and its active buyers in one transaction and write
- * them to Redis (@p replace: rebuild, else preheat) before COMMIT: a consumer's stock
- * UPDATE for this voucher waits for us, so the Redis copy is one consistent view of the
- * DB. *row is updated when read. */
+ * them to Redis, bucket by bucket (@p replace: rebuild, else preheat) before COMMIT: a
+ * consumer's stock UPDATE for this voucher waits for us, so the Redis copy is one
+ * consistent view of the DB. Buckets go last to first, so bucket 0's meta (whose
+ * `buckets` the front reads) is the voucher's last write. *row is updated when read. */
 static sk_err_t copy_state(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
-                           const sk_vstate_keys_t *k, int64_t voucher_id, int replace,
+                           const rb_keys_t *k, int64_t voucher_id, int replace,
                            sk_voucher_row_t *row, sk_i64vec_t *buyers, int *sold_down,
                            char *cur, size_t cur_size, char *errstr, size_t errstr_size)
 {
-        int64_t e;
+        sk_i64vec_t mine = { 0 };
         sk_err_t err;
 
         buyers->n = 0;
@@ -73,27 +127,29 @@ static sk_err_t copy_state(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
         if ((err = sk_voucher_get(db, voucher_id, 1, row, errstr, errstr_size)) != SK_OK ||
             (err = sk_voucher_active_buyers(db, voucher_id, buyers, errstr, errstr_size)) != SK_OK)
                 goto fail;
-        e = sk_vstate_expiry(conf, row);
-        /* Preheat: refuse a sold-down stock before writing anything. */
-        if (!replace && ((err = sk_vstate_sold_down(r, k, row->stock, sold_down, cur, cur_size,
-                                                    errstr, errstr_size)) != SK_OK ||
-                         *sold_down))
+        if (row->buckets != k->n) {
+                sk_seterr(errstr, errstr_size, "voucher %" PRId64 ": buckets changed (%d, was %d)",
+                          voucher_id, row->buckets, k->n);
+                err = SK_EAGAIN;
                 goto fail;
-        /* Pending releases (DESIGN.md 8 rebuild row, 13) are recorded as T:x before the
-         * stock is set from the DB: always for a rebuild, for a preheat only when it sets
-         * a missing stock key. */
-        if ((err = mark_released(r, k, voucher_id, e, replace, db, conf->redis_prefix, errstr,
-                                 errstr_size)) != SK_OK)
-                goto fail;
-        if ((err = sk_vstate_write_users(r, k, e, buyers, replace, errstr, errstr_size)) !=
-            SK_OK ||
-            (err = sk_vstate_commit(r, k, e, row, replace, sold_down, cur, cur_size, errstr,
-                                    errstr_size)) != SK_OK)
-                goto fail;
+        }
+        /* Preheat: refuse a sold-down stock of any bucket before writing anything. */
+        for (int b = 0; !replace && b < k->n; b++)
+                if ((err = sk_vstate_sold_down(r, &k->b[b], row->bucket_stock[b], sold_down,
+                                               cur, cur_size, errstr, errstr_size)) != SK_OK ||
+                    *sold_down)
+                        goto fail;
+        for (int b = k->n - 1; b >= 0; b--)
+                if ((err = copy_bucket(conf, db, r, k, b, replace, row, buyers, &mine, sold_down,
+                                       cur, cur_size, errstr, errstr_size)) != SK_OK ||
+                    *sold_down)
+                        goto fail;
+        sk_i64vec_free(&mine);
         /* Nothing was written in the DB: a failed COMMIT only releases the lock early. */
         (void)sk_db_commit(db, NULL, 0);
         return SK_OK;
 fail:
+        sk_i64vec_free(&mine);
         sk_db_rollback(db); /* read-only: ending it releases the row lock */
         return err;
 }
@@ -102,14 +158,14 @@ fail:
  * hash. *settled = 1 when both are done; @p why says what is left. Errors that need a
  * human (SK_EINVAL, SK_EKAFKA) are returned; transient ones are reported in @p why. */
 static sk_err_t check_once(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
-                           sk_vkafka_t *vk, const sk_vstate_keys_t *k, int64_t voucher_id,
+                           sk_vkafka_t *vk, const rb_keys_t *k, int64_t voucher_id,
                            sk_rebuild_report_t *rep, int *settled, char *why, size_t why_size)
 {
         sk_vkafka_state_t ks;
         sk_err_t err;
 
         *settled = 0;
-        err = sk_vkafka_check(vk, voucher_id, REBUILD_BUCKETS, &ks, why, why_size);
+        err = sk_vkafka_check(vk, voucher_id, k->n, &ks, why, why_size);
         if (err == SK_EINVAL || err == SK_EKAFKA)
                 return err;
         rep->lag = err == SK_OK ? ks.lag : -1;
@@ -121,7 +177,11 @@ static sk_err_t check_once(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
                           "voucher's partitions", conf->group_id, ks.lag, conf->topic);
                 return SK_OK;
         }
-        err = rb_settle_traces(conf, db, r, k, voucher_id, rep, why, why_size);
+        rep->undecided = 0;
+        rep->deducts = 0;
+        err = SK_OK;
+        for (int b = 0; b < k->n && err == SK_OK; b++)
+                err = rb_settle_traces(conf, db, r, &k->b[b], voucher_id, rep, why, why_size);
         if (err == SK_OK && rep->undecided == 0) {
                 *settled = 1;
                 return SK_OK;
@@ -136,7 +196,7 @@ static sk_err_t check_once(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
 
 /* Step 3 of the rebuild: wait up to @p wait_ms until nothing is in flight. */
 static sk_err_t wait_settled(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
-                             const sk_vstate_keys_t *k, int64_t voucher_id, int wait_ms,
+                             const rb_keys_t *k, int64_t voucher_id, int wait_ms,
                              sk_rebuild_report_t *rep, char *errstr, size_t errstr_size)
 {
         int64_t start_ms = sk_mono_ms(), deadline_ms = start_ms + wait_ms;
@@ -174,26 +234,43 @@ static sk_err_t wait_settled(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
         return err;
 }
 
+/* Put back the status every bucket's meta had before the pause (best effort). */
+static void unpause_all(const sk_conf_t *conf, sk_redis_t *r, const rb_keys_t *k,
+                        const sk_voucher_row_t *row, const int *prev)
+{
+        for (int b = 0; b < k->n; b++)
+                (void)sk_vstate_unpause(r, &k->b[b], sk_vstate_expiry(conf, row), prev[b],
+                                        NULL, 0);
+}
+
 /* The rebuild with the voucher lock already held on @p db's session. */
 static sk_err_t rebuild_locked(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
                                int64_t voucher_id, int wait_ms, sk_rebuild_report_t *rep,
                                char *errstr, size_t errstr_size)
 {
         sk_voucher_row_t row;
-        sk_vstate_keys_t k;
+        rb_keys_t k;
         sk_i64vec_t buyers = { 0 };
-        int sold_down = 0;
-        sk_err_t err;
+        int sold_down = 0, prev[SK_BUCKETS_MAX];
+        sk_err_t err = SK_OK;
 
-        sk_vstate_keys(&k, conf->redis_prefix, voucher_id);
         if ((err = sk_voucher_get(db, voucher_id, 0, &row, errstr, errstr_size)) != SK_OK)
                 return err;
+        rb_keys(&k, conf->redis_prefix, &row);
         if (wait_ms <= 0)
                 wait_ms = 2 * conf->kafka_delivery_timeout_ms;
-        /* 2. Pause admission: deduct.lua answers 10013 from now on. */
-        if ((err = sk_vstate_pause(r, &k, sk_vstate_expiry(conf, &row), &rep->prev_status,
-                                   errstr, errstr_size)) != SK_OK)
+        /* 2. Pause admission on every bucket: deduct.lua and take.lua answer 10013 from
+         * now on. */
+        for (int b = 0; b < k.n; b++)
+                prev[b] = -1;
+        for (int b = 0; b < k.n && err == SK_OK; b++)
+                err = sk_vstate_pause(r, &k.b[b], sk_vstate_expiry(conf, &row), &prev[b], errstr,
+                                      errstr_size);
+        rep->prev_status = prev[0];
+        if (err != SK_OK) {
+                unpause_all(conf, r, &k, &row, prev);
                 return err;
+        }
         /* 3. Wait until nothing is in flight; 4. copy the book of record (the row is
          * read again: the consumers committed while we waited). */
         if ((err = wait_settled(conf, db, r, &k, voucher_id, wait_ms, rep, errstr,
@@ -202,8 +279,7 @@ static sk_err_t rebuild_locked(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r
                               0, errstr, errstr_size)) != SK_OK) {
                 /* Not rebuilt: lift our pause again (best effort; a reconciler pass that
                  * finds status 4 with nobody holding the lock resets meta from the DB). */
-                (void)sk_vstate_unpause(r, &k, sk_vstate_expiry(conf, &row), rep->prev_status,
-                                        NULL, 0);
+                unpause_all(conf, r, &k, &row, prev);
                 sk_i64vec_free(&buyers);
                 return err;
         }
@@ -256,7 +332,7 @@ sk_err_t sk_rebuild_voucher(const sk_conf_t *conf, int64_t voucher_id, int wait_
  * does not answer (a leader moving, a topic just created) is asked again until @p wait_ms
  * passed; a range not read to the end by then counts as a message. */
 static sk_err_t partitions_have_messages(const sk_conf_t *conf, int64_t voucher_id,
-                                         int wait_ms, int *has, char *errstr,
+                                         int buckets, int wait_ms, int *has, char *errstr,
                                          size_t errstr_size)
 {
         int64_t deadline_ms = sk_mono_ms() + wait_ms;
@@ -271,7 +347,7 @@ static sk_err_t partitions_have_messages(const sk_conf_t *conf, int64_t voucher_
         }
         for (;;) {
                 int64_t left = deadline_ms - sk_mono_ms();
-                err = sk_vkafka_pending(vk, voucher_id, REBUILD_BUCKETS,
+                err = sk_vkafka_pending(vk, voucher_id, buckets,
                                         left > 0 ? (int)left : 0, has, errstr, errstr_size);
                 if (err != SK_EAGAIN || sk_mono_ms() >= deadline_ms)
                         break;
@@ -289,20 +365,23 @@ static sk_err_t partitions_have_messages(const sk_conf_t *conf, int64_t voucher_
  * (DESIGN.md 8, last sentence of the rebuild row): Redis remnants (meta, trace), the DB
  * (sk_voucher_db_sales), or messages on its partitions. */
 static sk_err_t could_have_sales(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
-                                 const sk_vstate_keys_t *k, const sk_voucher_row_t *row,
+                                 const rb_keys_t *k, const sk_voucher_row_t *row,
                                  int wait_ms, int *sales, char *errstr, size_t errstr_size)
 {
-        int meta = 0, trace = 0;
         char why[256];
         sk_err_t err;
 
         *sales = 0;
-        if ((err = sk_vstate_exists(r, k->meta, &meta, errstr, errstr_size)) != SK_OK ||
-            (err = sk_vstate_exists(r, k->trace, &trace, errstr, errstr_size)) != SK_OK)
-                return err;
-        if (meta || trace) {
-                *sales = 1;
-                return SK_OK;
+        for (int b = 0; b < k->n; b++) {
+                int meta = 0, trace = 0;
+
+                if ((err = sk_vstate_exists(r, k->b[b].meta, &meta, errstr, errstr_size)) != SK_OK ||
+                    (err = sk_vstate_exists(r, k->b[b].trace, &trace, errstr, errstr_size)) != SK_OK)
+                        return err;
+                if (meta || trace) {
+                        *sales = 1;
+                        return SK_OK;
+                }
         }
         if ((err = sk_voucher_db_sales(db, row, sales, why, sizeof(why))) != SK_OK) {
                 sk_seterr(errstr, errstr_size, "%s", why);
@@ -310,27 +389,30 @@ static sk_err_t could_have_sales(const sk_conf_t *conf, sk_db_t *db, sk_redis_t 
         }
         if (*sales)
                 return SK_OK;
-        return partitions_have_messages(conf, row->voucher_id, wait_ms, sales, errstr,
+        return partitions_have_messages(conf, row->voucher_id, k->n, wait_ms, sales, errstr,
                                         errstr_size);
 }
 
-/* The preheat with the voucher lock held: a rebuild when the stock is missing and the
- * voucher could have sales, else the plain copy. */
+/* The preheat with the voucher lock held: a rebuild when a bucket's stock is missing and
+ * the voucher could have sales, else the plain copy (a fresh voucher: every bucket SET). */
 static sk_err_t preheat_locked(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
                                int64_t voucher_id, int wait_ms, sk_rebuild_report_t *rep,
                                char *errstr, size_t errstr_size)
 {
         sk_voucher_row_t row;
-        sk_vstate_keys_t k;
+        rb_keys_t k;
         sk_i64vec_t buyers = { 0 };
         char cur[64] = "";
-        int stock_exists = 0, sales = 0, sold_down = 0;
+        int stock_exists = 1, sales = 0, sold_down = 0;
         sk_err_t err;
 
-        sk_vstate_keys(&k, conf->redis_prefix, voucher_id);
-        if ((err = sk_voucher_get(db, voucher_id, 0, &row, errstr, errstr_size)) != SK_OK ||
-            (err = sk_vstate_exists(r, k.stock, &stock_exists, errstr, errstr_size)) != SK_OK)
+        if ((err = sk_voucher_get(db, voucher_id, 0, &row, errstr, errstr_size)) != SK_OK)
                 return err;
+        rb_keys(&k, conf->redis_prefix, &row);
+        for (int b = 0; b < k.n && stock_exists; b++)
+                if ((err = sk_vstate_exists(r, k.b[b].stock, &stock_exists, errstr,
+                                            errstr_size)) != SK_OK)
+                        return err;
         if (!stock_exists &&
             (err = could_have_sales(conf, db, r, &k, &row,
                                     wait_ms > 0 ? wait_ms : 2 * conf->kafka_delivery_timeout_ms,
@@ -348,8 +430,9 @@ static sk_err_t preheat_locked(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r
         if (err == SK_OK && sold_down) {
                 sk_seterr(errstr, errstr_size,
                           "refusing to overwrite Redis stock %s of voucher %" PRId64
-                          " with the DB stock %" PRId64 " (sold down or drifted; nothing "
-                          "written; use --rebuild-from-db)", cur, voucher_id, row.stock);
+                          " (DB stock %" PRId64 " over %d bucket(s); sold down or drifted; "
+                          "nothing written; use --rebuild-from-db)", cur, voucher_id, row.stock,
+                          k.n);
                 err = SK_EEXIST;
         }
         if (err == SK_OK) {

@@ -9,11 +9,12 @@
 #include "sk/redis.h"
 #include "sk/vstate.h"
 
-/** @brief One pass over the voucher's trace hash (HSCAN) joined with the outcome table:
+/** @brief One pass over the trace hash of one bucket of the voucher (@p k) (HSCAN) joined with the outcome table:
  *  every DEDUCT "T" is decided and fenced, or counted in rep->undecided. A FAILED
  *  outcome without "T:r" gets its pending rollback run now (rep->rolled_back); a DEDUCT
  *  without outcome whose "T:r" exists gets FAILED front_rollback recorded
- *  (rep->fenced_failed). rep->deducts = the DEDUCT entries seen.
+ *  (rep->fenced_failed). rep->deducts += the DEDUCT entries seen, rep->undecided += the
+ *  undecided ones (the caller zeroes both before the first bucket).
  *  @returns SK_OK (then rep->undecided == 0 means settled); SK_EAGAIN / SK_EUNKNOWN
  *  (transient, or a rollback / record failed now and counts as undecided: check
  *  again; the last reason in errstr); SK_EINVAL (an id collision or a DEDUCT entry that is not a

@@ -84,41 +84,38 @@ static sk_err_t stub_chunk(sk_redis_t *r, const char *prefix, int b, const char 
         return err;
 }
 
-/* The stub `T` of every active order lacking one, per bucket, in chunks. */
-static sk_err_t stub_active(sk_db_t *db, sk_redis_t *r, const char *prefix, int64_t voucher_id,
+/* The stub `T` of every active order of bucket @p b lacking one, in chunks. */
+static sk_err_t stub_active(sk_db_t *db, sk_redis_t *r, const char *prefix, int64_t voucher_id, int b,
                             const char *e_s, int64_t *marked, char *errstr, size_t errstr_size)
 {
         const sk_order_row_t *chunk[MARK_CHUNK];
         sk_order_row_t *rows = NULL;
-        size_t n = 0, i, m;
+        size_t n = 0, i, m = 0;
         sk_err_t err;
-        int b;
 
         if ((err = sk_order_list_active(db, voucher_id, &rows, &n, errstr, errstr_size)) != SK_OK)
                 return err;
-        for (b = 0; b < SK_BUCKETS_MAX && err == SK_OK; b++) {
-                for (i = 0, m = 0; i < n && err == SK_OK; i++) {
-                        if (rows[i].bucket != b)
-                                continue;
-                        chunk[m++] = &rows[i];
-                        if (m == MARK_CHUNK) {
-                                err = stub_chunk(r, prefix, b, e_s, chunk, m, marked, errstr, errstr_size);
-                                m = 0;
-                        }
-                }
-                if (m > 0 && err == SK_OK)
+        for (i = 0; i < n && err == SK_OK; i++) {
+                if (rows[i].bucket != b)
+                        continue;
+                chunk[m++] = &rows[i];
+                if (m == MARK_CHUNK) {
                         err = stub_chunk(r, prefix, b, e_s, chunk, m, marked, errstr, errstr_size);
+                        m = 0;
+                }
         }
+        if (m > 0 && err == SK_OK)
+                err = stub_chunk(r, prefix, b, e_s, chunk, m, marked, errstr, errstr_size);
         free(rows);
         return err;
 }
 
 sk_err_t sk_rebuild_mark_released(sk_db_t *db, sk_redis_t *r, const char *prefix,
-                                  int64_t voucher_id, int64_t expire_at_ms, int64_t *marked,
-                                  char *errstr, size_t errstr_size)
+                                  int64_t voucher_id, int bucket, int64_t expire_at_ms,
+                                  int64_t *marked, char *errstr, size_t errstr_size)
 {
         sk_order_row_t *rows = NULL;
-        size_t n = 0, i, j;
+        size_t n = 0, i, j, keep = 0;
         char k_trace[SK_KEY_MAX], e_s[24], ts_s[24];
         const char *argv[MARK_CHUNK + 6];
         char ids[MARK_CHUNK][SK_ID_STRLEN];
@@ -127,7 +124,12 @@ sk_err_t sk_rebuild_mark_released(sk_db_t *db, sk_redis_t *r, const char *prefix
         *marked = 0;
         if ((err = sk_order_list_ended(db, voucher_id, &rows, &n, errstr, errstr_size)) != SK_OK)
                 return err;
-        sk_key_voucher(k_trace, prefix, voucher_id, 0, SK_KEY_TRACE);
+        /* Only the orders whose unit came from @p bucket: their trace lives there. */
+        for (i = 0; i < n; i++)
+                if (rows[i].bucket == bucket)
+                        rows[keep++] = rows[i];
+        n = keep;
+        sk_key_voucher(k_trace, prefix, voucher_id, bucket, SK_KEY_TRACE);
         snprintf(e_s, sizeof(e_s), "%" PRId64, expire_at_ms);
         snprintf(ts_s, sizeof(ts_s), "%" PRId64, sk_now_ms());
         for (i = 0; i < n && err == SK_OK; i += MARK_CHUNK) {
@@ -152,6 +154,6 @@ sk_err_t sk_rebuild_mark_released(sk_db_t *db, sk_redis_t *r, const char *prefix
         }
         free(rows);
         if (err == SK_OK)
-                err = stub_active(db, r, prefix, voucher_id, e_s, marked, errstr, errstr_size);
+                err = stub_active(db, r, prefix, voucher_id, bucket, e_s, marked, errstr, errstr_size);
         return err;
 }

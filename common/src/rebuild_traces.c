@@ -110,8 +110,6 @@ sk_err_t rb_settle_traces(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
         sk_err_t err, last = SK_OK;
         char why[256] = "";
 
-        rep->undecided = 0;
-        rep->deducts = 0;
         sk_traceset_init(&set);
         if ((err = sk_traceset_scan(r, k->trace, 1000, &set, errstr, errstr_size)) != SK_OK ||
             (err = sk_traceset_load_db(db, &set, 1, errstr, errstr_size)) != SK_OK)

@@ -203,13 +203,35 @@ static sk_err_t db_set_status(sk_db_t *db, int64_t voucher_id, int status, char 
         return sk_traceset_exec_in(db, heads[status], &voucher_id, 1, NULL, errstr, errstr_size);
 }
 
+/* Rewrite the existing meta of every bucket of @p row (DESIGN.md v4 4: each bucket has
+ * its own meta), the last bucket first so bucket 0, whose `buckets` the front reads,
+ * is written last. *written = 1 when bucket 0's meta existed. */
+static sk_err_t metas_from_row(const sk_conf_t *conf, sk_redis_t *r, const sk_voucher_row_t *row,
+                               int *written, char *errstr, size_t errstr_size)
+{
+        int n = row->buckets > 0 && row->buckets <= SK_BUCKETS_MAX ? row->buckets : 1;
+        sk_err_t err = SK_OK;
+
+        *written = 0;
+        for (int b = n - 1; b >= 0 && err == SK_OK; b--) {
+                sk_vstate_keys_t k;
+                int w = 0;
+
+                sk_vstate_keys(&k, conf->redis_prefix, row->voucher_id, b);
+                err = sk_vstate_meta(r, &k, sk_vstate_expiry(conf, row), row, &w, errstr,
+                                     errstr_size);
+                if (b == 0)
+                        *written = w;
+        }
+        return err;
+}
+
 sk_err_t sk_voucher_set_status(const sk_conf_t *conf, int64_t voucher_id, int status,
                                int *meta_written, char *errstr, size_t errstr_size)
 {
         sk_db_t *db = NULL;
         sk_redis_t *r = NULL;
         sk_voucher_row_t row;
-        sk_vstate_keys_t k;
         char lock[256];
         int locked = 0, written = 0;
         sk_err_t err;
@@ -222,7 +244,6 @@ sk_err_t sk_voucher_set_status(const sk_conf_t *conf, int64_t voucher_id, int st
         }
         if ((err = sk_voucher_connect(conf, &db, &r, errstr, errstr_size)) != SK_OK)
                 return err;
-        sk_vstate_keys(&k, conf->redis_prefix, voucher_id);
         if ((err = sk_voucher_lock(conf, db, voucher_id, lock, sizeof(lock), errstr,
                                    errstr_size)) != SK_OK)
                 goto done;
@@ -232,8 +253,7 @@ sk_err_t sk_voucher_set_status(const sk_conf_t *conf, int64_t voucher_id, int st
             (err = db_set_status(db, voucher_id, status, errstr, errstr_size)) != SK_OK)
                 goto done;
         row.status = status;
-        if ((err = sk_vstate_meta(r, &k, sk_vstate_expiry(conf, &row), &row, &written, errstr,
-                                  errstr_size)) != SK_OK)
+        if ((err = metas_from_row(conf, r, &row, &written, errstr, errstr_size)) != SK_OK)
                 goto done;
         if (meta_written)
                 *meta_written = written;
@@ -250,7 +270,6 @@ sk_err_t sk_voucher_reset_meta_with(const sk_conf_t *conf, sk_db_t *db, sk_redis
                                     size_t errstr_size)
 {
         sk_voucher_row_t row;
-        sk_vstate_keys_t k;
         char lock[256];
         int written = 0;
         sk_err_t err;
@@ -261,10 +280,9 @@ sk_err_t sk_voucher_reset_meta_with(const sk_conf_t *conf, sk_db_t *db, sk_redis
         /* Timeout 0: if someone holds the lock, a rebuild is running; leave it alone. */
         if ((err = sk_db_lock(db, lock, 0, errstr, errstr_size)) != SK_OK)
                 return err;
-        sk_vstate_keys(&k, conf->redis_prefix, voucher_id);
         if ((err = sk_voucher_get(db, voucher_id, 0, &row, errstr, errstr_size)) == SK_OK &&
-            (err = sk_vstate_meta(r, &k, sk_vstate_expiry(conf, &row), &row, &written, errstr,
-                                  errstr_size)) == SK_OK && meta_written)
+            (err = metas_from_row(conf, r, &row, &written, errstr, errstr_size)) == SK_OK &&
+            meta_written)
                 *meta_written = written;
         (void)sk_db_unlock(db, lock, NULL, 0);
         return err;

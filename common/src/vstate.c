@@ -17,11 +17,12 @@
 /* ARGV[1] = op, ARGV[2] = E (absolute expiry, ms). Ids are strings (no tonumber).
  *  status   KEYS meta                ARGV status       -> previous status or nil
  *  unstatus KEYS meta                ARGV prev|""      -> "OK" ("" removes the field)
- *  meta     KEYS meta                ARGV begin end st -> 1 written | 0 meta missing
+ *  meta     KEYS meta                ARGV begin end st n -> 1 written | 0 meta missing
  *  hset     KEYS hash                ARGV f1 v1 ...    -> "OK"
  *  drop     KEYS hash                                  -> "OK" (UNLINK)
- *  rebuild  KEYS meta stock users tmp trace  ARGV stock begin end st -> {"OK","SET"}
- *  preheat  KEYS meta stock users tmp trace  ARGV stock begin end st (tmp unused)
+ *  rebuild  KEYS meta stock users tmp trace  ARGV stock begin end st n -> {"OK","SET"}
+ *  preheat  KEYS meta stock users tmp trace  ARGV stock begin end st n (tmp unused)
+ *           (n: the voucher's bucket count N, meta field `buckets`, DESIGN.md v4 4)
  *           both give users and trace the placeholder field `_` (DESIGN.md 4: every key of
  *           the bucket exists, so deduct.lua and take.lua never meet one missing)
  *           -> {"SOLD_DOWN", current} (nothing written) | {"OK", "SET"|"KEPT"} */
@@ -37,8 +38,8 @@ static const char VSTATE_LUA[] =
         "  redis.call('HSET', KEYS[5], '_', '_')\n"
         "  expire(KEYS[5])\n"
         "end\n"
-        "local function meta(b, en, st)\n"
-        "  redis.call('HSET', KEYS[1], 'begin_ms', b, 'end_ms', en, 'status', st)\n"
+        "local function meta(b, en, st, n)\n"
+        "  redis.call('HSET', KEYS[1], 'begin_ms', b, 'end_ms', en, 'status', st, 'buckets', n)\n"
         "  expire(KEYS[1])\n"
         "end\n"
         "if op == 'status' then\n"
@@ -53,7 +54,7 @@ static const char VSTATE_LUA[] =
         "  return 'OK'\n"
         "elseif op == 'meta' then\n"
         "  if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end\n"
-        "  meta(ARGV[3], ARGV[4], ARGV[5])\n"
+        "  meta(ARGV[3], ARGV[4], ARGV[5], ARGV[6])\n"
         "  return 1\n"
         "elseif op == 'hset' then\n"
         "  redis.call('HSET', KEYS[1], unpack(ARGV, 3))\n"
@@ -71,7 +72,7 @@ static const char VSTATE_LUA[] =
         "  redis.call('SET', KEYS[2], ARGV[3])\n"
         "  expire(KEYS[2])\n"
         "  placeholders()\n"
-        "  meta(ARGV[4], ARGV[5], ARGV[6])\n"
+        "  meta(ARGV[4], ARGV[5], ARGV[6], ARGV[7])\n"
         "  return {'OK', 'SET'}\n"
         "elseif op == 'preheat' then\n"
         "  local how = 'SET'\n"
@@ -84,17 +85,17 @@ static const char VSTATE_LUA[] =
         "  end\n"
         "  expire(KEYS[2])\n"
         "  placeholders()\n"
-        "  meta(ARGV[4], ARGV[5], ARGV[6])\n"
+        "  meta(ARGV[4], ARGV[5], ARGV[6], ARGV[7])\n"
         "  return {'OK', how}\n"
         "end\n"
         "return redis.error_reply('ERR SKARG unknown op')\n";
 
-void sk_vstate_keys(sk_vstate_keys_t *k, const char *prefix, int64_t voucher_id)
+void sk_vstate_keys(sk_vstate_keys_t *k, const char *prefix, int64_t voucher_id, int bucket)
 {
-        sk_key_voucher(k->meta, prefix, voucher_id, 0, SK_KEY_META);
-        sk_key_voucher(k->stock, prefix, voucher_id, 0, SK_KEY_STOCK);
-        sk_key_voucher(k->users, prefix, voucher_id, 0, SK_KEY_USERS);
-        sk_key_voucher(k->trace, prefix, voucher_id, 0, SK_KEY_TRACE);
+        sk_key_voucher(k->meta, prefix, voucher_id, bucket, SK_KEY_META);
+        sk_key_voucher(k->stock, prefix, voucher_id, bucket, SK_KEY_STOCK);
+        sk_key_voucher(k->users, prefix, voucher_id, bucket, SK_KEY_USERS);
+        sk_key_voucher(k->trace, prefix, voucher_id, bucket, SK_KEY_TRACE);
         snprintf(k->users_tmp, sizeof(k->users_tmp), "%s:rebuild", k->users);
 }
 
@@ -190,9 +191,10 @@ sk_err_t sk_vstate_unpause(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t exp
         return eval_void(r, "unstatus", expiry_ms, 1, keys, 1, args, errstr, errstr_size);
 }
 
-/* begin_ms, end_ms, status of @p row as strings into @p num. */
-static void meta_args(const sk_voucher_row_t *row, char num[3][24])
+/* begin_ms, end_ms, status, buckets of @p row as strings into @p num. */
+static void meta_args(const sk_voucher_row_t *row, char num[4][24])
 {
+        snprintf(num[3], sizeof(num[3]), "%d", row->buckets > 0 ? row->buckets : 1);
         snprintf(num[0], sizeof(num[0]), "%" PRId64, row->begin_ms);
         snprintf(num[1], sizeof(num[1]), "%" PRId64, row->end_ms);
         snprintf(num[2], sizeof(num[2]), "%d", row->status);
@@ -203,13 +205,13 @@ sk_err_t sk_vstate_meta(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t expiry
                         size_t errstr_size)
 {
         const char *keys[1] = { k->meta };
-        char num[3][24];
-        const char *args[3] = { num[0], num[1], num[2] };
+        char num[4][24];
+        const char *args[4] = { num[0], num[1], num[2], num[3] };
         redisReply *reply = NULL;
         sk_err_t err;
 
         meta_args(row, num);
-        if ((err = eval_op(r, "meta", expiry_ms, 1, keys, 3, args, &reply, errstr,
+        if ((err = eval_op(r, "meta", expiry_ms, 1, keys, 4, args, &reply, errstr,
                            errstr_size)) != SK_OK)
                 return err;
         *written = reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
@@ -279,20 +281,21 @@ sk_err_t sk_vstate_write_users(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t
 }
 
 sk_err_t sk_vstate_commit(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t expiry_ms,
-                          const sk_voucher_row_t *row, int replace, int *sold_down,
-                          char *cur, size_t cur_size, char *errstr, size_t errstr_size)
+                          const sk_voucher_row_t *row, int64_t stock, int replace,
+                          int *sold_down, char *cur, size_t cur_size, char *errstr,
+                          size_t errstr_size)
 {
         const char *keys[5] = { k->meta, k->stock, k->users, k->users_tmp, k->trace };
-        char stock_s[24], num[3][24];
-        const char *args[4] = { stock_s, num[0], num[1], num[2] };
+        char stock_s[24], num[4][24];
+        const char *args[5] = { stock_s, num[0], num[1], num[2], num[3] };
         const char *op = replace ? "rebuild" : "preheat";
         redisReply *reply = NULL;
         sk_err_t err;
 
         *sold_down = 0;
-        snprintf(stock_s, sizeof(stock_s), "%" PRId64, row->stock);
+        snprintf(stock_s, sizeof(stock_s), "%" PRId64, stock);
         meta_args(row, num);
-        if ((err = eval_op(r, op, expiry_ms, 5, keys, 4, args, &reply, errstr,
+        if ((err = eval_op(r, op, expiry_ms, 5, keys, 5, args, &reply, errstr,
                            errstr_size)) != SK_OK)
                 return err;
         if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 2 ||

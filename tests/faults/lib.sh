@@ -299,11 +299,12 @@ ft_front() {
         ft_die "front $name not ready in 30 s"
 }
 
-# ft_voucher STOCK: prints the id of a new voucher on sale for the next two hours, preheated.
+# ft_voucher STOCK [BUCKETS]: prints the id of a new voucher on sale for the next two hours,
+# preheated, with BUCKETS buckets (default $FT_BUCKETS, else 1; DESIGN.md v4 14).
 ft_voucher() {
-        local stock=$1 now out id
+        local stock=$1 buckets=${2:-${FT_BUCKETS:-1}} now out id
         now=$(date +%s)
-        out=$("$FT_BIN/seckill-admin" voucher create --stock "$stock" --begin "$((now - 60))" \
+        out=$("$FT_BIN/seckill-admin" voucher create --stock "$stock" --buckets "$buckets" --begin "$((now - 60))" \
                 --end "$((now + 7200))" --preheat 2>>"$FT_WORK/admin.log") ||
                 ft_die "voucher create: $(tail -n 3 "$FT_WORK/admin.log")"
         id=$(sed -n 's/.*"voucherId":"\([1-9][0-9]*\)".*/\1/p' <<<"$out" | tail -n 1)
@@ -487,12 +488,36 @@ ft_check() {
         fi
         ft_log "all outcomes of $v: $(ft_sql "SELECT IF(outcome = 1, 'CREATED', CONCAT('FAILED/', COALESCE(reason, '?'))) k, COUNT(*)
                 FROM tb_seckill_outcome WHERE voucher_id = $v GROUP BY k" | tr '\t\n' '= ')"
-        # Invariant 3: Redis = DB after quiescence and --repair.
-        rstock=$(ft_rcli get "$(ft_key "$v" stock)")
-        ft_eq "$rstock" "$dbstock" "Redis stock = DB stock"
-        rusers=$(ft_rcli hkeys "$(ft_key "$v" users)" | grep -v '^$' | grep -v '^_$' | sort | md5sum)
+        # Invariant 3: Redis = DB after quiescence and --repair, per bucket (DESIGN.md v4 4).
+        ft_check_redis "$v"
+}
+
+# ft_check_redis V: for every bucket b of V, Redis stock = its tb_seckill_stock row, and the
+# union of the users hashes (without the placeholder `_`) = the DB's active buyers, each
+# in its home bucket (CRC-16/XMODEM of the decimal id mod N, sk_home_bucket).
+ft_check_redis() {
+        local v=$1 n b rstock dstock bad=0 rusers dusers wrong
+        n=$(ft_sql "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = $v")
+        for ((b = 0; b < ${n:-1}; b++)); do
+                rstock=$(ft_rcli get "$(ft_key "$v" stock "$b")")
+                dstock=$(ft_sql "SELECT stock FROM tb_seckill_stock WHERE voucher_id = $v AND bucket = $b")
+                [[ $rstock == "$dstock" ]] || { bad=$((bad + 1)); ft_log "bucket $b: Redis stock '$rstock', DB '$dstock'"; }
+        done
+        ft_eq "$bad" 0 "Redis stock = DB stock in each of the $n bucket(s)"
+        : >"$FT_WORK/rusers.$v"
+        for ((b = 0; b < ${n:-1}; b++)); do
+                ft_rcli hkeys "$(ft_key "$v" users "$b")" | grep -v -e '^$' -e '^_$' | sed "s/\$/ $b/" >>"$FT_WORK/rusers.$v"
+        done
+        rusers=$(awk '{print $1}' "$FT_WORK/rusers.$v" | sort | md5sum)
         dusers=$(ft_sql "SELECT user_id FROM tb_voucher_order WHERE voucher_id = $v AND status IN (1, 2)" | grep -v '^$' | sort | md5sum)
-        ft_eq "$rusers" "$dusers" "Redis users hash = DB active buyers ($(ft_rcli hlen "$(ft_key "$v" users)") users)"
+        ft_eq "$rusers" "$dusers" "Redis users hashes = DB active buyers ($(wc -l <"$FT_WORK/rusers.$v") users)"
+        wrong=$(python3 -c 'import binascii, sys
+n = int(sys.argv[1]); bad = 0
+for line in open(sys.argv[2]):
+    u, b = line.split()
+    if binascii.crc_hqx(u.encode(), 0) % n != int(b): bad += 1
+print(bad)' "${n:-1}" "$FT_WORK/rusers.$v")
+        ft_eq "$wrong" 0 "every Redis buyer is in its home bucket"
 }
 
 # ft_me FRONT V USER: orders/me state of USER.

@@ -72,13 +72,14 @@ static __attribute__((unused)) int64_t rb_voucher(int64_t init_stock, int64_t st
         int64_t vid = sk_test_rand_id();
 
         snprintf(sql, sizeof(sql),
-                 "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, stock, begin_time,"
-                 " end_time, status) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ","
+                 "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, begin_time,"
+                 " end_time, status) VALUES (%" PRId64 ", %" PRId64 ","
                  " UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, UTC_TIMESTAMP(3) + INTERVAL 1 HOUR, 1)",
-                 vid, init_stock, stock);
+                 vid, init_stock);
         rb_sql(sql);
-        rb_sql("INSERT IGNORE INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock)"
-                 " SELECT voucher_id, 0, init_stock, stock FROM tb_seckill_voucher");
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_seckill_stock (voucher_id, bucket, init_stock,"
+                 " stock) VALUES (%" PRId64 ", 0, %" PRId64 ", %" PRId64 ")", vid, init_stock, stock);
+        rb_sql(sql);
         return vid;
 }
 

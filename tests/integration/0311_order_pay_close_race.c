@@ -255,12 +255,12 @@ static void setup(void)
         sk_db_library_init();
         db = db_or_fail();
         snprintf(sql, sizeof(sql),
-                 "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, stock, begin_time, end_time,"
-                 " status) VALUES (%" PRId64 ", 1000, 0, NOW(3), NOW(3) + INTERVAL 1 HOUR, 1)", VOUCHER);
+                 "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, begin_time, end_time,"
+                 " status) VALUES (%" PRId64 ", 1000, NOW(3), NOW(3) + INTERVAL 1 HOUR, 1)", VOUCHER);
         exec_or_fail(db, sql);
         /* its one bucket row (DESIGN.md v4 6) */
         exec_or_fail(db, "INSERT IGNORE INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock)"
-                 " SELECT voucher_id, 0, init_stock, stock FROM tb_seckill_voucher");
+                 " SELECT voucher_id, 0, init_stock, 0 FROM tb_seckill_voucher");
         sk_db_close(db);
 }
 

@@ -214,9 +214,9 @@ CT_FN void ct_voucher(int64_t vid, int init_stock, int db_stock, int redis_stock
         int64_t now = sk_now_ms();
         redisReply *reply;
 
-        ct_exec("INSERT INTO tb_seckill_voucher (voucher_id, init_stock, stock, begin_time, end_time, status) "
-                "VALUES (%" PRId64 ", %d, %d, UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, "
-                "UTC_TIMESTAMP(3) + INTERVAL 1 HOUR, 1)", vid, init_stock, db_stock);
+        ct_exec("INSERT INTO tb_seckill_voucher (voucher_id, init_stock, begin_time, end_time, status) "
+                "VALUES (%" PRId64 ", %d, UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, "
+                "UTC_TIMESTAMP(3) + INTERVAL 1 HOUR, 1)", vid, init_stock);
         ct_exec("INSERT INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock) VALUES (%" PRId64
                 ", 0, %d, %d)", vid, init_stock, db_stock);
         sk_key_voucher(k, CT.conf.redis_prefix, vid, 0, SK_KEY_META);

@@ -66,7 +66,7 @@ rcli set "$P:{v:$V:0}:stock" $INIT >/dev/null
 rcli hset "$P:{v:$V:0}:users" _ _ >/dev/null   # as preheat lays a bucket out (DESIGN.md 4)
 rcli hset "$P:{v:$V:0}:trace" _ _ >/dev/null
 mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" "$DB" -e "INSERT INTO tb_seckill_voucher \
-  (voucher_id, init_stock, stock, begin_time, end_time, status) VALUES ($V, $INIT, $INIT, \
+  (voucher_id, init_stock, begin_time, end_time, status) VALUES ($V, $INIT, \
   FROM_UNIXTIME($((NOW / 1000 - 60))), FROM_UNIXTIME($((NOW / 1000 + 3600))), 1); \
   INSERT INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock) VALUES ($V, 0, $INIT, $INIT)"
 

@@ -12,8 +12,13 @@
  *     `degrade auto`: back to 202s, Redis = DB;
  *   - Redis frozen (SIGSTOP) instead of killed, then SIGCONT: the same path there and
  *     back, invariants and Redis = DB;
+ *   - Redis slow (CLIENT PAUSE 25 s, connections open): the breaker opens, the voucher
+ *     drains to the DB path (outcome path 'db'), comes back to Redis after the pause;
  *   - the DB away (a socat proxy frozen) while on the DB-only path: 503 within the
- *     request deadline, nothing written; the DB back: 200 again. */
+ *     request deadline, nothing written; the DB back: 200 again;
+ *   - (SK_0412_TWO_FRONTS=1, known to fail: the switch bounces) two fronts, one
+ *     reaching Redis through a frozen socat proxy: both serve the DB-only path, then
+ *     202 again; every 202 CREATED, one order per user. */
 #include <stdarg.h>
 
 #include "0499_front_util.h"
@@ -386,6 +391,36 @@ START_TEST(freeze_redis_mid_sale)
 }
 END_TEST
 
+/* Redis slow, not gone: CLIENT PAUSE on the private redis-server (every client's
+ * commands, PING included, wait out the pause; connections stay open). The breaker
+ * opens on timeouts, the voucher drains to the DB path (200 CREATED, outcome path 'db');
+ * when the pause ends the front rebuilds the voucher and answers 202 again, Redis = DB. */
+START_TEST(slow_redis_mid_sale)
+{
+        static book_t bk;
+        sk_redis_t *rc = ft_redis(&g_conf);
+        redisReply *r;
+        int i;
+        sale_t sl;
+
+        sale_start(&sl, &bk, rc, "slow", NULL, 40000, 20);
+        r = sk_test_cmd(rc, "CLIENT PAUSE 25000 ALL");
+        ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "CLIENT PAUSE failed");
+        freeReplyObject(r);
+        ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 200, &bk, 24) == 0, "no 200 (log %s)", sl.log);
+        ck_assert(state_is(sl.vid, "db"));
+        for (i = 0; i < 5; i++)
+                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
+        ck_assert_int_ge(q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64
+                           " AND path = 'db'", sl.vid), 6);
+        /* The pause ends by itself: back to Redis. */
+        ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 202, &bk, 90) == 0, "no 202 after the pause "
+                      "(log %s)", sl.log);
+        ck_assert_int_ge(q("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid), 4);
+        sale_finish(&sl, &bk, rc, 10);
+}
+END_TEST
+
 /* socat TCP proxy 127.0.0.1:@p listen -> 127.0.0.1:@p to in its own process group (one
  * child per connection: the test freezes the whole group). */
 static pid_t start_proxy(int listen, int to)
@@ -510,6 +545,69 @@ START_TEST(operator_db_only_then_auto)
 }
 END_TEST
 
+/* Two fronts, one behind a socat proxy to Redis that is frozen (SIGSTOP): that front's
+ * breaker opens; the voucher drains to the DB path, and both fronts answer 200 CREATED
+ * from the DB. SIGCONT: both answer 202 again. Every 202 ends CREATED (none FAILED
+ * sold_out), one order per user, Redis = DB. The switch's moves are printed (epoch,
+ * state) so a bounce (the healthy front starting db -> rebuilding while the other's
+ * breaker is open) shows in the log.
+ * KNOWN TO FAIL (2026-12-01): the healthy front A moves db -> rebuilding (why
+ * redis_healthy) -> redis (rebuilt) at once, the frozen front B moves redis -> draining
+ * (breaker_open) -> db, and again: epoch 0 -> 37 in 90 s, A answered one 200, B none
+ * (a request's epoch is stale by the time the DB-only pool runs it). Registered only
+ * with SK_0412_TWO_FRONTS=1. */
+START_TEST(two_fronts_one_frozen)
+{
+        static book_t bk;
+        sk_redis_t *rc = ft_redis(&g_conf);
+        char logb[256], saved[sizeof(g_conf.redis_url)];
+        int i, portb, pport = ft_free_port(), a200 = 0, b200 = 0, st;
+        long long epoch0, epoch, last = -1;
+        int64_t until;
+        pid_t pidb, proxy;
+        sale_t sl;
+
+        sale_start(&sl, &bk, rc, "twoa", NULL, 60000, 10);
+        proxy = start_proxy(pport, g_conf.redis.port);
+        memcpy(saved, g_conf.redis_url, sizeof(saved));
+        snprintf(g_conf.redis_url, sizeof(g_conf.redis_url), "redis://127.0.0.1:%d/0", pport);
+        pidb = start_front(&portb, logb, sizeof(logb), "twob", NULL);
+        memcpy(g_conf.redis_url, saved, sizeof(saved));
+        ck_assert_msg(buy_until(portb, sl.path, &sl.user, 202, &bk, 30) == 0, "no 202 on B (log %s)", logb);
+        epoch0 = q("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid);
+
+        ck_assert_int_eq(kill(-proxy, SIGSTOP), 0);
+        until = sk_mono_ms() + 90000;
+        while ((a200 < 5 || b200 < 5) && sk_mono_ms() < until) {
+                st = buy(sl.port, sl.path, sl.user++, &bk);
+                a200 += st == 200;
+                st = buy(portb, sl.path, sl.user++, &bk);
+                b200 += st == 200;
+                epoch = q("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid);
+                if (epoch != last) {
+                        fprintf(stderr, "0412 two fronts: epoch %lld state %s\n", epoch,
+                                state_is(sl.vid, "redis") ? "redis" : state_is(sl.vid, "draining")
+                                ? "draining" : state_is(sl.vid, "db") ? "db" : "rebuilding");
+                        last = epoch;
+                }
+                sk_sleep_ms(50, NULL);
+        }
+        fprintf(stderr, "0412 two fronts: frozen phase: A 200s %d, B 200s %d, epoch %lld -> %lld\n",
+                a200, b200, epoch0, last);
+        ck_assert_msg(a200 >= 5 && b200 >= 5, "200s: A %d, B %d (logs %s, %s)", a200, b200, sl.log, logb);
+
+        ck_assert_int_eq(kill(-proxy, SIGCONT), 0);
+        ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 202, &bk, 90) == 0, "no 202 on A (log %s)", sl.log);
+        ck_assert_msg(buy_until(portb, sl.path, &sl.user, 202, &bk, 90) == 0, "no 202 on B (log %s)", logb);
+        for (i = 0; i < 5; i++)
+                ck_assert_int_eq(buy(portb, sl.path, sl.user++, &bk), 202);
+        ck_assert_int_eq(ft_stop(pidb, 40), 0);
+        kill(-proxy, SIGKILL);
+        waitpid(proxy, NULL, 0);
+        sale_finish(&sl, &bk, rc, 5);
+}
+END_TEST
+
 static void setup(void)
 {
         sk_test_conf(&g_conf, "frontdeg");
@@ -540,7 +638,12 @@ int main(void)
         tcase_add_test(tc, kill_redis_mid_sale);
         tcase_add_test(tc, operator_db_only_then_auto);
         tcase_add_test(tc, freeze_redis_mid_sale);
+        tcase_add_test(tc, slow_redis_mid_sale);
         tcase_add_test(tc, db_down_on_db_path);
+        /* Known to fail (the switch bounces between the fronts, see the test's comment):
+         * run with SK_0412_TWO_FRONTS=1 until the rule of sk_dsw_next is settled. */
+        if (getenv("SK_0412_TWO_FRONTS") && strcmp(getenv("SK_0412_TWO_FRONTS"), "1") == 0)
+                tcase_add_test(tc, two_fronts_one_frozen);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
 }

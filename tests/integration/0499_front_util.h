@@ -322,14 +322,14 @@ static __attribute__((unused)) void ft_seed(const sk_conf_t *conf, sk_redis_t *r
         }
         if (db_status > 0) {
                 snprintf(sql, sizeof(sql),
-                         "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, stock, begin_time, "
-                         "end_time, status) VALUES (%" PRId64 ", %lld, %lld, FROM_UNIXTIME(%lld), "
+                         "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, begin_time, "
+                         "end_time, status) VALUES (%" PRId64 ", %lld, FROM_UNIXTIME(%lld), "
                          "FROM_UNIXTIME(%lld), %d)",
-                         vid, stock < 0 ? 0 : stock, stock < 0 ? 0 : stock,
+                         vid, stock < 0 ? 0 : stock,
                          (long long)(begin_ms / 1000), (long long)(end_ms / 1000), db_status);
                 ft_db_exec(conf, sql);
                 ft_db_exec(conf, "INSERT IGNORE INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock)"
-                 " SELECT voucher_id, 0, init_stock, stock FROM tb_seckill_voucher");
+                 " SELECT voucher_id, 0, init_stock, init_stock FROM tb_seckill_voucher");
         }
 }
 

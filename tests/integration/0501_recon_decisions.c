@@ -261,12 +261,12 @@ START_TEST(undecided_near_expiry_alerts)
 
         sk_id_format(vid, vs);
         snprintf(sql, sizeof(sql),
-                 "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, stock, begin_time, end_time, status)"
-                 " VALUES (%" PRId64 ", 5, 5, UTC_TIMESTAMP(3) - INTERVAL 70 HOUR,"
+                 "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, begin_time, end_time, status)"
+                 " VALUES (%" PRId64 ", 5, UTC_TIMESTAMP(3) - INTERVAL 70 HOUR,"
                  " UTC_TIMESTAMP(3) - INTERVAL 68 HOUR, 1)", vid);
         ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
         ck_assert_msg(sk_db_exec(rt_db, "INSERT IGNORE INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock)"
-                 " SELECT voucher_id, 0, init_stock, stock FROM tb_seckill_voucher", errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+                 " SELECT voucher_id, 0, init_stock, init_stock FROM tb_seckill_voucher", errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
         sk_key_voucher(meta, rt_conf.redis_prefix, vid, 0, SK_KEY_META);
         sk_key_voucher(trace_key, rt_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr),

@@ -45,10 +45,10 @@ static int64_t bucket_voucher(const int64_t *db, const int64_t *redis)
         int64_t vid = sk_test_rand_id(), now = sk_now_ms();
 
         snprintf(sql, sizeof(sql),
-                 "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, stock, buckets,"
-                 " begin_time, end_time, status) VALUES (%" PRId64 ", 100, %" PRId64 ", %d,"
+                 "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, buckets,"
+                 " begin_time, end_time, status) VALUES (%" PRId64 ", 100, %d,"
                  " UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, UTC_TIMESTAMP(3) + INTERVAL 1 HOUR, 1)",
-                 vid, db[0], NB);
+                 vid, NB);
         ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
         snprintf(begin, sizeof(begin), "%" PRId64, now - 3600000);
         snprintf(end, sizeof(end), "%" PRId64, now + 3600000);

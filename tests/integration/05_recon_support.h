@@ -241,14 +241,14 @@ static __attribute__((unused)) int64_t rt_voucher(int64_t stock)
         sk_err_t err;
 
         snprintf(sql, sizeof(sql),
-                 "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, stock, begin_time,"
-                 " end_time, status) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ","
+                 "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, begin_time,"
+                 " end_time, status) VALUES (%" PRId64 ", %" PRId64 ","
                  " UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, UTC_TIMESTAMP(3) + INTERVAL 1 HOUR, 1)",
-                 vid, stock, stock);
+                 vid, stock);
         err = sk_db_exec(rt_db, sql, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_OK, "insert voucher: %s", errstr);
         err = sk_db_exec(rt_db, "INSERT IGNORE INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock)"
-                 " SELECT voucher_id, 0, init_stock, stock FROM tb_seckill_voucher", errstr, sizeof(errstr));
+                 " SELECT voucher_id, 0, init_stock, init_stock FROM tb_seckill_voucher", errstr, sizeof(errstr));
         ck_assert_msg(err == SK_OK, "insert bucket row: %s", errstr);
         err = sk_voucher_preheat(&rt_conf, vid, 5000, &rep, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_OK, "preheat: %s", errstr);

@@ -168,3 +168,9 @@ int sk_db_ping(sk_db_t *db);
  *  error with "errno message" in errstr; SK_EINVAL for n > 8. Not thread-safe per @p db. */
 sk_err_t sk_db_exec_i64(sk_db_t *db, const char *sql, const int64_t *params, int n,
                         int64_t *affected, char *errstr, size_t errstr_size);
+/** @brief Run @p sql (a prepared statement, borrowed) with the caller's @p n parameter
+ *  binds @p b (borrowed; e.g. sk_db_bind_i64 / sk_db_bind_str, ids MYSQL_TYPE_LONGLONG);
+ *  *@p affected (may be NULL) = rows changed. Errors as sk_db_exec_i64. Not thread-safe
+ *  per @p db. */
+sk_err_t sk_db_exec_bound(sk_db_t *db, const char *sql, MYSQL_BIND *b, int n, int64_t *affected,
+                          char *errstr, size_t errstr_size);

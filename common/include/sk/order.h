@@ -128,14 +128,16 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
 
 /** @brief For a rebuild (DESIGN.md 8, 13), in its snapshot (the voucher row locked,
  *  before Redis stock is set from the DB): write `T:x` {"by":"rebuild","restored":0} for
- *  every CANCELLED/CLOSED order of @p voucher_id that lacks one, so a pending release
- *  never restores a unit the DB stock already counts; and a stub `T` ("rebuilt":1) for
- *  every UNPAID/PAID order whose `T` is missing (a DB-only order), so its later release
- *  restores its unit like any other. @p expire_at_ms: the key expiry E.
+ *  every CANCELLED/CLOSED order of @p voucher_id whose unit came from bucket @p bucket
+ *  (tb_voucher_order.bucket; the record goes to that bucket's trace hash) that lacks one,
+ *  so a pending release never restores a unit the DB stock already counts; and a stub
+ *  `T` ("rebuilt":1) for every UNPAID/PAID order of that bucket whose `T` is missing (a
+ *  DB-only order), so its later release restores its unit like any other.
+ *  @p expire_at_ms: the key expiry E.
  *  *marked = records written. @returns SK_OK, or the DB / Redis error. */
 sk_err_t sk_rebuild_mark_released(sk_db_t *db, sk_redis_t *r, const char *prefix,
-                                  int64_t voucher_id, int64_t expire_at_ms, int64_t *marked,
-                                  char *errstr, size_t errstr_size);
+                                  int64_t voucher_id, int bucket, int64_t expire_at_ms,
+                                  int64_t *marked, char *errstr, size_t errstr_size);
 
 /** @brief DEL `<prefix>:order:<order_id>` after a pay/cancel/close commit (DESIGN.md 3:
  *  the order cache never shows a stale status). @returns SK_OK or the Redis error. */

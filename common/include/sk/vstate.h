@@ -30,14 +30,15 @@
 
 #define SK_VSTATE_CHUNK 1000    /* users fields per script call */
 
-/** The keys of one voucher (DESIGN.md 4) and the rebuild's scratch users hash. */
+/** The keys of one bucket of a voucher (DESIGN.md v4 4) and the rebuild's scratch users hash. */
 typedef struct sk_vstate_keys {
         char meta[SK_KEY_MAX], stock[SK_KEY_MAX], users[SK_KEY_MAX], trace[SK_KEY_MAX];
         char users_tmp[SK_KEY_MAX + 16];
 } sk_vstate_keys_t;
 
-/** @brief Fill @p k for @p voucher_id under @p prefix. Pure. */
-void sk_vstate_keys(sk_vstate_keys_t *k, const char *prefix, int64_t voucher_id);
+/** @brief Fill @p k for bucket @p bucket (0..SK_BUCKETS_MAX-1) of @p voucher_id under
+ *  @p prefix. Pure. */
+void sk_vstate_keys(sk_vstate_keys_t *k, const char *prefix, int64_t voucher_id, int bucket);
 
 /** @brief The absolute expiry E of the voucher's keys in ms (DESIGN.md 4). Pure. */
 int64_t sk_vstate_expiry(const sk_conf_t *conf, const sk_voucher_row_t *row);
@@ -56,7 +57,7 @@ sk_err_t sk_vstate_pause(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t expir
 sk_err_t sk_vstate_unpause(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t expiry_ms,
                            int prev, char *errstr, size_t errstr_size);
 
-/** @brief Rewrite an existing meta's begin_ms, end_ms and status from @p row; a missing
+/** @brief Rewrite an existing meta's begin_ms, end_ms, status and buckets from @p row; a missing
  *  meta is not created (*written = 0). */
 sk_err_t sk_vstate_meta(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t expiry_ms,
                         const sk_voucher_row_t *row, int *written, char *errstr,
@@ -79,10 +80,12 @@ sk_err_t sk_vstate_write_users(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t
                                size_t errstr_size);
 
 /** @brief The last step, one script. @p replace = 1 (rebuild): UNLINK users, RENAME the
- *  scratch hash (if any) to users, SET stock = row->stock, then meta = the DB's begin_ms,
- *  end_ms, status (which lifts a pause). @p replace = 0 (preheat): stock = row->stock
+ *  scratch hash (if any) to users, SET stock = @p stock (the bucket's DB stock), then
+ *  meta = the DB's begin_ms, end_ms, status, buckets (which lifts a pause). Both give
+ *  users and trace the placeholder `_`. @p replace = 0 (preheat): stock = @p stock
  *  only if the key is missing or already equal (*sold_down = 1 and @p cur the Redis value
  *  otherwise, nothing written), then meta. Each key gets the expiry. */
 sk_err_t sk_vstate_commit(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t expiry_ms,
-                          const sk_voucher_row_t *row, int replace, int *sold_down,
-                          char *cur, size_t cur_size, char *errstr, size_t errstr_size);
+                          const sk_voucher_row_t *row, int64_t stock, int replace,
+                          int *sold_down, char *cur, size_t cur_size, char *errstr,
+                          size_t errstr_size);
