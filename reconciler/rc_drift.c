@@ -39,7 +39,8 @@ static int created_row(void *arg, const int64_t *cols, const int *nulls, int nco
         e = NULL;
         for (int b = 0; b < a->nb && !(e && e->deduct); b++)
                 e = sk_traceset_get(&a->sets[b], cols[0], 0);
-        if (!e || !e->deduct) {
+        /* A rebuild's stub T ("rebuilt":1) is no DEDUCT record: the entry is still gone. */
+        if (!e || !e->deduct || strstr(e->deduct, "\"rebuilt\":1")) {
                 if (sk_i64vec_push(&a->gone, cols[0]) != 0) {
                         a->oom = 1;
                         return 1;
@@ -79,12 +80,14 @@ static void drift_rows(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *sets, i
                         sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, b,
                                        SK_KEY_TRACE);
                         if ((err = sk_redis_cmdf(ctx->r, &reply, errstr, sizeof(errstr),
-                                                 "HEXISTS %s %s", k_trace, f)) != SK_OK) {
+                                                 "HGET %s %s", k_trace, f)) != SK_OK) {
                                 st->errors++;
-                                rc_note(st, "HEXISTS failed: %s", errstr);
+                                rc_note(st, "HGET failed: %s", errstr);
                                 break;
                         }
-                        found = reply->type != REDIS_REPLY_INTEGER || reply->integer != 0;
+                        /* A rebuild's stub T ("rebuilt":1) is no DEDUCT record: still gone. */
+                        found = reply->type == REDIS_REPLY_STRING &&
+                                strstr(reply->str, "\"rebuilt\":1") == NULL;
                         freeReplyObject(reply);
                 }
                 if (!err && !found)

@@ -295,17 +295,16 @@ sk_err_t sk_order_overdue_oldest_s(sk_db_t *db, int64_t *seconds, char *errstr,
                                 NULL, 0, 1, first_col, seconds, errstr, errstr_size);
 }
 
-sk_err_t sk_order_list_ended(sk_db_t *db, int64_t voucher_id, sk_order_row_t **rows, size_t *n,
-                             char *errstr, size_t errstr_size)
+/* The voucher's orders selected by @p sql (one `?`: the voucher id), in id order. */
+static sk_err_t list_orders(sk_db_t *db, const char *sql, int64_t voucher_id, sk_order_row_t **rows,
+                            size_t *n, char *errstr, size_t errstr_size)
 {
         rows_t r = { 0 };
         sk_err_t err;
 
         *rows = NULL;
         *n = 0;
-        err = sk_traceset_rows(db, "SELECT " ORDER_COLS " FROM tb_voucher_order"
-                               " WHERE voucher_id = ? AND status IN (3, 4) ORDER BY id",
-                               &voucher_id, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
+        err = sk_traceset_rows(db, sql, &voucher_id, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
         if (err == SK_OK && r.oom)
                 err = SK_ENOMEM;
         if (err) {
@@ -315,4 +314,20 @@ sk_err_t sk_order_list_ended(sk_db_t *db, int64_t voucher_id, sk_order_row_t **r
         *rows = r.v;
         *n = r.n;
         return SK_OK;
+}
+
+sk_err_t sk_order_list_ended(sk_db_t *db, int64_t voucher_id, sk_order_row_t **rows, size_t *n,
+                             char *errstr, size_t errstr_size)
+{
+        return list_orders(db, "SELECT " ORDER_COLS " FROM tb_voucher_order"
+                           " WHERE voucher_id = ? AND status IN (3, 4) ORDER BY id",
+                           voucher_id, rows, n, errstr, errstr_size);
+}
+
+sk_err_t sk_order_list_active(sk_db_t *db, int64_t voucher_id, sk_order_row_t **rows, size_t *n,
+                              char *errstr, size_t errstr_size)
+{
+        return list_orders(db, "SELECT " ORDER_COLS " FROM tb_voucher_order"
+                           " WHERE voucher_id = ? AND status IN (1, 2) ORDER BY id",
+                           voucher_id, rows, n, errstr, errstr_size);
 }

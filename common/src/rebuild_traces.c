@@ -118,7 +118,8 @@ sk_err_t rb_settle_traces(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
                 const sk_trace_entry_t *e = &set.v[i];
                 int undecided;
 
-                if (!e->deduct)
+                /* A stub T (a rebuild's, "rebuilt":1) stands for a DB order: no DEDUCT to settle. */
+                if (!e->deduct || strstr(e->deduct, "\"rebuilt\":1"))
                         continue;
                 rep->deducts++;
                 err = settle_one(conf, db, r, e, voucher_id, rep, &undecided, why,

@@ -99,6 +99,12 @@ sk_err_t sk_order_close_due(sk_db_t *db, int limit, sk_order_row_t **rows, size_
 sk_err_t sk_order_list_ended(sk_db_t *db, int64_t voucher_id, sk_order_row_t **rows, size_t *n,
                              char *errstr, size_t errstr_size);
 
+/** @brief Every UNPAID or PAID order of @p voucher_id (the rebuild's stub `T`, DESIGN.md
+ *  8, 13). *rows malloc'd, owned by the caller (NULL when *n = 0).
+ *  @returns SK_OK or the DB error. */
+sk_err_t sk_order_list_active(sk_db_t *db, int64_t voucher_id, sk_order_row_t **rows, size_t *n,
+                              char *errstr, size_t errstr_size);
+
 /** @brief Seconds the oldest UNPAID order is past its deadline (0: none), DB clock.
  *  @returns SK_OK or the DB error. */
 sk_err_t sk_order_overdue_oldest_s(sk_db_t *db, int64_t *seconds, char *errstr,
@@ -124,7 +130,9 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
  *  before Redis stock is set from the DB): write `T:x` {"by":"rebuild","restored":0} for
  *  every CANCELLED/CLOSED order of @p voucher_id whose unit came from bucket @p bucket
  *  (tb_voucher_order.bucket; the record goes to that bucket's trace hash) that lacks one,
- *  so a pending release never restores a unit the DB stock already counts.
+ *  so a pending release never restores a unit the DB stock already counts; and a stub
+ *  `T` ("rebuilt":1) for every UNPAID/PAID order of that bucket whose `T` is missing (a
+ *  DB-only order), so its later release restores its unit like any other.
  *  @p expire_at_ms: the key expiry E.
  *  *marked = records written. @returns SK_OK, or the DB / Redis error. */
 sk_err_t sk_rebuild_mark_released(sk_db_t *db, sk_redis_t *r, const char *prefix,

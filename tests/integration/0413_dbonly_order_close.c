@@ -1,0 +1,339 @@
+/* 0413_dbonly_order_close.c: an order created on the DB-only path (DESIGN.md 12) and
+ * closed by the consumer's closer (DESIGN.md 13), release.lua of DESIGN.md 4 ("a DB-only
+ * order (no T) gets only T:x: the recovery rebuild counts its unit from the DB"), against
+ * a PRIVATE redis-server, the real MariaDB and Kafka, one front and one consumer:
+ *   - closed AFTER Redis is back: `degrade db-only`, a purchase is 200 CREATED (UNPAID,
+ *     short pay deadline); `degrade auto`: the rebuild gives the order its stub T; the
+ *     closer closes it: CLOSED, RESTORE row business_type 5, DB stock +1, T:x restored 1,
+ *     Redis = DB; the same user buys again (202) and the unit is sold again; verify 0;
+ *   - closed WHILE the voucher is on the DB-only path (Redis healthy): the DB stock is
+ *     restored, release.lua writes only T:x (restored 0, no T); `degrade auto`: the
+ *     rebuild counts the unit from the DB once: Redis = DB, no double restore. */
+#include <stdarg.h>
+
+#include "0499_front_util.h"
+
+#define C_STOCK 3
+
+static sk_conf_t g_conf;
+static pid_t g_redis_pid, g_cons_pid;
+
+static void child_env(void)
+{
+        setenv("SECKILL_REDIS_URL", g_conf.redis_url, 1);
+        setenv("SECKILL_MYSQL_URL", g_conf.mysql_url, 1);
+        setenv("SECKILL_KAFKA_BROKERS", g_conf.kafka_brokers, 1);
+        setenv("SECKILL_TOPIC", g_conf.topic, 1);
+        setenv("SECKILL_GROUP_ID", g_conf.group_id, 1);
+        setenv("SECKILL_REDIS_PREFIX", g_conf.redis_prefix, 1);
+        setenv("SECKILL_TOPIC_PARTITIONS", "2", 1);
+        setenv("SECKILL_KAFKA_DELIVERY_TIMEOUT_MS", "3000", 1);
+        setenv("SECKILL_METRICS_ADDR", "off", 1);
+        unsetenv("SECKILL_FAILPOINTS");
+}
+
+/* The consumer: closer every 200 ms; its own orders (the Kafka path) get 10 minutes. */
+static pid_t start_consumer(const char *what)
+{
+        char path[1024], log[256];
+        pid_t pid;
+
+        snprintf(path, sizeof(path), "%s/seckill-consumer", getenv("SK_BIN"));
+        snprintf(log, sizeof(log), "%s/consumer_0413_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
+                 what, (int)getpid());
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+                if (fd >= 0) {
+                        dup2(fd, 1);
+                        dup2(fd, 2);
+                        close(fd);
+                }
+                child_env();
+                setenv("SECKILL_CLOSE_INTERVAL_MS", "200", 1);
+                setenv("SECKILL_PAY_TIMEOUT_S", "600", 1);
+                execl(path, path, "-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500",
+                      (char *)NULL);
+                _exit(127);
+        }
+        return pid;
+}
+
+/* seckill-admin @p a1 .. @p a4 (NULL ends them early). @returns its exit status. */
+static int admin(const char *a1, const char *a2, const char *a3, const char *a4)
+{
+        char path[1024];
+        int status = 0;
+        pid_t pid;
+
+        snprintf(path, sizeof(path), "%s/seckill-admin", getenv("SK_BIN"));
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                child_env();
+                execl(path, path, a1, a2, a3, a4, (char *)NULL);
+                _exit(127);
+        }
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* The first column of the first row of a query (-1 without a row or on NULL). */
+static long long q(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static long long q(const char *fmt, ...)
+{
+        char sql[1024];
+        MYSQL *my = mysql_init(NULL);
+        MYSQL_RES *res;
+        MYSQL_ROW row;
+        long long v = -1;
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(sql, sizeof(sql), fmt, ap);
+        va_end(ap);
+        ck_assert(mysql_real_connect(my, g_conf.mysql.host, g_conf.mysql.user, NULL,
+                                     g_conf.mysql.database, (unsigned)g_conf.mysql.port, NULL, 0));
+        ck_assert_msg(mysql_query(my, sql) == 0, "%s: %s", sql, mysql_error(my));
+        res = mysql_store_result(my);
+        if (res && (row = mysql_fetch_row(res)) && row[0])
+                v = strtoll(row[0], NULL, 10);
+        if (res)
+                mysql_free_result(res);
+        mysql_close(my);
+        return v;
+}
+
+static int wait_state(int64_t vid, const char *state, int timeout_s)
+{
+        int64_t until = sk_mono_ms() + timeout_s * 1000LL;
+
+        while (sk_mono_ms() < until) {
+                if (q("SELECT COUNT(*) FROM tb_seckill_switch WHERE scope = %" PRId64 " AND state = '%s'",
+                      vid, state) == 1)
+                        return 0;
+                sk_sleep_ms(200, NULL);
+        }
+        return -1;
+}
+
+/* The order's status, polled until it is @p want (or 30 s). */
+static long long wait_order_status(int64_t order, long long want)
+{
+        int64_t until = sk_mono_ms() + 30000;
+        long long st;
+
+        while ((st = q("SELECT status FROM tb_voucher_order WHERE id = %" PRId64, order)) != want &&
+               sk_mono_ms() < until)
+                sk_sleep_ms(200, NULL);
+        return st;
+}
+
+/* The T:x entry of @p trace in bucket 0's trace hash, polled until present (or 30 s);
+ * malloc'd, or NULL. */
+static char *wait_tx(sk_redis_t *rc, int64_t vid, int64_t trace)
+{
+        char k[SK_KEY_MAX], f[40];
+        int64_t until = sk_mono_ms() + 30000;
+        char *s;
+
+        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
+        snprintf(f, sizeof(f), "%" PRId64 ":x", trace);
+        while ((s = ft_hget(rc, k, f)) == NULL && sk_mono_ms() < until)
+                sk_sleep_ms(200, NULL);
+        return s;
+}
+
+static int has_t(sk_redis_t *rc, int64_t vid, int64_t trace)
+{
+        char k[SK_KEY_MAX], f[24];
+        char *s;
+
+        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
+        snprintf(f, sizeof(f), "%" PRId64, trace);
+        s = ft_hget(rc, k, f);
+        free(s);
+        return s != NULL;
+}
+
+static long long db_stock(int64_t vid)
+{
+        return q("SELECT SUM(stock) FROM tb_seckill_stock WHERE voucher_id = %" PRId64, vid);
+}
+
+/* A voucher of C_STOCK units (one bucket) put on the DB-only path by the operator, a
+ * front with a 3 s pay window, and one purchase of @p user answered 200 CREATED on it. */
+typedef struct dbo {
+        int64_t vid, trace, order;
+        char v[SK_ID_STRLEN], path[160], log[256];
+        int port;
+        pid_t pid;
+} dbo_t;
+
+static void dbonly_purchase(dbo_t *d, sk_redis_t *rc, const char *what, int64_t user)
+{
+        const char *env[] = { NULL, "SECKILL_PAY_TIMEOUT_S=3", "SECKILL_BREAKER_OPEN_MS=1000",
+                              "SECKILL_BREAKER_HEALTHY_MS=1500", NULL };
+        char url_env[600], u[24], body[1024], s[32];
+        int64_t t = sk_now_ms(), until;
+        int st;
+
+        d->vid = sk_test_rand_id();
+        ft_seed(&g_conf, rc, d->vid, C_STOCK, t - 60000, t + 3600000, 1, 1);
+        sk_id_format(d->vid, d->v);
+        snprintf(d->path, sizeof(d->path), "/api/v1/vouchers/%s/seckill", d->v);
+        ck_assert_int_eq(admin("degrade", "db-only", "--voucher", d->v), 0);
+        snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=%s", g_conf.redis_url);
+        env[0] = url_env;
+        snprintf(d->log, sizeof(d->log), "%s/front_0413_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
+                 what, (int)getpid());
+        d->port = ft_free_port();
+        d->pid = ft_spawn(&g_conf, d->port, env, d->log);
+        ck_assert_msg(ft_wait_ready(d->port, d->pid, 40) == 0 ||
+                      ft_http(d->port, "GET", "/healthz", NULL, NULL, body, sizeof(body)) == 200,
+                      "front not up (log %s)", d->log);
+        ck_assert_msg(wait_state(d->vid, "db", 40) == 0, "not db (log %s)", d->log);
+        sk_sleep_ms(1500, NULL); /* the front's next read of the switch rows */
+        snprintf(u, sizeof(u), "%" PRId64, user);
+        until = sk_mono_ms() + 20000;
+        while ((st = ft_http(d->port, "POST", d->path, u, NULL, body, sizeof(body))) == 503 &&
+               sk_mono_ms() < until)
+                sk_sleep_ms(200, NULL);
+        ck_assert_msg(st == 200, "status %d: %s (log %s)", st, body, d->log);
+        ck_assert_int_eq(ft_json_field(body, "state", s, sizeof(s)), 0);
+        ck_assert_str_eq(s, "CREATED");
+        ck_assert_int_eq(ft_json_field(body, "traceId", s, sizeof(s)), 0);
+        ck_assert_int_eq(sk_id_parse_cstr(s, &d->trace), 0);
+        ck_assert_int_eq(ft_json_field(body, "orderId", s, sizeof(s)), 0);
+        ck_assert_int_eq(sk_id_parse_cstr(s, &d->order), 0);
+        /* UNPAID on the DB path, the unit taken from the DB only; no T in Redis. */
+        ck_assert_int_eq(q("SELECT status FROM tb_voucher_order WHERE id = %" PRId64, d->order), 1);
+        ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64
+                           " AND order_id = %" PRId64 " AND outcome = 1 AND path = 'db'", d->trace, d->order), 1);
+        ck_assert_int_eq(db_stock(d->vid), C_STOCK - 1);
+        ck_assert_int_eq(has_t(rc, d->vid, d->trace), 0);
+}
+
+/* The close of the order: CLOSED, one RESTORE row (business_type 5), DB stock back. */
+static void check_closed(const dbo_t *d)
+{
+        ck_assert_msg(wait_order_status(d->order, 4) == 4, "order not closed");
+        ck_assert_int_eq(q("SELECT business_type FROM tb_voucher_reconcile_log WHERE trace_id = %" PRId64
+                           " AND log_type = 1", d->trace), 5);
+        ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_voucher_reconcile_log WHERE trace_id = %" PRId64
+                           " AND log_type = 1", d->trace), 1);
+        ck_assert_int_eq(db_stock(d->vid), C_STOCK);
+}
+
+START_TEST(closed_after_redis_back)
+{
+        sk_redis_t *rc = ft_redis(&g_conf);
+        char *tx, body[1024], u[24], s[32];
+        int64_t user = 7001, trace2, until;
+        dbo_t d;
+
+        dbonly_purchase(&d, rc, "after", user);
+        /* Back to auto before any closer runs: the rebuild counts the unit from the DB
+         * and writes the order's stub T. */
+        ck_assert_int_eq(admin("degrade", "auto", "--voucher", d.v), 0);
+        ck_assert_msg(wait_state(d.vid, "redis", 40) == 0, "not back to redis (log %s)", d.log);
+        ck_assert_int_eq(has_t(rc, d.vid, d.trace), 1);
+        ck_assert_int_eq(ft_stock(&g_conf, rc, d.vid), C_STOCK - 1);
+        ck_assert_int_eq(q("SELECT status FROM tb_voucher_order WHERE id = %" PRId64, d.order), 1);
+
+        g_cons_pid = start_consumer("after");
+        check_closed(&d);
+        tx = wait_tx(rc, d.vid, d.trace);
+        ck_assert_msg(tx != NULL, "no T:x");
+        ck_assert_msg(strstr(tx, "\"by\":\"close\",\"restored\":1") != NULL, "%s", tx);
+        free(tx);
+        ck_assert_int_eq(ft_stock(&g_conf, rc, d.vid), C_STOCK);
+
+        /* The same user buys again on the Redis path: the unit is sold again. */
+        sk_sleep_ms(1500, NULL); /* the front's next read of the switch rows */
+        snprintf(u, sizeof(u), "%" PRId64, user);
+        ck_assert_int_eq(ft_http(d.port, "POST", d.path, u, NULL, body, sizeof(body)), 202);
+        ck_assert_int_eq(ft_json_field(body, "traceId", s, sizeof(s)), 0);
+        ck_assert_int_eq(sk_id_parse_cstr(s, &trace2), 0);
+        until = sk_mono_ms() + 30000;
+        while (q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64, trace2) != 1 &&
+               sk_mono_ms() < until)
+                sk_sleep_ms(200, NULL);
+        ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_seckill_outcome o JOIN tb_voucher_order d ON d.id = o.order_id"
+                           " WHERE o.trace_id = %" PRId64 " AND o.outcome = 1 AND o.path = 'kafka' AND d.user_id = %"
+                           PRId64 " AND d.status IN (1, 2)", trace2, user), 1);
+        ck_assert_int_eq(db_stock(d.vid), C_STOCK - 1);
+        ck_assert_int_eq(ft_stock(&g_conf, rc, d.vid), C_STOCK - 1);
+        ck_assert_int_eq(admin("verify", d.v, NULL, NULL), 0);
+        ck_assert_int_eq(ft_stop(d.pid, 40), 0);
+        sk_redis_close(rc);
+}
+END_TEST
+
+START_TEST(closed_on_db_path)
+{
+        sk_redis_t *rc = ft_redis(&g_conf);
+        char *tx;
+        dbo_t d;
+
+        g_cons_pid = start_consumer("ondb");
+        dbonly_purchase(&d, rc, "ondb", 8001);
+        /* Closed while the voucher is still on the DB path: Redis is healthy, the
+         * release writes only T:x (no T, nothing restored in Redis). */
+        check_closed(&d);
+        tx = wait_tx(rc, d.vid, d.trace);
+        ck_assert_msg(tx != NULL, "no T:x");
+        ck_assert_msg(strstr(tx, "\"by\":\"close\",\"restored\":0") != NULL, "%s", tx);
+        free(tx);
+        ck_assert_int_eq(has_t(rc, d.vid, d.trace), 0);
+        ck_assert_int_eq(wait_state(d.vid, "db", 1), 0);
+
+        /* Back to auto: the rebuild counts the unit from the DB, once. */
+        ck_assert_int_eq(admin("degrade", "auto", "--voucher", d.v), 0);
+        ck_assert_msg(wait_state(d.vid, "redis", 40) == 0, "not back to redis (log %s)", d.log);
+        ck_assert_int_eq(db_stock(d.vid), C_STOCK);
+        ck_assert_int_eq(ft_stock(&g_conf, rc, d.vid), C_STOCK);
+        sk_sleep_ms(1000, NULL); /* a late release or closer pass would show now */
+        ck_assert_int_eq(ft_stock(&g_conf, rc, d.vid), C_STOCK);
+        ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_voucher_reconcile_log WHERE trace_id = %" PRId64
+                           " AND log_type = 1", d.trace), 1);
+        ck_assert_int_eq(admin("verify", d.v, NULL, NULL), 0);
+        ck_assert_int_eq(ft_stop(d.pid, 40), 0);
+        sk_redis_close(rc);
+}
+END_TEST
+
+static void setup(void)
+{
+        sk_test_conf(&g_conf, "dbclose");
+        sk_test_migrate(&g_conf);
+        g_redis_pid = ft_private_redis(&g_conf, NULL);
+}
+
+static void teardown(void)
+{
+        ft_reap_all();
+        if (g_cons_pid > 0) {
+                kill(g_cons_pid, SIGTERM);
+                waitpid(g_cons_pid, NULL, 0);
+                g_cons_pid = 0;
+        }
+        ft_private_redis_stop(&g_redis_pid);
+        sk_test_cleanup(&g_conf);
+}
+
+int main(void)
+{
+        Suite *s = suite_create("dbonly_order_close");
+        TCase *tc = tcase_create("close");
+
+        setenv("CK_FORK", "no", 1);
+        tcase_set_timeout(tc, 90);
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, closed_after_redis_back);
+        tcase_add_test(tc, closed_on_db_path);
+        suite_add_tcase(s, tc);
+        return sk_test_run(s);
+}
