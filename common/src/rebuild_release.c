@@ -7,7 +7,7 @@
  * nothing. A release landing between the snapshot and the SET is overwritten by the SET
  * (undersell the next drift pass repairs, never a double restore).
  * Every active order whose `T` is missing (a DB-only order of DESIGN.md 12, or a `T`
- * Redis lost) gets a stub `T` ("rebuilt":1, one unit, home = its bucket) in its bucket's
+ * Redis lost) gets a stub `T` ("rebuilt":1, one unit, home = the buyer's home bucket) in its bucket's
  * trace hash, so its later release restores the unit the rebuilt stock counts as sold.
  * What it does not do: touch the DB or the stock. */
 #include <inttypes.h>
@@ -19,6 +19,7 @@
 #include "sk/ids.h"
 #include "sk/keys.h"
 #include "sk/order.h"
+#include "sk/traceset.h"
 
 #define MARK_CHUNK 200
 
@@ -46,7 +47,7 @@ static const char STUB_LUA[] =
         "return n\n";
 
 /* One EVAL of STUB_LUA for @p m rows of bucket @p b. */
-static sk_err_t stub_chunk(sk_redis_t *r, const char *prefix, int b, const char *e_s,
+static sk_err_t stub_chunk(sk_redis_t *r, const char *prefix, int b, int nb, const char *e_s,
                            const sk_order_row_t *const *rows, size_t m, int64_t *marked, char *errstr,
                            size_t errstr_size)
 {
@@ -72,7 +73,8 @@ static sk_err_t stub_chunk(sk_redis_t *r, const char *prefix, int b, const char 
                          "{\"traceId\":\"%" PRId64 "\",\"orderId\":\"%" PRId64 "\",\"userId\":\"%" PRId64
                          "\",\"voucherId\":\"%" PRId64 "\",\"bucket\":%d,\"home\":%d,\"beforeQty\":1,"
                          "\"deductQty\":1,\"afterQty\":0,\"ts\":%s,\"rebuilt\":1}",
-                         o->trace_id, o->order_id, o->user_id, o->voucher_id, b, b, ts_s);
+                         o->trace_id, o->order_id, o->user_id, o->voucher_id, b,
+                         sk_home_bucket(o->user_id, nb), ts_s);
                 argv[5 + 2 * j] = ids[j];
                 argv[6 + 2 * j] = vals[j];
         }
@@ -84,7 +86,18 @@ static sk_err_t stub_chunk(sk_redis_t *r, const char *prefix, int b, const char 
         return err;
 }
 
-/* The stub `T` of every active order of bucket @p b lacking one, in chunks. */
+/* sk_traceset_rows callback: the voucher's bucket count. */
+static int buckets_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
+{
+        int *nb = arg;
+
+        if (ncols >= 1 && !nulls[0] && cols[0] >= 1 && cols[0] <= SK_BUCKETS_MAX)
+                *nb = (int)cols[0];
+        return 0;
+}
+
+/* The stub `T` of every active order of bucket @p b lacking one, in chunks; its `home`
+ * is the buyer's home bucket (DESIGN.md 4), so a later release clears the right users. */
 static sk_err_t stub_active(sk_db_t *db, sk_redis_t *r, const char *prefix, int64_t voucher_id, int b,
                             const char *e_s, int64_t *marked, char *errstr, size_t errstr_size)
 {
@@ -93,6 +106,11 @@ static sk_err_t stub_active(sk_db_t *db, sk_redis_t *r, const char *prefix, int6
         size_t n = 0, i, m = 0;
         sk_err_t err;
 
+        int nb = 1;
+
+        if ((err = sk_traceset_rows(db, "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = ?",
+                                    &voucher_id, 1, 1, buckets_row, &nb, errstr, errstr_size)) != SK_OK)
+                return err;
         if ((err = sk_order_list_active(db, voucher_id, &rows, &n, errstr, errstr_size)) != SK_OK)
                 return err;
         for (i = 0; i < n && err == SK_OK; i++) {
@@ -100,12 +118,12 @@ static sk_err_t stub_active(sk_db_t *db, sk_redis_t *r, const char *prefix, int6
                         continue;
                 chunk[m++] = &rows[i];
                 if (m == MARK_CHUNK) {
-                        err = stub_chunk(r, prefix, b, e_s, chunk, m, marked, errstr, errstr_size);
+                        err = stub_chunk(r, prefix, b, nb, e_s, chunk, m, marked, errstr, errstr_size);
                         m = 0;
                 }
         }
         if (m > 0 && err == SK_OK)
-                err = stub_chunk(r, prefix, b, e_s, chunk, m, marked, errstr, errstr_size);
+                err = stub_chunk(r, prefix, b, nb, e_s, chunk, m, marked, errstr, errstr_size);
         free(rows);
         return err;
 }
