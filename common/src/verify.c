@@ -394,7 +394,8 @@ static sk_err_t pending_releases(sk_db_t *db, sk_redis_t *r, const char *k_trace
 /* Traces that hold Redis stock unless proven otherwise: T present, no T:r. */
 static int held(const sk_trace_entry_t *e)
 {
-        return e->deduct && !e->restore && e->msg_ok;
+        /* A rebuild's stub T ("rebuilt":1) stands for a DB order, not a DEDUCT in flight. */
+        return e->deduct && !e->restore && e->msg_ok && !strstr(e->deduct, "\"rebuilt\":1");
 }
 
 /* Outcomes of the held traces, first without any lock (may be many). @p ids receives
