@@ -319,6 +319,9 @@ typedef struct show {
         int64_t active, created, failed;           /* -1 = unknown */
         redisReply *meta, *stock;                  /* HGETALL meta, GET stock (owned) */
         long long users, traces, meta_ttl, stock_ttl;
+        int nb;                                    /* buckets shown (the DB's N, else 1) */
+        char b_stock[SK_BUCKETS_MAX][24];          /* Redis stock of bucket b ("" missing) */
+        long long b_users[SK_BUCKETS_MAX];         /* buyers in bucket b's users hash */
 } show_t;
 
 static void show_json(const show_t *v)
@@ -359,6 +362,24 @@ static void show_json(const show_t *v)
         cJSON_AddNumberToObject(rd, "traceEntries", (double)v->traces);
         cJSON_AddNumberToObject(rd, "metaTtlMs", (double)v->meta_ttl);
         cJSON_AddNumberToObject(rd, "stockTtlMs", (double)v->stock_ttl);
+        {
+                cJSON *arr = cJSON_AddArrayToObject(root, "buckets"), *b;
+
+                for (int i = 0; i < v->nb; i++) {
+                        b = cJSON_CreateObject();
+                        cJSON_AddNumberToObject(b, "bucket", i);
+                        if (v->in_db) {
+                                cJSON_AddNumberToObject(b, "dbInitStock", (double)v->row.bucket_init[i]);
+                                cJSON_AddNumberToObject(b, "dbStock", (double)v->row.bucket_stock[i]);
+                        }
+                        if (v->b_stock[i][0])
+                                cJSON_AddStringToObject(b, "redisStock", v->b_stock[i]);
+                        else
+                                cJSON_AddNullToObject(b, "redisStock");
+                        cJSON_AddNumberToObject(b, "redisUsers", (double)v->b_users[i]);
+                        cJSON_AddItemToArray(arr, b);
+                }
+        }
         print_json(root);
 }
 
@@ -390,6 +411,15 @@ static void show_text(const show_t *v)
                "stock_ttl_ms=%lld\n",
                v->stock->type == REDIS_REPLY_STRING ? v->stock->str : "(missing)", v->users,
                v->traces, v->meta_ttl, v->stock_ttl);
+        for (int i = 0; v->nb > 1 && i < v->nb; i++) {
+                if (v->in_db)
+                        printf("  bucket %-2d db init_stock=%" PRId64 " stock=%" PRId64, i,
+                               v->row.bucket_init[i], v->row.bucket_stock[i]);
+                else
+                        printf("  bucket %-2d", i);
+                printf("  redis stock=%s users=%lld\n", v->b_stock[i][0] ? v->b_stock[i] : "(missing)",
+                       v->b_users[i]);
+        }
         fflush(stdout);
 }
 
@@ -416,6 +446,21 @@ static sk_err_t show_redis(const sk_conf_t *conf, sk_redis_t *r, show_t *v, char
         v->traces -= v->traces > 0 && has_placeholder(r, trace_key);
         v->meta_ttl = redis_int(r, "PTTL", meta_key, -3);
         v->stock_ttl = redis_int(r, "PTTL", stock_key, -3);
+        /* Every bucket (DESIGN.md 14): the summary line above is bucket 0's. */
+        v->nb = v->in_db && v->row.buckets >= 1 && v->row.buckets <= SK_BUCKETS_MAX ? v->row.buckets : 1;
+        for (int b = 0; b < v->nb; b++) {
+                redisReply *reply = NULL;
+
+                sk_key_voucher(stock_key, conf->redis_prefix, v->id, b, SK_KEY_STOCK);
+                sk_key_voucher(users_key, conf->redis_prefix, v->id, b, SK_KEY_USERS);
+                if ((err = sk_redis_cmd(r, &reply, 2, get, NULL, errstr, errstr_size)) != SK_OK)
+                        return err;
+                if (reply->type == REDIS_REPLY_STRING)
+                        snprintf(v->b_stock[b], sizeof(v->b_stock[b]), "%.20s", reply->str);
+                freeReplyObject(reply);
+                v->b_users[b] = redis_int(r, "HLEN", users_key, -1);
+                v->b_users[b] -= v->b_users[b] > 0 && has_placeholder(r, users_key);
+        }
         return SK_OK;
 }
 
