@@ -15,16 +15,18 @@
 # 202 answers (seckill_front_requests_total{code="202"}) = stock, Redis stock = 0 and
 # the users hash holds exactly stock buyers; otherwise it says FAIL and exits 1.
 #
-# Scope today: ONE stock bucket (the v4 buckets, DESIGN.md 14, are not built yet: the
-# voucher is seeded with the key layout {v:ID:0}:meta/stock/users/trace, directly in
-# Redis like bench/front.sh; no DB rows, no consumer). The front publishes its 1,000
-# admissions to a topic of its own, which nobody consumes. The front runs with its local
+# Scope: the voucher has BENCH_BUCKETS (4) buckets (DESIGN.md 14), seeded directly in
+# Redis as preheat lays them out ({v:ID:b}:meta/stock/users/trace, users and trace with
+# the placeholder _, meta written last with buckets=N; no DB rows, no consumer), so home
+# buckets empty at different times and the front probes the others before 10005. The
+# front publishes its 1,000 admissions to a topic of its own, which nobody consumes. The
+# front runs with its local
 # sold-out cache (DESIGN.md 4; SECKILL_SOLDOUT_CACHE_MS, default 1000, 0 = off): after the
 # sell-out most requests are answered 10005 without Redis; the run prints the cache's
 # hits. SECKILL_SOLDOUT_CACHE_MS=0 measures the front with every request on deduct.lua.
 #
 # Env: SK_BIN (build/bin), SK_BENCH_BIN (build/bench), BENCH_SECONDS (10), BENCH_CONNS
-#      (256), BENCH_THREADS (2), BENCH_STOCK (1000), BENCH_BUYERS (100000),
+#      (256), BENCH_THREADS (2), BENCH_STOCK (1000), BENCH_BUYERS (100000), BENCH_BUCKETS (4),
 #      SECKILL_HTTP_THREADS (2, also the constant server's), SECKILL_* as for the front.
 #      Redis at 127.0.0.1:6379 (redis-cli, redis-benchmark). Figures only, never asserted
 #      (DESIGN.md: speed is not a test); record runs in bench/README.md.
@@ -38,6 +40,7 @@ conns=${BENCH_CONNS:-256}
 threads=${BENCH_THREADS:-2}
 stock=${BENCH_STOCK:-1000}
 buyers=${BENCH_BUYERS:-100000}
+buckets=${BENCH_BUCKETS:-4}
 http_threads=${SECKILL_HTTP_THREADS:-2}
 for t in wrk redis-benchmark redis-cli curl python3; do
   command -v $t >/dev/null || { echo "bench/sale.sh: $t not found" >&2; exit 2; }
@@ -56,9 +59,24 @@ vf=$((RANDOM * 1000 + 21))       # the sale's voucher
 vr=$((vf + 1))                   # redis-benchmark's sold-out voucher
 now_ms=$(( $(date +%s) * 1000 ))
 extra=$(( (48 + 24) * 3600 * 1000 ))
-seed() {  # seed ID STOCK
-  $rc hset "$prefix:{v:$1:0}:meta" begin_ms $((now_ms - 60000)) end_ms $((now_ms + 3600000)) status 1 >/dev/null
-  $rc set "$prefix:{v:$1:0}:stock" "$2" >/dev/null
+seed() {  # seed ID STOCK N: N buckets as preheat lays them out (S/N, remainder to the first)
+  local b n=$3 share
+  for ((b = n - 1; b >= 0; b--)); do
+    share=$(( $2 / n + (b < $2 % n ? 1 : 0) ))
+    $rc set "$prefix:{v:$1:$b}:stock" "$share" >/dev/null
+    $rc hset "$prefix:{v:$1:$b}:users" _ _ >/dev/null
+    $rc hset "$prefix:{v:$1:$b}:trace" _ _ >/dev/null
+    $rc hset "$prefix:{v:$1:$b}:meta" begin_ms $((now_ms - 60000)) end_ms $((now_ms + 3600000)) \
+      status 1 buckets "$n" >/dev/null
+  done
+}
+sum_buckets() {  # sum_buckets ID: total Redis stock and buyers (users minus _) over buckets
+  local b st=0 us=0
+  for ((b = 0; b < buckets; b++)); do
+    st=$((st + $($rc get "$prefix:{v:$1:$b}:stock")))
+    us=$((us + $($rc hlen "$prefix:{v:$1:$b}:users") - 1))
+  done
+  echo "$st $us"
 }
 # Its own database: the front leases its worker id in tb_worker_lease (DESIGN.md 2).
 db="bench_sale_$$_$RANDOM"
@@ -72,10 +90,10 @@ cleanup() {
 }
 trap cleanup EXIT
 "$SK_BIN/seckill-admin" db migrate >/dev/null || { echo "bench/sale.sh: db migrate failed" >&2; exit 1; }
-seed $vf "$stock"
-seed $vr 0
+seed $vf "$stock" "$buckets"
+seed $vr 0 1
 echo "machine: $(uptime | sed 's/.*load/load/') cores=$(nproc)"
-echo "sale: stock=$stock buyers=$buyers conns=$conns wrk_threads=$threads seconds=$secs http_threads=$http_threads buckets=1"
+echo "sale: stock=$stock buyers=$buyers conns=$conns wrk_threads=$threads seconds=$secs http_threads=$http_threads buckets=$buckets"
 
 # ---- 1. the sale
 SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_REDIS_PREFIX=$prefix SECKILL_TOPIC=$topic \
@@ -103,8 +121,8 @@ causes=$(echo "$metrics" | sed -n 's/^seckill_front_unavailable_total{cause="\([
 echo "front_503_causes: ${causes:-none}"
 echo "front_soldout_cache: ms=${SECKILL_SOLDOUT_CACHE_MS:-1000} hits=$(echo "$metrics" | sed -n 's/^seckill_front_soldout_cache_hits_total //p')"
 admitted=$(code 202)
-left=$($rc get "$prefix:{v:$vf:0}:stock")
-holders=$($rc hlen "$prefix:{v:$vf:0}:users")
+read -r left holders < <(sum_buckets $vf)
+echo "buckets_after: $(for ((b = 0; b < buckets; b++)); do printf 'b%d=%s ' $b "$($rc get "$prefix:{v:$vf:$b}:stock")"; done)"
 rss_kb=$(awk '/VmHWM/ {print $2}' /proc/$fpid/status)
 echo "front_rss_peak_mb=$((rss_kb / 1024))"
 kill -TERM $fpid; wait $fpid || true; fpid=

@@ -19,9 +19,7 @@
  *   - (SK_0412_TWO_FRONTS=1, known to fail: the switch bounces) two fronts, one
  *     reaching Redis through a frozen socat proxy: both serve the DB-only path, then
  *     202 again; every 202 CREATED, one order per user. */
-#include <stdarg.h>
-
-#include "0499_front_util.h"
+#include "0419_degrade_support.h"
 
 #define D_STOCK 400
 
@@ -30,106 +28,12 @@ static pid_t g_redis_pid, g_cons_pid;
 
 /* ------------------------------------------------------------- helpers ---- */
 
-static void child_env(void)
-{
-        setenv("SECKILL_REDIS_URL", g_conf.redis_url, 1);
-        setenv("SECKILL_MYSQL_URL", g_conf.mysql_url, 1);
-        setenv("SECKILL_KAFKA_BROKERS", g_conf.kafka_brokers, 1);
-        setenv("SECKILL_TOPIC", g_conf.topic, 1);
-        setenv("SECKILL_GROUP_ID", g_conf.group_id, 1);
-        setenv("SECKILL_REDIS_PREFIX", g_conf.redis_prefix, 1);
-        setenv("SECKILL_TOPIC_PARTITIONS", "2", 1);
-        setenv("SECKILL_KAFKA_DELIVERY_TIMEOUT_MS", "3000", 1);
-        setenv("SECKILL_METRICS_ADDR", "off", 1);
-        unsetenv("SECKILL_FAILPOINTS");
-}
-
-static pid_t start_consumer(const char *log)
-{
-        char path[1024];
-        pid_t pid;
-
-        snprintf(path, sizeof(path), "%s/seckill-consumer", getenv("SK_BIN"));
-        pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-                int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-                if (fd >= 0) {
-                        dup2(fd, 1);
-                        dup2(fd, 2);
-                        close(fd);
-                }
-                child_env();
-                execl(path, path, "-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500",
-                      (char *)NULL);
-                _exit(127);
-        }
-        return pid;
-}
-
-/* seckill-admin with @p a1..a3 (NULL-terminated early). @returns its exit status. */
-static int admin(const char *a1, const char *a2, const char *a3, const char *a4)
-{
-        char path[1024];
-        int status = 0;
-        pid_t pid;
-
-        snprintf(path, sizeof(path), "%s/seckill-admin", getenv("SK_BIN"));
-        pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-                child_env();
-                execl(path, path, a1, a2, a3, a4, (char *)NULL);
-                _exit(127);
-        }
-        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-static long long q(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static long long q(const char *fmt, ...)
-{
-        char sql[1024];
-        MYSQL *my = mysql_init(NULL);
-        MYSQL_RES *res;
-        MYSQL_ROW row;
-        long long v = -1;
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(sql, sizeof(sql), fmt, ap);
-        va_end(ap);
-        ck_assert(mysql_real_connect(my, g_conf.mysql.host, g_conf.mysql.user, NULL,
-                                     g_conf.mysql.database, (unsigned)g_conf.mysql.port, NULL, 0));
-        ck_assert_msg(mysql_query(my, sql) == 0, "%s: %s", sql, mysql_error(my));
-        res = mysql_store_result(my);
-        if (res && (row = mysql_fetch_row(res)) && row[0])
-                v = strtoll(row[0], NULL, 10);
-        if (res)
-                mysql_free_result(res);
-        mysql_close(my);
-        return v;
-}
-
-/* The voucher's switch state, as a string ("" if none). */
-static int state_is(int64_t vid, const char *state)
-{
-        return q("SELECT COUNT(*) FROM tb_seckill_switch WHERE scope = %" PRId64 " AND state = '%s'",
-                 vid, state) == 1;
-}
-
-static int wait_state(int64_t vid, const char *state, int timeout_s)
-{
-        int64_t until = sk_mono_ms() + timeout_s * 1000LL;
-
-        while (sk_mono_ms() < until) {
-                if (state_is(vid, state))
-                        return 0;
-                sk_sleep_ms(200, NULL);
-        }
-        return -1;
-}
+/* The shared helpers (0419_degrade_support.h) on this test's configuration. */
+#define start_consumer(log) dg_start_consumer(&g_conf, (log), NULL)
+#define admin(a1, a2, a3, a4) dg_admin(&g_conf, (a1), (a2), (a3), (a4))
+#define q(...) dg_q(&g_conf, __VA_ARGS__)
+#define state_is(vid, state) dg_state_is(&g_conf, (vid), (state))
+#define wait_state(vid, state, timeout_s) dg_wait_state(&g_conf, (vid), (state), (timeout_s))
 
 /* A voucher on sale for an hour: Redis meta + stock, the DB row and its bucket row. */
 static int64_t seed_voucher(sk_redis_t *rc, long long stock)

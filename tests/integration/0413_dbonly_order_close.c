@@ -9,114 +9,28 @@
  *   - closed WHILE the voucher is on the DB-only path (Redis healthy): the DB stock is
  *     restored, release.lua writes only T:x (restored 0, no T); `degrade auto`: the
  *     rebuild counts the unit from the DB once: Redis = DB, no double restore. */
-#include <stdarg.h>
-
-#include "0499_front_util.h"
+#include "0419_degrade_support.h"
 
 #define C_STOCK 3
 
 static sk_conf_t g_conf;
 static pid_t g_redis_pid, g_cons_pid;
 
-static void child_env(void)
-{
-        setenv("SECKILL_REDIS_URL", g_conf.redis_url, 1);
-        setenv("SECKILL_MYSQL_URL", g_conf.mysql_url, 1);
-        setenv("SECKILL_KAFKA_BROKERS", g_conf.kafka_brokers, 1);
-        setenv("SECKILL_TOPIC", g_conf.topic, 1);
-        setenv("SECKILL_GROUP_ID", g_conf.group_id, 1);
-        setenv("SECKILL_REDIS_PREFIX", g_conf.redis_prefix, 1);
-        setenv("SECKILL_TOPIC_PARTITIONS", "2", 1);
-        setenv("SECKILL_KAFKA_DELIVERY_TIMEOUT_MS", "3000", 1);
-        setenv("SECKILL_METRICS_ADDR", "off", 1);
-        unsetenv("SECKILL_FAILPOINTS");
-}
+/* The shared helpers (0419_degrade_support.h) on this test's configuration. */
+#define admin(a1, a2, a3, a4) dg_admin(&g_conf, (a1), (a2), (a3), (a4))
+#define q(...) dg_q(&g_conf, __VA_ARGS__)
+#define wait_state(vid, state, timeout_s) dg_wait_state(&g_conf, (vid), (state), (timeout_s))
 
 /* The consumer: closer every 200 ms; its own orders (the Kafka path) get 10 minutes. */
 static pid_t start_consumer(const char *what)
 {
-        char path[1024], log[256];
-        pid_t pid;
+        static const char *const env[] = { "SECKILL_CLOSE_INTERVAL_MS", "200",
+                                           "SECKILL_PAY_TIMEOUT_S", "600", NULL };
+        char log[256];
 
-        snprintf(path, sizeof(path), "%s/seckill-consumer", getenv("SK_BIN"));
         snprintf(log, sizeof(log), "%s/consumer_0413_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
                  what, (int)getpid());
-        pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-                int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-                if (fd >= 0) {
-                        dup2(fd, 1);
-                        dup2(fd, 2);
-                        close(fd);
-                }
-                child_env();
-                setenv("SECKILL_CLOSE_INTERVAL_MS", "200", 1);
-                setenv("SECKILL_PAY_TIMEOUT_S", "600", 1);
-                execl(path, path, "-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500",
-                      (char *)NULL);
-                _exit(127);
-        }
-        return pid;
-}
-
-/* seckill-admin @p a1 .. @p a4 (NULL ends them early). @returns its exit status. */
-static int admin(const char *a1, const char *a2, const char *a3, const char *a4)
-{
-        char path[1024];
-        int status = 0;
-        pid_t pid;
-
-        snprintf(path, sizeof(path), "%s/seckill-admin", getenv("SK_BIN"));
-        pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-                child_env();
-                execl(path, path, a1, a2, a3, a4, (char *)NULL);
-                _exit(127);
-        }
-        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-/* The first column of the first row of a query (-1 without a row or on NULL). */
-static long long q(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static long long q(const char *fmt, ...)
-{
-        char sql[1024];
-        MYSQL *my = mysql_init(NULL);
-        MYSQL_RES *res;
-        MYSQL_ROW row;
-        long long v = -1;
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(sql, sizeof(sql), fmt, ap);
-        va_end(ap);
-        ck_assert(mysql_real_connect(my, g_conf.mysql.host, g_conf.mysql.user, NULL,
-                                     g_conf.mysql.database, (unsigned)g_conf.mysql.port, NULL, 0));
-        ck_assert_msg(mysql_query(my, sql) == 0, "%s: %s", sql, mysql_error(my));
-        res = mysql_store_result(my);
-        if (res && (row = mysql_fetch_row(res)) && row[0])
-                v = strtoll(row[0], NULL, 10);
-        if (res)
-                mysql_free_result(res);
-        mysql_close(my);
-        return v;
-}
-
-static int wait_state(int64_t vid, const char *state, int timeout_s)
-{
-        int64_t until = sk_mono_ms() + timeout_s * 1000LL;
-
-        while (sk_mono_ms() < until) {
-                if (q("SELECT COUNT(*) FROM tb_seckill_switch WHERE scope = %" PRId64 " AND state = '%s'",
-                      vid, state) == 1)
-                        return 0;
-                sk_sleep_ms(200, NULL);
-        }
-        return -1;
+        return dg_start_consumer(&g_conf, log, env);
 }
 
 /* The order's status, polled until it is @p want (or 30 s). */
