@@ -18,10 +18,16 @@ sleep 1
 ft_private_redis_restart 1
 ft_fault_over
 wait "$BUYER"
-# Meta is gone: the front must answer 503 (never 404/10004) until the repair.
+# Meta is gone: the front must never answer 404/10004 (DESIGN.md 3). It answers 503
+# until the repair -- or, since the breaker opened during the kill (mode auto, DESIGN.md
+# 12), 200 CREATED (or 409 sold out) from the DB-only path while the voucher is in state
+# db, and 202 again once the front's recovery rebuilt it.
 code=$(curl -s -o "$FT_WORK/after.json" -w '%{http_code}' -m 20 -X POST -H "X-User-Id: 999999" \
         "http://${FT_ADDR[f1]}/api/v1/vouchers/$V/seckill")
-ft_eq "$code" 503 "purchase while Redis has no meta: 503 ($(cat "$FT_WORK/after.json"))"
+case $code in
+503|200|202|409) ft_ok "purchase while Redis has no meta: $code, never 404 ($(cat "$FT_WORK/after.json"))" ;;
+*) ft_fail "purchase while Redis has no meta: $code ($(cat "$FT_WORK/after.json"))" ;;
+esac
 ft_settle 60 || ft_fail "202s not decided after the Redis restart"
 ft_reconcile 90 || ft_fail "reconciler never reached a consistent pass (last exit $FT_RECON_RC)"
 ft_check "$V"
