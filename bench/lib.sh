@@ -3,7 +3,7 @@
 
 # bench_deduct_evalsha KEY_PREFIX VOUCHER CONNS SECS EXTRA_MS CAL_N
 # redis-benchmark of deduct.lua by EVALSHA, loaded as the binaries embed it
-# (lua/lib/validate.lua prepended, cmake/embed_lua.cmake), on VOUCHER's keys under
+# (lua/lib/*.lua prepended as cmake/embed_lua.cmake does), on VOUCHER's keys under
 # KEY_PREFIX, CONNS connections, about SECS seconds: a calibration run of CAL_N calls
 # sizes -n (redis-benchmark has no duration flag). __rand_int__ is 12 zero-padded digits:
 # prefixed with 1 it is a canonical id; every occurrence is drawn independently, so
@@ -11,7 +11,12 @@
 bench_deduct_evalsha() {
   local kp=$1 v=$2 conns=$3 secs=$4 extra=$5 cal_n=$6 lib sha cal
   lib=$(cd "$(dirname "${BASH_SOURCE[0]}")/../lua" && pwd)
-  sha=$(redis-cli -h 127.0.0.1 -p 6379 script load "$(cat "$lib/lib/validate.lua"; echo; cat "$lib/deduct.lua")")
+  # The embedded body: validate.lua, expiry.lua, the other lib/ files in name order, the
+  # script (as cmake/embed_lua.cmake builds it).
+  sha=$(redis-cli -h 127.0.0.1 -p 6379 script load "$(cat "$lib/lib/validate.lua"; echo
+    cat "$lib/lib/expiry.lua"; for f in $(ls "$lib"/lib/*.lua | sort); do
+      case ${f##*/} in validate.lua|expiry.lua) ;; *) echo; cat "$f" ;; esac; done
+    echo; cat "$lib/deduct.lua")")
   _bench_rb() {
     redis-benchmark -h 127.0.0.1 -p 6379 -c "$conns" -r 100000000000 -n "$1" -q \
       EVALSHA "$sha" 4 "$kp:{v:$v:0}:meta" "$kp:{v:$v:0}:stock" "$kp:{v:$v:0}:users" \
