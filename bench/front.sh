@@ -30,10 +30,7 @@ vf=$((RANDOM * 1000 + 11))       # front's voucher
 vr=$((vf + 1))                   # redis-benchmark's voucher
 now_ms=$(( $(date +%s) * 1000 ))
 extra=$(( (48 + 24) * 3600 * 1000 ))
-seed() {
-  $rc hset "$prefix:{v:$1:0}:meta" begin_ms $((now_ms - 60000)) end_ms $((now_ms + 3600000)) status 1 >/dev/null
-  $rc set "$prefix:{v:$1:0}:stock" 100000000 >/dev/null
-}
+seed() { bench_seed "$rc" "$prefix" "$1" 100000000 "$now_ms"; }  # seed ID: 10^8 units
 # Its own database: the front leases its worker id in tb_worker_lease (DESIGN.md 2).
 db="bench_front_$$_$RANDOM"
 export SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db"

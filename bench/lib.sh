@@ -27,6 +27,24 @@ bench_deduct_evalsha() {
   _bench_rb $(( ${cal:-$cal_n} * secs ))
 }
 
+# bench_seed RC KEY_PREFIX VOUCHER STOCK NOW_MS [N]: VOUCHER on sale (began a minute
+# before NOW_MS, ends an hour after) with N buckets (1), laid out as preheat does
+# (DESIGN.md 4): every bucket's stock (STOCK/N, the remainder one each to the first),
+# users and trace holding the placeholder _, meta (buckets=N) written last, bucket 0's
+# last of all. deduct.lua answers 10004 for a bucket with any key missing. RC is the
+# redis-cli command line (word-split on purpose).
+bench_seed() {
+  local rc=$1 kp=$2 v=$3 stock=$4 now=$5 n=${6:-1} b share
+  for ((b = n - 1; b >= 0; b--)); do
+    share=$(( stock / n + (b < stock % n ? 1 : 0) ))
+    $rc set "$kp:{v:$v:$b}:stock" "$share" >/dev/null
+    $rc hset "$kp:{v:$v:$b}:users" _ _ >/dev/null
+    $rc hset "$kp:{v:$v:$b}:trace" _ _ >/dev/null
+    $rc hset "$kp:{v:$v:$b}:meta" begin_ms $((now - 60000)) end_ms $((now + 3600000)) \
+      status 1 buckets "$n" >/dev/null
+  done
+}
+
 # bench_rate_of: the requests per second of a redis-benchmark summary line on stdin.
 bench_rate_of() {
   sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p'

@@ -19,6 +19,7 @@
 #      BENCH_CONNS, e.g. 4: callgrind runs the front ~50x slower).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 SK_BIN=${SK_BIN:-$here/../build/bin}
 secs=${BENCH_SECONDS:-8}
 conns=${BENCH_CONNS:-64}
@@ -50,10 +51,7 @@ $rc config set slowlog-log-slower-than 100 >/dev/null   # SLOWLOG: calls over 10
 $rc config set slowlog-max-len 100000 >/dev/null
 "$SK_BIN/seckill-admin" db migrate >/dev/null || { echo "bench/paths.sh: db migrate failed" >&2; exit 1; }
 now_ms=$(( $(date +%s) * 1000 ))
-seed() {  # seed ID STOCK
-  $rc hset "$run:{v:$1:0}:meta" begin_ms $((now_ms - 60000)) end_ms $((now_ms + 3600000)) status 1 >/dev/null
-  $rc set "$run:{v:$1:0}:stock" "$2" >/dev/null
-}
+seed() { bench_seed "$rc" "$run" "$1" "$2" "$now_ms"; }  # seed ID STOCK
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 redis_cpu_us() { $rc info cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ {s += $2} END {printf "%d", s * 1e6}'; }
 # "name calls usec" per command, the bench's own commands (INFO, SLOWLOG, ...) left out

@@ -59,17 +59,7 @@ vf=$((RANDOM * 1000 + 21))       # the sale's voucher
 vr=$((vf + 1))                   # redis-benchmark's sold-out voucher
 now_ms=$(( $(date +%s) * 1000 ))
 extra=$(( (48 + 24) * 3600 * 1000 ))
-seed() {  # seed ID STOCK N: N buckets as preheat lays them out (S/N, remainder to the first)
-  local b n=$3 share
-  for ((b = n - 1; b >= 0; b--)); do
-    share=$(( $2 / n + (b < $2 % n ? 1 : 0) ))
-    $rc set "$prefix:{v:$1:$b}:stock" "$share" >/dev/null
-    $rc hset "$prefix:{v:$1:$b}:users" _ _ >/dev/null
-    $rc hset "$prefix:{v:$1:$b}:trace" _ _ >/dev/null
-    $rc hset "$prefix:{v:$1:$b}:meta" begin_ms $((now_ms - 60000)) end_ms $((now_ms + 3600000)) \
-      status 1 buckets "$n" >/dev/null
-  done
-}
+seed() { bench_seed "$rc" "$prefix" "$1" "$2" "$now_ms" "$3"; }  # seed ID STOCK N
 sum_buckets() {  # sum_buckets ID: total Redis stock and buyers (users minus _) over buckets
   local b st=0 us=0
   for ((b = 0; b < buckets; b++)); do

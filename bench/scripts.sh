@@ -23,6 +23,7 @@
 #      scratch directory (its cg.out.* dumps: callgrind_annotate).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 gen=${BUILD:-$here/../build}/generated
 n=${BENCH_N:-200000}
 conns=${BENCH_CONNS:-64}
@@ -62,10 +63,7 @@ $rc config set slowlog-log-slower-than 100 >/dev/null
 $rc config set slowlog-max-len 100000 >/dev/null
 now_ms=$(( $(date +%s) * 1000 ))
 extra=$(( (48 + 24) * 3600 * 1000 ))
-seed() {  # seed VOUCHER STOCK
-  $rc hset "b:{v:$1:0}:meta" begin_ms $((now_ms - 60000)) end_ms $((now_ms + 3600000)) status 1 >/dev/null
-  $rc set "b:{v:$1:0}:stock" "$2" >/dev/null
-}
+seed() { bench_seed "$rc" b "$1" "$2" "$now_ms"; }  # seed VOUCHER STOCK
 load() { $rc script load "$(cat "$1")"; }
 # the deduct.lua copy without its expiry loop (the lines from the "Expiry:" comment to the
 # end of the for loop), only if deduct.lua still has it
