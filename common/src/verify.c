@@ -150,8 +150,9 @@ static int redis_buckets(sk_redis_t *r, const char *prefix, int64_t voucher_id)
 
 /* Every bucket's snapshot (each stable under its own WATCH: a voucher's buckets sit in
  * different Cluster slots, so one WATCH cannot span them), merged: stock summed (missing
- * if any bucket's is), users and traces united, meta status of bucket 0 unless another
- * bucket's differs (then that one: a pause or reset in progress). Invariant 3 compares
+ * if any bucket's is), users and traces united, meta status of bucket 0 unless it is 1
+ * (on sale) and another bucket's is not (then the first such: a pause, a reset or a
+ * missing meta in progress). Invariant 3 compares
  * the totals; a user lives only in its home bucket and a DEDUCT only in the bucket that
  * admitted it, so the unions do not double count. */
 static sk_err_t redis_snapshot(sk_redis_t *r, const char *prefix, int64_t voucher_id,
@@ -174,8 +175,8 @@ static sk_err_t redis_snapshot(sk_redis_t *r, const char *prefix, int64_t vouche
                 }
                 s->stock_missing |= t.stock_missing;
                 s->stock = s->stock_missing ? -1 : s->stock + t.stock;
-                if (t.meta_status != s->meta_status)
-                        s->meta_status = t.meta_status;
+                if (s->meta_status == 1 && t.meta_status != 1)
+                        s->meta_status = t.meta_status; /* the first bucket not on sale */
                 s->stable = s->stable && t.stable;
                 for (i = 0; i < t.users.n; i++)
                         if (sk_i64vec_push(&s->users, t.users.v[i]) != 0) {
