@@ -35,23 +35,6 @@ static int64_t new_voucher(long long stock)
         return vid;
 }
 
-static int buy(int port, int64_t vid, const char *user, char *body, size_t cap)
-{
-        char path[128], v[SK_ID_STRLEN];
-
-        sk_id_format(vid, v);
-        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        return ft_http(port, "POST", path, user, NULL, body, cap);
-}
-
-static int body_code(const char *body)
-{
-        char c[32];
-
-        if (ft_json_field(body, "code", c, sizeof(c)) != 0)
-                return -1;
-        return atoi(c); /* a status code, not an id */
-}
 
 /* ------------------------------------------------------------ concurrency ---- */
 
@@ -69,8 +52,8 @@ static void *buyer_main(void *arg)
         char body[1024];
 
         pthread_barrier_wait(b->bar);
-        b->status = buy(g_port, b->vid, b->user, body, sizeof(body));
-        b->code = body_code(body);
+        b->status = ft_buy_once(g_port, b->vid, b->user, body, sizeof(body));
+        b->code = ft_body_code(body);
         return NULL;
 }
 
@@ -163,12 +146,12 @@ START_TEST(stock10_one_user_twenty_then_nine)
         ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 0);
         /* After sell-out: a past buyer gets 10006 (membership before stock), a new
          * buyer 10005; the stock never goes below 0. */
-        ck_assert_int_eq(buy(g_port, vid, "777", body, sizeof(body)), 409);
-        ck_assert_int_eq(body_code(body), 10006);
-        ck_assert_int_eq(buy(g_port, vid, "2003", body, sizeof(body)), 409);
-        ck_assert_int_eq(body_code(body), 10006);
-        ck_assert_int_eq(buy(g_port, vid, "3001", body, sizeof(body)), 409);
-        ck_assert_int_eq(body_code(body), 10005);
+        ck_assert_int_eq(ft_buy_once(g_port, vid, "777", body, sizeof(body)), 409);
+        ck_assert_int_eq(ft_body_code(body), 10006);
+        ck_assert_int_eq(ft_buy_once(g_port, vid, "2003", body, sizeof(body)), 409);
+        ck_assert_int_eq(ft_body_code(body), 10006);
+        ck_assert_int_eq(ft_buy_once(g_port, vid, "3001", body, sizeof(body)), 409);
+        ck_assert_int_eq(ft_body_code(body), 10005);
         ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 0);
 }
 END_TEST
@@ -184,45 +167,45 @@ START_TEST(status_map)
         /* paused -> 503 + 10013 */
         v = sk_test_rand_id();
         ft_seed(&g_conf, g_rc, v, 5, t - 60000, t + 3600000, 4, 4);
-        ck_assert_int_eq(buy(g_port, v, "11", body, sizeof(body)), 503);
-        ck_assert_int_eq(body_code(body), 10013);
+        ck_assert_int_eq(ft_buy_once(g_port, v, "11", body, sizeof(body)), 503);
+        ck_assert_int_eq(ft_body_code(body), 10013);
         ck_assert_int_eq(ft_json_field(body, "cause", cause, sizeof(cause)), 0);
         ck_assert_str_eq(cause, "paused");
         ck_assert_int_eq(ft_stock(&g_conf, g_rc, v), 5);
         /* not started -> 403/10002 */
         v = sk_test_rand_id();
         ft_seed(&g_conf, g_rc, v, 5, t + 3600000, t + 7200000, 1, 1);
-        ck_assert_int_eq(buy(g_port, v, "11", body, sizeof(body)), 403);
-        ck_assert_int_eq(body_code(body), 10002);
+        ck_assert_int_eq(ft_buy_once(g_port, v, "11", body, sizeof(body)), 403);
+        ck_assert_int_eq(ft_body_code(body), 10002);
         /* ended -> 403/10003 */
         v = sk_test_rand_id();
         ft_seed(&g_conf, g_rc, v, 5, t - 7200000, t - 3600000, 1, 1);
-        ck_assert_int_eq(buy(g_port, v, "11", body, sizeof(body)), 403);
-        ck_assert_int_eq(body_code(body), 10003);
+        ck_assert_int_eq(ft_buy_once(g_port, v, "11", body, sizeof(body)), 403);
+        ck_assert_int_eq(ft_body_code(body), 10003);
         /* offline -> 403/10011 */
         v = sk_test_rand_id();
         ft_seed(&g_conf, g_rc, v, 5, t - 60000, t + 3600000, 2, 2);
-        ck_assert_int_eq(buy(g_port, v, "11", body, sizeof(body)), 403);
-        ck_assert_int_eq(body_code(body), 10011);
+        ck_assert_int_eq(ft_buy_once(g_port, v, "11", body, sizeof(body)), 403);
+        ck_assert_int_eq(ft_body_code(body), 10011);
         /* expired -> 403/10012 */
         v = sk_test_rand_id();
         ft_seed(&g_conf, g_rc, v, 5, t - 60000, t + 3600000, 3, 3);
-        ck_assert_int_eq(buy(g_port, v, "11", body, sizeof(body)), 403);
-        ck_assert_int_eq(body_code(body), 10012);
+        ck_assert_int_eq(ft_buy_once(g_port, v, "11", body, sizeof(body)), 403);
+        ck_assert_int_eq(ft_body_code(body), 10012);
         /* unknown voucher: nowhere -> 404/10004 */
         v = sk_test_rand_id();
-        ck_assert_int_eq(buy(g_port, v, "11", body, sizeof(body)), 404);
-        ck_assert_int_eq(body_code(body), 10004);
+        ck_assert_int_eq(ft_buy_once(g_port, v, "11", body, sizeof(body)), 404);
+        ck_assert_int_eq(ft_body_code(body), 10004);
         /* in the DB but offline there, no Redis meta -> 404/10004 */
         v = sk_test_rand_id();
         ft_seed(&g_conf, g_rc, v, -1, t - 60000, t + 3600000, 0, 2);
-        ck_assert_int_eq(buy(g_port, v, "11", body, sizeof(body)), 404);
-        ck_assert_int_eq(body_code(body), 10004);
+        ck_assert_int_eq(ft_buy_once(g_port, v, "11", body, sizeof(body)), 404);
+        ck_assert_int_eq(ft_body_code(body), 10004);
         /* on sale in the DB, Redis meta missing (Redis lost data) -> 503, not 10004 */
         v = sk_test_rand_id();
         ft_seed(&g_conf, g_rc, v, -1, t - 60000, t + 3600000, 0, 1);
-        ck_assert_int_eq(buy(g_port, v, "11", body, sizeof(body)), 503);
-        ck_assert_int_eq(body_code(body), 10013);
+        ck_assert_int_eq(ft_buy_once(g_port, v, "11", body, sizeof(body)), 503);
+        ck_assert_int_eq(ft_body_code(body), 10013);
         ck_assert_int_eq(ft_json_field(body, "cause", cause, sizeof(cause)), 0);
         ck_assert_str_eq(cause, "meta_missing");
 }
@@ -249,7 +232,7 @@ START_TEST(malformed_ids_no_write)
                 snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", bad_ids[i]);
                 ck_assert_msg(ft_http(g_port, "POST", path, "42", NULL, body, sizeof(body)) == 400,
                               "voucher id '%s'", bad_ids[i]);
-                ck_assert_int_eq(body_code(body), 10001);
+                ck_assert_int_eq(ft_body_code(body), 10001);
                 snprintf(path, sizeof(path), "/api/v1/vouchers/%s/orders/me", bad_ids[i]);
                 ck_assert_msg(ft_http(g_port, "GET", path, "42", NULL, body, sizeof(body)) == 400,
                               "orders/me voucher id '%s'", bad_ids[i]);
@@ -261,11 +244,11 @@ START_TEST(malformed_ids_no_write)
         for (i = 0; bad_users[i]; i++) {
                 ck_assert_msg(ft_http(g_port, "POST", path, bad_users[i], NULL, body, sizeof(body)) == 400,
                               "user '%s'", bad_users[i]);
-                ck_assert_int_eq(body_code(body), 10001);
+                ck_assert_int_eq(ft_body_code(body), 10001);
         }
         /* Missing X-User-Id. */
         ck_assert_int_eq(ft_http(g_port, "POST", path, NULL, NULL, body, sizeof(body)), 400);
-        ck_assert_int_eq(body_code(body), 10001);
+        ck_assert_int_eq(ft_body_code(body), 10001);
         /* Wrong method, unknown route, a body. */
         ck_assert_int_eq(ft_http(g_port, "GET", path, "42", NULL, body, sizeof(body)), 405);
         ck_assert_int_eq(ft_http(g_port, "PUT", path, "42", NULL, body, sizeof(body)), 405);
@@ -364,8 +347,8 @@ START_TEST(kafka_message_ids_unchanged)
 
         g_kvid = new_voucher(5);
         sk_id_format(g_kvid, v);
-        ck_assert_int_eq(buy(g_port, g_kvid, BIG_USER, body, sizeof(body)), 202);
-        ck_assert_int_eq(body_code(body), 0);
+        ck_assert_int_eq(ft_buy_once(g_port, g_kvid, BIG_USER, body, sizeof(body)), 202);
+        ck_assert_int_eq(ft_body_code(body), 0);
         ck_assert_int_eq(ft_json_field(body, "orderId", g_order, sizeof(g_order)), 0);
         ck_assert_int_eq(ft_json_field(body, "traceId", g_trace, sizeof(g_trace)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(g_trace, &t), 0);
@@ -454,7 +437,7 @@ START_TEST(front_rollback_and_deadline)
 
         /* 1. Deduct, then the publish "fails": rollback.lua mode front -> 503 FAILED,
          *    stock restored, user released, fence T:r written. */
-        ck_assert_int_eq(buy(port, vid, "501", body, sizeof(body)), 503);
+        ck_assert_int_eq(ft_buy_once(port, vid, "501", body, sizeof(body)), 503);
         ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
         ck_assert_str_eq(f, "FAILED");
         ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
@@ -495,7 +478,7 @@ START_TEST(front_rollback_and_deadline)
         /* 2. PERSISTED, but the answer is held past the deadline (2 x 3 s + 1 s): the
          *    front answers 503 PENDING itself, the stock stays taken, no rollback. */
         t0 = sk_mono_ms();
-        ck_assert_int_eq(buy(port, vid, "502", body, sizeof(body)), 503);
+        ck_assert_int_eq(ft_buy_once(port, vid, "502", body, sizeof(body)), 503);
         ck_assert_int_ge(sk_mono_ms() - t0, 6500);
         ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
         ck_assert_str_eq(f, "PENDING");
@@ -506,7 +489,7 @@ START_TEST(front_rollback_and_deadline)
 
         /* 3. The same user who was rolled back may buy again. */
         sk_sleep_ms(1500, NULL);
-        ck_assert_int_eq(buy(port, vid, "501", body, sizeof(body)), 202);
+        ck_assert_int_eq(ft_buy_once(port, vid, "501", body, sizeof(body)), 202);
         ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 1);
         st = ft_stop(pid, 30);
         ck_assert_int_eq(st, 0);
@@ -526,7 +509,7 @@ static void *held_main(void *arg)
         held_t *h = arg;
         char body[1024];
 
-        h->status = buy(h->port, h->vid, "601", body, sizeof(body));
+        h->status = ft_buy_once(h->port, h->vid, "601", body, sizeof(body));
         return NULL;
 }
 
@@ -549,7 +532,7 @@ START_TEST(inflight_cap_refuses_before_deduct)
         ck_assert_msg(ft_wait_ready(h.port, pid, 30) == 0, "front not ready (%s)", log);
         ck_assert_int_eq(pthread_create(&t, NULL, held_main, &h), 0);
         sk_sleep_ms(700, NULL);
-        ck_assert_int_eq(buy(h.port, h.vid, "602", body, sizeof(body)), 503);
+        ck_assert_int_eq(ft_buy_once(h.port, h.vid, "602", body, sizeof(body)), 503);
         ck_assert_int_eq(ft_json_field(body, "cause", cause, sizeof(cause)), 0);
         ck_assert_str_eq(cause, "overload");
         pthread_join(t, NULL);
@@ -624,7 +607,7 @@ START_TEST(possibly_persisted_reproduce)
         snprintf(log, sizeof(log), "%s.pp", g_log);
         pid = ft_spawn(&g_conf, port, env_a, log);
         ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (%s)", log);
-        ck_assert_int_eq(buy(port, vid, "701", body, sizeof(body)), 503);
+        ck_assert_int_eq(ft_buy_once(port, vid, "701", body, sizeof(body)), 503);
         ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
         ck_assert_str_eq(f, "PENDING");
         ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
@@ -645,14 +628,14 @@ START_TEST(possibly_persisted_reproduce)
         ck_assert_ptr_nonnull(s);
         ck_assert_str_eq(s, tr);
         free(s);
-        ck_assert_int_eq(buy(port, vid, "702", body, sizeof(body)), 202);
+        ck_assert_int_eq(ft_buy_once(port, vid, "702", body, sizeof(body)), 202);
         ck_assert_int_eq(ft_stop(pid, 30), 0);
 
         /* A re-produce that is PERSISTED -> 202 (again two identical copies). */
         port = ft_free_port();
         pid = ft_spawn(&g_conf, port, env_b, log);
         ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (%s)", log);
-        ck_assert_int_eq(buy(port, vid, "703", body, sizeof(body)), 202);
+        ck_assert_int_eq(ft_buy_once(port, vid, "703", body, sizeof(body)), 202);
         ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
         sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         entry = ft_hget(g_rc, k, tr);

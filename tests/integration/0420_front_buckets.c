@@ -82,23 +82,6 @@ static char *hget(int64_t vid, int b, sk_key_kind_t kind, const char *field)
         return ft_hget(g_rc, k, field);
 }
 
-static int buy(int port, int64_t vid, const char *user, char *body, size_t cap)
-{
-        char path[128], v[SK_ID_STRLEN];
-
-        sk_id_format(vid, v);
-        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        return ft_http(port, "POST", path, user, NULL, body, cap);
-}
-
-static int body_code(const char *body)
-{
-        char c[32];
-
-        if (ft_json_field(body, "code", c, sizeof(c)) != 0)
-                return -1;
-        return atoi(c); /* a status code, not an id */
-}
 
 typedef struct buyer {
         pthread_barrier_t *bar;
@@ -113,8 +96,8 @@ static void *buyer_main(void *arg)
         char body[1024];
 
         pthread_barrier_wait(b->bar);
-        b->status = buy(g_port, b->vid, b->user, body, sizeof(body));
-        b->code = body_code(body);
+        b->status = ft_buy_once(g_port, b->vid, b->user, body, sizeof(body));
+        b->code = ft_body_code(body);
         if (b->status == 202)
                 ft_json_field(body, "traceId", b->trace, sizeof(b->trace));
         return NULL;
@@ -268,7 +251,7 @@ static int64_t crash_case(const char *failpoints, int64_t *vid_out, char *trace,
         pid = ft_spawn(&g_conf, port, env, log);
         ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
         sk_id_format(uid, u);
-        st = buy(port, vid, u, body, sizeof(body));
+        st = ft_buy_once(port, vid, u, body, sizeof(body));
         ck_assert_msg(st < 0, "the front answered %d (log %s)", st, log);
         ck_assert_int_eq(waitpid(pid, &wst, 0), pid);
         ft_child_forget(pid);

@@ -427,6 +427,28 @@ static __attribute__((unused)) int ft_json_field(const char *json, const char *n
         return rc;
 }
 
+/* POST /api/v1/vouchers/@p vid/seckill as @p user (NULL: no X-User-Id) on the front
+ * at 127.0.0.1:@p port; the body into @p body (@p cap bytes). @returns the HTTP status. */
+static __attribute__((unused)) int ft_buy_once(int port, int64_t vid, const char *user, char *body,
+                                               size_t cap)
+{
+        char path[128], v[SK_ID_STRLEN];
+
+        sk_id_format(vid, v);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        return ft_http(port, "POST", path, user, NULL, body, cap);
+}
+
+/* The JSON answer's "code" (a status code, not an id), or -1 if it has none. */
+static __attribute__((unused)) int ft_body_code(const char *body)
+{
+        char c[32];
+
+        if (ft_json_field(body, "code", c, sizeof(c)) != 0)
+                return -1;
+        return atoi(c);
+}
+
 /* Stop the private redis-server *@p pid (ft_private_redis): SIGCONT (it may be frozen),
  * SIGTERM, reap; then *@p pid = 0. No-op when *@p pid <= 0. */
 static __attribute__((unused)) void ft_private_redis_stop(pid_t *pid)
