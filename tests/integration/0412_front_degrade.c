@@ -514,21 +514,12 @@ END_TEST
 
 static void setup(void)
 {
-        sk_test_conf(&g_conf, "frontdeg");
-        sk_test_migrate(&g_conf);
-        g_redis_pid = ft_private_redis(&g_conf, NULL);
+        dg_setup(&g_conf, "frontdeg", &g_redis_pid);
 }
 
 static void teardown(void)
 {
-        ft_reap_all();
-        if (g_cons_pid > 0) {
-                kill(g_cons_pid, SIGTERM);
-                waitpid(g_cons_pid, NULL, 0);
-                g_cons_pid = 0;
-        }
-        ft_private_redis_stop(&g_redis_pid);
-        sk_test_cleanup(&g_conf);
+        dg_teardown(&g_conf, &g_redis_pid, &g_cons_pid);
 }
 
 int main(void)

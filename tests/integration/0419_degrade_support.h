@@ -118,3 +118,25 @@ static int dg_wait_state(const sk_conf_t *conf, int64_t vid, const char *state, 
         }
         return -1;
 }
+
+/* A degrade test's fixture: its own database migrated and a private redis-server into
+ * *@p redis_pid (setup); every child reaped, the consumer *@p cons_pid stopped, the
+ * private Redis stopped and the test's database, topic and keys removed (teardown). */
+static void dg_setup(sk_conf_t *conf, const char *name, pid_t *redis_pid)
+{
+        sk_test_conf(conf, name);
+        sk_test_migrate(conf);
+        *redis_pid = ft_private_redis(conf, NULL);
+}
+
+static void dg_teardown(sk_conf_t *conf, pid_t *redis_pid, pid_t *cons_pid)
+{
+        ft_reap_all();
+        if (*cons_pid > 0) {
+                kill(*cons_pid, SIGTERM);
+                waitpid(*cons_pid, NULL, 0);
+                *cons_pid = 0;
+        }
+        ft_private_redis_stop(redis_pid);
+        sk_test_cleanup(conf);
+}
