@@ -29,6 +29,7 @@ case $code in
 *) ft_fail "purchase while Redis has no meta: $code ($(cat "$FT_WORK/after.json"))" ;;
 esac
 ft_settle 60 || ft_fail "202s not decided after the Redis restart"
+ft_wait_state_redis "$V" 90 || ft_fail "voucher never came back to state redis after the Redis restart"
 ft_reconcile 90 || ft_fail "reconciler never reached a consistent pass (last exit $FT_RECON_RC)"
 ft_check "$V"
 # The repaired voucher sells again, and sells out exactly.

@@ -427,6 +427,23 @@ ft_reconcile() {
         return "$rc"
 }
 
+# ft_wait_state_redis V [TIMEOUT_S]: wait until V's degrade state (tb_seckill_switch,
+# DESIGN.md 12) is back to redis. While V is draining, db or rebuilding no front or
+# reconciler writes V's Redis keys, so a reconciler pass can end clean with Redis still
+# empty; the Redis = DB checks only hold once a front's recovery rebuilt V.
+ft_wait_state_redis() {
+        local v=$1 timeout_s=${2:-60} t0=$SECONDS st
+        while :; do
+                st=$(ft_sql "SELECT state FROM tb_seckill_switch WHERE scope = $v")
+                [[ $st == redis ]] && return 0
+                if ((SECONDS - t0 >= timeout_s)); then
+                        ft_log "voucher $v still in degrade state '$st' after ${timeout_s}s"
+                        return 1
+                fi
+                sleep 1
+        done
+}
+
 # ft_check V [--sold-out]: the invariants of DESIGN.md 9 on voucher V, plus the client's
 # record (every 202). --sold-out also asserts zero undersell (active orders = init_stock).
 ft_check() {
