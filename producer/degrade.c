@@ -14,7 +14,8 @@
  *                               sampled after that moment (sk_vkafka_check on a handle
  *                               opened then: its first check samples the targets);
  *        db -> rebuilding       mode auto / redis_only and the breaker healthy for
- *                               SECKILL_BREAKER_HEALTHY_MS, under SELECT ... FOR UPDATE
+ *                               SECKILL_BREAKER_HEALTHY_MS while the voucher is in db
+ *                               (since + that long, DB clock), under SELECT ... FOR UPDATE
  *                               (waits out the DB-only purchases in flight);
  *        rebuilding -> redis    after sk_rebuild_voucher succeeded (breaker closed);
  *                               a failed rebuild stays in rebuilding and is retried
@@ -310,7 +311,8 @@ static void step(sk_dsw_row_t *row)
         int64_t drain_wait_ms = 2 * (int64_t)g_fr.conf.kafka_delivery_timeout_ms + 1000 +
                                 DEGRADE_READ_MS;
         int healthy = redis_healthy();
-        int to = sk_dsw_next(row, breaker_drains(row, !fr_breaker_allow()), healthy, drain_wait_ms);
+        int to = sk_dsw_next(row, breaker_drains(row, !fr_breaker_allow()), healthy, drain_wait_ms,
+                             g_fr.conf.breaker_healthy_ms);
         char errstr[512];
         int moved = 0;
         int64_t ep = row->epoch;

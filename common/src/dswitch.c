@@ -267,7 +267,7 @@ sk_err_t sk_dsw_set_mode(sk_db_t *db, int64_t scope, int mode, const char *by, c
 }
 
 int sk_dsw_next(const sk_dsw_row_t *row, int breaker_open, int redis_healthy,
-                int64_t drain_wait_ms)
+                int64_t drain_wait_ms, int64_t healthy_ms)
 {
         switch (row->state) {
         case SK_DSW_REDIS:
@@ -277,7 +277,10 @@ int sk_dsw_next(const sk_dsw_row_t *row, int breaker_open, int redis_healthy,
         case SK_DSW_DRAINING:
                 return row->age_ms >= drain_wait_ms ? SK_DSW_DB : -1;
         case SK_DSW_DB:
-                return row->mode != SK_DSW_DB_ONLY && redis_healthy ? SK_DSW_REBUILDING : -1;
+                /* healthy for healthy_ms *while in db*: the breaker's window alone
+                 * may predate the outage of another front (DESIGN.md 12). */
+                return row->mode != SK_DSW_DB_ONLY && redis_healthy && row->age_ms >= healthy_ms
+                       ? SK_DSW_REBUILDING : -1;
         case SK_DSW_REBUILDING:
                 return redis_healthy ? SK_DSW_REDIS : -1;
         default:

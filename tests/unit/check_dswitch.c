@@ -35,12 +35,12 @@ START_TEST(from_redis)
 {
         sk_dsw_row_t r = row(SK_DSW_REDIS, SK_DSW_AUTO, 0);
 
-        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000), -1);
-        ck_assert_int_eq(sk_dsw_next(&r, 1, 0, 8000), SK_DSW_DRAINING);
+        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000, 1500), -1);
+        ck_assert_int_eq(sk_dsw_next(&r, 1, 0, 8000, 1500), SK_DSW_DRAINING);
         r.mode = SK_DSW_REDIS_ONLY;
-        ck_assert_int_eq(sk_dsw_next(&r, 1, 0, 8000), -1);
+        ck_assert_int_eq(sk_dsw_next(&r, 1, 0, 8000, 1500), -1);
         r.mode = SK_DSW_DB_ONLY;
-        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000), SK_DSW_DRAINING);
+        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000, 1500), SK_DSW_DRAINING);
 }
 END_TEST
 
@@ -48,11 +48,11 @@ START_TEST(draining_waits)
 {
         sk_dsw_row_t r = row(SK_DSW_DRAINING, SK_DSW_AUTO, 7999);
 
-        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000), -1);
+        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000, 1500), -1);
         r.age_ms = 8000;
-        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000), SK_DSW_DB);
+        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000, 1500), SK_DSW_DB);
         r.mode = SK_DSW_REDIS_ONLY; /* set mid-outage: drains on, recovers through rebuild */
-        ck_assert_int_eq(sk_dsw_next(&r, 1, 0, 8000), SK_DSW_DB);
+        ck_assert_int_eq(sk_dsw_next(&r, 1, 0, 8000, 1500), SK_DSW_DB);
 }
 END_TEST
 
@@ -60,16 +60,21 @@ START_TEST(recovery)
 {
         sk_dsw_row_t r = row(SK_DSW_DB, SK_DSW_AUTO, 100000);
 
-        ck_assert_int_eq(sk_dsw_next(&r, 1, 0, 8000), -1);
-        ck_assert_int_eq(sk_dsw_next(&r, 0, 0, 8000), -1);
-        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000), SK_DSW_REBUILDING);
+        ck_assert_int_eq(sk_dsw_next(&r, 1, 0, 8000, 1500), -1);
+        ck_assert_int_eq(sk_dsw_next(&r, 0, 0, 8000, 1500), -1);
+        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000, 1500), SK_DSW_REBUILDING);
         r.mode = SK_DSW_REDIS_ONLY;
-        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000), SK_DSW_REBUILDING);
+        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000, 1500), SK_DSW_REBUILDING);
+        /* healthy, but not yet for healthy_ms while in db: a db window for every front */
+        r = row(SK_DSW_DB, SK_DSW_AUTO, 1499);
+        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000, 1500), -1);
+        r.age_ms = 1500;
+        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000, 1500), SK_DSW_REBUILDING);
         r.mode = SK_DSW_DB_ONLY;
-        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000), -1);
+        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000, 1500), -1);
         r = row(SK_DSW_REBUILDING, SK_DSW_DB_ONLY, 0); /* a failed rebuild is retried */
-        ck_assert_int_eq(sk_dsw_next(&r, 0, 0, 8000), -1);
-        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000), SK_DSW_REDIS);
+        ck_assert_int_eq(sk_dsw_next(&r, 0, 0, 8000, 1500), -1);
+        ck_assert_int_eq(sk_dsw_next(&r, 0, 1, 8000, 1500), SK_DSW_REDIS);
 }
 END_TEST
 

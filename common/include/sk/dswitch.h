@@ -85,8 +85,13 @@ sk_err_t sk_dsw_set_mode(sk_db_t *db, int64_t scope, int mode, const char *by, c
  *  from redis: draining when the mode is db_only, or auto with @p breaker_open (never
  *  for redis_only); from draining: db once @p row->age_ms >= @p drain_wait_ms (2 x
  *  delivery timeout + 1 s + the read period; the caller then checks that Kafka has
- *  drained); from db: rebuilding when the mode is not db_only and @p redis_healthy;
+ *  drained); from db: rebuilding when the mode is not db_only, @p redis_healthy (this
+ *  front's breaker has seen Redis healthy for SECKILL_BREAKER_HEALTHY_MS) and the
+ *  voucher has been in db for at least @p healthy_ms (@p row->age_ms, the DB clock):
+ *  Redis healthy for that long *while in db*, so every front, reading the rows every
+ *  second, gets a db window to serve from before a healthy front rebuilds (a front
+ *  whose breaker never opened would otherwise rebuild within a second of the drain);
  *  from rebuilding: redis when @p redis_healthy (the caller rebuilds first).
  *  @returns the target sk_dsw_state_t, or -1 for no move. Thread-safe. */
 int sk_dsw_next(const sk_dsw_row_t *row, int breaker_open, int redis_healthy,
-                int64_t drain_wait_ms);
+                int64_t drain_wait_ms, int64_t healthy_ms);
