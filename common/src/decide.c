@@ -84,15 +84,41 @@ static sk_err_t read_stock_shared(const sk_decider_t *d, int64_t voucher_id, int
         return err == SK_EEXIST ? SK_EDB : err;
 }
 
-/* One attempt: [BEGIN, stock FOR SHARE,] rollback.lua[, end the transaction]. */
+/* has_order (DESIGN.md 4, 7): the trace T0 of the user's active order, which the home
+ * step writes into users[U] in place of T, so the user stays blocked by the order that
+ * holds the unit. *t0 = 0 when there is none (cancelled or closed meanwhile: users[U]
+ * is then left as it is, as before). Autocommit read after the FAILED commit. */
+static sk_err_t read_active_trace(const sk_decider_t *d, const sk_order_msg_t *msg, int64_t *t0,
+                                  char *errstr, size_t errstr_size)
+{
+        static const char sql[] =
+                "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ? AND active_user_id = ?";
+        int64_t params[2] = { msg->voucher_id, msg->user_id };
+        sk_err_t err;
+
+        *t0 = 0;
+        err = sk_traceset_rows(d->db, sql, params, 2, 1, stock_row, t0, errstr, errstr_size);
+        if (*t0 == msg->trace_id)
+                *t0 = 0; /* never T itself */
+        return err == SK_EEXIST ? SK_EDB : err;
+}
+
+/* One attempt: [BEGIN, stock FOR SHARE,] [has_order: T0,] rollback.lua[, end the
+ * transaction]. */
 static sk_err_t rollback_once(const sk_decider_t *d, const sk_order_msg_t *msg,
                               sk_reason_t reason, int clamp, sk_rollback_res_t *res,
                               int64_t *clamp_to, char *errstr, size_t errstr_size)
 {
         sk_redis_t *r;
         sk_err_t err;
+        int64_t t0 = 0;
 
         *clamp_to = -1;
+        if (reason == SK_REASON_HAS_ORDER && msg->user_id > 0 &&
+            (err = read_active_trace(d, msg, &t0, errstr, errstr_size)) != SK_OK) {
+                db_failed(d, err);
+                return err; /* rollback.lua not run: retried with T0 */
+        }
         if (clamp) {
                 if ((err = sk_db_begin(d->db, errstr, errstr_size)) == SK_OK &&
                     (err = read_stock_shared(d, msg->voucher_id, msg->bucket, clamp_to, errstr,
@@ -120,6 +146,7 @@ static sk_err_t rollback_once(const sk_decider_t *d, const sk_order_msg_t *msg,
                                          .home = msg->home, .trace_id = msg->trace_id,
                                          .user_id = msg->user_id, .mode = d->mode,
                                          .reason = reason, .clamp_to = *clamp_to,
+                                         .repoint_trace_id = t0,
                                          .expire_extra_ms = d->expire_extra_ms };
 
                 err = sk_rollback_trace(r, d->prefix, &a, res, errstr, errstr_size);

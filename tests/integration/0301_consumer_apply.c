@@ -4,7 +4,8 @@
  * so the DEDUCT trace entries exist, and the message produced is its JSON.
  * Cases: the same message twice -> one order, no rollback, 64-bit ids unchanged;
  * 10 messages for 7 DB units -> 7 orders, 3 FAILED sold_out, DB stock 0, Redis clamped,
- * users released; has_order -> stock restored, user kept; a fenced trace -> FAILED
+ * users released; has_order -> stock restored, users[U] re-pointed to the trace T0 of
+ * the user's active order; a fenced trace -> FAILED
  * front_rollback, no order; an existing FAILED outcome -> no order; DB stock forced to 0
  * -> FAILED sold_out, no restore, Redis clamped to 0, user released; poison -> DLQ with
  * a reason and the worker goes on; a collision (same orderId, other user) -> DLQ, first
@@ -130,13 +131,14 @@ END_TEST
 START_TEST(has_order_restores_and_keeps_user)
 {
         int64_t vid = sk_test_rand_id(), uid = sk_test_rand_id(), old_order = sk_test_rand_id();
+        int64_t t0 = sk_test_rand_id();
         sk_order_msg_t m;
         char json[SK_MSG_MAX];
 
         /* The user already holds an order in the DB (Redis does not know). */
         ct_voucher(vid, 5, 4, 4);
         ct_exec("INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status) VALUES "
-                "(%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", 1)", old_order, uid, vid, sk_test_rand_id());
+                "(%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", 1)", old_order, uid, vid, t0);
         ck_assert_int_eq(ct_deduct(vid, uid, &m, json), 0);
         ck_assert_int_eq(ct_redis_stock(vid), 3);
         ct_produce(vid, json);
@@ -147,7 +149,7 @@ START_TEST(has_order_restores_and_keeps_user)
                 sk_sleep_ms(100, NULL);
         ck_assert(ct_fenced(vid, m.trace_id));
         ck_assert_int_eq(ct_redis_stock(vid), 4);                 /* restored */
-        ck_assert(ct_redis_user_is(vid, uid, m.trace_id));         /* kept */
+        ck_assert(ct_redis_user_is(vid, uid, t0));                 /* re-pointed to T0 */
         ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 4);
         ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 1);
         ck_assert(ct_i64("SELECT id FROM tb_voucher_order WHERE voucher_id = %" PRId64

@@ -6,10 +6,14 @@
  *     restored, users untouched;
  *   - a trace rolled back in bucket j whose home still names it -> the home step
  *     (users released, home fence T:r);
- * and drift by direction: undersell rebuilt without --repair, a small oversell left and
+ * a has_order decision (sk_decide_failed, what the consumer and the reconciler call) of a
+ * duplicate purchase taken in bucket j = 1 for a user whose home is h = 0: FAILED, the
+ * unit restored in j, users[U] on h re-pointed to the trace T0 of the user's active
+ * order (DESIGN.md 4, issue 12); and drift by direction: undersell rebuilt without --repair, a small oversell left and
  * reported, an oversell above --drift-threshold rebuilt (the decision and the report;
  * the stock a rebuild writes is the rebuild's tests'). */
 #include "05_recon_support.h"
+#include "sk/decide.h"
 #include "sk/snowflake.h"
 
 #define NB 4
@@ -303,6 +307,74 @@ START_TEST(drift_by_direction)
 }
 END_TEST
 
+/* users[U] of bucket @p h as an id (0 when missing or not an id). */
+static int64_t user_trace(int64_t vid, int h, int64_t u)
+{
+        char k[SK_KEY_MAX], us[SK_ID_STRLEN], errstr[256];
+        redisReply *reply = NULL;
+        int64_t t = 0;
+
+        key(k, vid, h, SK_KEY_USERS);
+        sk_id_format(u, us);
+        ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), "HGET %s %s", k, us),
+                         SK_OK);
+        if (reply->type == REDIS_REPLY_STRING && sk_id_parse_cstr(reply->str, &t) != 0)
+                t = 0;
+        freeReplyObject(reply);
+        return t;
+}
+
+START_TEST(has_order_repoints_home)
+{
+        const int64_t db[NB] = { 25, 25, 25, 25 }, redis[NB] = { 0, 24, 25, 25 };
+        int64_t vid = bucket_voucher(db, redis), u = sk_test_rand_id(), t0 = sk_test_rand_id();
+        int64_t t = sk_test_rand_id(), o = sk_test_rand_id();
+        sk_order_msg_t m = { t, o, u, vid, 10, 1, 9, sk_now_ms() - 1000, 1, 0 };
+        char sql[512], errstr[512] = "";
+        sk_decider_t d;
+        sk_decision_t dec;
+
+        /* U holds an active order (trace T0) that Redis forgot; its duplicate T was
+         * admitted with home 0 (sold out in Redis) and took its unit from bucket 1. */
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id,"
+                 " status) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", 1)",
+                 sk_test_rand_id(), u, vid, t0);
+        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        put_deduct(vid, 1, 0, t, u, o);
+        put_user(vid, 0, u, t);
+
+        memset(&d, 0, sizeof(d));
+        d.db = rt_db;
+        d.r = rt_r;
+        d.prefix = rt_conf.redis_prefix;
+        d.mode = "consumer";
+        d.expire_extra_ms = sk_expire_extra_ms(rt_conf.reconcile_window_hours);
+        d.attempts = 2;
+        ck_assert_msg(sk_decide_failed(&d, &m, SK_REASON_HAS_ORDER, "test", &dec, errstr,
+                                       sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_int_eq(dec.how, SK_DECIDED_RECORDED);
+        ck_assert_int_eq(dec.res.restored, 1);
+        ck_assert_int_eq(dec.res.home, 0);
+        ck_assert_int_eq(dec.res.home_done, 1);
+        ck_assert_int_eq(dec.res.repointed, 1);
+        ck_assert_int_eq(dec.res.released, 0);
+        ck_assert_int_eq(rt_q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64
+                              " AND outcome = 2 AND reason = 'has_order'", t), 1);
+        ck_assert_int_eq(stock_of(vid, 1), 25);             /* T's unit back in j */
+        ck_assert_int_eq(stock_of(vid, 0), 0);
+        ck_assert(user_trace(vid, 0, u) == t0);             /* still blocked, by T0 */
+        ck_assert_int_eq(has_user(vid, 1, u), 0);
+        ck_assert_int_eq(rt_q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
+                              " AND user_id = %" PRId64, vid, u), 1);
+        /* Followed again (a redelivery): ALREADY, users[U] still T0. */
+        ck_assert_int_eq(sk_decide_failed(&d, &m, SK_REASON_HAS_ORDER, "test", &dec, errstr,
+                                          sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(dec.how, SK_DECIDED_FOLLOWED_FAILED);
+        ck_assert(user_trace(vid, 0, u) == t0);
+        ck_assert_int_eq(stock_of(vid, 1), 25);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("0520_recon_buckets");
@@ -313,6 +385,7 @@ int main(void)
         tcase_set_timeout(tc, 280);
         tcase_add_test(tc, drift_by_direction); /* first: nothing in the topic yet */
         tcase_add_test(tc, repairs_across_buckets);
+        tcase_add_test(tc, has_order_repoints_home);
         suite_add_tcase(s, tc);
         rc = sk_test_run(s);
         rt_teardown();
