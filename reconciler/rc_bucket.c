@@ -171,12 +171,14 @@ static void repair_probing(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int 
         }
 }
 
-/* users[U] = T still names a trace that was fenced or released: the home step. */
+/* users[U] = T still names a trace that was fenced or released: the home step (users[U]
+ * re-pointed to the trace of the user's active order when there is one, else released). */
 static void repair_home(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int nb, int h,
                         int64_t u, int64_t t, rc_vstat_t *st)
 {
         sk_trace_entry_t *eh = sk_traceset_get(&sets[h], t, 0), *ej = NULL;
         int prefer = -1, j, home_fence;
+        one_acc_t t0 = { 0, 0 };
         sk_home_res_t hr;
         char errstr[512];
 
@@ -192,7 +194,17 @@ static void repair_home(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int nb,
                 return;
         if (rc_must_stop(ctx))
                 return;
-        if (sk_home_step(ctx->r, ctx->conf->redis_prefix, vid, h, t, u, j, 0, SK_REASON_NONE,
+        /* A user who holds an active order (T was a has_order duplicate) stays blocked by
+         * that order's trace T0 (DESIGN.md 4): re-point instead of releasing. */
+        if (sk_traceset_rows(ctx->db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ?"
+                             " AND active_user_id = ?", (int64_t[]){ vid, u }, 2, 1, one_row, &t0,
+                             errstr, sizeof(errstr)) != SK_OK) {
+                st->errors++;
+                rc_note(st, "active order read failed: %s", errstr);
+                return;
+        }
+        if (sk_home_step(ctx->r, ctx->conf->redis_prefix, vid, h, t, u, j,
+                         t0.found && t0.v != t ? t0.v : 0, SK_REASON_NONE,
                          rc_expire_extra_ms(ctx), &hr, errstr, sizeof(errstr)) != SK_OK) {
                 st->errors++;
                 rc_note(st, "home step failed: %s", errstr);

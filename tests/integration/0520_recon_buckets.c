@@ -326,8 +326,12 @@ static int64_t user_trace(int64_t vid, int h, int64_t u)
 
 START_TEST(has_order_repoints_home)
 {
-        const int64_t db[NB] = { 25, 25, 25, 25 }, redis[NB] = { 0, 24, 25, 25 };
+        const int64_t db[NB] = { 0, 25, 25, 25 }, redis[NB] = { 0, 24, 25, 25 };
         int64_t vid = bucket_voucher(db, redis), u = sk_test_rand_id(), t0 = sk_test_rand_id();
+        int64_t u2 = sk_test_rand_id(), t02 = sk_test_rand_id(), t2 = old_id(10000);
+        int64_t o2 = sk_test_rand_id();
+        char vs[SK_ID_STRLEN], out[65536];
+        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
         int64_t t = sk_test_rand_id(), o = sk_test_rand_id();
         sk_order_msg_t m = { t, o, u, vid, 10, 1, 9, sk_now_ms() - 1000, 1, 0 };
         char sql[512], errstr[512] = "";
@@ -370,6 +374,25 @@ START_TEST(has_order_repoints_home)
         ck_assert_int_eq(sk_decide_failed(&d, &m, SK_REASON_HAS_ORDER, "test", &dec, errstr,
                                           sizeof(errstr)), SK_OK);
         ck_assert_int_eq(dec.how, SK_DECIDED_FOLLOWED_FAILED);
+        ck_assert(user_trace(vid, 0, u) == t0);
+        ck_assert_int_eq(stock_of(vid, 1), 25);
+
+        /* The same decision interrupted between rollback.lua on j and the home step: the
+         * reconciler's home step re-points users[U2] to T0' instead of releasing it. */
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id,"
+                 " status) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", 1)",
+                 sk_test_rand_id(), u2, vid, t02);
+        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        put_user(vid, 0, u2, t2);
+        put_trace_field(vid, 0, t2, 'h', "1");
+        put_deduct(vid, 1, 0, t2, u2, o2);
+        put_trace_field(vid, 1, t2, 'r', "{\"mode\":\"consumer\",\"reason\":\"has_order\","
+                        "\"home\":0,\"restored\":1,\"released\":0,\"clamped\":0,\"ts\":1}");
+        failed_in(t2, o2, u2, vid, 1, "has_order");
+        sk_id_format(vid, vs);
+        (void)rt_reconcile(args, NULL, out, sizeof(out));
+        ck_assert_int_eq(rt_json_field(out, vid, "homeSteps"), 1);
+        ck_assert(user_trace(vid, 0, u2) == t02);
         ck_assert(user_trace(vid, 0, u) == t0);
         ck_assert_int_eq(stock_of(vid, 1), 25);
 }
