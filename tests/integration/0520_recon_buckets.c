@@ -163,6 +163,24 @@ static void failed_in(int64_t t, int64_t o, int64_t u, int64_t vid, int b, const
         ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
 }
 
+/* T (user @p u, order @p o) taken in bucket @p j and rolled back there by @p mode with
+ * @p reason (FAILED outcome in j), its home step on @p h not done: users[U] of h still
+ * names T. */
+static void rolled_back_in(int64_t vid, int h, int j, int64_t t, int64_t u, int64_t o,
+                           const char *mode, const char *reason)
+{
+        char r[256], js[8];
+
+        snprintf(js, sizeof(js), "%d", j);
+        snprintf(r, sizeof(r), "{\"mode\":\"%s\",\"reason\":\"%s\",\"home\":%d,\"restored\":1,"
+                 "\"released\":0,\"clamped\":0,\"ts\":1}", mode, reason, h);
+        put_user(vid, h, u, t);
+        put_trace_field(vid, h, t, 'h', js);
+        put_deduct(vid, j, h, t, u, o);
+        put_trace_field(vid, j, t, 'r', r);
+        failed_in(t, o, u, vid, j, reason);
+}
+
 START_TEST(repairs_across_buckets)
 {
         const int64_t db[NB] = { 10, 10, 10, 10 };
@@ -194,12 +212,7 @@ START_TEST(repairs_across_buckets)
                         "\"restored\":1,\"released\":0,\"clamped\":0,\"ts\":1}");
         failed_in(tc, oc, uc, vid, 3, "lost");
         /* D: home 2, taken in bucket 3 and rolled back there (restored), home still names T. */
-        put_user(vid, 2, ud, td);
-        put_trace_field(vid, 2, td, 'h', "3");
-        put_deduct(vid, 3, 2, td, ud, od);
-        put_trace_field(vid, 3, td, 'r', "{\"mode\":\"reconciler\",\"reason\":\"front_rollback\","
-                        "\"home\":2,\"restored\":1,\"released\":0,\"clamped\":0,\"ts\":1}");
-        failed_in(td, od, ud, vid, 3, "front_rollback");
+        rolled_back_in(vid, 2, 3, td, ud, od, "reconciler", "front_rollback");
 
         (void)rt_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rt_json_field(out, vid, "buckets"), NB);
@@ -383,12 +396,7 @@ START_TEST(has_order_repoints_home)
                  " status) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", 1)",
                  sk_test_rand_id(), u2, vid, t02);
         ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
-        put_user(vid, 0, u2, t2);
-        put_trace_field(vid, 0, t2, 'h', "1");
-        put_deduct(vid, 1, 0, t2, u2, o2);
-        put_trace_field(vid, 1, t2, 'r', "{\"mode\":\"consumer\",\"reason\":\"has_order\","
-                        "\"home\":0,\"restored\":1,\"released\":0,\"clamped\":0,\"ts\":1}");
-        failed_in(t2, o2, u2, vid, 1, "has_order");
+        rolled_back_in(vid, 0, 1, t2, u2, o2, "consumer", "has_order");
         sk_id_format(vid, vs);
         (void)rt_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rt_json_field(out, vid, "homeSteps"), 1);
