@@ -16,15 +16,17 @@
  *     drains to the DB path (outcome path 'db'), comes back to Redis after the pause;
  *   - the DB away (a socat proxy frozen) while on the DB-only path: 503 within the
  *     request deadline, nothing written; the DB back: 200 again;
- *   - (SK_0412_TWO_FRONTS=1, known to fail: the switch bounces) two fronts, one
- *     reaching Redis through a frozen socat proxy: both serve the DB-only path, then
- *     202 again; every 202 CREATED, one order per user. */
+ *   - two fronts, one reaching Redis through a frozen socat proxy (issue 13): the
+ *     voucher reaches db once, both fronts answer 200 CREATED from the DB-only path,
+ *     the healthy front rebuilds it, no bounce (at most 4 moves), then 202 again on
+ *     both; every 202 CREATED, one order per user, Redis = DB. */
 #include "0419_degrade_support.h"
 
 #define D_STOCK 400
 
 static sk_conf_t g_conf;
 static pid_t g_redis_pid, g_cons_pid;
+static int g_healthy_ms = 1500;         /* SECKILL_BREAKER_HEALTHY_MS of the fronts started */
 
 /* ------------------------------------------------------------- helpers ---- */
 
@@ -126,13 +128,14 @@ static void check_invariants(int64_t vid, const book_t *bk, sk_redis_t *rc)
 static pid_t start_front_with(int *port_out, char *log, size_t cap, const char *what, const char *fp,
                              const char *mysql_url)
 {
-        char url_env[600], fp_env[160], my_env[600];
+        char url_env[600], fp_env[160], my_env[600], healthy_env[64];
         const char *env[] = { url_env, "SECKILL_WORKER_LEASE_MS=20000", "SECKILL_BREAKER_OPEN_MS=1000",
-                              "SECKILL_BREAKER_HEALTHY_MS=1500", "SECKILL_BREAKER_FAILURES=3",
+                              healthy_env, "SECKILL_BREAKER_FAILURES=3",
                               "SECKILL_DEGRADE_DB_CONNS=4", NULL, NULL, NULL };
         int port = ft_free_port(), ne = 6;
         pid_t pid;
 
+        snprintf(healthy_env, sizeof(healthy_env), "SECKILL_BREAKER_HEALTHY_MS=%d", g_healthy_ms);
         snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=%s", g_conf.redis_url);
         if (fp)
                 env[ne++] = fp_env;
@@ -450,27 +453,29 @@ START_TEST(operator_db_only_then_auto)
 END_TEST
 
 /* Two fronts, one behind a socat proxy to Redis that is frozen (SIGSTOP): that front's
- * breaker opens; the voucher drains to the DB path, and both fronts answer 200 CREATED
- * from the DB. SIGCONT: both answer 202 again. Every 202 ends CREATED (none FAILED
- * sold_out), one order per user, Redis = DB. The switch's moves are printed (epoch,
- * state) so a bounce (the healthy front starting db -> rebuilding while the other's
- * breaker is open) shows in the log.
- * KNOWN TO FAIL (2026-12-01): the healthy front A moves db -> rebuilding (why
- * redis_healthy) -> redis (rebuilt) at once, the frozen front B moves redis -> draining
- * (breaker_open) -> db, and again: epoch 0 -> 37 in 90 s, A answered one 200, B none
- * (a request's epoch is stale by the time the DB-only pool runs it). Registered only
- * with SK_0412_TWO_FRONTS=1. */
+ * (B) breaker opens and B drains the voucher once (one breaker episode); the voucher
+ * reaches db and stays there for SECKILL_BREAKER_HEALTHY_MS (the healthy front A may
+ * rebuild only after Redis has been healthy that long *while in db*, DESIGN.md 12), so
+ * both fronts answer 200 CREATED from the DB path; then A rebuilds it (redis) and B,
+ * breaker still open, answers 503 without draining it again. SIGCONT: both answer 202.
+ * At most 4 moves (no bounce), every 202 ends CREATED (none FAILED sold_out because a
+ * DB-only sale took its unit), one order per user, Redis = DB. The fronts' healthy
+ * window is SK_0412_HEALTHY_MS (default 4000 ms: longer than the 1 s read period plus
+ * a purchase, so B sees the db state in time). */
 START_TEST(two_fronts_one_frozen)
 {
         static book_t bk;
-        sk_redis_t *rc = ft_redis(&g_conf);
+        sk_redis_t *rc;
         char logb[256], saved[sizeof(g_conf.redis_url)];
-        int i, portb, pport = ft_free_port(), a200 = 0, b200 = 0, st;
+        int i, portb, pport = ft_free_port(), a200 = 0, b200 = 0, st, saw_db = 0;
         long long epoch0, epoch, last = -1;
         int64_t until;
         pid_t pidb, proxy;
         sale_t sl;
 
+        g_healthy_ms = getenv("SK_0412_HEALTHY_MS") ? (int)strtol(getenv("SK_0412_HEALTHY_MS"), NULL, 10)
+                                                    : 4000;
+        rc = ft_redis(&g_conf);
         sale_start(&sl, &bk, rc, "twoa", NULL, 60000, 10);
         proxy = start_proxy(pport, g_conf.redis.port);
         memcpy(saved, g_conf.redis_url, sizeof(saved));
@@ -480,14 +485,16 @@ START_TEST(two_fronts_one_frozen)
         ck_assert_msg(buy_until(portb, sl.path, &sl.user, 202, &bk, 30) == 0, "no 202 on B (log %s)", logb);
         epoch0 = q("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid);
 
+        /* Frozen: until both fronts have sold on the DB path and A has rebuilt. */
         ck_assert_int_eq(kill(-proxy, SIGSTOP), 0);
-        until = sk_mono_ms() + 90000;
-        while ((a200 < 5 || b200 < 5) && sk_mono_ms() < until) {
+        until = sk_mono_ms() + 60000;
+        while ((a200 < 1 || b200 < 1 || !state_is(sl.vid, "redis")) && sk_mono_ms() < until) {
                 st = buy(sl.port, sl.path, sl.user++, &bk);
                 a200 += st == 200;
                 st = buy(portb, sl.path, sl.user++, &bk);
                 b200 += st == 200;
                 epoch = q("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid);
+                saw_db |= state_is(sl.vid, "db");
                 if (epoch != last) {
                         fprintf(stderr, "0412 two fronts: epoch %lld state %s\n", epoch,
                                 state_is(sl.vid, "redis") ? "redis" : state_is(sl.vid, "draining")
@@ -498,17 +505,35 @@ START_TEST(two_fronts_one_frozen)
         }
         fprintf(stderr, "0412 two fronts: frozen phase: A 200s %d, B 200s %d, epoch %lld -> %lld\n",
                 a200, b200, epoch0, last);
-        ck_assert_msg(a200 >= 5 && b200 >= 5, "200s: A %d, B %d (logs %s, %s)", a200, b200, sl.log, logb);
+        ck_assert_msg(saw_db, "never in state db (logs %s, %s)", sl.log, logb);
+        ck_assert_msg(a200 >= 1 && b200 >= 1, "200s: A %d, B %d (logs %s, %s)", a200, b200, sl.log, logb);
+        ck_assert_msg(state_is(sl.vid, "redis"), "A did not rebuild (log %s)", sl.log);
+        /* Still frozen, back in redis (A's HTTP threads see it at A's next read): A
+         * answers 202, B 503, and B does not drain it again. */
+        ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 202, &bk, 10) == 0, "no 202 on A (log %s)",
+                      sl.log);
+        for (i = 0; i < 3; i++) {
+                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 202);
+                ck_assert_int_eq(buy(portb, sl.path, sl.user++, &bk), 503);
+                sk_sleep_ms(1000, NULL);
+        }
+        ck_assert(state_is(sl.vid, "redis"));
 
         ck_assert_int_eq(kill(-proxy, SIGCONT), 0);
-        ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 202, &bk, 90) == 0, "no 202 on A (log %s)", sl.log);
-        ck_assert_msg(buy_until(portb, sl.path, &sl.user, 202, &bk, 90) == 0, "no 202 on B (log %s)", logb);
-        for (i = 0; i < 5; i++)
+        ck_assert_msg(buy_until(portb, sl.path, &sl.user, 202, &bk, 60) == 0, "no 202 on B (log %s)", logb);
+        for (i = 0; i < 5; i++) {
+                ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 202);
                 ck_assert_int_eq(buy(portb, sl.path, sl.user++, &bk), 202);
+        }
+        /* No bounce: redis -> draining -> db -> rebuilding -> redis, once. */
+        epoch = q("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid);
+        fprintf(stderr, "0412 two fronts: epoch %lld -> %lld at the end\n", epoch0, epoch);
+        ck_assert_int_le(epoch - epoch0, 4);
         ck_assert_int_eq(ft_stop(pidb, 40), 0);
         kill(-proxy, SIGKILL);
         waitpid(proxy, NULL, 0);
         sale_finish(&sl, &bk, rc, 5);
+        g_healthy_ms = 1500;
 }
 END_TEST
 
@@ -535,15 +560,7 @@ int main(void)
         tcase_add_test(tc, freeze_redis_mid_sale);
         tcase_add_test(tc, slow_redis_mid_sale);
         tcase_add_test(tc, db_down_on_db_path);
-        /* Off by default: it asserts issue 13's expectation that both fronts move to the
-         * DB-only path while one is cut off from Redis. What the fronts do instead: front
-         * B (cut off) drains the voucher once per breaker episode (producer/degrade.c),
-         * front A (healthy) rebuilds it back to redis and sells 202s, B answers 503 until
-         * its breaker closes -- no more bouncing (epoch stays at 4, was 0 -> 37), but not
-         * "both on the DB path", which needs the fronts' breaker states shared through
-         * the DB. Run with SK_0412_TWO_FRONTS=1. */
-        if (getenv("SK_0412_TWO_FRONTS") && strcmp(getenv("SK_0412_TWO_FRONTS"), "1") == 0)
-                tcase_add_test(tc, two_fronts_one_frozen);
+        tcase_add_test(tc, two_fronts_one_frozen);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
 }
