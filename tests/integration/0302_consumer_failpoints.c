@@ -6,7 +6,8 @@
  * clean SIGTERM stop (exit 0) leaves the group's committed offset at the high
  * watermark. consumer.before_rollback=1*exit on a has_order purchase: the FAILED
  * outcome is committed, the process dies before rollback.lua, and the restarted
- * consumer follows the FAILED row and runs it (stock restored once).
+ * consumer follows the FAILED row and runs it (stock restored once, users[U] re-pointed
+ * to the trace T0 of the user's active order).
  * Then the same message consumed by two consumers (two groups) at once, with a sleep
  * between the statements so the transactions overlap -> one order. */
 #include "0399_consumer_support.h"
@@ -111,7 +112,7 @@ END_TEST
 
 START_TEST(before_rollback_exit)
 {
-        int64_t vid = sk_test_rand_id(), uid = sk_test_rand_id();
+        int64_t vid = sk_test_rand_id(), uid = sk_test_rand_id(), t0 = sk_test_rand_id();
         sk_order_msg_t m;
         char json[SK_MSG_MAX], sql[256];
         pid_t pid;
@@ -120,7 +121,7 @@ START_TEST(before_rollback_exit)
         ct_voucher(vid, 5, 4, 4);
         ct_exec("INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status) VALUES "
                 "(%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", 1)", sk_test_rand_id(), uid, vid,
-                sk_test_rand_id());
+                t0);
         ck_assert_int_eq(ct_deduct(vid, uid, &m, json), 0);
         ct_produce(vid, json);
         pid = ct_start_consumer(NULL, "consumer.before_rollback=1*exit", NULL);
@@ -138,7 +139,7 @@ START_TEST(before_rollback_exit)
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         ck_assert(ct_fenced(vid, m.trace_id));
         ck_assert_int_eq(ct_redis_stock(vid), 4);
-        ck_assert(ct_redis_user_is(vid, uid, m.trace_id));
+        ck_assert(ct_redis_user_is(vid, uid, t0)); /* the follow re-points to T0 too */
         snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid);
         ck_assert_int_eq(ct_i64("%s", sql), 1);
 }
