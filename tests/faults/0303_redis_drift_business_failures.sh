@@ -4,9 +4,10 @@
 # must refuse: sold_out (no stock left in the DB) and has_order (the buyer already has
 # an order). DESIGN.md 7-8: the consumer records FAILED first, then runs rollback.lua
 # (sold_out: release the user, no restore, clamp Redis stock to the DB's; has_order:
-# restore, keep the user). The first consumer dies at consumer.before_rollback=exit,
-# between the FAILED insert and rollback.lua; its successor meets the FAILED row on
-# redelivery and must follow it (run the rollback, never create an order).
+# restore, users[U] re-pointed to the trace of the buyer's order). The first consumer
+# dies at consumer.before_rollback=exit, between the FAILED insert and rollback.lua; its
+# successor meets the FAILED row on redelivery and must follow it (run the rollback,
+# never create an order).
 # fault: Redis drift (10 phantom units, 5 forgotten buyers) -> sold_out / has_order FAILED; consumer SIGKILLed between FAILED and rollback.lua
 . "$(dirname "$0")/lib.sh"
 ft_init redis_drift_business_failures
