@@ -9,6 +9,8 @@
 # runs seckill-reconciler --repair once and seckill-admin verify per voucher, checks
 # every logged 202 against the outcome table and writes the report
 # (scripts/demo/report.py): out/report.json and out/latency.png.
+# --kill-redis (outage.sh): the sale on a private redis-server, killed (-9) mid-sale and
+# restarted empty; the report's outage section (outage.py) follows the DB-only path.
 #
 # Isolation: database $DB (default seckill_demo) plus $DB_client for the client's
 # record, Redis prefix, Kafka topic and group unique per run (skdemo_<stamp>), free
