@@ -17,20 +17,14 @@ than that (rebuilding, usually) may be missing: then its time is None.
 import os
 import time
 
+import figures
+
 STATES = ("draining", "db", "rebuilding", "redis")
 
 
 def read_marks(path):
-    out = {}
-    try:
-        with open(path) as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) == 2 and parts[1].lstrip("-").isdigit():
-                    out[parts[0]] = int(parts[1])
-    except OSError:
-        pass
-    return out
+    """outage.txt as {name: int} (figures.read_marks)."""
+    return figures.read_marks(path)
 
 
 def read_states(path):

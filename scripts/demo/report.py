@@ -137,16 +137,7 @@ def read_int(path, default=None):
 
 def read_phases(path):
     """run.sh's phase marks: "name seconds-since-start" per line."""
-    out = {}
-    try:
-        with open(path) as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) == 2 and parts[1].isdigit():
-                    out[parts[0]] = int(parts[1])
-    except OSError:
-        pass
-    return out
+    return figures.read_marks(path)
 
 
 def fmt_ms(v):
