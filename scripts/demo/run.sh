@@ -30,6 +30,10 @@ DEMO_DIR=$REPO/scripts/demo
 . "$DEMO_DIR/payments.sh"
 # shellcheck source=outage.sh
 . "$DEMO_DIR/outage.sh"
+# shellcheck source=install.sh
+. "$DEMO_DIR/install.sh"
+# shellcheck source=redis_topo.sh
+. "$DEMO_DIR/redis_topo.sh"
 
 # ------------------------------------------------------------------ options
 HOT_STOCK=1000
@@ -166,56 +170,6 @@ if [[ $(id -u) -ne 0 ]]; then
         command -v sudo >/dev/null 2>&1 && SUDO=sudo
 fi
 
-# ------------------------------------------------------------------ 1. install
-# Debian package -> a file or command that proves it is there (dpkg -s is the check;
-# the probe avoids asking apt when another distribution's package provides it).
-install_missing() {
-        local -a want=(
-                build-essential:gcc build-essential:make cmake:cmake pkg-config:pkg-config
-                librdkafka-dev:/usr/include/librdkafka/rdkafka.h
-                libhiredis-dev:/usr/include/hiredis/hiredis.h
-                default-libmysqlclient-dev:/usr/include/mysql/mysql.h
-                libcjson-dev:/usr/include/cjson/cJSON.h
-                libmicrohttpd-dev:/usr/include/microhttpd.h
-                check:/usr/include/check.h
-                wrk:wrk gnuplot-nox:gnuplot jq:jq curl:curl python3:python3
-                redis-tools:redis-cli mariadb-client:mariadb
-        )
-        local -a missing=()
-        local item pkg probe
-        for item in "${want[@]}"; do
-                pkg=${item%%:*}
-                probe=${item#*:}
-                if [[ $probe = /* ]]; then
-                        [[ -e $probe ]] && continue
-                else
-                        command -v "$probe" >/dev/null 2>&1 && continue
-                fi
-                dpkg -s "$pkg" >/dev/null 2>&1 && [[ $probe = /* ]] && continue
-                missing+=("$pkg")
-        done
-        [[ ${#missing[@]} -gt 0 ]] && mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-        if [[ ${#missing[@]} -eq 0 ]]; then
-                say "packages: all present"
-                return 0
-        fi
-        command -v apt-get >/dev/null 2>&1 || die "missing packages (${missing[*]}) and no apt-get: install them by hand"
-        if [[ $(id -u) -ne 0 && -z $SUDO ]]; then
-                die "missing packages (${missing[*]}): run as root or install sudo"
-        fi
-        say "installing: ${missing[*]} (log: $RUN/apt.log)"
-        # env inside sudo: sudo resets the environment
-        if ! $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q < /dev/null > "$RUN/apt.log" 2>&1; then
-                tail -n 20 "$RUN/apt.log" >&2
-                die "apt-get update failed"
-        fi
-        if ! $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-                "${missing[@]}" < /dev/null >> "$RUN/apt.log" 2>&1; then
-                tail -n 20 "$RUN/apt.log" >&2
-                die "apt-get install ${missing[*]} failed"
-        fi
-}
-
 # ------------------------------------------------------------------ endpoints
 # SECKILL_* from the environment win; else the stack's own (scripts/stack.sh env, which
 # follows SECKILL_STACK_*_PORT); else DESIGN.md 2's defaults.
@@ -267,49 +221,6 @@ sentinel)
         REDIS_DB=0 ;;
 esac
 export DEMO_REDIS_TOPO=$REDIS_TOPO
-rcli() { redis-cli "${RCLI_OPTS[@]}" -h "$REDIS_HOST" -p "$REDIS_PORT" -n "$REDIS_DB" "$@"; }
-# Every master as host:port (one line each): a Cluster's from CLUSTER NODES.
-redis_masters() {
-        if [[ $REDIS_TOPO == cluster ]]; then
-                redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" cluster nodes |
-                        awk '$3 ~ /master/ && $3 !~ /fail/ && $8 == "connected" {sub(/@.*/, "", $2); print $2}' | sort
-        else
-                echo "$REDIS_HOST:$REDIS_PORT"
-        fi
-}
-# rcli_scan PATTERN: the keys matching PATTERN on every master.
-rcli_scan() {
-        local m
-        for m in $(redis_masters); do
-                redis-cli -h "${m%:*}" -p "${m##*:}" -n "$REDIS_DB" --scan --pattern "$1"
-        done
-}
-# cmdstat_evalsha calls of every master, "host:port calls" a line, into $1.
-redis_cmdstats() {
-        local m
-        for m in $(redis_masters); do
-                echo "$m $(redis-cli -h "${m%:*}" -p "${m##*:}" info commandstats |
-                        sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\).*/\1/p' | head -n 1)"
-        done > "$1"
-}
-# topo_up: start (or reuse) the Cluster / Sentinel topology; a Sentinel master's address.
-topo_up() {
-        local addr
-        [[ $REDIS_TOPO == standalone ]] && return 0
-        if ! "$REPO/scripts/stack.sh" status 2>/dev/null | awk -v s="$REDIS_TOPO" '$1 ~ "^"s && $3 == "up" {f = 1} END {exit !f}'; then
-                STARTED_SERVICES+=("$REDIS_TOPO")
-        fi
-        say "stack: scripts/stack.sh up $REDIS_TOPO"
-        "$REPO/scripts/stack.sh" up "$REDIS_TOPO" >> "$RUN/stack.log" 2>&1 9>&- ||
-                die "scripts/stack.sh up $REDIS_TOPO failed (log: $RUN/stack.log)"
-        if [[ $REDIS_TOPO == sentinel ]]; then
-                addr=$(redis-cli -p 26390 sentinel get-master-addr-by-name seckill | paste -sd:)
-                [[ $addr =~ ^[^:]+:[0-9]+$ ]] || die "the Sentinels name no master for 'seckill'"
-                REDIS_HOST=${addr%:*} REDIS_PORT=${addr##*:}
-        fi
-        export DEMO_REDIS_HOST=$REDIS_HOST DEMO_REDIS_PORT=$REDIS_PORT DEMO_REDIS_DB=$REDIS_DB
-        say "redis: $REDIS_TOPO ($REDIS_URL), masters $(redis_masters | paste -sd' ')"
-}
 # MariaDB 11 (Debian 13) names the client "mariadb" and drops "mysql" to a compat package.
 MYSQL_CLI=$(command -v mariadb || command -v mysql || echo mysql)
 export DEMO_MYSQL_CLI=$MYSQL_CLI
