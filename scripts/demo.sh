@@ -3,11 +3,13 @@
 #
 #   scripts/demo.sh                 install what is missing, build, stack up, run the
 #                                   sale, check every invariant, print the report
-#   scripts/demo.sh --help          options (stock, buyers, concurrency, duration, --keep)
+#   scripts/demo.sh --kill-redis    the same sale through a Redis outage (private Redis
+#                                   killed and restarted empty; DB-only path and back)
+#   scripts/demo.sh --help          options (stock, buckets, buyers, concurrency, duration, --keep)
 #
 # The logic lives in scripts/demo/ (run.sh: the driver; sale.lua: the wrk crowd;
-# report.py: the checks and report; figures.py, latency.gp, timeline.gp: the figures
-# and plots). Output: out/report.json, out/timeline.png,
+# report.py: the checks and report; buckets.py, outage.py (outage.sh), figures.py,
+# latency.gp, timeline.gp: the report's sections, figures and plots). Output: out/report.json, out/timeline.png,
 # out/latency.png and out/demo-<stamp>/ (logs, the 202 log, reconciler and verify output).
 # Exit status: 0 every invariant PASS, 1 an invariant FAILED, 2 bad usage, 3 setup failed.
 exec "$(dirname "${BASH_SOURCE[0]}")/demo/run.sh" "$@"

@@ -7,6 +7,7 @@ report.py, unit-tested by tests/unit/ops_demo_figures.sh):
   rec_summary(doc, rc)      the one-line summary of seckill-reconciler --json
   timeline(...)             answers per second by code and orders in the DB over time
   plot_timeline(...)        timeline.png through timeline.gp
+  read_marks(path)          "name integer" lines as a dict (phases.txt, outage.txt)
   redis_masters(run, topo)  EVALSHA calls per Redis master during the run (run.sh's
                             cmdstats-before/after.txt: "host:port calls" a line)
 
@@ -120,6 +121,21 @@ def plot_timeline(rows, codes, datf, png, title):
         return png
     sys.stderr.write(f"demo: gnuplot (timeline) failed: {res.stderr.strip()[-500:]}\n")
     return None
+
+
+def read_marks(path):
+    """{name: int} from "name integer" lines (run.sh's phases.txt, outage.sh's
+    outage.txt); other lines are skipped, a missing file is {}."""
+    out = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 2 and parts[1].lstrip("-").isdigit():
+                    out[parts[0]] = int(parts[1])
+    except OSError:
+        pass
+    return out
 
 
 def _read_cmdstats(path):

@@ -11,7 +11,7 @@ who never pay.
                   --timeout-s S
       After the sale: while any sale voucher has units free in the DB (released by a
       close) or UNPAID orders are still waiting for their deadline, new buyers (payers,
-      fresh ids) buy what is free. Every 202 is appended to --tsv in the 202 log's format
+      fresh ids) buy what is free. Every 202 (and 200 of the DB-only path) is appended to --tsv in the 202 log's format
       (orderId, traceId, voucherId, userId, accept_ms, attempt) so the report checks them
       like the sale's. Prints one summary line (JSON).
 
@@ -109,7 +109,8 @@ def cmd_resale(a):
                     user = f"29{int(t0) % 10**9:09d}{seq:06d}99"
                     tried += 1
                     status, body = post(f"{a.front}/api/v1/vouchers/{v}/seckill", user)
-                    if status == 202 and ID_RE.match(str(body.get("orderId", ""))) and \
+                    # 202, or 200 CREATED while the voucher is on the DB-only path (DESIGN.md 12)
+                    if status in (200, 202) and ID_RE.match(str(body.get("orderId", ""))) and \
                             ID_RE.match(str(body.get("traceId", ""))):
                         accepted += 1
                         out.write(f"{body['orderId']}\t{body['traceId']}\t{v}\t{user}\t"

@@ -25,8 +25,10 @@ import time
 import urllib.error
 import urllib.request
 
+import buckets
 import figures
 import lifecycle
+import outage
 
 ID_RE = re.compile(r"^[1-9][0-9]{0,18}$")
 TSV_COLS = ("order_id", "trace_id", "voucher_id", "user_id", "accept_ms", "attempt")
@@ -135,16 +137,7 @@ def read_int(path, default=None):
 
 def read_phases(path):
     """run.sh's phase marks: "name seconds-since-start" per line."""
-    out = {}
-    try:
-        with open(path) as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) == 2 and parts[1].isdigit():
-                    out[parts[0]] = int(parts[1])
-    except OSError:
-        pass
-    return out
+    return figures.read_marks(path)
 
 
 def fmt_ms(v):
@@ -301,6 +294,7 @@ def cmd_report(a):
             users_hash |= set(x for x in rcli("HKEYS", f"{key}:users") if x and x != "_")
         vrc = read_int(os.path.join(run, f"verify-{v}.rc"))
         vjson = read_json(os.path.join(run, f"verify-{v}.json"))
+        sjson = read_json(os.path.join(run, f"show-{v}.json"))
         planned = int(sale.get("planned", {}).get(v, 0))
         acc_v = sum(1 for x in accepted if x["voucher_id"] == v)
         per_voucher.append({
@@ -315,6 +309,7 @@ def cmd_report(a):
             "duplicate_users": dup_users, "outcomes": outcomes,
             "accepted_202": acc_v, "planned_buyers": planned,
             "verify_exit": vrc, "verify": vjson,
+            "buckets": buckets.bucket_rows(vjson, sjson),  # DESIGN.md 14, buckets.py
         })
 
     def all_v(pred):
@@ -330,6 +325,9 @@ def cmd_report(a):
         lambda p: p["redis_stock"] == p["db_stock"] and p["users_hash_equals_buyers"]),
         "; ".join(f"{p['voucherId']}: redis {p['redis_stock']} db {p['db_stock']}, users hash "
                   f"{p['users_in_hash']} vs buyers {p['users_with_active_order']}" for p in per_voucher))
+    (b1_ok, b1), (b3_ok, b3) = buckets.bucket_checks(per_voucher)
+    check("I1 per bucket: init_stock - stock = active orders (seckill-admin verify)", b1_ok, b1)
+    check("I3 per bucket: Redis stock = DB stock (seckill-admin voucher show)", b3_ok, b3)
     check("I5 zero oversell: active orders <= init_stock", all_v(
         lambda p: p["active_orders"] <= p["init_stock"]),
         "; ".join(f"{p['voucherId']}: {p['active_orders']}/{p['init_stock']}" for p in per_voucher))
@@ -348,6 +346,13 @@ def cmd_report(a):
     # ---- order lifecycle: pay, close, release, sold again (lifecycle.py)
     lc = lifecycle.lifecycle(sql, rcli, check, db, a.prefix, vouchers, a.warmup_voucher, run,
                              a.unpaid_pct)
+
+    # ---- --kill-redis: the outage's timeline and DB-only purchases (outage.py)
+    outage_fig = None
+    if a.outage:
+        outage_fig = outage.outage(sql, check, db, run, vouchers[0], vouchers,
+                                   int(wrk.get("sale_first_ms", 0) or 0),
+                                   int(sale.get("status", {}).get("200", 0)))
 
     # ---- orders the client never saw accepted (lost answers): information only
     unseen = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order vo WHERE NOT EXISTS "
@@ -401,12 +406,14 @@ def cmd_report(a):
             "lost_answers": sale.get("lost"),
             "by_status": statuses, "by_code": codes,
             "accepted_202": int(statuses.get("202", 0)),
+            "created_200_db_only": int(statuses.get("200", 0)),
             "sold_out_10005": int(codes.get("10005", 0)),
             "duplicate_10006": int(codes.get("10006", 0)),
             "other_codes": other_codes,
         },
         "orders_in_db": orders_total,
         "lifecycle": lc,
+        "outage": outage_fig,
         "orders_without_logged_202": unseen,
         "vouchers": per_voucher,
         "invariant4": dict(i4, examples=i4_examples),
@@ -500,7 +507,8 @@ def print_report(r, out):
     print(f" answers       {q['purchase_answers']:,} in {f['sale_window_s']} s; no answer: "
           f"{(q['purchases_sent'] or 0) - q['purchase_answers']} (connection errors re-asked: "
           f"{q['lost_answers'] or 0})")
-    print(f" accepted      {q['accepted_202']:,} (202)")
+    print(f" accepted      {q['accepted_202']:,} (202)" + (
+        f" + {q['created_200_db_only']:,} created on the DB-only path (200)" if r.get("outage") else ""))
     print(f" rejected      sold out (10005) {q['sold_out_10005']:,} · duplicate (10006) "
           f"{q['duplicate_10006']:,} · other: " +
           (", ".join(f"{k}={v}" for k, v in sorted(q["other_codes"].items())) or "none"))
@@ -508,6 +516,8 @@ def print_report(r, out):
     print(f" orders in DB  {r['orders_in_db']:,} active ({r['orders_without_logged_202']} without a "
           f"202 the client saw)")
     lifecycle.print_lifecycle(r["lifecycle"])
+    if r.get("outage"):
+        print("\n".join(outage.outage_lines(r["outage"])))
     lm = f["latency_ms"]
     print(f" front         {f['req_per_s']:,} req/s over {f['connections']} connections; "
           f"p50 {lm.get('p50')} ms, p99 {lm.get('p99')} ms, max {lm.get('max')} ms (wrk)")
@@ -526,6 +536,10 @@ def print_report(r, out):
         print(f" {p['voucherId']:<21}{p['role']:<9}{p['init_stock']:>6}{str(p['db_stock']):>10}"
               f"{str(p['redis_stock']):>7}{p['active_orders']:>8}{p['accepted_202']:>6}"
               f"{p['planned_buyers']:>8}{p['users_in_hash']:>6}  exit {p['verify_exit']}")
+    for p in r["vouchers"]:
+        if len(p.get("buckets") or []) > 1:
+            print()
+            print("\n".join(buckets.bucket_lines(p)))
     print()
     rec = r["reconciler"]["exit"]
     print(f" {'WARN ' if rec not in (0, 1) else ''}{r['reconciler']['summary']}"
@@ -570,6 +584,7 @@ def main():
     ap.add_argument("--drained", type=int, default=1)
     ap.add_argument("--elapsed-s", type=int, default=0)
     ap.add_argument("--unpaid-pct", type=int, default=0)
+    ap.add_argument("--outage", type=int, default=0)
     a = ap.parse_args()
     for name in ("db", "client_db"):
         if not re.match(r"^[A-Za-z0-9_]{1,64}$", getattr(a, name)):

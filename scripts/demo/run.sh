@@ -9,6 +9,8 @@
 # runs seckill-reconciler --repair once and seckill-admin verify per voucher, checks
 # every logged 202 against the outcome table and writes the report
 # (scripts/demo/report.py): out/report.json and out/latency.png.
+# --kill-redis (outage.sh): the sale on a private redis-server, killed (-9) mid-sale and
+# restarted empty; the report's outage section (outage.py) follows the DB-only path.
 #
 # Isolation: database $DB (default seckill_demo) plus $DB_client for the client's
 # record, Redis prefix, Kafka topic and group unique per run (skdemo_<stamp>), free
@@ -26,9 +28,16 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 DEMO_DIR=$REPO/scripts/demo
 # shellcheck source=payments.sh
 . "$DEMO_DIR/payments.sh"
+# shellcheck source=outage.sh
+. "$DEMO_DIR/outage.sh"
+# shellcheck source=install.sh
+. "$DEMO_DIR/install.sh"
+# shellcheck source=redis_topo.sh
+. "$DEMO_DIR/redis_topo.sh"
 
 # ------------------------------------------------------------------ options
 HOT_STOCK=1000
+HOT_BUCKETS=4
 ORD_STOCK=200
 ORD_COUNT=2
 BUYERS=20000
@@ -47,12 +56,16 @@ GRACE_S=10
 DRIFT=0
 UNPAID_PCT=20
 PAY_TIMEOUT_S=5
+KILL_REDIS=0
+PACE_MS=
 
 usage() {
         cat <<EOF
 usage: scripts/demo.sh [options]
 
   --stock N            stock of the hot voucher (default $HOT_STOCK)
+  --buckets N          stock buckets of the hot voucher, 1..16 (default $HOT_BUCKETS; DESIGN.md
+                       14); the report shows each bucket and its invariants
   --ordinary-stock N   stock of each ordinary voucher (default $ORD_STOCK)
   --ordinary N         number of ordinary vouchers (default $ORD_COUNT)
   --buyers N           distinct simulated buyers (default $BUYERS)
@@ -61,7 +74,7 @@ usage: scripts/demo.sh [options]
   --duration S         upper bound of the sale in seconds (default $DURATION_S); the sale
                        ends earlier when every buyer has had an answer
   --drain-timeout S    how long to wait for the consumers (default $DRAIN_TIMEOUT_S)
-  --drift N            after preheating, take N units off the hot voucher in the DB only
+  --drift N            after preheating, take N units off the hot voucher's bucket 0 in the DB only
                        (init_stock and stock): Redis admits N purchases the DB cannot
                        sell, which must end FAILED (sold_out) with their stock clamped
                        and their buyers released (DESIGN.md 8) — a failure path on show
@@ -72,6 +85,15 @@ usage: scripts/demo.sh [options]
                        127.0.0.1:7000-7005) or sentinel (master 6390 behind Sentinels
                        26390-26392); the topology is started with scripts/stack.sh up
                        TOPO and the report shows the EVALSHA calls per master
+  --kill-redis         a Redis outage mid-sale (DESIGN.md 12): the run uses a private
+                       redis-server on a spare port (the shared one is left alone),
+                       kills it (-9) once a fifth of the hot stock is taken, restarts it
+                       empty once the hot voucher has sold --redis-down seconds on the
+                       DB-only path; the report's outage section shows the timeline and
+                       the DB-only purchases (standalone Redis only)
+  --redis-down S       seconds of DB-only sales before Redis comes back (default $OUTAGE_DOWN_S)
+  --pace MS            pause of each connection between two asks (default 0; 50 with
+                       --kill-redis, so that the sale outlasts the outage)
   --keep               leave the front, the consumers and the stack running
   --no-install         do not check/install Debian packages
   --no-build           use the binaries already in the build dir
@@ -90,6 +112,7 @@ need_int() { [[ $2 =~ ^[0-9]+$ ]] || { echo "demo: $1 wants a non-negative integ
 while [[ $# -gt 0 ]]; do
         case $1 in
         --stock) need_arg "$@"; need_int "$1" "$2"; HOT_STOCK=$2; shift 2 ;;
+        --buckets) need_arg "$@"; need_int "$1" "$2"; HOT_BUCKETS=$2; shift 2 ;;
         --ordinary-stock) need_arg "$@"; need_int "$1" "$2"; ORD_STOCK=$2; shift 2 ;;
         --ordinary) need_arg "$@"; need_int "$1" "$2"; ORD_COUNT=$2; shift 2 ;;
         --buyers) need_arg "$@"; need_int "$1" "$2"; BUYERS=$2; shift 2 ;;
@@ -101,6 +124,9 @@ while [[ $# -gt 0 ]]; do
         --unpaid-pct) need_arg "$@"; need_int "$1" "$2"; UNPAID_PCT=$2; shift 2 ;;
         --pay-timeout) need_arg "$@"; need_int "$1" "$2"; PAY_TIMEOUT_S=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
+        --kill-redis) KILL_REDIS=1; shift ;;
+        --redis-down) need_arg "$@"; need_int "$1" "$2"; OUTAGE_DOWN_S=$2; shift 2 ;;
+        --pace) need_arg "$@"; need_int "$1" "$2"; PACE_MS=$2; shift 2 ;;
         --redis) need_arg "$@"
                 case $2 in standalone|cluster|sentinel) REDIS_TOPO=$2 ;;
                 *) echo "demo: --redis standalone|cluster|sentinel, not '$2'" >&2; exit 2 ;;
@@ -120,9 +146,17 @@ done
 (( BUYERS >= 1 && BUYERS <= 999999999 )) || { echo "demo: --buyers must be 1..999999999" >&2; exit 2; }
 (( HOT_STOCK >= 1 )) || { echo "demo: --stock must be >= 1" >&2; exit 2; }
 (( ORD_COUNT == 0 || ORD_STOCK >= 1 )) || { echo "demo: --ordinary-stock must be >= 1" >&2; exit 2; }
-(( DRIFT < HOT_STOCK )) || { echo "demo: --drift must be below --stock" >&2; exit 2; }
+(( HOT_BUCKETS >= 1 && HOT_BUCKETS <= 16 )) || { echo "demo: --buckets must be 1..16" >&2; exit 2; }
+(( HOT_STOCK >= HOT_BUCKETS )) || { echo "demo: --stock must be at least --buckets" >&2; exit 2; }
+# --drift takes its units from bucket 0, which holds at least stock / buckets of them
+(( DRIFT < HOT_STOCK / HOT_BUCKETS )) || { echo "demo: --drift must be below --stock / --buckets" >&2; exit 2; }
 (( HOT_PCT <= 100 )) || { echo "demo: --hot-pct must be 0..100" >&2; exit 2; }
 (( DURATION_S >= 1 )) || { echo "demo: --duration must be >= 1" >&2; exit 2; }
+if (( KILL_REDIS )); then
+        [[ $REDIS_TOPO == standalone ]] || { echo "demo: --kill-redis works on a standalone Redis only" >&2; exit 2; }
+        PACE_MS=${PACE_MS:-50}
+fi
+PACE_MS=${PACE_MS:-0}
 [[ $BUILD_DIR = /* ]] || BUILD_DIR=$PWD/$BUILD_DIR
 [[ $OUT = /* ]] || OUT=$PWD/$OUT
 
@@ -135,56 +169,6 @@ SUDO=
 if [[ $(id -u) -ne 0 ]]; then
         command -v sudo >/dev/null 2>&1 && SUDO=sudo
 fi
-
-# ------------------------------------------------------------------ 1. install
-# Debian package -> a file or command that proves it is there (dpkg -s is the check;
-# the probe avoids asking apt when another distribution's package provides it).
-install_missing() {
-        local -a want=(
-                build-essential:gcc build-essential:make cmake:cmake pkg-config:pkg-config
-                librdkafka-dev:/usr/include/librdkafka/rdkafka.h
-                libhiredis-dev:/usr/include/hiredis/hiredis.h
-                default-libmysqlclient-dev:/usr/include/mysql/mysql.h
-                libcjson-dev:/usr/include/cjson/cJSON.h
-                libmicrohttpd-dev:/usr/include/microhttpd.h
-                check:/usr/include/check.h
-                wrk:wrk gnuplot-nox:gnuplot jq:jq curl:curl python3:python3
-                redis-tools:redis-cli mariadb-client:mariadb
-        )
-        local -a missing=()
-        local item pkg probe
-        for item in "${want[@]}"; do
-                pkg=${item%%:*}
-                probe=${item#*:}
-                if [[ $probe = /* ]]; then
-                        [[ -e $probe ]] && continue
-                else
-                        command -v "$probe" >/dev/null 2>&1 && continue
-                fi
-                dpkg -s "$pkg" >/dev/null 2>&1 && [[ $probe = /* ]] && continue
-                missing+=("$pkg")
-        done
-        [[ ${#missing[@]} -gt 0 ]] && mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-        if [[ ${#missing[@]} -eq 0 ]]; then
-                say "packages: all present"
-                return 0
-        fi
-        command -v apt-get >/dev/null 2>&1 || die "missing packages (${missing[*]}) and no apt-get: install them by hand"
-        if [[ $(id -u) -ne 0 && -z $SUDO ]]; then
-                die "missing packages (${missing[*]}): run as root or install sudo"
-        fi
-        say "installing: ${missing[*]} (log: $RUN/apt.log)"
-        # env inside sudo: sudo resets the environment
-        if ! $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q < /dev/null > "$RUN/apt.log" 2>&1; then
-                tail -n 20 "$RUN/apt.log" >&2
-                die "apt-get update failed"
-        fi
-        if ! $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-                "${missing[@]}" < /dev/null >> "$RUN/apt.log" 2>&1; then
-                tail -n 20 "$RUN/apt.log" >&2
-                die "apt-get install ${missing[*]} failed"
-        fi
-}
 
 # ------------------------------------------------------------------ endpoints
 # SECKILL_* from the environment win; else the stack's own (scripts/stack.sh env, which
@@ -237,49 +221,6 @@ sentinel)
         REDIS_DB=0 ;;
 esac
 export DEMO_REDIS_TOPO=$REDIS_TOPO
-rcli() { redis-cli "${RCLI_OPTS[@]}" -h "$REDIS_HOST" -p "$REDIS_PORT" -n "$REDIS_DB" "$@"; }
-# Every master as host:port (one line each): a Cluster's from CLUSTER NODES.
-redis_masters() {
-        if [[ $REDIS_TOPO == cluster ]]; then
-                redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" cluster nodes |
-                        awk '$3 ~ /master/ && $3 !~ /fail/ && $8 == "connected" {sub(/@.*/, "", $2); print $2}' | sort
-        else
-                echo "$REDIS_HOST:$REDIS_PORT"
-        fi
-}
-# rcli_scan PATTERN: the keys matching PATTERN on every master.
-rcli_scan() {
-        local m
-        for m in $(redis_masters); do
-                redis-cli -h "${m%:*}" -p "${m##*:}" -n "$REDIS_DB" --scan --pattern "$1"
-        done
-}
-# cmdstat_evalsha calls of every master, "host:port calls" a line, into $1.
-redis_cmdstats() {
-        local m
-        for m in $(redis_masters); do
-                echo "$m $(redis-cli -h "${m%:*}" -p "${m##*:}" info commandstats |
-                        sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\).*/\1/p' | head -n 1)"
-        done > "$1"
-}
-# topo_up: start (or reuse) the Cluster / Sentinel topology; a Sentinel master's address.
-topo_up() {
-        local addr
-        [[ $REDIS_TOPO == standalone ]] && return 0
-        if ! "$REPO/scripts/stack.sh" status 2>/dev/null | awk -v s="$REDIS_TOPO" '$1 ~ "^"s && $3 == "up" {f = 1} END {exit !f}'; then
-                STARTED_SERVICES+=("$REDIS_TOPO")
-        fi
-        say "stack: scripts/stack.sh up $REDIS_TOPO"
-        "$REPO/scripts/stack.sh" up "$REDIS_TOPO" >> "$RUN/stack.log" 2>&1 9>&- ||
-                die "scripts/stack.sh up $REDIS_TOPO failed (log: $RUN/stack.log)"
-        if [[ $REDIS_TOPO == sentinel ]]; then
-                addr=$(redis-cli -p 26390 sentinel get-master-addr-by-name seckill | paste -sd:)
-                [[ $addr =~ ^[^:]+:[0-9]+$ ]] || die "the Sentinels name no master for 'seckill'"
-                REDIS_HOST=${addr%:*} REDIS_PORT=${addr##*:}
-        fi
-        export DEMO_REDIS_HOST=$REDIS_HOST DEMO_REDIS_PORT=$REDIS_PORT DEMO_REDIS_DB=$REDIS_DB
-        say "redis: $REDIS_TOPO ($REDIS_URL), masters $(redis_masters | paste -sd' ')"
-}
 # MariaDB 11 (Debian 13) names the client "mariadb" and drops "mysql" to a compat package.
 MYSQL_CLI=$(command -v mariadb || command -v mysql || echo mysql)
 export DEMO_MYSQL_CLI=$MYSQL_CLI
@@ -338,6 +279,7 @@ cleanup() {
                 wait "$STACK_BG" 2>/dev/null || true
         fi
         if [[ $KEEP -eq 1 ]]; then
+                [[ -n $OUTAGE_REDIS_PID ]] && PIDS+=("$OUTAGE_REDIS_PID")
                 {
                         echo "prefix=$PREFIX"
                         echo "pids=${PIDS[*]}"
@@ -352,6 +294,7 @@ cleanup() {
         fi
         [[ -n $FRONT_PID ]] && stop_pid "$FRONT_PID" seckill-front
         [[ -n $CONSUMER_PID ]] && stop_pid "$CONSUMER_PID" seckill-consumer
+        outage_redis_stop
         echo "prefix=$PREFIX" > "$STATE"
         if [[ ${#STARTED_SERVICES[@]} -gt 0 ]]; then
                 say "stopping what this run started: ${STARTED_SERVICES[*]}"
@@ -442,7 +385,7 @@ if [[ -f $STATE ]]; then
         old_prefix=$(sed -n 's/^prefix=//p' "$STATE")
         old_pids=$(sed -n 's/^pids=//p' "$STATE")
         for pid in $old_pids; do
-                if [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q 'seckill-\(front\|consumer\)'; then
+                if [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q 'seckill-\(front\|consumer\)\|^redis-server 127\.0\.0\.1:'; then
                         say "stopping pid $pid left by the previous --keep run"
                         kill -TERM "$pid" 2>/dev/null || true
                         for _ in $(seq 1 100); do
@@ -463,6 +406,11 @@ if [[ -f $STATE ]]; then
         fi
 fi
 
+# --kill-redis: from here on the run's Redis is a private one (outage.sh)
+if (( KILL_REDIS )); then
+        outage_redis_start
+        outage_env
+fi
 export SECKILL_REDIS_URL=$REDIS_URL
 export SECKILL_MYSQL_URL=$MYSQL_URL
 export SECKILL_KAFKA_BROKERS=$BROKERS
@@ -499,10 +447,10 @@ STOCKS=()
 # after acquiring it (DESIGN.md 2): with the default 30 s lease that is 20 s per
 # voucher. A one-shot CLI needs no long lease; the services keep the default.
 admin() { SECKILL_WORKER_LEASE_MS=1500 "$BIN/seckill-admin" "$@"; }
-create_voucher() {   # create_voucher STOCK -> appends to VOUCHERS
-        local stock=$1 out id
-        out=$(admin voucher create --stock "$stock" --begin "$BEGIN_S" --end "$END_S" 2>>"$RUN/admin.log") \
-                || die "voucher create --stock $stock failed: $(tail -n 3 "$RUN/admin.log")"
+create_voucher() {   # create_voucher STOCK [BUCKETS] -> appends to VOUCHERS
+        local stock=$1 nb=${2:-1} out id
+        out=$(admin voucher create --stock "$stock" --buckets "$nb" --begin "$BEGIN_S" --end "$END_S" 2>>"$RUN/admin.log") \
+                || die "voucher create --stock $stock --buckets $nb failed: $(tail -n 3 "$RUN/admin.log")"
         id=$(printf '%s\n' "$out" | jq -r '.voucherId // empty' 2>/dev/null | tail -n 1)
         [[ $id =~ ^[1-9][0-9]{0,18}$ ]] || die "voucher create printed no voucherId: $out"
         admin voucher preheat "$id" >>"$RUN/admin.log" 2>&1 \
@@ -510,12 +458,13 @@ create_voucher() {   # create_voucher STOCK -> appends to VOUCHERS
         VOUCHERS+=("$id")
         STOCKS+=("$stock")
 }
-create_voucher "$HOT_STOCK"
+create_voucher "$HOT_STOCK" "$HOT_BUCKETS"
 for _ in $(seq 1 "$ORD_COUNT"); do create_voucher "$ORD_STOCK"; done
 SALE_VLIST=$(IFS=,; echo "${VOUCHERS[*]}")
 # A one-unit voucher for the warm-up purchase (step 7), checked like the others.
 create_voucher 1
 WARMUP=${VOUCHERS[-1]}
+OUTAGE_HOT=${VOUCHERS[0]}
 if (( DRIFT > 0 )); then
         sql -e "UPDATE \`$DB\`.tb_seckill_voucher SET init_stock = init_stock - $DRIFT
                 WHERE voucher_id = ${VOUCHERS[0]};
@@ -525,7 +474,7 @@ if (( DRIFT > 0 )); then
         say "--drift $DRIFT: the DB now holds $((HOT_STOCK - DRIFT)) units of the hot voucher, Redis $HOT_STOCK"
 fi
 if (( ORD_COUNT > 0 )); then
-        say "vouchers (preheated): hot ${VOUCHERS[0]} stock ${STOCKS[0]}; ordinary ${VOUCHERS[*]:1:ORD_COUNT} stock $ORD_STOCK each; warm-up $WARMUP stock 1"
+        say "vouchers (preheated): hot ${VOUCHERS[0]} stock ${STOCKS[0]} in $HOT_BUCKETS buckets; ordinary ${VOUCHERS[*]:1:ORD_COUNT} stock $ORD_STOCK each; warm-up $WARMUP stock 1"
 else
         say "vouchers (preheated): ${VOUCHERS[0]} stock ${STOCKS[0]}; warm-up $WARMUP stock 1"
 fi
@@ -537,7 +486,8 @@ SECKILL_PAY_TIMEOUT_S=$PAY_TIMEOUT_S SECKILL_CLOSE_INTERVAL_MS=500 \
         setsid "$BIN/seckill-consumer" --workers 2 > "$RUN/consumer.log" 2>&1 9>&- &
 CONSUMER_PID=$!
 PIDS+=("$CONSUMER_PID")
-setsid "$BIN/seckill-front" > "$RUN/front.log" 2>&1 9>&- &
+# The front too: its DB-only path (DESIGN.md 12, --kill-redis) creates orders itself.
+SECKILL_PAY_TIMEOUT_S=$PAY_TIMEOUT_S setsid "$BIN/seckill-front" > "$RUN/front.log" 2>&1 9>&- &
 FRONT_PID=$!
 PIDS+=("$FRONT_PID")
 say "started seckill-consumer --workers 2 (pid $CONSUMER_PID) and seckill-front (pid $FRONT_PID); logs in $RUN"
@@ -593,7 +543,7 @@ EFFECTIVE_HOT=$HOT_PCT
 (( ORD_COUNT == 0 )) && EFFECTIVE_HOT=100
 say "sale: $BUYERS buyers (~$EFFECTIVE_HOT% on the hot voucher, 10% ask twice, 5% retry after sold out), $CONCURRENCY connections, at most ${DURATION_S}s"
 SK_DEMO_OUT=$RUN/sale SK_DEMO_VOUCHERS=$VLIST SK_DEMO_BUYERS=$BUYERS SK_DEMO_THREADS=$CONCURRENCY \
-SK_DEMO_HOT_PCT=$HOT_PCT \
+SK_DEMO_HOT_PCT=$HOT_PCT SK_DEMO_PACE_MS=$PACE_MS \
         wrk -t"$CONCURRENCY" -c"$CONCURRENCY" -d"${DURATION_S}s" --timeout 30s --latency \
             -s "$DEMO_DIR/sale.lua" "http://$HTTP_ADDR/" > "$RUN/wrk.txt" 2>&1 &
 WRK_PID=$!
@@ -612,6 +562,7 @@ while kill -0 "$WRK_PID" 2>/dev/null; do
                 say "sale: $((now - SALE_T0))s, $nacc accepted so far, $ndone/$CONCURRENCY connections finished"
                 last_print=$now
         fi
+        outage_step      # --kill-redis: kill, watch, restart (outage.sh); else nothing
         sleep 0.1
 done
 wrk_rc=0
@@ -622,7 +573,8 @@ SALE_END=$(date +%s)
 cat "$RUN"/sale/accepted-*.tsv > "$RUN/accepted.tsv" 2>/dev/null || : > "$RUN/accepted.tsv"
 NACC=$(wc -l < "$RUN/accepted.tsv")
 phase sale_end
-say "sale over in $((SALE_END - SALE_T0))s: $(jq -r '.sale.answers' "$RUN/sale/wrk.json") answers, $(jq -r '.sale.status["202"] // 0' "$RUN/sale/wrk.json") accepted (202)"
+say "sale over in $((SALE_END - SALE_T0))s: $(jq -r '.sale.answers' "$RUN/sale/wrk.json") answers, $(jq -r '.sale.status["202"] // 0' "$RUN/sale/wrk.json") accepted (202), $(jq -r '.sale.status["200"] // 0' "$RUN/sale/wrk.json") created on the DB-only path (200)"
+outage_finish    # --kill-redis: until every voucher is back in state redis
 payments_resale  # late buyers take the units the closes release
 cat "$RUN"/sale/accepted-*.tsv > "$RUN/accepted.tsv" 2>/dev/null || : > "$RUN/accepted.tsv"
 NACC=$(wc -l < "$RUN/accepted.tsv")
@@ -678,6 +630,9 @@ for v in "${VOUCHERS[@]}"; do
         vrc=0
         "$BIN/seckill-admin" verify "$v" --json > "$RUN/verify-$v.json" 2> "$RUN/verify-$v.log" || vrc=$?
         echo "$vrc" > "$RUN/verify-$v.rc"
+        # per bucket: the DB and Redis stock side by side (report: buckets.py)
+        "$BIN/seckill-admin" voucher show "$v" --json > "$RUN/show-$v.json" 2> "$RUN/show-$v.log" ||
+                warn "seckill-admin voucher show $v failed: $(tail -n 1 "$RUN/show-$v.log")"
         say "seckill-admin verify $v: exit $vrc"
 done
 curl -fsS -m 5 "http://$HTTP_ADDR/metrics" > "$RUN/front-metrics.txt" 2>/dev/null || true
@@ -693,5 +648,5 @@ python3 "$DEMO_DIR/report.py" report \
         --buyers "$BUYERS" --hot-pct "$HOT_PCT" --concurrency "$CONCURRENCY" \
         --front "http://$HTTP_ADDR" --prefix "$PREFIX" --topic "$TOPIC" \
         --drained "$drained" --elapsed-s "$(( $(date +%s) - T0 ))" \
-        --unpaid-pct "$UNPAID_PCT" || rep_rc=$?
+        --unpaid-pct "$UNPAID_PCT" --outage "$KILL_REDIS" || rep_rc=$?
 exit "$rep_rc"
