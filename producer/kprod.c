@@ -99,7 +99,7 @@ static fr_prod_t *prod_new(char *errstr, size_t errstr_size)
          * batch.num.messages (32) or its first message is linger.ms (5) old. librdkafka
          * 2.0 waits out the last sub-millisecond of every linger with poll(..., 0) in a
          * loop (measured: ~11,500 such polls a second on the broker thread at 2 ms), so a
-         * short linger costs a core's worth of spinning; a full batch is sent at once, so
+         * short linger spends up to half of it spinning; a full batch is sent at once, so
          * under load the wait is the batch's filling, not the linger (bench/README.md,
          * bench/front.sh rows of 2026-12-01 10:00). Acks and idempotence are untouched. */
         if ((!user_prop("linger.ms") && !user_prop("queue.buffering.max.ms") &&
