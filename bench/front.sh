@@ -7,7 +7,8 @@
 # same concurrency, prints both rates, the front's p50/p99 and RSS, and ratio=<front/redis>
 # as the LAST line. Cleans up its Redis keys.
 # Env: SK_BIN (default build/bin), BENCH_SECONDS (10), BENCH_CONNS (64), BENCH_THREADS (2),
-#      SECKILL_* as for the binaries. Redis is reached at 127.0.0.1:6379 (redis-cli and
+#      SECKILL_* as for the binaries, FRONT_ARGS: extra flags for seckill-front (e.g.
+#      "-X linger.ms=5"). Redis is reached at 127.0.0.1:6379 (redis-cli and
 #      redis-benchmark), the stack's default.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -49,7 +50,7 @@ seed $vr
 SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_REDIS_PREFIX=$prefix SECKILL_TOPIC=$topic \
   SECKILL_TOPIC_PARTITIONS=${SECKILL_TOPIC_PARTITIONS:-6} SECKILL_LOG_LEVEL=warn \
   SECKILL_WORKER_LEASE_MS=${SECKILL_WORKER_LEASE_MS:-6000} \
-  "$SK_BIN/seckill-front" 2>/tmp/$run.front.log &
+  "$SK_BIN/seckill-front" ${FRONT_ARGS:-} 2>/tmp/$run.front.log &
 fpid=$!
 bench_wait_ready "$port" /tmp/$run.front.log
 

@@ -95,10 +95,17 @@ static fr_prod_t *prod_new(char *errstr, size_t errstr_size)
 
         if (!(kconf = sk_kafka_conf_new(&g_fr.conf, SK_KAFKA_PRODUCER, errstr, errstr_size)))
                 return NULL;
-        /* Every purchase waits for its delivery report, so linger is pure latency for a
-         * closed-loop client: 2 ms (librdkafka's default is 5) unless -X sets it. */
-        if (!user_prop("linger.ms") && !user_prop("queue.buffering.max.ms") &&
-            sk_kafka_conf_set(kconf, "linger.ms", "2", errstr, errstr_size) != SK_OK) {
+        /* Batching (each unless -X sets it): a batch leaves when it holds
+         * batch.num.messages (32) or its first message is linger.ms (5) old. librdkafka
+         * 2.0 waits out the last sub-millisecond of every linger with poll(..., 0) in a
+         * loop (measured: ~11,500 such polls a second on the broker thread at 2 ms), so a
+         * short linger spends up to half of it spinning; a full batch is sent at once, so
+         * under load the wait is the batch's filling, not the linger (bench/README.md,
+         * bench/front.sh rows of 2026-12-01 10:00). Acks and idempotence are untouched. */
+        if ((!user_prop("linger.ms") && !user_prop("queue.buffering.max.ms") &&
+             sk_kafka_conf_set(kconf, "linger.ms", "5", errstr, errstr_size) != SK_OK) ||
+            (!user_prop("batch.num.messages") &&
+             sk_kafka_conf_set(kconf, "batch.num.messages", "32", errstr, errstr_size) != SK_OK)) {
                 rd_kafka_conf_destroy(kconf);
                 return NULL;
         }
