@@ -9,7 +9,7 @@
 . "$(dirname "$0")/../faults/lib.sh"
 ft_init order_lifecycle
 
-TIMEOUT_S=4
+TIMEOUT_S=8   # pay deadline: the steps up to the cancel must fit in it (4 s did not on a loaded host)
 ft_front f
 ft_consumer c SECKILL_PAY_TIMEOUT_S=$TIMEOUT_S SECKILL_CLOSE_INTERVAL_MS=200
 V=$(ft_voucher 3)
