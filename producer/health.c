@@ -14,13 +14,15 @@
 #include "sk/redis.h"
 
 static atomic_int redis_ok, noeviction_ok, scripts_ok, server_ok;
+/* The masters' min-replicas-to-write / min-replicas-max-lag (-1 unknown), DESIGN.md 4b. */
+static atomic_int min_replicas = -1, min_replicas_lag = -1;
 static atomic_int stop;
 static pthread_t t_health;
 
 static void redis_check(sk_redis_t **rp)
 {
         char errstr[512];
-        int ne, sl;
+        int ne, sl, mr, lag = 0;
         sk_err_t sv;
 
         /* The breaker (breaker.c) is open: Redis is known down and its probe thread
@@ -46,6 +48,10 @@ static void redis_check(sk_redis_t **rp)
                 sk_redis_reconnect(*rp, errstr, sizeof(errstr));
                 return;
         }
+        /* Stored before redis_ok: a /readyz that says ready also shows them. */
+        mr = sk_redis_min_replicas(*rp, &lag);
+        atomic_store(&min_replicas, mr);
+        atomic_store(&min_replicas_lag, mr < 0 ? -1 : lag);
         atomic_store(&redis_ok, 1);
         atomic_store(&noeviction_ok, ne == 1);
         atomic_store(&scripts_ok, sl == 1);
@@ -97,4 +103,10 @@ void fr_health_redis(int *ok, int *noeviction, int *scripts, int *server)
         *ok = atomic_load(&redis_ok);
         *noeviction = atomic_load(&noeviction_ok);
         *scripts = atomic_load(&scripts_ok);
+}
+
+void fr_health_min_replicas(int *to_write, int *max_lag_s)
+{
+        *to_write = atomic_load(&min_replicas);
+        *max_lag_s = atomic_load(&min_replicas_lag);
 }

@@ -224,18 +224,20 @@ static void route_readyz(fr_req_t *req)
 {
         char buf[4608], degrade[4096];
         int redis, noev, scripts, server, kafka = fr_kprod_ok(), lease = sk_idgen_usable(idgen);
-        int ready;
+        int ready, minrep, minlag;
 
         fr_health_redis(&redis, &noev, &scripts, &server);
+        fr_health_min_replicas(&minrep, &minlag);
         fr_degrade_json(degrade, sizeof(degrade));
         ready = redis && noev && scripts && server && kafka && lease && !fr_stopping();
         snprintf(buf, sizeof(buf),
                  "{\"ready\":%s,\"redis\":%s,\"noeviction\":%s,\"scripts\":%s,"
-                 "\"redisServer\":%s,\"kafka\":%s,\"lease\":%s,\"workerId\":%d,"
-                 "\"degrade\":%s}",
+                 "\"redisServer\":%s,\"minReplicasToWrite\":%d,\"minReplicasMaxLag\":%d,"
+                 "\"kafka\":%s,\"lease\":%s,\"workerId\":%d,\"degrade\":%s}",
                  ready ? "true" : "false", redis ? "true" : "false", noev ? "true" : "false",
-                 scripts ? "true" : "false", server ? "true" : "false", kafka ? "true" : "false",
-                 lease ? "true" : "false", sk_idgen_worker_id(idgen), degrade);
+                 scripts ? "true" : "false", server ? "true" : "false", minrep, minlag,
+                 kafka ? "true" : "false", lease ? "true" : "false", sk_idgen_worker_id(idgen),
+                 degrade);
         quick(req, ready ? 200 : 503, strdup(buf));
 }
 

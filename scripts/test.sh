@@ -4,10 +4,13 @@
 #   1. Debian build and test dependencies, installed only when missing (dpkg -s).
 #   2. scripts/stack.sh up (Redis, MariaDB, Kafka), in the background while 3. builds.
 #   3. cmake -S . -B build -DSK_WERROR=ON; cmake --build build -j2
-#   4. ctest -L 'unit|integration|faults|cluster|sentinel' in build/ (the cluster and sentinel
-#      tests start the local Redis Cluster / Sentinel topology through scripts/stack.sh)
+#   4. ctest -L 'unit|integration|faults' in build/
 #   5. the same sources with -DSK_SANITIZE=ON (ASan + UBSan) in build-asan/,
-#      ctest -L 'unit|integration' there (leaks checked, first error fatal).
+#      ctest -L 'unit|integration' there (leaks checked, first error fatal); at the same
+#      time, in the background, the topology pass: ctest -L 'cluster|sentinel' in build/
+#      with more jobs (the integration suite once more on the local Redis Cluster and on
+#      Sentinel, which those tests start through scripts/stack.sh; they mostly wait on
+#      I/O, so they share the two cores with the sanitizer pass).
 #   6. a summary; exit 0 only when every step passed.
 # At exit it stops the services that were not running before it started (unless
 # SECKILL_KEEP_STACK=1); services that were already up are left as they were.
@@ -15,7 +18,10 @@
 # Environment (all optional):
 #   SECKILL_KEEP_STACK=1          leave what this run started running
 #   SECKILL_TEST_JOBS             parallel build and ctest jobs (2)
-#   SECKILL_TEST_LABELS           labels of the main pass ('unit|integration|faults|cluster|sentinel')
+#   SECKILL_TEST_LABELS           labels of the main pass ('unit|integration|faults')
+#   SECKILL_TEST_TOPO_LABELS      labels of the topology pass ('cluster|sentinel'; empty: none)
+#   SECKILL_TEST_TOPO_JOBS        ctest jobs of the topology pass (4)
+#   SECKILL_TEST_TOPO_TIMEOUT_S   cap of the topology pass (1200)
 #   SECKILL_TEST_ASAN_LABELS      labels of the sanitizer pass ('unit|integration')
 #   SECKILL_TEST_SANITIZE=0       skip the sanitizer pass
 #   SECKILL_TEST_TIMEOUT_S        cap of the main ctest pass (1500)
@@ -31,7 +37,10 @@ cd "$REPO"
 BUILD_DIR=${SECKILL_BUILD_DIR:-build}
 ASAN_DIR=${SECKILL_ASAN_BUILD_DIR:-build-asan}
 JOBS=${SECKILL_TEST_JOBS:-2}
-LABELS=${SECKILL_TEST_LABELS:-unit|integration|faults|cluster|sentinel}
+LABELS=${SECKILL_TEST_LABELS:-unit|integration|faults}
+TOPO_LABELS=${SECKILL_TEST_TOPO_LABELS-cluster|sentinel}
+TOPO_JOBS=${SECKILL_TEST_TOPO_JOBS:-4}
+TOPO_TIMEOUT_S=${SECKILL_TEST_TOPO_TIMEOUT_S:-1200}
 ASAN_LABELS=${SECKILL_TEST_ASAN_LABELS:-unit|integration}
 SANITIZE=${SECKILL_TEST_SANITIZE:-1}
 TIMEOUT_S=${SECKILL_TEST_TIMEOUT_S:-1500}
@@ -50,6 +59,7 @@ T_START=$SECONDS
 SUMMARY=()
 FAILED=0
 STACK_BG=
+TOPO_BG=
 TO_STOP=()
 
 say() { printf '\n==> %s\n' "$*"; }
@@ -79,6 +89,10 @@ cleanup() {
         if [[ -n $STACK_BG ]] && kill -0 "$STACK_BG" 2>/dev/null; then
                 kill "$STACK_BG" 2>/dev/null || true
                 wait "$STACK_BG" 2>/dev/null || true
+        fi
+        if [[ -n $TOPO_BG ]] && kill -0 "$TOPO_BG" 2>/dev/null; then
+                kill -- "-$TOPO_BG" 2>/dev/null || kill "$TOPO_BG" 2>/dev/null || true
+                wait "$TOPO_BG" 2>/dev/null || true
         fi
         if [[ ${#TO_STOP[@]} -gt 0 ]]; then
                 if [[ ${SECKILL_KEEP_STACK:-0} == 1 ]]; then
@@ -217,6 +231,44 @@ else
         record "ctest $BUILD_DIR [$LABELS]" SKIP 0 "build failed"
 fi
 
+# The topology pass (label cluster|sentinel) in the background, its own ctest run in
+# $BUILD_DIR with $TOPO_JOBS jobs, while the sanitizer pass builds and runs; its output is
+# printed and its row recorded after the sanitizer pass.
+TOPO_OUT=$(mktemp)
+topo_pass() {
+        local t0=$SECONDS rc=0
+        timeout -k 30 "$TOPO_TIMEOUT_S" ctest --test-dir "$BUILD_DIR" --output-on-failure \
+                --no-tests=error -L "$TOPO_LABELS" -j "$TOPO_JOBS" </dev/null >"$TOPO_OUT.log" 2>&1 || rc=$?
+        echo "$rc $((SECONDS - t0))" >"$TOPO_OUT"
+}
+topo_record() {
+        local rc secs failed=""
+        [[ -n $TOPO_BG ]] || return 0
+        wait "$TOPO_BG" || true
+        TOPO_BG=
+        say "tests: ctest -L '$TOPO_LABELS' -j $TOPO_JOBS in $BUILD_DIR (ran beside the sanitizer pass)"
+        cat "$TOPO_OUT.log"
+        read -r rc secs <"$TOPO_OUT" || { rc=1 secs=0; }
+        if [[ $rc -eq 0 ]]; then
+                record "ctest $BUILD_DIR [$TOPO_LABELS] -j$TOPO_JOBS" PASS "$secs"
+        else
+                [[ -f $BUILD_DIR/Testing/Temporary/LastTestsFailed.log ]] &&
+                        failed=$(cut -d: -f2- "$BUILD_DIR/Testing/Temporary/LastTestsFailed.log" | tr '\n' ' ')
+                [[ $rc -eq 124 || $rc -eq 137 ]] && failed="TIMED OUT after ${TOPO_TIMEOUT_S} s; $failed"
+                record "ctest $BUILD_DIR [$TOPO_LABELS] -j$TOPO_JOBS" FAIL "$secs" "failed: ${failed:-see $TOPO_OUT.log}"
+        fi
+        rm -f "$TOPO_OUT" "$TOPO_OUT.log"
+}
+if [[ -n $TOPO_LABELS && $build_ok -eq 1 ]]; then
+        say "tests: ctest -L '$TOPO_LABELS' -j $TOPO_JOBS in $BUILD_DIR, in the background"
+        set -m
+        topo_pass &
+        TOPO_BG=$!
+        set +m
+elif [[ -n $TOPO_LABELS ]]; then
+        record "ctest $BUILD_DIR [$TOPO_LABELS]" SKIP 0 "build failed"
+fi
+
 if [[ $SANITIZE == 1 ]]; then
         # First error is fatal; leaks are errors. A suppressions file for leaks inside
         # third-party libraries may live in tests/sanitizer/lsan.supp.
@@ -243,6 +295,8 @@ if [[ $SANITIZE == 1 ]]; then
 else
         record "sanitizer pass" SKIP 0 "SECKILL_TEST_SANITIZE=$SANITIZE"
 fi
+
+topo_record
 
 print_summary
 [[ $FAILED -eq 0 ]]

@@ -1,6 +1,7 @@
 /* redis_check.c: what every binary checks of Redis at startup and /readyz reports
  * (DESIGN.md 4, 4b): every master reachable, Redis >= 7.0 (the scripts use PEXPIREAT
- * NX/GT), maxmemory-policy noeviction and done loading its dataset (loading:0) on each.
+ * NX/GT), maxmemory-policy noeviction and done loading its dataset (loading:0) on each;
+ * and the masters' min-replicas-to-write / min-replicas-max-lag, which /readyz reports.
  * Not thread-safe: one sk_redis_t per thread (sk_redis_startup_check opens its own). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,49 @@ static int node_loading(sk_redis_t *r, int n)
                 ret = p[8] == '1';
         freeReplyObject(reply);
         return ret;
+}
+
+/* CONFIG GET @p name of node @p n as a non-negative integer, or -1. */
+static long long node_config_int(sk_redis_t *r, int n, const char *name)
+{
+        const char *argv[3] = { "CONFIG", "GET", name };
+        redisReply *reply = NULL;
+        long long v = -1;
+        char *end;
+
+        if (sk__node_cmd(r, n, 3, argv, NULL, &reply, NULL, 0) != SK_OK)
+                return -1;
+        if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+            reply->element[1]->type == REDIS_REPLY_STRING) {
+                v = strtoll(reply->element[1]->str, &end, 10);
+                if (end == reply->element[1]->str || *end || v < 0)
+                        v = -1;
+        }
+        freeReplyObject(reply);
+        return v;
+}
+
+int sk_redis_min_replicas(sk_redis_t *r, int *max_lag_s)
+{
+        int m[SK_RNODES_MAX], nm = sk__masters(r, m);
+        long long to_write = -1, lag = 0;
+
+        if (nm == 0)
+                return -1;
+        for (int i = 0; i < nm; i++) {
+                long long w = node_config_int(r, m[i], "min-replicas-to-write");
+                long long l = node_config_int(r, m[i], "min-replicas-max-lag");
+
+                if (w < 0 || l < 0)
+                        return -1;
+                if (to_write < 0 || w < to_write)
+                        to_write = w;
+                if (l > lag)
+                        lag = l;
+        }
+        if (max_lag_s)
+                *max_lag_s = lag > 1000000 ? 1000000 : (int)lag;
+        return to_write > 1000000 ? 1000000 : (int)to_write;
 }
 
 sk_err_t sk_redis_check_server(sk_redis_t *r, char *errstr, size_t errstr_size)

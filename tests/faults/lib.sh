@@ -119,7 +119,12 @@ ft_init() {
         : >"$FT_WORK/accepted.tsv"
         ft_write_buy1   # before any (parallel) ft_buy: rewriting it while xargs runs it is ETXTBSY
         export SECKILL_MYSQL_URL="mysql://root@${FT_MYSQL_HOST}:${FT_MYSQL_PORT}/${FT_DB}"
-        export SECKILL_REDIS_URL="redis://${FT_REDIS_HOST}:${FT_REDIS_PORT}/0"
+        # A Cluster or Sentinel URL (labels cluster/sentinel, tests/support/topo_run.sh)
+        # is kept: the case then runs on that topology; ft_rcli follows it.
+        case ${SECKILL_REDIS_URL:-} in
+        redis-cluster://* | redis-sentinel://*) ;;
+        *) export SECKILL_REDIS_URL="redis://${FT_REDIS_HOST}:${FT_REDIS_PORT}/0" ;;
+        esac
         export SECKILL_KAFKA_BROKERS=$FT_BROKERS
         export SECKILL_REDIS_PREFIX=$FT_PREFIX
         export SECKILL_TOPIC=$FT_TOPIC
@@ -588,12 +593,12 @@ ft_private_redis() {
                 --logfile "$FT_WORK/redis.log" >/dev/null 2>&1 &
         FT_PRIV_REDIS_PID=$!
         FT_REDIS_PORT=$port
+        export SECKILL_REDIS_URL="redis://127.0.0.1:$port/0"   # ft_rcli follows it
         for ((i = 0; i < 100; i++)); do
                 [[ $(ft_rcli ping 2>/dev/null) == PONG ]] && break
                 sleep 0.1
         done
         [[ $(ft_rcli ping 2>/dev/null) == PONG ]] || ft_die "private redis-server on $port did not start"
-        export SECKILL_REDIS_URL="redis://127.0.0.1:$port/0"
         ft_log "private redis-server pid $FT_PRIV_REDIS_PID on 127.0.0.1:$port"
 }
 # ft_private_redis_restart [DOWN_S]: kill -9 the private Redis (no persistence: all data

@@ -1,6 +1,7 @@
 /* 0006_test_support.c: the shared test helpers against the real stack: sk_test_conf
  * gives unique, valid names per run; sk_test_migrate creates the database;
  * sk_test_cleanup drops it and deletes exactly the run's Redis keys (prefix:*). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include "sk_test.h"
 #include "sk/conf.h"
+#include "sk/redis.h"
 
 START_TEST(unique_names)
 {
@@ -59,55 +61,64 @@ static long long db_count(const sk_conf_t *conf)
         return n;
 }
 
-static long long exists(redisContext *rc, const char *key)
+/* Every Redis call goes through sk_redis (any topology, DESIGN.md 4b). */
+static redisReply *rcmd(sk_redis_t *r, const char *fmt, ...)
 {
-        redisReply *r = redisCommand(rc, "EXISTS %s", key);
+        redisReply *reply = NULL;
+        char err[256] = "";
+        va_list ap;
+        sk_err_t e;
+
+        va_start(ap, fmt);
+        e = sk_redis_vcmdf(r, &reply, err, sizeof(err), fmt, ap);
+        va_end(ap);
+        ck_assert_msg(e == SK_OK && reply != NULL, "redis error: %s", err);
+        return reply;
+}
+
+static long long exists(sk_redis_t *r, const char *key)
+{
+        redisReply *reply = rcmd(r, "EXISTS %s", key);
         long long n;
 
-        ck_assert_ptr_nonnull(r);
-        n = r->integer;
-        freeReplyObject(r);
+        ck_assert_int_eq(reply->type, REDIS_REPLY_INTEGER);
+        n = reply->integer;
+        freeReplyObject(reply);
         return n;
 }
 
 START_TEST(migrate_and_cleanup)
 {
         sk_conf_t conf;
-        redisContext *rc;
-        redisReply *r;
-        char key[128], other[128];
+        sk_redis_t *r;
+        char key[128], other[128], err[256];
         int i;
 
         sk_test_conf(&conf, "support");
         sk_test_migrate(&conf);
         ck_assert_int_eq(db_count(&conf), 1);
 
-        rc = redisConnect(conf.redis.host, conf.redis.port);
-        ck_assert(rc && !rc->err);
-        r = redisCommand(rc, "SELECT %d", conf.redis.db);
-        freeReplyObject(r);
+        r = sk_redis_connect(&conf.redis, 2000, err, sizeof(err));
+        ck_assert_msg(r != NULL, "redis: %s", err);
         for (i = 0; i < 2500; i++) {            /* more than one SCAN page */
                 snprintf(key, sizeof(key), "%s:k:%d", conf.redis_prefix, i);
-                r = redisCommand(rc, "SET %s 1", key);
-                freeReplyObject(r);
+                freeReplyObject(rcmd(r, "SET %s 1", key));
         }
         snprintf(key, sizeof(key), "%s:{v:1:0}:meta", conf.redis_prefix);
-        r = redisCommand(rc, "HSET %s status 1", key);
-        freeReplyObject(r);
+        freeReplyObject(rcmd(r, "HSET %s status 1", key));
         /* A key of another prefix that merely starts with ours survives. */
         snprintf(other, sizeof(other), "%sX:k", conf.redis_prefix);
-        r = redisCommand(rc, "SET %s 1", other);
-        freeReplyObject(r);
+        freeReplyObject(rcmd(r, "SET %s 1", other));
+        ck_assert_int_eq(exists(r, key), 1);
 
         sk_test_cleanup(&conf);
         ck_assert_int_eq(db_count(&conf), 0);
-        ck_assert_int_eq(exists(rc, key), 0);
+        ck_assert_int_eq(exists(r, key), 0);
         snprintf(key, sizeof(key), "%s:k:%d", conf.redis_prefix, 1234);
-        ck_assert_int_eq(exists(rc, key), 0);
-        ck_assert_int_eq(exists(rc, other), 1);
-        r = redisCommand(rc, "DEL %s", other);
-        freeReplyObject(r);
-        redisFree(rc);
+        ck_assert_int_eq(exists(r, key), 0);
+        ck_assert_int_eq(exists(r, other), 1);
+        freeReplyObject(rcmd(r, "DEL %s", other));
+        sk_redis_close(r);
         sk_test_cleanup(&conf);                 /* idempotent */
 }
 END_TEST

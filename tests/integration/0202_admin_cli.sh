@@ -28,7 +28,14 @@ P="$SECKILL_REDIS_PREFIX"
 FAILS=0
 
 sql() { mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" -N -B "$DB" -e "$1"; }
-rcli() { redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" "$@"; }
+# A Cluster or Sentinel URL goes through sk-rcli (keys routed by sk_redis, DESIGN.md 4b);
+# one server through redis-cli.
+rcli() {
+        case ${SECKILL_REDIS_URL:-} in
+        redis-cluster://* | redis-sentinel://*) "${SK_BUILD:?}/tests/sk-rcli" "$@" ;;
+        *) redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" "$@" ;;
+        esac
+}
 cleanup() {
         mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" -e "DROP DATABASE IF EXISTS \`$DB\`" >/dev/null 2>&1
         rcli --scan --pattern "${P}*" | while read -r k; do rcli del "$k" >/dev/null; done

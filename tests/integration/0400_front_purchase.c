@@ -87,6 +87,22 @@ START_TEST(ready_health_metrics)
         ck_assert_ptr_nonnull(strstr(body, "\"kafka\":true"));
         ck_assert_ptr_nonnull(strstr(body, "\"redisServer\":true"));
         ck_assert_ptr_nonnull(strstr(body, "\"lease\":true"));
+        /* The masters' replication guard, as CONFIG GET on master 0 says (1 on the
+         * local Cluster and Sentinel, 0 on the plain server; DESIGN.md 4b). */
+        {
+                const char *argv[3] = { "CONFIG", "GET", "min-replicas-to-write" };
+                redisReply *reply = NULL;
+                char err[256], want[64];
+
+                ck_assert_int_eq(sk_redis_cmd_master(g_rc, 0, &reply, 3, argv, NULL, err,
+                                                     sizeof(err)), SK_OK);
+                ck_assert(reply->type == REDIS_REPLY_ARRAY && reply->elements == 2);
+                snprintf(want, sizeof(want), "\"minReplicasToWrite\":%s,",
+                         reply->element[1]->str);
+                freeReplyObject(reply);
+                ck_assert_msg(strstr(body, want) != NULL, "%s not in %s", want, body);
+                ck_assert_ptr_null(strstr(body, "\"minReplicasMaxLag\":-1"));
+        }
         ck_assert_int_eq(ft_http(g_port, "GET", "/metrics", NULL, NULL, body, sizeof(body)), 200);
         ck_assert_ptr_nonnull(strstr(body, "seckill_front_requests_total"));
         ck_assert_ptr_nonnull(strstr(body, "seckill_front_inflight"));

@@ -44,11 +44,18 @@ WORK=$(mktemp -d)
 FAILS=0
 FPID=
 
-rcli() { redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" "$@"; }
+# A Cluster or Sentinel URL goes through sk-rcli (keys routed by sk_redis, DESIGN.md 4b);
+# one server through redis-cli.
+rcli() {
+        case ${SECKILL_REDIS_URL:-} in
+        redis-cluster://* | redis-sentinel://*) "${SK_BUILD:?}/tests/sk-rcli" "$@" ;;
+        *) redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" "$@" ;;
+        esac
+}
 cleanup() {
         [ -n "$FPID" ] && kill -KILL "$FPID" 2>/dev/null
         mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" -e "DROP DATABASE IF EXISTS \`$DB\`" >/dev/null 2>&1
-        rcli --scan --pattern "${P}:*" | xargs -r -n 100 redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" del >/dev/null
+        rcli --scan --pattern "${P}:*" | while read -r k; do rcli del "$k" >/dev/null; done
         rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/../faults/lib.sh"
 ft_init order_lifecycle
 
-TIMEOUT_S=4
+TIMEOUT_S=8   # pay deadline: the steps up to the cancel must fit in it (4 s did not on a loaded host)
 ft_front f
 ft_consumer c SECKILL_PAY_TIMEOUT_S=$TIMEOUT_S SECKILL_CLOSE_INTERVAL_MS=200
 V=$(ft_voucher 3)
@@ -68,8 +68,11 @@ ft_eq "$(act cancel 2 "$o2" | cut -d' ' -f1)" 200 "cancel again: 200"
 ft_eq "$(act pay 2 "$o2" | cut -c1-17)" '409 {"code":10021' "pay after cancel: 409 10021"
 ft_eq "$(status_of "$o2")" 3 "order 2 is CANCELLED"
 ft_eq "$(restore_type "$(trace_of 2)")" 4 "RESTORE row of the cancel (business_type 4, original trace)"
-ft_eq "$(dstock)" 1 "DB stock got the cancelled unit back"
-ft_eq "$(rstock)" 1 "Redis stock got the cancelled unit back"
+# Order 3 may already be closed (its TIMEOUT_S deadline passes during the steps above
+# when they are slow, e.g. on a Cluster through sk-rcli): then its unit is back too.
+closed3=0; [[ $(status_of "$o3") == 4 ]] && closed3=1
+ft_eq "$(dstock)" $((1 + closed3)) "DB stock got the cancelled unit back"
+ft_eq "$(rstock)" $((1 + closed3)) "Redis stock got the cancelled unit back"
 ft_eq "$(in_users 2)" 0 "user 2 released in Redis"
 ft_eq "$(ft_rcli hget "$(ft_key "$V" trace)" "$(trace_of 2):x" | grep -c '"by":"cancel","restored":1')" 1 "T:x of the cancel"
 ft_eq "$(me 2 | sed -n 's/.*"state":"\([A-Z]*\)".*"orderStatus":"\([A-Z]*\)".*/\1 \2/p')" "CLOSED CANCELLED" "orders/me after cancel: CLOSED, CANCELLED"

@@ -512,10 +512,16 @@ static __attribute__((unused)) pid_t ft_private_redis_on(sk_conf_t *conf, int po
                 execvp("redis-server", (char *const *)argv);
                 _exit(127);
         }
-        conf->redis.port = port;
+        /* The whole parsed URL, not only host and port: the suite may run with a
+         * redis-cluster:// or redis-sentinel:// SECKILL_REDIS_URL (label cluster/sentinel),
+         * whose kind and seeds would otherwise stay in conf->redis. */
         snprintf(conf->redis_url, sizeof(conf->redis_url), "redis://127.0.0.1:%d/0", port);
-        snprintf(conf->redis.host, sizeof(conf->redis.host), "127.0.0.1");
-        conf->redis.db = 0;
+        {
+                char err[256];
+
+                ck_assert_msg(sk_redis_url_parse(conf->redis_url, &conf->redis, err,
+                                                 sizeof(err)) == 0, "%s", err);
+        }
         for (i = 0; i < 100; i++) {
                 struct timeval tv = { 1, 0 };
                 redisContext *rc = redisConnectWithTimeout("127.0.0.1", port, tv);

@@ -118,6 +118,15 @@ int sk_redis_noeviction(sk_redis_t *r);
  *  master is unreachable or still loading its dataset (transient). */
 sk_err_t sk_redis_check_server(sk_redis_t *r, char *errstr, size_t errstr_size);
 
+/** @brief The replication guard of the masters (DESIGN.md 4b: replicated masters run
+ *  with min-replicas-to-write 1 and min-replicas-max-lag 10; /readyz reports them):
+ *  CONFIG GET on every master. @returns the smallest min-replicas-to-write over the
+ *  masters (0 = writes are not refused without replicas, as on one plain server) and
+ *  sets *@p max_lag_s (may be NULL) to the largest min-replicas-max-lag (seconds);
+ *  -1 when a master is unreachable or refuses CONFIG GET (transient). Reports only:
+ *  readiness does not depend on it. Not thread-safe (one sk_redis_t per thread). */
+int sk_redis_min_replicas(sk_redis_t *r, int *max_lag_s);
+
 /** @brief The startup check of every binary (DESIGN.md 4): connect to @p url, run
  *  sk_redis_check_server, close. A Redis that is older than 7.0 or evicts: prints
  *  "PROG: reason" on stderr and @returns 2 (exit 2). Unreachable or another error: a
