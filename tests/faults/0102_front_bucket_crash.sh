@@ -8,14 +8,15 @@
 #                                  the take settled (T:h = j), the publish NOT_PERSISTED,
 #                                  rollback.lua fenced and restored j, the home step not run
 # A healthy front f1 first empties bucket 0 (3 buyers homed there); then 4 buyers homed at
-# bucket 0 go to the crashing front: they all overflow, the first to reach the point kills
-# it, every one of them is left without an answer. After the reconciler (--repair, grace)
-# each interrupted purchase is one order (CREATED, its order row) or one clean failure (no
-# order; FAILED with its RESTORE row, or nothing recorded and nothing held), and the
-# interrupted buyer buys again through f1: 202, 409/10005, or 409/10006 only with an
-# active order — never a 10006 that no order explains. Then the vouchers sell out exactly
-# and ft_check holds per bucket. 0420 checks the Redis state each crash leaves and 0520
-# the reconciler on seeded states; this case runs the crash, the reconciler, the
+# bucket 0 go to the crashing front: they overflow, the first to reach the point kills it,
+# none of them gets an answer (the others mostly never reach deduct.lua). After the
+# reconciler (--repair, grace) each interrupted purchase is one order (CREATED, its order
+# row) or one clean failure (no order; FAILED with its RESTORE row, or nothing recorded
+# and nothing held), orders/me says which (never PENDING any more), and every buyer the
+# crash left without an answer buys again through f1: 202, 409/10005, or 409/10006 only
+# with an active order, never a 10006 that no order explains. Then the vouchers sell out
+# exactly and ft_check holds per bucket. 0420 checks the Redis state each crash leaves and
+# 0520 the reconciler on seeded states; this case runs the crash, the reconciler, the
 # consumer and the buyer's retry together.
 # fault: front SIGKILLed mid-overflow on a 4-bucket voucher (front.after_overflow, front.after_take, rollback.before_home after a NOT_PERSISTED publish); the reconciler settles, re-drives or finishes the home step; the buyers buy again
 . "$(dirname "$0")/lib.sh"
@@ -68,14 +69,17 @@ ft_fault_over
 ft_settle 30 || ft_fail "202s not decided"
 ft_reconcile 60 || ft_fail "reconciler never reached a consistent pass (last exit $FT_RECON_RC)"
 
-# Every interrupted purchase: one order or one clean failure.
+# Every interrupted purchase: one order or one clean failure, and orders/me says which.
 while read -r i v u t; do
         read -r oc reason < <(ft_sql "SELECT outcome, COALESCE(reason, '-') FROM tb_seckill_outcome WHERE trace_id = $t")
         orders=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = $t")
         restore=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_reconcile_log WHERE trace_id = $t AND log_type = 1")
-        what="phase $i user $u trace $t: outcome ${oc:-none}/${reason:--}, $orders order(s), $restore RESTORE"
-        if [[ $oc == 1 && $orders == 1 && $restore == 0 ]] || [[ $oc == 2 && $orders == 0 && $restore == 1 ]] ||
-                [[ -z $oc && $orders == 0 ]]; then
+        me=$(ft_me_state f1 "$v" "$u")
+        what="phase $i user $u trace $t: outcome ${oc:-none}/${reason:--}, $orders order(s), $restore RESTORE, orders/me $me"
+        # orders/me: CREATED with the order, else FAILED or NONE; never PENDING any more.
+        if [[ $oc == 1 && $orders == 1 && $restore == 0 && $me == CREATED ]] ||
+                [[ $oc == 2 && $orders == 0 && $restore == 1 && $me == FAILED ]] ||
+                [[ -z $oc && $orders == 0 && ($me == FAILED || $me == NONE) ]]; then
                 ft_ok "$what"
         else
                 ft_fail "$what"
