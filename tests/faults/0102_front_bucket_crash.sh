@@ -85,7 +85,9 @@ while read -r i v u t; do
                 ft_fail "$what"
         fi
 done <"$FT_WORK/interrupted.tsv"
-ft_note "interrupted purchases: $(awk '{print $1}' "$FT_WORK/interrupted.tsv" | sort | uniq -c | awk '{printf "%s in phase %s ", $1, $2}')"
+note=
+for i in 0 1 2; do note+="${note:+, }${POINTS[i]##*.}: $(awk -v i="$i" '$1 == i' "$FT_WORK/interrupted.tsv" | wc -l)"; done
+ft_note "interrupted purchases: $note"
 
 # Every buyer the crashing fronts left without an answer buys again through f1: 202,
 # 409/10005, or 409/10006 only with an active order (never a 10006 no order explains).
