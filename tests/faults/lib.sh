@@ -8,6 +8,7 @@
 #   ft_front NAME [VAR=VAL...] [-- ARGS...]      start seckill-front on a free port, wait /readyz
 #   ft_buy FRONT V FIRST_USER COUNT [PARALLEL]   purchases with curl (xargs -P); every 202
 #                                  (userId, orderId, traceId) goes to $FT_WORK/accepted.tsv
+#   ft_homed H N FROM COUNT | ft_buy_users FRONT V PARALLEL LABEL   buyers of one home bucket
 #   ...inject the fault...
 #   ft_settle TIMEOUT_S            wait until every logged 202 has an outcome (bounded)
 #   ft_reconcile TIMEOUT_S         seckill-reconciler --repair passes until one exits 0
@@ -338,11 +339,15 @@ EOF
 # Every 202 is appended to $FT_WORK/accepted.tsv as "user order trace voucher"; all answers go
 # to $FT_WORK/results.txt. Prints the tally of status codes of this batch.
 ft_buy() {
-        local front=$1 v=$2 first=$3 count=$4 par=${5:-8} addr batch lockfd
+        seq "$3" $(($3 + $4 - 1)) | ft_buy_users "$1" "$2" "${5:-8}" "users $3..$(($3 + $4 - 1))"
+}
+# ft_buy_users FRONT V PARALLEL LABEL: ft_buy for the user ids read from stdin (one a line);
+# LABEL names them in the log line.
+ft_buy_users() {
+        local front=$1 v=$2 par=$3 label=$4 addr batch lockfd
         addr=${FT_ADDR[$front]:?unknown front $front}
         batch=$(mktemp "$FT_WORK/batch.XXXXXX")
-        seq "$first" $((first + count - 1)) |
-                xargs -P "$par" -I{} "$FT_WORK/buy1.sh" "$addr" "$v" {} "$batch"
+        xargs -P "$par" -I{} "$FT_WORK/buy1.sh" "$addr" "$v" {} "$batch"
         # Concurrent ft_buy calls (in the background) append whole batches under a lock.
         exec {lockfd}>>"$FT_WORK/.append.lock"
         flock "$lockfd"
@@ -351,8 +356,27 @@ ft_buy() {
                 sed -n "s/^\([0-9]*\) 202 .*\"orderId\":\"\([0-9]*\)\".*\"traceId\":\"\([0-9]*\)\".*/\1 \2 \3 $v/p" \
                 >>"$FT_WORK/accepted.tsv"
         exec {lockfd}>&-
-        ft_log "buy via $front users $first..$((first + count - 1)): $(awk '{print $2}' "$batch" | sort | uniq -c | awk '{printf "%s×%s ", $2, $1}')"
+        ft_log "buy via $front $label: $(awk '{print $2}' "$batch" | sort | uniq -c | awk '{printf "%s×%s ", $2, $1}')"
         rm -f "$batch"
+}
+
+# ft_homed H N FROM COUNT: COUNT user ids from FROM up whose home bucket among N is H
+# (CRC-16/XMODEM of the decimal id mod N, sk_home_bucket; DESIGN.md v4 4).
+ft_homed() {
+        python3 -c 'import binascii, sys
+h, n, u, c = map(int, sys.argv[1:5])
+while c > 0:
+    if binascii.crc_hqx(str(u).encode(), 0) % n == h:
+        print(u)
+        c -= 1
+    u += 1' "$@"
+}
+
+# ft_answer USER: "CODE ERRCODE" of USER's last answer in results.txt (ERRCODE: the body's
+# "code", - when it has none; CODE 000: no answer, the connection died).
+ft_answer() {
+        grep "^$1 " "$FT_WORK/results.txt" | tail -n 1 |
+                awk '{c = "-"; if (match($0, /"code":[0-9]+/)) c = substr($0, RSTART + 7, RLENGTH - 7); print $2, c}'
 }
 
 # Load accepted.tsv into the case's own database (table ft_accepted) for the joins.
