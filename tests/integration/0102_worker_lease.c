@@ -142,28 +142,50 @@ static int64_t mint_wait(sk_idgen_t *g, int64_t max_ms)
         return -1;
 }
 
-/* Run sk_idgen_start(worker_id) in a child that holds the lease for @p hold_ms;
- * writes its worker id (or -1000 + error code) to @p fd. @returns the pid. */
+/* The child's job (run in a fresh process image, see child_start): sk_idgen_start(worker_id)
+ * on database @p db, write its worker id (or -1000 + error code) to @p fd, hold the lease
+ * for @p hold_ms, release it. @returns the exit status. */
+static int child_main(const char *db, const char *url, int worker_id, int64_t hold_ms, int fd)
+{
+        char errstr[256] = "";
+        sk_conf_t conf;
+        sk_err_t err = SK_OK;
+        sk_idgen_t *g;
+        int v;
+
+        sk_test_conf(&conf, "lease");
+        snprintf(conf.mysql.database, sizeof(conf.mysql.database), "%s", db);
+        snprintf(conf.mysql_url, sizeof(conf.mysql_url), "%s", url);
+        conf.worker_lease_ms = LEASE_MS;
+        conf.worker_id = worker_id;
+        g = sk_idgen_start(&conf, &err, errstr, sizeof(errstr));
+        v = g ? sk_idgen_worker_id(g) : -1000 + (int)err;
+        if (write(fd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+                return 3;
+        sk_sleep_ms(hold_ms, NULL);
+        sk_idgen_stop(g);
+        return 0;
+}
+
+/* Run child_main(worker_id, hold_ms, fd) in another process. The child re-executes this
+ * binary (--lease-child) instead of going on from fork(): the parent has threads (lease
+ * renewals, the MySQL client), and a lock one of them held at fork() stays held forever in
+ * a child that only forked (seen under ASan: the child hung, the case timed out).
+ * @returns the pid. */
 static pid_t child_start(int worker_id, int64_t hold_ms, int fd)
 {
-        pid_t pid = fork();
+        char wid[16], hold[24], fds[16];
+        pid_t pid;
 
+        snprintf(wid, sizeof(wid), "%d", worker_id);
+        snprintf(hold, sizeof(hold), "%" PRId64, hold_ms);
+        snprintf(fds, sizeof(fds), "%d", fd);
+        pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
-                char errstr[256] = "";
-                sk_conf_t conf = g_conf;
-                sk_err_t err = SK_OK;
-                sk_idgen_t *g;
-                int v;
-
-                conf.worker_id = worker_id;
-                g = sk_idgen_start(&conf, &err, errstr, sizeof(errstr));
-                v = g ? sk_idgen_worker_id(g) : -1000 + (int)err;
-                if (write(fd, &v, sizeof(v)) != (ssize_t)sizeof(v))
-                        _exit(3);
-                sk_sleep_ms(hold_ms, NULL);
-                sk_idgen_stop(g);
-                _exit(0);
+                execl("/proc/self/exe", "0102_worker_lease", "--lease-child", g_conf.mysql.database,
+                      g_conf.mysql_url, wid, hold, fds, (char *)NULL);
+                _exit(127);
         }
         return pid;
 }
@@ -511,10 +533,21 @@ START_TEST(mint_bounds_under_skew)
 }
 END_TEST
 
-int main(void)
+int main(int argc, char **argv)
 {
-        Suite *s = suite_create("worker_lease");
-        TCase *tc = tcase_create("lease");
+        Suite *s;
+        TCase *tc;
+
+        if (argc == 7 && strcmp(argv[1], "--lease-child") == 0) {
+                char *end;
+                long wid = strtol(argv[4], &end, 10);
+                long long hold = strtoll(argv[5], &end, 10);
+                long fd = strtol(argv[6], &end, 10);
+
+                return child_main(argv[2], argv[3], (int)wid, (int64_t)hold, (int)fd);
+        }
+        s = suite_create("worker_lease");
+        tc = tcase_create("lease");
 
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 60);
