@@ -1,6 +1,6 @@
 /* rc_release.c: releases left undone (rc_release.h, DESIGN.md 13 "Crash between the DB
  * commit and the Redis release"). Per voucher: the ended orders from the DB, their `T:x`
- * fields read with HMGET in chunks, release.lua (by "reconciler") for each one missing.
+ * fields read with HMGET in chunks from the trace hash of each order's bucket, release.lua (by "reconciler") for each one missing.
  * What it does not do: change the DB (the release there is already committed) or judge
  * anything else about the trace (reconcile.c does). */
 #include <inttypes.h>
@@ -108,10 +108,26 @@ void rc_release_pending(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
                 SK_LOG(SK_INFO, "release_db_only", "voucher=%" PRId64 " ended_orders=%zu"
                        " (the voucher's keys are gone: the DB release stands alone)", voucher_id, n);
         } else {
-                sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, 0, SK_KEY_TRACE);
-                for (i = 0; i < n; i += RELEASE_CHUNK)
-                        release_chunk(ctx, k_trace, rows + i,
-                                      n - i < RELEASE_CHUNK ? n - i : RELEASE_CHUNK, st);
+                /* T:x lives in the trace hash of the order's bucket j (release.c): one
+                 * HMGET per bucket, on that bucket's orders gathered in front of the array. */
+                int b, maxb = 0;
+                size_t m, j;
+
+                for (i = 0; i < n; i++)
+                        maxb = rows[i].bucket > maxb ? rows[i].bucket : maxb;
+                for (b = 0, j = 0; b <= maxb; b++, j += m) {
+                        for (i = j, m = 0; i < n; i++) {
+                                if (rows[i].bucket != b)
+                                        continue;
+                                sk_order_row_t t = rows[j + m];
+                                rows[j + m++] = rows[i];
+                                rows[i] = t;
+                        }
+                        sk_key_voucher(k_trace, ctx->conf->redis_prefix, voucher_id, b, SK_KEY_TRACE);
+                        for (i = 0; i < m; i += RELEASE_CHUNK)
+                                release_chunk(ctx, k_trace, rows + j + i,
+                                              m - i < RELEASE_CHUNK ? m - i : RELEASE_CHUNK, st);
+                }
         }
         free(rows);
 }

@@ -4,6 +4,7 @@
 # consumer creates the order anyway: the sale stays exact, and every 202 that was
 # answered (by healthy fronts) is accounted for (DESIGN.md 7-9).
 # fault: front SIGKILLed after Kafka said PERSISTED, before answering 202 (front.before_respond=exit)
+# Buckets: 1.
 . "$(dirname "$0")/lib.sh"
 ft_init front_before_respond
 V=$(ft_voucher 80)

@@ -5,6 +5,7 @@
 # from the DB). Afterwards the sale goes on and sells out exactly; every 202 is
 # accounted for; Redis = DB.
 # fault: private Redis (no persistence) SIGKILLed and restarted empty mid-sale, then reconciler --repair
+# Buckets: 1.
 . "$(dirname "$0")/lib.sh"
 ft_init redis_restart
 ft_private_redis

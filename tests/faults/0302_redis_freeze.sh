@@ -7,6 +7,7 @@
 # rollback.lua mode front (fences T) -> 503". The deducts that ran late must be fenced
 # or continued, never lost or doubled: the sale still sells out exactly.
 # fault: private Redis frozen (SIGSTOP) 4 s mid-sale, past the command timeouts
+# Buckets: 1.
 . "$(dirname "$0")/lib.sh"
 ft_init redis_freeze
 ft_private_redis

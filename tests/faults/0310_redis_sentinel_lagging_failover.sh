@@ -14,6 +14,7 @@
 # --repair then rebuilds Redis from the DB. Zero
 # oversell, one order per user, every 202 decided exactly once (DESIGN.md 9).
 # fault: Sentinel failover to a replica cut off its master while purchases were admitted (acknowledged DECRBY/HSET lost), front and consumer not restarted
+# Buckets: 1.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_redis_topo.sh"
 ft_init redis_sentinel_lagging

@@ -2,19 +2,21 @@
 # 0311_redis_cluster_master_killed.sh: DESIGN.md 4b, 8 "Cluster MOVED / ASK / TRYAGAIN /
 # CLUSTERDOWN" and "failover to a lagging replica". A sale runs on a private Redis Cluster
 # (lib_redis_topo.sh: 3 masters + 3 replicas, cluster-node-timeout 3 s,
-# min-replicas-to-write 1). Mid-sale the master serving the voucher's slot is SIGKILLed:
+# min-replicas-to-write 1) with a 4-bucket voucher. Mid-sale the master serving the slot of
+# its bucket 0 is SIGKILLed (the other buckets' slots may live on other masters):
 # its replica takes the slot over (writes it had not yet replicated are lost); with no
 # replica of its own the new master refuses writes (NOREPLICAS) until the killed node
 # comes back empty and rejoins as its replica. 503s while the slot has no writable master
 # are acceptable (never a 202 that is lost); the front and consumer follow the new map
 # without a restart; afterwards the sale sells out exactly, every 202 decided once, zero
 # oversell, Redis = DB after --repair (DESIGN.md 9).
-# fault: Cluster master of the voucher's slot SIGKILLed mid-sale (its replica promoted), restarted empty as a replica
+# fault: Cluster master of a 4-bucket voucher's bucket-0 slot SIGKILLed mid-sale (its replica promoted), restarted empty as a replica
+# Buckets: 4 (issue 12: about half of the cases sell bucketed vouchers).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_redis_topo.sh"
 ft_init redis_cluster_master_killed
 ft_cluster_start
-V=$(ft_voucher 200)
+V=$(ft_voucher 200 4)
 ft_front f1
 ft_consumer c1
 ft_buy f1 "$V" 1 20 8
@@ -23,7 +25,7 @@ K=$(ft_key "$V" stock)
 M=$(ft_cluster_master_of "$K") || ft_die "no master serves $K"
 RP=$(ft_cluster_replica_of "$M")
 [[ -n $RP ]] || ft_die "master $M has no replica"
-ft_log "voucher $V: slot $(ft_topo_cli "$M" cluster keyslot "$K") on master $M, replica $RP"
+ft_log "voucher $V bucket 0: slot $(ft_topo_cli "$M" cluster keyslot "$K") on master $M, replica $RP"
 
 # 1. Kill the voucher's master while purchases are in flight.
 ft_buy_loop f1 "$V" 100001 2 4 0.3

@@ -12,6 +12,7 @@
 # reconciler finds nothing to re-drive; no fenced purchase becomes an order; a front
 # without the failpoint then sells the voucher out exactly (DESIGN.md 9).
 # fault: fences (rollback.lua mode front) on a Sentinel master whose replica is frozen (SIGSTOP): WAIT 1 100 unacknowledged -> 503 PENDING, not FAILED
+# Buckets: 1.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_redis_topo.sh"
 ft_init redis_fence_unacknowledged

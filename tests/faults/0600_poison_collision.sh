@@ -6,6 +6,7 @@
 # keeps flowing, the sale sells out exactly, nothing is decided for the poison, the
 # collided purchase keeps its original order.
 # fault: poison messages and an id collision produced into the order topic
+# Buckets: 1: its poison is keyed by the voucher id, the partition of a 1-bucket voucher's purchases.
 . "$(dirname "$0")/lib.sh"
 ft_init poison_collision
 V=$(ft_voucher 60)

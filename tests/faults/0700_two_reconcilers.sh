@@ -6,6 +6,7 @@
 # other says so and exits 0; together they re-drive each purchase once and repair
 # once. Then the sale goes on and sells out exactly.
 # fault: two reconcilers --repair at once, with re-drives and Redis drift to repair
+# Buckets: 1: its drift is written into bucket 0's keys.
 . "$(dirname "$0")/lib.sh"
 ft_init two_reconcilers
 V=$(ft_voucher 60)

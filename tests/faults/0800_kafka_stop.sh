@@ -5,6 +5,7 @@
 # broker of our own (scripts/stack.sh with its own state dir and spare ports), never
 # the shared dev broker; the case still holds the `kafka` resource lock.
 # fault: private single broker stopped (SIGTERM) 20 s mid-sale, then started
+# Buckets: 1.
 . "$(dirname "$0")/lib.sh"
 ft_init kafka_stop
 ft_private_kafka

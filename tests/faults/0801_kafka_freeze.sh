@@ -6,6 +6,7 @@
 # answered 202 may vanish. A private broker (scripts/stack.sh, own state dir and spare
 # ports), never the shared dev broker; the case still holds the `kafka` resource lock.
 # fault: private single broker frozen (SIGSTOP) 10 s mid-sale, past the 2 s delivery timeout
+# Buckets: 1.
 . "$(dirname "$0")/lib.sh"
 ft_init kafka_freeze
 ft_private_kafka

@@ -10,7 +10,9 @@
 # 503 PENDING, the reconciler settles it). Both brokers restart; the sale drains; every
 # 202 must be decided exactly once, with zero oversell and Redis = DB (DESIGN.md 9).
 # fault: broker leading the voucher's partition SIGKILLed mid-sale, then a second ISR member (ISR 1 < min.insync.replicas 2), both restarted (private 3-broker cluster)
-# Private brokers and names only: no resource lock.
+# Buckets: 1.
+# Lock kafka3: its private cluster is four JVMs; two such cases at once on two cores (1000
+# takes the same lock) would make the timings meaningless. No shared server is touched.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_kafka3.sh"
 ft_init kafka_replicated

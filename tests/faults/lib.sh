@@ -73,6 +73,24 @@ ft_rcli() {
 }
 # ft_key VOUCHER meta|stock|users|trace [BUCKET]: a bucket's key (DESIGN.md 4; bucket 0 by default).
 ft_key() { printf '%s:{v:%s:%s}:%s' "$FT_PREFIX" "$1" "${3:-0}" "$2"; }
+# ft_nbuckets V: V's number of buckets (its DB row).
+ft_nbuckets() { ft_sql "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = $1"; }
+# ft_rstock V: V's Redis stock, the sum over its buckets (a missing key counts 0).
+ft_rstock() {
+        local b n sum=0 x
+        n=$(ft_nbuckets "$1")
+        for ((b = 0; b < ${n:-1}; b++)); do
+                x=$(ft_rcli get "$(ft_key "$1" stock "$b")")
+                sum=$((sum + ${x:-0}))
+        done
+        echo "$sum"
+}
+# ft_rbuyers V: the buyers in V's Redis users hashes, all buckets (without the placeholder `_`).
+ft_rbuyers() {
+        local b n
+        n=$(ft_nbuckets "$1")
+        for ((b = 0; b < ${n:-1}; b++)); do ft_rcli hkeys "$(ft_key "$1" users "$b")"; done | grep -c '^[1-9]'
+}
 
 ft_free_port() {
         python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -538,12 +556,35 @@ ft_check() {
         ft_check_redis "$v"
 }
 
+# ft_check_db_path FRONT V: every purchase answered 200 (the DB-only path, DESIGN.md 12; the
+# case's purchases must all be of V) has its CREATED outcome with path db and its order
+# row, for that user and voucher, with the orderId and traceId of the answer; orders/me
+# says CREATED for the first 20 of them. FT_DB_PATH_N = the number of 200s.
+ft_check_db_path() {
+        local front=$1 v=$2 n good user bad=0
+        awk '$2 == 200' "$FT_WORK/results.txt" |
+                sed -n 's/^\([0-9]*\) 200 .*"orderId":"\([0-9]*\)".*"traceId":"\([0-9]*\)".*/\1 \2 \3/p' \
+                >"$FT_WORK/created200.txt"
+        n=$(wc -l <"$FT_WORK/created200.txt")
+        FT_DB_PATH_N=$n
+        ft_eq "$n" "$(awk '$2 == 200' "$FT_WORK/results.txt" | wc -l)" "every 200 carries an orderId and a traceId"
+        ((n > 0)) || return 0
+        good=$(awk -v v="$v" '{printf "SELECT COUNT(*) FROM tb_seckill_outcome o JOIN tb_voucher_order vo ON vo.id = o.order_id AND vo.trace_id = o.trace_id AND vo.user_id = o.user_id AND vo.voucher_id = o.voucher_id WHERE o.trace_id = %s AND o.order_id = %s AND o.user_id = %s AND o.voucher_id = %s AND o.outcome = 1 AND o.path = \"db\";\n", $3, $2, $1, v}' \
+                "$FT_WORK/created200.txt" | mysql --no-defaults -uroot -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" \
+                --protocol=TCP -N -B "$FT_DB" | awk '{s += $1} END {print s + 0}')
+        ft_eq "$good" "$n" "purchases answered 200 that are CREATED on path db with their order row"
+        while read -r user; do
+                [[ $(ft_me_state "$front" "$v" "$user") == CREATED ]] || { bad=$((bad + 1)); ft_log "user $user answered 200: orders/me $(ft_me_state "$front" "$v" "$user")"; }
+        done < <(awk '{print $1}' "$FT_WORK/created200.txt" | head -n 20)
+        ft_eq "$bad" 0 "orders/me says CREATED for $(awk 'NR <= 20' "$FT_WORK/created200.txt" | wc -l) purchases answered 200"
+}
+
 # ft_check_redis V: for every bucket b of V, Redis stock = its tb_seckill_stock row, and the
 # union of the users hashes (without the placeholder `_`) = the DB's active buyers, each
 # in its home bucket (CRC-16/XMODEM of the decimal id mod N, sk_home_bucket).
 ft_check_redis() {
         local v=$1 n b rstock dstock bad=0 rusers dusers wrong
-        n=$(ft_sql "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = $v")
+        n=$(ft_nbuckets "$v")
         for ((b = 0; b < ${n:-1}; b++)); do
                 rstock=$(ft_rcli get "$(ft_key "$v" stock "$b")")
                 dstock=$(ft_sql "SELECT stock FROM tb_seckill_stock WHERE voucher_id = $v AND bucket = $b")
@@ -609,29 +650,16 @@ ft_wait_lag0() {
 # ft_private_redis: a redis-server of our own on a free port, no persistence, noeviction;
 # SECKILL_REDIS_URL and ft_rcli point at it from now on.
 ft_private_redis() {
-        local port i
-        port=$(ft_free_port)
+        FT_REDIS_PORT=$(ft_free_port)
         mkdir -p "$FT_WORK/redis"
-        redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
-                --maxmemory-policy noeviction --dir "$FT_WORK/redis" --daemonize no \
-                --logfile "$FT_WORK/redis.log" >/dev/null 2>&1 &
-        FT_PRIV_REDIS_PID=$!
-        FT_REDIS_PORT=$port
-        export SECKILL_REDIS_URL="redis://127.0.0.1:$port/0"   # ft_rcli follows it
-        for ((i = 0; i < 100; i++)); do
-                [[ $(ft_rcli ping 2>/dev/null) == PONG ]] && break
-                sleep 0.1
-        done
-        [[ $(ft_rcli ping 2>/dev/null) == PONG ]] || ft_die "private redis-server on $port did not start"
-        ft_log "private redis-server pid $FT_PRIV_REDIS_PID on 127.0.0.1:$port"
+        export SECKILL_REDIS_URL="redis://127.0.0.1:$FT_REDIS_PORT/0"   # ft_rcli follows it
+        ft_private_redis_run
+        [[ $(ft_rcli ping 2>/dev/null) == PONG ]] || ft_die "private redis-server on $FT_REDIS_PORT did not start"
+        ft_log "private redis-server pid $FT_PRIV_REDIS_PID on 127.0.0.1:$FT_REDIS_PORT"
 }
-# ft_private_redis_restart [DOWN_S]: kill -9 the private Redis (no persistence: all data
-# gone), keep it down DOWN_S seconds (0), start it again on the same port.
-ft_private_redis_restart() {
-        local down_s=${1:-0} i
-        kill -KILL "$FT_PRIV_REDIS_PID" 2>/dev/null
-        wait "$FT_PRIV_REDIS_PID" 2>/dev/null
-        sleep "$down_s"
+# ft_private_redis_run: redis-server on FT_REDIS_PORT in the background; waits (10 s) for PONG.
+ft_private_redis_run() {
+        local i
         redis-server --port "$FT_REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
                 --maxmemory-policy noeviction --dir "$FT_WORK/redis" --daemonize no \
                 --logfile "$FT_WORK/redis.log" >/dev/null 2>&1 &
@@ -640,7 +668,24 @@ ft_private_redis_restart() {
                 [[ $(ft_rcli ping 2>/dev/null) == PONG ]] && break
                 sleep 0.1
         done
+}
+# ft_private_redis_kill: kill -9 the private Redis (no persistence: all data gone); it
+# stays down until ft_private_redis_start.
+ft_private_redis_kill() {
+        kill -KILL "$FT_PRIV_REDIS_PID" 2>/dev/null
+        wait "$FT_PRIV_REDIS_PID" 2>/dev/null
+        ft_log "private redis killed (pid $FT_PRIV_REDIS_PID)"
+}
+# ft_private_redis_start: start the private Redis again, empty, on its port.
+ft_private_redis_start() {
+        ft_private_redis_run
         ft_log "private redis restarted empty (pid $FT_PRIV_REDIS_PID, $(ft_rcli dbsize) keys)"
+}
+# ft_private_redis_restart [DOWN_S]: kill it, keep it down DOWN_S seconds (0), start it again.
+ft_private_redis_restart() {
+        ft_private_redis_kill
+        sleep "${1:-0}"
+        ft_private_redis_start
 }
 
 # ft_private_kafka: a broker of our own (scripts/stack.sh with a private state dir and
@@ -719,18 +764,18 @@ ft_buy_loop_stop() {
         wait "$FT_LOOP_PID"
 }
 
-# ft_probe_202 FRONT V FIRST_USER TIMEOUT_S: one purchase at a time (new users from
-# FIRST_USER, 0.3 s apart) until one gets 202, a 409 (sold out: the probe cannot tell) or
-# TIMEOUT_S passes; the answers join the record like ft_buy's. FT_PROBE_S = seconds until
-# the 202, empty if none.
-ft_probe_202() {
-        local front=$1 v=$2 u=$3 timeout_s=$4 t0=$SECONDS code
+# ft_probe_code CODE FRONT V FIRST_USER TIMEOUT_S: one purchase at a time (new users from
+# FIRST_USER, 0.3 s apart) until one is answered CODE (202, or 200 on the DB-only path of
+# DESIGN.md 12), a 409 (sold out: the probe cannot tell) or TIMEOUT_S passes; the answers
+# join the record like ft_buy's. FT_PROBE_S = seconds until the CODE, empty if none.
+ft_probe_code() {
+        local want=$1 front=$2 v=$3 u=$4 timeout_s=$5 t0=$SECONDS code
         FT_PROBE_S=
         : >"$FT_WORK/probe.txt"
         for ((; SECONDS - t0 < timeout_s; u++)); do
                 "$FT_WORK/buy1.sh" "${FT_ADDR[$front]}" "$v" "$u" "$FT_WORK/probe.txt"
                 code=$(tail -n 1 "$FT_WORK/probe.txt" | awk '{print $2}')
-                [[ $code == 202 ]] && { FT_PROBE_S=$((SECONDS - t0)); break; }
+                [[ $code == "$want" ]] && { FT_PROBE_S=$((SECONDS - t0)); break; }
                 [[ $code == 409 ]] && break
                 sleep 0.3
         done
@@ -740,6 +785,8 @@ ft_probe_202() {
                 >>"$FT_WORK/accepted.tsv"
         [[ -n $FT_PROBE_S ]]
 }
+# ft_probe_202 FRONT V FIRST_USER TIMEOUT_S: ft_probe_code 202.
+ft_probe_202() { ft_probe_code 202 "$@"; }
 
 # ft_drain_check FRONT V FIRST_USER COUNT: the end of a case: settle what was accepted,
 # --repair, check; then COUNT new buyers sell the voucher out; settle, --repair, check
