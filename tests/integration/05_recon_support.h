@@ -315,6 +315,12 @@ static __attribute__((unused)) void rt_publish(int64_t vid, char **msgs, size_t 
         size_t i;
 
         ck_assert_msg(kconf != NULL, "%s", errstr);
+        /* This producer stands in for a front whose publish succeeded; its own delivery is
+         * not under test. rt_conf's 500 ms delivery timeout (the reconciler's waits) timed
+         * the first message to a new topic out on a loaded CI host ("Local: Message timed
+         * out" in 0501/0504/0506 on the topology pass), so it gets the poll loop's 30 s. */
+        ck_assert_int_eq(rd_kafka_conf_set(kconf, "message.timeout.ms", "30000", errstr, sizeof(errstr)),
+                         RD_KAFKA_CONF_OK);
         rd_kafka_conf_set_dr_msg_cb(kconf, rt_on_delivery);
         rd_kafka_conf_set_opaque(kconf, &left);
         rk = rd_kafka_new(RD_KAFKA_PRODUCER, kconf, errstr, sizeof(errstr));
