@@ -1,6 +1,7 @@
 /* rc_release.c: releases left undone (rc_release.h, DESIGN.md 13 "Crash between the DB
  * commit and the Redis release"). Per voucher: the ended orders from the DB, their `T:x`
- * fields read with HMGET in chunks from the trace hash of each order's bucket, release.lua (by "reconciler") for each one missing.
+ * fields read with HMGET in chunks from the trace hash of each order's bucket, release.lua
+ * (by "reconciler") for each one missing.
  * What it does not do: change the DB (the release there is already committed) or judge
  * anything else about the trace (reconcile.c does). */
 #include <inttypes.h>
