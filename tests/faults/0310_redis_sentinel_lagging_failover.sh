@@ -47,7 +47,20 @@ ft_sentinel_failover 20 || ft_fail "the Sentinels refused every SENTINEL FAILOVE
 ft_sentinel_wait_master "$R" 30 && ft_ok "the Sentinels promoted the lagging replica $R ($((SECONDS - T0))s)" ||
         ft_fail "no failover to $R within 30 s (master now $(ft_sentinel_master))"
 FAILOVER_S=$((SECONDS - T0))
-sleep 3
+# The front re-resolves the master on a reconnect and on READONLY (DESIGN.md 4b; it does not
+# subscribe to +switch-master): its connections to the old master close when the Sentinels
+# demote it (REPLICAOF, on their next INFO round, up to 10 s after the failover). Until then
+# the old master (min-replicas-to-write 0 here) still takes writes that the demotion throws
+# away, and the new master answers NOREPLICAS until the old one has synced. Wait for both,
+# so the checks below run against the new master (CI: the demotion landed in the middle of
+# step 4, half its purchases got 503 and no phantom unit was admitted).
+DEMOTE_T0=$SECONDS
+until [[ $(ft_topo_cli "$M" role 2>/dev/null | sed -n '1p;4p' | tr '\n' ' ') == "slave connected " ]]; do
+        ((SECONDS - DEMOTE_T0 < 40)) || { ft_fail "old master $M not a synced replica 40 s after the failover"; break; }
+        sleep 0.2
+done
+ft_log "old master $M demoted and synced $((SECONDS - DEMOTE_T0))s after the failover"
+sleep 1
 ft_buy_loop_stop
 ft_fault_over
 LOST_USERS=$(ft_rcli hmget "$(ft_key "$V" users)" $(seq 1001 1040) | grep -c '^$')
