@@ -250,7 +250,15 @@ START_TEST(unset_id_lowest_usable)
         ck_assert_ptr_nonnull(a);
         ck_assert_int_eq(sk_idgen_worker_id(a), 0);
         ck_assert_int_eq(start_in_child(-1), 1);
-        /* the child released 1, but its mint_until is still ahead: 2 mints at once */
+        /* The child released 1 with its mint_until ahead (its take set NOW + 2/3 lease).
+         * How far ahead it still is depends on how long the child took to exit (under
+         * ASan the leak check alone can outlast the 600 ms: CI saw b take 1), so the test
+         * puts it 800 ms ahead, as a release right after a renewal leaves it: 1 may not
+         * mint at once, 2 can -> 2. */
+        ck_assert_int_eq(sql_i64("SELECT lease_until < NOW(3) FROM tb_worker_lease"
+                                 " WHERE worker_id = 1"), 1);
+        sql("UPDATE tb_worker_lease SET mint_until = NOW(3) + INTERVAL 800000 MICROSECOND"
+            " WHERE worker_id = 1");
         b = start(-1, &err);
         ck_assert_ptr_nonnull(b);
         ck_assert_int_eq(sk_idgen_worker_id(b), 2);
