@@ -38,9 +38,8 @@ SINGLE_S=${BENCH_SINGLE_SECONDS:-15}
 BATCH_MAX=${BENCH_BATCH_MAX:-500}
 B=${BENCH_BUCKETS:-1}
 brokers=${SECKILL_KAFKA_BROKERS:-127.0.0.1:9092}
-for t in mysql redis-cli cc pkg-config python3 curl; do
-  command -v $t >/dev/null || { echo "bench/consumer.sh: $t not found" >&2; exit 2; }
-done
+. "$here/lib.sh"
+bench_require bench/consumer.sh mysql redis-cli cc pkg-config python3 curl
 [ -x "$SK_BIN/seckill-consumer" ] || { echo "bench/consumer.sh: no $SK_BIN/seckill-consumer" >&2; exit 2; }
 [ -x "$SK_BIN/seckill-admin" ] || { echo "bench/consumer.sh: no $SK_BIN/seckill-admin" >&2; exit 2; }
 

@@ -16,9 +16,7 @@ SK_BIN=${SK_BIN:-$here/../build/bin}
 secs=${BENCH_SECONDS:-10}
 conns=${BENCH_CONNS:-32}
 threads=${BENCH_THREADS:-2}
-for t in wrk redis-cli mysql curl; do
-  command -v $t >/dev/null || { echo "bench/degrade.sh: $t not found" >&2; exit 2; }
-done
+bench_require bench/degrade.sh wrk redis-cli mysql curl
 for b in seckill-front seckill-admin; do
   [ -x "$SK_BIN/$b" ] || { echo "bench/degrade.sh: no $SK_BIN/$b" >&2; exit 2; }
 done

@@ -17,9 +17,7 @@ SK_BIN=${SK_BIN:-$here/../build/bin}
 secs=${BENCH_SECONDS:-10}
 conns=${BENCH_CONNS:-64}
 threads=${BENCH_THREADS:-2}
-for t in wrk redis-benchmark redis-cli; do
-  command -v $t >/dev/null || { echo "bench/front.sh: $t not found" >&2; exit 2; }
-done
+bench_require bench/front.sh wrk redis-benchmark redis-cli
 [ -x "$SK_BIN/seckill-front" ] || { echo "bench/front.sh: no $SK_BIN/seckill-front" >&2; exit 2; }
 
 run=bench_$$_$RANDOM

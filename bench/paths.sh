@@ -24,9 +24,7 @@ SK_BIN=${SK_BIN:-$here/../build/bin}
 secs=${BENCH_SECONDS:-8}
 conns=${BENCH_CONNS:-64}
 threads=${BENCH_THREADS:-2}
-for t in wrk redis-server redis-cli curl python3; do
-  command -v $t >/dev/null || { echo "bench/paths.sh: $t not found" >&2; exit 2; }
-done
+bench_require bench/paths.sh wrk redis-server redis-cli curl python3
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 rport=$(freeport)
 run=bpaths_$$_$RANDOM

@@ -28,6 +28,8 @@
 # Env: SK_BIN (build/bin), SK_BENCH_BIN (build/bench), BENCH_SECONDS (10), BENCH_CONNS
 #      (256), BENCH_THREADS (2), BENCH_STOCK (1000), BENCH_BUYERS (100000), BENCH_BUCKETS (4),
 #      SECKILL_HTTP_THREADS (2, also the constant server's), SECKILL_* as for the front.
+#      BENCH_METRICS_OUT (a file: the front's /metrics after the sale, e.g. its
+#      seckill_front_purchase_seconds histogram of the requests that reached Redis).
 #      Redis at 127.0.0.1:6379 (redis-cli, redis-benchmark). Figures only, never asserted
 #      (DESIGN.md: speed is not a test); record runs in bench/README.md.
 set -euo pipefail
@@ -42,9 +44,7 @@ stock=${BENCH_STOCK:-1000}
 buyers=${BENCH_BUYERS:-100000}
 buckets=${BENCH_BUCKETS:-4}
 http_threads=${SECKILL_HTTP_THREADS:-2}
-for t in wrk redis-benchmark redis-cli curl python3; do
-  command -v $t >/dev/null || { echo "bench/sale.sh: $t not found" >&2; exit 2; }
-done
+bench_require bench/sale.sh wrk redis-benchmark redis-cli curl python3
 [ -x "$SK_BIN/seckill-front" ] || { echo "bench/sale.sh: no $SK_BIN/seckill-front" >&2; exit 2; }
 [ -x "$SK_BENCH_BIN/const409" ] || { echo "bench/sale.sh: no $SK_BENCH_BIN/const409 (cmake --build build)" >&2; exit 2; }
 
@@ -104,6 +104,7 @@ fout=$(wrk_run "http://127.0.0.1:$port" 1000000000)
 echo "$fout" | sed 's/^/front_/'
 front_rate=$(echo "$fout" | sed -n 's/^rate=//p')
 metrics=$(curl -sf "http://127.0.0.1:$port/metrics")
+[ -n "${BENCH_METRICS_OUT:-}" ] && echo "$metrics" >"$BENCH_METRICS_OUT"
 code() { echo "$metrics" | sed -n "s/^seckill_front_requests_total{code=\"$1\"} //p"; }
 # (the 503s include the /readyz polls made while the front was starting)
 echo "front_answers: 202=$(code 202) 409=$(code 409) 503=$(code 503) other=$(code other)"

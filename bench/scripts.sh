@@ -29,9 +29,7 @@ n=${BENCH_N:-200000}
 conns=${BENCH_CONNS:-64}
 pipe=${BENCH_PIPE:-1}
 claim_n=${BENCH_CLAIM_N:-1}
-for t in redis-server redis-cli redis-benchmark python3; do
-  command -v $t >/dev/null || { echo "bench/scripts.sh: $t not found" >&2; exit 2; }
-done
+bench_require bench/scripts.sh redis-server redis-cli redis-benchmark python3
 [ -f "$gen/sk_lua_embedded.c.deduct.lua" ] || { echo "bench/scripts.sh: build first ($gen)" >&2; exit 2; }
 rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 tmp=$(mktemp -d)

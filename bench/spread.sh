@@ -32,9 +32,8 @@ nb=${SPREAD_N:-12}
 pick=${SPREAD_PICK:-1}
 tries=${SPREAD_TRIES:-40}
 seed_node=${SPREAD_SEED:-127.0.0.1:7000}
-for t in wrk redis-cli curl python3 mysql; do
-  command -v $t >/dev/null || { echo "bench/spread.sh: $t not found" >&2; exit 2; }
-done
+. "$here/lib.sh"
+bench_require bench/spread.sh wrk redis-cli curl python3 mysql
 sh=${seed_node%:*}; sp=${seed_node#*:}
 redis-cli -h "$sh" -p "$sp" cluster info 2>/dev/null | grep -q '^cluster_state:ok' ||
   { echo "bench/spread.sh: no Redis Cluster at $seed_node (SECKILL_STACK_REDIS=cluster scripts/stack.sh up)" >&2; exit 2; }
