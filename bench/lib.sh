@@ -21,8 +21,7 @@ bench_require() {
     pkgs+=("$pkg")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
-  mapfile -t pkgs < <(printf '%s
-' "${pkgs[@]}" | sort -u)
+  mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | sort -u)
   if [ "$(id -u)" -ne 0 ]; then
     command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null && sudo=sudo
   fi
