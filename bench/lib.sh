@@ -1,11 +1,12 @@
 # bench/lib.sh: shell functions shared by the bench scripts (sourced, not run).
 # Redis is reached at 127.0.0.1:6379, the stack's default.
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/apt.sh"
 
-# bench_require NAME TOOL...: every TOOL on PATH, or its Debian package installed with
-# apt-get (root, or through sudo) the way scripts/test.sh installs its own; exit 2 with
+# bench_require NAME TOOL...: every TOOL on PATH, or its Debian package installed by
+# sk_apt_install (scripts/lib/apt.sh, as scripts/test.sh installs its own); exit 2 with
 # the apt-get line to run when it cannot install. NAME prefixes the messages.
 bench_require() {
-  local name=$1 t pkg sudo="" missing=() pkgs=()
+  local name=$1 t pkg missing=() pkgs=()
   shift
   for t in "$@"; do
     command -v "$t" >/dev/null 2>&1 && continue
@@ -22,18 +23,9 @@ bench_require() {
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | sort -u)
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null && sudo=sudo
-  fi
-  if ! command -v apt-get >/dev/null 2>&1 || { [ "$(id -u)" -ne 0 ] && [ -z "$sudo" ]; }; then
-    echo "$name: ${missing[*]} not found; install with: apt-get install ${pkgs[*]}" >&2
-    exit 2
-  fi
   echo "$name: installing ${pkgs[*]} (for ${missing[*]})" >&2
-  { $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-      "${pkgs[@]}"; } </dev/null >/dev/null ||
-    { echo "$name: apt-get install ${pkgs[*]} failed" >&2; exit 2; }
+  sk_apt_install "" "${pkgs[@]}" ||
+    { echo "$name: install them with: apt-get install ${pkgs[*]}" >&2; exit 2; }
   for t in "${missing[@]}"; do
     command -v "$t" >/dev/null 2>&1 || { echo "$name: $t still not found after installing" >&2; exit 2; }
   done

@@ -29,6 +29,7 @@
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$REPO/scripts/lib/apt.sh"
 STACK_DIR=${SECKILL_STACK_DIR:-$REPO/.stack}
 HOST=127.0.0.1
 REDIS_PORT=${SECKILL_STACK_REDIS_PORT:-6379}
@@ -90,24 +91,13 @@ EOF
 # ---------------------------------------------------------------------------------------
 # Generic helpers
 
-APT_UPDATED=0
-# Install the Debian packages of "$@" that are not installed yet (apt-get update once).
+# Install the Debian packages of "$@" that are not installed yet (scripts/lib/apt.sh).
 ensure_pkgs() {
-        local p missing=()
-        for p in "$@"; do
-                dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-        done
+        local missing=()
+        mapfile -t missing < <(sk_apt_missing "$@")
         [[ ${#missing[@]} -eq 0 ]] && return 0
-        command -v apt-get >/dev/null 2>&1 || die "missing packages ${missing[*]} and no apt-get"
-        [[ $(id -u) -eq 0 || -n $SUDO ]] || die "missing packages ${missing[*]}: run as root or install sudo"
-        if [[ $APT_UPDATED -eq 0 ]]; then
-                say "apt-get update"
-                $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
-                APT_UPDATED=1
-        fi
         say "installing ${missing[*]}"
-        $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-                "${missing[@]}" >/dev/null
+        sk_apt_install "" "${missing[@]}" || die "cannot install ${missing[*]}"
 }
 
 # True when something accepts TCP connections on $1:$2 (bash's /dev/tcp, no extra tool).

@@ -33,6 +33,7 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
+. "$REPO/scripts/lib/apt.sh"
 
 BUILD_DIR=${SECKILL_BUILD_DIR:-build}
 ASAN_DIR=${SECKILL_ASAN_BUILD_DIR:-build-asan}
@@ -110,22 +111,14 @@ trap 'exit 143' TERM
 
 # ---------------------------------------------------------------------------------------
 step_deps() {
-        local p missing=() sudo=""
-        for p in "${PKGS[@]}"; do
-                dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-        done
+        local missing=()
+        mapfile -t missing < <(sk_apt_missing "${PKGS[@]}")
         if [[ ${#missing[@]} -eq 0 ]]; then
                 echo "all ${#PKGS[@]} packages present"
                 return 0
         fi
-        if [[ $(id -u) -ne 0 ]]; then
-                command -v sudo >/dev/null 2>&1 || { echo "missing ${missing[*]}; run as root or install sudo" >&2; return 1; }
-                sudo=sudo
-        fi
         echo "installing ${missing[*]}"
-        $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null >/dev/null || return 1
-        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-                "${missing[@]}" </dev/null >/dev/null || return 1
+        sk_apt_install "" "${missing[@]}"
 }
 
 # configure_and_build DIR [cmake args...]

@@ -1,6 +1,7 @@
-# scripts/demo/install.sh: step 1 of the demo, sourced by run.sh (which defines say, die,
-# RUN and SUDO): install_missing installs the Debian packages the demo needs that are
-# not there (apt-get, only the missing ones; log in $RUN/apt.log).
+# scripts/demo/install.sh: step 1 of the demo, sourced by run.sh (which defines say, die
+# and RUN, and sources scripts/lib/apt.sh): install_missing installs the Debian packages
+# the demo needs that are not there (sk_apt_install, only the missing ones; log in
+# $RUN/apt.log).
 
 # Debian package -> a file or command that proves it is there (dpkg -s is the check;
 # the probe avoids asking apt when another distribution's package provides it).
@@ -34,19 +35,6 @@ install_missing() {
                 say "packages: all present"
                 return 0
         fi
-        command -v apt-get >/dev/null 2>&1 || die "missing packages (${missing[*]}) and no apt-get: install them by hand"
-        if [[ $(id -u) -ne 0 && -z $SUDO ]]; then
-                die "missing packages (${missing[*]}): run as root or install sudo"
-        fi
         say "installing: ${missing[*]} (log: $RUN/apt.log)"
-        # env inside sudo: sudo resets the environment
-        if ! $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q < /dev/null > "$RUN/apt.log" 2>&1; then
-                tail -n 20 "$RUN/apt.log" >&2
-                die "apt-get update failed"
-        fi
-        if ! $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-                "${missing[@]}" < /dev/null >> "$RUN/apt.log" 2>&1; then
-                tail -n 20 "$RUN/apt.log" >&2
-                die "apt-get install ${missing[*]} failed"
-        fi
+        sk_apt_install "$RUN/apt.log" "${missing[@]}" || die "cannot install ${missing[*]}"
 }

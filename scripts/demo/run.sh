@@ -30,6 +30,8 @@ DEMO_DIR=$REPO/scripts/demo
 . "$DEMO_DIR/payments.sh"
 # shellcheck source=outage.sh
 . "$DEMO_DIR/outage.sh"
+# shellcheck source=../lib/apt.sh
+. "$REPO/scripts/lib/apt.sh"
 # shellcheck source=install.sh
 . "$DEMO_DIR/install.sh"
 # shellcheck source=redis_topo.sh
@@ -164,11 +166,6 @@ T0=$(date +%s)
 say() { printf '[demo %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
 warn() { printf '[demo %4ss] warning: %s\n' "$(( $(date +%s) - T0 ))" "$*" >&2; }
 die() { printf '[demo %4ss] error: %s\n' "$(( $(date +%s) - T0 ))" "$*" >&2; exit 3; }
-
-SUDO=
-if [[ $(id -u) -ne 0 ]]; then
-        command -v sudo >/dev/null 2>&1 && SUDO=sudo
-fi
 
 # ------------------------------------------------------------------ endpoints
 # SECKILL_* from the environment win; else the stack's own (scripts/stack.sh env, which
