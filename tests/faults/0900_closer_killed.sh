@@ -39,10 +39,8 @@ ft_eq "$(ft_rstock "$V")" "$closed" "Redis stock unchanged by the second pass (r
 
 # The consumer comes back without the failpoint: any order still unpaid closes normally.
 ft_consumer c2 SECKILL_PAY_TIMEOUT_S=3 SECKILL_CLOSE_INTERVAL_MS=200
-for ((i = 0; i < 100; i++)); do
-        [[ $(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $V AND status = 1") == 0 ]] && break
-        sleep 0.2
-done
+ft_wait_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $V AND status = 1" 0 100 0.2 ||
+        ft_log "orders still unpaid after 20 s"
 sleep 1
 ft_eq "$(ft_rstock "$V")" 5 "every unit back in Redis"
 # Sold again: the old buyers 1..5 and new ones 6..10 (10 buyers, 5 units).

@@ -17,10 +17,8 @@ ft_consumer c0 SECKILL_PAY_TIMEOUT_S=2 SECKILL_CLOSE_INTERVAL_MS=3600000
 ft_buy f1 "$V" 1 4 4
 ft_settle 60 || ft_fail "purchases not decided"
 ft_stop c0
-for ((i = 0; i < 100; i++)); do
-        [[ $(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $V AND status = 1 AND pay_deadline < NOW(3)") == 4 ]] && break
-        sleep 0.1
-done
+ft_wait_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $V AND status = 1 AND pay_deadline < NOW(3)" 4 100 0.1 ||
+        ft_log "not all 4 orders past their deadline after 10 s"
 ft_consumer c1 SECKILL_PAY_TIMEOUT_S=2 SECKILL_CLOSE_INTERVAL_MS=200 SECKILL_FAILPOINTS="closer.after_db_commit=exit"
 ft_wait_exit c1 30 && ft_ok "consumer killed at closer.after_db_commit" || ft_fail "consumer still alive"
 closed=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $V AND status = 4")

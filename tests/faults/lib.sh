@@ -63,6 +63,16 @@ ft_eq() { if [[ "$1" == "$2" ]]; then ft_ok "$3"; else ft_fail "$3: got '$1', wa
 
 ft_sql() { mysql --no-defaults -uroot -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" --protocol=TCP -N -B "$FT_DB" -e "$1"; }
 ft_sql_root() { mysql --no-defaults -uroot -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" --protocol=TCP -N -B -e "$1"; }
+# ft_wait_sql SQL WANT TRIES PAUSE_S: polls ft_sql SQL until it prints WANT, at most TRIES
+# times PAUSE_S apart; 0 once it did, 1 when it never did (the caller asserts after).
+ft_wait_sql() {
+        local i
+        for ((i = 0; i < $3; i++)); do
+                [[ $(ft_sql "$1") == "$2" ]] && return 0
+                sleep "$4"
+        done
+        return 1
+}
 # A Cluster or Sentinel URL goes through sk-rcli (the sk_redis routing layer, DESIGN.md
 # 4b: keys routed to their slot's master); one server through redis-cli.
 ft_rcli() {
