@@ -4,11 +4,14 @@
 
 SK_APT_UPDATED=${SK_APT_UPDATED:-0}
 
-# sk_apt_missing PKG...: prints, one a line, the packages dpkg -s does not know.
+# sk_apt_missing PKG...: prints, one a line, the packages that are not installed. The
+# status must read "install ok installed": `dpkg -s` also succeeds for a package removed
+# with its configuration files left ("deinstall ok config-files"), whose programs are gone.
 sk_apt_missing() {
         local p
         for p in "$@"; do
-                dpkg -s "$p" >/dev/null 2>&1 || printf '%s\n' "$p"
+                [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == "install ok installed" ]] ||
+                        printf '%s\n' "$p"
         done
 }
 
