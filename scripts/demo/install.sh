@@ -27,7 +27,7 @@ install_missing() {
                 else
                         command -v "$probe" >/dev/null 2>&1 && continue
                 fi
-                dpkg -s "$pkg" >/dev/null 2>&1 && [[ $probe = /* ]] && continue
+                [[ $probe = /* && -z $(sk_apt_missing "$pkg") ]] && continue
                 missing+=("$pkg")
         done
         [[ ${#missing[@]} -gt 0 ]] && mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
