@@ -63,11 +63,13 @@ START_TEST(duplicate_message_one_order)
                                 " AND after_qty = %" PRId64, m.trace_id, m.trace_id, m.before_qty,
                                 m.after_qty), 1);
         {
-                /* The order is cached for the front. */
+                /* The order is cached for the front, right after the batch's commit
+                 * (the outcome waited for above can be seen before that SET lands: the
+                 * Sentinel pass once read nil here). */
                 char k[SK_KEY_MAX];
                 redisReply *reply;
                 sk_key_order(k, CT.conf.redis_prefix, m.order_id);
-                reply = ct_redis("GET %s", k);
+                reply = ct_wait_get(WAIT_S, k);
                 ck_assert_int_eq(reply->type, REDIS_REPLY_STRING);
                 {
                         char oid[SK_ID_STRLEN];

@@ -180,6 +180,23 @@ CT_FN redisReply *ct_redis(const char *fmt, ...)
         return reply;
 }
 
+/* GET @p key until it holds a string or @p timeout_s passed (polled every 100 ms); the
+ * last reply, owned by the caller (freeReplyObject). For what the consumer writes after
+ * its commit, such as the order cache (consumer/ordercache.c). */
+CT_FN redisReply *ct_wait_get(int timeout_s, const char *key)
+{
+        int64_t deadline = sk_mono_ms() + (int64_t)timeout_s * 1000;
+        redisReply *reply;
+
+        for (;;) {
+                reply = ct_redis("GET %s", key);
+                if (reply->type == REDIS_REPLY_STRING || sk_mono_ms() > deadline)
+                        return reply;
+                freeReplyObject(reply);
+                sk_sleep_ms(100, NULL);
+        }
+}
+
 /* GET/HGET as an integer; -1 if missing. */
 CT_FN int64_t ct_redis_i64(const char *fmt, ...)
 {
