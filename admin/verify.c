@@ -1,6 +1,6 @@
 /* verify.c: `seckill-admin verify VOUCHER_ID [--json]` (DESIGN.md 9): invariants 1, 2,
  * 3 and active <= init on the live state, with the figures, through sk_verify_voucher()
- * (common/src/verify.c, shared with the reconciler). Exit 0 iff all hold, 1 if one
+ * (common/sale/verify.c, shared with the reconciler). Exit 0 iff all hold, 1 if one
  * fails or a dependency failed, 2 for bad arguments or a voucher not in the DB. */
 #include <stdio.h>
 #include "sk/ids.h"

@@ -32,7 +32,11 @@ PKGS="rdkafka hiredis mysqlclient libcjson libmicrohttpd"
 CFLAGS=(-std=c11 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
         -fno-sanitize-recover=undefined -Wall -Wextra -Wno-unused-parameter
         -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DSK_VERSION=\"fuzz\" -DSK_FAILPOINTS_ENABLED=1
-        -I"$REPO/common/include" -I"$REPO/common/src" -I"$REPO/producer")
+        -I"$REPO/producer")
+# Each layer of common/ (README.md, "Architecture"): its public include/ and its own folder.
+for layer in base redis db kafka sale http; do
+        CFLAGS+=(-I"$REPO/common/$layer/include" -I"$REPO/common/$layer")
+done
 # shellcheck disable=SC2207
 CFLAGS+=($(pkg-config --cflags $PKGS))
 # shellcheck disable=SC2207
@@ -59,12 +63,12 @@ build() {
         cmake -DOUT="$OUT/gen/sk_lua_embedded.c" -DLUA_DIR="$REPO/lua" -P "$REPO/cmake/embed_lua.cmake" >/dev/null &&
         cmake -DOUT="$OUT/gen/sk_ddl_embedded.c" -DDDL_DIR="$REPO/ddl" -P "$REPO/cmake/embed_ddl.cmake" >/dev/null ||
                 { echo "fuzz: embedding lua/ddl failed" >&2; exit 2; }
-        for f in "$REPO"/common/src/*.c "$OUT"/gen/*.c; do
+        for f in "$REPO"/common/{base,redis,db,kafka,sale}/*.c "$OUT"/gen/*.c; do
                 name=$(basename "$f" .c)
                 compile "$f" "$OUT/obj/common/$name.o"
                 common_objs+=("$OUT/obj/common/$name.o")
         done
-        for name in http req metrics soldout; do
+        for name in http req metrics soldout soldout_table; do
                 compile "$REPO/producer/$name.c" "$OUT/obj/producer/$name.o"
         done
         for t in "${TARGETS[@]}"; do

@@ -2,7 +2,7 @@
  * Owns the one sk_breaker_t of the process (behind brk_mu), the lock-free "closed"
  * flag every purchase reads, the transition log lines and metrics, and the probe
  * thread. The rules themselves (what opens it, no flapping, probation) are in
- * common/src/breaker.c. */
+ * producer/breaker_fsm.c. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -10,7 +10,7 @@
 #include "breaker.h"
 #include "front.h"
 #include "metrics.h"
-#include "sk/breaker.h"
+#include "breaker_fsm.h"
 #include "sk/clock.h"
 #include "sk/log.h"
 #include "sk/redis.h"

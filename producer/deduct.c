@@ -21,7 +21,7 @@
 #include "nbuckets.h"
 #include "queue.h"
 #include "rollback.h"
-#include "sk/breaker.h"
+#include "breaker_fsm.h"
 #include "sk/clock.h"
 #include "sk/keys.h"
 #include "sk/log.h"

@@ -5,7 +5,7 @@
 #include "metrics.h"
 #include "sk/clock.h"
 #include "sk/log.h"
-#include "sk/soldout.h"
+#include "soldout_table.h"
 #include "soldout.h"
 
 /* Voucher entries of the table: vouchers sold out at the same moment on one front.

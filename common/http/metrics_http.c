@@ -1,7 +1,7 @@
 /* metrics_http.c: GET /metrics (the Prometheus text of an sk_metrics_t) and /healthz on
  * a libmicrohttpd daemon with its own internal polling thread (the consumer's
  * SECKILL_METRICS_ADDR; DESIGN.md 2 and 3 "names prefixed seckill_"). Kept out of
- * libskcommon in its own library (skmetricshttp) so that only the binaries that serve
+ * the layers in its own library (sk_http) so that only the binaries that serve
  * HTTP (front, consumer) link libmicrohttpd; the reconciler and the admin do not.
  * Nothing here logs. Thread-safety: start and stop from one thread; requests are served
  * on the daemon's thread, rendering takes the registry's own lock. */

@@ -2,7 +2,7 @@
 # 0007_http_linkage.sh: libmicrohttpd is linked only by the binaries that serve HTTP
 # (seckill-front's API, seckill-consumer's metrics); the reconciler and the admin,
 # which serve nothing, do not load it (the metrics HTTP server lives in its own
-# library, common/http/, not in libskcommon).
+# library, common/http/ (sk_http), not in the layers of common/).
 set -u
 BIN=${SK_BIN:?SK_BIN not set}
 rc=0

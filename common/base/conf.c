@@ -1,0 +1,498 @@
+/* conf.c: configuration shared by every binary (DESIGN.md 2, STYLE.md 6).
+ *
+ * Order, last one wins ("last config is the one that matters", redis):
+ *   1. built-in defaults (sk_conf_defaults, the local stack of DESIGN.md 10);
+ *   2. SECKILL_* environment variables (an empty variable counts as unset, kcat);
+ *   3. command-line flags (getopt_long, GNU argument permutation, so flags may follow
+ *      positional arguments: `seckill-admin db migrate --mysql-url ...`).
+ * Passes 2 and 3 only record the raw text and where it came from; pass 4 parses and
+ * validates the final value of every option once, so an invalid environment value that
+ * a flag overrides is not an error, and the one error line names the source that won:
+ *   seckill-front: SECKILL_WORKER_ID=5000 is out of range (0..1023)
+ * Name, variable, bounds and help of each option live together in one table (redis
+ * static_configs[]) in conf_table.c, with the defaults; URL parsing is in conf_url.c.
+ * Passwords are never printed: --print-config and error lines show
+ * them as ***. Not thread-safe: call once from main() before starting threads. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sk/conf.h"
+#include "sk/err.h"
+#include "sk/failpoint.h"
+#include "sk/log.h"
+#include "conf_table.h"
+#include "conf_url.h"
+
+#ifndef SK_VERSION
+#define SK_VERSION "0.0.0"
+#endif
+
+/* Copies @p url into @p dst with the password (between "://...:" and the last '@' of
+ * the authority) replaced by ***. */
+static void mask_url(const char *url, char *dst, size_t dst_size)
+{
+        const char *p = strstr(url, "://"), *end, *at = NULL, *colon;
+
+        if (!p) {
+                sk__sfmt(dst, dst_size, "%s", url);
+                return;
+        }
+        p += 3;
+        end = strchr(p, '/');
+        if (!end)
+                end = p + strlen(p);
+        for (const char *q = p; q < end; q++)
+                if (*q == '@')
+                        at = q;
+        colon = at ? memchr(p, ':', (size_t)(at - p)) : NULL;
+        if (!colon) {
+                sk__sfmt(dst, dst_size, "%s", url);
+                return;
+        }
+        sk__sfmt(dst, dst_size, "%.*s***%s", (int)(colon + 1 - url), url, at);
+}
+
+/* ------------------------------------------------------------------ table */
+
+/* Where the final value of an option came from. */
+typedef struct src {
+        const char *val;        /* NULL = default */
+        char origin[64];        /* "SECKILL_X" or "--x" */
+} src_t;
+
+static void set_src(src_t *s, const char *val, const char *prefix, const char *name)
+{
+        s->val = val;
+        sk__sfmt(s->origin, sizeof(s->origin), "%s%s", prefix, name);
+}
+
+/* One error line on stderr: "<prog>: <origin>=<value> <what>". URLs are masked. */
+static void report(const char *prog, const src_t *s, int mask, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static void report(const char *prog, const src_t *s, int mask, const char *fmt, ...)
+{
+        char shown[600], what[600];
+        va_list ap;
+
+        if (mask)
+                mask_url(s->val, shown, sizeof(shown));
+        else
+                sk__sfmt(shown, sizeof(shown), "%s", s->val);
+        va_start(ap, fmt);
+        if (vsnprintf(what, sizeof(what), fmt, ap) < 0)
+                what[0] = '\0';
+        va_end(ap);
+        fprintf(stderr, "%s: %s=%s %s\n", prog, s->origin, shown, what);
+        fflush(stderr);
+}
+
+static int no_ctl(const char *v)
+{
+        for (; *v; v++)
+                if (iscntrl((unsigned char)*v) || *v == ' ')
+                        return 0;
+        return 1;
+}
+
+static int charset_ok(const char *v, const char *extra)
+{
+        if (!*v)
+                return 0;
+        for (; *v; v++)
+                if (!isalnum((unsigned char)*v) && !strchr(extra, *v))
+                        return 0;
+        return 1;
+}
+
+/* Validates and stores the final value of common option @p o. @returns 0 or 2. */
+static int apply_copt(sk_conf_t *conf, const copt_t *o, const src_t *s, const char *prog)
+{
+        char *field = (char *)conf + o->off;
+        char err[256] = "";
+        size_t len = strlen(s->val);
+
+        if (o->size && len >= o->size) {
+                report(prog, s, o->kind == V_REDIS_URL || o->kind == V_MYSQL_URL,
+                       "is too long (max %zu chars)", o->size - 1);
+                return 2;
+        }
+        switch (o->kind) {
+        case V_INT:
+                if (sk_parse_int(s->val, o->min, o->max, (int *)(void *)field) != 0) {
+                        report(prog, s, 0, "is out of range (%ld..%ld)", o->min, o->max);
+                        return 2;
+                }
+                return 0;
+        case V_LEVEL:
+                if (sk_log_parse_level(s->val, (int *)(void *)field) != 0) {
+                        report(prog, s, 0, "is invalid (debug|info|warn|error)");
+                        return 2;
+                }
+                return 0;
+        case V_REDIS_URL:
+                if (sk_redis_url_parse(s->val, &conf->redis, err, sizeof(err)) != 0) {
+                        report(prog, s, 1, "is invalid: %s (port 1..65535, db 0..15)", err);
+                        return 2;
+                }
+                break;
+        case V_MYSQL_URL:
+                if (sk_mysql_url_parse(s->val, &conf->mysql, err, sizeof(err)) != 0) {
+                        report(prog, s, 1, "is invalid: %s (port 1..65535)", err);
+                        return 2;
+                }
+                break;
+        case V_TOPIC:
+                if (!charset_ok(s->val, "._-") || len > 240) {
+                        report(prog, s, 0, "is invalid (1..199 chars of [A-Za-z0-9._-])");
+                        return 2;
+                }
+                break;
+        case V_PREFIX:
+                if (!charset_ok(s->val, "._-")) {
+                        report(prog, s, 0, "is invalid (1..63 chars of [A-Za-z0-9_.-])");
+                        return 2;
+                }
+                break;
+        case V_HOSTPORT:
+        case V_METRICS_ADDR: {
+                char host[128];
+                int port;
+                if (o->kind == V_METRICS_ADDR && strcmp(s->val, "off") == 0)
+                        break;
+                if (sk__parse_host_port(s->val, s->val + len, host, sizeof(host), &port, 0, err, sizeof(err)) != 0) {
+                        report(prog, s, 0, "is invalid: %s (host:port%s, port 1..65535)", err,
+                               o->kind == V_METRICS_ADDR ? " or off" : "");
+                        return 2;
+                }
+                break;
+        }
+        case V_STR:
+                if (!*s->val || !no_ctl(s->val)) {
+                        report(prog, s, 0, "is invalid (non-empty, no spaces or control characters)");
+                        return 2;
+                }
+                break;
+        }
+        memcpy(field, s->val, len + 1);
+        return 0;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+        static const char *const yes[] = { "1", "true", "yes", "on" };
+        static const char *const no[] = { "0", "false", "no", "off" };
+
+        for (size_t i = 0; i < 4; i++) {
+                if (strcmp(v, yes[i]) == 0) {
+                        *out = 1;
+                        return 0;
+                }
+                if (strcmp(v, no[i]) == 0) {
+                        *out = 0;
+                        return 0;
+                }
+        }
+        return -1;
+}
+
+/* Validates and stores the final value of a binary-specific option. @returns 0 or 2. */
+static int apply_extra(const sk_opt_t *o, const src_t *s, const char *prog)
+{
+        switch (o->type) {
+        case SK_OPT_INT:
+                if (sk_parse_int(s->val, o->min, o->max, (int *)o->dst) != 0) {
+                        report(prog, s, 0, "is out of range (%ld..%ld)", o->min, o->max);
+                        return 2;
+                }
+                return 0;
+        case SK_OPT_BOOL:
+                if (parse_bool(s->val, (int *)o->dst) != 0) {
+                        report(prog, s, 0, "is invalid (1|0|true|false|yes|no)");
+                        return 2;
+                }
+                return 0;
+        case SK_OPT_STR:
+                if (strlen(s->val) >= o->dst_size) {
+                        report(prog, s, 0, "is too long (max %zu chars)", o->dst_size - 1);
+                        return 2;
+                }
+                memcpy(o->dst, s->val, strlen(s->val) + 1);
+                return 0;
+        }
+        return 0;
+}
+
+/* ------------------------------------------------------------------ output */
+
+static void print_help(FILE *f, const char *prog, const char *usage_args,
+                       const sk_opt_t *extra, size_t nextra)
+{
+        sk_conf_t d;
+        char def[600], left[80];
+
+        sk_conf_defaults(&d);
+        fprintf(f, "Usage: %s [options]%s%s\n\nOptions (flag > environment > default):\n", prog,
+                usage_args ? " " : "", usage_args ? usage_args : "");
+        for (size_t i = 0; i < SK__NCOPTS; i++) {
+                const copt_t *o = &sk__copts[i];
+                const char *field = (const char *)&d + o->off;
+                if (o->kind == V_INT) {
+                        int v = *(const int *)(const void *)field;
+                        if (v < 0)
+                                sk__sfmt(def, sizeof(def), "none");
+                        else
+                                sk__sfmt(def, sizeof(def), "%d", v);
+                } else if (o->kind == V_LEVEL) {
+                        sk__sfmt(def, sizeof(def), "info");
+                } else {
+                        mask_url(field, def, sizeof(def));
+                }
+                sk__sfmt(left, sizeof(left), "--%s %s", o->flag, o->arg);
+                fprintf(f, "  %-34s %s\n  %-34s   env %s, default %s\n", left, o->help, "", o->env, def);
+        }
+        for (size_t i = 0; i < nextra; i++) {
+                const sk_opt_t *o = &extra[i];
+                if (o->type == SK_OPT_INT) {
+                        sk__sfmt(left, sizeof(left), "--%s N", o->name);
+                        int v = *(const int *)o->dst;
+                        /* A default outside the range means "not given" (the binary
+                         * derives or requires it): say so instead of printing it. */
+                        if (v < o->min || v > o->max)
+                                sk__sfmt(def, sizeof(def), "none (%ld..%ld)", o->min, o->max);
+                        else
+                                sk__sfmt(def, sizeof(def), "%d (%ld..%ld)", v, o->min, o->max);
+                } else if (o->type == SK_OPT_STR) {
+                        sk__sfmt(left, sizeof(left), "--%s S", o->name);
+                        sk__sfmt(def, sizeof(def), "\"%s\"", (const char *)o->dst);
+                } else {
+                        sk__sfmt(left, sizeof(left), "--%s", o->name);
+                        sk__sfmt(def, sizeof(def), "%s", *(const int *)o->dst ? "on" : "off");
+                }
+                fprintf(f, "  %-34s %s\n  %-34s   %s%s%sdefault %s\n", left, o->help ? o->help : "", "",
+                        o->env ? "env " : "", o->env ? o->env : "", o->env ? ", " : "", def);
+        }
+        fprintf(f, "  %-34s %s\n", "-X KEY=VALUE", "librdkafka property (repeatable)");
+        fprintf(f, "  %-34s %s\n", "--print-config", "print the configuration (secrets masked) and exit");
+        fprintf(f, "  %-34s %s\n", "--version", "print the version and exit");
+        fprintf(f, "  %-34s %s\n", "-h, --help", "print this help and exit");
+        fprintf(f, "\nSECKILL_FAILPOINTS=name=[N*]exit|error|sleep(MS)|off;... enables failpoints.\n");
+}
+
+static void print_config(FILE *f, const sk_conf_t *conf, const sk_opt_t *extra, size_t nextra)
+{
+        static const char *const levels[] = { "debug", "info", "warn", "error" };
+        char masked[600];
+
+        for (size_t i = 0; i < SK__NCOPTS; i++) {
+                const copt_t *o = &sk__copts[i];
+                const char *field = (const char *)conf + o->off;
+                if (o->kind == V_INT && o->off == offsetof(sk_conf_t, worker_id) &&
+                    conf->worker_id < 0) {
+                        /* Unset: printed so the output can be sourced back as is. */
+                        fprintf(f, "%s=   # unset: the lowest free id is leased\n", o->env);
+                } else if (o->kind == V_INT) {
+                        fprintf(f, "%s=%d\n", o->env, *(const int *)(const void *)field);
+                } else if (o->kind == V_LEVEL) {
+                        int l = *(const int *)(const void *)field;
+                        fprintf(f, "%s=%s\n", o->env, l >= 0 && l <= 3 ? levels[l] : "info");
+                } else {
+                        mask_url(field, masked, sizeof(masked));
+                        fprintf(f, "%s=%s\n", o->env, masked);
+                }
+        }
+        fprintf(f, "dlq_topic=%s\n", conf->dlq_topic);
+        for (int i = 0; i < conf->nkafka_props; i++) {
+                /* librdkafka secrets (sasl.password, ssl.key.password...) are masked too. */
+                const char *k = conf->kafka_props[i][0];
+                int secret = strstr(k, "password") || strstr(k, "secret");
+                fprintf(f, "-X %s=%s\n", k, secret ? "***" : conf->kafka_props[i][1]);
+        }
+        for (size_t i = 0; i < nextra; i++) {
+                const sk_opt_t *o = &extra[i];
+                if (o->type == SK_OPT_STR)
+                        fprintf(f, "%s=%s\n", o->name, (const char *)o->dst);
+                else
+                        fprintf(f, "%s=%d\n", o->name, *(const int *)o->dst);
+        }
+        fflush(f);
+}
+
+/* ------------------------------------------------------------------ load */
+
+enum { OPT_HELP = 'h', OPT_X = 'X', OPT_VERSION = 1000, OPT_PRINT = 1001, OPT_COMMON = 1100,
+       OPT_EXTRA = 1200 };
+
+/* Pass 2: the SECKILL_* environment (an empty variable counts as unset). */
+static void env_pass(src_t *csrc, src_t *esrc, const sk_opt_t *extra, size_t nextra)
+{
+        for (size_t i = 0; i < SK__NCOPTS; i++) {
+                const char *v = getenv(sk__copts[i].env);
+                if (v && *v)
+                        set_src(&csrc[i], v, "", sk__copts[i].env);
+        }
+        for (size_t i = 0; i < nextra; i++) {
+                const char *v = extra[i].env ? getenv(extra[i].env) : NULL;
+                if (v && *v)
+                        set_src(&esrc[i], v, "", extra[i].env);
+        }
+}
+
+/* Fills @p lopts (SK__NCOPTS + nextra + 4 entries) for getopt_long. */
+static void build_longopts(struct option *lopts, const sk_opt_t *extra, size_t nextra)
+{
+        size_t nl = 0;
+
+        for (size_t i = 0; i < SK__NCOPTS; i++)
+                lopts[nl++] = (struct option){ sk__copts[i].flag, required_argument, NULL, OPT_COMMON + (int)i };
+        for (size_t i = 0; i < nextra; i++)
+                lopts[nl++] = (struct option){ extra[i].name,
+                                               extra[i].type == SK_OPT_BOOL ? no_argument : required_argument,
+                                               NULL, OPT_EXTRA + (int)i };
+        lopts[nl++] = (struct option){ "help", no_argument, NULL, OPT_HELP };
+        lopts[nl++] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
+        lopts[nl++] = (struct option){ "print-config", no_argument, NULL, OPT_PRINT };
+        lopts[nl] = (struct option){ NULL, 0, NULL, 0 };
+}
+
+/* Appends "-X KEY=VALUE" @p arg to conf->kafka_props. @returns 0, or 2 with the error
+ * line printed. */
+static int add_kafka_prop(sk_conf_t *conf, const char *arg, const char *prog)
+{
+        const char *eq = strchr(arg, '=');
+        size_t kl = eq ? (size_t)(eq - arg) : 0;
+
+        if (!eq || kl == 0 || kl >= sizeof(conf->kafka_props[0][0]) ||
+            strlen(eq + 1) >= sizeof(conf->kafka_props[0][1])) {
+                fprintf(stderr, "%s: -X %s is invalid (KEY=VALUE, each under 256 chars)\n",
+                        prog, eq ? "..." : arg);
+                return 2;
+        }
+        if (conf->nkafka_props == SK_MAX_KAFKA_PROPS) {
+                fprintf(stderr, "%s: -X given too many times (max %d)\n", prog,
+                        SK_MAX_KAFKA_PROPS);
+                return 2;
+        }
+        memcpy(conf->kafka_props[conf->nkafka_props][0], arg, kl);
+        conf->kafka_props[conf->nkafka_props][0][kl] = '\0';
+        memcpy(conf->kafka_props[conf->nkafka_props][1], eq + 1, strlen(eq + 1) + 1);
+        conf->nkafka_props++;
+        return 0;
+}
+
+/* Pass 3: command-line flags (raw text only; -X is stored at once). @returns 0 (then
+ * optind is the first positional argument), 1 after --help / --version, or 2 after
+ * an error line. */
+static int flags_pass(sk_conf_t *conf, int argc, char **argv, const char *prog,
+                      const char *usage_args, const sk_opt_t *extra, size_t nextra,
+                      const struct option *lopts, src_t *csrc, src_t *esrc, int *print_cfg)
+{
+        int c;
+
+        optind = 0;             /* 0 = full re-initialisation in glibc (tests call us twice) */
+        opterr = 0;             /* we print our own single error line */
+        while ((c = getopt_long(argc, argv, "hX:", lopts, NULL)) != -1) {
+                if (c == OPT_HELP) {
+                        print_help(stdout, prog, usage_args, extra, nextra);
+                        fflush(stdout);
+                        return 1;
+                } else if (c == OPT_VERSION) {
+                        printf("%s %s\n", prog, SK_VERSION);
+                        fflush(stdout);
+                        return 1;
+                } else if (c == OPT_PRINT) {
+                        *print_cfg = 1;
+                } else if (c == OPT_X) {
+                        if (add_kafka_prop(conf, optarg, prog) != 0)
+                                return 2;
+                } else if (c >= OPT_COMMON && c < OPT_COMMON + (int)SK__NCOPTS) {
+                        set_src(&csrc[c - OPT_COMMON], optarg, "--", sk__copts[c - OPT_COMMON].flag);
+                } else if (c >= OPT_EXTRA && c < OPT_EXTRA + (int)nextra) {
+                        const sk_opt_t *o = &extra[c - OPT_EXTRA];
+                        set_src(&esrc[c - OPT_EXTRA], o->type == SK_OPT_BOOL ? "1" : optarg, "--", o->name);
+                } else {
+                        /* '?': unknown option (optopt 0 for a long one), or a known one
+                         * without its value (optopt = its code). */
+                        const char *bad = argv[optind - 1];
+                        if (optopt == OPT_X || (optopt >= OPT_COMMON && optopt < OPT_EXTRA + (int)nextra))
+                                fprintf(stderr, "%s: option %s needs a value (see --help)\n", prog, bad);
+                        else if (optopt > 0 && optopt < 256)
+                                fprintf(stderr, "%s: unknown option -%c (see --help)\n", prog, optopt);
+                        else
+                                fprintf(stderr, "%s: unknown option %s (see --help)\n", prog, bad);
+                        return 2;
+                }
+        }
+        return 0;
+}
+
+/* Pass 4: validates and stores the final values, in table order (the first error
+ * wins), derives dlq_topic and the log level, and reads SECKILL_FAILPOINTS.
+ * @returns 0, or 2 after an error line. */
+static int validate_pass(sk_conf_t *conf, const src_t *csrc, const src_t *esrc,
+                         const sk_opt_t *extra, size_t nextra, const char *prog)
+{
+        char err[256];
+
+        for (size_t i = 0; i < SK__NCOPTS; i++)
+                if (csrc[i].val && apply_copt(conf, &sk__copts[i], &csrc[i], prog) != 0)
+                        return 2;
+        for (size_t i = 0; i < nextra; i++)
+                if (esrc[i].val && apply_extra(&extra[i], &esrc[i], prog) != 0)
+                        return 2;
+        if (strlen(conf->redis_prefix) >= sizeof(conf->redis_prefix) ||
+            strlen(conf->topic) + 4 >= sizeof(conf->dlq_topic)) {
+                fprintf(stderr, "%s: topic is too long\n", prog);   /* unreachable: sizes checked */
+                return 2;
+        }
+        sk__sfmt(conf->dlq_topic, sizeof(conf->dlq_topic), "%s.dlq", conf->topic);
+        sk_log_level = conf->log_level;
+
+        if (sk_failpoint_setup_env(err, sizeof(err)) != 0) {
+                fprintf(stderr, "%s: SECKILL_FAILPOINTS is invalid: %s\n", prog, err);
+                return 2;
+        }
+        return 0;
+}
+
+int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
+                 const char *usage_args, const sk_opt_t *extra, size_t nextra, int *argi)
+{
+        src_t csrc[SK__NCOPTS];
+        src_t *esrc = NULL;
+        struct option *lopts = NULL;
+        int print_cfg = 0, rc = 2;
+
+        memset(csrc, 0, sizeof(csrc));
+        if (argi)
+                *argi = argc;
+        sk_conf_defaults(conf);                         /* pass 1 */
+        esrc = calloc(nextra + 1, sizeof(*esrc));
+        lopts = calloc(SK__NCOPTS + nextra + 4, sizeof(*lopts));
+        if (!esrc || !lopts) {
+                fprintf(stderr, "%s: out of memory\n", prog);
+                goto done;
+        }
+        env_pass(csrc, esrc, extra, nextra);
+        build_longopts(lopts, extra, nextra);
+        if ((rc = flags_pass(conf, argc, argv, prog, usage_args, extra, nextra, lopts, csrc, esrc,
+                             &print_cfg)) != 0)
+                goto done;
+        if (argi)
+                *argi = optind;
+        if ((rc = validate_pass(conf, csrc, esrc, extra, nextra, prog)) != 0)
+                goto done;
+        if (print_cfg) {
+                print_config(stdout, conf, extra, nextra);
+                rc = 1;
+        }
+done:
+        free(esrc);
+        free(lopts);
+        return rc;
+}

@@ -1,0 +1,37 @@
+/* conf_table.h: the table of common options shared by conf.c (passes 2-4, --help,
+ * --print-config) and conf_table.c (the table itself and the defaults, DESIGN.md 10).
+ * Internal to common/base. */
+#pragma once
+#include <stddef.h>
+
+#include "sk/conf.h"
+
+typedef enum {
+        V_STR,          /* plain string, non-empty, no control characters */
+        V_INT,          /* int within [min, max] */
+        V_REDIS_URL, V_MYSQL_URL,
+        V_TOPIC,        /* [A-Za-z0-9._-]+ */
+        V_PREFIX,       /* [A-Za-z0-9_.-]+ */
+        V_HOSTPORT,     /* host:port */
+        V_METRICS_ADDR, /* host:port or off */
+        V_LEVEL,        /* debug|info|warn|error */
+} vkind_t;
+
+typedef struct copt {
+        const char *flag;
+        const char *env;
+        vkind_t kind;
+        size_t off;             /* offset of the field in sk_conf_t */
+        size_t size;            /* STR-like: buffer size */
+        long min, max;
+        const char *arg;        /* metavariable in --help */
+        const char *help;
+} copt_t;
+
+/* Number of common options (checked against the table at compile time). */
+#define SK__NCOPTS 23
+/* One row per common option, in --help / --print-config order. */
+extern const copt_t sk__copts[SK__NCOPTS];
+
+/* snprintf that tolerates truncation on purpose (callers check lengths first). */
+void sk__sfmt(char *dst, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -1,0 +1,200 @@
+/* conf_url.c: URL pieces of the configuration (DESIGN.md 2): percent-decoding,
+ * host[:port] with bracketed IPv6, mysql:// URLs. Shared by conf.c and redis_url.c
+ * through conf_url.h. Pure functions, thread-safe. */
+#include <ctype.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "sk/num.h"
+#include "sk/url.h"
+#include "sk/err.h"
+#include "conf_url.h"
+
+static int hexval(int c)
+{
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+/* Percent-decodes [b, b+len) into dst (size dst_size). @returns 0 or -1. */
+int sk__pct_decode(const char *b, size_t len, char *dst, size_t dst_size)
+{
+        size_t i, o = 0;
+
+        for (i = 0; i < len; i++) {
+                int c = (unsigned char)b[i];
+                if (c == '%') {
+                        int h, l;
+                        if (i + 2 >= len)
+                                return -1;
+                        h = hexval((unsigned char)b[i + 1]);
+                        l = hexval((unsigned char)b[i + 2]);
+                        if (h < 0 || l < 0 || (h == 0 && l == 0))
+                                return -1;
+                        c = h * 16 + l;
+                        i += 2;
+                }
+                if (o + 1 >= dst_size)
+                        return -1;
+                dst[o++] = (char)c;
+        }
+        dst[o] = '\0';
+        return 0;
+}
+
+static int valid_host_char(int c)
+{
+        return isalnum(c) || c == '.' || c == '-' || c == '_';
+}
+
+/* Parses "host[:port]" of [b, e) with an optional default port (0 = port required).
+ * host may be a bracketed IPv6 literal "[::1]", stored without brackets. */
+int sk__parse_host_port(const char *b, const char *e, char *host, size_t host_size,
+                           int *port, int default_port, char *errstr, size_t errstr_size)
+{
+        const char *hb, *he, *pe = NULL;
+        size_t hl;
+
+        if (b < e && *b == '[') {
+                const char *rb = memchr(b, ']', (size_t)(e - b));
+                if (!rb) {
+                        sk_seterr(errstr, errstr_size, "unterminated [ in host");
+                        return -1;
+                }
+                hb = b + 1;
+                he = rb;
+                for (const char *p = hb; p < he; p++)
+                        if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.') {
+                                sk_seterr(errstr, errstr_size, "bad IPv6 address");
+                                return -1;
+                        }
+                pe = rb + 1;
+                if (pe < e && *pe != ':') {
+                        sk_seterr(errstr, errstr_size, "unexpected text after ]");
+                        return -1;
+                }
+        } else {
+                hb = b;
+                he = memchr(b, ':', (size_t)(e - b));
+                if (!he)
+                        he = e;
+                for (const char *p = hb; p < he; p++)
+                        if (!valid_host_char((unsigned char)*p)) {
+                                sk_seterr(errstr, errstr_size, "bad character in host");
+                                return -1;
+                        }
+                pe = he;
+        }
+        hl = (size_t)(he - hb);
+        if (hl == 0) {
+                sk_seterr(errstr, errstr_size, "missing host");
+                return -1;
+        }
+        if (hl >= host_size) {
+                sk_seterr(errstr, errstr_size, "host too long (max %zu chars)", host_size - 1);
+                return -1;
+        }
+        if (pe < e) {           /* ":port" */
+                char num[16];
+                size_t nl = (size_t)(e - pe - 1);
+                if (nl == 0 || nl >= sizeof(num)) {
+                        sk_seterr(errstr, errstr_size, "bad port (1..65535)");
+                        return -1;
+                }
+                memcpy(num, pe + 1, nl);
+                num[nl] = '\0';
+                if (!isdigit((unsigned char)num[0]) || sk_parse_int(num, 1, 65535, port) != 0) {
+                        sk_seterr(errstr, errstr_size, "port %s is out of range (1..65535)", num);
+                        return -1;
+                }
+        } else if (default_port) {
+                *port = default_port;
+        } else {
+                sk_seterr(errstr, errstr_size, "missing port");
+                return -1;
+        }
+        memcpy(host, hb, hl);
+        host[hl] = '\0';
+        return 0;
+}
+
+int sk_hostport_parse(const char *s, char *host, size_t host_size, int *port)
+{
+        char tmp[256];
+        int p = 0;
+
+        if (!s || sk__parse_host_port(s, s + strlen(s), tmp, sizeof(tmp), &p, 0, NULL, 0) != 0)
+                return -1;
+        if (strlen(tmp) >= host_size)
+                return -1;
+        memcpy(host, tmp, strlen(tmp) + 1);
+        *port = p;
+        return 0;
+}
+
+/* Splits "scheme://" off @p url; returns the rest or NULL. */
+const char *sk__strip_scheme(const char *url, const char *scheme)
+{
+        size_t n = strlen(scheme);
+
+        if (!url || strncmp(url, scheme, n) != 0 || strncmp(url + n, "://", 3) != 0)
+                return NULL;
+        return url + n + 3;
+}
+
+int sk_mysql_url_parse(const char *url, sk_mysql_url_t *out, char *errstr, size_t errstr_size)
+{
+        sk_mysql_url_t m;
+        const char *p, *at = NULL, *slash, *colon, *db;
+        size_t n;
+
+        memset(&m, 0, sizeof(m));
+        if (!(p = sk__strip_scheme(url, "mysql"))) {
+                sk_seterr(errstr, errstr_size, "expected mysql://user[:password]@host[:port]/database");
+                return -1;
+        }
+        slash = strchr(p, '/');
+        if (!slash) {
+                sk_seterr(errstr, errstr_size, "missing /database");
+                return -1;
+        }
+        for (const char *q = p; q < slash; q++)
+                if (*q == '@')
+                        at = q;
+        if (!at) {
+                sk_seterr(errstr, errstr_size, "missing user@ (mysql://user[:password]@host[:port]/database)");
+                return -1;
+        }
+        colon = memchr(p, ':', (size_t)(at - p));
+        n = (size_t)((colon ? colon : at) - p);
+        if (n == 0 || sk__pct_decode(p, n, m.user, sizeof(m.user)) != 0) {
+                sk_seterr(errstr, errstr_size, "missing, bad or too long user");
+                return -1;
+        }
+        if (colon && sk__pct_decode(colon + 1, (size_t)(at - colon - 1), m.password, sizeof(m.password)) != 0) {
+                sk_seterr(errstr, errstr_size, "bad or too long password");
+                return -1;
+        }
+        if (sk__parse_host_port(at + 1, slash, m.host, sizeof(m.host), &m.port, 3306, errstr, errstr_size) != 0)
+                return -1;
+        db = slash + 1;
+        n = strlen(db);
+        if (n == 0 || n >= sizeof(m.database)) {
+                sk_seterr(errstr, errstr_size, "database name must be 1..%zu chars of [A-Za-z0-9_]",
+                          sizeof(m.database) - 1);
+                return -1;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (!isalnum((unsigned char)db[i]) && db[i] != '_') {
+                        sk_seterr(errstr, errstr_size, "database name must be [A-Za-z0-9_]+");
+                        return -1;
+                }
+        memcpy(m.database, db, n + 1);
+        *out = m;
+        return 0;
+}

@@ -1,0 +1,74 @@
+/* sk/conf.h: configuration shared by every binary.
+ * Order (last one wins): built-in defaults < SECKILL_* environment (empty = unset)
+ * < command-line flags. Validated once after all three passes; an invalid value is
+ * reported as one line naming the variable/flag and the accepted range, exit status 2.
+ * A binary adds its own options through an sk_opt_t table.
+ * Not thread-safe: parse once in main() before starting threads. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sk/num.h"
+#include "sk/url.h"
+
+#define SK_MAX_KAFKA_PROPS 32
+
+typedef struct sk_conf {
+        char redis_url[512];            /* SECKILL_REDIS_URL, --redis-url */
+        sk_redis_url_t redis;           /* parsed redis_url */
+        char mysql_url[512];            /* SECKILL_MYSQL_URL, --mysql-url */
+        sk_mysql_url_t mysql;           /* parsed mysql_url */
+        char kafka_brokers[512];        /* SECKILL_KAFKA_BROKERS, --brokers */
+        char topic[200];                /* SECKILL_TOPIC, --topic */
+        char dlq_topic[210];            /* derived: <topic>.dlq */
+        char group_id[200];             /* SECKILL_GROUP_ID, --group-id */
+        int topic_partitions;           /* SECKILL_TOPIC_PARTITIONS, 1..1000 */
+        char http_addr[128];            /* SECKILL_HTTP_ADDR host:port */
+        char redis_prefix[64];          /* SECKILL_REDIS_PREFIX [A-Za-z0-9_.-]+ */
+        int kafka_delivery_timeout_ms;  /* SECKILL_KAFKA_DELIVERY_TIMEOUT_MS, 100..600000 */
+        int max_inflight;               /* SECKILL_MAX_INFLIGHT, 1..1000000 */
+        int soldout_cache_ms;           /* SECKILL_SOLDOUT_CACHE_MS, 0..60000 (0 = off, DESIGN.md 4) */
+        int worker_id;                  /* SECKILL_WORKER_ID 0..1023, -1 = lowest free */
+        int worker_lease_ms;            /* SECKILL_WORKER_LEASE_MS, 300..3600000 */
+        int reconcile_window_hours;     /* SECKILL_RECONCILE_WINDOW_HOURS, 1..8760 */
+        char metrics_addr[128];         /* SECKILL_METRICS_ADDR host:port or "off" */
+        int pay_timeout_s;              /* SECKILL_PAY_TIMEOUT_S, 0..31536000 (0 = created PAID) */
+        int close_interval_ms;          /* SECKILL_CLOSE_INTERVAL_MS, 10..3600000 (closer scan) */
+        int log_level;                  /* SECKILL_LOG_LEVEL debug|info|warn|error */
+        int breaker_failures;           /* SECKILL_BREAKER_FAILURES, 1..1000 (DESIGN.md 12) */
+        int breaker_slow_ms;            /* SECKILL_BREAKER_SLOW_MS, 1..60000 */
+        int breaker_open_ms;            /* SECKILL_BREAKER_OPEN_MS, 100..3600000 */
+        int breaker_healthy_ms;         /* SECKILL_BREAKER_HEALTHY_MS, 100..3600000 */
+        int degrade_db_conns;           /* SECKILL_DEGRADE_DB_CONNS, 1..256 (DESIGN.md 12) */
+        int nkafka_props;               /* -X key=value, passed to librdkafka as is */
+        char kafka_props[SK_MAX_KAFKA_PROPS][2][256];
+} sk_conf_t;
+
+typedef enum { SK_OPT_INT, SK_OPT_STR, SK_OPT_BOOL } sk_opt_type_t;
+
+/** One binary-specific option. Its default is whatever *dst holds before parsing. */
+typedef struct sk_opt {
+        const char *name;       /* long flag without "--", e.g. "batch-max" */
+        const char *env;        /* environment variable or NULL */
+        sk_opt_type_t type;
+        void *dst;              /* int * (INT, BOOL) or char * of dst_size bytes (STR) */
+        size_t dst_size;        /* STR only */
+        long min, max;          /* INT only, inclusive */
+        const char *help;       /* one line, shown by --help */
+} sk_opt_t;
+
+/** @brief Fill @p conf with the built-in defaults of DESIGN.md 2 (local stack). */
+void sk_conf_defaults(sk_conf_t *conf);
+
+/** @brief Defaults, then environment, then flags, then validation.
+ *  @p prog is the binary name; @p usage_args describes positional arguments
+ *  (e.g. "db migrate | voucher ..."), may be NULL. @p extra (may be NULL) lists the
+ *  binary's own options. Handles --help, --version, --print-config (secrets masked),
+ *  --log-level, -X key=value. On return *argi is the index of the first positional
+ *  argument in argv.
+ *  @returns 0 to continue; 1 if it already printed help/version/config (exit 0);
+ *           2 on an invalid value, after printing one line on stderr (exit 2). */
+int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
+                 const char *usage_args, const sk_opt_t *extra, size_t nextra, int *argi);
+
+

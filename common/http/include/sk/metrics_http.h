@@ -1,0 +1,16 @@
+/* sk/metrics_http.h: serve an sk_metrics_t registry over HTTP (GET /metrics in the
+ * Prometheus text format, GET /healthz "ok"; other paths 404, other methods 405) on
+ * its own libmicrohttpd daemon. Library sk_http (common/http/), linked only by
+ * the binaries that serve HTTP, so that the layers below do not need libmicrohttpd. */
+#pragma once
+#include <stddef.h>
+#include "sk/metrics.h"
+
+/** @brief Serve @p m (borrowed; must outlive the server) on @p addr ("host:port",
+ *  IPv4 or IPv6) until sk_metrics_http_stop. Connections time out after 10 s; at most
+ *  64 at once. @returns an owned, opaque server handle, or NULL with the reason in
+ *  errstr (bad address, cannot listen: address in use, out of memory); nothing is
+ *  retried. Call from one thread (start/stop). */
+void *sk_metrics_http_start(sk_metrics_t *m, const char *addr, char *errstr, size_t errstr_size);
+/** @brief Stop serving (waits for the daemon's thread) and free @p srv. NULL ok. */
+void sk_metrics_http_stop(void *srv);

@@ -1,0 +1,37 @@
+/* sk/home.h: the home step of a purchase (DESIGN.md 4 "Home step"): home.lua on the user's
+ * home bucket h, run after rollback.lua or release.lua on the trace's bucket j != h, after
+ * the front gives up on a probing purchase, after every probed bucket answered empty, and
+ * also after an ALREADY answer, so an interrupted two-script sequence always completes.
+ * Idempotent per traceId. Functions take a caller-owned connection; thread-safe as far as
+ * that connection is used by one thread. */
+#pragma once
+#include <stdint.h>
+#include "sk/err.h"
+#include "sk/reason.h"
+#include "sk/redis.h"
+
+typedef struct sk_home_res {
+        int fenced;      /* T:r written in h now (j != h, or no bucket admitted T) */
+        int released;    /* users[U] named T and was deleted */
+        int repointed;   /* users[U] named T and now names @p repoint_trace_id */
+} sk_home_res_t;
+
+/** @brief home.lua on bucket @p home of @p voucher_id for trace @p trace_id of user
+ *  @p user_id (> 0): when @p trace_bucket != @p home (or @p trace_bucket < 0: no bucket
+ *  admitted T) write the fence T:r in h if missing; then, only if users[U] names T,
+ *  re-point it to @p repoint_trace_id (> 0: has_order), delete it (0), or leave it (< 0:
+ *  a reason that keeps the user, has_order without its T0). @p reason names
+ *  the cause in the fence (sk_reason_str). @p expire_extra_ms: reconcile window + 1 day.
+ *  *res receives what the script did. Errors as sk_redis_evalsha (SK_EUNKNOWN: repeat
+ *  it, it is idempotent; SK_EINVAL: bad argument, nothing written). */
+sk_err_t sk_home_step(sk_redis_t *r, const char *prefix, int64_t voucher_id, int home,
+                      int64_t trace_id, int64_t user_id, int trace_bucket,
+                      int64_t repoint_trace_id, sk_reason_t reason, int64_t expire_extra_ms,
+                      sk_home_res_t *res, char *errstr, size_t errstr_size);
+
+/** @brief settle.lua on bucket @p home (DESIGN.md 4 "settle"): T:h = @p bucket if it says
+ *  probing. *state: 1 settled now, 0 T:h named a bucket already, -1 no T:h. Errors as
+ *  sk_redis_evalsha (SK_EUNKNOWN: repeat it, it is idempotent). */
+sk_err_t sk_home_settle(sk_redis_t *r, const char *prefix, int64_t voucher_id, int home,
+                        int64_t trace_id, int bucket, int *state, char *errstr,
+                        size_t errstr_size);
