@@ -63,10 +63,16 @@ void rc_plan_free(rc_plan_t *plan);
  *  rc_redrive_undecided. Then the reconcile-log marks. @returns SK_ESTOP or SK_OK. */
 sk_err_t rc_act(rc_ctx_t *ctx, rc_plan_t *plan, rc_vstat_t *st);
 
+/* ---- rc_decide.c ---- */
+
 /** @brief FAILED(@p reason) recorded for @p e then rollback.lua, or the existing
  *  decision followed (sk_decide_failed); counted into @p st. */
 void rc_decide_failed(rc_ctx_t *ctx, sk_trace_entry_t *e, sk_reason_t reason,
                       const char *detail, rc_vstat_t *st);
+
+/** @brief The existing outcome of @p e followed (sk_decide_follow): a FAILED one without
+ *  its T:r fence gets rollback.lua with the stored reason's flags; counted into @p st. */
+void rc_decide_follow(rc_ctx_t *ctx, sk_trace_entry_t *e, rc_vstat_t *st);
 
 /* ---- rc_redrive.c ---- */
 

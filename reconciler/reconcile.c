@@ -31,40 +31,6 @@
 #include "sk/dswitch.h"
 #include "sk/rebuild.h"
 
-void rc_note(rc_vstat_t *st, const char *fmt, const char *what)
-{
-        char w[160];
-        size_t len = strlen(what);
-
-        if (st->note[0])
-                return;
-        if (len >= sizeof(w))
-                len = sizeof(w) - 1;
-        memcpy(w, what, len);
-        w[len] = '\0';
-        snprintf(st->note, sizeof(st->note), fmt, w);
-}
-
-int rc_must_stop(rc_ctx_t *ctx)
-{
-        if (ctx->lock_lost)
-                return 1;
-        if (ctx->stop && *ctx->stop)
-                return 1;
-        if (ctx->lock_ok && !ctx->lock_ok(ctx->lock_arg)) {
-                ctx->lock_lost = 1;
-                SK_LOG(SK_ERROR, "lock_lost_stopping", "note=\"the run lock's session ended:"
-                       " this pass stops without acting further\"");
-                return 1;
-        }
-        return 0;
-}
-
-int64_t rc_expire_extra_ms(const rc_ctx_t *ctx)
-{
-        return sk_expire_extra_ms(ctx->conf->reconcile_window_hours);
-}
-
 /* ---- scope ---- */
 
 typedef struct scope_acc {
@@ -196,22 +162,4 @@ done:
 void rc_ctx_release(rc_ctx_t *ctx)
 {
         rc_redrive_release(ctx);
-}
-
-int rc_vstat_exit(const rc_vstat_t *st)
-{
-        int drift_open = (st->stock_drift || st->users_drift) && !st->rebuilt;
-        /* A CREATED order whose admission Redis rolled back is settled once Redis agrees
-         * with the DB again (the rebuild of --repair did it, now or in an earlier pass);
-         * it stays reported (log row 3) but no longer alerts. */
-        int64_t open_inconsistent = st->inconsistent - (st->redis_ok ? st->created_restored : 0);
-
-        if (open_inconsistent || st->waiting || st->dlq || st->collisions || st->not_persisted ||
-            st->errors || st->expiry_alert || drift_open)
-                return 2;
-        if (st->redriven || st->rolled_back || st->lost || st->rebuilt || st->meta_reset ||
-            st->failed_counted || st->released || st->probing_settled ||
-            st->probing_rolled_back || st->stray_restored || st->home_steps)
-                return 1;
-        return 0;
 }
