@@ -40,6 +40,7 @@ static int ensure_dlq(worker_t *w)
                 SK_LOG(SK_ERROR, "dlq_producer_failed", "worker=%d err=\"%s\"", w->idx, errstr);
                 return -1;
         }
+        w->flow.serve = w->dlq.rk; /* its reports are served while the flow waits */
         return 0;
 }
 
@@ -118,12 +119,6 @@ sk_err_t cons_dlq_send(worker_t *w, cmsg_t *c, const char *kind, const char *rea
         }
 }
 
-void cons_dlq_poll(worker_t *w)
-{
-        if (w->dlq.rk)
-                rd_kafka_poll(w->dlq.rk, 0);
-}
-
 void cons_dlq_close(worker_t *w)
 {
         if (!w->dlq.rk)
@@ -131,4 +126,5 @@ void cons_dlq_close(worker_t *w)
         rd_kafka_flush(w->dlq.rk, 5000 /* ms */);
         rd_kafka_destroy(w->dlq.rk);
         w->dlq.rk = NULL;
+        w->flow.serve = NULL;
 }

@@ -88,7 +88,8 @@ static void wait_poll(worker_t *w, int64_t ms)
                 if (left <= 0 || g_stop >= 2)
                         break;
                 cons_flow_poll_once(w, (int)(left < 100 ? left : 100));
-                cons_dlq_poll(w);
+                if (w->flow.serve)
+                        rd_kafka_poll(w->flow.serve, 0); /* the DLQ producer's reports */
                 if (g_stop)
                         break;
         }
@@ -127,7 +128,7 @@ void cons_flow_backoff(worker_t *w, int attempt)
 
         pause_all(w);
         wait_poll(w, ms);
-        cons_gauges_update(w); /* the carry list grows while paused */
+        cons_gauges_update(w, cons_flow_carried(w)); /* the carry list grows while paused */
 }
 
 int cons_flow_take(worker_t *w, rd_kafka_message_t **rkm)

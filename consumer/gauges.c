@@ -43,14 +43,14 @@ static int64_t sum(_Atomic int64_t *slots, int workers)
         return total;
 }
 
-void cons_gauges_update(worker_t *w)
+void cons_gauges_update(worker_t *w, int carried)
 {
         int64_t lag;
 
         if (sk_mono_ms() < w->next_gauge_ms)
                 return;
         w->next_gauge_ms = sk_mono_ms() + 1000;
-        atomic_store(&g_carry[w->idx % MAX_WORKERS], cons_flow_carried(w));
+        atomic_store(&g_carry[w->idx % MAX_WORKERS], carried);
         sk_metric_set(w->m->carry, sum(g_carry, w->opts->workers));
         if ((lag = lag_of(w)) < 0)
                 return;

@@ -7,7 +7,8 @@
  * each group (group.c), store offsets (offsets.c), cache the new orders in Redis
  * (ordercache.c), resume paused partitions, repeat. "Settled" means the message has a
  * committed outcome (CREATED or FAILED, ours or an earlier decision) or a PERSISTED
- * DLQ copy. This file also owns the worker's DB and Redis connections.
+ * DLQ copy. The worker's DB and Redis connections are set up here and kept by
+ * conn.c.
  *
  * Not thread-safe: each worker owns its handles; only the metrics are shared. */
 #include <inttypes.h>
@@ -22,63 +23,12 @@
 
 /* ------------------------------------------------------------------ connections */
 
-void cons_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
-{
-        (void)rk;
-        SK_LOG(level <= 3 ? SK_ERROR : level <= 4 ? SK_WARN : SK_DEBUG, "kafka_log",
-               "fac=%s msg=\"%s\"", fac, buf);
-}
-
 static void on_kafka_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
         (void)rk;
         (void)opaque;
         SK_LOG(SK_WARN, "kafka_error", "err=%s reason=\"%s\"",
                rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
-}
-
-int cons_stopping(void)
-{
-        return g_stop != 0;
-}
-
-void cons_worker_ensure_db(worker_t *w)
-{
-        char errstr[512];
-
-        if (sk_db_ping(w->db))
-                return;
-        cons_apply_reset(w->ap);
-        if (sk_db_reconnect(w->db, errstr, sizeof(errstr)) == SK_OK)
-                SK_LOG(SK_INFO, "db_reconnected", "worker=%d", w->idx);
-        else
-                SK_LOG(SK_WARN, "db_reconnect_failed", "worker=%d err=\"%s\"", w->idx, errstr);
-}
-
-sk_redis_t *cons_worker_redis(worker_t *w)
-{
-        char errstr[512];
-
-        if (w->redis && !w->redis_broken)
-                return w->redis;
-        if (w->redis) {
-                if (sk_redis_reconnect(w->redis, errstr, sizeof(errstr)) == SK_OK) {
-                        w->redis_broken = 0;
-                        return w->redis;
-                }
-        } else if ((w->redis = sk_redis_connect(&w->conf->redis, 2000, errstr, sizeof(errstr)))) {
-                w->redis_broken = 0;
-                return w->redis;
-        }
-        SK_LOG(SK_WARN, "redis_connect_failed", "worker=%d err=\"%s\"", w->idx, errstr);
-        return NULL;
-}
-
-void cons_worker_redis_failed(worker_t *w, sk_err_t err)
-{
-        sk_metric_add(w->m->redis_errors, 1);
-        if (err == SK_EUNKNOWN || err == SK_EAGAIN || err == SK_EREDIS)
-                w->redis_broken = 1;
 }
 
 /* ------------------------------------------------------------------ batch */
@@ -349,7 +299,7 @@ int cons_worker_run(const cons_ctx_t *ctx, int idx)
                 int64_t t0 = sk_mono_ms();
                 if (collect(&w) > 0)
                         run_batch(&w, t0);
-                cons_gauges_update(&w);
+                cons_gauges_update(&w, cons_flow_carried(&w));
         }
         /* Drain: a batch being processed when the signal came was finished above (its
          * unsettled rest is left for the next owner); store what is settled. */

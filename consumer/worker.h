@@ -2,7 +2,8 @@
  * work on it (design in main.c). One concern per file, each owning its part of the
  * state below (the struct is shared so the loop can hand a worker to each module):
  *   worker.c      the loop: collect a batch, parse, group by voucher, store, cache;
- *                 start-up, shutdown, the worker's DB and Redis connections
+ *                 start-up, shutdown
+ *   conn.c        the stop flag, the worker's DB and Redis connections, Kafka log callback
  *   flow.c        pausing partitions, the carry list, polling while waiting (cons_flow_t)
  *   dlq.c         the DLQ producer and "settled once PERSISTED" (cons_dlq_t)
  *   claimer.c     claim.lua consume, synchronous and prefetched (cons_claimer_t)
@@ -35,6 +36,7 @@ typedef struct cons_flow {
         rd_kafka_message_t **carry;  /* owned messages, oldest first */
         int ncarry, carry_cap;
         rd_kafka_topic_partition_list_t *paused;  /* owned; NULL when nothing paused */
+        rd_kafka_t *serve;         /* polled while waiting: the DLQ producer (dlq.c), borrowed */
 } cons_flow_t;
 
 /* dlq.c: the lazily created DLQ producer and the state of its one copy in flight. */
@@ -90,7 +92,7 @@ typedef struct worker {
         cons_offsets_t offs;
 } worker_t;
 
-/* ---- worker.c ---- */
+/* ---- conn.c ---- */
 /** @brief 1 once a stop was requested (drain or abandon). Any thread. */
 int cons_stopping(void);
 /** @brief Make sure the worker's DB link answers; reconnect (dropping the prepared
@@ -131,8 +133,6 @@ void cons_flow_close(worker_t *w);
  *  returns once the copy is PERSISTED (SK_OK, c->settled = 1) or the worker is stopping
  *  (SK_ESTOP). Retries with backoff, polling the consumer meanwhile. */
 sk_err_t cons_dlq_send(worker_t *w, cmsg_t *c, const char *kind, const char *reason);
-/** @brief Serve the DLQ producer's delivery reports (no wait). */
-void cons_dlq_poll(worker_t *w);
 /** @brief Flush (bounded) and destroy the DLQ producer. */
 void cons_dlq_close(worker_t *w);
 
@@ -190,6 +190,6 @@ void cons_offsets_close(worker_t *w);
 void cons_order_cache(worker_t *w);
 
 /* ---- gauges.c ---- */
-/** @brief At most once a second: this worker's lag and carry length into the shared
- *  gauges (sums over the workers). */
-void cons_gauges_update(worker_t *w);
+/** @brief At most once a second: this worker's lag and @p carried (the length of its
+ *  carry list, cons_flow_carried) into the shared gauges (sums over the workers). */
+void cons_gauges_update(worker_t *w, int carried);

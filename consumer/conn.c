@@ -1,0 +1,60 @@
+/* conn.c: what every module of a consumer worker calls back into (worker.h): the stop
+ * flag, the worker's DB link checked and reconnected, its Redis connection reconnected
+ * once marked broken, and the librdkafka log callback of every handle it creates. The
+ * bottom of the consumer: it calls no other file of this folder but apply.c (its
+ * prepared statements are dropped with a reconnect).
+ *
+ * Not thread-safe: each worker owns its handles; only the metrics are shared. */
+#include "sk/log.h"
+#include "worker.h"
+
+void cons_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+        (void)rk;
+        SK_LOG(level <= 3 ? SK_ERROR : level <= 4 ? SK_WARN : SK_DEBUG, "kafka_log",
+               "fac=%s msg=\"%s\"", fac, buf);
+}
+
+int cons_stopping(void)
+{
+        return g_stop != 0;
+}
+
+void cons_worker_ensure_db(worker_t *w)
+{
+        char errstr[512];
+
+        if (sk_db_ping(w->db))
+                return;
+        cons_apply_reset(w->ap);
+        if (sk_db_reconnect(w->db, errstr, sizeof(errstr)) == SK_OK)
+                SK_LOG(SK_INFO, "db_reconnected", "worker=%d", w->idx);
+        else
+                SK_LOG(SK_WARN, "db_reconnect_failed", "worker=%d err=\"%s\"", w->idx, errstr);
+}
+
+sk_redis_t *cons_worker_redis(worker_t *w)
+{
+        char errstr[512];
+
+        if (w->redis && !w->redis_broken)
+                return w->redis;
+        if (w->redis) {
+                if (sk_redis_reconnect(w->redis, errstr, sizeof(errstr)) == SK_OK) {
+                        w->redis_broken = 0;
+                        return w->redis;
+                }
+        } else if ((w->redis = sk_redis_connect(&w->conf->redis, 2000, errstr, sizeof(errstr)))) {
+                w->redis_broken = 0;
+                return w->redis;
+        }
+        SK_LOG(SK_WARN, "redis_connect_failed", "worker=%d err=\"%s\"", w->idx, errstr);
+        return NULL;
+}
+
+void cons_worker_redis_failed(worker_t *w, sk_err_t err)
+{
+        sk_metric_add(w->m->redis_errors, 1);
+        if (err == SK_EUNKNOWN || err == SK_EAGAIN || err == SK_EREDIS)
+                w->redis_broken = 1;
+}
