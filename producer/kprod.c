@@ -20,7 +20,6 @@
 #include "front.h"
 #include "kprod.h"
 #include "metrics.h"
-#include "publish.h"
 #include "sk/clock.h"
 #include "sk/failpoint.h"
 #include "sk/kafka.h"
@@ -42,6 +41,7 @@ static atomic_int kafka_ok;             /* broker metadata ok and producer not f
 static atomic_int topics_ok;
 static atomic_int poll_stop;
 static pthread_t t_poll;
+static fr_kprod_dr_cb_t dr_cb;         /* set once by fr_kprod_start, before any producer */
 
 static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
@@ -109,7 +109,7 @@ static fr_prod_t *prod_new(char *errstr, size_t errstr_size)
                 rd_kafka_conf_destroy(kconf);
                 return NULL;
         }
-        rd_kafka_conf_set_dr_msg_cb(kconf, fr_delivery_report);
+        rd_kafka_conf_set_dr_msg_cb(kconf, dr_cb);
         rd_kafka_conf_set_error_cb(kconf, error_cb);
         rd_kafka_conf_set_log_cb(kconf, log_cb);
         if (!(p = calloc(1, sizeof(*p)))) {
@@ -308,8 +308,9 @@ static void *poll_main(void *arg)
         return NULL;
 }
 
-int fr_kprod_start(char *errstr, size_t errstr_size)
+int fr_kprod_start(fr_kprod_dr_cb_t on_delivery, char *errstr, size_t errstr_size)
 {
+        dr_cb = on_delivery;
         if (!(cur = prod_new(errstr, errstr_size)))
                 return -1;
         if (sk_kafka_ensure_topics(&g_fr.conf, 5000, errstr, errstr_size) == SK_OK)

@@ -1,14 +1,22 @@
 /* producer/kprod.h: the librdkafka producers of seckill-front (DESIGN.md 5, 8): the
  * current producer, its replacement after a fatal error, the retired producers (polled
  * until their queue is empty, then destroyed), the poll thread that serves delivery
- * reports (to publish.c's fr_delivery_report), and Kafka's health for admission. */
+ * reports (to the callback its caller names: publish.c's fr_delivery_report), and
+ * Kafka's health for admission. */
 #pragma once
+#include <librdkafka/rdkafka.h>
+
 #include "req.h"
+
+/** The delivery report callback of every producer (librdkafka's dr_msg_cb). */
+typedef void (*fr_kprod_dr_cb_t)(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opaque);
 
 /** Create the first producer, create missing topics (best effort: retried by the
  *  health checks), run a first health check so admission starts truthful, then start
- *  the poll thread. @returns 0, or -1 with @p errstr (no producer; nothing to stop). */
-int fr_kprod_start(char *errstr, size_t errstr_size);
+ *  the poll thread. Every producer, the first and each replacement, reports its
+ *  deliveries to @p on_delivery on the poll thread. Once, before any other fr_kprod_*.
+ *  @returns 0, or -1 with @p errstr (no producer; nothing to stop). */
+int fr_kprod_start(fr_kprod_dr_cb_t on_delivery, char *errstr, size_t errstr_size);
 /** Stop and join the poll thread (after every produce has been issued: shutdown). */
 void fr_kprod_stop_poll(void);
 /** Destroy every producer (exit, after fr_kprod_stop_poll): purge what is left and serve

@@ -1,20 +1,12 @@
-/* producer/metrics.c: registration and rendering of the front's metrics
- * (producer/metrics.h). The queue depths and the count of retired producers are gauges
- * read from their owners when /metrics is rendered, so they are exact at scrape time. */
+/* producer/metrics.c: the front's metrics (producer/metrics.h): the one registry fr_m
+ * and the registration of every counter, gauge and histogram. Every module of the front
+ * counts into it; it calls none of them (the gauges read from their owners at scrape
+ * time are set by scrape.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dbonly.h"
-#include "degrade.h"
-
-#include "deduct.h"
-#include "kprod.h"
-#include "lookup.h"
 #include "metrics.h"
-#include "orders.h"
-#include "req.h"
-#include "rollback.h"
 
 fr_metrics_t fr_m;
 
@@ -43,7 +35,14 @@ static void init_counters(fr_metrics_t *m)
         RB(rb_already, "already");
         RB(rb_claimed, "claimed");
         RB(rb_error, "error");
-        fr_orders_metrics_init(); /* seckill_orders_* (orders.c) */
+        m->o_paid = sk_metrics_counter(m->reg, "seckill_orders_paid_total", NULL,
+                                       "Orders paid (UNPAID -> PAID)");
+        m->o_cancelled = sk_metrics_counter(m->reg, "seckill_orders_cancelled_total", NULL,
+                                            "Orders cancelled by their buyer (unit released)");
+        m->o_closed = sk_metrics_counter(m->reg, "seckill_orders_closed_total", NULL,
+                                         "Unpaid orders closed past their deadline (here: by a late pay)");
+        m->o_release_err = sk_metrics_counter(m->reg, "seckill_orders_release_errors_total", NULL,
+                                              "Releases whose Redis step failed (left to the reconciler)");
 #define U(f, s) m->f = sk_metrics_counter(m->reg, "seckill_front_unavailable_total", \
                                           "cause=\"" s "\"", "503 answers by cause")
         U(u_overload, "overload");
@@ -130,28 +129,6 @@ void fr_metrics_init(void)
                                        "from produce to its delivery report", lat_bounds, nb);
         init_counters(m);
         init_gauges(m);
-}
-
-char *fr_metrics_render(void)
-{
-        sk_metric_set(fr_m.inflight, fr_inflight());
-        sk_metric_set(fr_m.q_deduct, (int64_t)fr_deduct_depth());
-        sk_metric_set(fr_m.q_rollback, (int64_t)fr_rollback_depth());
-        sk_metric_set(fr_m.q_lookup, (int64_t)fr_lookup_depth());
-        sk_metric_set(fr_m.retired, fr_kprod_retired());
-        sk_metric_set(fr_m.q_dbonly, (int64_t)fr_dbonly_depth());
-        {
-                char *base = sk_metrics_render(fr_m.reg), *out;
-                size_t blen, cap = 64 * 1024;
-
-                if (!base || !(out = malloc(strlen(base) + cap)))
-                        return base;
-                blen = strlen(base);
-                memcpy(out, base, blen);
-                fr_degrade_metrics(out + blen, cap);
-                free(base);
-                return out;
-        }
 }
 
 void fr_metrics_destroy(void)

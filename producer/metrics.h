@@ -13,6 +13,7 @@ typedef struct fr_metrics {
         sk_metric_t *deliv_lat;         /* produce -> delivery report, seconds */
         sk_metric_t *deliv_persisted, *deliv_not, *deliv_possibly;
         sk_metric_t *rb_ok, *rb_already, *rb_claimed, *rb_error;
+        sk_metric_t *o_paid, *o_cancelled, *o_closed, *o_release_err; /* seckill_orders_* */
         sk_metric_t *inflight;
         sk_metric_t *u_overload, *u_kafka, *u_redis, *u_lease, *u_paused, *u_pending,
                     *u_failed, *u_shutdown, *u_db, *u_meta, *u_collision;
@@ -33,6 +34,7 @@ int fr_code_idx(int status);
 /** The /metrics body (malloc'd, NULL on ENOMEM): the gauges sampled at render time
  *  (in-flight purchases, the deduct, rollback and lookup queue depths, producers
  *  retired and not yet destroyed), then every metric. Thread-safe. */
+/* scrape.c */
 char *fr_metrics_render(void);
 /** Free the registry (exit; no thread may use a metric afterwards). */
 void fr_metrics_destroy(void);

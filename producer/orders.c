@@ -30,21 +30,6 @@
 #define ORDERS_REDIS_TIMEOUT_MS 1000
 #define ORDERS_DB_TRIES 3
 
-static sk_metric_t *m_paid, *m_cancelled, *m_closed, *m_release_err;
-
-void fr_orders_metrics_init(void)
-{
-        sk_metrics_t *reg = fr_m.reg;
-
-        m_paid = sk_metrics_counter(reg, "seckill_orders_paid_total", NULL, "Orders paid (UNPAID -> PAID)");
-        m_cancelled = sk_metrics_counter(reg, "seckill_orders_cancelled_total", NULL,
-                                         "Orders cancelled by their buyer (unit released)");
-        m_closed = sk_metrics_counter(reg, "seckill_orders_closed_total", NULL,
-                                      "Unpaid orders closed past their deadline (here: by a late pay)");
-        m_release_err = sk_metrics_counter(reg, "seckill_orders_release_errors_total", NULL,
-                                           "Releases whose Redis step failed (left to the reconciler)");
-}
-
 static sk_db_t *orders_db(sk_db_t **db)
 {
         char errstr[256];
@@ -81,7 +66,7 @@ static void after_commit(fr_req_t *req, sk_redis_t **r, const sk_order_row_t *o,
                 err = sk_order_cache_del(*r, g_fr.conf.redis_prefix, o->order_id, errstr, sizeof(errstr));
         if (err) {
                 if (by)
-                        sk_metric_add(m_release_err, 1);
+                        sk_metric_add(fr_m.o_release_err, 1);
                 SK_LOG(SK_WARN, "order_release_failed", "order_id=%s by=%s err=%s reason=\"%s\"",
                        req->so, by ? by : "pay", sk_err2str(err), errstr);
                 sk_redis_close(*r);
@@ -101,7 +86,7 @@ static sk_err_t do_pay(fr_req_t *req, sk_db_t *db, sk_redis_t **r, char *errstr,
                 return err;
         switch (res) {
         case SK_PAY_PAID:
-                sk_metric_add(m_paid, 1);
+                sk_metric_add(fr_m.o_paid, 1);
                 after_commit(req, r, &o, NULL);
                 /* fallthrough */
         case SK_PAY_REPEAT:
@@ -112,7 +97,7 @@ static sk_err_t do_pay(fr_req_t *req, sk_db_t *db, sk_redis_t **r, char *errstr,
                                         &o, errstr, n)))
                         return err;
                 if (changed) {
-                        sk_metric_add(m_closed, 1);
+                        sk_metric_add(fr_m.o_closed, 1);
                         after_commit(req, r, &o, "close");
                 } else if (o.status == SK_ORDER_PAID) { /* cannot happen past the deadline */
                         answer_status(req, "PAID");
@@ -136,7 +121,7 @@ static sk_err_t do_cancel(fr_req_t *req, sk_db_t *db, sk_redis_t **r, char *errs
         if (err)
                 return err;
         if (changed)
-                sk_metric_add(m_cancelled, 1);
+                sk_metric_add(fr_m.o_cancelled, 1);
         /* A repeat runs the (idempotent) release again: it completes one a failure cut. */
         if (o.status == SK_ORDER_CANCELLED)
                 after_commit(req, r, &o, "cancel");

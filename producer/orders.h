@@ -5,9 +5,6 @@
 #include "sk/db.h"
 #include "sk/redis.h"
 
-/** Register the lifecycle metrics (seckill_orders_*) in the front's registry. Once, from
- *  fr_metrics_init(), before any thread starts. */
-void fr_orders_metrics_init(void);
 /** Serve a pay or cancel request (req->lookup FR_LOOKUP_PAY / FR_LOOKUP_CANCEL) on a
  *  lookup thread's connections: *db and *r are connected lazily and closed and set to
  *  NULL after an error (the caller owns them). Answers @p req once. */

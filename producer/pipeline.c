@@ -22,7 +22,7 @@ int fr_pipeline_start(char *errstr, size_t errstr_size)
                 sk_seterr(errstr, errstr_size, "cannot start the rollback worker");
                 return -1;
         }
-        if (fr_kprod_start(errstr, errstr_size) != 0)
+        if (fr_kprod_start(fr_delivery_report, errstr, errstr_size) != 0)
                 return -1;
         if (fr_breaker_start() != 0 || fr_probe_start() != 0 || fr_deduct_start() != 0 ||
             fr_deadline_start() != 0 || fr_health_start() != 0 || fr_dbonly_start() != 0 ||

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""layout_check.py BUILD_DIR SOURCE_DIR: the structure of README.md "Architecture", checked on
+the compiled objects (nm), so it sees calls, not only includes.
+
+1. Layer direction: an object of a common/ layer uses no symbol defined in a layer that is not
+   below it (base <- redis, db, kafka <- sale; http on base), and no symbol of a binary's core.
+2. No circles between the files of one folder: within common/<layer>, producer/, consumer/,
+   reconciler/, admin/, the graph "file A calls a function defined in file B" has no cycle.
+Prints every violation and exits 1 if there is one; prints a summary line and exits 0 otherwise.
+"""
+import os
+import subprocess
+import sys
+
+LAYERS = {  # layer -> the layers it may use
+    "base": set(),
+    "redis": {"base"},
+    "db": {"base"},
+    "kafka": {"base"},
+    "sale": {"base", "redis", "db", "kafka"},
+    "http": {"base"},
+}
+TARGETS = {  # CMake target -> source folder
+    "sk_base": "common/base", "sk_redis": "common/redis", "sk_db": "common/db",
+    "sk_kafka": "common/kafka", "sk_sale": "common/sale", "sk_http": "common/http",
+    "front_core": "producer", "consumer_core": "consumer",
+    "reconciler_core": "reconciler", "admin_core": "admin",
+}
+
+
+def objects(build, target):
+    d = os.path.join(build, "CMakeFiles", target + ".dir")
+    out = []
+    for root, _, files in os.walk(d):
+        out += [os.path.join(root, f) for f in files if f.endswith(".c.o")]
+    return out
+
+
+def symbols(obj):
+    """(defined, undefined) global symbol sets of one object file."""
+    res = subprocess.run(["nm", "-g", obj], capture_output=True, text=True, check=True)
+    defined, undef = set(), set()
+    for line in res.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == "U":
+            undef.add(parts[1])
+        elif len(parts) == 3 and parts[1] in "TDBRCVW":
+            defined.add(parts[2])
+    return defined, undef
+
+
+def cycles(nodes, edges):
+    """Strongly connected components with more than one node (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__.strip().splitlines()[0], file=sys.stderr)
+        return 2
+    build = sys.argv[1]
+    owner = {}      # symbol -> (folder, file)
+    files = {}      # (folder, file) -> undefined symbols
+    for target, folder in TARGETS.items():
+        objs = objects(build, target)
+        if not objs:
+            print(f"layout_check: no objects of {target} under {build}", file=sys.stderr)
+            return 2
+        for o in objs:
+            name = os.path.basename(o)[:-len(".c.o")]
+            if name == "sk_lua_embedded" or name == "sk_ddl_embedded":
+                name = name + " (generated)"
+            defined, undef = symbols(o)
+            files[(folder, name)] = undef
+            for s in defined:
+                owner[s] = (folder, name)
+    bad = 0
+    edges, nodes = {}, {}
+    for (folder, name), undef in sorted(files.items()):
+        for s in sorted(undef):
+            if s not in owner:
+                continue        # libc, hiredis, ...
+            ofolder, oname = owner[s]
+            if ofolder == folder:
+                if oname != name:
+                    edges.setdefault((folder, name), set()).add((folder, oname))
+                continue
+            if folder.startswith("common/"):
+                layer = folder.split("/")[1]
+                olayer = ofolder.split("/")[1] if ofolder.startswith("common/") else None
+                if olayer not in LAYERS[layer]:
+                    print(f"layer: {folder}/{name}.c uses {s} of {ofolder}/{oname}.c")
+                    bad += 1
+            elif not ofolder.startswith("common/"):
+                print(f"binary: {folder}/{name}.c uses {s} of {ofolder}/{oname}.c")
+                bad += 1
+        nodes.setdefault(folder, set()).add((folder, name))
+    for folder in sorted(nodes):
+        for comp in cycles(nodes[folder], edges):
+            names = " <-> ".join(n for _, n in comp)
+            print(f"circle in {folder}/: {names}")
+            bad += 1
+    nfiles = len(files)
+    nedges = sum(len(v) for v in edges.values())
+    if bad:
+        print(f"layout_check: {bad} violation(s) in {nfiles} files")
+        return 1
+    print(f"layout_check: {nfiles} files, {nedges} calls between files of one folder: "
+          "layers in order, 0 circles")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
