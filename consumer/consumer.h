@@ -1,6 +1,6 @@
 /* consumer.h: shared declarations of seckill-consumer (binary-local; see main.c for the
  * design overview). worker.c runs one Kafka consumer handle per thread (its modules:
- * worker.h); apply.c holds the database statements of one worker. */
+ * consumer/README.md); apply.c holds the database statements of one worker. */
 #pragma once
 #include <signal.h>
 #include <stdint.h>

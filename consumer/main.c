@@ -10,7 +10,7 @@
  * voucherId) in order and makes per-partition offset tracking local to that thread.
  * Only the metrics registry (atomics) and the stop flag are shared.
  *
- * Per poll batch (worker.c; its modules are listed in worker.h): parse (poison,
+ * Per poll batch (worker.c; its modules: consumer/README.md): parse (poison,
  * including a deductQty other than 1 -> DLQ with the reason in a header, settled once
  * the DLQ copy is PERSISTED), group by voucher; per group (group.c): copies of a
  * traceId inside the batch settle with the first copy, claim.lua `consume` for the

@@ -1,5 +1,5 @@
 /* worker.c: one consumer worker thread of seckill-consumer (design in main.c; the
- * modules it drives are listed in worker.h).
+ * modules it drives are listed in consumer/README.md).
  *
  * Loop: collect a poll batch (up to --batch-max messages, waiting at most
  * --batch-wait-ms after the first; carried messages first), parse it (poison, which

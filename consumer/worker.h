@@ -1,17 +1,7 @@
 /* worker.h: the state of one consumer worker thread and the binary-local modules that
- * work on it (design in main.c). One concern per file, each owning its part of the
- * state below (the struct is shared so the loop can hand a worker to each module):
- *   worker.c      the loop: collect a batch, parse, group by voucher, store, cache;
- *                 start-up, shutdown
- *   conn.c        the stop flag, the worker's DB and Redis connections, Kafka log callback
- *   flow.c        pausing partitions, the carry list, polling while waiting (cons_flow_t)
- *   dlq.c         the DLQ producer and "settled once PERSISTED" (cons_dlq_t)
- *   claimer.c     claim.lua consume, synchronous and prefetched (cons_claimer_t)
- *   group.c       settling one voucher group: dedupe, outcome pre-check, batch, fallback
- *   decide.c      record FAILED, follow an existing outcome, rollback.lua, DLQ verdicts
- *   offsets.c     offsets to store, never below the group's committed ones (cons_offsets_t)
- *   ordercache.c  the order JSON cache in Redis after a batch
- *   gauges.c      per-worker gauges summed over the workers (lag, carry list)
+ * work on it (design in main.c; the files and their jobs: consumer/README.md). One
+ * concern per file, each owning its part of the state below (the struct is shared so
+ * the loop can hand a worker to each module).
  * Not thread-safe: a worker_t belongs to its thread; only the metrics are shared. */
 #pragma once
 #include <stdint.h>

@@ -1,9 +1,7 @@
 /* producer/front.h: the configuration of seckill-front (the HTTP front of DESIGN.md 3),
  * set by main.c before any thread starts and read-only afterwards. The threading model
  * is described atop producer/main.c; each part of the front keeps its own state in its
- * own file behind its own header (req.h, queue.h, deduct.h, publish.h, kprod.h,
- * rollback.h, lookup.h, health.h, deadline.h, metrics.h, http.h, pipeline.h, breaker.h, degrade.h,
- * dbonly.h). */
+ * own file behind its own header (the files and their jobs: producer/README.md). */
 #pragma once
 #include <stdint.h>
 

@@ -4,27 +4,8 @@
  * lookups and pay/cancel); on the DB-only path of DESIGN.md 12 it decides the purchase
  * in one DB transaction (dbonly.c) and follows the per-voucher degrade switch (degrade.c).
  *
- * Files (each owns its state; front.h holds only the configuration, g_fr):
- *   main.c      configuration, worker-id lease, start-up, graceful shutdown
- *   http.c      libmicrohttpd: routing, id validation, admission checks, answers to MHD
- *   req.c       request objects, the single answer, the pending list (deadline order),
- *               suspension, in-flight count, shutdown level
- *   queue.c     the request FIFO between thread pools
- *   deduct.c    Redis deduct workers: pipelined EVALSHA deduct.lua, unknown outcomes
- *   deduct_reply.c  what a deduct.lua reply or error reply means for the purchase
- *   publish.c   produce after an admitted deduct; delivery reports decide the answer
- *   kprod.c     librdkafka producers: replacement, retired producers, poll thread
- *   rollback.c  rollback.lua mode front (the fence); a backlog of fences to retry
- *   breaker.c   the Redis breaker (DESIGN.md 12): probe thread, log lines, metrics
- *   lookup.c    GET lookups and the DB check behind a 10004
- *   deadline.c  the per-request deadline timer
- *   health.c    Redis and Kafka health, producer replacement trigger
- *   metrics.c   the Prometheus metrics and the gauges sampled at scrape time
- *   soldout.c   the local sold-out cache: 10005 without Redis (DESIGN.md 4)
- *   degrade.c   the follower of the per-voucher degrade switch (DESIGN.md 12): reads the
- *               rows every second, makes this front's moves, runs the recovery rebuild
- *   dbonly.c    the DB-only purchase transaction on its own pool (state db)
- *   pipeline.c  start/stop order of the pipeline's threads
+ * Files: producer/README.md lists each file of the front with its job; each owns its
+ * state behind its own header (front.h holds only the configuration, g_fr).
  * Dependencies point one way: http -> deduct/lookup; deduct -> deduct_reply -> publish,
  * rollback, lookup; publish -> kprod, rollback; every stage answers through req.c.
  *

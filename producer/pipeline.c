@@ -1,7 +1,6 @@
 /* producer/pipeline.c: start and stop order of the purchase pipeline (producer/
- * pipeline.h). The parts own their state and threads: kprod.c (producers, poll
- * thread), publish.c (delivery reports, parked re-produces), rollback.c, deduct.c,
- * deadline.c, health.c, breaker.c (the Redis breaker's probe thread). */
+ * pipeline.h). The parts own their state and threads (the files and their jobs:
+ * producer/README.md); this file only starts and stops them in order. */
 #include "breaker.h"
 #include "dbonly.h"
 #include "degrade.h"

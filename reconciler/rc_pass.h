@@ -1,18 +1,6 @@
 /* rc_pass.h: the parts of one reconciliation pass over one voucher (reconcile.h), each
- * in its own file:
- *
- *   reconcile.c   the pass: scope, order of the steps, stop checks, exit code
- *   rc_classify.c the join of the Redis trace hash with the DB and the verdict per
- *                 trace (DESIGN.md 7 states): consistent, inconsistent, or to act on
- *   rc_act.c      the acts on decided/fenced traces: FAILED recorded or followed with
- *                 rollback.lua (sk/decide.h), reconcile-log status marks
- *   rc_redrive.c  the re-drive machinery for undecided traces (DESIGN.md 8 "re-drive
- *                 bookkeeping"): DLQ set, claim.lua, publish, committed offsets
- *   rc_bucket.c   the repairs across buckets (DESIGN.md 4, 14): probing traces, the
- *                 home step of fenced or released traces, stray takes
- *   rc_drift.c    drift (DESIGN.md 8, 9 invariant 3, 14): CREATED rows whose trace is
- *                 gone, Redis stock/users vs the DB (rebuild under --repair), meta left
- *                 at status 4, undecided traces near their key's expiry
+ * in its own file (the files and their jobs: reconciler/README.md; the order of the
+ * steps: atop reconcile.c).
  *
  * Internal to seckill-reconciler; single-threaded like the pass. */
 #pragma once

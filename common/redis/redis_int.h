@@ -1,7 +1,6 @@
-/* redis_int.h: the inside of sk_redis_t, shared by redis.c (public commands),
- * redis_node.c (one connection), redis_sentinel.c (master discovery), redis_route.c
- * (Cluster slot map and redirects) and redis_pipe.c (pipelines). Internal to
- * common/redis (DESIGN.md 4b).
+/* redis_int.h: the inside of sk_redis_t, shared by redis.c and the redis_*.c files of
+ * common/redis but the pure redis_redirect.c (each with its job in common/README.md).
+ * Internal to common/redis (DESIGN.md 4b).
  *
  * Every topology is "a table of nodes + a slot map": one server (redis://) is node 0
  * serving every slot; Sentinel is node 0 too, its address re-resolved through the

@@ -113,7 +113,7 @@ dash = {
                   "pluginId": "prometheus", "pluginName": "Prometheus"}],
     "title": "seckill: flash sale", "uid": "seckill-sale", "tags": ["seckill"],
     "description": "One flash sale: admissions, answers by code, latency, consumer lag, orders, drift. "
-                   "Metrics: README 'Metrics and logs'; alerts: deploy/prometheus/seckill.rules.yml.",
+                   "Metrics: docs/OPERATIONS.md 'Metrics and logs'; alerts: deploy/prometheus/seckill.rules.yml.",
     "editable": True, "schemaVersion": 38, "version": 1, "refresh": "5s",
     "time": {"from": "now-30m", "to": "now"}, "timezone": "utc", "graphTooltip": 1,
     "templating": {"list": [{
