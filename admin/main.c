@@ -1,6 +1,7 @@
 /* seckill-admin: operator commands against the database and Redis (DESIGN.md 2):
  *   db migrate                                   apply ddl/ migrations
- *   voucher create --stock N --begin T --end T [--status S] [--preheat]
+ *   voucher create --stock N [--buckets B] --begin T --end T [--status S] [--preheat]
+ *   voucher add-stock ID --stock K --request-id R [--wait-ms MS]
  *   voucher preheat ID [--rebuild-from-db] [--wait-ms MS]
  *   voucher show ID [--json]
  *   voucher set-status ID N

@@ -1,5 +1,5 @@
 /* producer/breaker.h: the front's Redis breaker (DESIGN.md 12), one per front for all
- * of Redis: the state machine of sk/breaker.h under a lock, its log lines and metrics,
+ * of Redis: the state machine of breaker_fsm.h under a lock, its log lines and metrics,
  * and the half-open probe thread (PING, ROLE = master, loading:0; one a second after
  * the minimum open time; never purchase traffic). */
 #pragma once

@@ -2,7 +2,7 @@
  * cache", 9 invariant 5): a purchase of a voucher whose every bucket answered sold out
  * less than SECKILL_SOLDOUT_CACHE_MS ago is answered 409/10005 by the HTTP thread,
  * before an id is minted, an in-flight slot taken or a deduct queued: no Redis command.
- * The pure cache is sk/soldout.h; this file owns the front's one instance and its
+ * The pure cache is soldout_table.h; this file owns the front's one instance and its
  * metric (seckill_front_soldout_cache_hits_total). */
 #pragma once
 #include <stdint.h>

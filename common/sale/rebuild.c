@@ -10,7 +10,8 @@
  * stock and users from the DB and writes meta last, which also lifts the pause.
  *
  * Pieces: the voucher's rows and lock in voucher.c, the Redis writes (chunked users)
- * in vstate.c, its partitions in vkafka.c, the trace check in rebuild_traces.c. What it
+ * in vstate.c, its partitions in vkafka.c, the trace check in rebuild_traces.c, the
+ * releases still pending for ended orders in rebuild_release.c. What it
  * does not do: log, exit, retry beyond the rebuild's wait, or undo anything in Redis
  * (the rebuild overwrites the whole state instead). */
 #include <inttypes.h>

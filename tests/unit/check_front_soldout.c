@@ -1,4 +1,4 @@
-/* check_soldout.c: sk/soldout.h, the front's local sold-out cache (no network): expiry
+/* check_front_soldout.c: producer/soldout_table.h, the front's local sold-out cache (no network): expiry
  * at the ttl, every bucket needed for a hit, marks never moving back, a new bucket
  * count starting over, bad arguments ignored, eviction never giving another voucher's
  * marks, and a threaded smoke test in which slots change hands under lock-free lookups
