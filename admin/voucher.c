@@ -308,7 +308,7 @@ static sk_err_t db_counts(sk_db_t *db, int64_t id, int64_t *active, int64_t *cre
         int64_t ids[3] = { id, id, id }, *out[3] = { active, created, failed };
         char errstr[256];
 
-        return sk_traceset_rows(db, sql, ids, 3, 3, counts_cb, out, errstr, sizeof(errstr));
+        return sk_db_rows(db, sql, ids, 3, 3, counts_cb, out, errstr, sizeof(errstr));
 }
 
 /* What `voucher show` found: the DB side and the Redis side. */

@@ -86,7 +86,7 @@ static sk_err_t q_i64(sk_db_t *db, const char *sql, const int64_t *p, int np, in
         first_row_t fr = { out, ncols, 0 };
         sk_err_t err;
 
-        err = sk_traceset_rows(db, sql, p, np, ncols, first_row_cb, &fr, errstr, errstr_size);
+        err = sk_db_rows(db, sql, p, np, ncols, first_row_cb, &fr, errstr, errstr_size);
         if (err == SK_OK && !fr.got)
                 return SK_ENOTFOUND;
         return err;
@@ -111,9 +111,9 @@ static sk_err_t take_unit(sk_db_t *db, const fr_req_t *req, int buckets, int *bu
         int have[16] = { 0 }, i, h = sk_home_bucket(req->user_id, buckets);
         sk_err_t err;
 
-        if ((err = sk_traceset_rows(db, "SELECT bucket FROM tb_seckill_stock WHERE voucher_id = ? "
-                                    "AND stock > 0", &req->voucher_id, 1, 1, have_cb, have,
-                                    errstr, errstr_size)) != SK_OK)
+        if ((err = sk_db_rows(db, "SELECT bucket FROM tb_seckill_stock WHERE voucher_id = ? "
+                              "AND stock > 0", &req->voucher_id, 1, 1, have_cb, have,
+                              errstr, errstr_size)) != SK_OK)
                 return err;
         for (i = 0; i < buckets; i++) {
                 int b = (h + i) % buckets;

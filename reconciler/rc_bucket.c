@@ -46,8 +46,8 @@ int rc_nbuckets(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
         one_acc_t a = { 1, 0 };
         char errstr[512];
 
-        if (sk_traceset_rows(ctx->db, "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = ?",
-                             &voucher_id, 1, 1, one_row, &a, errstr, sizeof(errstr)) != SK_OK) {
+        if (sk_db_rows(ctx->db, "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = ?",
+                       &voucher_id, 1, 1, one_row, &a, errstr, sizeof(errstr)) != SK_OK) {
                 st->errors++;
                 rc_note(st, "buckets read failed: %s", errstr);
                 return 1;
@@ -196,9 +196,9 @@ static void repair_home(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int nb,
                 return;
         /* A user who holds an active order (T was a has_order duplicate) stays blocked by
          * that order's trace T0 (DESIGN.md 4): re-point instead of releasing. */
-        if (sk_traceset_rows(ctx->db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ?"
-                             " AND active_user_id = ?", (int64_t[]){ vid, u }, 2, 1, one_row, &t0,
-                             errstr, sizeof(errstr)) != SK_OK) {
+        if (sk_db_rows(ctx->db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ?"
+                       " AND active_user_id = ?", (int64_t[]){ vid, u }, 2, 1, one_row, &t0,
+                       errstr, sizeof(errstr)) != SK_OK) {
                 st->errors++;
                 rc_note(st, "active order read failed: %s", errstr);
                 return;
@@ -235,9 +235,9 @@ static void repair_strays(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int n
                 if (!e->deduct || !e->msg_ok || !e->outcome || e->msg.bucket == e->msg.home ||
                     now_ms - e->msg.ts_ms < grace)
                         continue;
-                if (sk_traceset_rows(ctx->db, "SELECT bucket FROM tb_seckill_outcome"
-                                     " WHERE trace_id = ?", &e->trace_id, 1, 1, one_row, &a,
-                                     errstr, sizeof(errstr)) != SK_OK) {
+                if (sk_db_rows(ctx->db, "SELECT bucket FROM tb_seckill_outcome"
+                               " WHERE trace_id = ?", &e->trace_id, 1, 1, one_row, &a,
+                               errstr, sizeof(errstr)) != SK_OK) {
                         st->errors++;
                         rc_note(st, "outcome bucket read failed: %s", errstr);
                         return;

@@ -62,10 +62,10 @@ static void drift_rows(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *sets, i
         memset(&a, 0, sizeof(a));
         a.sets = sets;
         a.nb = nb;
-        err = sk_traceset_rows(ctx->db,
-                               "SELECT trace_id FROM tb_seckill_outcome"
-                               " WHERE voucher_id = ? AND outcome = 1 AND path <> 'db'",
-                               &voucher_id, 1, 1, created_row, &a, errstr, sizeof(errstr));
+        err = sk_db_rows(ctx->db,
+                         "SELECT trace_id FROM tb_seckill_outcome"
+                         " WHERE voucher_id = ? AND outcome = 1 AND path <> 'db'",
+                         &voucher_id, 1, 1, created_row, &a, errstr, sizeof(errstr));
         if (err != SK_OK || a.oom) {
                 st->errors++;
                 rc_note(st, "drift query failed: %s", a.oom ? "out of memory" : errstr);
@@ -186,9 +186,9 @@ static sk_err_t buckets_drift(rc_ctx_t *ctx, int64_t vid, int nb, rc_vstat_t *st
         sk_err_t err;
 
         memset(&a, 0, sizeof(a));
-        err = sk_traceset_rows(ctx->db, "SELECT bucket, stock FROM tb_seckill_stock"
-                               " WHERE voucher_id = ?", &vid, 1, 2, bucket_row, &a, errstr,
-                               errstr_size);
+        err = sk_db_rows(ctx->db, "SELECT bucket, stock FROM tb_seckill_stock"
+                         " WHERE voucher_id = ?", &vid, 1, 2, bucket_row, &a, errstr,
+                         errstr_size);
         if (err != SK_OK)
                 return err;
         for (int b = 0; b < nb; b++) {

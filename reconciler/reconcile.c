@@ -105,12 +105,12 @@ sk_err_t rc_scope(rc_ctx_t *ctx, int64_t **ids, size_t *n, char *errstr, size_t 
         /* On sale or ended within the life of its trace hash (window + 24 h). Vouchers
          * not started yet have no purchases to reconcile. The session time zone is UTC
          * (sk_db_connect), as every DATETIME column is. */
-        err = sk_traceset_rows(ctx->db,
-                               "SELECT voucher_id FROM tb_seckill_voucher"
-                               " WHERE begin_time <= UTC_TIMESTAMP(3)"
-                               " AND end_time >= UTC_TIMESTAMP(3) - INTERVAL ? HOUR"
-                               " ORDER BY voucher_id",
-                               &hours, 1, 1, scope_row, &a, errstr, errstr_size);
+        err = sk_db_rows(ctx->db,
+                         "SELECT voucher_id FROM tb_seckill_voucher"
+                         " WHERE begin_time <= UTC_TIMESTAMP(3)"
+                         " AND end_time >= UTC_TIMESTAMP(3) - INTERVAL ? HOUR"
+                         " ORDER BY voucher_id",
+                         &hours, 1, 1, scope_row, &a, errstr, errstr_size);
         if (err == SK_OK && a.oom) {
                 sk_seterr(errstr, errstr_size, "out of memory");
                 err = SK_ENOMEM;

@@ -76,8 +76,8 @@ sk_err_t sk_order_get(sk_db_t *db, int64_t order_id, int64_t user_id, sk_order_r
         int64_t p[1] = { order_id };
         sk_err_t err;
 
-        err = sk_traceset_rows(db, "SELECT " ORDER_COLS " FROM tb_voucher_order WHERE id = ?",
-                               p, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
+        err = sk_db_rows(db, "SELECT " ORDER_COLS " FROM tb_voucher_order WHERE id = ?",
+                         p, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
         if (err == SK_OK && r.oom)
                 err = SK_ENOMEM;
         if (err == SK_OK && (r.n == 0 || (user_id && r.v[0].user_id != user_id))) {
@@ -227,10 +227,10 @@ sk_err_t sk_order_close_due(sk_db_t *db, int limit, sk_order_row_t **rows, size_
         *n = 0;
         if ((err = sk_db_begin(db, errstr, errstr_size)))
                 return err;
-        err = sk_traceset_rows(db, "SELECT " ORDER_COLS " FROM tb_voucher_order"
-                               " WHERE status = 1 AND pay_deadline < NOW(3)"
-                               " ORDER BY pay_deadline LIMIT ? FOR UPDATE SKIP LOCKED",
-                               &lim, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
+        err = sk_db_rows(db, "SELECT " ORDER_COLS " FROM tb_voucher_order"
+                         " WHERE status = 1 AND pay_deadline < NOW(3)"
+                         " ORDER BY pay_deadline LIMIT ? FOR UPDATE SKIP LOCKED",
+                         &lim, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
         if (err == SK_OK && r.oom)
                 err = SK_ENOMEM;
         if (err)
@@ -290,9 +290,9 @@ sk_err_t sk_order_overdue_oldest_s(sk_db_t *db, int64_t *seconds, char *errstr,
                                    size_t errstr_size)
 {
         *seconds = 0;
-        return sk_traceset_rows(db, "SELECT TIMESTAMPDIFF(SECOND, MIN(pay_deadline), NOW(3))"
-                                " FROM tb_voucher_order WHERE status = 1 AND pay_deadline < NOW(3)",
-                                NULL, 0, 1, first_col, seconds, errstr, errstr_size);
+        return sk_db_rows(db, "SELECT TIMESTAMPDIFF(SECOND, MIN(pay_deadline), NOW(3))"
+                          " FROM tb_voucher_order WHERE status = 1 AND pay_deadline < NOW(3)",
+                          NULL, 0, 1, first_col, seconds, errstr, errstr_size);
 }
 
 /* The voucher's orders selected by @p sql (one `?`: the voucher id), in id order. */
@@ -304,7 +304,7 @@ static sk_err_t list_orders(sk_db_t *db, const char *sql, int64_t voucher_id, sk
 
         *rows = NULL;
         *n = 0;
-        err = sk_traceset_rows(db, sql, &voucher_id, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
+        err = sk_db_rows(db, sql, &voucher_id, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
         if (err == SK_OK && r.oom)
                 err = SK_ENOMEM;
         if (err) {

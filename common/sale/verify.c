@@ -333,7 +333,7 @@ static sk_err_t lifecycle_rows(sk_db_t *db, int64_t voucher_id, sk_verify_report
 {
         int64_t p[4] = { voucher_id, voucher_id, voucher_id, voucher_id };
 
-        return sk_traceset_rows(db,
+        return sk_db_rows(db,
                 "SELECT (SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND status IN (3, 4)),"
                 " (SELECT COUNT(*) FROM tb_voucher_order o WHERE o.voucher_id = ? AND o.status IN (3, 4)"
                 "   AND NOT EXISTS (SELECT 1 FROM tb_voucher_reconcile_log l WHERE l.trace_id = o.trace_id"
@@ -368,9 +368,9 @@ static sk_err_t pending_releases(sk_db_t *db, sk_redis_t *r, const char *k_trace
         size_t i, k;
 
         *pending = 0;
-        err = sk_traceset_rows(db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ?"
-                               " AND bucket = ? AND status IN (3, 4)", params, 2, 1, trace_row, &traces,
-                               errstr, errstr_size);
+        err = sk_db_rows(db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ?"
+                         " AND bucket = ? AND status IN (3, 4)", params, 2, 1, trace_row, &traces,
+                         errstr, errstr_size);
         for (i = 0; err == SK_OK && i < traces.n; i += CHUNK) {
                 size_t m = traces.n - i < CHUNK ? traces.n - i : CHUNK;
                 redisReply *reply = NULL;
@@ -438,13 +438,13 @@ static sk_err_t locked_db_read(sk_db_t *db, int64_t voucher_id, snap_t *s,
 
         if ((err = sk_db_begin(db, errstr, errstr_size)) != SK_OK)
                 return err;
-        if ((err = sk_traceset_rows(db,
+        if ((err = sk_db_rows(db,
                         "SELECT init_stock, buckets FROM tb_seckill_voucher WHERE voucher_id = ?"
                         " LOCK IN SHARE MODE",
                         &voucher_id, 1, 2, voucher_row, d, errstr, errstr_size)) != SK_OK)
                 goto fail;
         /* The bucket rows under a shared lock: the consumers' decrements wait. */
-        if ((err = sk_traceset_rows(db,
+        if ((err = sk_db_rows(db,
                         "SELECT bucket, init_stock, stock FROM tb_seckill_stock WHERE voucher_id = ?"
                         " LOCK IN SHARE MODE",
                         &voucher_id, 1, 3, bucket_row, d, errstr, errstr_size)) != SK_OK)
@@ -455,7 +455,7 @@ static sk_err_t locked_db_read(sk_db_t *db, int64_t voucher_id, snap_t *s,
                 err = SK_ENOTFOUND;
                 goto fail;
         }
-        if ((err = sk_traceset_rows(db,
+        if ((err = sk_db_rows(db,
                         "SELECT user_id, trace_id, bucket FROM tb_voucher_order"
                         " WHERE voucher_id = ? AND status IN (1, 2)",
                         &voucher_id, 1, 3, buyer_row, d, errstr, errstr_size)) != SK_OK)
