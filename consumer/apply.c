@@ -162,13 +162,8 @@ static int64_t sk_mono_us(void)
 static sk_err_t conn_err(cons_apply_t *ap, MYSQL_STMT *stmt, const char *what,
                          char *errstr, size_t errstr_size)
 {
-        unsigned int no = stmt ? mysql_stmt_errno(stmt) : sk_db_errno(ap->db);
-        const char *txt = stmt ? mysql_stmt_error(stmt) : sk_db_error(ap->db);
-        sk_err_t err = sk_db_classify(no);
+        sk_err_t err = sk_db_stmt_seterr(ap->db, stmt, what, errstr, errstr_size);
 
-        sk_seterr(errstr, errstr_size, "%s: %u %s", what, no, txt);
-        if (err == SK_OK)
-                err = SK_EDB;
         /* A broken statement or connection invalidates the cache. */
         if (err == SK_EAGAIN)
                 cons_apply_reset(ap);

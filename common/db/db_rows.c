@@ -7,15 +7,6 @@
 
 #include "sk/db.h"
 
-static sk_err_t stmt_err(sk_db_t *db, MYSQL_STMT *stmt, const char *what, char *errstr,
-                         size_t errstr_size)
-{
-        unsigned int no = stmt ? mysql_stmt_errno(stmt) : sk_db_errno(db);
-        sk_seterr(errstr, errstr_size, "%s: %s (%u)", what,
-                  stmt ? mysql_stmt_error(stmt) : sk_db_error(db), no);
-        return no ? sk_db_classify(no) : SK_EDB;
-}
-
 sk_err_t sk_db_rows(sk_db_t *db, const char *sql, const int64_t *params, int nparams,
               int ncols, sk_rows_cb cb, void *arg, char *errstr, size_t errstr_size)
 {
@@ -36,9 +27,9 @@ sk_err_t sk_db_rows(sk_db_t *db, const char *sql, const int64_t *params, int npa
                 return SK_EAGAIN;
         }
         if (sk_db_stmt_init(db, &stmt, NULL, 0) != SK_OK)
-                return stmt_err(db, NULL, "stmt_init", errstr, errstr_size);
+                return sk_db_stmt_seterr(db, NULL, "stmt_init", errstr, errstr_size);
         if (mysql_stmt_prepare(stmt, sql, (unsigned long)strlen(sql))) {
-                err = stmt_err(db, stmt, "prepare", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, "prepare", errstr, errstr_size);
                 goto done;
         }
         for (i = 0; i < nparams; i++) {
@@ -46,11 +37,11 @@ sk_err_t sk_db_rows(sk_db_t *db, const char *sql, const int64_t *params, int npa
                 sk_db_bind_i64(&pb[i], &pv[i]);
         }
         if (nparams && mysql_stmt_bind_param(stmt, pb)) {
-                err = stmt_err(db, stmt, "bind param", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, "bind param", errstr, errstr_size);
                 goto done;
         }
         if (mysql_stmt_execute(stmt)) {
-                err = stmt_err(db, stmt, "execute", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, "execute", errstr, errstr_size);
                 goto done;
         }
         for (i = 0; i < ncols; i++) {
@@ -59,7 +50,7 @@ sk_err_t sk_db_rows(sk_db_t *db, const char *sql, const int64_t *params, int npa
                 rb[i].is_null = &isnull[i];
         }
         if (mysql_stmt_bind_result(stmt, rb)) {
-                err = stmt_err(db, stmt, "bind result", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, "bind result", errstr, errstr_size);
                 goto done;
         }
         while ((rc = mysql_stmt_fetch(stmt)) == 0 || rc == MYSQL_DATA_TRUNCATED) {
@@ -76,7 +67,7 @@ sk_err_t sk_db_rows(sk_db_t *db, const char *sql, const int64_t *params, int npa
                 }
         }
         if (rc != MYSQL_NO_DATA)
-                err = stmt_err(db, stmt, "fetch", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, "fetch", errstr, errstr_size);
 done:
         mysql_stmt_free_result(stmt);
         mysql_stmt_close(stmt);

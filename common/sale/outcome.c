@@ -12,17 +12,6 @@
 #include "sk/ids.h"
 #include "sk/outcome.h"
 
-static sk_err_t stmt_err(sk_db_t *db, MYSQL_STMT *stmt, const char *what,
-                         char *errstr, size_t errstr_size)
-{
-        unsigned int no = stmt ? mysql_stmt_errno(stmt) : sk_db_errno(db);
-        const char *txt = stmt ? mysql_stmt_error(stmt) : sk_db_error(db);
-        sk_err_t err = sk_db_classify(no);
-
-        sk_seterr(errstr, errstr_size, "%s: %u %s", what, no, txt);
-        return err == SK_OK ? SK_EDB : err;
-}
-
 static sk_err_t need_conn(sk_db_t *db, char *errstr, size_t errstr_size)
 {
         if (!sk_db_connected(db)) {
@@ -50,9 +39,9 @@ sk_err_t sk_outcome_get(sk_db_t *db, int64_t trace_id, sk_outcome_t *out,
         if ((err = need_conn(db, errstr, errstr_size)))
                 return err;
         if (sk_db_stmt_init(db, &stmt, NULL, 0) != SK_OK)
-                return stmt_err(db, NULL, "outcome_get init", errstr, errstr_size);
+                return sk_db_stmt_seterr(db, NULL, "outcome_get init", errstr, errstr_size);
         if (mysql_stmt_prepare(stmt, sql, sizeof(sql) - 1)) {
-                err = stmt_err(db, stmt, "outcome_get prepare", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, "outcome_get prepare", errstr, errstr_size);
                 goto done;
         }
         memset(in, 0, sizeof(in));
@@ -65,7 +54,7 @@ sk_err_t sk_outcome_get(sk_db_t *db, int64_t trace_id, sk_outcome_t *out,
         sk_db_bind_str(&res[4], reason, &reason_len, sizeof(reason));
         if (mysql_stmt_bind_param(stmt, in) || mysql_stmt_execute(stmt) ||
             mysql_stmt_bind_result(stmt, res)) {
-                err = stmt_err(db, stmt, "outcome_get execute", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, "outcome_get execute", errstr, errstr_size);
                 goto done;
         }
         rc = mysql_stmt_fetch(stmt);
@@ -75,7 +64,7 @@ sk_err_t sk_outcome_get(sk_db_t *db, int64_t trace_id, sk_outcome_t *out,
                 goto done;
         }
         if (rc == 1) {
-                err = stmt_err(db, stmt, "outcome_get fetch", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, "outcome_get fetch", errstr, errstr_size);
                 goto done;
         }
         /* MYSQL_DATA_TRUNCATED can only concern the reason (ids are BIGINT). */
@@ -115,10 +104,10 @@ static sk_err_t exec_bound(sk_db_t *db, const char *sql, MYSQL_BIND *in, const c
         sk_err_t err = SK_OK;
 
         if (sk_db_stmt_init(db, &stmt, NULL, 0) != SK_OK)
-                return stmt_err(db, NULL, what, errstr, errstr_size);
+                return sk_db_stmt_seterr(db, NULL, what, errstr, errstr_size);
         if (mysql_stmt_prepare(stmt, sql, strlen(sql)) || mysql_stmt_bind_param(stmt, in) ||
             mysql_stmt_execute(stmt))
-                err = stmt_err(db, stmt, what, errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, what, errstr, errstr_size);
         mysql_stmt_close(stmt);
         return err;
 }

@@ -229,15 +229,6 @@ static const char JOIN_SQL_HEAD[] =
         " LEFT JOIN tb_voucher_reconcile_log rl ON rl.trace_id = o.trace_id AND rl.log_type = -1"
         " WHERE o.trace_id IN (";
 
-static sk_err_t stmt_err(sk_db_t *db, MYSQL_STMT *stmt, const char *what, char *errstr,
-                         size_t errstr_size)
-{
-        unsigned int no = stmt ? mysql_stmt_errno(stmt) : sk_db_errno(db);
-        sk_seterr(errstr, errstr_size, "%s: %s (%u)", what,
-                  stmt ? mysql_stmt_error(stmt) : sk_db_error(db), no);
-        return no ? sk_db_classify(no) : SK_EDB;
-}
-
 /* Run the join for ids[0..n) (n <= BATCH) on the prepared @p stmt and store the rows. */
 static sk_err_t run_batch(sk_db_t *db, MYSQL_STMT *stmt, sk_traceset_t *set,
                           const int64_t *ids, size_t n, char *errstr, size_t errstr_size)
@@ -266,9 +257,9 @@ static sk_err_t run_batch(sk_db_t *db, MYSQL_STMT *stmt, sk_traceset_t *set,
                 }
         }
         if (mysql_stmt_bind_param(stmt, pb))
-                return stmt_err(db, stmt, "bind param", errstr, errstr_size);
+                return sk_db_stmt_seterr(db, stmt, "bind param", errstr, errstr_size);
         if (mysql_stmt_execute(stmt))
-                return stmt_err(db, stmt, "execute join", errstr, errstr_size);
+                return sk_db_stmt_seterr(db, stmt, "execute join", errstr, errstr_size);
         memset(isnull, 0, sizeof(isnull));
         for (i = 0; i < C__N; i++) {
                 if (i == C_REASON) {
@@ -279,7 +270,7 @@ static sk_err_t run_batch(sk_db_t *db, MYSQL_STMT *stmt, sk_traceset_t *set,
                 rb[i].is_null = &isnull[i];
         }
         if (mysql_stmt_bind_result(stmt, rb)) {
-                err = stmt_err(db, stmt, "bind result", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, "bind result", errstr, errstr_size);
                 goto done;
         }
         while ((rc = mysql_stmt_fetch(stmt)) == 0 || rc == MYSQL_DATA_TRUNCATED) {
@@ -312,7 +303,7 @@ static sk_err_t run_batch(sk_db_t *db, MYSQL_STMT *stmt, sk_traceset_t *set,
                 e->log_status = isnull[C_LOG_STATUS] ? 0 : (int)col[C_LOG_STATUS];
         }
         if (rc != MYSQL_NO_DATA)
-                err = stmt_err(db, stmt, "fetch join", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, "fetch join", errstr, errstr_size);
 done:
         mysql_stmt_free_result(stmt);
         return err;
@@ -345,11 +336,11 @@ static MYSQL_STMT *prepare_join(sk_db_t *db, char *errstr, size_t errstr_size, s
                 goto fail;
         }
         if (sk_db_stmt_init(db, &stmt, NULL, 0) != SK_OK) {
-                *err = stmt_err(db, NULL, "stmt_init", errstr, errstr_size);
+                *err = sk_db_stmt_seterr(db, NULL, "stmt_init", errstr, errstr_size);
                 goto fail;
         }
         if (mysql_stmt_prepare(stmt, sql, (unsigned long)p)) {
-                *err = stmt_err(db, stmt, "prepare join", errstr, errstr_size);
+                *err = sk_db_stmt_seterr(db, stmt, "prepare join", errstr, errstr_size);
                 mysql_stmt_close(stmt);
                 stmt = NULL;
                 goto fail;
@@ -487,11 +478,11 @@ sk_err_t sk_traceset_exec_in(sk_db_t *db, const char *sql_head, const int64_t *i
         sql[p++] = ')';
         sql[p] = '\0';
         if (sk_db_stmt_init(db, &stmt, NULL, 0) != SK_OK) {
-                err = stmt_err(db, NULL, "stmt_init", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, NULL, "stmt_init", errstr, errstr_size);
                 goto done;
         }
         if (mysql_stmt_prepare(stmt, sql, (unsigned long)p)) {
-                err = stmt_err(db, stmt, "prepare", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, "prepare", errstr, errstr_size);
                 goto done;
         }
         for (off = 0; off < n; off += BATCH) {
@@ -501,11 +492,11 @@ sk_err_t sk_traceset_exec_in(sk_db_t *db, const char *sql_head, const int64_t *i
                         sk_db_bind_i64(&pb[i], &params[i]);
                 }
                 if (mysql_stmt_bind_param(stmt, pb)) {
-                        err = stmt_err(db, stmt, "bind param", errstr, errstr_size);
+                        err = sk_db_stmt_seterr(db, stmt, "bind param", errstr, errstr_size);
                         goto done;
                 }
                 if (mysql_stmt_execute(stmt)) {
-                        err = stmt_err(db, stmt, "execute", errstr, errstr_size);
+                        err = sk_db_stmt_seterr(db, stmt, "execute", errstr, errstr_size);
                         goto done;
                 }
                 if (affected)

@@ -139,6 +139,12 @@ const char *sk_db_error(sk_db_t *db);
  *  errstr. @returns its class (sk_db_classify; SK_EDB when the number is 0, SK_EAGAIN
  *  when not connected), never SK_OK. */
 sk_err_t sk_db_seterr(sk_db_t *db, const char *what, char *errstr, size_t errstr_size);
+/** @brief The one statement-error text: the last error of @p stmt (borrowed; NULL: the
+ *  connection's, e.g. after a failed mysql_stmt_init) as "@p what: mysql error N: text"
+ *  into errstr, the format of sk_db_seterr. @returns its class (sk_db_classify; SK_EDB
+ *  when the number is 0), never SK_OK. Not thread-safe per @p db. */
+sk_err_t sk_db_stmt_seterr(sk_db_t *db, MYSQL_STMT *stmt, const char *what, char *errstr,
+                           size_t errstr_size);
 /** @brief mysql_stmt_init on the connection: *out is owned by the caller
  *  (mysql_stmt_close), valid while sk_db_generation is unchanged.
  *  @returns SK_OK, SK_EAGAIN (not connected), SK_ENOMEM. */
