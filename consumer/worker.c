@@ -22,13 +22,6 @@
 
 /* ------------------------------------------------------------------ connections */
 
-void cons_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
-{
-        (void)rk;
-        SK_LOG(level <= 3 ? SK_ERROR : level <= 4 ? SK_WARN : SK_DEBUG, "kafka_log",
-               "fac=%s msg=\"%s\"", fac, buf);
-}
-
 static void on_kafka_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
         (void)rk;
@@ -253,7 +246,7 @@ static int subscribe(worker_t *w)
                 snprintf(kbytes, sizeof(kbytes), "%d", kb < 1024 ? 1024 : kb);
                 sk_kafka_conf_set(kconf, "queued.max.messages.kbytes", kbytes, NULL, 0);
         }
-        rd_kafka_conf_set_log_cb(kconf, cons_kafka_log);
+        rd_kafka_conf_set_log_cb(kconf, sk_kafka_log_cb);
         rd_kafka_conf_set_error_cb(kconf, on_kafka_error);
         rd_kafka_conf_set_rebalance_cb(kconf, cons_offsets_rebalance);
         rd_kafka_conf_set_opaque(kconf, w);
