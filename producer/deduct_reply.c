@@ -12,23 +12,17 @@
 #include "publish.h"
 #include "rollback.h"
 #include "sk/log.h"
+#include "sk/redis_error.h"
 #include "soldout.h"
 
 fr_deduct_err_t fr_deduct_error_kind(const char *s, size_t len)
 {
-        static const char *const not_run[] = { "BUSY", "LOADING", "READONLY", "OOM", "TRYAGAIN",
-                                               "CLUSTERDOWN", "MASTERDOWN", "NOREPLICAS", NULL };
-        int i;
-
-        /* Whole first word, so e.g. BUSYKEY is not BUSY. */
-#define FIRST_WORD_IS(w) (len >= strlen(w) && !memcmp(s, w, strlen(w)) && \
-                          (len == strlen(w) || s[strlen(w)] == ' '))
-        if (FIRST_WORD_IS("NOSCRIPT"))
+        /* Whole first words (sk/redis_error.h), so e.g. BUSYKEY is not BUSY. NOSCRIPT
+         * first: it is one of the "did not run" words, but the front answers it apart. */
+        if (sk_redis_error_is(s, len, "NOSCRIPT"))
                 return FR_DEDUCT_ERR_NOSCRIPT;
-        for (i = 0; not_run[i]; i++)
-                if (FIRST_WORD_IS(not_run[i]))
-                        return FR_DEDUCT_ERR_NOT_RUN;
-#undef FIRST_WORD_IS
+        if (sk_redis_error_not_run(s, len))
+                return FR_DEDUCT_ERR_NOT_RUN;
         if (len >= 10 && !memcmp(s, "ERR SKARG ", 10))
                 return FR_DEDUCT_ERR_INVALID;
         return FR_DEDUCT_ERR_UNKNOWN;

@@ -24,6 +24,7 @@
 #include <hiredis/hiredis.h>
 #include "sk/err.h"
 #include "sk/conf.h"
+#include "sk/redis_error.h"
 #include "sk/redis_redirect.h"
 #include "sk/scripts.h"
 
