@@ -142,79 +142,43 @@ static int set_str(char **dst, const char *s, size_t len)
         return 0;
 }
 
+/* sk_redis_hscan callback: one field of the trace hash into the set. */
+static sk_err_t scan_field(const char *f, size_t flen, const char *val, size_t vlen, void *arg)
+{
+        sk_traceset_t *set = arg;
+        sk_trace_entry_t *e;
+        int64_t id;
+        char suffix;
+        char **dst = NULL;
+
+        if (parse_field(f, flen, &id, &suffix) != 0)
+                return SK_OK;
+        if (!(e = sk_traceset_get(set, id, 1)))
+                return SK_ENOMEM;
+        if (suffix == 0) {
+                if (set_str(&e->deduct, val, vlen) != 0)
+                        return SK_ENOMEM;
+                e->msg_ok = sk_msg_parse(val, vlen, &e->msg, NULL, 0) == SK_OK &&
+                            e->msg.trace_id == id;
+                return SK_OK;
+        }
+        if (suffix == 'r')
+                dst = &e->restore;
+        else if (suffix == 'h')
+                dst = &e->home_st;
+        else if (suffix == 'x')
+                dst = &e->release;
+        else if (flen == (size_t)snprintf(NULL, 0, "%" PRId64 ":c", id))
+                dst = &e->claim; /* only the one-field form "T:c" (lua/claim.lua) is parsed */
+        if (dst && set_str(dst, val, vlen) != 0)
+                return SK_ENOMEM;
+        return SK_OK;
+}
+
 sk_err_t sk_traceset_scan(sk_redis_t *r, const char *trace_key, int count_hint,
                           sk_traceset_t *set, char *errstr, size_t errstr_size)
 {
-        char cursor[32] = "0";
-        char count[16];
-        redisReply *reply = NULL;
-        sk_err_t err = SK_OK;
-        size_t i;
-
-        snprintf(count, sizeof(count), "%d", count_hint > 0 ? count_hint : 1000);
-        do {
-                const char *argv[6] = { "HSCAN", trace_key, cursor, "COUNT", count, NULL };
-                size_t argvlen[6] = { 5, strlen(trace_key), strlen(cursor), 5, strlen(count), 0 };
-                redisReply *items;
-
-                if ((err = sk_redis_cmd(r, &reply, 5, argv, argvlen, errstr, errstr_size)) != SK_OK)
-                        return err;
-                if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
-                    reply->element[0]->type != REDIS_REPLY_STRING ||
-                    reply->element[1]->type != REDIS_REPLY_ARRAY ||
-                    reply->element[0]->len >= sizeof(cursor)) {
-                        sk_seterr(errstr, errstr_size, "HSCAN %s: unexpected reply", trace_key);
-                        err = SK_EREDIS;
-                        goto done;
-                }
-                memcpy(cursor, reply->element[0]->str, reply->element[0]->len);
-                cursor[reply->element[0]->len] = '\0';
-                items = reply->element[1];
-                for (i = 0; i + 1 < items->elements; i += 2) {
-                        redisReply *f = items->element[i], *val = items->element[i + 1];
-                        sk_trace_entry_t *e;
-                        int64_t id;
-                        char suffix;
-
-                        if (f->type != REDIS_REPLY_STRING || val->type != REDIS_REPLY_STRING)
-                                continue;
-                        if (parse_field(f->str, f->len, &id, &suffix) != 0)
-                                continue;
-                        if (!(e = sk_traceset_get(set, id, 1))) {
-                                err = SK_ENOMEM;
-                                goto nomem;
-                        }
-                        if (suffix == 0) {
-                                if (set_str(&e->deduct, val->str, val->len) != 0)
-                                        goto nomem;
-                                e->msg_ok = sk_msg_parse(val->str, val->len, &e->msg, NULL, 0) == SK_OK &&
-                                            e->msg.trace_id == id;
-                        } else if (suffix == 'r') {
-                                if (set_str(&e->restore, val->str, val->len) != 0)
-                                        goto nomem;
-                        } else if (suffix == 'h') {
-                                if (set_str(&e->home_st, val->str, val->len) != 0)
-                                        goto nomem;
-                        } else if (suffix == 'x') {
-                                if (set_str(&e->release, val->str, val->len) != 0)
-                                        goto nomem;
-                        } else if (f->len == (size_t)snprintf(NULL, 0, "%" PRId64 ":c", id)) {
-                                /* Only the one-field form "T:c" (lua/claim.lua) is parsed. */
-                                if (set_str(&e->claim, val->str, val->len) != 0)
-                                        goto nomem;
-                        }
-                }
-                freeReplyObject(reply);
-                reply = NULL;
-        } while (strcmp(cursor, "0") != 0);
-        return SK_OK;
-nomem:
-        sk_seterr(errstr, errstr_size, "out of memory reading %s", trace_key);
-        err = SK_ENOMEM;
-done:
-        if (reply)
-                freeReplyObject(reply);
-        return err;
+        return sk_redis_hscan(r, trace_key, count_hint, scan_field, set, errstr, errstr_size);
 }
 
 /* Columns of the join (in order). */
