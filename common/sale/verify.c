@@ -15,6 +15,7 @@
 
 #include "sk/ids.h"
 #include "sk/keys.h"
+#include "sk/order.h"
 #include "sk/traceset.h"
 #include "sk/vec.h"
 #include "sk/verify.h"
@@ -353,41 +354,34 @@ static int trace_row(void *arg, const int64_t *cols, const int *nulls, int ncols
         return sk_i64vec_push(arg, cols[0]) != 0;
 }
 
-/* Ended orders of the voucher whose trace lacks its release record T:x (HMGET in
- * chunks): informational, see sk_verify_report_t.ended_no_release. */
+/* Ended orders of the voucher whose trace lacks its release record T:x
+ * (sk_release_pending): informational, see sk_verify_report_t.ended_no_release. */
 static sk_err_t pending_releases(sk_db_t *db, sk_redis_t *r, const char *k_trace,
                                  int64_t voucher_id, int bucket, int64_t *pending, char *errstr,
                                  size_t errstr_size)
 {
         const int64_t params[2] = { voucher_id, bucket };
-        enum { CHUNK = 200 };
         sk_i64vec_t traces = { 0 };
-        const char *argv[CHUNK + 2];
-        char fields[CHUNK][SK_ID_STRLEN + 2];
+        unsigned char *pend = NULL;
         sk_err_t err;
-        size_t i, k;
+        size_t i;
 
         *pending = 0;
         err = sk_db_rows(db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ?"
                          " AND bucket = ? AND status IN (3, 4)", params, 2, 1, trace_row, &traces,
                          errstr, errstr_size);
-        for (i = 0; err == SK_OK && i < traces.n; i += CHUNK) {
-                size_t m = traces.n - i < CHUNK ? traces.n - i : CHUNK;
-                redisReply *reply = NULL;
-
-                argv[0] = "HMGET";
-                argv[1] = k_trace;
-                for (k = 0; k < m; k++) {
-                        size_t len = sk_id_format(traces.v[i + k], fields[k]);
-                        memcpy(fields[k] + len, ":x", 3);
-                        argv[k + 2] = fields[k];
+        if (err == SK_OK && traces.n > 0) {
+                if (!(pend = malloc(traces.n))) {
+                        sk_seterr(errstr, errstr_size, "out of memory");
+                        err = SK_ENOMEM;
+                } else {
+                        err = sk_release_pending(r, k_trace, traces.v, traces.n, pend, errstr,
+                                                 errstr_size);
                 }
-                if ((err = sk_redis_cmd(r, &reply, (int)m + 2, argv, NULL, errstr, errstr_size)))
-                        break;
-                for (k = 0; reply->type == REDIS_REPLY_ARRAY && k < reply->elements; k++)
-                        *pending += reply->element[k]->type != REDIS_REPLY_STRING;
-                freeReplyObject(reply);
         }
+        for (i = 0; err == SK_OK && i < traces.n; i++)
+                *pending += pend[i];
+        free(pend);
         free(traces.v);
         return err;
 }

@@ -126,6 +126,16 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
                         const char *by, int64_t expire_extra_ms, sk_release_res_t *res,
                         char *errstr, size_t errstr_size);
 
+/** @brief The pending-release check (DESIGN.md 13): which of the ended orders' traces
+ *  @p trace_ids[0..n) lack their release record `T:x` in the trace hash @p k_trace (the
+ *  hash of the orders' bucket j; borrowed). HMGET in chunks of 200 fields;
+ *  @p pending[i] (caller's array of @p n bytes) = 1 when trace_ids[i] has no `T:x`,
+ *  else 0 (all 0 on a reply that is not an array). Reads only.
+ *  @returns SK_OK, or the Redis error of a chunk (pending[] of later chunks stays 0).
+ *  Not thread-safe per @p r. */
+sk_err_t sk_release_pending(sk_redis_t *r, const char *k_trace, const int64_t *trace_ids,
+                            size_t n, unsigned char *pending, char *errstr, size_t errstr_size);
+
 /** @brief For a rebuild (DESIGN.md 8, 13), in its snapshot (the voucher row locked,
  *  before Redis stock is set from the DB): write `T:x` {"by":"rebuild","restored":0} for
  *  every CANCELLED/CLOSED order of @p voucher_id whose unit came from bucket @p bucket
