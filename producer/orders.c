@@ -63,22 +63,18 @@ static void answer_status(fr_req_t *req, const char *status)
         fr_answer(req, 200, strdup(buf), 0);
 }
 
-/* After a commit: release.lua when this request ended the order, then the cache DEL. */
+/* After a commit: release.lua when this request ended the order, then the cache DEL
+ * (sk_order_finish: each step at most twice, the connection renewed after an unsure
+ * answer). */
 static void after_commit(fr_req_t *req, sk_redis_t **r, const sk_order_row_t *o, const char *by)
 {
         char errstr[256] = "";
-        sk_err_t err = SK_OK;
+        sk_release_res_t res;
+        sk_finish_step_t failed;
+        sk_err_t err = sk_order_finish(r, &g_fr.conf.redis, ORDERS_REDIS_TIMEOUT_MS,
+                                       g_fr.conf.redis_prefix, o, by, g_fr.expire_extra_ms, &res,
+                                       &failed, errstr, sizeof(errstr));
 
-        if (!*r && !(*r = sk_redis_connect(&g_fr.conf.redis, ORDERS_REDIS_TIMEOUT_MS, errstr,
-                                          sizeof(errstr))))
-                err = SK_EAGAIN;
-        if (!err && by) {
-                sk_release_res_t res;
-                err = sk_release_run(*r, g_fr.conf.redis_prefix, o, by, g_fr.expire_extra_ms, &res,
-                                     errstr, sizeof(errstr));
-        }
-        if (!err)
-                err = sk_order_cache_del(*r, g_fr.conf.redis_prefix, o->order_id, errstr, sizeof(errstr));
         if (err) {
                 if (by)
                         sk_metric_add(m_release_err, 1);

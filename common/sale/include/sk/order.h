@@ -126,6 +126,28 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
                         const char *by, int64_t expire_extra_ms, sk_release_res_t *res,
                         char *errstr, size_t errstr_size);
 
+/** Which step of sk_order_finish failed. */
+typedef enum {
+        SK_FINISH_OK = 0,       /* both steps done */
+        SK_FINISH_RELEASE,      /* release.lua failed: the reconciler releases it later */
+        SK_FINISH_CACHE_DEL,    /* released (or nothing to release); the cache DEL failed */
+} sk_finish_step_t;
+
+/** @brief "Finish an order" after the DB commit that paid or ended @p o (DESIGN.md 3,
+ *  13), the one sequence and retry policy of the front's pay/cancel and the consumer's
+ *  closer: release.lua by @p by ("cancel", "close"; NULL for a payment: no release),
+ *  then DEL of the order cache. Each step is tried at most twice (both are idempotent:
+ *  T:x, DEL); an SK_EAGAIN or SK_EUNKNOWN answer closes *@p r, and a missing connection
+ *  is opened first with @p url (borrowed) and @p timeout_ms. *@p r is the caller's
+ *  connection slot (owned by the caller; may be replaced or left NULL). @p res receives
+ *  release.lua's answer (zeroed when not run); *@p failed the failing step.
+ *  @returns SK_OK, or the last error of the failing step with the reason in errstr.
+ *  Not thread-safe per slot. */
+sk_err_t sk_order_finish(sk_redis_t **r, const sk_redis_url_t *url, int timeout_ms,
+                         const char *prefix, const sk_order_row_t *o, const char *by,
+                         int64_t expire_extra_ms, sk_release_res_t *res, sk_finish_step_t *failed,
+                         char *errstr, size_t errstr_size);
+
 /** @brief The pending-release check (DESIGN.md 13): which of the ended orders' traces
  *  @p trace_ids[0..n) lack their release record `T:x` in the trace hash @p k_trace (the
  *  hash of the orders' bucket j; borrowed). HMGET in chunks of 200 fields;
