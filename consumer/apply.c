@@ -36,6 +36,7 @@
 #include "sk/failpoint.h"
 #include "sk/ids.h"
 #include "sk/log.h"
+#include "sk/model.h"
 #include "consumer.h"
 
 enum { K_OUTCOME, K_ORDER, K_ROUTER, K_LOG, K_STOCK, K_GETSTOCK, K_KNOWN, K__N };
@@ -53,11 +54,13 @@ static const struct {
                       "pay_deadline, paid_at) VALUES ", "(?,?,?,?,?,1,NOW(3),NULL)", "", 5 },
         [K_ROUTER] = { "INSERT INTO tb_voucher_order_router (order_id, user_id, voucher_id) VALUES ",
                        "(?,?,?)", "", 3 },
-        /* A DEDUCT row left by an earlier attempt is kept (uk_trace_type). */
+        /* The ledger rows of sk/ledger.h, batched: a DEDUCT row left by an earlier
+         * attempt is kept (uk_trace_type). */
         [K_LOG] = { "INSERT INTO tb_voucher_reconcile_log (order_id, user_id, voucher_id, message_id, "
                     "before_qty, change_qty, after_qty, trace_id, log_type, business_type, "
                     "reconciliation_status, detail) VALUES ",
-                    "(?,?,?,?,?,?,?,?,-1,1,1,'order created')", " ON DUPLICATE KEY UPDATE id = id", 8 },
+                    "(?,?,?,?,?,?,?,?," SK_SQL_LOG_DEDUCT "," SK_SQL_BIZ_OK "," SK_SQL_RECON_PENDING
+                    ",'order created')", " ON DUPLICATE KEY UPDATE id = id", 8 },
         [K_STOCK] = { "UPDATE tb_seckill_stock SET stock = stock - ? WHERE voucher_id = ? AND bucket = ?"
                       " AND stock >= ?", NULL, NULL, 4 },
         [K_GETSTOCK] = { "SELECT stock FROM tb_seckill_stock WHERE voucher_id = ? AND bucket = ?", NULL, NULL, 2 },

@@ -33,6 +33,7 @@
 #include "sk/db.h"
 #include "sk/dswitch.h"
 #include "sk/failpoint.h"
+#include "sk/ledger.h"
 #include "sk/log.h"
 #include "sk/traceset.h"
 
@@ -143,8 +144,12 @@ static sk_err_t insert_rows(sk_db_t *db, const fr_req_t *req, int bucket, int64_
         int64_t p[7] = { req->trace_id, req->order_id, req->user_id, req->voucher_id, bucket };
         int64_t o[6] = { req->order_id, req->user_id, req->voucher_id, req->trace_id, bucket,
                          g_fr.conf.pay_timeout_s };
-        int64_t l[7] = { req->order_id, req->user_id, req->voucher_id, req->trace_id, after + 1,
-                         after, req->trace_id };
+        const sk_ledger_row_t ledger = {
+                .order_id = req->order_id, .user_id = req->user_id, .voucher_id = req->voucher_id,
+                .trace_id = req->trace_id, .before_qty = after + 1, .change_qty = 1,
+                .after_qty = after, .log_type = SK_LOG_DEDUCT, .business = SK_BIZ_OK,
+                .detail = "order created (db-only path)", .keep_existing = 0,
+        };
         sk_err_t err;
 
         if ((err = sk_db_exec_i64(db, "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, "
@@ -165,12 +170,7 @@ static sk_err_t insert_rows(sk_db_t *db, const fr_req_t *req, int bucket, int64_
                                   "voucher_id) VALUES (?, ?, ?)", p + 1, 3, NULL, errstr,
                                   errstr_size)) != SK_OK)
                 return err;
-        /* message_id is a string column: the bound BIGINT converts to its decimal text */
-        return sk_db_exec_i64(db, "INSERT INTO tb_voucher_reconcile_log (order_id, user_id, "
-                              "voucher_id, message_id, before_qty, change_qty, after_qty, trace_id, "
-                              "log_type, business_type, reconciliation_status, detail) VALUES (?, ?, "
-                              "?, ?, ?, 1, ?, ?, -1, 1, 1, 'order created (db-only path)')", l, 7,
-                              NULL, errstr, errstr_size);
+        return sk_ledger_write(db, &ledger, errstr, errstr_size);
 }
 
 /* The checks before the unit: switch (state db, same epoch), voucher row, active

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "sk/ids.h"
+#include "sk/ledger.h"
 #include "sk/order.h"
 #include "sk/traceset.h"
 
@@ -117,23 +118,20 @@ sk_err_t sk_order_pay(sk_db_t *db, int64_t order_id, int64_t user_id, sk_pay_res
         return SK_OK;
 }
 
-/* The RESTORE reconcile-log row of a cancelled (4) or closed (5) order. */
+/* The RESTORE reconcile-log row of a cancelled (SK_BIZ_CANCEL) or closed (SK_BIZ_CLOSE)
+ * order: one unit back onto @p before. */
 static sk_err_t insert_restore(sk_db_t *db, const sk_order_row_t *o, int64_t before,
-                               int business_type, char *errstr, size_t errstr_size)
+                               sk_log_business_t business, char *errstr, size_t errstr_size)
 {
-        char sql[512], tid[SK_ID_STRLEN];
+        const sk_ledger_row_t row = {
+                .order_id = o->order_id, .user_id = o->user_id, .voucher_id = o->voucher_id,
+                .trace_id = o->trace_id, .before_qty = before, .change_qty = 1,
+                .after_qty = before + 1, .log_type = SK_LOG_RESTORE, .business = business,
+                .detail = business == SK_BIZ_CANCEL ? "order cancelled" : "order closed unpaid",
+                .keep_existing = 0,
+        };
 
-        sk_id_format(o->trace_id, tid);
-        snprintf(sql, sizeof(sql),
-                 "INSERT INTO tb_voucher_reconcile_log (order_id, user_id, voucher_id, message_id,"
-                 " detail, before_qty, change_qty, after_qty, trace_id, log_type, business_type,"
-                 " reconciliation_status) VALUES (?, ?, ?, '%s', '%s', ?, 1, ?, ?, 1, ?, 1)",
-                 tid, business_type == 4 ? "order cancelled" : "order closed unpaid");
-        {
-                int64_t p[7] = { o->order_id, o->user_id, o->voucher_id, before, before + 1,
-                                 o->trace_id, business_type };
-                return sk_db_exec_i64(db, sql, p, 7, NULL, errstr, errstr_size);
-        }
+        return sk_ledger_write(db, &row, errstr, errstr_size);
 }
 
 /* Bucket @p bucket's stock row (DESIGN.md v4 6, 13: the order's bucket): lock, read its
@@ -193,7 +191,8 @@ sk_err_t sk_order_end(sk_db_t *db, int64_t order_id, int64_t user_id, int to, in
                 return SK_OK;
         }
         if ((err = stock_add(db, row->voucher_id, row->bucket, 1, &before, errstr, errstr_size)) ||
-            (err = insert_restore(db, row, before, to == SK_ORDER_CANCELLED ? 4 : 5, errstr,
+            (err = insert_restore(db, row, before,
+                                  to == SK_ORDER_CANCELLED ? SK_BIZ_CANCEL : SK_BIZ_CLOSE, errstr,
                                   errstr_size)) ||
             (err = sk_db_commit(db, errstr, errstr_size)))
                 goto fail;
@@ -265,7 +264,7 @@ sk_err_t sk_order_close_due(sk_db_t *db, int limit, sk_order_row_t **rows, size_
                                      &before, errstr, errstr_size)))
                         goto fail;
                 for (size_t k = i; k < j; k++, before++)
-                        if ((err = insert_restore(db, &r.v[k], before, 5, errstr, errstr_size)))
+                        if ((err = insert_restore(db, &r.v[k], before, SK_BIZ_CLOSE, errstr, errstr_size)))
                                 goto fail;
         }
         if ((err = sk_db_commit(db, errstr, errstr_size)))

@@ -24,14 +24,8 @@
 #include <stdint.h>
 #include "sk/db.h"
 #include "sk/err.h"
+#include "sk/model.h"
 #include "sk/redis.h"
-
-typedef enum {
-        SK_ORDER_UNPAID = 1,
-        SK_ORDER_PAID = 2,
-        SK_ORDER_CANCELLED = 3,
-        SK_ORDER_CLOSED = 4,
-} sk_order_status_t;
 
 /** One order row as the lifecycle needs it. Times in ms since the epoch (UTC), 0 = NULL. */
 typedef struct sk_order_row {
