@@ -48,10 +48,11 @@ static const struct {
         int cols;          /* placeholders per row */
 } sqls[K__N] = {
         [K_OUTCOME] = { "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id, bucket, outcome) VALUES ",
-                        "(?,?,?,?,?,1)", "", 5 },
+                        "(?,?,?,?,?," SK_SQL_OUTCOME_CREATED ")", "", 5 },
         /* row: order_row below (the status and deadline of DESIGN.md 13) */
         [K_ORDER] = { "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, bucket, status, "
-                      "pay_deadline, paid_at) VALUES ", "(?,?,?,?,?,1,NOW(3),NULL)", "", 5 },
+                      "pay_deadline, paid_at) VALUES ", "(?,?,?,?,?," SK_SQL_ORDER_UNPAID
+                      ",NOW(3),NULL)", "", 5 },
         [K_ROUTER] = { "INSERT INTO tb_voucher_order_router (order_id, user_id, voucher_id) VALUES ",
                        "(?,?,?)", "", 3 },
         /* The ledger rows of sk/ledger.h, batched: a DEDUCT row left by an earlier
@@ -71,15 +72,17 @@ static const struct {
 /* One order row (DESIGN.md 13): UNPAID with pay_deadline = creation + the pay timeout,
  * on the DB's clock; PAID at creation when the timeout is 0. Set once at start-up by
  * cons_apply_set_pay_timeout(), before any worker prepares a statement. */
-static char order_row[96] = "(?,?,?,?,?,1,NOW(3) + INTERVAL 900 SECOND,NULL)";
+static char order_row[96] = "(?,?,?,?,?," SK_SQL_ORDER_UNPAID ",NOW(3) + INTERVAL 900 SECOND,NULL)";
 
 void cons_apply_set_pay_timeout(int pay_timeout_s)
 {
         if (pay_timeout_s <= 0)
-                snprintf(order_row, sizeof(order_row), "(?,?,?,?,?,2,NULL,NOW(3))");
+                snprintf(order_row, sizeof(order_row), "(?,?,?,?,?," SK_SQL_ORDER_PAID
+                                                       ",NULL,NOW(3))");
         else
                 snprintf(order_row, sizeof(order_row),
-                         "(?,?,?,?,?,1,NOW(3) + INTERVAL %d SECOND,NULL)", pay_timeout_s);
+                         "(?,?,?,?,?," SK_SQL_ORDER_UNPAID
+                         ",NOW(3) + INTERVAL %d SECOND,NULL)", pay_timeout_s);
 }
 
 #define CACHE_SLOTS 24

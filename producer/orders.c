@@ -24,6 +24,7 @@
 #include "req.h"
 #include "sk/db.h"
 #include "sk/log.h"
+#include "sk/model.h"
 #include "sk/order.h"
 #include "sk/redis.h"
 
@@ -118,7 +119,7 @@ static sk_err_t do_pay(fr_req_t *req, sk_db_t *db, sk_redis_t **r, char *errstr,
         case SK_PAY_CLOSED:
                 break;
         }
-        fr_answer(req, 409, fr_json_err(10021, "order closed or cancelled"), 0);
+        fr_answer(req, 409, fr_json_err(SK_CODE_ORDER_CLOSED, "order closed or cancelled"), 0);
         return SK_OK;
 }
 
@@ -141,10 +142,10 @@ static sk_err_t do_cancel(fr_req_t *req, sk_db_t *db, sk_redis_t **r, char *errs
                 answer_status(req, "CANCELLED");
                 break;
         case SK_ORDER_PAID:
-                fr_answer(req, 409, fr_json_err(10022, "order already paid"), 0);
+                fr_answer(req, 409, fr_json_err(SK_CODE_ORDER_PAID, "order already paid"), 0);
                 break;
         case SK_ORDER_CLOSED:
-                fr_answer(req, 409, fr_json_err(10021, "order closed"), 0);
+                fr_answer(req, 409, fr_json_err(SK_CODE_ORDER_CLOSED, "order closed"), 0);
                 break;
         default: /* still UNPAID after a failed conditional update: changed under us */
                 sk_seterr(errstr, n, "order status changed during the cancel");
@@ -174,7 +175,7 @@ void fr_order_action(fr_req_t *req, sk_db_t **db, sk_redis_t **r)
         if (err == SK_OK)
                 return;
         if (err == SK_ENOTFOUND) {
-                fr_answer(req, 404, fr_json_err(10004, "order not found"), 0);
+                fr_answer(req, 404, fr_json_err(SK_CODE_NOT_FOUND, "order not found"), 0);
                 return;
         }
         SK_LOG(SK_WARN, "order_action_failed", "order_id=%s action=%s err=%s reason=\"%s\"", req->so,

@@ -23,6 +23,7 @@
 #include "sk/ids.h"
 #include "sk/keys.h"
 #include "sk/log.h"
+#include "sk/model.h"
 #include "sk/outcome.h"
 #include "sk/snowflake.h"
 
@@ -52,7 +53,7 @@ int rc_nbuckets(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
                 rc_note(st, "buckets read failed: %s", errstr);
                 return 1;
         }
-        return a.found && a.v >= 1 && a.v <= 16 ? (int)a.v : 1;
+        return a.found && a.v >= 1 && a.v <= SK_BUCKETS_MAX ? (int)a.v : 1;
 }
 
 /* The probing grace: the front's request deadline (2 x delivery timeout + 1 s) or

@@ -27,6 +27,7 @@
 #include "rc_release.h"
 #include "sk/clock.h"
 #include "sk/log.h"
+#include "sk/model.h"
 #include "sk/outcome.h"
 #include "sk/dswitch.h"
 #include "sk/rebuild.h"
@@ -128,7 +129,7 @@ sk_err_t rc_scope(rc_ctx_t *ctx, int64_t **ids, size_t *n, char *errstr, size_t 
 
 sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
 {
-        sk_traceset_t sets[16];
+        sk_traceset_t sets[SK_BUCKETS_MAX];
         sk_voucher_row_t row;
         rc_plan_t plan;
         char errstr[512];
@@ -140,7 +141,7 @@ sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
         memset(st, 0, sizeof(*st));
         memset(&plan, 0, sizeof(plan));
         st->voucher_id = voucher_id;
-        for (b = 0; b < 16; b++)
+        for (b = 0; b < SK_BUCKETS_MAX; b++)
                 sk_traceset_init(&sets[b]);
         if (rc_must_stop(ctx))
                 return SK_ESTOP;
@@ -186,7 +187,7 @@ sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
                 rc_degrade_recover(ctx, voucher_id, epoch, st);
 done:
         rc_plan_free(&plan);
-        for (b = 0; b < 16; b++)
+        for (b = 0; b < SK_BUCKETS_MAX; b++)
                 sk_traceset_free(&sets[b]);
         if (ret == SK_OK && ctx->lock_lost)
                 ret = SK_ESTOP;

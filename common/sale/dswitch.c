@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sk/dswitch.h"
+#include "sk/model.h"
 #include "sk/traceset.h"
 
 static const char *const STATES[] = { "redis", "draining", "db", "rebuilding" };
@@ -103,7 +104,7 @@ static int parse_row(const int64_t *c, const int *nulls, sk_dsw_row_t *row)
         row->epoch = c[4];
         row->since_ms = c[5];
         row->age_ms = c[6];
-        row->buckets = c[7] >= 1 && c[7] <= 16 ? (int)c[7] : 1;
+        row->buckets = c[7] >= 1 && c[7] <= SK_BUCKETS_MAX ? (int)c[7] : 1;
         if (row->mode < 0)
                 row->mode = SK_DSW_AUTO;
         return row->state < 0 ? -1 : 0;

@@ -100,8 +100,10 @@ sk_err_t sk_order_pay(sk_db_t *db, int64_t order_id, int64_t user_id, sk_pay_res
         if (order_id <= 0 || user_id <= 0)
                 return SK_EINVAL;
         /* Autocommit: one statement, atomic on its own. */
-        err = sk_db_exec_i64(db, "UPDATE tb_voucher_order SET status = 2, paid_at = NOW(3)"
-                          " WHERE id = ? AND user_id = ? AND status = 1 AND pay_deadline > NOW(3)",
+        err = sk_db_exec_i64(db, "UPDATE tb_voucher_order SET status = " SK_SQL_ORDER_PAID
+                                 ", paid_at = NOW(3)"
+                          " WHERE id = ? AND user_id = ? AND status = " SK_SQL_ORDER_UNPAID
+                          " AND pay_deadline > NOW(3)",
                           p, 2, &affected, errstr, errstr_size);
         if (err)
                 return err;
@@ -177,9 +179,11 @@ sk_err_t sk_order_end(sk_db_t *db, int64_t order_id, int64_t user_id, int to, in
                 return err;
         err = sk_db_exec_i64(db, to == SK_ORDER_CANCELLED
                           ? "UPDATE tb_voucher_order SET status = ?, closed_at = NOW(3)"
-                            " WHERE id = ? AND (user_id = ? OR ? = 0) AND status = 1"
+                            " WHERE id = ? AND (user_id = ? OR ? = 0) AND status = "
+                            SK_SQL_ORDER_UNPAID
                           : "UPDATE tb_voucher_order SET status = ?, closed_at = NOW(3)"
-                            " WHERE id = ? AND (user_id = ? OR ? = 0) AND status = 1"
+                            " WHERE id = ? AND (user_id = ? OR ? = 0) AND status = "
+                            SK_SQL_ORDER_UNPAID
                             " AND (pay_deadline IS NULL OR pay_deadline <= NOW(3))",
                           (int64_t[]){ p[0], p[1], p[2], p[2] }, 4, &affected, errstr, errstr_size);
         if (err)
@@ -227,7 +231,7 @@ sk_err_t sk_order_close_due(sk_db_t *db, int limit, sk_order_row_t **rows, size_
         if ((err = sk_db_begin(db, errstr, errstr_size)))
                 return err;
         err = sk_db_rows(db, "SELECT " ORDER_COLS " FROM tb_voucher_order"
-                         " WHERE status = 1 AND pay_deadline < NOW(3)"
+                         " WHERE status = " SK_SQL_ORDER_UNPAID " AND pay_deadline < NOW(3)"
                          " ORDER BY pay_deadline LIMIT ? FOR UPDATE SKIP LOCKED",
                          &lim, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
         if (err == SK_OK && r.oom)
@@ -241,8 +245,10 @@ sk_err_t sk_order_close_due(sk_db_t *db, int limit, sk_order_row_t **rows, size_
         }
         for (i = 0; i < r.n; i++) {
                 int64_t p[1] = { r.v[i].order_id }, affected = 0;
-                if ((err = sk_db_exec_i64(db, "UPDATE tb_voucher_order SET status = 4, closed_at = NOW(3)"
-                                       " WHERE id = ? AND status = 1", p, 1, &affected, errstr,
+                if ((err = sk_db_exec_i64(db, "UPDATE tb_voucher_order SET status = "
+                                              SK_SQL_ORDER_CLOSED ", closed_at = NOW(3)"
+                                       " WHERE id = ? AND status = "
+                                       SK_SQL_ORDER_UNPAID, p, 1, &affected, errstr,
                                        errstr_size)))
                         goto fail;
                 if (affected != 1) { /* locked by us: cannot happen; never close it twice */
@@ -290,7 +296,8 @@ sk_err_t sk_order_overdue_oldest_s(sk_db_t *db, int64_t *seconds, char *errstr,
 {
         *seconds = 0;
         return sk_db_rows(db, "SELECT TIMESTAMPDIFF(SECOND, MIN(pay_deadline), NOW(3))"
-                          " FROM tb_voucher_order WHERE status = 1 AND pay_deadline < NOW(3)",
+                          " FROM tb_voucher_order WHERE status = " SK_SQL_ORDER_UNPAID
+                          " AND pay_deadline < NOW(3)",
                           NULL, 0, 1, first_col, seconds, errstr, errstr_size);
 }
 
@@ -319,7 +326,7 @@ sk_err_t sk_order_list_ended(sk_db_t *db, int64_t voucher_id, sk_order_row_t **r
                              char *errstr, size_t errstr_size)
 {
         return list_orders(db, "SELECT " ORDER_COLS " FROM tb_voucher_order"
-                           " WHERE voucher_id = ? AND status IN (3, 4) ORDER BY id",
+                           " WHERE voucher_id = ? AND status IN " SK_SQL_ORDER_ENDED " ORDER BY id",
                            voucher_id, rows, n, errstr, errstr_size);
 }
 
@@ -327,6 +334,7 @@ sk_err_t sk_order_list_active(sk_db_t *db, int64_t voucher_id, sk_order_row_t **
                               char *errstr, size_t errstr_size)
 {
         return list_orders(db, "SELECT " ORDER_COLS " FROM tb_voucher_order"
-                           " WHERE voucher_id = ? AND status IN (1, 2) ORDER BY id",
+                           " WHERE voucher_id = ? AND status IN " SK_SQL_ORDER_ACTIVE
+                           " ORDER BY id",
                            voucher_id, rows, n, errstr, errstr_size);
 }

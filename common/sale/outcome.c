@@ -120,7 +120,7 @@ sk_err_t sk_outcome_fail(sk_db_t *db, const sk_order_msg_t *msg, sk_reason_t rea
         static const char ins_outcome[] =
                 "INSERT INTO tb_seckill_outcome "
                 "(trace_id, order_id, user_id, voucher_id, outcome, reason, bucket) "
-                "VALUES (?, ?, ?, ?, 2, ?, ?)";
+                "VALUES (?, ?, ?, ?, " SK_SQL_OUTCOME_FAILED ", ?, ?)";
         MYSQL_BIND b[10];
         int64_t tid = msg->trace_id, oid = msg->order_id, uid = msg->user_id,
                 vid = msg->voucher_id, bucket = msg->bucket;

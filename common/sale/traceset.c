@@ -190,7 +190,8 @@ static const char JOIN_SQL_HEAD[] =
         " vo.id, vo.user_id, vo.voucher_id, vo.status, rl.reconciliation_status"
         " FROM tb_seckill_outcome o"
         " LEFT JOIN tb_voucher_order vo ON vo.trace_id = o.trace_id"
-        " LEFT JOIN tb_voucher_reconcile_log rl ON rl.trace_id = o.trace_id AND rl.log_type = -1"
+        " LEFT JOIN tb_voucher_reconcile_log rl ON rl.trace_id = o.trace_id AND rl.log_type = "
+        SK_SQL_LOG_DEDUCT
         " WHERE o.trace_id IN (";
 
 /* Run the join for ids[0..n) (n <= BATCH) on the prepared @p stmt and store the rows. */

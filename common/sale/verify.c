@@ -335,15 +335,20 @@ static sk_err_t lifecycle_rows(sk_db_t *db, int64_t voucher_id, sk_verify_report
         int64_t p[4] = { voucher_id, voucher_id, voucher_id, voucher_id };
 
         return sk_db_rows(db,
-                "SELECT (SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND status IN (3, 4)),"
-                " (SELECT COUNT(*) FROM tb_voucher_order o WHERE o.voucher_id = ? AND o.status IN (3, 4)"
+                "SELECT (SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND status IN "
+                SK_SQL_ORDER_ENDED "),"
+                " (SELECT COUNT(*) FROM tb_voucher_order o WHERE o.voucher_id = ? AND o.status IN "
+                SK_SQL_ORDER_ENDED
                 "   AND NOT EXISTS (SELECT 1 FROM tb_voucher_reconcile_log l WHERE l.trace_id = o.trace_id"
-                "   AND l.log_type = 1 AND l.business_type IN (4, 5))),"
-                " (SELECT COUNT(*) FROM tb_voucher_reconcile_log l WHERE l.voucher_id = ? AND l.log_type = 1"
-                "   AND l.business_type IN (4, 5) AND NOT EXISTS (SELECT 1 FROM tb_voucher_order o"
-                "   WHERE o.trace_id = l.trace_id AND o.status IN (3, 4))),"
+                "   AND l.log_type = " SK_SQL_LOG_RESTORE " AND l.business_type IN "
+                SK_SQL_BIZ_ORDER_END ")),"
+                " (SELECT COUNT(*) FROM tb_voucher_reconcile_log l WHERE l.voucher_id = ? AND l.log_type = " SK_SQL_LOG_RESTORE
+                "   AND l.business_type IN " SK_SQL_BIZ_ORDER_END
+                " AND NOT EXISTS (SELECT 1 FROM tb_voucher_order o"
+                "   WHERE o.trace_id = l.trace_id AND o.status IN " SK_SQL_ORDER_ENDED ")),"
                 " (SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND paid_at IS NOT NULL"
-                "   AND (status IN (3, 4) OR (pay_deadline IS NOT NULL AND paid_at > pay_deadline)))",
+                "   AND (status IN " SK_SQL_ORDER_ENDED
+                " OR (pay_deadline IS NOT NULL AND paid_at > pay_deadline)))",
                 p, 4, 4, lifecycle_row, rep, errstr, errstr_size);
 }
 
@@ -368,7 +373,8 @@ static sk_err_t pending_releases(sk_db_t *db, sk_redis_t *r, const char *k_trace
 
         *pending = 0;
         err = sk_db_rows(db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ?"
-                         " AND bucket = ? AND status IN (3, 4)", params, 2, 1, trace_row, &traces,
+                         " AND bucket = ? AND status IN "
+                         SK_SQL_ORDER_ENDED, params, 2, 1, trace_row, &traces,
                          errstr, errstr_size);
         if (err == SK_OK && traces.n > 0) {
                 if (!(pend = malloc(traces.n))) {
@@ -451,7 +457,7 @@ static sk_err_t locked_db_read(sk_db_t *db, int64_t voucher_id, snap_t *s,
         }
         if ((err = sk_db_rows(db,
                         "SELECT user_id, trace_id, bucket FROM tb_voucher_order"
-                        " WHERE voucher_id = ? AND status IN (1, 2)",
+                        " WHERE voucher_id = ? AND status IN " SK_SQL_ORDER_ACTIVE,
                         &voucher_id, 1, 3, buyer_row, d, errstr, errstr_size)) != SK_OK)
                 goto fail;
         if (d->oom) {

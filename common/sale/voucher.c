@@ -94,7 +94,7 @@ sk_err_t sk_voucher_active_buyers(sk_db_t *db, int64_t voucher_id, sk_i64vec_t *
                                   char *errstr, size_t errstr_size)
 {
         static const char sql[] = "SELECT user_id, trace_id FROM tb_voucher_order"
-                                  " WHERE voucher_id = ? AND status IN (1, 2)";
+                                  " WHERE voucher_id = ? AND status IN " SK_SQL_ORDER_ACTIVE;
         size_t before = out->n;
         sk_err_t err = sk_db_rows(db, sql, &voucher_id, 1, 2, pair_cb, out, errstr,
                                   errstr_size);
