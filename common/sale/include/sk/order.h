@@ -7,9 +7,10 @@
  * cancel/close can never both win (invariant 6). Cancel and close release the unit in
  * the same DB transaction (stock + 1 under the bucket row's lock, a RESTORE
  * reconcile-log row with the original trace_id, business_type 4 cancel / 5 closed);
- * after the commit the caller runs release.lua (sk_release_run) and deletes the order
- * cache (sk_order_cache_del): DB first, then the cache (DESIGN.md 13). The outcome row
- * is never changed (DESIGN.md 7).
+ * after the commit the caller finishes the order with sk_order_finish (release.lua by
+ * sk_release_run, then the order cache DEL by sk_order_cache_del, one retry policy):
+ * DB first, then the cache (DESIGN.md 13). The outcome row is never changed
+ * (DESIGN.md 7). The status codes are named in sk/model.h.
  *
  * The unit goes back to the order's bucket (tb_voucher_order.bucket): its row in
  * tb_seckill_stock and its Redis keys {v:ID:j} (DESIGN.md v4 4, 6). While the front
