@@ -16,6 +16,7 @@
 #include "admin.h"
 #include "sk/db.h"
 #include "sk/log.h"
+#include "sk/model.h"
 #include "sk/redis.h"
 
 #define PROG "seckill-admin"
@@ -181,7 +182,7 @@ int main(int argc, char **argv)
                 { "json", NULL, SK_OPT_BOOL, &o.json, 0, 0, 1, "voucher show, verify: JSON output" },
                 { "wait-ms", NULL, SK_OPT_INT, &o.wait_ms, 0, 1, 3600000,
                   "voucher preheat --rebuild-from-db: settle wait (0 = 2 x delivery timeout)" },
-                { "buckets", NULL, SK_OPT_INT, &o.buckets, 0, 1, 16,
+                { "buckets", NULL, SK_OPT_INT, &o.buckets, 0, 1, SK_BUCKETS_MAX,
                   "voucher create: stock buckets 1..16 (default 1, DESIGN.md 14)" },
                 { "request-id", NULL, SK_OPT_STR, o.request_id, sizeof(o.request_id), 0, 0,
                   "voucher add-stock: idempotency key of the change (1..64 chars)" },

@@ -302,13 +302,16 @@ static sk_err_t db_counts(sk_db_t *db, int64_t id, int64_t *active, int64_t *cre
                           int64_t *failed)
 {
         static const char sql[] =
-                "SELECT (SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND status IN (1, 2)),"
-                " (SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = ? AND outcome = 1),"
-                " (SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = ? AND outcome = 2)";
+                "SELECT (SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND status IN "
+                SK_SQL_ORDER_ACTIVE "),"
+                " (SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = ? AND outcome = "
+                SK_SQL_OUTCOME_CREATED "),"
+                " (SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = ? AND outcome = "
+                SK_SQL_OUTCOME_FAILED ")";
         int64_t ids[3] = { id, id, id }, *out[3] = { active, created, failed };
         char errstr[256];
 
-        return sk_traceset_rows(db, sql, ids, 3, 3, counts_cb, out, errstr, sizeof(errstr));
+        return sk_db_rows(db, sql, ids, 3, 3, counts_cb, out, errstr, sizeof(errstr));
 }
 
 /* What `voucher show` found: the DB side and the Redis side. */

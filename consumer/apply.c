@@ -36,6 +36,7 @@
 #include "sk/failpoint.h"
 #include "sk/ids.h"
 #include "sk/log.h"
+#include "sk/model.h"
 #include "consumer.h"
 
 enum { K_OUTCOME, K_ORDER, K_ROUTER, K_LOG, K_STOCK, K_GETSTOCK, K_KNOWN, K__N };
@@ -47,17 +48,20 @@ static const struct {
         int cols;          /* placeholders per row */
 } sqls[K__N] = {
         [K_OUTCOME] = { "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id, bucket, outcome) VALUES ",
-                        "(?,?,?,?,?,1)", "", 5 },
+                        "(?,?,?,?,?," SK_SQL_OUTCOME_CREATED ")", "", 5 },
         /* row: order_row below (the status and deadline of DESIGN.md 13) */
         [K_ORDER] = { "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, bucket, status, "
-                      "pay_deadline, paid_at) VALUES ", "(?,?,?,?,?,1,NOW(3),NULL)", "", 5 },
+                      "pay_deadline, paid_at) VALUES ", "(?,?,?,?,?," SK_SQL_ORDER_UNPAID
+                      ",NOW(3),NULL)", "", 5 },
         [K_ROUTER] = { "INSERT INTO tb_voucher_order_router (order_id, user_id, voucher_id) VALUES ",
                        "(?,?,?)", "", 3 },
-        /* A DEDUCT row left by an earlier attempt is kept (uk_trace_type). */
+        /* The ledger rows of sk/ledger.h, batched: a DEDUCT row left by an earlier
+         * attempt is kept (uk_trace_type). */
         [K_LOG] = { "INSERT INTO tb_voucher_reconcile_log (order_id, user_id, voucher_id, message_id, "
                     "before_qty, change_qty, after_qty, trace_id, log_type, business_type, "
                     "reconciliation_status, detail) VALUES ",
-                    "(?,?,?,?,?,?,?,?,-1,1,1,'order created')", " ON DUPLICATE KEY UPDATE id = id", 8 },
+                    "(?,?,?,?,?,?,?,?," SK_SQL_LOG_DEDUCT "," SK_SQL_BIZ_OK "," SK_SQL_RECON_PENDING
+                    ",'order created')", " ON DUPLICATE KEY UPDATE id = id", 8 },
         [K_STOCK] = { "UPDATE tb_seckill_stock SET stock = stock - ? WHERE voucher_id = ? AND bucket = ?"
                       " AND stock >= ?", NULL, NULL, 4 },
         [K_GETSTOCK] = { "SELECT stock FROM tb_seckill_stock WHERE voucher_id = ? AND bucket = ?", NULL, NULL, 2 },
@@ -68,15 +72,17 @@ static const struct {
 /* One order row (DESIGN.md 13): UNPAID with pay_deadline = creation + the pay timeout,
  * on the DB's clock; PAID at creation when the timeout is 0. Set once at start-up by
  * cons_apply_set_pay_timeout(), before any worker prepares a statement. */
-static char order_row[96] = "(?,?,?,?,?,1,NOW(3) + INTERVAL 900 SECOND,NULL)";
+static char order_row[96] = "(?,?,?,?,?," SK_SQL_ORDER_UNPAID ",NOW(3) + INTERVAL 900 SECOND,NULL)";
 
 void cons_apply_set_pay_timeout(int pay_timeout_s)
 {
         if (pay_timeout_s <= 0)
-                snprintf(order_row, sizeof(order_row), "(?,?,?,?,?,2,NULL,NOW(3))");
+                snprintf(order_row, sizeof(order_row), "(?,?,?,?,?," SK_SQL_ORDER_PAID
+                                                       ",NULL,NOW(3))");
         else
                 snprintf(order_row, sizeof(order_row),
-                         "(?,?,?,?,?,1,NOW(3) + INTERVAL %d SECOND,NULL)", pay_timeout_s);
+                         "(?,?,?,?,?," SK_SQL_ORDER_UNPAID
+                         ",NOW(3) + INTERVAL %d SECOND,NULL)", pay_timeout_s);
 }
 
 #define CACHE_SLOTS 24
@@ -162,13 +168,8 @@ static int64_t sk_mono_us(void)
 static sk_err_t conn_err(cons_apply_t *ap, MYSQL_STMT *stmt, const char *what,
                          char *errstr, size_t errstr_size)
 {
-        unsigned int no = stmt ? mysql_stmt_errno(stmt) : sk_db_errno(ap->db);
-        const char *txt = stmt ? mysql_stmt_error(stmt) : sk_db_error(ap->db);
-        sk_err_t err = sk_db_classify(no);
+        sk_err_t err = sk_db_stmt_seterr(ap->db, stmt, what, errstr, errstr_size);
 
-        sk_seterr(errstr, errstr_size, "%s: %u %s", what, no, txt);
-        if (err == SK_OK)
-                err = SK_EDB;
         /* A broken statement or connection invalidates the cache. */
         if (err == SK_EAGAIN)
                 cons_apply_reset(ap);

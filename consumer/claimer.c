@@ -13,6 +13,7 @@
 #include "sk/claim.h"
 #include "sk/dswitch.h"
 #include "sk/log.h"
+#include "sk/redis_error.h"
 #include "worker.h"
 
 int cons_claimer_init(worker_t *w)
@@ -188,9 +189,8 @@ static void prefetch_recv(worker_t *w)
                 SK_LOG(SK_DEBUG, "claim_prefetch_error", "worker=%d reply=\"%s\"", w->idx, errstr);
                 /* MOVED/ASK (the slot moved) or READONLY (a demoted master): learn the
                  * topology again before the next prefetch (best effort). */
-                if (reply->type == REDIS_REPLY_ERROR &&
-                    (!strncmp(reply->str, "MOVED", 5) || !strncmp(reply->str, "ASK", 3) ||
-                     !strncmp(reply->str, "READONLY", 8)))
+                if (sk_redis_reply_is(reply, "MOVED") || sk_redis_reply_is(reply, "ASK") ||
+                    sk_redis_reply_is(reply, "READONLY"))
                         (void)sk_redis_reconnect(cl->r, errstr, sizeof(errstr));
         }
         freeReplyObject(reply);

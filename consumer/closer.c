@@ -29,6 +29,7 @@
 #include "consumer.h"
 
 #define CLOSE_BATCH 500
+#define CLOSER_REDIS_TIMEOUT_MS 2000 /* connect and each command */
 
 typedef struct closer {
         const sk_conf_t *conf;
@@ -43,35 +44,18 @@ typedef struct closer {
 
 static closer_t g_closer;
 
-static sk_redis_t *closer_redis(closer_t *c)
-{
-        char errstr[256];
-
-        if (!c->r && !(c->r = sk_redis_connect(&c->conf->redis, 2000, errstr, sizeof(errstr))))
-                SK_LOG(SK_WARN, "closer_redis_connect", "reason=\"%s\"", errstr);
-        return c->r;
-}
-
-/* release.lua for one closed order (retried once on an unknown outcome: idempotent). */
+/* Finish one closed order: release.lua, then the cache DEL (sk_order_finish: each step
+ * at most twice, the connection renewed after an unsure answer). */
 static void release_one(closer_t *c, const sk_order_row_t *o)
 {
         sk_release_res_t res;
+        sk_finish_step_t failed;
         char errstr[256] = "";
-        sk_err_t err = SK_EAGAIN;
-        int attempt;
+        sk_err_t err = sk_order_finish(&c->r, &c->conf->redis, CLOSER_REDIS_TIMEOUT_MS,
+                                       c->conf->redis_prefix, o, "close", c->expire_extra_ms,
+                                       &res, &failed, errstr, sizeof(errstr));
 
-        for (attempt = 0; attempt < 2 && err != SK_OK; attempt++) {
-                sk_redis_t *r = closer_redis(c);
-                if (!r)
-                        break;
-                err = sk_release_run(r, c->conf->redis_prefix, o, "close", c->expire_extra_ms,
-                                     &res, errstr, sizeof(errstr));
-                if (err == SK_EUNKNOWN || err == SK_EAGAIN) {
-                        sk_redis_close(c->r);
-                        c->r = NULL;
-                }
-        }
-        if (err != SK_OK) {
+        if (failed == SK_FINISH_RELEASE) {
                 sk_metric_add(c->release_errors, 1);
                 SK_LOG(SK_WARN, "close_release_failed", "order_id=%" PRId64 " trace_id=%" PRId64
                        " err=%s reason=\"%s\" (the reconciler releases it)", o->order_id,
@@ -80,7 +64,7 @@ static void release_one(closer_t *c, const sk_order_row_t *o)
         }
         if (o->pay_deadline_ms > 0)
                 sk_metric_observe(c->lag, (double)(sk_now_ms() - o->pay_deadline_ms) / 1000.0);
-        if (sk_order_cache_del(c->r, c->conf->redis_prefix, o->order_id, errstr, sizeof(errstr)))
+        if (failed == SK_FINISH_CACHE_DEL)
                 SK_LOG(SK_WARN, "close_cache_del_failed", "order_id=%" PRId64 " reason=\"%s\"",
                        o->order_id, errstr);
 }

@@ -34,7 +34,7 @@ static int ensure_dlq(worker_t *w)
         }
         rd_kafka_conf_set_dr_msg_cb(kconf, on_dlq_delivery);
         rd_kafka_conf_set_opaque(kconf, w);
-        rd_kafka_conf_set_log_cb(kconf, cons_kafka_log);
+        rd_kafka_conf_set_log_cb(kconf, sk_kafka_log_cb);
         if (!(w->dlq.rk = rd_kafka_new(RD_KAFKA_PRODUCER, kconf, errstr, sizeof(errstr)))) {
                 rd_kafka_conf_destroy(kconf);
                 SK_LOG(SK_ERROR, "dlq_producer_failed", "worker=%d err=\"%s\"", w->idx, errstr);

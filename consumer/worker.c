@@ -203,7 +203,7 @@ static int subscribe(worker_t *w)
                 snprintf(kbytes, sizeof(kbytes), "%d", kb < 1024 ? 1024 : kb);
                 sk_kafka_conf_set(kconf, "queued.max.messages.kbytes", kbytes, NULL, 0);
         }
-        rd_kafka_conf_set_log_cb(kconf, cons_kafka_log);
+        rd_kafka_conf_set_log_cb(kconf, sk_kafka_log_cb);
         rd_kafka_conf_set_error_cb(kconf, on_kafka_error);
         rd_kafka_conf_set_rebalance_cb(kconf, cons_offsets_rebalance);
         rd_kafka_conf_set_opaque(kconf, w);

@@ -91,9 +91,6 @@ void cons_worker_ensure_db(worker_t *w);
 /** @brief The worker's Redis connection, reconnected if it was marked broken; NULL if
  *  Redis cannot be reached now (logged). Borrowed. */
 sk_redis_t *cons_worker_redis(worker_t *w);
-/** @brief librdkafka log callback of every handle the worker creates (levels mapped
- *  to SK_LOG). */
-void cons_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
 /** @brief Count a Redis error @p err; an I/O-class one marks the connection broken. */
 void cons_worker_redis_failed(worker_t *w, sk_err_t err);
 

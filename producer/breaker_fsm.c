@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "breaker_fsm.h"
+#include "sk/redis_error.h"
 
 void sk_breaker_init(sk_breaker_t *b, const sk_breaker_conf_t *c, int64_t now_ms)
 {
@@ -78,16 +79,9 @@ int sk_breaker_healthy(const sk_breaker_t *b, int64_t now_ms)
                now_ms - b->closed_ms >= b->c.healthy_ms;
 }
 
-static int starts_with(const char *s, size_t len, const char *word)
-{
-        size_t n = strlen(word);
-
-        return len >= n && !memcmp(s, word, n) && (len == n || s[n] == ' ');
-}
-
 int sk_breaker_error_counts(const char *s, size_t len)
 {
         if (!s)
                 return 0;
-        return starts_with(s, len, "LOADING") || starts_with(s, len, "CLUSTERDOWN");
+        return sk_redis_error_is(s, len, "LOADING") || sk_redis_error_is(s, len, "CLUSTERDOWN");
 }

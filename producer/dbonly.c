@@ -33,7 +33,9 @@
 #include "sk/db.h"
 #include "sk/dswitch.h"
 #include "sk/failpoint.h"
+#include "sk/ledger.h"
 #include "sk/log.h"
+#include "sk/model.h"
 #include "sk/traceset.h"
 
 #define DBONLY_QUEUE_PER_CONN 32        /* the bounded queue: conns x this, beyond it 503 */
@@ -86,7 +88,7 @@ static sk_err_t q_i64(sk_db_t *db, const char *sql, const int64_t *p, int np, in
         first_row_t fr = { out, ncols, 0 };
         sk_err_t err;
 
-        err = sk_traceset_rows(db, sql, p, np, ncols, first_row_cb, &fr, errstr, errstr_size);
+        err = sk_db_rows(db, sql, p, np, ncols, first_row_cb, &fr, errstr, errstr_size);
         if (err == SK_OK && !fr.got)
                 return SK_ENOTFOUND;
         return err;
@@ -98,7 +100,7 @@ static int have_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
         int *have = arg;
 
         (void)ncols;
-        if (!nulls[0] && cols[0] >= 0 && cols[0] < 16)
+        if (!nulls[0] && cols[0] >= 0 && cols[0] < SK_BUCKETS_MAX)
                 have[cols[0]] = 1;
         return 0;
 }
@@ -108,12 +110,12 @@ static int have_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
 static sk_err_t take_unit(sk_db_t *db, const fr_req_t *req, int buckets, int *bucket,
                           int64_t *after, char *errstr, size_t errstr_size)
 {
-        int have[16] = { 0 }, i, h = sk_home_bucket(req->user_id, buckets);
+        int have[SK_BUCKETS_MAX] = { 0 }, i, h = sk_home_bucket(req->user_id, buckets);
         sk_err_t err;
 
-        if ((err = sk_traceset_rows(db, "SELECT bucket FROM tb_seckill_stock WHERE voucher_id = ? "
-                                    "AND stock > 0", &req->voucher_id, 1, 1, have_cb, have,
-                                    errstr, errstr_size)) != SK_OK)
+        if ((err = sk_db_rows(db, "SELECT bucket FROM tb_seckill_stock WHERE voucher_id = ? "
+                              "AND stock > 0", &req->voucher_id, 1, 1, have_cb, have,
+                              errstr, errstr_size)) != SK_OK)
                 return err;
         for (i = 0; i < buckets; i++) {
                 int b = (h + i) % buckets;
@@ -143,20 +145,27 @@ static sk_err_t insert_rows(sk_db_t *db, const fr_req_t *req, int bucket, int64_
         int64_t p[7] = { req->trace_id, req->order_id, req->user_id, req->voucher_id, bucket };
         int64_t o[6] = { req->order_id, req->user_id, req->voucher_id, req->trace_id, bucket,
                          g_fr.conf.pay_timeout_s };
-        int64_t l[7] = { req->order_id, req->user_id, req->voucher_id, req->trace_id, after + 1,
-                         after, req->trace_id };
+        const sk_ledger_row_t ledger = {
+                .order_id = req->order_id, .user_id = req->user_id, .voucher_id = req->voucher_id,
+                .trace_id = req->trace_id, .before_qty = after + 1, .change_qty = 1,
+                .after_qty = after, .log_type = SK_LOG_DEDUCT, .business = SK_BIZ_OK,
+                .detail = "order created (db-only path)", .keep_existing = 0,
+        };
         sk_err_t err;
 
         if ((err = sk_db_exec_i64(db, "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, "
-                                  "voucher_id, bucket, outcome, path) VALUES (?, ?, ?, ?, ?, 1, "
+                                  "voucher_id, bucket, outcome, path) VALUES (?, ?, ?, ?, ?, "
+                                  SK_SQL_OUTCOME_CREATED ", "
                                   "'db')", p, 5, NULL, errstr, errstr_size)) != SK_OK)
                 return err;
         err = sk_db_exec_i64(db, g_fr.conf.pay_timeout_s > 0
                              ? "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, "
-                               "bucket, status, pay_deadline, paid_at) VALUES (?, ?, ?, ?, ?, 1, "
+                               "bucket, status, pay_deadline, paid_at) VALUES (?, ?, ?, ?, ?, "
+                               SK_SQL_ORDER_UNPAID ", "
                                "NOW(3) + INTERVAL ? SECOND, NULL)"
                              : "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, "
-                               "bucket, status, pay_deadline, paid_at) VALUES (?, ?, ?, ?, ?, 2, "
+                               "bucket, status, pay_deadline, paid_at) VALUES (?, ?, ?, ?, ?, "
+                               SK_SQL_ORDER_PAID ", "
                                "NULL, NOW(3))", o, g_fr.conf.pay_timeout_s > 0 ? 6 : 5, NULL,
                              errstr, errstr_size);
         if (err != SK_OK)
@@ -165,12 +174,7 @@ static sk_err_t insert_rows(sk_db_t *db, const fr_req_t *req, int bucket, int64_
                                   "voucher_id) VALUES (?, ?, ?)", p + 1, 3, NULL, errstr,
                                   errstr_size)) != SK_OK)
                 return err;
-        /* message_id is a string column: the bound BIGINT converts to its decimal text */
-        return sk_db_exec_i64(db, "INSERT INTO tb_voucher_reconcile_log (order_id, user_id, "
-                              "voucher_id, message_id, before_qty, change_qty, after_qty, trace_id, "
-                              "log_type, business_type, reconciliation_status, detail) VALUES (?, ?, "
-                              "?, ?, ?, 1, ?, ?, -1, 1, 1, 'order created (db-only path)')", l, 7,
-                              NULL, errstr, errstr_size);
+        return sk_ledger_write(db, &ledger, errstr, errstr_size);
 }
 
 /* The checks before the unit: switch (state db, same epoch), voucher row, active
@@ -198,7 +202,7 @@ static sk_err_t checks(sk_db_t *db, const fr_req_t *req, result_t *res, int *buc
         }
         if (err != SK_OK)
                 return err;
-        *buckets = v[3] >= 1 && v[3] <= 16 ? (int)v[3] : 1;
+        *buckets = v[3] >= 1 && v[3] <= SK_BUCKETS_MAX ? (int)v[3] : 1;
         *res = v[0] == 2 ? R_OFFLINE : v[0] == 3 ? R_EXPIRED : v[0] == 4 ? R_PAUSED
              : v[0] != 1 ? R_NOT_FOUND : v[2] ? R_ENDED : v[1] ? R_NOT_STARTED : R_CREATED;
         if (*res != R_CREATED)
@@ -271,9 +275,11 @@ static int committed(sk_db_t *db, const fr_req_t *req)
 
 /* The answers the voucher row decides (DESIGN.md 3), by result. */
 static const struct { result_t res; int status, code; const char *msg; } row_answers[] = {
-        { R_NOT_FOUND, 404, 10004, "unknown voucher" }, { R_OFFLINE, 403, 10011, "voucher offline" },
-        { R_EXPIRED, 403, 10012, "voucher expired" }, { R_NOT_STARTED, 403, 10002, "sale not started" },
-        { R_ENDED, 403, 10003, "sale ended" },
+        { R_NOT_FOUND, 404, SK_CODE_NOT_FOUND, "unknown voucher" },
+        { R_OFFLINE, 403, SK_CODE_OFFLINE, "voucher offline" },
+        { R_EXPIRED, 403, SK_CODE_EXPIRED, "voucher expired" },
+        { R_NOT_STARTED, 403, SK_CODE_NOT_STARTED, "sale not started" },
+        { R_ENDED, 403, SK_CODE_ENDED, "sale ended" },
 };
 
 static void answer(fr_req_t *req, result_t res)
@@ -292,11 +298,11 @@ static void answer(fr_req_t *req, result_t res)
                 sk_metric_add(fr_m.db_soldout, 1);
                 for (int b = 0; b < req->buckets; b++) /* every bucket row had no stock */
                         fr_soldout_note(req, b);
-                fr_answer(req, 409, fr_json_err(10005, "sold out"), 0);
+                fr_answer(req, 409, fr_json_err(SK_CODE_SOLD_OUT, "sold out"), 0);
                 break;
         case R_HAS_ORDER:
                 sk_metric_add(fr_m.db_has_order, 1);
-                fr_answer(req, 409, fr_json_err(10006, "already purchased"), 0);
+                fr_answer(req, 409, fr_json_err(SK_CODE_ALREADY_PURCHASED, "already purchased"), 0);
                 break;
         case R_STATE:
                 fr_answer_503(req, "degrade", NULL, "voucher is switching between Redis and the DB");

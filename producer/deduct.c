@@ -25,6 +25,7 @@
 #include "sk/clock.h"
 #include "sk/keys.h"
 #include "sk/log.h"
+#include "sk/model.h"
 #include "sk/redis.h"
 #include "sk/scripts.h"
 
@@ -168,7 +169,7 @@ static int deduct_error_reply(fr_req_t *req, const redisReply *reply, int round,
                         break;
                 SK_LOG(SK_ERROR, "deduct_invalid", "trace_id=%s reply=\"%.*s\"", req->st,
                        (int)reply->len, reply->str);
-                fr_answer(req, 500, fr_json_err(10001, "invalid deduct arguments"), 0);
+                fr_answer(req, 500, fr_json_err(SK_CODE_BAD_INPUT, "invalid deduct arguments"), 0);
                 fr_req_done(req);
                 return 0;
         case FR_DEDUCT_ERR_UNKNOWN:

@@ -12,23 +12,18 @@
 #include "publish.h"
 #include "rollback.h"
 #include "sk/log.h"
+#include "sk/model.h"
+#include "sk/redis_error.h"
 #include "soldout.h"
 
 fr_deduct_err_t fr_deduct_error_kind(const char *s, size_t len)
 {
-        static const char *const not_run[] = { "BUSY", "LOADING", "READONLY", "OOM", "TRYAGAIN",
-                                               "CLUSTERDOWN", "MASTERDOWN", "NOREPLICAS", NULL };
-        int i;
-
-        /* Whole first word, so e.g. BUSYKEY is not BUSY. */
-#define FIRST_WORD_IS(w) (len >= strlen(w) && !memcmp(s, w, strlen(w)) && \
-                          (len == strlen(w) || s[strlen(w)] == ' '))
-        if (FIRST_WORD_IS("NOSCRIPT"))
+        /* Whole first words (sk/redis_error.h), so e.g. BUSYKEY is not BUSY. NOSCRIPT
+         * first: it is one of the "did not run" words, but the front answers it apart. */
+        if (sk_redis_error_is(s, len, "NOSCRIPT"))
                 return FR_DEDUCT_ERR_NOSCRIPT;
-        for (i = 0; not_run[i]; i++)
-                if (FIRST_WORD_IS(not_run[i]))
-                        return FR_DEDUCT_ERR_NOT_RUN;
-#undef FIRST_WORD_IS
+        if (sk_redis_error_not_run(s, len))
+                return FR_DEDUCT_ERR_NOT_RUN;
         if (len >= 10 && !memcmp(s, "ERR SKARG ", 10))
                 return FR_DEDUCT_ERR_INVALID;
         return FR_DEDUCT_ERR_UNKNOWN;
@@ -46,7 +41,7 @@ static void answer_reject(fr_req_t *req, long long code)
         const char *msg;
 
         switch (code) {
-        case 10004:
+        case SK_CODE_NOT_FOUND:
                 /* meta missing: the DB decides 404 (unknown), 403/10003 (ended: its keys
                  * expired) or 503 (Redis lost data); that lookup runs on the lookup pool,
                  * never on a purchase thread. */
@@ -54,20 +49,20 @@ static void answer_reject(fr_req_t *req, long long code)
                 atomic_store(&req->nothing_taken, 1);
                 fr_lookup_submit(req);
                 return;
-        case 10013:
+        case SK_CODE_PAUSED:
                 fr_answer_503(req, "paused", NULL, "voucher paused");
                 fr_req_done(req);
                 return;
-        case 10002: status = 403; msg = "not started"; break;
-        case 10003: status = 403; msg = "ended"; break;
-        case 10011: status = 403; msg = "offline"; break;
-        case 10012: status = 403; msg = "expired"; break;
-        case 10005:
+        case SK_CODE_NOT_STARTED: status = 403; msg = "not started"; break;
+        case SK_CODE_ENDED: status = 403; msg = "ended"; break;
+        case SK_CODE_OFFLINE: status = 403; msg = "offline"; break;
+        case SK_CODE_EXPIRED: status = 403; msg = "expired"; break;
+        case SK_CODE_SOLD_OUT:
                 fr_soldout_note(req, req->home); /* DESIGN.md 4: the local sold-out cache */
                 status = 409;
                 msg = "sold out";
                 break;
-        case 10006: status = 409; msg = "already purchased"; break;
+        case SK_CODE_ALREADY_PURCHASED: status = 409; msg = "already purchased"; break;
         default:
                 SK_LOG(SK_ERROR, "deduct_unknown_reject", "trace_id=%s code=%lld", req->st, code);
                 status = 500;
@@ -108,12 +103,13 @@ static void collision(fr_req_t *req)
         fr_req_done(req);
 }
 
-/* An integer element 0..15 of a reply (a bucket number or count). @returns it or -1. */
+/* An integer element 0..SK_BUCKETS_MAX of a reply (a bucket number or count). @returns it
+ * or -1. */
 static int el_small(const redisReply *reply, size_t i)
 {
         const redisReply *el = i < reply->elements ? reply->element[i] : NULL;
 
-        if (!el || el->type != REDIS_REPLY_INTEGER || el->integer < 0 || el->integer > 16)
+        if (!el || el->type != REDIS_REPLY_INTEGER || el->integer < 0 || el->integer > SK_BUCKETS_MAX)
                 return -1;
         return (int)el->integer;
 }

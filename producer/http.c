@@ -28,6 +28,7 @@
 #include "req.h"
 #include "sk/clock.h"
 #include "sk/log.h"
+#include "sk/model.h"
 #include "soldout.h"
 
 static sk_idgen_t *idgen; /* borrowed from main.c */
@@ -190,7 +191,7 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
 {
 
         if (user_header(conn, req) != 0) {
-                quick(req, 400, fr_json_err(10001, "missing or invalid X-User-Id"));
+                quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, "missing or invalid X-User-Id"));
                 return;
         }
         if (fr_stopping()) {
@@ -200,7 +201,7 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
         /* DESIGN.md 3, 4: every bucket recently answered sold out -> 10005 without Redis
          * (no id, no in-flight slot, no queue slot). */
         if (fr_soldout_hit(req)) {
-                quick(req, 409, fr_json_err(10005, "sold out"));
+                quick(req, 409, fr_json_err(SK_CODE_SOLD_OUT, "sold out"));
                 return;
         }
         if (route_degraded(req, conn))
@@ -248,7 +249,7 @@ static void route_lookup(fr_req_t *req, struct MHD_Connection *conn, fr_kind_t k
                          fr_lookup_t lookup)
 {
         if (user_header(conn, req) != 0) {
-                quick(req, 400, fr_json_err(10001, "missing or invalid X-User-Id"));
+                quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, "missing or invalid X-User-Id"));
                 return;
         }
         if (fr_stopping() > 1) {
@@ -269,7 +270,7 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
         if (!strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/metrics")) {
                 if (!is_get) {
                         req->allow = "GET";
-                        quick(req, 405, fr_json_err(10001, "method not allowed"));
+                        quick(req, 405, fr_json_err(SK_CODE_BAD_INPUT, "method not allowed"));
                         return;
                 }
                 if (url[1] == 'h') {
@@ -294,11 +295,11 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                         goto not_found;
                 if (!strcmp(rest, "/seckill") ? !is_post : !is_get) {
                         req->allow = !strcmp(rest, "/seckill") ? "POST" : "GET";
-                        quick(req, 405, fr_json_err(10001, "method not allowed"));
+                        quick(req, 405, fr_json_err(SK_CODE_BAD_INPUT, "method not allowed"));
                         return;
                 }
                 if (parse_id_seg(id, (size_t)(slash - id), &req->voucher_id) != 0) {
-                        quick(req, 400, fr_json_err(10001, "invalid voucher id"));
+                        quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, "invalid voucher id"));
                         return;
                 }
                 sk_id_format(req->voucher_id, req->sv);
@@ -320,11 +321,11 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                                 goto not_found;
                         if (!is_post) {
                                 req->allow = "POST";
-                                quick(req, 405, fr_json_err(10001, "method not allowed"));
+                                quick(req, 405, fr_json_err(SK_CODE_BAD_INPUT, "method not allowed"));
                                 return;
                         }
                         if (parse_id_seg(id, (size_t)(slash - id), &req->order_id) != 0) {
-                                quick(req, 400, fr_json_err(10001, "invalid order id"));
+                                quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, "invalid order id"));
                                 return;
                         }
                         sk_id_format(req->order_id, req->so);
@@ -334,11 +335,11 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                 }
                 if (!is_get) {
                         req->allow = "GET";
-                        quick(req, 405, fr_json_err(10001, "method not allowed"));
+                        quick(req, 405, fr_json_err(SK_CODE_BAD_INPUT, "method not allowed"));
                         return;
                 }
                 if (parse_id_seg(id, strlen(id), &req->order_id) != 0) {
-                        quick(req, 400, fr_json_err(10001, "invalid order id"));
+                        quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, "invalid order id"));
                         return;
                 }
                 sk_id_format(req->order_id, req->so);
@@ -346,7 +347,7 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                 return;
         }
 not_found:
-        quick(req, 404, fr_json_err(10001, "no such route"));
+        quick(req, 404, fr_json_err(SK_CODE_BAD_INPUT, "no such route"));
 }
 
 static int has_body(struct MHD_Connection *conn)
@@ -381,7 +382,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
                 if (has_body(conn)) {
                         /* DESIGN.md 3: no endpoint takes a body. Answered before reading it;
                          * libmicrohttpd then closes the connection. */
-                        quick(req, 413, fr_json_err(10001, "request body not allowed"));
+                        quick(req, 413, fr_json_err(SK_CODE_BAD_INPUT, "request body not allowed"));
                         return queue_answer(conn, req);
                 }
                 return MHD_YES;
@@ -395,7 +396,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
                 /* The final call of the request: route it. */
                 req->routed = 1;
                 if (req->body_seen) {
-                        quick(req, 413, fr_json_err(10001, "request body not allowed"));
+                        quick(req, 413, fr_json_err(SK_CODE_BAD_INPUT, "request body not allowed"));
                         return queue_answer(conn, req);
                 }
                 route(req, conn, url, method);

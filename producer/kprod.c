@@ -69,14 +69,6 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
                rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
 }
 
-/* librdkafka's own log lines, in our key=value format (served by its threads). */
-static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
-{
-        (void)rk;
-        SK_LOG(level <= 3 ? SK_ERROR : level <= 5 ? SK_WARN : SK_DEBUG, "rdkafka_log",
-               "fac=%s msg=\"%s\"", fac, buf);
-}
-
 /* 1 if -X gave property @p name. */
 static int user_prop(const char *name)
 {
@@ -111,7 +103,7 @@ static fr_prod_t *prod_new(char *errstr, size_t errstr_size)
         }
         rd_kafka_conf_set_dr_msg_cb(kconf, dr_cb);
         rd_kafka_conf_set_error_cb(kconf, error_cb);
-        rd_kafka_conf_set_log_cb(kconf, log_cb);
+        rd_kafka_conf_set_log_cb(kconf, sk_kafka_log_cb);
         if (!(p = calloc(1, sizeof(*p)))) {
                 rd_kafka_conf_destroy(kconf);
                 sk_seterr(errstr, errstr_size, "out of memory");

@@ -23,6 +23,7 @@
 #include "sk/db.h"
 #include "sk/keys.h"
 #include "sk/log.h"
+#include "sk/model.h"
 #include "sk/order.h"
 #include "sk/redis.h"
 
@@ -192,13 +193,13 @@ static void do_voucher(lk_conn_t *lc, fr_req_t *req)
         if (rc < 0) {
                 fr_answer_503(req, "db", NULL, "database unavailable");
         } else if (rc == 1 && end_ms > 0 && sk_now_ms() > end_ms) {
-                fr_answer(req, 403, fr_json_err(10003, "ended"), 0);
+                fr_answer(req, 403, fr_json_err(SK_CODE_ENDED, "ended"), 0);
         } else if (rc == 1 && (!strcmp(cols[0], "1") || !strcmp(cols[0], "4"))) {
                 SK_LOG(SK_WARN, "voucher_meta_missing", "voucher_id=%s db_status=%s", req->sv,
                        cols[0]);
                 fr_answer_503(req, "meta_missing", NULL, "voucher temporarily unavailable");
         } else {
-                fr_answer(req, 404, fr_json_err(10004, "unknown voucher"), 0);
+                fr_answer(req, 404, fr_json_err(SK_CODE_NOT_FOUND, "unknown voucher"), 0);
         }
 }
 
@@ -256,7 +257,7 @@ static void me_answer(fr_req_t *req, const char *state, const me_order_t *mo, co
                 body = cJSON_PrintUnformatted(o);
         cJSON_Delete(o);
         if (!body) {
-                fr_answer(req, 500, fr_json_err(10001, "out of memory"), 0);
+                fr_answer(req, 500, fr_json_err(SK_CODE_BAD_INPUT, "out of memory"), 0);
                 return;
         }
         fr_answer(req, 200, body, 0);
@@ -396,7 +397,8 @@ static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
 
         snprintf(sql, sizeof(sql),
                  "SELECT " ME_ORDER_COLS " FROM tb_voucher_order WHERE voucher_id=%s AND user_id=%s"
-                 " AND status IN (1,2) ORDER BY create_time DESC LIMIT 1", req->sv, req->su);
+                 " AND status IN " SK_SQL_ORDER_ACTIVE
+                 " ORDER BY create_time DESC LIMIT 1", req->sv, req->su);
         if ((rc = me_order_row(lc, sql, &mo)) < 0)
                 goto db_down;
         if (rc == 1) {
@@ -470,7 +472,8 @@ static void do_order_get(lk_conn_t *lc, fr_req_t *req)
                                 fr_answer(req, 200, cached, 0);
                         else {
                                 free(cached);
-                                fr_answer(req, 404, fr_json_err(10004, "order not found"), 0);
+                                fr_answer(req, 404, fr_json_err(SK_CODE_NOT_FOUND,
+                                                                "order not found"), 0);
                         }
                         return;
                 }
@@ -491,7 +494,7 @@ static void do_order_get(lk_conn_t *lc, fr_req_t *req)
                 return;
         }
         if (rc == 0 || strcmp(cols[1], req->su) != 0) {
-                fr_answer(req, 404, fr_json_err(10004, "order not found"), 0);
+                fr_answer(req, 404, fr_json_err(SK_CODE_NOT_FOUND, "order not found"), 0);
                 return;
         }
         (void)sk_parse_int(cols[4], 0, 100, &st);

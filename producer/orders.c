@@ -24,6 +24,7 @@
 #include "req.h"
 #include "sk/db.h"
 #include "sk/log.h"
+#include "sk/model.h"
 #include "sk/order.h"
 #include "sk/redis.h"
 
@@ -48,22 +49,18 @@ static void answer_status(fr_req_t *req, const char *status)
         fr_answer(req, 200, strdup(buf), 0);
 }
 
-/* After a commit: release.lua when this request ended the order, then the cache DEL. */
+/* After a commit: release.lua when this request ended the order, then the cache DEL
+ * (sk_order_finish: each step at most twice, the connection renewed after an unsure
+ * answer). */
 static void after_commit(fr_req_t *req, sk_redis_t **r, const sk_order_row_t *o, const char *by)
 {
         char errstr[256] = "";
-        sk_err_t err = SK_OK;
+        sk_release_res_t res;
+        sk_finish_step_t failed;
+        sk_err_t err = sk_order_finish(r, &g_fr.conf.redis, ORDERS_REDIS_TIMEOUT_MS,
+                                       g_fr.conf.redis_prefix, o, by, g_fr.expire_extra_ms, &res,
+                                       &failed, errstr, sizeof(errstr));
 
-        if (!*r && !(*r = sk_redis_connect(&g_fr.conf.redis, ORDERS_REDIS_TIMEOUT_MS, errstr,
-                                          sizeof(errstr))))
-                err = SK_EAGAIN;
-        if (!err && by) {
-                sk_release_res_t res;
-                err = sk_release_run(*r, g_fr.conf.redis_prefix, o, by, g_fr.expire_extra_ms, &res,
-                                     errstr, sizeof(errstr));
-        }
-        if (!err)
-                err = sk_order_cache_del(*r, g_fr.conf.redis_prefix, o->order_id, errstr, sizeof(errstr));
         if (err) {
                 if (by)
                         sk_metric_add(fr_m.o_release_err, 1);
@@ -107,7 +104,7 @@ static sk_err_t do_pay(fr_req_t *req, sk_db_t *db, sk_redis_t **r, char *errstr,
         case SK_PAY_CLOSED:
                 break;
         }
-        fr_answer(req, 409, fr_json_err(10021, "order closed or cancelled"), 0);
+        fr_answer(req, 409, fr_json_err(SK_CODE_ORDER_CLOSED, "order closed or cancelled"), 0);
         return SK_OK;
 }
 
@@ -130,10 +127,10 @@ static sk_err_t do_cancel(fr_req_t *req, sk_db_t *db, sk_redis_t **r, char *errs
                 answer_status(req, "CANCELLED");
                 break;
         case SK_ORDER_PAID:
-                fr_answer(req, 409, fr_json_err(10022, "order already paid"), 0);
+                fr_answer(req, 409, fr_json_err(SK_CODE_ORDER_PAID, "order already paid"), 0);
                 break;
         case SK_ORDER_CLOSED:
-                fr_answer(req, 409, fr_json_err(10021, "order closed"), 0);
+                fr_answer(req, 409, fr_json_err(SK_CODE_ORDER_CLOSED, "order closed"), 0);
                 break;
         default: /* still UNPAID after a failed conditional update: changed under us */
                 sk_seterr(errstr, n, "order status changed during the cancel");
@@ -163,7 +160,7 @@ void fr_order_action(fr_req_t *req, sk_db_t **db, sk_redis_t **r)
         if (err == SK_OK)
                 return;
         if (err == SK_ENOTFOUND) {
-                fr_answer(req, 404, fr_json_err(10004, "order not found"), 0);
+                fr_answer(req, 404, fr_json_err(SK_CODE_NOT_FOUND, "order not found"), 0);
                 return;
         }
         SK_LOG(SK_WARN, "order_action_failed", "order_id=%s action=%s err=%s reason=\"%s\"", req->so,

@@ -21,6 +21,7 @@
 #include "sk/home.h"
 #include "sk/keys.h"
 #include "sk/log.h"
+#include "sk/model.h"
 #include "sk/outcome.h"
 #include "sk/redis.h"
 #include "sk/scripts.h"
@@ -71,7 +72,7 @@ static take_t take_reply(fr_req_t *req, int j, const redisReply *reply)
                 return TAKE_ADMITTED;
         }
         if (reply_is(el0, "REJECT") && el1 && el1->type == REDIS_REPLY_INTEGER &&
-            el1->integer == 10005)
+            el1->integer == SK_CODE_SOLD_OUT)
                 return TAKE_EMPTY;
         /* FENCED (T was rolled back in j), COLLISION (the traceId is another purchase's
          * there), another REJECT (paused, ended, a key missing): nothing written in j. */
@@ -180,7 +181,7 @@ static void sold_out(sk_redis_t **rp, fr_req_t *req)
                 SK_LOG(SK_WARN, "home_step_failed", "trace_id=%s home=%d reason=\"%s\"", req->st,
                        req->home, errstr);
         atomic_store(&req->nothing_taken, 1);
-        fr_answer(req, 409, fr_json_err(10005, "sold out"), 0);
+        fr_answer(req, 409, fr_json_err(SK_CODE_SOLD_OUT, "sold out"), 0);
         fr_req_done(req);
 }
 

@@ -12,6 +12,7 @@
 #include "metrics.h"
 #include "req.h"
 #include "sk/clock.h"
+#include "sk/model.h"
 
 static pthread_mutex_t pend_mu = PTHREAD_MUTEX_INITIALIZER; /* answers and the list */
 static fr_req_t *pend_head, *pend_tail;
@@ -145,8 +146,8 @@ int fr_answer_503(fr_req_t *req, const char *cause, const char *state, const cha
         /* DESIGN.md 3: 10013 covers paused, Redis or Kafka unavailable, in-flight cap
          * reached and outcome not yet known; "cause" says which, "state" is the purchase
          * state the front established (PENDING or FAILED) once ids were minted. */
-        n = snprintf(buf, sizeof(buf), "{\"code\":10013,\"cause\":\"%s\",\"message\":\"%s\"",
-                     cause, msg ? msg : "try again later");
+        n = snprintf(buf, sizeof(buf), "{\"code\":%d,\"cause\":\"%s\",\"message\":\"%s\"",
+                     (int)SK_CODE_PAUSED, cause, msg ? msg : "try again later");
         if (state && req->trace_id)
                 n += snprintf(buf + n, sizeof(buf) - (size_t)n,
                               ",\"state\":\"%s\",\"orderId\":\"%s\",\"traceId\":\"%s\"",

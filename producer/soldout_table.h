@@ -23,9 +23,10 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include "sk/model.h"
 
-/* DESIGN.md 14: a voucher has 1..16 buckets. */
-#define SK_SOLDOUT_MAX_BUCKETS 16
+/* DESIGN.md 14: a voucher has 1..SK_BUCKETS_MAX buckets. */
+#define SK_SOLDOUT_MAX_BUCKETS SK_BUCKETS_MAX
 
 typedef struct sk_soldout sk_soldout_t;
 

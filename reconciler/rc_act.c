@@ -12,11 +12,14 @@
 #include "rc_pass.h"
 #include "sk/decide.h"
 #include "sk/log.h"
+#include "sk/model.h"
 
 #define BATCH_TRACES 500    /* traces acted on between two looks at the stop flag */
 
-/* Mark the DEDUCT reconcile-log rows of @p ids with @p status (4 or 3). */
-static void mark_log(rc_ctx_t *ctx, const sk_i64vec_t *ids, int status, rc_vstat_t *st)
+/* Mark the DEDUCT reconcile-log rows of @p ids with @p status (SK_RECON_CONSISTENT or
+ * SK_RECON_INCONSISTENT). */
+static void mark_log(rc_ctx_t *ctx, const sk_i64vec_t *ids, sk_recon_status_t status,
+                     rc_vstat_t *st)
 {
         char errstr[512];
         int64_t affected = 0;
@@ -24,18 +27,22 @@ static void mark_log(rc_ctx_t *ctx, const sk_i64vec_t *ids, int status, rc_vstat
 
         if (!ids->n || rc_must_stop(ctx))
                 return;
-        err = sk_traceset_exec_in(ctx->db, status == 4
-                        ? "UPDATE tb_voucher_reconcile_log SET reconciliation_status = 4"
-                          " WHERE log_type = -1 AND reconciliation_status <> 4 AND trace_id IN "
-                        : "UPDATE tb_voucher_reconcile_log SET reconciliation_status = 3"
-                          " WHERE log_type = -1 AND reconciliation_status <> 3 AND trace_id IN ",
+        err = sk_traceset_exec_in(ctx->db, status == SK_RECON_CONSISTENT
+                        ? "UPDATE tb_voucher_reconcile_log SET reconciliation_status = "
+                          SK_SQL_RECON_CONSISTENT
+                          " WHERE log_type = " SK_SQL_LOG_DEDUCT " AND reconciliation_status <> "
+                          SK_SQL_RECON_CONSISTENT " AND trace_id IN "
+                        : "UPDATE tb_voucher_reconcile_log SET reconciliation_status = "
+                          SK_SQL_RECON_INCONSISTENT
+                          " WHERE log_type = " SK_SQL_LOG_DEDUCT " AND reconciliation_status <> "
+                          SK_SQL_RECON_INCONSISTENT " AND trace_id IN ",
                         ids->v, ids->n, &affected, errstr, sizeof(errstr));
         if (err != SK_OK) {
                 st->errors++;
                 rc_note(st, "reconcile-log update failed: %s", errstr);
                 return;
         }
-        if (status == 4)
+        if (status == SK_RECON_CONSISTENT)
                 st->log_marked += affected;
 }
 
@@ -64,7 +71,7 @@ sk_err_t rc_act(rc_ctx_t *ctx, rc_plan_t *plan, rc_vstat_t *st)
                 if (k)
                         rc_redrive_undecided(ctx, batch, k, st);
         }
-        mark_log(ctx, &plan->ok4, 4, st);
-        mark_log(ctx, &plan->bad3, 3, st);
+        mark_log(ctx, &plan->ok4, SK_RECON_CONSISTENT, st);
+        mark_log(ctx, &plan->bad3, SK_RECON_INCONSISTENT, st);
         return rc_must_stop(ctx) ? SK_ESTOP : SK_OK;
 }

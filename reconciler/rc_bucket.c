@@ -23,6 +23,7 @@
 #include "sk/ids.h"
 #include "sk/keys.h"
 #include "sk/log.h"
+#include "sk/model.h"
 #include "sk/outcome.h"
 #include "sk/snowflake.h"
 
@@ -46,13 +47,13 @@ int rc_nbuckets(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
         one_acc_t a = { 1, 0 };
         char errstr[512];
 
-        if (sk_traceset_rows(ctx->db, "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = ?",
-                             &voucher_id, 1, 1, one_row, &a, errstr, sizeof(errstr)) != SK_OK) {
+        if (sk_db_rows(ctx->db, "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = ?",
+                       &voucher_id, 1, 1, one_row, &a, errstr, sizeof(errstr)) != SK_OK) {
                 st->errors++;
                 rc_note(st, "buckets read failed: %s", errstr);
                 return 1;
         }
-        return a.found && a.v >= 1 && a.v <= 16 ? (int)a.v : 1;
+        return a.found && a.v >= 1 && a.v <= SK_BUCKETS_MAX ? (int)a.v : 1;
 }
 
 /* The probing grace: the front's request deadline (2 x delivery timeout + 1 s) or
@@ -65,51 +66,27 @@ static int64_t probing_grace_ms(const rc_ctx_t *ctx)
         return grace > deadline ? grace : deadline;
 }
 
+/* sk_redis_hscan callback: one U -> T field of a users hash into the pairs vector. */
+static sk_err_t user_pair(const char *f, size_t flen, const char *val, size_t vlen, void *arg)
+{
+        sk_i64vec_t *out = arg;
+        int64_t u, t;
+
+        if (sk_id_parse(f, flen, &u) != 0 || sk_id_parse(val, vlen, &t) != 0)
+                return SK_OK; /* "_" and anything that is not U -> T */
+        if (sk_i64vec_push(out, u) != 0 || sk_i64vec_push(out, t) != 0)
+                return SK_ENOMEM;
+        return SK_OK;
+}
+
 /* users of bucket @p h as pairs (user, trace) into @p out (HSCAN; "_" skipped). */
 static sk_err_t scan_users(rc_ctx_t *ctx, int64_t voucher_id, int h, sk_i64vec_t *out,
                            char *errstr, size_t errstr_size)
 {
-        char k_users[SK_KEY_MAX], cursor[32] = "0";
-        redisReply *reply = NULL;
-        sk_err_t err;
+        char k_users[SK_KEY_MAX];
 
         sk_key_voucher(k_users, ctx->conf->redis_prefix, voucher_id, h, SK_KEY_USERS);
-        do {
-                redisReply *items;
-                size_t i;
-
-                err = sk_redis_cmdf(ctx->r, &reply, errstr, errstr_size,
-                                    "HSCAN %s %s COUNT 1000", k_users, cursor);
-                if (err != SK_OK)
-                        return err;
-                if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
-                    reply->element[0]->type != REDIS_REPLY_STRING ||
-                    reply->element[1]->type != REDIS_REPLY_ARRAY ||
-                    reply->element[0]->len >= sizeof(cursor)) {
-                        freeReplyObject(reply);
-                        sk_seterr(errstr, errstr_size, "HSCAN %s: unexpected reply", k_users);
-                        return SK_EREDIS;
-                }
-                memcpy(cursor, reply->element[0]->str, reply->element[0]->len);
-                cursor[reply->element[0]->len] = '\0';
-                items = reply->element[1];
-                for (i = 0; i + 1 < items->elements; i += 2) {
-                        redisReply *f = items->element[i], *val = items->element[i + 1];
-                        int64_t u, t;
-
-                        if (f->type != REDIS_REPLY_STRING || val->type != REDIS_REPLY_STRING ||
-                            sk_id_parse(f->str, f->len, &u) != 0 ||
-                            sk_id_parse(val->str, val->len, &t) != 0)
-                                continue; /* "_" and anything that is not U -> T */
-                        if (sk_i64vec_push(out, u) != 0 || sk_i64vec_push(out, t) != 0) {
-                                freeReplyObject(reply);
-                                sk_seterr(errstr, errstr_size, "out of memory");
-                                return SK_ENOMEM;
-                        }
-                }
-                freeReplyObject(reply);
-        } while (strcmp(cursor, "0") != 0);
-        return SK_OK;
+        return sk_redis_hscan(ctx->r, k_users, 1000, user_pair, out, errstr, errstr_size);
 }
 
 /* The bucket whose trace hash holds the DEDUCT entry of @p t, or -1. */
@@ -196,9 +173,9 @@ static void repair_home(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int nb,
                 return;
         /* A user who holds an active order (T was a has_order duplicate) stays blocked by
          * that order's trace T0 (DESIGN.md 4): re-point instead of releasing. */
-        if (sk_traceset_rows(ctx->db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ?"
-                             " AND active_user_id = ?", (int64_t[]){ vid, u }, 2, 1, one_row, &t0,
-                             errstr, sizeof(errstr)) != SK_OK) {
+        if (sk_db_rows(ctx->db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ?"
+                       " AND active_user_id = ?", (int64_t[]){ vid, u }, 2, 1, one_row, &t0,
+                       errstr, sizeof(errstr)) != SK_OK) {
                 st->errors++;
                 rc_note(st, "active order read failed: %s", errstr);
                 return;
@@ -235,9 +212,9 @@ static void repair_strays(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int n
                 if (!e->deduct || !e->msg_ok || !e->outcome || e->msg.bucket == e->msg.home ||
                     now_ms - e->msg.ts_ms < grace)
                         continue;
-                if (sk_traceset_rows(ctx->db, "SELECT bucket FROM tb_seckill_outcome"
-                                     " WHERE trace_id = ?", &e->trace_id, 1, 1, one_row, &a,
-                                     errstr, sizeof(errstr)) != SK_OK) {
+                if (sk_db_rows(ctx->db, "SELECT bucket FROM tb_seckill_outcome"
+                               " WHERE trace_id = ?", &e->trace_id, 1, 1, one_row, &a,
+                               errstr, sizeof(errstr)) != SK_OK) {
                         st->errors++;
                         rc_note(st, "outcome bucket read failed: %s", errstr);
                         return;

@@ -23,6 +23,7 @@
 #include "rc_pass.h"
 #include "sk/keys.h"
 #include "sk/log.h"
+#include "sk/model.h"
 
 sk_err_t rc_join(rc_ctx_t *ctx, int64_t voucher_id, int bucket, sk_traceset_t *set,
                  rc_vstat_t *st)
@@ -62,7 +63,7 @@ static void judge_created(rc_plan_t *plan, sk_trace_entry_t *e, rc_vstat_t *st)
                 (void)sk_i64vec_push(&plan->bad3, e->trace_id);
         } else {
                 st->consistent++;
-                if (e->log_status && e->log_status != 4)
+                if (e->log_status && e->log_status != SK_RECON_CONSISTENT)
                         (void)sk_i64vec_push(&plan->ok4, e->trace_id);
         }
 }

@@ -15,6 +15,7 @@
 #include "rc_pass.h"
 #include "sk/ids.h"
 #include "sk/keys.h"
+#include "sk/model.h"
 #include "sk/outcome.h"
 #include "sk/log.h"
 #include "sk/rebuild.h"
@@ -62,10 +63,11 @@ static void drift_rows(rc_ctx_t *ctx, int64_t voucher_id, sk_traceset_t *sets, i
         memset(&a, 0, sizeof(a));
         a.sets = sets;
         a.nb = nb;
-        err = sk_traceset_rows(ctx->db,
-                               "SELECT trace_id FROM tb_seckill_outcome"
-                               " WHERE voucher_id = ? AND outcome = 1 AND path <> 'db'",
-                               &voucher_id, 1, 1, created_row, &a, errstr, sizeof(errstr));
+        err = sk_db_rows(ctx->db,
+                         "SELECT trace_id FROM tb_seckill_outcome"
+                         " WHERE voucher_id = ? AND outcome = " SK_SQL_OUTCOME_CREATED
+                         " AND path <> 'db'",
+                         &voucher_id, 1, 1, created_row, &a, errstr, sizeof(errstr));
         if (err != SK_OK || a.oom) {
                 st->errors++;
                 rc_note(st, "drift query failed: %s", a.oom ? "out of memory" : errstr);
@@ -122,8 +124,8 @@ static int64_t redis_stock(rc_ctx_t *ctx, int64_t voucher_id, int b, int *missin
 }
 
 typedef struct bucket_acc {
-        int64_t stock[16];
-        int seen[16];
+        int64_t stock[SK_BUCKETS_MAX];
+        int seen[SK_BUCKETS_MAX];
 } bucket_acc_t;
 
 static int bucket_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
@@ -132,7 +134,7 @@ static int bucket_row(void *arg, const int64_t *cols, const int *nulls, int ncol
 
         (void)nulls;
         (void)ncols;
-        if (cols[0] >= 0 && cols[0] < 16) {
+        if (cols[0] >= 0 && cols[0] < SK_BUCKETS_MAX) {
                 a->stock[cols[0]] = cols[1];
                 a->seen[cols[0]] = 1;
         }
@@ -186,9 +188,9 @@ static sk_err_t buckets_drift(rc_ctx_t *ctx, int64_t vid, int nb, rc_vstat_t *st
         sk_err_t err;
 
         memset(&a, 0, sizeof(a));
-        err = sk_traceset_rows(ctx->db, "SELECT bucket, stock FROM tb_seckill_stock"
-                               " WHERE voucher_id = ?", &vid, 1, 2, bucket_row, &a, errstr,
-                               errstr_size);
+        err = sk_db_rows(ctx->db, "SELECT bucket, stock FROM tb_seckill_stock"
+                         " WHERE voucher_id = ?", &vid, 1, 2, bucket_row, &a, errstr,
+                         errstr_size);
         if (err != SK_OK)
                 return err;
         for (int b = 0; b < nb; b++) {

@@ -1,7 +1,7 @@
 /* rc_release.c: releases left undone (rc_release.h, DESIGN.md 13 "Crash between the DB
- * commit and the Redis release"). Per voucher: the ended orders from the DB, their `T:x`
- * fields read with HMGET in chunks from the trace hash of each order's bucket, release.lua
- * (by "reconciler") for each one missing.
+ * commit and the Redis release"). Per voucher: the ended orders from the DB, the pending-
+ * release check (sk_release_pending: their `T:x` fields in the trace hash of each order's
+ * bucket), release.lua (by "reconciler") for each one missing.
  * What it does not do: change the DB (the release there is already committed) or judge
  * anything else about the trace (reconcile.c does). */
 #include <inttypes.h>
@@ -44,31 +44,22 @@ static int keys_exist(rc_ctx_t *ctx, int64_t voucher_id)
 static void release_chunk(rc_ctx_t *ctx, const char *k_trace, const sk_order_row_t *o,
                           size_t n, rc_vstat_t *st)
 {
-        const char *argv[RELEASE_CHUNK + 2];
-        size_t argvlen[RELEASE_CHUNK + 2], i;
-        char fields[RELEASE_CHUNK][SK_ID_STRLEN + 2];
-        redisReply *reply = NULL;
+        int64_t ids[RELEASE_CHUNK];
+        unsigned char pending[RELEASE_CHUNK];
         char errstr[256];
+        size_t i;
 
-        argv[0] = "HMGET";
-        argvlen[0] = 5;
-        argv[1] = k_trace;
-        argvlen[1] = strlen(k_trace);
-        for (i = 0; i < n; i++) {
-                size_t len = sk_id_format(o[i].trace_id, fields[i]);
-                memcpy(fields[i] + len, ":x", 3);
-                argv[i + 2] = fields[i];
-                argvlen[i + 2] = len + 2;
-        }
-        if (sk_redis_cmd(ctx->r, &reply, (int)n + 2, argv, argvlen, errstr, sizeof(errstr)) != SK_OK) {
+        for (i = 0; i < n; i++)
+                ids[i] = o[i].trace_id;
+        if (sk_release_pending(ctx->r, k_trace, ids, n, pending, errstr, sizeof(errstr)) != SK_OK) {
                 rl_note(st, "release check failed (HMGET)");
                 return;
         }
-        for (i = 0; i < n && reply->type == REDIS_REPLY_ARRAY && i < reply->elements; i++) {
+        for (i = 0; i < n; i++) {
                 sk_release_res_t res;
                 sk_err_t err;
 
-                if (reply->element[i]->type == REDIS_REPLY_STRING)
+                if (!pending[i])
                         continue; /* released already */
                 err = sk_release_run(ctx->r, ctx->conf->redis_prefix, &o[i], "reconciler",
                                      sk_expire_extra_ms(ctx->conf->reconcile_window_hours), &res,
@@ -86,7 +77,6 @@ static void release_chunk(rc_ctx_t *ctx, const char *k_trace, const sk_order_row
                        o[i].voucher_id, o[i].order_id, o[i].trace_id,
                        sk_order_status_str(o[i].status), res.already, res.restored, res.released);
         }
-        freeReplyObject(reply);
 }
 
 void rc_release_pending(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)

@@ -27,6 +27,7 @@
 #include "rc_release.h"
 #include "sk/clock.h"
 #include "sk/log.h"
+#include "sk/model.h"
 #include "sk/outcome.h"
 #include "sk/dswitch.h"
 #include "sk/rebuild.h"
@@ -71,12 +72,12 @@ sk_err_t rc_scope(rc_ctx_t *ctx, int64_t **ids, size_t *n, char *errstr, size_t 
         /* On sale or ended within the life of its trace hash (window + 24 h). Vouchers
          * not started yet have no purchases to reconcile. The session time zone is UTC
          * (sk_db_connect), as every DATETIME column is. */
-        err = sk_traceset_rows(ctx->db,
-                               "SELECT voucher_id FROM tb_seckill_voucher"
-                               " WHERE begin_time <= UTC_TIMESTAMP(3)"
-                               " AND end_time >= UTC_TIMESTAMP(3) - INTERVAL ? HOUR"
-                               " ORDER BY voucher_id",
-                               &hours, 1, 1, scope_row, &a, errstr, errstr_size);
+        err = sk_db_rows(ctx->db,
+                         "SELECT voucher_id FROM tb_seckill_voucher"
+                         " WHERE begin_time <= UTC_TIMESTAMP(3)"
+                         " AND end_time >= UTC_TIMESTAMP(3) - INTERVAL ? HOUR"
+                         " ORDER BY voucher_id",
+                         &hours, 1, 1, scope_row, &a, errstr, errstr_size);
         if (err == SK_OK && a.oom) {
                 sk_seterr(errstr, errstr_size, "out of memory");
                 err = SK_ENOMEM;
@@ -94,7 +95,7 @@ sk_err_t rc_scope(rc_ctx_t *ctx, int64_t **ids, size_t *n, char *errstr, size_t 
 
 sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
 {
-        sk_traceset_t sets[16];
+        sk_traceset_t sets[SK_BUCKETS_MAX];
         sk_voucher_row_t row;
         rc_plan_t plan;
         char errstr[512];
@@ -106,7 +107,7 @@ sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
         memset(st, 0, sizeof(*st));
         memset(&plan, 0, sizeof(plan));
         st->voucher_id = voucher_id;
-        for (b = 0; b < 16; b++)
+        for (b = 0; b < SK_BUCKETS_MAX; b++)
                 sk_traceset_init(&sets[b]);
         if (rc_must_stop(ctx))
                 return SK_ESTOP;
@@ -152,7 +153,7 @@ sk_err_t rc_voucher(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
                 rc_degrade_recover(ctx, voucher_id, epoch, st);
 done:
         rc_plan_free(&plan);
-        for (b = 0; b < 16; b++)
+        for (b = 0; b < SK_BUCKETS_MAX; b++)
                 sk_traceset_free(&sets[b]);
         if (ret == SK_OK && ctx->lock_lost)
                 ret = SK_ESTOP;

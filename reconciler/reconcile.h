@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include "sk/conf.h"
 #include "sk/db.h"
+#include "sk/model.h"
 #include "sk/redis.h"
 
 typedef struct rc_opts {
@@ -58,7 +59,7 @@ typedef struct rc_vstat {
                 int64_t redis;     /* Redis stock of the bucket */
                 int64_t expected;  /* DB stock of the bucket - undecided (held) units */
                 int64_t drift;     /* redis - expected: < 0 undersell, > 0 oversell */
-        } bk[16];
+        } bk[SK_BUCKETS_MAX];
         int redis_ok;           /* Redis stock/users judged equal to the DB (or rebuilt) */
         int stock_drift;        /* Redis stock != DB stock - held */
         int users_drift;        /* users hash != active buyers + held users */

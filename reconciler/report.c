@@ -5,6 +5,7 @@
 
 #include "reconcile.h"
 #include "sk/ids.h"
+#include "sk/model.h"
 
 /* JSON string escaping for the short notes (ASCII text written by this program). */
 static void json_str(FILE *out, const char *s)
@@ -38,7 +39,7 @@ static void json_buckets(FILE *out, const rc_vstat_t *s)
                 PRId64 ",\"strayRestored\":%" PRId64 ",\"homeSteps\":%" PRId64
                 ",\"bucketDrift\":[", s->nbuckets, s->probing_settled, s->probing_rolled_back,
                 s->stray_restored, s->home_steps);
-        for (int b = 0; b < s->nbuckets && b < 16; b++)
+        for (int b = 0; b < s->nbuckets && b < SK_BUCKETS_MAX; b++)
                 fprintf(out, "%s{\"bucket\":%d,\"redisStock\":%" PRId64 ",\"expectedStock\":%"
                         PRId64 ",\"drift\":%" PRId64 ",\"direction\":\"%s\"}", b ? "," : "", b,
                         s->bk[b].redis, s->bk[b].expected, s->bk[b].drift, direction(&s->bk[b]));
@@ -110,7 +111,7 @@ void rc_print(FILE *out, const rc_vstat_t *v, size_t n, int json, int exit_code,
                         " %6" PRId64 " %8" PRId64 " %10s  %s\n", vid, s->checked, s->consistent,
                         s->redriven, s->rolled_back, s->inconsistent + s->collisions, s->drift,
                         s->waiting, verdict(rc_vstat_exit(s)), s->note);
-                for (int b = 0; b < s->nbuckets && b < 16; b++)
+                for (int b = 0; b < s->nbuckets && b < SK_BUCKETS_MAX; b++)
                         if (s->bk[b].judged && (s->bk[b].drift || s->bk[b].missing))
                                 fprintf(out, "  bucket %d: redis %" PRId64 " expected %" PRId64
                                         " drift %+" PRId64 " (%s)\n", b, s->bk[b].redis,

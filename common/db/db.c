@@ -504,6 +504,17 @@ sk_err_t sk_db_seterr(sk_db_t *db, const char *what, char *errstr, size_t errstr
         return conn_err(db->conn, what, errstr, errstr_size);
 }
 
+sk_err_t sk_db_stmt_seterr(sk_db_t *db, MYSQL_STMT *stmt, const char *what, char *errstr,
+                           size_t errstr_size)
+{
+        unsigned int no = stmt ? mysql_stmt_errno(stmt) : sk_db_errno(db);
+        sk_err_t err = sk_db_classify(no);
+
+        sk_seterr(errstr, errstr_size, "%s: mysql error %u: %s", what, no,
+                  stmt ? mysql_stmt_error(stmt) : sk_db_error(db));
+        return err == SK_OK ? SK_EDB : err;
+}
+
 sk_err_t sk_db_stmt_init(sk_db_t *db, MYSQL_STMT **out, char *errstr, size_t errstr_size)
 {
         sk_err_t err;
@@ -526,14 +537,10 @@ sk_err_t sk_db_prepare(sk_db_t *db, const char *sql, size_t len, MYSQL_STMT **ou
         if ((err = sk_db_stmt_init(db, out, errstr, errstr_size)) != SK_OK)
                 return err;
         if (mysql_stmt_prepare(*out, sql, (unsigned long)len) != 0) {
-                unsigned int no = mysql_stmt_errno(*out);
-
-                err = sk_db_classify(no);
-                sk_seterr(errstr, errstr_size, "prepare: mysql error %u: %s", no,
-                          mysql_stmt_error(*out));
+                err = sk_db_stmt_seterr(db, *out, "prepare", errstr, errstr_size);
                 mysql_stmt_close(*out);
                 *out = NULL;
-                return err == SK_OK ? SK_EDB : err;
+                return err;
         }
         return SK_OK;
 }

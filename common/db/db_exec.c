@@ -19,10 +19,7 @@ sk_err_t sk_db_exec_bound(sk_db_t *db, const char *sql, MYSQL_BIND *b, int n, in
                 return err;
         if (mysql_stmt_prepare(st, sql, (unsigned long)strlen(sql)) ||
             (n && mysql_stmt_bind_param(st, b)) || mysql_stmt_execute(st)) {
-                err = sk_db_classify(mysql_stmt_errno(st));
-                if (err == SK_OK)
-                        err = SK_EDB;
-                sk_seterr(errstr, errstr_size, "%u %s", mysql_stmt_errno(st), mysql_stmt_error(st));
+                err = sk_db_stmt_seterr(db, st, "execute", errstr, errstr_size);
         } else if (affected) {
                 *affected = (int64_t)mysql_stmt_affected_rows(st);
         }

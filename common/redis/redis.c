@@ -109,7 +109,7 @@ static sk_err_t classify(sk_redis_t *r, int node, redisReply *raw, redisReply **
                 *out = raw;
                 return SK_OK;
         }
-        if (r->url.kind == SK_REDIS_SENTINEL && sk__reply_is(raw, "READONLY"))
+        if (r->url.kind == SK_REDIS_SENTINEL && sk_redis_reply_is(raw, "READONLY"))
                 sk__node_drop(r, node); /* a demoted master: resolve again next time */
         return sk__error_reply(raw, errstr, errstr_size);
 }

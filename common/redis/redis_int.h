@@ -48,13 +48,8 @@ sk_err_t sk__node_open(sk_redis_t *r, int n, char *errstr, size_t errstr_size);
 void sk__node_drop(sk_redis_t *r, int n);
 /* Connected node @p n, connecting first if needed (nothing sent yet: failure = SK_EAGAIN). */
 sk_err_t sk__node_ensure(sk_redis_t *r, int n, char *errstr, size_t errstr_size);
-/* 1 if the first word of the error reply @p s / @p len means "did not run" (BUSY,
- * LOADING, READONLY, OOM, MASTERDOWN, NOREPLICAS, TRYAGAIN, CLUSTERDOWN, NOSCRIPT). */
-int sk__is_transient_error(const char *s, size_t len);
 /* Classify and free an error reply: SK_EAGAIN or SK_EREDIS, text in errstr. */
 sk_err_t sk__error_reply(redisReply *reply, char *errstr, size_t errstr_size);
-/* 1 if the error reply @p reply starts with the word @p word. */
-int sk__reply_is(const redisReply *reply, const char *word);
 
 /* ---- redis_script.c */
 /* CONFIG GET maxmemory-policy of node @p n (the value into @p policy): 1 noeviction,

@@ -1,9 +1,8 @@
 /* redis_node.c: one connection of an sk_redis_t (DESIGN.md 4b, 8): connect with a
  * timeout, command timeout, keepalive, AUTH [user] password, SELECT; for Sentinel the
  * master's address is resolved again on every (re)connect and ROLE must say master.
- * Also the error-reply classes every caller maps the same way (DESIGN.md 8):
- *   BUSY, LOADING, READONLY, OOM, MASTERDOWN, NOREPLICAS, TRYAGAIN, CLUSTERDOWN,
- *   NOSCRIPT -> SK_EAGAIN (the command did not run); any other error reply -> SK_EREDIS.
+ * Also the mapping of an error reply every caller shares (DESIGN.md 8): the "did not
+ *   run" words of sk/redis_error.h -> SK_EAGAIN; any other error reply -> SK_EREDIS.
  * Not thread-safe (works on one sk_redis_t). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,29 +27,9 @@ void sk__node_drop(sk_redis_t *r, int n)
         }
 }
 
-int sk__is_transient_error(const char *s, size_t len)
-{
-        static const char *const words[] = { "BUSY", "LOADING", "READONLY", "OOM",
-                                             "MASTERDOWN", "NOREPLICAS", "TRYAGAIN",
-                                             "CLUSTERDOWN", "NOSCRIPT", NULL };
-        for (int i = 0; words[i]; i++) {
-                size_t n = strlen(words[i]);
-                if (len >= n && memcmp(s, words[i], n) == 0 && (len == n || s[n] == ' '))
-                        return 1;
-        }
-        return 0;
-}
-
-int sk__reply_is(const redisReply *reply, const char *word)
-{
-        size_t n = strlen(word);
-        return reply->type == REDIS_REPLY_ERROR && reply->len >= n &&
-               memcmp(reply->str, word, n) == 0 && (reply->len == n || reply->str[n] == ' ');
-}
-
 sk_err_t sk__error_reply(redisReply *reply, char *errstr, size_t errstr_size)
 {
-        sk_err_t err = sk__is_transient_error(reply->str, reply->len) ? SK_EAGAIN : SK_EREDIS;
+        sk_err_t err = sk_redis_error_not_run(reply->str, reply->len) ? SK_EAGAIN : SK_EREDIS;
         sk_seterr(errstr, errstr_size, "redis: %.*s", (int)reply->len, reply->str);
         freeReplyObject(reply);
         return err;

@@ -136,7 +136,7 @@ static void read_batch(sk_redis_pipe_t *p, int n, const int *idx, int k)
                             r->need_refresh < 1)
                                 r->need_refresh = 1;
                 }
-                if (rr->type == REDIS_REPLY_ERROR && sk__reply_is(rr, "READONLY"))
+                if (sk_redis_reply_is(rr, "READONLY"))
                         readonly = 1;
                 switch (sk_pcmd_on_reply(c, &rd, rn)) {
                 case SK_PCMD_ANSWERED:
@@ -270,7 +270,7 @@ sk_err_t sk_redis_pipe_result(sk_redis_pipe_t *p, int i, redisReply **reply,
         rr = p->e[i].reply;
         if (rr->type == REDIS_REPLY_ERROR) {
                 sk_seterr(errstr, errstr_size, "redis: %.*s", (int)rr->len, rr->str);
-                return sk__is_transient_error(rr->str, rr->len) ? SK_EAGAIN : SK_EREDIS;
+                return sk_redis_error_not_run(rr->str, rr->len) ? SK_EAGAIN : SK_EREDIS;
         }
         *reply = rr;
         return SK_OK;

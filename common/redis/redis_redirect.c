@@ -6,13 +6,8 @@
 #include <strings.h>
 
 #include "sk/crc16.h"
+#include "sk/redis_error.h"
 #include "sk/redis_redirect.h"
-
-static int word_is(const char *s, size_t len, const char *w)
-{
-        size_t n = strlen(w);
-        return len >= n && memcmp(s, w, n) == 0 && (len == n || s[n] == ' ');
-}
 
 /* "SLOT HOST:PORT" of [p, e) after MOVED/ASK. HOST may be "[v6]" or empty. */
 static int parse_target(const char *p, const char *e, sk_redir_t *out)
@@ -63,15 +58,15 @@ sk_redir_kind_t sk_redir_parse(const char *s, size_t len, sk_redir_t *out)
 
         memset(out, 0, sizeof(*out));
         out->slot = -1;
-        if (word_is(s, len, "MOVED") && len > 6) {
+        if (sk_redis_error_is(s, len, "MOVED") && len > 6) {
                 if (parse_target(s + 6, e, out) == 0)
                         out->kind = SK_REDIR_MOVED;
-        } else if (word_is(s, len, "ASK") && len > 4) {
+        } else if (sk_redis_error_is(s, len, "ASK") && len > 4) {
                 if (parse_target(s + 4, e, out) == 0)
                         out->kind = SK_REDIR_ASK;
-        } else if (word_is(s, len, "TRYAGAIN")) {
+        } else if (sk_redis_error_is(s, len, "TRYAGAIN")) {
                 out->kind = SK_REDIR_TRYAGAIN;
-        } else if (word_is(s, len, "CLUSTERDOWN")) {
+        } else if (sk_redis_error_is(s, len, "CLUSTERDOWN")) {
                 out->kind = SK_REDIR_CLUSTERDOWN;
         }
         if (out->kind == SK_REDIR_NONE)

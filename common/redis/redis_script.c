@@ -92,7 +92,7 @@ static sk_err_t script_error(sk_redis_t *r, int node, redisReply *rep, char *err
                 freeReplyObject(rep);
                 return SK_EINVAL;
         }
-        if (r->url.kind == SK_REDIS_SENTINEL && sk__reply_is(rep, "READONLY"))
+        if (r->url.kind == SK_REDIS_SENTINEL && sk_redis_reply_is(rep, "READONLY"))
                 sk__node_drop(r, node);
         return sk__error_reply(rep, errstr, errstr_size);
 }
@@ -146,7 +146,7 @@ sk_err_t sk_redis_evalsha(sk_redis_t *r, sk_script_t s, int nkeys, const char **
                         *reply = rep;
                         goto done;
                 }
-                if (!sk__reply_is(rep, "NOSCRIPT"))
+                if (!sk_redis_reply_is(rep, "NOSCRIPT"))
                         break;
                 /* That node lost its script cache (restart, SCRIPT FLUSH, failover, a
                  * new master): the script did not run. Load it there, retry once. */

@@ -79,8 +79,8 @@ static sk_err_t read_stock_shared(const sk_decider_t *d, int64_t voucher_id, int
         if ((err = clamp_read_failpoint(d, errstr, errstr_size)) != SK_OK)
                 return err;
         *stock = 0;
-        err = sk_traceset_rows(d->db, sql, params, 2, 1, stock_row, stock, errstr,
-                               errstr_size);
+        err = sk_db_rows(d->db, sql, params, 2, 1, stock_row, stock, errstr,
+                         errstr_size);
         return err == SK_EEXIST ? SK_EDB : err;
 }
 
@@ -97,7 +97,7 @@ static sk_err_t read_active_trace(const sk_decider_t *d, const sk_order_msg_t *m
         sk_err_t err;
 
         *t0 = 0;
-        err = sk_traceset_rows(d->db, sql, params, 2, 1, stock_row, t0, errstr, errstr_size);
+        err = sk_db_rows(d->db, sql, params, 2, 1, stock_row, t0, errstr, errstr_size);
         if (*t0 == msg->trace_id)
                 *t0 = 0; /* never T itself */
         return err == SK_EEXIST ? SK_EDB : err;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sk/dswitch.h"
+#include "sk/model.h"
 #include "sk/traceset.h"
 
 static const char *const STATES[] = { "redis", "draining", "db", "rebuilding" };
@@ -103,7 +104,7 @@ static int parse_row(const int64_t *c, const int *nulls, sk_dsw_row_t *row)
         row->epoch = c[4];
         row->since_ms = c[5];
         row->age_ms = c[6];
-        row->buckets = c[7] >= 1 && c[7] <= 16 ? (int)c[7] : 1;
+        row->buckets = c[7] >= 1 && c[7] <= SK_BUCKETS_MAX ? (int)c[7] : 1;
         if (row->mode < 0)
                 row->mode = SK_DSW_AUTO;
         return row->state < 0 ? -1 : 0;
@@ -160,8 +161,8 @@ sk_err_t sk_dsw_read_all(sk_db_t *db, sk_dsw_row_t **rows, size_t *n, int *defau
         *n = 0;
         if (default_mode)
                 *default_mode = SK_DSW_AUTO;
-        err = sk_traceset_rows(db, ROW_SELECT "ORDER BY s.scope", NULL, 0, ROW_COLS, row_cb, &acc,
-                               errstr, errstr_size);
+        err = sk_db_rows(db, ROW_SELECT "ORDER BY s.scope", NULL, 0, ROW_COLS, row_cb, &acc,
+                         errstr, errstr_size);
         if (err == SK_OK && acc.bad < 0)
                 err = SK_ENOMEM;
         if (err != SK_OK) {
@@ -185,10 +186,10 @@ sk_err_t sk_dsw_get(sk_db_t *db, int64_t voucher_id, int lock, sk_dsw_row_t *row
         row_acc_t acc = { row, 0, 1, SK_DSW_AUTO, 0, 1 };
         sk_err_t err;
 
-        err = sk_traceset_rows(db, lock == 2 ? ROW_SELECT "WHERE s.scope = ? FOR UPDATE"
-                               : lock == 1 ? ROW_SELECT "WHERE s.scope = ? LOCK IN SHARE MODE"
-                               : ROW_SELECT "WHERE s.scope = ?", &voucher_id, 1, ROW_COLS,
-                               row_cb, &acc, errstr, errstr_size);
+        err = sk_db_rows(db, lock == 2 ? ROW_SELECT "WHERE s.scope = ? FOR UPDATE"
+                         : lock == 1 ? ROW_SELECT "WHERE s.scope = ? LOCK IN SHARE MODE"
+                         : ROW_SELECT "WHERE s.scope = ?", &voucher_id, 1, ROW_COLS,
+                         row_cb, &acc, errstr, errstr_size);
         if (err != SK_OK)
                 return err;
         if (acc.n == 0 && acc.bad) {

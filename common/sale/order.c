@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "sk/ids.h"
+#include "sk/ledger.h"
 #include "sk/order.h"
 #include "sk/traceset.h"
 
@@ -76,8 +77,8 @@ sk_err_t sk_order_get(sk_db_t *db, int64_t order_id, int64_t user_id, sk_order_r
         int64_t p[1] = { order_id };
         sk_err_t err;
 
-        err = sk_traceset_rows(db, "SELECT " ORDER_COLS " FROM tb_voucher_order WHERE id = ?",
-                               p, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
+        err = sk_db_rows(db, "SELECT " ORDER_COLS " FROM tb_voucher_order WHERE id = ?",
+                         p, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
         if (err == SK_OK && r.oom)
                 err = SK_ENOMEM;
         if (err == SK_OK && (r.n == 0 || (user_id && r.v[0].user_id != user_id))) {
@@ -99,8 +100,10 @@ sk_err_t sk_order_pay(sk_db_t *db, int64_t order_id, int64_t user_id, sk_pay_res
         if (order_id <= 0 || user_id <= 0)
                 return SK_EINVAL;
         /* Autocommit: one statement, atomic on its own. */
-        err = sk_db_exec_i64(db, "UPDATE tb_voucher_order SET status = 2, paid_at = NOW(3)"
-                          " WHERE id = ? AND user_id = ? AND status = 1 AND pay_deadline > NOW(3)",
+        err = sk_db_exec_i64(db, "UPDATE tb_voucher_order SET status = " SK_SQL_ORDER_PAID
+                                 ", paid_at = NOW(3)"
+                          " WHERE id = ? AND user_id = ? AND status = " SK_SQL_ORDER_UNPAID
+                          " AND pay_deadline > NOW(3)",
                           p, 2, &affected, errstr, errstr_size);
         if (err)
                 return err;
@@ -117,23 +120,20 @@ sk_err_t sk_order_pay(sk_db_t *db, int64_t order_id, int64_t user_id, sk_pay_res
         return SK_OK;
 }
 
-/* The RESTORE reconcile-log row of a cancelled (4) or closed (5) order. */
+/* The RESTORE reconcile-log row of a cancelled (SK_BIZ_CANCEL) or closed (SK_BIZ_CLOSE)
+ * order: one unit back onto @p before. */
 static sk_err_t insert_restore(sk_db_t *db, const sk_order_row_t *o, int64_t before,
-                               int business_type, char *errstr, size_t errstr_size)
+                               sk_log_business_t business, char *errstr, size_t errstr_size)
 {
-        char sql[512], tid[SK_ID_STRLEN];
+        const sk_ledger_row_t row = {
+                .order_id = o->order_id, .user_id = o->user_id, .voucher_id = o->voucher_id,
+                .trace_id = o->trace_id, .before_qty = before, .change_qty = 1,
+                .after_qty = before + 1, .log_type = SK_LOG_RESTORE, .business = business,
+                .detail = business == SK_BIZ_CANCEL ? "order cancelled" : "order closed unpaid",
+                .keep_existing = 0,
+        };
 
-        sk_id_format(o->trace_id, tid);
-        snprintf(sql, sizeof(sql),
-                 "INSERT INTO tb_voucher_reconcile_log (order_id, user_id, voucher_id, message_id,"
-                 " detail, before_qty, change_qty, after_qty, trace_id, log_type, business_type,"
-                 " reconciliation_status) VALUES (?, ?, ?, '%s', '%s', ?, 1, ?, ?, 1, ?, 1)",
-                 tid, business_type == 4 ? "order cancelled" : "order closed unpaid");
-        {
-                int64_t p[7] = { o->order_id, o->user_id, o->voucher_id, before, before + 1,
-                                 o->trace_id, business_type };
-                return sk_db_exec_i64(db, sql, p, 7, NULL, errstr, errstr_size);
-        }
+        return sk_ledger_write(db, &row, errstr, errstr_size);
 }
 
 /* Bucket @p bucket's stock row (DESIGN.md v4 6, 13: the order's bucket): lock, read its
@@ -179,9 +179,11 @@ sk_err_t sk_order_end(sk_db_t *db, int64_t order_id, int64_t user_id, int to, in
                 return err;
         err = sk_db_exec_i64(db, to == SK_ORDER_CANCELLED
                           ? "UPDATE tb_voucher_order SET status = ?, closed_at = NOW(3)"
-                            " WHERE id = ? AND (user_id = ? OR ? = 0) AND status = 1"
+                            " WHERE id = ? AND (user_id = ? OR ? = 0) AND status = "
+                            SK_SQL_ORDER_UNPAID
                           : "UPDATE tb_voucher_order SET status = ?, closed_at = NOW(3)"
-                            " WHERE id = ? AND (user_id = ? OR ? = 0) AND status = 1"
+                            " WHERE id = ? AND (user_id = ? OR ? = 0) AND status = "
+                            SK_SQL_ORDER_UNPAID
                             " AND (pay_deadline IS NULL OR pay_deadline <= NOW(3))",
                           (int64_t[]){ p[0], p[1], p[2], p[2] }, 4, &affected, errstr, errstr_size);
         if (err)
@@ -193,7 +195,8 @@ sk_err_t sk_order_end(sk_db_t *db, int64_t order_id, int64_t user_id, int to, in
                 return SK_OK;
         }
         if ((err = stock_add(db, row->voucher_id, row->bucket, 1, &before, errstr, errstr_size)) ||
-            (err = insert_restore(db, row, before, to == SK_ORDER_CANCELLED ? 4 : 5, errstr,
+            (err = insert_restore(db, row, before,
+                                  to == SK_ORDER_CANCELLED ? SK_BIZ_CANCEL : SK_BIZ_CLOSE, errstr,
                                   errstr_size)) ||
             (err = sk_db_commit(db, errstr, errstr_size)))
                 goto fail;
@@ -227,10 +230,10 @@ sk_err_t sk_order_close_due(sk_db_t *db, int limit, sk_order_row_t **rows, size_
         *n = 0;
         if ((err = sk_db_begin(db, errstr, errstr_size)))
                 return err;
-        err = sk_traceset_rows(db, "SELECT " ORDER_COLS " FROM tb_voucher_order"
-                               " WHERE status = 1 AND pay_deadline < NOW(3)"
-                               " ORDER BY pay_deadline LIMIT ? FOR UPDATE SKIP LOCKED",
-                               &lim, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
+        err = sk_db_rows(db, "SELECT " ORDER_COLS " FROM tb_voucher_order"
+                         " WHERE status = " SK_SQL_ORDER_UNPAID " AND pay_deadline < NOW(3)"
+                         " ORDER BY pay_deadline LIMIT ? FOR UPDATE SKIP LOCKED",
+                         &lim, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
         if (err == SK_OK && r.oom)
                 err = SK_ENOMEM;
         if (err)
@@ -242,8 +245,10 @@ sk_err_t sk_order_close_due(sk_db_t *db, int limit, sk_order_row_t **rows, size_
         }
         for (i = 0; i < r.n; i++) {
                 int64_t p[1] = { r.v[i].order_id }, affected = 0;
-                if ((err = sk_db_exec_i64(db, "UPDATE tb_voucher_order SET status = 4, closed_at = NOW(3)"
-                                       " WHERE id = ? AND status = 1", p, 1, &affected, errstr,
+                if ((err = sk_db_exec_i64(db, "UPDATE tb_voucher_order SET status = "
+                                              SK_SQL_ORDER_CLOSED ", closed_at = NOW(3)"
+                                       " WHERE id = ? AND status = "
+                                       SK_SQL_ORDER_UNPAID, p, 1, &affected, errstr,
                                        errstr_size)))
                         goto fail;
                 if (affected != 1) { /* locked by us: cannot happen; never close it twice */
@@ -265,7 +270,7 @@ sk_err_t sk_order_close_due(sk_db_t *db, int limit, sk_order_row_t **rows, size_
                                      &before, errstr, errstr_size)))
                         goto fail;
                 for (size_t k = i; k < j; k++, before++)
-                        if ((err = insert_restore(db, &r.v[k], before, 5, errstr, errstr_size)))
+                        if ((err = insert_restore(db, &r.v[k], before, SK_BIZ_CLOSE, errstr, errstr_size)))
                                 goto fail;
         }
         if ((err = sk_db_commit(db, errstr, errstr_size)))
@@ -290,9 +295,10 @@ sk_err_t sk_order_overdue_oldest_s(sk_db_t *db, int64_t *seconds, char *errstr,
                                    size_t errstr_size)
 {
         *seconds = 0;
-        return sk_traceset_rows(db, "SELECT TIMESTAMPDIFF(SECOND, MIN(pay_deadline), NOW(3))"
-                                " FROM tb_voucher_order WHERE status = 1 AND pay_deadline < NOW(3)",
-                                NULL, 0, 1, first_col, seconds, errstr, errstr_size);
+        return sk_db_rows(db, "SELECT TIMESTAMPDIFF(SECOND, MIN(pay_deadline), NOW(3))"
+                          " FROM tb_voucher_order WHERE status = " SK_SQL_ORDER_UNPAID
+                          " AND pay_deadline < NOW(3)",
+                          NULL, 0, 1, first_col, seconds, errstr, errstr_size);
 }
 
 /* The voucher's orders selected by @p sql (one `?`: the voucher id), in id order. */
@@ -304,7 +310,7 @@ static sk_err_t list_orders(sk_db_t *db, const char *sql, int64_t voucher_id, sk
 
         *rows = NULL;
         *n = 0;
-        err = sk_traceset_rows(db, sql, &voucher_id, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
+        err = sk_db_rows(db, sql, &voucher_id, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
         if (err == SK_OK && r.oom)
                 err = SK_ENOMEM;
         if (err) {
@@ -320,7 +326,7 @@ sk_err_t sk_order_list_ended(sk_db_t *db, int64_t voucher_id, sk_order_row_t **r
                              char *errstr, size_t errstr_size)
 {
         return list_orders(db, "SELECT " ORDER_COLS " FROM tb_voucher_order"
-                           " WHERE voucher_id = ? AND status IN (3, 4) ORDER BY id",
+                           " WHERE voucher_id = ? AND status IN " SK_SQL_ORDER_ENDED " ORDER BY id",
                            voucher_id, rows, n, errstr, errstr_size);
 }
 
@@ -328,6 +334,7 @@ sk_err_t sk_order_list_active(sk_db_t *db, int64_t voucher_id, sk_order_row_t **
                               char *errstr, size_t errstr_size)
 {
         return list_orders(db, "SELECT " ORDER_COLS " FROM tb_voucher_order"
-                           " WHERE voucher_id = ? AND status IN (1, 2) ORDER BY id",
+                           " WHERE voucher_id = ? AND status IN " SK_SQL_ORDER_ACTIVE
+                           " ORDER BY id",
                            voucher_id, rows, n, errstr, errstr_size);
 }

@@ -10,18 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "sk/ids.h"
+#include "sk/ledger.h"
 #include "sk/outcome.h"
-
-static sk_err_t stmt_err(sk_db_t *db, MYSQL_STMT *stmt, const char *what,
-                         char *errstr, size_t errstr_size)
-{
-        unsigned int no = stmt ? mysql_stmt_errno(stmt) : sk_db_errno(db);
-        const char *txt = stmt ? mysql_stmt_error(stmt) : sk_db_error(db);
-        sk_err_t err = sk_db_classify(no);
-
-        sk_seterr(errstr, errstr_size, "%s: %u %s", what, no, txt);
-        return err == SK_OK ? SK_EDB : err;
-}
 
 static sk_err_t need_conn(sk_db_t *db, char *errstr, size_t errstr_size)
 {
@@ -50,9 +40,9 @@ sk_err_t sk_outcome_get(sk_db_t *db, int64_t trace_id, sk_outcome_t *out,
         if ((err = need_conn(db, errstr, errstr_size)))
                 return err;
         if (sk_db_stmt_init(db, &stmt, NULL, 0) != SK_OK)
-                return stmt_err(db, NULL, "outcome_get init", errstr, errstr_size);
+                return sk_db_stmt_seterr(db, NULL, "outcome_get init", errstr, errstr_size);
         if (mysql_stmt_prepare(stmt, sql, sizeof(sql) - 1)) {
-                err = stmt_err(db, stmt, "outcome_get prepare", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, "outcome_get prepare", errstr, errstr_size);
                 goto done;
         }
         memset(in, 0, sizeof(in));
@@ -65,7 +55,7 @@ sk_err_t sk_outcome_get(sk_db_t *db, int64_t trace_id, sk_outcome_t *out,
         sk_db_bind_str(&res[4], reason, &reason_len, sizeof(reason));
         if (mysql_stmt_bind_param(stmt, in) || mysql_stmt_execute(stmt) ||
             mysql_stmt_bind_result(stmt, res)) {
-                err = stmt_err(db, stmt, "outcome_get execute", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, "outcome_get execute", errstr, errstr_size);
                 goto done;
         }
         rc = mysql_stmt_fetch(stmt);
@@ -75,7 +65,7 @@ sk_err_t sk_outcome_get(sk_db_t *db, int64_t trace_id, sk_outcome_t *out,
                 goto done;
         }
         if (rc == 1) {
-                err = stmt_err(db, stmt, "outcome_get fetch", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, "outcome_get fetch", errstr, errstr_size);
                 goto done;
         }
         /* MYSQL_DATA_TRUNCATED can only concern the reason (ids are BIGINT). */
@@ -115,10 +105,10 @@ static sk_err_t exec_bound(sk_db_t *db, const char *sql, MYSQL_BIND *in, const c
         sk_err_t err = SK_OK;
 
         if (sk_db_stmt_init(db, &stmt, NULL, 0) != SK_OK)
-                return stmt_err(db, NULL, what, errstr, errstr_size);
+                return sk_db_stmt_seterr(db, NULL, what, errstr, errstr_size);
         if (mysql_stmt_prepare(stmt, sql, strlen(sql)) || mysql_stmt_bind_param(stmt, in) ||
             mysql_stmt_execute(stmt))
-                err = stmt_err(db, stmt, what, errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, what, errstr, errstr_size);
         mysql_stmt_close(stmt);
         return err;
 }
@@ -130,21 +120,13 @@ sk_err_t sk_outcome_fail(sk_db_t *db, const sk_order_msg_t *msg, sk_reason_t rea
         static const char ins_outcome[] =
                 "INSERT INTO tb_seckill_outcome "
                 "(trace_id, order_id, user_id, voucher_id, outcome, reason, bucket) "
-                "VALUES (?, ?, ?, ?, 2, ?, ?)";
-        /* The RESTORE row of this trace (log_type 1, business_type 3 fail, pending).
-         * Idempotent on uk_trace_type: a row left by an earlier attempt is kept. */
-        static const char ins_log[] =
-                "INSERT INTO tb_voucher_reconcile_log "
-                "(order_id, user_id, voucher_id, message_id, detail, before_qty, change_qty, "
-                " after_qty, trace_id, log_type, business_type, reconciliation_status) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 3, 1) "
-                "ON DUPLICATE KEY UPDATE id = id";
+                "VALUES (?, ?, ?, ?, " SK_SQL_OUTCOME_FAILED ", ?, ?)";
         MYSQL_BIND b[10];
         int64_t tid = msg->trace_id, oid = msg->order_id, uid = msg->user_id,
                 vid = msg->voucher_id, bucket = msg->bucket;
         int64_t before_qty, change_qty, after_qty;
-        char reason_s[64], mid[SK_ID_STRLEN], det[512];
-        unsigned long reason_len, mid_len, det_len;
+        char reason_s[64], det[512];
+        unsigned long reason_len;
         int restore = 0, release = 0, clamp = 0;
         const char *rs = sk_reason_str(reason);
         sk_err_t err;
@@ -157,9 +139,7 @@ sk_err_t sk_outcome_fail(sk_db_t *db, const sk_order_msg_t *msg, sk_reason_t rea
         }
         snprintf(reason_s, sizeof(reason_s), "%s", rs);
         reason_len = strlen(reason_s);
-        mid_len = sk_id_format(msg->trace_id, mid);
         snprintf(det, sizeof(det), "%s", detail ? detail : rs);
-        det_len = strlen(det);
 
         /* Quantities in the Redis admission's terms: a reason that restores stock
          * gives the deducted units back (after_qty -> before_qty); one that does not
@@ -199,18 +179,18 @@ sk_err_t sk_outcome_fail(sk_db_t *db, const sk_order_msg_t *msg, sk_reason_t rea
         if (err)
                 goto fail;
 
-        memset(b, 0, sizeof(b));
-        sk_db_bind_i64(&b[0], &oid);
-        sk_db_bind_i64(&b[1], &uid);
-        sk_db_bind_i64(&b[2], &vid);
-        sk_db_bind_str(&b[3], mid, &mid_len, sizeof(mid));
-        sk_db_bind_str(&b[4], det, &det_len, sizeof(det));
-        sk_db_bind_i64(&b[5], &before_qty);
-        sk_db_bind_i64(&b[6], &change_qty);
-        sk_db_bind_i64(&b[7], &after_qty);
-        sk_db_bind_i64(&b[8], &tid);
-        if ((err = exec_bound(db, ins_log, b, "insert RESTORE log", errstr, errstr_size)))
-                goto fail;
+        /* The RESTORE row of this trace (business fail). Idempotent on uk_trace_type: a
+         * row left by an earlier attempt is kept. */
+        {
+                const sk_ledger_row_t row = {
+                        .order_id = oid, .user_id = uid, .voucher_id = vid, .trace_id = tid,
+                        .before_qty = before_qty, .change_qty = change_qty,
+                        .after_qty = after_qty, .log_type = SK_LOG_RESTORE,
+                        .business = SK_BIZ_FAIL, .detail = det, .keep_existing = 1,
+                };
+                if ((err = sk_ledger_write(db, &row, errstr, errstr_size)))
+                        goto fail;
+        }
         if ((err = sk_db_commit(db, errstr, errstr_size)))
                 goto fail;
         return SK_OK;

@@ -86,7 +86,7 @@ static sk_err_t stub_chunk(sk_redis_t *r, const char *prefix, int b, int nb, con
         return err;
 }
 
-/* sk_traceset_rows callback: the voucher's bucket count. */
+/* sk_db_rows callback: the voucher's bucket count. */
 static int buckets_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
 {
         int *nb = arg;
@@ -108,8 +108,8 @@ static sk_err_t stub_active(sk_db_t *db, sk_redis_t *r, const char *prefix, int6
 
         int nb = 1;
 
-        if ((err = sk_traceset_rows(db, "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = ?",
-                                    &voucher_id, 1, 1, buckets_row, &nb, errstr, errstr_size)) != SK_OK)
+        if ((err = sk_db_rows(db, "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = ?",
+                              &voucher_id, 1, 1, buckets_row, &nb, errstr, errstr_size)) != SK_OK)
                 return err;
         if ((err = sk_order_list_active(db, voucher_id, &rows, &n, errstr, errstr_size)) != SK_OK)
                 return err;

@@ -4,6 +4,8 @@
  * order cache after a pay/cancel/close commit.
  * release.lua runs on the order's bucket j; when the user's home bucket h is another one,
  * the home step (home.lua, sk/home.h) follows on h, after OK and after ALREADY.
+ * Also the pending-release check (which ended orders lack T:x), shared by the
+ * reconciler's releases and verify.
  * What it does not do: touch the DB (order.c) or retry (the callers do; the script is
  * idempotent). */
 #include <inttypes.h>
@@ -22,6 +24,42 @@ static int reply_flag(const redisReply *el, int *out)
                 return -1;
         *out = el->integer != 0;
         return 0;
+}
+
+sk_err_t sk_release_pending(sk_redis_t *r, const char *k_trace, const int64_t *trace_ids,
+                            size_t n, unsigned char *pending, char *errstr, size_t errstr_size)
+{
+        enum { CHUNK = 200 }; /* fields per HMGET */
+        const char *argv[CHUNK + 2];
+        size_t argvlen[CHUNK + 2];
+        char fields[CHUNK][SK_ID_STRLEN + 2];
+        sk_err_t err = SK_OK;
+        size_t i, k;
+
+        memset(pending, 0, n);
+        argv[0] = "HMGET";
+        argvlen[0] = 5;
+        argv[1] = k_trace;
+        argvlen[1] = strlen(k_trace);
+        for (i = 0; i < n; i += CHUNK) {
+                size_t m = n - i < CHUNK ? n - i : CHUNK;
+                redisReply *reply = NULL;
+
+                for (k = 0; k < m; k++) {
+                        size_t len = sk_id_format(trace_ids[i + k], fields[k]);
+
+                        memcpy(fields[k] + len, ":x", 3);
+                        argv[k + 2] = fields[k];
+                        argvlen[k + 2] = len + 2;
+                }
+                if ((err = sk_redis_cmd(r, &reply, (int)m + 2, argv, argvlen, errstr,
+                                        errstr_size)) != SK_OK)
+                        break;
+                for (k = 0; reply->type == REDIS_REPLY_ARRAY && k < m && k < reply->elements; k++)
+                        pending[i + k] = reply->element[k]->type != REDIS_REPLY_STRING;
+                freeReplyObject(reply);
+        }
+        return err;
 }
 
 sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t *order,

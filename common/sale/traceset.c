@@ -142,79 +142,43 @@ static int set_str(char **dst, const char *s, size_t len)
         return 0;
 }
 
+/* sk_redis_hscan callback: one field of the trace hash into the set. */
+static sk_err_t scan_field(const char *f, size_t flen, const char *val, size_t vlen, void *arg)
+{
+        sk_traceset_t *set = arg;
+        sk_trace_entry_t *e;
+        int64_t id;
+        char suffix;
+        char **dst = NULL;
+
+        if (parse_field(f, flen, &id, &suffix) != 0)
+                return SK_OK;
+        if (!(e = sk_traceset_get(set, id, 1)))
+                return SK_ENOMEM;
+        if (suffix == 0) {
+                if (set_str(&e->deduct, val, vlen) != 0)
+                        return SK_ENOMEM;
+                e->msg_ok = sk_msg_parse(val, vlen, &e->msg, NULL, 0) == SK_OK &&
+                            e->msg.trace_id == id;
+                return SK_OK;
+        }
+        if (suffix == 'r')
+                dst = &e->restore;
+        else if (suffix == 'h')
+                dst = &e->home_st;
+        else if (suffix == 'x')
+                dst = &e->release;
+        else if (flen == (size_t)snprintf(NULL, 0, "%" PRId64 ":c", id))
+                dst = &e->claim; /* only the one-field form "T:c" (lua/claim.lua) is parsed */
+        if (dst && set_str(dst, val, vlen) != 0)
+                return SK_ENOMEM;
+        return SK_OK;
+}
+
 sk_err_t sk_traceset_scan(sk_redis_t *r, const char *trace_key, int count_hint,
                           sk_traceset_t *set, char *errstr, size_t errstr_size)
 {
-        char cursor[32] = "0";
-        char count[16];
-        redisReply *reply = NULL;
-        sk_err_t err = SK_OK;
-        size_t i;
-
-        snprintf(count, sizeof(count), "%d", count_hint > 0 ? count_hint : 1000);
-        do {
-                const char *argv[6] = { "HSCAN", trace_key, cursor, "COUNT", count, NULL };
-                size_t argvlen[6] = { 5, strlen(trace_key), strlen(cursor), 5, strlen(count), 0 };
-                redisReply *items;
-
-                if ((err = sk_redis_cmd(r, &reply, 5, argv, argvlen, errstr, errstr_size)) != SK_OK)
-                        return err;
-                if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
-                    reply->element[0]->type != REDIS_REPLY_STRING ||
-                    reply->element[1]->type != REDIS_REPLY_ARRAY ||
-                    reply->element[0]->len >= sizeof(cursor)) {
-                        sk_seterr(errstr, errstr_size, "HSCAN %s: unexpected reply", trace_key);
-                        err = SK_EREDIS;
-                        goto done;
-                }
-                memcpy(cursor, reply->element[0]->str, reply->element[0]->len);
-                cursor[reply->element[0]->len] = '\0';
-                items = reply->element[1];
-                for (i = 0; i + 1 < items->elements; i += 2) {
-                        redisReply *f = items->element[i], *val = items->element[i + 1];
-                        sk_trace_entry_t *e;
-                        int64_t id;
-                        char suffix;
-
-                        if (f->type != REDIS_REPLY_STRING || val->type != REDIS_REPLY_STRING)
-                                continue;
-                        if (parse_field(f->str, f->len, &id, &suffix) != 0)
-                                continue;
-                        if (!(e = sk_traceset_get(set, id, 1))) {
-                                err = SK_ENOMEM;
-                                goto nomem;
-                        }
-                        if (suffix == 0) {
-                                if (set_str(&e->deduct, val->str, val->len) != 0)
-                                        goto nomem;
-                                e->msg_ok = sk_msg_parse(val->str, val->len, &e->msg, NULL, 0) == SK_OK &&
-                                            e->msg.trace_id == id;
-                        } else if (suffix == 'r') {
-                                if (set_str(&e->restore, val->str, val->len) != 0)
-                                        goto nomem;
-                        } else if (suffix == 'h') {
-                                if (set_str(&e->home_st, val->str, val->len) != 0)
-                                        goto nomem;
-                        } else if (suffix == 'x') {
-                                if (set_str(&e->release, val->str, val->len) != 0)
-                                        goto nomem;
-                        } else if (f->len == (size_t)snprintf(NULL, 0, "%" PRId64 ":c", id)) {
-                                /* Only the one-field form "T:c" (lua/claim.lua) is parsed. */
-                                if (set_str(&e->claim, val->str, val->len) != 0)
-                                        goto nomem;
-                        }
-                }
-                freeReplyObject(reply);
-                reply = NULL;
-        } while (strcmp(cursor, "0") != 0);
-        return SK_OK;
-nomem:
-        sk_seterr(errstr, errstr_size, "out of memory reading %s", trace_key);
-        err = SK_ENOMEM;
-done:
-        if (reply)
-                freeReplyObject(reply);
-        return err;
+        return sk_redis_hscan(r, trace_key, count_hint, scan_field, set, errstr, errstr_size);
 }
 
 /* Columns of the join (in order). */
@@ -226,17 +190,9 @@ static const char JOIN_SQL_HEAD[] =
         " vo.id, vo.user_id, vo.voucher_id, vo.status, rl.reconciliation_status"
         " FROM tb_seckill_outcome o"
         " LEFT JOIN tb_voucher_order vo ON vo.trace_id = o.trace_id"
-        " LEFT JOIN tb_voucher_reconcile_log rl ON rl.trace_id = o.trace_id AND rl.log_type = -1"
+        " LEFT JOIN tb_voucher_reconcile_log rl ON rl.trace_id = o.trace_id AND rl.log_type = "
+        SK_SQL_LOG_DEDUCT
         " WHERE o.trace_id IN (";
-
-static sk_err_t stmt_err(sk_db_t *db, MYSQL_STMT *stmt, const char *what, char *errstr,
-                         size_t errstr_size)
-{
-        unsigned int no = stmt ? mysql_stmt_errno(stmt) : sk_db_errno(db);
-        sk_seterr(errstr, errstr_size, "%s: %s (%u)", what,
-                  stmt ? mysql_stmt_error(stmt) : sk_db_error(db), no);
-        return no ? sk_db_classify(no) : SK_EDB;
-}
 
 /* Run the join for ids[0..n) (n <= BATCH) on the prepared @p stmt and store the rows. */
 static sk_err_t run_batch(sk_db_t *db, MYSQL_STMT *stmt, sk_traceset_t *set,
@@ -266,9 +222,9 @@ static sk_err_t run_batch(sk_db_t *db, MYSQL_STMT *stmt, sk_traceset_t *set,
                 }
         }
         if (mysql_stmt_bind_param(stmt, pb))
-                return stmt_err(db, stmt, "bind param", errstr, errstr_size);
+                return sk_db_stmt_seterr(db, stmt, "bind param", errstr, errstr_size);
         if (mysql_stmt_execute(stmt))
-                return stmt_err(db, stmt, "execute join", errstr, errstr_size);
+                return sk_db_stmt_seterr(db, stmt, "execute join", errstr, errstr_size);
         memset(isnull, 0, sizeof(isnull));
         for (i = 0; i < C__N; i++) {
                 if (i == C_REASON) {
@@ -279,7 +235,7 @@ static sk_err_t run_batch(sk_db_t *db, MYSQL_STMT *stmt, sk_traceset_t *set,
                 rb[i].is_null = &isnull[i];
         }
         if (mysql_stmt_bind_result(stmt, rb)) {
-                err = stmt_err(db, stmt, "bind result", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, "bind result", errstr, errstr_size);
                 goto done;
         }
         while ((rc = mysql_stmt_fetch(stmt)) == 0 || rc == MYSQL_DATA_TRUNCATED) {
@@ -312,7 +268,7 @@ static sk_err_t run_batch(sk_db_t *db, MYSQL_STMT *stmt, sk_traceset_t *set,
                 e->log_status = isnull[C_LOG_STATUS] ? 0 : (int)col[C_LOG_STATUS];
         }
         if (rc != MYSQL_NO_DATA)
-                err = stmt_err(db, stmt, "fetch join", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, "fetch join", errstr, errstr_size);
 done:
         mysql_stmt_free_result(stmt);
         return err;
@@ -345,11 +301,11 @@ static MYSQL_STMT *prepare_join(sk_db_t *db, char *errstr, size_t errstr_size, s
                 goto fail;
         }
         if (sk_db_stmt_init(db, &stmt, NULL, 0) != SK_OK) {
-                *err = stmt_err(db, NULL, "stmt_init", errstr, errstr_size);
+                *err = sk_db_stmt_seterr(db, NULL, "stmt_init", errstr, errstr_size);
                 goto fail;
         }
         if (mysql_stmt_prepare(stmt, sql, (unsigned long)p)) {
-                *err = stmt_err(db, stmt, "prepare join", errstr, errstr_size);
+                *err = sk_db_stmt_seterr(db, stmt, "prepare join", errstr, errstr_size);
                 mysql_stmt_close(stmt);
                 stmt = NULL;
                 goto fail;
@@ -454,73 +410,6 @@ void sk_claim_parse(const char *json, sk_claim_rec_t *out)
         cJSON_Delete(obj);
 }
 
-sk_err_t sk_traceset_rows(sk_db_t *db, const char *sql, const int64_t *params, int nparams,
-                          int ncols, sk_rows_cb cb, void *arg, char *errstr, size_t errstr_size)
-{
-        MYSQL_STMT *stmt = NULL;
-        MYSQL_BIND pb[16], rb[16];
-        int64_t pv[16], col[16];
-        sk_my_bool isnull[16];
-        int nulls[16];
-        int i, rc;
-        sk_err_t err = SK_OK;
-
-        if (!db || !sql || nparams < 0 || nparams > 16 || ncols < 1 || ncols > 16) {
-                sk_seterr(errstr, errstr_size, "sk_traceset_rows: invalid argument");
-                return SK_EINVAL;
-        }
-        if (!sk_db_connected(db)) {
-                sk_seterr(errstr, errstr_size, "database connection lost");
-                return SK_EAGAIN;
-        }
-        if (sk_db_stmt_init(db, &stmt, NULL, 0) != SK_OK)
-                return stmt_err(db, NULL, "stmt_init", errstr, errstr_size);
-        if (mysql_stmt_prepare(stmt, sql, (unsigned long)strlen(sql))) {
-                err = stmt_err(db, stmt, "prepare", errstr, errstr_size);
-                goto done;
-        }
-        for (i = 0; i < nparams; i++) {
-                pv[i] = params[i];
-                sk_db_bind_i64(&pb[i], &pv[i]);
-        }
-        if (nparams && mysql_stmt_bind_param(stmt, pb)) {
-                err = stmt_err(db, stmt, "bind param", errstr, errstr_size);
-                goto done;
-        }
-        if (mysql_stmt_execute(stmt)) {
-                err = stmt_err(db, stmt, "execute", errstr, errstr_size);
-                goto done;
-        }
-        for (i = 0; i < ncols; i++) {
-                sk_db_bind_i64(&rb[i], &col[i]);
-                isnull[i] = 0;
-                rb[i].is_null = &isnull[i];
-        }
-        if (mysql_stmt_bind_result(stmt, rb)) {
-                err = stmt_err(db, stmt, "bind result", errstr, errstr_size);
-                goto done;
-        }
-        while ((rc = mysql_stmt_fetch(stmt)) == 0 || rc == MYSQL_DATA_TRUNCATED) {
-                for (i = 0; i < ncols; i++) {
-                        nulls[i] = isnull[i] != 0;
-                        if (nulls[i])
-                                col[i] = 0;
-                }
-                if (cb && cb(arg, col, nulls, ncols) != 0) {
-                        /* Drain the rest so the connection stays usable. */
-                        while ((rc = mysql_stmt_fetch(stmt)) == 0 || rc == MYSQL_DATA_TRUNCATED)
-                                ;
-                        break;
-                }
-        }
-        if (rc != MYSQL_NO_DATA)
-                err = stmt_err(db, stmt, "fetch", errstr, errstr_size);
-done:
-        mysql_stmt_free_result(stmt);
-        mysql_stmt_close(stmt);
-        return err;
-}
-
 sk_err_t sk_traceset_exec_in(sk_db_t *db, const char *sql_head, const int64_t *ids, size_t n,
                              int64_t *affected, char *errstr, size_t errstr_size)
 {
@@ -554,11 +443,11 @@ sk_err_t sk_traceset_exec_in(sk_db_t *db, const char *sql_head, const int64_t *i
         sql[p++] = ')';
         sql[p] = '\0';
         if (sk_db_stmt_init(db, &stmt, NULL, 0) != SK_OK) {
-                err = stmt_err(db, NULL, "stmt_init", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, NULL, "stmt_init", errstr, errstr_size);
                 goto done;
         }
         if (mysql_stmt_prepare(stmt, sql, (unsigned long)p)) {
-                err = stmt_err(db, stmt, "prepare", errstr, errstr_size);
+                err = sk_db_stmt_seterr(db, stmt, "prepare", errstr, errstr_size);
                 goto done;
         }
         for (off = 0; off < n; off += BATCH) {
@@ -568,11 +457,11 @@ sk_err_t sk_traceset_exec_in(sk_db_t *db, const char *sql_head, const int64_t *i
                         sk_db_bind_i64(&pb[i], &params[i]);
                 }
                 if (mysql_stmt_bind_param(stmt, pb)) {
-                        err = stmt_err(db, stmt, "bind param", errstr, errstr_size);
+                        err = sk_db_stmt_seterr(db, stmt, "bind param", errstr, errstr_size);
                         goto done;
                 }
                 if (mysql_stmt_execute(stmt)) {
-                        err = stmt_err(db, stmt, "execute", errstr, errstr_size);
+                        err = sk_db_stmt_seterr(db, stmt, "execute", errstr, errstr_size);
                         goto done;
                 }
                 if (affected)

@@ -15,6 +15,7 @@
 
 #include "sk/ids.h"
 #include "sk/keys.h"
+#include "sk/order.h"
 #include "sk/traceset.h"
 #include "sk/vec.h"
 #include "sk/verify.h"
@@ -333,16 +334,21 @@ static sk_err_t lifecycle_rows(sk_db_t *db, int64_t voucher_id, sk_verify_report
 {
         int64_t p[4] = { voucher_id, voucher_id, voucher_id, voucher_id };
 
-        return sk_traceset_rows(db,
-                "SELECT (SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND status IN (3, 4)),"
-                " (SELECT COUNT(*) FROM tb_voucher_order o WHERE o.voucher_id = ? AND o.status IN (3, 4)"
+        return sk_db_rows(db,
+                "SELECT (SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND status IN "
+                SK_SQL_ORDER_ENDED "),"
+                " (SELECT COUNT(*) FROM tb_voucher_order o WHERE o.voucher_id = ? AND o.status IN "
+                SK_SQL_ORDER_ENDED
                 "   AND NOT EXISTS (SELECT 1 FROM tb_voucher_reconcile_log l WHERE l.trace_id = o.trace_id"
-                "   AND l.log_type = 1 AND l.business_type IN (4, 5))),"
-                " (SELECT COUNT(*) FROM tb_voucher_reconcile_log l WHERE l.voucher_id = ? AND l.log_type = 1"
-                "   AND l.business_type IN (4, 5) AND NOT EXISTS (SELECT 1 FROM tb_voucher_order o"
-                "   WHERE o.trace_id = l.trace_id AND o.status IN (3, 4))),"
+                "   AND l.log_type = " SK_SQL_LOG_RESTORE " AND l.business_type IN "
+                SK_SQL_BIZ_ORDER_END ")),"
+                " (SELECT COUNT(*) FROM tb_voucher_reconcile_log l WHERE l.voucher_id = ? AND l.log_type = " SK_SQL_LOG_RESTORE
+                "   AND l.business_type IN " SK_SQL_BIZ_ORDER_END
+                " AND NOT EXISTS (SELECT 1 FROM tb_voucher_order o"
+                "   WHERE o.trace_id = l.trace_id AND o.status IN " SK_SQL_ORDER_ENDED ")),"
                 " (SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND paid_at IS NOT NULL"
-                "   AND (status IN (3, 4) OR (pay_deadline IS NOT NULL AND paid_at > pay_deadline)))",
+                "   AND (status IN " SK_SQL_ORDER_ENDED
+                " OR (pay_deadline IS NOT NULL AND paid_at > pay_deadline)))",
                 p, 4, 4, lifecycle_row, rep, errstr, errstr_size);
 }
 
@@ -353,41 +359,35 @@ static int trace_row(void *arg, const int64_t *cols, const int *nulls, int ncols
         return sk_i64vec_push(arg, cols[0]) != 0;
 }
 
-/* Ended orders of the voucher whose trace lacks its release record T:x (HMGET in
- * chunks): informational, see sk_verify_report_t.ended_no_release. */
+/* Ended orders of the voucher whose trace lacks its release record T:x
+ * (sk_release_pending): informational, see sk_verify_report_t.ended_no_release. */
 static sk_err_t pending_releases(sk_db_t *db, sk_redis_t *r, const char *k_trace,
                                  int64_t voucher_id, int bucket, int64_t *pending, char *errstr,
                                  size_t errstr_size)
 {
         const int64_t params[2] = { voucher_id, bucket };
-        enum { CHUNK = 200 };
         sk_i64vec_t traces = { 0 };
-        const char *argv[CHUNK + 2];
-        char fields[CHUNK][SK_ID_STRLEN + 2];
+        unsigned char *pend = NULL;
         sk_err_t err;
-        size_t i, k;
+        size_t i;
 
         *pending = 0;
-        err = sk_traceset_rows(db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ?"
-                               " AND bucket = ? AND status IN (3, 4)", params, 2, 1, trace_row, &traces,
-                               errstr, errstr_size);
-        for (i = 0; err == SK_OK && i < traces.n; i += CHUNK) {
-                size_t m = traces.n - i < CHUNK ? traces.n - i : CHUNK;
-                redisReply *reply = NULL;
-
-                argv[0] = "HMGET";
-                argv[1] = k_trace;
-                for (k = 0; k < m; k++) {
-                        size_t len = sk_id_format(traces.v[i + k], fields[k]);
-                        memcpy(fields[k] + len, ":x", 3);
-                        argv[k + 2] = fields[k];
+        err = sk_db_rows(db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ?"
+                         " AND bucket = ? AND status IN "
+                         SK_SQL_ORDER_ENDED, params, 2, 1, trace_row, &traces,
+                         errstr, errstr_size);
+        if (err == SK_OK && traces.n > 0) {
+                if (!(pend = malloc(traces.n))) {
+                        sk_seterr(errstr, errstr_size, "out of memory");
+                        err = SK_ENOMEM;
+                } else {
+                        err = sk_release_pending(r, k_trace, traces.v, traces.n, pend, errstr,
+                                                 errstr_size);
                 }
-                if ((err = sk_redis_cmd(r, &reply, (int)m + 2, argv, NULL, errstr, errstr_size)))
-                        break;
-                for (k = 0; reply->type == REDIS_REPLY_ARRAY && k < reply->elements; k++)
-                        *pending += reply->element[k]->type != REDIS_REPLY_STRING;
-                freeReplyObject(reply);
         }
+        for (i = 0; err == SK_OK && i < traces.n; i++)
+                *pending += pend[i];
+        free(pend);
         free(traces.v);
         return err;
 }
@@ -438,13 +438,13 @@ static sk_err_t locked_db_read(sk_db_t *db, int64_t voucher_id, snap_t *s,
 
         if ((err = sk_db_begin(db, errstr, errstr_size)) != SK_OK)
                 return err;
-        if ((err = sk_traceset_rows(db,
+        if ((err = sk_db_rows(db,
                         "SELECT init_stock, buckets FROM tb_seckill_voucher WHERE voucher_id = ?"
                         " LOCK IN SHARE MODE",
                         &voucher_id, 1, 2, voucher_row, d, errstr, errstr_size)) != SK_OK)
                 goto fail;
         /* The bucket rows under a shared lock: the consumers' decrements wait. */
-        if ((err = sk_traceset_rows(db,
+        if ((err = sk_db_rows(db,
                         "SELECT bucket, init_stock, stock FROM tb_seckill_stock WHERE voucher_id = ?"
                         " LOCK IN SHARE MODE",
                         &voucher_id, 1, 3, bucket_row, d, errstr, errstr_size)) != SK_OK)
@@ -455,9 +455,9 @@ static sk_err_t locked_db_read(sk_db_t *db, int64_t voucher_id, snap_t *s,
                 err = SK_ENOTFOUND;
                 goto fail;
         }
-        if ((err = sk_traceset_rows(db,
+        if ((err = sk_db_rows(db,
                         "SELECT user_id, trace_id, bucket FROM tb_voucher_order"
-                        " WHERE voucher_id = ? AND status IN (1, 2)",
+                        " WHERE voucher_id = ? AND status IN " SK_SQL_ORDER_ACTIVE,
                         &voucher_id, 1, 3, buyer_row, d, errstr, errstr_size)) != SK_OK)
                 goto fail;
         if (d->oom) {

@@ -2,7 +2,7 @@
  * are not the rebuild (sk/voucher.h; DESIGN.md 6, 8): the row, the active buyers, the
  * "could it have sold" DB check, the advisory lock, set-status and the meta reset.
  *
- * Reads go through prepared statements (sk_traceset_rows: ids bound as
+ * Reads go through prepared statements (sk_db_rows: ids bound as
  * MYSQL_TYPE_LONGLONG, every column read as a 64-bit integer). The Redis side of the
  * status changes is sk/vstate.h. Nothing here logs, retries or decides a purchase. */
 #include <inttypes.h>
@@ -65,11 +65,11 @@ sk_err_t sk_voucher_get(sk_db_t *db, int64_t voucher_id, int for_update,
         sk_err_t err;
 
         memset(&row, 0, sizeof(row));
-        err = sk_traceset_rows(db, for_update ? locking : plain, &voucher_id, 1, 6, row_cb,
-                               &row, errstr, errstr_size);
+        err = sk_db_rows(db, for_update ? locking : plain, &voucher_id, 1, 6, row_cb,
+                         &row, errstr, errstr_size);
         if (err == SK_OK && row.voucher_id == voucher_id)
-                err = sk_traceset_rows(db, for_update ? blocking : bplain, &voucher_id, 1, 3,
-                                       bucket_cb, &row, errstr, errstr_size);
+                err = sk_db_rows(db, for_update ? blocking : bplain, &voucher_id, 1, 3,
+                                 bucket_cb, &row, errstr, errstr_size);
         if (err != SK_OK)
                 return err;
         if (row.voucher_id != voucher_id) {
@@ -94,10 +94,10 @@ sk_err_t sk_voucher_active_buyers(sk_db_t *db, int64_t voucher_id, sk_i64vec_t *
                                   char *errstr, size_t errstr_size)
 {
         static const char sql[] = "SELECT user_id, trace_id FROM tb_voucher_order"
-                                  " WHERE voucher_id = ? AND status IN (1, 2)";
+                                  " WHERE voucher_id = ? AND status IN " SK_SQL_ORDER_ACTIVE;
         size_t before = out->n;
-        sk_err_t err = sk_traceset_rows(db, sql, &voucher_id, 1, 2, pair_cb, out, errstr,
-                                        errstr_size);
+        sk_err_t err = sk_db_rows(db, sql, &voucher_id, 1, 2, pair_cb, out, errstr,
+                                  errstr_size);
 
         if (err == SK_OK && (out->n - before) % 2 != 0) {
                 sk_seterr(errstr, errstr_size, "active buyers: out of memory");
@@ -136,7 +136,7 @@ sk_err_t sk_voucher_db_sales(sk_db_t *db, const sk_voucher_row_t *row, int *sale
                           row->stock, row->init_stock);
                 return SK_OK;
         }
-        if ((err = sk_traceset_rows(db, sql, ids, 3, 3, cols_cb, found, why, why_size)) != SK_OK)
+        if ((err = sk_db_rows(db, sql, ids, 3, 3, cols_cb, found, why, why_size)) != SK_OK)
                 return err;
         for (int i = 0; i < 3; i++)
                 if (found[i]) {

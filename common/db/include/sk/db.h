@@ -139,6 +139,12 @@ const char *sk_db_error(sk_db_t *db);
  *  errstr. @returns its class (sk_db_classify; SK_EDB when the number is 0, SK_EAGAIN
  *  when not connected), never SK_OK. */
 sk_err_t sk_db_seterr(sk_db_t *db, const char *what, char *errstr, size_t errstr_size);
+/** @brief The one statement-error text: the last error of @p stmt (borrowed; NULL: the
+ *  connection's, e.g. after a failed mysql_stmt_init) as "@p what: mysql error N: text"
+ *  into errstr, the format of sk_db_seterr. @returns its class (sk_db_classify; SK_EDB
+ *  when the number is 0), never SK_OK. Not thread-safe per @p db. */
+sk_err_t sk_db_stmt_seterr(sk_db_t *db, MYSQL_STMT *stmt, const char *what, char *errstr,
+                           size_t errstr_size);
 /** @brief mysql_stmt_init on the connection: *out is owned by the caller
  *  (mysql_stmt_close), valid while sk_db_generation is unchanged.
  *  @returns SK_OK, SK_EAGAIN (not connected), SK_ENOMEM. */
@@ -174,3 +180,16 @@ sk_err_t sk_db_exec_i64(sk_db_t *db, const char *sql, const int64_t *params, int
  *  per @p db. */
 sk_err_t sk_db_exec_bound(sk_db_t *db, const char *sql, MYSQL_BIND *b, int n, int64_t *affected,
                           char *errstr, size_t errstr_size);
+
+/** @brief Row callback of sk_db_rows: @p cols[0..ncols) are the row's values,
+ *  @p nulls[i] non-zero for a NULL (value 0). Return 0 to continue, non-zero to stop. */
+typedef int (*sk_rows_cb)(void *arg, const int64_t *cols, const int *nulls, int ncols);
+
+/** @brief Prepare @p sql (borrowed; placeholders bound to @p params[0..nparams), each a
+ *  BIGINT as MYSQL_TYPE_LONGLONG), execute it and call @p cb (may be NULL) with @p arg for
+ *  each row; every column (1..16 of them) is read as a signed 64-bit integer. For small
+ *  integer reads (reconciler, verify, rebuild, the order lifecycle, admin).
+ *  @returns SK_OK; SK_EINVAL for bad arguments; SK_EAGAIN without a connection; else the
+ *  classified DB error (transient ones SK_EAGAIN). Not thread-safe per @p db. */
+sk_err_t sk_db_rows(sk_db_t *db, const char *sql, const int64_t *params, int nparams,
+                    int ncols, sk_rows_cb cb, void *arg, char *errstr, size_t errstr_size);

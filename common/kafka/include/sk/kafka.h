@@ -15,6 +15,11 @@ typedef enum { SK_KAFKA_PRODUCER, SK_KAFKA_CONSUMER, SK_KAFKA_ADMIN } sk_kafka_r
  *  @returns owned conf (rd_kafka_conf_destroy, or hand it to rd_kafka_new), or NULL. */
 rd_kafka_conf_t *sk_kafka_conf_new(const sk_conf_t *conf, sk_kafka_role_t role,
                                    char *errstr, size_t errstr_size);
+/** @brief librdkafka's log callback (rd_kafka_conf_set_log_cb) for every binary: one line
+ *  "event=kafka_log fac=... msg=..." per librdkafka log line, syslog @p level mapped to
+ *  SK_ERROR (0-3), SK_WARN (4), SK_INFO (5, notice) or SK_DEBUG (6-7). @p fac and @p buf
+ *  are borrowed. Called on librdkafka's threads; thread-safe (sk_log_emit is). */
+void sk_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf);
 /** @brief Set one property. @returns SK_OK or SK_EINVAL with librdkafka's reason. */
 sk_err_t sk_kafka_conf_set(rd_kafka_conf_t *kconf, const char *name, const char *value,
                            char *errstr, size_t errstr_size);

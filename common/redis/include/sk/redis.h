@@ -24,6 +24,7 @@
 #include <hiredis/hiredis.h>
 #include "sk/err.h"
 #include "sk/conf.h"
+#include "sk/redis_error.h"
 #include "sk/redis_redirect.h"
 #include "sk/scripts.h"
 
@@ -89,6 +90,18 @@ void sk_redis_master_name(sk_redis_t *r, int i, char *buf, size_t size);
 sk_err_t sk_redis_scan(sk_redis_t *r, const char *match, int count,
                        int (*fn)(const char *key, size_t keylen, void *arg), void *arg,
                        char *errstr, size_t errstr_size);
+/** @brief HSCAN the hash @p key (borrowed) with COUNT @p count per call (<= 0: 1000)
+ *  until the cursor is 0, calling @p fn with @p arg for each field/value pair where
+ *  both are strings (borrowed, valid during the call only). HSCAN may return a field
+ *  more than once and may miss fields added during the walk (the caller copes). @p fn
+ *  returns SK_OK to go on; any other code stops the walk and is returned (SK_ENOMEM
+ *  with "out of memory reading KEY" in errstr, others with "HSCAN KEY: <code name>").
+ *  A malformed reply is SK_EREDIS; other errors as sk_redis_cmd. Not thread-safe per
+ *  @p r. */
+sk_err_t sk_redis_hscan(sk_redis_t *r, const char *key, int count,
+                        sk_err_t (*fn)(const char *field, size_t field_len, const char *val,
+                                       size_t val_len, void *arg),
+                        void *arg, char *errstr, size_t errstr_size);
 
 /** @brief EVALSHA @p s with @p nkeys keys and @p nargs args (NUL-terminated strings,
  *  borrowed), routed by keys[0] (a script's keys share one hash tag, DESIGN.md 4b).

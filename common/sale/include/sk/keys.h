@@ -4,9 +4,9 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include "sk/model.h" /* SK_BUCKETS_MAX */
 
 #define SK_KEY_MAX 160
-#define SK_BUCKETS_MAX 16 /* DESIGN.md 14: a voucher has 1..16 buckets */
 
 typedef enum { SK_KEY_META, SK_KEY_STOCK, SK_KEY_USERS, SK_KEY_TRACE } sk_key_kind_t;
 

@@ -7,9 +7,10 @@
  * cancel/close can never both win (invariant 6). Cancel and close release the unit in
  * the same DB transaction (stock + 1 under the bucket row's lock, a RESTORE
  * reconcile-log row with the original trace_id, business_type 4 cancel / 5 closed);
- * after the commit the caller runs release.lua (sk_release_run) and deletes the order
- * cache (sk_order_cache_del): DB first, then the cache (DESIGN.md 13). The outcome row
- * is never changed (DESIGN.md 7).
+ * after the commit the caller finishes the order with sk_order_finish (release.lua by
+ * sk_release_run, then the order cache DEL by sk_order_cache_del, one retry policy):
+ * DB first, then the cache (DESIGN.md 13). The outcome row is never changed
+ * (DESIGN.md 7). The status codes are named in sk/model.h.
  *
  * The unit goes back to the order's bucket (tb_voucher_order.bucket): its row in
  * tb_seckill_stock and its Redis keys {v:ID:j} (DESIGN.md v4 4, 6). While the front
@@ -24,14 +25,8 @@
 #include <stdint.h>
 #include "sk/db.h"
 #include "sk/err.h"
+#include "sk/model.h"
 #include "sk/redis.h"
-
-typedef enum {
-        SK_ORDER_UNPAID = 1,
-        SK_ORDER_PAID = 2,
-        SK_ORDER_CANCELLED = 3,
-        SK_ORDER_CLOSED = 4,
-} sk_order_status_t;
 
 /** One order row as the lifecycle needs it. Times in ms since the epoch (UTC), 0 = NULL. */
 typedef struct sk_order_row {
@@ -125,6 +120,38 @@ typedef struct sk_release_res {
 sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t *order,
                         const char *by, int64_t expire_extra_ms, sk_release_res_t *res,
                         char *errstr, size_t errstr_size);
+
+/** Which step of sk_order_finish failed. */
+typedef enum {
+        SK_FINISH_OK = 0,       /* both steps done */
+        SK_FINISH_RELEASE,      /* release.lua failed: the reconciler releases it later */
+        SK_FINISH_CACHE_DEL,    /* released (or nothing to release); the cache DEL failed */
+} sk_finish_step_t;
+
+/** @brief "Finish an order" after the DB commit that paid or ended @p o (DESIGN.md 3,
+ *  13), the one sequence and retry policy of the front's pay/cancel and the consumer's
+ *  closer: release.lua by @p by ("cancel", "close"; NULL for a payment: no release),
+ *  then DEL of the order cache. Each step is tried at most twice (both are idempotent:
+ *  T:x, DEL); an SK_EAGAIN or SK_EUNKNOWN answer closes *@p r, and a missing connection
+ *  is opened first with @p url (borrowed) and @p timeout_ms. *@p r is the caller's
+ *  connection slot (owned by the caller; may be replaced or left NULL). @p res receives
+ *  release.lua's answer (zeroed when not run); *@p failed the failing step.
+ *  @returns SK_OK, or the last error of the failing step with the reason in errstr.
+ *  Not thread-safe per slot. */
+sk_err_t sk_order_finish(sk_redis_t **r, const sk_redis_url_t *url, int timeout_ms,
+                         const char *prefix, const sk_order_row_t *o, const char *by,
+                         int64_t expire_extra_ms, sk_release_res_t *res, sk_finish_step_t *failed,
+                         char *errstr, size_t errstr_size);
+
+/** @brief The pending-release check (DESIGN.md 13): which of the ended orders' traces
+ *  @p trace_ids[0..n) lack their release record `T:x` in the trace hash @p k_trace (the
+ *  hash of the orders' bucket j; borrowed). HMGET in chunks of 200 fields;
+ *  @p pending[i] (caller's array of @p n bytes) = 1 when trace_ids[i] has no `T:x`,
+ *  else 0 (all 0 on a reply that is not an array). Reads only.
+ *  @returns SK_OK, or the Redis error of a chunk (pending[] of later chunks stays 0).
+ *  Not thread-safe per @p r. */
+sk_err_t sk_release_pending(sk_redis_t *r, const char *k_trace, const int64_t *trace_ids,
+                            size_t n, unsigned char *pending, char *errstr, size_t errstr_size);
 
 /** @brief For a rebuild (DESIGN.md 8, 13), in its snapshot (the voucher row locked,
  *  before Redis stock is set from the DB): write `T:x` {"by":"rebuild","restored":0} for

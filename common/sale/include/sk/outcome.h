@@ -9,9 +9,8 @@
 #include "sk/db.h"
 #include "sk/redis.h"
 #include "sk/msg.h"
+#include "sk/model.h"
 #include "sk/reason.h"
-
-typedef enum { SK_OUTCOME_CREATED = 1, SK_OUTCOME_FAILED = 2 } sk_outcome_kind_t;
 
 
 typedef struct sk_outcome {

@@ -87,18 +87,6 @@ typedef struct sk_claim_rec {
 } sk_claim_rec_t;
 void sk_claim_parse(const char *json, sk_claim_rec_t *out);
 
-/** @brief Row callback of sk_traceset_rows: @p cols[0..ncols) are the row's values,
- *  @p nulls[i] non-zero for a NULL (value 0). Return 0 to continue, non-zero to stop. */
-typedef int (*sk_rows_cb)(void *arg, const int64_t *cols, const int *nulls, int ncols);
-
-/** @brief Prepare @p sql (placeholders bound to @p params[0..nparams), each a BIGINT as
- *  MYSQL_TYPE_LONGLONG), execute it and call @p cb for each row; every column (at most
- *  16) is read as a signed 64-bit integer. A helper for the small reads of the
- *  reconciler and of verify.
- *  @returns SK_OK, SK_EINVAL for bad arguments, or the classified DB error. */
-sk_err_t sk_traceset_rows(sk_db_t *db, const char *sql, const int64_t *params, int nparams,
-                          int ncols, sk_rows_cb cb, void *arg, char *errstr, size_t errstr_size);
-
 /** @brief Run @p sql_head followed by "(?, ...)" for the @p n ids (batches of prepared
  *  statements, each id a BIGINT bound as MYSQL_TYPE_LONGLONG; a short last batch
  *  repeats its last id), e.g. "UPDATE t SET c = 4 WHERE trace_id IN ". Each batch is
