@@ -15,8 +15,15 @@
  * key prefix, database, topic and group so tests never disturb each other. */
 #pragma once
 #include <check.h>
+#include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "sk/conf.h"
 #include "sk/redis.h"
 
@@ -51,7 +58,10 @@ redisReply *sk_test_vcmd(sk_redis_t *r, const char *fmt, va_list ap);
 
 #include "sk/clock.h"
 #include "sk/ids.h"
+#include "sk/kafka.h"
 #include "sk/keys.h"
+#include "sk/outcome.h"
+#include "sk/scripts.h"
 #include "sk_test_fix.h"
 #include "sk_test_sql.h"
 #include "sk_test_voucher.h"

@@ -1,5 +1,7 @@
 /* sk_test_bin.c: the binaries under test as children (sk_test_bin.h). */
+#include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "sk_test.h"
 
@@ -66,4 +68,24 @@ int sk_test_admin(const sk_conf_t *conf, const char *const *args)
                                                       .args = args });
 
         return sk_test_wait_exit(pid, 120);
+}
+
+void sk_test_reconcile_lock(char *buf, size_t size, int fitted)
+{
+        char name[256];
+        uint64_t h = UINT64_C(14695981039346656037);
+        size_t len;
+
+        snprintf(name, sizeof(name), "seckill:reconcile:%s:%s", sk_test_fx.conf.mysql.database,
+                 sk_test_fx.conf.redis_prefix);
+        len = strlen(name);
+        if (!fitted || len <= 64) {
+                snprintf(buf, size, "%s", name);
+                return;
+        }
+        for (size_t i = 0; i < len; i++) {
+                h ^= (unsigned char)name[i];
+                h *= UINT64_C(1099511628211);
+        }
+        snprintf(buf, size, "%.47s:%016" PRIx64, name, h);
 }

@@ -127,12 +127,17 @@ int sk_test_user_is(int64_t vid, int64_t uid, int64_t trace)
         return is;
 }
 
-int sk_test_fenced(int64_t vid, int64_t trace)
+int sk_test_trace_field(int64_t vid, int64_t trace, char suffix)
 {
         char f[48];
 
-        sk_field_trace(f, trace, 'r');
+        sk_field_trace(f, trace, suffix);
         return hexists(vid, SK_KEY_TRACE, f);
+}
+
+int sk_test_fenced(int64_t vid, int64_t trace)
+{
+        return sk_test_trace_field(vid, trace, 'r');
 }
 
 /* The snapshot walk: "key|ttl-flag|hex(DUMP)" per key, no duplicates. */

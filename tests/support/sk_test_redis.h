@@ -31,6 +31,9 @@ long long sk_test_stock(const sk_conf_t *conf, sk_redis_t *r, int64_t vid);
 int sk_test_has_user(int64_t vid, int64_t uid);
 /** @brief 1 if bucket 0's users hash maps @p uid to trace @p trace (fixture). */
 int sk_test_user_is(int64_t vid, int64_t uid, int64_t trace);
+/** @brief 1 if bucket 0's trace hash of @p vid holds field T:@p suffix of @p trace
+ *  (sk_field_trace: 'r' fence, 'c' claim...). */
+int sk_test_trace_field(int64_t vid, int64_t trace, char suffix);
 /** @brief 1 if bucket 0's trace hash of @p vid holds the fence T:r of @p trace. */
 int sk_test_fenced(int64_t vid, int64_t trace);
 /** @brief Every voucher key under @p conf's prefix ("key|ttl-flag|hex(DUMP)" lines,
