@@ -41,38 +41,17 @@ static void key(char *buf, int64_t vid, int b, sk_key_kind_t kind)
 }
 
 /* Voucher with NB buckets of DB stock @p db[b] each and Redis stock @p redis[b], laid
- * out as preheat does (meta, stock, users and trace with "_"). The voucher row's stock
- * is bucket 0's. */
+ * out as preheat does (meta, stock, users and trace with "_"). */
 static int64_t bucket_voucher(const int64_t *db, const int64_t *redis)
 {
-        char k[SK_KEY_MAX], v[64], begin[32], end[32], sql[512], errstr[512] = "";
-        int64_t vid = sk_test_rand_id(), now = sk_now_ms();
+        long long dbs[NB], rs[NB];
 
-        snprintf(sql, sizeof(sql),
-                 "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, buckets,"
-                 " begin_time, end_time, status) VALUES (%" PRId64 ", 100, %d,"
-                 " UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, UTC_TIMESTAMP(3) + INTERVAL 1 HOUR, 1)",
-                 vid, NB);
-        ck_assert_msg(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
-        snprintf(begin, sizeof(begin), "%" PRId64, now - 3600000);
-        snprintf(end, sizeof(end), "%" PRId64, now + 3600000);
         for (int b = 0; b < NB; b++) {
-                snprintf(sql, sizeof(sql), "INSERT INTO tb_seckill_stock (voucher_id, bucket,"
-                         " init_stock, stock) VALUES (%" PRId64 ", %d, 25, %" PRId64 ")", vid, b,
-                         db[b]);
-                ck_assert_msg(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
-                key(k, vid, b, SK_KEY_META);
-                cmd("HSET %s begin_ms %s end_ms %s", k, begin, end);
-                cmd("HSET %s status 1 buckets %s%s", k, "4", "");
-                key(k, vid, b, SK_KEY_STOCK);
-                snprintf(v, sizeof(v), "%" PRId64, redis[b]);
-                cmd("SET %s %s%s", k, v, "");
-                key(k, vid, b, SK_KEY_USERS);
-                cmd("HSET %s _ %s%s", k, "", "");
-                key(k, vid, b, SK_KEY_TRACE);
-                cmd("HSET %s _ %s%s", k, "", "");
+                dbs[b] = db[b];
+                rs[b] = redis[b];
         }
-        return vid;
+        return sk_test_voucher(&(sk_test_voucher_t){ .buckets = NB, .stocks = rs, .init_stock = 100,
+                                                     .db_stocks = dbs, .status = 1, .db_status = 1 });
 }
 
 /* The DEDUCT entry of T (one unit, from bucket @p b, home @p h) written into bucket b. */
@@ -412,7 +391,9 @@ int main(void)
         TCase *tc = tcase_create("buckets");
         int rc;
 
-        sk_test_fix_setup("recon_buckets", &(sk_test_fix_opts_t){ .partitions = 2, .delivery_timeout_ms = 500, .lock_wait_s = 5 });
+        sk_test_fix_setup("recon_buckets", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                                  .delivery_timeout_ms = 500,
+                                                                  .lock_wait_s = 5 });
         tcase_set_timeout(tc, 280);
         tcase_add_test(tc, drift_by_direction); /* first: nothing in the topic yet */
         tcase_add_test(tc, repairs_across_buckets);
