@@ -34,10 +34,9 @@ void sk_test_topo_up(const char *which, const char *env_var, const char *def_url
 /** @brief A direct connection to one node (inspection and steering only), 5 s
  *  timeouts; fails the test if none. Owned: redisFree. */
 redisContext *sk_test_node(const char *host, int port);
-/** @brief A command on a direct connection; fails the test on no reply or an error
- *  reply. @returns the reply (owned: freeReplyObject). */
-redisReply *sk_test_node_cmd(redisContext *c, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
+/** @brief A command on a direct connection (hiredis format: %s, %d, %b...); fails the
+ *  test on no reply or an error reply. @returns the reply (owned: freeReplyObject). */
+redisReply *sk_test_node_cmd(redisContext *c, const char *fmt, ...);
 /** @brief The port of @p slot's master per CLUSTER SLOTS on @p c (-1 if unknown); its
  *  first replica's port into *@p replica_port (-1: none) when not NULL. */
 int sk_test_slot_owner(redisContext *c, int slot, int *replica_port);
