@@ -108,7 +108,10 @@ START_TEST(big_users_hash_is_written_in_chunks)
         char errstr[512] = "", sql[512], stock[SK_KEY_MAX], users[SK_KEY_MAX], other[SK_KEY_MAX];
         char val[64];
         sk_rebuild_report_t rep;
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = BUYERS + 5000, .db_stock = 5000, .stock = -1, .db_status = 1 }), since_s = (int64_t)time(NULL);
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = BUYERS + 5000,
+                                                            .db_stock = 5000, .stock = -1,
+                                                            .db_status = 1 }),
+                                                            since_s = (int64_t)time(NULL);
         long long max_argc = 0;
         pthread_t th;
         sk_err_t err;
@@ -173,8 +176,9 @@ END_TEST
 
 static void setup(void)
 {
-        sk_test_fix_setup("rebuild_chunks", &(sk_test_fix_opts_t){ .partitions = 2, .delivery_timeout_ms = 2000,
-                                                               .lock_wait_s = 5 });
+        sk_test_fix_setup("rebuild_chunks", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                                   .delivery_timeout_ms = 2000,
+                                                                   .lock_wait_s = 5 });
 }
 
 int main(void)

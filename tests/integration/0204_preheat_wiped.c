@@ -29,7 +29,8 @@ START_TEST(preheat_of_a_wiped_voucher_with_purchases_in_flight)
 {
         char errstr[512] = "", json[SK_MSG_MAX], key[32], stock[SK_KEY_MAX], val[64];
         sk_rebuild_report_t rep;
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 10, .db_stock = 10, .stock = -1, .db_status = 1 });
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 10, .db_stock = 10,
+                                                            .stock = -1, .db_status = 1 });
         sk_err_t err;
 
         sk_test_key(stock, vid, SK_KEY_STOCK);
@@ -51,7 +52,8 @@ START_TEST(preheat_of_a_wiped_voucher_with_purchases_in_flight)
         /* A new voucher: V's message on the partitions is not one of its purchases, so
          * its first preheat is a plain one (another voucher's backlog never makes it a
          * rebuild). */
-        vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 3, .db_stock = 3, .stock = -1, .db_status = 1 });
+        vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 3, .db_stock = 3, .stock = -1,
+                                                    .db_status = 1 });
         err = sk_voucher_preheat(&sk_test_fx.conf, vid, 3000, &rep, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_OK && rep.rebuilt == 0, "new voucher: %d %s", err, errstr);
         sk_test_key(stock, vid, SK_KEY_STOCK);
@@ -64,7 +66,12 @@ START_TEST(preheat_with_outcome_rows_is_a_rebuild)
 {
         char errstr[512] = "", sql[512], stock[SK_KEY_MAX], val[64];
         sk_rebuild_report_t rep;
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 10, .db_stock = 10, .stock = -1, .db_status = 1 }), fresh = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 7, .db_stock = 7, .stock = -1, .db_status = 1 });
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 10, .db_stock = 10,
+                                                            .stock = -1, .db_status = 1 }),
+                                                            fresh = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 7,
+                                                                                                          .db_stock = 7,
+                                                                                                          .stock = -1,
+                                                                                                          .db_status = 1 });
         sk_err_t err;
 
         /* A decided purchase of V (FAILED: the DB stock did not move), no Redis keys. */
@@ -91,8 +98,9 @@ END_TEST
 
 static void setup(void)
 {
-        sk_test_fix_setup("preheat_wiped", &(sk_test_fix_opts_t){ .partitions = 2, .delivery_timeout_ms = 2000,
-                                                               .lock_wait_s = 5 });
+        sk_test_fix_setup("preheat_wiped", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                                  .delivery_timeout_ms = 2000,
+                                                                  .lock_wait_s = 5 });
 }
 
 int main(void)

@@ -37,7 +37,7 @@ START_TEST(duplicate_message_one_order)
         char json[SK_MSG_MAX], json2[SK_MSG_MAX];
 
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
         sk_test_produce(vid, json);
         sk_test_produce(vid, json);
@@ -90,8 +90,8 @@ START_TEST(batch_of_10_with_7_left)
         int i, created = 0, failed = 0, released = 0;
 
         /* Redis admitted 10 (stock 13 -> 3) while the DB has only 7 units. */
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 20, .db_stock = 7, .stock = 13,
-                                               .status = 1, .db_status = 1 });
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 20, .db_stock = 7,
+                                              .stock = 13, .status = 1, .db_status = 1 });
         for (i = 0; i < 10; i++)
                 ck_assert_int_eq(sk_test_deduct(vid, sk_test_rand_id(), 0, 0, &m[i], json[i]), 0);
         for (i = 0; i < 10; i++)
@@ -141,7 +141,7 @@ START_TEST(has_order_restores_and_keeps_user)
 
         /* The user already holds an order in the DB (Redis does not know). */
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 4, .stock = 4,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         sk_test_exec("INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status) VALUES "
                 "(%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", 1)", old_order, uid, vid, t0);
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
@@ -170,7 +170,7 @@ START_TEST(fenced_trace_fails_front_rollback)
         sk_rollback_res_t res;
 
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
         /* The front gave up first (e.g. NOT_PERSISTED) and fenced the trace. */
         ck_assert_int_eq(sk_rollback_run(sk_test_fx.r, sk_test_fx.conf.redis_prefix, vid, 0, m.trace_id, uid, "front",
@@ -195,7 +195,7 @@ START_TEST(failed_outcome_means_no_order)
         char json[SK_MSG_MAX], errstr[512] = "";
 
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
         /* The reconciler already gave up on it (lost). */
         ck_assert_int_eq(sk_outcome_fail(sk_test_fx.db, &m, SK_REASON_LOST, "test", &existing, errstr, sizeof(errstr)), SK_OK);
@@ -219,7 +219,7 @@ START_TEST(db_stock_zero_clamps_redis)
         char json[SK_MSG_MAX];
 
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 0, .stock = 2,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
         ck_assert_int_eq(sk_test_stock(NULL, NULL, vid), 1);
         sk_test_produce(vid, json);
@@ -243,7 +243,7 @@ START_TEST(poison_goes_to_dlq_and_worker_continues)
         int n, i, saw_json = 0, saw_id = 0;
 
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         ck_assert_int_eq(sk_test_deduct(vid, sk_test_rand_id(), 0, 0, &m, json), 0);
         snprintf(bad_id, sizeof(bad_id),
                  "{\"traceId\":\"0123\",\"orderId\":\"1\",\"userId\":\"1\",\"voucherId\":\"%" PRId64 "\","
@@ -280,7 +280,7 @@ START_TEST(collision_goes_to_dlq)
         int n, i, found = 0;
 
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         ck_assert_int_eq(sk_test_deduct(vid, ua, sk_test_rand_id(), order, &a, ja), 0);
         ck_assert_int_eq(sk_test_deduct(vid, ub, sk_test_rand_id(), order, &b, jb), 0); /* same orderId */
         sk_test_produce(vid, ja);
@@ -312,7 +312,7 @@ START_TEST(other_db_error_retried_then_dlq)
          * mode) on every attempt. Retried --max-db-retries times, then DLQ with the
          * error; no outcome, no Redis change; the next message is applied. */
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
         m.before_qty = 3000000000LL;
         m.after_qty = m.before_qty - m.deduct_qty;

@@ -53,8 +53,8 @@ static void crash_and_restart(const char *failpoint, int expect_outcomes_after_c
         pid_t pid;
         int status, i;
 
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 10, .db_stock = 10, .stock = 10,
-                                               .status = 1, .db_status = 1 });
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 10, .db_stock = 10,
+                                              .stock = 10, .status = 1, .db_status = 1 });
         for (i = 0; i < 3; i++) {
                 ck_assert_int_eq(sk_test_deduct(vid, sk_test_rand_id(), 0, 0, &m[i], json[i]), 0);
                 sk_test_produce_async(vid, json[i], strlen(json[i]));
@@ -120,7 +120,7 @@ START_TEST(before_rollback_exit)
         int status;
 
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 4, .stock = 4,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         sk_test_exec("INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status) VALUES "
                 "(%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", 1)", sk_test_rand_id(), uid, vid,
                 t0);
@@ -158,7 +158,7 @@ START_TEST(two_consumers_same_message)
         /* Both groups start from the end of what earlier cases produced... they read
          * from the beginning (new groups): every earlier message is a duplicate too. */
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
         sk_test_produce(vid, json);
         snprintf(g1, sizeof(g1), "%s-a", sk_test_fx.conf.group_id);

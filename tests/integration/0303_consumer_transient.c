@@ -24,7 +24,7 @@ START_TEST(lock_wait_then_applied)
         int status;
 
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         pid = sk_test_consumer_start(&(sk_test_spawn_t){ 0 }, 1);
         locker = sk_test_lock_voucher(vid);
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
@@ -63,9 +63,9 @@ START_TEST(b_between_a_survives_kill)
         int status;
 
         sk_test_voucher(&(sk_test_voucher_t){ .vid = va, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vb, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         ck_assert_int_eq(sk_test_deduct(va, sk_test_rand_id(), 0, 0, &a1, j1), 0);
         ck_assert_int_eq(sk_test_deduct(vb, sk_test_rand_id(), 0, 0, &b, jb), 0);
         ck_assert_int_eq(sk_test_deduct(va, sk_test_rand_id(), 0, 0, &a2, j2), 0);
@@ -121,9 +121,9 @@ START_TEST(sigterm_while_retrying_keeps_offset)
         /* As above, but a graceful stop (SIGTERM) while B is retrying: the process
          * exits 0 after its final commit, which must not pass B either. */
         sk_test_voucher(&(sk_test_voucher_t){ .vid = va, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vb, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         ck_assert_int_eq(sk_test_deduct(va, sk_test_rand_id(), 0, 0, &a1, j1), 0);
         ck_assert_int_eq(sk_test_deduct(vb, sk_test_rand_id(), 0, 0, &b, jb), 0);
         ck_assert_int_eq(sk_test_deduct(va, sk_test_rand_id(), 0, 0, &a2, j2), 0);

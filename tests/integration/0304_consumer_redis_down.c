@@ -82,7 +82,7 @@ START_TEST(redis_down_then_back)
         int status;
 
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
         pid = sk_test_consumer_start(&(sk_test_spawn_t){ 0 }, 1);
 
@@ -92,8 +92,8 @@ START_TEST(redis_down_then_back)
         ck_assert_int_eq(sk_test_wait_i64(WAIT_S, 1, sql), 1);
 
         /* Redis goes away: the next purchase waits, undecided. */
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid2, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid2, .init_stock = 5, .db_stock = 5,
+                                              .stock = 5, .status = 1, .db_status = 1 });
         ck_assert_int_eq(sk_test_deduct(vid2, sk_test_rand_id(), 0, 0, &m2, json2), 0);
         stop_redis();
         sk_test_produce(vid2, json2);
@@ -114,8 +114,8 @@ START_TEST(redis_down_then_back)
                 sk_order_msg_t m3;
                 char j3[SK_MSG_MAX];
 
-                sk_test_voucher(&(sk_test_voucher_t){ .vid = v3, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+                sk_test_voucher(&(sk_test_voucher_t){ .vid = v3, .init_stock = 5, .db_stock = 5,
+                                                      .stock = 5, .status = 1, .db_status = 1 });
                 ck_assert_int_eq(sk_test_deduct(v3, sk_test_rand_id(), 0, 0, &m3, j3), 0);
                 freeReplyObject(sk_test_cmd(sk_test_fx.r, "SCRIPT FLUSH"));
                 sk_test_produce(v3, j3);

@@ -62,8 +62,8 @@ START_TEST(redriven_backlog_keeps_the_batch)
         pid_t pid;
         int i;
 
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 20, .db_stock = 20, .stock = 20,
-                                               .status = 1, .db_status = 1 });
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 20, .db_stock = 20,
+                                              .stock = 20, .status = 1, .db_status = 1 });
         for (i = 0; i < 10; i++)
                 ck_assert_int_eq(sk_test_deduct(vid, sk_test_rand_id(), 0, 0, &m[i], json[i]), 0);
         pid = sk_test_consumer_start(&(sk_test_spawn_t){ .args = consumer_flags() }, 1);
@@ -116,7 +116,7 @@ START_TEST(deduct_qty_2_is_poison)
         int got;
 
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         memset(&m, 0, sizeof(m));
         m.trace_id = sk_test_rand_id();
         m.order_id = sk_test_rand_id();

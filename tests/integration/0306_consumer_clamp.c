@@ -28,7 +28,7 @@ START_TEST(clamp_read_retried)
         pid_t pid;
 
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 0, .stock = 2,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
         ck_assert_int_eq(sk_test_stock(NULL, NULL, vid), 1);
         pid = sk_test_consumer_start(&(sk_test_spawn_t){ .failpoints = "consumer.clamp_read=3*error" }, 1);
@@ -51,7 +51,7 @@ START_TEST(clamp_never_read_writes_no_fence)
         pid_t pid;
 
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 0, .stock = 3,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
         ck_assert_int_eq(sk_test_deduct(vid, sk_test_rand_id(), 0, 0, &later, json2), 0);
         ck_assert_int_eq(sk_test_stock(NULL, NULL, vid), 1);

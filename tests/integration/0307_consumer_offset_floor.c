@@ -60,9 +60,9 @@ START_TEST(committed_offset_never_moves_back)
         int status;
 
         sk_test_voucher(&(sk_test_voucher_t){ .vid = va, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vb, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                               .status = 1, .db_status = 1 });
+                                              .status = 1, .db_status = 1 });
         ck_assert_int_eq(sk_test_deduct(va, sk_test_rand_id(), 0, 0, &a, ja), 0);
         ck_assert_int_eq(sk_test_deduct(vb, sk_test_rand_id(), 0, 0, &b1, jb1), 0);
         ck_assert_int_eq(sk_test_deduct(vb, sk_test_rand_id(), 0, 0, &b2, jb2), 0);

@@ -14,7 +14,10 @@ static const char *const ARGS_FAST[] = { "--grace-seconds", "1", "--max-redrive"
 START_TEST(redrive_with_consumer)
 {
         char out[65536];
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), user = sk_test_rand_id(), order = 0, trace;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            user = sk_test_rand_id(), order = 0,
+                                                            trace;
         pid_t cons;
         int rc;
 
@@ -46,7 +49,9 @@ END_TEST
 START_TEST(consumers_absent_never_roll_back)
 {
         char out[65536];
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), user = sk_test_rand_id(), trace;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            user = sk_test_rand_id(), trace;
         int64_t t0;
         int rc, passes = 0, saw_wait = 0;
         pid_t cons;
@@ -92,7 +97,9 @@ int main(void)
         TCase *tc = tcase_create("redrive");
         int rc;
 
-        sk_test_fix_setup("recon_redrive", &(sk_test_fix_opts_t){ .partitions = 2, .delivery_timeout_ms = 500, .lock_wait_s = 5 });
+        sk_test_fix_setup("recon_redrive", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                                  .delivery_timeout_ms = 500,
+                                                                  .lock_wait_s = 5 });
         tcase_set_timeout(tc, 240);
         tcase_add_test(tc, redrive_with_consumer);
         tcase_add_test(tc, consumers_absent_never_roll_back);

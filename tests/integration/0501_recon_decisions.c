@@ -30,7 +30,9 @@ START_TEST(sold_out_redrive)
 {
         char out[65536], vs[SK_ID_STRLEN];
         const char *args[] = { "--grace-seconds", "1", "--max-redrive", "2", "--json", "--voucher", vs, NULL };
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), user = sk_test_rand_id(), trace;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            user = sk_test_rand_id(), trace;
         pid_t cons;
         int rc;
 
@@ -77,7 +79,10 @@ START_TEST(failed_without_rollback_rolled_back_once)
         char out[65536], json1[SK_MSG_MAX], json2[SK_MSG_MAX], sql[256], errstr[256];
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", NULL, NULL };
         char vs[SK_ID_STRLEN];
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), u1 = sk_test_rand_id(), u2 = sk_test_rand_id(), t1, t2;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            u1 = sk_test_rand_id(),
+                                                            u2 = sk_test_rand_id(), t1, t2;
         int rc;
 
         sk_id_format(vid, vs);
@@ -122,7 +127,9 @@ START_TEST(front_fence_recorded)
 {
         char out[65536], vs[SK_ID_STRLEN], errstr[512] = "";
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", NULL, NULL };
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), user = sk_test_rand_id(), trace;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            user = sk_test_rand_id(), trace;
         sk_rollback_res_t res;
         int rc;
 
@@ -158,7 +165,8 @@ START_TEST(paused_meta_reset)
 {
         char out[65536], vs[SK_ID_STRLEN], key[SK_KEY_MAX], errstr[256];
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", NULL, NULL };
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 });
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 });
         redisReply *reply = NULL;
         int rc;
 
@@ -204,7 +212,9 @@ START_TEST(dlq_trace_never_counted)
 {
         char out[65536], vs[SK_ID_STRLEN], json[SK_MSG_MAX];
         const char *args[] = { "--grace-seconds", "1", "--max-redrive", "1", "--json", "--voucher", NULL, NULL };
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), user = sk_test_rand_id(), trace;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            user = sk_test_rand_id(), trace;
         char *msgs[1] = { json };
         sk_conf_t dlq_conf;
         int rc, pass;
@@ -297,7 +307,9 @@ START_TEST(redrives_exhausted_lost)
 {
         char out[65536], vs[SK_ID_STRLEN];
         const char *args[] = { "--grace-seconds", "1", "--max-redrive", "2", "--json", "--voucher", vs, NULL };
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), user = sk_test_rand_id(), trace;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            user = sk_test_rand_id(), trace;
         int rc;
 
         sk_id_format(vid, vs);
@@ -339,7 +351,9 @@ START_TEST(outcome_collision_reported)
 {
         char out[65536], vs[SK_ID_STRLEN], sql[512], errstr[512] = "";
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), user = sk_test_rand_id(), trace;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            user = sk_test_rand_id(), trace;
         int rc;
 
         sk_id_format(vid, vs);
@@ -364,7 +378,9 @@ int main(void)
         TCase *tc = tcase_create("decisions");
         int rc;
 
-        sk_test_fix_setup("recon_decide", &(sk_test_fix_opts_t){ .partitions = 2, .delivery_timeout_ms = 500, .lock_wait_s = 5 });
+        sk_test_fix_setup("recon_decide", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                                 .delivery_timeout_ms = 500,
+                                                                 .lock_wait_s = 5 });
         tcase_set_timeout(tc, 240);
         /* First: it commits offsets for the group, which needs a group without members. */
         tcase_add_test(tc, dlq_trace_never_counted);

@@ -9,7 +9,8 @@ START_TEST(lock_held_elsewhere_exits_0)
 {
         char out[65536], name[256], errstr[512] = "";
         const char *args[] = { "--grace-seconds", "1", NULL };
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), trace;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }), trace;
         sk_db_t *holder = sk_db_connect(&sk_test_fx.conf.mysql, 0, 5, errstr, sizeof(errstr));
         int rc;
 
@@ -35,7 +36,8 @@ START_TEST(two_at_once_one_works)
 {
         char out_a[65536], out_b[65536], vs[SK_ID_STRLEN];
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 });
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 });
         int fd_a = -1, rc_a, rc_b;
         pid_t a;
 
@@ -43,8 +45,7 @@ START_TEST(two_at_once_one_works)
         (void)sk_test_admit(vid, sk_test_rand_id(), NULL, NULL, NULL);
         sk_sleep_ms(1500, NULL);
         /* A sleeps 4 s after its re-drive, holding the lock; B starts meanwhile. */
-        a = sk_test_spawn(&(sk_test_spawn_t){ .bin = "seckill-reconciler", .args = args, .out_fd = &fd_a,
-                                                 .failpoints = "reconciler.after_redrive=sleep(4000)" });
+        a = sk_test_spawn(&(sk_test_spawn_t){ .bin = "seckill-reconciler", .args = args, .out_fd = &fd_a, .failpoints = "reconciler.after_redrive=sleep(4000)" });
         sk_sleep_ms(1500, NULL);
         rc_b = sk_test_reconcile(args, NULL, out_b, sizeof(out_b));
         sk_test_read_all(fd_a, out_a, sizeof(out_a), 120);
@@ -61,15 +62,16 @@ START_TEST(lost_lock_stops_the_run)
 {
         char out[65536], fitted[128], sql[256];
         const char *args[] = { "--grace-seconds", "1", "--json", NULL };
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), conn_id = -1, deadline;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            conn_id = -1, deadline;
         int fd = -1, rc;
         pid_t a;
 
         (void)sk_test_admit(vid, sk_test_rand_id(), NULL, NULL, NULL);
         sk_sleep_ms(1500, NULL);
         sk_test_reconcile_lock(fitted, sizeof(fitted), 1);
-        a = sk_test_spawn(&(sk_test_spawn_t){ .bin = "seckill-reconciler", .args = args, .out_fd = &fd,
-                                                 .failpoints = "reconciler.after_redrive=sleep(4000)" });
+        a = sk_test_spawn(&(sk_test_spawn_t){ .bin = "seckill-reconciler", .args = args, .out_fd = &fd, .failpoints = "reconciler.after_redrive=sleep(4000)" });
         deadline = sk_mono_ms() + 20000;
         while (conn_id <= 0 && sk_mono_ms() < deadline) {
                 conn_id = sk_test_i64("SELECT IFNULL(IS_USED_LOCK('%s'), 0)", fitted);
@@ -97,7 +99,9 @@ int main(void)
         TCase *tc = tcase_create("lock");
         int rc;
 
-        sk_test_fix_setup("recon_lock", &(sk_test_fix_opts_t){ .partitions = 2, .delivery_timeout_ms = 500, .lock_wait_s = 5 });
+        sk_test_fix_setup("recon_lock", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                               .delivery_timeout_ms = 500,
+                                                               .lock_wait_s = 5 });
         tcase_set_timeout(tc, 180);
         tcase_add_test(tc, lock_held_elsewhere_exits_0);
         tcase_add_test(tc, two_at_once_one_works);

@@ -133,7 +133,9 @@ int main(void)
         TCase *tc = tcase_create("big");
         int rc;
 
-        sk_test_fix_setup("recon_big", &(sk_test_fix_opts_t){ .partitions = 2, .delivery_timeout_ms = 500, .lock_wait_s = 5 });
+        sk_test_fix_setup("recon_big", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                              .delivery_timeout_ms = 500,
+                                                              .lock_wait_s = 5 });
         tcase_set_timeout(tc, 280);
         tcase_add_test(tc, fifty_thousand_entries);
         suite_add_tcase(s, tc);

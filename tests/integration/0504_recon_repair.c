@@ -40,7 +40,9 @@ START_TEST(repair_after_redis_wipe)
         char *msgs[3] = { json[0], json[1], json[2] };
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
         const char *args_repair[] = { "--grace-seconds", "1", "--json", "--repair", "--voucher", vs, NULL };
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), users[3], traces[3];
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            users[3], traces[3];
         sk_verify_report_t vr;
         pid_t cons;
         int i, rc;
@@ -99,7 +101,10 @@ START_TEST(created_but_restored)
         char out[65536], vs[SK_ID_STRLEN], json[SK_MSG_MAX], sql[1024], errstr[512] = "";
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
         const char *args_repair[] = { "--grace-seconds", "1", "--json", "--repair", "--voucher", vs, NULL };
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), user = sk_test_rand_id(), order = 0, trace;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            user = sk_test_rand_id(), order = 0,
+                                                            trace;
         sk_rollback_res_t res;
         sk_verify_report_t vr;
         int rc;
@@ -154,7 +159,9 @@ int main(void)
         TCase *tc = tcase_create("repair");
         int rc;
 
-        sk_test_fix_setup("recon_repair", &(sk_test_fix_opts_t){ .partitions = 2, .delivery_timeout_ms = 500, .lock_wait_s = 5 });
+        sk_test_fix_setup("recon_repair", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                                 .delivery_timeout_ms = 500,
+                                                                 .lock_wait_s = 5 });
         tcase_set_timeout(tc, 240);
         tcase_add_test(tc, repair_after_redis_wipe);
         tcase_add_test(tc, created_but_restored);

@@ -47,7 +47,9 @@ START_TEST(passes_during_traffic)
 {
         char out[65536], vs[SK_ID_STRLEN], errstr[512] = "";
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 100000, .db_stock = 100000, .db_status = 1, .preheat = 1 }), deadline;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 100000, .db_stock = 100000,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            deadline;
         sk_verify_report_t vr;
         pid_t cons, front;
         int rc, passes = 0, status = 0;
@@ -99,7 +101,9 @@ int main(void)
         TCase *tc = tcase_create("traffic");
         int rc;
 
-        sk_test_fix_setup("recon_traffic", &(sk_test_fix_opts_t){ .partitions = 2, .delivery_timeout_ms = 500, .lock_wait_s = 5 });
+        sk_test_fix_setup("recon_traffic", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                                  .delivery_timeout_ms = 500,
+                                                                  .lock_wait_s = 5 });
         tcase_set_timeout(tc, 200);
         tcase_add_test(tc, passes_during_traffic);
         suite_add_tcase(s, tc);

@@ -46,7 +46,9 @@ START_TEST(deleted_records_are_redriven)
         char out[65536], vs[SK_ID_STRLEN], json[2][SK_MSG_MAX];
         char *msgs[2] = { json[0], json[1] };
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), t[2], o[2];
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }), t[2],
+                                                            o[2];
         pid_t cons;
         int rc, i;
 
@@ -82,7 +84,9 @@ int main(void)
         TCase *tc = tcase_create("deleted");
         int rc;
 
-        sk_test_fix_setup("recon_deleted", &(sk_test_fix_opts_t){ .partitions = 2, .delivery_timeout_ms = 500, .lock_wait_s = 5 });
+        sk_test_fix_setup("recon_deleted", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                                  .delivery_timeout_ms = 500,
+                                                                  .lock_wait_s = 5 });
         tcase_set_timeout(tc, 180);
         tcase_add_test(tc, deleted_records_are_redriven);
         suite_add_tcase(s, tc);

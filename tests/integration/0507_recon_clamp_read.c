@@ -47,7 +47,9 @@ START_TEST(read_failing_once_is_retried)
 {
         char out[65536], vs[SK_ID_STRLEN];
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), user = sk_test_rand_id(), trace;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            user = sk_test_rand_id(), trace;
         int rc;
 
         sk_id_format(vid, vs);
@@ -66,7 +68,9 @@ START_TEST(read_failing_always_writes_no_fence)
 {
         char out[65536], vs[SK_ID_STRLEN];
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), user = sk_test_rand_id(), trace;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            user = sk_test_rand_id(), trace;
         int rc;
 
         sk_id_format(vid, vs);
@@ -95,7 +99,9 @@ int main(void)
         TCase *tc = tcase_create("clamp");
         int rc;
 
-        sk_test_fix_setup("recon_clamp", &(sk_test_fix_opts_t){ .partitions = 2, .delivery_timeout_ms = 500, .lock_wait_s = 5 });
+        sk_test_fix_setup("recon_clamp", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                                .delivery_timeout_ms = 500,
+                                                                .lock_wait_s = 5 });
         tcase_set_timeout(tc, 180);
         tcase_add_test(tc, read_failing_once_is_retried);
         tcase_add_test(tc, read_failing_always_writes_no_fence);

@@ -41,7 +41,8 @@ static void warm_up(void)
 {
         char out[65536], vs[SK_ID_STRLEN];
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 1, .db_stock = 1, .db_status = 1, .preheat = 1 });
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 1, .db_stock = 1,
+                                                            .db_status = 1, .preheat = 1 });
         int i;
 
         sk_id_format(vid, vs);
@@ -60,7 +61,9 @@ START_TEST(lost_lock_mid_pass_acts_no_more)
 {
         char out_a[65536], out_b[65536], vs[SK_ID_STRLEN], fitted[128], sql[256], errstr[256];
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 10, .db_stock = 10, .db_status = 1, .preheat = 1 }), traces[3], conn_id = -1, deadline;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 10, .db_stock = 10,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            traces[3], conn_id = -1, deadline;
         sk_claim_rec_t c;
         int fd = -1, rc_a, rc_b, i;
         pid_t a;
@@ -71,8 +74,7 @@ START_TEST(lost_lock_mid_pass_acts_no_more)
                 traces[i] = sk_test_admit(vid, sk_test_rand_id(), NULL, NULL, NULL);
         sk_sleep_ms(1500, NULL);
         sk_test_reconcile_lock(fitted, sizeof(fitted), 1);
-        a = sk_test_spawn(&(sk_test_spawn_t){ .bin = "seckill-reconciler", .args = args, .out_fd = &fd,
-                                                 .failpoints = "reconciler.after_redrive=1*sleep(8000)" });
+        a = sk_test_spawn(&(sk_test_spawn_t){ .bin = "seckill-reconciler", .args = args, .out_fd = &fd, .failpoints = "reconciler.after_redrive=1*sleep(8000)" });
         /* A is inside the sleep once it recorded its first re-drive. */
         deadline = sk_mono_ms() + 60000;
         while (sent_count(vid, traces, 3) < 1 && sk_mono_ms() < deadline)
@@ -109,7 +111,9 @@ int main(void)
         TCase *tc = tcase_create("lock");
         int rc;
 
-        sk_test_fix_setup("recon_lockmid", &(sk_test_fix_opts_t){ .partitions = 2, .delivery_timeout_ms = 500, .lock_wait_s = 5 });
+        sk_test_fix_setup("recon_lockmid", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                                  .delivery_timeout_ms = 500,
+                                                                  .lock_wait_s = 5 });
         tcase_set_timeout(tc, 180);
         tcase_add_test(tc, lost_lock_mid_pass_acts_no_more);
         suite_add_tcase(s, tc);

@@ -36,7 +36,9 @@ static void set_stock(int64_t vid, int64_t stock)
 START_TEST(records_then_rolls_back)
 {
         char json[SK_MSG_MAX], errstr[512] = "";
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), user = sk_test_rand_id(), trace;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            user = sk_test_rand_id(), trace;
         sk_order_msg_t msg;
         sk_decider_t d;
         sk_decision_t dec;
@@ -65,7 +67,9 @@ END_TEST
 START_TEST(created_followed_collision_refused)
 {
         char json[SK_MSG_MAX], errstr[512] = "", sql[512];
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), user = sk_test_rand_id(), trace;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            user = sk_test_rand_id(), trace;
         sk_order_msg_t msg, other;
         sk_decider_t d;
         sk_decision_t dec;
@@ -125,7 +129,10 @@ static void *restock_thread(void *arg)
 START_TEST(sold_out_clamp_holds_the_stock_row)
 {
         char json[SK_MSG_MAX], errstr[512] = "";
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), user = sk_test_rand_id(), trace, rolled_ms;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            user = sk_test_rand_id(), trace,
+                                                            rolled_ms;
         sk_order_msg_t msg;
         sk_decider_t d;
         sk_decision_t dec;
@@ -182,7 +189,9 @@ static int say_stop(void *arg)
 START_TEST(unreadable_stock_or_stop_writes_nothing)
 {
         char json[SK_MSG_MAX], errstr[512] = "";
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5, .db_status = 1, .preheat = 1 }), user = sk_test_rand_id(), trace;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            user = sk_test_rand_id(), trace;
         sk_order_msg_t msg;
         sk_decider_t d;
         sk_decision_t dec;
@@ -216,7 +225,9 @@ int main(void)
         TCase *tc = tcase_create("decide");
         int rc;
 
-        sk_test_fix_setup("decide", &(sk_test_fix_opts_t){ .partitions = 2, .delivery_timeout_ms = 500, .lock_wait_s = 5 });
+        sk_test_fix_setup("decide", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                           .delivery_timeout_ms = 500,
+                                                           .lock_wait_s = 5 });
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, records_then_rolls_back);
         tcase_add_test(tc, created_followed_collision_refused);
