@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0300_redis_restart.sh: a private Redis (own redis-server on a spare port, no
+# 0180_redis_restart.sh: a private Redis (own redis-server on a spare port, no
 # persistence) is killed and restarted empty in the middle of a sale (DESIGN.md 8
 # "Redis lost data": meta missing -> 503, not 10004; --repair rebuilds stock and users
 # from the DB). Afterwards the sale goes on and sells out exactly; every 202 is

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0301_redis_script_flush.sh: SCRIPT FLUSH on a private Redis, three times in the middle
+# 0181_redis_script_flush.sh: SCRIPT FLUSH on a private Redis, three times in the middle
 # of a sale (DESIGN.md 4: EVALSHA, NOSCRIPT -> SCRIPT LOAD and retry once). The sale
 # goes on, sells out exactly, every 202 is accounted for and Redis = DB.
 # fault: SCRIPT FLUSH three times mid-sale (private Redis)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0302_redis_freeze.sh: a private Redis is frozen (SIGSTOP) for 4 s in the middle of a
+# 0182_redis_freeze.sh: a private Redis is frozen (SIGSTOP) for 4 s in the middle of a
 # sale, past the front's 1 s command timeout and the consumer's 2 s, then resumed
 # (SIGCONT) with every pending command still executing. DESIGN.md 8 "Redis timeout or
 # I/O error during deduct: outcome unknown: repeat the same EVALSHA (same traceId) on a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0303_redis_drift_business_failures.sh: Redis drifts from the DB (10 units too many in
+# 0183_redis_drift_business_failures.sh: Redis drifts from the DB (10 units too many in
 # the stock, 5 buyers missing from the users hash), so the front admits purchases the DB
 # must refuse: sold_out (no stock left in the DB) and has_order (the buyer already has
 # an order). DESIGN.md 7-8: the consumer records FAILED first, then runs rollback.lua

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0310_redis_sentinel_lagging_failover.sh: DESIGN.md 8 "failover to a lagging replica".
+# 0190_redis_sentinel_lagging_failover.sh: DESIGN.md 8 "failover to a lagging replica".
 # A private Sentinel group (lib_redis_topo.sh: master, replica, three Sentinels) serves a
 # sale. Mid-sale the replica is cut off its master (the master refuses its replication
 # login; both keep running) while purchases go on being admitted on the master alone:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0311_redis_cluster_master_killed.sh: DESIGN.md 4b, 8 "Cluster MOVED / ASK / TRYAGAIN /
+# 0191_redis_cluster_master_killed.sh: DESIGN.md 4b, 8 "Cluster MOVED / ASK / TRYAGAIN /
 # CLUSTERDOWN" and "failover to a lagging replica". A sale runs on a private Redis Cluster
 # (lib_redis_topo.sh: 3 masters + 3 replicas, cluster-node-timeout 3 s,
 # min-replicas-to-write 1) with a 4-bucket voucher. Mid-sale the master serving the slot of

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0312_redis_fence_unacknowledged.sh: DESIGN.md 4b, last rule: "After rollback.lua mode
+# 0192_redis_fence_unacknowledged.sh: DESIGN.md 4b, last rule: "After rollback.lua mode
 # front on a master that has replicas, the front runs WAIT 1 100; if no replica
 # acknowledged, it answers state PENDING, not FAILED (a failover could lose the fence)."
 # A private Sentinel group (lib_redis_topo.sh). The front's deliveries are reported

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0313_redis_cluster_slot_migration.sh: DESIGN.md 4b "Resharding the slots of a voucher
+# 0193_redis_cluster_slot_migration.sh: DESIGN.md 4b "Resharding the slots of a voucher
 # that is on sale is supported only as '503 while the slot moves, invariants hold'" and 8
 # "Cluster MOVED / ASK / TRYAGAIN / CLUSTERDOWN: a script refused with TRYAGAIN did not
 # run; a redirect never changes the traceId". A sale runs on a private Redis Cluster

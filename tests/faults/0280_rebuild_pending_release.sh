@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0901_rebuild_pending_release.sh: a rebuild meets closed orders whose Redis release a
+# 0280_rebuild_pending_release.sh: a rebuild meets closed orders whose Redis release a
 # crash left undone (consumer killed at closer.after_db_commit, DESIGN.md 8 "rebuild", 13).
 # The rebuild sets Redis stock from the DB (which counts the released units) and records a
 # `T:x` (by rebuild) for each pending release, so the reconciler's later release gives

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0902_add_stock_mid_sale.sh: `seckill-admin voucher add-stock` while a crowd buys a
+# 0281_add_stock_mid_sale.sh: `seckill-admin voucher add-stock` while a crowd buys a
 # 4-bucket voucher through a front (DESIGN.md 14 add-stock, 8 rebuild, 9 invariants 1-5).
 # 24 units; a crowd buys in the background; add-stock +22 (spread 6,6,5,5) with request id
 # R commits once and rebuilds (every bucket paused, then Redis set from the DB) while the

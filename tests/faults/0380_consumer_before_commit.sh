@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0200_consumer_before_commit.sh: seckill-consumer killed (SIGKILL via failpoint consumer.before_commit=exit)
+# 0380_consumer_before_commit.sh: seckill-consumer killed (SIGKILL via failpoint consumer.before_commit=exit)
 # mid-burst, then replaced (DESIGN.md 8 "worker killed before/after commit"; 11).
 # Asserts one order per purchase, none lost, none doubled, Redis = DB.
 # fault: consumer SIGKILLed before its DB commit (consumer.before_commit=exit), then replaced

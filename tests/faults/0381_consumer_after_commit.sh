@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0201_consumer_after_commit.sh: seckill-consumer killed (SIGKILL via failpoint consumer.after_commit=exit)
+# 0381_consumer_after_commit.sh: seckill-consumer killed (SIGKILL via failpoint consumer.after_commit=exit)
 # mid-burst, then replaced (DESIGN.md 8 "worker killed before/after commit"; 11).
 # Asserts one order per purchase, none lost, none doubled, Redis = DB.
 # fault: consumer SIGKILLed after its DB commit, before its offset is stored (consumer.after_commit=exit), then replaced

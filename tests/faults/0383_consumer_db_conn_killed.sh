@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0203_consumer_db_conn_killed.sh: the consumer's MariaDB connection is killed
+# 0383_consumer_db_conn_killed.sh: the consumer's MariaDB connection is killed
 # (KILL CONNECTION) inside its order transaction, several times, mid-burst.
 # consumer.between_statements=sleep(500) holds each transaction open after the outcome
 # insert so the test finds it in information_schema.innodb_trx (DESIGN.md 8: 2013/2006

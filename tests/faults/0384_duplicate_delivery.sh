@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0400_duplicate_delivery.sh: every message of a finished sale is delivered again. The
+# 0384_duplicate_delivery.sh: every message of a finished sale is delivered again. The
 # consumers stop, the group's committed offsets are moved back to the start of each
 # partition with rd_kafka_AlterConsumerGroupOffsets (tools/fttool.c; DESIGN.md 10), and a
 # new consumer re-reads the whole topic. DESIGN.md 8 "duplicate message: outcome key:

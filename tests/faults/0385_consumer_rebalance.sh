@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0500_consumer_rebalance.sh: three consumer processes share the group; in the middle of
+# 0385_consumer_rebalance.sh: three consumer processes share the group; in the middle of
 # a burst over four vouchers (key = voucherId, so several partitions are busy) a fourth
 # joins, one is SIGKILLed and one leaves gracefully (SIGTERM): rebalances while
 # transactions run. DESIGN.md 5/8: offsets are stored only for settled messages, the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0600_poison_collision.sh: poison messages and an id collision are produced straight
+# 0386_poison_collision.sh: poison messages and an id collision are produced straight
 # into the order topic (key = the voucher, so they sit on the sale's partition between
 # real purchases). DESIGN.md 8 "poison message: DLQ with the reason, offset stored";
 # 7 "a mismatch is an id collision: the consumer DLQs, never a decision". The partition

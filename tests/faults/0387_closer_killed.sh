@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0900_closer_killed.sh: the consumer is SIGKILLed by the failpoint closer.after_db_commit
+# 0387_closer_killed.sh: the consumer is SIGKILLed by the failpoint closer.after_db_commit
 # (DESIGN.md 11, 13): the unpaid orders are CLOSED in the DB (stock back, RESTORE rows)
 # but Redis is not released. The reconciler finishes the releases, exactly once (a second
 # pass and a late release.lua give back nothing more); then the released units are sold

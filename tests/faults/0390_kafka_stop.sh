@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0800_kafka_stop.sh: the Kafka broker is stopped for 20 s in the middle of a sale, then
+# 0390_kafka_stop.sh: the Kafka broker is stopped for 20 s in the middle of a sale, then
 # started again (DESIGN.md 8: producer unusable -> 503 before deduct; NOT_PERSISTED ->
 # front rollback (fence); POSSIBLY_PERSISTED -> the reconciler settles it). A private
 # broker of our own (scripts/stack.sh with its own state dir and spare ports), never

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0801_kafka_freeze.sh: the Kafka broker is frozen (SIGSTOP) for 10 s, well past the
+# 0391_kafka_freeze.sh: the Kafka broker is frozen (SIGSTOP) for 10 s, well past the
 # 2 s delivery timeout, in the middle of a sale, then resumed (SIGCONT). In-flight
 # produce requests end NOT_PERSISTED or POSSIBLY_PERSISTED (DESIGN.md 8): the front
 # fences or leaves the purchase to the reconciler, answers 503, and nothing it

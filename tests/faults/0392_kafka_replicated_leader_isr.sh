@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0802_kafka_replicated_leader_isr.sh: a sale on a private replicated Kafka cluster
+# 0392_kafka_replicated_leader_isr.sh: a sale on a private replicated Kafka cluster
 # (lib_kafka3.sh: three brokers, a dedicated KRaft controller, topic replication factor 3,
 # min.insync.replicas=2, unclean leader election off; the front's producer is idempotent,
 # hence acks=all). Mid-sale the leader of the voucher's partition is SIGKILLed: the
@@ -11,7 +11,7 @@
 # 202 must be decided exactly once, with zero oversell and Redis = DB (DESIGN.md 9).
 # fault: broker leading the voucher's partition SIGKILLed mid-sale, then a second ISR member (ISR 1 < min.insync.replicas 2), both restarted (private 3-broker cluster)
 # Buckets: 1.
-# Lock kafka3: its private cluster is four JVMs; two such cases at once on two cores (1000
+# Lock kafka3: its private cluster is four JVMs; two such cases at once on two cores (0980
 # takes the same lock) would make the timings meaningless. No shared server is touched.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_kafka3.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0100_front_after_deduct.sh: the front dies (SIGKILL, failpoint front.after_deduct=exit)
+# 0480_front_after_deduct.sh: the front dies (SIGKILL, failpoint front.after_deduct=exit)
 # after deduct.lua ran and before it published (DESIGN.md 8 "front killed after the
 # deduct": the reconciler finds DEDUCTs with no outcome and re-drives them).
 # A healthy front sells part of the stock, a second front with the failpoint dies on its

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0101_front_before_respond.sh: the front dies (failpoint front.before_respond=exit)
+# 0481_front_before_respond.sh: the front dies (failpoint front.before_respond=exit)
 # after Kafka said PERSISTED and before it answered 202. The client saw no 202, the
 # consumer creates the order anyway: the sale stays exact, and every 202 that was
 # answered (by healthy fronts) is accounted for (DESIGN.md 7-9).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0102_front_bucket_crash.sh: a real seckill-front dies in the middle of overflow probing
+# 0482_front_bucket_crash.sh: a real seckill-front dies in the middle of overflow probing
 # on a 4-bucket voucher (DESIGN.md 4 "Overflow probing", 8, 11, 14), once per failpoint,
 # each on its own voucher (12 units, 3 a bucket):
 #   A  front.after_overflow=exit   OVERFLOW wrote T:h = probing and users[U] = T, no take

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0700_two_reconcilers.sh: two `seckill-reconciler --repair` runs start at the same time
+# 0580_two_reconcilers.sh: two `seckill-reconciler --repair` runs start at the same time
 # while there is real work: DEDUCTs left undecided by a front killed after the deduct
 # (front.after_deduct=exit) and Redis drift (stock lowered, a buyer removed from the
 # users hash). The run lock (GET_LOCK per database and prefix) lets one work while the

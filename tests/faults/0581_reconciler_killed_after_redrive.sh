@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0701_reconciler_killed_after_redrive.sh: the reconciler dies (failpoint
+# 0581_reconciler_killed_after_redrive.sh: the reconciler dies (failpoint
 # reconciler.after_redrive=exit, SIGKILL) right after re-driving a DEDUCT that a killed
 # front never published, before its bookkeeping; the next passes must converge without
 # deciding any purchase twice (DESIGN.md 7-8 re-drive bookkeeping, 11).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 1000_combined_broker_down_redis_killed.sh: two faults at once (issue 16). A sale runs on
+# 0980_combined_broker_down_redis_killed.sh: two faults at once (issue 16). A sale runs on
 # a private replicated Kafka cluster (lib_kafka3.sh: three brokers, RF 3,
 # min.insync.replicas=2) and a private redis-server, with a 4-bucket voucher. One broker
 # (the leader of the voucher's busiest partition) is SIGKILLed: with two brokers the ISR
@@ -17,7 +17,7 @@
 # after 1.5 s, broker session 5 s (lib_kafka3.sh). Buckets: 4.
 # fault: one broker of three SIGKILLed (ISR 2 = min.insync.replicas), then the private Redis SIGKILLed while it is down: DB-only path (200, path db), then Redis back empty + broker restarted -> rebuilt, 202 again (4 buckets)
 # Lock kafka3: the private three-broker cluster is four JVMs; two such cases at once on two
-# cores make the timings here meaningless (0802 takes the same lock).
+# cores make the timings here meaningless (0392 takes the same lock).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_kafka3.sh"
 ft_init combined

@@ -1,4 +1,4 @@
-/* 0110_release_script.c: release.lua (DESIGN.md 4, 13) against the real Redis, through
+/* 0103_release_script.c: release.lua (DESIGN.md 4, 13) against the real Redis, through
  * sk_release_run: the unit of a cancelled/closed order goes back at most once per trace
  * (T:x), only if Redis really took it (T exists, no rollback restored it), never into a
  * missing stock key; the home step deletes users[U] only if it names T; a rollback after

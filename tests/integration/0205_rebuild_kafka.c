@@ -1,4 +1,4 @@
-/* 0203_rebuild_kafka.c: the rebuild of DESIGN.md 8 (sk/rebuild.h) against the real
+/* 0205_rebuild_kafka.c: the rebuild of DESIGN.md 8 (sk/rebuild.h) against the real
  * broker, MariaDB and Redis. A unique topic (2 partitions), group, database and prefix.
  * Checks: a message the group has not consumed keeps the rebuild waiting (SK_EAGAIN,
  * lag reported, meta status put back); once the group's committed offsets reach the
@@ -88,9 +88,11 @@ END_TEST
 
 static void setup(void)
 {
-        sk_test_fix_setup("rebuild_kafka", &(sk_test_fix_opts_t){ .partitions = 2, .delivery_timeout_ms = 2000,
-                                                               .lock_wait_s = 5 });
-        g_voucher = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 10, .db_stock = 10, .stock = -1, .db_status = 1 });
+        sk_test_fix_setup("rebuild_kafka", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                                  .delivery_timeout_ms = 2000,
+                                                                  .lock_wait_s = 5 });
+        g_voucher = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 10, .db_stock = 10,
+                                                          .stock = -1, .db_status = 1 });
 }
 
 int main(void)

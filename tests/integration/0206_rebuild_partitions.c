@@ -1,4 +1,4 @@
-/* 0203_rebuild_partitions.c: the rebuild waits only for the partitions that carry the
+/* 0206_rebuild_partitions.c: the rebuild waits only for the partitions that carry the
  * voucher's messages (DESIGN.md 5 and 8: keys "V" and "V:b" under the murmur2_random
  * partitioner), so `--repair` and `--rebuild-from-db` finish while other vouchers sell.
  * A topic with 6 partitions; another voucher's message waits, unconsumed, on a partition
@@ -14,7 +14,9 @@ START_TEST(other_vouchers_backlog_does_not_hold_the_rebuild)
 {
         char errstr[512] = "", stock[SK_KEY_MAX], meta[SK_KEY_MAX], val[64], key[48];
         sk_rebuild_report_t rep;
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 10, .db_stock = 10, .stock = -1, .db_status = 1 }), other = 0;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 10, .db_stock = 10,
+                                                            .stock = -1, .db_status = 1 }),
+                                                            other = 0;
         int32_t pv, pvb, po = -1;
         sk_err_t err;
 
@@ -76,8 +78,9 @@ END_TEST
 
 static void setup(void)
 {
-        sk_test_fix_setup("rebuild_parts", &(sk_test_fix_opts_t){ .partitions = 6, .delivery_timeout_ms = 2000,
-                                                               .lock_wait_s = 5 });
+        sk_test_fix_setup("rebuild_parts", &(sk_test_fix_opts_t){ .partitions = 6,
+                                                                  .delivery_timeout_ms = 2000,
+                                                                  .lock_wait_s = 5 });
 }
 
 int main(void)

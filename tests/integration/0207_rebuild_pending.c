@@ -1,4 +1,4 @@
-/* 0203_rebuild_pending.c: the rebuild runs the pending rollbacks first (DESIGN.md 8,
+/* 0207_rebuild_pending.c: the rebuild runs the pending rollbacks first (DESIGN.md 8,
  * rebuild row: "every FAILED outcome's rollback has written its T:r"). A purchase is
  * admitted by deduct.lua and decided FAILED in the DB, but its rollback.lua never ran
  * (cut short). Before the fix the rebuild counted it as settled and copied the DB stock;
@@ -17,7 +17,9 @@ START_TEST(pending_rollbacks_run_before_the_copy)
         sk_outcome_t existing;
         sk_rebuild_report_t rep;
         sk_rollback_res_t res;
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 10, .db_stock = 10, .stock = -1, .db_status = 1 }), t_lost, t_sold;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 10, .db_stock = 10,
+                                                            .stock = -1, .db_status = 1 }), t_lost,
+                                                            t_sold;
         sk_err_t err;
 
         sk_test_key(stock, vid, SK_KEY_STOCK);
@@ -70,8 +72,9 @@ END_TEST
 
 static void setup(void)
 {
-        sk_test_fix_setup("rebuild_pending", &(sk_test_fix_opts_t){ .partitions = 2, .delivery_timeout_ms = 2000,
-                                                               .lock_wait_s = 5 });
+        sk_test_fix_setup("rebuild_pending", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                                    .delivery_timeout_ms = 2000,
+                                                                    .lock_wait_s = 5 });
 }
 
 int main(void)
