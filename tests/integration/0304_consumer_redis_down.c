@@ -5,30 +5,11 @@
  * answers NOSCRIPT, the consumer loads the scripts and applies the order. A SCRIPT
  * FLUSH mid-stream is handled the same way. */
 #include "sk_test.h"
-#include <sys/socket.h>
-#include <netinet/in.h>
 
 #define WAIT_S 60
 
 static int g_port;
 static pid_t g_redis;
-
-static int free_port(void)
-{
-        struct sockaddr_in sa;
-        socklen_t len = sizeof(sa);
-        int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
-
-        memset(&sa, 0, sizeof(sa));
-        sa.sin_family = AF_INET;
-        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-            getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-                port = ntohs(sa.sin_port);
-        if (fd >= 0)
-                close(fd);
-        return port;
-}
 
 static pid_t start_redis(int port)
 {
@@ -134,7 +115,7 @@ int main(void)
         char url[128];
         int rc;
 
-        g_port = free_port();
+        g_port = sk_test_free_port();
         if (g_port <= 0) {
                 fprintf(stderr, "no free port\n");
                 return 2;

@@ -21,11 +21,6 @@ static pid_t g_pid;
 static sk_redis_t *g_rc;
 static char g_log[256];
 
-static int64_t now_ms(void)
-{
-        return sk_now_ms();
-}
-
 /* A fresh on-sale voucher with @p stock (Redis and DB). */
 static int64_t new_voucher(long long stock)
 {
@@ -33,8 +28,8 @@ static int64_t new_voucher(long long stock)
 
         sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .vid = vid, .stock = stock,
                                               .init_stock = stock, .db_stock = stock,
-                                              .begin_ms = now_ms() - 60000,
-                                              .end_ms = now_ms() + 3600000, .status = 1,
+                                              .begin_ms = sk_now_ms() - 60000,
+                                              .end_ms = sk_now_ms() + 3600000, .status = 1,
                                               .db_status = 1 });
         return vid;
 }
@@ -181,7 +176,7 @@ END_TEST
 START_TEST(status_map)
 {
         char body[1024];
-        int64_t t = now_ms(), v;
+        int64_t t = sk_now_ms(), v;
         char cause[64];
 
         /* paused -> 503 + 10013 */
