@@ -44,12 +44,13 @@ void sk_test_reap_all(void);
 /** @brief Read @p fd into @p buf (NUL-terminated, @p size bytes) until EOF or
  *  @p timeout_s (s); closes @p fd. */
 void sk_test_read_all(int fd, char *buf, size_t size, int timeout_s);
-/** @brief A free TCP port on 127.0.0.1 (bound, read, closed). Aborts the test if none. */
+/** @brief A free TCP port on 127.0.0.1 (bound, read, closed). Aborts the test if none;
+ *  callable from main() too. */
 int sk_test_free_port(void);
 /** @brief Start a PRIVATE redis-server (never the shared one) on @p port (0: a free
  *  one), no persistence, noeviction, plus @p extra_args (NULL-terminated, may be NULL),
  *  and point @p conf's Redis URL at it. Aborts the test if it does not answer within
- *  5 s. @returns its pid (sk_test_redis_stop()). */
+ *  5 s; callable from main() too. @returns its pid (sk_test_redis_stop()). */
 pid_t sk_test_redis_start(sk_conf_t *conf, int port, const char *const *extra_args);
 /** @brief Stop the private redis-server *@p pid: SIGCONT (it may be frozen), SIGTERM,
  *  reap; then *@p pid = 0. No-op when *@p pid <= 0. */
