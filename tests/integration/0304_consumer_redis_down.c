@@ -9,32 +9,15 @@
 #define WAIT_S 60
 
 static int g_port;
+static sk_conf_t g_redis_conf;     /* only its Redis URL: the private server's */
 static pid_t g_redis;
 
-static pid_t start_redis(int port)
+/* The consumer's own redis-server on g_port (no persistence; empty after a restart). */
+static pid_t start_redis(void)
 {
-        char p[16];
-        pid_t pid;
+        static const char *const quiet[] = { "--loglevel", "warning", NULL };
 
-        snprintf(p, sizeof(p), "%d", port);
-        pid = fork();
-        if (pid == 0) {
-                execlp("redis-server", "redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "",
-                       "--appendonly", "no", "--maxmemory-policy", "noeviction", "--loglevel", "warning",
-                       (char *)NULL);
-                _exit(127);
-        }
-        /* Wait until it answers. */
-        for (int i = 0; i < 100; i++) {
-                redisContext *c = redisConnect("127.0.0.1", port);
-                int ok = c && !c->err;
-                if (c)
-                        redisFree(c);
-                if (ok)
-                        break;
-                sk_sleep_ms(50, NULL);
-        }
-        return pid;
+        return sk_test_redis_start(&g_redis_conf, g_port, quiet);
 }
 
 static void stop_redis(void)
@@ -84,7 +67,7 @@ START_TEST(redis_down_then_back)
         ck_assert_int_eq(waitpid(pid, &status, WNOHANG), 0); /* still running */
 
         /* An empty Redis comes back (no scripts, no keys): NOSCRIPT -> load -> applied. */
-        g_redis = start_redis(g_port);
+        g_redis = start_redis();
         ck_assert_int_eq(sk_test_wait_i64(WAIT_S, 1, sql), 1);
         ck_assert_int_eq(sk_test_i64("SELECT outcome FROM tb_seckill_outcome WHERE trace_id = %" PRId64, m2.trace_id), 1);
         reconnect_test_redis();
@@ -112,7 +95,6 @@ int main(void)
 {
         Suite *s = suite_create("consumer_redis_down");
         TCase *tc = tcase_create("redis");
-        char url[128];
         int rc;
 
         g_port = sk_test_free_port();
@@ -120,9 +102,8 @@ int main(void)
                 fprintf(stderr, "no free port\n");
                 return 2;
         }
-        g_redis = start_redis(g_port);
-        snprintf(url, sizeof(url), "redis://127.0.0.1:%d/0", g_port);
-        setenv("SECKILL_REDIS_URL", url, 1);
+        g_redis = start_redis();
+        setenv("SECKILL_REDIS_URL", g_redis_conf.redis_url, 1);
         sk_test_fix_setup("cons_redis", &(sk_test_fix_opts_t){ .partitions = 1 });
         tcase_set_timeout(tc, 200);
         tcase_add_test(tc, redis_down_then_back);
