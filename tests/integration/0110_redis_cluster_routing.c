@@ -1,5 +1,5 @@
 /* 0110_redis_cluster_routing.c: sk_redis against the real local Redis Cluster
- * (DESIGN.md 4b; label cluster; topology: see 0119_redis_topo_support.h).
+ * (DESIGN.md 4b; label cluster; topology: see sk_test_topo.h).
  *   - connect from seeds, three masters, the server checks pass on every master;
  *   - many keys route to the master of their slot (every master gets some, each key
  *     reads back), a keyspace walk visits every master;
@@ -7,7 +7,7 @@
  *     after SCRIPT FLUSH on every master (NOSCRIPT -> load on that node, retry once);
  *   - a pipeline over every master gets every reply in order;
  *   - WATCH/MULTI/EXEC on one hash tag stays on one node. */
-#include "0119_redis_topo_support.h"
+#include "sk_test.h"
 #include "sk/crc16.h"
 
 static sk_redis_url_t g_url;
@@ -278,7 +278,7 @@ int main(void)
         TCase *tc = tcase_create("routing");
         int rc;
 
-        topo_up("cluster", "SECKILL_TEST_CLUSTER_URL", TOPO_CLUSTER_URL, &g_url);
+        sk_test_topo_up("cluster", "SECKILL_TEST_CLUSTER_URL", SK_TEST_CLUSTER_URL, &g_url);
         snprintf(g_pfx, sizeof(g_pfx), "skt_cl_%d_%lld", (int)getpid(),
                  (long long)(sk_test_rand_id() % 1000000));
         tcase_set_timeout(tc, 120);

@@ -1,6 +1,6 @@
 /* 0111_redis_cluster_migrate.c: a slot migration on the real local Redis Cluster while
  * sk_redis runs commands on that slot (DESIGN.md 4b; label cluster; topology: see
- * 0119_redis_topo_support.h). The slot is moved A -> B by hand (CLUSTER SETSLOT
+ * sk_test_topo.h). The slot is moved A -> B by hand (CLUSTER SETSLOT
  * IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE), as redis-cli --cluster reshard does:
  *   - a key still on A is served by A; a new key goes to B through ASK (ASKING, map
  *     unchanged) and reads back through ASK;
@@ -13,7 +13,10 @@
  * The slot is moved back at the end, so the cluster is left as found. */
 #include <pthread.h>
 
-#include "0119_redis_topo_support.h"
+#include <errno.h>
+#include <hiredis/hiredis.h>
+
+#include "sk_test.h"
 #include "sk/crc16.h"
 
 static sk_redis_url_t g_url;
@@ -31,8 +34,8 @@ static sk_redis_t *conn(void)
 /* Ports of the three masters (from CLUSTER SLOTS of 7000's view). */
 static int masters(int *ports)
 {
-        redisContext *c = node_conn("127.0.0.1", g_url.port);
-        redisReply *r = node_ok(c, "CLUSTER SLOTS");
+        redisContext *c = sk_test_node("127.0.0.1", g_url.port);
+        redisReply *r = sk_test_node_cmd(c, "CLUSTER SLOTS");
         int n = 0;
 
         for (size_t i = 0; i < r->elements; i++) {
@@ -52,7 +55,7 @@ static void setslot_all(int slot, const char *how, const char *id)
         int ports[8], n = masters(ports);
 
         for (int i = 0; i < n; i++) {
-                redisContext *c = node_conn("127.0.0.1", ports[i]);
+                redisContext *c = sk_test_node("127.0.0.1", ports[i]);
                 redisReply *r = redisCommand(c, "CLUSTER SETSLOT %d %s %s", slot, how, id);
                 ck_assert_ptr_nonnull(r);
                 freeReplyObject(r);
@@ -63,12 +66,12 @@ static void setslot_all(int slot, const char *how, const char *id)
 static void start_migration(int slot, int from, int to)
 {
         char from_id[41], to_id[41];
-        redisContext *cf = node_conn("127.0.0.1", from), *ct = node_conn("127.0.0.1", to);
+        redisContext *cf = sk_test_node("127.0.0.1", from), *ct = sk_test_node("127.0.0.1", to);
 
-        node_id(from, from_id);
-        node_id(to, to_id);
-        freeReplyObject(node_ok(ct, "CLUSTER SETSLOT %d IMPORTING %s", slot, from_id));
-        freeReplyObject(node_ok(cf, "CLUSTER SETSLOT %d MIGRATING %s", slot, to_id));
+        sk_test_node_id(from, from_id);
+        sk_test_node_id(to, to_id);
+        freeReplyObject(sk_test_node_cmd(ct, "CLUSTER SETSLOT %d IMPORTING %s", slot, from_id));
+        freeReplyObject(sk_test_node_cmd(cf, "CLUSTER SETSLOT %d MIGRATING %s", slot, to_id));
         redisFree(cf);
         redisFree(ct);
 }
@@ -77,17 +80,17 @@ static void start_migration(int slot, int from, int to)
 static void finish_migration(int slot, int from, int to)
 {
         char to_id[41];
-        redisContext *cf = node_conn("127.0.0.1", from);
+        redisContext *cf = sk_test_node("127.0.0.1", from);
 
-        node_id(to, to_id);
+        sk_test_node_id(to, to_id);
         for (;;) {
-                redisReply *keys = node_ok(cf, "CLUSTER GETKEYSINSLOT %d 100", slot);
+                redisReply *keys = sk_test_node_cmd(cf, "CLUSTER GETKEYSINSLOT %d 100", slot);
                 if (keys->elements == 0) {
                         freeReplyObject(keys);
                         break;
                 }
                 for (size_t i = 0; i < keys->elements; i++)
-                        freeReplyObject(node_ok(cf, "MIGRATE 127.0.0.1 %d %b 0 5000", to,
+                        freeReplyObject(sk_test_node_cmd(cf, "MIGRATE 127.0.0.1 %d %b 0 5000", to,
                                                 keys->element[i]->str,
                                                 (size_t)keys->element[i]->len));
                 freeReplyObject(keys);
@@ -118,8 +121,8 @@ static void get_eq(sk_redis_t *r, const char *k, const char *v)
 
 static int keys_in_slot(int port, int slot)
 {
-        redisContext *c = node_conn("127.0.0.1", port);
-        redisReply *r = node_ok(c, "CLUSTER COUNTKEYSINSLOT %d", slot);
+        redisContext *c = sk_test_node("127.0.0.1", port);
+        redisReply *r = sk_test_node_cmd(c, "CLUSTER COUNTKEYSINSLOT %d", slot);
         int n = (int)r->integer;
         freeReplyObject(r);
         redisFree(c);
@@ -139,8 +142,8 @@ static void *finish_later(void *arg)
 START_TEST(migrate_during_commands)
 {
         sk_redis_t *r = conn();
-        redisContext *c0 = node_conn("127.0.0.1", g_url.port);
-        int ports[8], nm = masters(ports), a = slot_owner(c0, g_slot, NULL), b = -1;
+        redisContext *c0 = sk_test_node("127.0.0.1", g_url.port);
+        int ports[8], nm = masters(ports), a = sk_test_slot_owner(c0, g_slot, NULL), b = -1;
         char k1[96], k2[96], k3[96], err[256];
         redisReply *rep;
         int64_t t0;
@@ -162,10 +165,10 @@ START_TEST(migrate_during_commands)
         get_eq(r, k2, "two");                   /* ASK again: the map was not changed */
 
         /* k1 on A, k2 on B: TRYAGAIN until the limit -> not run. */
-        t0 = topo_now_ms();
+        t0 = sk_mono_ms();
         ck_assert_int_eq(sk_redis_cmdf(r, &rep, err, sizeof(err), "MGET %s %s", k1, k2), SK_EAGAIN);
         ck_assert_msg(strstr(err, "TRYAGAIN") != NULL, "%s", err);
-        ck_assert_int_lt(topo_now_ms() - t0, 5000);
+        ck_assert_int_lt(sk_mono_ms() - t0, 5000);
 
         /* A pipeline over the migrating slot and other slots. */
         {
@@ -209,7 +212,7 @@ START_TEST(migrate_during_commands)
                 ck_assert_str_eq(rep->element[1]->str, "two");
                 freeReplyObject(rep);
         }
-        ck_assert_int_eq(slot_owner(c0, g_slot, NULL), b);
+        ck_assert_int_eq(sk_test_slot_owner(c0, g_slot, NULL), b);
         ck_assert_int_eq(keys_in_slot(b, g_slot), 3);
         ck_assert_int_eq(keys_in_slot(a, g_slot), 0);
         get_eq(r, k3, "three");
@@ -237,7 +240,7 @@ int main(void)
         Suite *s = suite_create("redis_cluster_migrate");
         TCase *tc = tcase_create("migrate");
 
-        topo_up("cluster", "SECKILL_TEST_CLUSTER_URL", TOPO_CLUSTER_URL, &g_url);
+        sk_test_topo_up("cluster", "SECKILL_TEST_CLUSTER_URL", SK_TEST_CLUSTER_URL, &g_url);
         snprintf(g_tag, sizeof(g_tag), "skt-mig-%d-%lld", (int)getpid(),
                  (long long)(sk_test_rand_id() % 1000000));
         g_slot = sk_key_slot(g_tag, strlen(g_tag));

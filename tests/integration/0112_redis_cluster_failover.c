@@ -1,6 +1,6 @@
 /* 0112_redis_cluster_failover.c: CLUSTER FAILOVER of the master of a key's slot while
  * sk_redis runs INCR and EVALSHA on it (DESIGN.md 4b, 8; label cluster; topology: see
- * 0119_redis_topo_support.h).
+ * sk_test_topo.h).
  *   - during the failover commands answer, or fail as SK_EAGAIN (not run: MOVED past
  *     the limit, NOREPLICAS until the old master resyncs, CLUSTERDOWN) or SK_EUNKNOWN
  *     (timeout / I/O error); nothing else;
@@ -10,7 +10,10 @@
  *   - claim.lua runs on the new master (which never saw SCRIPT LOAD: NOSCRIPT -> load
  *     on that node, retry once) and its count continues.
  * The old master is made master again at the end (a second CLUSTER FAILOVER). */
-#include "0119_redis_topo_support.h"
+#include <errno.h>
+#include <hiredis/hiredis.h>
+
+#include "sk_test.h"
 #include "sk/crc16.h"
 
 static sk_redis_url_t g_url;
@@ -20,12 +23,12 @@ static char g_tag[64];
  * manual failover needs it. */
 static void wait_replica_linked(int port)
 {
-        redisContext *c = node_conn("127.0.0.1", port);
-        int64_t t0 = topo_now_ms();
+        redisContext *c = sk_test_node("127.0.0.1", port);
+        int64_t t0 = sk_mono_ms();
         int up = 0;
 
-        while (!up && topo_now_ms() - t0 < 30000) {
-                redisReply *r = node_ok(c, "INFO replication");
+        while (!up && sk_mono_ms() - t0 < 30000) {
+                redisReply *r = sk_test_node_cmd(c, "INFO replication");
                 up = strstr(r->str, "master_link_status:up") != NULL;
                 freeReplyObject(r);
                 if (!up)
@@ -38,32 +41,32 @@ static void wait_replica_linked(int port)
 /* Ask @p replica_port to take over; run INCRs until @p want_owner serves the slot and
  * 50 INCRs in a row succeeded (at most 30 s). */
 static void failover_during_incr(sk_redis_t *r, const char *k, int slot, int replica_port,
-                                 tally_t *t)
+                                 sk_test_tally_t *t)
 {
-        redisContext *c0 = node_conn("127.0.0.1", g_url.port);
-        redisContext *cr = node_conn("127.0.0.1", replica_port);
-        int64_t t0 = topo_now_ms(), asked;
+        redisContext *c0 = sk_test_node("127.0.0.1", g_url.port);
+        redisContext *cr = sk_test_node("127.0.0.1", replica_port);
+        int64_t t0 = sk_mono_ms(), asked;
         int streak = 0, owner = -1;
 
         wait_replica_linked(replica_port);
-        freeReplyObject(node_ok(cr, "CLUSTER FAILOVER"));
-        asked = topo_now_ms();
-        while (topo_now_ms() - t0 < 40000) {
+        freeReplyObject(sk_test_node_cmd(cr, "CLUSTER FAILOVER"));
+        asked = sk_mono_ms();
+        while (sk_mono_ms() - t0 < 40000) {
                 long before = t->ok;
-                tally_incr(r, k, t);
+                sk_test_tally_incr(r, k, t);
                 streak = t->ok > before ? streak + 1 : 0;
-                if (streak >= 50 && (owner = slot_owner(c0, slot, NULL)) == replica_port)
+                if (streak >= 50 && (owner = sk_test_slot_owner(c0, slot, NULL)) == replica_port)
                         break;
                 /* Masters vote for one failover of a shard per 2 x node timeout (6 s
                  * here): a failback right after a failover times out; ask again. */
-                if (owner != replica_port && topo_now_ms() - asked > 7000) {
-                        freeReplyObject(node_ok(cr, "CLUSTER FAILOVER"));
-                        asked = topo_now_ms();
+                if (owner != replica_port && sk_mono_ms() - asked > 7000) {
+                        freeReplyObject(sk_test_node_cmd(cr, "CLUSTER FAILOVER"));
+                        asked = sk_mono_ms();
                 }
                 if (streak == 0)
                         usleep(20000);
         }
-        ck_assert_int_eq(slot_owner(c0, slot, NULL), replica_port);
+        ck_assert_int_eq(sk_test_slot_owner(c0, slot, NULL), replica_port);
         ck_assert_int_ge(streak, 50);
         redisFree(cr);
         redisFree(c0);
@@ -73,22 +76,22 @@ START_TEST(failover_during_commands)
 {
         char err[256], k[96], base[80];
         sk_redis_t *r = sk_redis_connect(&g_url, 3000, err, sizeof(err));
-        redisContext *c0 = node_conn("127.0.0.1", g_url.port);
+        redisContext *c0 = sk_test_node("127.0.0.1", g_url.port);
         int slot = sk_key_slot(g_tag, strlen(g_tag)), replica = -1, master;
-        tally_t t = { 0 };
+        sk_test_tally_t t = { 0 };
         long long redrives = 0;
         redisReply *rep;
 
         ck_assert_msg(r != NULL, "%s", err);
-        master = wait_slot_replica(&g_url, slot, &replica);
+        master = sk_test_wait_slot_replica(&g_url, slot, &replica);
         ck_assert_int_gt(replica, 0);
         snprintf(k, sizeof(k), "{%s}:ctr", g_tag);
         snprintf(base, sizeof(base), "{%s}", g_tag);
         ck_assert_int_eq(sk_redis_load_scripts(r, err, sizeof(err)), SK_OK);
-        ck_assert_msg(topo_claim(r, base, "77", &redrives, err, sizeof(err)) == SK_OK, "%s", err);
+        ck_assert_msg(sk_test_claim(r, base, "77", &redrives, err, sizeof(err)) == SK_OK, "%s", err);
         ck_assert_int_eq(redrives, 1);
         for (int i = 0; i < 50; i++)
-                tally_incr(r, k, &t);
+                sk_test_tally_incr(r, k, &t);
         ck_assert_int_eq(t.ok, 50);
 
         failover_during_incr(r, k, slot, replica, &t);
@@ -100,7 +103,7 @@ START_TEST(failover_during_commands)
         ck_assert_int_le(atol(rep->str), t.ok + t.unknown);
         freeReplyObject(rep);
         /* The new master never saw SCRIPT LOAD: NOSCRIPT -> load there, retry once. */
-        ck_assert_msg(topo_claim(r, base, "77", &redrives, err, sizeof(err)) == SK_OK, "%s", err);
+        ck_assert_msg(sk_test_claim(r, base, "77", &redrives, err, sizeof(err)) == SK_OK, "%s", err);
         ck_assert_int_eq(redrives, 2);
 
         /* Back to the original layout. */
@@ -123,7 +126,7 @@ int main(void)
         Suite *s = suite_create("redis_cluster_failover");
         TCase *tc = tcase_create("failover");
 
-        topo_up("cluster", "SECKILL_TEST_CLUSTER_URL", TOPO_CLUSTER_URL, &g_url);
+        sk_test_topo_up("cluster", "SECKILL_TEST_CLUSTER_URL", SK_TEST_CLUSTER_URL, &g_url);
         snprintf(g_tag, sizeof(g_tag), "skt-fo-%d-%lld", (int)getpid(),
                  (long long)(sk_test_rand_id() % 1000000));
         tcase_set_timeout(tc, 150);

@@ -1,6 +1,6 @@
 /* 0113_redis_cluster_crash.c: the master of a key's slot stops answering (SIGSTOP)
  * while sk_redis runs INCRs on it (DESIGN.md 4b, 8; label cluster; topology: see
- * 0119_redis_topo_support.h; the node must run on this host, its pid comes from INFO).
+ * sk_test_topo.h; the node must run on this host, its pid comes from INFO).
  *   - while it is frozen: commands time out (SK_EUNKNOWN, connection dropped) or are
  *     refused (SK_EAGAIN: CLUSTERDOWN once the cluster marks the node failed,
  *     NOREPLICAS on the promoted replica that has no replica yet); never SK_OK from a
@@ -12,7 +12,10 @@
  * A manual failover at the end gives the slot back to the old master. */
 #include <signal.h>
 
-#include "0119_redis_topo_support.h"
+#include <errno.h>
+#include <hiredis/hiredis.h>
+
+#include "sk_test.h"
 #include "sk/crc16.h"
 
 static sk_redis_url_t g_url;
@@ -20,8 +23,8 @@ static char g_tag[64];
 
 static long node_pid(int port)
 {
-        redisContext *c = node_conn("127.0.0.1", port);
-        redisReply *r = node_ok(c, "INFO server");
+        redisContext *c = sk_test_node("127.0.0.1", port);
+        redisReply *r = sk_test_node_cmd(c, "INFO server");
         const char *p = strstr(r->str, "process_id:");
         long pid = p ? atol(p + 11) : -1;
 
@@ -33,22 +36,22 @@ static long node_pid(int port)
 /* Owner of @p slot seen by the node on @p port (another node than the frozen one). */
 static int owner_seen_by(int port, int slot)
 {
-        redisContext *c = node_conn("127.0.0.1", port);
-        int o = slot_owner(c, slot, NULL);
+        redisContext *c = sk_test_node("127.0.0.1", port);
+        int o = sk_test_slot_owner(c, slot, NULL);
         redisFree(c);
         return o;
 }
 
 /* INCR until @p done(arg) or @p ms elapsed; @returns 1 if done. */
-static int incr_until(sk_redis_t *r, const char *k, tally_t *t, int ms,
+static int incr_until(sk_redis_t *r, const char *k, sk_test_tally_t *t, int ms,
                       int (*done)(void *arg, int streak), void *arg)
 {
-        int64_t t0 = topo_now_ms();
+        int64_t t0 = sk_mono_ms();
         int streak = 0;
 
-        while (topo_now_ms() - t0 < ms) {
+        while (sk_mono_ms() - t0 < ms) {
                 long before = t->ok;
-                tally_incr(r, k, t);
+                sk_test_tally_incr(r, k, t);
                 streak = t->ok > before ? streak + 1 : 0;
                 if (done(arg, streak))
                         return 1;
@@ -77,15 +80,15 @@ START_TEST(master_frozen_during_commands)
 {
         char err[256], k[96];
         sk_redis_t *r = sk_redis_connect(&g_url, 500, err, sizeof(err));
-        redisContext *c0 = node_conn("127.0.0.1", g_url.port);
+        redisContext *c0 = sk_test_node("127.0.0.1", g_url.port);
         int slot = sk_key_slot(g_tag, strlen(g_tag)), replica = -1, master, watcher = -1;
-        tally_t frozen = { 0 }, t = { 0 };
+        sk_test_tally_t frozen = { 0 }, t = { 0 };
         long pid;
         redisReply *rep;
 
         ck_assert_msg(r != NULL, "%s", err);
-        master = wait_slot_replica(&g_url, slot, &replica);
-        rep = node_ok(c0, "CLUSTER SLOTS");     /* another master watches the map */
+        master = sk_test_wait_slot_replica(&g_url, slot, &replica);
+        rep = sk_test_node_cmd(c0, "CLUSTER SLOTS");     /* another master watches the map */
         for (size_t i = 0; i < rep->elements; i++) {
                 int p = (int)rep->element[i]->element[2]->element[1]->integer;
                 if (p != master)
@@ -98,7 +101,7 @@ START_TEST(master_frozen_during_commands)
         ck_assert_int_gt(pid, 1);
         snprintf(k, sizeof(k), "{%s}:ctr", g_tag);
         for (int i = 0; i < 20; i++)
-                tally_incr(r, k, &t);
+                sk_test_tally_incr(r, k, &t);
         ck_assert_int_eq(t.ok, 20);
 
         ck_assert_int_eq(kill((pid_t)pid, SIGSTOP), 0);
@@ -123,14 +126,14 @@ START_TEST(master_frozen_during_commands)
 
         /* Give the slot back (manual failover once the old master has synced). */
         {
-                redisContext *cm = node_conn("127.0.0.1", master);
-                int64_t t0 = topo_now_ms(), asked = 0;
-                while (topo_now_ms() - t0 < 40000 && owner_seen_by(watcher, slot) != master) {
-                        rep = node_ok(cm, "INFO replication");
+                redisContext *cm = sk_test_node("127.0.0.1", master);
+                int64_t t0 = sk_mono_ms(), asked = 0;
+                while (sk_mono_ms() - t0 < 40000 && owner_seen_by(watcher, slot) != master) {
+                        rep = sk_test_node_cmd(cm, "INFO replication");
                         if (strstr(rep->str, "master_link_status:up") &&
-                            topo_now_ms() - asked > 7000) {
-                                freeReplyObject(node_ok(cm, "CLUSTER FAILOVER"));
-                                asked = topo_now_ms();
+                            sk_mono_ms() - asked > 7000) {
+                                freeReplyObject(sk_test_node_cmd(cm, "CLUSTER FAILOVER"));
+                                asked = sk_mono_ms();
                         }
                         freeReplyObject(rep);
                         usleep(200000);
@@ -150,7 +153,7 @@ int main(void)
         Suite *s = suite_create("redis_cluster_crash");
         TCase *tc = tcase_create("crash");
 
-        topo_up("cluster", "SECKILL_TEST_CLUSTER_URL", TOPO_CLUSTER_URL, &g_url);
+        sk_test_topo_up("cluster", "SECKILL_TEST_CLUSTER_URL", SK_TEST_CLUSTER_URL, &g_url);
         snprintf(g_tag, sizeof(g_tag), "skt-crash-%d-%lld", (int)getpid(),
                  (long long)(sk_test_rand_id() % 1000000));
         tcase_set_timeout(tc, 200);

@@ -1,5 +1,5 @@
 /* 0115_redis_sentinel.c: sk_redis through Redis Sentinel (DESIGN.md 4b, 8; label
- * sentinel; topology: see 0119_redis_topo_support.h).
+ * sentinel; topology: see sk_test_topo.h).
  *   - the master is found through the Sentinels even when the first listed one is
  *     down; an unknown master name fails with a clear message;
  *   - SENTINEL FAILOVER while INCRs run: commands answer or fail as SK_EAGAIN
@@ -9,7 +9,10 @@
  *   - the counter never exceeds acknowledged + unknown INCRs (a forced failover may
  *     lose acknowledged writes, DESIGN.md 8: the DB stays the judge);
  *   - claim.lua runs on the new master (NOSCRIPT -> load, retry once). */
-#include "0119_redis_topo_support.h"
+#include <errno.h>
+#include <hiredis/hiredis.h>
+
+#include "sk_test.h"
 
 static sk_redis_url_t g_url;
 static char g_key[96];
@@ -17,8 +20,8 @@ static char g_key[96];
 /* Port of the master the first Sentinel names. */
 static int sentinel_master_port(void)
 {
-        redisContext *c = node_conn(g_url.seeds[0].host, g_url.seeds[0].port);
-        redisReply *r = node_ok(c, "SENTINEL get-master-addr-by-name %s", g_url.master);
+        redisContext *c = sk_test_node(g_url.seeds[0].host, g_url.seeds[0].port);
+        redisReply *r = sk_test_node_cmd(c, "SENTINEL get-master-addr-by-name %s", g_url.master);
         int port = atoi(r->element[1]->str);
         freeReplyObject(r);
         redisFree(c);
@@ -60,20 +63,20 @@ START_TEST(failover_during_commands)
 {
         char err[256];
         sk_redis_t *r = sk_redis_connect(&g_url, 2000, err, sizeof(err));
-        redisContext *sc = node_conn(g_url.seeds[0].host, g_url.seeds[0].port);
+        redisContext *sc = sk_test_node(g_url.seeds[0].host, g_url.seeds[0].port);
         int old = sentinel_master_port(), streak = 0;
-        tally_t t = { 0 };
+        sk_test_tally_t t = { 0 };
         long long redrives = 0;
         int64_t t0;
         redisReply *rep;
 
         ck_assert_msg(r != NULL, "%s", err);
-        ck_assert_msg(topo_claim(r, g_key, "99", &redrives, err, sizeof(err)) == SK_OK, "%s", err);
+        ck_assert_msg(sk_test_claim(r, g_key, "99", &redrives, err, sizeof(err)) == SK_OK, "%s", err);
         for (int i = 0; i < 50; i++)
-                tally_incr(r, g_key, &t);
+                sk_test_tally_incr(r, g_key, &t);
         ck_assert_int_eq(t.ok, 50);
         /* A failover still settling from an earlier run answers INPROG: ask again. */
-        t0 = topo_now_ms();
+        t0 = sk_mono_ms();
         for (;;) {
                 rep = redisCommand(sc, "SENTINEL FAILOVER %s", g_url.master);
                 ck_assert_ptr_nonnull(rep);
@@ -81,14 +84,14 @@ START_TEST(failover_during_commands)
                         freeReplyObject(rep);
                         break;
                 }
-                ck_assert_msg(topo_now_ms() - t0 < 60000, "SENTINEL FAILOVER: %s", rep->str);
+                ck_assert_msg(sk_mono_ms() - t0 < 60000, "SENTINEL FAILOVER: %s", rep->str);
                 freeReplyObject(rep);
                 sleep(1);
         }
-        t0 = topo_now_ms();
-        while (topo_now_ms() - t0 < 60000) {
+        t0 = sk_mono_ms();
+        while (sk_mono_ms() - t0 < 60000) {
                 long before = t.ok;
-                tally_incr(r, g_key, &t);
+                sk_test_tally_incr(r, g_key, &t);
                 streak = t.ok > before ? streak + 1 : 0;
                 if (streak >= 50 && sentinel_master_port() != old)
                         break;
@@ -102,8 +105,8 @@ START_TEST(failover_during_commands)
         ck_assert_int_eq(t.other, 0);
         /* The handle now talks to the new master. */
         {
-                redisContext *c = node_conn("127.0.0.1", sentinel_master_port());
-                redisReply *v = node_ok(c, "GET %s", g_key);
+                redisContext *c = sk_test_node("127.0.0.1", sentinel_master_port());
+                redisReply *v = sk_test_node_cmd(c, "GET %s", g_key);
                 ck_assert_int_eq(sk_redis_cmdf(r, &rep, err, sizeof(err), "GET %s", g_key), SK_OK);
                 ck_assert_str_eq(rep->str, v->str);
                 ck_assert_int_le(atol(rep->str), t.ok + t.unknown);
@@ -111,7 +114,7 @@ START_TEST(failover_during_commands)
                 freeReplyObject(v);
                 redisFree(c);
         }
-        ck_assert_msg(topo_claim(r, g_key, "99", &redrives, err, sizeof(err)) == SK_OK, "%s", err);
+        ck_assert_msg(sk_test_claim(r, g_key, "99", &redrives, err, sizeof(err)) == SK_OK, "%s", err);
         ck_assert_int_ge(redrives, 1);
         ck_assert_int_eq(sk_redis_cmdf(r, &rep, err, sizeof(err), "DEL %s %s:meta %s:trace",
                                        g_key, g_key, g_key), SK_OK);
@@ -126,7 +129,7 @@ int main(void)
         Suite *s = suite_create("redis_sentinel");
         TCase *tc = tcase_create("sentinel");
 
-        topo_up("sentinel", "SECKILL_TEST_SENTINEL_URL", TOPO_SENTINEL_URL, &g_url);
+        sk_test_topo_up("sentinel", "SECKILL_TEST_SENTINEL_URL", SK_TEST_SENTINEL_URL, &g_url);
         snprintf(g_key, sizeof(g_key), "skt_sen_%d_%lld", (int)getpid(),
                  (long long)(sk_test_rand_id() % 1000000));
         tcase_set_timeout(tc, 150);

@@ -11,7 +11,8 @@
  * sample entries, stock, expiry). A rebuild cut short between two chunks (failpoint
  * rebuild.between_chunks) leaves users, stock and status as they were. */
 #include <pthread.h>
-#include "0203_rebuild_support.h"
+#include "sk_test.h"
+#include "sk/rebuild.h"
 #include "sk/clock.h"
 #include "sk/failpoint.h"
 #include "sk/vstate.h"
@@ -26,7 +27,7 @@ static void *pinger(void *arg)
 {
         const char *key = arg;
         char errstr[256];
-        sk_redis_t *rc = sk_redis_connect(&rb_conf.redis, 5000, errstr, sizeof(errstr));
+        sk_redis_t *rc = sk_redis_connect(&sk_test_fx.conf.redis, 5000, errstr, sizeof(errstr));
 
         if (!rc)
                 return NULL;
@@ -77,7 +78,7 @@ static int slow_entries(int64_t since_s, long long *max_argc)
         int n = 0;
 
         *max_argc = 0;
-        ck_assert_int_eq(sk_redis_cmdf(rb_r, &reply, errstr, sizeof(errstr), "SLOWLOG GET 128"),
+        ck_assert_int_eq(sk_redis_cmdf(sk_test_fx.r, &reply, errstr, sizeof(errstr), "SLOWLOG GET 128"),
                          SK_OK);
         for (size_t i = 0; reply->type == REDIS_REPLY_ARRAY && i < reply->elements; i++) {
                 redisReply *e = reply->element[i];
@@ -88,7 +89,7 @@ static int slow_entries(int64_t since_s, long long *max_argc)
                         redisReply *arg = e->element[3]->element[a];
                         long long argc = slow_argc(e->element[3]);
                         if (arg->type != REDIS_REPLY_STRING ||
-                            !strstr(arg->str, rb_conf.redis_prefix))
+                            !strstr(arg->str, sk_test_fx.conf.redis_prefix))
                                 continue;
                         fprintf(stderr, "slow: %lld us, %lld arguments, %s\n",
                                 (long long)e->element[2]->integer, argc, arg->str);
@@ -107,24 +108,27 @@ START_TEST(big_users_hash_is_written_in_chunks)
         char errstr[512] = "", sql[512], stock[SK_KEY_MAX], users[SK_KEY_MAX], other[SK_KEY_MAX];
         char val[64];
         sk_rebuild_report_t rep;
-        int64_t vid = rb_voucher(BUYERS + 5000, 5000), since_s = (int64_t)time(NULL);
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = BUYERS + 5000,
+                                                            .db_stock = 5000, .stock = -1,
+                                                            .db_status = 1 }),
+                                                            since_s = (int64_t)time(NULL);
         long long max_argc = 0;
         pthread_t th;
         sk_err_t err;
 
-        rb_key(stock, vid, SK_KEY_STOCK);
-        rb_key(users, vid, SK_KEY_USERS);
-        rb_key(other, vid + 1, SK_KEY_STOCK);
+        sk_test_key(stock, vid, SK_KEY_STOCK);
+        sk_test_key(users, vid, SK_KEY_USERS);
+        sk_test_key(other, vid + 1, SK_KEY_STOCK);
         /* 200,000 active orders: user u (1..N) holds order u with trace 10^9 + u. */
         snprintf(sql, sizeof(sql),
                  "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id)"
                  " SELECT seq, seq, %" PRId64 ", 1000000000 + seq FROM seq_1_to_%d", vid,
                  BUYERS);
-        rb_sql(sql);
+        sk_test_exec("%s", sql);
 
         ck_assert_int_eq(pthread_create(&th, NULL, pinger, other), 0);
         for (int run = 0; run < 2; run++) {
-                err = sk_rebuild_voucher(&rb_conf, vid, 5000, &rep, errstr, sizeof(errstr));
+                err = sk_rebuild_voucher(&sk_test_fx.conf, vid, 5000, &rep, errstr, sizeof(errstr));
                 ck_assert_msg(err == SK_OK, "rebuild %d: %d %s", run, err, errstr);
                 ck_assert_int_eq(rep.users, BUYERS);
         }
@@ -132,14 +136,14 @@ START_TEST(big_users_hash_is_written_in_chunks)
         pthread_join(th, NULL);
         fprintf(stderr, "worst GET round trip during the rebuilds: %" PRId64 " us\n", g_worst_us);
 
-        ck_assert_int_eq(rb_int_cmd("HLEN", users), BUYERS + 1); /* and `_` (DESIGN.md 4) */
-        rb_get(users, "1", val, sizeof(val));
+        ck_assert_int_eq(sk_test_int_cmd("HLEN", users), BUYERS + 1); /* and `_` (DESIGN.md 4) */
+        sk_test_get_str(users, "1", val, sizeof(val));
         ck_assert_str_eq(val, "1000000001");
-        rb_get(users, "200000", val, sizeof(val));
+        sk_test_get_str(users, "200000", val, sizeof(val));
         ck_assert_str_eq(val, "1000200000");
-        rb_get(stock, NULL, val, sizeof(val));
+        sk_test_get_str(stock, NULL, val, sizeof(val));
         ck_assert_str_eq(val, "5000");
-        ck_assert_int_gt(rb_int_cmd("PTTL", users), 0);
+        ck_assert_int_gt(sk_test_int_cmd("PTTL", users), 0);
         /* The old single EVAL (400,000 HSET arguments, 0.5-0.8 s) is always in the slow
          * log; a chunk has at most 2 x 1,000 field arguments plus the script's few. */
         fprintf(stderr, "slow-log entries: %d\n", slow_entries(since_s, &max_argc));
@@ -150,18 +154,18 @@ START_TEST(big_users_hash_is_written_in_chunks)
          * gives up, the live users hash, stock and status are untouched. */
         ck_assert_int_eq(sk_failpoint_setup("rebuild.between_chunks=1*error", errstr,
                                             sizeof(errstr)), 0);
-        rb_sql("UPDATE tb_seckill_stock SET stock = 4000");
-        err = sk_rebuild_voucher(&rb_conf, vid, 5000, &rep, errstr, sizeof(errstr));
+        sk_test_exec("UPDATE tb_seckill_stock SET stock = 4000");
+        err = sk_rebuild_voucher(&sk_test_fx.conf, vid, 5000, &rep, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_EAGAIN && strstr(errstr, "between_chunks"), "%d %s", err,
                       errstr);
         ck_assert_int_eq(sk_failpoint_setup(NULL, errstr, sizeof(errstr)), 0);
-        ck_assert_int_eq(rb_int_cmd("HLEN", users), BUYERS + 1); /* and the placeholder _ */
-        rb_get(stock, NULL, val, sizeof(val));
+        ck_assert_int_eq(sk_test_int_cmd("HLEN", users), BUYERS + 1); /* and the placeholder _ */
+        sk_test_get_str(stock, NULL, val, sizeof(val));
         ck_assert_str_eq(val, "5000");
         {
                 char meta[SK_KEY_MAX];
-                rb_key(meta, vid, SK_KEY_META);
-                rb_get(meta, "status", val, sizeof(val));
+                sk_test_key(meta, vid, SK_KEY_META);
+                sk_test_get_str(meta, "status", val, sizeof(val));
                 ck_assert_str_eq(val, "1");
         }
         /* The client's own figure includes the shared machine's scheduling noise (seen up
@@ -172,7 +176,9 @@ END_TEST
 
 static void setup(void)
 {
-        rb_setup("rebuild_chunks", 2);
+        sk_test_fix_setup("rebuild_chunks", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                                   .delivery_timeout_ms = 2000,
+                                                                   .lock_wait_s = 5 });
 }
 
 int main(void)
@@ -181,7 +187,7 @@ int main(void)
         TCase *tc = tcase_create("rebuild");
 
         sk_db_library_init();
-        tcase_add_unchecked_fixture(tc, setup, rb_teardown);
+        tcase_add_unchecked_fixture(tc, setup, sk_test_fix_teardown);
         tcase_set_timeout(tc, 240);
         tcase_add_test(tc, big_users_hash_is_written_in_chunks);
         suite_add_tcase(s, tc);

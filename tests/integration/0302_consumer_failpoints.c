@@ -10,21 +10,21 @@
  * to the trace T0 of the user's active order).
  * Then the same message consumed by two consumers (two groups) at once, with a sleep
  * between the statements so the transactions overlap -> one order. */
-#include "0399_consumer_support.h"
+#include "sk_test.h"
 
 #define WAIT_S 60
 
 static int64_t hwm_total(void)
 {
         char errstr[512] = "";
-        rd_kafka_conf_t *kconf = sk_kafka_conf_new(&CT.conf, SK_KAFKA_ADMIN, errstr, sizeof(errstr));
+        rd_kafka_conf_t *kconf = sk_kafka_conf_new(&sk_test_fx.conf, SK_KAFKA_ADMIN, errstr, sizeof(errstr));
         rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, kconf, errstr, sizeof(errstr));
         int64_t total = 0;
 
         ck_assert_msg(rk != NULL, "%s", errstr);
-        for (int p = 0; p < CT.conf.topic_partitions; p++) {
+        for (int p = 0; p < sk_test_fx.conf.topic_partitions; p++) {
                 int64_t lo = 0, hi = 0;
-                ck_assert_int_eq(rd_kafka_query_watermark_offsets(rk, CT.conf.topic, p, &lo, &hi, 10000), 0);
+                ck_assert_int_eq(rd_kafka_query_watermark_offsets(rk, sk_test_fx.conf.topic, p, &lo, &hi, 10000), 0);
                 total += hi;
         }
         rd_kafka_destroy(rk);
@@ -36,9 +36,9 @@ static int64_t committed_total(void)
         char errstr[512] = "";
         int64_t total = 0;
 
-        for (int p = 0; p < CT.conf.topic_partitions; p++) {
+        for (int p = 0; p < sk_test_fx.conf.topic_partitions; p++) {
                 int64_t off = -1;
-                ck_assert_int_eq(sk_kafka_committed(&CT.conf, CT.conf.topic, p, &off, 10000, errstr,
+                ck_assert_int_eq(sk_kafka_committed(&sk_test_fx.conf, sk_test_fx.conf.topic, p, &off, 10000, errstr,
                                                     sizeof(errstr)), SK_OK);
                 total += off < 0 ? 0 : off;
         }
@@ -53,25 +53,26 @@ static void crash_and_restart(const char *failpoint, int expect_outcomes_after_c
         pid_t pid;
         int status, i;
 
-        ct_voucher(vid, 10, 10, 10);
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 10, .db_stock = 10,
+                                              .stock = 10, .status = 1, .db_status = 1 });
         for (i = 0; i < 3; i++) {
-                ck_assert_int_eq(ct_deduct(vid, sk_test_rand_id(), &m[i], json[i]), 0);
-                ct_produce_async(vid, json[i], strlen(json[i]));
+                ck_assert_int_eq(sk_test_deduct(vid, sk_test_rand_id(), 0, 0, &m[i], json[i]), 0);
+                sk_test_produce_async(vid, json[i], strlen(json[i]));
         }
-        ct_produce_wait();
+        sk_test_produce_wait();
 
-        pid = ct_start_consumer(NULL, failpoint, NULL);
-        status = ct_wait_pid(pid, WAIT_S);
+        pid = sk_test_consumer_start(&(sk_test_spawn_t){ .failpoints = failpoint }, 1);
+        status = sk_test_wait(pid, WAIT_S);
         ck_assert_msg(status != -1, "consumer with %s did not die", failpoint);
         ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "%s: status %d", failpoint, status);
         snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64, vid);
         if (expect_outcomes_after_crash >= 0)
-                ck_assert_int_eq(ct_i64("%s", sql), expect_outcomes_after_crash);
+                ck_assert_int_eq(sk_test_i64("%s", sql), expect_outcomes_after_crash);
         else /* committed, then killed: at least the first batch's outcomes exist */
-                ck_assert_int_ge(ct_i64("%s", sql), 1);
+                ck_assert_int_ge(sk_test_i64("%s", sql), 1);
 
-        pid = ct_start_consumer(NULL, NULL, NULL);
-        ck_assert_int_eq(ct_wait_i64(WAIT_S, 3, sql), 3);
+        pid = sk_test_consumer_start(&(sk_test_spawn_t){ 0 }, 1);
+        ck_assert_int_eq(sk_test_wait_i64(WAIT_S, 3, sql), 3);
         snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid);
         /* The outcomes may all predate the restart (after_commit): wait until the
          * restarted consumer has consumed and committed everything, then stop cleanly. */
@@ -80,15 +81,15 @@ static void crash_and_restart(const char *failpoint, int expect_outcomes_after_c
                 while (committed_total() != hwm && sk_mono_ms() < deadline)
                         sk_sleep_ms(200, NULL);
         }
-        status = ct_stop_consumer(pid);
+        status = sk_test_stop(pid, 30);
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "stop status %d", status);
-        ck_assert_int_eq(ct_i64("%s", sql), 3);
-        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64
+        ck_assert_int_eq(sk_test_i64("%s", sql), 3);
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64
                                 " AND outcome = 1", vid), 3);
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 7);
-        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_reconcile_log WHERE voucher_id = %" PRId64, vid), 3);
+        ck_assert_int_eq(sk_test_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 7);
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_reconcile_log WHERE voucher_id = %" PRId64, vid), 3);
         for (i = 0; i < 3; i++)
-                ck_assert(!ct_fenced(vid, m[i].trace_id));
+                ck_assert(!sk_test_fenced(vid, m[i].trace_id));
         ck_assert_int_eq(committed_total(), hwm_total());
 }
 
@@ -118,30 +119,31 @@ START_TEST(before_rollback_exit)
         pid_t pid;
         int status;
 
-        ct_voucher(vid, 5, 4, 4);
-        ct_exec("INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status) VALUES "
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 4, .stock = 4,
+                                              .status = 1, .db_status = 1 });
+        sk_test_exec("INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status) VALUES "
                 "(%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", 1)", sk_test_rand_id(), uid, vid,
                 t0);
-        ck_assert_int_eq(ct_deduct(vid, uid, &m, json), 0);
-        ct_produce(vid, json);
-        pid = ct_start_consumer(NULL, "consumer.before_rollback=1*exit", NULL);
-        status = ct_wait_pid(pid, WAIT_S);
+        ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
+        sk_test_produce(vid, json);
+        pid = sk_test_consumer_start(&(sk_test_spawn_t){ .failpoints = "consumer.before_rollback=1*exit" }, 1);
+        status = sk_test_wait(pid, WAIT_S);
         ck_assert(status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
         /* FAILED committed, no fence yet, stock not restored. */
-        ck_assert_int_eq(ct_i64("SELECT outcome FROM tb_seckill_outcome WHERE trace_id = %" PRId64, m.trace_id), 2);
-        ck_assert(!ct_fenced(vid, m.trace_id));
-        ck_assert_int_eq(ct_redis_stock(vid), 3);
+        ck_assert_int_eq(sk_test_i64("SELECT outcome FROM tb_seckill_outcome WHERE trace_id = %" PRId64, m.trace_id), 2);
+        ck_assert(!sk_test_fenced(vid, m.trace_id));
+        ck_assert_int_eq(sk_test_stock(NULL, NULL, vid), 3);
 
-        pid = ct_start_consumer(NULL, NULL, NULL);
-        for (int t = 0; t < WAIT_S * 10 && !ct_fenced(vid, m.trace_id); t++)
+        pid = sk_test_consumer_start(&(sk_test_spawn_t){ 0 }, 1);
+        for (int t = 0; t < WAIT_S * 10 && !sk_test_fenced(vid, m.trace_id); t++)
                 sk_sleep_ms(100, NULL);
-        status = ct_stop_consumer(pid);
+        status = sk_test_stop(pid, 30);
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        ck_assert(ct_fenced(vid, m.trace_id));
-        ck_assert_int_eq(ct_redis_stock(vid), 4);
-        ck_assert(ct_redis_user_is(vid, uid, t0)); /* the follow re-points to T0 too */
+        ck_assert(sk_test_fenced(vid, m.trace_id));
+        ck_assert_int_eq(sk_test_stock(NULL, NULL, vid), 4);
+        ck_assert(sk_test_user_is(vid, uid, t0)); /* the follow re-points to T0 too */
         snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid);
-        ck_assert_int_eq(ct_i64("%s", sql), 1);
+        ck_assert_int_eq(sk_test_i64("%s", sql), 1);
 }
 END_TEST
 
@@ -155,27 +157,28 @@ START_TEST(two_consumers_same_message)
 
         /* Both groups start from the end of what earlier cases produced... they read
          * from the beginning (new groups): every earlier message is a duplicate too. */
-        ct_voucher(vid, 5, 5, 5);
-        ck_assert_int_eq(ct_deduct(vid, uid, &m, json), 0);
-        ct_produce(vid, json);
-        snprintf(g1, sizeof(g1), "%s-a", CT.conf.group_id);
-        snprintf(g2, sizeof(g2), "%s-b", CT.conf.group_id);
-        p1 = ct_start_consumer(g1, "consumer.between_statements=sleep(300)", NULL);
-        p2 = ct_start_consumer(g2, "consumer.between_statements=sleep(300)", NULL);
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
+                                              .status = 1, .db_status = 1 });
+        ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
+        sk_test_produce(vid, json);
+        snprintf(g1, sizeof(g1), "%s-a", sk_test_fx.conf.group_id);
+        snprintf(g2, sizeof(g2), "%s-b", sk_test_fx.conf.group_id);
+        p1 = sk_test_consumer_start(&(sk_test_spawn_t){ .group = g1, .failpoints = "consumer.between_statements=sleep(300)" }, 1);
+        p2 = sk_test_consumer_start(&(sk_test_spawn_t){ .group = g2, .failpoints = "consumer.between_statements=sleep(300)" }, 1);
         snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64, m.trace_id);
-        ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
+        ck_assert_int_eq(sk_test_wait_i64(WAIT_S, 1, sql), 1);
         sk_sleep_ms(3000, NULL); /* both had their go */
-        s1 = ct_stop_consumer(p1);
-        s2 = ct_stop_consumer(p2);
+        s1 = sk_test_stop(p1, 30);
+        s2 = sk_test_stop(p2, 30);
         ck_assert(WIFEXITED(s1) && WEXITSTATUS(s1) == 0);
         ck_assert(WIFEXITED(s2) && WEXITSTATUS(s2) == 0);
-        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 1);
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 4);
-        ck_assert(!ct_fenced(vid, m.trace_id));
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 1);
+        ck_assert_int_eq(sk_test_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 4);
+        ck_assert(!sk_test_fenced(vid, m.trace_id));
         /* Nothing of the earlier cases was applied twice either. */
-        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order o JOIN tb_seckill_outcome s "
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_order o JOIN tb_seckill_outcome s "
                                 "ON s.trace_id = o.trace_id AND s.outcome = 1"),
-                         ct_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE outcome = 1"));
+                         sk_test_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE outcome = 1"));
 }
 END_TEST
 
@@ -185,7 +188,7 @@ int main(void)
         TCase *tc = tcase_create("crash");
         int rc;
 
-        ct_setup("cons_fp", 2);
+        sk_test_fix_setup("cons_fp", &(sk_test_fix_opts_t){ .partitions = 2 });
         tcase_set_timeout(tc, 280);
         tcase_add_test(tc, before_commit_exit);
         tcase_add_test(tc, between_statements_exit);
@@ -193,7 +196,7 @@ int main(void)
         tcase_add_test(tc, before_rollback_exit);
         tcase_add_test(tc, two_consumers_same_message);
         suite_add_tcase(s, tc);
-        rc = ct_run(s);
-        ct_teardown();
+        rc = sk_test_run_nofork(s);
+        sk_test_fix_teardown();
         return rc;
 }

@@ -10,7 +10,7 @@
  *    consumed (A's duplicates change nothing).
  * 3. The same with a graceful SIGTERM while B is retrying: exit 0, and the final
  *    commit leaves the committed offset exactly at B. */
-#include "0399_consumer_support.h"
+#include "sk_test.h"
 
 #define WAIT_S 60
 
@@ -23,30 +23,31 @@ START_TEST(lock_wait_then_applied)
         pid_t pid;
         int status;
 
-        ct_voucher(vid, 5, 5, 5);
-        pid = ct_start_consumer(NULL, NULL, NULL);
-        locker = ct_lock_voucher(vid);
-        ck_assert_int_eq(ct_deduct(vid, uid, &m, json), 0);
-        ct_produce(vid, json);
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
+                                              .status = 1, .db_status = 1 });
+        pid = sk_test_consumer_start(&(sk_test_spawn_t){ 0 }, 1);
+        locker = sk_test_lock_voucher(vid);
+        ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
+        sk_test_produce(vid, json);
         /* Several lock-wait timeouts (2 s each) pass while the row is held. */
         sk_sleep_ms(7000, NULL);
-        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64, m.trace_id), 0);
-        ck_assert(!ct_fenced(vid, m.trace_id));                   /* never a Redis rollback */
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64, m.trace_id), 0);
+        ck_assert(!sk_test_fenced(vid, m.trace_id));                   /* never a Redis rollback */
         ck_assert_int_eq(waitpid(pid, &status, WNOHANG), 0);      /* still running */
-        ct_unlock(locker);
+        sk_test_unlock(locker);
 
         snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64, m.trace_id);
-        ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
-        ck_assert(!ct_fenced(vid, m.trace_id));
-        ck_assert(ct_redis_user_is(vid, uid, m.trace_id));
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 4);
+        ck_assert_int_eq(sk_test_wait_i64(WAIT_S, 1, sql), 1);
+        ck_assert(!sk_test_fenced(vid, m.trace_id));
+        ck_assert(sk_test_user_is(vid, uid, m.trace_id));
+        ck_assert_int_eq(sk_test_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 4);
 
         /* The worker is still in the group and serving. */
-        ck_assert_int_eq(ct_deduct(vid, sk_test_rand_id(), &later, json2), 0);
-        ct_produce(vid, json2);
+        ck_assert_int_eq(sk_test_deduct(vid, sk_test_rand_id(), 0, 0, &later, json2), 0);
+        sk_test_produce(vid, json2);
         snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64, later.trace_id);
-        ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
-        status = ct_stop_consumer(pid);
+        ck_assert_int_eq(sk_test_wait_i64(WAIT_S, 1, sql), 1);
+        status = sk_test_stop(pid, 30);
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 END_TEST
@@ -61,47 +62,49 @@ START_TEST(b_between_a_survives_kill)
         pid_t pid;
         int status;
 
-        ct_voucher(va, 5, 5, 5);
-        ct_voucher(vb, 5, 5, 5);
-        ck_assert_int_eq(ct_deduct(va, sk_test_rand_id(), &a1, j1), 0);
-        ck_assert_int_eq(ct_deduct(vb, sk_test_rand_id(), &b, jb), 0);
-        ck_assert_int_eq(ct_deduct(va, sk_test_rand_id(), &a2, j2), 0);
-        base = ct_committed0();           /* everything before is consumed (previous case) */
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = va, .init_stock = 5, .db_stock = 5, .stock = 5,
+                                              .status = 1, .db_status = 1 });
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = vb, .init_stock = 5, .db_stock = 5, .stock = 5,
+                                              .status = 1, .db_status = 1 });
+        ck_assert_int_eq(sk_test_deduct(va, sk_test_rand_id(), 0, 0, &a1, j1), 0);
+        ck_assert_int_eq(sk_test_deduct(vb, sk_test_rand_id(), 0, 0, &b, jb), 0);
+        ck_assert_int_eq(sk_test_deduct(va, sk_test_rand_id(), 0, 0, &a2, j2), 0);
+        base = sk_test_committed(0);           /* everything before is consumed (previous case) */
         ck_assert_int_ge(base, 0);
         off_b = base + 1;              /* A1 at base, B at base+1, A2 at base+2 */
-        locker = ct_lock_voucher(vb);
-        ct_produce_async(va, j1, strlen(j1));
-        ct_produce_async(vb, jb, strlen(jb));
-        ct_produce_async(va, j2, strlen(j2));
-        ct_produce_wait();
+        locker = sk_test_lock_voucher(vb);
+        sk_test_produce_async(va, j1, strlen(j1));
+        sk_test_produce_async(vb, jb, strlen(jb));
+        sk_test_produce_async(va, j2, strlen(j2));
+        sk_test_produce_wait();
 
-        pid = ct_start_consumer(NULL, NULL, NULL);
+        pid = sk_test_consumer_start(&(sk_test_spawn_t){ 0 }, 1);
         snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, va);
-        ck_assert_int_eq(ct_wait_i64(WAIT_S, 2, sql), 2);
+        ck_assert_int_eq(sk_test_wait_i64(WAIT_S, 2, sql), 2);
         /* B is retrying against the lock; let the auto-commit run, then kill. */
         sk_sleep_ms(3000, NULL);
-        ck_assert_int_le(ct_committed0(), off_b);
+        ck_assert_int_le(sk_test_committed(0), off_b);
         kill(pid, SIGKILL);
-        ck_assert(ct_wait_pid(pid, 10) != -1);
-        ck_assert_int_le(ct_committed0(), off_b);
-        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64, b.trace_id), 0);
-        ct_unlock(locker);
+        ck_assert(sk_test_wait(pid, 10) != -1);
+        ck_assert_int_le(sk_test_committed(0), off_b);
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64, b.trace_id), 0);
+        sk_test_unlock(locker);
 
-        pid = ct_start_consumer(NULL, NULL, NULL);
+        pid = sk_test_consumer_start(&(sk_test_spawn_t){ 0 }, 1);
         snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64, b.trace_id);
-        ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
+        ck_assert_int_eq(sk_test_wait_i64(WAIT_S, 1, sql), 1);
         {
                 int64_t deadline = sk_mono_ms() + WAIT_S * 1000;
-                while (ct_committed0() != base + 3 && sk_mono_ms() < deadline)
+                while (sk_test_committed(0) != base + 3 && sk_mono_ms() < deadline)
                         sk_sleep_ms(200, NULL);
         }
-        status = ct_stop_consumer(pid);
+        status = sk_test_stop(pid, 30);
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        ck_assert_int_eq(ct_committed0(), base + 3);
-        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, va), 2);
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, va), 3);
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vb), 4);
-        ck_assert(!ct_fenced(vb, b.trace_id));
+        ck_assert_int_eq(sk_test_committed(0), base + 3);
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, va), 2);
+        ck_assert_int_eq(sk_test_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, va), 3);
+        ck_assert_int_eq(sk_test_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vb), 4);
+        ck_assert(!sk_test_fenced(vb, b.trace_id));
 }
 END_TEST
 
@@ -117,43 +120,45 @@ START_TEST(sigterm_while_retrying_keeps_offset)
 
         /* As above, but a graceful stop (SIGTERM) while B is retrying: the process
          * exits 0 after its final commit, which must not pass B either. */
-        ct_voucher(va, 5, 5, 5);
-        ct_voucher(vb, 5, 5, 5);
-        ck_assert_int_eq(ct_deduct(va, sk_test_rand_id(), &a1, j1), 0);
-        ck_assert_int_eq(ct_deduct(vb, sk_test_rand_id(), &b, jb), 0);
-        ck_assert_int_eq(ct_deduct(va, sk_test_rand_id(), &a2, j2), 0);
-        base = ct_committed0();
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = va, .init_stock = 5, .db_stock = 5, .stock = 5,
+                                              .status = 1, .db_status = 1 });
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = vb, .init_stock = 5, .db_stock = 5, .stock = 5,
+                                              .status = 1, .db_status = 1 });
+        ck_assert_int_eq(sk_test_deduct(va, sk_test_rand_id(), 0, 0, &a1, j1), 0);
+        ck_assert_int_eq(sk_test_deduct(vb, sk_test_rand_id(), 0, 0, &b, jb), 0);
+        ck_assert_int_eq(sk_test_deduct(va, sk_test_rand_id(), 0, 0, &a2, j2), 0);
+        base = sk_test_committed(0);
         ck_assert_int_ge(base, 0);
         off_b = base + 1;
-        locker = ct_lock_voucher(vb);
-        ct_produce_async(va, j1, strlen(j1));
-        ct_produce_async(vb, jb, strlen(jb));
-        ct_produce_async(va, j2, strlen(j2));
-        ct_produce_wait();
+        locker = sk_test_lock_voucher(vb);
+        sk_test_produce_async(va, j1, strlen(j1));
+        sk_test_produce_async(vb, jb, strlen(jb));
+        sk_test_produce_async(va, j2, strlen(j2));
+        sk_test_produce_wait();
 
-        pid = ct_start_consumer(NULL, NULL, NULL);
+        pid = sk_test_consumer_start(&(sk_test_spawn_t){ 0 }, 1);
         snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, va);
-        ck_assert_int_eq(ct_wait_i64(WAIT_S, 2, sql), 2);
+        ck_assert_int_eq(sk_test_wait_i64(WAIT_S, 2, sql), 2);
         sk_sleep_ms(1000, NULL);
-        status = ct_stop_consumer(pid);
+        status = sk_test_stop(pid, 30);
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "stop status %d", status);
-        ck_assert_int_eq(ct_committed0(), off_b);
-        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64, b.trace_id), 0);
-        ck_assert(!ct_fenced(vb, b.trace_id));
-        ct_unlock(locker);
+        ck_assert_int_eq(sk_test_committed(0), off_b);
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64, b.trace_id), 0);
+        ck_assert(!sk_test_fenced(vb, b.trace_id));
+        sk_test_unlock(locker);
 
-        pid = ct_start_consumer(NULL, NULL, NULL);
+        pid = sk_test_consumer_start(&(sk_test_spawn_t){ 0 }, 1);
         snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64, b.trace_id);
-        ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
+        ck_assert_int_eq(sk_test_wait_i64(WAIT_S, 1, sql), 1);
         {
                 int64_t deadline = sk_mono_ms() + WAIT_S * 1000;
-                while (ct_committed0() != base + 3 && sk_mono_ms() < deadline)
+                while (sk_test_committed(0) != base + 3 && sk_mono_ms() < deadline)
                         sk_sleep_ms(200, NULL);
         }
-        status = ct_stop_consumer(pid);
+        status = sk_test_stop(pid, 30);
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        ck_assert_int_eq(ct_committed0(), base + 3);
-        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, va), 2);
+        ck_assert_int_eq(sk_test_committed(0), base + 3);
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, va), 2);
 }
 END_TEST
 
@@ -163,13 +168,13 @@ int main(void)
         TCase *tc = tcase_create("transient");
         int rc;
 
-        ct_setup("cons_tr", 1);
+        sk_test_fix_setup("cons_tr", &(sk_test_fix_opts_t){ .partitions = 1 });
         tcase_set_timeout(tc, 280);
         tcase_add_test(tc, lock_wait_then_applied);
         tcase_add_test(tc, b_between_a_survives_kill);
         tcase_add_test(tc, sigterm_while_retrying_keeps_offset);
         suite_add_tcase(s, tc);
-        rc = ct_run(s);
-        ct_teardown();
+        rc = sk_test_run_nofork(s);
+        sk_test_fix_teardown();
         return rc;
 }

@@ -4,63 +4,27 @@
  * and retries; nothing is decided. A restarted Redis (empty: no scripts, no data)
  * answers NOSCRIPT, the consumer loads the scripts and applies the order. A SCRIPT
  * FLUSH mid-stream is handled the same way. */
-#include "0399_consumer_support.h"
-#include <sys/socket.h>
-#include <netinet/in.h>
+#include "sk_test.h"
 
 #define WAIT_S 60
 
 static int g_port;
+static sk_conf_t g_redis_conf;     /* only its Redis URL: the private server's */
 static pid_t g_redis;
 
-static int free_port(void)
+/* The consumer's own redis-server on g_port (no persistence; empty after a restart). */
+static pid_t start_redis(void)
 {
-        struct sockaddr_in sa;
-        socklen_t len = sizeof(sa);
-        int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+        static const char *const quiet[] = { "--loglevel", "warning", NULL };
 
-        memset(&sa, 0, sizeof(sa));
-        sa.sin_family = AF_INET;
-        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-            getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-                port = ntohs(sa.sin_port);
-        if (fd >= 0)
-                close(fd);
-        return port;
-}
-
-static pid_t start_redis(int port)
-{
-        char p[16];
-        pid_t pid;
-
-        snprintf(p, sizeof(p), "%d", port);
-        pid = fork();
-        if (pid == 0) {
-                execlp("redis-server", "redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "",
-                       "--appendonly", "no", "--maxmemory-policy", "noeviction", "--loglevel", "warning",
-                       (char *)NULL);
-                _exit(127);
-        }
-        /* Wait until it answers. */
-        for (int i = 0; i < 100; i++) {
-                redisContext *c = redisConnect("127.0.0.1", port);
-                int ok = c && !c->err;
-                if (c)
-                        redisFree(c);
-                if (ok)
-                        break;
-                sk_sleep_ms(50, NULL);
-        }
-        return pid;
+        return sk_test_redis_start(&g_redis_conf, g_port, quiet);
 }
 
 static void stop_redis(void)
 {
         if (g_redis > 0) {
                 kill(g_redis, SIGKILL);
-                ct_wait_pid(g_redis, 10);
+                sk_test_wait(g_redis, 10);
                 g_redis = 0;
         }
 }
@@ -68,9 +32,9 @@ static void stop_redis(void)
 static void reconnect_test_redis(void)
 {
         char errstr[512] = "";
-        sk_redis_close(CT.r);
-        CT.r = sk_redis_connect(&CT.conf.redis, 5000, errstr, sizeof(errstr));
-        ck_assert_msg(CT.r != NULL, "%s", errstr);
+        sk_redis_close(sk_test_fx.r);
+        sk_test_fx.r = sk_redis_connect(&sk_test_fx.conf.redis, 5000, errstr, sizeof(errstr));
+        ck_assert_msg(sk_test_fx.r != NULL, "%s", errstr);
 }
 
 START_TEST(redis_down_then_back)
@@ -81,29 +45,31 @@ START_TEST(redis_down_then_back)
         pid_t pid;
         int status;
 
-        ct_voucher(vid, 5, 5, 5);
-        ck_assert_int_eq(ct_deduct(vid, uid, &m, json), 0);
-        pid = ct_start_consumer(NULL, NULL, NULL);
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
+                                              .status = 1, .db_status = 1 });
+        ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
+        pid = sk_test_consumer_start(&(sk_test_spawn_t){ 0 }, 1);
 
         /* First a normal order (scripts get loaded). */
-        ct_produce(vid, json);
+        sk_test_produce(vid, json);
         snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64, m.trace_id);
-        ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
+        ck_assert_int_eq(sk_test_wait_i64(WAIT_S, 1, sql), 1);
 
         /* Redis goes away: the next purchase waits, undecided. */
-        ct_voucher(vid2, 5, 5, 5);
-        ck_assert_int_eq(ct_deduct(vid2, sk_test_rand_id(), &m2, json2), 0);
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid2, .init_stock = 5, .db_stock = 5,
+                                              .stock = 5, .status = 1, .db_status = 1 });
+        ck_assert_int_eq(sk_test_deduct(vid2, sk_test_rand_id(), 0, 0, &m2, json2), 0);
         stop_redis();
-        ct_produce(vid2, json2);
+        sk_test_produce(vid2, json2);
         sk_sleep_ms(4000, NULL);
         snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64, m2.trace_id);
-        ck_assert_int_eq(ct_i64("%s", sql), 0);
+        ck_assert_int_eq(sk_test_i64("%s", sql), 0);
         ck_assert_int_eq(waitpid(pid, &status, WNOHANG), 0); /* still running */
 
         /* An empty Redis comes back (no scripts, no keys): NOSCRIPT -> load -> applied. */
-        g_redis = start_redis(g_port);
-        ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
-        ck_assert_int_eq(ct_i64("SELECT outcome FROM tb_seckill_outcome WHERE trace_id = %" PRId64, m2.trace_id), 1);
+        g_redis = start_redis();
+        ck_assert_int_eq(sk_test_wait_i64(WAIT_S, 1, sql), 1);
+        ck_assert_int_eq(sk_test_i64("SELECT outcome FROM tb_seckill_outcome WHERE trace_id = %" PRId64, m2.trace_id), 1);
         reconnect_test_redis();
 
         /* SCRIPT FLUSH mid-stream. */
@@ -111,17 +77,16 @@ START_TEST(redis_down_then_back)
                 int64_t v3 = sk_test_rand_id();
                 sk_order_msg_t m3;
                 char j3[SK_MSG_MAX];
-                redisReply *reply;
 
-                ct_voucher(v3, 5, 5, 5);
-                ck_assert_int_eq(ct_deduct(v3, sk_test_rand_id(), &m3, j3), 0);
-                reply = ct_redis("SCRIPT FLUSH");
-                freeReplyObject(reply);
-                ct_produce(v3, j3);
+                sk_test_voucher(&(sk_test_voucher_t){ .vid = v3, .init_stock = 5, .db_stock = 5,
+                                                      .stock = 5, .status = 1, .db_status = 1 });
+                ck_assert_int_eq(sk_test_deduct(v3, sk_test_rand_id(), 0, 0, &m3, j3), 0);
+                freeReplyObject(sk_test_cmd(sk_test_fx.r, "SCRIPT FLUSH"));
+                sk_test_produce(v3, j3);
                 snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64, m3.trace_id);
-                ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
+                ck_assert_int_eq(sk_test_wait_i64(WAIT_S, 1, sql), 1);
         }
-        status = ct_stop_consumer(pid);
+        status = sk_test_stop(pid, 30);
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "stop status %d", status);
 }
 END_TEST
@@ -130,23 +95,21 @@ int main(void)
 {
         Suite *s = suite_create("consumer_redis_down");
         TCase *tc = tcase_create("redis");
-        char url[128];
         int rc;
 
-        g_port = free_port();
+        g_port = sk_test_free_port();
         if (g_port <= 0) {
                 fprintf(stderr, "no free port\n");
                 return 2;
         }
-        g_redis = start_redis(g_port);
-        snprintf(url, sizeof(url), "redis://127.0.0.1:%d/0", g_port);
-        setenv("SECKILL_REDIS_URL", url, 1);
-        ct_setup("cons_redis", 1);
+        g_redis = start_redis();
+        setenv("SECKILL_REDIS_URL", g_redis_conf.redis_url, 1);
+        sk_test_fix_setup("cons_redis", &(sk_test_fix_opts_t){ .partitions = 1 });
         tcase_set_timeout(tc, 200);
         tcase_add_test(tc, redis_down_then_back);
         suite_add_tcase(s, tc);
-        rc = ct_run(s);
-        ct_teardown();
+        rc = sk_test_run_nofork(s);
+        sk_test_fix_teardown();
         stop_redis();
         return rc;
 }

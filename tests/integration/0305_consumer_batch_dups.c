@@ -7,12 +7,11 @@
  *    the batch-size histogram saw one transaction of 8; every purchase has one order.
  * 2. A message with deductQty 2 (before/after consistent) goes to the DLQ as poison
  *    with a reason naming deductQty; no outcome, no order, DB stock unchanged. */
-#include "0399_consumer_support.h"
+#include "sk_test.h"
 
 #define WAIT_S 60
 
 /* The consumer of the running case, stopped by main if an assertion left it running. */
-static pid_t g_pid;
 
 static char g_metrics_addr[64];
 
@@ -52,13 +51,7 @@ static int64_t wait_count(const char *fmt, int64_t vid, int64_t want)
 {
         char sql[256];
         snprintf(sql, sizeof(sql), fmt, vid);
-        return ct_wait_i64(WAIT_S, want, sql);
-}
-
-static int stop_consumer(pid_t pid)
-{
-        g_pid = 0;
-        return ct_stop_consumer(pid);
+        return sk_test_wait_i64(WAIT_S, want, sql);
 }
 
 START_TEST(redriven_backlog_keeps_the_batch)
@@ -69,26 +62,27 @@ START_TEST(redriven_backlog_keeps_the_batch)
         pid_t pid;
         int i;
 
-        ct_voucher(vid, 20, 20, 20);
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 20, .db_stock = 20,
+                                              .stock = 20, .status = 1, .db_status = 1 });
         for (i = 0; i < 10; i++)
-                ck_assert_int_eq(ct_deduct(vid, sk_test_rand_id(), &m[i], json[i]), 0);
-        g_pid = pid = ct_start_consumer(NULL, NULL, consumer_flags());
-        ct_produce(vid, json[0]);
-        ct_produce(vid, json[1]);
+                ck_assert_int_eq(sk_test_deduct(vid, sk_test_rand_id(), 0, 0, &m[i], json[i]), 0);
+        pid = sk_test_consumer_start(&(sk_test_spawn_t){ .args = consumer_flags() }, 1);
+        sk_test_produce(vid, json[0]);
+        sk_test_produce(vid, json[1]);
         ck_assert_int_eq(wait_count("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64,
                                     vid, 2), 2);
-        ck_assert_int_eq(WEXITSTATUS(stop_consumer(pid)), 0);
+        ck_assert_int_eq(WEXITSTATUS(sk_test_stop(pid, 30)), 0);
 
         /* The backlog: both decided purchases again, eight new ones, m[5] twice. */
-        ct_produce_async(vid, json[0], strlen(json[0]));
+        sk_test_produce_async(vid, json[0], strlen(json[0]));
         for (i = 2; i < 10; i++) {
-                ct_produce_async(vid, json[i], strlen(json[i]));
+                sk_test_produce_async(vid, json[i], strlen(json[i]));
                 if (i == 5)
-                        ct_produce_async(vid, json[i], strlen(json[i]));
+                        sk_test_produce_async(vid, json[i], strlen(json[i]));
         }
-        ct_produce_async(vid, json[1], strlen(json[1]));
-        ct_produce_wait();
-        g_pid = pid = ct_start_consumer(NULL, NULL, consumer_flags());
+        sk_test_produce_async(vid, json[1], strlen(json[1]));
+        sk_test_produce_wait();
+        pid = sk_test_consumer_start(&(sk_test_spawn_t){ .args = consumer_flags() }, 1);
         ck_assert_int_eq(wait_count("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64,
                                     vid, 10), 10);
         /* The whole backlog (11 messages) was one batch with one transaction of 8. */
@@ -99,16 +93,16 @@ START_TEST(redriven_backlog_keeps_the_batch)
         ck_assert_int_eq(metric("seckill_consumer_batch_size_count"), 1);
         ck_assert_int_eq(metric("seckill_consumer_batch_size_sum"), 8);
         ck_assert_int_eq(metric("seckill_consumer_carry_messages"), 0);
-        ck_assert_int_eq(WEXITSTATUS(stop_consumer(pid)), 0);
+        ck_assert_int_eq(WEXITSTATUS(sk_test_stop(pid, 30)), 0);
 
         for (i = 0; i < 10; i++) {
-                ck_assert_int_eq(ct_i64("SELECT outcome FROM tb_seckill_outcome WHERE trace_id = %" PRId64,
+                ck_assert_int_eq(sk_test_i64("SELECT outcome FROM tb_seckill_outcome WHERE trace_id = %" PRId64,
                                         m[i].trace_id), SK_OUTCOME_CREATED);
-                ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64,
+                ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64,
                                         m[i].trace_id), 1);
-                ck_assert(!ct_fenced(vid, m[i].trace_id));
+                ck_assert(!sk_test_fenced(vid, m[i].trace_id));
         }
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 10);
+        ck_assert_int_eq(sk_test_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 10);
 }
 END_TEST
 
@@ -117,11 +111,12 @@ START_TEST(deduct_qty_2_is_poison)
         int64_t vid = sk_test_rand_id();
         sk_order_msg_t m;
         char json[SK_MSG_MAX];
-        ct_dlq_msg_t dlq[4];
+        sk_test_dlq_msg_t dlq[4];
         pid_t pid;
         int got;
 
-        ct_voucher(vid, 5, 5, 5);
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
+                                              .status = 1, .db_status = 1 });
         memset(&m, 0, sizeof(m));
         m.trace_id = sk_test_rand_id();
         m.order_id = sk_test_rand_id();
@@ -132,17 +127,17 @@ START_TEST(deduct_qty_2_is_poison)
         m.after_qty = 3;
         m.ts_ms = sk_now_ms();
         sk_msg_format(&m, json, sizeof(json));
-        g_pid = pid = ct_start_consumer(NULL, NULL, consumer_flags());
-        ct_produce(vid, json);
-        got = ct_read_dlq(dlq, 1, WAIT_S);
+        pid = sk_test_consumer_start(&(sk_test_spawn_t){ .args = consumer_flags() }, 1);
+        sk_test_produce(vid, json);
+        got = sk_test_read_dlq(dlq, 1, WAIT_S);
         ck_assert_int_ge(got, 1);
         ck_assert_str_eq(dlq[got - 1].kind, "poison");
         ck_assert_ptr_nonnull(strstr(dlq[got - 1].error, "deductQty"));
-        ck_assert_int_eq(WEXITSTATUS(stop_consumer(pid)), 0);
-        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64,
+        ck_assert_int_eq(WEXITSTATUS(sk_test_stop(pid, 30)), 0);
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64,
                                 m.trace_id), 0);
-        ck_assert_int_eq(ct_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 0);
-        ck_assert_int_eq(ct_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 5);
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 0);
+        ck_assert_int_eq(sk_test_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 5);
 }
 END_TEST
 
@@ -151,16 +146,14 @@ int main(void)
         Suite *s = suite_create("consumer_batch_dups");
         TCase *tc = tcase_create("dups");
 
-        ct_setup("cons_dups", 1);
+        sk_test_fix_setup("cons_dups", &(sk_test_fix_opts_t){ .partitions = 1 });
         tcase_set_timeout(tc, 240);
         tcase_add_test(tc, redriven_backlog_keeps_the_batch);
         tcase_add_test(tc, deduct_qty_2_is_poison);
         suite_add_tcase(s, tc);
         {
-                int rc = ct_run(s);
-                if (g_pid > 0)
-                        ct_stop_consumer(g_pid);
-                ct_teardown();
+                int rc = sk_test_run_nofork(s);
+                sk_test_fix_teardown();
                 return rc;
         }
 }

@@ -7,19 +7,18 @@
  * and leaves; each join and leave revokes and reassigns the partition. Then A's lock
  * is released: A is applied, and the group's committed offset must never drop below
  * 3 (the consumer used to store 0 or 1 for A's batch, and auto-commit sent it). */
-#include "0399_consumer_support.h"
+#include "sk_test.h"
 
 #define WAIT_S 60
 
 /* The consumer of the running case, stopped by main if an assertion left it running. */
-static pid_t g_pid;
 
 /* A member of the consumer's group, subscribed to the DLQ topic, that commits @p offset
  * for partition 0 of the order topic and leaves. */
 static void other_member_commits(int64_t offset)
 {
         char errstr[512] = "";
-        rd_kafka_conf_t *kconf = sk_kafka_conf_new(&CT.conf, SK_KAFKA_CONSUMER, errstr, sizeof(errstr));
+        rd_kafka_conf_t *kconf = sk_kafka_conf_new(&sk_test_fx.conf, SK_KAFKA_CONSUMER, errstr, sizeof(errstr));
         rd_kafka_topic_partition_list_t *sub, *assigned = NULL, *commit;
         int64_t deadline = sk_mono_ms() + 60000;
         rd_kafka_t *rk;
@@ -28,7 +27,7 @@ static void other_member_commits(int64_t offset)
         ck_assert_ptr_nonnull(rk = rd_kafka_new(RD_KAFKA_CONSUMER, kconf, errstr, sizeof(errstr)));
         rd_kafka_poll_set_consumer(rk);
         sub = rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(sub, CT.conf.dlq_topic, RD_KAFKA_PARTITION_UA);
+        rd_kafka_topic_partition_list_add(sub, sk_test_fx.conf.dlq_topic, RD_KAFKA_PARTITION_UA);
         ck_assert_int_eq(rd_kafka_subscribe(rk, sub), RD_KAFKA_RESP_ERR_NO_ERROR);
         rd_kafka_topic_partition_list_destroy(sub);
         while (sk_mono_ms() < deadline) {
@@ -44,17 +43,11 @@ static void other_member_commits(int64_t offset)
         ck_assert_msg(assigned != NULL, "the other member never joined the group");
         rd_kafka_topic_partition_list_destroy(assigned);
         commit = rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(commit, CT.conf.topic, 0)->offset = offset;
+        rd_kafka_topic_partition_list_add(commit, sk_test_fx.conf.topic, 0)->offset = offset;
         ck_assert_int_eq(rd_kafka_commit(rk, commit, 0 /* sync */), RD_KAFKA_RESP_ERR_NO_ERROR);
         rd_kafka_topic_partition_list_destroy(commit);
         rd_kafka_consumer_close(rk);
         rd_kafka_destroy(rk);
-}
-
-static int stop_consumer(pid_t pid)
-{
-        g_pid = 0;
-        return ct_stop_consumer(pid);
 }
 
 START_TEST(committed_offset_never_moves_back)
@@ -66,40 +59,42 @@ START_TEST(committed_offset_never_moves_back)
         pid_t pid;
         int status;
 
-        ct_voucher(va, 5, 5, 5);
-        ct_voucher(vb, 5, 5, 5);
-        ck_assert_int_eq(ct_deduct(va, sk_test_rand_id(), &a, ja), 0);
-        ck_assert_int_eq(ct_deduct(vb, sk_test_rand_id(), &b1, jb1), 0);
-        ck_assert_int_eq(ct_deduct(vb, sk_test_rand_id(), &b2, jb2), 0);
-        lock_a = ct_lock_voucher(va);
-        lock_b = ct_lock_voucher(vb);
-        ct_produce(va, ja);
-        g_pid = pid = ct_start_consumer(NULL, NULL, NULL);
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = va, .init_stock = 5, .db_stock = 5, .stock = 5,
+                                              .status = 1, .db_status = 1 });
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = vb, .init_stock = 5, .db_stock = 5, .stock = 5,
+                                              .status = 1, .db_status = 1 });
+        ck_assert_int_eq(sk_test_deduct(va, sk_test_rand_id(), 0, 0, &a, ja), 0);
+        ck_assert_int_eq(sk_test_deduct(vb, sk_test_rand_id(), 0, 0, &b1, jb1), 0);
+        ck_assert_int_eq(sk_test_deduct(vb, sk_test_rand_id(), 0, 0, &b2, jb2), 0);
+        lock_a = sk_test_lock_voucher(va);
+        lock_b = sk_test_lock_voucher(vb);
+        sk_test_produce(va, ja);
+        pid = sk_test_consumer_start(&(sk_test_spawn_t){ 0 }, 1);
         sk_sleep_ms(6000, NULL); /* joined, A's batch retrying against the lock */
-        ct_produce_async(vb, jb1, strlen(jb1));
-        ct_produce_async(vb, jb2, strlen(jb2));
-        ct_produce_wait();
+        sk_test_produce_async(vb, jb1, strlen(jb1));
+        sk_test_produce_async(vb, jb2, strlen(jb2));
+        sk_test_produce_wait();
         other_member_commits(3);
-        ck_assert_int_eq(ct_committed0(), 3);
+        ck_assert_int_eq(sk_test_committed(0), 3);
         sk_sleep_ms(3000, NULL); /* the consumer is reassigned the partition */
-        ct_unlock(lock_a);
+        sk_test_unlock(lock_a);
 
         snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64, a.trace_id);
-        ck_assert_int_eq(ct_wait_i64(WAIT_S, 1, sql), 1);
+        ck_assert_int_eq(sk_test_wait_i64(WAIT_S, 1, sql), 1);
         /* B stays locked: whatever A's batch stored has time to be auto-committed. */
         deadline = sk_mono_ms() + 6000;
         while (sk_mono_ms() < deadline) {
-                int64_t c = ct_committed0();
+                int64_t c = sk_test_committed(0);
                 if (c < low)
                         low = c;
                 sk_sleep_ms(200, NULL);
         }
-        ct_unlock(lock_b);
+        sk_test_unlock(lock_b);
         ck_assert_msg(low >= 3, "committed offset went back to %" PRId64, low);
-        status = stop_consumer(pid);
+        status = sk_test_stop(pid, 30);
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        ck_assert_int_ge(ct_committed0(), 3);
-        ck_assert_int_eq(ct_i64("SELECT outcome FROM tb_seckill_outcome WHERE trace_id = %" PRId64, a.trace_id),
+        ck_assert_int_ge(sk_test_committed(0), 3);
+        ck_assert_int_eq(sk_test_i64("SELECT outcome FROM tb_seckill_outcome WHERE trace_id = %" PRId64, a.trace_id),
                          SK_OUTCOME_CREATED);
 }
 END_TEST
@@ -110,13 +105,11 @@ int main(void)
         TCase *tc = tcase_create("floor");
         int rc;
 
-        ct_setup("cons_floor", 1);
+        sk_test_fix_setup("cons_floor", &(sk_test_fix_opts_t){ .partitions = 1 });
         tcase_set_timeout(tc, 240);
         tcase_add_test(tc, committed_offset_never_moves_back);
         suite_add_tcase(s, tc);
-        rc = ct_run(s);
-        if (g_pid > 0)
-                ct_stop_consumer(g_pid);
-        ct_teardown();
+        rc = sk_test_run_nofork(s);
+        sk_test_fix_teardown();
         return rc;
 }

@@ -11,7 +11,7 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include "0499_front_util.h"
+#include "sk_test.h"
 #include "sk/kafka.h"
 #include "sk/msg.h"
 
@@ -21,17 +21,16 @@ static pid_t g_pid;
 static sk_redis_t *g_rc;
 static char g_log[256];
 
-static int64_t now_ms(void)
-{
-        return sk_now_ms();
-}
-
 /* A fresh on-sale voucher with @p stock (Redis and DB). */
 static int64_t new_voucher(long long stock)
 {
         int64_t vid = sk_test_rand_id();
 
-        ft_seed(&g_conf, g_rc, vid, stock, now_ms() - 60000, now_ms() + 3600000, 1, 1);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .vid = vid, .stock = stock,
+                                              .init_stock = stock, .db_stock = stock,
+                                              .begin_ms = sk_now_ms() - 60000,
+                                              .end_ms = sk_now_ms() + 3600000, .status = 1,
+                                              .db_status = 1 });
         return vid;
 }
 
@@ -52,8 +51,8 @@ static void *buyer_main(void *arg)
         char body[1024];
 
         pthread_barrier_wait(b->bar);
-        b->status = ft_buy_once(g_port, b->vid, b->user, body, sizeof(body));
-        b->code = ft_body_code(body);
+        b->status = sk_test_buy(g_port, b->vid, b->user, body, sizeof(body));
+        b->code = sk_test_body_code(body);
         return NULL;
 }
 
@@ -80,10 +79,10 @@ static void crowd(int64_t vid, int n, const int64_t *users, buyer_t *out)
 
 START_TEST(ready_health_metrics)
 {
-        char body[FT_BODY_MAX];
+        char body[SK_TEST_BODY_MAX];
 
-        ck_assert_int_eq(ft_http(g_port, "GET", "/healthz", NULL, NULL, body, sizeof(body)), 200);
-        ck_assert_int_eq(ft_http(g_port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 200);
+        ck_assert_int_eq(sk_test_http(g_port, "GET", "/healthz", NULL, NULL, body, sizeof(body)), 200);
+        ck_assert_int_eq(sk_test_http(g_port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 200);
         ck_assert_ptr_nonnull(strstr(body, "\"kafka\":true"));
         ck_assert_ptr_nonnull(strstr(body, "\"redisServer\":true"));
         ck_assert_ptr_nonnull(strstr(body, "\"lease\":true"));
@@ -103,7 +102,7 @@ START_TEST(ready_health_metrics)
                 ck_assert_msg(strstr(body, want) != NULL, "%s not in %s", want, body);
                 ck_assert_ptr_null(strstr(body, "\"minReplicasMaxLag\":-1"));
         }
-        ck_assert_int_eq(ft_http(g_port, "GET", "/metrics", NULL, NULL, body, sizeof(body)), 200);
+        ck_assert_int_eq(sk_test_http(g_port, "GET", "/metrics", NULL, NULL, body, sizeof(body)), 200);
         ck_assert_ptr_nonnull(strstr(body, "seckill_front_requests_total"));
         ck_assert_ptr_nonnull(strstr(body, "seckill_front_inflight"));
 }
@@ -129,7 +128,7 @@ START_TEST(stock1_fifty_buyers)
         }
         ck_assert_int_eq(n202, 1);
         ck_assert_int_eq(n409, 49);
-        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 0);
+        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 0);
 }
 END_TEST
 
@@ -152,23 +151,23 @@ START_TEST(stock10_one_user_twenty_then_nine)
                                       "same user %d: status %d code %d", i, b[i].status, b[i].code);
         }
         ck_assert_int_eq(n202, 1);
-        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 9);
+        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 9);
         for (i = 0; i < 9; i++)
                 users[i] = 2000 + i;
         memset(b, 0, sizeof(b));
         crowd(vid, 9, users, b);
         for (i = 0; i < 9; i++)
                 ck_assert_msg(b[i].status == 202, "other %d: %d", i, b[i].status);
-        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 0);
+        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 0);
         /* After sell-out: a past buyer gets 10006 (membership before stock), a new
          * buyer 10005; the stock never goes below 0. */
-        ck_assert_int_eq(ft_buy_once(g_port, vid, "777", body, sizeof(body)), 409);
-        ck_assert_int_eq(ft_body_code(body), 10006);
-        ck_assert_int_eq(ft_buy_once(g_port, vid, "2003", body, sizeof(body)), 409);
-        ck_assert_int_eq(ft_body_code(body), 10006);
-        ck_assert_int_eq(ft_buy_once(g_port, vid, "3001", body, sizeof(body)), 409);
-        ck_assert_int_eq(ft_body_code(body), 10005);
-        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 0);
+        ck_assert_int_eq(sk_test_buy(g_port, vid, "777", body, sizeof(body)), 409);
+        ck_assert_int_eq(sk_test_body_code(body), 10006);
+        ck_assert_int_eq(sk_test_buy(g_port, vid, "2003", body, sizeof(body)), 409);
+        ck_assert_int_eq(sk_test_body_code(body), 10006);
+        ck_assert_int_eq(sk_test_buy(g_port, vid, "3001", body, sizeof(body)), 409);
+        ck_assert_int_eq(sk_test_body_code(body), 10005);
+        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 0);
 }
 END_TEST
 
@@ -177,52 +176,68 @@ END_TEST
 START_TEST(status_map)
 {
         char body[1024];
-        int64_t t = now_ms(), v;
+        int64_t t = sk_now_ms(), v;
         char cause[64];
 
         /* paused -> 503 + 10013 */
         v = sk_test_rand_id();
-        ft_seed(&g_conf, g_rc, v, 5, t - 60000, t + 3600000, 4, 4);
-        ck_assert_int_eq(ft_buy_once(g_port, v, "11", body, sizeof(body)), 503);
-        ck_assert_int_eq(ft_body_code(body), 10013);
-        ck_assert_int_eq(ft_json_field(body, "cause", cause, sizeof(cause)), 0);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .vid = v, .stock = 5,
+                                              .init_stock = 5, .db_stock = 5, .begin_ms = t - 60000,
+                                              .end_ms = t + 3600000, .status = 4, .db_status = 4 });
+        ck_assert_int_eq(sk_test_buy(g_port, v, "11", body, sizeof(body)), 503);
+        ck_assert_int_eq(sk_test_body_code(body), 10013);
+        ck_assert_int_eq(sk_test_json_field(body, "cause", cause, sizeof(cause)), 0);
         ck_assert_str_eq(cause, "paused");
-        ck_assert_int_eq(ft_stock(&g_conf, g_rc, v), 5);
+        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, v), 5);
         /* not started -> 403/10002 */
         v = sk_test_rand_id();
-        ft_seed(&g_conf, g_rc, v, 5, t + 3600000, t + 7200000, 1, 1);
-        ck_assert_int_eq(ft_buy_once(g_port, v, "11", body, sizeof(body)), 403);
-        ck_assert_int_eq(ft_body_code(body), 10002);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .vid = v, .stock = 5,
+                                              .init_stock = 5, .db_stock = 5,
+                                              .begin_ms = t + 3600000, .end_ms = t + 7200000,
+                                              .status = 1, .db_status = 1 });
+        ck_assert_int_eq(sk_test_buy(g_port, v, "11", body, sizeof(body)), 403);
+        ck_assert_int_eq(sk_test_body_code(body), 10002);
         /* ended -> 403/10003 */
         v = sk_test_rand_id();
-        ft_seed(&g_conf, g_rc, v, 5, t - 7200000, t - 3600000, 1, 1);
-        ck_assert_int_eq(ft_buy_once(g_port, v, "11", body, sizeof(body)), 403);
-        ck_assert_int_eq(ft_body_code(body), 10003);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .vid = v, .stock = 5,
+                                              .init_stock = 5, .db_stock = 5,
+                                              .begin_ms = t - 7200000, .end_ms = t - 3600000,
+                                              .status = 1, .db_status = 1 });
+        ck_assert_int_eq(sk_test_buy(g_port, v, "11", body, sizeof(body)), 403);
+        ck_assert_int_eq(sk_test_body_code(body), 10003);
         /* offline -> 403/10011 */
         v = sk_test_rand_id();
-        ft_seed(&g_conf, g_rc, v, 5, t - 60000, t + 3600000, 2, 2);
-        ck_assert_int_eq(ft_buy_once(g_port, v, "11", body, sizeof(body)), 403);
-        ck_assert_int_eq(ft_body_code(body), 10011);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .vid = v, .stock = 5,
+                                              .init_stock = 5, .db_stock = 5, .begin_ms = t - 60000,
+                                              .end_ms = t + 3600000, .status = 2, .db_status = 2 });
+        ck_assert_int_eq(sk_test_buy(g_port, v, "11", body, sizeof(body)), 403);
+        ck_assert_int_eq(sk_test_body_code(body), 10011);
         /* expired -> 403/10012 */
         v = sk_test_rand_id();
-        ft_seed(&g_conf, g_rc, v, 5, t - 60000, t + 3600000, 3, 3);
-        ck_assert_int_eq(ft_buy_once(g_port, v, "11", body, sizeof(body)), 403);
-        ck_assert_int_eq(ft_body_code(body), 10012);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .vid = v, .stock = 5,
+                                              .init_stock = 5, .db_stock = 5, .begin_ms = t - 60000,
+                                              .end_ms = t + 3600000, .status = 3, .db_status = 3 });
+        ck_assert_int_eq(sk_test_buy(g_port, v, "11", body, sizeof(body)), 403);
+        ck_assert_int_eq(sk_test_body_code(body), 10012);
         /* unknown voucher: nowhere -> 404/10004 */
         v = sk_test_rand_id();
-        ck_assert_int_eq(ft_buy_once(g_port, v, "11", body, sizeof(body)), 404);
-        ck_assert_int_eq(ft_body_code(body), 10004);
+        ck_assert_int_eq(sk_test_buy(g_port, v, "11", body, sizeof(body)), 404);
+        ck_assert_int_eq(sk_test_body_code(body), 10004);
         /* in the DB but offline there, no Redis meta -> 404/10004 */
         v = sk_test_rand_id();
-        ft_seed(&g_conf, g_rc, v, -1, t - 60000, t + 3600000, 0, 2);
-        ck_assert_int_eq(ft_buy_once(g_port, v, "11", body, sizeof(body)), 404);
-        ck_assert_int_eq(ft_body_code(body), 10004);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .vid = v, .stock = -1,
+                                              .init_stock = 0, .db_stock = 0, .begin_ms = t - 60000,
+                                              .end_ms = t + 3600000, .db_status = 2 });
+        ck_assert_int_eq(sk_test_buy(g_port, v, "11", body, sizeof(body)), 404);
+        ck_assert_int_eq(sk_test_body_code(body), 10004);
         /* on sale in the DB, Redis meta missing (Redis lost data) -> 503, not 10004 */
         v = sk_test_rand_id();
-        ft_seed(&g_conf, g_rc, v, -1, t - 60000, t + 3600000, 0, 1);
-        ck_assert_int_eq(ft_buy_once(g_port, v, "11", body, sizeof(body)), 503);
-        ck_assert_int_eq(ft_body_code(body), 10013);
-        ck_assert_int_eq(ft_json_field(body, "cause", cause, sizeof(cause)), 0);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .vid = v, .stock = -1,
+                                              .init_stock = 0, .db_stock = 0, .begin_ms = t - 60000,
+                                              .end_ms = t + 3600000, .db_status = 1 });
+        ck_assert_int_eq(sk_test_buy(g_port, v, "11", body, sizeof(body)), 503);
+        ck_assert_int_eq(sk_test_body_code(body), 10013);
+        ck_assert_int_eq(sk_test_json_field(body, "cause", cause, sizeof(cause)), 0);
         ck_assert_str_eq(cause, "meta_missing");
 }
 END_TEST
@@ -243,38 +258,38 @@ START_TEST(malformed_ids_no_write)
         int i;
 
         sk_id_format(vid, v);
-        before = ft_snapshot(&g_conf, g_rc);
+        before = sk_test_snapshot(&g_conf, g_rc);
         for (i = 0; bad_ids[i]; i++) {
                 snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", bad_ids[i]);
-                ck_assert_msg(ft_http(g_port, "POST", path, "42", NULL, body, sizeof(body)) == 400,
+                ck_assert_msg(sk_test_http(g_port, "POST", path, "42", NULL, body, sizeof(body)) == 400,
                               "voucher id '%s'", bad_ids[i]);
-                ck_assert_int_eq(ft_body_code(body), 10001);
+                ck_assert_int_eq(sk_test_body_code(body), 10001);
                 snprintf(path, sizeof(path), "/api/v1/vouchers/%s/orders/me", bad_ids[i]);
-                ck_assert_msg(ft_http(g_port, "GET", path, "42", NULL, body, sizeof(body)) == 400,
+                ck_assert_msg(sk_test_http(g_port, "GET", path, "42", NULL, body, sizeof(body)) == 400,
                               "orders/me voucher id '%s'", bad_ids[i]);
                 snprintf(path, sizeof(path), "/api/v1/orders/%s", bad_ids[i]);
-                ck_assert_msg(ft_http(g_port, "GET", path, "42", NULL, body, sizeof(body)) == 400,
+                ck_assert_msg(sk_test_http(g_port, "GET", path, "42", NULL, body, sizeof(body)) == 400,
                               "order id '%s'", bad_ids[i]);
         }
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
         for (i = 0; bad_users[i]; i++) {
-                ck_assert_msg(ft_http(g_port, "POST", path, bad_users[i], NULL, body, sizeof(body)) == 400,
+                ck_assert_msg(sk_test_http(g_port, "POST", path, bad_users[i], NULL, body, sizeof(body)) == 400,
                               "user '%s'", bad_users[i]);
-                ck_assert_int_eq(ft_body_code(body), 10001);
+                ck_assert_int_eq(sk_test_body_code(body), 10001);
         }
         /* Missing X-User-Id. */
-        ck_assert_int_eq(ft_http(g_port, "POST", path, NULL, NULL, body, sizeof(body)), 400);
-        ck_assert_int_eq(ft_body_code(body), 10001);
+        ck_assert_int_eq(sk_test_http(g_port, "POST", path, NULL, NULL, body, sizeof(body)), 400);
+        ck_assert_int_eq(sk_test_body_code(body), 10001);
         /* Wrong method, unknown route, a body. */
-        ck_assert_int_eq(ft_http(g_port, "GET", path, "42", NULL, body, sizeof(body)), 405);
-        ck_assert_int_eq(ft_http(g_port, "PUT", path, "42", NULL, body, sizeof(body)), 405);
-        ck_assert_int_eq(ft_http(g_port, "DELETE", "/api/v1/orders/1", "42", NULL, body, sizeof(body)), 405);
-        ck_assert_int_eq(ft_http(g_port, "POST", "/readyz", NULL, NULL, body, sizeof(body)), 405);
-        ck_assert_int_eq(ft_http(g_port, "GET", "/api/v1/nothing", "42", NULL, body, sizeof(body)), 404);
+        ck_assert_int_eq(sk_test_http(g_port, "GET", path, "42", NULL, body, sizeof(body)), 405);
+        ck_assert_int_eq(sk_test_http(g_port, "PUT", path, "42", NULL, body, sizeof(body)), 405);
+        ck_assert_int_eq(sk_test_http(g_port, "DELETE", "/api/v1/orders/1", "42", NULL, body, sizeof(body)), 405);
+        ck_assert_int_eq(sk_test_http(g_port, "POST", "/readyz", NULL, NULL, body, sizeof(body)), 405);
+        ck_assert_int_eq(sk_test_http(g_port, "GET", "/api/v1/nothing", "42", NULL, body, sizeof(body)), 404);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/other", v);
-        ck_assert_int_eq(ft_http(g_port, "POST", path, "42", NULL, body, sizeof(body)), 404);
+        ck_assert_int_eq(sk_test_http(g_port, "POST", path, "42", NULL, body, sizeof(body)), 404);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        ck_assert_int_eq(ft_http(g_port, "POST", path, "42", "Content-Length: 3\r\n\r\nabc", body,
+        ck_assert_int_eq(sk_test_http(g_port, "POST", path, "42", "Content-Length: 3\r\n\r\nabc", body,
                                  sizeof(body)), 413);
         /* Oversized request line and headers: libmicrohttpd's own 414 and 431. */
         {
@@ -284,15 +299,15 @@ START_TEST(malformed_ids_no_write)
                 memset(huge, 'a', 20000);
                 huge[0] = '/';
                 huge[20000] = '\0';
-                ck_assert_int_eq(ft_http(g_port, "GET", huge, "42", NULL, body, sizeof(body)), 414);
+                ck_assert_int_eq(sk_test_http(g_port, "GET", huge, "42", NULL, body, sizeof(body)), 414);
                 snprintf(hdr, 20032, "X-Big: %s\r\n", huge + 1);
-                ck_assert_int_eq(ft_http(g_port, "POST", path, "42", hdr, body, sizeof(body)), 431);
+                ck_assert_int_eq(sk_test_http(g_port, "POST", path, "42", hdr, body, sizeof(body)), 431);
                 free(huge);
                 free(hdr);
         }
-        after = ft_snapshot(&g_conf, g_rc);
+        after = sk_test_snapshot(&g_conf, g_rc);
         ck_assert_str_eq(before, after);
-        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 5);
+        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 5);
         free(before);
         free(after);
 }
@@ -363,27 +378,27 @@ START_TEST(kafka_message_ids_unchanged)
 
         g_kvid = new_voucher(5);
         sk_id_format(g_kvid, v);
-        ck_assert_int_eq(ft_buy_once(g_port, g_kvid, BIG_USER, body, sizeof(body)), 202);
-        ck_assert_int_eq(ft_body_code(body), 0);
-        ck_assert_int_eq(ft_json_field(body, "orderId", g_order, sizeof(g_order)), 0);
-        ck_assert_int_eq(ft_json_field(body, "traceId", g_trace, sizeof(g_trace)), 0);
+        ck_assert_int_eq(sk_test_buy(g_port, g_kvid, BIG_USER, body, sizeof(body)), 202);
+        ck_assert_int_eq(sk_test_body_code(body), 0);
+        ck_assert_int_eq(sk_test_json_field(body, "orderId", g_order, sizeof(g_order)), 0);
+        ck_assert_int_eq(sk_test_json_field(body, "traceId", g_trace, sizeof(g_trace)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(g_trace, &t), 0);
         ck_assert_ptr_nonnull(strstr(body, "\"state\":\"PENDING\""));
         /* The DEDUCT entry in Redis carries the ids unchanged. */
         sk_key_voucher(k, g_conf.redis_prefix, g_kvid, 0, SK_KEY_TRACE);
-        entry = ft_hget(g_rc, k, g_trace);
+        entry = sk_test_hget(g_rc, k, g_trace);
         ck_assert_ptr_nonnull(entry);
-        ck_assert_int_eq(ft_json_field(entry, "userId", body, sizeof(body)), 0);
+        ck_assert_int_eq(sk_test_json_field(entry, "userId", body, sizeof(body)), 0);
         ck_assert_str_eq(body, BIG_USER);
-        ck_assert_int_eq(ft_json_field(entry, "orderId", body, sizeof(body)), 0);
+        ck_assert_int_eq(sk_test_json_field(entry, "orderId", body, sizeof(body)), 0);
         ck_assert_str_eq(body, g_order);
-        ck_assert_int_eq(ft_json_field(entry, "voucherId", body, sizeof(body)), 0);
+        ck_assert_int_eq(sk_test_json_field(entry, "voucherId", body, sizeof(body)), 0);
         ck_assert_str_eq(body, v);
 
         /* The Kafka message: key = "voucherId:0", value = the same bytes, exactly once. */
         found = kafka_count(entry, v, 1);
         ck_assert_msg(found == 1, "%d messages with traceId %s in %s", found, g_trace, g_conf.topic);
-        ck_assert_int_eq(ft_json_field(entry, "traceId", body, sizeof(body)), 0);
+        ck_assert_int_eq(sk_test_json_field(entry, "traceId", body, sizeof(body)), 0);
         ck_assert_str_eq(body, g_trace);
         free(entry);
 }
@@ -397,39 +412,39 @@ START_TEST(order_lookups_owner_only)
         sk_id_format(g_kvid, v);
         /* Not in the DB yet (no consumer here): orders/me says PENDING with the order. */
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/orders/me", v);
-        ck_assert_int_eq(ft_http(g_port, "GET", path, BIG_USER, NULL, body, sizeof(body)), 200);
-        ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+        ck_assert_int_eq(sk_test_http(g_port, "GET", path, BIG_USER, NULL, body, sizeof(body)), 200);
+        ck_assert_int_eq(sk_test_json_field(body, "state", f, sizeof(f)), 0);
         ck_assert_str_eq(f, "PENDING");
-        ck_assert_int_eq(ft_json_field(body, "orderId", f, sizeof(f)), 0);
+        ck_assert_int_eq(sk_test_json_field(body, "orderId", f, sizeof(f)), 0);
         ck_assert_str_eq(f, g_order);
-        ck_assert_int_eq(ft_http(g_port, "GET", path, "5", NULL, body, sizeof(body)), 200);
-        ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+        ck_assert_int_eq(sk_test_http(g_port, "GET", path, "5", NULL, body, sizeof(body)), 200);
+        ck_assert_int_eq(sk_test_json_field(body, "state", f, sizeof(f)), 0);
         ck_assert_str_eq(f, "NONE");
-        ck_assert_int_eq(ft_http(g_port, "GET", path, NULL, NULL, body, sizeof(body)), 400);
+        ck_assert_int_eq(sk_test_http(g_port, "GET", path, NULL, NULL, body, sizeof(body)), 400);
         snprintf(path, sizeof(path), "/api/v1/orders/%s", g_order);
-        ck_assert_int_eq(ft_http(g_port, "GET", path, BIG_USER, NULL, body, sizeof(body)), 404);
+        ck_assert_int_eq(sk_test_http(g_port, "GET", path, BIG_USER, NULL, body, sizeof(body)), 404);
 
         /* The order row appears (as the consumer would write it). */
         snprintf(sql, sizeof(sql),
                  "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status) "
                  "VALUES (%s, %s, %s, %s, 1)", g_order, BIG_USER, v, g_trace);
-        ft_db_exec(&g_conf, sql);
-        ck_assert_int_eq(ft_http(g_port, "GET", path, BIG_USER, NULL, body, sizeof(body)), 200);
-        ck_assert_int_eq(ft_json_field(body, "orderId", f, sizeof(f)), 0);
+        sk_test_conf_exec(&g_conf, sql);
+        ck_assert_int_eq(sk_test_http(g_port, "GET", path, BIG_USER, NULL, body, sizeof(body)), 200);
+        ck_assert_int_eq(sk_test_json_field(body, "orderId", f, sizeof(f)), 0);
         ck_assert_str_eq(f, g_order);
-        ck_assert_int_eq(ft_json_field(body, "userId", f, sizeof(f)), 0);
+        ck_assert_int_eq(sk_test_json_field(body, "userId", f, sizeof(f)), 0);
         ck_assert_str_eq(f, BIG_USER);
-        ck_assert_int_eq(ft_json_field(body, "traceId", f, sizeof(f)), 0);
+        ck_assert_int_eq(sk_test_json_field(body, "traceId", f, sizeof(f)), 0);
         ck_assert_str_eq(f, g_trace);
         /* Another user's order id -> 404. */
-        ck_assert_int_eq(ft_http(g_port, "GET", path, "1990653204235288578", NULL, body, sizeof(body)), 404);
-        ck_assert_int_eq(ft_http(g_port, "GET", path, NULL, NULL, body, sizeof(body)), 400);
+        ck_assert_int_eq(sk_test_http(g_port, "GET", path, "1990653204235288578", NULL, body, sizeof(body)), 404);
+        ck_assert_int_eq(sk_test_http(g_port, "GET", path, NULL, NULL, body, sizeof(body)), 400);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/orders/me", v);
-        ck_assert_int_eq(ft_http(g_port, "GET", path, BIG_USER, NULL, body, sizeof(body)), 200);
-        ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+        ck_assert_int_eq(sk_test_http(g_port, "GET", path, BIG_USER, NULL, body, sizeof(body)), 200);
+        ck_assert_int_eq(sk_test_json_field(body, "state", f, sizeof(f)), 0);
         ck_assert_str_eq(f, "CREATED");
         /* An order id that does not exist -> 404. */
-        ck_assert_int_eq(ft_http(g_port, "GET", "/api/v1/orders/9223372036854775807", BIG_USER,
+        ck_assert_int_eq(sk_test_http(g_port, "GET", "/api/v1/orders/9223372036854775807", BIG_USER,
                                  NULL, body, sizeof(body)), 404);
 }
 END_TEST
@@ -442,72 +457,72 @@ START_TEST(front_rollback_and_deadline)
                 "SECKILL_FAILPOINTS=front.after_deduct=1*error;front.before_respond=1*sleep(8000)",
                 NULL };
         char log[300], body[1024], k[SK_KEY_MAX], f[64], tr[SK_ID_STRLEN], field[48];
-        int port = ft_free_port(), st;
+        int port = sk_test_free_port(), st;
         int64_t vid = new_voucher(3), t, t0;
         pid_t pid;
         char *s;
 
         snprintf(log, sizeof(log), "%s.fp", g_log);
-        pid = ft_spawn(&g_conf, port, env, log);
-        ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front with failpoints not ready (%s)", log);
+        pid = sk_test_front_start(&g_conf, port, env, log);
+        ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front with failpoints not ready (%s)", log);
 
         /* 1. Deduct, then the publish "fails": rollback.lua mode front -> 503 FAILED,
          *    stock restored, user released, fence T:r written. */
-        ck_assert_int_eq(ft_buy_once(port, vid, "501", body, sizeof(body)), 503);
-        ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+        ck_assert_int_eq(sk_test_buy(port, vid, "501", body, sizeof(body)), 503);
+        ck_assert_int_eq(sk_test_json_field(body, "state", f, sizeof(f)), 0);
         ck_assert_str_eq(f, "FAILED");
-        ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
+        ck_assert_int_eq(sk_test_json_field(body, "traceId", tr, sizeof(tr)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(tr, &t), 0);
-        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 3);
+        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 3);
         sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         sk_field_trace(field, t, 'r');
-        s = ft_hget(g_rc, k, field);
+        s = sk_test_hget(g_rc, k, field);
         ck_assert_msg(s != NULL, "no fence %s", field);
         free(s);
         sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
-        s = ft_hget(g_rc, k, "501");
+        s = sk_test_hget(g_rc, k, "501");
         ck_assert_ptr_null(s);
         /* orders/me: NONE until the reconciler records FAILED (front_rollback); then
          * FAILED with that reason. */
         {
                 char path[128], v[SK_ID_STRLEN], sql[512], o[SK_ID_STRLEN];
 
-                ck_assert_int_eq(ft_json_field(body, "orderId", o, sizeof(o)), 0);
+                ck_assert_int_eq(sk_test_json_field(body, "orderId", o, sizeof(o)), 0);
                 sk_id_format(vid, v);
                 snprintf(path, sizeof(path), "/api/v1/vouchers/%s/orders/me", v);
-                ck_assert_int_eq(ft_http(port, "GET", path, "501", NULL, body, sizeof(body)), 200);
-                ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+                ck_assert_int_eq(sk_test_http(port, "GET", path, "501", NULL, body, sizeof(body)), 200);
+                ck_assert_int_eq(sk_test_json_field(body, "state", f, sizeof(f)), 0);
                 ck_assert_str_eq(f, "NONE");
                 snprintf(sql, sizeof(sql),
                          "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id, "
                          "outcome, reason) VALUES (%s, %s, 501, %s, 2, 'front_rollback')", tr, o, v);
-                ft_db_exec(&g_conf, sql);
-                ck_assert_int_eq(ft_http(port, "GET", path, "501", NULL, body, sizeof(body)), 200);
-                ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+                sk_test_conf_exec(&g_conf, sql);
+                ck_assert_int_eq(sk_test_http(port, "GET", path, "501", NULL, body, sizeof(body)), 200);
+                ck_assert_int_eq(sk_test_json_field(body, "state", f, sizeof(f)), 0);
                 ck_assert_str_eq(f, "FAILED");
-                ck_assert_int_eq(ft_json_field(body, "reason", f, sizeof(f)), 0);
+                ck_assert_int_eq(sk_test_json_field(body, "reason", f, sizeof(f)), 0);
                 ck_assert_str_eq(f, "front_rollback");
-                ck_assert_int_eq(ft_json_field(body, "orderId", f, sizeof(f)), 0);
+                ck_assert_int_eq(sk_test_json_field(body, "orderId", f, sizeof(f)), 0);
                 ck_assert_str_eq(f, o);
         }
 
         /* 2. PERSISTED, but the answer is held past the deadline (2 x 3 s + 1 s): the
          *    front answers 503 PENDING itself, the stock stays taken, no rollback. */
         t0 = sk_mono_ms();
-        ck_assert_int_eq(ft_buy_once(port, vid, "502", body, sizeof(body)), 503);
+        ck_assert_int_eq(sk_test_buy(port, vid, "502", body, sizeof(body)), 503);
         ck_assert_int_ge(sk_mono_ms() - t0, 6500);
-        ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+        ck_assert_int_eq(sk_test_json_field(body, "state", f, sizeof(f)), 0);
         ck_assert_str_eq(f, "PENDING");
-        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 2);
-        s = ft_hget(g_rc, k, "502");
+        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 2);
+        s = sk_test_hget(g_rc, k, "502");
         ck_assert_ptr_nonnull(s);
         free(s);
 
         /* 3. The same user who was rolled back may buy again. */
         sk_sleep_ms(1500, NULL);
-        ck_assert_int_eq(ft_buy_once(port, vid, "501", body, sizeof(body)), 202);
-        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 1);
-        st = ft_stop(pid, 30);
+        ck_assert_int_eq(sk_test_buy(port, vid, "501", body, sizeof(body)), 202);
+        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 1);
+        st = sk_test_stop(pid, 30);
         ck_assert_int_eq(st, 0);
 }
 END_TEST
@@ -525,7 +540,7 @@ static void *held_main(void *arg)
         held_t *h = arg;
         char body[1024];
 
-        h->status = ft_buy_once(h->port, h->vid, "601", body, sizeof(body));
+        h->status = sk_test_buy(h->port, h->vid, "601", body, sizeof(body));
         return NULL;
 }
 
@@ -541,23 +556,23 @@ START_TEST(inflight_cap_refuses_before_deduct)
         char *s;
 
         memset(&h, 0, sizeof(h));
-        h.port = ft_free_port();
+        h.port = sk_test_free_port();
         h.vid = new_voucher(5);
         snprintf(log, sizeof(log), "%s.cap", g_log);
-        pid = ft_spawn(&g_conf, h.port, env, log);
-        ck_assert_msg(ft_wait_ready(h.port, pid, 30) == 0, "front not ready (%s)", log);
+        pid = sk_test_front_start(&g_conf, h.port, env, log);
+        ck_assert_msg(sk_test_wait_ready(h.port, pid, 30) == 0, "front not ready (%s)", log);
         ck_assert_int_eq(pthread_create(&t, NULL, held_main, &h), 0);
         sk_sleep_ms(700, NULL);
-        ck_assert_int_eq(ft_buy_once(h.port, h.vid, "602", body, sizeof(body)), 503);
-        ck_assert_int_eq(ft_json_field(body, "cause", cause, sizeof(cause)), 0);
+        ck_assert_int_eq(sk_test_buy(h.port, h.vid, "602", body, sizeof(body)), 503);
+        ck_assert_int_eq(sk_test_json_field(body, "cause", cause, sizeof(cause)), 0);
         ck_assert_str_eq(cause, "overload");
         pthread_join(t, NULL);
         ck_assert_int_eq(h.status, 202);
-        ck_assert_int_eq(ft_stock(&g_conf, g_rc, h.vid), 4);
+        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, h.vid), 4);
         sk_key_voucher(k, g_conf.redis_prefix, h.vid, 0, SK_KEY_USERS);
-        s = ft_hget(g_rc, k, "602");
+        s = sk_test_hget(g_rc, k, "602");
         ck_assert_ptr_null(s);
-        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        ck_assert_int_eq(sk_test_stop(pid, 30), 0);
 }
 END_TEST
 
@@ -575,17 +590,17 @@ START_TEST(sigterm_with_purchase_in_flight)
         int64_t until;
 
         memset(&h, 0, sizeof(h));
-        h.port = ft_free_port();
+        h.port = sk_test_free_port();
         h.vid = new_voucher(5);
         snprintf(log, sizeof(log), "%s.term", g_log);
-        pid = ft_spawn(&g_conf, h.port, env, log);
-        ck_assert_msg(ft_wait_ready(h.port, pid, 30) == 0, "front not ready (%s)", log);
+        pid = sk_test_front_start(&g_conf, h.port, env, log);
+        ck_assert_msg(sk_test_wait_ready(h.port, pid, 30) == 0, "front not ready (%s)", log);
         ck_assert_int_eq(pthread_create(&t, NULL, held_main, &h), 0);
         sk_sleep_ms(700, NULL);
         kill(pid, SIGTERM);
         sk_sleep_ms(300, NULL);
         /* Not accepting any more. */
-        ck_assert_int_lt(ft_http(h.port, "GET", "/healthz", NULL, NULL, body, sizeof(body)), 0);
+        ck_assert_int_lt(sk_test_http(h.port, "GET", "/healthz", NULL, NULL, body, sizeof(body)), 0);
         pthread_join(t, NULL);
         ck_assert_int_eq(h.status, 202);
         until = sk_mono_ms() + 30000;
@@ -599,9 +614,9 @@ START_TEST(sigterm_with_purchase_in_flight)
                 usleep(50 * 1000);
         }
         if (st < 0)
-                ft_stop(pid, 5);
+                sk_test_stop(pid, 5);
         ck_assert_int_eq(st, 0);
-        ck_assert_int_eq(ft_stock(&g_conf, g_rc, h.vid), 4);
+        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, h.vid), 4);
 }
 END_TEST
 
@@ -614,58 +629,58 @@ START_TEST(possibly_persisted_reproduce)
                 "SECKILL_FAILPOINTS=front.delivery_possibly=1*error;front.delivery_not=1*error", NULL };
         static const char *const env_b[] = { "SECKILL_FAILPOINTS=front.delivery_possibly=1*error", NULL };
         char log[300], body[1024], k[SK_KEY_MAX], f[64], tr[SK_ID_STRLEN], field[48], v[SK_ID_STRLEN];
-        int port = ft_free_port();
+        int port = sk_test_free_port();
         int64_t vid = new_voucher(5), t;
         pid_t pid;
         char *s, *entry;
 
         sk_id_format(vid, v);
         snprintf(log, sizeof(log), "%s.pp", g_log);
-        pid = ft_spawn(&g_conf, port, env_a, log);
-        ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (%s)", log);
-        ck_assert_int_eq(ft_buy_once(port, vid, "701", body, sizeof(body)), 503);
-        ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+        pid = sk_test_front_start(&g_conf, port, env_a, log);
+        ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front not ready (%s)", log);
+        ck_assert_int_eq(sk_test_buy(port, vid, "701", body, sizeof(body)), 503);
+        ck_assert_int_eq(sk_test_json_field(body, "state", f, sizeof(f)), 0);
         ck_assert_str_eq(f, "PENDING");
-        ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
+        ck_assert_int_eq(sk_test_json_field(body, "traceId", tr, sizeof(tr)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(tr, &t), 0);
         /* No rollback: stock still taken, no fence, the user still named. */
-        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 4);
+        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 4);
         sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         sk_field_trace(field, t, 'r');
-        s = ft_hget(g_rc, k, field);
+        s = sk_test_hget(g_rc, k, field);
         ck_assert_ptr_null(s);
-        entry = ft_hget(g_rc, k, tr);
+        entry = sk_test_hget(g_rc, k, tr);
         ck_assert_ptr_nonnull(entry);
         /* Two identical copies in the topic. */
         ck_assert_int_eq(kafka_count(entry, v, 2), 2);
         free(entry);
         sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
-        s = ft_hget(g_rc, k, "701");
+        s = sk_test_hget(g_rc, k, "701");
         ck_assert_ptr_nonnull(s);
         ck_assert_str_eq(s, tr);
         free(s);
-        ck_assert_int_eq(ft_buy_once(port, vid, "702", body, sizeof(body)), 202);
-        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        ck_assert_int_eq(sk_test_buy(port, vid, "702", body, sizeof(body)), 202);
+        ck_assert_int_eq(sk_test_stop(pid, 30), 0);
 
         /* A re-produce that is PERSISTED -> 202 (again two identical copies). */
-        port = ft_free_port();
-        pid = ft_spawn(&g_conf, port, env_b, log);
-        ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (%s)", log);
-        ck_assert_int_eq(ft_buy_once(port, vid, "703", body, sizeof(body)), 202);
-        ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
+        port = sk_test_free_port();
+        pid = sk_test_front_start(&g_conf, port, env_b, log);
+        ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front not ready (%s)", log);
+        ck_assert_int_eq(sk_test_buy(port, vid, "703", body, sizeof(body)), 202);
+        ck_assert_int_eq(sk_test_json_field(body, "traceId", tr, sizeof(tr)), 0);
         sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
-        entry = ft_hget(g_rc, k, tr);
+        entry = sk_test_hget(g_rc, k, tr);
         ck_assert_ptr_nonnull(entry);
         ck_assert_int_eq(kafka_count(entry, v, 2), 2);
         free(entry);
-        ck_assert_int_eq(ft_stock(&g_conf, g_rc, vid), 2);
-        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 2);
+        ck_assert_int_eq(sk_test_stop(pid, 30), 0);
 }
 END_TEST
 
 START_TEST(zz_graceful_shutdown)
 {
-        int st = ft_stop(g_pid, 40);
+        int st = sk_test_stop(g_pid, 40);
 
         g_pid = 0;
         ck_assert_int_eq(st, 0);
@@ -676,19 +691,19 @@ static void setup(void)
 {
         sk_test_conf(&g_conf, "front");
         sk_test_migrate(&g_conf);
-        g_rc = ft_redis(&g_conf);
-        g_port = ft_free_port();
+        g_rc = sk_test_redis(&g_conf);
+        g_port = sk_test_free_port();
         snprintf(g_log, sizeof(g_log), "%s/front_0400_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        g_pid = ft_spawn(&g_conf, g_port, NULL, g_log);
-        ck_assert_msg(ft_wait_ready(g_port, g_pid, 30) == 0, "front not ready (log %s)", g_log);
+        g_pid = sk_test_front_start(&g_conf, g_port, NULL, g_log);
+        ck_assert_msg(sk_test_wait_ready(g_port, g_pid, 30) == 0, "front not ready (log %s)", g_log);
 }
 
 static void teardown(void)
 {
         if (g_pid > 0)
-                ft_stop(g_pid, 30);
-        ft_reap_all(); /* per-test fronts a failed check left running */
+                sk_test_stop(g_pid, 30);
+        sk_test_reap_all(); /* per-test fronts a failed check left running */
         if (g_rc)
                 sk_redis_close(g_rc);
         sk_test_cleanup(&g_conf);

@@ -5,7 +5,7 @@
  * under the prefix written. Also: the front still serves /healthz and 400s. And a fatal
  * producer error (failpoint front.kafka_fatal) replaces the producer, and a re-produce
  * (POSSIBLY_PERSISTED) that meets a fatal producer waits for its replacement. */
-#include "0499_front_util.h"
+#include "sk_test.h"
 
 static sk_conf_t g_conf;
 static pid_t g_child; /* a front still running when a check failed (CK_FORK=no) */
@@ -13,28 +13,30 @@ static pid_t g_child; /* a front still running when a check failed (CK_FORK=no) 
 START_TEST(kafka_down_refuses_before_deduct)
 {
         static const char *const env[] = { "SECKILL_KAFKA_BROKERS=127.0.0.1:1", NULL };
-        sk_redis_t *rc = ft_redis(&g_conf);
-        int port = ft_free_port();
+        sk_redis_t *rc = sk_test_redis(&g_conf);
+        int port = sk_test_free_port();
         char log[256], body[2048], path[128], v[SK_ID_STRLEN];
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), until;
         char *before, *after;
         pid_t pid;
         int st = -1, i;
 
-        ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 0);
-        before = ft_snapshot(&g_conf, rc);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
+                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
+                                              .status = 1 });
+        before = sk_test_snapshot(&g_conf, rc);
         snprintf(log, sizeof(log), "%s/front_0401_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        pid = ft_spawn(&g_conf, port, env, log);
+        pid = sk_test_front_start(&g_conf, port, env, log);
         /* Wait for the HTTP side (it starts even though Kafka is down). */
         until = sk_mono_ms() + 30000;
         while (sk_mono_ms() < until &&
-               (st = ft_http(port, "GET", "/healthz", NULL, NULL, body, sizeof(body))) != 200)
+               (st = sk_test_http(port, "GET", "/healthz", NULL, NULL, body, sizeof(body))) != 200)
                 usleep(100 * 1000);
         ck_assert_msg(st == 200, "front did not start (log %s)", log);
         /* The lease becomes usable after 2/3 lease; Kafka must stay down. */
         sk_sleep_ms(1000, NULL);
-        ck_assert_int_eq(ft_http(port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 503);
+        ck_assert_int_eq(sk_test_http(port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 503);
         ck_assert_msg(strstr(body, "\"kafka\":false") != NULL, "readyz: %s", body);
         ck_assert_msg(strstr(body, "\"redis\":true") != NULL, "readyz: %s", body);
         sk_id_format(vid, v);
@@ -42,24 +44,24 @@ START_TEST(kafka_down_refuses_before_deduct)
         for (i = 0; i < 5; i++) {
                 char cause[32];
 
-                ck_assert_int_eq(ft_http(port, "POST", path, "77", NULL, body, sizeof(body)), 503);
-                ck_assert_int_eq(ft_json_field(body, "cause", cause, sizeof(cause)), 0);
+                ck_assert_int_eq(sk_test_http(port, "POST", path, "77", NULL, body, sizeof(body)), 503);
+                ck_assert_int_eq(sk_test_json_field(body, "cause", cause, sizeof(cause)), 0);
                 ck_assert_str_eq(cause, "kafka");
                 ck_assert_msg(strstr(body, "\"state\"") == NULL, "no purchase state: %s", body);
         }
         /* Retry-After is sent with the 503. */
         {
-                int fd_status = ft_http(port, "POST", path, "78", NULL, body, sizeof(body));
+                int fd_status = sk_test_http(port, "POST", path, "78", NULL, body, sizeof(body));
                 ck_assert_int_eq(fd_status, 503);
         }
-        after = ft_snapshot(&g_conf, rc);
+        after = sk_test_snapshot(&g_conf, rc);
         if (strcmp(before, after))
                 fprintf(stderr, "BEFORE:\n%s\nAFTER:\n%s\n", before, after);
         ck_assert_str_eq(before, after);
-        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 5);
-        ck_assert_int_eq(ft_http(port, "POST", "/api/v1/vouchers/01/seckill", "77", NULL, body,
+        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 5);
+        ck_assert_int_eq(sk_test_http(port, "POST", "/api/v1/vouchers/01/seckill", "77", NULL, body,
                                  sizeof(body)), 400);
-        st = ft_stop(pid, 30);
+        st = sk_test_stop(pid, 30);
         ck_assert_int_eq(st, 0);
         free(before);
         free(after);
@@ -72,27 +74,29 @@ END_TEST
 START_TEST(fatal_producer_is_replaced)
 {
         static const char *const env[] = { "SECKILL_FAILPOINTS=front.kafka_fatal=1*error", NULL };
-        sk_redis_t *rc = ft_redis(&g_conf);
-        int port = ft_free_port();
+        sk_redis_t *rc = sk_test_redis(&g_conf);
+        int port = sk_test_free_port();
         char log[256], path[128], v[SK_ID_STRLEN];
-        char *body = malloc(FT_BODY_MAX);
+        char *body = malloc(SK_TEST_BODY_MAX);
         int64_t vid = sk_test_rand_id(), t = sk_now_ms();
         pid_t pid;
 
         ck_assert(body != NULL);
-        ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 0);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
+                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
+                                              .status = 1 });
         snprintf(log, sizeof(log), "%s/front_0401_fatal_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        pid = ft_spawn(&g_conf, port, env, log);
-        ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
-        ck_assert_int_eq(ft_http(port, "GET", "/metrics", NULL, NULL, body, FT_BODY_MAX), 200);
+        pid = sk_test_front_start(&g_conf, port, env, log);
+        ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
+        ck_assert_int_eq(sk_test_http(port, "GET", "/metrics", NULL, NULL, body, SK_TEST_BODY_MAX), 200);
         ck_assert_msg(strstr(body, "seckill_front_producer_replaced_total 1") != NULL,
                       "producer not replaced (log %s)", log);
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        ck_assert_int_eq(ft_http(port, "POST", path, "91", NULL, body, FT_BODY_MAX), 202);
-        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 4);
-        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        ck_assert_int_eq(sk_test_http(port, "POST", path, "91", NULL, body, SK_TEST_BODY_MAX), 202);
+        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 4);
+        ck_assert_int_eq(sk_test_stop(pid, 30), 0);
         free(body);
         sk_redis_close(rc);
 }
@@ -108,37 +112,39 @@ START_TEST(reproduce_waits_for_replaced_producer)
 {
         static const char *const env[] = {
                 "SECKILL_FAILPOINTS=front.delivery_possibly=1*error;front.reproduce_fatal=1*error", NULL };
-        sk_redis_t *rc = ft_redis(&g_conf);
-        int port = ft_free_port();
+        sk_redis_t *rc = sk_test_redis(&g_conf);
+        int port = sk_test_free_port();
         char log[256], path[128], v[SK_ID_STRLEN], k[SK_KEY_MAX], tr[SK_ID_STRLEN], field[48];
-        char *body = malloc(FT_BODY_MAX), *s;
+        char *body = malloc(SK_TEST_BODY_MAX), *s;
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), tid;
         pid_t pid;
 
         ck_assert(body != NULL);
-        ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 0);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
+                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
+                                              .status = 1 });
         snprintf(log, sizeof(log), "%s/front_0401_refatal_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        pid = ft_spawn(&g_conf, port, env, log);
+        pid = sk_test_front_start(&g_conf, port, env, log);
         g_child = pid;
-        ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
+        ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        ck_assert_int_eq(ft_http(port, "POST", path, "92", NULL, body, FT_BODY_MAX), 202);
-        ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
+        ck_assert_int_eq(sk_test_http(port, "POST", path, "92", NULL, body, SK_TEST_BODY_MAX), 202);
+        ck_assert_int_eq(sk_test_json_field(body, "traceId", tr, sizeof(tr)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(tr, &tid), 0);
-        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 4);
+        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 4);
         sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         sk_field_trace(field, tid, 'r');
-        s = ft_hget(rc, k, field);
+        s = sk_test_hget(rc, k, field);
         ck_assert_ptr_null(s);
-        ck_assert_int_eq(ft_http(port, "GET", "/metrics", NULL, NULL, body, FT_BODY_MAX), 200);
+        ck_assert_int_eq(sk_test_http(port, "GET", "/metrics", NULL, NULL, body, SK_TEST_BODY_MAX), 200);
         ck_assert_msg(strstr(body, "seckill_front_producer_replaced_total 1") != NULL,
                       "producer not replaced (log %s)", log);
         ck_assert_msg(strstr(body, "seckill_front_reproduce_total 1") != NULL,
                       "no re-produce (log %s)", log);
         g_child = 0;
-        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        ck_assert_int_eq(sk_test_stop(pid, 30), 0);
         free(body);
         sk_redis_close(rc);
 }
@@ -152,7 +158,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-        ft_reap_all(); /* fronts a failed check left running */
+        sk_test_reap_all(); /* fronts a failed check left running */
         if (g_child > 0) {
                 kill(g_child, SIGKILL);
                 waitpid(g_child, NULL, 0);

@@ -1,14 +1,14 @@
 /* 0402_front_worker_id.c: two fronts started with the same SECKILL_WORKER_ID (same key
  * prefix): the second exits with status 2 (DESIGN.md 2: set and taken -> exit 2) before
  * it serves anything, and the first keeps serving. */
-#include "0499_front_util.h"
+#include "sk_test.h"
 
 static sk_conf_t g_conf;
 
 START_TEST(same_worker_id_second_exits_2)
 {
         static const char *const env[] = { "SECKILL_WORKER_ID=17", NULL };
-        int p1 = ft_free_port(), p2 = ft_free_port();
+        int p1 = sk_test_free_port(), p2 = sk_test_free_port();
         char log[256], body[1024];
         pid_t a, b;
         int st = -1;
@@ -16,11 +16,11 @@ START_TEST(same_worker_id_second_exits_2)
 
         snprintf(log, sizeof(log), "%s/front_0402_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        a = ft_spawn(&g_conf, p1, env, log);
-        ck_assert_msg(ft_wait_ready(p1, a, 30) == 0, "first front not ready (log %s)", log);
-        ck_assert_int_eq(ft_http(p1, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 200);
+        a = sk_test_front_start(&g_conf, p1, env, log);
+        ck_assert_msg(sk_test_wait_ready(p1, a, 30) == 0, "first front not ready (log %s)", log);
+        ck_assert_int_eq(sk_test_http(p1, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 200);
         ck_assert_msg(strstr(body, "\"workerId\":17") != NULL, "%s", body);
-        b = ft_spawn(&g_conf, p2, env, log);
+        b = sk_test_front_start(&g_conf, p2, env, log);
         until = sk_mono_ms() + 20000;
         while (sk_mono_ms() < until) {
                 int w;
@@ -32,10 +32,10 @@ START_TEST(same_worker_id_second_exits_2)
                 usleep(50 * 1000);
         }
         if (st < 0)
-                ft_stop(b, 5);
+                sk_test_stop(b, 5);
         ck_assert_int_eq(st, 2);
-        ck_assert_int_eq(ft_http(p1, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 200);
-        ck_assert_int_eq(ft_stop(a, 30), 0);
+        ck_assert_int_eq(sk_test_http(p1, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 200);
+        ck_assert_int_eq(sk_test_stop(a, 30), 0);
 }
 END_TEST
 
@@ -47,7 +47,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-        ft_reap_all(); /* fronts a failed check left running */
+        sk_test_reap_all(); /* fronts a failed check left running */
         sk_test_cleanup(&g_conf);
 }
 

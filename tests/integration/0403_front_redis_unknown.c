@@ -10,7 +10,7 @@
  *   - BUSY (a long script): the deduct did not run -> 503, nothing to undo;
  *   - the server gone: 503, /readyz 503, orders/me still CREATED from the DB for a buyer
  *     with an active order (503 for the others), and the front exits 0 on SIGTERM. */
-#include "0499_front_util.h"
+#include "sk_test.h"
 
 static sk_conf_t g_conf;
 static pid_t g_redis_pid;
@@ -44,20 +44,22 @@ START_TEST(unknown_deduct_outcome)
          * time lets its probe close it again before the next step. */
         const char *env[] = { url_env, "SECKILL_WORKER_LEASE_MS=20000", "SECKILL_BREAKER_OPEN_MS=1000",
                               NULL };
-        sk_redis_t *rc = ft_redis(&g_conf);
-        int port = ft_free_port();
+        sk_redis_t *rc = sk_test_redis(&g_conf);
+        int port = sk_test_free_port();
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), tid;
         long long stock;
         pid_t pid;
         char *s;
 
         snprintf(url_env, sizeof(url_env), env_fmt, g_conf.redis.port);
-        ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 0);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
+                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
+                                              .status = 1 });
         snprintf(log, sizeof(log), "%s/front_0403_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        pid = ft_spawn(&g_conf, port, env, log);
+        pid = sk_test_front_start(&g_conf, port, env, log);
         g_front_pid = pid;
-        ck_assert_msg(ft_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
+        ck_assert_msg(sk_test_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
         sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
@@ -70,28 +72,30 @@ START_TEST(unknown_deduct_outcome)
                 ck_assert(r && r->type == REDIS_REPLY_STATUS);
                 freeReplyObject(r);
         }
-        ck_assert_int_eq(ft_http(port, "POST", path, "800", NULL, body, sizeof(body)), 202);
-        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 4);
-        /* the trace hash: the placeholder `_` (ft_seed, as preheat) and the one DEDUCT */
+        ck_assert_int_eq(sk_test_http(port, "POST", path, "800", NULL, body, sizeof(body)), 202);
+        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 4);
+        /* the trace hash: the placeholder `_` (sk_test_voucher, as preheat) and the one DEDUCT */
         ck_assert_int_eq(hlen(rc, k), 2);
-        ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 0); /* back to 5 */
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
+                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
+                                              .status = 1 }); /* back to 5 */
 
         /* 1. Short pause: one repeat succeeds; stock down once. */
         pause_writes(rc, 1500);
-        ck_assert_int_eq(ft_http(port, "POST", path, "801", NULL, body, sizeof(body)), 202);
-        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 4);
+        ck_assert_int_eq(sk_test_http(port, "POST", path, "801", NULL, body, sizeof(body)), 202);
+        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 4);
         ck_assert_int_eq(hlen(rc, k), 3);
 
         /* 2. Long pause: unknown three times -> rollback mode front. */
         pause_writes(rc, 6000);
-        ck_assert_int_eq(ft_http(port, "POST", path, "802", NULL, body, sizeof(body)), 503);
-        ck_assert_int_eq(ft_json_field(body, "state", state, sizeof(state)), 0);
-        ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
+        ck_assert_int_eq(sk_test_http(port, "POST", path, "802", NULL, body, sizeof(body)), 503);
+        ck_assert_int_eq(sk_test_json_field(body, "state", state, sizeof(state)), 0);
+        ck_assert_int_eq(sk_test_json_field(body, "traceId", tr, sizeof(tr)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(tr, &tid), 0);
         sk_sleep_ms(6500, NULL); /* past the pause: anything left has run */
-        stock = ft_stock(&g_conf, rc, vid);
+        stock = sk_test_stock(&g_conf, rc, vid);
         sk_field_trace(field, tid, 'r');
-        s = ft_hget(rc, k, field);
+        s = sk_test_hget(rc, k, field);
         if (!strcmp(state, "FAILED")) {
                 ck_assert_msg(s != NULL, "FAILED without a fence");
                 ck_assert_int_eq(stock, 4);
@@ -102,8 +106,8 @@ START_TEST(unknown_deduct_outcome)
         }
         free(s);
         /* The fenced or pending trace never deducts twice; another buyer still can. */
-        ck_assert_int_eq(ft_http(port, "POST", path, "803", NULL, body, sizeof(body)), 202);
-        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), stock - 1);
+        ck_assert_int_eq(sk_test_http(port, "POST", path, "803", NULL, body, sizeof(body)), 202);
+        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), stock - 1);
         stock--;
 
         /* 3. BUSY (a script runs past busy-reply-threshold): the deduct did not run ->
@@ -117,29 +121,29 @@ START_TEST(unknown_deduct_outcome)
                          ">/dev/null 2>&1 &", g_conf.redis.port);
                 ck_assert_int_eq(system(cmd), 0);
                 sk_sleep_ms(600, NULL);
-                ck_assert_int_eq(ft_http(port, "POST", path, "804", NULL, body, sizeof(body)), 503);
-                ck_assert_int_eq(ft_json_field(body, "cause", cause, sizeof(cause)), 0);
+                ck_assert_int_eq(sk_test_http(port, "POST", path, "804", NULL, body, sizeof(body)), 503);
+                ck_assert_int_eq(sk_test_json_field(body, "cause", cause, sizeof(cause)), 0);
                 ck_assert_str_eq(cause, "redis");
                 ck_assert_msg(strstr(body, "\"state\"") == NULL, "%s", body);
                 r = sk_test_cmd(rc, "SCRIPT KILL");
                 ck_assert(r != NULL);
                 freeReplyObject(r);
                 sk_sleep_ms(200, NULL);
-                ck_assert_int_eq(ft_stock(&g_conf, rc, vid), stock);
+                ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), stock);
         }
 
         /* 4. Redis gone: 503 before anything could be written. */
         kill(g_redis_pid, SIGKILL);
         waitpid(g_redis_pid, NULL, 0);
         g_redis_pid = 0;
-        ck_assert_int_eq(ft_http(port, "POST", path, "805", NULL, body, sizeof(body)), 503);
+        ck_assert_int_eq(sk_test_http(port, "POST", path, "805", NULL, body, sizeof(body)), 503);
         {
                 /* /readyz follows within the health period (1 s). */
                 int64_t until = sk_mono_ms() + 5000;
                 int st = 0;
 
                 while (sk_mono_ms() < until &&
-                       (st = ft_http(port, "GET", "/readyz", NULL, NULL, body, sizeof(body))) != 503)
+                       (st = sk_test_http(port, "GET", "/readyz", NULL, NULL, body, sizeof(body))) != 503)
                         usleep(100 * 1000);
                 ck_assert_int_eq(st, 503);
                 ck_assert_msg(strstr(body, "\"redis\":false") != NULL, "%s", body);
@@ -154,18 +158,18 @@ START_TEST(unknown_deduct_outcome)
                          "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status) "
                          "VALUES (%lld, 806, %s, %lld, 1)", (long long)o, v,
                          (long long)sk_test_rand_id());
-                ft_db_exec(&g_conf, sql);
+                sk_test_conf_exec(&g_conf, sql);
                 snprintf(mepath, sizeof(mepath), "/api/v1/vouchers/%s/orders/me", v);
-                ck_assert_int_eq(ft_http(port, "GET", mepath, "806", NULL, body, sizeof(body)), 200);
-                ck_assert_int_eq(ft_json_field(body, "state", st_s, sizeof(st_s)), 0);
+                ck_assert_int_eq(sk_test_http(port, "GET", mepath, "806", NULL, body, sizeof(body)), 200);
+                ck_assert_int_eq(sk_test_json_field(body, "state", st_s, sizeof(st_s)), 0);
                 ck_assert_str_eq(st_s, "CREATED");
-                ck_assert_int_eq(ft_json_field(body, "orderId", oid, sizeof(oid)), 0);
+                ck_assert_int_eq(sk_test_json_field(body, "orderId", oid, sizeof(oid)), 0);
                 sk_id_format(o, st_s);
                 ck_assert_str_eq(oid, st_s);
-                ck_assert_int_eq(ft_http(port, "GET", mepath, "807", NULL, body, sizeof(body)), 503);
+                ck_assert_int_eq(sk_test_http(port, "GET", mepath, "807", NULL, body, sizeof(body)), 503);
         }
         g_front_pid = 0;
-        ck_assert_int_eq(ft_stop(pid, 40), 0);
+        ck_assert_int_eq(sk_test_stop(pid, 40), 0);
         sk_redis_close(rc);
 }
 END_TEST
@@ -176,7 +180,7 @@ static void setup(void)
 
         sk_test_conf(&g_conf, "frontru");
         sk_test_migrate(&g_conf);
-        g_redis_pid = ft_private_redis(&g_conf, extra);
+        g_redis_pid = sk_test_redis_start(&g_conf, 0, extra);
 }
 
 static void teardown(void)
@@ -185,7 +189,7 @@ static void teardown(void)
                 kill(g_front_pid, SIGKILL);
                 waitpid(g_front_pid, NULL, 0);
         }
-        ft_private_redis_stop(&g_redis_pid);
+        sk_test_redis_stop(&g_redis_pid);
         sk_test_cleanup(&g_conf); /* the database (the private Redis is gone) */
 }
 

@@ -10,7 +10,9 @@
  * (exit 0).
  * Also: orders/me escapes the stored reason it echoes (valid JSON whatever the row
  * holds). */
-#include "0499_front_util.h"
+#include <cjson/cJSON.h>
+
+#include "sk_test.h"
 #include "sk/db.h"
 
 static sk_conf_t g_conf;
@@ -29,9 +31,9 @@ START_TEST(rejected_deduct_deadline_has_no_state)
 {
         char log[256], body[2048], path[128], v[SK_ID_STRLEN], errstr[256] = "";
         const char *env[] = { "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS=1000", NULL };
-        sk_redis_t *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = sk_test_redis(&g_conf);
         sk_db_t *locker;
-        int port = ft_free_port(), st;
+        int port = sk_test_free_port(), st;
         int64_t vid = sk_test_rand_id(), t0;
         char *before, *after;
         pid_t pid;
@@ -43,33 +45,33 @@ START_TEST(rejected_deduct_deadline_has_no_state)
                                  sizeof(errstr)) == SK_OK, "%s", errstr);
 
         /* Stock but no meta: deduct.lua answers REJECT 10004 without writing. */
-        ft_seed(&g_conf, rc, vid, 5, 0, 0, 0, 0);
-        before = ft_snapshot(&g_conf, rc);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5 });
+        before = sk_test_snapshot(&g_conf, rc);
         snprintf(log, sizeof(log), "%s/front_0405_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        pid = ft_spawn(&g_conf, port, env, log);
+        pid = sk_test_front_start(&g_conf, port, env, log);
         reap_child();
         g_child = pid;
-        ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
+        ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
 
         t0 = sk_mono_ms();
-        st = ft_http(port, "POST", path, "4242", NULL, body, sizeof(body));
+        st = sk_test_http(port, "POST", path, "4242", NULL, body, sizeof(body));
         ck_assert_int_eq(st, 503);
         /* Answered by the deadline (2 x 1 s + 1 s), not by the DB check. */
         ck_assert_int_ge(sk_mono_ms() - t0, 2500);
         ck_assert_msg(strstr(body, "\"code\":10013") != NULL, "%s", body);
         ck_assert_msg(strstr(body, "\"state\"") == NULL, "a rejected deduct has no state: %s", body);
         ck_assert_msg(strstr(body, "\"traceId\"") == NULL, "no purchase to follow: %s", body);
-        after = ft_snapshot(&g_conf, rc);
+        after = sk_test_snapshot(&g_conf, rc);
         ck_assert_str_eq(before, after);
-        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 5);
+        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 5);
 
         /* The lock goes away: the hanging check ends; the front stops gracefully. */
         sk_db_close(locker);
         g_child = 0;
-        ck_assert_int_eq(ft_stop(pid, 60), 0);
+        ck_assert_int_eq(sk_test_stop(pid, 60), 0);
         free(before);
         free(after);
         sk_redis_close(rc);
@@ -82,7 +84,7 @@ END_TEST
 START_TEST(orders_me_reason_is_escaped)
 {
         char log[256], body[2048], path[160], v[SK_ID_STRLEN], sql[512], f[128];
-        int port = ft_free_port();
+        int port = sk_test_free_port();
         int64_t vid = sk_test_rand_id();
         cJSON *j;
         pid_t pid;
@@ -92,24 +94,24 @@ START_TEST(orders_me_reason_is_escaped)
                  "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id, outcome, "
                  "reason) VALUES (%lld, %lld, 4343, %s, 2, 'odd\\\"re\\\\ason')",
                  (long long)sk_test_rand_id(), (long long)sk_test_rand_id(), v);
-        ft_db_exec(&g_conf, sql);
+        sk_test_conf_exec(&g_conf, sql);
         snprintf(log, sizeof(log), "%s/front_0405_me_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        pid = ft_spawn(&g_conf, port, NULL, log);
+        pid = sk_test_front_start(&g_conf, port, NULL, log);
         reap_child();
         g_child = pid;
-        ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
+        ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/orders/me", v);
-        ck_assert_int_eq(ft_http(port, "GET", path, "4343", NULL, body, sizeof(body)), 200);
+        ck_assert_int_eq(sk_test_http(port, "GET", path, "4343", NULL, body, sizeof(body)), 200);
         j = cJSON_Parse(body);
         ck_assert_msg(j != NULL, "orders/me is not JSON: %s", body);
         cJSON_Delete(j);
-        ck_assert_int_eq(ft_json_field(body, "state", f, sizeof(f)), 0);
+        ck_assert_int_eq(sk_test_json_field(body, "state", f, sizeof(f)), 0);
         ck_assert_str_eq(f, "FAILED");
-        ck_assert_int_eq(ft_json_field(body, "reason", f, sizeof(f)), 0);
+        ck_assert_int_eq(sk_test_json_field(body, "reason", f, sizeof(f)), 0);
         ck_assert_str_eq(f, "odd\"re\\ason");
         g_child = 0;
-        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        ck_assert_int_eq(sk_test_stop(pid, 30), 0);
 }
 END_TEST
 

@@ -10,7 +10,7 @@
  * Redis is the shared one under this run's prefix. */
 #include <pthread.h>
 
-#include "0499_front_util.h"
+#include "sk_test.h"
 
 static sk_conf_t g_conf;
 static pid_t g_child; /* a front still running when a check failed (CK_FORK=no) */
@@ -36,7 +36,7 @@ static void *buy_main(void *arg)
 {
         buy_arg_t *b = arg;
 
-        b->status = ft_http(b->port, "POST", b->path, b->user, NULL, b->body, sizeof(b->body));
+        b->status = sk_test_http(b->port, "POST", b->path, b->user, NULL, b->body, sizeof(b->body));
         return NULL;
 }
 
@@ -48,7 +48,7 @@ static void run_case(const char *failpoints, const char *user, int claim)
         char fp_env[256], log[256], v[SK_ID_STRLEN], k_trace[SK_KEY_MAX], k_users[SK_KEY_MAX];
         char state[32], tr[SK_ID_STRLEN], field[64];
         const char *env[] = { fp_env, NULL };
-        sk_redis_t *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = sk_test_redis(&g_conf);
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), tid, until;
         buy_arg_t b;
         pthread_t th;
@@ -57,14 +57,16 @@ static void run_case(const char *failpoints, const char *user, int claim)
 
         memset(&b, 0, sizeof(b));
         snprintf(fp_env, sizeof(fp_env), "SECKILL_FAILPOINTS=%s", failpoints);
-        ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 0);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
+                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
+                                              .status = 1 });
         snprintf(log, sizeof(log), "%s/front_0407_%s_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", user, (int)getpid());
-        b.port = ft_free_port();
-        pid = ft_spawn(&g_conf, b.port, env, log);
+        b.port = sk_test_free_port();
+        pid = sk_test_front_start(&g_conf, b.port, env, log);
         reap_child();
         g_child = pid;
-        ck_assert_msg(ft_wait_ready(b.port, pid, 30) == 0, "front not ready (log %s)", log);
+        ck_assert_msg(sk_test_wait_ready(b.port, pid, 30) == 0, "front not ready (log %s)", log);
         sk_id_format(vid, v);
         snprintf(b.path, sizeof(b.path), "/api/v1/vouchers/%s/seckill", v);
         b.user = user;
@@ -78,7 +80,7 @@ static void run_case(const char *failpoints, const char *user, int claim)
                 /* users[user] names the trace as soon as the deduct ran. */
                 until = sk_mono_ms() + 10000;
                 while (!trace && sk_mono_ms() < until) {
-                        trace = ft_hget(rc, k_users, user);
+                        trace = sk_test_hget(rc, k_users, user);
                         if (!trace)
                                 usleep(5 * 1000);
                 }
@@ -91,24 +93,24 @@ static void run_case(const char *failpoints, const char *user, int claim)
         }
         pthread_join(th, NULL);
         ck_assert_msg(b.status == 503, "status %d body %s (log %s)", b.status, b.body, log);
-        ck_assert_int_eq(ft_json_field(b.body, "state", state, sizeof(state)), 0);
+        ck_assert_int_eq(sk_test_json_field(b.body, "state", state, sizeof(state)), 0);
         ck_assert_str_eq(state, "PENDING");
-        ck_assert_int_eq(ft_json_field(b.body, "traceId", tr, sizeof(tr)), 0);
+        ck_assert_int_eq(sk_test_json_field(b.body, "traceId", tr, sizeof(tr)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(tr, &tid), 0);
         /* Nothing undone: stock taken, no fence, the user still named by the trace. */
-        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 4);
+        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 4);
         sk_field_trace(field, tid, 'r');
-        s = ft_hget(rc, k_trace, field);
+        s = sk_test_hget(rc, k_trace, field);
         ck_assert_msg(s == NULL, "fence written: %s", s ? s : "");
-        s = ft_hget(rc, k_trace, tr);
+        s = sk_test_hget(rc, k_trace, tr);
         ck_assert_ptr_nonnull(s);
         free(s);
-        s = ft_hget(rc, k_users, user);
+        s = sk_test_hget(rc, k_users, user);
         ck_assert_ptr_nonnull(s);
         ck_assert_str_eq(s, tr);
         free(s);
         g_child = 0;
-        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        ck_assert_int_eq(sk_test_stop(pid, 30), 0);
         sk_redis_close(rc);
 }
 

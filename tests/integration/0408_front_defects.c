@@ -13,7 +13,7 @@
  *     (its threads end; seckill_front_producers_retired returns to 0). */
 #include <pthread.h>
 
-#include "0499_front_util.h"
+#include "sk_test.h"
 #include "sk/snowflake.h"
 
 static sk_conf_t g_conf;
@@ -29,28 +29,33 @@ static pid_t start_front(int port, const char *const *env, const char *what, cha
         pid_t pid;
 
         log_path(log, cap, what);
-        pid = ft_spawn(&g_conf, port, env, log);
-        ck_assert_msg(ft_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
+        pid = sk_test_front_start(&g_conf, port, env, log);
+        ck_assert_msg(sk_test_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
         return pid;
 }
 
 /* DESIGN.md 3: ended = 403/10003 whatever Redis holds (here: nothing at all). */
 START_TEST(ended_voucher_without_keys_is_10003)
 {
-        sk_redis_t *rc = ft_redis(&g_conf);
-        int port = ft_free_port();
+        sk_redis_t *rc = sk_test_redis(&g_conf);
+        int port = sk_test_free_port();
         int64_t t = sk_now_ms(), ended = sk_test_rand_id(), live = sk_test_rand_id();
         int64_t unknown = sk_test_rand_id();
         char log[256], path[128], v[SK_ID_STRLEN], body[1024], code[16];
         pid_t pid = start_front(port, NULL, "ended", log, sizeof(log));
 
         /* DB rows only (status 0: no meta, stock -1: no stock key): keys expired. */
-        ft_seed(&g_conf, rc, ended, -1, t - 7200000, t - 60000, 0, 1);
-        ft_seed(&g_conf, rc, live, -1, t - 60000, t + 3600000, 0, 1);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = ended, .stock = -1,
+                                              .init_stock = 0, .db_stock = 0,
+                                              .begin_ms = t - 7200000, .end_ms = t - 60000,
+                                              .db_status = 1 });
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = live, .stock = -1,
+                                              .init_stock = 0, .db_stock = 0, .begin_ms = t - 60000,
+                                              .end_ms = t + 3600000, .db_status = 1 });
         sk_id_format(ended, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        ck_assert_int_eq(ft_http(port, "POST", path, "301", NULL, body, sizeof(body)), 403);
-        ck_assert_int_eq(ft_json_field(body, "code", code, sizeof(code)), 0);
+        ck_assert_int_eq(sk_test_http(port, "POST", path, "301", NULL, body, sizeof(body)), 403);
+        ck_assert_int_eq(sk_test_json_field(body, "code", code, sizeof(code)), 0);
         ck_assert_str_eq(code, "10003");
         /* offline in the DB and ended: still "ended" (the window is checked first) */
         {
@@ -58,23 +63,23 @@ START_TEST(ended_voucher_without_keys_is_10003)
 
                 snprintf(sql, sizeof(sql),
                          "UPDATE tb_seckill_voucher SET status=2 WHERE voucher_id=%" PRId64, ended);
-                ft_db_exec(&g_conf, sql);
+                sk_test_conf_exec(&g_conf, sql);
         }
-        ck_assert_int_eq(ft_http(port, "POST", path, "302", NULL, body, sizeof(body)), 403);
-        ck_assert_int_eq(ft_json_field(body, "code", code, sizeof(code)), 0);
+        ck_assert_int_eq(sk_test_http(port, "POST", path, "302", NULL, body, sizeof(body)), 403);
+        ck_assert_int_eq(sk_test_json_field(body, "code", code, sizeof(code)), 0);
         ck_assert_str_eq(code, "10003");
         /* on sale in the DB, meta missing: Redis lost data -> 503 (unchanged) */
         sk_id_format(live, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        ck_assert_int_eq(ft_http(port, "POST", path, "303", NULL, body, sizeof(body)), 503);
+        ck_assert_int_eq(sk_test_http(port, "POST", path, "303", NULL, body, sizeof(body)), 503);
         ck_assert_ptr_nonnull(strstr(body, "meta_missing"));
         /* unknown to the DB: 404/10004 (unchanged) */
         sk_id_format(unknown, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        ck_assert_int_eq(ft_http(port, "POST", path, "304", NULL, body, sizeof(body)), 404);
-        ck_assert_int_eq(ft_json_field(body, "code", code, sizeof(code)), 0);
+        ck_assert_int_eq(sk_test_http(port, "POST", path, "304", NULL, body, sizeof(body)), 404);
+        ck_assert_int_eq(sk_test_json_field(body, "code", code, sizeof(code)), 0);
         ck_assert_str_eq(code, "10004");
-        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        ck_assert_int_eq(sk_test_stop(pid, 30), 0);
         sk_redis_close(rc);
 }
 END_TEST
@@ -85,8 +90,8 @@ END_TEST
  * worker id would have written them. */
 START_TEST(trace_collision_is_503_and_counted)
 {
-        sk_redis_t *rc = ft_redis(&g_conf);
-        int port = ft_free_port();
+        sk_redis_t *rc = sk_test_redis(&g_conf);
+        int port = sk_test_free_port();
         int64_t t = sk_now_ms(), vid = sk_test_rand_id();
         char log[256], path[128], v[SK_ID_STRLEN], body[1024], wid_s[16], k[SK_KEY_MAX];
         char ku[SK_KEY_MAX], *before, *after;
@@ -97,10 +102,12 @@ START_TEST(trace_collision_is_503_and_counted)
         sk_redis_pipe_t *pp = sk_redis_pipe_new(rc);
 
         ck_assert_ptr_nonnull(pp);
-        ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 1);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
+                                              .init_stock = 5, .db_stock = 5, .begin_ms = t - 60000,
+                                              .end_ms = t + 3600000, .status = 1, .db_status = 1 });
         sk_id_format(vid, v);
-        ck_assert_int_eq(ft_http(port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 200);
-        ck_assert_int_eq(ft_json_field(body, "workerId", wid_s, sizeof(wid_s)), 0);
+        ck_assert_int_eq(sk_test_http(port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 200);
+        ck_assert_int_eq(sk_test_json_field(body, "workerId", wid_s, sizeof(wid_s)), 0);
         wid = strtoll(wid_s, NULL, 10);
         sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         from = sk_now_ms();
@@ -124,19 +131,19 @@ START_TEST(trace_collision_is_503_and_counted)
         ck_assert_int_eq(sk_redis_pipe_count(pp), n);
         ck_assert_int_eq(sk_redis_pipe_exec(pp), 0); /* routed: any topology */
         sk_redis_pipe_free(pp);
-        before = ft_snapshot(&g_conf, rc);
+        before = sk_test_snapshot(&g_conf, rc);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        st = ft_http(port, "POST", path, "305", NULL, body, sizeof(body));
+        st = sk_test_http(port, "POST", path, "305", NULL, body, sizeof(body));
         ck_assert_msg(sk_now_ms() < from + 3900, "the purchase took too long for the prefill");
         ck_assert_msg(st == 503, "status %lld body %s (log %s)", st, body, log);
         ck_assert_ptr_nonnull(strstr(body, "collision"));
-        after = ft_snapshot(&g_conf, rc);
+        after = sk_test_snapshot(&g_conf, rc);
         ck_assert_str_eq(before, after); /* nothing written */
-        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 5);
+        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 5);
         sk_key_voucher(ku, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
-        ck_assert_ptr_null(ft_hget(rc, ku, "305"));
-        ck_assert_int_eq(ft_scrape(port, "seckill_front_deduct_collision_total"), 1);
-        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        ck_assert_ptr_null(sk_test_hget(rc, ku, "305"));
+        ck_assert_int_eq(sk_test_scrape(port, "seckill_front_deduct_collision_total"), 1);
+        ck_assert_int_eq(sk_test_stop(pid, 30), 0);
         free(before);
         free(after);
         sk_redis_close(rc);
@@ -155,7 +162,7 @@ static void *buy_main(void *arg)
         buy_t *b = arg;
         char body[1024];
 
-        b->status = ft_http(b->port, "POST", b->path, b->user, NULL, body, sizeof(body));
+        b->status = sk_test_http(b->port, "POST", b->path, b->user, NULL, body, sizeof(body));
         return NULL;
 }
 
@@ -164,8 +171,8 @@ START_TEST(queue_depth_gauges)
 {
         static const char *const env[] = {
                 "SECKILL_FAILPOINTS=front.after_deduct=error;front.before_rollback=sleep(2500)", NULL };
-        sk_redis_t *rc = ft_redis(&g_conf);
-        int port = ft_free_port();
+        sk_redis_t *rc = sk_test_redis(&g_conf);
+        int port = sk_test_free_port();
         int64_t t = sk_now_ms(), vid = sk_test_rand_id(), until;
         char log[256], v[SK_ID_STRLEN];
         pid_t pid = start_front(port, env, "gauges", log, sizeof(log));
@@ -174,10 +181,12 @@ START_TEST(queue_depth_gauges)
         long long seen = 0;
         int i;
 
-        ck_assert_int_eq(ft_scrape(port, "seckill_front_deduct_queue_depth"), 0);
-        ck_assert_int_eq(ft_scrape(port, "seckill_front_rollback_queue_depth"), 0);
-        ck_assert_int_eq(ft_scrape(port, "seckill_front_lookup_queue_depth"), 0);
-        ft_seed(&g_conf, rc, vid, 5, t - 60000, t + 3600000, 1, 0);
+        ck_assert_int_eq(sk_test_scrape(port, "seckill_front_deduct_queue_depth"), 0);
+        ck_assert_int_eq(sk_test_scrape(port, "seckill_front_rollback_queue_depth"), 0);
+        ck_assert_int_eq(sk_test_scrape(port, "seckill_front_lookup_queue_depth"), 0);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
+                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
+                                              .status = 1 });
         sk_id_format(vid, v);
         for (i = 0; i < 2; i++) {
                 b[i].port = port;
@@ -187,7 +196,7 @@ START_TEST(queue_depth_gauges)
         }
         until = sk_mono_ms() + 2000;
         while (sk_mono_ms() < until && seen < 1) {
-                seen = ft_scrape(port, "seckill_front_rollback_queue_depth");
+                seen = sk_test_scrape(port, "seckill_front_rollback_queue_depth");
                 usleep(50 * 1000);
         }
         for (i = 0; i < 2; i++)
@@ -195,9 +204,9 @@ START_TEST(queue_depth_gauges)
         ck_assert_msg(seen == 1, "rollback queue depth never 1 (last %lld, log %s)", seen, log);
         for (i = 0; i < 2; i++)
                 ck_assert_int_eq(b[i].status, 503);
-        ck_assert_int_eq(ft_scrape(port, "seckill_front_rollback_queue_depth"), 0);
-        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 5); /* both fenced and restored */
-        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        ck_assert_int_eq(sk_test_scrape(port, "seckill_front_rollback_queue_depth"), 0);
+        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 5); /* both fenced and restored */
+        ck_assert_int_eq(sk_test_stop(pid, 30), 0);
         sk_redis_close(rc);
 }
 END_TEST
@@ -222,7 +231,7 @@ static long long threads_of(pid_t pid)
 START_TEST(retired_producers_are_destroyed)
 {
         static const char *const env[] = { "SECKILL_FAILPOINTS=front.kafka_fatal=3*error", NULL };
-        int port = ft_free_port(), port0 = ft_free_port();
+        int port = sk_test_free_port(), port0 = sk_test_free_port();
         char log[256], log0[256];
         pid_t pid = start_front(port, env, "retired", log, sizeof(log));
         pid_t pid0 = start_front(port0, NULL, "baseline", log0, sizeof(log0));
@@ -230,19 +239,19 @@ START_TEST(retired_producers_are_destroyed)
         long long retired = -1, th, th0;
 
         while (sk_mono_ms() < until &&
-               ft_scrape(port, "seckill_front_producer_replaced_total") < 3)
+               sk_test_scrape(port, "seckill_front_producer_replaced_total") < 3)
                 usleep(100 * 1000);
-        ck_assert_int_eq(ft_scrape(port, "seckill_front_producer_replaced_total"), 3);
+        ck_assert_int_eq(sk_test_scrape(port, "seckill_front_producer_replaced_total"), 3);
         until = sk_mono_ms() + 10000;
-        while (sk_mono_ms() < until && (retired = ft_scrape(port, "seckill_front_producers_retired")) != 0)
+        while (sk_mono_ms() < until && (retired = sk_test_scrape(port, "seckill_front_producers_retired")) != 0)
                 usleep(100 * 1000);
         ck_assert_msg(retired == 0, "retired producers left: %lld (log %s)", retired, log);
         sk_sleep_ms(1500, NULL); /* librdkafka threads end after rd_kafka_destroy returns */
         th = threads_of(pid);
         th0 = threads_of(pid0);
         ck_assert_msg(th <= th0 + 2, "threads %lld, a front never replaced has %lld", th, th0);
-        ck_assert_int_eq(ft_stop(pid, 30), 0);
-        ck_assert_int_eq(ft_stop(pid0, 30), 0);
+        ck_assert_int_eq(sk_test_stop(pid, 30), 0);
+        ck_assert_int_eq(sk_test_stop(pid0, 30), 0);
 }
 END_TEST
 
@@ -254,7 +263,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-        ft_reap_all(); /* fronts a failed check left running */
+        sk_test_reap_all(); /* fronts a failed check left running */
         sk_test_cleanup(&g_conf);
 }
 

@@ -12,7 +12,7 @@
  *     PEXPIREAT);
  *   - DECRBY renamed: every attempt fails; after the repeats the front fences the
  *     traceId: 503 state FAILED, T:r written, stock unchanged, the buyer free again. */
-#include "0499_front_util.h"
+#include "sk_test.h"
 
 static sk_conf_t g_conf;
 static sk_conf_t g_shared; /* g_conf before it pointed at a private server */
@@ -28,22 +28,24 @@ static pid_t start(const char *cmd, const char *what, int port, int64_t vid, sk_
         int64_t t = sk_now_ms();
         pid_t pid;
 
-        ft_private_redis_stop(&g_redis_pid); /* one a failed case left running */
+        sk_test_redis_stop(&g_redis_pid); /* one a failed case left running */
         g_conf = g_shared;
-        g_redis_pid = ft_private_redis(&g_conf, rename);
+        g_redis_pid = sk_test_redis_start(&g_conf, 0, rename);
         snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=%s", g_conf.redis_url);
-        *rc_out = ft_redis(&g_conf);
-        ft_seed(&g_conf, *rc_out, vid, 5, t - 60000, t + 3600000, 1, 0);
+        *rc_out = sk_test_redis(&g_conf);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = *rc_out, .vid = vid, .stock = 5,
+                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
+                                              .status = 1 });
         snprintf(log, log_cap, "%s/front_0409_%s_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", what, (int)getpid());
-        pid = ft_spawn(&g_conf, port, env, log);
-        ck_assert_msg(ft_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
+        pid = sk_test_front_start(&g_conf, port, env, log);
+        ck_assert_msg(sk_test_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
         return pid;
 }
 
 START_TEST(error_after_write_continues_with_replay)
 {
-        int port = ft_free_port();
+        int port = sk_test_free_port();
         int64_t vid = sk_test_rand_id(), tid;
         char log[256], path[128], v[SK_ID_STRLEN], body[1024], tr[SK_ID_STRLEN], k[SK_KEY_MAX];
         char field[48], *s;
@@ -53,26 +55,26 @@ START_TEST(error_after_write_continues_with_replay)
 
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        st = ft_http(port, "POST", path, "401", NULL, body, sizeof(body));
+        st = sk_test_http(port, "POST", path, "401", NULL, body, sizeof(body));
         ck_assert_msg(st == 202, "status %d body %s (log %s)", st, body, log);
-        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 4);
-        ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
+        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 4);
+        ck_assert_int_eq(sk_test_json_field(body, "traceId", tr, sizeof(tr)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(tr, &tid), 0);
         sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
-        s = ft_hget(rc, k, tr);
+        s = sk_test_hget(rc, k, tr);
         ck_assert_ptr_nonnull(s); /* the DEDUCT entry the first attempt wrote */
         free(s);
         sk_field_trace(field, tid, 'r');
-        ck_assert_ptr_null(ft_hget(rc, k, field)); /* not fenced */
-        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        ck_assert_ptr_null(sk_test_hget(rc, k, field)); /* not fenced */
+        ck_assert_int_eq(sk_test_stop(pid, 30), 0);
         sk_redis_close(rc);
-        ft_private_redis_stop(&g_redis_pid);
+        sk_test_redis_stop(&g_redis_pid);
 }
 END_TEST
 
 START_TEST(error_every_time_is_fenced)
 {
-        int port = ft_free_port();
+        int port = sk_test_free_port();
         int64_t vid = sk_test_rand_id(), tid;
         char log[256], path[128], v[SK_ID_STRLEN], body[1024], tr[SK_ID_STRLEN], k[SK_KEY_MAX];
         char field[48], state[32], *s;
@@ -82,23 +84,23 @@ START_TEST(error_every_time_is_fenced)
 
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        st = ft_http(port, "POST", path, "402", NULL, body, sizeof(body));
+        st = sk_test_http(port, "POST", path, "402", NULL, body, sizeof(body));
         ck_assert_msg(st == 503, "status %d body %s (log %s)", st, body, log);
-        ck_assert_int_eq(ft_json_field(body, "state", state, sizeof(state)), 0);
+        ck_assert_int_eq(sk_test_json_field(body, "state", state, sizeof(state)), 0);
         ck_assert_str_eq(state, "FAILED");
-        ck_assert_int_eq(ft_json_field(body, "traceId", tr, sizeof(tr)), 0);
+        ck_assert_int_eq(sk_test_json_field(body, "traceId", tr, sizeof(tr)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(tr, &tid), 0);
         sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         sk_field_trace(field, tid, 'r');
-        s = ft_hget(rc, k, field);
+        s = sk_test_hget(rc, k, field);
         ck_assert_ptr_nonnull(s); /* the fence */
         free(s);
-        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 5);
+        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 5);
         sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
-        ck_assert_ptr_null(ft_hget(rc, k, "402"));
-        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        ck_assert_ptr_null(sk_test_hget(rc, k, "402"));
+        ck_assert_int_eq(sk_test_stop(pid, 30), 0);
         sk_redis_close(rc);
-        ft_private_redis_stop(&g_redis_pid);
+        sk_test_redis_stop(&g_redis_pid);
 }
 END_TEST
 
@@ -111,8 +113,8 @@ static void setup(void)
 
 static void teardown(void)
 {
-        ft_reap_all(); /* fronts a failed check left running */
-        ft_private_redis_stop(&g_redis_pid);
+        sk_test_reap_all(); /* fronts a failed check left running */
+        sk_test_redis_stop(&g_redis_pid);
         sk_test_cleanup(&g_shared); /* the database (the private servers are gone) */
 }
 

@@ -14,10 +14,16 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "0499_front_util.h"
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <hiredis/hiredis.h>
+
+#include "sk_test.h"
 #include "sk/snowflake.h"
 
-#define DEADLINE_MS 7000 /* ft_spawn's delivery timeout 3000 ms: 2 x 3000 + 1000 */
+#define DEADLINE_MS 7000 /* sk_test_front_start's delivery timeout 3000 ms: 2 x 3000 + 1000 */
 
 static sk_conf_t g_conf;
 static pid_t g_redis_pid, g_front_pid;
@@ -289,7 +295,7 @@ static void *load_main(void *arg)
                 int st;
 
                 snprintf(user, sizeof(user), "%lld", (long long)atomic_fetch_add(&ld->next_user, 1));
-                st = ft_http(ld->port, "POST", ld->path, user, NULL, body, sizeof(body));
+                st = sk_test_http(ld->port, "POST", ld->path, user, NULL, body, sizeof(body));
                 pthread_mutex_lock(&ld->mu);
                 if (ld->n == ld->cap) {
                         ld->cap = ld->cap ? ld->cap * 2 : 1024;
@@ -312,7 +318,7 @@ static int64_t wait_breaker(int port, int want, int timeout_ms)
         int64_t until = sk_mono_ms() + timeout_ms;
 
         while (sk_mono_ms() < until) {
-                if (ft_scrape(port, "seckill_front_redis_breaker_open") == want)
+                if (sk_test_scrape(port, "seckill_front_redis_breaker_open") == want)
                         return sk_now_ms();
                 sk_sleep_ms(50, NULL);
         }
@@ -327,7 +333,7 @@ static int64_t wait_202(int port, const char *path, long long user0, int timeout
 
         while (sk_mono_ms() - t0 < timeout_ms) {
                 snprintf(user, sizeof(user), "%lld", user0++);
-                if (ft_http(port, "POST", path, user, NULL, body, sizeof(body)) == 202)
+                if (sk_test_http(port, "POST", path, user, NULL, body, sizeof(body)) == 202)
                         return sk_mono_ms() - t0;
                 sk_sleep_ms(100, NULL);
         }
@@ -339,15 +345,15 @@ static pid_t start_front(int redis_port, int *port_out, char *log, size_t cap, c
         char url_env[128];
         const char *env[] = { url_env, "SECKILL_WORKER_LEASE_MS=20000", "SECKILL_BREAKER_OPEN_MS=1500",
                               "SECKILL_FRONT_REDIS_WORKERS=2", NULL };
-        int port = ft_free_port();
+        int port = sk_test_free_port();
         pid_t pid;
 
         snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=redis://127.0.0.1:%d/0", redis_port);
         snprintf(log, cap, "%s/front_0411_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
                  what, (int)getpid());
-        pid = ft_spawn(&g_conf, port, env, log);
+        pid = sk_test_front_start(&g_conf, port, env, log);
         g_front_pid = pid;
-        ck_assert_msg(ft_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
+        ck_assert_msg(sk_test_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
         *port_out = port;
         return pid;
 }
@@ -355,7 +361,7 @@ static pid_t start_front(int redis_port, int *port_out, char *log, size_t cap, c
 START_TEST(freeze_opens_breaker_without_stall)
 {
         char log[256], body[1024], v[SK_ID_STRLEN], cause[32];
-        sk_redis_t *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = sk_test_redis(&g_conf);
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), t_stop, t_open, t_cont, rec_ms, max503 = 0;
         int port, i, n202 = 0, n503 = 0, late = 0, sent_open = 0, sent_late = 0;
         pthread_t th[4];
@@ -364,7 +370,9 @@ START_TEST(freeze_opens_breaker_without_stall)
         pid_t pid;
 
         relay_start(&rl, g_conf.redis.port);
-        ft_seed(&g_conf, rc, vid, 1000000, t - 60000, t + 3600000, 1, 0);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 1000000,
+                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
+                                              .status = 1 });
         pid = start_front(rl.port, &port, log, sizeof(log), "freeze");
         sk_id_format(vid, v);
         memset(&ld, 0, sizeof(ld));
@@ -372,7 +380,7 @@ START_TEST(freeze_opens_breaker_without_stall)
         ld.port = port;
         atomic_store(&ld.next_user, 1000000);
         snprintf(ld.path, sizeof(ld.path), "/api/v1/vouchers/%s/seckill", v);
-        ck_assert_int_eq(ft_scrape(port, "seckill_front_redis_breaker_open"), 0);
+        ck_assert_int_eq(sk_test_scrape(port, "seckill_front_redis_breaker_open"), 0);
         for (i = 0; i < 4; i++)
                 ck_assert_int_eq(pthread_create(&th[i], NULL, load_main, &ld), 0);
         sk_sleep_ms(1500, NULL);
@@ -389,10 +397,10 @@ START_TEST(freeze_opens_breaker_without_stall)
                 int64_t t0 = sk_mono_ms(), took;
 
                 snprintf(user, sizeof(user), "%d", 500 + i);
-                ck_assert_int_eq(ft_http(port, "POST", ld.path, user, NULL, body, sizeof(body)), 503);
+                ck_assert_int_eq(sk_test_http(port, "POST", ld.path, user, NULL, body, sizeof(body)), 503);
                 took = sk_mono_ms() - t0;
                 max503 = took > max503 ? took : max503;
-                ck_assert_int_eq(ft_json_field(body, "cause", cause, sizeof(cause)), 0);
+                ck_assert_int_eq(sk_test_json_field(body, "cause", cause, sizeof(cause)), 0);
                 ck_assert_str_eq(cause, "redis");
                 ck_assert_msg(strstr(body, "\"state\"") == NULL, "%s", body);
         }
@@ -402,9 +410,9 @@ START_TEST(freeze_opens_breaker_without_stall)
         /* Frozen past every deadline of the purchases admitted before the opening. */
         while (sk_now_ms() < t_stop + DEADLINE_MS + 1500)
                 sk_sleep_ms(100, NULL);
-        ck_assert_int_eq(ft_scrape(port, "seckill_front_redis_breaker_open"), 1);
+        ck_assert_int_eq(sk_test_scrape(port, "seckill_front_redis_breaker_open"), 1);
         /* In-flight slots: none held for the dead Redis (rollbacks parked, answered). */
-        ck_assert_int_eq(ft_scrape(port, "seckill_front_inflight"), 0);
+        ck_assert_int_eq(sk_test_scrape(port, "seckill_front_inflight"), 0);
 
         t_cont = sk_now_ms();
         ck_assert_int_eq(kill(g_redis_pid, SIGCONT), 0);
@@ -443,11 +451,11 @@ START_TEST(freeze_opens_breaker_without_stall)
         pthread_mutex_unlock(&rl.mu);
         ck_assert_int_eq(sent_late, 0);
         ck_assert_int_eq(sent_open, 0);
-        ck_assert_int_ge(ft_scrape(port, "seckill_front_redis_breaker_transitions_total{to=\"open\"}"), 1);
-        ck_assert_int_ge(ft_scrape(port, "seckill_front_redis_breaker_transitions_total{to=\"closed\"}"), 1);
+        ck_assert_int_ge(sk_test_scrape(port, "seckill_front_redis_breaker_transitions_total{to=\"open\"}"), 1);
+        ck_assert_int_ge(sk_test_scrape(port, "seckill_front_redis_breaker_transitions_total{to=\"closed\"}"), 1);
 
         g_front_pid = 0;
-        ck_assert_int_eq(ft_stop(pid, 40), 0);
+        ck_assert_int_eq(sk_test_stop(pid, 40), 0);
         relay_stop(&rl);
         free(ld.res);
         sk_redis_close(rc);
@@ -480,7 +488,7 @@ static void *sleeper_main(void *arg)
 START_TEST(slow_redis_opens_breaker)
 {
         char log[256], body[1024], v[SK_ID_STRLEN], path[160], user[24], cause[32];
-        sk_redis_t *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = sk_test_redis(&g_conf);
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), until, rec_ms;
         int port, st, opened = 0, u = 0;
         sleeper_t sl = { .port = g_conf.redis.port };
@@ -488,24 +496,26 @@ START_TEST(slow_redis_opens_breaker)
         pid_t pid;
         FILE *f;
 
-        ft_seed(&g_conf, rc, vid, 1000000, t - 60000, t + 3600000, 1, 0);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 1000000,
+                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
+                                              .status = 1 });
         pid = start_front(g_conf.redis.port, &port, log, sizeof(log), "slow");
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        ck_assert_int_eq(ft_http(port, "POST", path, "1", NULL, body, sizeof(body)), 202);
+        ck_assert_int_eq(sk_test_http(port, "POST", path, "1", NULL, body, sizeof(body)), 202);
         ck_assert_int_eq(pthread_create(&th, NULL, sleeper_main, &sl), 0);
         /* Sequential purchases: each answered (202) or refused once the breaker opened. */
         until = sk_mono_ms() + 20000;
         while (sk_mono_ms() < until && !opened) {
                 snprintf(user, sizeof(user), "%d", 100 + u++);
-                st = ft_http(port, "POST", path, user, NULL, body, sizeof(body));
+                st = sk_test_http(port, "POST", path, user, NULL, body, sizeof(body));
                 ck_assert_msg(st == 202 || st == 503, "status %d", st);
-                opened = ft_scrape(port, "seckill_front_redis_breaker_open") == 1;
+                opened = sk_test_scrape(port, "seckill_front_redis_breaker_open") == 1;
         }
         ck_assert_msg(opened, "a slow Redis never opened the breaker (log %s)", log);
         snprintf(user, sizeof(user), "%d", 100 + u++);
-        ck_assert_int_eq(ft_http(port, "POST", path, user, NULL, body, sizeof(body)), 503);
-        ck_assert_int_eq(ft_json_field(body, "cause", cause, sizeof(cause)), 0);
+        ck_assert_int_eq(sk_test_http(port, "POST", path, user, NULL, body, sizeof(body)), 503);
+        ck_assert_int_eq(sk_test_json_field(body, "cause", cause, sizeof(cause)), 0);
         ck_assert_str_eq(cause, "redis");
         atomic_store(&sl.stop, 1);
         pthread_join(th, NULL);
@@ -530,9 +540,9 @@ START_TEST(slow_redis_opens_breaker)
         fprintf(stderr, "0411: slow Redis: %d purchases before the opening; 202 again %lld ms after "
                 "the sleeps stopped\n", u, (long long)rec_ms);
         ck_assert_int_ge(rec_ms, 0);
-        ck_assert_int_eq(ft_scrape(port, "seckill_front_redis_breaker_open"), 0);
+        ck_assert_int_eq(sk_test_scrape(port, "seckill_front_redis_breaker_open"), 0);
         g_front_pid = 0;
-        ck_assert_int_eq(ft_stop(pid, 40), 0);
+        ck_assert_int_eq(sk_test_stop(pid, 40), 0);
         sk_redis_close(rc);
 }
 END_TEST
@@ -543,7 +553,7 @@ static void setup(void)
 
         sk_test_conf(&g_conf, "frontbrk");
         sk_test_migrate(&g_conf);
-        g_redis_pid = ft_private_redis(&g_conf, extra);
+        g_redis_pid = sk_test_redis_start(&g_conf, 0, extra);
 }
 
 static void teardown(void)
@@ -553,7 +563,7 @@ static void teardown(void)
                 waitpid(g_front_pid, NULL, 0);
                 g_front_pid = 0;
         }
-        ft_private_redis_stop(&g_redis_pid);
+        sk_test_redis_stop(&g_redis_pid);
         sk_test_cleanup(&g_conf); /* the database (the private Redis is gone) */
 }
 

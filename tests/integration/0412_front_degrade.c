@@ -20,29 +20,29 @@
  *     voucher reaches db once, both fronts answer 200 CREATED from the DB-only path,
  *     the healthy front rebuilds it, no bounce (at most 4 moves), then 202 again on
  *     both; every 202 CREATED, one order per user, Redis = DB. */
-#include "0419_degrade_support.h"
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <mysql.h>
+
+#include "sk_test.h"
 
 #define D_STOCK 400
 
-static sk_conf_t g_conf;
-static pid_t g_redis_pid, g_cons_pid;
+static pid_t g_cons_pid;
 static int g_healthy_ms = 1500;         /* SECKILL_BREAKER_HEALTHY_MS of the fronts started */
 
 /* ------------------------------------------------------------- helpers ---- */
-
-/* The shared helpers (0419_degrade_support.h) on this test's configuration. */
-#define start_consumer(log) dg_start_consumer(&g_conf, (log), NULL)
-#define admin(a1, a2, a3, a4) dg_admin(&g_conf, (a1), (a2), (a3), (a4))
-#define q(...) dg_q(&g_conf, __VA_ARGS__)
-#define state_is(vid, state) dg_state_is(&g_conf, (vid), (state))
-#define wait_state(vid, state, timeout_s) dg_wait_state(&g_conf, (vid), (state), (timeout_s))
 
 /* A voucher on sale for an hour: Redis meta + stock, the DB row and its bucket row. */
 static int64_t seed_voucher(sk_redis_t *rc, long long stock)
 {
         int64_t vid = sk_test_rand_id(), t = sk_now_ms();
 
-        ft_seed(&g_conf, rc, vid, stock, t - 60000, t + 3600000, 1, 1);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &sk_test_fx.conf, .r = rc, .vid = vid,
+                                              .stock = stock, .init_stock = stock, .db_stock = stock,
+                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
+                                              .status = 1, .db_status = 1 });
         return vid;
 }
 
@@ -56,7 +56,7 @@ static int buy(int port, const char *path, int64_t user, book_t *bk)
         int st;
 
         snprintf(u, sizeof(u), "%" PRId64, user);
-        st = ft_http(port, "POST", path, u, NULL, body, sizeof(body));
+        st = sk_test_http(port, "POST", path, u, NULL, body, sizeof(body));
         ck_assert_msg(st == 200 || st == 202 || st == 409 || st == 503, "status %d: %s", st, body);
         if (st == 200 || st == 202) {
                 answer_t *a = &bk->a[bk->n++];
@@ -64,11 +64,11 @@ static int buy(int port, const char *path, int64_t user, book_t *bk)
                 ck_assert(bk->n < 4096);
                 a->status = st;
                 a->user = user;
-                ck_assert_int_eq(ft_json_field(body, "state", s, sizeof(s)), 0);
+                ck_assert_int_eq(sk_test_json_field(body, "state", s, sizeof(s)), 0);
                 ck_assert_str_eq(s, st == 200 ? "CREATED" : "PENDING");
-                ck_assert_int_eq(ft_json_field(body, "traceId", s, sizeof(s)), 0);
+                ck_assert_int_eq(sk_test_json_field(body, "traceId", s, sizeof(s)), 0);
                 ck_assert_int_eq(sk_id_parse_cstr(s, &a->trace), 0);
-                ck_assert_int_eq(ft_json_field(body, "orderId", s, sizeof(s)), 0);
+                ck_assert_int_eq(sk_test_json_field(body, "orderId", s, sizeof(s)), 0);
                 ck_assert_int_eq(sk_id_parse_cstr(s, &a->order), 0);
         }
         return st;
@@ -86,30 +86,30 @@ static void check_invariants(int64_t vid, const book_t *bk, sk_redis_t *rc)
         for (i = 0; i < bk->n; i++) {
                 int64_t until = sk_mono_ms() + 30000;
 
-                while (q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64,
+                while (sk_test_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64,
                          bk->a[i].trace) != 1 && sk_mono_ms() < until)
                         sk_sleep_ms(200, NULL);
                 /* 4: every 202 and 200 is CREATED with its order (no business failure
                  * can happen here: distinct buyers, stock left). */
-                ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_seckill_outcome o JOIN tb_voucher_order d "
+                ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_seckill_outcome o JOIN tb_voucher_order d "
                                    "ON d.id = o.order_id AND d.trace_id = o.trace_id WHERE o.trace_id = %"
                                    PRId64 " AND o.outcome = 1 AND o.order_id = %" PRId64
                                    " AND o.path = '%s'", bk->a[i].trace, bk->a[i].order,
                                    bk->a[i].status == 200 ? "db" : "kafka"), 1);
         }
-        active = q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
+        active = sk_test_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
                    " AND status IN (1, 2)", vid);
-        db_stock = q("SELECT SUM(stock) FROM tb_seckill_stock WHERE voucher_id = %" PRId64, vid);
+        db_stock = sk_test_i64("SELECT SUM(stock) FROM tb_seckill_stock WHERE voucher_id = %" PRId64, vid);
         /* 1 (one bucket) and 5. */
         ck_assert_int_eq(active, (long long)bk->n);
         ck_assert_int_eq(D_STOCK - db_stock, active);
         ck_assert_int_le(active, D_STOCK);
         /* 2 */
-        ck_assert_int_eq(q("SELECT COUNT(*) FROM (SELECT user_id FROM tb_voucher_order WHERE voucher_id = %"
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM (SELECT user_id FROM tb_voucher_order WHERE voucher_id = %"
                            PRId64 " AND status IN (1, 2) GROUP BY user_id HAVING COUNT(*) > 1) x", vid), 0);
         /* Redis = DB: stock and the buyers (the users hash also holds "_"). */
-        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), db_stock);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, rc, vid), db_stock);
+        sk_key_voucher(k, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_USERS);
         r = sk_test_cmd(rc, "HLEN %s", k);
         ck_assert(r && r->type == REDIS_REPLY_INTEGER);
         users = r->integer;
@@ -121,7 +121,7 @@ static void check_invariants(int64_t vid, const book_t *bk, sk_redis_t *rc)
         ck_assert_int_eq(users, active);
         /* seckill-admin verify: invariants 1, 2, 3 and active <= init as it judges them. */
         snprintf(k, sizeof(k), "%" PRId64, vid);
-        ck_assert_int_eq(admin("verify", k, NULL, NULL), 0);
+        ck_assert_int_eq(sk_test_admin(NULL, (const char *[]){ "verify", k, NULL }), 0);
 }
 
 /* @p fp: SECKILL_FAILPOINTS or NULL; @p mysql_url: another SECKILL_MYSQL_URL or NULL. */
@@ -132,11 +132,11 @@ static pid_t start_front_with(int *port_out, char *log, size_t cap, const char *
         const char *env[] = { url_env, "SECKILL_WORKER_LEASE_MS=20000", "SECKILL_BREAKER_OPEN_MS=1000",
                               healthy_env, "SECKILL_BREAKER_FAILURES=3",
                               "SECKILL_DEGRADE_DB_CONNS=4", NULL, NULL, NULL };
-        int port = ft_free_port(), ne = 6;
+        int port = sk_test_free_port(), ne = 6;
         pid_t pid;
 
         snprintf(healthy_env, sizeof(healthy_env), "SECKILL_BREAKER_HEALTHY_MS=%d", g_healthy_ms);
-        snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=%s", g_conf.redis_url);
+        snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=%s", sk_test_fx.conf.redis_url);
         if (fp)
                 env[ne++] = fp_env;
         if (mysql_url) {
@@ -146,18 +146,18 @@ static pid_t start_front_with(int *port_out, char *log, size_t cap, const char *
         snprintf(fp_env, sizeof(fp_env), "SECKILL_FAILPOINTS=%s", fp ? fp : "");
         snprintf(log, cap, "%s/front_0412_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
                  what, (int)getpid());
-        pid = ft_spawn(&g_conf, port, env, log);
+        pid = sk_test_front_start(&sk_test_fx.conf, port, env, log);
         if (strcmp(what, "restarted") == 0) {
                 /* Redis is down: not ready (503), but alive and serving the DB-only path. */
                 int64_t until = sk_mono_ms() + 40000;
                 char body[512];
 
-                while (ft_http(port, "GET", "/healthz", NULL, NULL, body, sizeof(body)) != 200) {
+                while (sk_test_http(port, "GET", "/healthz", NULL, NULL, body, sizeof(body)) != 200) {
                         ck_assert_msg(sk_mono_ms() < until, "front not alive (log %s)", log);
                         usleep(100 * 1000);
                 }
         } else {
-                ck_assert_msg(ft_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
+                ck_assert_msg(sk_test_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
         }
         *port_out = port;
         return pid;
@@ -204,7 +204,7 @@ static void sale_start(sale_t *sl, book_t *bk, sk_redis_t *rc, const char *what,
         snprintf(sl->path, sizeof(sl->path), "/api/v1/vouchers/%s/seckill", sl->v);
         snprintf(clog, sizeof(clog), "%s/consumer_0412_%s_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", what, (int)getpid());
-        g_cons_pid = start_consumer(clog);
+        g_cons_pid = sk_test_consumer_start(&(sk_test_spawn_t){ .log_path = clog }, 0);
         sl->pid = start_front(&sl->port, sl->log, sizeof(sl->log), what, fp);
         ck_assert_msg(buy_until(sl->port, sl->path, &sl->user, 202, bk, 30) == 0, "no 202 (log %s)",
                       sl->log);
@@ -218,11 +218,11 @@ static void sale_finish(sale_t *sl, book_t *bk, sk_redis_t *rc, int n202)
 {
         int i;
 
-        ck_assert(state_is(sl->vid, "redis"));
+        ck_assert(sk_test_switch_is(sl->vid, "redis"));
         for (i = 0; i < n202; i++)
                 ck_assert_int_eq(buy(sl->port, sl->path, sl->user++, bk), 202);
         check_invariants(sl->vid, bk, rc);
-        ck_assert_int_eq(ft_stop(sl->pid, 40), 0);
+        ck_assert_int_eq(sk_test_stop(sl->pid, 40), 0);
         sk_redis_close(rc);
 }
 
@@ -232,46 +232,46 @@ START_TEST(kill_redis_mid_sale)
 {
         static book_t bk;
         char body[1024], code[24];
-        sk_redis_t *rc = ft_redis(&g_conf);
-        int i, n200 = 0, redis_port = g_conf.redis.port;
+        sk_redis_t *rc = sk_test_redis(&sk_test_fx.conf);
+        int i, n200 = 0, redis_port = sk_test_fx.conf.redis.port;
         sale_t sl;
 
         sale_start(&sl, &bk, rc, "kill", NULL, 1000, 30);
 
         /* Redis dies mid-sale: draining (503), then the DB-only path (200 CREATED). */
         sk_redis_close(rc);
-        kill(g_redis_pid, SIGKILL);
-        waitpid(g_redis_pid, NULL, 0);
-        g_redis_pid = 0;
+        kill(sk_test_fx.redis_pid, SIGKILL);
+        waitpid(sk_test_fx.redis_pid, NULL, 0);
+        sk_test_fx.redis_pid = 0;
         ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 200, &bk, 60) == 0, "no 200 (log %s)", sl.log);
-        ck_assert(state_is(sl.vid, "db"));
+        ck_assert(sk_test_switch_is(sl.vid, "db"));
         for (i = 0; i < 40; i++) {
                 ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
                 n200++;
         }
         /* The same buyer again: 10006 from the DB. */
         snprintf(code, sizeof(code), "%" PRId64, sl.user - 1);
-        ck_assert_int_eq(ft_http(sl.port, "POST", sl.path, code, NULL, body, sizeof(body)), 409);
+        ck_assert_int_eq(sk_test_http(sl.port, "POST", sl.path, code, NULL, body, sizeof(body)), 409);
         ck_assert_msg(strstr(body, "10006") != NULL, "%s", body);
-        ck_assert_int_ge(ft_scrape(sl.port, "seckill_front_db_only_purchases_total{result=\"created\"}"),
+        ck_assert_int_ge(sk_test_scrape(sl.port, "seckill_front_db_only_purchases_total{result=\"created\"}"),
                          n200 + 1);
-        ck_assert_int_eq(ft_http(sl.port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 503);
+        ck_assert_int_eq(sk_test_http(sl.port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 503);
         ck_assert_msg(strstr(body, "\"db\"") != NULL, "%s", body);
         /* A front restarted mid-outage follows the DB state from its first purchase. */
-        ck_assert_int_eq(ft_stop(sl.pid, 40), 0);
+        ck_assert_int_eq(sk_test_stop(sl.pid, 40), 0);
         sl.pid = start_front(&sl.port, sl.log, sizeof(sl.log), "restarted", NULL);
         for (i = 0; i < 10; i++)
                 ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
         sk_sleep_ms(3000, NULL); /* longer than SECKILL_BREAKER_HEALTHY_MS: still db */
-        ck_assert(state_is(sl.vid, "db"));
+        ck_assert(sk_test_switch_is(sl.vid, "db"));
         ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
 
         /* Redis comes back EMPTY: rebuilt from the DB, then 202 again. */
-        g_redis_pid = ft_private_redis_on(&g_conf, redis_port, NULL);
+        sk_test_fx.redis_pid = sk_test_redis_start(&sk_test_fx.conf, redis_port, NULL);
         ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 202, &bk, 60) == 0, "no 202 after restart (log %s)",
                       sl.log);
-        ck_assert_int_ge(q("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid), 4);
-        sale_finish(&sl, &bk, ft_redis(&g_conf), 20);
+        ck_assert_int_ge(sk_test_i64("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid), 4);
+        sale_finish(&sl, &bk, sk_test_redis(&sk_test_fx.conf), 20);
 }
 END_TEST
 
@@ -281,17 +281,17 @@ END_TEST
 START_TEST(freeze_redis_mid_sale)
 {
         static book_t bk;
-        sk_redis_t *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = sk_test_redis(&sk_test_fx.conf);
         int i;
         sale_t sl;
 
         sale_start(&sl, &bk, rc, "freeze", NULL, 20000, 20);
-        ck_assert_int_eq(kill(g_redis_pid, SIGSTOP), 0);
+        ck_assert_int_eq(kill(sk_test_fx.redis_pid, SIGSTOP), 0);
         ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 200, &bk, 60) == 0, "no 200 (log %s)", sl.log);
-        ck_assert(state_is(sl.vid, "db"));
+        ck_assert(sk_test_switch_is(sl.vid, "db"));
         for (i = 0; i < 20; i++)
                 ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
-        ck_assert_int_eq(kill(g_redis_pid, SIGCONT), 0);
+        ck_assert_int_eq(kill(sk_test_fx.redis_pid, SIGCONT), 0);
         ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 202, &bk, 90) == 0, "no 202 after SIGCONT (log %s)",
                       sl.log);
         sale_finish(&sl, &bk, rc, 10);
@@ -305,7 +305,7 @@ END_TEST
 START_TEST(slow_redis_mid_sale)
 {
         static book_t bk;
-        sk_redis_t *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = sk_test_redis(&sk_test_fx.conf);
         redisReply *r;
         int i;
         sale_t sl;
@@ -315,15 +315,15 @@ START_TEST(slow_redis_mid_sale)
         ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "CLIENT PAUSE failed");
         freeReplyObject(r);
         ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 200, &bk, 24) == 0, "no 200 (log %s)", sl.log);
-        ck_assert(state_is(sl.vid, "db"));
+        ck_assert(sk_test_switch_is(sl.vid, "db"));
         for (i = 0; i < 5; i++)
                 ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
-        ck_assert_int_ge(q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64
+        ck_assert_int_ge(sk_test_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64
                            " AND path = 'db'", sl.vid), 6);
         /* The pause ends by itself: back to Redis. */
         ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 202, &bk, 90) == 0, "no 202 after the pause "
                       "(log %s)", sl.log);
-        ck_assert_int_ge(q("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid), 4);
+        ck_assert_int_ge(sk_test_i64("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid), 4);
         sale_finish(&sl, &bk, rc, 10);
 }
 END_TEST
@@ -366,21 +366,21 @@ START_TEST(db_down_on_db_path)
 {
         static book_t bk;
         char log[256], path[160], v[SK_ID_STRLEN], url[600], body[1024], u[24];
-        sk_redis_t *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = sk_test_redis(&sk_test_fx.conf);
         int64_t vid, user = 30000, t0;
-        int port, i, pport = ft_free_port(), st;
+        int port, i, pport = sk_test_free_port(), st;
         pid_t pid, proxy;
 
         memset(&bk, 0, sizeof(bk));
         vid = seed_voucher(rc, D_STOCK);
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        proxy = start_proxy(pport, g_conf.mysql.port);
-        snprintf(url, sizeof(url), "mysql://%s@127.0.0.1:%d/%s", g_conf.mysql.user, pport,
-                 g_conf.mysql.database);
-        ck_assert_int_eq(admin("degrade", "db-only", "--voucher", v), 0);
+        proxy = start_proxy(pport, sk_test_fx.conf.mysql.port);
+        snprintf(url, sizeof(url), "mysql://%s@127.0.0.1:%d/%s", sk_test_fx.conf.mysql.user, pport,
+                 sk_test_fx.conf.mysql.database);
+        ck_assert_int_eq(sk_test_admin(NULL, (const char *[]){ "degrade", "db-only", "--voucher", v, NULL }), 0);
         pid = start_front_with(&port, log, sizeof(log), "dbdown", NULL, url);
-        ck_assert_int_eq(wait_state(vid, "db", 40), 0);
+        ck_assert_int_eq(sk_test_wait_switch(vid, "db", 40), 0);
         ck_assert_msg(buy_until(port, path, &user, 200, &bk, 20) == 0, "no 200 (log %s)", log);
         for (i = 0; i < 5; i++)
                 ck_assert_int_eq(buy(port, path, user++, &bk), 200);
@@ -389,25 +389,25 @@ START_TEST(db_down_on_db_path)
         for (i = 0; i < 3; i++) {
                 snprintf(u, sizeof(u), "%" PRId64, user + i);
                 t0 = sk_mono_ms();
-                st = ft_http(port, "POST", path, u, NULL, body, sizeof(body));
+                st = sk_test_http(port, "POST", path, u, NULL, body, sizeof(body));
                 ck_assert_msg(st == 503, "status %d: %s", st, body);
                 ck_assert_int_lt(sk_mono_ms() - t0, 7000 + 1500); /* within the request deadline */
         }
         ck_assert_int_eq(kill(-proxy, SIGCONT), 0);
         /* Nothing written for the refused buyers. */
-        ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
                            " AND user_id BETWEEN %" PRId64 " AND %" PRId64, vid, user, user + 2), 0);
-        ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64
                            " AND user_id BETWEEN %" PRId64 " AND %" PRId64, vid, user, user + 2), 0);
         user += 3;
         ck_assert_msg(buy_until(port, path, &user, 200, &bk, 30) == 0, "no 200 after the DB came back "
                       "(log %s)", log);
-        ck_assert_int_eq(ft_stop(pid, 40), 0);
+        ck_assert_int_eq(sk_test_stop(pid, 40), 0);
         kill(-proxy, SIGKILL);
         waitpid(proxy, NULL, 0);
-        ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
                            " AND status IN (1, 2)", vid), (long long)bk.n);
-        ck_assert_int_eq(q("SELECT SUM(stock) FROM tb_seckill_stock WHERE voucher_id = %" PRId64, vid),
+        ck_assert_int_eq(sk_test_i64("SELECT SUM(stock) FROM tb_seckill_stock WHERE voucher_id = %" PRId64, vid),
                          D_STOCK - (long long)bk.n);
         sk_redis_close(rc);
 }
@@ -417,7 +417,7 @@ START_TEST(operator_db_only_then_auto)
 {
         static book_t bk;
         char body[1024], vs[32];
-        sk_redis_t *rc = ft_redis(&g_conf);
+        sk_redis_t *rc = sk_test_redis(&sk_test_fx.conf);
         int64_t trace_fp;
         int i;
         sale_t sl;
@@ -425,28 +425,28 @@ START_TEST(operator_db_only_then_auto)
         sale_start(&sl, &bk, rc, "op", "front.db_only_before_commit=1*error", 5000, 10);
         snprintf(vs, sizeof(vs), "%s", sl.v);
 
-        ck_assert_int_eq(admin("degrade", "db-only", "--voucher", vs), 0);
-        ck_assert_int_eq(admin("degrade", "status", "--voucher", vs), 0);
-        ck_assert_int_eq(wait_state(sl.vid, "draining", 10), 0);
+        ck_assert_int_eq(sk_test_admin(NULL, (const char *[]){ "degrade", "db-only", "--voucher", vs, NULL }), 0);
+        ck_assert_int_eq(sk_test_admin(NULL, (const char *[]){ "degrade", "status", "--voucher", vs, NULL }), 0);
+        ck_assert_int_eq(sk_test_wait_switch(sl.vid, "draining", 10), 0);
         sk_sleep_ms(1500, NULL); /* the front's next read of the rows (every second) */
         ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 503);
-        ck_assert_int_eq(wait_state(sl.vid, "db", 30), 0);
+        ck_assert_int_eq(sk_test_wait_switch(sl.vid, "db", 30), 0);
         sk_sleep_ms(1500, NULL); /* the front's next read */
         /* The failpoint: a DB failure before COMMIT -> 503, nothing written. */
         snprintf(vs, sizeof(vs), "%" PRId64, sl.user);
-        ck_assert_int_eq(ft_http(sl.port, "POST", sl.path, vs, NULL, body, sizeof(body)), 503);
+        ck_assert_int_eq(sk_test_http(sl.port, "POST", sl.path, vs, NULL, body, sizeof(body)), 503);
         ck_assert_msg(strstr(body, "\"db\"") != NULL, "%s", body);
-        ck_assert_int_eq(q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
                            " AND user_id = %" PRId64, sl.vid, sl.user), 0);
-        trace_fp = q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64
+        trace_fp = sk_test_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64
                      " AND path = 'db'", sl.vid);
         ck_assert_int_eq(trace_fp, 0);
         for (i = 0; i < 25; i++)
                 ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 200);
         /* Redis was never touched meanwhile; back to auto: rebuilt, 202 again. */
         snprintf(vs, sizeof(vs), "%s", sl.v);
-        ck_assert_int_eq(admin("degrade", "auto", "--voucher", vs), 0);
-        ck_assert_int_eq(wait_state(sl.vid, "redis", 40), 0);
+        ck_assert_int_eq(sk_test_admin(NULL, (const char *[]){ "degrade", "auto", "--voucher", vs, NULL }), 0);
+        ck_assert_int_eq(sk_test_wait_switch(sl.vid, "redis", 40), 0);
         sk_sleep_ms(1500, NULL);
         sale_finish(&sl, &bk, rc, 10);
 }
@@ -466,8 +466,8 @@ START_TEST(two_fronts_one_frozen)
 {
         static book_t bk;
         sk_redis_t *rc;
-        char logb[256], saved[sizeof(g_conf.redis_url)];
-        int i, portb, pport = ft_free_port(), a200 = 0, b200 = 0, st, saw_db = 0;
+        char logb[256], saved[sizeof(sk_test_fx.conf.redis_url)];
+        int i, portb, pport = sk_test_free_port(), a200 = 0, b200 = 0, st, saw_db = 0;
         long long epoch0, epoch, last = -1;
         int64_t until;
         pid_t pidb, proxy;
@@ -475,30 +475,30 @@ START_TEST(two_fronts_one_frozen)
 
         g_healthy_ms = getenv("SK_0412_HEALTHY_MS") ? (int)strtol(getenv("SK_0412_HEALTHY_MS"), NULL, 10)
                                                     : 4000;
-        rc = ft_redis(&g_conf);
+        rc = sk_test_redis(&sk_test_fx.conf);
         sale_start(&sl, &bk, rc, "twoa", NULL, 60000, 10);
-        proxy = start_proxy(pport, g_conf.redis.port);
-        memcpy(saved, g_conf.redis_url, sizeof(saved));
-        snprintf(g_conf.redis_url, sizeof(g_conf.redis_url), "redis://127.0.0.1:%d/0", pport);
+        proxy = start_proxy(pport, sk_test_fx.conf.redis.port);
+        memcpy(saved, sk_test_fx.conf.redis_url, sizeof(saved));
+        snprintf(sk_test_fx.conf.redis_url, sizeof(sk_test_fx.conf.redis_url), "redis://127.0.0.1:%d/0", pport);
         pidb = start_front(&portb, logb, sizeof(logb), "twob", NULL);
-        memcpy(g_conf.redis_url, saved, sizeof(saved));
+        memcpy(sk_test_fx.conf.redis_url, saved, sizeof(saved));
         ck_assert_msg(buy_until(portb, sl.path, &sl.user, 202, &bk, 30) == 0, "no 202 on B (log %s)", logb);
-        epoch0 = q("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid);
+        epoch0 = sk_test_i64("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid);
 
         /* Frozen: until both fronts have sold on the DB path and A has rebuilt. */
         ck_assert_int_eq(kill(-proxy, SIGSTOP), 0);
         until = sk_mono_ms() + 60000;
-        while ((a200 < 1 || b200 < 1 || !state_is(sl.vid, "redis")) && sk_mono_ms() < until) {
+        while ((a200 < 1 || b200 < 1 || !sk_test_switch_is(sl.vid, "redis")) && sk_mono_ms() < until) {
                 st = buy(sl.port, sl.path, sl.user++, &bk);
                 a200 += st == 200;
                 st = buy(portb, sl.path, sl.user++, &bk);
                 b200 += st == 200;
-                epoch = q("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid);
-                saw_db |= state_is(sl.vid, "db");
+                epoch = sk_test_i64("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid);
+                saw_db |= sk_test_switch_is(sl.vid, "db");
                 if (epoch != last) {
                         fprintf(stderr, "0412 two fronts: epoch %lld state %s\n", epoch,
-                                state_is(sl.vid, "redis") ? "redis" : state_is(sl.vid, "draining")
-                                ? "draining" : state_is(sl.vid, "db") ? "db" : "rebuilding");
+                                sk_test_switch_is(sl.vid, "redis") ? "redis" : sk_test_switch_is(sl.vid, "draining")
+                                ? "draining" : sk_test_switch_is(sl.vid, "db") ? "db" : "rebuilding");
                         last = epoch;
                 }
                 sk_sleep_ms(50, NULL);
@@ -507,7 +507,7 @@ START_TEST(two_fronts_one_frozen)
                 a200, b200, epoch0, last);
         ck_assert_msg(saw_db, "never in state db (logs %s, %s)", sl.log, logb);
         ck_assert_msg(a200 >= 1 && b200 >= 1, "200s: A %d, B %d (logs %s, %s)", a200, b200, sl.log, logb);
-        ck_assert_msg(state_is(sl.vid, "redis"), "A did not rebuild (log %s)", sl.log);
+        ck_assert_msg(sk_test_switch_is(sl.vid, "redis"), "A did not rebuild (log %s)", sl.log);
         /* Still frozen, back in redis (A's HTTP threads see it at A's next read): A
          * answers 202, B 503, and B does not drain it again. */
         ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 202, &bk, 10) == 0, "no 202 on A (log %s)",
@@ -517,7 +517,7 @@ START_TEST(two_fronts_one_frozen)
                 ck_assert_int_eq(buy(portb, sl.path, sl.user++, &bk), 503);
                 sk_sleep_ms(1000, NULL);
         }
-        ck_assert(state_is(sl.vid, "redis"));
+        ck_assert(sk_test_switch_is(sl.vid, "redis"));
 
         ck_assert_int_eq(kill(-proxy, SIGCONT), 0);
         ck_assert_msg(buy_until(portb, sl.path, &sl.user, 202, &bk, 60) == 0, "no 202 on B (log %s)", logb);
@@ -526,10 +526,10 @@ START_TEST(two_fronts_one_frozen)
                 ck_assert_int_eq(buy(portb, sl.path, sl.user++, &bk), 202);
         }
         /* No bounce: redis -> draining -> db -> rebuilding -> redis, once. */
-        epoch = q("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid);
+        epoch = sk_test_i64("SELECT epoch FROM tb_seckill_switch WHERE scope = %" PRId64, sl.vid);
         fprintf(stderr, "0412 two fronts: epoch %lld -> %lld at the end\n", epoch0, epoch);
         ck_assert_int_le(epoch - epoch0, 4);
-        ck_assert_int_eq(ft_stop(pidb, 40), 0);
+        ck_assert_int_eq(sk_test_stop(pidb, 40), 0);
         kill(-proxy, SIGKILL);
         waitpid(proxy, NULL, 0);
         sale_finish(&sl, &bk, rc, 5);
@@ -539,12 +539,15 @@ END_TEST
 
 static void setup(void)
 {
-        dg_setup(&g_conf, "frontdeg", &g_redis_pid);
+        sk_test_fix_setup("frontdeg", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                             .delivery_timeout_ms = 3000,
+                                                             .no_topics = 1, .private_redis = 1 });
 }
 
 static void teardown(void)
 {
-        dg_teardown(&g_conf, &g_redis_pid, &g_cons_pid);
+        sk_test_fix_teardown();
+        g_cons_pid = 0;
 }
 
 int main(void)

@@ -18,7 +18,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 
-#include "0499_front_util.h"
+#include "sk_test.h"
 
 #define NB 4
 
@@ -33,36 +33,14 @@ static void key(char *buf, int64_t vid, int b, sk_key_kind_t kind)
         sk_key_voucher(buf, g_conf.redis_prefix, vid, b, kind);
 }
 
-static void must(const char *fmt, ...)
-{
-        va_list ap;
-        redisReply *r;
-
-        va_start(ap, fmt);
-        r = sk_test_vcmd(g_rc, fmt, ap);
-        va_end(ap);
-        ck_assert_msg(r && r->type != REDIS_REPLY_ERROR, "redis: %s", r ? r->str : "no reply");
-        freeReplyObject(r);
-}
-
 /* A voucher of NB buckets on sale for an hour, bucket b with stock[b] units. */
 static int64_t new_voucher(const long long stock[NB])
 {
-        int64_t vid = sk_test_rand_id(), now = sk_now_ms();
-        char k[SK_KEY_MAX];
+        int64_t now = sk_now_ms();
 
-        for (int b = 0; b < NB; b++) {
-                key(k, vid, b, SK_KEY_META);
-                must("HSET %s begin_ms %lld end_ms %lld status 1 buckets %d", k,
-                     (long long)(now - 60000), (long long)(now + 3600000), NB);
-                key(k, vid, b, SK_KEY_STOCK);
-                must("SET %s %lld", k, stock[b]);
-                key(k, vid, b, SK_KEY_USERS);
-                must("HSET %s _ _", k);
-                key(k, vid, b, SK_KEY_TRACE);
-                must("HSET %s _ _", k);
-        }
-        return vid;
+        return sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .buckets = NB,
+                                                     .stocks = stock, .begin_ms = now - 60000,
+                                                     .end_ms = now + 3600000, .status = 1 });
 }
 
 static long long bucket_stock(int64_t vid, int b)
@@ -70,7 +48,7 @@ static long long bucket_stock(int64_t vid, int b)
         char k[SK_KEY_MAX];
 
         key(k, vid, b, SK_KEY_STOCK);
-        return ft_get_ll(g_rc, k);
+        return sk_test_get_i64(g_rc, k);
 }
 
 /* HGET in bucket @p b's @p kind hash (malloc'd or NULL). */
@@ -79,7 +57,7 @@ static char *hget(int64_t vid, int b, sk_key_kind_t kind, const char *field)
         char k[SK_KEY_MAX];
 
         key(k, vid, b, kind);
-        return ft_hget(g_rc, k, field);
+        return sk_test_hget(g_rc, k, field);
 }
 
 
@@ -96,10 +74,10 @@ static void *buyer_main(void *arg)
         char body[1024];
 
         pthread_barrier_wait(b->bar);
-        b->status = ft_buy_once(g_port, b->vid, b->user, body, sizeof(body));
-        b->code = ft_body_code(body);
+        b->status = sk_test_buy(g_port, b->vid, b->user, body, sizeof(body));
+        b->code = sk_test_body_code(body);
         if (b->status == 202)
-                ft_json_field(body, "traceId", b->trace, sizeof(b->trace));
+                sk_test_json_field(body, "traceId", b->trace, sizeof(b->trace));
         return NULL;
 }
 
@@ -242,19 +220,18 @@ static int64_t crash_case(const char *failpoints, int64_t *vid_out, char *trace,
         int64_t vid = new_voucher(stock), uid = user_homed_at(0);
         char fp[256], log[256], body[1024], u[SK_ID_STRLEN], *t;
         const char *env[2] = { fp, NULL };
-        int port = ft_free_port(), st, wst;
+        int port = sk_test_free_port(), st, wst;
         pid_t pid;
 
         snprintf(fp, sizeof(fp), "SECKILL_FAILPOINTS=%s", failpoints);
         snprintf(log, sizeof(log), "%s/front_0420_crash_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        pid = ft_spawn(&g_conf, port, env, log);
-        ck_assert_msg(ft_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
+        pid = sk_test_front_start(&g_conf, port, env, log);
+        ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
         sk_id_format(uid, u);
-        st = ft_buy_once(port, vid, u, body, sizeof(body));
+        st = sk_test_buy(port, vid, u, body, sizeof(body));
         ck_assert_msg(st < 0, "the front answered %d (log %s)", st, log);
         ck_assert_int_eq(waitpid(pid, &wst, 0), pid);
-        ft_child_forget(pid);
         ck_assert(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL);
         t = hget(vid, 0, SK_KEY_USERS, u);
         ck_assert_msg(t != NULL, "users[%s] missing in the home bucket", u);
@@ -290,9 +267,9 @@ static void assert_me(int64_t vid, int64_t uid, const char *want)
         sk_id_format(vid, v);
         sk_id_format(uid, u);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/orders/me", v);
-        st = ft_http(g_port, "GET", path, u, NULL, body, sizeof(body));
+        st = sk_test_http(g_port, "GET", path, u, NULL, body, sizeof(body));
         ck_assert_msg(st == 200, "orders/me: %d %s", st, body);
-        ck_assert_int_eq(ft_json_field(body, "state", state, sizeof(state)), 0);
+        ck_assert_int_eq(sk_test_json_field(body, "state", state, sizeof(state)), 0);
         ck_assert_msg(strcmp(state, want) == 0, "orders/me state %s, want %s (%s)", state, want, body);
 }
 
@@ -354,18 +331,18 @@ static void setup(void)
 {
         sk_test_conf(&g_conf, "front_buckets");
         sk_test_migrate(&g_conf);
-        g_rc = ft_redis(&g_conf);
-        g_port = ft_free_port();
+        g_rc = sk_test_redis(&g_conf);
+        g_port = sk_test_free_port();
         snprintf(g_log, sizeof(g_log), "%s/front_0420_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        g_pid = ft_spawn(&g_conf, g_port, NULL, g_log);
-        ck_assert_msg(ft_wait_ready(g_port, g_pid, 30) == 0, "front not ready (log %s)", g_log);
+        g_pid = sk_test_front_start(&g_conf, g_port, NULL, g_log);
+        ck_assert_msg(sk_test_wait_ready(g_port, g_pid, 30) == 0, "front not ready (log %s)", g_log);
 }
 
 static void teardown(void)
 {
-        ck_assert_int_eq(ft_stop(g_pid, 30), 0);
-        ft_reap_all();
+        ck_assert_int_eq(sk_test_stop(g_pid, 30), 0);
+        sk_test_reap_all();
         sk_redis_close(g_rc);
         sk_test_cleanup(&g_conf);
 }

@@ -11,7 +11,7 @@
  *     fresh mark is first answered from the cache, then sold again (202) within the
  *     bound (SECKILL_SOLDOUT_CACHE_MS + a margin for the request itself);
  *   - cache off (0): every sold-out purchase runs deduct.lua; no hit is counted. */
-#include "0499_front_util.h"
+#include "sk_test.h"
 
 #define CACHE_MS 2000
 #define CACHE_MS_S "2000"
@@ -27,16 +27,16 @@ static pid_t start(const char *cache_ms, int port, sk_redis_t **rc_out, char *lo
         const char *env[] = { url_env, cache_env, NULL };
         pid_t pid;
 
-        ft_private_redis_stop(&g_redis_pid);
+        sk_test_redis_stop(&g_redis_pid);
         g_conf = g_shared;
-        g_redis_pid = ft_private_redis(&g_conf, NULL);
+        g_redis_pid = sk_test_redis_start(&g_conf, 0, NULL);
         snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=%s", g_conf.redis_url);
         snprintf(cache_env, sizeof(cache_env), "SECKILL_SOLDOUT_CACHE_MS=%s", cache_ms);
-        *rc_out = ft_redis(&g_conf);
+        *rc_out = sk_test_redis(&g_conf);
         snprintf(log, log_cap, "%s/front_0430_%s_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", cache_ms, (int)getpid());
-        pid = ft_spawn(&g_conf, port, env, log);
-        ck_assert_msg(ft_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
+        pid = sk_test_front_start(&g_conf, port, env, log);
+        ck_assert_msg(sk_test_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
         return pid;
 }
 
@@ -56,10 +56,10 @@ static long long evalsha_calls(sk_redis_t *rc)
 
 static long long hits(int port)
 {
-        static char body[FT_BODY_MAX];
+        static char body[SK_TEST_BODY_MAX];
         const char *p;
 
-        ck_assert_int_eq(ft_http(port, "GET", "/metrics", NULL, NULL, body, sizeof(body)), 200);
+        ck_assert_int_eq(sk_test_http(port, "GET", "/metrics", NULL, NULL, body, sizeof(body)), 200);
         p = strstr(body, "\nseckill_front_soldout_cache_hits_total ");
         ck_assert_msg(p != NULL, "no hits metric in /metrics");
         return strtoll(p + strlen("\nseckill_front_soldout_cache_hits_total "), NULL, 10);
@@ -74,9 +74,9 @@ static int buy(int port, int64_t vid, long long user, int *code)
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
         snprintf(u, sizeof(u), "%lld", user);
-        st = ft_http(port, "POST", path, u, NULL, body, sizeof(body));
+        st = sk_test_http(port, "POST", path, u, NULL, body, sizeof(body));
         *code = -1;
-        if (ft_json_field(body, "code", c, sizeof(c)) == 0)
+        if (sk_test_json_field(body, "code", c, sizeof(c)) == 0)
                 *code = (int)strtol(c, NULL, 10); /* a status code, not an id */
         return st;
 }
@@ -94,14 +94,16 @@ static void incr_stock(sk_redis_t *rc, int64_t vid, int by)
 
 START_TEST(cached_then_sold_again_after_restore)
 {
-        int port = ft_free_port(), code, st, i;
+        int port = sk_test_free_port(), code, st, i;
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), t_restore, waited;
         long long e0, h0, user = 1000;
         char log[256], *snap0, *snap1;
         sk_redis_t *rc;
         pid_t pid = start(CACHE_MS_S, port, &rc, log, sizeof(log));
 
-        ft_seed(&g_conf, rc, vid, 1, t - 60000, t + 3600000, 1, 1);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 1,
+                                              .init_stock = 1, .db_stock = 1, .begin_ms = t - 60000,
+                                              .end_ms = t + 3600000, .status = 1, .db_status = 1 });
         st = buy(port, vid, 1, &code);
         ck_assert_msg(st == 202, "status %d (log %s)", st, log);
         /* The first sold-out answer comes from Redis and marks the bucket empty. */
@@ -111,7 +113,7 @@ START_TEST(cached_then_sold_again_after_restore)
         ck_assert_int_eq(evalsha_calls(rc), e0 + 1);
         ck_assert_int_eq(hits(port), 0);
         /* From now on: 10005 from the cache, no EVALSHA, nothing changed in Redis. */
-        snap0 = ft_snapshot(&g_conf, rc);
+        snap0 = sk_test_snapshot(&g_conf, rc);
         for (i = 0; i < 20; i++) {
                 ck_assert_int_eq(buy(port, vid, 100 + i, &code), 409);
                 ck_assert_int_eq(code, 10005);
@@ -121,7 +123,7 @@ START_TEST(cached_then_sold_again_after_restore)
         ck_assert_int_eq(code, 10005);
         ck_assert_int_eq(evalsha_calls(rc), e0 + 1);
         ck_assert_int_eq(hits(port), 21);
-        snap1 = ft_snapshot(&g_conf, rc);
+        snap1 = sk_test_snapshot(&g_conf, rc);
         ck_assert_str_eq(snap0, snap1);
         free(snap0);
         free(snap1);
@@ -152,23 +154,25 @@ START_TEST(cached_then_sold_again_after_restore)
                 sk_sleep_ms(50, NULL);
         }
         ck_assert_int_le(waited, CACHE_MS + MARGIN_MS);
-        ck_assert_int_eq(ft_stock(&g_conf, rc, vid), 0);
-        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 0);
+        ck_assert_int_eq(sk_test_stop(pid, 30), 0);
         sk_redis_close(rc);
-        ft_private_redis_stop(&g_redis_pid);
+        sk_test_redis_stop(&g_redis_pid);
 }
 END_TEST
 
 START_TEST(off_means_every_purchase_runs_deduct)
 {
-        int port = ft_free_port(), code, i;
+        int port = sk_test_free_port(), code, i;
         int64_t vid = sk_test_rand_id(), t = sk_now_ms();
         long long e0;
         char log[256];
         sk_redis_t *rc;
         pid_t pid = start("0", port, &rc, log, sizeof(log));
 
-        ft_seed(&g_conf, rc, vid, 0, t - 60000, t + 3600000, 1, 1);
+        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 0,
+                                              .init_stock = 0, .db_stock = 0, .begin_ms = t - 60000,
+                                              .end_ms = t + 3600000, .status = 1, .db_status = 1 });
         e0 = evalsha_calls(rc);
         for (i = 0; i < 10; i++) {
                 ck_assert_int_eq(buy(port, vid, 200 + i, &code), 409);
@@ -176,9 +180,9 @@ START_TEST(off_means_every_purchase_runs_deduct)
         }
         ck_assert_int_eq(evalsha_calls(rc), e0 + 10);
         ck_assert_int_eq(hits(port), 0);
-        ck_assert_int_eq(ft_stop(pid, 30), 0);
+        ck_assert_int_eq(sk_test_stop(pid, 30), 0);
         sk_redis_close(rc);
-        ft_private_redis_stop(&g_redis_pid);
+        sk_test_redis_stop(&g_redis_pid);
 }
 END_TEST
 
@@ -191,8 +195,8 @@ static void setup(void)
 
 static void teardown(void)
 {
-        ft_reap_all(); /* fronts a failed check left running */
-        ft_private_redis_stop(&g_redis_pid);
+        sk_test_reap_all(); /* fronts a failed check left running */
+        sk_test_redis_stop(&g_redis_pid);
         sk_test_cleanup(&g_shared); /* the database and topic (the private server is gone) */
 }
 

@@ -3,34 +3,31 @@
  *   - the lock held elsewhere: the run says so and exits 0 without touching anything;
  *   - two reconcilers at once: one works, the other says so and exits 0;
  *   - the lock's connection killed mid-run: the run stops (exit 2, "lock lost"). */
-#include "05_recon_support.h"
+#include "sk_test.h"
 
 START_TEST(lock_held_elsewhere_exits_0)
 {
         char out[65536], name[256], errstr[512] = "";
         const char *args[] = { "--grace-seconds", "1", NULL };
-        int64_t vid = rt_voucher(5), trace;
-        sk_db_t *holder = sk_db_connect(&rt_conf.mysql, 0, 5, errstr, sizeof(errstr));
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }), trace;
+        sk_db_t *holder = sk_db_connect(&sk_test_fx.conf.mysql, 0, 5, errstr, sizeof(errstr));
         int rc;
 
         ck_assert_msg(holder != NULL, "%s", errstr);
-        trace = rt_deduct(vid, sk_test_rand_id(), NULL, NULL);
+        trace = sk_test_admit(vid, sk_test_rand_id(), NULL, NULL, NULL);
         sk_sleep_ms(1500, NULL);
-        rt_lock_name(name, sizeof(name));
+        sk_test_reconcile_lock(name, sizeof(name), 0);
         ck_assert_int_eq(sk_db_lock(holder, name, 0, errstr, sizeof(errstr)), SK_OK);
-        rc = rt_reconcile(args, NULL, out, sizeof(out));
+        rc = sk_test_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rc, 0);
         ck_assert_ptr_nonnull(strstr(out, "another seckill-reconciler run holds the lock"));
         /* Nothing was done: no claim record written. */
-        {
-                char f[SK_KEY_MAX];
-                sk_field_trace(f, trace, 'c');
-                ck_assert_int_eq(rt_hexists(vid, SK_KEY_TRACE, f), 0);
-        }
+        ck_assert_int_eq(sk_test_trace_field(vid, trace, 'c'), 0);
         ck_assert_int_eq(sk_db_unlock(holder, name, errstr, sizeof(errstr)), SK_OK);
         sk_db_close(holder);
         /* Free again: the next run works (re-drives it). */
-        rc = rt_reconcile(args, NULL, out, sizeof(out));
+        rc = sk_test_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rc, 1);
 }
 END_TEST
@@ -39,24 +36,25 @@ START_TEST(two_at_once_one_works)
 {
         char out_a[65536], out_b[65536], vs[SK_ID_STRLEN];
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
-        int64_t vid = rt_voucher(5);
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 });
         int fd_a = -1, rc_a, rc_b;
         pid_t a;
 
         sk_id_format(vid, vs);
-        (void)rt_deduct(vid, sk_test_rand_id(), NULL, NULL);
+        (void)sk_test_admit(vid, sk_test_rand_id(), NULL, NULL, NULL);
         sk_sleep_ms(1500, NULL);
         /* A sleeps 4 s after its re-drive, holding the lock; B starts meanwhile. */
-        a = rt_spawn("seckill-reconciler", args, &fd_a, "reconciler.after_redrive=sleep(4000)");
+        a = sk_test_spawn(&(sk_test_spawn_t){ .bin = "seckill-reconciler", .args = args, .out_fd = &fd_a, .failpoints = "reconciler.after_redrive=sleep(4000)" });
         sk_sleep_ms(1500, NULL);
-        rc_b = rt_reconcile(args, NULL, out_b, sizeof(out_b));
-        rt_read_all(fd_a, out_a, sizeof(out_a), 120);
-        rc_a = rt_wait(a, 10);
+        rc_b = sk_test_reconcile(args, NULL, out_b, sizeof(out_b));
+        sk_test_read_all(fd_a, out_a, sizeof(out_a), 120);
+        rc_a = sk_test_wait_exit(a, 10);
         fprintf(stderr, "A exit %d: %s", rc_a, out_a);
         ck_assert_int_eq(rc_b, 0);
         ck_assert_ptr_nonnull(strstr(out_b, "another seckill-reconciler run holds the lock"));
         ck_assert_int_eq(rc_a, 1);
-        ck_assert_int_eq(rt_json_field(out_a, vid, "redriven"), 1);
+        ck_assert_int_eq(sk_test_report_field(out_a, vid, "redriven"), 1);
 }
 END_TEST
 
@@ -64,17 +62,19 @@ START_TEST(lost_lock_stops_the_run)
 {
         char out[65536], fitted[128], sql[256];
         const char *args[] = { "--grace-seconds", "1", "--json", NULL };
-        int64_t vid = rt_voucher(5), conn_id = -1, deadline;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            conn_id = -1, deadline;
         int fd = -1, rc;
         pid_t a;
 
-        (void)rt_deduct(vid, sk_test_rand_id(), NULL, NULL);
+        (void)sk_test_admit(vid, sk_test_rand_id(), NULL, NULL, NULL);
         sk_sleep_ms(1500, NULL);
-        rt_lock_name_fitted(fitted, sizeof(fitted));
-        a = rt_spawn("seckill-reconciler", args, &fd, "reconciler.after_redrive=sleep(4000)");
+        sk_test_reconcile_lock(fitted, sizeof(fitted), 1);
+        a = sk_test_spawn(&(sk_test_spawn_t){ .bin = "seckill-reconciler", .args = args, .out_fd = &fd, .failpoints = "reconciler.after_redrive=sleep(4000)" });
         deadline = sk_mono_ms() + 20000;
         while (conn_id <= 0 && sk_mono_ms() < deadline) {
-                conn_id = rt_q("SELECT IFNULL(IS_USED_LOCK('%s'), 0)", fitted);
+                conn_id = sk_test_i64("SELECT IFNULL(IS_USED_LOCK('%s'), 0)", fitted);
                 if (conn_id <= 0)
                         sk_sleep_ms(100, NULL);
         }
@@ -83,10 +83,10 @@ START_TEST(lost_lock_stops_the_run)
         snprintf(sql, sizeof(sql), "KILL CONNECTION %" PRId64, conn_id);
         {
                 char errstr[256];
-                ck_assert_int_eq(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)), SK_OK);
+                ck_assert_int_eq(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)), SK_OK);
         }
-        rt_read_all(fd, out, sizeof(out), 120);
-        rc = rt_wait(a, 10);
+        sk_test_read_all(fd, out, sizeof(out), 120);
+        rc = sk_test_wait_exit(a, 10);
         fprintf(stderr, "exit %d: %s", rc, out);
         ck_assert_int_eq(rc, 2);
         ck_assert_ptr_nonnull(strstr(out, "run lock lost"));
@@ -99,13 +99,15 @@ int main(void)
         TCase *tc = tcase_create("lock");
         int rc;
 
-        rt_setup("recon_lock");
+        sk_test_fix_setup("recon_lock", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                               .delivery_timeout_ms = 500,
+                                                               .lock_wait_s = 5 });
         tcase_set_timeout(tc, 180);
         tcase_add_test(tc, lock_held_elsewhere_exits_0);
         tcase_add_test(tc, two_at_once_one_works);
         tcase_add_test(tc, lost_lock_stops_the_run);
         suite_add_tcase(s, tc);
         rc = sk_test_run(s);
-        rt_teardown();
+        sk_test_fix_teardown();
         return rc;
 }

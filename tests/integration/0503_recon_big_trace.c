@@ -3,7 +3,9 @@
  * until cursor 0, batched joins) judges all of them consistent, marks every DEDUCT
  * reconcile-log row consistent (4), reports no drift and exits 0; a second pass has
  * nothing left to mark. Entries are written with a pipelined HSET. */
-#include "05_recon_support.h"
+#include "sk_test.h"
+#include "sk/verify.h"
+#include "sk/rebuild.h"
 
 #define N_ENTRIES 50000
 #define ROWS_PER_INSERT 1000
@@ -19,10 +21,10 @@ static void bulk_db(int64_t vid, int64_t trace0, int64_t order0, int64_t user0, 
                  "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, begin_time, end_time, status)"
                  " VALUES (%" PRId64 ", %d, UTC_TIMESTAMP(3) - INTERVAL 1 HOUR,"
                  " UTC_TIMESTAMP(3) + INTERVAL 1 HOUR, 1)", vid, (int)(N_ENTRIES + left));
-        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_msg(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
         snprintf(sql, cap, "INSERT INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock)"
                  " VALUES (%" PRId64 ", 0, %d, %" PRId64 ")", vid, (int)(N_ENTRIES + left), left);
-        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_msg(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
         for (table = 0; table < 3; table++) {
                 for (i = 0; i < N_ENTRIES; i += ROWS_PER_INSERT) {
                         size_t len;
@@ -50,7 +52,7 @@ static void bulk_db(int64_t vid, int64_t trace0, int64_t order0, int64_t user0, 
                                                 ",%" PRId64 ",'%" PRId64 "',%d,1,%d,%" PRId64 ",-1,1,1)", sep,
                                                 o, u, vid, t, N_ENTRIES + (int)left - j, N_ENTRIES + (int)left - j - 1, t);
                         }
-                        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+                        ck_assert_msg(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
                 }
         }
         free(sql);
@@ -59,11 +61,11 @@ static void bulk_db(int64_t vid, int64_t trace0, int64_t order0, int64_t user0, 
 static void bulk_trace(int64_t vid, int64_t trace0, int64_t order0, int64_t user0, int64_t left)
 {
         char key[SK_KEY_MAX], f[32], v[SK_MSG_MAX];
-        sk_redis_pipe_t *pp = sk_redis_pipe_new(rt_r);
+        sk_redis_pipe_t *pp = sk_redis_pipe_new(sk_test_fx.r);
         int64_t ts = sk_now_ms() - 60000;
         int i;
 
-        sk_key_voucher(key, rt_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
+        sk_key_voucher(key, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         for (i = 0; i < N_ENTRIES; i++) {
                 sk_order_msg_t m = { trace0 + i, order0 + i, user0 + i, vid,
                                      N_ENTRIES + left - i, 1, N_ENTRIES + left - i - 1, ts, 0, 0 };
@@ -94,28 +96,28 @@ START_TEST(fifty_thousand_entries)
         sk_id_format(vid, vs);
         bulk_db(vid, trace0, order0, user0, 10);
         /* Preheat from the DB (stock 10, 50,000 buyers in the users hash). */
-        err = sk_voucher_preheat(&rt_conf, vid, 10000, &rep, errstr, sizeof(errstr));
+        err = sk_voucher_preheat(&sk_test_fx.conf, vid, 10000, &rep, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_OK, "preheat: %s", errstr);
         bulk_trace(vid, trace0, order0, user0, 10);
 
-        rc = rt_reconcile(args, NULL, out, sizeof(out));
+        rc = sk_test_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rc, 0);
-        ck_assert_int_eq(rt_json_field(out, vid, "entries"), N_ENTRIES);
-        ck_assert_int_eq(rt_json_field(out, vid, "checked"), N_ENTRIES);
-        ck_assert_int_eq(rt_json_field(out, vid, "consistent"), N_ENTRIES);
-        ck_assert_int_eq(rt_json_field(out, vid, "logMarkedConsistent"), N_ENTRIES);
-        ck_assert_int_eq(rt_json_field(out, vid, "inconsistent"), 0);
-        ck_assert_int_eq(rt_json_field(out, vid, "drift"), 0);
-        ck_assert_int_eq(rt_json_field(out, vid, "redriven"), 0);
-        ck_assert_int_eq(rt_q("SELECT COUNT(*) FROM tb_voucher_reconcile_log WHERE voucher_id = %" PRId64
+        ck_assert_int_eq(sk_test_report_field(out, vid, "entries"), N_ENTRIES);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "checked"), N_ENTRIES);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "consistent"), N_ENTRIES);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "logMarkedConsistent"), N_ENTRIES);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "inconsistent"), 0);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "drift"), 0);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "redriven"), 0);
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_reconcile_log WHERE voucher_id = %" PRId64
                               " AND log_type = -1 AND reconciliation_status = 4", vid), N_ENTRIES);
 
-        rc = rt_reconcile(args, NULL, out, sizeof(out));
+        rc = sk_test_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rc, 0);
-        ck_assert_int_eq(rt_json_field(out, vid, "consistent"), N_ENTRIES);
-        ck_assert_int_eq(rt_json_field(out, vid, "logMarkedConsistent"), 0);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "consistent"), N_ENTRIES);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "logMarkedConsistent"), 0);
 
-        err = sk_verify_voucher(&rt_conf, vid, &vr, errstr, sizeof(errstr));
+        err = sk_verify_voucher(&sk_test_fx.conf, vid, &vr, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_OK, "verify: %s", errstr);
         ck_assert_int_eq(vr.active_orders, N_ENTRIES);
         ck_assert_int_eq(vr.users_in_hash, N_ENTRIES);
@@ -131,11 +133,13 @@ int main(void)
         TCase *tc = tcase_create("big");
         int rc;
 
-        rt_setup("recon_big");
+        sk_test_fix_setup("recon_big", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                              .delivery_timeout_ms = 500,
+                                                              .lock_wait_s = 5 });
         tcase_set_timeout(tc, 280);
         tcase_add_test(tc, fifty_thousand_entries);
         suite_add_tcase(s, tc);
         rc = sk_test_run(s);
-        rt_teardown();
+        sk_test_fix_teardown();
         return rc;
 }

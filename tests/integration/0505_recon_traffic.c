@@ -4,7 +4,8 @@
  * orders and the test runs passes back to back: no pass reports an inconsistency, a
  * collision, a rollback or a stock/users drift. Once the traffic stops and the consumer
  * caught up, a pass exits 0 and verify passes. */
-#include "05_recon_support.h"
+#include "sk_test.h"
+#include "sk/verify.h"
 
 #define TRAFFIC_MS 8000
 
@@ -17,9 +18,9 @@ static void traffic(int64_t vid)
         int64_t t0 = sk_mono_ms();
         int n = 0;
 
-        rt_r = sk_redis_connect(&rt_conf.redis, 5000, errstr, sizeof(errstr));
-        kconf = sk_kafka_conf_new(&rt_conf, SK_KAFKA_PRODUCER, errstr, sizeof(errstr));
-        if (!rt_r || !kconf || !(rk = rd_kafka_new(RD_KAFKA_PRODUCER, kconf, errstr, sizeof(errstr)))) {
+        sk_test_fx.r = sk_redis_connect(&sk_test_fx.conf.redis, 5000, errstr, sizeof(errstr));
+        kconf = sk_kafka_conf_new(&sk_test_fx.conf, SK_KAFKA_PRODUCER, errstr, sizeof(errstr));
+        if (!sk_test_fx.r || !kconf || !(rk = rd_kafka_new(RD_KAFKA_PRODUCER, kconf, errstr, sizeof(errstr)))) {
                 fprintf(stderr, "traffic: %s\n", errstr);
                 _exit(1);
         }
@@ -28,8 +29,8 @@ static void traffic(int64_t vid)
                 char json[SK_MSG_MAX];
                 int i;
                 for (i = 0; i < 10; i++, n++) {
-                        (void)rt_deduct(vid, sk_test_rand_id(), NULL, json);
-                        if (rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(rt_conf.topic), RD_KAFKA_V_KEY(key, strlen(key)),
+                        (void)sk_test_admit(vid, sk_test_rand_id(), NULL, NULL, json);
+                        if (rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(sk_test_fx.conf.topic), RD_KAFKA_V_KEY(key, strlen(key)),
                                               RD_KAFKA_V_VALUE(json, strlen(json)),
                                               RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END) != 0)
                                 _exit(1);
@@ -46,27 +47,29 @@ START_TEST(passes_during_traffic)
 {
         char out[65536], vs[SK_ID_STRLEN], errstr[512] = "";
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
-        int64_t vid = rt_voucher(100000), deadline;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 100000, .db_stock = 100000,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            deadline;
         sk_verify_report_t vr;
         pid_t cons, front;
         int rc, passes = 0, status = 0;
 
         sk_id_format(vid, vs);
-        cons = rt_consumer_start();
+        cons = sk_test_consumer_start(&(sk_test_spawn_t){ 0 }, 0);
         fflush(stderr);
         front = fork();
         ck_assert(front >= 0);
         if (front == 0)
                 traffic(vid);
         while (waitpid(front, &status, WNOHANG) == 0) {
-                rc = rt_reconcile(args, NULL, out, sizeof(out));
+                rc = sk_test_reconcile(args, NULL, out, sizeof(out));
                 passes++;
-                ck_assert_int_eq(rt_json_field(out, vid, "inconsistent"), 0);
-                ck_assert_int_eq(rt_json_field(out, vid, "collisions"), 0);
-                ck_assert_int_eq(rt_json_field(out, vid, "rolledBack"), 0);
-                ck_assert_int_eq(rt_json_field(out, vid, "stockDrift"), 0);
-                ck_assert_int_eq(rt_json_field(out, vid, "usersDrift"), 0);
-                ck_assert_int_eq(rt_json_field(out, vid, "errors"), 0);
+                ck_assert_int_eq(sk_test_report_field(out, vid, "inconsistent"), 0);
+                ck_assert_int_eq(sk_test_report_field(out, vid, "collisions"), 0);
+                ck_assert_int_eq(sk_test_report_field(out, vid, "rolledBack"), 0);
+                ck_assert_int_eq(sk_test_report_field(out, vid, "stockDrift"), 0);
+                ck_assert_int_eq(sk_test_report_field(out, vid, "usersDrift"), 0);
+                ck_assert_int_eq(sk_test_report_field(out, vid, "errors"), 0);
                 ck_assert_msg(rc == 0 || rc == 1, "pass %d exit %d", passes, rc);
         }
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "traffic child failed");
@@ -74,21 +77,21 @@ START_TEST(passes_during_traffic)
 
         /* Quiescence: every purchase decided, then a clean pass and verify. */
         deadline = sk_mono_ms() + 60000;
-        while (rt_q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid) !=
-               100000 - rt_q("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid) ||
-               rt_redis_stock(vid) != rt_q("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid)) {
+        while (sk_test_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid) !=
+               100000 - sk_test_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid) ||
+               sk_test_stock(NULL, NULL, vid) != sk_test_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid)) {
                 ck_assert_msg(sk_mono_ms() < deadline, "consumer did not catch up");
                 sk_sleep_ms(300, NULL);
         }
         sk_sleep_ms(1500, NULL); /* every entry older than the grace period */
-        rc = rt_reconcile(args, NULL, out, sizeof(out));
+        rc = sk_test_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rc, 0);
-        ck_assert_int_eq(rt_json_field(out, vid, "young"), 0);
-        ck_assert_int_eq(rt_json_field(out, vid, "consistent"), rt_json_field(out, vid, "entries"));
-        ck_assert_int_eq(sk_verify_voucher(&rt_conf, vid, &vr, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "young"), 0);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "consistent"), sk_test_report_field(out, vid, "entries"));
+        ck_assert_int_eq(sk_verify_voucher(&sk_test_fx.conf, vid, &vr, errstr, sizeof(errstr)), SK_OK);
         ck_assert_msg(vr.ok, "verify after the traffic");
-        ck_assert_int_eq(vr.active_orders, rt_json_field(out, vid, "entries"));
-        rt_consumer_stop(cons);
+        ck_assert_int_eq(vr.active_orders, sk_test_report_field(out, vid, "entries"));
+        sk_test_stop(cons, 30);
 }
 END_TEST
 
@@ -98,11 +101,13 @@ int main(void)
         TCase *tc = tcase_create("traffic");
         int rc;
 
-        rt_setup("recon_traffic");
+        sk_test_fix_setup("recon_traffic", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                                  .delivery_timeout_ms = 500,
+                                                                  .lock_wait_s = 5 });
         tcase_set_timeout(tc, 200);
         tcase_add_test(tc, passes_during_traffic);
         suite_add_tcase(s, tc);
         rc = sk_test_run(s);
-        rt_teardown();
+        sk_test_fix_teardown();
         return rc;
 }

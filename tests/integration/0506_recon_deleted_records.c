@@ -3,14 +3,14 @@
  * purchases were admitted and published, then their records were deleted before any
  * consumer read them; a consumer starts (it finds nothing), and one reconciler pass
  * re-drives both from the trace hash: both orders exist, exactly once each. */
-#include "05_recon_support.h"
+#include "sk_test.h"
 
 /* Delete every record of every partition of the topic (up to the high watermark). */
 static void delete_all_records(void)
 {
         char errstr[512] = "";
-        rd_kafka_conf_t *kconf = sk_kafka_conf_new(&rt_conf, SK_KAFKA_ADMIN, errstr, sizeof(errstr));
-        rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(RT_PARTITIONS);
+        rd_kafka_conf_t *kconf = sk_kafka_conf_new(&sk_test_fx.conf, SK_KAFKA_ADMIN, errstr, sizeof(errstr));
+        rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(sk_test_fx.conf.topic_partitions);
         rd_kafka_DeleteRecords_t *del;
         rd_kafka_queue_t *q;
         rd_kafka_event_t *ev;
@@ -19,8 +19,8 @@ static void delete_all_records(void)
         ck_assert_msg(kconf != NULL, "%s", errstr);
         rk = rd_kafka_new(RD_KAFKA_PRODUCER, kconf, errstr, sizeof(errstr));
         ck_assert_msg(rk != NULL, "%s", errstr);
-        for (int p = 0; p < RT_PARTITIONS; p++)
-                rd_kafka_topic_partition_list_add(parts, rt_conf.topic, p)->offset = RD_KAFKA_OFFSET_END;
+        for (int p = 0; p < sk_test_fx.conf.topic_partitions; p++)
+                rd_kafka_topic_partition_list_add(parts, sk_test_fx.conf.topic, p)->offset = RD_KAFKA_OFFSET_END;
         del = rd_kafka_DeleteRecords_new(parts);
         q = rd_kafka_queue_new(rk);
         rd_kafka_DeleteRecords(rk, &del, 1, NULL, q);
@@ -46,33 +46,35 @@ START_TEST(deleted_records_are_redriven)
         char out[65536], vs[SK_ID_STRLEN], json[2][SK_MSG_MAX];
         char *msgs[2] = { json[0], json[1] };
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
-        int64_t vid = rt_voucher(5), t[2], o[2];
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
+                                                            .db_status = 1, .preheat = 1 }), t[2],
+                                                            o[2];
         pid_t cons;
         int rc, i;
 
         sk_id_format(vid, vs);
         for (i = 0; i < 2; i++)
-                t[i] = rt_deduct(vid, sk_test_rand_id(), &o[i], json[i]);
-        rt_publish(vid, msgs, 2);
+                t[i] = sk_test_admit(vid, sk_test_rand_id(), &o[i], NULL, json[i]);
+        sk_test_publish(vid, msgs, 2);
         delete_all_records();
-        cons = rt_consumer_start();
+        cons = sk_test_consumer_start(&(sk_test_spawn_t){ 0 }, 0);
         sk_sleep_ms(3000, NULL); /* the consumer joins and finds nothing to read */
-        ck_assert_int_eq(rt_outcome(t[0]), 0);
-        ck_assert_int_eq(rt_outcome(t[1]), 0);
+        ck_assert_int_eq(sk_test_outcome(t[0]), 0);
+        ck_assert_int_eq(sk_test_outcome(t[1]), 0);
 
-        rc = rt_reconcile(args, NULL, out, sizeof(out));
+        rc = sk_test_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rc, 1);
-        ck_assert_int_eq(rt_json_field(out, vid, "redriven"), 2);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "redriven"), 2);
         for (i = 0; i < 2; i++) {
-                ck_assert_int_eq(rt_wait_outcome(t[i], 60), SK_OUTCOME_CREATED);
-                ck_assert_int_eq(rt_q("SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64, t[i]), 1);
-                ck_assert_int_eq(rt_q("SELECT id FROM tb_voucher_order WHERE trace_id = %" PRId64, t[i]), o[i]);
+                ck_assert_int_eq(sk_test_wait_outcome(t[i], 60), SK_OUTCOME_CREATED);
+                ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64, t[i]), 1);
+                ck_assert_int_eq(sk_test_i64("SELECT id FROM tb_voucher_order WHERE trace_id = %" PRId64, t[i]), o[i]);
         }
-        ck_assert_int_eq(rt_q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 2);
-        rc = rt_reconcile(args, NULL, out, sizeof(out));
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 2);
+        rc = sk_test_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rc, 0);
-        ck_assert_int_eq(rt_json_field(out, vid, "consistent"), 2);
-        rt_consumer_stop(cons);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "consistent"), 2);
+        sk_test_stop(cons, 30);
 }
 END_TEST
 
@@ -82,11 +84,13 @@ int main(void)
         TCase *tc = tcase_create("deleted");
         int rc;
 
-        rt_setup("recon_deleted");
+        sk_test_fix_setup("recon_deleted", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                                  .delivery_timeout_ms = 500,
+                                                                  .lock_wait_s = 5 });
         tcase_set_timeout(tc, 180);
         tcase_add_test(tc, deleted_records_are_redriven);
         suite_add_tcase(s, tc);
         rc = sk_test_run(s);
-        rt_teardown();
+        sk_test_fix_teardown();
         return rc;
 }

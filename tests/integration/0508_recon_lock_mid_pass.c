@@ -5,7 +5,8 @@
  * (KILL CONNECTION), runs reconciler B (it gets the lock and works), and then checks
  * that A, once awake, acted no more: it recorded one re-drive, not three, and exited 2
  * saying the run lock was lost. */
-#include "05_recon_support.h"
+#include "sk_test.h"
+#include "sk/claim.h"
 #include "sk/traceset.h"
 
 /* The claim record of @p trace. */
@@ -14,9 +15,9 @@ static void claim_of(int64_t vid, int64_t trace, sk_claim_rec_t *c)
         char key[SK_KEY_MAX], f[SK_KEY_MAX], errstr[256];
         redisReply *reply = NULL;
 
-        sk_key_voucher(key, rt_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
+        sk_key_voucher(key, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         sk_field_trace(f, trace, 'c');
-        ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), "HGET %s %s", key, f), SK_OK);
+        ck_assert_int_eq(sk_redis_cmdf(sk_test_fx.r, &reply, errstr, sizeof(errstr), "HGET %s %s", key, f), SK_OK);
         sk_claim_parse(reply->type == REDIS_REPLY_STRING ? reply->str : NULL, c);
         freeReplyObject(reply);
 }
@@ -40,15 +41,16 @@ static void warm_up(void)
 {
         char out[65536], vs[SK_ID_STRLEN];
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
-        int64_t vid = rt_voucher(1);
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 1, .db_stock = 1,
+                                                            .db_status = 1, .preheat = 1 });
         int i;
 
         sk_id_format(vid, vs);
-        (void)rt_deduct(vid, sk_test_rand_id(), NULL, NULL);
+        (void)sk_test_admit(vid, sk_test_rand_id(), NULL, NULL, NULL);
         sk_sleep_ms(1500, NULL);
         for (i = 0; i < 10; i++) {
-                (void)rt_reconcile(args, NULL, out, sizeof(out));
-                if (rt_json_field(out, vid, "redriven") == 1)
+                (void)sk_test_reconcile(args, NULL, out, sizeof(out));
+                if (sk_test_report_field(out, vid, "redriven") == 1)
                         return;
                 sk_sleep_ms(1000, NULL);
         }
@@ -59,7 +61,9 @@ START_TEST(lost_lock_mid_pass_acts_no_more)
 {
         char out_a[65536], out_b[65536], vs[SK_ID_STRLEN], fitted[128], sql[256], errstr[256];
         const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
-        int64_t vid = rt_voucher(10), traces[3], conn_id = -1, deadline;
+        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 10, .db_stock = 10,
+                                                            .db_status = 1, .preheat = 1 }),
+                                                            traces[3], conn_id = -1, deadline;
         sk_claim_rec_t c;
         int fd = -1, rc_a, rc_b, i;
         pid_t a;
@@ -67,33 +71,33 @@ START_TEST(lost_lock_mid_pass_acts_no_more)
         warm_up();
         sk_id_format(vid, vs);
         for (i = 0; i < 3; i++)
-                traces[i] = rt_deduct(vid, sk_test_rand_id(), NULL, NULL);
+                traces[i] = sk_test_admit(vid, sk_test_rand_id(), NULL, NULL, NULL);
         sk_sleep_ms(1500, NULL);
-        rt_lock_name_fitted(fitted, sizeof(fitted));
-        a = rt_spawn("seckill-reconciler", args, &fd, "reconciler.after_redrive=1*sleep(8000)");
+        sk_test_reconcile_lock(fitted, sizeof(fitted), 1);
+        a = sk_test_spawn(&(sk_test_spawn_t){ .bin = "seckill-reconciler", .args = args, .out_fd = &fd, .failpoints = "reconciler.after_redrive=1*sleep(8000)" });
         /* A is inside the sleep once it recorded its first re-drive. */
         deadline = sk_mono_ms() + 60000;
         while (sent_count(vid, traces, 3) < 1 && sk_mono_ms() < deadline)
                 sk_sleep_ms(50, NULL);
         ck_assert_int_eq(sent_count(vid, traces, 3), 1);
-        conn_id = rt_q("SELECT IFNULL(IS_USED_LOCK('%s'), 0)", fitted);
+        conn_id = sk_test_i64("SELECT IFNULL(IS_USED_LOCK('%s'), 0)", fitted);
         ck_assert_msg(conn_id > 0, "the reconciler does not hold %s", fitted);
         snprintf(sql, sizeof(sql), "KILL CONNECTION %" PRId64, conn_id);
-        ck_assert_int_eq(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)), SK_OK);
 
         /* B runs while A sleeps: the lock is free, B works. */
-        rc_b = rt_reconcile(args, NULL, out_b, sizeof(out_b));
+        rc_b = sk_test_reconcile(args, NULL, out_b, sizeof(out_b));
         ck_assert_ptr_null(strstr(out_b, "another seckill-reconciler run holds the lock"));
-        ck_assert_int_eq(rt_json_field(out_b, vid, "redriven"), 2);
+        ck_assert_int_eq(sk_test_report_field(out_b, vid, "redriven"), 2);
         ck_assert_int_eq(rc_b, 2); /* the first trace's re-drive waits on consumers */
 
-        rt_read_all(fd, out_a, sizeof(out_a), 120);
-        rc_a = rt_wait(a, 10);
+        sk_test_read_all(fd, out_a, sizeof(out_a), 120);
+        rc_a = sk_test_wait_exit(a, 10);
         fprintf(stderr, "A exit %d: %s", rc_a, out_a);
         ck_assert_int_eq(rc_a, 2);
         ck_assert_ptr_nonnull(strstr(out_a, "run lock lost"));
         /* A stopped at once: one re-drive recorded, nothing after the kill. */
-        ck_assert_int_eq(rt_json_field(out_a, vid, "redriven"), 1);
+        ck_assert_int_eq(sk_test_report_field(out_a, vid, "redriven"), 1);
         for (i = 0; i < 3; i++) {
                 claim_of(vid, traces[i], &c);
                 ck_assert_int_eq(c.failed, 0);
@@ -107,11 +111,13 @@ int main(void)
         TCase *tc = tcase_create("lock");
         int rc;
 
-        rt_setup("recon_lockmid");
+        sk_test_fix_setup("recon_lockmid", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                                  .delivery_timeout_ms = 500,
+                                                                  .lock_wait_s = 5 });
         tcase_set_timeout(tc, 180);
         tcase_add_test(tc, lost_lock_mid_pass_acts_no_more);
         suite_add_tcase(s, tc);
         rc = sk_test_run(s);
-        rt_teardown();
+        sk_test_fix_teardown();
         return rc;
 }

@@ -12,7 +12,7 @@
  * order (DESIGN.md 4, issue 12); and drift by direction: undersell rebuilt without --repair, a small oversell left and
  * reported, an oversell above --drift-threshold rebuilt (the decision and the report;
  * the stock a rebuild writes is the rebuild's tests'). */
-#include "05_recon_support.h"
+#include "sk_test.h"
 #include "sk/decide.h"
 #include "sk/snowflake.h"
 
@@ -30,49 +30,28 @@ static void cmd(const char *fmt, const char *a, const char *b, const char *c)
         char errstr[256];
         redisReply *reply = NULL;
 
-        ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), fmt, a, b, c), SK_OK);
+        ck_assert_int_eq(sk_redis_cmdf(sk_test_fx.r, &reply, errstr, sizeof(errstr), fmt, a, b, c), SK_OK);
         ck_assert_msg(reply->type != REDIS_REPLY_ERROR, "%s", reply->str);
         freeReplyObject(reply);
 }
 
 static void key(char *buf, int64_t vid, int b, sk_key_kind_t kind)
 {
-        sk_key_voucher(buf, rt_conf.redis_prefix, vid, b, kind);
+        sk_key_voucher(buf, sk_test_fx.conf.redis_prefix, vid, b, kind);
 }
 
 /* Voucher with NB buckets of DB stock @p db[b] each and Redis stock @p redis[b], laid
- * out as preheat does (meta, stock, users and trace with "_"). The voucher row's stock
- * is bucket 0's. */
+ * out as preheat does (meta, stock, users and trace with "_"). */
 static int64_t bucket_voucher(const int64_t *db, const int64_t *redis)
 {
-        char k[SK_KEY_MAX], v[64], begin[32], end[32], sql[512], errstr[512] = "";
-        int64_t vid = sk_test_rand_id(), now = sk_now_ms();
+        long long dbs[NB], rs[NB];
 
-        snprintf(sql, sizeof(sql),
-                 "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, buckets,"
-                 " begin_time, end_time, status) VALUES (%" PRId64 ", 100, %d,"
-                 " UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, UTC_TIMESTAMP(3) + INTERVAL 1 HOUR, 1)",
-                 vid, NB);
-        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
-        snprintf(begin, sizeof(begin), "%" PRId64, now - 3600000);
-        snprintf(end, sizeof(end), "%" PRId64, now + 3600000);
         for (int b = 0; b < NB; b++) {
-                snprintf(sql, sizeof(sql), "INSERT INTO tb_seckill_stock (voucher_id, bucket,"
-                         " init_stock, stock) VALUES (%" PRId64 ", %d, 25, %" PRId64 ")", vid, b,
-                         db[b]);
-                ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
-                key(k, vid, b, SK_KEY_META);
-                cmd("HSET %s begin_ms %s end_ms %s", k, begin, end);
-                cmd("HSET %s status 1 buckets %s%s", k, "4", "");
-                key(k, vid, b, SK_KEY_STOCK);
-                snprintf(v, sizeof(v), "%" PRId64, redis[b]);
-                cmd("SET %s %s%s", k, v, "");
-                key(k, vid, b, SK_KEY_USERS);
-                cmd("HSET %s _ %s%s", k, "", "");
-                key(k, vid, b, SK_KEY_TRACE);
-                cmd("HSET %s _ %s%s", k, "", "");
+                dbs[b] = db[b];
+                rs[b] = redis[b];
         }
-        return vid;
+        return sk_test_voucher(&(sk_test_voucher_t){ .buckets = NB, .stocks = rs, .init_stock = 100,
+                                                     .db_stocks = dbs, .status = 1, .db_status = 1 });
 }
 
 /* The DEDUCT entry of T (one unit, from bucket @p b, home @p h) written into bucket b. */
@@ -117,7 +96,7 @@ static void get_trace_field(int64_t vid, int b, int64_t t, char suffix, char *ou
 
         key(k, vid, b, SK_KEY_TRACE);
         sk_field_trace(f, t, suffix);
-        ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), "HGET %s %s", k, f),
+        ck_assert_int_eq(sk_redis_cmdf(sk_test_fx.r, &reply, errstr, sizeof(errstr), "HGET %s %s", k, f),
                          SK_OK);
         snprintf(out, size, "%s", reply->type == REDIS_REPLY_STRING ? reply->str : "");
         freeReplyObject(reply);
@@ -131,7 +110,7 @@ static int has_user(int64_t vid, int h, int64_t u)
 
         key(k, vid, h, SK_KEY_USERS);
         sk_id_format(u, us);
-        ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), "HEXISTS %s %s", k,
+        ck_assert_int_eq(sk_redis_cmdf(sk_test_fx.r, &reply, errstr, sizeof(errstr), "HEXISTS %s %s", k,
                                        us), SK_OK);
         v = (int)reply->integer;
         freeReplyObject(reply);
@@ -145,7 +124,7 @@ static int64_t stock_of(int64_t vid, int b)
         int64_t v = -1;
 
         key(k, vid, b, SK_KEY_STOCK);
-        ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), "GET %s", k), SK_OK);
+        ck_assert_int_eq(sk_redis_cmdf(sk_test_fx.r, &reply, errstr, sizeof(errstr), "GET %s", k), SK_OK);
         if (reply->type == REDIS_REPLY_STRING)
                 v = strtoll(reply->str, NULL, 10);
         freeReplyObject(reply);
@@ -160,7 +139,7 @@ static void failed_in(int64_t t, int64_t o, int64_t u, int64_t vid, int b, const
         snprintf(sql, sizeof(sql), "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id,"
                  " voucher_id, bucket, outcome, reason) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64
                  ", %" PRId64 ", %d, 2, '%s')", t, o, u, vid, b, reason);
-        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_msg(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
 }
 
 /* T (user @p u, order @p o) taken in bucket @p j and rolled back there by @p mode with
@@ -214,19 +193,19 @@ START_TEST(repairs_across_buckets)
         /* D: home 2, taken in bucket 3 and rolled back there (restored), home still names T. */
         rolled_back_in(vid, 2, 3, td, ud, od, "reconciler", "front_rollback");
 
-        (void)rt_reconcile(args, NULL, out, sizeof(out));
-        ck_assert_int_eq(rt_json_field(out, vid, "buckets"), NB);
-        ck_assert_int_eq(rt_json_field(out, vid, "probingSettled"), 1);
-        ck_assert_int_eq(rt_json_field(out, vid, "probingRolledBack"), 1);
-        ck_assert_int_eq(rt_json_field(out, vid, "strayRestored"), 1);
-        ck_assert_int_eq(rt_json_field(out, vid, "homeSteps"), 1);
+        (void)sk_test_reconcile(args, NULL, out, sizeof(out));
+        ck_assert_int_eq(sk_test_report_field(out, vid, "buckets"), NB);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "probingSettled"), 1);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "probingRolledBack"), 1);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "strayRestored"), 1);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "homeSteps"), 1);
 
         /* A: settled to 1, the user still holds the admission, T re-driven in bucket 1. */
         get_trace_field(vid, 0, ta, 'h', v, sizeof(v));
         ck_assert_str_eq(v, "1");
         ck_assert_int_eq(has_user(vid, 0, ua), 1);
         ck_assert_int_eq(stock_of(vid, 1), 9);
-        ck_assert_int_eq(rt_json_field(out, vid, "redriven"), 1);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "redriven"), 1);
         get_trace_field(vid, 1, ta, 'c', v, sizeof(v)); /* claimed on T's bucket */
         ck_assert_ptr_nonnull(strstr(v, "\"redrives\":1"));
         /* B: fenced in every bucket, released, no stock touched. */
@@ -247,16 +226,16 @@ START_TEST(repairs_across_buckets)
         get_trace_field(vid, 2, td, 'r', v, sizeof(v));
         ck_assert_ptr_nonnull(strstr(v, "\"mode\":\"home\""));
         /* No stock drift in any bucket: the repairs kept Redis = DB - undecided. */
-        ck_assert_int_eq(rt_json_field(out, vid, "stockDrift"), 0);
-        ck_assert_int_eq(rt_json_field(out, vid, "rebuilt"), 0);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "stockDrift"), 0);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "rebuilt"), 0);
 
         /* A second pass finds nothing more to repair across buckets. */
-        (void)rt_reconcile(args, NULL, out, sizeof(out));
-        ck_assert_int_eq(rt_json_field(out, vid, "probingSettled"), 0);
-        ck_assert_int_eq(rt_json_field(out, vid, "probingRolledBack"), 0);
-        ck_assert_int_eq(rt_json_field(out, vid, "strayRestored"), 0);
-        ck_assert_int_eq(rt_json_field(out, vid, "homeSteps"), 0);
-        ck_assert_int_eq(rt_json_field(out, vid, "redriven"), 0); /* its re-drive is outstanding */
+        (void)sk_test_reconcile(args, NULL, out, sizeof(out));
+        ck_assert_int_eq(sk_test_report_field(out, vid, "probingSettled"), 0);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "probingRolledBack"), 0);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "strayRestored"), 0);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "homeSteps"), 0);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "redriven"), 0); /* its re-drive is outstanding */
 }
 END_TEST
 
@@ -288,11 +267,11 @@ static int64_t drift_case(const int64_t *redis, int b, int64_t drift, const char
         int rc;
 
         sk_id_format(vid, vs);
-        rc = rt_reconcile(args, NULL, out, size);
+        rc = sk_test_reconcile(args, NULL, out, size);
         bucket_json(out, b, &d, got_dir, sizeof(got_dir));
         ck_assert_int_eq(d, drift);
         ck_assert_str_eq(got_dir, dir);
-        ck_assert_int_eq(rt_json_field(out, vid, "rebuilt"), rebuilt);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "rebuilt"), rebuilt);
         ck_assert_int_eq(rc, want_rc);
         return vid;
 }
@@ -311,7 +290,7 @@ START_TEST(drift_by_direction)
         vid = drift_case(small, 1, 2, "oversell", 0, 2, out, sizeof(out));
         bucket_json(out, 0, &d, dir, sizeof(dir));
         ck_assert_str_eq(dir, "none");
-        ck_assert_int_eq(rt_json_field(out, vid, "stockDrift"), 1);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "stockDrift"), 1);
         ck_assert_int_eq(stock_of(vid, 1), 12);
 
         /* Above the threshold (15 > 10): rebuilt without --repair. The stock the rebuild
@@ -329,7 +308,7 @@ static int64_t user_trace(int64_t vid, int h, int64_t u)
 
         key(k, vid, h, SK_KEY_USERS);
         sk_id_format(u, us);
-        ck_assert_int_eq(sk_redis_cmdf(rt_r, &reply, errstr, sizeof(errstr), "HGET %s %s", k, us),
+        ck_assert_int_eq(sk_redis_cmdf(sk_test_fx.r, &reply, errstr, sizeof(errstr), "HGET %s %s", k, us),
                          SK_OK);
         if (reply->type == REDIS_REPLY_STRING && sk_id_parse_cstr(reply->str, &t) != 0)
                 t = 0;
@@ -356,16 +335,16 @@ START_TEST(has_order_repoints_home)
         snprintf(sql, sizeof(sql), "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id,"
                  " status) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", 1)",
                  sk_test_rand_id(), u, vid, t0);
-        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_msg(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
         put_deduct(vid, 1, 0, t, u, o);
         put_user(vid, 0, u, t);
 
         memset(&d, 0, sizeof(d));
-        d.db = rt_db;
-        d.r = rt_r;
-        d.prefix = rt_conf.redis_prefix;
+        d.db = sk_test_fx.db;
+        d.r = sk_test_fx.r;
+        d.prefix = sk_test_fx.conf.redis_prefix;
         d.mode = "consumer";
-        d.expire_extra_ms = sk_expire_extra_ms(rt_conf.reconcile_window_hours);
+        d.expire_extra_ms = sk_expire_extra_ms(sk_test_fx.conf.reconcile_window_hours);
         d.attempts = 2;
         ck_assert_msg(sk_decide_failed(&d, &m, SK_REASON_HAS_ORDER, "test", &dec, errstr,
                                        sizeof(errstr)) == SK_OK, "%s", errstr);
@@ -375,13 +354,13 @@ START_TEST(has_order_repoints_home)
         ck_assert_int_eq(dec.res.home_done, 1);
         ck_assert_int_eq(dec.res.repointed, 1);
         ck_assert_int_eq(dec.res.released, 0);
-        ck_assert_int_eq(rt_q("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64
                               " AND outcome = 2 AND reason = 'has_order'", t), 1);
         ck_assert_int_eq(stock_of(vid, 1), 25);             /* T's unit back in j */
         ck_assert_int_eq(stock_of(vid, 0), 0);
         ck_assert(user_trace(vid, 0, u) == t0);             /* still blocked, by T0 */
         ck_assert_int_eq(has_user(vid, 1, u), 0);
-        ck_assert_int_eq(rt_q("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64
                               " AND user_id = %" PRId64, vid, u), 1);
         /* Followed again (a redelivery): ALREADY, users[U] still T0. */
         ck_assert_int_eq(sk_decide_failed(&d, &m, SK_REASON_HAS_ORDER, "test", &dec, errstr,
@@ -395,11 +374,11 @@ START_TEST(has_order_repoints_home)
         snprintf(sql, sizeof(sql), "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id,"
                  " status) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", 1)",
                  sk_test_rand_id(), u2, vid, t02);
-        ck_assert_msg(sk_db_exec(rt_db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_msg(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
         rolled_back_in(vid, 0, 1, t2, u2, o2, "consumer", "has_order");
         sk_id_format(vid, vs);
-        (void)rt_reconcile(args, NULL, out, sizeof(out));
-        ck_assert_int_eq(rt_json_field(out, vid, "homeSteps"), 1);
+        (void)sk_test_reconcile(args, NULL, out, sizeof(out));
+        ck_assert_int_eq(sk_test_report_field(out, vid, "homeSteps"), 1);
         ck_assert(user_trace(vid, 0, u2) == t02);
         ck_assert(user_trace(vid, 0, u) == t0);
         ck_assert_int_eq(stock_of(vid, 1), 25);
@@ -412,13 +391,15 @@ int main(void)
         TCase *tc = tcase_create("buckets");
         int rc;
 
-        rt_setup("recon_buckets");
+        sk_test_fix_setup("recon_buckets", &(sk_test_fix_opts_t){ .partitions = 2,
+                                                                  .delivery_timeout_ms = 500,
+                                                                  .lock_wait_s = 5 });
         tcase_set_timeout(tc, 280);
         tcase_add_test(tc, drift_by_direction); /* first: nothing in the topic yet */
         tcase_add_test(tc, repairs_across_buckets);
         tcase_add_test(tc, has_order_repoints_home);
         suite_add_tcase(s, tc);
         rc = sk_test_run(s);
-        rt_teardown();
+        sk_test_fix_teardown();
         return rc;
 }

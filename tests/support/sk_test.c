@@ -1,4 +1,5 @@
-/* sk_test.c: helpers shared by the unit and integration tests (sk_test.h).
+/* sk_test.c: the stack and the run's configuration (sk_test.h): unique names, a
+ * migrated database, cleanup, random ids, a Redis connection and commands.
  * Every run gets unique names (prefix, database, topic, group) so concurrent runs on
  * the shared stack never collide. Cleanup talks to MariaDB directly and to Redis
  * through sk_redis, so it works for every topology SECKILL_REDIS_URL names (one
@@ -107,15 +108,27 @@ void sk_test_conf(sk_conf_t *conf, const char *name)
                          conf->mysql.database);
 }
 
-int sk_test_run(Suite *s)
+static int run(Suite *s, int nofork)
 {
         SRunner *sr = srunner_create(s);
         int failed;
 
+        if (nofork)
+                srunner_set_fork_status(sr, CK_NOFORK);
         srunner_run_all(sr, CK_NORMAL);
         failed = srunner_ntests_failed(sr);
         srunner_free(sr);
         return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+int sk_test_run(Suite *s)
+{
+        return run(s, 0);
+}
+
+int sk_test_run_nofork(Suite *s)
+{
+        return run(s, 1);
 }
 
 void sk_test_migrate(const sk_conf_t *conf)

@@ -1,11 +1,29 @@
-/* tests/support/sk_test.h: helpers shared by the unit and integration tests.
+/* tests/support/sk_test.h: the one C test library (static library sktest, prefix
+ * sk_test_), like librdkafka's tests/test.h: this header is the stack and the run's
+ * configuration, and includes the others, one per job:
+ *   sk_test_fix.h      the run's fixture (conf, database, Redis, topics, producer)
+ *   sk_test_sql.h      statements, one integer, waits on a SQL figure, outcomes
+ *   sk_test_voucher.h  seed a voucher (DB, Redis buckets, preheat), deduct.lua
+ *   sk_test_redis.h    a voucher's Redis state, key snapshots
+ *   sk_test_proc.h     children: spawn with logs, wait, stop; a private redis-server
+ *   sk_test_bin.h      the front, the consumer, a reconciler pass, seckill-admin
+ *   sk_test_http.h     HTTP client, JSON fields, metrics
+ *   sk_test_kafka.h    produce, commit, committed offsets, the DLQ
+ *   sk_test_topo.h     Redis Cluster and Sentinel nodes (labels cluster, sentinel)
  * Integration tests talk to the real stack (DESIGN.md 10): endpoints come from the
  * SECKILL_* variables (defaults: the local stack), and every run gets its own Redis
  * key prefix, database, topic and group so tests never disturb each other. */
 #pragma once
 #include <check.h>
+#include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "sk/conf.h"
 #include "sk/redis.h"
 
@@ -16,6 +34,9 @@
 void sk_test_conf(sk_conf_t *conf, const char *name);
 /** @brief Run @p s (CK_NORMAL output) and return EXIT_SUCCESS iff every test passed. */
 int sk_test_run(Suite *s);
+/** @brief sk_test_run without forking (CK_NOFORK): the tests share the fixture's
+ *  handles and children; a failed check ends its test, the next one runs. */
+int sk_test_run_nofork(Suite *s);
 /** @brief Set up a fresh migrated database for @p conf (sk_migrate) or abort the test. */
 void sk_test_migrate(const sk_conf_t *conf);
 /** @brief Drop @p conf's database and delete its Redis keys (prefix*). Best effort. */
@@ -34,3 +55,19 @@ redisReply *sk_test_cmd(sk_redis_t *r, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
 /** @brief sk_test_cmd with a va_list. */
 redisReply *sk_test_vcmd(sk_redis_t *r, const char *fmt, va_list ap);
+
+#include "sk/clock.h"
+#include "sk/ids.h"
+#include "sk/kafka.h"
+#include "sk/keys.h"
+#include "sk/outcome.h"
+#include "sk/scripts.h"
+#include "sk_test_fix.h"
+#include "sk_test_sql.h"
+#include "sk_test_voucher.h"
+#include "sk_test_redis.h"
+#include "sk_test_proc.h"
+#include "sk_test_bin.h"
+#include "sk_test_http.h"
+#include "sk_test_kafka.h"
+#include "sk_test_topo.h"
