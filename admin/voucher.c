@@ -22,6 +22,7 @@
 #include "sk/redis.h"
 #include "sk/timeparse.h"
 #include "sk/traceset.h"
+#include "sk/vstatus.h"
 
 #define PROG "seckill-admin"
 #define ADMIN_DB_LOCKWAIT_S 5

@@ -1,4 +1,4 @@
-/* rc_ctx.c: what every step of a pass shares (rc_pass.h, reconcile.h): the first problem
+/* rc_ctx.c: what every step of a pass shares (rc_ctx.h): the first problem
  * of a voucher kept for the table, the stop check before every write (a stop signal or a
  * lost run lock, DESIGN.md 8: one pass at a time), the key-expiry extra of DESIGN.md 4,
  * and the exit code a voucher's figures imply. The bottom of the reconciler: it calls no
@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rc_pass.h"
+#include "rc_ctx.h"
 #include "sk/log.h"
 #include "sk/outcome.h"
 

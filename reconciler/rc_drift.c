@@ -20,6 +20,7 @@
 #include "sk/log.h"
 #include "sk/rebuild.h"
 #include "sk/verify.h"
+#include "sk/vstatus.h"
 
 #define EXPIRY_ALERT_MS (6 * 3600 * 1000LL) /* undecided and < 6 h of life left */
 

@@ -4,21 +4,9 @@
  *
  * Internal to seckill-reconciler; single-threaded like the pass. */
 #pragma once
-#include "reconcile.h"
+#include "rc_ctx.h"
 #include "sk/traceset.h"
 #include "sk/vec.h"
-
-/** @brief Keep the first problem of the voucher for the table: @p fmt with one %s for
- *  @p what (cut to 160 bytes). */
-void rc_note(rc_vstat_t *st, const char *fmt, const char *what);
-
-/** @brief 1 when the pass must stop now: a stop signal, or the run lock lost (its DB
- *  session died; ctx->lock_lost is set and logged once). Called before every Redis,
- *  Kafka or DB write of the pass so that a pass without its lock acts no more. */
-int rc_must_stop(rc_ctx_t *ctx);
-
-/** @brief Reconcile window + 1 day in ms (DESIGN.md 4 key expiry). */
-int64_t rc_expire_extra_ms(const rc_ctx_t *ctx);
 
 /* ---- rc_classify.c ---- */
 

@@ -3,7 +3,7 @@
  * committed in the DB. Single-threaded: the reconciler's main thread only. */
 #pragma once
 #include <stdint.h>
-#include "reconcile.h"
+#include "rc_ctx.h"
 
 /** @brief For every CANCELLED/CLOSED order of @p voucher_id whose trace has no release
  *  record `T:x`, run release.lua (idempotent: the unit goes back at most once). A voucher

@@ -26,7 +26,7 @@
 #include "sk/err.h"
 #include "sk/failpoint.h"
 #include "sk/log.h"
-#include "conf_table.h"
+#include "conf_int.h"
 #include "conf_url.h"
 
 #ifndef SK_VERSION

@@ -9,7 +9,7 @@
 
 #include "sk/conf.h"
 #include "sk/log.h"
-#include "conf_table.h"
+#include "conf_int.h"
 
 void sk__sfmt(char *dst, size_t size, const char *fmt, ...)
 {

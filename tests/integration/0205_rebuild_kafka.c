@@ -7,6 +7,7 @@
  * writing; the meta reset rewrites a stuck status 4 from the DB. */
 #include "sk_test.h"
 #include "sk/rebuild.h"
+#include "sk/vstatus.h"
 
 static int64_t g_voucher;
 

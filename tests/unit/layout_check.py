@@ -6,9 +6,12 @@ the compiled objects (nm), so it sees calls, not only includes.
    below it (base <- redis, db, kafka <- sale; http on base), and no symbol of a binary's core.
 2. No circles between the files of one folder: within common/<layer>, producer/, consumer/,
    reconciler/, admin/, the graph "file A calls a function defined in file B" has no cycle.
+3. Nor does the include graph of a folder's modules: a module is a name X with its X.c,
+   X.h, include/sk/X.h and its private X_int.h; "A includes a header of B" is an edge.
 Prints every violation and exits 1 if there is one; prints a summary line and exits 0 otherwise.
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -83,6 +86,35 @@ def cycles(nodes, edges):
     return out
 
 
+def include_circles(src):
+    """Circles of the module include graph of each folder (check 3)."""
+    out = []
+    for folder in sorted(TARGETS.values()):
+        d = os.path.join(src, folder)
+        files = [f for f in os.listdir(d) if f.endswith((".c", ".h"))]
+        headers = {f: f[:-2] for f in files if f.endswith(".h")}
+        inc = os.path.join(d, "include", "sk")
+        if os.path.isdir(inc):
+            for f in os.listdir(inc):
+                headers["sk/" + f] = f[:-2]
+                files.append(os.path.join("include", "sk", f))
+
+        def module(name):
+            return name[:-len("_int")] if name.endswith("_int") else name
+
+        nodes, edges = set(), {}
+        for f in files:
+            m = module(os.path.basename(f)[:-2])
+            nodes.add(m)
+            with open(os.path.join(d, f), encoding="utf-8") as fh:
+                for h in re.findall(r'^#include "([^"]+)"', fh.read(), re.M):
+                    if h in headers and module(headers[h]) != m:
+                        edges.setdefault(m, set()).add(module(headers[h]))
+        for comp in cycles(nodes, edges):
+            out.append(f"include circle in {folder}/: " + " <-> ".join(comp))
+    return out
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__.strip().splitlines()[0], file=sys.stderr)
@@ -129,13 +161,16 @@ def main():
             names = " <-> ".join(n for _, n in comp)
             print(f"circle in {folder}/: {names}")
             bad += 1
+    for line in include_circles(sys.argv[2]):
+        print(line)
+        bad += 1
     nfiles = len(files)
     nedges = sum(len(v) for v in edges.values())
     if bad:
         print(f"layout_check: {bad} violation(s) in {nfiles} files")
         return 1
     print(f"layout_check: {nfiles} files, {nedges} calls between files of one folder: "
-          "layers in order, 0 circles")
+          "layers in order, 0 circles of calls or includes")
     return 0
 
 

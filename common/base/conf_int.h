@@ -1,6 +1,6 @@
-/* conf_table.h: the table of common options shared by conf.c (passes 2-4, --help,
- * --print-config) and conf_table.c (the table itself and the defaults, DESIGN.md 10).
- * Internal to common/base. */
+/* conf_int.h: the inside of the configuration module (sk/conf.h): the table of common
+ * options, used by conf.c (passes 2-4, --help, --print-config) and defined with the
+ * defaults in conf_table.c (DESIGN.md 10). Internal to common/base. */
 #pragma once
 #include <stddef.h>
 
