@@ -61,6 +61,38 @@ static int incr_until(sk_redis_t *r, const char *k, sk_test_tally_t *t, int ms,
         return 0;
 }
 
+/* The cluster has settled after the tests before this one (0112 ends with manual
+ * failovers): every seed node says cluster_state:ok, names @p master as the slot's owner
+ * and reports the same cluster_current_epoch, five times in a row 200 ms apart (up to
+ * 30 s). Freezing a master while an earlier failover's epochs still spread can leave
+ * the election of its replica unseen by the others. @returns 1 once settled. */
+static int cluster_settled(int slot, int master)
+{
+        int64_t t0 = sk_mono_ms();
+        int stable = 0;
+
+        while (sk_mono_ms() - t0 < 30000 && stable < 5) {
+                long long epoch = -1;
+                int ok = 1;
+
+                for (int i = 0; i < g_url.nseeds && ok; i++) {
+                        redisContext *c = sk_test_node(g_url.seeds[i].host, g_url.seeds[i].port);
+                        redisReply *r = sk_test_node_cmd(c, "CLUSTER INFO");
+                        const char *e = strstr(r->str, "cluster_current_epoch:");
+                        long long ep = e ? strtoll(e + 22, NULL, 10) : -2;
+
+                        ok = strstr(r->str, "cluster_state:ok") != NULL && (epoch < 0 || ep == epoch);
+                        epoch = ep;
+                        freeReplyObject(r);
+                        ok = ok && sk_test_slot_owner(c, slot, NULL) == master;
+                        redisFree(c);
+                }
+                stable = ok ? stable + 1 : 0;
+                usleep(200000);
+        }
+        return stable >= 5;
+}
+
 typedef struct { int watcher, slot, want; } own_t;
 
 static int owner_is(void *arg, int streak)
@@ -88,6 +120,7 @@ START_TEST(master_frozen_during_commands)
 
         ck_assert_msg(r != NULL, "%s", err);
         master = sk_test_wait_slot_replica(&g_url, slot, &replica);
+        ck_assert_msg(cluster_settled(slot, master), "cluster not settled on master %d", master);
         rep = sk_test_node_cmd(c0, "CLUSTER SLOTS");     /* another master watches the map */
         for (size_t i = 0; i < rep->elements; i++) {
                 int p = (int)rep->element[i]->element[2]->element[1]->integer;
