@@ -1,19 +1,11 @@
 /* conn.c: what every module of a consumer worker calls back into (worker.h): the stop
  * flag, the worker's DB link checked and reconnected, its Redis connection reconnected
- * once marked broken, and the librdkafka log callback of every handle it creates. The
- * bottom of the consumer: it calls no other file of this folder but apply.c (its
- * prepared statements are dropped with a reconnect).
+ * once marked broken. The bottom of the consumer: it calls no other file of this folder
+ * but apply.c (its prepared statements are dropped with a reconnect).
  *
  * Not thread-safe: each worker owns its handles; only the metrics are shared. */
 #include "sk/log.h"
 #include "worker.h"
-
-void cons_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
-{
-        (void)rk;
-        SK_LOG(level <= 3 ? SK_ERROR : level <= 4 ? SK_WARN : SK_DEBUG, "kafka_log",
-               "fac=%s msg=\"%s\"", fac, buf);
-}
 
 int cons_stopping(void)
 {
