@@ -10,10 +10,17 @@ import os
 import re
 import sys
 
-FOLDERS = {"producer": ["producer"], "consumer": ["consumer"], "reconciler": ["reconciler"],
-           "admin": ["admin"],
-           "common": ["common/base", "common/redis", "common/db", "common/kafka",
-                      "common/sale", "common/http"]}
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layout_check import TARGETS  # noqa: E402  (the one list of source folders)
+
+
+def readme_groups():
+    """README folder -> the source folders it lists: common/README.md lists every layer."""
+    groups = {}
+    for folder in TARGETS.values():
+        groups.setdefault(folder.split("/")[0], []).append(folder)
+    return groups
 
 
 def listed(readme):
@@ -45,7 +52,7 @@ def main():
         return 2
     src = sys.argv[1]
     bad = 0
-    for top, folders in FOLDERS.items():
+    for top, folders in sorted(readme_groups().items()):
         readme = os.path.join(src, top, "README.md")
         if not os.path.exists(readme):
             print(f"missing {top}/README.md")
