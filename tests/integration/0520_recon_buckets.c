@@ -11,7 +11,8 @@
  * unit restored in j, users[U] on h re-pointed to the trace T0 of the user's active
  * order (DESIGN.md 4, issue 12); and drift by direction: undersell rebuilt without --repair, a small oversell left and
  * reported, an oversell above --drift-threshold rebuilt (the decision and the report;
- * the stock a rebuild writes is the rebuild's tests'). */
+ * the stock a rebuild writes is the rebuild's tests'); the home step when the trace's bucket
+ * is the home (issue 22: a has_order rollback racing a cancel or a close). */
 #include "sk_test.h"
 #include "sk/decide.h"
 #include "sk/snowflake.h"
@@ -385,6 +386,86 @@ START_TEST(has_order_repoints_home)
 }
 END_TEST
 
+/* The DEDUCT entry of T in bucket @p b (its home), an order row of user @p u with
+ * status @p status, and the CREATED outcome of the purchase. */
+static void order_row(int64_t vid, int b, int64_t t, int64_t u, int status)
+{
+        char sql[512], errstr[512] = "";
+        int64_t o = sk_test_rand_id();
+
+        put_deduct(vid, b, b, t, u, o);
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id,"
+                 " bucket, status) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                 ", %d, %d)", o, u, vid, t, b, status);
+        ck_assert_msg(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id,"
+                 " voucher_id, bucket, outcome, path) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64
+                 ", %" PRId64 ", %d, 1, 'kafka')", t, o, u, vid, b);
+        ck_assert_msg(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+}
+
+/* Issue 22 defect 2: a has_order rollback racing a cancel or a close, its trace in the
+ * user's home bucket (j = h), which the home-step repair used to skip:
+ *   X: users[U] re-pointed to T0 after T0 was cancelled (T0:x written while users[U]
+ *      still named the duplicate) -> released;
+ *   Y: T0 ended before the consumer read it: the rollback kept users[U] = T (T:r) ->
+ *      released;
+ *   Z: users[U] = T (T:r, has_order) while the user holds an active order T3 ->
+ *      re-pointed to T3;
+ *   W: users[U] = T, T's own order active (no T:r, no T:x) -> left alone. */
+START_TEST(home_step_in_home_bucket)
+{
+        const int64_t db[NB] = { 10, 10, 10, 10 };
+        int64_t vid = bucket_voucher(db, db);
+        int64_t ux = sk_test_rand_id(), t0x = old_id(20000), tdx = old_id(10000);
+        int64_t uy = sk_test_rand_id(), ty = old_id(10000);
+        int64_t uz = sk_test_rand_id(), tz = old_id(10000), t3 = old_id(30000);
+        int64_t uw = sk_test_rand_id(), tw = old_id(10000);
+        int64_t odx = sk_test_rand_id(), oy = sk_test_rand_id(), oz = sk_test_rand_id();
+        char vs[SK_ID_STRLEN], out[65536];
+        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *r_has = "{\"mode\":\"consumer\",\"reason\":\"has_order\",\"home\":3,"
+                            "\"restored\":1,\"released\":0,\"clamped\":0,\"ts\":1}";
+
+        sk_id_format(vid, vs);
+        /* X: T0 taken and ordered in bucket 2 (its home), cancelled, released (T0:x);
+         * its duplicate Td rolled back in 2 with users[U] re-pointed to T0. */
+        order_row(vid, 2, t0x, ux, 3);
+        put_trace_field(vid, 2, t0x, 'x', "{\"by\":\"cancel\",\"restored\":1,\"ts\":1}");
+        put_deduct(vid, 2, 2, tdx, ux, odx);
+        put_trace_field(vid, 2, tdx, 'r', "{\"mode\":\"consumer\",\"reason\":\"has_order\","
+                        "\"home\":2,\"restored\":1,\"released\":0,\"clamped\":0,\"ts\":1}");
+        failed_in(tdx, odx, ux, vid, 2, "has_order");
+        put_user(vid, 2, ux, t0x);
+        /* Y: T in bucket 3 (its home) rolled back as has_order, users[U] kept = T. */
+        put_deduct(vid, 3, 3, ty, uy, oy);
+        put_trace_field(vid, 3, ty, 'r', r_has);
+        failed_in(ty, oy, uy, vid, 3, "has_order");
+        put_user(vid, 3, uy, ty);
+        /* Z: as Y in bucket 1, the user's active order has trace T3. */
+        put_deduct(vid, 1, 1, tz, uz, oz);
+        put_trace_field(vid, 1, tz, 'r', r_has);
+        failed_in(tz, oz, uz, vid, 1, "has_order");
+        order_row(vid, 1, t3, uz, 1);
+        put_user(vid, 1, uz, tz);
+        /* W: a plain active order in bucket 0. */
+        order_row(vid, 0, tw, uw, 1);
+        put_user(vid, 0, uw, tw);
+
+        (void)sk_test_reconcile(args, NULL, out, sizeof(out));
+        ck_assert_int_eq(sk_test_report_field(out, vid, "collisions"), 0);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "homeSteps"), 3);
+        ck_assert_int_eq(has_user(vid, 2, ux), 0);
+        ck_assert_int_eq(has_user(vid, 3, uy), 0);
+        ck_assert(user_trace(vid, 1, uz) == t3);
+        ck_assert(user_trace(vid, 0, uw) == tw);
+        /* j = h: no home fence written beside the trace's own T:r. */
+        (void)sk_test_reconcile(args, NULL, out, sizeof(out));
+        ck_assert_int_eq(sk_test_report_field(out, vid, "homeSteps"), 0);
+        ck_assert(user_trace(vid, 1, uz) == t3);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("0520_recon_buckets");
@@ -398,6 +479,7 @@ int main(void)
         tcase_add_test(tc, drift_by_direction); /* first: nothing in the topic yet */
         tcase_add_test(tc, repairs_across_buckets);
         tcase_add_test(tc, has_order_repoints_home);
+        tcase_add_test(tc, home_step_in_home_bucket);
         suite_add_tcase(s, tc);
         rc = sk_test_run(s);
         sk_test_fix_teardown();
