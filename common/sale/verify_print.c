@@ -41,7 +41,8 @@ void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json)
                         ",\"metaStatus\":%d,\"activeOrders\":%" PRId64
                         ",\"activeBuyers\":%" PRId64 ",\"usersInHash\":%" PRId64
                         ",\"duplicateUsers\":%" PRId64 ",\"usersNotActive\":%" PRId64
-                        ",\"activeNotInHash\":%" PRId64 ",\"undecidedTraces\":%" PRId64
+                        ",\"activeNotInHash\":%" PRId64 ",\"usersWrongHome\":%" PRId64
+                        ",\"undecidedTraces\":%" PRId64
                         ",\"pendingRollbacks\":%" PRId64 ",\"heldQty\":%" PRId64
                         ",\"expectedRedisStock\":%" PRId64 ",\"traceEntries\":%" PRId64 ",\"lateOrders\":%" PRId64
                         ",\"endedOrders\":%" PRId64 ",\"endedWithoutRestore\":%" PRId64
@@ -52,7 +53,8 @@ void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json)
                         rep->ok ? "true" : "false", rep->init_stock, rep->db_stock,
                         rstock, rep->meta_status, rep->active_orders, rep->active_buyers,
                         rep->users_in_hash, rep->duplicate_users, rep->users_not_active,
-                        rep->active_not_in_hash, rep->undecided_traces, rep->pending_rollbacks,
+                        rep->active_not_in_hash, rep->users_wrong_home, rep->undecided_traces,
+                        rep->pending_rollbacks,
                         rep->held_qty, rep->expected_redis_stock, rep->trace_entries, rep->late_orders,
                         rep->ended_orders, rep->ended_no_restore, rep->ended_no_release,
                         rep->restore_not_ended,
@@ -85,6 +87,8 @@ void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json)
         fprintf(out, "  duplicate users       %" PRId64 "\n", rep->duplicate_users);
         fprintf(out, "  hash users not active %" PRId64 "\n", rep->users_not_active);
         fprintf(out, "  active not in hash    %" PRId64 "\n", rep->active_not_in_hash);
+        if (rep->users_wrong_home)
+                fprintf(out, "  users not in home     %" PRId64 "\n", rep->users_wrong_home);
         fprintf(out, "  undecided traces      %" PRId64 "\n", rep->undecided_traces);
         fprintf(out, "  pending rollbacks     %" PRId64 "\n", rep->pending_rollbacks);
         fprintf(out, "  trace entries         %" PRId64 "\n", rep->trace_entries);

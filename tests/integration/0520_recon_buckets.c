@@ -12,9 +12,16 @@
  * order (DESIGN.md 4, issue 12); and drift by direction: undersell rebuilt without --repair, a small oversell left and
  * reported, an oversell above --drift-threshold rebuilt (the decision and the report;
  * the stock a rebuild writes is the rebuild's tests'); the home step when the trace's bucket
- * is the home (issue 22: a has_order rollback racing a cancel or a close). */
+ * is the home (issue 22: a has_order rollback racing a cancel or a close); users hashes
+ * drift of a bucketed voucher reported, and repaired by --repair; a consumer commit during
+ * the drift check is no undersell (issue 22). */
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "sk_test.h"
 #include "sk/decide.h"
+#include "sk/keys.h"
+#include "sk/verify.h"
 #include "sk/snowflake.h"
 
 #define NB 4
@@ -466,6 +473,117 @@ START_TEST(home_step_in_home_bucket)
 }
 END_TEST
 
+/* Issue 22 defect 1 (invariant 3, DESIGN.md 9.3/14): the users hashes of a bucketed
+ * voucher drift: a stranger with no order holds an entry in its home bucket, a real
+ * buyer's entry is gone, another buyer's entry sits outside its home bucket. A plain
+ * pass reports users drift and rebuilds nothing; --repair rebuilds, and then verify
+ * finds the users hashes right. */
+START_TEST(users_drift_bucketed)
+{
+        const int64_t db[NB] = { 10, 10, 10, 10 };
+        int64_t vid = bucket_voucher(db, db);
+        int64_t us = sk_test_rand_id(), ts = old_id(10000);
+        int64_t u1 = sk_test_rand_id(), t1 = old_id(10000);
+        int64_t u2 = sk_test_rand_id(), t2 = old_id(10000);
+        int hs = sk_home_bucket(us, NB), h1 = sk_home_bucket(u1, NB), h2 = sk_home_bucket(u2, NB);
+        char vs[SK_ID_STRLEN], out[65536], errstr[512];
+        const char *plain[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *repair[] = { "--grace-seconds", "1", "--json", "--repair", "--voucher", vs,
+                                 NULL };
+        sk_verify_report_t vr;
+        int rc;
+
+        sk_id_format(vid, vs);
+        put_user(vid, hs, us, ts);                  /* a stranger: no order, no trace */
+        order_row(vid, h1, t1, u1, 1);              /* a buyer whose entry is gone */
+        order_row(vid, h2, t2, u2, 1);              /* a buyer outside its home */
+        put_user(vid, (h2 + 1) % NB, u2, t2);
+
+        rc = sk_test_reconcile(plain, NULL, out, sizeof(out));
+        ck_assert_int_eq(sk_test_report_field(out, vid, "usersDrift"), 1);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "rebuilt"), 0);
+        ck_assert_int_eq(rc, 2);
+        ck_assert(user_trace(vid, hs, us) == ts);   /* reported, not repaired */
+
+        rc = sk_test_reconcile(repair, NULL, out, sizeof(out));
+        ck_assert_int_eq(sk_test_report_field(out, vid, "rebuilt"), 1);
+        ck_assert_int_eq(rc, 1);
+        ck_assert_int_eq(has_user(vid, hs, us), 0);
+        ck_assert(user_trace(vid, h1, u1) == t1);
+        ck_assert(user_trace(vid, h2, u2) == t2);
+        ck_assert_int_eq(has_user(vid, (h2 + 1) % NB, u2), 0);
+        ck_assert_msg(sk_verify_voucher_conn(sk_test_fx.db, sk_test_fx.r, sk_test_fx.conf.redis_prefix,
+                                             vid, 3, &vr, errstr, sizeof(errstr)) == SK_OK, "%s",
+                      errstr);
+        ck_assert_int_eq(vr.inv3_users_ok, 1);
+        ck_assert_int_eq(vr.users_wrong_home, 0);
+
+        /* The next plain pass finds nothing. */
+        rc = sk_test_reconcile(plain, NULL, out, sizeof(out));
+        ck_assert_int_eq(sk_test_report_field(out, vid, "usersDrift"), 0);
+        ck_assert_int_eq(rc, 0);
+}
+END_TEST
+
+/* Child of the test: @p delay_ms later, commit what a consumer commits for T (user
+ * @p u, order @p o, bucket 0): the bucket's stock decrement, the order and the CREATED
+ * outcome, in one transaction; then exit. */
+static void consumer_commit_later(int64_t vid, int64_t t, int64_t u, int64_t o, int delay_ms)
+{
+        char sql[512], errstr[512];
+        sk_db_t *db;
+        int ok;
+
+        usleep((useconds_t)delay_ms * 1000);
+        if (!(db = sk_db_connect(&sk_test_fx.conf.mysql, 0, 5, errstr, sizeof(errstr))))
+                _exit(3);
+        ok = sk_db_begin(db, errstr, sizeof(errstr)) == SK_OK;
+        snprintf(sql, sizeof(sql), "UPDATE tb_seckill_stock SET stock = stock - 1 WHERE voucher_id = %"
+                 PRId64 " AND bucket = 0", vid);
+        ok = ok && sk_db_exec(db, sql, errstr, sizeof(errstr)) == SK_OK;
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id,"
+                 " bucket, status) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", 0, 1)",
+                 o, u, vid, t);
+        ok = ok && sk_db_exec(db, sql, errstr, sizeof(errstr)) == SK_OK;
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id,"
+                 " voucher_id, bucket, outcome) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %"
+                 PRId64 ", 0, 1)", t, o, u, vid);
+        ok = ok && sk_db_exec(db, sql, errstr, sizeof(errstr)) == SK_OK;
+        ok = ok && sk_db_commit(db, errstr, sizeof(errstr)) == SK_OK;
+        sk_db_close(db);
+        _exit(ok ? 0 : 4);
+}
+
+/* Issue 22 defect 3: a consumer commits T's order while the drift check of bucket 0 is
+ * between its Redis scan and its DB reads (failpoint reconciler.drift_before_db holds
+ * it). Redis 9 = DB 10 - 1 held before, Redis 9 = DB 9 after: no drift either way, so
+ * no undersell, no rebuild (the stock and the outcomes used to be read apart). */
+START_TEST(drift_reads_one_snapshot)
+{
+        const int64_t db[NB] = { 10, 10, 10, 10 }, redis[NB] = { 9, 10, 10, 10 };
+        int64_t vid = bucket_voucher(db, redis), u = sk_test_rand_id(), t = old_id(0);
+        int64_t o = sk_test_rand_id();
+        char vs[SK_ID_STRLEN], out[65536];
+        const char *args[] = { "--grace-seconds", "60", "--json", "--voucher", vs, NULL };
+        pid_t pid;
+        int rc, status = -1;
+
+        sk_id_format(vid, vs);
+        put_deduct(vid, 0, sk_home_bucket(u, NB), t, u, o);
+        put_user(vid, sk_home_bucket(u, NB), u, t);
+        ck_assert_int_ge(pid = fork(), 0);
+        if (pid == 0)
+                consumer_commit_later(vid, t, u, o, 300);
+        rc = sk_test_reconcile(args, "reconciler.drift_before_db=1*sleep(1500)", out, sizeof(out));
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_int_eq(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "stockDrift"), 0);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "rebuilt"), 0);
+        ck_assert_int_eq(rc, 0);
+        ck_assert_int_eq(stock_of(vid, 0), 9);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("0520_recon_buckets");
@@ -477,6 +595,8 @@ int main(void)
                                                                   .lock_wait_s = 5 });
         tcase_set_timeout(tc, 280);
         tcase_add_test(tc, drift_by_direction); /* first: nothing in the topic yet */
+        tcase_add_test(tc, users_drift_bucketed); /* rebuilds too: before any re-drive */
+        tcase_add_test(tc, drift_reads_one_snapshot);
         tcase_add_test(tc, repairs_across_buckets);
         tcase_add_test(tc, has_order_repoints_home);
         tcase_add_test(tc, home_step_in_home_bucket);

@@ -8,7 +8,8 @@
  * no RESTORE T:r and no CREATED outcome), and the users hash must equal the DB's
  * active buyers + the users of those DEDUCTs. After quiescence and a reconciler pass
  * nothing is held, and this is exactly DESIGN.md 9's "Redis stock = DB stock and the
- * users hash = the users with active orders".
+ * users hash = the users with active orders". For a bucketed voucher the users hashes
+ * are compared together, and an entry outside its user's home bucket is drift too.
  *
  * Consistency of the figures: the Redis side is read under WATCH (stock, users, trace)
  * and retried while it changes (redis_stable = 0 after the retries: traffic is flowing
@@ -48,6 +49,8 @@ typedef struct sk_verify_report {
         int64_t users_in_hash;      /* HLEN users */
         int64_t users_not_active;   /* in the hash, neither an active buyer nor held by an undecided DEDUCT */
         int64_t active_not_in_hash; /* active buyers missing from the hash */
+        int64_t users_wrong_home;   /* users entries in a bucket that is not their home
+                                       bucket (DESIGN.md 4, 9 invariant 3) */
         int64_t undecided_traces;   /* DEDUCTs (T, no T:r) without any outcome */
         int64_t pending_rollbacks;  /* DEDUCTs (T, no T:r) with a FAILED outcome */
         int64_t held_qty;           /* units held in Redis by the two kinds above */
