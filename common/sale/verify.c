@@ -27,6 +27,7 @@ typedef struct snap {
         int meta_status;
         sk_i64vec_t users;      /* user ids in the users hash, sorted unique */
         int64_t wrong_home;     /* users entries in a bucket that is not their home */
+        int64_t bstock[SK_BUCKETS_MAX]; /* each bucket's stock, -1 missing or not read */
         sk_traceset_t set;
         int stable;
 } snap_t;
@@ -181,6 +182,9 @@ static sk_err_t redis_snapshot(sk_redis_t *r, const char *prefix, int64_t vouche
         if ((err = snapshot_bucket(r, prefix, voucher_id, 0, max_tries, s, errstr, errstr_size)) != SK_OK)
                 return err;
         s->wrong_home = wrong_home(s, 0, nb);
+        for (b = 0; b < SK_BUCKETS_MAX; b++)
+                s->bstock[b] = -1;
+        s->bstock[0] = s->stock_missing ? -1 : s->stock;
         for (b = 1; b < nb; b++) {
                 snap_t t = { 0 };
 
@@ -189,6 +193,7 @@ static sk_err_t redis_snapshot(sk_redis_t *r, const char *prefix, int64_t vouche
                         snap_free(&t);
                         return err;
                 }
+                s->bstock[b] = t.stock_missing ? -1 : t.stock;
                 s->stock_missing |= t.stock_missing;
                 s->stock = s->stock_missing ? -1 : s->stock + t.stock;
                 if (s->meta_status == 1 && t.meta_status != 1)
@@ -545,6 +550,8 @@ static int redis_side(sk_verify_report_t *rep, const snap_t *s, const dbrows_t *
         if (rep->bucket_init_sum != rep->init_stock)
                 rep->inv1_buckets_ok = 0;
         rep->redis_stock = s->stock;
+        for (i = 0; i < SK_BUCKETS_MAX; i++)
+                rep->redis_bucket_stock[i] = s->bstock[i];
         rep->redis_stock_missing = s->stock_missing;
         rep->meta_status = s->meta_status;
         rep->active_orders = d->active;
@@ -598,8 +605,17 @@ static void verdicts(sk_verify_report_t *rep, const snap_t *s, size_t nexpected)
         rep->active_le_init_ok = rep->active_orders <= rep->init_stock;
         rep->inv4_ok = rep->ended_no_restore == 0 && rep->restore_not_ended == 0;
         rep->inv6_ok = rep->paid_and_ended == 0;
-        rep->ok = rep->inv1_ok && rep->inv2_ok && rep->inv3_ok && rep->active_le_init_ok &&
-                  rep->inv4_ok && rep->inv6_ok;
+        rep->live_ok = rep->inv1_ok && rep->inv2_ok && rep->active_le_init_ok &&
+                       rep->inv4_ok && rep->inv6_ok;
+        rep->ok = rep->live_ok && rep->inv3_ok;
+        /* Quiesced (DESIGN.md 9.3): nothing in flight, each bucket's Redis stock = its DB
+         * stock, the users hashes = the active buyers, each in their home bucket. */
+        rep->inv3_quiesced_ok = rep->inv3_ok && rep->held_qty == 0 &&
+                                rep->undecided_traces == 0 && rep->pending_rollbacks == 0 &&
+                                rep->late_orders == 0;
+        for (int b = 0; b < rep->buckets && b < SK_BUCKETS_MAX; b++)
+                if (rep->redis_bucket_stock[b] != rep->bucket_stock[b])
+                        rep->inv3_quiesced_ok = 0;
 }
 
 sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,

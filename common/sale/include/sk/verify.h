@@ -41,6 +41,7 @@ typedef struct sk_verify_report {
         int inv1_buckets_ok;        /* per bucket init - stock = active of b, one row per
                                        bucket 0..N-1, and Σ bucket init = init_stock */
         int64_t redis_stock;        /* GET stock; -1 when the key is missing */
+        int64_t redis_bucket_stock[SK_BUCKETS_MAX]; /* each bucket's, -1 missing */
         int redis_stock_missing;    /* 1 when the stock key does not exist */
         int meta_status;            /* Redis meta status, 0 when missing */
         int64_t active_orders;      /* active orders: UNPAID or PAID (status 1, 2) */
@@ -76,7 +77,13 @@ typedef struct sk_verify_report {
                                        its unit back in the DB stock is invariant 1 (active
                                        counts UNPAID + PAID only) */
         int inv6_ok;                /* paid_and_ended = 0 */
-        int ok;                     /* all four hold */
+        int live_ok;                /* 1, 2, active <= init, 4, 6: what `verify` judges
+                                       on a live sale (DESIGN.md 9) */
+        int inv3_quiesced_ok;       /* 3 as `verify --quiesced` judges it (DESIGN.md 9.3):
+                                       inv3_ok, nothing held or late, and each bucket's
+                                       Redis stock = its DB stock */
+        int ok;                     /* live_ok and inv3_ok (in-flight purchases
+                                       accounted for) */
 } sk_verify_report_t;
 
 /** @brief Verify voucher @p voucher_id with fresh connections made from @p conf (DB
@@ -95,5 +102,11 @@ sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
 
 /** @brief Print @p rep to @p out: a human block (one figure per line, then PASS/FAIL of
  *  each invariant) or, when @p json is non-zero, one JSON object on one line (ids as
- *  strings, figures as integers, invariants as booleans). */
-void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json);
+ *  strings, figures as integers, invariants as booleans). @p quiesced: invariant 3 is
+ *  judged as sk_verify_passed(rep, 1) does; 0: it is shown as not judged. */
+void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json, int quiesced);
+
+/** @brief The verdict of `seckill-admin verify` (DESIGN.md 9): invariants 1, 2, active
+ *  <= init, 4 and 6 on the live state, and with @p quiesced also invariant 3 in its
+ *  quiesced form (rep->inv3_quiesced_ok). @returns 1 when they hold. Pure. */
+int sk_verify_passed(const sk_verify_report_t *rep, int quiesced);
