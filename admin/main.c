@@ -1,5 +1,6 @@
 /* seckill-admin: operator commands against the database and Redis (DESIGN.md 2):
  *   db migrate                                   apply ddl/ migrations
+ *   db grants --app USER --admin USER [--host H] print the least-privilege GRANTs
  *   voucher create --stock N [--buckets B] --begin T --end T [--status S] [--preheat]
  *   voucher add-stock ID --stock K --request-id R [--wait-ms MS]
  *   voucher preheat ID [--rebuild-from-db] [--wait-ms MS]
@@ -35,7 +36,22 @@ static const cmd_help_t CMDS[] = {
           "Usage: " PROG " db migrate [common options]\n"
           "Create the database if missing and apply the ddl/ migrations not yet recorded in\n"
           "schema_migrations (serialized by GET_LOCK, safe to run twice or concurrently).\n"
-          "Prints: applied N migration(s). Exit 0 ok, 1 failure.\n", "" },
+          "Prints: applied N migration(s). Exit 0 ok, 1 failure.\n"
+          "Run it as the admin user of `db grants` (or the database's root on a test stack).\n", "" },
+        { "db", "grants", "print the GRANT statements of the least-privilege users",
+          "Usage: " PROG " db grants --app USER --admin USER [--host H]\n"
+          "Print, for the database of SECKILL_MYSQL_URL, the GRANT statements of the two\n"
+          "users of DESIGN.md 17 (either may be left out): the admin user (--admin, for\n"
+          "`db migrate`) may create the database and change its schema; the app user (--app,\n"
+          "every binary at run time and every other command) may SELECT, INSERT and UPDATE\n"
+          "the rows of each table of the migrations, nothing else. USER is 1..32 chars of\n"
+          "[A-Za-z0-9_.-]; H (default %) the host part of the accounts. Connects to nothing.\n"
+          "Create the users (CREATE USER ... IDENTIFIED BY ...), then, as the DB's root:\n"
+          "  " PROG " db grants --admin seckill_admin | mysql\n"
+          "  SECKILL_MYSQL_URL=mysql://seckill_admin:...@host/db " PROG " db migrate\n"
+          "  " PROG " db grants --app seckill_app | mysql     # table grants need the tables\n"
+          "Again after an upgrade whose migrations add a table. Exit 0 ok, 2 bad arguments.\n",
+          " app admin host " },
         { "voucher", "create", "insert a voucher and its stock buckets (optionally preheat)",
           "Usage: " PROG " voucher create --stock N [--buckets B] --begin T --end T [--status S] [--preheat]\n"
           "Insert a voucher (init_stock = stock = N, 1..1000000000) with a fresh snowflake id,\n"
@@ -170,8 +186,9 @@ static int check_flags(const cmd_help_t *cmd, const sk_admin_opts_t *o)
         static const struct { const char *name; } names[] = {
                 { "stock" }, { "begin" }, { "end" }, { "status" }, { "preheat" },
                 { "rebuild-from-db" }, { "json" }, { "wait-ms" }, { "buckets" }, { "request-id" },
+                { "app" }, { "admin" }, { "host" },
         };
-        int given[10];
+        int given[13];
         char pat[40];
 
         given[0] = o->stock != -1;
@@ -184,7 +201,10 @@ static int check_flags(const cmd_help_t *cmd, const sk_admin_opts_t *o)
         given[7] = o->wait_ms != 0;
         given[8] = o->buckets != 0;
         given[9] = o->request_id[0] != '\0';
-        for (size_t i = 0; i < 10; i++) {
+        given[10] = o->app[0] != '\0';
+        given[11] = o->admin[0] != '\0';
+        given[12] = o->host[0] != '\0';
+        for (size_t i = 0; i < sizeof(given) / sizeof(given[0]); i++) {
                 snprintf(pat, sizeof(pat), " %s ", names[i].name);
                 if (given[i] && !strstr(cmd->allowed, pat)) {
                         fprintf(stderr, PROG ": option --%s does not apply to `%s%s%s` "
@@ -227,6 +247,10 @@ int main(int argc, char **argv)
                   "voucher create: stock buckets 1..16 (default 1, DESIGN.md 14)" },
                 { "request-id", NULL, SK_OPT_STR, o.request_id, sizeof(o.request_id), 0, 0,
                   "voucher add-stock: idempotency key of the change (1..64 chars)" },
+                { "app", NULL, SK_OPT_STR, o.app, sizeof(o.app), 0, 0, "db grants: the app user" },
+                { "admin", NULL, SK_OPT_STR, o.admin, sizeof(o.admin), 0, 0, "db grants: the admin user" },
+                { "host", NULL, SK_OPT_STR, o.host, sizeof(o.host), 0, 0,
+                  "db grants: host part of both accounts (default %)" },
         };
 
         if (sk_admin_degrade_wants(argc, argv))
@@ -249,14 +273,15 @@ int main(int argc, char **argv)
                 return usage_error("missing command: db migrate, voucher ..., verify%s", NULL);
 
         if (strcmp(pos[0], "db") == 0) {
-                if (npos < 2 || strcmp(pos[1], "migrate") != 0)
-                        return usage_error("unknown db command \"%s\" (db migrate)",
+                int grants = npos >= 2 && strcmp(pos[1], "grants") == 0;
+                if (npos < 2 || (!grants && strcmp(pos[1], "migrate") != 0))
+                        return usage_error("unknown db command \"%s\" (db migrate|grants)",
                                            npos < 2 ? "" : pos[1]);
                 if (npos > 2)
                         return usage_error("unexpected argument \"%s\"", pos[2]);
-                if (check_flags(&CMDS[0], &o))
+                if (check_flags(&CMDS[grants ? 1 : 0], &o))
                         return 2;
-                return sk_admin_db_migrate(&conf);
+                return grants ? sk_admin_db_grants(&conf, &o) : sk_admin_db_migrate(&conf);
         }
         /* Every other command talks to Redis (DESIGN.md 4: >= 7.0, noeviction). */
         if (sk_redis_startup_check(&conf.redis, PROG) != 0)

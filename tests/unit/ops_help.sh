@@ -51,13 +51,13 @@ echo "== seckill-admin"
 expect seckill-admin "--redis-url --mysql-url --worker-id --group-id" \
         "$FRONT_ONLY $CONSUMER_ONLY --pay-timeout-s --partitions"
 out=$(run "$BIN/seckill-admin" --help)
-for c in "db migrate" "voucher create" "voucher preheat" "voucher show" "voucher add-stock" \
+for c in "db migrate" "db grants" "voucher create" "voucher preheat" "voucher show" "voucher add-stock" \
          "voucher set-status" "verify VOUCHER_ID" "degrade status"; do
         grep -qF -- "  $c" <<<"$out" || bad "seckill-admin --help does not list the command '$c'"
 done
 
 echo "== seckill-admin COMMAND --help"
-for c in "db" "db migrate" "voucher" "voucher create" "voucher preheat" "voucher show" \
+for c in "db" "db migrate" "db grants" "voucher" "voucher create" "voucher preheat" "voucher show" \
          "voucher add-stock" "voucher set-status" "verify" "degrade"; do
         rc=0
         # shellcheck disable=SC2086  # the words of the command
