@@ -14,12 +14,8 @@
 . "$(dirname "$0")/../faults/lib.sh"
 ft_init db_grants
 
-APP="skg_app_$$" ADM="skg_adm_$$"
-APW=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n') ADPW=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
-drop_users() { ft_sql_root "DROP USER IF EXISTS '$APP'@'%', '$ADM'@'%'" >/dev/null 2>&1; }
-FT_CLEANUP_HOOKS+=(drop_users)
-ROOT_URL=$SECKILL_MYSQL_URL
-URL_OF() { printf 'mysql://%s:%s@%s:%s/%s' "$1" "$2" "$FT_MYSQL_HOST" "$FT_MYSQL_PORT" "$FT_DB"; }
+ft_least_privilege
+APP=$FT_APP APW=$FT_APP_PW ADM=$FT_ADM ADPW=$FT_ADM_PW
 # as USER PASSWORD SQL: one statement through the mysql client as that user; stderr kept.
 as() { mysql --no-defaults -u"$1" -p"$2" -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" --protocol=TCP -N -B "$FT_DB" \
         -e "$3" 2>&1; }
@@ -35,28 +31,15 @@ denied() {
         fi
 }
 
-ft_sql_root "CREATE USER '$APP'@'%' IDENTIFIED BY '$APW'; CREATE USER '$ADM'@'%' IDENTIFIED BY '$ADPW'" ||
-        ft_die "CREATE USER"
-"$FT_BIN/seckill-admin" db grants --admin "$ADM" >"$FT_WORK/grants-admin.sql" || ft_die "db grants --admin"
-ft_sql_root "$(cat "$FT_WORK/grants-admin.sql")" || ft_die "applying $(cat "$FT_WORK/grants-admin.sql")"
-
-# The admin user builds the schema from nothing.
-ft_sql_root "DROP DATABASE \`$FT_DB\`"
-export SECKILL_MYSQL_URL
-SECKILL_MYSQL_URL=$(URL_OF "$ADM" "$ADPW")
-out=$("$FT_BIN/seckill-admin" db migrate 2>&1)
-ft_eq "$(grep -c '^applied [1-9][0-9]* migration(s)$' <<<"$out")" 1 "db migrate as the admin user from an empty server ($out)"
-ft_eq "$("$FT_BIN/seckill-admin" db migrate 2>&1)" "applied 0 migration(s)" "second migrate as the admin user"
+ft_ok "db migrate as the admin user from an empty server: $(cat "$FT_WORK/migrate-admin.log")"
+ft_eq "$(SECKILL_MYSQL_URL=$FT_ADM_URL "$FT_BIN/seckill-admin" db migrate 2>&1)" "applied 0 migration(s)" \
+        "second migrate as the admin user"
 NTB=$(cat "$FT_SRC"/ddl/*.sql | grep -c '^CREATE TABLE IF NOT EXISTS tb_')
 ft_eq "$(ft_sql "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '$FT_DB' AND table_name LIKE 'tb\\_%'")" \
         "$NTB" "every tb_ table of ddl/ ($NTB)"
-
-"$FT_BIN/seckill-admin" db grants --app "$APP" >"$FT_WORK/grants-app.sql" || ft_die "db grants --app"
 ft_eq "$(grep -c '^GRANT SELECT, INSERT, UPDATE ON ' "$FT_WORK/grants-app.sql")" "$NTB" "one app grant per table"
-ft_sql_root "$(cat "$FT_WORK/grants-app.sql")" || ft_die "applying the app grants"
 
 # A small sale, every binary as the app user.
-SECKILL_MYSQL_URL=$(URL_OF "$APP" "$APW")
 ft_front f
 ft_consumer c
 V=$(ft_voucher 20)
@@ -81,5 +64,4 @@ denied "$ADM" "$ADPW" "GRANT SELECT ON \`$FT_DB\`.* TO '$APP'@'%'" "admin: GRANT
 LOOKALIKE=$(sed 's/_/x/' <<<"$FT_DB")
 denied "$ADM" "$ADPW" "CREATE DATABASE \`$LOOKALIKE\`" "admin: CREATE DATABASE $LOOKALIKE ('_' is no wildcard)"
 ft_sql_root "DROP DATABASE IF EXISTS \`$LOOKALIKE\`" >/dev/null 2>&1
-SECKILL_MYSQL_URL=$ROOT_URL
 ft_finish
