@@ -17,9 +17,12 @@
  *                               SECKILL_BREAKER_HEALTHY_MS while the voucher is in db
  *                               (since + that long, DB clock), under SELECT ... FOR UPDATE
  *                               (waits out the DB-only purchases in flight);
- *        rebuilding -> redis    after sk_rebuild_voucher succeeded (breaker closed);
- *                               a failed rebuild stays in rebuilding and is retried
- *                               next second (by this or any front).
+ *        rebuilding -> redis    after sk_rebuild_voucher succeeded (breaker closed),
+ *                               on the rebuild worker's thread (degrade_rebuild.c),
+ *                               never this one: a rebuild waiting to settle must not
+ *                               stop the other rows being re-read; a failed rebuild
+ *                               stays in rebuilding and is queued again next second
+ *                               (by this or any front).
  * Every move is logged once (event degrade_state).
  *
  * Breaker episodes. DESIGN.md 12 moves a voucher to draining when a front's breaker
@@ -41,13 +44,13 @@
 
 #include "breaker.h"
 #include "degrade.h"
+#include "degrade_rebuild.h"
 #include "front.h"
 #include "health.h"
 #include "sk/clock.h"
 #include "sk/db.h"
 #include "sk/dswitch.h"
 #include "sk/log.h"
-#include "sk/rebuild.h"
 #include "sk/vkafka.h"
 
 #define DEGRADE_READ_MS 1000            /* DESIGN.md 12: every front reads every second */
@@ -217,7 +220,7 @@ static void drain_drop(drain_t *d)
         d->vk = NULL;
 }
 
-static void moved_log(const sk_dsw_row_t *row, int to, const char *why)
+void fr_degrade_log_move(const sk_dsw_row_t *row, int to, const char *why)
 {
         SK_LOG(to == SK_DSW_REDIS ? SK_INFO : SK_WARN, "degrade_state",
                "voucher_id=%" PRId64 " from=%s to=%s epoch=%" PRId64 " mode=%s why=%s",
@@ -237,7 +240,7 @@ static void move(sk_dsw_row_t *row, int to, const char *why)
                 return;
         }
         if (moved) {
-                moved_log(row, to, why);
+                fr_degrade_log_move(row, to, why);
                 row->state = to;
                 row->epoch++;
         }
@@ -284,28 +287,6 @@ static int redis_healthy(void)
         return ok && server && fr_breaker_healthy();
 }
 
-/* rebuilding -> redis after a successful rebuild (Redis reachable). */
-static void step_rebuilding(sk_dsw_row_t *row)
-{
-        sk_rebuild_report_t rep;
-        char errstr[512];
-        sk_err_t err;
-
-        if (!fr_breaker_allow())
-                return;
-        memset(&rep, 0, sizeof(rep));
-        err = sk_rebuild_voucher(&g_fr.conf, row->voucher_id, 0, &rep, errstr, sizeof(errstr));
-        if (err != SK_OK) {
-                SK_LOG(SK_WARN, "degrade_rebuild_failed",
-                       "voucher_id=%" PRId64 " err=%s reason=\"%s\" detail=\"%s\"", row->voucher_id,
-                       sk_err2str(err), errstr, rep.detail);
-                return;
-        }
-        SK_LOG(SK_INFO, "degrade_rebuilt", "voucher_id=%" PRId64 " stock=%" PRId64 " users=%" PRId64,
-               row->voucher_id, rep.stock, rep.users);
-        move(row, SK_DSW_REDIS, "rebuilt");
-}
-
 static void step(sk_dsw_row_t *row)
 {
         int64_t drain_wait_ms = 2 * (int64_t)g_fr.conf.kafka_delivery_timeout_ms + 1000 +
@@ -334,13 +315,13 @@ static void step(sk_dsw_row_t *row)
                 }
                 if (!moved)
                         break;
-                moved_log(row, SK_DSW_REBUILDING, "redis_healthy");
+                fr_degrade_log_move(row, SK_DSW_REBUILDING, "redis_healthy");
                 row->state = SK_DSW_REBUILDING;
                 row->epoch = ep;
-                step_rebuilding(row);
+                fr_rebuild_request(row); /* never on this thread (issue 22) */
                 break;
         case SK_DSW_REDIS:
-                step_rebuilding(row);
+                fr_rebuild_request(row);
                 break;
         default:
                 break;
@@ -423,6 +404,8 @@ int fr_degrade_start(void)
         if (read_rows(&rows, &n) == 0)
                 publish(rows, n);
         atomic_store(&stop, 0);
+        if (fr_rebuild_start() != 0)
+                return -1;
         return pthread_create(&t_follow, NULL, follow_main, NULL) == 0 ? 0 : -1;
 }
 
@@ -432,6 +415,7 @@ void fr_degrade_stop(void)
 
         atomic_store(&stop, 1);
         pthread_join(t_follow, NULL);
+        fr_rebuild_stop();
         for (i = 0; i < MAX_DRAINS; i++)
                 if (drains[i].vk)
                         drain_drop(&drains[i]);
