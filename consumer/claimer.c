@@ -61,11 +61,7 @@ static void mark(cmsg_t **g, const int *which, const int *fenced, int cnt)
         }
 }
 
-/* DESIGN.md 12, consumers during an outage: 1 if voucher @p voucher_id is in state
- * draining or db (no front writes Redis for it), so a consumer that cannot reach Redis
- * commits without claim.lua and leaves the Redis side to the reconciler and the
- * recovery rebuild. 0 in state redis or rebuilding, or when the row cannot be read. */
-static int redis_skippable(worker_t *w, int64_t voucher_id)
+int cons_voucher_degraded(worker_t *w, int64_t voucher_id)
 {
         char errstr[256];
         sk_dsw_row_t row;
@@ -104,7 +100,7 @@ static sk_err_t claim_chunk(worker_t *w, cmsg_t **g, int n)
                 return SK_OK;
         }
         if (!(r = cons_worker_redis(w))) {
-                err = redis_skippable(w, g[0]->msg.voucher_id) ? SK_OK : SK_EAGAIN;
+                err = cons_voucher_degraded(w, g[0]->msg.voucher_id) ? SK_OK : SK_EAGAIN;
                 if (err == SK_OK)
                         skip_claim(w, g, which, cnt);
                 free(which);
@@ -118,7 +114,7 @@ static sk_err_t claim_chunk(worker_t *w, cmsg_t **g, int n)
                 err = sk_claim_parse_consume(reply, cnt, w->claimer.fenced, errstr, sizeof(errstr));
         if (err == SK_OK) {
                 mark(g, which, w->claimer.fenced, cnt);
-        } else if (err != SK_EINVAL && redis_skippable(w, g[0]->msg.voucher_id)) {
+        } else if (err != SK_EINVAL && cons_voucher_degraded(w, g[0]->msg.voucher_id)) {
                 skip_claim(w, g, which, cnt);
                 err = SK_OK;
         } else

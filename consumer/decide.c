@@ -62,6 +62,19 @@ static void decider_backoff(void *arg, int attempt)
         cons_flow_backoff(arg, attempt - 1);
 }
 
+/* DESIGN.md 12, consumers during an outage: in state draining or db the rollbacks of
+ * FAILED outcomes are left to the reconciler and the recovery rebuild after one failed
+ * attempt, not retried with backoff (that slowed the drain, issue 22). */
+static int decider_give_up(void *arg, int64_t voucher_id)
+{
+        worker_t *w = arg;
+
+        if (!cons_voucher_degraded(w, voucher_id))
+                return 0;
+        SK_LOG(SK_WARN, "rollback_left_degraded", "worker=%d voucher=%" PRId64, w->idx, voucher_id);
+        return 1;
+}
+
 static void decider_init(worker_t *w, sk_decider_t *d)
 {
         memset(d, 0, sizeof(*d));
@@ -76,6 +89,7 @@ static void decider_init(worker_t *w, sk_decider_t *d)
         d->redis_failed = decider_redis_failed;
         d->db_failed = decider_db_failed;
         d->backoff = decider_backoff;
+        d->give_up = decider_give_up;
         d->arg = w;
 }
 

@@ -133,6 +133,12 @@ void cons_claimer_close(worker_t *w);
  *  next group's prefetch (set by cons_claim_set_next). Marks claimed / fenced.
  *  @returns SK_OK, or SK_EAGAIN (Redis error: back off and retry; nothing decided). */
 sk_err_t cons_claim_group(worker_t *w, cmsg_t **g, int n);
+/** @brief DESIGN.md 12, consumers during an outage: 1 if voucher @p voucher_id is in
+ *  state draining or db (no front writes Redis for it: a consumer that cannot reach
+ *  Redis commits without claim.lua and leaves the Redis rollbacks to the reconciler and
+ *  the recovery rebuild); 0 in state redis or rebuilding, or when the switch row cannot
+ *  be read (one SELECT on the worker's DB connection). */
+int cons_voucher_degraded(worker_t *w, int64_t voucher_id);
 /** @brief The group to prefetch when the current one starts (NULL: none). */
 void cons_claim_set_next(worker_t *w, cmsg_t **g, int n);
 /** @brief Read and drop any in-flight prefetch (nothing stays in flight across batches). */

@@ -188,6 +188,8 @@ sk_err_t sk_decide_rollback(const sk_decider_t *d, const sk_order_msg_t *msg,
                 err = rollback_once(d, msg, reason, clamp, res, clamp_to, errstr, errstr_size);
                 if (err == SK_OK || err == SK_ESTOP || err == SK_EINVAL)
                         return err;
+                if (d->give_up && d->give_up(d->arg, msg->voucher_id))
+                        break;
         }
         *clamp_to = -1;
         return err;

@@ -3,7 +3,8 @@
  * transaction (DESIGN.md 7), so while Redis is down the worker pauses, keeps polling
  * and retries; nothing is decided. A restarted Redis (empty: no scripts, no data)
  * answers NOSCRIPT, the consumer loads the scripts and applies the order. A SCRIPT
- * FLUSH mid-stream is handled the same way. */
+ * FLUSH mid-stream is handled the same way. A voucher in state db (DESIGN.md 12): its
+ * FAILED rollbacks are left to the reconciler after one attempt while Redis is down. */
 #include "sk_test.h"
 
 #define WAIT_S 60
@@ -91,6 +92,56 @@ START_TEST(redis_down_then_back)
 }
 END_TEST
 
+/* Issue 22 defect 7 (DESIGN.md 12, consumers during an outage): a voucher in state db,
+ * Redis down for the consumer, three purchases of a buyer who already holds an order:
+ * each is decided FAILED has_order at once, and its rollback.lua, which cannot run, is
+ * left to the reconciler after one failed attempt (it used to be retried 8 times with
+ * backoff, holding the partition back while the voucher drained). */
+START_TEST(degraded_rollbacks_left_to_reconciler)
+{
+        int64_t vid = sk_test_rand_id(), uid = sk_test_rand_id();
+        char log[256], sql[256], json[SK_MSG_MAX];
+        sk_order_msg_t m[3];
+        pid_t pid;
+        int i, status;
+
+        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 4, .stock = 4,
+                                              .status = 1, .db_status = 1 });
+        sk_test_exec("INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status)"
+                     " VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", 1)",
+                     sk_test_rand_id(), uid, vid, sk_test_rand_id());
+        sk_test_exec("INSERT INTO tb_seckill_switch (scope, mode, state, epoch, updated_by)"
+                     " VALUES (%" PRId64 ", NULL, 'db', 3, 'test 0304')"
+                     " ON DUPLICATE KEY UPDATE state = 'db', epoch = 3", vid);
+        snprintf(log, sizeof(log), "%s/consumer_0304_degraded_%d.log",
+                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
+        unlink(log);
+        stop_redis();
+        pid = sk_test_consumer_start(&(sk_test_spawn_t){ .log_path = log }, 1);
+        for (i = 0; i < 3; i++) {
+                m[i] = (sk_order_msg_t){ sk_test_rand_id(), sk_test_rand_id(), uid, vid, 4, 1, 3,
+                                         sk_now_ms() - 1000, 0, 0 };
+                sk_msg_format(&m[i], json, sizeof(json));
+                sk_test_produce(vid, json);
+        }
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64
+                 " AND outcome = 2 AND reason = 'has_order'", vid);
+        ck_assert_int_eq(sk_test_wait_i64(WAIT_S, 3, sql), 3);
+        snprintf(sql, sizeof(sql), "rollback_left_degraded worker=0 voucher=%" PRId64, vid);
+        {
+                int64_t until = sk_mono_ms() + 10000;
+                while (!sk_test_file_count(log, sql) && sk_mono_ms() < until)
+                        sk_sleep_ms(100, NULL);
+        }
+        ck_assert_int_eq(sk_test_file_count(log, sql), 3);
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, vid), 1);
+        status = sk_test_stop(pid, 30);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "stop status %d", status);
+        g_redis = start_redis();
+        reconnect_test_redis();
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("consumer_redis_down");
@@ -107,6 +158,7 @@ int main(void)
         sk_test_fix_setup("cons_redis", &(sk_test_fix_opts_t){ .partitions = 1 });
         tcase_set_timeout(tc, 200);
         tcase_add_test(tc, redis_down_then_back);
+        tcase_add_test(tc, degraded_rollbacks_left_to_reconciler);
         suite_add_tcase(s, tc);
         rc = sk_test_run_nofork(s);
         sk_test_fix_teardown();

@@ -539,21 +539,6 @@ START_TEST(two_fronts_one_frozen)
 }
 END_TEST
 
-/* 1 when file @p path contains @p needle (read whole; a missing file is 0). */
-static int log_has(const char *path, const char *needle)
-{
-        static char buf[1 << 20];
-        FILE *f = fopen(path, "r");
-        size_t n;
-
-        if (!f)
-                return 0;
-        n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        return strstr(buf, needle) != NULL;
-}
-
 /* Issue 22 defect 5: a voucher V1 whose recovery rebuild cannot settle (an undecided
  * DEDUCT with no message and no outcome: each try waits 2 x delivery timeout, then
  * fails) must not stop the front re-reading the other rows: the operator's `degrade
@@ -583,7 +568,7 @@ START_TEST(rebuild_does_not_block_follower)
                      " since = NOW(3) WHERE scope = %" PRId64, v1);
         snprintf(needle, sizeof(needle), "degrade_rebuild_failed voucher_id=%" PRId64, v1);
         until = sk_mono_ms() + 30000;
-        while (!log_has(sl.log, needle)) {
+        while (!sk_test_file_count(sl.log, needle)) {
                 ck_assert_msg(sk_mono_ms() < until, "no failed rebuild of V1 (log %s)", sl.log);
                 sk_sleep_ms(100, NULL);
         }

@@ -207,6 +207,27 @@ void sk_test_reap_all(void)
         }
 }
 
+int sk_test_file_count(const char *path, const char *needle)
+{
+        enum { CAP = 4 << 20 };
+        char *buf = malloc(CAP);
+        FILE *f = fopen(path, "r");
+        const char *p;
+        size_t n = 0;
+        int count = 0;
+
+        ck_assert_ptr_nonnull(buf);
+        if (f) {
+                n = fread(buf, 1, CAP - 1, f);
+                fclose(f);
+        }
+        buf[n] = '\0';
+        for (p = buf; *needle && (p = strstr(p, needle)); p += strlen(needle))
+                count++;
+        free(buf);
+        return count;
+}
+
 void sk_test_read_all(int fd, char *buf, size_t size, int timeout_s)
 {
         int64_t deadline = sk_mono_ms() + (int64_t)timeout_s * 1000;

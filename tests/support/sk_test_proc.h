@@ -44,6 +44,9 @@ void sk_test_reap_all(void);
 /** @brief Read @p fd into @p buf (NUL-terminated, @p size bytes) until EOF or
  *  @p timeout_s (s); closes @p fd. */
 void sk_test_read_all(int fd, char *buf, size_t size, int timeout_s);
+/** @brief How many times @p needle occurs in the file @p path (a service's log, read
+ *  whole, up to 4 MiB); 0 when the file is missing. */
+int sk_test_file_count(const char *path, const char *needle);
 /** @brief A free TCP port on 127.0.0.1 (bound, read, closed). Aborts the test if none;
  *  callable from main() too. */
 int sk_test_free_port(void);

@@ -47,6 +47,11 @@ typedef struct sk_decider {
                                                          * [reconnect d->db if transient] */
         void (*backoff)(void *arg, int attempt);        /* between attempts (attempt 1..):
                                                          * [sleep, capped exponential + jitter] */
+        int (*give_up)(void *arg, int64_t voucher_id);  /* after a failed attempt: 1 = no
+                                                         * more attempts, the FAILED row's
+                                                         * rollback is the reconciler's
+                                                         * (DESIGN.md 12: voucher in state
+                                                         * draining or db) [0] */
         void *arg;
 } sk_decider_t;
 
