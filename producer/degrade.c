@@ -220,14 +220,6 @@ static void drain_drop(drain_t *d)
         d->vk = NULL;
 }
 
-void fr_degrade_log_move(const sk_dsw_row_t *row, int to, const char *why)
-{
-        SK_LOG(to == SK_DSW_REDIS ? SK_INFO : SK_WARN, "degrade_state",
-               "voucher_id=%" PRId64 " from=%s to=%s epoch=%" PRId64 " mode=%s why=%s",
-               row->voucher_id, sk_dsw_state_str(row->state), sk_dsw_state_str(to),
-               row->epoch + 1, sk_dsw_mode_str(row->mode), why);
-}
-
 static void move(sk_dsw_row_t *row, int to, const char *why)
 {
         char errstr[512];

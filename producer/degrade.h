@@ -7,7 +7,6 @@
  * follows the DB state from its first second. */
 #pragma once
 #include <stdint.h>
-#include "sk/dswitch.h"
 
 /** Start / stop the follower thread (its own DB connection). The first read is done
  *  before fr_degrade_start returns when the DB answers (a front restarted mid-outage
@@ -26,7 +25,3 @@ int fr_degrade_state(int64_t voucher_id, int64_t *epoch, int *mode);
  *  (never more than @p size - 1; NUL-terminated). Thread-safe. */
 size_t fr_degrade_metrics(char *buf, size_t size);
 size_t fr_degrade_json(char *buf, size_t size);
-
-/** Log the move of @p row (its state and epoch before the move) to @p to, once (event
- *  degrade_state, WARN away from redis, INFO back), @p why a word. Thread-safe. */
-void fr_degrade_log_move(const sk_dsw_row_t *row, int to, const char *why);

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "breaker.h"
-#include "degrade.h"
 #include "degrade_rebuild.h"
 #include "front.h"
 #include "sk/db.h"
@@ -50,6 +49,14 @@ void fr_rebuild_request(const sk_dsw_row_t *row)
                 pthread_cond_signal(&cv);
         }
         pthread_mutex_unlock(&mu);
+}
+
+void fr_degrade_log_move(const sk_dsw_row_t *row, int to, const char *why)
+{
+        SK_LOG(to == SK_DSW_REDIS ? SK_INFO : SK_WARN, "degrade_state",
+               "voucher_id=%" PRId64 " from=%s to=%s epoch=%" PRId64 " mode=%s why=%s",
+               row->voucher_id, sk_dsw_state_str(row->state), sk_dsw_state_str(to),
+               row->epoch + 1, sk_dsw_mode_str(row->mode), why);
 }
 
 /* rebuilding -> redis on the worker's connection (conditional on state and epoch). */

@@ -9,6 +9,11 @@
 #include <stdint.h>
 #include "sk/dswitch.h"
 
+/** Log the move of @p row (its state and epoch before the move) to @p to, once (event
+ *  degrade_state, WARN away from redis, INFO back), @p why a word. Used by the follower
+ *  (degrade.c) and the worker. Thread-safe. */
+void fr_degrade_log_move(const sk_dsw_row_t *row, int to, const char *why);
+
 /** Start / stop the worker thread. Stop waits for a rebuild in progress (bounded by its
  *  settle wait) and drops what is still queued (the next read of the rows, by this or
  *  any front, or a reconciler pass, retries it). @returns 0 or -1. */
