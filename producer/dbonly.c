@@ -14,9 +14,13 @@
  *   when SECKILL_PAY_TIMEOUT_S = 0; bucket), router, reconcile log (DEDUCT, pending)
  *   COMMIT -> 200 {"code":0,"orderId","traceId","state":"CREATED"}
  * A duplicate active-order key -> 409/10006. A transient error -> the whole transaction
- * again from BEGIN (up to 3 attempts), then 503 cause db; a COMMIT that failed with a
- * lost connection is resolved by reading the outcome row. Failpoint
- * front.db_only_before_commit (error: 503 cause db, rolled back). */
+ * again from BEGIN (up to 3 attempts), then 503 cause db. A COMMIT that failed, with any
+ * error, has an unknown outcome (DESIGN.md 16): it is resolved by reading the outcome row
+ * of the trace before anything is answered (found: 200 CREATED; not found: run again with
+ * the same keys; unreadable until the deadline: 503 PENDING), and a re-run that meets the
+ * user's active order with this very trace answers 200 CREATED, never 10006. Failpoints
+ * front.db_only_before_commit (error: 503 cause db, rolled back) and
+ * front.db_only_after_commit (error: committed, the answer lost). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +49,9 @@ static fr_pool_t pool;
 static size_t queue_max;
 
 typedef enum { R_CREATED, R_SOLD_OUT, R_HAS_ORDER, R_STATE, R_NOT_FOUND, R_OFFLINE,
-               R_EXPIRED, R_NOT_STARTED, R_ENDED, R_PAUSED } result_t;
+               R_EXPIRED, R_NOT_STARTED, R_ENDED, R_PAUSED,
+               R_MINE /* the user's active order is this purchase's: an earlier COMMIT
+                       * whose answer was lost went through (DESIGN.md 16) */ } result_t;
 
 size_t fr_dbonly_depth(void)
 {
@@ -209,19 +215,23 @@ static sk_err_t checks(sk_db_t *db, const fr_req_t *req, result_t *res, int *buc
                 return SK_OK;
         p[0] = req->voucher_id;
         p[1] = req->user_id;
-        if ((err = q_i64(db, "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = ? AND "
-                         "active_user_id = ?", p, 2, v, 1, errstr, errstr_size)) != SK_OK)
+        err = q_i64(db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ? AND "
+                    "active_user_id = ?", p, 2, v, 1, errstr, errstr_size);
+        if (err == SK_ENOTFOUND)
+                return SK_OK;
+        if (err != SK_OK)
                 return err;
-        if (v[0] > 0)
-                *res = R_HAS_ORDER;
+        *res = v[0] == req->trace_id ? R_MINE : R_HAS_ORDER;
         return SK_OK;
 }
 
 /* One attempt of the transaction. @returns SK_OK with *res and the voucher's bucket count
  * in *nbuckets, or the error (rolled back; SK_EAGAIN transient, SK_EEXIST duplicate key,
- * SK_EFAIL failpoint). */
+ * SK_EFAIL failpoint). *at_commit = 1 when the error came from the COMMIT itself: its
+ * outcome is unknown (DESIGN.md 16), whatever the error. Failpoint
+ * front.db_only_after_commit (error): the COMMIT went through, its answer is "lost". */
 static sk_err_t attempt(sk_db_t *db, const fr_req_t *req, result_t *res, int *nbuckets,
-                        char *errstr, size_t errstr_size)
+                        int *at_commit, char *errstr, size_t errstr_size)
 {
         int buckets = 1, bucket = 0;
         int64_t after = 0;
@@ -251,8 +261,18 @@ static sk_err_t attempt(sk_db_t *db, const fr_req_t *req, result_t *res, int *nb
                                 sk_seterr(errstr, errstr_size, "request deadline passed before COMMIT");
                                 err = SK_EFAIL;
                         }
-                        if (err == SK_OK)
-                                return sk_db_commit(db, errstr, errstr_size);
+                        if (err == SK_OK) {
+                                *at_commit = 1;
+                                err = sk_db_commit(db, errstr, errstr_size);
+                                if (err == SK_OK && SK_FAILPOINT("front.db_only_after_commit")) {
+                                        sk_seterr(errstr, errstr_size,
+                                                  "failpoint front.db_only_after_commit");
+                                        err = SK_EAGAIN;
+                                }
+                                if (err == SK_OK)
+                                        *at_commit = 0;
+                                return err;
+                        }
                 }
         }
         sk_db_rollback(db);
@@ -289,6 +309,7 @@ static void answer(fr_req_t *req, result_t res)
 
         switch (res) {
         case R_CREATED:
+        case R_MINE:
                 snprintf(buf, sizeof(buf), "{\"code\":0,\"orderId\":\"%s\",\"traceId\":\"%s\","
                          "\"state\":\"CREATED\"}", req->so, req->st);
                 sk_metric_add(fr_m.db_created, 1);
@@ -319,12 +340,25 @@ static void answer(fr_req_t *req, result_t res)
         }
 }
 
+/* A COMMIT whose outcome is unknown (DESIGN.md 16): read the outcome row of the trace
+ * (reconnecting first) until the answer is known or the request deadline passes.
+ * @returns 1 committed, 0 not (the transaction may run again with the same keys), -1
+ * still unknown. */
+static int resolve_commit(sk_db_t *db, const fr_req_t *req)
+{
+        int c;
+
+        while ((c = committed(db, req)) < 0 && sk_mono_ms() < req->deadline_mono_ms)
+                sk_sleep_ms(50, NULL);
+        return c;
+}
+
 static void run(sk_db_t **dbp, fr_req_t *req)
 {
         char errstr[512];
         result_t res = R_STATE;
         sk_err_t err = SK_EAGAIN;
-        int i, nbuckets = 1;
+        int i, nbuckets = 1, unknown = 0, at_commit;
 
         for (i = 0; i < DBONLY_ATTEMPTS && sk_mono_ms() < req->deadline_mono_ms; i++) {
                 if (i > 0)
@@ -337,21 +371,37 @@ static void run(sk_db_t **dbp, fr_req_t *req)
                         err = SK_EAGAIN;
                         continue;
                 }
-                err = attempt(*dbp, req, &res, &nbuckets, errstr, sizeof(errstr));
-                if (err == SK_OK || err == SK_EEXIST || err == SK_EFAIL || err == SK_EDB)
-                        break;
-                /* Transient: nothing committed, except a COMMIT with a lost link. */
-                if (sk_db_errno(*dbp) == 2006 || sk_db_errno(*dbp) == 2013) {
-                        int c = committed(*dbp, req);
+                at_commit = 0;
+                err = attempt(*dbp, req, &res, &nbuckets, &at_commit, errstr, sizeof(errstr));
+                if (at_commit && err != SK_OK) {
+                        /* Any error at COMMIT is an unknown outcome: the buyer is never
+                         * answered from a guess (a re-run would meet its own order and
+                         * say 10006), so read what the transaction wrote. */
+                        int c = resolve_commit(*dbp, req);
 
+                        SK_LOG(SK_WARN, "db_only_commit_unknown", "trace_id=%s err=%s resolved=%d"
+                               " reason=\"%s\"", req->st, sk_err2str(err), c, errstr);
                         if (c == 1) {
                                 err = SK_OK;
-                                res = R_CREATED;
+                                res = R_MINE;
+                                unknown = 0;
                                 break;
                         }
+                        unknown = c < 0;
+                        if (c < 0)
+                                break;
+                        err = SK_EAGAIN; /* not committed: run again, same keys */
+                        continue;
                 }
+                if (err == SK_OK || err == SK_EEXIST || err == SK_EFAIL || err == SK_EDB)
+                        break;
         }
-        if (err == SK_OK) {
+        if (unknown) {
+                /* The COMMIT's outcome could not be read before the deadline: the order
+                 * may exist (orders/me tells), never a 409 for the buyer's own order. */
+                sk_metric_add(fr_m.db_unavailable, 1);
+                fr_answer_503(req, "db", "PENDING", "outcome not yet known");
+        } else if (err == SK_OK) {
                 if (req->buckets <= 0)
                         req->buckets = nbuckets; /* N from the DB row: Redis may never have told */
                 answer(req, res);

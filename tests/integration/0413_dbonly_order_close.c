@@ -8,7 +8,9 @@
  *     Redis = DB; the same user buys again (202) and the unit is sold again; verify 0;
  *   - closed WHILE the voucher is on the DB-only path (Redis healthy): the DB stock is
  *     restored, release.lua writes only T:x (restored 0, no T); `degrade auto`: the
- *     rebuild counts the unit from the DB once: Redis = DB, no double restore. */
+ *     rebuild counts the unit from the DB once: Redis = DB, no double restore;
+ *   - a DB-only COMMIT whose answer is lost: resolved from the outcome row, 200 CREATED,
+ *     never 409/10006 for the buyer's own order. */
 #include "sk_test.h"
 
 #define C_STOCK 3
@@ -81,10 +83,11 @@ typedef struct dbo {
         pid_t pid;
 } dbo_t;
 
-static void dbonly_purchase(dbo_t *d, sk_redis_t *rc, const char *what, int64_t user)
+static void dbonly_purchase_fp(dbo_t *d, sk_redis_t *rc, const char *what, int64_t user,
+                               const char *fp)
 {
         const char *env[] = { NULL, "SECKILL_PAY_TIMEOUT_S=3", "SECKILL_BREAKER_OPEN_MS=1000",
-                              "SECKILL_BREAKER_HEALTHY_MS=1500", NULL };
+                              "SECKILL_BREAKER_HEALTHY_MS=1500", fp, NULL };
         char url_env[600], u[24], body[1024], s[32];
         int64_t t = sk_now_ms(), until;
         int st;
@@ -126,6 +129,11 @@ static void dbonly_purchase(dbo_t *d, sk_redis_t *rc, const char *what, int64_t 
                            " AND order_id = %" PRId64 " AND outcome = 1 AND path = 'db'", d->trace, d->order), 1);
         ck_assert_int_eq(db_stock(d->vid), C_STOCK - 1);
         ck_assert_int_eq(has_t(rc, d->vid, d->trace), 0);
+}
+
+static void dbonly_purchase(dbo_t *d, sk_redis_t *rc, const char *what, int64_t user)
+{
+        dbonly_purchase_fp(d, rc, what, user, NULL);
 }
 
 /* The close of the order: CLOSED, one RESTORE row (business_type 5), DB stock back. */
@@ -217,6 +225,24 @@ START_TEST(closed_on_db_path)
 }
 END_TEST
 
+/* Issue 22 defect 8 (DESIGN.md 16 "commit unknown"): the DB-only COMMIT goes through but
+ * its answer is lost (failpoint front.db_only_after_commit): the front reads the outcome
+ * row and answers the buyer 200 CREATED for the order, never 409/10006 for their own
+ * order; one order, one unit. */
+START_TEST(commit_unknown_answers_own_order)
+{
+        sk_redis_t *rc = sk_test_redis(&sk_test_fx.conf);
+        dbo_t d;
+
+        dbonly_purchase_fp(&d, rc, "commitlost", 8101,
+                           "SECKILL_FAILPOINTS=front.db_only_after_commit=1*error");
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = %" PRId64, d.vid), 1);
+        ck_assert_int_ge(sk_test_file_count(d.log, "db_only_commit_unknown"), 1);
+        ck_assert_int_eq(sk_test_stop(d.pid, 40), 0);
+        sk_redis_close(rc);
+}
+END_TEST
+
 static void setup(void)
 {
         sk_test_fix_setup("dbclose", &(sk_test_fix_opts_t){ .partitions = 2,
@@ -240,6 +266,7 @@ int main(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, closed_after_redis_back);
         tcase_add_test(tc, closed_on_db_path);
+        tcase_add_test(tc, commit_unknown_answers_own_order);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
 }
