@@ -37,6 +37,7 @@ struct sk_redis {
         int need_refresh;       /* a connection error or redirect asked for a refresh */
         int last_node;          /* node of the last keyed command (MULTI/EXEC follow it) */
         char lasterr[256];      /* why the last map refresh failed */
+        uint64_t sentinel_epoch; /* Sentinel: the switch epoch node 0 was resolved at */
 };
 
 /* ---- redis_node.c */
@@ -63,6 +64,13 @@ sk_err_t sk__sentinel_resolve(sk_redis_t *r, char *host, size_t host_size, int *
                               char *errstr, size_t errstr_size);
 /* 1 if ROLE on @p ctx says master, 0 if another role, -1 on an I/O error. */
 int sk__role_is_master(redisContext *ctx);
+
+/* ---- redis_sentinel_watch.c */
+/* The process-wide switch epoch of @p url's Sentinel master (DESIGN.md 4b v5: bumped
+ * on +switch-master, or when get-master-addr-by-name, asked once a second, changes);
+ * starts its watcher thread on first use. 0 for another topology or when no watcher
+ * could start. Thread-safe. */
+uint64_t sk__sentinel_epoch(const sk_redis_url_t *url);
 
 /* ---- redis_route.c */
 /* Index of the node host:port, added (not connected) if unknown; -1 if the table is full. */

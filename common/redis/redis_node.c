@@ -78,7 +78,9 @@ sk_err_t sk__node_open(sk_redis_t *r, int n, char *errstr, size_t errstr_size)
 
         sk__node_drop(r, n);
         if (r->url.kind == SK_REDIS_SENTINEL) {
-                /* Every (re)connect asks the Sentinels again (DESIGN.md 4b). */
+                /* Every (re)connect asks the Sentinels again (DESIGN.md 4b); the switch
+                 * epoch is read first, so a switch during the resolve is seen next time. */
+                r->sentinel_epoch = sk__sentinel_epoch(&r->url);
                 if ((err = sk__sentinel_resolve(r, node->host, sizeof(node->host), &node->port,
                                                 errstr, errstr_size)) != SK_OK)
                         return err;
@@ -120,6 +122,11 @@ sk_err_t sk__node_ensure(sk_redis_t *r, int n, char *errstr, size_t errstr_size)
 {
         sk_err_t err;
 
+        /* Sentinel: the master switched since node 0 was resolved (the watcher's
+         * +switch-master): leave the old master now, before it is demoted. */
+        if (r->url.kind == SK_REDIS_SENTINEL && r->nodes[n].ctx &&
+            r->sentinel_epoch != sk__sentinel_epoch(&r->url))
+                sk__node_drop(r, n);
         if (r->nodes[n].ctx && !r->nodes[n].ctx->err)
                 return SK_OK;
         /* Nothing sent yet: a failed connect means the command did not run. */

@@ -8,7 +8,8 @@
  *     reconnect and on READONLY) and every command succeeds again;
  *   - the counter never exceeds acknowledged + unknown INCRs (a forced failover may
  *     lose acknowledged writes, DESIGN.md 8: the DB stays the judge);
- *   - claim.lua runs on the new master (NOSCRIPT -> load, retry once). */
+ *   - claim.lua runs on the new master (NOSCRIPT -> load, retry once);
+ *   - a planned failover is followed without an error first (+switch-master, v5). */
 #include <errno.h>
 #include <hiredis/hiredis.h>
 
@@ -124,6 +125,62 @@ START_TEST(failover_during_commands)
 }
 END_TEST
 
+/* Port of the node @p r's next command goes to (CONFIG GET port through the handle). */
+static int handle_port(sk_redis_t *r)
+{
+        char err[256];
+        redisReply *rep = NULL;
+        int port = -1;
+
+        if (sk_redis_cmdf(r, &rep, err, sizeof(err), "CONFIG GET port") == SK_OK &&
+            rep->type == REDIS_REPLY_ARRAY && rep->elements == 2)
+                port = atoi(rep->element[1]->str);
+        if (rep)
+                freeReplyObject(rep);
+        return port;
+}
+
+/* DESIGN.md 4b v5 (issue 22): a handle connected to the master follows a planned
+ * SENTINEL FAILOVER without meeting any error first: the +switch-master subscription
+ * (or the once-a-second ask) moves its next command to the new master. Reads keep
+ * working on a demoted master, so a handle that only re-resolves on errors stays there;
+ * this one must be on the new master 1.5 s after the Sentinels switched. */
+START_TEST(switch_master_followed)
+{
+        char err[256];
+        sk_redis_t *r = sk_redis_connect(&g_url, 2000, err, sizeof(err));
+        redisContext *sc = sk_test_node(g_url.seeds[0].host, g_url.seeds[0].port);
+        int old = sentinel_master_port(), now;
+        int64_t t0;
+        redisReply *rep;
+
+        ck_assert_msg(r != NULL, "%s", err);
+        ck_assert_int_eq(handle_port(r), old);
+        t0 = sk_mono_ms();
+        for (;;) {
+                rep = redisCommand(sc, "SENTINEL FAILOVER %s", g_url.master);
+                ck_assert_ptr_nonnull(rep);
+                if (rep->type != REDIS_REPLY_ERROR) {
+                        freeReplyObject(rep);
+                        break;
+                }
+                ck_assert_msg(sk_mono_ms() - t0 < 60000, "SENTINEL FAILOVER: %s", rep->str);
+                freeReplyObject(rep);
+                sleep(1);
+                old = sentinel_master_port(); /* an earlier failover was settling */
+        }
+        t0 = sk_mono_ms();
+        while ((now = sentinel_master_port()) == old) {
+                ck_assert_msg(sk_mono_ms() - t0 < 30000, "the Sentinels did not switch");
+                usleep(20000);
+        }
+        sk_sleep_ms(1500, NULL);
+        ck_assert_int_eq(handle_port(r), now);
+        redisFree(sc);
+        sk_redis_close(r);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("redis_sentinel");
@@ -135,6 +192,7 @@ int main(void)
         tcase_set_timeout(tc, 150);
         tcase_add_test(tc, discovery);
         tcase_add_test(tc, failover_during_commands);
+        tcase_add_test(tc, switch_master_followed);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
 }
