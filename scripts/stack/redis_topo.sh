@@ -7,7 +7,8 @@
 #   sentinel  master 127.0.0.1:6390, replica 6391, Sentinels 26390-26392 watching the
 #             master named "seckill" (quorum 2); `redis-server CONF --sentinel`
 #
-# Every data node: no persistence, maxmemory-policy noeviction, min-replicas-to-write 1,
+# Every data node: no persistence, maxmemory-policy noeviction, repl-diskless-sync-delay 0
+# (a replica reconfigured by a failover syncs at once, not 5 s later), min-replicas-to-write 1,
 # min-replicas-max-lag 10 (a replica promoted later keeps the rule). Every process we
 # start has a pid file under $RUN_DIR; `down` stops only those. A topology whose nodes
 # already answer but were not started by us is used as it is, never reconfigured.
@@ -41,6 +42,7 @@ topo_start_node() {
         port_open "$HOST" "$port" && die "redis $port: port taken by something we did not start"
         redis-server --daemonize yes --bind "$HOST" --port "$port" --save "" --appendonly no \
                 --maxmemory-policy noeviction --min-replicas-to-write 1 --min-replicas-max-lag 10 \
+                --repl-diskless-sync-delay 0 \
                 --dir "$dir" --pidfile "$(topo_pidfile "$port")" --logfile "$LOG_DIR/redis-$port.log" \
                 --loglevel warning "$@" 9>&-
         for ((i = 0; i < 50; i++)); do

@@ -3,7 +3,8 @@
 # (DESIGN.md 4b, 8 "failover to a lagging replica", "Cluster MOVED/ASK...", 10: a fault
 # case never disturbs the shared Cluster on 7000-7005 nor the shared Sentinel group on
 # 6390/6391/26390-26392). Sourced after lib.sh and ft_init:
-#   ft_sentinel_start              a master, one replica and three Sentinels (quorum 2)
+#   ft_sentinel_start              a master, one replica (FT_TOPO_REPLICAS: more) and three
+#                                  Sentinels (quorum 2)
 #                                  watching master "fts"; SECKILL_REDIS_URL is the
 #                                  redis-sentinel:// URL of the three Sentinels
 #   ft_sentinel_master             "HOST PORT" of the master the Sentinels name now
@@ -78,7 +79,7 @@ ft_topo_node() {
         # shellcheck disable=SC2068
         (cd "$FT_TOPO_DIR/$port" && exec redis-server --daemonize no --bind 127.0.0.1 --port "$port" \
                 --save "" --appendonly no --maxmemory-policy noeviction \
-                --min-replicas-to-write 1 --min-replicas-max-lag 10 \
+                --min-replicas-to-write 1 --min-replicas-max-lag 10 --repl-diskless-sync-delay 0 \
                 --masteruser repl --masterauth "$FT_TOPO_REPL_PASS" \
                 --dir "$FT_TOPO_DIR/$port" --logfile "$FT_TOPO_DIR/redis-$port.log" $@) \
                 >/dev/null 2>&1 &
@@ -158,14 +159,16 @@ ft_topo_cut_replication() {
 
 # --- Sentinel ---------------------------------------------------------------------------
 ft_sentinel_boot() {
-        local ports m r port conf i
-        read -r -a ports < <(ft_topo_ports 5)
+        local ports m r port conf i nrep=${FT_TOPO_REPLICAS:-1}
+        read -r -a ports < <(ft_topo_ports $((4 + nrep)))
         m=${ports[0]} r=${ports[1]}
-        FT_TOPO_PORTS=("$m" "$r")
+        FT_TOPO_PORTS=("$m" "$r" "${ports[@]:5}")
         FT_TOPO_SENTINELS=("${ports[@]:2:3}")
         ft_topo_node "$m"
-        ft_topo_node "$r" --replicaof 127.0.0.1 "$m"
-        ft_topo_wait_ping "$m" "$r" && ft_topo_acl "$m" "$r" || return 1
+        for port in "${FT_TOPO_PORTS[@]:1}"; do
+                ft_topo_node "$port" --replicaof 127.0.0.1 "$m"
+        done
+        ft_topo_wait_ping "${FT_TOPO_PORTS[@]}" && ft_topo_acl "${FT_TOPO_PORTS[@]}" || return 1
         for port in "${FT_TOPO_SENTINELS[@]}"; do
                 mkdir -p "$FT_TOPO_DIR/$port"
                 conf=$FT_TOPO_DIR/$port/sentinel.conf
@@ -191,7 +194,7 @@ EOF
                 local ok=1
                 for port in "${FT_TOPO_SENTINELS[@]}"; do
                         ft_topo_cli "$port" info sentinel 2>/dev/null | tr -d '\r' |
-                                grep -q "^master0:name=$FT_TOPO_MASTER,status=ok.*slaves=1,sentinels=3" || { ok=0; break; }
+                                grep -q "^master0:name=$FT_TOPO_MASTER,status=ok.*slaves=$nrep,sentinels=3" || { ok=0; break; }
                 done
                 ((ok)) && ft_topo_good_replica "$m" && return 0
                 sleep 0.2
