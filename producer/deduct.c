@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "breaker.h"
+#include "degrade.h"
 #include "deduct.h"
 #include "deduct_reply.h"
 #include "front.h"
@@ -75,7 +76,7 @@ static int before_deadline(const fr_req_t *req, int64_t now_ms)
 /* The gate before every round (DESIGN.md 8, 12): keeps, compacted at batch[0..), the
  * purchases that may be sent now, and settles the others without sending anything:
  *   - an outcome still unknown after the repeats -> rollback.lua mode front;
- *   - breaker open, or too close to the deadline: once an attempt was unknown ->
+ *   - breaker open (or the switch rows stale), or too close to the deadline: once an attempt was unknown ->
  *     rollback (with the breaker open the rollback worker answers 503 PENDING at once and
  *     fences later); never sent or refused before running -> 503, no state (nothing
  *     taken, nothing to undo). So no request waits for a Redis the front knows is down.
@@ -83,7 +84,9 @@ static int before_deadline(const fr_req_t *req, int64_t now_ms)
 static int deduct_gate(fr_req_t **batch, int n)
 {
         int64_t now = sk_mono_ms();
-        int allow = fr_breaker_allow(), i, k = 0;
+        /* DESIGN.md 12 a: switch rows not read for SECKILL_SWITCH_STALE_MS count as a
+         * Redis the front may not use (another front may be draining a voucher). */
+        int allow = fr_breaker_allow() && fr_degrade_fresh(), i, k = 0;
 
         for (i = 0; i < n; i++) {
                 fr_req_t *req = batch[i];

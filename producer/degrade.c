@@ -8,11 +8,18 @@
  *        redis -> draining      mode db_only, or mode auto with this front's breaker
  *                               open (mode redis_only never leaves redis) -- at most
  *                               once per voucher and breaker episode (below);
- *        draining -> db         since + 2 x delivery timeout + 1 s + the read period
- *                               passed (DB clock) AND the group's committed offsets on
- *                               the voucher's partitions reached high watermarks
- *                               sampled after that moment (sk_vkafka_check on a handle
- *                               opened then: its first check samples the targets);
+ *        draining -> db         evidence or time (DESIGN.md v5 12 b-d), then Kafka:
+ *                               this front acks the epoch in tb_drain_ack once none of
+ *                               its purchases of V can reach Kafka (vflight.c count 0,
+ *                               read after the epoch was published to the HTTP threads);
+ *                               the early move needs the ack of every front lease row
+ *                               with lease_until >= since - D (sk_drain_acks_missing);
+ *                               without it the timed rule, since + D +
+ *                               SECKILL_SWITCH_STALE_MS (DB clock). Either way the
+ *                               group's committed offsets on the voucher's partitions
+ *                               must reach high watermarks sampled after that evidence
+ *                               (sk_vkafka_check on a handle opened then: its first
+ *                               check samples the targets);
  *        db -> rebuilding       mode auto / redis_only and the breaker healthy for
  *                               SECKILL_BREAKER_HEALTHY_MS while the voucher is in db
  *                               (since + that long, DB clock), under SELECT ... FOR UPDATE
@@ -23,7 +30,14 @@
  *                               stop the other rows being re-read; a failed rebuild
  *                               stays in rebuilding and is queued again next second
  *                               (by this or any front).
- * Every move is logged once (event degrade_state).
+ * Every move is logged once (event degrade_state; why=acks for the early drain, timed for
+ * the timed one) and counted (seckill_front_drain_moves_total{rule}).
+ *
+ * Staleness (DESIGN.md 12 a): the time of the last successful read of the rows is kept;
+ * once it is older than SECKILL_SWITCH_STALE_MS, fr_degrade_fresh() says 0 and nothing goes
+ * to Redis for any voucher (the HTTP threads and the deduct gate) until a read succeeds.
+ * While a voucher drains the rows are read every DRAIN_READ_MS instead of every second, so
+ * acks and the move follow each other quickly.
  *
  * Breaker episodes. DESIGN.md 12 moves a voucher to draining when a front's breaker
  * *opens*. Read as "while it is open", two fronts whose breakers disagree (one cut off
@@ -49,11 +63,16 @@
 #include "health.h"
 #include "sk/clock.h"
 #include "sk/db.h"
+#include "metrics.h"
 #include "sk/dswitch.h"
+#include "sk/drainack.h"
+#include "sk/failpoint.h"
 #include "sk/log.h"
 #include "sk/vkafka.h"
+#include "vflight.h"
 
 #define DEGRADE_READ_MS 1000            /* DESIGN.md 12: every front reads every second */
+#define DRAIN_READ_MS 200               /* ... and faster while a voucher it follows drains */
 #define MAX_DRAINS 64                   /* vouchers draining at once with a Kafka handle */
 
 static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -64,10 +83,17 @@ static pthread_t t_follow;
 static atomic_int stop;
 static sk_db_t *db;                     /* the follower's connection */
 static char who[160];                   /* updated_by: "front host:pid" */
+static _Atomic int64_t last_read_ms;    /* sk_mono_ms of the last successful read, 0 = none */
 
-/* A voucher in draining whose wait has passed: the Kafka handle whose first check
- * sampled the high watermarks (follower thread only). */
-typedef struct drain { int64_t voucher_id, epoch; sk_vkafka_t *vk; } drain_t;
+/* A voucher in draining (follower thread only): whether this front has acked the epoch,
+ * and once the evidence is in (every front's ack, or the timed wait) the Kafka handle
+ * whose first check sampled the high watermarks, and which rule it was. */
+typedef struct drain {
+        int used, acked;
+        int64_t voucher_id, epoch;
+        sk_vkafka_t *vk;
+        const char *rule;               /* "acks" or "timed", once vk is open */
+} drain_t;
 static drain_t drains[MAX_DRAINS];
 
 /* Breaker episodes (follower thread only): the episode number, bumped when the follower
@@ -198,17 +224,19 @@ static drain_t *drain_find(int64_t voucher_id, int64_t epoch, int create)
         int i, free_i = -1;
 
         for (i = 0; i < MAX_DRAINS; i++) {
-                if (drains[i].vk && drains[i].voucher_id == voucher_id) {
+                if (drains[i].used && drains[i].voucher_id == voucher_id) {
                         if (drains[i].epoch == epoch)
                                 return &drains[i];
                         sk_vkafka_close(drains[i].vk); /* another draining period */
-                        drains[i].vk = NULL;
+                        memset(&drains[i], 0, sizeof(drains[i]));
                 }
-                if (!drains[i].vk && free_i < 0)
+                if (!drains[i].used && free_i < 0)
                         free_i = i;
         }
         if (!create || free_i < 0)
                 return NULL;
+        memset(&drains[free_i], 0, sizeof(drains[free_i]));
+        drains[free_i].used = 1;
         drains[free_i].voucher_id = voucher_id;
         drains[free_i].epoch = epoch;
         return &drains[free_i];
@@ -217,7 +245,29 @@ static drain_t *drain_find(int64_t voucher_id, int64_t epoch, int create)
 static void drain_drop(drain_t *d)
 {
         sk_vkafka_close(d->vk);
-        d->vk = NULL;
+        memset(d, 0, sizeof(*d));
+}
+
+int fr_degrade_fresh(void)
+{
+        int64_t last = atomic_load(&last_read_ms);
+
+        return last > 0 && sk_mono_ms() - last < g_fr.conf.switch_stale_ms;
+}
+
+/* The HTTP threads follow a move this front made at once, not at the next read. */
+static void publish_one(const sk_dsw_row_t *row)
+{
+        sk_dsw_row_t *hit;
+
+        pthread_mutex_lock(&tab_mu);
+        hit = ntab ? bsearch(row, tab, ntab, sizeof(*tab), cmp_row) : NULL;
+        if (hit && hit->epoch < row->epoch) {
+                hit->state = row->state;
+                hit->epoch = row->epoch;
+                hit->age_ms = 0;
+        }
+        pthread_mutex_unlock(&tab_mu);
 }
 
 static void move(sk_dsw_row_t *row, int to, const char *why)
@@ -235,11 +285,74 @@ static void move(sk_dsw_row_t *row, int to, const char *why)
                 fr_degrade_log_move(row, to, why);
                 row->state = to;
                 row->epoch++;
+                publish_one(row);
         }
 }
 
-/* draining -> db once the wait has passed (sk_dsw_next): Kafka drained on the
- * voucher's partitions. */
+/* DESIGN.md 12 b: this front's ack of @p row's epoch, once none of its purchases of the
+ * voucher can reach Kafka. The rows (this epoch included) were published to the HTTP
+ * threads before this call, so a purchase not counted now reads draining and never
+ * reaches Redis. Failpoint front.drain_before_ack: error = no ack this time. */
+static void drain_ack(sk_dsw_row_t *row, drain_t *d)
+{
+        char errstr[512];
+        int64_t n = fr_vflight_count(row->voucher_id);
+
+        if (n > 0) {
+                SK_LOG(SK_DEBUG, "drain_ack_wait", "voucher_id=%" PRId64 " epoch=%" PRId64
+                       " in_flight=%" PRId64, row->voucher_id, row->epoch, n);
+                return;
+        }
+        if (SK_FAILPOINT("front.drain_before_ack")) {
+                SK_LOG(SK_WARN, "failpoint", "name=front.drain_before_ack voucher_id=%" PRId64,
+                       row->voucher_id);
+                return;
+        }
+        if (sk_drain_ack(db, g_fr.lease_holder, row->voucher_id, row->epoch, errstr,
+                         sizeof(errstr)) != SK_OK) {
+                SK_LOG(SK_WARN, "drain_ack_failed", "voucher_id=%" PRId64 " epoch=%" PRId64
+                       " reason=\"%s\"", row->voucher_id, row->epoch, errstr);
+                return;
+        }
+        d->acked = 1;
+        sk_metric_add(fr_m.drain_acks, 1);
+        SK_LOG(SK_INFO, "drain_acked", "voucher_id=%" PRId64 " epoch=%" PRId64 " holder=%s",
+               row->voucher_id, row->epoch, g_fr.lease_holder);
+}
+
+/* The evidence of DESIGN.md 12 c, or the timed rule: @returns "acks", "timed" or NULL
+ * (not yet). The early move needs this front's own ack first (its lease row is one of
+ * those counted). */
+static const char *drain_evidence(const sk_dsw_row_t *row, const drain_t *d)
+{
+        char errstr[512];
+        int64_t missing = -1, fronts = 0;
+
+        if (row->age_ms >= g_fr.deadline_ms + g_fr.conf.switch_stale_ms)
+                return "timed";
+        if (!d->acked)
+                return NULL;
+        if (sk_drain_acks_missing(db, row->voucher_id, row->epoch, g_fr.deadline_ms, &missing,
+                                  &fronts, errstr, sizeof(errstr)) != SK_OK) {
+                SK_LOG(SK_DEBUG, "drain_acks_read_failed", "voucher_id=%" PRId64 " reason=\"%s\"",
+                       row->voucher_id, errstr);
+                return NULL;
+        }
+        if (missing != 0) {
+                SK_LOG(SK_DEBUG, "drain_acks_missing", "voucher_id=%" PRId64 " epoch=%" PRId64
+                       " missing=%" PRId64 " fronts=%" PRId64, row->voucher_id, row->epoch, missing,
+                       fronts);
+                return NULL;
+        }
+        SK_LOG(SK_INFO, "drain_acks_complete", "voucher_id=%" PRId64 " epoch=%" PRId64
+               " fronts=%" PRId64 " age_ms=%" PRId64, row->voucher_id, row->epoch, fronts,
+               row->age_ms);
+        return "acks";
+}
+
+/* draining -> db (DESIGN.md 12): this front's ack; then the evidence (every front's ack,
+ * or the timed wait); then high watermarks of the voucher's partitions sampled after it
+ * (the handle's first check) and the group's committed offsets reaching them. */
 static void step_draining(sk_dsw_row_t *row)
 {
         char errstr[512];
@@ -248,9 +361,18 @@ static void step_draining(sk_dsw_row_t *row)
 
         if (!(d = drain_find(row->voucher_id, row->epoch, 1)))
                 return;
-        if (!d->vk && !(d->vk = sk_vkafka_open(&g_fr.conf, errstr, sizeof(errstr)))) {
-                SK_LOG(SK_WARN, "degrade_kafka_open_failed", "reason=\"%s\"", errstr);
-                return;
+        if (!d->acked)
+                drain_ack(row, d);
+        if (!d->vk) {
+                const char *rule = drain_evidence(row, d);
+
+                if (!rule)
+                        return;
+                if (!(d->vk = sk_vkafka_open(&g_fr.conf, errstr, sizeof(errstr)))) {
+                        SK_LOG(SK_WARN, "degrade_kafka_open_failed", "reason=\"%s\"", errstr);
+                        return;
+                }
+                d->rule = rule;
         }
         if (sk_vkafka_check(d->vk, row->voucher_id, row->buckets, &st, errstr, sizeof(errstr)) !=
             SK_OK) {
@@ -263,8 +385,15 @@ static void step_draining(sk_dsw_row_t *row)
                        row->voucher_id, st.lag);
                 return;
         }
-        drain_drop(d);
-        move(row, SK_DSW_DB, "drained");
+        {
+                const char *rule = d->rule;
+                int64_t ep = row->epoch;
+
+                drain_drop(d);
+                move(row, SK_DSW_DB, rule);
+                if (row->epoch != ep)
+                        sk_metric_add(strcmp(rule, "acks") ? fr_m.drain_timed : fr_m.drain_early, 1);
+        }
 }
 
 /* Redis healthy for the recovery (DESIGN.md 12): the breaker has seen it healthy for
@@ -281,10 +410,10 @@ static int redis_healthy(void)
 
 static void step(sk_dsw_row_t *row)
 {
-        int64_t drain_wait_ms = 2 * (int64_t)g_fr.conf.kafka_delivery_timeout_ms + 1000 +
-                                DEGRADE_READ_MS;
+        /* draining is decided by step_draining on every tick (its own rules): sk_dsw_next
+         * is asked with a wait of 0 so it names the move. */
         int healthy = redis_healthy();
-        int to = sk_dsw_next(row, breaker_drains(row, !fr_breaker_allow()), healthy, drain_wait_ms,
+        int to = sk_dsw_next(row, breaker_drains(row, !fr_breaker_allow()), healthy, 0,
                              g_fr.conf.breaker_healthy_ms);
         char errstr[512];
         int moved = 0;
@@ -355,11 +484,15 @@ static int read_rows(sk_dsw_row_t **rows, size_t *n)
 
 static void *follow_main(void *arg)
 {
+        int was_stale = 0;
+
         (void)arg;
         while (!atomic_load(&stop)) {
                 int64_t t0 = sk_mono_ms();
                 sk_dsw_row_t *rows;
                 size_t n, i;
+
+                int64_t period_ms = DEGRADE_READ_MS;
 
                 if (read_rows(&rows, &n) == 0) {
                         int open = !fr_breaker_allow();
@@ -368,14 +501,29 @@ static void *follow_main(void *arg)
                                 episode++;
                         was_open = open;
                         publish(rows, n);
+                        atomic_store(&last_read_ms, sk_mono_ms());
+                        sk_metric_set(fr_m.switch_stale, 0);
                         for (i = 0; i < n && !atomic_load(&stop); i++) {
                                 sk_dsw_row_t row = rows[i];
 
+                                if (row.state == SK_DSW_DRAINING)
+                                        period_ms = DRAIN_READ_MS;
                                 step(&row);
                         }
+                } else if (!fr_degrade_fresh()) {
+                        if (!was_stale)
+                                SK_LOG(SK_WARN, "switch_stale", "stale_ms=%d reason=\"the degrade "
+                                       "switch rows cannot be read: nothing goes to Redis\"",
+                                       g_fr.conf.switch_stale_ms);
+                        was_stale = 1;
+                        sk_metric_set(fr_m.switch_stale, 1);
                 }
-                while (!atomic_load(&stop) && sk_mono_ms() - t0 < DEGRADE_READ_MS)
-                        sk_sleep_ms(50, NULL);
+                if (was_stale && fr_degrade_fresh()) {
+                        SK_LOG(SK_INFO, "switch_fresh", "reason=\"the switch rows were read\"");
+                        was_stale = 0;
+                }
+                while (!atomic_load(&stop) && sk_mono_ms() - t0 < period_ms)
+                        sk_sleep_ms(20, NULL);
         }
         return NULL;
 }
@@ -393,8 +541,10 @@ int fr_degrade_start(void)
                 SK_LOG(SK_ERROR, "degrade_db_failed", "reason=\"%s\"", errstr);
                 return -1;
         }
-        if (read_rows(&rows, &n) == 0)
+        if (read_rows(&rows, &n) == 0) {
                 publish(rows, n);
+                atomic_store(&last_read_ms, sk_mono_ms());
+        }
         atomic_store(&stop, 0);
         if (fr_rebuild_start() != 0)
                 return -1;
@@ -409,7 +559,7 @@ void fr_degrade_stop(void)
         pthread_join(t_follow, NULL);
         fr_rebuild_stop();
         for (i = 0; i < MAX_DRAINS; i++)
-                if (drains[i].vk)
+                if (drains[i].used)
                         drain_drop(&drains[i]);
         sk_db_close(db);
         db = NULL;

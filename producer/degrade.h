@@ -1,8 +1,8 @@
 /* producer/degrade.h: the front's follower of the per-voucher degrade switch (DESIGN.md
  * 12, sk/dswitch.h): a thread that reads every voucher's switch row every second,
  * publishes the states to the HTTP threads, and makes the transitions this front may
- * make (redis -> draining when its breaker is open or the mode is db_only; draining ->
- * db once Kafka has drained; db -> rebuilding when Redis has been healthy; the rebuild,
+ * make (redis -> draining when its breaker is open or the mode is db_only; its drain ack,
+ * and draining -> db on every front's ack or the timed wait, once Kafka has drained; db -> rebuilding when Redis has been healthy; the rebuild,
  * then rebuilding -> redis). A front restarted mid-outage reads the same rows, so it
  * follows the DB state from its first second. */
 #pragma once
@@ -19,6 +19,11 @@ void fr_degrade_stop(void);
  *  voucher without a row); *epoch and *mode (may be NULL) its epoch and effective mode.
  *  Thread-safe (HTTP threads). */
 int fr_degrade_state(int64_t voucher_id, int64_t *epoch, int *mode);
+
+/** DESIGN.md 12 a: 1 while the last successful read of the switch rows is younger than
+ *  SECKILL_SWITCH_STALE_MS, else 0 (nothing may go to Redis for any voucher). Thread-safe
+ *  (HTTP threads, deduct workers). */
+int fr_degrade_fresh(void);
 
 /** Append "state per voucher" gauge lines (seckill_front_degrade_state{voucher,state})
  *  and the JSON object of /readyz into the caller's buffers. @returns bytes written

@@ -13,6 +13,7 @@ typedef struct fr_config {
         int64_t expire_extra_ms;        /* reconcile window + 1 day (ms) */
         char expire_extra_s[24];        /* decimal string of expire_extra_ms */
         int64_t deadline_ms;            /* per request: 2 x delivery timeout + 1 s */
+        char lease_holder[128];         /* the worker-id lease's holder (tb_drain_ack.holder) */
 } fr_config_t;
 
 extern fr_config_t g_fr;

@@ -17,6 +17,7 @@
 #include "breaker.h"
 #include "dbonly.h"
 #include "degrade.h"
+#include "vflight.h"
 #include "sk/dswitch.h"
 #include "deduct.h"
 #include "front.h"
@@ -177,14 +178,41 @@ static int route_degraded(fr_req_t *req, struct MHD_Connection *conn)
         int mode = SK_DSW_AUTO;
         int state = fr_degrade_state(req->voucher_id, &epoch, &mode);
 
-        if (state == SK_DSW_REDIS)
+        if (state == SK_DSW_REDIS) {
+                /* DESIGN.md 12 a: rows not read for SECKILL_SWITCH_STALE_MS -> nothing to
+                 * Redis (another front may be draining this voucher). */
+                if (!fr_degrade_fresh()) {
+                        quick_503(req, "degrade", "degrade switch rows not read recently");
+                        return 1;
+                }
                 return 0;
+        }
         if (state == SK_DSW_DB && mode != SK_DSW_REDIS_ONLY)
                 route_db_only(req, conn, epoch);
         else
                 quick_503(req, "degrade", state == SK_DSW_REBUILDING ? "rebuilding Redis from the DB"
                                                                      : "draining to the DB-only path");
         return 1;
+}
+
+/* The routing of a purchase once it counts in vflight.c (route_purchase). */
+static void route_purchase_counted(fr_req_t *req, struct MHD_Connection *conn)
+{
+        if (route_degraded(req, conn))
+                return;
+        /* DESIGN.md 8: overloaded or producer unusable -> 503 before deduct.lua. */
+        if (!fr_kprod_usable()) {
+                quick_503(req, "kafka", "kafka unavailable");
+                return;
+        }
+        /* DESIGN.md 12: no purchase is queued for a Redis the breaker knows is down. */
+        if (!fr_breaker_allow()) {
+                quick_503(req, "redis", "redis unavailable");
+                return;
+        }
+        if (mint_purchase(req) != 0)
+                return;
+        go_async(req, conn); /* may answer 503 at once (shutdown): kind is QUICK then */
 }
 
 static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
@@ -204,21 +232,12 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
                 quick(req, 409, fr_json_err(SK_CODE_SOLD_OUT, "sold out"));
                 return;
         }
-        if (route_degraded(req, conn))
-                return;
-        /* DESIGN.md 8: overloaded or producer unusable -> 503 before deduct.lua. */
-        if (!fr_kprod_usable()) {
-                quick_503(req, "kafka", "kafka unavailable");
-                return;
-        }
-        /* DESIGN.md 12: no purchase is queued for a Redis the breaker knows is down. */
-        if (!fr_breaker_allow()) {
-                quick_503(req, "redis", "redis unavailable");
-                return;
-        }
-        if (mint_purchase(req) != 0)
-                return;
-        go_async(req, conn); /* may answer 503 at once (shutdown): kind is QUICK then */
+        /* DESIGN.md 12 b: counted before the degrade state is read, so the follower
+         * either sees this purchase or this purchase sees the state it published. */
+        fr_vflight_enter(req->voucher_id, &req->vflight);
+        route_purchase_counted(req, conn);
+        if (req->kind != FR_KIND_PURCHASE)     /* answered here: it never reaches Redis */
+                fr_vflight_leave(req->voucher_id, &req->vflight);
 }
 
 static void route_readyz(fr_req_t *req)

@@ -193,7 +193,10 @@ static void shutdown_front(void)
         SK_LOG(SK_INFO, "shutdown_done", "ms=%lld outq_at_purge=%d inflight=%d",
                (long long)(sk_mono_ms() - t0), left, fr_inflight());
         fr_kprod_destroy_all();
-        sk_idgen_stop(idgen);
+        /* Every purchase settled and the producers destroyed: nothing of this front can
+         * reach Kafka any more, so its lease row need not hold back a drain (DESIGN.md 12 c):
+         * released as quiet (free at once). Otherwise it stays a front row for D more. */
+        sk_idgen_stop_quiet(idgen, fr_inflight() == 0);
         idgen = NULL;
         fr_soldout_destroy();
         fr_metrics_destroy();
@@ -247,7 +250,8 @@ int main(int argc, char **argv)
         /* The lease first: a second front with the same SECKILL_WORKER_ID exits 2
          * before it binds anything (DESIGN.md 2). */
         {
-                sk_idgen_opts_t lo = { .metrics = fr_m.reg, .on_event = on_lease_event };
+                sk_idgen_opts_t lo = { .metrics = fr_m.reg, .on_event = on_lease_event,
+                                       .role = "front" };
                 idgen = sk_idgen_start_opts(&g_fr.conf, &lo, &err, errstr, sizeof(errstr));
         }
         if (!idgen) {
@@ -255,6 +259,7 @@ int main(int argc, char **argv)
                        g_fr.conf.worker_id, sk_err2str(err), errstr);
                 return err == SK_EEXIST ? 2 : 1;
         }
+        snprintf(g_fr.lease_holder, sizeof(g_fr.lease_holder), "%s", sk_idgen_holder(idgen));
         if (fr_pipeline_start(errstr, sizeof(errstr)) != 0) {
                 SK_LOG(SK_ERROR, "pipeline_start_failed", "reason=\"%s\"", errstr);
                 sk_idgen_stop(idgen);

@@ -80,6 +80,18 @@ static void init_counters(fr_metrics_t *m)
         m->collision = sk_metrics_counter(m->reg, "seckill_front_deduct_collision_total", NULL,
                                           "ALERT: a traceId already stored for another purchase "
                                           "(id collision, DESIGN.md 4)");
+        m->drain_acks = sk_metrics_counter(m->reg, "seckill_front_drain_acks_total", NULL,
+                                           "drain acks this front wrote to tb_drain_ack: a "
+                                           "draining epoch read, none of its purchases of the "
+                                           "voucher able to reach Kafka (DESIGN.md 12 b)");
+        m->drain_early = sk_metrics_counter(m->reg, "seckill_front_drain_moves_total",
+                                            "rule=\"acks\"", "draining -> db moves this front "
+                                            "made, by rule: every front's ack (early) or the timed "
+                                            "wait (DESIGN.md 12)");
+        m->drain_timed = sk_metrics_counter(m->reg, "seckill_front_drain_moves_total",
+                                            "rule=\"timed\"", "draining -> db moves this front "
+                                            "made, by rule: every front's ack (early) or the timed "
+                                            "wait (DESIGN.md 12)");
         m->soldout_hits = sk_metrics_counter(m->reg, "seckill_front_soldout_cache_hits_total", NULL,
                                              "purchases answered 409/10005 by the local sold-out "
                                              "cache, without Redis (DESIGN.md 4)");
@@ -100,6 +112,10 @@ static void init_gauges(fr_metrics_t *m)
                                        "lookups and DB checks waiting for the lookup pool");
         m->q_dbonly = sk_metrics_gauge(m->reg, "seckill_front_db_only_queue_depth", NULL,
                                        "DB-only purchases waiting for a connection of the pool");
+        m->switch_stale = sk_metrics_gauge(m->reg, "seckill_front_switch_stale", NULL,
+                                           "1 while the last successful read of the degrade switch "
+                                           "rows is older than SECKILL_SWITCH_STALE_MS: nothing "
+                                           "goes to Redis (DESIGN.md 12 a)");
         m->retired = sk_metrics_gauge(m->reg, "seckill_front_producers_retired", NULL,
                                       "replaced Kafka producers still draining (destroyed once empty)");
 }

@@ -1,6 +1,7 @@
 /* producer/req.c: request objects and their single answer (producer/req.h). Owns the
  * lock that makes the answer single (pend_mu), the pending list kept in deadline order,
- * the in-flight count and the shutdown level. The deadline timer (deadline.c) and the
+ * the in-flight count and the shutdown level. Giving a purchase's in-flight slot back also
+ * ends its count in vflight.c (it can no longer reach Kafka). The deadline timer (deadline.c) and the
  * shutdown (main.c) drive the list through fr_pending_expired/fr_pending_flush.
  * What it does not do: decide any answer (the pipeline stages do). */
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include "req.h"
 #include "sk/clock.h"
 #include "sk/model.h"
+#include "vflight.h"
 
 static pthread_mutex_t pend_mu = PTHREAD_MUTEX_INITIALIZER; /* answers and the list */
 static fr_req_t *pend_head, *pend_tail;
@@ -41,6 +43,7 @@ void fr_req_unref(fr_req_t *req)
                 return;
         if (atomic_fetch_sub(&req->refs, 1) != 1)
                 return;
+        fr_vflight_leave(req->voucher_id, &req->vflight); /* a no-op unless still counted */
         free(req->body);
         free(req->msg);
         free(req);
@@ -194,6 +197,9 @@ int fr_inflight_acquire(fr_req_t *req, int max)
 
 void fr_inflight_release(fr_req_t *req)
 {
+        /* Every path that gives the slot back has settled the purchase's Kafka side: the
+         * last produce has its report, or none will ever be made (DESIGN.md 12 b). */
+        fr_vflight_leave(req->voucher_id, &req->vflight);
         if (req->inflight_counted) {
                 req->inflight_counted = 0;
                 atomic_fetch_sub(&inflight, 1);

@@ -75,6 +75,9 @@ typedef struct fr_req {
         int reproduced;                 /* the one identical re-produce was issued */
         fr_lookup_t lookup;
         int inflight_counted;
+        int vflight;                    /* counted in vflight.c (guarded by its lock):
+                                         * from before the degrade state is read until
+                                         * the purchase can no longer reach Kafka */
 
         /* Overflow probing (DESIGN.md 4), with buckets/home/bucket above. */
         int overflowed;                 /* deduct.lua answered OVERFLOW, PROBING or
@@ -113,7 +116,8 @@ const char *fr_req_unanswered_state(fr_req_t *req);
 /** Admission (DESIGN.md 8, before deduct.lua): take an in-flight slot for @p req unless
  *  @p max are taken. @returns 0 taken, -1 cap reached. Thread-safe. */
 int fr_inflight_acquire(fr_req_t *req, int max);
-/** Give the slot back before the pipeline started (a 503 at admission). */
+/** Give the slot back before the pipeline started (a 503 at admission); also ends the
+ *  purchase's per-voucher count (vflight.h), as does the last unref. */
 void fr_inflight_release(fr_req_t *req);
 /** Purchases between admission and done. */
 int fr_inflight(void);

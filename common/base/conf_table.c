@@ -96,6 +96,10 @@ const copt_t sk__copts[SK__NCOPTS] = {
         { "degrade-db-conns", "SECKILL_DEGRADE_DB_CONNS", V_INT, OFF(degrade_db_conns), 0, 1, 256, "N",
           "front: DB connections of the DB-only purchase path (DESIGN.md 12)",
           SK_BIN_FRONT },
+        { "switch-stale-ms", "SECKILL_SWITCH_STALE_MS", V_INT, OFF(switch_stale_ms), 0, 500, 600000, "MS",
+          "front: no successful read of the degrade switch rows this long = nothing goes to Redis "
+          "(503) until a read succeeds; the timed drain waits D + this (DESIGN.md 12)",
+          SK_BIN_FRONT },
 };
 _Static_assert(sizeof(sk__copts) / sizeof(sk__copts[0]) == SK__NCOPTS, "SK__NCOPTS");
 
@@ -125,6 +129,7 @@ void sk_conf_defaults(sk_conf_t *conf)
         conf->breaker_open_ms = 30000;
         conf->breaker_healthy_ms = 10000;
         conf->degrade_db_conns = 8;
+        conf->switch_stale_ms = 5000;
         /* The defaults are valid by construction; parse them so the structs are filled. */
         sk_redis_url_parse(conf->redis_url, &conf->redis, NULL, 0);
         sk_mysql_url_parse(conf->mysql_url, &conf->mysql, NULL, 0);

@@ -277,6 +277,8 @@ static sk_idgen_t *alloc_idgen(const sk_conf_t *conf, const sk_idgen_opts_t *opt
         pthread_condattr_destroy(&cattr);
         g->ld.lease_ms = conf->worker_lease_ms;
         g->ld.fixed_id = conf->worker_id;
+        g->ld.front_grace_ms = 2 * (int64_t)conf->kafka_delivery_timeout_ms + 1000;
+        snprintf(g->ld.role, sizeof(g->ld.role), "%s", opts && opts->role ? opts->role : "admin");
         atomic_store(&g->worker_id, conf->worker_id < 0 ? 0 : conf->worker_id);
         sk_lease_db_make_holder(g->ld.holder, sizeof(g->ld.holder));
         if (opts) {
@@ -305,6 +307,11 @@ sk_idgen_t *sk_idgen_start_opts(const sk_conf_t *conf, const sk_idgen_opts_t *op
                 sk_seterr(errstr, errstr_size, "idgen: invalid worker id or lease");
                 return NULL;
         }
+        if (opts && opts->role && strcmp(opts->role, "front") && strcmp(opts->role, "consumer") &&
+            strcmp(opts->role, "admin") && strcmp(opts->role, "reconciler")) {
+                sk_seterr(errstr, errstr_size, "idgen: unknown role");  /* spliced into SQL */
+                return NULL;
+        }
         if (!(g = alloc_idgen(conf, opts))) {
                 *err = SK_ENOMEM;
                 sk_seterr(errstr, errstr_size, "idgen: out of memory");
@@ -331,7 +338,7 @@ sk_idgen_t *sk_idgen_start_opts(const sk_conf_t *conf, const sk_idgen_opts_t *op
         if (pthread_create(&g->thr, NULL, renew_thread, g) != 0) {
                 *err = SK_ENOMEM;
                 sk_seterr(errstr, errstr_size, "idgen: cannot start the renewal thread");
-                sk_lease_db_release(&g->ld, id);
+                sk_lease_db_release(&g->ld, id, 0);
                 destroy(g);
                 return NULL;
         }
@@ -367,7 +374,17 @@ int sk_idgen_worker_id(const sk_idgen_t *g)
         return atomic_load(&((sk_idgen_t *)g)->worker_id);
 }
 
+const char *sk_idgen_holder(const sk_idgen_t *g)
+{
+        return g->ld.holder;
+}
+
 void sk_idgen_stop(sk_idgen_t *g)
+{
+        sk_idgen_stop_quiet(g, 0);
+}
+
+void sk_idgen_stop_quiet(sk_idgen_t *g, int quiet)
 {
         if (!g)
                 return;
@@ -381,6 +398,6 @@ void sk_idgen_stop(sk_idgen_t *g)
         /* The thread has stopped: g->held is final (a re-lease may have just landed). */
         sk_snowflake_set_mint_window(g->sf, 0, 0);
         if (g->held && db_usable(g))
-                sk_lease_db_release(&g->ld, atomic_load(&g->worker_id));
+                sk_lease_db_release(&g->ld, atomic_load(&g->worker_id), quiet);
         destroy(g);
 }

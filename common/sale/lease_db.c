@@ -8,6 +8,10 @@
  * compare-and-set on M: whoever took and released X in between makes it miss); then
  * read back (holder = H, mint_until U, NOW(3)). Ours: the mint window is (M, U].
  * Renew: UPDATE ... the same SET ... WHERE worker_id = X AND holder = H, then read back.
+ * Free (v5, DESIGN.md 2, 12): lease_until < NOW(3), and for a row whose role is 'front'
+ * lease_until + D < NOW(3) (D = the request deadline): the early drain counts on every
+ * front lease row with lease_until >= since - D, so a front's row keeps its holder while
+ * the purchases it admitted may still reach Kafka. The SET writes the taker's role.
  * Times travel as ms since the epoch (TIMESTAMPDIFF, not UNIX_TIMESTAMP, which stops
  * at 2038 on MariaDB 10.x); the session is UTC (sk/db.h). The holder is made of plain
  * characters (sk_lease_db_make_holder), so it is spliced into the SQL as is. */
@@ -45,6 +49,13 @@ void sk_lease_db_make_holder(char *out, size_t size)
         snprintf(out, size, "%s:%ld:%" PRId64, host, (long)getpid(), start_ms);
 }
 
+/* The "free" condition of a row (DESIGN.md 2 v5) into @p buf. */
+static void free_cond(const sk_lease_db_t *ld, char *buf, size_t size)
+{
+        snprintf(buf, size, "lease_until < NOW(3) - INTERVAL IF(role = 'front', %lld, 0) MICROSECOND",
+                 (long long)(ld->front_grace_ms > 0 ? ld->front_grace_ms : 0) * 1000);
+}
+
 /* Read back (holder = H, mint_until, NOW(3)) of @p id into *r's until/db_now/mono.
  * @returns SK_OK with *ours set, or the DB error. */
 static sk_err_t read_back(sk_lease_db_t *ld, int id, sk_lease_read_t *r, int *ours, char *errstr,
@@ -70,9 +81,9 @@ static sk_err_t read_back(sk_lease_db_t *ld, int id, sk_lease_read_t *r, int *ou
 static void set_clause(const sk_lease_db_t *ld, char *buf, size_t size)
 {
         snprintf(buf, size,
-                 "SET holder = '%s', lease_until = NOW(3) + INTERVAL %lld MICROSECOND, "
+                 "SET holder = '%s', role = '%s', lease_until = NOW(3) + INTERVAL %lld MICROSECOND, "
                  "mint_until = GREATEST(mint_until, NOW(3) + INTERVAL %lld MICROSECOND)",
-                 ld->holder, (long long)ld->lease_ms * 1000,
+                 ld->holder, ld->role, (long long)ld->lease_ms * 1000,
                  (long long)((int64_t)ld->lease_ms * 2 / 3) * 1000);
 }
 
@@ -82,14 +93,15 @@ static void set_clause(const sk_lease_db_t *ld, char *buf, size_t size)
 static sk_err_t take_once(sk_lease_db_t *ld, int id, int skip_far, sk_lease_read_t *r, int *outcome,
                           char *errstr, size_t errstr_size)
 {
-        char sql[1024], set[320];
+        char sql[1024], set[320], cond[160];
         int64_t v[4];
         int ours = 0;
         sk_err_t err;
 
+        free_cond(ld, cond, sizeof(cond));
         snprintf(sql, sizeof(sql),
-                 "SELECT holder = '%s', lease_until < NOW(3), " MS("mint_until") ", "
-                 MS("NOW(3)") " FROM tb_worker_lease WHERE worker_id = %d", ld->holder, id);
+                 "SELECT holder = '%s', %s, " MS("mint_until") ", "
+                 MS("NOW(3)") " FROM tb_worker_lease WHERE worker_id = %d", ld->holder, cond, id);
         err = sk_db_query_row_i64(ld->db, sql, v, 4, NULL, errstr, errstr_size);
         if (err == SK_ENOTFOUND) {
                 sk_seterr(errstr, errstr_size, "tb_worker_lease has no row for worker id %d "
@@ -110,9 +122,9 @@ static sk_err_t take_once(sk_lease_db_t *ld, int id, int skip_far, sk_lease_read
         }
         set_clause(ld, set, sizeof(set));
         snprintf(sql, sizeof(sql),
-                 "UPDATE tb_worker_lease %s WHERE worker_id = %d AND (lease_until < NOW(3) OR "
+                 "UPDATE tb_worker_lease %s WHERE worker_id = %d AND (%s OR "
                  "holder = '%s') AND mint_until = '1970-01-01 00:00:00' + INTERVAL %" PRId64
-                 " MICROSECOND", set, id, ld->holder, v[2] * 1000);
+                 " MICROSECOND", set, id, cond, ld->holder, v[2] * 1000);
         if ((err = sk_db_exec(ld->db, sql, errstr, errstr_size)) != SK_OK)
                 return err;
         if ((err = read_back(ld, id, r, &ours, errstr, errstr_size)) != SK_OK)
@@ -145,10 +157,11 @@ static sk_err_t take_lowest(sk_lease_db_t *ld, sk_lease_read_t *r, int *id, char
 {
         static const char *const mint_cond[2] = { "mint_until < NOW(3)",
                                                   "mint_until <= NOW(3) + INTERVAL %lld MICROSECOND" };
-        char sql[512], cond[128];
+        char sql[640], cond[128], fcond[160];
         sk_err_t err;
 
         *id = -1;
+        free_cond(ld, fcond, sizeof(fcond));
         for (int pass = 0; pass < 2; pass++) {
                 int64_t after = -1, next;
                 int is_null = 0, outcome;
@@ -157,7 +170,7 @@ static sk_err_t take_lowest(sk_lease_db_t *ld, sk_lease_read_t *r, int *id, char
                 for (;;) {
                         snprintf(sql, sizeof(sql),
                                  "SELECT MIN(worker_id) FROM tb_worker_lease WHERE worker_id > %"
-                                 PRId64 " AND lease_until < NOW(3) AND %s", after, cond);
+                                 PRId64 " AND %s AND %s", after, fcond, cond);
                         err = sk_db_query_i64(ld->db, sql, &next, &is_null, errstr, errstr_size);
                         if (err != SK_OK)
                                 return err;
@@ -193,12 +206,14 @@ sk_err_t sk_lease_db_renew(sk_lease_db_t *ld, int id, sk_lease_read_t *r, int *o
 
 /* Free @p id if it is still ours (mint_until stays). Errors ignored: the lease then
  * ends by itself at lease_until. */
-void sk_lease_db_release(sk_lease_db_t *ld, int id)
+void sk_lease_db_release(sk_lease_db_t *ld, int id, int quiet)
 {
-        char sql[256];
+        char sql[320];
+        int64_t back_ms = 1 + (quiet && ld->front_grace_ms > 0 ? ld->front_grace_ms : 0);
 
-        snprintf(sql, sizeof(sql), "UPDATE tb_worker_lease SET lease_until = NOW(3) - INTERVAL 1000 "
-                 "MICROSECOND WHERE worker_id = %d AND holder = '%s'", id, ld->holder);
+        snprintf(sql, sizeof(sql), "UPDATE tb_worker_lease SET lease_until = NOW(3) - INTERVAL %lld "
+                 "MICROSECOND WHERE worker_id = %d AND holder = '%s'", (long long)back_ms * 1000, id,
+                 ld->holder);
         (void)sk_db_exec(ld->db, sql, NULL, 0);
 }
 

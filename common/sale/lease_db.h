@@ -14,6 +14,9 @@ typedef struct sk_lease_db {
         char holder[128];     /* host:pid:start_ms, plain characters only (spliced into SQL) */
         int lease_ms;         /* lease period (ms) */
         int fixed_id;         /* the id to take; -1 = the lowest usable one */
+        char role[16];        /* front | consumer | admin | reconciler (spliced into SQL) */
+        int64_t front_grace_ms; /* D of DESIGN.md 12 (2 x delivery timeout + 1 s): a row whose
+                                 * role is front is free only once lease_until + D < NOW(3) */
 } sk_lease_db_t;
 
 /* The result of a take or renewal. */
@@ -26,7 +29,9 @@ typedef struct sk_lease_read {
  *  [A-Za-z0-9._-] (others become '_'), start_ms the wall clock made unique per process
  *  (two generators of one process never share a holder). Thread-safe. */
 void sk_lease_db_make_holder(char *out, size_t size);
-/** @brief Take ld->fixed_id, or (when -1) the lowest free id whose mint_until is past,
+/** @brief Take ld->fixed_id, or (when -1) the lowest free id (free: lease_until < NOW(3),
+ *  or, when the row's role is front, lease_until + ld->front_grace_ms < NOW(3), so no
+ *  front whose purchases may still be in flight leaves the table, DESIGN.md 2, 12) whose mint_until is past,
  *  else the lowest free one whose mint_until is at most one lease ahead (further ahead:
  *  skipped, a clock step). A take is one compare-and-set UPDATE on the id's old
  *  mint_until M: holder = ours, lease_until = NOW(3) + lease, mint_until =
@@ -37,11 +42,14 @@ void sk_lease_db_make_holder(char *out, size_t size);
  *  the id's row is missing: run `db migrate`). */
 sk_err_t sk_lease_db_take(sk_lease_db_t *ld, sk_lease_read_t *r, int *id, char *errstr,
                           size_t errstr_size);
-/** @brief Renew @p id: the same SET as a take, only WHERE holder is still ours; then
+/** @brief Renew @p id: the same SET as a take (role included), only WHERE holder is still ours; then
  *  read back. @returns SK_OK with *ours (0: another holder, the lease is lost; 1:
  *  r->until_ms is the new window end), or the classified DB error (nothing known). */
 sk_err_t sk_lease_db_renew(sk_lease_db_t *ld, int id, sk_lease_read_t *r, int *ours, char *errstr,
                            size_t errstr_size);
-/** @brief Free @p id if it is still ours (lease_until just past; holder and mint_until
- *  stay). Errors ignored: the lease then ends by itself at lease_until. */
-void sk_lease_db_release(sk_lease_db_t *ld, int id);
+/** @brief Free @p id if it is still ours (lease_until just past; holder, role and
+ *  mint_until stay). @p quiet: the holder will send nothing more anywhere (a front whose
+ *  purchases are all settled): lease_until is set ld->front_grace_ms further back, so the
+ *  id is free at once and the drain of DESIGN.md 12 does not wait for this holder.
+ *  Errors ignored: the lease then ends by itself at lease_until. */
+void sk_lease_db_release(sk_lease_db_t *ld, int id, int quiet);

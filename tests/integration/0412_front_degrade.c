@@ -429,9 +429,9 @@ START_TEST(operator_db_only_then_auto)
 
         ck_assert_int_eq(sk_test_admin(NULL, (const char *[]){ "degrade", "db-only", "--voucher", vs, NULL }), 0);
         ck_assert_int_eq(sk_test_admin(NULL, (const char *[]){ "degrade", "status", "--voucher", vs, NULL }), 0);
-        ck_assert_int_eq(sk_test_wait_switch(sl.vid, "draining", 10), 0);
-        sk_sleep_ms(1500, NULL); /* the front's next read of the rows (every second) */
-        ck_assert_int_eq(buy(sl.port, sl.path, sl.user++, &bk), 503);
+        /* v5: the only front acks the drain at once, so draining may last well under a
+         * second (DESIGN.md 12 early move): no purchase here, it could be the DB path's
+         * first and use up the failpoint below. */
         ck_assert_int_eq(sk_test_wait_switch(sl.vid, "db", 30), 0);
         sk_sleep_ms(1500, NULL); /* the front's next read */
         /* The failpoint: a DB failure before COMMIT -> 503, nothing written. */

@@ -36,7 +36,7 @@ expect() {
 }
 
 FRONT_ONLY='--http-addr --max-inflight --soldout-cache-ms --breaker-failures --breaker-slow-ms
-            --breaker-open-ms --breaker-healthy-ms --degrade-db-conns --http-threads'
+            --breaker-open-ms --breaker-healthy-ms --degrade-db-conns --switch-stale-ms --http-threads'
 CONSUMER_ONLY='--metrics-addr --close-interval-ms --workers --batch-max'
 echo "== seckill-front"
 expect seckill-front "--redis-url --mysql-url --http-addr --breaker-failures --degrade-db-conns

@@ -57,6 +57,11 @@ typedef struct sk_idgen_opts {
          * notion of the database's time were off by that much (ms, may be negative).
          * The mint bounds still hold, only availability suffers. 0 in production. */
         int64_t test_clock_offset_ms;
+        /* The holder's role written into its row (DESIGN.md 6, v5): "front", "consumer",
+         * "admin" or "reconciler"; NULL = "admin". A row whose role is front is leased
+         * again only once lease_until + D < NOW(3) (D = 2 x conf->kafka_delivery_timeout_ms
+         * + 1 s, DESIGN.md 2, 12), whoever takes it. */
+        const char *role;
 } sk_idgen_opts_t;
 
 /** @brief Lease conf->worker_id (or, when -1, the lowest id that is free and can mint
@@ -74,7 +79,7 @@ typedef struct sk_idgen_opts {
  *  other DB errors), SK_EINVAL (bad conf), SK_ENOMEM. */
 sk_idgen_t *sk_idgen_start_opts(const sk_conf_t *conf, const sk_idgen_opts_t *opts,
                                 sk_err_t *err, char *errstr, size_t errstr_size);
-/** @brief sk_idgen_start_opts with no metrics, no callback, no test hook. */
+/** @brief sk_idgen_start_opts with no metrics, no callback, no test hook, role admin. */
 sk_idgen_t *sk_idgen_start(const sk_conf_t *conf, sk_err_t *err, char *errstr, size_t errstr_size);
 /** @brief Mint one id (stamped on the database's clock, inside the mint window).
  *  @returns SK_OK, or SK_EAGAIN when the lease is not usable now (waiting for the
@@ -85,7 +90,15 @@ sk_err_t sk_idgen_next(sk_idgen_t *g, int64_t *out, char *errstr, size_t errstr_
 int sk_idgen_usable(sk_idgen_t *g);
 /** @brief The leased worker id (it may change after a loss when conf->worker_id was -1). */
 int sk_idgen_worker_id(const sk_idgen_t *g);
+/** @brief The holder string of this generator's lease rows ("host:pid:start_ms", plain
+ *  characters; the same after a re-lease). Borrowed, valid until sk_idgen_stop. */
+const char *sk_idgen_holder(const sk_idgen_t *g);
 /** @brief Close the mint window, stop the renewal thread and release the lease
  *  (lease_until set in the past, only if holder is still ours; mint_until stays for the
  *  next holder). Frees @p g. NULL ok. */
 void sk_idgen_stop(sk_idgen_t *g);
+/** @brief sk_idgen_stop, and @p quiet = 1 says this process will send nothing more to
+ *  Kafka or Redis (a front whose purchases are all settled and whose producers are
+ *  destroyed): the released lease_until is set D further back, so the id is free at once
+ *  and no drain (DESIGN.md 12 c) waits for this holder's ack. NULL ok. */
+void sk_idgen_stop_quiet(sk_idgen_t *g, int quiet);
