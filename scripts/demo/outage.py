@@ -95,6 +95,8 @@ def outage_lines(o):
         f"db {at(st['db'], rel['db'])}",
         f"               DB-only purchases served: {o['db_only_purchases']:,} (outcomes path 'db'; "
         f"200 CREATED seen by the crowd: {o['db_only_200_seen_by_client']:,})",
+        f"               first DB-only sale {o['first_db_only_s_after_kill']} s after the kill "
+        f"(target 3 s, DESIGN.md 12 v5; bench/windows.sh measures it and the Sentinel window)",
         f"               Redis back (empty) {at(o['redis_back_ms'], rel['redis_back'])} after "
         f"{o['redis_down_s']} s down; rebuilding {at(st['rebuilding'], rel['rebuilding'])}, "
         f"redis {at(st['redis'], rel['redis'])}: {o['outage_s']} s from kill to redis",
@@ -113,6 +115,12 @@ def outage(sql, check, db, run, hot, vouchers, t0_ms, status_200):
         f"SELECT voucher_id, COUNT(*) FROM `{db}`.tb_seckill_outcome WHERE path = 'db' "
         f"AND voucher_id IN ({vlist}) GROUP BY voucher_id")}
     o = outage_figures(marks, states, hot, t0_ms, db_only, status_200, 0)
+    # The window of DESIGN.md 12 v5: from the kill to the first DB-only sale (the request
+    # time of its traceId, the snowflake timestamp).
+    first = sql(f"SELECT MIN((trace_id >> 22) + 1704067200000) FROM `{db}`.tb_seckill_outcome "
+                f"WHERE path = 'db' AND voucher_id IN ({vlist})")[0][0]
+    o["first_db_only_s_after_kill"] = (round((int(first) - o["killed_ms"]) / 1000.0, 1)
+                                       if first and o["killed_ms"] else None)
     back = o["state_ms"]["redis"]
     if back:
         # admitted after the return: the traceId's snowflake timestamp (figures.py)
