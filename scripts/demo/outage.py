@@ -73,6 +73,7 @@ def outage_figures(marks, states, hot, t0_ms, db_only, db_only_client, after_202
         **{k: _rel(at.get(k), t0_ms) for k in STATES}}
     o["outage_s"] = round((at["redis"] - kill) / 1000.0, 1) if kill and at.get("redis") else None
     o["redis_down_s"] = round((back - kill) / 1000.0, 1) if kill and back else None
+    o["first_db_only_s_after_kill"] = None  # outage() reads it from the outcomes
     return o
 
 
@@ -95,7 +96,9 @@ def outage_lines(o):
         f"db {at(st['db'], rel['db'])}",
         f"               DB-only purchases served: {o['db_only_purchases']:,} (outcomes path 'db'; "
         f"200 CREATED seen by the crowd: {o['db_only_200_seen_by_client']:,})",
-        f"               first DB-only sale {o['first_db_only_s_after_kill']} s after the kill "
+        f"               first DB-only sale "
+        f"{'not seen' if o['first_db_only_s_after_kill'] is None else str(o['first_db_only_s_after_kill']) + ' s'}"
+        f" after the kill "
         f"(target 3 s, DESIGN.md 12 v5; bench/windows.sh measures it and the Sentinel window)",
         f"               Redis back (empty) {at(o['redis_back_ms'], rel['redis_back'])} after "
         f"{o['redis_down_s']} s down; rebuilding {at(st['rebuilding'], rel['rebuilding'])}, "

@@ -433,26 +433,35 @@ sql -e "DROP DATABASE IF EXISTS \`$DB\`; DROP DATABASE IF EXISTS \`$CLIENT_DB\`"
         || die "cannot drop $DB"
 # Least privilege (DESIGN.md 17): the binaries never run as the database's root. An admin
 # user (migrations) and an app user (rows only), both from `seckill-admin db grants`, with
-# fresh random passwords each run; the demo's own checks keep the connection it was given.
+# fresh random passwords each run; the app grants name tables, so they follow the
+# migration. The demo's own checks keep the connection it was given.
 DEMO_ADM=seckill_demo_admin DEMO_APP=seckill_demo_app
 DEMO_ADM_PW=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 DEMO_APP_PW=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+ADMIN_URL=$MYSQL_URL APP_URL=$MYSQL_URL
 if sql -e "DROP USER IF EXISTS '$DEMO_ADM'@'%', '$DEMO_APP'@'%';
            CREATE USER '$DEMO_ADM'@'%' IDENTIFIED BY '$DEMO_ADM_PW';
            CREATE USER '$DEMO_APP'@'%' IDENTIFIED BY '$DEMO_APP_PW'" 2>"$RUN/users.log" &&
-   SECKILL_MYSQL_URL=$MYSQL_URL "$BIN/seckill-admin" db grants --admin "$DEMO_ADM" --app "$DEMO_APP" \
-        >"$RUN/grants.sql" 2>>"$RUN/users.log" &&
-   sql <"$RUN/grants.sql" 2>>"$RUN/users.log"; then
+   SECKILL_MYSQL_URL=$MYSQL_URL "$BIN/seckill-admin" db grants --admin "$DEMO_ADM" \
+        >"$RUN/grants-admin.sql" 2>>"$RUN/users.log" &&
+   sql <"$RUN/grants-admin.sql" 2>>"$RUN/users.log"; then
         ADMIN_URL="mysql://$DEMO_ADM:$DEMO_ADM_PW@${MYSQL_HOST}:${MYSQL_PORT}/${DB}"
-        APP_URL="mysql://$DEMO_APP:$DEMO_APP_PW@${MYSQL_HOST}:${MYSQL_PORT}/${DB}"
-        say "database users: $DEMO_ADM migrates, $DEMO_APP runs the binaries (seckill-admin db grants)"
 else
         warn "cannot create the least-privilege users as $MYSQL_USER ($(tr '\n' ' ' <"$RUN/users.log")): the binaries use $MYSQL_USER"
-        ADMIN_URL=$MYSQL_URL APP_URL=$MYSQL_URL
 fi
 SECKILL_MYSQL_URL=$ADMIN_URL "$BIN/seckill-admin" db migrate > "$RUN/migrate.log" 2>&1 ||
         { cat "$RUN/migrate.log" >&2; die "db migrate failed"; }
 say "migrated: $(tail -n 1 "$RUN/migrate.log")"
+if [[ $ADMIN_URL != "$MYSQL_URL" ]]; then
+        if SECKILL_MYSQL_URL=$MYSQL_URL "$BIN/seckill-admin" db grants --app "$DEMO_APP" \
+                >"$RUN/grants-app.sql" 2>>"$RUN/users.log" &&
+           sql <"$RUN/grants-app.sql" 2>>"$RUN/users.log"; then
+                APP_URL="mysql://$DEMO_APP:$DEMO_APP_PW@${MYSQL_HOST}:${MYSQL_PORT}/${DB}"
+                say "database users: $DEMO_ADM migrated, $DEMO_APP runs the binaries (seckill-admin db grants)"
+        else
+                warn "cannot grant the app user ($(tr '\n' ' ' <"$RUN/users.log")): the binaries use $MYSQL_USER"
+        fi
+fi
 export SECKILL_MYSQL_URL=$APP_URL
 sed -i "s|^export SECKILL_MYSQL_URL=.*|export SECKILL_MYSQL_URL=$(printf '%q' "$APP_URL")|" "$RUN/env.sh"
 
@@ -647,7 +656,7 @@ phase reconciled
 say "$(python3 "$DEMO_DIR/figures.py" rec-summary "$RUN/reconciler.json" "$rec_rc")"
 for v in "${VOUCHERS[@]}"; do
         vrc=0
-        "$BIN/seckill-admin" verify "$v" --json > "$RUN/verify-$v.json" 2> "$RUN/verify-$v.log" || vrc=$?
+        "$BIN/seckill-admin" verify "$v" --json --quiesced > "$RUN/verify-$v.json" 2> "$RUN/verify-$v.log" || vrc=$?
         echo "$vrc" > "$RUN/verify-$v.rc"
         # per bucket: the DB and Redis stock side by side (report: buckets.py)
         "$BIN/seckill-admin" voucher show "$v" --json > "$RUN/show-$v.json" 2> "$RUN/show-$v.log" ||

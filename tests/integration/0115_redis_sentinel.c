@@ -29,6 +29,29 @@ static int sentinel_master_port(void)
         return port;
 }
 
+/* SENTINEL FAILOVER through Sentinel @p sc, asked again (1 s apart, 60 s at most) while
+ * a failover still settling from an earlier run answers INPROG. @returns the master's
+ * port when the failover was accepted. */
+static int failover(redisContext *sc)
+{
+        int64_t t0 = sk_mono_ms();
+        int old = sentinel_master_port();
+        redisReply *rep;
+
+        for (;;) {
+                rep = redisCommand(sc, "SENTINEL FAILOVER %s", g_url.master);
+                ck_assert_ptr_nonnull(rep);
+                if (rep->type != REDIS_REPLY_ERROR) {
+                        freeReplyObject(rep);
+                        return old;
+                }
+                ck_assert_msg(sk_mono_ms() - t0 < 60000, "SENTINEL FAILOVER: %s", rep->str);
+                freeReplyObject(rep);
+                sleep(1);
+                old = sentinel_master_port();
+        }
+}
+
 START_TEST(discovery)
 {
         char err[256];
@@ -76,19 +99,7 @@ START_TEST(failover_during_commands)
         for (int i = 0; i < 50; i++)
                 sk_test_tally_incr(r, g_key, &t);
         ck_assert_int_eq(t.ok, 50);
-        /* A failover still settling from an earlier run answers INPROG: ask again. */
-        t0 = sk_mono_ms();
-        for (;;) {
-                rep = redisCommand(sc, "SENTINEL FAILOVER %s", g_url.master);
-                ck_assert_ptr_nonnull(rep);
-                if (rep->type != REDIS_REPLY_ERROR) {
-                        freeReplyObject(rep);
-                        break;
-                }
-                ck_assert_msg(sk_mono_ms() - t0 < 60000, "SENTINEL FAILOVER: %s", rep->str);
-                freeReplyObject(rep);
-                sleep(1);
-        }
+        (void)failover(sc);
         t0 = sk_mono_ms();
         while (sk_mono_ms() - t0 < 60000) {
                 long before = t.ok;
@@ -152,23 +163,10 @@ START_TEST(switch_master_followed)
         redisContext *sc = sk_test_node(g_url.seeds[0].host, g_url.seeds[0].port);
         int old = sentinel_master_port(), now;
         int64_t t0;
-        redisReply *rep;
 
         ck_assert_msg(r != NULL, "%s", err);
         ck_assert_int_eq(handle_port(r), old);
-        t0 = sk_mono_ms();
-        for (;;) {
-                rep = redisCommand(sc, "SENTINEL FAILOVER %s", g_url.master);
-                ck_assert_ptr_nonnull(rep);
-                if (rep->type != REDIS_REPLY_ERROR) {
-                        freeReplyObject(rep);
-                        break;
-                }
-                ck_assert_msg(sk_mono_ms() - t0 < 60000, "SENTINEL FAILOVER: %s", rep->str);
-                freeReplyObject(rep);
-                sleep(1);
-                old = sentinel_master_port(); /* an earlier failover was settling */
-        }
+        old = failover(sc);
         t0 = sk_mono_ms();
         while ((now = sentinel_master_port()) == old) {
                 ck_assert_msg(sk_mono_ms() - t0 < 30000, "the Sentinels did not switch");

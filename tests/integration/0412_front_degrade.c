@@ -22,9 +22,6 @@
  *     both; every 202 CREATED, one order per user, Redis = DB;
  *   - a voucher whose recovery rebuild cannot settle does not hold up another voucher's
  *     move to draining (the rebuild runs off the follower's thread, issue 22). */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <mysql.h>
 
 #include "sk_test.h"
@@ -330,38 +327,6 @@ START_TEST(slow_redis_mid_sale)
 }
 END_TEST
 
-/* socat TCP proxy 127.0.0.1:@p listen -> 127.0.0.1:@p to in its own process group (one
- * child per connection: the test freezes the whole group). */
-static pid_t start_proxy(int listen, int to)
-{
-        char a[64], b[64];
-        pid_t pid = fork();
-
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-                setpgid(0, 0);
-                snprintf(a, sizeof(a), "TCP-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork", listen);
-                snprintf(b, sizeof(b), "TCP:127.0.0.1:%d", to);
-                execlp("socat", "socat", a, b, (char *)NULL);
-                _exit(127);
-        }
-        setpgid(pid, pid);
-        for (int i = 0; i < 100; i++) {
-                int fd = socket(AF_INET, SOCK_STREAM, 0);
-                struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)listen) };
-                int ok;
-
-                sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-                ok = connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
-                close(fd);
-                if (ok)
-                        return pid;
-                usleep(50 * 1000);
-        }
-        ck_abort_msg("socat did not listen on %d", listen);
-        return -1;
-}
-
 /* The DB goes away while a voucher is on the DB-only path (the front reaches MariaDB
  * through a proxy the test freezes): 503, nothing written; the DB back: 200 again. */
 START_TEST(db_down_on_db_path)
@@ -377,7 +342,7 @@ START_TEST(db_down_on_db_path)
         vid = seed_voucher(rc, D_STOCK);
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        proxy = start_proxy(pport, sk_test_fx.conf.mysql.port);
+        proxy = sk_test_proxy_start(pport, sk_test_fx.conf.mysql.port);
         snprintf(url, sizeof(url), "mysql://%s@127.0.0.1:%d/%s", sk_test_fx.conf.mysql.user, pport,
                  sk_test_fx.conf.mysql.database);
         ck_assert_int_eq(sk_test_admin(NULL, (const char *[]){ "degrade", "db-only", "--voucher", v, NULL }), 0);
@@ -479,7 +444,7 @@ START_TEST(two_fronts_one_frozen)
                                                     : 4000;
         rc = sk_test_redis(&sk_test_fx.conf);
         sale_start(&sl, &bk, rc, "twoa", NULL, 60000, 10);
-        proxy = start_proxy(pport, sk_test_fx.conf.redis.port);
+        proxy = sk_test_proxy_start(pport, sk_test_fx.conf.redis.port);
         memcpy(saved, sk_test_fx.conf.redis_url, sizeof(saved));
         snprintf(sk_test_fx.conf.redis_url, sizeof(sk_test_fx.conf.redis_url), "redis://127.0.0.1:%d/0", pport);
         pidb = start_front(&portb, logb, sizeof(logb), "twob", NULL);

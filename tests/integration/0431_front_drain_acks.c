@@ -17,9 +17,6 @@
  *     buyers keep coming to A: A stops sending to Redis once its rows are stale (503), and
  *     no 202 ends FAILED sold_out because a DB-only sale took its unit; every 202 and 200
  *     is CREATED, active orders = units sold <= stock. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include "sk_test.h"
 
@@ -169,38 +166,6 @@ static long long drain_ms(int64_t vid, long long *drain_epoch, int timeout_s)
         return s1 - s0;
 }
 
-/* socat TCP proxy 127.0.0.1:@p listen -> 127.0.0.1:@p to, in its own process group (one
- * child per connection: the test freezes the whole group), as 0412 does. */
-static pid_t start_proxy(int listen, int to)
-{
-        char a[64], b[64];
-        pid_t pid = fork();
-
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-                setpgid(0, 0);
-                snprintf(a, sizeof(a), "TCP-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork", listen);
-                snprintf(b, sizeof(b), "TCP:127.0.0.1:%d", to);
-                execlp("socat", "socat", a, b, (char *)NULL);
-                _exit(127);
-        }
-        setpgid(pid, pid);
-        for (int i = 0; i < 100; i++) {
-                int fd = socket(AF_INET, SOCK_STREAM, 0);
-                struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)listen) };
-                int ok;
-
-                sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-                ok = connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
-                close(fd);
-                if (ok)
-                        return pid;
-                usleep(50 * 1000);
-        }
-        ck_abort_msg("socat did not listen on %d", listen);
-        return -1;
-}
-
 /* --------------------------------------------------------------- tests ---- */
 
 START_TEST(early_move_on_acks)
@@ -344,7 +309,7 @@ START_TEST(partial_partition)
 
         (void)consumer("part");
         memset(&bk, 0, sizeof(bk));
-        proxy = start_proxy(pport, sk_test_fx.conf.mysql.port);
+        proxy = sk_test_proxy_start(pport, sk_test_fx.conf.mysql.port);
         snprintf(url, sizeof(url), "mysql://%s@127.0.0.1:%d/%s", sk_test_fx.conf.mysql.user, pport,
                  sk_test_fx.conf.mysql.database);
         /* A: DB through the proxy, a 60 s lease (it keeps minting while cut off). */

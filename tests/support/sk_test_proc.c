@@ -207,6 +207,36 @@ void sk_test_reap_all(void)
         }
 }
 
+pid_t sk_test_proxy_start(int listen, int to)
+{
+        char a[64], b[64];
+        pid_t pid = fork();
+
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                setpgid(0, 0);
+                snprintf(a, sizeof(a), "TCP-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork", listen);
+                snprintf(b, sizeof(b), "TCP:127.0.0.1:%d", to);
+                execlp("socat", "socat", a, b, (char *)NULL);
+                _exit(127);
+        }
+        setpgid(pid, pid);
+        for (int i = 0; i < 100; i++) {
+                int fd = socket(AF_INET, SOCK_STREAM, 0);
+                struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)listen) };
+                int ok;
+
+                sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                ok = connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+                close(fd);
+                if (ok)
+                        return pid;
+                usleep(50 * 1000);
+        }
+        ck_abort_msg("socat did not listen on %d", listen);
+        return -1;
+}
+
 int sk_test_file_count(const char *path, const char *needle)
 {
         enum { CAP = 4 << 20 };

@@ -47,6 +47,11 @@ void sk_test_read_all(int fd, char *buf, size_t size, int timeout_s);
 /** @brief How many times @p needle occurs in the file @p path (a service's log, read
  *  whole, up to 4 MiB); 0 when the file is missing. */
 int sk_test_file_count(const char *path, const char *needle);
+/** @brief A socat TCP proxy 127.0.0.1:@p listen -> 127.0.0.1:@p to (one child per
+ *  connection), in its own process group so a test can freeze the whole group (kill
+ *  -STOP -pid) to cut a service off without closing its connections. Waits until it
+ *  listens (5 s, else the test fails). @returns its pid (= its process group). */
+pid_t sk_test_proxy_start(int listen, int to);
 /** @brief A free TCP port on 127.0.0.1 (bound, read, closed). Aborts the test if none;
  *  callable from main() too. */
 int sk_test_free_port(void);

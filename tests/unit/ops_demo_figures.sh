@@ -114,6 +114,9 @@ lines = O.outage_lines(o)
 assert "killed -9 at " in lines[0] and "(+1.4 s)" in lines[0] and "after 242 accepted" in lines[0], lines[0]
 assert "db " in lines[1] and "(+11.0 s)" in lines[1], lines[1]
 assert "DB-only purchases served: 1,144" in lines[2], lines[2]
-assert "rebuilding not seen" in lines[3] and "20.7 s from kill to redis" in lines[3], lines[3]
+assert "first DB-only sale not seen after the kill" in lines[3], lines[3]
+assert "rebuilding not seen" in lines[4] and "20.7 s from kill to redis" in lines[4], lines[4]
+o["first_db_only_s_after_kill"] = 2.2
+assert "first DB-only sale 2.2 s after the kill" in O.outage_lines(o)[3], O.outage_lines(o)[3]
 print("outage: PASS")
 PY
