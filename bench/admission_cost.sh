@@ -165,7 +165,7 @@ if [ "$cg" = 1 ]; then
   for c in "cur admit $v" "cur soldout $((v + 1))" "v4 admit $((v + 2))" "v4 soldout $((v + 3))"; do
     set -- $c
     sha=$sha_cur; [ "$1" = v4 ] && sha=$sha_v4
-    run_case "$1" "$sha" "$3" -n 40 >/dev/null     # warm-up
+    run_case "$1" "$sha" "$3" -n 640 >/dev/null    # warm-up: users past hash-max-listpack-entries (512)
     callgrind_control -z "$rpid" >/dev/null 2>&1
     run_case "$1" "$sha" "$3" -n "$cg_n" >/dev/null
     callgrind_control -d "$rpid" >/dev/null 2>&1

@@ -3,8 +3,8 @@
  * redis-benchmark lacks (its __rand_int__ draws every occurrence independently, so a
  * traceId in ARGV and in the give-up fence key name KEYS[5] could never match, and it
  * has no clock placeholder for deduct.lua's `ts`, DESIGN.md 4 "Cost of an admission"):
- *   __id1__ __id2__ __id3__  a fresh random 19-digit canonical id per call (snowflake
- *                            sized), the same value at every occurrence within one call
+ *   __id1__ __id2__ __id3__  a fresh random 18-digit canonical id per call (the size
+ *                            of a snowflake id until 2031), the same value at every occurrence within one call
  *   __ts__                   this host's clock in ms when the call is sent
  *   build/bench/evalsha_load [-h HOST] [-p PORT] [-c CONNS] [-d SECONDS | -n CALLS] -- ARG...
  * One thread; every round sends one command on each connection, then reads the CONNS
@@ -127,7 +127,7 @@ int main(int argc, char **argv)
 
                         for (i = 0; i < 3; i++)
                                 snprintf(ids[i], sizeof(ids[i]), "%" PRIu64,
-                                         (uint64_t)(1000000000000000000ULL + rng_next() % 8000000000000000000ULL));
+                                         (uint64_t)(100000000000000000ULL + rng_next() % 800000000000000000ULL));
                         for (i = 0; i < nargs; i++) {
                                 expand(argv[optind + i], buf[i], sizeof(buf[i]), ids, ts);
                                 av[i] = buf[i];

@@ -1,3 +1,4 @@
+-- lib: validate expiry
 -- claim.lua: re-drive and consume bookkeeping of a trace (DESIGN.md 4, 7, 8; calling
 -- convention in sk/scripts.h). The claim record is one JSON field T:c of the trace hash:
 --   {"redrives":N,"failed":N,"consumed":0|1,"partition":"P","offset":"O"}

@@ -4,6 +4,7 @@
  * request's deadline (DESIGN.md 8, 12). A take is repeated with the same traceId up to
  * twice after an unknown outcome (DESIGN.md 8); still unknown ends probing (one purchase
  * must never hold units in two buckets). Owns the probe queue. */
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include "sk/outcome.h"
 #include "sk/redis.h"
 #include "sk/scripts.h"
+#include "sk/snowflake.h"
 #include "soldout.h"
 
 #define PROBE_WORKERS 2
@@ -87,9 +89,10 @@ static take_t take_reply(fr_req_t *req, int j, const redisReply *reply)
 /* take.lua on bucket @p j with up to PROBE_MAX_REPEATS repeats of an unknown outcome. */
 static take_t take_one(sk_redis_t **rp, fr_req_t *req, int j)
 {
-        char k_meta[SK_KEY_MAX], k_stock[SK_KEY_MAX], k_trace[SK_KEY_MAX], hs[16], errstr[512];
+        char k_meta[SK_KEY_MAX], k_stock[SK_KEY_MAX], k_trace[SK_KEY_MAX], hs[16], ts[24];
+        char errstr[512];
         const char *keys[3] = { k_meta, k_stock, k_trace };
-        const char *args[6] = { req->st, req->so, req->su, req->sv, "1", hs };
+        const char *args[6] = { req->st, req->so, req->su, req->sv, ts, hs };
         const char *prefix = g_fr.conf.redis_prefix;
         int attempt, unknown = 0;
 
@@ -97,6 +100,8 @@ static take_t take_one(sk_redis_t **rp, fr_req_t *req, int j)
         sk_key_voucher(k_stock, prefix, req->voucher_id, j, SK_KEY_STOCK);
         sk_key_voucher(k_trace, prefix, req->voucher_id, j, SK_KEY_TRACE);
         snprintf(hs, sizeof(hs), "%d", req->home);
+        /* the snowflake timestamp of traceId, as deduct.lua got it (DESIGN.md 4) */
+        snprintf(ts, sizeof(ts), "%" PRId64, sk_snowflake_ts_ms(req->trace_id));
         for (attempt = 0; attempt <= PROBE_MAX_REPEATS; attempt++) {
                 redisReply *reply = NULL;
                 int64_t t0;
@@ -157,8 +162,9 @@ static void settle(sk_redis_t **rp, fr_req_t *req, int j)
                req->home, j, errstr);
 }
 
-/* Every probed bucket answered empty: the home step (T:r in h, users[U] released), then
- * 409/10005. If the home step cannot run, the answer is the same (nothing was taken);
+/* Every probed bucket answered empty: the give-up (DESIGN.md 4 "Give-up fence": f:T in h
+ * for the request deadline instead of T:r, T:h and users[U] removed, so nothing lasting
+ * is left), then 409/10005. If it cannot run, the answer is the same (nothing was taken);
  * the reconciler finds T probing past its grace and finishes it (DESIGN.md 14). */
 static void sold_out(sk_redis_t **rp, fr_req_t *req)
 {
@@ -170,9 +176,9 @@ static void sold_out(sk_redis_t **rp, fr_req_t *req)
                 if (!*rp && !(*rp = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS,
                                                      errstr, sizeof(errstr))))
                         continue;
-                if (sk_home_step(*rp, g_fr.conf.redis_prefix, req->voucher_id, req->home,
-                                 req->trace_id, req->user_id, -1, 0, SK_REASON_SOLD_OUT,
-                                 g_fr.expire_extra_ms, &hr, errstr, sizeof(errstr)) == SK_OK)
+                if (sk_home_give_up(*rp, g_fr.conf.redis_prefix, req->voucher_id, req->home,
+                                    req->trace_id, req->user_id, g_fr.deadline_ms, &hr, errstr,
+                                    sizeof(errstr)) == SK_OK)
                         break;
                 sk_redis_close(*rp);
                 *rp = NULL;

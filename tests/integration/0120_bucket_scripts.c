@@ -181,20 +181,25 @@ static redisReply *ev(sk_script_t s, int nkeys, const char **keys, int nargs, co
 static redisReply *deduct(const voucher_t *v, int h, const buy_t *p)
 {
         const bkeys_t *k = &v->b[h];
-        const char *keys[4] = { k->meta, k->stock, k->users, k->trace };
-        const char *args[6] = { p->t, p->o, p->u, v->sv, "1", "172800000" };
+        char fence[SK_KEY_MAX + 32], ts[24];
+        const char *keys[5] = { k->meta, k->stock, k->users, k->trace, fence };
+        const char *args[5] = { p->t, p->o, p->u, v->sv, ts };
 
-        return ev(SK_SCRIPT_DEDUCT, 4, keys, 6, args, NULL);
+        snprintf(fence, sizeof(fence), "%.*s:f:%s", (int)(strlen(k->trace) - strlen(":trace")),
+                 k->trace, p->t);
+        snprintf(ts, sizeof(ts), "%lld", (long long)sk_now_ms());
+        return ev(SK_SCRIPT_DEDUCT, 5, keys, 5, args, NULL);
 }
 
 static redisReply *take(const voucher_t *v, int j, int h, const buy_t *p, sk_err_t *err)
 {
         const bkeys_t *k = &v->b[j];
         const char *keys[3] = { k->meta, k->stock, k->trace };
-        char hs[8];
-        const char *args[6] = { p->t, p->o, p->u, v->sv, "1", hs };
+        char hs[8], ts[24];
+        const char *args[6] = { p->t, p->o, p->u, v->sv, ts, hs };
 
         snprintf(hs, sizeof(hs), "%d", h);
+        snprintf(ts, sizeof(ts), "%lld", (long long)sk_now_ms());
         return ev(SK_SCRIPT_TAKE, 3, keys, 6, args, err);
 }
 
