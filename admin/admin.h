@@ -21,6 +21,7 @@ typedef struct sk_admin_opts {
         int wait_ms;            /* --wait-ms (rebuild), 0 = 2 x delivery timeout */
         int buckets;            /* --buckets N 1..16 (create), 0 = not given (1) */
         char request_id[65];    /* --request-id R (add-stock), "" = not given */
+        int quiesced;           /* --quiesced (verify: judge invariant 3, DESIGN.md 9) */
 } sk_admin_opts_t;
 
 /** The subcommand flags as parsed by main.c (valid once main() called sk_conf_load),

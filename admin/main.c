@@ -79,8 +79,12 @@ static const cmd_help_t CMDS[] = {
           "Set the status (1 on sale, 2 offline, 3 expired, 4 paused) in the DB, then in the\n"
           "Redis meta if it exists. Exit 0 ok, 1 failure, 2 bad arguments.\n", "" },
         { "verify", NULL,
-          "Usage: " PROG " verify VOUCHER_ID [--json]\n"
-          "Check the invariants of DESIGN.md 9 on the live state; exit 0 iff all hold.\n", " json " },
+          "Usage: " PROG " verify VOUCHER_ID [--json] [--quiesced]\n"
+          "Check invariants 1, 2, 4, 6 and active <= init of DESIGN.md 9 on the live state;\n"
+          "with --quiesced (no traffic, consumers caught up, after a reconciler --repair\n"
+          "pass) also invariant 3: each bucket's Redis stock = its DB stock, the users\n"
+          "hashes = the active buyers, each in their home bucket. Exit 0 iff all hold.\n",
+          " json quiesced " },
 };
 #define NCMDS (sizeof(CMDS) / sizeof(CMDS[0]))
 
@@ -128,8 +132,9 @@ static int check_flags(const cmd_help_t *cmd, const sk_admin_opts_t *o)
         static const struct { const char *name; } names[] = {
                 { "stock" }, { "begin" }, { "end" }, { "status" }, { "preheat" },
                 { "rebuild-from-db" }, { "json" }, { "wait-ms" }, { "buckets" }, { "request-id" },
+                { "quiesced" },
         };
-        int given[10];
+        int given[11];
         char pat[40];
 
         given[0] = o->stock != -1;
@@ -142,7 +147,8 @@ static int check_flags(const cmd_help_t *cmd, const sk_admin_opts_t *o)
         given[7] = o->wait_ms != 0;
         given[8] = o->buckets != 0;
         given[9] = o->request_id[0] != '\0';
-        for (size_t i = 0; i < 10; i++) {
+        given[10] = o->quiesced != 0;
+        for (size_t i = 0; i < 11; i++) {
                 snprintf(pat, sizeof(pat), " %s ", names[i].name);
                 if (given[i] && !strstr(cmd->allowed, pat)) {
                         fprintf(stderr, PROG ": option --%s does not apply to `%s%s%s` "
@@ -180,6 +186,8 @@ int main(int argc, char **argv)
                 { "rebuild-from-db", NULL, SK_OPT_BOOL, &o.rebuild_from_db, 0, 0, 1,
                   "voucher preheat: run the rebuild of DESIGN.md 8" },
                 { "json", NULL, SK_OPT_BOOL, &o.json, 0, 0, 1, "voucher show, verify: JSON output" },
+                { "quiesced", NULL, SK_OPT_BOOL, &o.quiesced, 0, 0, 1,
+                  "verify: also judge invariant 3 (Redis = DB; after quiescence)" },
                 { "wait-ms", NULL, SK_OPT_INT, &o.wait_ms, 0, 1, 3600000,
                   "voucher preheat --rebuild-from-db: settle wait (0 = 2 x delivery timeout)" },
                 { "buckets", NULL, SK_OPT_INT, &o.buckets, 0, 1, SK_BUCKETS_MAX,

@@ -1,6 +1,7 @@
-/* verify.c: `seckill-admin verify VOUCHER_ID [--json]` (DESIGN.md 9): invariants 1, 2,
- * 3 and active <= init on the live state, with the figures, through sk_verify_voucher()
- * (common/sale/verify.c, shared with the reconciler). Exit 0 iff all hold, 1 if one
+/* verify.c: `seckill-admin verify VOUCHER_ID [--json] [--quiesced]` (DESIGN.md 9):
+ * invariants 1, 2, 4, 6 and active <= init on the live state, and invariant 3 with
+ * --quiesced, with the figures, through sk_verify_voucher() (common/sale/verify.c,
+ * shared with the reconciler). Exit 0 iff all hold, 1 if one
  * fails or a dependency failed, 2 for bad arguments or a voucher not in the DB. */
 #include <stdio.h>
 #include "sk/ids.h"
@@ -13,9 +14,10 @@ int sk_admin_verify(const sk_conf_t *conf, int argc, char **argv)
         char errstr[512];
         int64_t voucher_id;
         sk_err_t err;
+        int quiesced;
 
         if (argc != 1 || sk_id_parse_cstr(argv[0], &voucher_id) != 0) {
-                fprintf(stderr, "seckill-admin: usage: verify VOUCHER_ID [--json] "
+                fprintf(stderr, "seckill-admin: usage: verify VOUCHER_ID [--json] [--quiesced] "
                         "(VOUCHER_ID canonical decimal 1..9223372036854775807)\n");
                 return 2;
         }
@@ -28,6 +30,7 @@ int sk_admin_verify(const sk_conf_t *conf, int argc, char **argv)
                 fprintf(stderr, "seckill-admin: verify: %s\n", errstr);
                 return 1;
         }
-        sk_verify_print(stdout, &rep, sk_admin_opts && sk_admin_opts->json);
-        return rep.ok ? 0 : 1;
+        quiesced = sk_admin_opts && sk_admin_opts->quiesced;
+        sk_verify_print(stdout, &rep, sk_admin_opts && sk_admin_opts->json, quiesced);
+        return sk_verify_passed(&rep, quiesced) ? 0 : 1;
 }

@@ -61,90 +61,12 @@ void fr_rollback_submit(fr_req_t *req)
         fr_req_done(req);
 }
 
-/* DESIGN.md 4: rollback.lua mode front on the trace's bucket j (req->bucket; -1: no
- * bucket may hold a take of T), then, after OK or ALREADY of an overflowed purchase or of
- * a bucket other than the home, the home step on h (fence h, release users[U]); CLAIMED
- * stops: no home step. Both are idempotent, so a repeat after an unknown outcome is safe.
- * Failpoint rollback.before_home (exit): the fence of j is written, the home step not. */
-static sk_err_t rollback_once(sk_redis_t *r, fr_req_t *req, sk_rollback_res_t *res,
-                              char *errstr, size_t errstr_size)
-{
-        sk_home_res_t hr;
-        sk_err_t err;
-
-        memset(res, 0, sizeof(*res));
-        res->home = req->home;
-        if (req->bucket >= 0) {
-                sk_rollback_args_t a = {
-                        .voucher_id = req->voucher_id, .bucket = req->bucket, .home = req->home,
-                        .trace_id = req->trace_id, .user_id = req->user_id, .mode = "front",
-                        .reason = SK_REASON_FRONT_ROLLBACK, .clamp_to = -1,
-                        .expire_extra_ms = g_fr.expire_extra_ms,
-                };
-
-                err = sk_rollback_bucket(r, g_fr.conf.redis_prefix, &a, res, errstr, errstr_size);
-                if (err != SK_OK || res->claimed)
-                        return err;
-                if (res->home == req->bucket && !req->overflowed)
-                        return SK_OK; /* j = h: rollback.lua was the home step */
-        }
-        if (SK_FAILPOINT("rollback.before_home")) {
-                sk_seterr(errstr, errstr_size, "failpoint rollback.before_home");
-                return SK_EAGAIN;
-        }
-        err = sk_home_step(r, g_fr.conf.redis_prefix, req->voucher_id, req->home, req->trace_id,
-                           req->user_id, req->bucket, 0, SK_REASON_FRONT_ROLLBACK,
-                           g_fr.expire_extra_ms, &hr, errstr, errstr_size);
-        if (err == SK_OK)
-                res->released = hr.released;
-        return err;
-}
-
-/* rollback.lua mode front with up to ROLLBACK_ATTEMPTS tries on *rp (connected here
- * when NULL). @returns SK_OK with @p res, or the last error. */
-static sk_err_t run_rollback(sk_redis_t **rp, fr_req_t *req, sk_rollback_res_t *res)
-{
-        sk_err_t err = SK_EAGAIN;
-        char errstr[512];
-        int attempt = 0;
-
-        /* Failpoint front.before_rollback: sleep(MS) delays the fence (a test writes a
-         * claim meanwhile -> CLAIMED); error = the rollback could not run (-> 503
-         * PENDING, the DEDUCT stays for the reconciler). */
-        if (SK_FAILPOINT("front.before_rollback"))
-                return SK_EAGAIN;
-        for (; attempt < ROLLBACK_ATTEMPTS && fr_breaker_allow(); attempt++) {
-                int64_t t0;
-
-                if (!*rp)
-                        *rp = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS, errstr,
-                                               sizeof(errstr));
-                if (!*rp) {
-                        err = SK_EAGAIN;
-                        fr_breaker_record(1, 0);
-                        sk_sleep_ms(100, NULL);
-                        continue;
-                }
-                memset(res, 0, sizeof(*res));
-                t0 = sk_mono_ms();
-                err = rollback_once(*rp, req, res, errstr, sizeof(errstr));
-                fr_breaker_record(err == SK_EUNKNOWN, sk_mono_ms() - t0);
-                if (err == SK_OK)
-                        return SK_OK;
-                SK_LOG(SK_WARN, "rollback_retry", "trace_id=%s attempt=%d err=%s reason=\"%s\"",
-                       req->st, attempt, sk_err2str(err), errstr);
-                if (err != SK_EUNKNOWN && err != SK_EAGAIN)
-                        return err;
-                if (sk_redis_reconnect(*rp, errstr, sizeof(errstr)) != SK_OK)
-                        sk_sleep_ms(100, NULL);
-        }
-        return err;
-}
-
-/* DESIGN.md 4b: after rollback.lua mode front on a master that has replicas, `WAIT 1 100`
- * on the connection that ran it (a Cluster routes WAIT to the node of the previous keyed
- * command); a failover to a replica that never received the fence would lose it, so
- * without an acknowledgement the answer is PENDING, not FAILED. A standalone server
+/* DESIGN.md 4b: after a script that wrote a fence on a master that has replicas, `WAIT 1
+ * 100` on the connection that ran it (a Cluster routes WAIT to the node of the previous
+ * keyed command, so it is called right after each script: rollback.lua on j and home.lua
+ * on h may live on different masters, issue 22); a failover to a replica that never
+ * received the fence would lose it, so without an acknowledgement the answer is PENDING,
+ * not FAILED. A standalone server
  * (redis://) counts as replicated only when ROLE lists replicas; Sentinel and Cluster
  * masters always do. @returns 1 if the fence is acknowledged by a replica or the server
  * has none, 0 otherwise (including any error: PENDING is always a safe answer). */
@@ -173,6 +95,92 @@ static int fence_acknowledged(sk_redis_t *r)
                 SK_LOG(SK_WARN, "fence_wait_failed", "reason=\"%s\"", reply ? "unexpected reply" : errstr);
         freeReplyObject(reply);
         return ok;
+}
+
+/* DESIGN.md 4: rollback.lua mode front on the trace's bucket j (req->bucket; -1: no
+ * bucket may hold a take of T), then, after OK or ALREADY of an overflowed purchase or of
+ * a bucket other than the home, the home step on h (fence h, release users[U]); CLAIMED
+ * stops: no home step. Both are idempotent, so a repeat after an unknown outcome is safe.
+ * *acked: 1 when every master that received a fence acknowledged it (fence_acknowledged
+ * after each script, DESIGN.md 4b). Failpoint rollback.before_home (exit): the fence of
+ * j is written, the home step not. */
+static sk_err_t rollback_once(sk_redis_t *r, fr_req_t *req, sk_rollback_res_t *res, int *acked,
+                              char *errstr, size_t errstr_size)
+{
+        sk_home_res_t hr;
+        sk_err_t err;
+
+        memset(res, 0, sizeof(*res));
+        *acked = 1;
+        res->home = req->home;
+        if (req->bucket >= 0) {
+                sk_rollback_args_t a = {
+                        .voucher_id = req->voucher_id, .bucket = req->bucket, .home = req->home,
+                        .trace_id = req->trace_id, .user_id = req->user_id, .mode = "front",
+                        .reason = SK_REASON_FRONT_ROLLBACK, .clamp_to = -1,
+                        .expire_extra_ms = g_fr.expire_extra_ms,
+                };
+
+                err = sk_rollback_bucket(r, g_fr.conf.redis_prefix, &a, res, errstr, errstr_size);
+                if (err != SK_OK || res->claimed)
+                        return err;
+                *acked = fence_acknowledged(r);
+                if (res->home == req->bucket && !req->overflowed)
+                        return SK_OK; /* j = h: rollback.lua was the home step */
+        }
+        if (SK_FAILPOINT("rollback.before_home")) {
+                sk_seterr(errstr, errstr_size, "failpoint rollback.before_home");
+                return SK_EAGAIN;
+        }
+        err = sk_home_step(r, g_fr.conf.redis_prefix, req->voucher_id, req->home, req->trace_id,
+                           req->user_id, req->bucket, 0, SK_REASON_FRONT_ROLLBACK,
+                           g_fr.expire_extra_ms, &hr, errstr, errstr_size);
+        if (err == SK_OK) {
+                res->released = hr.released;
+                *acked = fence_acknowledged(r) && *acked;
+        }
+        return err;
+}
+
+/* rollback.lua mode front with up to ROLLBACK_ATTEMPTS tries on *rp (connected here
+ * when NULL). @returns SK_OK with @p res and *acked (rollback_once), or the last error. */
+static sk_err_t run_rollback(sk_redis_t **rp, fr_req_t *req, sk_rollback_res_t *res, int *acked)
+{
+        sk_err_t err = SK_EAGAIN;
+        char errstr[512];
+        int attempt = 0;
+
+        /* Failpoint front.before_rollback: sleep(MS) delays the fence (a test writes a
+         * claim meanwhile -> CLAIMED); error = the rollback could not run (-> 503
+         * PENDING, the DEDUCT stays for the reconciler). */
+        if (SK_FAILPOINT("front.before_rollback"))
+                return SK_EAGAIN;
+        for (; attempt < ROLLBACK_ATTEMPTS && fr_breaker_allow(); attempt++) {
+                int64_t t0;
+
+                if (!*rp)
+                        *rp = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS, errstr,
+                                               sizeof(errstr));
+                if (!*rp) {
+                        err = SK_EAGAIN;
+                        fr_breaker_record(1, 0);
+                        sk_sleep_ms(100, NULL);
+                        continue;
+                }
+                memset(res, 0, sizeof(*res));
+                t0 = sk_mono_ms();
+                err = rollback_once(*rp, req, res, acked, errstr, sizeof(errstr));
+                fr_breaker_record(err == SK_EUNKNOWN, sk_mono_ms() - t0);
+                if (err == SK_OK)
+                        return SK_OK;
+                SK_LOG(SK_WARN, "rollback_retry", "trace_id=%s attempt=%d err=%s reason=\"%s\"",
+                       req->st, attempt, sk_err2str(err), errstr);
+                if (err != SK_EUNKNOWN && err != SK_EAGAIN)
+                        return err;
+                if (sk_redis_reconnect(*rp, errstr, sizeof(errstr)) != SK_OK)
+                        sk_sleep_ms(100, NULL);
+        }
+        return err;
 }
 
 /* DESIGN.md 7, 8: OK or ALREADY -> 503 FAILED (PENDING when no replica acknowledged the
@@ -234,6 +242,7 @@ static void backlog_retry(sk_redis_t **rp)
         sk_rollback_res_t res;
         bl_node_t *n = bl_head;
         sk_err_t err;
+        int acked;
 
         if (!n || now < bl_next_ms || !fr_breaker_allow())
                 return;
@@ -243,7 +252,7 @@ static void backlog_retry(sk_redis_t **rp)
                 bl_tail = NULL;
         n->next = NULL;
         memset(&res, 0, sizeof(res));
-        err = run_rollback(rp, n->req, &res);
+        err = run_rollback(rp, n->req, &res, &acked);
         if (err == SK_OK || ++n->tries >= ROLLBACK_BG_TRIES) {
                 if (err == SK_OK)
                         answer_rollback(n->req, err, &res, 1);  /* answered already: no WAIT */
@@ -287,6 +296,7 @@ static void *rollback_main(void *arg)
                 fr_req_t *req = fr_queue_pop(&pool.q, 1, 200);
                 sk_rollback_res_t res;
                 sk_err_t err;
+                int acked = 0;
 
                 backlog_retry(&r);
                 if (!req) {
@@ -299,14 +309,13 @@ static void *rollback_main(void *arg)
                         continue;
                 }
                 memset(&res, 0, sizeof(res));
-                err = run_rollback(&r, req, &res);
+                err = run_rollback(&r, req, &res, &acked);
                 if (err == SK_EAGAIN || err == SK_EUNKNOWN) {
                         sk_metric_add(fr_m.rb_error, 1);
                         park(req);
                         continue;
                 }
-                answer_rollback(req, err, &res,
-                                err == SK_OK && !res.claimed ? fence_acknowledged(r) : 1);
+                answer_rollback(req, err, &res, err == SK_OK && !res.claimed ? acked : 1);
                 fr_req_done(req);
         }
         backlog_drop();

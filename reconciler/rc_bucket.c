@@ -6,8 +6,9 @@
  *       T found in bucket k      settle.lua on h (T:h = k); T is judged in k as usual
  *       T found nowhere          rollback.lua mode reconciler (lost) on every bucket,
  *                                then the home step (home.lua, no bucket)
- *   users[U] = T in home h, T's bucket j holds T:r or T:x (or h holds the home fence):
- *                                the home step (home.lua on h)
+ *   users[U] = T in home h, T's bucket j holds T:r or T:x (or h holds the home fence),
+ *   j = h included:              the home step (home.lua on h): users[U] re-pointed to
+ *                                the trace of the user's active order, else released
  *   a take T in bucket b whose outcome names bucket o != b (and o holds T): a stray
  *                                take: rollback.lua restores b, no home step; T is
  *                                not judged in b
@@ -164,9 +165,12 @@ static void repair_home(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int nb,
         j = deduct_bucket(sets, nb, t, prefer >= 0 ? prefer : h);
         if (j >= 0)
                 ej = sk_traceset_get(&sets[j], t, 0);
-        if (j == h)
-                return; /* rollback.lua and release.lua did the home step themselves */
-        home_fence = eh && eh->restore; /* home.lua fenced h: a step half done */
+        /* j = h too: rollback.lua and release.lua do the home step themselves, but a
+         * has_order rollback may re-point users[U] to a T0 that a cancel or close ended
+         * meanwhile (its release named T, not T0), or keep T when T0 ended before the
+         * consumer read it (issue 22): users[U] must never name a fenced or released
+         * trace once this pass has run. */
+        home_fence = eh && eh->restore; /* h holds T:r: fenced there, a step half done */
         if (!home_fence && !(ej && (ej->restore || ej->release)))
                 return;
         if (rc_must_stop(ctx))
@@ -180,8 +184,10 @@ static void repair_home(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int nb,
                 rc_note(st, "active order read failed: %s", errstr);
                 return;
         }
+        if (t0.found && t0.v == t)
+                return; /* T is the user's active order: users[U] = T is right */
         if (sk_home_step(ctx->r, ctx->conf->redis_prefix, vid, h, t, u, j,
-                         t0.found && t0.v != t ? t0.v : 0, SK_REASON_NONE,
+                         t0.found ? t0.v : 0, SK_REASON_NONE,
                          rc_expire_extra_ms(ctx), &hr, errstr, sizeof(errstr)) != SK_OK) {
                 st->errors++;
                 rc_note(st, "home step failed: %s", errstr);

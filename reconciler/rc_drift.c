@@ -3,7 +3,9 @@
  *     8), reported; an outcome with path 'db' (the DB-only purchase, DESIGN.md 12) is a
  *     decided purchase that never had a trace: never drift;
  *   - invariant 3 of DESIGN.md 9 (Redis stock and users vs the DB, sk_verify), rebuilt
- *     under --repair (sk_rebuild, DESIGN.md 8 "rebuild");
+ *     under --repair (sk_rebuild, DESIGN.md 8 "rebuild"); a bucketed voucher's stock per
+ *     bucket (each bucket's DB stock and outcomes read in one snapshot), its users
+ *     hashes together and each entry in its user's home bucket;
  *   - meta left at status 4 by a rebuild that died: reset from the DB when nobody holds
  *     the voucher lock;
  *   - undecided purchases whose trace hash expires within 6 h: alert.
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "rc_pass.h"
+#include "sk/failpoint.h"
 #include "sk/ids.h"
 #include "sk/keys.h"
 #include "sk/model.h"
@@ -124,32 +127,58 @@ static int64_t redis_stock(rc_ctx_t *ctx, int64_t voucher_id, int b, int *missin
         return v;
 }
 
-typedef struct bucket_acc {
-        int64_t stock[SK_BUCKETS_MAX];
-        int seen[SK_BUCKETS_MAX];
-} bucket_acc_t;
+typedef struct stock_acc {
+        int64_t stock;
+        int seen;
+} stock_acc_t;
 
-static int bucket_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
+static int stock_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
 {
-        bucket_acc_t *a = arg;
+        stock_acc_t *a = arg;
 
         (void)nulls;
         (void)ncols;
-        if (cols[0] >= 0 && cols[0] < SK_BUCKETS_MAX) {
-                a->stock[cols[0]] = cols[1];
-                a->seen[cols[0]] = 1;
-        }
+        a->stock = cols[0];
+        a->seen = 1;
         return 0;
 }
 
+/* Bucket @p b's DB stock and the outcomes of the traces in @p set, in one consistent
+ * snapshot: read apart, a consumer committing in between makes a trace CREATED whose
+ * unit the stock read earlier does not show as sold, a false undersell (issue 22). */
+static sk_err_t db_snapshot(rc_ctx_t *ctx, int64_t vid, int b, sk_traceset_t *set,
+                            int64_t *db_stock, char *errstr, size_t errstr_size)
+{
+        const int64_t p[2] = { vid, b };
+        stock_acc_t a = { 0, 0 };
+        sk_err_t err;
+
+        if ((err = sk_db_begin_snapshot(ctx->db, errstr, errstr_size)) != SK_OK)
+                return err;
+        err = sk_db_rows(ctx->db, "SELECT stock FROM tb_seckill_stock WHERE voucher_id = ?"
+                         " AND bucket = ?", p, 2, 1, stock_row, &a, errstr, errstr_size);
+        if (err == SK_OK && !a.seen) {
+                sk_seterr(errstr, errstr_size, "no tb_seckill_stock row for bucket %d", b);
+                err = SK_EDB;
+        }
+        if (err == SK_OK)
+                err = sk_traceset_load_db(ctx->db, set, 0, errstr, errstr_size);
+        if (err == SK_OK)
+                err = sk_db_commit(ctx->db, errstr, errstr_size);
+        if (err != SK_OK)
+                sk_db_rollback(ctx->db);
+        *db_stock = a.stock;
+        return err;
+}
+
 /* Bucket @p b of a bucketed voucher: Redis stock (read before and after a fresh scan of
- * its trace hash) vs the DB bucket row - units held by undecided DEDUCTs and pending
- * rollbacks (DESIGN.md 14). */
-static sk_err_t bucket_figures(rc_ctx_t *ctx, int64_t vid, int b, int64_t db_stock,
-                               struct rc_bucket_drift *bd, char *errstr, size_t errstr_size)
+ * its trace hash and the DB snapshot) vs the DB bucket row - units held by undecided
+ * DEDUCTs and pending rollbacks (DESIGN.md 14). */
+static sk_err_t bucket_figures(rc_ctx_t *ctx, int64_t vid, int b, struct rc_bucket_drift *bd,
+                               char *errstr, size_t errstr_size)
 {
         sk_traceset_t set;
-        int64_t r1, r2, held = 0;
+        int64_t r1, r2, held = 0, db_stock = 0;
         int m1, m2;
         sk_err_t err;
         char k_trace[SK_KEY_MAX];
@@ -159,8 +188,10 @@ static sk_err_t bucket_figures(rc_ctx_t *ctx, int64_t vid, int b, int64_t db_sto
         if ((r1 = redis_stock(ctx, vid, b, &m1, errstr, errstr_size)) == -2)
                 return SK_EREDIS;
         sk_key_voucher(k_trace, ctx->conf->redis_prefix, vid, b, SK_KEY_TRACE);
-        if ((err = sk_traceset_scan(ctx->r, k_trace, 1000, &set, errstr, errstr_size)) != SK_OK ||
-            (err = sk_traceset_load_db(ctx->db, &set, 0, errstr, errstr_size)) != SK_OK) {
+        if ((err = sk_traceset_scan(ctx->r, k_trace, 1000, &set, errstr, errstr_size)) == SK_OK)
+                (void)SK_FAILPOINT("reconciler.drift_before_db"); /* test 0520: commits here */
+        if (err != SK_OK ||
+            (err = db_snapshot(ctx, vid, b, &set, &db_stock, errstr, errstr_size)) != SK_OK) {
                 sk_traceset_free(&set);
                 return err;
         }
@@ -185,23 +216,11 @@ static sk_err_t bucket_figures(rc_ctx_t *ctx, int64_t vid, int b, int64_t db_sto
 static sk_err_t buckets_drift(rc_ctx_t *ctx, int64_t vid, int nb, rc_vstat_t *st,
                               char *errstr, size_t errstr_size)
 {
-        bucket_acc_t a;
         sk_err_t err;
 
-        memset(&a, 0, sizeof(a));
-        err = sk_db_rows(ctx->db, "SELECT bucket, stock FROM tb_seckill_stock"
-                         " WHERE voucher_id = ?", &vid, 1, 2, bucket_row, &a, errstr,
-                         errstr_size);
-        if (err != SK_OK)
-                return err;
         for (int b = 0; b < nb; b++) {
                 struct rc_bucket_drift *bd = &st->bk[b];
-                if (!a.seen[b]) {
-                        sk_seterr(errstr, errstr_size, "no tb_seckill_stock row for bucket %d", b);
-                        return SK_EDB;
-                }
-                if ((err = bucket_figures(ctx, vid, b, a.stock[b], bd, errstr,
-                                          errstr_size)) != SK_OK)
+                if ((err = bucket_figures(ctx, vid, b, bd, errstr, errstr_size)) != SK_OK)
                         return err;
                 if (bd->judged && (bd->missing || bd->drift))
                         st->stock_drift = 1;
@@ -209,9 +228,12 @@ static sk_err_t buckets_drift(rc_ctx_t *ctx, int64_t vid, int nb, rc_vstat_t *st
         return SK_OK;
 }
 
-/* One-bucket voucher: invariant 3 of DESIGN.md 9 (sk_verify_voucher_conn) into bk[0]. */
-static sk_err_t verify_drift(rc_ctx_t *ctx, int64_t vid, rc_vstat_t *st, char *errstr,
-                             size_t errstr_size)
+/* Invariant 3 of DESIGN.md 9 (sk_verify_voucher_conn): the users hashes of every
+ * voucher (a bucketed one's compared together, each entry in its user's home bucket,
+ * §9.3/§14), and the stock of a one-bucket voucher into bk[0] (a bucketed voucher's
+ * stock is judged per bucket by buckets_drift). */
+static sk_err_t verify_drift(rc_ctx_t *ctx, int64_t vid, int nb, rc_vstat_t *st,
+                             char *errstr, size_t errstr_size)
 {
         sk_verify_report_t vr;
         struct rc_bucket_drift *bd = &st->bk[0];
@@ -221,26 +243,30 @@ static sk_err_t verify_drift(rc_ctx_t *ctx, int64_t vid, rc_vstat_t *st, char *e
                                      errstr, errstr_size);
         if (err != SK_OK)
                 return err;
-        bd->judged = vr.redis_stable;
+        if (nb == 1)
+                bd->judged = vr.redis_stable;
         if (!vr.redis_stable) {
                 /* Traffic is flowing: the figures are not one snapshot; judge next pass. */
                 SK_LOG(SK_INFO, "drift_not_judged", "voucher=%" PRId64 " reason=redis_changing",
                        vid);
                 return SK_OK;
         }
-        bd->missing = vr.redis_stock_missing;
-        bd->redis = vr.redis_stock;
-        bd->expected = vr.expected_redis_stock;
-        bd->drift = bd->missing ? 0 : bd->redis - bd->expected;
-        st->stock_drift = !vr.inv3_stock_ok;
+        if (nb == 1) {
+                bd->missing = vr.redis_stock_missing;
+                bd->redis = vr.redis_stock;
+                bd->expected = vr.expected_redis_stock;
+                bd->drift = bd->missing ? 0 : bd->redis - bd->expected;
+                st->stock_drift = !vr.inv3_stock_ok;
+        }
         st->users_drift = !vr.inv3_users_ok;
         if (st->stock_drift || st->users_drift)
                 SK_LOG(SK_WARN, "drift", "voucher=%" PRId64 " redis_stock=%" PRId64 " missing=%d"
                        " expected_stock=%" PRId64 " db_stock=%" PRId64 " held=%" PRId64
                        " users_in_hash=%" PRId64 " users_not_active=%" PRId64
-                       " active_not_in_hash=%" PRId64, vid, vr.redis_stock,
-                       vr.redis_stock_missing, vr.expected_redis_stock, vr.db_stock,
-                       vr.held_qty, vr.users_in_hash, vr.users_not_active, vr.active_not_in_hash);
+                       " active_not_in_hash=%" PRId64 " users_wrong_home=%" PRId64, vid,
+                       vr.redis_stock, vr.redis_stock_missing, vr.expected_redis_stock,
+                       vr.db_stock, vr.held_qty, vr.users_in_hash, vr.users_not_active,
+                       vr.active_not_in_hash, vr.users_wrong_home);
         return SK_OK;
 }
 
@@ -267,8 +293,9 @@ static void stock_users_drift(rc_ctx_t *ctx, int64_t voucher_id, int nb, rc_vsta
         char errstr[512];
         sk_err_t err;
 
-        err = nb > 1 ? buckets_drift(ctx, voucher_id, nb, st, errstr, sizeof(errstr)) :
-                       verify_drift(ctx, voucher_id, st, errstr, sizeof(errstr));
+        err = nb > 1 ? buckets_drift(ctx, voucher_id, nb, st, errstr, sizeof(errstr)) : SK_OK;
+        if (err == SK_OK)
+                err = verify_drift(ctx, voucher_id, nb, st, errstr, sizeof(errstr));
         if (err != SK_OK) {
                 st->errors++;
                 rc_note(st, "verify failed: %s", errstr);

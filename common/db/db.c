@@ -353,6 +353,18 @@ sk_err_t sk_db_begin(sk_db_t *db, char *errstr, size_t errstr_size)
         return sk_db_exec(db, "START TRANSACTION", errstr, errstr_size);
 }
 
+sk_err_t sk_db_begin_snapshot(sk_db_t *db, char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        /* SET TRANSACTION (no SESSION) applies to the next transaction only. */
+        if ((err = sk_db_exec(db, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", errstr,
+                              errstr_size)) != SK_OK)
+                return err;
+        return sk_db_exec(db, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY", errstr,
+                          errstr_size);
+}
+
 sk_err_t sk_db_commit(sk_db_t *db, char *errstr, size_t errstr_size)
 {
         sk_err_t err;

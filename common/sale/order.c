@@ -22,8 +22,9 @@
 /* The columns of sk_order_row_t, in that order (see order_row_cb). */
 #define ORDER_COLS "id, user_id, voucher_id, trace_id, status, " \
         "CAST(UNIX_TIMESTAMP(pay_deadline) * 1000 AS SIGNED), " \
-        "(pay_deadline IS NULL OR pay_deadline <= NOW(3)), bucket"
-#define ORDER_NCOLS 8
+        "(pay_deadline IS NULL OR pay_deadline <= NOW(3)), bucket, " \
+        "(SELECT buckets FROM tb_seckill_voucher v WHERE v.voucher_id = tb_voucher_order.voucher_id)"
+#define ORDER_NCOLS 9
 
 const char *sk_order_status_str(int status)
 {
@@ -67,6 +68,7 @@ static int order_row_cb(void *arg, const int64_t *c, const int *nulls, int ncols
         o->pay_deadline_ms = nulls[5] ? 0 : c[5];
         o->past_deadline = c[6] != 0;
         o->bucket = (int)c[7];
+        o->buckets = nulls[8] || c[8] < 1 || c[8] > SK_BUCKETS_MAX ? 0 : (int)c[8];
         return 0;
 }
 

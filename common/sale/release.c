@@ -67,9 +67,9 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
                         char *errstr, size_t errstr_size)
 {
         char k_meta[SK_KEY_MAX], k_stock[SK_KEY_MAX], k_users[SK_KEY_MAX], k_trace[SK_KEY_MAX];
-        char trace_s[SK_ID_STRLEN], user_s[SK_ID_STRLEN] = "", extra_s[24];
+        char trace_s[SK_ID_STRLEN], user_s[SK_ID_STRLEN] = "", extra_s[24], home_s[8] = "";
         const char *keys[4] = { k_meta, k_stock, k_users, k_trace };
-        const char *args[4] = { trace_s, user_s, by, extra_s };
+        const char *args[5] = { trace_s, user_s, by, extra_s, home_s };
         redisReply *reply = NULL;
         const int bucket = order ? order->bucket : 0; /* the order's bucket j */
         sk_home_res_t hr;
@@ -89,8 +89,14 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
         if (order->user_id > 0)
                 sk_id_format(order->user_id, user_s);
         snprintf(extra_s, sizeof(extra_s), "%" PRId64, expire_extra_ms);
-        err = sk_redis_evalsha(r, SK_SCRIPT_RELEASE, 4, keys, 4, args, &reply, errstr,
-                               errstr_size);
+        /* The user's home bucket (DESIGN.md 4): release.lua reads it from T's entry, but T
+         * may be gone from Redis (lost data, a DB-only order); without it the user would
+         * be released in j instead of h (issue 22). */
+        if (order->buckets > 0 && order->user_id > 0)
+                snprintf(home_s, sizeof(home_s), "%d", sk_home_bucket(order->user_id,
+                                                                      order->buckets));
+        err = sk_redis_evalsha(r, SK_SCRIPT_RELEASE, 4, keys, home_s[0] ? 5 : 4, args, &reply,
+                               errstr, errstr_size);
         if (err != SK_OK)
                 return err;
         err = SK_EREDIS;

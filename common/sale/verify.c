@@ -26,6 +26,8 @@ typedef struct snap {
         int stock_missing;
         int meta_status;
         sk_i64vec_t users;      /* user ids in the users hash, sorted unique */
+        int64_t wrong_home;     /* users entries in a bucket that is not their home */
+        int64_t bstock[SK_BUCKETS_MAX]; /* each bucket's stock, -1 missing or not read */
         sk_traceset_t set;
         int stable;
 } snap_t;
@@ -149,6 +151,19 @@ static int redis_buckets(sk_redis_t *r, const char *prefix, int64_t voucher_id)
         return n;
 }
 
+/* Users of bucket @p b's snapshot @p t whose home among @p nb buckets is not b
+ * (DESIGN.md 4: a user's membership lives only in its home bucket). Stray entries (-1)
+ * are counted as not active, not here. */
+static int64_t wrong_home(const snap_t *t, int b, int nb)
+{
+        int64_t n = 0;
+
+        for (size_t i = 0; i < t->users.n; i++)
+                if (t->users.v[i] > 0 && sk_home_bucket(t->users.v[i], nb) != b)
+                        n++;
+        return n;
+}
+
 /* Every bucket's snapshot (each stable under its own WATCH: a voucher's buckets sit in
  * different Cluster slots, so one WATCH cannot span them), merged: stock summed (missing
  * if any bucket's is), users and traces united, meta status of bucket 0 unless it is 1
@@ -166,6 +181,10 @@ static sk_err_t redis_snapshot(sk_redis_t *r, const char *prefix, int64_t vouche
 
         if ((err = snapshot_bucket(r, prefix, voucher_id, 0, max_tries, s, errstr, errstr_size)) != SK_OK)
                 return err;
+        s->wrong_home = wrong_home(s, 0, nb);
+        for (b = 0; b < SK_BUCKETS_MAX; b++)
+                s->bstock[b] = -1;
+        s->bstock[0] = s->stock_missing ? -1 : s->stock;
         for (b = 1; b < nb; b++) {
                 snap_t t = { 0 };
 
@@ -174,11 +193,13 @@ static sk_err_t redis_snapshot(sk_redis_t *r, const char *prefix, int64_t vouche
                         snap_free(&t);
                         return err;
                 }
+                s->bstock[b] = t.stock_missing ? -1 : t.stock;
                 s->stock_missing |= t.stock_missing;
                 s->stock = s->stock_missing ? -1 : s->stock + t.stock;
                 if (s->meta_status == 1 && t.meta_status != 1)
                         s->meta_status = t.meta_status; /* the first bucket not on sale */
                 s->stable = s->stable && t.stable;
+                s->wrong_home += wrong_home(&t, b, nb);
                 for (i = 0; i < t.users.n; i++)
                         if (sk_i64vec_push(&s->users, t.users.v[i]) != 0) {
                                 snap_free(&t);
@@ -529,12 +550,15 @@ static int redis_side(sk_verify_report_t *rep, const snap_t *s, const dbrows_t *
         if (rep->bucket_init_sum != rep->init_stock)
                 rep->inv1_buckets_ok = 0;
         rep->redis_stock = s->stock;
+        for (i = 0; i < SK_BUCKETS_MAX; i++)
+                rep->redis_bucket_stock[i] = s->bstock[i];
         rep->redis_stock_missing = s->stock_missing;
         rep->meta_status = s->meta_status;
         rep->active_orders = d->active;
         rep->active_buyers = (int64_t)d->buyers.n;
         rep->duplicate_users = d->dups;
         rep->users_in_hash = (int64_t)s->users.n;
+        rep->users_wrong_home = s->wrong_home;
         rep->redis_stable = s->stable;
 
         for (i = 0; i < d->buyers.n; i++)
@@ -575,13 +599,23 @@ static void verdicts(sk_verify_report_t *rep, const snap_t *s, size_t nexpected)
         rep->inv2_ok = rep->duplicate_users == 0;
         rep->inv3_stock_ok = !s->stock_missing && rep->redis_stock == rep->expected_redis_stock;
         /* Equal sets: same size and every hash user expected. */
-        rep->inv3_users_ok = rep->users_not_active == 0 && s->users.n == nexpected;
+        rep->inv3_users_ok = rep->users_not_active == 0 && s->users.n == nexpected &&
+                             rep->users_wrong_home == 0;
         rep->inv3_ok = rep->redis_stable && rep->inv3_stock_ok && rep->inv3_users_ok;
         rep->active_le_init_ok = rep->active_orders <= rep->init_stock;
         rep->inv4_ok = rep->ended_no_restore == 0 && rep->restore_not_ended == 0;
         rep->inv6_ok = rep->paid_and_ended == 0;
-        rep->ok = rep->inv1_ok && rep->inv2_ok && rep->inv3_ok && rep->active_le_init_ok &&
-                  rep->inv4_ok && rep->inv6_ok;
+        rep->live_ok = rep->inv1_ok && rep->inv2_ok && rep->active_le_init_ok &&
+                       rep->inv4_ok && rep->inv6_ok;
+        rep->ok = rep->live_ok && rep->inv3_ok;
+        /* Quiesced (DESIGN.md 9.3): nothing in flight, each bucket's Redis stock = its DB
+         * stock, the users hashes = the active buyers, each in their home bucket. */
+        rep->inv3_quiesced_ok = rep->inv3_ok && rep->held_qty == 0 &&
+                                rep->undecided_traces == 0 && rep->pending_rollbacks == 0 &&
+                                rep->late_orders == 0;
+        for (int b = 0; b < rep->buckets && b < SK_BUCKETS_MAX; b++)
+                if (rep->redis_bucket_stock[b] != rep->bucket_stock[b])
+                        rep->inv3_quiesced_ok = 0;
 }
 
 sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,

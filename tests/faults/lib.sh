@@ -507,10 +507,10 @@ ft_check() {
         local v=$1 sold_out=0 init active dbstock rstock bad rusers dusers vrc
         [[ ${2:-} == --sold-out ]] && sold_out=1
         ft_load_accepted
-        "$FT_BIN/seckill-admin" verify "$v" >"$FT_WORK/verify.$v.log" 2>&1
+        "$FT_BIN/seckill-admin" verify "$v" --quiesced >"$FT_WORK/verify.$v.log" 2>&1
         vrc=$?
-        if [[ $vrc == 0 ]]; then ft_ok "seckill-admin verify $v: exit 0"; else
-                ft_fail "seckill-admin verify $v: exit $vrc: $(tr '\n' ' ' <"$FT_WORK/verify.$v.log" | cut -c1-600)"
+        if [[ $vrc == 0 ]]; then ft_ok "seckill-admin verify $v --quiesced: exit 0"; else
+                ft_fail "seckill-admin verify $v --quiesced: exit $vrc: $(tr '\n' ' ' <"$FT_WORK/verify.$v.log" | cut -c1-600)"
         fi
         # The stock is the sum of the voucher's bucket rows (DESIGN.md v4 6); verify above checks each bucket.
         read -r init dbstock < <(ft_sql "SELECT init_stock, (SELECT COALESCE(SUM(stock), 0) FROM tb_seckill_stock s

@@ -780,6 +780,45 @@ START_TEST(c_api_runs_home_step_on_other_bucket)
 }
 END_TEST
 
+/* Issue 22 defect 6: the release of an order whose T is gone from Redis (lost data, a
+ * DB-only order) must run the home step on the user's home bucket h, not on the order's
+ * bucket j: the caller passes h (sk_home_bucket among the voucher's buckets). */
+START_TEST(release_without_trace_uses_home)
+{
+        const long long stock[NB] = { 3, 3, 3, 3 };
+        char errstr[512];
+        voucher_t v;
+        buy_t p;
+        sk_order_row_t o;
+        sk_release_res_t rel;
+        int h;
+
+        new_voucher(&v, stock, 1);
+        do {
+                new_buy(&p);
+                sk_id_parse_cstr(p.u, &o.user_id);
+        } while ((h = sk_home_bucket(o.user_id, NB)) == 0);
+        /* U admitted with home h, its unit from bucket 0; then Redis lost T (no entry). */
+        freeReplyObject(cmd("HSET %s %s %s", v.b[h].users, p.u, p.t));
+        memset(&o, 0, sizeof(o));
+        o.voucher_id = v.vid;
+        o.bucket = 0;
+        o.buckets = NB;
+        sk_id_parse_cstr(p.t, &o.trace_id);
+        sk_id_parse_cstr(p.u, &o.user_id);
+        sk_id_parse_cstr(p.o, &o.order_id);
+        ck_assert_msg(sk_release_run(g_r, g_conf.redis_prefix, &o, "cancel", EXTRA_MS, &rel, errstr,
+                                     sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_int_eq(rel.restored, 0);              /* no T: the rebuild counts the unit */
+        ck_assert_int_eq(rel.home, h);
+        ck_assert_int_eq(rel.home_done, 1);
+        ck_assert_int_eq(rel.released, 1);
+        assert_hget(v.b[h].users, p.u, NULL);           /* U may buy again */
+        ck_assert_int_eq(cmd_int("HEXISTS %s %s", v.b[0].trace, p.tx), 1);
+        ck_assert_int_eq(stock_of(&v, 0), 3);
+}
+END_TEST
+
 static void setup(void)
 {
         char errstr[512];
@@ -814,6 +853,7 @@ int main(void)
         tcase_add_test(tc, rollback_release_home_step_same_bucket);
         tcase_add_test(tc, release_other_bucket_then_home);
         tcase_add_test(tc, c_api_runs_home_step_on_other_bucket);
+        tcase_add_test(tc, release_without_trace_uses_home);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
 }

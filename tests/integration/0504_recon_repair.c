@@ -81,7 +81,7 @@ START_TEST(repair_after_redis_wipe)
         for (i = 0; i < 3; i++)
                 ck_assert_int_eq(sk_test_has_user(vid, users[i]), 1);
         ck_assert_int_eq(sk_verify_voucher(&sk_test_fx.conf, vid, &vr, errstr, sizeof(errstr)), SK_OK);
-        sk_verify_print(stderr, &vr, 0);
+        sk_verify_print(stderr, &vr, 0, 1);
         ck_assert_msg(vr.ok, "verify after --repair");
         ck_assert_int_eq(vr.meta_status, 1);
 

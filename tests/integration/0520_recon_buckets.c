@@ -11,9 +11,17 @@
  * unit restored in j, users[U] on h re-pointed to the trace T0 of the user's active
  * order (DESIGN.md 4, issue 12); and drift by direction: undersell rebuilt without --repair, a small oversell left and
  * reported, an oversell above --drift-threshold rebuilt (the decision and the report;
- * the stock a rebuild writes is the rebuild's tests'). */
+ * the stock a rebuild writes is the rebuild's tests'); the home step when the trace's bucket
+ * is the home (issue 22: a has_order rollback racing a cancel or a close); users hashes
+ * drift of a bucketed voucher reported, and repaired by --repair; a consumer commit during
+ * the drift check is no undersell (issue 22). */
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "sk_test.h"
 #include "sk/decide.h"
+#include "sk/keys.h"
+#include "sk/verify.h"
 #include "sk/snowflake.h"
 
 #define NB 4
@@ -385,6 +393,197 @@ START_TEST(has_order_repoints_home)
 }
 END_TEST
 
+/* The DEDUCT entry of T in bucket @p b (its home), an order row of user @p u with
+ * status @p status, and the CREATED outcome of the purchase. */
+static void order_row(int64_t vid, int b, int64_t t, int64_t u, int status)
+{
+        char sql[512], errstr[512] = "";
+        int64_t o = sk_test_rand_id();
+
+        put_deduct(vid, b, b, t, u, o);
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id,"
+                 " bucket, status) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                 ", %d, %d)", o, u, vid, t, b, status);
+        ck_assert_msg(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id,"
+                 " voucher_id, bucket, outcome, path) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64
+                 ", %" PRId64 ", %d, 1, 'kafka')", t, o, u, vid, b);
+        ck_assert_msg(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+}
+
+/* Issue 22 defect 2: a has_order rollback racing a cancel or a close, its trace in the
+ * user's home bucket (j = h), which the home-step repair used to skip:
+ *   X: users[U] re-pointed to T0 after T0 was cancelled (T0:x written while users[U]
+ *      still named the duplicate) -> released;
+ *   Y: T0 ended before the consumer read it: the rollback kept users[U] = T (T:r) ->
+ *      released;
+ *   Z: users[U] = T (T:r, has_order) while the user holds an active order T3 ->
+ *      re-pointed to T3;
+ *   W: users[U] = T, T's own order active (no T:r, no T:x) -> left alone. */
+START_TEST(home_step_in_home_bucket)
+{
+        const int64_t db[NB] = { 10, 10, 10, 10 };
+        int64_t vid = bucket_voucher(db, db);
+        int64_t ux = sk_test_rand_id(), t0x = old_id(20000), tdx = old_id(10000);
+        int64_t uy = sk_test_rand_id(), ty = old_id(10000);
+        int64_t uz = sk_test_rand_id(), tz = old_id(10000), t3 = old_id(30000);
+        int64_t uw = sk_test_rand_id(), tw = old_id(10000);
+        int64_t odx = sk_test_rand_id(), oy = sk_test_rand_id(), oz = sk_test_rand_id();
+        char vs[SK_ID_STRLEN], out[65536];
+        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *r_has = "{\"mode\":\"consumer\",\"reason\":\"has_order\",\"home\":3,"
+                            "\"restored\":1,\"released\":0,\"clamped\":0,\"ts\":1}";
+
+        sk_id_format(vid, vs);
+        /* X: T0 taken and ordered in bucket 2 (its home), cancelled, released (T0:x);
+         * its duplicate Td rolled back in 2 with users[U] re-pointed to T0. */
+        order_row(vid, 2, t0x, ux, 3);
+        put_trace_field(vid, 2, t0x, 'x', "{\"by\":\"cancel\",\"restored\":1,\"ts\":1}");
+        put_deduct(vid, 2, 2, tdx, ux, odx);
+        put_trace_field(vid, 2, tdx, 'r', "{\"mode\":\"consumer\",\"reason\":\"has_order\","
+                        "\"home\":2,\"restored\":1,\"released\":0,\"clamped\":0,\"ts\":1}");
+        failed_in(tdx, odx, ux, vid, 2, "has_order");
+        put_user(vid, 2, ux, t0x);
+        /* Y: T in bucket 3 (its home) rolled back as has_order, users[U] kept = T. */
+        put_deduct(vid, 3, 3, ty, uy, oy);
+        put_trace_field(vid, 3, ty, 'r', r_has);
+        failed_in(ty, oy, uy, vid, 3, "has_order");
+        put_user(vid, 3, uy, ty);
+        /* Z: as Y in bucket 1, the user's active order has trace T3. */
+        put_deduct(vid, 1, 1, tz, uz, oz);
+        put_trace_field(vid, 1, tz, 'r', r_has);
+        failed_in(tz, oz, uz, vid, 1, "has_order");
+        order_row(vid, 1, t3, uz, 1);
+        put_user(vid, 1, uz, tz);
+        /* W: a plain active order in bucket 0. */
+        order_row(vid, 0, tw, uw, 1);
+        put_user(vid, 0, uw, tw);
+
+        (void)sk_test_reconcile(args, NULL, out, sizeof(out));
+        ck_assert_int_eq(sk_test_report_field(out, vid, "collisions"), 0);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "homeSteps"), 3);
+        ck_assert_int_eq(has_user(vid, 2, ux), 0);
+        ck_assert_int_eq(has_user(vid, 3, uy), 0);
+        ck_assert(user_trace(vid, 1, uz) == t3);
+        ck_assert(user_trace(vid, 0, uw) == tw);
+        /* j = h: no home fence written beside the trace's own T:r. */
+        (void)sk_test_reconcile(args, NULL, out, sizeof(out));
+        ck_assert_int_eq(sk_test_report_field(out, vid, "homeSteps"), 0);
+        ck_assert(user_trace(vid, 1, uz) == t3);
+}
+END_TEST
+
+/* Issue 22 defect 1 (invariant 3, DESIGN.md 9.3/14): the users hashes of a bucketed
+ * voucher drift: a stranger with no order holds an entry in its home bucket, a real
+ * buyer's entry is gone, another buyer's entry sits outside its home bucket. A plain
+ * pass reports users drift and rebuilds nothing; --repair rebuilds, and then verify
+ * finds the users hashes right. */
+START_TEST(users_drift_bucketed)
+{
+        const int64_t db[NB] = { 10, 10, 10, 10 };
+        int64_t vid = bucket_voucher(db, db);
+        int64_t us = sk_test_rand_id(), ts = old_id(10000);
+        int64_t u1 = sk_test_rand_id(), t1 = old_id(10000);
+        int64_t u2 = sk_test_rand_id(), t2 = old_id(10000);
+        int hs = sk_home_bucket(us, NB), h1 = sk_home_bucket(u1, NB), h2 = sk_home_bucket(u2, NB);
+        char vs[SK_ID_STRLEN], out[65536], errstr[512];
+        const char *plain[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *repair[] = { "--grace-seconds", "1", "--json", "--repair", "--voucher", vs,
+                                 NULL };
+        sk_verify_report_t vr;
+        int rc;
+
+        sk_id_format(vid, vs);
+        put_user(vid, hs, us, ts);                  /* a stranger: no order, no trace */
+        order_row(vid, h1, t1, u1, 1);              /* a buyer whose entry is gone */
+        order_row(vid, h2, t2, u2, 1);              /* a buyer outside its home */
+        put_user(vid, (h2 + 1) % NB, u2, t2);
+
+        rc = sk_test_reconcile(plain, NULL, out, sizeof(out));
+        ck_assert_int_eq(sk_test_report_field(out, vid, "usersDrift"), 1);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "rebuilt"), 0);
+        ck_assert_int_eq(rc, 2);
+        ck_assert(user_trace(vid, hs, us) == ts);   /* reported, not repaired */
+
+        rc = sk_test_reconcile(repair, NULL, out, sizeof(out));
+        ck_assert_int_eq(sk_test_report_field(out, vid, "rebuilt"), 1);
+        ck_assert_int_eq(rc, 1);
+        ck_assert_int_eq(has_user(vid, hs, us), 0);
+        ck_assert(user_trace(vid, h1, u1) == t1);
+        ck_assert(user_trace(vid, h2, u2) == t2);
+        ck_assert_int_eq(has_user(vid, (h2 + 1) % NB, u2), 0);
+        ck_assert_msg(sk_verify_voucher_conn(sk_test_fx.db, sk_test_fx.r, sk_test_fx.conf.redis_prefix,
+                                             vid, 3, &vr, errstr, sizeof(errstr)) == SK_OK, "%s",
+                      errstr);
+        ck_assert_int_eq(vr.inv3_users_ok, 1);
+        ck_assert_int_eq(vr.users_wrong_home, 0);
+
+        /* The next plain pass finds nothing. */
+        rc = sk_test_reconcile(plain, NULL, out, sizeof(out));
+        ck_assert_int_eq(sk_test_report_field(out, vid, "usersDrift"), 0);
+        ck_assert_int_eq(rc, 0);
+}
+END_TEST
+
+/* Child of the test: @p delay_ms later, commit what a consumer commits for T (user
+ * @p u, order @p o, bucket 0): the bucket's stock decrement, the order and the CREATED
+ * outcome, in one transaction; then exit. */
+static void consumer_commit_later(int64_t vid, int64_t t, int64_t u, int64_t o, int delay_ms)
+{
+        char sql[512], errstr[512];
+        sk_db_t *db;
+        int ok;
+
+        usleep((useconds_t)delay_ms * 1000);
+        if (!(db = sk_db_connect(&sk_test_fx.conf.mysql, 0, 5, errstr, sizeof(errstr))))
+                _exit(3);
+        ok = sk_db_begin(db, errstr, sizeof(errstr)) == SK_OK;
+        snprintf(sql, sizeof(sql), "UPDATE tb_seckill_stock SET stock = stock - 1 WHERE voucher_id = %"
+                 PRId64 " AND bucket = 0", vid);
+        ok = ok && sk_db_exec(db, sql, errstr, sizeof(errstr)) == SK_OK;
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id,"
+                 " bucket, status) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", 0, 1)",
+                 o, u, vid, t);
+        ok = ok && sk_db_exec(db, sql, errstr, sizeof(errstr)) == SK_OK;
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id,"
+                 " voucher_id, bucket, outcome) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %"
+                 PRId64 ", 0, 1)", t, o, u, vid);
+        ok = ok && sk_db_exec(db, sql, errstr, sizeof(errstr)) == SK_OK;
+        ok = ok && sk_db_commit(db, errstr, sizeof(errstr)) == SK_OK;
+        sk_db_close(db);
+        _exit(ok ? 0 : 4);
+}
+
+/* Issue 22 defect 3: a consumer commits T's order while the drift check of bucket 0 is
+ * between its Redis scan and its DB reads (failpoint reconciler.drift_before_db holds
+ * it). Redis 9 = DB 10 - 1 held before, Redis 9 = DB 9 after: no drift either way, so
+ * no undersell, no rebuild (the stock and the outcomes used to be read apart). */
+START_TEST(drift_reads_one_snapshot)
+{
+        const int64_t db[NB] = { 10, 10, 10, 10 }, redis[NB] = { 9, 10, 10, 10 };
+        int64_t vid = bucket_voucher(db, redis), u = sk_test_rand_id(), t = old_id(0);
+        int64_t o = sk_test_rand_id();
+        char vs[SK_ID_STRLEN], out[65536];
+        const char *args[] = { "--grace-seconds", "60", "--json", "--voucher", vs, NULL };
+        pid_t pid;
+        int rc, status = -1;
+
+        sk_id_format(vid, vs);
+        put_deduct(vid, 0, sk_home_bucket(u, NB), t, u, o);
+        put_user(vid, sk_home_bucket(u, NB), u, t);
+        ck_assert_int_ge(pid = fork(), 0);
+        if (pid == 0)
+                consumer_commit_later(vid, t, u, o, 300);
+        rc = sk_test_reconcile(args, "reconciler.drift_before_db=1*sleep(1500)", out, sizeof(out));
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_int_eq(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "stockDrift"), 0);
+        ck_assert_int_eq(sk_test_report_field(out, vid, "rebuilt"), 0);
+        ck_assert_int_eq(rc, 0);
+        ck_assert_int_eq(stock_of(vid, 0), 9);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("0520_recon_buckets");
@@ -396,8 +595,11 @@ int main(void)
                                                                   .lock_wait_s = 5 });
         tcase_set_timeout(tc, 280);
         tcase_add_test(tc, drift_by_direction); /* first: nothing in the topic yet */
+        tcase_add_test(tc, users_drift_bucketed); /* rebuilds too: before any re-drive */
+        tcase_add_test(tc, drift_reads_one_snapshot);
         tcase_add_test(tc, repairs_across_buckets);
         tcase_add_test(tc, has_order_repoints_home);
+        tcase_add_test(tc, home_step_in_home_bucket);
         suite_add_tcase(s, tc);
         rc = sk_test_run(s);
         sk_test_fix_teardown();

@@ -102,6 +102,13 @@ sk_err_t sk_db_query_row_i64(sk_db_t *db, const char *sql, int64_t *out, int nco
 sk_err_t sk_db_begin(sk_db_t *db, char *errstr, size_t errstr_size);
 sk_err_t sk_db_commit(sk_db_t *db, char *errstr, size_t errstr_size);
 void sk_db_rollback(sk_db_t *db);
+/** @brief Start a read-only transaction whose reads all see one snapshot (REPEATABLE
+ *  READ, WITH CONSISTENT SNAPSHOT: the MariaDB/InnoDB consistent read), no locks taken;
+ *  the session stays READ COMMITTED for the transactions after it. End it with
+ *  sk_db_commit or sk_db_rollback. For figures that must agree with each other, e.g. a
+ *  bucket's stock and the outcomes of its traces (issue 22, DESIGN.md 14). Errors as
+ *  sk_db_exec (SK_EAGAIN transient). */
+sk_err_t sk_db_begin_snapshot(sk_db_t *db, char *errstr, size_t errstr_size);
 
 /** @brief GET_LOCK(name, timeout_s) on this session (an advisory lock held until
  *  sk_db_unlock or the session ends, e.g. on a lost connection). @p timeout_s >= 0.

@@ -35,6 +35,9 @@ typedef struct sk_order_row {
         int64_t pay_deadline_ms;    /* 0: none (an order created PAID or before v4) */
         int past_deadline;          /* 1: pay_deadline <= the DB's NOW(3) when read */
         int bucket;                 /* the bucket its unit came from (tb_voucher_order.bucket) */
+        int buckets;                /* the voucher's bucket count N (tb_seckill_voucher),
+                                       0 = not known: release.lua then takes the user's
+                                       home from T's entry, else j */
 } sk_order_row_t;
 
 /** @brief "UNPAID", "PAID", "CANCELLED", "CLOSED" or "UNKNOWN". Static strings. */
@@ -113,9 +116,12 @@ typedef struct sk_release_res {
         int home_done;  /* the home step on h != j ran (after OK or ALREADY, DESIGN.md 4) */
 } sk_release_res_t;
 
-/** @brief release.lua (DESIGN.md 4) for a cancelled or closed order: on the voucher's
- *  keys (today bucket = home). @p by: "cancel", "close" or "reconciler". @p user_id is
- *  the fallback when T is missing. @p expire_extra_ms: reconcile window + 1 day.
+/** @brief release.lua (DESIGN.md 4) for a cancelled or closed order: on the order's
+ *  bucket j (order->bucket), then the home step on the user's home bucket h when h != j.
+ *  h is passed to the script (sk_home_bucket of order->user_id among order->buckets) so
+ *  that an order whose T is gone from Redis is released in h too; with buckets 0 the
+ *  script takes h from T's entry, else j. @p by: "cancel", "close" or "reconciler".
+ *  @p expire_extra_ms: reconcile window + 1 day.
  *  Idempotent (T:x). Errors as sk_redis_evalsha (SK_EUNKNOWN: retry, it is safe). */
 sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t *order,
                         const char *by, int64_t expire_extra_ms, sk_release_res_t *res,

@@ -8,7 +8,8 @@
  * no RESTORE T:r and no CREATED outcome), and the users hash must equal the DB's
  * active buyers + the users of those DEDUCTs. After quiescence and a reconciler pass
  * nothing is held, and this is exactly DESIGN.md 9's "Redis stock = DB stock and the
- * users hash = the users with active orders".
+ * users hash = the users with active orders". For a bucketed voucher the users hashes
+ * are compared together, and an entry outside its user's home bucket is drift too.
  *
  * Consistency of the figures: the Redis side is read under WATCH (stock, users, trace)
  * and retried while it changes (redis_stable = 0 after the retries: traffic is flowing
@@ -40,6 +41,7 @@ typedef struct sk_verify_report {
         int inv1_buckets_ok;        /* per bucket init - stock = active of b, one row per
                                        bucket 0..N-1, and Σ bucket init = init_stock */
         int64_t redis_stock;        /* GET stock; -1 when the key is missing */
+        int64_t redis_bucket_stock[SK_BUCKETS_MAX]; /* each bucket's, -1 missing */
         int redis_stock_missing;    /* 1 when the stock key does not exist */
         int meta_status;            /* Redis meta status, 0 when missing */
         int64_t active_orders;      /* active orders: UNPAID or PAID (status 1, 2) */
@@ -48,6 +50,8 @@ typedef struct sk_verify_report {
         int64_t users_in_hash;      /* HLEN users */
         int64_t users_not_active;   /* in the hash, neither an active buyer nor held by an undecided DEDUCT */
         int64_t active_not_in_hash; /* active buyers missing from the hash */
+        int64_t users_wrong_home;   /* users entries in a bucket that is not their home
+                                       bucket (DESIGN.md 4, 9 invariant 3) */
         int64_t undecided_traces;   /* DEDUCTs (T, no T:r) without any outcome */
         int64_t pending_rollbacks;  /* DEDUCTs (T, no T:r) with a FAILED outcome */
         int64_t held_qty;           /* units held in Redis by the two kinds above */
@@ -73,7 +77,13 @@ typedef struct sk_verify_report {
                                        its unit back in the DB stock is invariant 1 (active
                                        counts UNPAID + PAID only) */
         int inv6_ok;                /* paid_and_ended = 0 */
-        int ok;                     /* all four hold */
+        int live_ok;                /* 1, 2, active <= init, 4, 6: what `verify` judges
+                                       on a live sale (DESIGN.md 9) */
+        int inv3_quiesced_ok;       /* 3 as `verify --quiesced` judges it (DESIGN.md 9.3):
+                                       inv3_ok, nothing held or late, and each bucket's
+                                       Redis stock = its DB stock */
+        int ok;                     /* live_ok and inv3_ok (in-flight purchases
+                                       accounted for) */
 } sk_verify_report_t;
 
 /** @brief Verify voucher @p voucher_id with fresh connections made from @p conf (DB
@@ -92,5 +102,11 @@ sk_err_t sk_verify_voucher_conn(sk_db_t *db, sk_redis_t *r, const char *prefix,
 
 /** @brief Print @p rep to @p out: a human block (one figure per line, then PASS/FAIL of
  *  each invariant) or, when @p json is non-zero, one JSON object on one line (ids as
- *  strings, figures as integers, invariants as booleans). */
-void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json);
+ *  strings, figures as integers, invariants as booleans). @p quiesced: invariant 3 is
+ *  judged as sk_verify_passed(rep, 1) does; 0: it is shown as not judged. */
+void sk_verify_print(FILE *out, const sk_verify_report_t *rep, int json, int quiesced);
+
+/** @brief The verdict of `seckill-admin verify` (DESIGN.md 9): invariants 1, 2, active
+ *  <= init, 4 and 6 on the live state, and with @p quiesced also invariant 3 in its
+ *  quiesced form (rep->inv3_quiesced_ok). @returns 1 when they hold. Pure. */
+int sk_verify_passed(const sk_verify_report_t *rep, int quiesced);
