@@ -22,6 +22,9 @@ typedef struct sk_admin_opts {
         int buckets;            /* --buckets N 1..16 (create), 0 = not given (1) */
         char request_id[65];    /* --request-id R (add-stock), "" = not given */
         int quiesced;           /* --quiesced (verify: judge invariant 3, DESIGN.md 9) */
+        char app[64];           /* --app USER (db grants), "" = not given */
+        char admin[64];         /* --admin USER (db grants) */
+        char host[256];         /* --host H (db grants), "" = '%' */
 } sk_admin_opts_t;
 
 /** The subcommand flags as parsed by main.c (valid once main() called sk_conf_load),
@@ -30,6 +33,10 @@ extern const sk_admin_opts_t *sk_admin_opts;
 
 /** `db migrate`: apply the pending ddl/ migrations; prints "applied N migration(s)". */
 int sk_admin_db_migrate(const sk_conf_t *conf);
+/** `db grants --app USER --admin USER [--host H]` (DESIGN.md 17; admin/grants.c): prints
+ *  the least-privilege GRANT statements of sk/grants.h for the database of
+ *  SECKILL_MYSQL_URL. No connection. */
+int sk_admin_db_grants(const sk_conf_t *conf, const sk_admin_opts_t *o);
 
 /** `voucher create --stock N [--buckets N] --begin T --end T [--status S] [--preheat]`:
  *  one DB transaction inserts the voucher, its bucket rows (sk_bucket_share) and its

@@ -109,10 +109,11 @@ int sk_admin_degrade(int argc, char **argv)
         for (rc = 1; rc < argc; rc++)
                 if (!strcmp(argv[rc], "--help") || !strcmp(argv[rc], "-h")) {
                         fputs(USAGE, stdout);
+                        printf("Common options (database, Redis, Kafka...): " PROG " --help\n");
                         return 0;
                 }
-        rc = sk_conf_load(&conf, argc, argv, PROG, "degrade status|auto|db-only|redis-only", extra,
-                          1, &argi);
+        rc = sk_conf_load_bin(&conf, SK_BIN_ADMIN, argc, argv, PROG,
+                              "degrade status|auto|db-only|redis-only", extra, 1, &argi);
         if (rc == 1)
                 return 0;
         if (rc != 0)

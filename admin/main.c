@@ -1,5 +1,6 @@
 /* seckill-admin: operator commands against the database and Redis (DESIGN.md 2):
  *   db migrate                                   apply ddl/ migrations
+ *   db grants --app USER --admin USER [--host H] print the least-privilege GRANTs
  *   voucher create --stock N [--buckets B] --begin T --end T [--status S] [--preheat]
  *   voucher add-stock ID --stock K --request-id R [--wait-ms MS]
  *   voucher preheat ID [--rebuild-from-db] [--wait-ms MS]
@@ -23,34 +24,46 @@
 
 const sk_admin_opts_t *sk_admin_opts;
 
-static const char USAGE_ARGS[] =
-        "db migrate | voucher create|preheat|show|set-status ... | verify VOUCHER_ID\n"
-        "  (`" PROG " <command> --help` describes one command)";
-
 typedef struct cmd_help {
         const char *w1, *w2;     /* command words; w2 NULL for one-word commands */
+        const char *summary;     /* one line, for `--help` and `<group> --help` */
         const char *text;
         const char *allowed;     /* subcommand flags it accepts, space-separated */
 } cmd_help_t;
 
 static const cmd_help_t CMDS[] = {
-        { "db", "migrate",
+        { "db", "migrate", "apply the ddl/ migrations not yet applied (creates the database)",
           "Usage: " PROG " db migrate [common options]\n"
           "Create the database if missing and apply the ddl/ migrations not yet recorded in\n"
           "schema_migrations (serialized by GET_LOCK, safe to run twice or concurrently).\n"
-          "Prints: applied N migration(s). Exit 0 ok, 1 failure.\n", "" },
-        { "voucher", "create",
+          "Prints: applied N migration(s). Exit 0 ok, 1 failure.\n"
+          "Run it as the admin user of `db grants` (or the database's root on a test stack).\n", "" },
+        { "db", "grants", "print the GRANT statements of the least-privilege users",
+          "Usage: " PROG " db grants --app USER --admin USER [--host H]\n"
+          "Print, for the database of SECKILL_MYSQL_URL, the GRANT statements of the two\n"
+          "users of DESIGN.md 17 (either may be left out): the admin user (--admin, for\n"
+          "`db migrate`) may create the database and change its schema; the app user (--app,\n"
+          "every binary at run time and every other command) may SELECT, INSERT and UPDATE\n"
+          "the rows of each table of the migrations, nothing else. USER is 1..32 chars of\n"
+          "[A-Za-z0-9_.-]; H (default %) the host part of the accounts. Connects to nothing.\n"
+          "Create the users (CREATE USER ... IDENTIFIED BY ...), then, as the DB's root:\n"
+          "  " PROG " db grants --admin seckill_admin | mysql\n"
+          "  SECKILL_MYSQL_URL=mysql://seckill_admin:...@host/db " PROG " db migrate\n"
+          "  " PROG " db grants --app seckill_app | mysql     # table grants need the tables\n"
+          "Again after an upgrade whose migrations add a table. Exit 0 ok, 2 bad arguments.\n",
+          " app admin host " },
+        { "voucher", "create", "insert a voucher and its stock buckets (optionally preheat)",
           "Usage: " PROG " voucher create --stock N [--buckets B] --begin T --end T [--status S] [--preheat]\n"
           "Insert a voucher (init_stock = stock = N, 1..1000000000) with a fresh snowflake id,\n"
           "its stock split over B buckets (1..16, default 1; N/B each, the remainder one unit\n"
-          "each to the first buckets; B is fixed for the voucher's life)\n"
-          "(leases a worker id in Redis like the front). T is epoch seconds (1764439200) or\n"
+          "each to the first buckets; B is fixed for the voucher's life; leases a worker id in\n"
+          "the database like the front). T is epoch seconds (1764439200) or\n"
           "ISO-8601 WITH a zone (2026-11-29T18:00:00Z, 2026-11-29T18:00:00+08:00); a time\n"
           "without a zone is rejected. --status 1 on sale (default), 2 offline, 3 expired,\n"
           "4 paused. --preheat also writes the Redis state (see voucher preheat).\n"
           "Prints: {\"voucherId\":\"ID\"}. Exit 0 ok, 1 failure, 2 bad arguments.\n",
           " stock buckets begin end status preheat " },
-        { "voucher", "preheat",
+        { "voucher", "preheat", "copy a voucher's DB state to Redis, or rebuild it from the DB",
           "Usage: " PROG " voucher preheat ID [--rebuild-from-db] [--wait-ms MS]\n"
           "Copy a voucher's DB state to Redis: stock (never overwriting a stock that was sold\n"
           "down: exit 2), the active buyers, then meta last, with the expiry of DESIGN.md 4.\n"
@@ -62,11 +75,11 @@ static const cmd_help_t CMDS[] = {
           "rollbacks are run), then set stock and users (in chunks) from the DB and restore\n"
           "meta. Not settled in time: exit 2.\n",
           " rebuild-from-db wait-ms " },
-        { "voucher", "show",
+        { "voucher", "show", "print a voucher's DB row and Redis keys side by side",
           "Usage: " PROG " voucher show ID [--json]\n"
           "Print the DB row and the Redis meta, stock, users and trace sizes side by side.\n"
           "Exit 0 ok, 1 failure, 2 bad arguments or not in the database.\n", " json " },
-        { "voucher", "add-stock",
+        { "voucher", "add-stock", "add units to a voucher (idempotent by request id)",
           "Usage: " PROG " voucher add-stock ID --stock K --request-id R [--wait-ms MS]\n"
           "Add K units (1..1000000000) to a voucher (DESIGN.md 14): one DB transaction records\n"
           "R (1..64 chars) in tb_seckill_stock_change and spreads K over the bucket rows like\n"
@@ -74,11 +87,11 @@ static const cmd_help_t CMDS[] = {
           "the voucher's Redis state from the DB. A repeated R changes nothing (exit 0, says so).\n"
           "Exit 0 ok, 1 failure, 2 bad arguments, unknown voucher, or rebuild not settled.\n",
           " stock request-id wait-ms " },
-        { "voucher", "set-status",
+        { "voucher", "set-status", "set a voucher's status in the DB and in Redis",
           "Usage: " PROG " voucher set-status ID N\n"
           "Set the status (1 on sale, 2 offline, 3 expired, 4 paused) in the DB, then in the\n"
           "Redis meta if it exists. Exit 0 ok, 1 failure, 2 bad arguments.\n", "" },
-        { "verify", NULL,
+        { "verify", NULL, "check the invariants of DESIGN.md 9 on one voucher",
           "Usage: " PROG " verify VOUCHER_ID [--json] [--quiesced]\n"
           "Check invariants 1, 2, 4, 6 and active <= init of DESIGN.md 9 on the live state;\n"
           "with --quiesced (no traffic, consumers caught up, after a reconciler --repair\n"
@@ -88,9 +101,46 @@ static const cmd_help_t CMDS[] = {
 };
 #define NCMDS (sizeof(CMDS) / sizeof(CMDS[0]))
 
-/* `<command> --help`: find the command words among argv (before sk_conf_load, which
- * would print the general help). @returns the command or NULL. */
-static const cmd_help_t *help_requested(int argc, char **argv)
+/* The argument part of a command's usage line ("voucher show ID [--json]"). */
+static void print_synopsis(const cmd_help_t *c)
+{
+        const char *u = c->text + strlen("Usage: " PROG " ");
+        const char *nl = strchr(u, '\n');
+        int n = (int)(nl - u);
+        const char *common = strstr(u, " [common options]");
+
+        if (common && common < nl)
+                n = (int)(common - u);
+        printf("  %.*s\n      %s\n", n, u, c->summary);
+}
+
+/* `seckill-admin --help`: the commands, then the common options the admin uses. */
+static void print_overview(void)
+{
+        printf("Usage: " PROG " [options] COMMAND [ARGS]\n\nCommands (`" PROG
+               " COMMAND --help` describes one, with its own options):\n");
+        for (size_t c = 0; c < NCMDS; c++)
+                print_synopsis(&CMDS[c]);
+        printf("  degrade status|auto|db-only|redis-only [--voucher ID]\n"
+               "      show or set the Redis-down degrade switch (works with Redis down)\n");
+        printf("\nOptions (flag > environment > default):\n");
+        sk_conf_print_options(stdout, SK_BIN_ADMIN, NULL, 0);
+}
+
+/* `voucher --help`, `db --help`: the commands of that group. */
+static void print_group(const char *w1)
+{
+        printf("Usage: " PROG " %s COMMAND ...\n\n", w1);
+        for (size_t c = 0; c < NCMDS; c++)
+                if (strcmp(CMDS[c].w1, w1) == 0)
+                        print_synopsis(&CMDS[c]);
+        printf("\n`" PROG " %s COMMAND --help` describes one; common options: " PROG " --help\n", w1);
+}
+
+/* `[<command>] --help` (before sk_conf_load, which would print the generic help):
+ * finds the command words among argv and prints the matching help.
+ * @returns 1 if help was asked for (and printed), else 0. */
+static int help_requested(int argc, char **argv)
 {
         int help = 0;
         const char *w[2] = { NULL, NULL };
@@ -109,13 +159,21 @@ static const cmd_help_t *help_requested(int argc, char **argv)
                                 }
                 }
         }
-        if (!help || !w[0])
-                return NULL;
+        if (!help)
+                return 0;
+        if (!w[0]) {
+                print_overview();
+                return 1;
+        }
         for (size_t c = 0; c < NCMDS; c++)
                 if (strcmp(w[0], CMDS[c].w1) == 0 &&
-                    (!CMDS[c].w2 || (w[1] && strcmp(w[1], CMDS[c].w2) == 0)))
-                        return &CMDS[c];
-        return NULL;
+                    (!CMDS[c].w2 || (w[1] && strcmp(w[1], CMDS[c].w2) == 0))) {
+                        fputs(CMDS[c].text, stdout);
+                        printf("Common options (database, Redis, Kafka...): " PROG " --help\n");
+                        return 1;
+                }
+        print_group(w[0]);
+        return 1;
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -132,9 +190,9 @@ static int check_flags(const cmd_help_t *cmd, const sk_admin_opts_t *o)
         static const struct { const char *name; } names[] = {
                 { "stock" }, { "begin" }, { "end" }, { "status" }, { "preheat" },
                 { "rebuild-from-db" }, { "json" }, { "wait-ms" }, { "buckets" }, { "request-id" },
-                { "quiesced" },
+                { "quiesced" }, { "app" }, { "admin" }, { "host" },
         };
-        int given[11];
+        int given[14];
         char pat[40];
 
         given[0] = o->stock != -1;
@@ -148,7 +206,10 @@ static int check_flags(const cmd_help_t *cmd, const sk_admin_opts_t *o)
         given[8] = o->buckets != 0;
         given[9] = o->request_id[0] != '\0';
         given[10] = o->quiesced != 0;
-        for (size_t i = 0; i < 11; i++) {
+        given[11] = o->app[0] != '\0';
+        given[12] = o->admin[0] != '\0';
+        given[13] = o->host[0] != '\0';
+        for (size_t i = 0; i < sizeof(given) / sizeof(given[0]); i++) {
                 snprintf(pat, sizeof(pat), " %s ", names[i].name);
                 if (given[i] && !strstr(cmd->allowed, pat)) {
                         fprintf(stderr, PROG ": option --%s does not apply to `%s%s%s` "
@@ -165,7 +226,6 @@ int main(int argc, char **argv)
 {
         sk_conf_t conf;
         sk_admin_opts_t o;
-        const cmd_help_t *help;
         int argi = 0, rc, npos;
         char **pos;
 
@@ -194,17 +254,18 @@ int main(int argc, char **argv)
                   "voucher create: stock buckets 1..16 (default 1, DESIGN.md 14)" },
                 { "request-id", NULL, SK_OPT_STR, o.request_id, sizeof(o.request_id), 0, 0,
                   "voucher add-stock: idempotency key of the change (1..64 chars)" },
+                { "app", NULL, SK_OPT_STR, o.app, sizeof(o.app), 0, 0, "db grants: the app user" },
+                { "admin", NULL, SK_OPT_STR, o.admin, sizeof(o.admin), 0, 0, "db grants: the admin user" },
+                { "host", NULL, SK_OPT_STR, o.host, sizeof(o.host), 0, 0,
+                  "db grants: host part of both accounts (default %)" },
         };
 
         if (sk_admin_degrade_wants(argc, argv))
                 return sk_admin_degrade(argc, argv); /* its own options; works with Redis down */
-        if ((help = help_requested(argc, argv))) {
-                fputs(help->text, stdout);
-                printf("Common options (database, Redis, Kafka...): " PROG " --help\n");
+        if (help_requested(argc, argv))
                 return 0;
-        }
-        rc = sk_conf_load(&conf, argc, argv, PROG, USAGE_ARGS, extra,
-                          sizeof(extra) / sizeof(extra[0]), &argi);
+        rc = sk_conf_load_bin(&conf, SK_BIN_ADMIN, argc, argv, PROG, "COMMAND [ARGS]", extra,
+                              sizeof(extra) / sizeof(extra[0]), &argi);
         if (rc == 1)
                 return 0;
         if (rc != 0)
@@ -219,14 +280,15 @@ int main(int argc, char **argv)
                 return usage_error("missing command: db migrate, voucher ..., verify%s", NULL);
 
         if (strcmp(pos[0], "db") == 0) {
-                if (npos < 2 || strcmp(pos[1], "migrate") != 0)
-                        return usage_error("unknown db command \"%s\" (db migrate)",
+                int grants = npos >= 2 && strcmp(pos[1], "grants") == 0;
+                if (npos < 2 || (!grants && strcmp(pos[1], "migrate") != 0))
+                        return usage_error("unknown db command \"%s\" (db migrate|grants)",
                                            npos < 2 ? "" : pos[1]);
                 if (npos > 2)
                         return usage_error("unexpected argument \"%s\"", pos[2]);
-                if (check_flags(&CMDS[0], &o))
+                if (check_flags(&CMDS[grants ? 1 : 0], &o))
                         return 2;
-                return sk_admin_db_migrate(&conf);
+                return grants ? sk_admin_db_grants(&conf, &o) : sk_admin_db_migrate(&conf);
         }
         /* Every other command talks to Redis (DESIGN.md 4: >= 7.0, noeviction). */
         if (sk_redis_startup_check(&conf.redis, PROG) != 0)

@@ -232,8 +232,8 @@ int main(int argc, char **argv)
         void *srv = NULL;
         int argi = 0, rc, failed = 0;
 
-        rc = sk_conf_load(&conf, argc, argv, "seckill-consumer", NULL, extra,
-                          sizeof(extra) / sizeof(extra[0]), &argi);
+        rc = sk_conf_load_bin(&conf, SK_BIN_CONSUMER, argc, argv, "seckill-consumer", NULL,
+                              extra, sizeof(extra) / sizeof(extra[0]), &argi);
         if (rc == 1)
                 return 0;
         if (rc)

@@ -220,8 +220,8 @@ int main(int argc, char **argv)
         g_fr.lookup_threads = 2;
         g_fr.pipeline_max = 128;
         sk_log_init("front");
-        rc = sk_conf_load(&g_fr.conf, argc, argv, "seckill-front", NULL, extra,
-                          sizeof(extra) / sizeof(extra[0]), &argi);
+        rc = sk_conf_load_bin(&g_fr.conf, SK_BIN_FRONT, argc, argv, "seckill-front", NULL, extra,
+                              sizeof(extra) / sizeof(extra[0]), &argi);
         if (rc == 1)
                 return 0;
         if (rc != 0)

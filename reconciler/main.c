@@ -81,8 +81,8 @@ static int parse_options(int argc, char **argv, sk_conf_t *conf, rc_opts_t *opts
                 { "json", NULL, SK_OPT_BOOL, &json, 0, 0, 1, "print one JSON document instead of the table" },
         };
 
-        rc = sk_conf_load(conf, argc, argv, "seckill-reconciler", NULL, extra,
-                          sizeof(extra) / sizeof(extra[0]), &argi);
+        rc = sk_conf_load_bin(conf, SK_BIN_RECONCILER, argc, argv, "seckill-reconciler", NULL,
+                              extra, sizeof(extra) / sizeof(extra[0]), &argi);
         if (rc == 1)
                 return 0;
         if (rc != 0)

@@ -7,10 +7,12 @@
 #   4. ctest -L 'unit|integration|faults' in build/
 #   5. the same sources with -DSK_SANITIZE=ON (ASan + UBSan) in build-asan/,
 #      ctest -L 'unit|integration' there (leaks checked, first error fatal); at the same
-#      time, in the background, the topology pass: ctest -L 'cluster|sentinel' in build/
-#      with more jobs (the integration suite once more on the local Redis Cluster and on
-#      Sentinel, which those tests start through scripts/stack.sh; they mostly wait on
-#      I/O, so they share the two cores with the sanitizer pass).
+#      time, in the background, the topology pass: ctest -L 'cluster|sentinel|package' in
+#      build/ with more jobs (the integration suite once more on the local Redis Cluster
+#      and on Sentinel, which those tests start through scripts/stack.sh; they mostly wait
+#      on I/O, so they share the two cores with the sanitizer pass; and the installed
+#      layout of the Debian package, tests/package/: build-release/, dpkg -i, a short
+#      sale, dpkg --purge, about 35 s with build-release/ built, 100 s without).
 #   6. a summary; exit 0 only when every step passed.
 # At exit it stops the services that were not running before it started (unless
 # SECKILL_KEEP_STACK=1); services that were already up are left as they were.
@@ -19,7 +21,7 @@
 #   SECKILL_KEEP_STACK=1          leave what this run started running
 #   SECKILL_TEST_JOBS             parallel build and ctest jobs (2)
 #   SECKILL_TEST_LABELS           labels of the main pass ('unit|integration|faults')
-#   SECKILL_TEST_TOPO_LABELS      labels of the topology pass ('cluster|sentinel'; empty: none)
+#   SECKILL_TEST_TOPO_LABELS      labels of the topology pass ('cluster|sentinel|package'; empty: none)
 #   SECKILL_TEST_TOPO_JOBS        ctest jobs of the topology pass (4)
 #   SECKILL_TEST_TOPO_TIMEOUT_S   cap of the topology pass (1200)
 #   SECKILL_TEST_ASAN_LABELS      labels of the sanitizer pass ('unit|integration')
@@ -39,7 +41,7 @@ BUILD_DIR=${SECKILL_BUILD_DIR:-build}
 ASAN_DIR=${SECKILL_ASAN_BUILD_DIR:-build-asan}
 JOBS=${SECKILL_TEST_JOBS:-2}
 LABELS=${SECKILL_TEST_LABELS:-unit|integration|faults}
-TOPO_LABELS=${SECKILL_TEST_TOPO_LABELS-cluster|sentinel}
+TOPO_LABELS=${SECKILL_TEST_TOPO_LABELS-cluster|sentinel|package}
 TOPO_JOBS=${SECKILL_TEST_TOPO_JOBS:-4}
 TOPO_TIMEOUT_S=${SECKILL_TEST_TOPO_TIMEOUT_S:-1200}
 ASAN_LABELS=${SECKILL_TEST_ASAN_LABELS:-unit|integration}
@@ -224,7 +226,7 @@ else
         record "ctest $BUILD_DIR [$LABELS]" SKIP 0 "build failed"
 fi
 
-# The topology pass (label cluster|sentinel) in the background, its own ctest run in
+# The topology pass (labels cluster|sentinel, and package) in the background, its own ctest run in
 # $BUILD_DIR with $TOPO_JOBS jobs, while the sanitizer pass builds and runs; its output is
 # printed and its row recorded after the sanitizer pass.
 TOPO_OUT=$(mktemp)

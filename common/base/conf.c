@@ -9,8 +9,11 @@
  * validates the final value of every option once, so an invalid environment value that
  * a flag overrides is not an error, and the one error line names the source that won:
  *   seckill-front: SECKILL_WORKER_ID=5000 is out of range (0..1023)
- * Name, variable, bounds and help of each option live together in one table (redis
+ * Name, variable, bounds, help and users of each option live together in one table (redis
  * static_configs[]) in conf_table.c, with the defaults; URL parsing is in conf_url.c.
+ * A binary sees only the common options it uses (sk_conf_load_bin): its --help and
+ * --print-config list those, another binary's flag is refused, another binary's
+ * variable is not read (one environment file serves them all).
  * Passwords are never printed: --print-config and error lines show
  * them as ***. Not thread-safe: call once from main() before starting threads. */
 #include <ctype.h>
@@ -230,18 +233,17 @@ static int apply_extra(const sk_opt_t *o, const src_t *s, const char *prog)
 
 /* ------------------------------------------------------------------ output */
 
-static void print_help(FILE *f, const char *prog, const char *usage_args,
-                       const sk_opt_t *extra, size_t nextra)
+void sk_conf_print_options(FILE *f, unsigned bins, const sk_opt_t *extra, size_t nextra)
 {
         sk_conf_t d;
         char def[600], left[80];
 
         sk_conf_defaults(&d);
-        fprintf(f, "Usage: %s [options]%s%s\n\nOptions (flag > environment > default):\n", prog,
-                usage_args ? " " : "", usage_args ? usage_args : "");
         for (size_t i = 0; i < SK__NCOPTS; i++) {
                 const copt_t *o = &sk__copts[i];
                 const char *field = (const char *)&d + o->off;
+                if (!(o->bins & bins))
+                        continue;
                 if (o->kind == V_INT) {
                         int v = *(const int *)(const void *)field;
                         if (v < 0)
@@ -281,10 +283,21 @@ static void print_help(FILE *f, const char *prog, const char *usage_args,
         fprintf(f, "  %-34s %s\n", "--print-config", "print the configuration (secrets masked) and exit");
         fprintf(f, "  %-34s %s\n", "--version", "print the version and exit");
         fprintf(f, "  %-34s %s\n", "-h, --help", "print this help and exit");
-        fprintf(f, "\nSECKILL_FAILPOINTS=name=[N*]exit|error|sleep(MS)|off;... enables failpoints.\n");
 }
 
-static void print_config(FILE *f, const sk_conf_t *conf, const sk_opt_t *extra, size_t nextra)
+static void print_help(FILE *f, unsigned bins, const char *prog, const char *usage_args,
+                       const sk_opt_t *extra, size_t nextra)
+{
+        fprintf(f, "Usage: %s [options]%s%s\n\nOptions (flag > environment > default):\n", prog,
+                usage_args ? " " : "", usage_args ? usage_args : "");
+        sk_conf_print_options(f, bins, extra, nextra);
+#ifdef SK_FAILPOINTS_ENABLED
+        fprintf(f, "\nSECKILL_FAILPOINTS=name=[N*]exit|error|sleep(MS)|off;... enables failpoints.\n");
+#endif
+}
+
+static void print_config(FILE *f, unsigned bins, const sk_conf_t *conf, const sk_opt_t *extra,
+                         size_t nextra)
 {
         static const char *const levels[] = { "debug", "info", "warn", "error" };
         char masked[600];
@@ -292,6 +305,8 @@ static void print_config(FILE *f, const sk_conf_t *conf, const sk_opt_t *extra, 
         for (size_t i = 0; i < SK__NCOPTS; i++) {
                 const copt_t *o = &sk__copts[i];
                 const char *field = (const char *)conf + o->off;
+                if (!(o->bins & bins))
+                        continue;
                 if (o->kind == V_INT && o->off == offsetof(sk_conf_t, worker_id) &&
                     conf->worker_id < 0) {
                         /* Unset: printed so the output can be sourced back as is. */
@@ -328,11 +343,12 @@ static void print_config(FILE *f, const sk_conf_t *conf, const sk_opt_t *extra, 
 enum { OPT_HELP = 'h', OPT_X = 'X', OPT_VERSION = 1000, OPT_PRINT = 1001, OPT_COMMON = 1100,
        OPT_EXTRA = 1200 };
 
-/* Pass 2: the SECKILL_* environment (an empty variable counts as unset). */
-static void env_pass(src_t *csrc, src_t *esrc, const sk_opt_t *extra, size_t nextra)
+/* Pass 2: the SECKILL_* environment (an empty variable counts as unset); the variables
+ * of options the binaries in @p bins do not use are not read. */
+static void env_pass(unsigned bins, src_t *csrc, src_t *esrc, const sk_opt_t *extra, size_t nextra)
 {
         for (size_t i = 0; i < SK__NCOPTS; i++) {
-                const char *v = getenv(sk__copts[i].env);
+                const char *v = (sk__copts[i].bins & bins) ? getenv(sk__copts[i].env) : NULL;
                 if (v && *v)
                         set_src(&csrc[i], v, "", sk__copts[i].env);
         }
@@ -343,13 +359,15 @@ static void env_pass(src_t *csrc, src_t *esrc, const sk_opt_t *extra, size_t nex
         }
 }
 
-/* Fills @p lopts (SK__NCOPTS + nextra + 4 entries) for getopt_long. */
-static void build_longopts(struct option *lopts, const sk_opt_t *extra, size_t nextra)
+/* Fills @p lopts (SK__NCOPTS + nextra + 4 entries) for getopt_long: the common options
+ * of @p bins only, so another binary's flag is an unknown option. */
+static void build_longopts(struct option *lopts, unsigned bins, const sk_opt_t *extra, size_t nextra)
 {
         size_t nl = 0;
 
         for (size_t i = 0; i < SK__NCOPTS; i++)
-                lopts[nl++] = (struct option){ sk__copts[i].flag, required_argument, NULL, OPT_COMMON + (int)i };
+                if (sk__copts[i].bins & bins)
+                        lopts[nl++] = (struct option){ sk__copts[i].flag, required_argument, NULL, OPT_COMMON + (int)i };
         for (size_t i = 0; i < nextra; i++)
                 lopts[nl++] = (struct option){ extra[i].name,
                                                extra[i].type == SK_OPT_BOOL ? no_argument : required_argument,
@@ -385,10 +403,26 @@ static int add_kafka_prop(sk_conf_t *conf, const char *arg, const char *prog)
         return 0;
 }
 
+/* @returns 1 if @p arg ("--name" or "--name=value") is a common option that the
+ * binaries in @p bins do not use (another binary's flag), else 0. */
+static int other_binarys_flag(const char *arg, unsigned bins)
+{
+        size_t n;
+
+        if (strncmp(arg, "--", 2) != 0)
+                return 0;
+        arg += 2;
+        n = strcspn(arg, "=");
+        for (size_t i = 0; i < SK__NCOPTS; i++)
+                if (strlen(sk__copts[i].flag) == n && strncmp(sk__copts[i].flag, arg, n) == 0)
+                        return !(sk__copts[i].bins & bins);
+        return 0;
+}
+
 /* Pass 3: command-line flags (raw text only; -X is stored at once). @returns 0 (then
  * optind is the first positional argument), 1 after --help / --version, or 2 after
  * an error line. */
-static int flags_pass(sk_conf_t *conf, int argc, char **argv, const char *prog,
+static int flags_pass(sk_conf_t *conf, unsigned bins, int argc, char **argv, const char *prog,
                       const char *usage_args, const sk_opt_t *extra, size_t nextra,
                       const struct option *lopts, src_t *csrc, src_t *esrc, int *print_cfg)
 {
@@ -398,7 +432,7 @@ static int flags_pass(sk_conf_t *conf, int argc, char **argv, const char *prog,
         opterr = 0;             /* we print our own single error line */
         while ((c = getopt_long(argc, argv, "hX:", lopts, NULL)) != -1) {
                 if (c == OPT_HELP) {
-                        print_help(stdout, prog, usage_args, extra, nextra);
+                        print_help(stdout, bins, prog, usage_args, extra, nextra);
                         fflush(stdout);
                         return 1;
                 } else if (c == OPT_VERSION) {
@@ -423,6 +457,9 @@ static int flags_pass(sk_conf_t *conf, int argc, char **argv, const char *prog,
                                 fprintf(stderr, "%s: option %s needs a value (see --help)\n", prog, bad);
                         else if (optopt > 0 && optopt < 256)
                                 fprintf(stderr, "%s: unknown option -%c (see --help)\n", prog, optopt);
+                        else if (other_binarys_flag(bad, bins))
+                                fprintf(stderr, "%s: option %s does not apply to %s (see --help)\n",
+                                        prog, bad, prog);
                         else
                                 fprintf(stderr, "%s: unknown option %s (see --help)\n", prog, bad);
                         return 2;
@@ -463,6 +500,12 @@ static int validate_pass(sk_conf_t *conf, const src_t *csrc, const src_t *esrc,
 int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
                  const char *usage_args, const sk_opt_t *extra, size_t nextra, int *argi)
 {
+        return sk_conf_load_bin(conf, SK_BIN_ALL, argc, argv, prog, usage_args, extra, nextra, argi);
+}
+
+int sk_conf_load_bin(sk_conf_t *conf, unsigned bins, int argc, char **argv, const char *prog,
+                     const char *usage_args, const sk_opt_t *extra, size_t nextra, int *argi)
+{
         src_t csrc[SK__NCOPTS];
         src_t *esrc = NULL;
         struct option *lopts = NULL;
@@ -478,9 +521,9 @@ int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
                 fprintf(stderr, "%s: out of memory\n", prog);
                 goto done;
         }
-        env_pass(csrc, esrc, extra, nextra);
-        build_longopts(lopts, extra, nextra);
-        if ((rc = flags_pass(conf, argc, argv, prog, usage_args, extra, nextra, lopts, csrc, esrc,
+        env_pass(bins, csrc, esrc, extra, nextra);
+        build_longopts(lopts, bins, extra, nextra);
+        if ((rc = flags_pass(conf, bins, argc, argv, prog, usage_args, extra, nextra, lopts, csrc, esrc,
                              &print_cfg)) != 0)
                 goto done;
         if (argi)
@@ -488,7 +531,7 @@ int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
         if ((rc = validate_pass(conf, csrc, esrc, extra, nextra, prog)) != 0)
                 goto done;
         if (print_cfg) {
-                print_config(stdout, conf, extra, nextra);
+                print_config(stdout, bins, conf, extra, nextra);
                 rc = 1;
         }
 done:

@@ -1,6 +1,7 @@
 /* conf_int.h: the inside of the configuration module (sk/conf.h): the table of common
  * options, used by conf.c (passes 2-4, --help, --print-config) and defined with the
- * defaults in conf_table.c (DESIGN.md 10). Internal to common/base. */
+ * defaults in conf_table.c (DESIGN.md 10), each row naming the binaries that use it.
+ * Internal to common/base. */
 #pragma once
 #include <stddef.h>
 
@@ -26,6 +27,7 @@ typedef struct copt {
         long min, max;
         const char *arg;        /* metavariable in --help */
         const char *help;
+        unsigned bins;          /* SK_BIN_* of the binaries that use it (sk/conf.h) */
 } copt_t;
 
 /* Number of common options (checked against the table at compile time). */

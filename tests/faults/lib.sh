@@ -14,6 +14,8 @@
 #   ft_reconcile TIMEOUT_S         seckill-reconciler --repair passes until one exits 0
 #   ft_check V [--sold-out]        seckill-admin verify + the invariants of DESIGN.md 9
 #   ft_finish                      exit 0 iff no check failed
+#   ft_least_privilege             (after ft_init) the database re-created by an admin user,
+#                                  every later binary run as an app user (DESIGN.md 17)
 # Figures: the EXIT trap records the case's figures (ft_record, at the end of this file);
 # a case marks the end of its fault with ft_fault_over and may add ft_note TEXT.
 #
@@ -659,6 +661,35 @@ ft_wait_lag0() {
 
 # ft_private_redis: a redis-server of our own on a free port, no persistence, noeviction;
 # SECKILL_REDIS_URL and ft_rcli point at it from now on.
+# ft_least_privilege: the least-privilege users of `seckill-admin db grants` (DESIGN.md
+# 17) for the case: an admin and an app user created by root with random passwords
+# (dropped by the EXIT trap), the admin grant applied, the case's database dropped and
+# re-created from nothing by `db migrate` as the admin user, the app grants applied, and
+# SECKILL_MYSQL_URL exported as the app user, so every binary started afterwards runs
+# with rows-only privileges. Sets FT_APP FT_APP_PW FT_ADM FT_ADM_PW; FT_ADM_URL.
+ft_least_privilege() {
+        FT_APP="skg_app_$$" FT_ADM="skg_adm_$$"
+        FT_APP_PW=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+        FT_ADM_PW=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+        FT_CLEANUP_HOOKS+=(ft_drop_users)
+        ft_sql_root "CREATE USER '$FT_APP'@'%' IDENTIFIED BY '$FT_APP_PW';
+                CREATE USER '$FT_ADM'@'%' IDENTIFIED BY '$FT_ADM_PW'" || ft_die "CREATE USER"
+        "$FT_BIN/seckill-admin" db grants --admin "$FT_ADM" >"$FT_WORK/grants-admin.sql" ||
+                ft_die "db grants --admin"
+        ft_sql_root "$(cat "$FT_WORK/grants-admin.sql")" || ft_die "applying the admin grant"
+        ft_sql_root "DROP DATABASE \`$FT_DB\`"
+        FT_ADM_URL="mysql://$FT_ADM:$FT_ADM_PW@$FT_MYSQL_HOST:$FT_MYSQL_PORT/$FT_DB"
+        SECKILL_MYSQL_URL=$FT_ADM_URL "$FT_BIN/seckill-admin" db migrate >"$FT_WORK/migrate-admin.log" 2>&1 ||
+                ft_die "db migrate as the admin user: $(cat "$FT_WORK/migrate-admin.log")"
+        grep -q '^applied [1-9][0-9]* migration(s)$' "$FT_WORK/migrate-admin.log" ||
+                ft_die "db migrate as the admin user applied nothing: $(cat "$FT_WORK/migrate-admin.log")"
+        "$FT_BIN/seckill-admin" db grants --app "$FT_APP" >"$FT_WORK/grants-app.sql" || ft_die "db grants --app"
+        ft_sql_root "$(cat "$FT_WORK/grants-app.sql")" || ft_die "applying the app grants"
+        export SECKILL_MYSQL_URL="mysql://$FT_APP:$FT_APP_PW@$FT_MYSQL_HOST:$FT_MYSQL_PORT/$FT_DB"
+        ft_log "least privilege: migrated as $FT_ADM, binaries run as $FT_APP"
+}
+ft_drop_users() { ft_sql_root "DROP USER IF EXISTS '$FT_APP'@'%', '$FT_ADM'@'%'" >/dev/null 2>&1; }
+
 ft_private_redis() {
         FT_REDIS_PORT=$(ft_free_port)
         mkdir -p "$FT_WORK/redis"

@@ -2,11 +2,15 @@
  * Order (last one wins): built-in defaults < SECKILL_* environment (empty = unset)
  * < command-line flags. Validated once after all three passes; an invalid value is
  * reported as one line naming the variable/flag and the accepted range, exit status 2.
- * A binary adds its own options through an sk_opt_t table.
+ * A binary adds its own options through an sk_opt_t table, and names itself (SK_BIN_*):
+ * it then lists, accepts and reads only the common options it uses, so one shared
+ * environment file serves every binary (an unused variable is ignored, not validated)
+ * while an unused flag is an unknown option.
  * Not thread-safe: parse once in main() before starting threads. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "sk/num.h"
 #include "sk/url.h"
@@ -57,6 +61,15 @@ typedef struct sk_opt {
         const char *help;       /* one line, shown by --help */
 } sk_opt_t;
 
+/** The binaries (DESIGN.md 2), as a bit set: which common options each one uses. */
+typedef enum {
+        SK_BIN_FRONT = 1,
+        SK_BIN_CONSUMER = 2,
+        SK_BIN_RECONCILER = 4,
+        SK_BIN_ADMIN = 8,
+        SK_BIN_ALL = 15,
+} sk_bin_t;
+
 /** @brief Fill @p conf with the built-in defaults of DESIGN.md 2 (local stack). */
 void sk_conf_defaults(sk_conf_t *conf);
 
@@ -70,5 +83,19 @@ void sk_conf_defaults(sk_conf_t *conf);
  *           2 on an invalid value, after printing one line on stderr (exit 2). */
 int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
                  const char *usage_args, const sk_opt_t *extra, size_t nextra, int *argi);
+
+/** @brief sk_conf_load() for the binaries in @p bins (SK_BIN_* bits; SK_BIN_ALL is
+ *  sk_conf_load()): only the common options those use are listed by --help and
+ *  --print-config, accepted as flags (any other is "unknown option") and read from the
+ *  environment (any other SECKILL_* variable is ignored, even if invalid). Same
+ *  arguments, returns and thread-safety as sk_conf_load(). */
+int sk_conf_load_bin(sk_conf_t *conf, unsigned bins, int argc, char **argv, const char *prog,
+                     const char *usage_args, const sk_opt_t *extra, size_t nextra, int *argi);
+
+/** @brief Print the option lines of --help to @p f: the common options of @p bins
+ *  (SK_BIN_* bits), then @p extra (may be NULL), then the shared ones (-X,
+ *  --print-config, --version, --help). For a binary that writes its own usage text
+ *  (seckill-admin). @p f, @p extra borrowed. Not thread-safe (reads the defaults). */
+void sk_conf_print_options(FILE *f, unsigned bins, const sk_opt_t *extra, size_t nextra);
 
 

@@ -1,0 +1,127 @@
+/* check_grants.c: sk/grants.h: the table list read from the migrations (CREATE TABLE,
+ * DROP TABLE, comments, renames refused) and the GRANT text (privileges, escaping of the
+ * database-level grant, name validation). No database. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sk_test.h"
+#include "sk/grants.h"
+
+/* Every table of ddl/ today, in order of creation. */
+static const char *const DDL_TABLES[] = {
+        "tb_seckill_voucher", "tb_voucher_order", "tb_voucher_order_router", "tb_seckill_outcome",
+        "tb_voucher_reconcile_log", "tb_worker_lease", "tb_seckill_stock", "tb_seckill_stock_change",
+        "tb_seckill_switch",
+};
+#define NDDL (sizeof(DDL_TABLES) / sizeof(DDL_TABLES[0]))
+
+START_TEST(embedded_migrations_list_every_table)
+{
+        sk_table_list_t l;
+        char err[256] = "";
+
+        ck_assert_int_eq(sk_migrate_tables(&l, err, sizeof(err)), SK_OK);
+        ck_assert_uint_eq(l.n, NDDL);
+        for (size_t i = 0; i < NDDL; i++)
+                ck_assert_str_eq(l.name[i], DDL_TABLES[i]);
+}
+END_TEST
+
+START_TEST(create_drop_comments_and_renames)
+{
+        static const sk_migration_t m[] = {
+                { "0001_a", "-- CREATE TABLE in_a_comment (x INT);\n"
+                            "# CREATE TABLE in_a_hash_comment (x INT);\n"
+                            "CREATE TABLE IF NOT EXISTS t_one (\n  a INT COMMENT 'CREATE TABLE no; DROP TABLE t_one'\n);\n"
+                            "create table `t_two` (b INT);\n"
+                            "CREATE TABLE t_three (c INT);\n"
+                            "CREATE INDEX i ON t_two (b);\n"
+                            "ALTER TABLE t_two RENAME COLUMN b TO bb;\n" },
+                { "0002_b", "DROP TABLE IF EXISTS t_one, `t_three`;\nCREATE TEMPORARY TABLE tmp (x INT);\n"
+                            "ALTER TABLE t_two DROP COLUMN bb;\n" },
+        };
+        static const sk_migration_t ren[] = { { "0003_r", "RENAME TABLE t_two TO t_2;\n" } };
+        static const sk_migration_t alt[] = { { "0004_r", "ALTER TABLE t_two RENAME TO t_2;\n" } };
+        sk_table_list_t l;
+        char err[256] = "";
+
+        ck_assert_int_eq(sk_migrate_tables_of(m, 1, &l, err, sizeof(err)), SK_OK);
+        ck_assert_uint_eq(l.n, 3);
+        ck_assert_str_eq(l.name[0], "t_one");
+        ck_assert_str_eq(l.name[1], "t_two");
+        ck_assert_str_eq(l.name[2], "t_three");
+        ck_assert_int_eq(sk_migrate_tables_of(m, 2, &l, err, sizeof(err)), SK_OK);
+        ck_assert_uint_eq(l.n, 1);
+        ck_assert_str_eq(l.name[0], "t_two");
+        ck_assert_int_eq(sk_migrate_tables_of(ren, 1, &l, err, sizeof(err)), SK_EINVAL);
+        ck_assert_ptr_nonnull(strstr(err, "0003_r renames a table"));
+        ck_assert_int_eq(sk_migrate_tables_of(alt, 1, &l, err, sizeof(err)), SK_EINVAL);
+        ck_assert_ptr_nonnull(strstr(err, "0004_r renames a table"));
+}
+END_TEST
+
+START_TEST(grant_text)
+{
+        char err[256] = "", *sql = NULL, line[256];
+
+        ck_assert_int_eq(sk_grants_sql("shop_db", "sk_app", "sk-admin", NULL, &sql, err, sizeof(err)), SK_OK);
+        /* Admin: the database only, `_` escaped (no wildcard), no GRANT OPTION. */
+        ck_assert_ptr_nonnull(strstr(sql, "\nGRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, DROP "
+                                          "ON `shop\\_db`.* TO 'sk-admin'@'%';\n"));
+        for (size_t i = 0; i < NDDL; i++) {
+                snprintf(line, sizeof(line), "\nGRANT SELECT, INSERT, UPDATE ON `shop_db`.`%s` TO 'sk_app'@'%%';\n",
+                         DDL_TABLES[i]);
+                ck_assert_msg(strstr(sql, line) != NULL, "missing %s", line);
+        }
+        ck_assert_ptr_null(strstr(sql, "schema_migrations`"));
+        ck_assert_ptr_null(strstr(sql, "WITH GRANT OPTION"));
+        ck_assert_ptr_null(strstr(sql, "ON *.*"));
+        /* Every line is a comment or a GRANT: no user created, no password. */
+        for (const char *p = sql; *p; p = strchr(p, '\n') + 1) {
+                ck_assert_msg(strncmp(p, "-- ", 3) == 0 || strncmp(p, "GRANT ", 6) == 0, "line: %.60s", p);
+                ck_assert_ptr_nonnull(strchr(p, '\n'));
+        }
+        free(sql);
+        sql = NULL;
+
+        ck_assert_int_eq(sk_grants_sql("shop", "app", NULL, "10.0.%", &sql, err, sizeof(err)), SK_OK);
+        ck_assert_ptr_null(strstr(sql, "ON `shop`.*"));
+        ck_assert_ptr_nonnull(strstr(sql, "ON `shop`.`tb_seckill_outcome` TO 'app'@'10.0.%';\n"));
+        free(sql);
+        sql = NULL;
+}
+END_TEST
+
+START_TEST(bad_names_refused)
+{
+        char err[256], *sql = NULL;
+
+        ck_assert_int_eq(sk_grants_sql("shop", "a'b", NULL, NULL, &sql, err, sizeof(err)), SK_EINVAL);
+        ck_assert_int_eq(sk_grants_sql("shop", NULL, "x y", NULL, &sql, err, sizeof(err)), SK_EINVAL);
+        ck_assert_int_eq(sk_grants_sql("shop", "app", NULL, "h'--", &sql, err, sizeof(err)), SK_EINVAL);
+        ck_assert_int_eq(sk_grants_sql("shop", "app", NULL, "", &sql, err, sizeof(err)), SK_EINVAL);
+        ck_assert_int_eq(sk_grants_sql("sh`op", "app", NULL, NULL, &sql, err, sizeof(err)), SK_EINVAL);
+        ck_assert_int_eq(sk_grants_sql("shop", NULL, NULL, NULL, &sql, err, sizeof(err)), SK_EINVAL);
+        ck_assert_int_eq(sk_grants_sql("shop", "a23456789012345678901234567890123", NULL, NULL, &sql, err,
+                                       sizeof(err)), SK_EINVAL);
+        ck_assert_ptr_null(sql);
+}
+END_TEST
+
+static Suite *grants_suite(void)
+{
+        Suite *s = suite_create("grants");
+        TCase *tc = tcase_create("grants");
+
+        tcase_add_test(tc, embedded_migrations_list_every_table);
+        tcase_add_test(tc, create_drop_comments_and_renames);
+        tcase_add_test(tc, grant_text);
+        tcase_add_test(tc, bad_names_refused);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        return sk_test_run(grants_suite());
+}
