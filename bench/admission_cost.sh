@@ -19,7 +19,9 @@
 # then Redis memory per admitted purchase (INFO memory used_memory delta over MEM_N fresh
 # admissions, each script on its own voucher): mem_admit_b= v4_mem_admit_b=;
 # with ADMISSION_CALLGRIND=1 the Redis instructions per call of each case (redis-server
-# under valgrind --tool=callgrind, a few hundred calls; load-independent);
+# under valgrind --tool=callgrind, a few hundred calls; load-independent): EVALSHA
+# inclusive (evalShaCommand and all it calls: what usec_per_call times), and the process
+# total;
 # and last, unless ADMISSION_FRONT=0, bench/front.sh (the front's all-admitted rate as a
 # ratio of raw EVALSHA of the current deduct.lua; it uses the local stack): front_ratio=.
 # Every call must answer what its path answers: a run with error replies (e.g. `ts`
@@ -43,7 +45,7 @@ conns=${ADMISSION_CONNS:-32}
 mem_n=${ADMISSION_MEM_N:-$d_mem}
 cg=${ADMISSION_CALLGRIND:-0}
 bench_require bench/admission_cost.sh redis-server redis-cli python3
-[ "$cg" = 1 ] && bench_require bench/admission_cost.sh valgrind callgrind_control
+[ "$cg" = 1 ] && bench_require bench/admission_cost.sh valgrind callgrind_control callgrind_annotate
 [ -f "$gen/sk_lua_embedded.c.deduct.lua" ] && [ -x "$load" ] ||
   { echo "bench/admission_cost.sh: build first (cmake --build $build)" >&2; exit 2; }
 
@@ -169,9 +171,12 @@ if [ "$cg" = 1 ]; then
     callgrind_control -z "$rpid" >/dev/null 2>&1
     run_case "$1" "$sha" "$3" -n "$cg_n" >/dev/null
     callgrind_control -d "$rpid" >/dev/null 2>&1
-    instr=$(sed -n 's/^summary: *//p' "$(ls -t "$tmp"/cg.out.* | head -1)")
+    f=$(ls -t "$tmp"/cg.out.* | head -1)
+    instr=$(sed -n 's/^summary: *//p' "$f")
+    # EVALSHA inclusive (what usec_per_call times): evalShaCommand's inclusive cost
+    incl=$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*:evalShaCommand .*/\1/p' | head -1 | tr -d ,)
     name=${2}_instructions; [ "$1" = v4 ] && name=v4_$name
-    echo "$name=$(( instr / cg_n )) (callgrind, idle time and the calls' network I/O included)"
+    echo "$name=$(( ${incl:-0} / cg_n )) (callgrind, EVALSHA inclusive; process total $(( instr / cg_n )), idle time and the calls' network I/O included)"
   done
   stop_redis
 fi

@@ -16,6 +16,7 @@ bench_require() {
       mysql) pkg=mariadb-client ;;
       cc) pkg=build-essential ;;
       perf) pkg=linux-perf ;;
+      callgrind_control|callgrind_annotate) pkg=valgrind ;;
       *) pkg=$t ;;   # wrk, curl, python3, pkg-config, valgrind: package = command
     esac
     missing+=("$t")

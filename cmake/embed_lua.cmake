@@ -3,7 +3,8 @@
 # ("-- lib: validate expiry", in that order), then the script itself: Redis runs one
 # self-contained body. A script names only what it uses: every lib function is a closure
 # created on each call (DESIGN.md 4 "Cost of an admission"). deduct.lua and take.lua name
-# lib/admit.lua alone; the others lib/validate.lua and lib/expiry.lua.
+# none ("-- lib:"): their checks are written inline for the cost of the Lua VM; the others
+# name lib/validate.lua and lib/expiry.lua.
 file(GLOB files ${LUA_DIR}/*.lua)
 list(SORT files)
 set(body "/* Generated from the lua/ folder by cmake/embed_lua.cmake. Do not edit. */\n#include <stddef.h>\n#include \"sk/scripts.h\"\n")

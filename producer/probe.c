@@ -53,31 +53,44 @@ static int reply_is(const redisReply *el, const char *s)
                el->len == strlen(s) && !memcmp(el->str, s, el->len);
 }
 
-/* What a take.lua reply means. OK/REPLAY keep the entry (identical bytes on every
- * produce). */
+/* The entry of an admitted or replayed take: kept (identical bytes on every produce). */
+static take_t take_entry(fr_req_t *req, const redisReply *el)
+{
+        if (!el || el->type != REDIS_REPLY_STRING || el->len == 0)
+                return TAKE_UNKNOWN;
+        free(req->msg);
+        if (!(req->msg = malloc(el->len + 1)))
+                return TAKE_UNKNOWN;
+        memcpy(req->msg, el->str, el->len);
+        req->msg[el->len] = '\0';
+        req->msg_len = el->len;
+        return TAKE_ADMITTED;
+}
+
+/* What a take.lua reply means (sk/scripts.h): the entry itself (admitted), a code
+ * (rejected: 10005 = bucket j is empty), or a table (REPLAY, FENCED, COLLISION). */
 static take_t take_reply(fr_req_t *req, int j, const redisReply *reply)
 {
-        const redisReply *el0 = reply->elements > 0 ? reply->element[0] : NULL;
-        const redisReply *el1 = reply->elements > 1 ? reply->element[1] : NULL;
+        const redisReply *el0, *el1;
 
-        if (reply->type != REDIS_REPLY_ARRAY || !el0)
-                return TAKE_UNKNOWN;
-        if (reply_is(el0, "OK") || reply_is(el0, "REPLAY")) {
-                if (!el1 || el1->type != REDIS_REPLY_STRING || el1->len == 0)
-                        return TAKE_UNKNOWN;
-                free(req->msg);
-                if (!(req->msg = malloc(el1->len + 1)))
-                        return TAKE_UNKNOWN;
-                memcpy(req->msg, el1->str, el1->len);
-                req->msg[el1->len] = '\0';
-                req->msg_len = el1->len;
-                return TAKE_ADMITTED;
+        if (reply->type == REDIS_REPLY_STRING)
+                return take_entry(req, reply);
+        if (reply->type == REDIS_REPLY_INTEGER) {
+                if (reply->integer == SK_CODE_SOLD_OUT)
+                        return TAKE_EMPTY;
+                /* paused, ended, a key of j missing: nothing written in j */
+                SK_LOG(SK_WARN, "probe_stop", "trace_id=%s bucket=%d reply=%lld", req->st, j,
+                       reply->integer);
+                return TAKE_STOP;
         }
-        if (reply_is(el0, "REJECT") && el1 && el1->type == REDIS_REPLY_INTEGER &&
-            el1->integer == SK_CODE_SOLD_OUT)
-                return TAKE_EMPTY;
+        el0 = reply->type == REDIS_REPLY_ARRAY && reply->elements > 0 ? reply->element[0] : NULL;
+        el1 = el0 && reply->elements > 1 ? reply->element[1] : NULL;
+        if (!el0)
+                return TAKE_UNKNOWN;
+        if (reply_is(el0, "REPLAY"))
+                return take_entry(req, el1);
         /* FENCED (T was rolled back in j), COLLISION (the traceId is another purchase's
-         * there), another REJECT (paused, ended, a key missing): nothing written in j. */
+         * there): nothing written in j. */
         SK_LOG(SK_WARN, "probe_stop", "trace_id=%s bucket=%d reply=\"%.*s\"", req->st, j,
                el0->type == REDIS_REPLY_STRING ? (int)el0->len : 0,
                el0->type == REDIS_REPLY_STRING ? el0->str : "");

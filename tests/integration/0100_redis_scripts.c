@@ -133,8 +133,12 @@ static sk_err_t deduct_s(const vkeys_t *k, const char *trace, const char *order,
 
         snprintf(now_s, sizeof(now_s), "%lld", (long long)sk_now_ms());
         snprintf(fence, sizeof(fence), "%.*s:f:%s", (int)n, k->trace, trace);
-        return sk_redis_evalsha(g_r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, reply, errstr,
-                                errstr_size);
+        sk_err_t err = sk_redis_evalsha(g_r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, reply, errstr,
+                                        errstr_size);
+
+        if (err == SK_OK)
+                *reply = sk_test_admission_reply(*reply); /* v5: bare entry or code */
+        return err;
 }
 
 static redisReply *deduct(const vkeys_t *k, int64_t vid, int64_t trace, int64_t order,
@@ -237,6 +241,44 @@ static void snap_free(snap_t *s)
 }
 
 /* ---------------------------------------------------------------- deduct */
+
+/* v5 (sk/scripts.h): the hot path's answers are bare, an admission the entry itself (a
+ * bulk string), a rejection its code (an integer); the rarer ones stay tables. */
+START_TEST(deduct_hot_answers_are_bare)
+{
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 1), t1 = sk_test_rand_id();
+        char t[SK_ID_STRLEN], o[SK_ID_STRLEN], u[SK_ID_STRLEN], v[SK_ID_STRLEN], ts[24];
+        char fence[SK_KEY_MAX + 32], errstr[512] = "";
+        const char *keys[5] = { k.meta, k.stock, k.users, k.trace, fence };
+        const char *args[5] = { t, o, u, v, ts };
+        redisReply *reply = NULL;
+
+        sk_id_format(vid, v);
+        for (int i = 0; i < 3; i++) {
+                sk_id_format(i == 1 ? sk_test_rand_id() : t1, t); /* buyers 1, 2, 1 again */
+                sk_id_format(i == 1 ? 77 : 55, o);
+                sk_id_format(i == 1 ? 78 : 56, u);
+                snprintf(ts, sizeof(ts), "%lld", (long long)sk_now_ms());
+                snprintf(fence, sizeof(fence), "%.*s:f:%s",
+                         (int)(strlen(k.trace) - strlen(":trace")), k.trace, t);
+                ck_assert_msg(sk_redis_evalsha(g_r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, &reply,
+                                               errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+                if (i == 0) {
+                        ck_assert_int_eq(reply->type, REDIS_REPLY_STRING);
+                        ck_assert_msg(strncmp(reply->str, "{\"traceId\":\"", 12) == 0, "%s",
+                                      reply->str);
+                } else if (i == 1) {
+                        ck_assert_int_eq(reply->type, REDIS_REPLY_INTEGER);
+                        ck_assert_int_eq(reply->integer, 10005);
+                } else {
+                        ck_assert_int_eq(reply->type, REDIS_REPLY_ARRAY);
+                        ck_assert_str_eq(reply->element[0]->str, "REPLAY");
+                }
+                freeReplyObject(reply);
+        }
+}
+END_TEST
 
 START_TEST(deduct_admits_and_sets_ttl)
 {
@@ -913,6 +955,7 @@ int main(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, deduct_admits_and_sets_ttl);
+        tcase_add_test(tc, deduct_hot_answers_are_bare);
         tcase_add_test(tc, deduct_replay_same_trace);
         tcase_add_test(tc, deduct_replay_of_other_purchase_is_collision);
         tcase_add_test(tc, deduct_big_ids_unchanged);

@@ -1,7 +1,9 @@
 /* sk/scripts.h: the Lua scripts of lua/, embedded at build time (cmake/embed_lua.cmake),
  * and their calling conventions (DESIGN.md 4, 7, 8). Every script takes the voucher's
  * keys and ids as strings (never tonumber on an id). All replies are arrays whose first
- * element is a status string (a bulk string in RESP). Redis >= 7.0 (PEXPIREAT NX/GT).
+ * element is a status string (a bulk string in RESP), except the hot path's answers of
+ * deduct.lua and take.lua (v5): an admission is the bare entry, a rejection the bare
+ * code. Redis >= 7.0 (PEXPIREAT NX/GT).
  *
  * Arguments are validated before any write; a bad one is the error reply
  * "ERR SKARG <what>" (sk_redis_evalsha: SK_EINVAL) and nothing is written.
@@ -26,6 +28,22 @@
  *              (v5, DESIGN.md 4 "Cost of an admission": ts = the snowflake timestamp of
  *              traceId in ms, within +-5 s of Redis TIME; ids 1-19 canonical digits; KEYS
  *              must carry "{v:<voucherId>:h}" and KEYS[5] name this traceId, else SKARG)
+ *   Replies (v5: the two answers of the hot path are bare, since Redis converts a table
+ *   returned by Lua for ~5,000 instructions, a fifth of the budget; the meaning of every
+ *   answer is v4's):
+ *   -> entry (bulk string)    admitted: HSETNX users userId traceId, DECRBY stock 1,
+ *                             HSET trace traceId entry. entry = the Kafka message
+ *                             (DESIGN.md 5), concatenated by the script:
+ *                             {"traceId":"..","orderId":"..","userId":"..","voucherId":"..",
+ *                              "bucket":B,"home":H,"beforeQty":N,"deductQty":1,
+ *                              "afterQty":N-1,"ts":MS}   (deduct: B = H = h; ts from ARGV)
+ *   -> code (integer)         rejected, nothing written, in this order:
+ *                             10004 users or trace missing, meta missing or without
+ *                             status; 10013 status 4 (paused); 10004 begin_ms/end_ms/
+ *                             buckets unreadable; 10002 now < begin_ms; 10003 now > end_ms
+ *                             (now = Redis TIME); 10011 status 2; 10012 status 3; 10004
+ *                             any other status but 1; 10004 stock missing; 10006
+ *                             users[userId] names another trace; 10005 stock < 1, N = 1
  *   -> {"FENCED"}             f:T or T:r exists; nothing written (checked before the replay)
  *   -> {"REPLAY", entry}      T already existed and starts with this traceId, orderId and
  *                             userId: the stored entry (the front publishes it), nothing written
@@ -34,28 +52,15 @@
  *   -> {"PROBING", N, h}      T:h = "probing": T overflowed and is being probed (the
  *                             front probes again with take.lua; takes replay)
  *   -> {"SETTLED", j, N, h}   T:h = j: bucket j admitted T (take.lua on j answers REPLAY)
- *   -> {"REJECT", code}       code (integer), nothing written, in this order:
- *                             10004 users or trace missing, meta missing or without
- *                             status; 10013 status 4 (paused); 10004 begin_ms/end_ms/
- *                             buckets unreadable; 10002 now < begin_ms; 10003 now > end_ms
- *                             (now = Redis TIME); 10011 status 2; 10012 status 3; 10004
- *                             any other status but 1; 10004 stock missing; 10006
- *                             users[userId] names another trace; 10005 stock < 1, N = 1
  *   -> {"OVERFLOW", N, h}     stock < 1 and N > 1: HSET users userId traceId and
  *                             T:h "probing", nothing else written
- *   -> {"OK", entry}          admitted: HSETNX users userId traceId, DECRBY stock 1,
- *                             HSET trace traceId entry. entry = the Kafka message
- *                             (DESIGN.md 5), concatenated by the script:
- *                             {"traceId":"..","orderId":"..","userId":"..","voucherId":"..",
- *                              "bucket":B,"home":H,"beforeQty":N,"deductQty":1,
- *                              "afterQty":N-1,"ts":MS}   (deduct: B = H = h; ts from ARGV)
  * take.lua     KEYS meta stock trace of bucket j != h
  *              ARGV traceId orderId userId voucherId ts home(h)
- *   -> {"FENCED"} | {"REPLAY", entry} | {"COLLISION"} as deduct.lua, on bucket j (T:r only)
- *   -> {"REJECT", code}       as deduct.lua's sale checks (10004 a key of j missing,
+ *   -> entry (bulk string)    admitted: DECRBY stock j, HSET trace T entry (bucket j,
+ *                             home h); never touches users (membership is h's)
+ *   -> code (integer)         as deduct.lua's sale checks (10004 a key of j missing,
  *                             10013, 10002, 10003, 10011, 10012), or 10005: j is empty
- *   -> {"OK", entry}          DECRBY stock j, HSET trace T entry (bucket j, home h);
- *                             never touches users (membership is h's)
+ *   -> {"FENCED"} | {"REPLAY", entry} | {"COLLISION"} as deduct.lua, on bucket j (T:r only)
  * settle.lua   KEYS trace of h   ARGV traceId j
  *   -> {"OK"} T:h was "probing", now j | {"ALREADY", cur} T:h names bucket cur already
  *      | {"NONE"} no T:h (nothing written). The front publishes in every case.
