@@ -11,6 +11,7 @@
 #include "sk/ids.h"
 #include "sk/keys.h"
 #include "sk/msg.h"
+#include "sk/traceset.h"
 #include "sk/outcome.h"
 #include "sk/redis.h"
 
@@ -606,9 +607,14 @@ START_TEST(invalid_args_rollback_claim)
                 const char *c4[] = { "sent", EXTRA_MS, "1", "1", "-5" };
                 const char *c5[] = { "consume", EXTRA_MS, "1", "abc" };
                 const char *c6[] = { "consume", EXTRA_MS };
-                const char **cases[] = { c1, c2, c3, c4, c5, c6 };
-                int ns[] = { 3, 3, 5, 5, 4, 2 };
-                for (int i = 0; i < 6; i++) {
+                const char *c7[] = { "consume", EXTRA_MS, "1", "012" };
+                const char *c8[] = { "consume", EXTRA_MS, "9223372036854775808" };
+                const char *c9[] = { "consume", EXTRA_MS, "1:2" };
+                const char *c10[] = { "consume", EXTRA_MS, "5", "" };
+                const char *c11[] = { "consume", EXTRA_MS, "0" };
+                const char **cases[] = { c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11 };
+                int ns[] = { 3, 3, 5, 5, 4, 2, 4, 3, 3, 4, 3 };
+                for (int i = 0; i < 11; i++) {
                         sk_err_t err;
                         redisReply *reply = claim(&k, ns[i], cases[i], &err);
                         ck_assert_msg(err == SK_EINVAL, "claim case %d: %s", i, sk_err2str(err));
@@ -904,6 +910,31 @@ START_TEST(claim_counters)
         {
                 sk_rollback_res_t res = rollback(vid, t1, 0, "front", SK_REASON_FRONT_ROLLBACK, -1);
                 ck_assert_int_eq(res.claimed, 1);
+        }
+        /* v5: consume of a trace without a record writes the short record (the other
+         * members read as 0 / ""); a later claim keeps consumed */
+        {
+                int64_t t3 = sk_test_rand_id();
+                char s3[SK_ID_STRLEN], *rec;
+                const char *a[] = { "consume", EXTRA_MS, s3 };
+                const char *b[] = { "claim", EXTRA_MS, s3 };
+
+                freeReplyObject(deduct(&k, vid, t3, sk_test_rand_id(), sk_test_rand_id(), 1));
+                sk_id_format(t3, s3);
+                reply = claim(&k, 3, a, NULL);
+                assert_status(reply, "OK");
+                ck_assert_int_eq(reply->element[1]->integer, 0);
+                freeReplyObject(reply);
+                rec = cmd_str("HGET %s %s:c", k.trace, s3);
+                ck_assert_str_eq(rec, "{\"consumed\":1}");
+                free(rec);
+                assert_claim(claim(&k, 3, b, NULL), 1, 0, 1, "", "");
+                rec = cmd_str("HGET %s %s:c", k.trace, s3);
+                sk_claim_rec_t c;
+                sk_claim_parse(rec, &c);
+                ck_assert_int_eq(c.consumed, 1);
+                ck_assert_int_eq(c.redrives, 1);
+                free(rec);
         }
 }
 END_TEST
