@@ -101,6 +101,8 @@
  *              claim T | failed T | sent T partition offset | consume T1 T2 ...
  *              (partition 0..999999999; offset canonical 0..2^63-1, kept as a string)
  *              T:c = {"redrives":N,"failed":N,"consumed":0|1,"partition":"P","offset":"O"}
+ *              (a member left out reads as 0 or ""; consume of a trace without a record
+ *              writes {"consumed":1})
  *              (partition/offset "" until a "sent"; "failed" resets them to "": the
  *              counted re-drive is settled, its offset must not be counted again)
  *   -> claim/failed/sent: {"OK", redrives, failed, consumed(0|1), partition|"", offset|""}
