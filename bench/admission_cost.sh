@@ -9,7 +9,7 @@
 # from bench/v4/lua by the v4 embedding rule (lib/validate.lua, lib/expiry.lua, the other
 # lib/ files in name order, then the script). Then, ROUNDS times, alternating current and
 # v4, for the admitted path (large stock, fresh traceId/orderId/userId per call) and the
-# sold-out path (stock 0, one bucket: REJECT 10005), it runs build/bench/evalsha_load
+# sold-out path (stock 0, one bucket: the code 10005), it runs build/bench/evalsha_load
 # (CONNS connections, each with one EVALSHA in flight, as redis-benchmark -c CONNS; it
 # exists because redis-benchmark cannot put one traceId in both ARGV and the give-up
 # fence key, nor the clock in `ts`) for SECS seconds and reads usec_per_call of
