@@ -2,7 +2,7 @@
 # bench/front.sh: throughput of seckill-front vs the raw EVALSHA rate of deduct.lua
 # Starts its own seckill-front (own key prefix and topic), seeds two
 # vouchers with large stock directly in Redis (one for the front, one for
-# redis-benchmark), runs wrk (distinct user ids, bench/front.lua) and redis-benchmark
+# the raw-EVALSHA load), runs wrk (distinct user ids, bench/front.lua) and build/bench/evalsha_load
 # (EVALSHA of the same script, random user and trace ids, so the admitting path) at the
 # same concurrency, prints both rates, the front's p50/p99 and RSS, and ratio=<front/redis>
 # as the LAST line. Cleans up its Redis keys.
@@ -26,7 +26,7 @@ topic="bench.front.$$.$RANDOM"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 rc="redis-cli -h 127.0.0.1 -p 6379"
 vf=$((RANDOM * 1000 + 11))       # front's voucher
-vr=$((vf + 1))                   # redis-benchmark's voucher
+vr=$((vf + 1))                   # the raw EVALSHA load's voucher
 now_ms=$(( $(date +%s) * 1000 ))
 extra=$(( (48 + 24) * 3600 * 1000 ))
 seed() { bench_seed "$rc" "$prefix" "$1" 100000000 "$now_ms"; }  # seed ID: 10^8 units

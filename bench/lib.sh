@@ -16,6 +16,7 @@ bench_require() {
       mysql) pkg=mariadb-client ;;
       cc) pkg=build-essential ;;
       perf) pkg=linux-perf ;;
+      callgrind_control|callgrind_annotate) pkg=valgrind ;;
       *) pkg=$t ;;   # wrk, curl, python3, pkg-config, valgrind: package = command
     esac
     missing+=("$t")
@@ -32,29 +33,28 @@ bench_require() {
 }
 
 # bench_deduct_evalsha KEY_PREFIX VOUCHER CONNS SECS EXTRA_MS CAL_N
-# redis-benchmark of deduct.lua by EVALSHA, loaded as the binaries embed it
-# (lua/lib/*.lua prepended as cmake/embed_lua.cmake does), on VOUCHER's keys under
-# KEY_PREFIX, CONNS connections, about SECS seconds: a calibration run of CAL_N calls
-# sizes -n (redis-benchmark has no duration flag). __rand_int__ is 12 zero-padded digits:
-# prefixed with 1 it is a canonical id; every occurrence is drawn independently, so
-# traceId, orderId and userId are all fresh. Prints redis-benchmark's summary line.
+# EVALSHA of deduct.lua, loaded as the binaries embed it (the build's
+# generated/sk_lua_embedded.c.deduct.lua, written by cmake/embed_lua.cmake; BUILD, default
+# build/), on VOUCHER's bucket 0 under KEY_PREFIX at 127.0.0.1:6379: CONNS connections for
+# SECS seconds, by build/bench/evalsha_load (redis-benchmark cannot put one traceId in
+# ARGV and in the give-up fence key, nor the clock in `ts`): a fresh traceId, orderId and
+# userId per call. CAL_N is unused (redis-benchmark needed a calibration run). EXTRA_MS is
+# passed to a deduct.lua of the v4 convention only. Prints one line ending in
+# "R requests per second" (bench_rate_of) and the driver's counts.
 bench_deduct_evalsha() {
-  local kp=$1 v=$2 conns=$3 secs=$4 extra=$5 cal_n=$6 lib sha cal
-  lib=$(cd "$(dirname "${BASH_SOURCE[0]}")/../lua" && pwd)
-  # The embedded body: validate.lua, expiry.lua, the other lib/ files in name order, the
-  # script (as cmake/embed_lua.cmake builds it).
-  sha=$(redis-cli -h 127.0.0.1 -p 6379 script load "$(cat "$lib/lib/validate.lua"; echo
-    cat "$lib/lib/expiry.lua"; for f in $(ls "$lib"/lib/*.lua | sort); do
-      case ${f##*/} in validate.lua|expiry.lua) ;; *) echo; cat "$f" ;; esac; done
-    echo; cat "$lib/deduct.lua")")
-  _bench_rb() {
-    redis-benchmark -h 127.0.0.1 -p 6379 -c "$conns" -r 100000000000 -n "$1" -q \
-      EVALSHA "$sha" 4 "$kp:{v:$v:0}:meta" "$kp:{v:$v:0}:stock" "$kp:{v:$v:0}:users" \
-      "$kp:{v:$v:0}:trace" 1__rand_int__ 1__rand_int__ 1__rand_int__ "$v" 1 "$extra" 2>&1 |
-      tr '\r' '\n' | tail -1
-  }
-  cal=$(_bench_rb "$cal_n" | sed -n 's/.*: \([0-9]*\)[0-9.]* requests per second.*/\1/p')
-  _bench_rb $(( ${cal:-$cal_n} * secs ))
+  local kp=$1 v=$2 conns=$3 secs=$4 extra=$5 b gen sha out t
+  b=${BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build}
+  gen=$b/generated/sk_lua_embedded.c.deduct.lua
+  sha=$(redis-cli -h 127.0.0.1 -p 6379 script load "$(cat "$gen")")
+  t="$kp:{v:$v:0}"
+  if grep -q 'expected 5 keys' "$gen"; then
+    out=$("$b/bench/evalsha_load" -p 6379 -c "$conns" -d "$secs" -- EVALSHA "$sha" 5 \
+      "$t:meta" "$t:stock" "$t:users" "$t:trace" "$t:f:__id1__" __id1__ __id2__ __id3__ "$v" __ts__)
+  else
+    out=$("$b/bench/evalsha_load" -p 6379 -c "$conns" -d "$secs" -- EVALSHA "$sha" 4 \
+      "$t:meta" "$t:stock" "$t:users" "$t:trace" __id1__ __id2__ __id3__ "$v" 1 "$extra")
+  fi
+  echo "EVALSHA deduct.lua: $(echo "$out" | sed -n 's/.*rate=\([0-9]*\).*/\1/p') requests per second ($out)"
 }
 
 # bench_seed RC KEY_PREFIX VOUCHER STOCK NOW_MS [N]: VOUCHER on sale (began a minute

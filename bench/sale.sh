@@ -5,7 +5,7 @@
 #      distinct buyers over BENCH_CONNS (256) connections for BENCH_SECONDS (10) with
 #      wrk (bench/sale.lua); almost every request comes after the sell-out, as in a
 #      real sale. Prints front req/s and p50/p99.
-#   2. raw Redis: redis-benchmark EVALSHA of deduct.lua (as embedded) on a SOLD-OUT
+#   2. raw Redis: EVALSHA of deduct.lua (as embedded; build/bench/evalsha_load) on a SOLD-OUT
 #      voucher, random users: what each post-sell-out purchase costs Redis today.
 #      ratio_redis = front / raw EVALSHA.
 #   3. the HTTP layer: bench/const409 (build/bench/const409, libmicrohttpd set up like the
@@ -56,7 +56,7 @@ port=$(freeport)
 cport=$(freeport)
 rc="redis-cli -h 127.0.0.1 -p 6379"
 vf=$((RANDOM * 1000 + 21))       # the sale's voucher
-vr=$((vf + 1))                   # redis-benchmark's sold-out voucher
+vr=$((vf + 1))                   # the raw EVALSHA load's sold-out voucher
 now_ms=$(( $(date +%s) * 1000 ))
 extra=$(( (48 + 24) * 3600 * 1000 ))
 seed() { bench_seed "$rc" "$prefix" "$1" "$2" "$now_ms" "$3"; }  # seed ID STOCK N

@@ -1,29 +1,32 @@
 # Writes OUT: one `const char sk_lua_<name>[]` per LUA_DIR/<name>.lua, plus a table.
-# Each script's embedded body is LUA_DIR/lib/validate.lua (the argument checks every
-# script shares), LUA_DIR/lib/expiry.lua (the key-expiry rule), the other LUA_DIR/lib/
-# files in name order (they may use both), then the script itself: Redis runs one
-# self-contained body.
+# Each script's embedded body is the LUA_DIR/lib/ files its first line names
+# ("-- lib: validate expiry", in that order), then the script itself: Redis runs one
+# self-contained body. A script names only what it uses: every lib function is a closure
+# created on each call (DESIGN.md 4 "Cost of an admission"). deduct.lua and take.lua name
+# none ("-- lib:"): their checks are written inline for the cost of the Lua VM; the others
+# name lib/validate.lua and lib/expiry.lua.
 file(GLOB files ${LUA_DIR}/*.lua)
 list(SORT files)
-file(READ ${LUA_DIR}/lib/validate.lua prelude)
-file(READ ${LUA_DIR}/lib/expiry.lua prelude_expiry)
-string(APPEND prelude "\n${prelude_expiry}")
-file(GLOB libs ${LUA_DIR}/lib/*.lua)
-list(SORT libs)
-foreach(l ${libs})
-  get_filename_component(lname ${l} NAME)
-  if(NOT lname STREQUAL "validate.lua" AND NOT lname STREQUAL "expiry.lua")
-    file(READ ${l} lib)
-    string(APPEND prelude "\n${lib}")
-  endif()
-endforeach()
 set(body "/* Generated from the lua/ folder by cmake/embed_lua.cmake. Do not edit. */\n#include <stddef.h>\n#include \"sk/scripts.h\"\n")
 set(table "")
 set(n 0)
 foreach(f ${files})
   get_filename_component(name ${f} NAME_WE)
   file(READ ${f} script)
-  file(WRITE ${OUT}.${name}.lua "${prelude}\n${script}")
+  set(prelude "")
+  if(script MATCHES "^-- lib:([a-z_ ]*)\n")
+    string(REPLACE " " ";" libs "${CMAKE_MATCH_1}")
+    foreach(l ${libs})
+      if(NOT EXISTS ${LUA_DIR}/lib/${l}.lua)
+        message(FATAL_ERROR "${f}: no lib/${l}.lua")
+      endif()
+      file(READ ${LUA_DIR}/lib/${l}.lua lib)
+      string(APPEND prelude "${lib}\n")
+    endforeach()
+  else()
+    message(FATAL_ERROR "${f}: the first line must name its libs (-- lib: ...)")
+  endif()
+  file(WRITE ${OUT}.${name}.lua "${prelude}${script}")
   file(READ ${OUT}.${name}.lua hex HEX)
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
   string(APPEND body "static const char lua_${name}[] = {${hex}0x00};\n")

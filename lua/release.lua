@@ -1,3 +1,4 @@
+-- lib: validate expiry
 -- release.lua: give back the unit of a cancelled or closed order on the order's bucket j
 -- (DESIGN.md 4, 13; calling convention in sk/scripts.h). Idempotent per traceId.
 -- KEYS: meta stock users trace of bucket j

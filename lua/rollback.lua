@@ -1,3 +1,4 @@
+-- lib: validate expiry
 -- rollback.lua: undo (fence) one purchase on the bucket j that holds its DEDUCT entry,
 -- idempotent per traceId (DESIGN.md 4, 7, 8; calling convention in sk/scripts.h).
 -- KEYS: meta stock users trace of bucket j

@@ -1,3 +1,4 @@
+-- lib: validate expiry
 -- settle.lua: after take.lua admitted purchase T in bucket j, record on the home bucket h
 -- where its stock is (DESIGN.md 4 "settle"; calling convention in sk/scripts.h).
 -- KEYS: trace of bucket h

@@ -9,7 +9,9 @@
  * the Redis breaker (breaker.c) and each request's deadline are checked (DESIGN.md 12:
  * nothing is sent to a Redis the front knows is down, nothing after its deadline);
  * every batch is reported to the breaker. Owns the deduct queue. */
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +31,7 @@
 #include "sk/model.h"
 #include "sk/redis.h"
 #include "sk/scripts.h"
+#include "sk/snowflake.h"
 
 #define DEDUCT_MAX_REPEATS 2            /* DESIGN.md 8: repeat the same EVALSHA up to twice */
 
@@ -36,8 +39,9 @@ static fr_pool_t pool;                  /* the deduct queue and its workers */
 
 typedef struct deduct_args {
         char kmeta[SK_KEY_MAX], kstock[SK_KEY_MAX], kusers[SK_KEY_MAX], ktrace[SK_KEY_MAX];
-        const char *keys[4];
-        const char *args[6];
+        char kfence[SK_KEY_MAX], ts[24];
+        const char *keys[5];
+        const char *args[5];
 } deduct_args_t;
 
 static void deduct_args_fill(deduct_args_t *a, fr_req_t *req)
@@ -48,16 +52,21 @@ static void deduct_args_fill(deduct_args_t *a, fr_req_t *req)
         sk_key_voucher(a->kstock, prefix, req->voucher_id, req->home, SK_KEY_STOCK);
         sk_key_voucher(a->kusers, prefix, req->voucher_id, req->home, SK_KEY_USERS);
         sk_key_voucher(a->ktrace, prefix, req->voucher_id, req->home, SK_KEY_TRACE);
+        sk_key_fence(a->kfence, prefix, req->voucher_id, req->home, req->trace_id);
+        /* DESIGN.md 4 "Cost of an admission": ts = the snowflake timestamp of traceId (the
+         * front's id clock, bounded by mint_until), checked by the script against Redis
+         * TIME (+-5 s) and stored in the entry, where the reconciler's graces read it. */
+        snprintf(a->ts, sizeof(a->ts), "%" PRId64, sk_snowflake_ts_ms(req->trace_id));
         a->keys[0] = a->kmeta;
         a->keys[1] = a->kstock;
         a->keys[2] = a->kusers;
         a->keys[3] = a->ktrace;
+        a->keys[4] = a->kfence;
         a->args[0] = req->st;
         a->args[1] = req->so;
         a->args[2] = req->su;
         a->args[3] = req->sv;
-        a->args[4] = "1";
-        a->args[5] = g_fr.expire_extra_s;
+        a->args[4] = a->ts;
 }
 
 static void answer_unavailable(fr_req_t *req)
@@ -120,16 +129,16 @@ static int deduct_append(sk_redis_pipe_t *p, const char *sha, fr_req_t **batch, 
 
         for (i = 0; i < n; i++) {
                 deduct_args_t a;
-                const char *argv[13]; /* EVALSHA sha 4, 4 keys, 6 args */
+                const char *argv[13]; /* EVALSHA sha 5, 5 keys, 5 args */
 
                 deduct_args_fill(&a, batch[i]);
                 argv[0] = "EVALSHA";
                 argv[1] = sha;
-                argv[2] = "4";
-                for (j = 0; j < 4; j++)
+                argv[2] = "5";
+                for (j = 0; j < 5; j++)
                         argv[3 + j] = a.keys[j];
-                for (j = 0; j < 6; j++)
-                        argv[7 + j] = a.args[j];
+                for (j = 0; j < 5; j++)
+                        argv[8 + j] = a.args[j];
                 if (sk_redis_pipe_add(p, 13, argv, NULL) < 0)
                         return -1;
         }

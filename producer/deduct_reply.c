@@ -73,7 +73,8 @@ static void answer_reject(fr_req_t *req, long long code)
         fr_req_done(req);
 }
 
-/* OK or REPLAY: keep the stored entry (identical bytes on every produce) and publish. */
+/* Admitted (the entry as the bare reply) or REPLAY (the stored one): keep the entry
+ * (identical bytes on every produce) and publish. */
 static int admitted(fr_req_t *req, const redisReply *el1)
 {
         if (!el1 || el1->type != REDIS_REPLY_STRING || el1->len == 0)
@@ -141,11 +142,22 @@ void fr_deduct_ran(fr_req_t *req, const redisReply *reply)
 {
         const redisReply *el0, *el1;
 
+        /* v5 (sk/scripts.h): the two answers of the hot path have no table around them,
+         * the admission is the entry itself, a rejection its code. */
+        if (reply->type == REDIS_REPLY_STRING) {
+                if (admitted(req, reply) != 0)
+                        goto bad;
+                return;
+        }
+        if (reply->type == REDIS_REPLY_INTEGER) {
+                answer_reject(req, reply->integer);
+                return;
+        }
         if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1)
                 goto bad;
         el0 = reply->element[0];
         el1 = reply->elements > 1 ? reply->element[1] : NULL;
-        if (reply_is(el0, "OK") || reply_is(el0, "REPLAY")) {
+        if (reply_is(el0, "REPLAY")) {
                 if (admitted(req, el1) != 0)
                         goto bad;
                 return;
@@ -162,16 +174,6 @@ void fr_deduct_ran(fr_req_t *req, const redisReply *reply)
         }
         if (reply_is(el0, "COLLISION")) {
                 collision(req);
-                return;
-        }
-        if (reply_is(el0, "REJECT") && el1) {
-                long long code = 0;
-
-                if (el1->type == REDIS_REPLY_INTEGER)
-                        code = el1->integer;
-                else if (el1->type == REDIS_REPLY_STRING || el1->type == REDIS_REPLY_STATUS)
-                        code = strtoll(el1->str, NULL, 10); /* a status code, not an id */
-                answer_reject(req, code);
                 return;
         }
 bad:

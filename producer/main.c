@@ -236,8 +236,6 @@ int main(int argc, char **argv)
                 return 2;
         }
         g_fr.expire_extra_ms = sk_expire_extra_ms(g_fr.conf.reconcile_window_hours);
-        snprintf(g_fr.expire_extra_s, sizeof(g_fr.expire_extra_s), "%lld",
-                 (long long)g_fr.expire_extra_ms);
         g_fr.deadline_ms = 2 * (int64_t)g_fr.conf.kafka_delivery_timeout_ms + 1000;
         /* SIGINT/SIGTERM: g_stop = 1 (drain); a second one abandons the drain: _exit(1). */
         (void)sk_signals_install(&g_stop, SK_SIGNALS_SECOND_EXITS | SK_SIGNALS_IGNORE_PIPE, NULL);

@@ -4,6 +4,7 @@
  * request's deadline (DESIGN.md 8, 12). A take is repeated with the same traceId up to
  * twice after an unknown outcome (DESIGN.md 8); still unknown ends probing (one purchase
  * must never hold units in two buckets). Owns the probe queue. */
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include "sk/outcome.h"
 #include "sk/redis.h"
 #include "sk/scripts.h"
+#include "sk/snowflake.h"
 #include "soldout.h"
 
 #define PROBE_WORKERS 2
@@ -51,31 +53,44 @@ static int reply_is(const redisReply *el, const char *s)
                el->len == strlen(s) && !memcmp(el->str, s, el->len);
 }
 
-/* What a take.lua reply means. OK/REPLAY keep the entry (identical bytes on every
- * produce). */
+/* The entry of an admitted or replayed take: kept (identical bytes on every produce). */
+static take_t take_entry(fr_req_t *req, const redisReply *el)
+{
+        if (!el || el->type != REDIS_REPLY_STRING || el->len == 0)
+                return TAKE_UNKNOWN;
+        free(req->msg);
+        if (!(req->msg = malloc(el->len + 1)))
+                return TAKE_UNKNOWN;
+        memcpy(req->msg, el->str, el->len);
+        req->msg[el->len] = '\0';
+        req->msg_len = el->len;
+        return TAKE_ADMITTED;
+}
+
+/* What a take.lua reply means (sk/scripts.h): the entry itself (admitted), a code
+ * (rejected: 10005 = bucket j is empty), or a table (REPLAY, FENCED, COLLISION). */
 static take_t take_reply(fr_req_t *req, int j, const redisReply *reply)
 {
-        const redisReply *el0 = reply->elements > 0 ? reply->element[0] : NULL;
-        const redisReply *el1 = reply->elements > 1 ? reply->element[1] : NULL;
+        const redisReply *el0, *el1;
 
-        if (reply->type != REDIS_REPLY_ARRAY || !el0)
-                return TAKE_UNKNOWN;
-        if (reply_is(el0, "OK") || reply_is(el0, "REPLAY")) {
-                if (!el1 || el1->type != REDIS_REPLY_STRING || el1->len == 0)
-                        return TAKE_UNKNOWN;
-                free(req->msg);
-                if (!(req->msg = malloc(el1->len + 1)))
-                        return TAKE_UNKNOWN;
-                memcpy(req->msg, el1->str, el1->len);
-                req->msg[el1->len] = '\0';
-                req->msg_len = el1->len;
-                return TAKE_ADMITTED;
+        if (reply->type == REDIS_REPLY_STRING)
+                return take_entry(req, reply);
+        if (reply->type == REDIS_REPLY_INTEGER) {
+                if (reply->integer == SK_CODE_SOLD_OUT)
+                        return TAKE_EMPTY;
+                /* paused, ended, a key of j missing: nothing written in j */
+                SK_LOG(SK_WARN, "probe_stop", "trace_id=%s bucket=%d reply=%lld", req->st, j,
+                       reply->integer);
+                return TAKE_STOP;
         }
-        if (reply_is(el0, "REJECT") && el1 && el1->type == REDIS_REPLY_INTEGER &&
-            el1->integer == SK_CODE_SOLD_OUT)
-                return TAKE_EMPTY;
+        el0 = reply->type == REDIS_REPLY_ARRAY && reply->elements > 0 ? reply->element[0] : NULL;
+        el1 = el0 && reply->elements > 1 ? reply->element[1] : NULL;
+        if (!el0)
+                return TAKE_UNKNOWN;
+        if (reply_is(el0, "REPLAY"))
+                return take_entry(req, el1);
         /* FENCED (T was rolled back in j), COLLISION (the traceId is another purchase's
-         * there), another REJECT (paused, ended, a key missing): nothing written in j. */
+         * there): nothing written in j. */
         SK_LOG(SK_WARN, "probe_stop", "trace_id=%s bucket=%d reply=\"%.*s\"", req->st, j,
                el0->type == REDIS_REPLY_STRING ? (int)el0->len : 0,
                el0->type == REDIS_REPLY_STRING ? el0->str : "");
@@ -87,9 +102,10 @@ static take_t take_reply(fr_req_t *req, int j, const redisReply *reply)
 /* take.lua on bucket @p j with up to PROBE_MAX_REPEATS repeats of an unknown outcome. */
 static take_t take_one(sk_redis_t **rp, fr_req_t *req, int j)
 {
-        char k_meta[SK_KEY_MAX], k_stock[SK_KEY_MAX], k_trace[SK_KEY_MAX], hs[16], errstr[512];
+        char k_meta[SK_KEY_MAX], k_stock[SK_KEY_MAX], k_trace[SK_KEY_MAX], hs[16], ts[24];
+        char errstr[512];
         const char *keys[3] = { k_meta, k_stock, k_trace };
-        const char *args[6] = { req->st, req->so, req->su, req->sv, "1", hs };
+        const char *args[6] = { req->st, req->so, req->su, req->sv, ts, hs };
         const char *prefix = g_fr.conf.redis_prefix;
         int attempt, unknown = 0;
 
@@ -97,6 +113,8 @@ static take_t take_one(sk_redis_t **rp, fr_req_t *req, int j)
         sk_key_voucher(k_stock, prefix, req->voucher_id, j, SK_KEY_STOCK);
         sk_key_voucher(k_trace, prefix, req->voucher_id, j, SK_KEY_TRACE);
         snprintf(hs, sizeof(hs), "%d", req->home);
+        /* the snowflake timestamp of traceId, as deduct.lua got it (DESIGN.md 4) */
+        snprintf(ts, sizeof(ts), "%" PRId64, sk_snowflake_ts_ms(req->trace_id));
         for (attempt = 0; attempt <= PROBE_MAX_REPEATS; attempt++) {
                 redisReply *reply = NULL;
                 int64_t t0;
@@ -157,8 +175,9 @@ static void settle(sk_redis_t **rp, fr_req_t *req, int j)
                req->home, j, errstr);
 }
 
-/* Every probed bucket answered empty: the home step (T:r in h, users[U] released), then
- * 409/10005. If the home step cannot run, the answer is the same (nothing was taken);
+/* Every probed bucket answered empty: the give-up (DESIGN.md 4 "Give-up fence": f:T in h
+ * for the request deadline instead of T:r, T:h and users[U] removed, so nothing lasting
+ * is left), then 409/10005. If it cannot run, the answer is the same (nothing was taken);
  * the reconciler finds T probing past its grace and finishes it (DESIGN.md 14). */
 static void sold_out(sk_redis_t **rp, fr_req_t *req)
 {
@@ -170,9 +189,9 @@ static void sold_out(sk_redis_t **rp, fr_req_t *req)
                 if (!*rp && !(*rp = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS,
                                                      errstr, sizeof(errstr))))
                         continue;
-                if (sk_home_step(*rp, g_fr.conf.redis_prefix, req->voucher_id, req->home,
-                                 req->trace_id, req->user_id, -1, 0, SK_REASON_SOLD_OUT,
-                                 g_fr.expire_extra_ms, &hr, errstr, sizeof(errstr)) == SK_OK)
+                if (sk_home_give_up(*rp, g_fr.conf.redis_prefix, req->voucher_id, req->home,
+                                    req->trace_id, req->user_id, g_fr.deadline_ms, &hr, errstr,
+                                    sizeof(errstr)) == SK_OK)
                         break;
                 sk_redis_close(*rp);
                 *rp = NULL;

@@ -70,7 +70,9 @@ static int parse_options(int argc, char **argv, sk_conf_t *conf, rc_opts_t *opts
                 { "voucher", NULL, SK_OPT_STR, voucher_s, sizeof(voucher_s), 0, 0,
                   "reconcile this voucher only (default: every voucher on sale or ended within the window)" },
                 { "grace-seconds", NULL, SK_OPT_INT, &grace_s, 0, 1, 86400,
-                  "judge only trace entries older than this (>= 2 x delivery timeout; default 30)" },
+                  "judge only trace entries older than this, measured from the entry's ts (its traceId's"
+                  " snowflake time, the request's arrival at the front); >= the front's request"
+                  " deadline, 2 x delivery timeout + 1 s (default 30)" },
                 { "max-redrive", NULL, SK_OPT_INT, &max_redrive, 0, 1, 1000,
                   "counted failed re-drives before a purchase is declared lost (default 3)" },
                 { "repair", NULL, SK_OPT_BOOL, &repair, 0, 0, 1,
@@ -87,6 +89,19 @@ static int parse_options(int argc, char **argv, sk_conf_t *conf, rc_opts_t *opts
                 return 0;
         if (rc != 0)
                 return 2;
+        /* Options before any connection. An entry's ts is the snowflake time of its
+         * traceId, i.e. the request's arrival at the front (DESIGN.md 4 v5), not the
+         * admission: the deduct may run up to the request deadline (2 x delivery timeout
+         * + 1 s, DESIGN.md 8) after it, and the front answers by that deadline. Judging
+         * a younger trace could re-drive or roll back a purchase the front is still
+         * deciding, so the grace, measured from ts, covers the whole deadline. */
+        if ((int64_t)grace_s * 1000 < rc_request_deadline_ms(conf)) {
+                fprintf(stderr, "seckill-reconciler: --grace-seconds %d must cover the front's "
+                        "request deadline, 2 x SECKILL_KAFKA_DELIVERY_TIMEOUT_MS (%d ms) + 1 s, "
+                        "i.e. >= %lld\n", grace_s, conf->kafka_delivery_timeout_ms,
+                        (long long)((rc_request_deadline_ms(conf) + 999) / 1000));
+                return 2;
+        }
         if (sk_redis_startup_check(&conf->redis, "seckill-reconciler") != 0)
                 return 2;       /* DESIGN.md 4: Redis >= 7.0, noeviction on every master */
         if (argi < argc) {
@@ -97,15 +112,6 @@ static int parse_options(int argc, char **argv, sk_conf_t *conf, rc_opts_t *opts
         if (voucher_s[0] && sk_id_parse_cstr(voucher_s, &opts->voucher_id) != 0) {
                 fprintf(stderr, "seckill-reconciler: --voucher %s is not a canonical id (1..2^63-1)\n",
                         voucher_s);
-                return 2;
-        }
-        /* The front gives up on a delivery after 2 x its timeout (+1 s): judging a younger
-         * trace could re-drive or roll back a purchase the front is still deciding. */
-        if ((int64_t)grace_s * 1000 < 2 * (int64_t)conf->kafka_delivery_timeout_ms) {
-                fprintf(stderr, "seckill-reconciler: --grace-seconds %d must be at least twice "
-                        "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS (%d ms), i.e. >= %d\n", grace_s,
-                        conf->kafka_delivery_timeout_ms,
-                        (2 * conf->kafka_delivery_timeout_ms + 999) / 1000);
                 return 2;
         }
         /* --window-hours is the common option (sk/conf.h): SECKILL_RECONCILE_WINDOW_HOURS

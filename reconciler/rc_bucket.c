@@ -57,11 +57,12 @@ int rc_nbuckets(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
         return a.found && a.v >= 1 && a.v <= SK_BUCKETS_MAX ? (int)a.v : 1;
 }
 
-/* The probing grace: the front's request deadline (2 x delivery timeout + 1 s) or
- * --grace-seconds, whichever is longer. */
+/* The probing grace, from T's snowflake time: the front's request deadline (2 x
+ * delivery timeout + 1 s) or --grace-seconds, whichever is longer (main.c refuses a
+ * --grace-seconds below the deadline; this keeps the floor for any caller). */
 static int64_t probing_grace_ms(const rc_ctx_t *ctx)
 {
-        int64_t deadline = 2 * (int64_t)ctx->conf->kafka_delivery_timeout_ms + 1000;
+        int64_t deadline = rc_request_deadline_ms(ctx->conf);
         int64_t grace = (int64_t)ctx->opts.grace_s * 1000;
 
         return grace > deadline ? grace : deadline;

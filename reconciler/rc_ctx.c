@@ -44,6 +44,11 @@ int64_t rc_expire_extra_ms(const rc_ctx_t *ctx)
         return sk_expire_extra_ms(ctx->conf->reconcile_window_hours);
 }
 
+int64_t rc_request_deadline_ms(const sk_conf_t *conf)
+{
+        return 2 * (int64_t)conf->kafka_delivery_timeout_ms + 1000;
+}
+
 int rc_vstat_exit(const rc_vstat_t *st)
 {
         int drift_open = (st->stock_drift || st->users_drift) && !st->rebuilt;

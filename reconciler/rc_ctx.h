@@ -99,5 +99,12 @@ int rc_must_stop(rc_ctx_t *ctx);
 /** @brief Reconcile window + 1 day in ms (DESIGN.md 4 key expiry). */
 int64_t rc_expire_extra_ms(const rc_ctx_t *ctx);
 
+/** @brief The front's request deadline for @p conf's delivery timeout, in ms: 2 x
+ *  SECKILL_KAFKA_DELIVERY_TIMEOUT_MS + 1 s (DESIGN.md 8). A front runs no deduct and
+ *  answers nothing past it, so a trace entry (ts = its traceId's snowflake time, the
+ *  request's arrival, DESIGN.md 4 v5) older than it is no longer being decided by a
+ *  front: the floor of --grace-seconds and of the probing grace. */
+int64_t rc_request_deadline_ms(const sk_conf_t *conf);
+
 /** @brief 2 if @p st has anything unresolved, 1 if it repaired something, else 0. */
 int rc_vstat_exit(const rc_vstat_t *st);

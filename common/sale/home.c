@@ -68,6 +68,48 @@ sk_err_t sk_home_step(sk_redis_t *r, const char *prefix, int64_t voucher_id, int
         return err;
 }
 
+sk_err_t sk_home_give_up(sk_redis_t *r, const char *prefix, int64_t voucher_id, int home,
+                         int64_t trace_id, int64_t user_id, int64_t fence_px_ms,
+                         sk_home_res_t *res, char *errstr, size_t errstr_size)
+{
+        char k_meta[SK_KEY_MAX], k_users[SK_KEY_MAX], k_trace[SK_KEY_MAX], k_fence[SK_KEY_MAX];
+        char trace_s[SK_ID_STRLEN], user_s[SK_ID_STRLEN], px_s[24];
+        const char *keys[4] = { k_meta, k_users, k_trace, k_fence };
+        const char *args[7] = { trace_s, user_s, "", "", sk_reason_str(SK_REASON_SOLD_OUT), "0",
+                                px_s };
+        redisReply *reply = NULL;
+        sk_err_t err;
+
+        memset(res, 0, sizeof(*res));
+        if (!r || !prefix || voucher_id <= 0 || home < 0 || home >= SK_BUCKETS_MAX ||
+            trace_id <= 0 || user_id <= 0 || fence_px_ms <= 0 || fence_px_ms > 999999999) {
+                sk_seterr(errstr, errstr_size, "give-up: invalid argument");
+                return SK_EINVAL;
+        }
+        sk_key_voucher(k_meta, prefix, voucher_id, home, SK_KEY_META);
+        sk_key_voucher(k_users, prefix, voucher_id, home, SK_KEY_USERS);
+        sk_key_voucher(k_trace, prefix, voucher_id, home, SK_KEY_TRACE);
+        sk_key_fence(k_fence, prefix, voucher_id, home, trace_id);
+        sk_id_format(trace_id, trace_s);
+        sk_id_format(user_id, user_s);
+        snprintf(px_s, sizeof(px_s), "%" PRId64, fence_px_ms);
+        if ((err = sk_redis_evalsha(r, SK_SCRIPT_HOME, 4, keys, 7, args, &reply, errstr,
+                                    errstr_size)) != SK_OK)
+                return err;
+        err = SK_EREDIS;
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4 ||
+            reply->element[0]->type != REDIS_REPLY_STRING ||
+            strcmp(reply->element[0]->str, "OK") != 0 ||
+            reply_flag(reply->element[1], &res->fenced) ||
+            reply_flag(reply->element[2], &res->released) ||
+            reply_flag(reply->element[3], &res->repointed))
+                sk_seterr(errstr, errstr_size, "home.lua: unexpected reply");
+        else
+                err = SK_OK;
+        freeReplyObject(reply);
+        return err;
+}
+
 sk_err_t sk_home_settle(sk_redis_t *r, const char *prefix, int64_t voucher_id, int home,
                         int64_t trace_id, int bucket, int *state, char *errstr,
                         size_t errstr_size)

@@ -32,6 +32,13 @@ size_t sk_key_voucher(char *buf, const char *prefix, int64_t voucher_id, int buc
                                   bucket, suffix));
 }
 
+size_t sk_key_fence(char *buf, const char *prefix, int64_t voucher_id, int bucket,
+                    int64_t trace_id)
+{
+        return clamp_len(snprintf(buf, SK_KEY_MAX, "%s:{v:%" PRId64 ":%d}:f:%" PRId64, prefix,
+                                  voucher_id, bucket, trace_id));
+}
+
 size_t sk_key_order(char *buf, const char *prefix, int64_t order_id)
 {
         return clamp_len(snprintf(buf, SK_KEY_MAX, "%s:order:%" PRId64, prefix, order_id));

@@ -139,36 +139,58 @@ def read_marks(path):
 
 
 def _read_cmdstats(path):
+    """{node: (calls, usec)} of cmdstat_evalsha per master (redis_cmdstats in
+    redis_topo.sh: "node calls usec" per line; usec 0 when absent)."""
     out = {}
     try:
         with open(path) as fh:
             for line in fh:
                 parts = line.split()
                 if parts:
-                    out[parts[0]] = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
+                    nums = [int(x) if x.isdigit() else 0 for x in parts[1:3]] + [0, 0]
+                    out[parts[0]] = (nums[0], nums[1])
     except OSError:
         pass
     return out
 
 
-def redis_masters(run, topo):
-    """{"topology", "masters": [{"node", "evalsha_calls"}]}: cmdstat_evalsha calls of
-    every master between the front being ready and the report (after - before; a master
-    that appeared meanwhile, e.g. after a failover, counts from 0)."""
+def redis_masters(run, topo, admitted=None):
+    """{"topology", "masters": [{"node", "evalsha_calls", "evalsha_usec",
+    "usec_per_call"}], "evalsha_usec_per_admission"}: cmdstat_evalsha of every master
+    between the front being ready and the report (after - before; a master that appeared
+    meanwhile, e.g. after a failover, counts from 0). usec is the time Redis spent inside
+    EVALSHA, the script's commands included (INFO commandstats): the Redis CPU the sale's
+    scripts cost (issue 25, DESIGN.md 4 "Cost of an admission"). Per admission: every
+    EVALSHA of the run (admissions, rejections, probes, the consumer's claims, rollbacks
+    and releases) over @admitted (the 202s), so an upper bound of an admission's own
+    cost; the Redis is shared with whatever else ran meanwhile."""
     before = _read_cmdstats(os.path.join(run, "cmdstats-before.txt"))
     after = _read_cmdstats(os.path.join(run, "cmdstats-after.txt"))
-    masters = [{"node": n, "evalsha_calls": max(0, c - before.get(n, 0))}
-               for n, c in sorted(after.items())]
-    return {"topology": topo, "masters": masters}
+    masters = []
+    for n, (c, u) in sorted(after.items()):
+        c0, u0 = before.get(n, (0, 0))
+        dc, du = max(0, c - c0), max(0, u - u0)
+        masters.append({"node": n, "evalsha_calls": dc, "evalsha_usec": du,
+                        "usec_per_call": round(du / dc, 2) if dc else None})
+    usec = sum(m["evalsha_usec"] for m in masters)
+    per_adm = round(usec / admitted, 2) if admitted else None
+    return {"topology": topo, "masters": masters, "evalsha_usec_per_admission": per_adm}
 
 
 def redis_masters_line(rm):
-    """The report's one line of per-master EVALSHA calls."""
+    """The report's lines of per-master EVALSHA calls and Redis CPU."""
     ms = rm.get("masters") or []
     if not ms:
         return f" redis         {rm.get('topology', '?')}: no per-master figures"
-    return (f" redis         {rm.get('topology')}, {len(ms)} master(s), EVALSHA calls: "
-            + ", ".join(f"{m['node']} {m['evalsha_calls']:,}" for m in ms))
+    line = (f" redis         {rm.get('topology')}, {len(ms)} master(s), EVALSHA calls: "
+            + ", ".join(f"{m['node']} {m['evalsha_calls']:,}"
+                        + (f" ({m['usec_per_call']} µs/call)" if m.get("usec_per_call") else "")
+                        for m in ms))
+    if rm.get("evalsha_usec_per_admission") is not None:
+        line += (f"\n redis CPU     {rm['evalsha_usec_per_admission']} µs of EVALSHA per admitted "
+                 f"purchase (every script of the run over the 202s; budget of deduct.lua alone "
+                 f"≤ 12, DESIGN.md §4)")
+    return line
 
 
 if __name__ == "__main__":

@@ -28,8 +28,8 @@ rcli_scan() {
 redis_cmdstats() {
         local m
         for m in $(redis_masters); do
-                echo "$m $(redis-cli -h "${m%:*}" -p "${m##*:}" info commandstats |
-                        sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\).*/\1/p' | head -n 1)"
+                echo "$m $(redis-cli -h "${m%:*}" -p "${m##*:}" info commandstats | tr -d '\r' |
+                        sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),usec=\([0-9]*\),.*/\1 \2/p' | head -n 1)"
         done > "$1"
 }
 # topo_up: start (or reuse) the Cluster / Sentinel topology; a Sentinel master's address.

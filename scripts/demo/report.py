@@ -425,7 +425,8 @@ def cmd_report(a):
         "drained": a.drained == 1,
         "elapsed_s": a.elapsed_s,
         "phases_s": read_phases(os.path.join(run, "phases.txt")),
-        "redis": figures.redis_masters(run, os.environ.get("DEMO_REDIS_TOPO", "standalone")),
+        "redis": figures.redis_masters(run, os.environ.get("DEMO_REDIS_TOPO", "standalone"),
+                                       len(accepted)),
     }
 
     # ---- plot

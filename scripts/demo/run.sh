@@ -54,7 +54,7 @@ BUILD=1
 BUILD_DIR=${SK_DEMO_BUILD_DIR:-$REPO/build}
 OUT=${SK_DEMO_OUT:-$REPO/out}
 DB=${SK_DEMO_DB:-seckill_demo}
-GRACE_S=10
+GRACE_S=                # the reconciler grace: set below from the delivery timeout
 DRIFT=0
 UNPAID_PCT=20
 PAY_TIMEOUT_S=5
@@ -408,6 +408,10 @@ if (( KILL_REDIS )); then
         outage_redis_start
         outage_env
 fi
+# The reconciler's grace covers the front's request deadline, 2 x delivery timeout + 1 s
+# (measured from the traceId's time, the request's arrival; DESIGN.md 4 v5, 14): 11 s with
+# the default 5 s timeout, 7 s with --kill-redis's 3 s.
+GRACE_S=$(( (2 * ${SECKILL_KAFKA_DELIVERY_TIMEOUT_MS:-5000} + 1000 + 999) / 1000 ))
 export SECKILL_REDIS_URL=$REDIS_URL
 export SECKILL_MYSQL_URL=$MYSQL_URL
 export SECKILL_KAFKA_BROKERS=$BROKERS

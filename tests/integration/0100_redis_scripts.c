@@ -11,6 +11,7 @@
 #include "sk/ids.h"
 #include "sk/keys.h"
 #include "sk/msg.h"
+#include "sk/traceset.h"
 #include "sk/outcome.h"
 #include "sk/redis.h"
 
@@ -119,31 +120,42 @@ static int64_t on_sale(vkeys_t *k, long long stock)
         return new_voucher(k, 1, -60000, 3600000, stock);
 }
 
-/* Run deduct.lua; returns the reply (owned) and the error code. */
+/* Run deduct.lua (KEYS meta stock users trace f:trace, ARGV traceId orderId userId
+ * voucherId ts; @p ts NULL = this host's clock, as the front's snowflake timestamp);
+ * returns the reply (owned) and the error code. */
 static sk_err_t deduct_s(const vkeys_t *k, const char *trace, const char *order, const char *user,
-                         const char *voucher, const char *qty, redisReply **reply,
+                         const char *voucher, const char *ts, redisReply **reply,
                          char *errstr, size_t errstr_size)
 {
-        const char *keys[4] = { k->meta, k->stock, k->users, k->trace };
-        const char *args[6] = { trace, order, user, voucher, qty, EXTRA_MS };
-        return sk_redis_evalsha(g_r, SK_SCRIPT_DEDUCT, 4, keys, 6, args, reply, errstr,
-                                errstr_size);
+        char fence[SK_KEY_MAX + 32], now_s[24];
+        size_t n = strlen(k->trace) - strlen(":trace");
+        const char *keys[5] = { k->meta, k->stock, k->users, k->trace, fence };
+        const char *args[5] = { trace, order, user, voucher, ts ? ts : now_s };
+
+        snprintf(now_s, sizeof(now_s), "%lld", (long long)sk_now_ms());
+        snprintf(fence, sizeof(fence), "%.*s:f:%s", (int)n, k->trace, trace);
+        sk_err_t err = sk_redis_evalsha(g_r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, reply, errstr,
+                                        errstr_size);
+
+        if (err == SK_OK)
+                *reply = sk_test_admission_reply(*reply); /* v5: bare entry or code */
+        return err;
 }
 
 static redisReply *deduct(const vkeys_t *k, int64_t vid, int64_t trace, int64_t order,
                           int64_t user, int qty)
 {
-        char t[SK_ID_STRLEN], o[SK_ID_STRLEN], u[SK_ID_STRLEN], v[SK_ID_STRLEN], q[16];
+        char t[SK_ID_STRLEN], o[SK_ID_STRLEN], u[SK_ID_STRLEN], v[SK_ID_STRLEN];
         char errstr[512] = "";
         redisReply *reply = NULL;
         sk_err_t err;
 
+        ck_assert_int_eq(qty, 1); /* DESIGN.md 5: deductQty is exactly 1 (v5: no qty argument) */
         sk_id_format(trace, t);
         sk_id_format(order, o);
         sk_id_format(user, u);
         sk_id_format(vid, v);
-        snprintf(q, sizeof(q), "%d", qty);
-        err = deduct_s(k, t, o, u, v, q, &reply, errstr, sizeof(errstr));
+        err = deduct_s(k, t, o, u, v, NULL, &reply, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_OK, "deduct: %s: %s", sk_err2str(err), errstr);
         ck_assert_int_eq(reply->type, REDIS_REPLY_ARRAY);
         ck_assert_uint_ge(reply->elements, 1);
@@ -231,12 +243,50 @@ static void snap_free(snap_t *s)
 
 /* ---------------------------------------------------------------- deduct */
 
+/* v5 (sk/scripts.h): the hot path's answers are bare, an admission the entry itself (a
+ * bulk string), a rejection its code (an integer); the rarer ones stay tables. */
+START_TEST(deduct_hot_answers_are_bare)
+{
+        vkeys_t k;
+        int64_t vid = on_sale(&k, 1), t1 = sk_test_rand_id();
+        char t[SK_ID_STRLEN], o[SK_ID_STRLEN], u[SK_ID_STRLEN], v[SK_ID_STRLEN], ts[24];
+        char fence[SK_KEY_MAX + 32], errstr[512] = "";
+        const char *keys[5] = { k.meta, k.stock, k.users, k.trace, fence };
+        const char *args[5] = { t, o, u, v, ts };
+        redisReply *reply = NULL;
+
+        sk_id_format(vid, v);
+        for (int i = 0; i < 3; i++) {
+                sk_id_format(i == 1 ? sk_test_rand_id() : t1, t); /* buyers 1, 2, 1 again */
+                sk_id_format(i == 1 ? 77 : 55, o);
+                sk_id_format(i == 1 ? 78 : 56, u);
+                snprintf(ts, sizeof(ts), "%lld", (long long)sk_now_ms());
+                snprintf(fence, sizeof(fence), "%.*s:f:%s",
+                         (int)(strlen(k.trace) - strlen(":trace")), k.trace, t);
+                ck_assert_msg(sk_redis_evalsha(g_r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, &reply,
+                                               errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+                if (i == 0) {
+                        ck_assert_int_eq(reply->type, REDIS_REPLY_STRING);
+                        ck_assert_msg(strncmp(reply->str, "{\"traceId\":\"", 12) == 0, "%s",
+                                      reply->str);
+                } else if (i == 1) {
+                        ck_assert_int_eq(reply->type, REDIS_REPLY_INTEGER);
+                        ck_assert_int_eq(reply->integer, 10005);
+                } else {
+                        ck_assert_int_eq(reply->type, REDIS_REPLY_ARRAY);
+                        ck_assert_str_eq(reply->element[0]->str, "REPLAY");
+                }
+                freeReplyObject(reply);
+        }
+}
+END_TEST
+
 START_TEST(deduct_admits_and_sets_ttl)
 {
         vkeys_t k;
         int64_t vid = on_sale(&k, 5);
         int64_t trace = sk_test_rand_id(), order = sk_test_rand_id(), user = sk_test_rand_id();
-        redisReply *reply = deduct(&k, vid, trace, order, user, 2);
+        redisReply *reply = deduct(&k, vid, trace, order, user, 1);
         sk_order_msg_t msg;
         char errstr[256], t[SK_ID_STRLEN], u[SK_ID_STRLEN], *s;
         int64_t now = sk_now_ms();
@@ -250,11 +300,11 @@ START_TEST(deduct_admits_and_sets_ttl)
         ck_assert_int_eq(msg.user_id, user);
         ck_assert_int_eq(msg.voucher_id, vid);
         ck_assert_int_eq(msg.before_qty, 5);
-        ck_assert_int_eq(msg.deduct_qty, 2);
-        ck_assert_int_eq(msg.after_qty, 3);
+        ck_assert_int_eq(msg.deduct_qty, 1);
+        ck_assert_int_eq(msg.after_qty, 4);
         ck_assert_int_le(msg.ts_ms, now + 5000);
         ck_assert_int_ge(msg.ts_ms, now - 60000);
-        ck_assert_int_eq(get_stock(&k), 3);
+        ck_assert_int_eq(get_stock(&k), 4);
         sk_id_format(trace, t);
         sk_id_format(user, u);
         s = cmd_str("HGET %s %s", k.users, u);
@@ -339,7 +389,7 @@ START_TEST(deduct_big_ids_unchanged)
 
         sk_id_format(vid, v);
         err = deduct_s(&k, "9223372036854775806", "9223372036854775807", "1990653204235288577",
-                       v, "1", &reply, errstr, sizeof(errstr));
+                       v, NULL, &reply, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_OK, "%s", errstr);
         assert_status(reply, "OK");
         ck_assert_ptr_nonnull(strstr(reply->element[1]->str,
@@ -465,7 +515,7 @@ END_TEST
 /* ---------------------------------------------------------------- invalid args */
 
 static void check_bad_deduct(const vkeys_t *k, const char *trace, const char *order,
-                             const char *user, const char *voucher, const char *qty)
+                             const char *user, const char *voucher, const char *ts)
 {
         snap_t before, after;
         redisReply *reply = NULL;
@@ -473,9 +523,9 @@ static void check_bad_deduct(const vkeys_t *k, const char *trace, const char *or
         sk_err_t err;
 
         snapshot(k, &before);
-        err = deduct_s(k, trace, order, user, voucher, qty, &reply, errstr, sizeof(errstr));
+        err = deduct_s(k, trace, order, user, voucher, ts, &reply, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_EINVAL, "expected SK_EINVAL, got %s (%s) for %s/%s/%s/%s/%s",
-                      sk_err2str(err), errstr, trace, order, user, voucher, qty);
+                      sk_err2str(err), errstr, trace, order, user, voucher, ts ? ts : "now");
         ck_assert_ptr_null(reply);
         ck_assert_ptr_nonnull(strstr(errstr, "SKARG"));
         snapshot(k, &after);
@@ -493,23 +543,29 @@ START_TEST(invalid_args_write_nothing)
         char v[SK_ID_STRLEN];
 
         sk_id_format(vid, v);
+        char old_ts[24], new_ts[24], lead0[26];
+
         for (int i = 0; bad[i]; i++) {
-                check_bad_deduct(&k, bad[i], "2", "3", v, "1");
-                check_bad_deduct(&k, "1", bad[i], "3", v, "1");
-                check_bad_deduct(&k, "1", "2", bad[i], v, "1");
-                check_bad_deduct(&k, "1", "2", "3", bad[i], "1");
+                check_bad_deduct(&k, bad[i], "2", "3", v, NULL);
+                check_bad_deduct(&k, "1", bad[i], "3", v, NULL);
+                check_bad_deduct(&k, "1", "2", bad[i], v, NULL);
+                check_bad_deduct(&k, "1", "2", "3", bad[i], NULL);
+                check_bad_deduct(&k, "1", "2", "3", v, bad[i]); /* ts */
         }
-        check_bad_deduct(&k, "1", "2", "3", v, "0");
-        check_bad_deduct(&k, "1", "2", "3", v, "-1");
-        check_bad_deduct(&k, "1", "2", "3", v, "abc");
-        check_bad_deduct(&k, "1", "2", "3", v, "");
+        /* ts: the snowflake timestamp of traceId, within +-5 s of Redis TIME */
+        snprintf(old_ts, sizeof(old_ts), "%lld", (long long)(sk_now_ms() - 7000));
+        snprintf(new_ts, sizeof(new_ts), "%lld", (long long)(sk_now_ms() + 7000));
+        snprintf(lead0, sizeof(lead0), "0%lld", (long long)sk_now_ms());
+        check_bad_deduct(&k, "1", "2", "3", v, old_ts);
+        check_bad_deduct(&k, "1", "2", "3", v, new_ts);
+        check_bad_deduct(&k, "1", "2", "3", v, lead0);
         check_bad_deduct(&k, "1", "2", "3", v, "99999999999");
-        check_bad_deduct(&k, "1", "2", "3", "77", "1"); /* voucher does not match the keys */
+        check_bad_deduct(&k, "1", "2", "3", "77", NULL); /* voucher does not match the keys */
         /* the largest id is accepted */
         {
                 redisReply *reply = NULL;
                 char errstr[256] = "";
-                ck_assert_int_eq(deduct_s(&k, "9223372036854775807", "2", "3", v, "1", &reply,
+                ck_assert_int_eq(deduct_s(&k, "9223372036854775807", "2", "3", v, NULL, &reply,
                                           errstr, sizeof(errstr)), SK_OK);
                 assert_status(reply, "OK");
                 freeReplyObject(reply);
@@ -551,9 +607,14 @@ START_TEST(invalid_args_rollback_claim)
                 const char *c4[] = { "sent", EXTRA_MS, "1", "1", "-5" };
                 const char *c5[] = { "consume", EXTRA_MS, "1", "abc" };
                 const char *c6[] = { "consume", EXTRA_MS };
-                const char **cases[] = { c1, c2, c3, c4, c5, c6 };
-                int ns[] = { 3, 3, 5, 5, 4, 2 };
-                for (int i = 0; i < 6; i++) {
+                const char *c7[] = { "consume", EXTRA_MS, "1", "012" };
+                const char *c8[] = { "consume", EXTRA_MS, "9223372036854775808" };
+                const char *c9[] = { "consume", EXTRA_MS, "1:2" };
+                const char *c10[] = { "consume", EXTRA_MS, "5", "" };
+                const char *c11[] = { "consume", EXTRA_MS, "0" };
+                const char **cases[] = { c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11 };
+                int ns[] = { 3, 3, 5, 5, 4, 2, 4, 3, 3, 4, 3 };
+                for (int i = 0; i < 11; i++) {
                         sk_err_t err;
                         redisReply *reply = claim(&k, ns[i], cases[i], &err);
                         ck_assert_msg(err == SK_EINVAL, "claim case %d: %s", i, sk_err2str(err));
@@ -574,13 +635,13 @@ START_TEST(rollback_then_late_deduct_fenced)
         vkeys_t k;
         int64_t vid = on_sale(&k, 5);
         int64_t trace = sk_test_rand_id(), order = sk_test_rand_id(), user = sk_test_rand_id();
-        redisReply *reply = deduct(&k, vid, trace, order, user, 2);
+        redisReply *reply = deduct(&k, vid, trace, order, user, 1);
         sk_rollback_res_t res;
         char u[SK_ID_STRLEN];
 
         assert_status(reply, "OK");
         freeReplyObject(reply);
-        ck_assert_int_eq(get_stock(&k), 3);
+        ck_assert_int_eq(get_stock(&k), 4);
         res = rollback(vid, trace, 0, "consumer", SK_REASON_LOST, -1);
         ck_assert_int_eq(res.already, 0);
         ck_assert_int_eq(res.restored, 1);
@@ -590,7 +651,7 @@ START_TEST(rollback_then_late_deduct_fenced)
         sk_id_format(user, u);
         ck_assert_int_eq(cmd_int("HEXISTS %s %s", k.users, u), 0);
 
-        reply = deduct(&k, vid, trace, order, user, 2);
+        reply = deduct(&k, vid, trace, order, user, 1);
         assert_status(reply, "FENCED");
         ck_assert_int_eq(reply->elements, 1);
         freeReplyObject(reply);
@@ -850,6 +911,31 @@ START_TEST(claim_counters)
                 sk_rollback_res_t res = rollback(vid, t1, 0, "front", SK_REASON_FRONT_ROLLBACK, -1);
                 ck_assert_int_eq(res.claimed, 1);
         }
+        /* v5: consume of a trace without a record writes the short record (the other
+         * members read as 0 / ""); a later claim keeps consumed */
+        {
+                int64_t t3 = sk_test_rand_id();
+                char s3[SK_ID_STRLEN], *rec;
+                const char *a[] = { "consume", EXTRA_MS, s3 };
+                const char *b[] = { "claim", EXTRA_MS, s3 };
+
+                freeReplyObject(deduct(&k, vid, t3, sk_test_rand_id(), sk_test_rand_id(), 1));
+                sk_id_format(t3, s3);
+                reply = claim(&k, 3, a, NULL);
+                assert_status(reply, "OK");
+                ck_assert_int_eq(reply->element[1]->integer, 0);
+                freeReplyObject(reply);
+                rec = cmd_str("HGET %s %s:c", k.trace, s3);
+                ck_assert_str_eq(rec, "{\"consumed\":1}");
+                free(rec);
+                assert_claim(claim(&k, 3, b, NULL), 1, 0, 1, "", "");
+                rec = cmd_str("HGET %s %s:c", k.trace, s3);
+                sk_claim_rec_t c;
+                sk_claim_parse(rec, &c);
+                ck_assert_int_eq(c.consumed, 1);
+                ck_assert_int_eq(c.redrives, 1);
+                free(rec);
+        }
 }
 END_TEST
 
@@ -900,6 +986,7 @@ int main(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, deduct_admits_and_sets_ttl);
+        tcase_add_test(tc, deduct_hot_answers_are_bare);
         tcase_add_test(tc, deduct_replay_same_trace);
         tcase_add_test(tc, deduct_replay_of_other_purchase_is_collision);
         tcase_add_test(tc, deduct_big_ids_unchanged);

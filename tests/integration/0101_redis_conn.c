@@ -73,15 +73,22 @@ static sk_err_t deduct(sk_redis_t *r, const vkeys_t *k, int64_t vid, int64_t tra
                        int64_t user, redisReply **reply, char *errstr, size_t errstr_size)
 {
         char t[SK_ID_STRLEN], o[SK_ID_STRLEN], u[SK_ID_STRLEN], v[SK_ID_STRLEN];
-        const char *keys[4] = { k->meta, k->stock, k->users, k->trace };
-        const char *args[6] = { t, o, u, v, "1", EXTRA_MS };
+        char fence[SK_KEY_MAX + 32], ts[24];
+        const char *keys[5] = { k->meta, k->stock, k->users, k->trace, fence };
+        const char *args[5] = { t, o, u, v, ts };
+        sk_err_t err;
 
+        snprintf(ts, sizeof(ts), "%lld", (long long)sk_now_ms());
         sk_id_format(trace, t);
+        snprintf(fence, sizeof(fence), "%.*s:f:%s", (int)(strlen(k->trace) - strlen(":trace")),
+                 k->trace, t);
         sk_id_format(trace, o);
         sk_id_format(user, u);
         sk_id_format(vid, v);
-        return sk_redis_evalsha(r, SK_SCRIPT_DEDUCT, 4, keys, 6, args, reply, errstr,
-                                errstr_size);
+        err = sk_redis_evalsha(r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, reply, errstr, errstr_size);
+        if (err == SK_OK)
+                *reply = sk_test_admission_reply(*reply); /* v5: bare entry or code */
+        return err;
 }
 
 /* ------------------------------------------------------------ concurrency */

@@ -5,8 +5,8 @@
  * COLLISION, 10005 on an empty bucket, sale checks, bucket/home in the entry), settle.lua
  * (T:h=j only while probing), home.lua (fence h when j != h, release or re-point users[U]
  * only if it names T), rollback.lua and release.lua on j != h (no users change, the home
- * bucket in the reply) and on j = h (their own home step). Idempotency by traceId
- * throughout. Every run uses its own key prefix; keys are deleted at the end. */
+ * bucket in the reply) and on j = h (their own home step), the give-up of a purchase that
+ * took nothing (v5: only the short-lived f:T). Idempotency by traceId throughout. Every run uses its own key prefix; keys are deleted at the end. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +14,7 @@
 #include <string.h>
 #include "sk_test.h"
 #include "sk/clock.h"
+#include "sk/home.h"
 #include "sk/ids.h"
 #include "sk/msg.h"
 #include "sk/order.h"
@@ -173,6 +174,8 @@ static redisReply *ev(sk_script_t s, int nkeys, const char **keys, int nargs, co
                 return reply;
         }
         ck_assert_msg(err == SK_OK, "script %d: %s: %s", (int)s, sk_err2str(err), errstr);
+        if (s == SK_SCRIPT_DEDUCT || s == SK_SCRIPT_TAKE)
+                reply = sk_test_admission_reply(reply); /* v5: bare entry or code */
         ck_assert_int_eq(reply->type, REDIS_REPLY_ARRAY);
         ck_assert_uint_ge(reply->elements, 1);
         return reply;
@@ -181,20 +184,25 @@ static redisReply *ev(sk_script_t s, int nkeys, const char **keys, int nargs, co
 static redisReply *deduct(const voucher_t *v, int h, const buy_t *p)
 {
         const bkeys_t *k = &v->b[h];
-        const char *keys[4] = { k->meta, k->stock, k->users, k->trace };
-        const char *args[6] = { p->t, p->o, p->u, v->sv, "1", "172800000" };
+        char fence[SK_KEY_MAX + 32], ts[24];
+        const char *keys[5] = { k->meta, k->stock, k->users, k->trace, fence };
+        const char *args[5] = { p->t, p->o, p->u, v->sv, ts };
 
-        return ev(SK_SCRIPT_DEDUCT, 4, keys, 6, args, NULL);
+        snprintf(fence, sizeof(fence), "%.*s:f:%s", (int)(strlen(k->trace) - strlen(":trace")),
+                 k->trace, p->t);
+        snprintf(ts, sizeof(ts), "%lld", (long long)sk_now_ms());
+        return ev(SK_SCRIPT_DEDUCT, 5, keys, 5, args, NULL);
 }
 
 static redisReply *take(const voucher_t *v, int j, int h, const buy_t *p, sk_err_t *err)
 {
         const bkeys_t *k = &v->b[j];
         const char *keys[3] = { k->meta, k->stock, k->trace };
-        char hs[8];
-        const char *args[6] = { p->t, p->o, p->u, v->sv, "1", hs };
+        char hs[8], ts[24];
+        const char *args[6] = { p->t, p->o, p->u, v->sv, ts, hs };
 
         snprintf(hs, sizeof(hs), "%d", h);
+        snprintf(ts, sizeof(ts), "%lld", (long long)sk_now_ms());
         return ev(SK_SCRIPT_TAKE, 3, keys, 6, args, err);
 }
 
@@ -814,6 +822,73 @@ START_TEST(release_without_trace_uses_home)
 }
 END_TEST
 
+/* The give-up of a purchase that took nothing (DESIGN.md 4 v5 "Give-up fence"): every
+ * probed bucket empty, home.lua with the fence key writes f:T (PX = the request deadline)
+ * instead of T:r and removes T:h and users[U]=T, so the home bucket's hashes are as
+ * before the purchase; a late deduct of T is FENCED while f:T lives, even after a
+ * restock; a repeat is harmless; users[U] naming another trace is kept. */
+START_TEST(give_up_leaves_only_the_short_fence)
+{
+        const long long stock[NB] = { 0, 0, 0, 0 };
+        voucher_t v;
+        buy_t p, q;
+        redisReply *reply;
+        sk_home_res_t hr;
+        char errstr[512] = "", fence[SK_KEY_MAX];
+        int64_t trace, user;
+        long long pttl;
+
+        new_voucher(&v, stock, 1);
+        new_buy(&p);
+        reply = deduct(&v, 1, &p);
+        assert_status(reply, "OVERFLOW");
+        freeReplyObject(reply);
+        for (int j = 0; j < NB; j++)
+                if (j != 1)
+                        assert_reject(take(&v, j, 1, &p, NULL), 10005);
+        sk_id_parse_cstr(p.t, &trace);
+        sk_id_parse_cstr(p.u, &user);
+        ck_assert_msg(sk_home_give_up(g_r, g_conf.redis_prefix, v.vid, 1, trace, user, 3000, &hr,
+                                      errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_int_eq(hr.fenced, 1);
+        ck_assert_int_eq(hr.released, 1);
+        for (int b = 0; b < NB; b++) {
+                ck_assert_int_eq(cmd_int("HLEN %s", v.b[b].trace), 1); /* `_` only */
+                ck_assert_int_eq(cmd_int("HLEN %s", v.b[b].users), 1);
+        }
+        sk_key_fence(fence, g_conf.redis_prefix, v.vid, 1, trace);
+        pttl = cmd_int("PTTL %s", fence);
+        ck_assert_msg(pttl > 0 && pttl <= 3000, "f:T PTTL %lld", pttl);
+        /* a late deduct of T: FENCED, even with stock back in h */
+        reply = deduct(&v, 1, &p);
+        assert_status(reply, "FENCED");
+        freeReplyObject(reply);
+        freeReplyObject(cmd("SET %s 2", v.b[1].stock));
+        reply = deduct(&v, 1, &p);
+        assert_status(reply, "FENCED");
+        freeReplyObject(reply);
+        ck_assert_int_eq(stock_of(&v, 1), 2);
+        ck_assert_int_eq(cmd_int("HLEN %s", v.b[1].users), 1);
+        /* a repeat of the give-up: nothing more to release */
+        ck_assert_int_eq(sk_home_give_up(g_r, g_conf.redis_prefix, v.vid, 1, trace, user, 3000, &hr,
+                                         errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(hr.released, 0);
+        /* the user buys again with another trace; a stale give-up of T keeps it */
+        q = p;
+        sk_id_format(sk_test_rand_id(), q.t);
+        reply = deduct(&v, 1, &q);
+        assert_status(reply, "OK");
+        freeReplyObject(reply);
+        ck_assert_int_eq(sk_home_give_up(g_r, g_conf.redis_prefix, v.vid, 1, trace, user, 3000, &hr,
+                                         errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(hr.released, 0);
+        assert_hget(v.b[1].users, p.u, q.t);
+        /* bad arguments: nothing written */
+        ck_assert_int_eq(sk_home_give_up(g_r, g_conf.redis_prefix, v.vid, 1, trace, user, 0, &hr,
+                                         errstr, sizeof(errstr)), SK_EINVAL);
+}
+END_TEST
+
 static void setup(void)
 {
         char errstr[512];
@@ -849,6 +924,7 @@ int main(void)
         tcase_add_test(tc, release_other_bucket_then_home);
         tcase_add_test(tc, c_api_runs_home_step_on_other_bucket);
         tcase_add_test(tc, release_without_trace_uses_home);
+        tcase_add_test(tc, give_up_leaves_only_the_short_fence);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
 }

@@ -9,7 +9,7 @@
  *      purchase completes and a pass is consistent. */
 #include "sk_test.h"
 
-static const char *const ARGS_FAST[] = { "--grace-seconds", "1", "--max-redrive", "2", "--json", NULL };
+static const char *const ARGS_FAST[] = { "--grace-seconds", "2", "--max-redrive", "2", "--json", NULL };
 
 START_TEST(redrive_with_consumer)
 {
@@ -22,7 +22,7 @@ START_TEST(redrive_with_consumer)
         int rc;
 
         trace = sk_test_admit(vid, user, &order, NULL, NULL);
-        sk_sleep_ms(1500, NULL); /* older than --grace-seconds 1 */
+        sk_sleep_ms(2500, NULL); /* older than --grace-seconds 2 */
         cons = sk_test_consumer_start(&(sk_test_spawn_t){ 0 }, 0);
 
         rc = sk_test_reconcile(ARGS_FAST, NULL, out, sizeof(out));
@@ -57,7 +57,7 @@ START_TEST(consumers_absent_never_roll_back)
         pid_t cons;
 
         trace = sk_test_admit(vid, user, NULL, NULL, NULL);
-        sk_sleep_ms(1500, NULL);
+        sk_sleep_ms(2500, NULL);
         /* grace 1 s x max-redrive 2 = 2 s; keep passing for 6 s with nobody consuming. */
         t0 = sk_mono_ms();
         while (sk_mono_ms() - t0 < 6000 || passes < 3) {

@@ -29,7 +29,7 @@ static void record_failed(const char *json, sk_reason_t reason)
 START_TEST(sold_out_redrive)
 {
         char out[65536], vs[SK_ID_STRLEN];
-        const char *args[] = { "--grace-seconds", "1", "--max-redrive", "2", "--json", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--max-redrive", "2", "--json", "--voucher", vs, NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
                                                             .db_status = 1, .preheat = 1 }),
                                                             user = sk_test_rand_id(), trace;
@@ -46,7 +46,7 @@ START_TEST(sold_out_redrive)
         }
         trace = sk_test_admit(vid, user, NULL, NULL, NULL);
         ck_assert_int_eq(sk_test_stock(NULL, NULL, vid), 4);
-        sk_sleep_ms(1500, NULL);
+        sk_sleep_ms(2500, NULL);
         cons = sk_test_consumer_start(&(sk_test_spawn_t){ 0 }, 0);
         rc = sk_test_reconcile(args, NULL, out, sizeof(out));
         /* 2 when the pass saw the Redis/DB stock drift before the consumer clamped it. */
@@ -77,7 +77,7 @@ END_TEST
 START_TEST(failed_without_rollback_rolled_back_once)
 {
         char out[65536], json1[SK_MSG_MAX], json2[SK_MSG_MAX], sql[256], errstr[256];
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", NULL, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", NULL, NULL };
         char vs[SK_ID_STRLEN];
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
                                                             .db_status = 1, .preheat = 1 }),
@@ -95,7 +95,7 @@ START_TEST(failed_without_rollback_rolled_back_once)
         record_failed(json2, SK_REASON_SOLD_OUT);
         snprintf(sql, sizeof(sql), "UPDATE tb_seckill_stock SET stock = 1 WHERE voucher_id = %" PRId64, vid);
         ck_assert_int_eq(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)), SK_OK);
-        sk_sleep_ms(1500, NULL);
+        sk_sleep_ms(2500, NULL);
 
         rc = sk_test_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(sk_test_report_field(out, vid, "rolledBack"), 2);
@@ -126,7 +126,7 @@ END_TEST
 START_TEST(front_fence_recorded)
 {
         char out[65536], vs[SK_ID_STRLEN], errstr[512] = "";
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", NULL, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", NULL, NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
                                                             .db_status = 1, .preheat = 1 }),
                                                             user = sk_test_rand_id(), trace;
@@ -142,7 +142,7 @@ START_TEST(front_fence_recorded)
                                          errstr, sizeof(errstr)), SK_OK);
         ck_assert_int_eq(res.restored, 1);
         ck_assert_int_eq(sk_test_stock(NULL, NULL, vid), 5);
-        sk_sleep_ms(1500, NULL);
+        sk_sleep_ms(2500, NULL);
 
         rc = sk_test_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rc, 0);
@@ -164,7 +164,7 @@ END_TEST
 START_TEST(paused_meta_reset)
 {
         char out[65536], vs[SK_ID_STRLEN], key[SK_KEY_MAX], errstr[256];
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", NULL, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", NULL, NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
                                                             .db_status = 1, .preheat = 1 });
         redisReply *reply = NULL;
@@ -211,7 +211,7 @@ static void commit_all(void)
 START_TEST(dlq_trace_never_counted)
 {
         char out[65536], vs[SK_ID_STRLEN], json[SK_MSG_MAX];
-        const char *args[] = { "--grace-seconds", "1", "--max-redrive", "1", "--json", "--voucher", NULL, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--max-redrive", "1", "--json", "--voucher", NULL, NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
                                                             .db_status = 1, .preheat = 1 }),
                                                             user = sk_test_rand_id(), trace;
@@ -232,7 +232,7 @@ START_TEST(dlq_trace_never_counted)
                 sk_test_publish(vid, msgs, 1);
                 sk_test_fx.conf = saved;
         }
-        sk_sleep_ms(1500, NULL);
+        sk_sleep_ms(2500, NULL);
         for (pass = 0; pass < 3; pass++) {
                 rc = sk_test_reconcile(args, NULL, out, sizeof(out));
                 ck_assert_int_eq(rc, 2);
@@ -260,7 +260,7 @@ START_TEST(undecided_near_expiry_alerts)
 {
         char out[65536], vs[SK_ID_STRLEN], sql[512], errstr[512] = "", meta[SK_KEY_MAX];
         char trace_key[SK_KEY_MAX], f[SK_ID_STRLEN], v[SK_MSG_MAX];
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", vs, NULL };
         int64_t vid = sk_test_rand_id(), now = sk_now_ms();
         int64_t end_ms = now - INT64_C(68) * 3600 * 1000;
         int64_t e_ms = end_ms + sk_expire_extra_ms(sk_test_fx.conf.reconcile_window_hours);
@@ -306,7 +306,7 @@ END_TEST
 START_TEST(redrives_exhausted_lost)
 {
         char out[65536], vs[SK_ID_STRLEN];
-        const char *args[] = { "--grace-seconds", "1", "--max-redrive", "2", "--json", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--max-redrive", "2", "--json", "--voucher", vs, NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
                                                             .db_status = 1, .preheat = 1 }),
                                                             user = sk_test_rand_id(), trace;
@@ -314,7 +314,7 @@ START_TEST(redrives_exhausted_lost)
 
         sk_id_format(vid, vs);
         trace = sk_test_admit(vid, user, NULL, NULL, NULL);
-        sk_sleep_ms(1500, NULL);
+        sk_sleep_ms(2500, NULL);
         rc = sk_test_reconcile(args, NULL, out, sizeof(out));            /* re-drive 1 */
         ck_assert_int_eq(rc, 1);
         ck_assert_int_eq(sk_test_report_field(out, vid, "redriven"), 1);
@@ -350,7 +350,7 @@ END_TEST
 START_TEST(outcome_collision_reported)
 {
         char out[65536], vs[SK_ID_STRLEN], sql[512], errstr[512] = "";
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", vs, NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
                                                             .db_status = 1, .preheat = 1 }),
                                                             user = sk_test_rand_id(), trace;
@@ -362,7 +362,7 @@ START_TEST(outcome_collision_reported)
                  " outcome, reason) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", 2, 'lost')",
                  trace, sk_test_rand_id(), sk_test_rand_id(), vid);
         ck_assert_msg(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
-        sk_sleep_ms(1500, NULL);
+        sk_sleep_ms(2500, NULL);
         rc = sk_test_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rc, 2);
         ck_assert_int_eq(sk_test_report_field(out, vid, "collisions"), 1);

@@ -8,7 +8,7 @@
 START_TEST(lock_held_elsewhere_exits_0)
 {
         char out[65536], name[256], errstr[512] = "";
-        const char *args[] = { "--grace-seconds", "1", NULL };
+        const char *args[] = { "--grace-seconds", "2", NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
                                                             .db_status = 1, .preheat = 1 }), trace;
         sk_db_t *holder = sk_db_connect(&sk_test_fx.conf.mysql, 0, 5, errstr, sizeof(errstr));
@@ -16,7 +16,7 @@ START_TEST(lock_held_elsewhere_exits_0)
 
         ck_assert_msg(holder != NULL, "%s", errstr);
         trace = sk_test_admit(vid, sk_test_rand_id(), NULL, NULL, NULL);
-        sk_sleep_ms(1500, NULL);
+        sk_sleep_ms(2500, NULL);
         sk_test_reconcile_lock(name, sizeof(name), 0);
         ck_assert_int_eq(sk_db_lock(holder, name, 0, errstr, sizeof(errstr)), SK_OK);
         rc = sk_test_reconcile(args, NULL, out, sizeof(out));
@@ -35,7 +35,7 @@ END_TEST
 START_TEST(two_at_once_one_works)
 {
         char out_a[65536], out_b[65536], vs[SK_ID_STRLEN];
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", vs, NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
                                                             .db_status = 1, .preheat = 1 });
         int fd_a = -1, rc_a, rc_b;
@@ -43,7 +43,7 @@ START_TEST(two_at_once_one_works)
 
         sk_id_format(vid, vs);
         (void)sk_test_admit(vid, sk_test_rand_id(), NULL, NULL, NULL);
-        sk_sleep_ms(1500, NULL);
+        sk_sleep_ms(2500, NULL);
         /* A sleeps 4 s after its re-drive, holding the lock; B starts meanwhile. */
         a = sk_test_spawn(&(sk_test_spawn_t){ .bin = "seckill-reconciler", .args = args, .out_fd = &fd_a, .failpoints = "reconciler.after_redrive=sleep(4000)" });
         sk_sleep_ms(1500, NULL);
@@ -61,7 +61,7 @@ END_TEST
 START_TEST(lost_lock_stops_the_run)
 {
         char out[65536], fitted[128], sql[256];
-        const char *args[] = { "--grace-seconds", "1", "--json", NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
                                                             .db_status = 1, .preheat = 1 }),
                                                             conn_id = -1, deadline;
@@ -69,7 +69,7 @@ START_TEST(lost_lock_stops_the_run)
         pid_t a;
 
         (void)sk_test_admit(vid, sk_test_rand_id(), NULL, NULL, NULL);
-        sk_sleep_ms(1500, NULL);
+        sk_sleep_ms(2500, NULL);
         sk_test_reconcile_lock(fitted, sizeof(fitted), 1);
         a = sk_test_spawn(&(sk_test_spawn_t){ .bin = "seckill-reconciler", .args = args, .out_fd = &fd, .failpoints = "reconciler.after_redrive=sleep(4000)" });
         deadline = sk_mono_ms() + 20000;

@@ -83,7 +83,7 @@ static void bulk_trace(int64_t vid, int64_t trace0, int64_t order0, int64_t user
 START_TEST(fifty_thousand_entries)
 {
         char out[65536], vs[SK_ID_STRLEN], errstr[512] = "";
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", vs, NULL };
         int64_t vid = sk_test_rand_id();
         int64_t trace0 = (sk_test_rand_id() % (INT64_C(1) << 60)) + 1;
         int64_t order0 = (sk_test_rand_id() % (INT64_C(1) << 60)) + 1;

@@ -38,8 +38,8 @@ START_TEST(repair_after_redis_wipe)
 {
         char out[65536], vs[SK_ID_STRLEN], errstr[512] = "", json[3][SK_MSG_MAX];
         char *msgs[3] = { json[0], json[1], json[2] };
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
-        const char *args_repair[] = { "--grace-seconds", "1", "--json", "--repair", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", vs, NULL };
+        const char *args_repair[] = { "--grace-seconds", "2", "--json", "--repair", "--voucher", vs, NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
                                                             .db_status = 1, .preheat = 1 }),
                                                             users[3], traces[3];
@@ -99,8 +99,8 @@ END_TEST
 START_TEST(created_but_restored)
 {
         char out[65536], vs[SK_ID_STRLEN], json[SK_MSG_MAX], sql[1024], errstr[512] = "";
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
-        const char *args_repair[] = { "--grace-seconds", "1", "--json", "--repair", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", vs, NULL };
+        const char *args_repair[] = { "--grace-seconds", "2", "--json", "--repair", "--voucher", vs, NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
                                                             .db_status = 1, .preheat = 1 }),
                                                             user = sk_test_rand_id(), order = 0,
@@ -130,7 +130,7 @@ START_TEST(created_but_restored)
                                          SK_REASON_LOST, -1, sk_expire_extra_ms(sk_test_fx.conf.reconcile_window_hours),
                                          &res, errstr, sizeof(errstr)), SK_OK);
         ck_assert_int_eq(sk_test_stock(NULL, NULL, vid), 5);
-        sk_sleep_ms(1500, NULL);
+        sk_sleep_ms(2500, NULL);
 
         rc = sk_test_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rc, 2);

@@ -46,7 +46,7 @@ static void traffic(int64_t vid)
 START_TEST(passes_during_traffic)
 {
         char out[65536], vs[SK_ID_STRLEN], errstr[512] = "";
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", vs, NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 100000, .db_stock = 100000,
                                                             .db_status = 1, .preheat = 1 }),
                                                             deadline;
@@ -83,7 +83,7 @@ START_TEST(passes_during_traffic)
                 ck_assert_msg(sk_mono_ms() < deadline, "consumer did not catch up");
                 sk_sleep_ms(300, NULL);
         }
-        sk_sleep_ms(1500, NULL); /* every entry older than the grace period */
+        sk_sleep_ms(2500, NULL); /* every entry older than the grace period */
         rc = sk_test_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rc, 0);
         ck_assert_int_eq(sk_test_report_field(out, vid, "young"), 0);

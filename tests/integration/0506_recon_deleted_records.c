@@ -45,7 +45,7 @@ START_TEST(deleted_records_are_redriven)
 {
         char out[65536], vs[SK_ID_STRLEN], json[2][SK_MSG_MAX];
         char *msgs[2] = { json[0], json[1] };
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", vs, NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
                                                             .db_status = 1, .preheat = 1 }), t[2],
                                                             o[2];

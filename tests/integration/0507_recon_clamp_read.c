@@ -23,7 +23,7 @@ static int64_t sold_out_pending(int64_t vid, int64_t user)
         snprintf(sql, sizeof(sql), "UPDATE tb_seckill_stock SET stock = 1 WHERE voucher_id = %" PRId64, vid);
         ck_assert_int_eq(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)), SK_OK);
         ck_assert_int_eq(sk_test_stock(NULL, NULL, vid), 4);
-        sk_sleep_ms(1500, NULL);
+        sk_sleep_ms(2500, NULL);
         return trace;
 }
 
@@ -46,7 +46,7 @@ static int fence_clamped(int64_t vid, int64_t trace)
 START_TEST(read_failing_once_is_retried)
 {
         char out[65536], vs[SK_ID_STRLEN];
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", vs, NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
                                                             .db_status = 1, .preheat = 1 }),
                                                             user = sk_test_rand_id(), trace;
@@ -67,7 +67,7 @@ END_TEST
 START_TEST(read_failing_always_writes_no_fence)
 {
         char out[65536], vs[SK_ID_STRLEN];
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", vs, NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
                                                             .db_status = 1, .preheat = 1 }),
                                                             user = sk_test_rand_id(), trace;

@@ -40,14 +40,14 @@ static int sent_count(int64_t vid, const int64_t *traces, int n)
 static void warm_up(void)
 {
         char out[65536], vs[SK_ID_STRLEN];
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", vs, NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 1, .db_stock = 1,
                                                             .db_status = 1, .preheat = 1 });
         int i;
 
         sk_id_format(vid, vs);
         (void)sk_test_admit(vid, sk_test_rand_id(), NULL, NULL, NULL);
-        sk_sleep_ms(1500, NULL);
+        sk_sleep_ms(2500, NULL);
         for (i = 0; i < 10; i++) {
                 (void)sk_test_reconcile(args, NULL, out, sizeof(out));
                 if (sk_test_report_field(out, vid, "redriven") == 1)
@@ -60,7 +60,7 @@ static void warm_up(void)
 START_TEST(lost_lock_mid_pass_acts_no_more)
 {
         char out_a[65536], out_b[65536], vs[SK_ID_STRLEN], fitted[128], sql[256], errstr[256];
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", vs, NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 10, .db_stock = 10,
                                                             .db_status = 1, .preheat = 1 }),
                                                             traces[3], conn_id = -1, deadline;
@@ -72,7 +72,7 @@ START_TEST(lost_lock_mid_pass_acts_no_more)
         sk_id_format(vid, vs);
         for (i = 0; i < 3; i++)
                 traces[i] = sk_test_admit(vid, sk_test_rand_id(), NULL, NULL, NULL);
-        sk_sleep_ms(1500, NULL);
+        sk_sleep_ms(2500, NULL);
         sk_test_reconcile_lock(fitted, sizeof(fitted), 1);
         a = sk_test_spawn(&(sk_test_spawn_t){ .bin = "seckill-reconciler", .args = args, .out_fd = &fd, .failpoints = "reconciler.after_redrive=1*sleep(8000)" });
         /* A is inside the sleep once it recorded its first re-drive. */

@@ -173,7 +173,7 @@ START_TEST(repairs_across_buckets)
         const int64_t db[NB] = { 10, 10, 10, 10 };
         int64_t redis[NB] = { 10, 9, 10, 10 };
         char out[65536], vs[SK_ID_STRLEN], v[512];
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", vs, NULL };
         int64_t vid, ua = sk_test_rand_id(), ta = old_id(10000);
         int64_t ub = sk_test_rand_id(), tb = old_id(10000);
         int64_t uc = sk_test_rand_id(), tc = old_id(10000);
@@ -270,7 +270,7 @@ static int64_t drift_case(const int64_t *redis, int b, int64_t drift, const char
 {
         const int64_t db[NB] = { 10, 10, 10, 10 };
         char vs[SK_ID_STRLEN], got_dir[32];
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", vs, NULL };
         int64_t vid = bucket_voucher(db, redis), d;
         int rc;
 
@@ -331,9 +331,9 @@ START_TEST(has_order_repoints_home)
         int64_t u2 = sk_test_rand_id(), t02 = sk_test_rand_id(), t2 = old_id(10000);
         int64_t o2 = sk_test_rand_id();
         char vs[SK_ID_STRLEN], out[65536];
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", vs, NULL };
         int64_t t = sk_test_rand_id(), o = sk_test_rand_id();
-        sk_order_msg_t m = { t, o, u, vid, 10, 1, 9, sk_now_ms() - 1000, 1, 0 };
+        sk_order_msg_t m = { t, o, u, vid, 10, 1, 9, sk_now_ms() - 3000, 1, 0 };
         char sql[512], errstr[512] = "";
         sk_decider_t d;
         sk_decision_t dec;
@@ -430,7 +430,7 @@ START_TEST(home_step_in_home_bucket)
         int64_t uw = sk_test_rand_id(), tw = old_id(10000);
         int64_t odx = sk_test_rand_id(), oy = sk_test_rand_id(), oz = sk_test_rand_id();
         char vs[SK_ID_STRLEN], out[65536];
-        const char *args[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
+        const char *args[] = { "--grace-seconds", "2", "--json", "--voucher", vs, NULL };
         const char *r_has = "{\"mode\":\"consumer\",\"reason\":\"has_order\",\"home\":3,"
                             "\"restored\":1,\"released\":0,\"clamped\":0,\"ts\":1}";
 
@@ -487,8 +487,8 @@ START_TEST(users_drift_bucketed)
         int64_t u2 = sk_test_rand_id(), t2 = old_id(10000);
         int hs = sk_home_bucket(us, NB), h1 = sk_home_bucket(u1, NB), h2 = sk_home_bucket(u2, NB);
         char vs[SK_ID_STRLEN], out[65536], errstr[512];
-        const char *plain[] = { "--grace-seconds", "1", "--json", "--voucher", vs, NULL };
-        const char *repair[] = { "--grace-seconds", "1", "--json", "--repair", "--voucher", vs,
+        const char *plain[] = { "--grace-seconds", "2", "--json", "--voucher", vs, NULL };
+        const char *repair[] = { "--grace-seconds", "2", "--json", "--repair", "--voucher", vs,
                                  NULL };
         sk_verify_report_t vr;
         int rc;

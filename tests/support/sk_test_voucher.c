@@ -1,6 +1,7 @@
 /* sk_test_voucher.c: seed a voucher and admit purchases (sk_test_voucher.h). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <check.h>
@@ -104,9 +105,11 @@ int sk_test_deduct(int64_t vid, int64_t uid, int64_t trace, int64_t order,
                    sk_order_msg_t *msg, char *json)
 {
         char k_meta[SK_KEY_MAX], k_stock[SK_KEY_MAX], k_users[SK_KEY_MAX], k_trace[SK_KEY_MAX];
-        char s_t[SK_ID_STRLEN], s_o[SK_ID_STRLEN], s_u[SK_ID_STRLEN], s_v[SK_ID_STRLEN], extra[24];
-        const char *keys[4] = { k_meta, k_stock, k_users, k_trace };
-        const char *args[6] = { s_t, s_o, s_u, s_v, "1", extra };
+        char k_fence[SK_KEY_MAX], s_t[SK_ID_STRLEN], s_o[SK_ID_STRLEN], s_u[SK_ID_STRLEN];
+        char s_v[SK_ID_STRLEN], ts[24];
+        const char *keys[5] = { k_meta, k_stock, k_users, k_trace, k_fence };
+        const char *args[5] = { s_t, s_o, s_u, s_v, ts };
+        int64_t t_id = trace ? trace : sk_test_rand_id();
         const char *prefix = sk_test_fx.conf.redis_prefix;
         char errstr[512] = "";
         redisReply *reply = NULL;
@@ -116,13 +119,16 @@ int sk_test_deduct(int64_t vid, int64_t uid, int64_t trace, int64_t order,
         sk_key_voucher(k_stock, prefix, vid, 0, SK_KEY_STOCK);
         sk_key_voucher(k_users, prefix, vid, 0, SK_KEY_USERS);
         sk_key_voucher(k_trace, prefix, vid, 0, SK_KEY_TRACE);
-        sk_id_format(trace ? trace : sk_test_rand_id(), s_t);
+        sk_key_fence(k_fence, prefix, vid, 0, t_id);
+        sk_id_format(t_id, s_t);
         sk_id_format(order ? order : sk_test_rand_id(), s_o);
         sk_id_format(uid, s_u);
         sk_id_format(vid, s_v);
-        snprintf(extra, sizeof(extra), "%" PRId64, sk_test_fx.extra_ms);
-        ck_assert_msg(sk_redis_evalsha(sk_test_fx.r, SK_SCRIPT_DEDUCT, 4, keys, 6, args, &reply,
+        /* ts: this host's clock, as a front's snowflake timestamp (DESIGN.md 4) */
+        snprintf(ts, sizeof(ts), "%" PRId64, sk_now_ms());
+        ck_assert_msg(sk_redis_evalsha(sk_test_fx.r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, &reply,
                                        errstr, sizeof(errstr)) == SK_OK, "deduct: %s", errstr);
+        reply = sk_test_admission_reply(reply);
         ck_assert(reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1);
         if (strcmp(reply->element[0]->str, "OK") == 0 || strcmp(reply->element[0]->str, "REPLAY") == 0) {
                 const char *s = reply->element[1]->str;
@@ -162,4 +168,33 @@ void sk_test_parse_msg(const char *json, sk_order_msg_t *msg)
 
         ck_assert_msg(sk_msg_parse(json, strlen(json), msg, errstr, sizeof(errstr)) == SK_OK, "%s",
                       errstr);
+}
+
+/* An element of a synthesized reply (freeReplyObject frees it with its parent). */
+static redisReply *new_el(int type)
+{
+        redisReply *el = calloc(1, sizeof(*el));
+
+        ck_assert(el != NULL);
+        el->type = type;
+        return el;
+}
+
+redisReply *sk_test_admission_reply(redisReply *reply)
+{
+        redisReply *arr, *st;
+
+        if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_INTEGER))
+                return reply;
+        arr = new_el(REDIS_REPLY_ARRAY);
+        st = new_el(REDIS_REPLY_STRING);
+        arr->element = calloc(2, sizeof(*arr->element));
+        ck_assert(arr->element != NULL);
+        arr->elements = 2;
+        st->str = strdup(reply->type == REDIS_REPLY_STRING ? "OK" : "REJECT");
+        ck_assert(st->str != NULL);
+        st->len = strlen(st->str);
+        arr->element[0] = st;
+        arr->element[1] = reply; /* moved: the original reply is the second element */
+        return arr;
 }

@@ -45,3 +45,9 @@ int64_t sk_test_admit(int64_t vid, int64_t uid, int64_t *order, sk_order_msg_t *
                       char *json);
 /** @brief sk_msg_parse of a message the test made; fails the test if invalid. */
 void sk_test_parse_msg(const char *json, sk_order_msg_t *msg);
+/** @brief A deduct.lua or take.lua reply in the v4 table shape for the script tests'
+ *  assertions (v5, sk/scripts.h: the admission is the bare entry, a rejection the bare
+ *  code): a string reply becomes {"OK", entry}, an integer {"REJECT", code}; any other
+ *  reply is returned as is. Takes @p reply (owned); @returns the reply to free with
+ *  freeReplyObject. */
+redisReply *sk_test_admission_reply(redisReply *reply);

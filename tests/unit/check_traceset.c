@@ -18,6 +18,20 @@ START_TEST(claim_parse_full_record)
 }
 END_TEST
 
+/* v5: claim.lua consume of a trace without a record writes only {"consumed":1}. */
+START_TEST(claim_parse_short_record)
+{
+        sk_claim_rec_t c;
+
+        sk_claim_parse("{\"consumed\":1}", &c);
+        ck_assert_int_eq(c.redrives, 0);
+        ck_assert_int_eq(c.failed, 0);
+        ck_assert_int_eq(c.consumed, 1);
+        ck_assert_int_eq(c.partition, -1);
+        ck_assert_int_eq(c.offset, -1);
+}
+END_TEST
+
 START_TEST(claim_parse_not_sent_yet)
 {
         sk_claim_rec_t c;
@@ -82,6 +96,7 @@ int main(void)
         TCase *tc2 = tcase_create("index");
 
         tcase_add_test(tc, claim_parse_full_record);
+        tcase_add_test(tc, claim_parse_short_record);
         tcase_add_test(tc, claim_parse_not_sent_yet);
         tcase_add_test(tc, claim_parse_missing_or_garbage);
         tcase_add_test(tc2, set_find_add_rehash);

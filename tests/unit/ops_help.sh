@@ -84,5 +84,18 @@ run SECKILL_BREAKER_FAILURES=0 "$BIN/seckill-front" --print-config >/dev/null 2>
 run "$BIN/seckill-admin" --print-config | grep -q '^SECKILL_HTTP_ADDR=' &&
         bad "seckill-admin --print-config prints SECKILL_HTTP_ADDR"
 
+echo "== seckill-reconciler: the grace covers the front's request deadline"
+# DESIGN.md 4 v5, 14: an entry's ts is the request's arrival, so --grace-seconds must be
+# >= 2 x delivery timeout + 1 s (checked before any connection; Redis and MySQL point
+# nowhere).
+rc=0
+err=$(run SECKILL_KAFKA_DELIVERY_TIMEOUT_MS=2000 SECKILL_REDIS_URL=redis://127.0.0.1:1 SECKILL_MYSQL_URL=mysql://none@127.0.0.1:1/none \
+        "$BIN/seckill-reconciler" --grace-seconds 4 2>&1 >/dev/null) || rc=$?
+[[ $rc -eq 2 && $err == *"must cover the front's request deadline"*">= 5"* ]] ||
+        bad "reconciler --grace-seconds 4 with a 2000 ms delivery timeout: exit $rc, '$err' (want 2, >= 5)"
+err=$(run SECKILL_KAFKA_DELIVERY_TIMEOUT_MS=2000 SECKILL_REDIS_URL=redis://127.0.0.1:1 SECKILL_MYSQL_URL=mysql://none@127.0.0.1:1/none \
+        "$BIN/seckill-reconciler" --grace-seconds 5 2>&1 >/dev/null)
+[[ $err == *"request deadline"* ]] && bad "reconciler --grace-seconds 5 refused: '$err'"
+
 [[ $fail -eq 0 ]] && echo "ops_help: PASS" || echo "ops_help: FAIL"
 exit "$fail"

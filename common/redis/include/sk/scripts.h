@@ -1,12 +1,14 @@
 /* sk/scripts.h: the Lua scripts of lua/, embedded at build time (cmake/embed_lua.cmake),
  * and their calling conventions (DESIGN.md 4, 7, 8). Every script takes the voucher's
  * keys and ids as strings (never tonumber on an id). All replies are arrays whose first
- * element is a status string (a bulk string in RESP). Redis >= 7.0 (PEXPIREAT NX/GT).
+ * element is a status string (a bulk string in RESP), except the hot path's answers of
+ * deduct.lua and take.lua (v5): an admission is the bare entry, a rejection the bare
+ * code. Redis >= 7.0 (PEXPIREAT NX/GT).
  *
  * Arguments are validated before any write; a bad one is the error reply
  * "ERR SKARG <what>" (sk_redis_evalsha: SK_EINVAL) and nothing is written.
  *   id               canonical decimal 1..9223372036854775807 (^[1-9][0-9]*$, <= 19 digits)
- *   qty              1..999999
+ *   ts               deduct/take: ms, canonical, within +-5 s of Redis TIME
  *   expire_extra_ms  0..999999999999999 (reconcile window + 1 day, sk_expire_extra_ms())
  *   clamp_to         "" or 0..999999999999999
  *   reason           [a-z_]{1,32} (sk_reason_str())
@@ -15,50 +17,59 @@
  * and learns that bucket from the tag. Replies name buckets as integers 0..15.
  * Expiry: preheat and rebuild give every key of every bucket E = meta end_ms +
  * expire_extra_ms. deduct.lua and take.lua write no expiry and never create a key (any key
- * of the bucket missing: REJECT 10004, nothing written). Every other script that writes
+ * of the bucket missing: REJECT 10004, nothing written). The give-up fence f:T is the one
+ * key a script creates without E (PX = the request deadline). Every other script that writes
  * follows it with PEXPIREAT E NX, then PEXPIREAT E GT (rollback/claim/release/home: now +
  * expire_extra_ms when meta is gone).
  *
- * deduct.lua   KEYS meta stock users trace of the home bucket h
- *              ARGV traceId orderId userId voucherId qty expire_extra_ms
- *              (KEYS must carry "{v:<voucherId>:h}" (or v3 "{v:<voucherId>}"), else SKARG;
- *              expire_extra_ms is validated and unused since v4)
- *   -> {"FENCED"}             T:r exists; nothing written (checked before the replay)
- *   -> {"REPLAY", msg_json}   T already existed with this userId and orderId: the
- *                             stored entry, nothing written
- *   -> {"COLLISION"}          T already existed for another purchase (its userId or
- *                             orderId differs, or it cannot be read): an id collision,
+ * deduct.lua   KEYS meta stock users trace of the home bucket h, and the give-up fence
+ *              "<prefix>:{v:ID:h}:f:<traceId>" (sk_key_fence)
+ *              ARGV traceId orderId userId voucherId ts
+ *              (v5, DESIGN.md 4 "Cost of an admission": ts = the snowflake timestamp of
+ *              traceId in ms, within +-5 s of Redis TIME; ids 1-19 canonical digits; KEYS
+ *              must carry "{v:<voucherId>:h}" and KEYS[5] name this traceId, else SKARG)
+ *   Replies (v5: the two answers of the hot path are bare, since Redis converts a table
+ *   returned by Lua for ~5,000 instructions, a fifth of the budget; the meaning of every
+ *   answer is v4's):
+ *   -> entry (bulk string)    admitted: HSETNX users userId traceId, DECRBY stock 1,
+ *                             HSET trace traceId entry. entry = the Kafka message
+ *                             (DESIGN.md 5), concatenated by the script:
+ *                             {"traceId":"..","orderId":"..","userId":"..","voucherId":"..",
+ *                              "bucket":B,"home":H,"beforeQty":N,"deductQty":1,
+ *                              "afterQty":N-1,"ts":MS}   (deduct: B = H = h; ts from ARGV)
+ *   -> code (integer)         rejected, nothing written, in this order:
+ *                             10004 users or trace missing, meta missing or without
+ *                             status; 10013 status 4 (paused); 10004 begin_ms/end_ms/
+ *                             buckets unreadable; 10002 now < begin_ms; 10003 now > end_ms
+ *                             (now = Redis TIME); 10011 status 2; 10012 status 3; 10004
+ *                             any other status but 1; 10004 stock missing; 10006
+ *                             users[userId] names another trace; 10005 stock < 1, N = 1
+ *   -> {"FENCED"}             f:T or T:r exists; nothing written (checked before the replay)
+ *   -> {"REPLAY", entry}      T already existed and starts with this traceId, orderId and
+ *                             userId: the stored entry (the front publishes it), nothing written
+ *   -> {"COLLISION"}          T already existed for another purchase: an id collision,
  *                             nothing written (DESIGN.md 4: 503 and an alert)
  *   -> {"PROBING", N, h}      T:h = "probing": T overflowed and is being probed (the
  *                             front probes again with take.lua; takes replay)
  *   -> {"SETTLED", j, N, h}   T:h = j: bucket j admitted T (take.lua on j answers REPLAY)
- *   -> {"REJECT", code}       code (integer), nothing written, in this order:
- *                             10004 a key of the bucket missing or meta has no status;
- *                             10013 status 4 (paused); 10004 begin_ms/end_ms/buckets
- *                             unreadable; 10002 now < begin_ms; 10003 now > end_ms
- *                             (now = Redis TIME); 10011 status 2; 10012 status 3; 10004
- *                             any other status but 1; 10006 users[userId] names another
- *                             trace; 10005 stock < qty and N = 1
- *   -> {"OVERFLOW", N, h}     stock < qty and N > 1: HSET users userId traceId and
+ *   -> {"OVERFLOW", N, h}     stock < 1 and N > 1: HSET users userId traceId and
  *                             T:h "probing", nothing else written
- *   -> {"OK", msg_json}       admitted: DECRBY stock, HSET users userId traceId,
- *                             HSET trace traceId msg_json. msg_json = the DEDUCT entry =
- *                             the Kafka message (DESIGN.md 5):
- *                             {"traceId":"..","orderId":"..","userId":"..","voucherId":"..",
- *                              "bucket":B,"home":H,"beforeQty":N,"deductQty":N,
- *                              "afterQty":N,"ts":MS}   (deduct: B = H = h)
  * take.lua     KEYS meta stock trace of bucket j != h
- *              ARGV traceId orderId userId voucherId qty home(h)
- *   -> {"FENCED"} | {"REPLAY", msg_json} | {"COLLISION"} as deduct.lua, on bucket j
- *   -> {"REJECT", code}       as deduct.lua's sale checks (10004 a key of j missing,
+ *              ARGV traceId orderId userId voucherId ts home(h)
+ *   -> entry (bulk string)    admitted: DECRBY stock j, HSET trace T entry (bucket j,
+ *                             home h); never touches users (membership is h's)
+ *   -> code (integer)         as deduct.lua's sale checks (10004 a key of j missing,
  *                             10013, 10002, 10003, 10011, 10012), or 10005: j is empty
- *   -> {"OK", msg_json}       DECRBY stock j, HSET trace T msg_json (bucket j, home h);
- *                             never touches users (membership is h's)
+ *   -> {"FENCED"} | {"REPLAY", entry} | {"COLLISION"} as deduct.lua, on bucket j (T:r only)
  * settle.lua   KEYS trace of h   ARGV traceId j
  *   -> {"OK"} T:h was "probing", now j | {"ALREADY", cur} T:h names bucket cur already
  *      | {"NONE"} no T:h (nothing written). The front publishes in every case.
- * home.lua     KEYS meta users trace of h
+ * home.lua     KEYS meta users trace of h [f:T of h]
  *              ARGV traceId userId bucket(""|j) repoint(""|"0"|T0) reason expire_extra_ms
+ *                   [giveup_px_ms]
+ *   with the 4th key and giveup_px_ms (bucket "", repoint ""): the give-up of a purchase
+ *      that took nothing (DESIGN.md 4 "Give-up fence"): SET f:T PX giveup_px_ms, HDEL T:h,
+ *      HDEL users[userId] if it names T -> {"OK", 1, released(0|1), 0}; no T:r.
  *   -> {"OK", fenced(0|1), released(0|1), repointed(0|1)}: when j != h or j = "" (no
  *      bucket admitted T) HSET T:r in h if missing (fenced; a late deduct of T is
  *      FENCED); then, only if users[userId] == traceId: HSET it to T0 (repoint T0:
@@ -90,6 +101,8 @@
  *              claim T | failed T | sent T partition offset | consume T1 T2 ...
  *              (partition 0..999999999; offset canonical 0..2^63-1, kept as a string)
  *              T:c = {"redrives":N,"failed":N,"consumed":0|1,"partition":"P","offset":"O"}
+ *              (a member left out reads as 0 or ""; consume of a trace without a record
+ *              writes {"consumed":1})
  *              (partition/offset "" until a "sent"; "failed" resets them to "": the
  *              counted re-drive is settled, its offset must not be counted again)
  *   -> claim/failed/sent: {"OK", redrives, failed, consumed(0|1), partition|"", offset|""}

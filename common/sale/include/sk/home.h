@@ -29,6 +29,17 @@ sk_err_t sk_home_step(sk_redis_t *r, const char *prefix, int64_t voucher_id, int
                       int64_t repoint_trace_id, sk_reason_t reason, int64_t expire_extra_ms,
                       sk_home_res_t *res, char *errstr, size_t errstr_size);
 
+/** @brief The give-up of a purchase that took nothing anywhere (DESIGN.md 4 "Give-up
+ *  fence"; every probed bucket answered empty): home.lua on bucket @p home with the
+ *  give-up fence key: SET f:T PX @p fence_px_ms (> 0: the request deadline, 2 x delivery
+ *  timeout + 1 s) in place of T:r, HDEL T:h, and users[U] deleted if it names T, so a
+ *  buyer who got nothing leaves nothing lasting in Redis while a late deduct of T stays
+ *  FENCED. res->fenced = 1 (f:T written), res->released as sk_home_step. Idempotent.
+ *  Errors as sk_home_step. */
+sk_err_t sk_home_give_up(sk_redis_t *r, const char *prefix, int64_t voucher_id, int home,
+                         int64_t trace_id, int64_t user_id, int64_t fence_px_ms,
+                         sk_home_res_t *res, char *errstr, size_t errstr_size);
+
 /** @brief settle.lua on bucket @p home (DESIGN.md 4 "settle"): T:h = @p bucket if it says
  *  probing. *state: 1 settled now, 0 T:h named a bucket already, -1 no T:h. Errors as
  *  sk_redis_evalsha (SK_EUNKNOWN: repeat it, it is idempotent). */

@@ -15,6 +15,12 @@ typedef enum { SK_KEY_META, SK_KEY_STOCK, SK_KEY_USERS, SK_KEY_TRACE } sk_key_ki
  *  @returns the length. */
 size_t sk_key_voucher(char *buf, const char *prefix, int64_t voucher_id, int bucket,
                       sk_key_kind_t kind);
+/** @brief The give-up fence of purchase @p trace_id in bucket @p bucket (DESIGN.md 4):
+ *  "<prefix>:{v:<voucher_id>:<bucket>}:f:<trace_id>" into @p buf (SK_KEY_MAX bytes,
+ *  caller-owned). deduct.lua's 5th key; home.lua writes it on a give-up that took
+ *  nothing. @returns the length. */
+size_t sk_key_fence(char *buf, const char *prefix, int64_t voucher_id, int bucket,
+                    int64_t trace_id);
 /** @brief "<prefix>:order:<order_id>" (order JSON cache, TTL 60 s). */
 size_t sk_key_order(char *buf, const char *prefix, int64_t order_id);
 /** @brief Trace-hash fields for trace @p trace_id: "T", "T:r", "T:c", "T:x", "T:h". */
