@@ -1,4 +1,4 @@
-/* 0431_front_soldout_buckets.c: nothing lasting for a buyer who got nothing (DESIGN.md 4
+/* 0432_front_soldout_buckets.c: nothing lasting for a buyer who got nothing (DESIGN.md 4
  * v5 "Give-up fence", "Local sold-out cache"; issue 25) against a real front, Kafka and
  * MariaDB, on any Redis topology: a voucher of 4 buckets sells its 2 units, then
  * sold-out buyers keep asking:
@@ -28,7 +28,7 @@ static pid_t start(const char *cache_ms, int port, char *log, size_t log_cap)
         pid_t pid;
 
         snprintf(cache_env, sizeof(cache_env), "SECKILL_SOLDOUT_CACHE_MS=%s", cache_ms);
-        snprintf(log, log_cap, "%s/front_0431_%s_%d.log",
+        snprintf(log, log_cap, "%s/front_0432_%s_%d.log",
                  getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", cache_ms, (int)getpid());
         pid = sk_test_front_start(&g_conf, port, env, log);
         ck_assert_msg(sk_test_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
