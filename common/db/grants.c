@@ -165,7 +165,14 @@ static sk_err_t scan(const sk_migration_t *m, sk_table_list_t *out, char *errstr
                                                           SK_GRANTS_MAX_TABLES);
                                                 return SK_EINVAL;
                                         }
-                                        snprintf(out->name[out->n++], sizeof(out->name[0]), "%s", t.word);
+                                        size_t len = strlen(t.word);
+
+                                        if (len >= sizeof(out->name[0])) {
+                                                sk_seterr(errstr, errstr_size, "table name longer "
+                                                          "than %zu bytes", sizeof(out->name[0]) - 1);
+                                                return SK_EINVAL;
+                                        }
+                                        memcpy(out->name[out->n++], t.word, len + 1);
                                 }
                                 /* DROP TABLE a, b: the next name after a comma. */
                                 if (create || next(&t) != 0 || strcmp(t.word, ",") != 0 || next(&t) != 0)
