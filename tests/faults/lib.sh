@@ -494,7 +494,7 @@ ft_wait_state_redis() {
         local v=$1 timeout_s=${2:-60} t0=$SECONDS st
         while :; do
                 st=$(ft_sql "SELECT state FROM tb_seckill_switch WHERE scope = $v")
-                [[ $st == redis ]] && return 0
+                [[ -z $st || $st == redis ]] && return 0  # no row: never left redis
                 if ((SECONDS - t0 >= timeout_s)); then
                         ft_log "voucher $v still in degrade state '$st' after ${timeout_s}s"
                         return 1
@@ -508,6 +508,10 @@ ft_wait_state_redis() {
 ft_check() {
         local v=$1 sold_out=0 init active dbstock rstock bad rusers dusers vrc
         [[ ${2:-} == --sold-out ]] && sold_out=1
+        # Quiesced (DESIGN.md 9, 12) includes the voucher back in state redis: a front
+        # rebuilds Redis only once Redis has been healthy for its recovery hold, which
+        # can outlast ft_settle and a clean reconciler pass (seen in CI: 0182).
+        ft_wait_state_redis "$v" 60 || ft_fail "voucher $v not back to state redis before the checks"
         ft_load_accepted
         "$FT_BIN/seckill-admin" verify "$v" --quiesced >"$FT_WORK/verify.$v.log" 2>&1
         vrc=$?
