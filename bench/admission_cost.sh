@@ -16,6 +16,9 @@
 # cmdstat_evalsha (INFO commandstats: the time inside the script, its commands included).
 # Prints the medians:
 #   admit_us= v4_admit_us= soldout_us= v4_soldout_us= ratio= (admit_us / v4_admit_us)
+#   floor_admit_us= floor_ratio= (bench/floor/deduct_floor.lua: the nine commands the
+#   admitted path must run and no other Lua work, the lower bound of any deduct.lua that
+#   keeps DESIGN.md 4's answers, over v4_admit_us)
 # then Redis memory per admitted purchase (INFO memory used_memory delta over MEM_N fresh
 # admissions, each script on its own voucher): mem_admit_b= v4_mem_admit_b=;
 # with ADMISSION_CALLGRIND=1 the Redis instructions per call of each case (redis-server
@@ -114,6 +117,7 @@ run_case() {
 start_redis
 sha_cur=$($rc script load "$(cat "$tmp/cur.lua")")
 sha_v4=$($rc script load "$(cat "$tmp/v4.lua")")
+sha_floor=$($rc script load "$(cat "$here/floor/deduct_floor.lua")")
 echo "machine: $(uptime | sed 's/.*load/load/') cores=$(nproc); conns=$conns secs=$secs rounds=$rounds; current deduct.lua convention: $([ $cur_v5 = 1 ] && echo v5 || echo v4)"
 v=$((RANDOM * 1000 + 71))
 # vouchers: cur admit v, cur sold out v+1, v4 admit v+2, v4 sold out v+3
@@ -121,6 +125,7 @@ bench_seed "$rc" "$kp" "$v" 1000000000 "$now_ms"
 bench_seed "$rc" "$kp" $((v + 1)) 0 "$now_ms"
 bench_seed "$rc" "$kp" $((v + 2)) 1000000000 "$now_ms"
 bench_seed "$rc" "$kp" $((v + 3)) 0 "$now_ms"
+bench_seed "$rc" "$kp" $((v + 4)) 1000000000 "$now_ms"
 declare -A res
 for r in $(seq 1 "$rounds"); do
   for which in cur v4; do
@@ -130,6 +135,9 @@ for r in $(seq 1 "$rounds"); do
     res[$which.soldout]+="$(run_case "$which" "$sha" $((va + 1)) -d "$secs") "
     echo "round $r $which soldout: usec_per_call=$(echo "${res[$which.soldout]}" | awk '{print $NF}') $(cat "$tmp/last")"
   done
+  # The floor: the nine commands of the admitted path and nothing else (bench/floor/).
+  res[floor.admit]+="$(run_case cur "$sha_floor" $((v + 4)) -d "$secs") "
+  echo "round $r floor admit: usec_per_call=$(echo "${res[floor.admit]}" | awk '{print $NF}') $(cat "$tmp/last")"
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 admit=$(echo "${res[cur.admit]}" | median)
@@ -139,6 +147,9 @@ echo "v4_admit_us=$v4_admit"
 echo "soldout_us=$(echo "${res[cur.soldout]}" | median)"
 echo "v4_soldout_us=$(echo "${res[v4.soldout]}" | median)"
 python3 -c "print('ratio=%.2f' % (float('$admit') / float('$v4_admit')))"
+floor=$(echo "${res[floor.admit]}" | median)
+echo "floor_admit_us=$floor"
+python3 -c "print('floor_ratio=%.2f' % (float('$floor') / float('$v4_admit')))"
 
 # Memory per admitted purchase: MEM_N admissions on a fresh voucher per script (the
 # entry T, users[U]; the claim record T:c the consumer adds later is not in it).

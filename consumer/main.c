@@ -54,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "sk/failpoint.h"
 #include "sk/backoff.h"
 #include "sk/clock.h"
 #include "sk/kafka.h"
@@ -268,6 +269,7 @@ int main(int argc, char **argv)
         ctx.opts = &opts;
         ctx.m = &metrics;
         ctx.expire_extra_ms = sk_expire_extra_ms(conf.reconcile_window_hours);
+        sk_failpoint_log_start();
         SK_LOG(SK_INFO, "starting", "workers=%d batch_max=%d batch_wait_ms=%d max_db_retries=%d "
                "lock_wait_timeout_s=%d topic=%s dlq=%s group=%s", opts.workers, opts.batch_max,
                opts.batch_wait_ms, opts.max_db_retries, opts.lock_wait_s, conf.topic, conf.dlq_topic,

@@ -271,6 +271,7 @@ int main(int argc, char **argv)
                 sk_idgen_stop(idgen);
                 _exit(1);
         }
+        sk_failpoint_log_start();
         SK_LOG(SK_INFO, "front_started",
                "addr=%s worker_id=%d topic=%s prefix=%s http_threads=%d redis_workers=%d "
                "delivery_timeout_ms=%d deadline_ms=%lld max_inflight=%d soldout_cache_ms=%d",

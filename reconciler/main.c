@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "reconcile.h"
+#include "sk/failpoint.h"
 #include "sk/clock.h"
 #include "sk/db.h"
 #include "sk/ids.h"
@@ -140,6 +141,7 @@ static int run_pass(rc_ctx_t *ctx, const char *lock_name)
                 print_simple(json, 2, "could not list the vouchers in scope");
                 return 2;
         }
+        sk_failpoint_log_start();
         SK_LOG(SK_INFO, "pass_start", "vouchers=%zu window_hours=%d grace_s=%d max_redrive=%d"
                " repair=%d lock=%s", nids, ctx->opts.window_hours, ctx->opts.grace_s,
                ctx->opts.max_redrive, ctx->opts.repair, lock_name);

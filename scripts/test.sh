@@ -3,7 +3,7 @@
 #
 #   1. Debian build and test dependencies, installed only when missing (dpkg -s).
 #   2. scripts/stack.sh up (Redis, MariaDB, Kafka), in the background while 3. builds.
-#   3. cmake -S . -B build -DSK_WERROR=ON; cmake --build build -j2
+#   3. cmake -S . -B build -DSK_WERROR=ON -DSK_FAILPOINTS=ON; cmake --build build -j2
 #   4. ctest -L 'unit|integration|faults' in build/
 #   5. the same sources with -DSK_SANITIZE=ON (ASan + UBSan) in build-asan/,
 #      ctest -L 'unit|integration' there (leaks checked, first error fatal); at the same
@@ -127,7 +127,7 @@ step_deps() {
 step_build() {
         local dir=$1
         shift
-        cmake -S . -B "$dir" -DSK_WERROR=ON "$@" || return 1
+        cmake -S . -B "$dir" -DSK_WERROR=ON -DSK_FAILPOINTS=ON "$@" || return 1
         cmake --build "$dir" -j "$JOBS" || return 1
 }
 

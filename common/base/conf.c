@@ -436,7 +436,12 @@ static int flags_pass(sk_conf_t *conf, unsigned bins, int argc, char **argv, con
                         fflush(stdout);
                         return 1;
                 } else if (c == OPT_VERSION) {
+#ifdef SK_FAILPOINTS_ENABLED
+                        printf("%s %s (failpoints compiled in: a testing build, DESIGN.md 11)\n",
+                               prog, SK_VERSION);
+#else
                         printf("%s %s\n", prog, SK_VERSION);
+#endif
                         fflush(stdout);
                         return 1;
                 } else if (c == OPT_PRINT) {
@@ -490,10 +495,21 @@ static int validate_pass(sk_conf_t *conf, const src_t *csrc, const src_t *esrc,
         sk__sfmt(conf->dlq_topic, sizeof(conf->dlq_topic), "%s.dlq", conf->topic);
         sk_log_level = conf->log_level;
 
+#ifdef SK_FAILPOINTS_ENABLED
         if (sk_failpoint_setup_env(err, sizeof(err)) != 0) {
                 fprintf(stderr, "%s: SECKILL_FAILPOINTS is invalid: %s\n", prog, err);
                 return 2;
         }
+#else
+        /* Without failpoints a spec would silently inject nothing: a test that relies on
+         * one must fail loudly, never pass without its fault. */
+        (void)err;
+        if (getenv("SECKILL_FAILPOINTS") && *getenv("SECKILL_FAILPOINTS")) {
+                fprintf(stderr, "%s: SECKILL_FAILPOINTS is set but this build has no failpoints "
+                        "(configure with -DSK_FAILPOINTS=ON; DESIGN.md 11, 15)\n", prog);
+                return 2;
+        }
+#endif
         return 0;
 }
 

@@ -16,6 +16,7 @@
 #include "sk/clock.h"
 #include "sk/err.h"
 #include "sk/failpoint.h"
+#include "sk/log.h"
 
 #define FP_MAX 64
 #define FP_NAME_MAX 96
@@ -225,4 +226,17 @@ int sk_failpoint_eval(const char *name)
                 break;
         }
         return 0;
+}
+
+void sk_failpoint_log_start(void)
+{
+#ifdef SK_FAILPOINTS_ENABLED
+        const char *spec = getenv("SECKILL_FAILPOINTS");
+
+        if (sk_failpoints_active)
+                SK_LOG(SK_WARN, "failpoints_active", "spec=\"%s\" (a testing build: DESIGN.md 11)",
+                       spec ? spec : "");
+        else
+                SK_LOG(SK_INFO, "failpoints_compiled_in", "active=0 (a testing build: DESIGN.md 11)");
+#endif
 }

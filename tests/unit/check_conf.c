@@ -376,7 +376,11 @@ START_TEST(help_and_version)
         ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), NULL, 0, argv3, 2), 1);
         ck_assert_ptr_nonnull(strstr(out, "Usage:"));
         ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), NULL, 0, argv2, 2), 1);
+#ifdef SK_FAILPOINTS_ENABLED
+        ck_assert_str_eq(out, "seckill-front " SK_VERSION " (failpoints compiled in: a testing build, DESIGN.md 11)\n");
+#else
         ck_assert_str_eq(out, "seckill-front " SK_VERSION "\n");
+#endif
         /* --help wins even over an invalid environment. */
         setenv("SECKILL_WORKER_ID", "5000", 1);
         ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), NULL, 0, argv1, 2), 1);
@@ -443,6 +447,16 @@ START_TEST(failpoints_env)
         sk_conf_t conf;
         char err[512];
 
+#ifndef SK_FAILPOINTS_ENABLED
+        /* A build without failpoints refuses a spec rather than inject nothing (DESIGN.md 15). */
+        setenv("SECKILL_FAILPOINTS", "front.after_deduct=2*error", 1);
+        ck_assert_int_eq(LOAD(&conf, err, NULL), 2);
+        ck_assert_int_eq(count_lines(err), 1);
+        ck_assert_ptr_nonnull(strstr(err, "seckill-front: SECKILL_FAILPOINTS is set but this build has no failpoints"));
+        setenv("SECKILL_FAILPOINTS", "", 1);
+        ck_assert_int_eq(LOAD(&conf, err, NULL), 0);
+        return;
+#endif
         setenv("SECKILL_FAILPOINTS", "front.after_deduct=explode", 1);
         ck_assert_int_eq(LOAD(&conf, err, NULL), 2);
         ck_assert_int_eq(count_lines(err), 1);

@@ -14,6 +14,10 @@ int sk_failpoint_setup_env(char *errstr, size_t errstr_size);
 /** @brief Evaluate point @p name: exit kills the process; sleep sleeps then returns 0;
  *  error returns 1 (the caller fails the step). Returns 0 when inactive. */
 int sk_failpoint_eval(const char *name);
+/** @brief Log once, at a daemon's start, that this build has failpoints (DESIGN.md 15):
+ *  `failpoints_active` (warn, with the spec) or `failpoints_compiled_in` (info). A build
+ *  without failpoints logs nothing. Call from the main thread after the log is set up. */
+void sk_failpoint_log_start(void);
 extern int sk_failpoints_active;
 
 #ifdef SK_FAILPOINTS_ENABLED
