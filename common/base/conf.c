@@ -36,29 +36,41 @@
 #define SK_VERSION "0.0.0"
 #endif
 
-/* Copies @p url into @p dst with the password (between "://...:" and the last '@' of
- * the authority) replaced by ***. */
+/* Copies @p url into @p dst with the secret part of its userinfo replaced by *** (issue
+ * 23, DESIGN.md 15: no secret in any log line, error or --print-config, whatever its
+ * characters). The userinfo ends at the LAST '@' after "://": a password may hold '/',
+ * '?', '#', ':' or '@', so the first '/' is no bound. The user (before the first ':')
+ * stays readable; a userinfo without ':' may be a bare password (redis://secret@host)
+ * and is masked whole. Pure function, thread-safe. */
 static void mask_url(const char *url, char *dst, size_t dst_size)
 {
-        const char *p = strstr(url, "://"), *end, *at = NULL, *colon;
+        const char *p = strstr(url, "://"), *at, *colon;
 
         if (!p) {
                 sk__sfmt(dst, dst_size, "%s", url);
                 return;
         }
         p += 3;
-        end = strchr(p, '/');
-        if (!end)
-                end = p + strlen(p);
-        for (const char *q = p; q < end; q++)
-                if (*q == '@')
-                        at = q;
-        colon = at ? memchr(p, ':', (size_t)(at - p)) : NULL;
-        if (!colon) {
+        at = strrchr(p, '@');
+        if (!at) {
                 sk__sfmt(dst, dst_size, "%s", url);
                 return;
         }
+        colon = memchr(p, ':', (size_t)(at - p));
+        if (!colon)
+                colon = p - 1;          /* "scheme://" + "***" + "@host" */
         sk__sfmt(dst, dst_size, "%.*s***%s", (int)(colon + 1 - url), url, at);
+}
+
+int sk_conf_secret_key(const char *k)
+{
+        static const char *const marks[] = { "password", "secret", "ssl.key", "keystore",
+                                             "oauthbearer.config", "sasl.jaas", "private" };
+
+        for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+                if (strstr(k, marks[i]))
+                        return 1;
+        return 0;
 }
 
 /* ------------------------------------------------------------------ table */
@@ -325,7 +337,7 @@ static void print_config(FILE *f, unsigned bins, const sk_conf_t *conf, const sk
         for (int i = 0; i < conf->nkafka_props; i++) {
                 /* librdkafka secrets (sasl.password, ssl.key.password...) are masked too. */
                 const char *k = conf->kafka_props[i][0];
-                int secret = strstr(k, "password") || strstr(k, "secret");
+                int secret = sk_conf_secret_key(k);
                 fprintf(f, "-X %s=%s\n", k, secret ? "***" : conf->kafka_props[i][1]);
         }
         for (size_t i = 0; i < nextra; i++) {

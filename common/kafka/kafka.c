@@ -31,7 +31,11 @@ sk_err_t sk_kafka_conf_set(rd_kafka_conf_t *kconf, const char *name, const char 
         char rderr[256];
 
         if (rd_kafka_conf_set(kconf, name, value, rderr, sizeof(rderr)) != RD_KAFKA_CONF_OK) {
-                sk_seterr(errstr, errstr_size, "kafka property %s=%s: %s", name, value, rderr);
+                /* librdkafka's message may quote the value: a secret one is not repeated. */
+                if (sk_conf_secret_key(name))
+                        sk_seterr(errstr, errstr_size, "kafka property %s=***: refused by librdkafka", name);
+                else
+                        sk_seterr(errstr, errstr_size, "kafka property %s=%s: %s", name, value, rderr);
                 return SK_EINVAL;
         }
         return SK_OK;

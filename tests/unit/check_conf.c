@@ -279,6 +279,25 @@ START_TEST(flag_range_errors)
         ck_assert_int_eq(LOAD(&conf, err, "--mysql-url", "mysql://u:hunter2@h:0/db"), 2);
         ck_assert_ptr_null(strstr(err, "hunter2"));
         ck_assert_ptr_nonnull(strstr(err, "--mysql-url=mysql://u:***@h:0/db is invalid"));
+        /* Issue 23: four shapes that leaked before, whatever the password's characters:
+         * a '/' (the authority used to end there), '?', '#' or '@' in it, and a userinfo
+         * without a user part or without ':' (a bare password). */
+        {
+                static const char *const bad[][2] = {
+                        { "--mysql-url", "mysql://u:hun/ter2@h:0/db" },
+                        { "--mysql-url", "mysql://u:hun?ter2@h:0" },
+                        { "--redis-url", "redis://:hun#ter2@h:99999/0" },
+                        { "--redis-url", "redis://hunter2@h:99999/0" },
+                        { "--redis-url", "redis://u:hun@ter2@h:99999" },
+                        { "--mysql-url", "mysql://:hunter2@h:0/db" },
+                };
+                for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                        ck_assert_int_eq(LOAD(&conf, err, bad[i][0], bad[i][1]), 2);
+                        ck_assert_int_eq(count_lines(err), 1);
+                        ck_assert_msg(!strstr(err, "ter2"), "%s leaked: %s", bad[i][1], err);
+                        ck_assert_ptr_nonnull(strstr(err, "***"));
+                }
+        }
 }
 END_TEST
 
@@ -335,10 +354,11 @@ START_TEST(print_config_masks_passwords)
         sk_conf_t conf;
         char *argv[] = { (char *)"x", (char *)"--print-config",
                          (char *)"--redis-url", (char *)"redis://:topsecret@r.example:6390/2",
-                         (char *)"-X", (char *)"sasl.password=kpass", NULL };
+                         (char *)"-X", (char *)"sasl.password=kpass",
+                         (char *)"-X", (char *)"ssl.key.pem=-----BEGIN PRIVATE KEY-----PRIVATEKEYBYTES", NULL };
 
         setenv("SECKILL_MYSQL_URL", "mysql://app:dbsecret@db.example:3307/shop", 1);
-        ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), NULL, 0, argv, 6), 1);
+        ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), NULL, 0, argv, 8), 1);
         ck_assert_ptr_null(strstr(out, "topsecret"));
         ck_assert_ptr_null(strstr(out, "dbsecret"));
         ck_assert_ptr_null(strstr(out, "kpass"));
@@ -348,6 +368,8 @@ START_TEST(print_config_masks_passwords)
         ck_assert_ptr_nonnull(strstr(out, "SECKILL_TOPIC=seckill.voucher.order\n"));
         ck_assert_ptr_nonnull(strstr(out, "dlq_topic=seckill.voucher.order.dlq\n"));
         ck_assert_ptr_nonnull(strstr(out, "-X sasl.password=***\n"));
+        ck_assert_ptr_nonnull(strstr(out, "-X ssl.key.pem=***\n"));
+        ck_assert_ptr_null(strstr(out, "PRIVATEKEYBYTES"));
         /* The parsed structs still hold the real passwords. */
         ck_assert_str_eq(conf.redis.password, "topsecret");
         ck_assert_str_eq(conf.mysql.password, "dbsecret");

@@ -74,6 +74,11 @@ typedef enum {
 /** @brief Fill @p conf with the built-in defaults of DESIGN.md 2 (local stack). */
 void sk_conf_defaults(sk_conf_t *conf);
 
+/** @brief 1 if the librdkafka property name @p k holds a secret (a password, a private
+ *  key or its PEM, an OAuth/SASL config), else 0: its value is shown as *** by
+ *  --print-config and in every error line (issue 23, DESIGN.md 15). Pure, thread-safe. */
+int sk_conf_secret_key(const char *k);
+
 /** @brief Defaults, then environment, then flags, then validation.
  *  @p prog is the binary name; @p usage_args describes positional arguments
  *  (e.g. "db migrate | voucher ..."), may be NULL. @p extra (may be NULL) lists the
