@@ -14,6 +14,24 @@
 static pthread_t t_timer;
 static atomic_int stop;
 
+/* The request_deadline WARN, rate-limited (issue 23): one line per second at most, the
+ * next one saying how many were not logged. A flood of slow lookups must not turn into
+ * a flood of log lines. Timer thread only. */
+static int64_t warn_last_ms;
+static long warn_suppressed;
+
+static void warn_deadline(const fr_req_t *req, int64_t now)
+{
+        if (warn_last_ms && now - warn_last_ms < 1000) {
+                warn_suppressed++;
+                return;
+        }
+        SK_LOG(SK_WARN, "request_deadline", "trace_id=%s order_id=%s kind=%d suppressed=%ld",
+               req->st, req->so, (int)req->kind, warn_suppressed);
+        warn_last_ms = now;
+        warn_suppressed = 0;
+}
+
 static void *timer_main(void *arg)
 {
         (void)arg;
@@ -22,8 +40,7 @@ static void *timer_main(void *arg)
                 fr_req_t *req;
 
                 while ((req = fr_pending_expired(now)) != NULL) {
-                        SK_LOG(SK_WARN, "request_deadline", "trace_id=%s order_id=%s kind=%d",
-                               req->st, req->so, (int)req->kind);
+                        warn_deadline(req, now);
                         if (fr_req_unanswered_state(req))
                                 fr_answer_503(req, "timeout", "PENDING", "outcome not yet known");
                         else

@@ -10,6 +10,7 @@
 typedef struct fr_config {
         sk_conf_t conf;
         int http_threads, redis_workers, lookup_threads, pipeline_max;
+        int lookup_queue_max;           /* lookups waiting beyond it: 503 at once (DESIGN.md 3) */
         int64_t expire_extra_ms;        /* reconcile window + 1 day (ms) */
         int64_t deadline_ms;            /* per request: 2 x delivery timeout + 1 s */
         char lease_holder[128];         /* the worker-id lease's holder (tb_drain_ack.holder) */

@@ -15,12 +15,14 @@
 
 #include "front.h"
 #include "lookup.h"
+#include "metrics.h"
 #include "nbuckets.h"
 #include "orders.h"
 #include "queue.h"
 #include "req.h"
 #include "sk/clock.h"
 #include "sk/db.h"
+#include "sk/failpoint.h"
 #include "sk/keys.h"
 #include "sk/log.h"
 #include "sk/model.h"
@@ -38,6 +40,16 @@ static fr_pool_t pool;                  /* the lookup queue and its threads */
 
 void fr_lookup_submit(fr_req_t *req)
 {
+        /* Bounded (DESIGN.md 3): beyond SECKILL_FRONT_LOOKUP_QUEUE_MAX waiting jobs the
+         * request is answered 503 + Retry-After at once (a 10004 check took nothing, so
+         * the purchase has no state). The length is read unlocked: a few over the cap
+         * under a race is harmless, the queue cannot grow without bound. */
+        if (fr_queue_len(&pool.q) >= (size_t)g_fr.lookup_queue_max) {
+                sk_metric_add(fr_m.lk_full, 1);
+                fr_answer_503(req, "overload", NULL, "too many lookups waiting");
+                fr_req_done(req);
+                return;
+        }
         if (fr_queue_push(&pool.q, req) == 0)
                 return;
         /* Closed (shutdown, after every producer of this queue stopped): cannot happen
@@ -531,6 +543,15 @@ static void *lookup_main(void *arg)
                                 break;
                         continue;
                 }
+                /* Its request was answered while it waited (the deadline's 503): the
+                 * client has moved on, so the job is dropped, never run (DESIGN.md 3) —
+                 * a cancel the client saw answered 503 is not applied behind its back. */
+                if (fr_req_is_answered(req)) {
+                        sk_metric_add(fr_m.lk_dropped, 1);
+                        fr_req_done(req);
+                        continue;
+                }
+                (void)SK_FAILPOINT("front.before_lookup");      /* sleep(MS): a slow job */
                 switch (req->lookup) {
                 case FR_LOOKUP_VOUCHER: do_voucher(&lc, req); break;
                 case FR_LOOKUP_ORDERS_ME: do_orders_me(&lc, req); break;

@@ -211,6 +211,9 @@ int main(int argc, char **argv)
                   1, 64, "threads pipelining deduct.lua (default 2)" },
                 { "lookup-threads", "SECKILL_FRONT_LOOKUP_THREADS", SK_OPT_INT, &g_fr.lookup_threads,
                   0, 1, 64, "threads for GET lookups and DB checks (default 2)" },
+                { "lookup-queue-max", "SECKILL_FRONT_LOOKUP_QUEUE_MAX", SK_OPT_INT, &g_fr.lookup_queue_max,
+                  0, 1, 1000000, "lookups waiting for the lookup pool; beyond it 503 + Retry-After at "
+                  "once (default 256)" },
                 { "pipeline-max", "SECKILL_FRONT_PIPELINE_MAX", SK_OPT_INT, &g_fr.pipeline_max, 0, 1,
                   4096, "EVALSHAs pipelined per batch on one connection (default 128)" },
         };
@@ -221,6 +224,7 @@ int main(int argc, char **argv)
         g_fr.http_threads = 2;
         g_fr.redis_workers = 2;
         g_fr.lookup_threads = 2;
+        g_fr.lookup_queue_max = 256;
         g_fr.pipeline_max = 128;
         sk_log_init("front");
         rc = sk_conf_load_bin(&g_fr.conf, SK_BIN_FRONT, argc, argv, "seckill-front", NULL, extra,

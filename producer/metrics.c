@@ -43,6 +43,12 @@ static void init_counters(fr_metrics_t *m)
                                          "Unpaid orders closed past their deadline (here: by a late pay)");
         m->o_release_err = sk_metrics_counter(m->reg, "seckill_orders_release_errors_total", NULL,
                                               "Releases whose Redis step failed (left to the reconciler)");
+        m->lk_full = sk_metrics_counter(m->reg, "seckill_front_lookups_refused_total", NULL,
+                                        "lookups answered 503 at once: the lookup queue was full "
+                                        "(SECKILL_FRONT_LOOKUP_QUEUE_MAX, DESIGN.md 3)");
+        m->lk_dropped = sk_metrics_counter(m->reg, "seckill_front_lookups_dropped_total", NULL,
+                                           "lookups dropped unrun: their request was answered "
+                                           "(deadline) while they waited (DESIGN.md 3)");
 #define U(f, s) m->f = sk_metrics_counter(m->reg, "seckill_front_unavailable_total", \
                                           "cause=\"" s "\"", "503 answers by cause")
         U(u_overload, "overload");

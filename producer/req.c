@@ -289,6 +289,16 @@ char *fr_req_take_body(fr_req_t *req, size_t *len)
         return body;
 }
 
+int fr_req_is_answered(fr_req_t *req)
+{
+        int answered;
+
+        pthread_mutex_lock(&pend_mu);
+        answered = req->answered;
+        pthread_mutex_unlock(&pend_mu);
+        return answered;
+}
+
 int fr_req_answer_ready(fr_req_t *req)
 {
         int ready;

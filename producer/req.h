@@ -143,5 +143,7 @@ void fr_pending_flush(const char *cause);
 /** HTTP side: take the answer body for MHD (sets queued). *len its length; NULL if
  *  the answer had no body. Thread-safe. */
 char *fr_req_take_body(fr_req_t *req, size_t *len);
+/** 1 if @p req has its answer (e.g. the deadline's 503), 0 if not yet. Thread-safe. */
+int fr_req_is_answered(fr_req_t *req);
 /** 1 if @p req is answered and the answer not handed to MHD yet. Thread-safe. */
 int fr_req_answer_ready(fr_req_t *req);
