@@ -14,6 +14,13 @@ typedef struct fr_config {
         int64_t expire_extra_ms;        /* reconcile window + 1 day (ms) */
         int64_t deadline_ms;            /* per request: 2 x delivery timeout + 1 s */
         char lease_holder[128];         /* the worker-id lease's holder (tb_drain_ack.holder) */
+        /* Buyer identity (DESIGN.md 15; identity.c). */
+        char auth_mode[32];             /* SECKILL_AUTH: trusted-header | jwt */
+        char jwt_keys_file[512];        /* SECKILL_JWT_KEYS_FILE: the JWKS */
+        char jwt_issuer[256];           /* SECKILL_JWT_ISSUER: "" = iss not checked */
+        char jwt_audience[256];         /* SECKILL_JWT_AUDIENCE: "" = aud not checked */
+        int jwt_cache_max;              /* SECKILL_JWT_CACHE_MAX: verified tokens cached */
+        char trusted_proxies[1024];     /* SECKILL_TRUSTED_PROXIES: CIDRs and "unix" */
 } fr_config_t;
 
 extern fr_config_t g_fr;

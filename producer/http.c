@@ -23,6 +23,7 @@
 #include "front.h"
 #include "health.h"
 #include "http.h"
+#include "identity.h"
 #include "kprod.h"
 #include "lookup.h"
 #include "metrics.h"
@@ -31,6 +32,7 @@
 #include "sk/log.h"
 #include "sk/model.h"
 #include "soldout.h"
+#include "strict.h"
 
 static sk_idgen_t *idgen; /* borrowed from main.c */
 static struct MHD_Daemon *mhd;
@@ -62,6 +64,8 @@ static enum MHD_Result queue_answer(struct MHD_Connection *conn, fr_req_t *req)
         }
         if (req->allow)
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, req->allow);
+        if (req->www_auth)
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, req->www_auth);
         ret = MHD_queue_response(conn, (unsigned int)req->status, resp);
         MHD_destroy_response(resp);
         sk_metric_add(fr_m.req_by_code[fr_code_idx(req->status)], 1);
@@ -102,28 +106,27 @@ static int parse_id_seg(const char *s, size_t len, int64_t *out)
         return sk_id_parse(s, len, out);
 }
 
-static enum MHD_Result count_user_hdr(void *cls, enum MHD_ValueKind kind, const char *key,
-                                      const char *value)
+/* The buyer (DESIGN.md 15, identity.c): 0 with req->user_id, or -1 answered 400/10001
+ * (trusted-header: X-User-Id missing, repeated or not canonical) or 401/10007 with
+ * WWW-Authenticate: Bearer (no or bad token, untrusted peer), before any Redis or DB work. */
+static int buyer(struct MHD_Connection *conn, fr_req_t *req)
 {
-        (void)kind;
-        (void)value;
-        if (key && !strcasecmp(key, "X-User-Id"))
-                (*(int *)cls)++;
-        return MHD_YES;
-}
+        const char *why = "";
 
-/* X-User-Id (DESIGN.md 3): exactly one, a canonical id. Two of them are ambiguous (which
- * one did the authenticating gateway set?): a 400, never the first one silently. */
-static int user_header(struct MHD_Connection *conn, fr_req_t *req)
-{
-        const char *u = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-User-Id");
-        int n = 0;
-
-        MHD_get_connection_values(conn, MHD_HEADER_KIND, count_user_hdr, &n);
-        if (!u || n != 1 || sk_id_parse_cstr(u, &req->user_id) != 0)
+        switch (fr_identity_user(conn, &req->user_id, &why)) {
+        case FR_ID_OK:
+                sk_id_format(req->user_id, req->su);
+                return 0;
+        case FR_ID_BAD_INPUT:
+                quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, why));
                 return -1;
-        sk_id_format(req->user_id, req->su);
-        return 0;
+        case FR_ID_UNAUTHORIZED:
+                break;
+        }
+        req->www_auth = "Bearer";
+        sk_metric_add(fr_m.id_refused, 1);
+        quick(req, 401, fr_json_err(SK_CODE_BAD_IDENTITY, why));
+        return -1;
 }
 
 /* Mint the purchase's orderId and traceId (in-flight slot first). @returns 0, or -1
@@ -218,10 +221,8 @@ static void route_purchase_counted(fr_req_t *req, struct MHD_Connection *conn)
 static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
 {
 
-        if (user_header(conn, req) != 0) {
-                quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, "missing or invalid X-User-Id"));
+        if (buyer(conn, req) != 0)
                 return;
-        }
         if (fr_stopping()) {
                 quick_503(req, "shutdown", "shutting down");
                 return;
@@ -261,16 +262,14 @@ static void route_readyz(fr_req_t *req)
         quick(req, ready ? 200 : 503, strdup(buf));
 }
 
-/* The two GET lookups (orders/me, orders/{id}) once their path ids are valid: the
- * buyer's X-User-Id (400/10001 if missing, invalid or repeated), then the lookup pool,
- * unless the front is past the point of suspending connections (shutdown). */
+/* The lookups (orders/me, orders/{id}, pay, cancel) once their path ids are valid: the
+ * buyer (buyer(): 400 or 401), then the lookup pool, unless the front is past the
+ * point of suspending connections (shutdown). */
 static void route_lookup(fr_req_t *req, struct MHD_Connection *conn, fr_kind_t kind,
                          fr_lookup_t lookup)
 {
-        if (user_header(conn, req) != 0) {
-                quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, "missing or invalid X-User-Id"));
+        if (buyer(conn, req) != 0)
                 return;
-        }
         if (fr_stopping() > 1) {
                 quick_503(req, "shutdown", "shutting down");
                 return;
@@ -285,7 +284,14 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
         static const char vpfx[] = "/api/v1/vouchers/";
         static const char opfx[] = "/api/v1/orders/";
         int is_get = !strcmp(method, "GET"), is_post = !strcmp(method, "POST");
+        const char *unclean = fr_strict_request(conn, url);
 
+        /* DESIGN.md 3: a NUL, another control byte or a byte >= 0x80 in the path or in
+         * a header the front reads is 400/10001, whatever the route. */
+        if (unclean) {
+                quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, unclean));
+                return;
+        }
         if (!strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/metrics")) {
                 if (!is_get) {
                         req->allow = "GET";

@@ -14,7 +14,10 @@
  *   - main: configuration, worker-id lease, start-up, then waits for a signal and runs
  *     the graceful shutdown (below).
  *   - HTTP (libmicrohttpd internal polling, epoll, a pool of --http-threads threads,
- *     suspend/resume; http.c): parses, validates ids (400 without any Redis call),
+ *     suspend/resume; http.c): parses, checks the bytes of the path and the headers
+ *     it reads (strict.c), establishes the buyer (identity.c: a verified JWT, or
+ *     X-User-Id from a trusted proxy; 401/10007 otherwise), validates ids (400 without
+ *     any Redis call),
  *     answers 409/10005 from the local sold-out cache (soldout.c) without Redis,
  *     refuses with 503 before any Redis write when the in-flight cap is reached, Kafka
  *     is down or fatal, or the lease cannot mint; mints orderId and traceId, puts the
@@ -87,6 +90,7 @@
 #include "breaker.h"
 #include "front.h"
 #include "http.h"
+#include "identity.h"
 #include "kprod.h"
 #include "lookup.h"
 #include "metrics.h"
@@ -105,6 +109,24 @@
 fr_config_t g_fr;
 
 static volatile sig_atomic_t g_stop; /* 0 run, 1 drain */
+static volatile sig_atomic_t g_hup;  /* SIGHUP seen: re-read the JWKS (DESIGN.md 15) */
+
+static void on_hup(int sig)
+{
+        (void)sig;
+        g_hup = 1;
+}
+
+/* SIGHUP only sets a flag; the main loop re-reads the keys (STYLE.md 9). */
+static void install_hup(void)
+{
+        struct sigaction sa;
+
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_hup;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGHUP, &sa, NULL);
+}
 static sk_idgen_t *idgen;
 
 /* Every purchase in flight holds its (suspended) connection's socket, so the in-flight
@@ -199,6 +221,7 @@ static void shutdown_front(void)
         sk_idgen_stop_quiet(idgen, fr_inflight() == 0);
         idgen = NULL;
         fr_soldout_destroy();
+        fr_identity_destroy();
         fr_metrics_destroy();
 }
 
@@ -216,6 +239,23 @@ int main(int argc, char **argv)
                   "once (default 256)" },
                 { "pipeline-max", "SECKILL_FRONT_PIPELINE_MAX", SK_OPT_INT, &g_fr.pipeline_max, 0, 1,
                   4096, "EVALSHAs pipelined per batch on one connection (default 128)" },
+                /* Buyer identity (DESIGN.md 15; identity.c). */
+                { "auth", "SECKILL_AUTH", SK_OPT_STR, g_fr.auth_mode, sizeof(g_fr.auth_mode), 0, 0,
+                  "buyer identity: trusted-header (X-User-Id from SECKILL_TRUSTED_PROXIES) | jwt "
+                  "(Authorization: Bearer; default trusted-header)" },
+                { "jwt-keys-file", "SECKILL_JWT_KEYS_FILE", SK_OPT_STR, g_fr.jwt_keys_file,
+                  sizeof(g_fr.jwt_keys_file), 0, 0,
+                  "jwt: the identity provider's JWKS file; re-read on SIGHUP or when it changes" },
+                { "jwt-issuer", "SECKILL_JWT_ISSUER", SK_OPT_STR, g_fr.jwt_issuer,
+                  sizeof(g_fr.jwt_issuer), 0, 0, "jwt: required iss (default: not checked)" },
+                { "jwt-audience", "SECKILL_JWT_AUDIENCE", SK_OPT_STR, g_fr.jwt_audience,
+                  sizeof(g_fr.jwt_audience), 0, 0, "jwt: required aud (default: not checked)" },
+                { "jwt-cache-max", "SECKILL_JWT_CACHE_MAX", SK_OPT_INT, &g_fr.jwt_cache_max, 0, 0,
+                  16777216, "jwt: verified tokens cached (default 262144; 0 = none)" },
+                { "trusted-proxies", "SECKILL_TRUSTED_PROXIES", SK_OPT_STR, g_fr.trusted_proxies,
+                  sizeof(g_fr.trusted_proxies), 0, 0,
+                  "trusted-header: peers whose X-User-Id is believed, CIDRs and unix (default "
+                  FR_TRUSTED_PROXIES_DEFAULT ")" },
         };
         char errstr[512];
         sk_err_t err = SK_OK;
@@ -226,6 +266,9 @@ int main(int argc, char **argv)
         g_fr.lookup_threads = 2;
         g_fr.lookup_queue_max = 256;
         g_fr.pipeline_max = 128;
+        snprintf(g_fr.auth_mode, sizeof(g_fr.auth_mode), "trusted-header");
+        snprintf(g_fr.trusted_proxies, sizeof(g_fr.trusted_proxies), "%s", FR_TRUSTED_PROXIES_DEFAULT);
+        g_fr.jwt_cache_max = FR_JWT_CACHE_MAX_DEFAULT;
         sk_log_init("front");
         rc = sk_conf_load_bin(&g_fr.conf, SK_BIN_FRONT, argc, argv, "seckill-front", NULL, extra,
                               sizeof(extra) / sizeof(extra[0]), &argi);
@@ -248,6 +291,14 @@ int main(int argc, char **argv)
         fr_metrics_init();
         fr_breaker_init();
         fr_soldout_init(g_fr.conf.soldout_cache_ms);
+        /* DESIGN.md 15: the identity settings are checked (and the JWKS loaded) before
+         * anything is leased or bound; a bad one is a configuration error (exit 2). */
+        if (fr_identity_init(errstr, sizeof(errstr)) != 0) {
+                SK_LOG(SK_ERROR, "identity_config", "reason=\"%s\"", errstr);
+                fprintf(stderr, "seckill-front: %s\n", errstr);
+                return 2;
+        }
+        install_hup();
 
         /* The lease first: a second front with the same SECKILL_WORKER_ID exits 2
          * before it binds anything (DESIGN.md 2). */
@@ -283,8 +334,11 @@ int main(int argc, char **argv)
                g_fr.conf.redis_prefix, g_fr.http_threads, g_fr.redis_workers,
                g_fr.conf.kafka_delivery_timeout_ms, (long long)g_fr.deadline_ms,
                g_fr.conf.max_inflight, g_fr.conf.soldout_cache_ms);
-        while (!g_stop)
+        while (!g_stop) {
                 sk_sleep_ms(100, NULL);
+                /* JWKS rotation (DESIGN.md 15): SIGHUP now, a changed file within 10 s. */
+                fr_identity_tick(g_hup ? (g_hup = 0, 1) : 0);
+        }
         shutdown_front();
         return 0;
 }

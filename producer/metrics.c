@@ -10,7 +10,7 @@
 
 fr_metrics_t fr_m;
 
-static const int code_list[] = { 200, 202, 400, 403, 404, 405, 409, 413, 500, 503, 0 };
+static const int code_list[] = { 200, 202, 400, 401, 403, 404, 405, 409, 413, 500, 503, 0 };
 
 int fr_code_idx(int status)
 {
@@ -98,6 +98,13 @@ static void init_counters(fr_metrics_t *m)
                                             "rule=\"timed\"", "draining -> db moves this front "
                                             "made, by rule: every front's ack (early) or the timed "
                                             "wait (DESIGN.md 12)");
+        /* DESIGN.md 15: the buyer identity (identity.c). */
+        m->jwt_reload_fail = sk_metrics_counter(m->reg, "seckill_jwt_key_reload_failures_total", NULL,
+                                                "JWKS reloads that failed (the old keys stay)");
+        m->jwt_reloads = sk_metrics_counter(m->reg, "seckill_jwt_key_reloads_total", NULL,
+                                            "JWKS reloads that installed a new key-set generation");
+        m->id_refused = sk_metrics_counter(m->reg, "seckill_front_identity_refused_total", NULL,
+                                           "401/10007 answers: no, bad or expired token, untrusted peer");
         m->soldout_hits = sk_metrics_counter(m->reg, "seckill_front_soldout_cache_hits_total", NULL,
                                              "purchases answered 409/10005 by the local sold-out "
                                              "cache, without Redis (DESIGN.md 4)");

@@ -7,7 +7,7 @@
 
 typedef struct fr_metrics {
         sk_metrics_t *reg;
-        sk_metric_t *req_by_code[12];   /* index by fr_code_idx() */
+        sk_metric_t *req_by_code[13];   /* index by fr_code_idx() */
         sk_metric_t *latency;           /* purchase latency, seconds */
         sk_metric_t *deduct_lat;        /* request start -> deduct reply, seconds */
         sk_metric_t *deliv_lat;         /* produce -> delivery report, seconds */
@@ -23,6 +23,7 @@ typedef struct fr_metrics {
         sk_metric_t *u_degrade, *q_dbonly;
         sk_metric_t *drain_acks, *drain_early, *drain_timed; /* DESIGN.md 12 b-d */
         sk_metric_t *switch_stale;      /* gauge: 1 while the switch rows are stale (12 a) */
+        sk_metric_t *jwt_reload_fail, *jwt_reloads, *id_refused; /* DESIGN.md 15 */
         sk_metric_t *soldout_hits;      /* 409/10005 answered by the local sold-out cache */
         sk_metric_t *lk_full, *lk_dropped; /* lookups refused (queue full) / dropped unrun */
         sk_metric_t *q_deduct, *q_rollback, *q_lookup, *retired; /* gauges, set on render */

@@ -51,6 +51,7 @@ typedef struct fr_req {
         int retry_after_s;              /* > 0: Retry-After header */
         const char *allow;              /* Allow header for 405, static */
         const char *ctype;              /* Content-Type, static; NULL = application/json */
+        const char *www_auth;           /* WWW-Authenticate of a 401, static; NULL = none */
 
         int body_seen;                  /* a request body arrived (413) */
         int routed;                     /* the final handler call routed it (HTTP thread only) */

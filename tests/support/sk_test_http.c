@@ -65,6 +65,71 @@ done:
         return status;
 }
 
+int sk_test_http_raw(int port, const char *request, size_t len, char *resp, size_t cap)
+{
+        struct sockaddr_in sin;
+        struct timeval tv = { 30, 0 };
+        char *buf = malloc(SK_TEST_BODY_MAX);
+        size_t got = 0;
+        int fd = -1, status = -1;
+
+        if (resp && cap)
+                resp[0] = '\0';
+        if (!buf || (fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
+                goto done;
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        memset(&sin, 0, sizeof(sin));
+        sin.sin_family = AF_INET;
+        sin.sin_port = htons((uint16_t)port);
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+            write(fd, request, len) != (ssize_t)len)
+                goto done;
+        while (got + 1 < SK_TEST_BODY_MAX) {
+                ssize_t r = read(fd, buf + got, SK_TEST_BODY_MAX - 1 - got);
+
+                if (r <= 0)
+                        break;
+                got += (size_t)r;
+        }
+        buf[got] = '\0';
+        if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
+                status = -1;
+        if (resp && cap)
+                snprintf(resp, cap, "%s", buf);
+done:
+        if (fd >= 0)
+                close(fd);
+        free(buf);
+        return status;
+}
+
+int sk_test_http_bearer(int port, const char *method, const char *path, const char *token,
+                        const char *extra, char *resp, size_t cap)
+{
+        size_t req_cap = strlen(method) + strlen(path) + (token ? strlen(token) : 0) +
+                         (extra ? strlen(extra) : 0) + 256;
+        char *req = malloc(req_cap);
+        int n, status;
+
+        if (!req)
+                return -1;
+        n = snprintf(req, req_cap, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                     "%s%s%s%s\r\n", method, path, token ? "Authorization: Bearer " : "",
+                     token ? token : "", token ? "\r\n" : "", extra ? extra : "");
+        status = sk_test_http_raw(port, req, (size_t)n, resp, cap);
+        free(req);
+        return status;
+}
+
+const char *sk_test_resp_body(const char *resp)
+{
+        const char *sep = strstr(resp, "\r\n\r\n");
+
+        return sep ? sep + 4 : "";
+}
+
 int sk_test_buy(int port, int64_t vid, const char *user, char *body, size_t cap)
 {
         char path[128], v[SK_ID_STRLEN];

@@ -14,6 +14,18 @@
  *  @p body_cap bytes; may be NULL). @returns the status code, or -1 on socket error. */
 int sk_test_http(int port, const char *method, const char *path, const char *user,
                  const char *extra, char *body, size_t body_cap);
+/** @brief Send the @p len raw bytes of @p request (any bytes: NUL, control, >= 0x80) to
+ *  127.0.0.1:@p port on a fresh connection and read the whole answer, head and body,
+ *  into @p resp (NUL-terminated, @p cap bytes; may be NULL). @returns the status code,
+ *  or -1 on socket error. */
+int sk_test_http_raw(int port, const char *request, size_t len, char *resp, size_t cap);
+/** @brief sk_test_http with `Authorization: Bearer @p token` (NULL: none) and no
+ *  X-User-Id unless @p extra carries one; the whole answer (head and body) in @p resp.
+ *  @returns the status code, or -1. */
+int sk_test_http_bearer(int port, const char *method, const char *path, const char *token,
+                        const char *extra, char *resp, size_t cap);
+/** @brief The body of a whole answer @p resp (after the blank line), or "" if none. */
+const char *sk_test_resp_body(const char *resp);
 /** @brief POST /api/v1/vouchers/@p vid/seckill as @p user (NULL: no X-User-Id).
  *  @returns the status code, the body in @p body (@p cap bytes). */
 int sk_test_buy(int port, int64_t vid, const char *user, char *body, size_t cap);

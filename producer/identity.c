@@ -1,0 +1,323 @@
+/* producer/identity.c: who the buyer is (DESIGN.md 15 "Buyer identity"). SECKILL_AUTH=jwt:
+ * exactly one `Authorization: Bearer <JWT>`, verified by common/auth (sk_jwt_auth: the
+ * JWKS of SECKILL_JWT_KEYS_FILE, the verified-token cache, rotation); X-User-Id is
+ * ignored. SECKILL_AUTH=trusted-header: X-User-Id (exactly one, canonical) is believed
+ * only from a peer in SECKILL_TRUSTED_PROXIES (CIDRs and "unix"); any other peer is
+ * 401/10007 whatever it sends. With the default list a front listening on a
+ * non-loopback address refuses to start. Key reloads: SIGHUP (main.c sets a flag) and a
+ * changed file, checked from the main loop every 10 s; an unknown kid re-reads at most
+ * once per 10 s from the HTTP thread. Each reload is logged once and counted.
+ * What it does not do: answer (http.c turns the verdict into 400 or 401) or touch
+ * Redis or the DB: every refusal comes before any of that. */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "front.h"
+#include "identity.h"
+#include "metrics.h"
+#include "sk/clock.h"
+#include "sk/ids.h"
+#include "sk/jwt_auth.h"
+#include "sk/log.h"
+
+#define MAX_PROXIES 64
+
+typedef struct cidr {
+        int family;             /* AF_INET, AF_INET6, AF_UNIX ("unix") */
+        unsigned char addr[16];
+        int bits;
+} cidr_t;
+
+static int jwt_mode;
+static sk_jwt_auth_t *auth;
+static cidr_t proxies[MAX_PROXIES];
+static int nproxies;
+
+/* ------------------------------------------------------------ trusted peers ---- */
+
+static int parse_cidr(const char *s, cidr_t *c)
+{
+        char host[INET6_ADDRSTRLEN + 1];
+        const char *slash = strchr(s, '/');
+        size_t hl = slash ? (size_t)(slash - s) : strlen(s);
+        int max;
+
+        memset(c, 0, sizeof(*c));
+        if (!strcmp(s, "unix")) {
+                c->family = AF_UNIX;
+                return 0;
+        }
+        if (!hl || hl >= sizeof(host))
+                return -1;
+        memcpy(host, s, hl);
+        host[hl] = '\0';
+        if (inet_pton(AF_INET, host, c->addr) == 1)
+                c->family = AF_INET, max = 32;
+        else if (inet_pton(AF_INET6, host, c->addr) == 1)
+                c->family = AF_INET6, max = 128;
+        else
+                return -1;
+        c->bits = max;
+        if (slash && sk_parse_int(slash + 1, 0, max, &c->bits) != 0)
+                return -1;
+        return 0;
+}
+
+int fr_identity_parse_proxies(const char *list, char *errstr, size_t errstr_size)
+{
+        char buf[sizeof(g_fr.trusted_proxies)], *tok, *save = NULL;
+
+        nproxies = 0;
+        snprintf(buf, sizeof(buf), "%s", list);
+        for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+                if (nproxies == MAX_PROXIES || parse_cidr(tok, &proxies[nproxies]) != 0) {
+                        sk_seterr(errstr, errstr_size,
+                                  "SECKILL_TRUSTED_PROXIES: \"%s\" is not a CIDR, an address or unix "
+                                  "(at most %d entries)", tok, MAX_PROXIES);
+                        return -1;
+                }
+                nproxies++;
+        }
+        return 0;
+}
+
+static int prefix_match(const unsigned char *a, const unsigned char *b, int bits)
+{
+        int full = bits / 8, rest = bits % 8;
+
+        if (memcmp(a, b, (size_t)full))
+                return 0;
+        return !rest || ((a[full] ^ b[full]) & (0xff << (8 - rest))) == 0;
+}
+
+int fr_identity_peer_trusted(const struct sockaddr *sa)
+{
+        unsigned char v4[4];
+        const unsigned char *v6 = NULL;
+        int family, i;
+
+        if (!sa)
+                return 0;
+        family = sa->sa_family;
+        if (family == AF_INET) {
+                memcpy(v4, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+        } else if (family == AF_INET6) {
+                v6 = (const unsigned char *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+                /* A v4 peer on a dual-stack socket (::ffff:a.b.c.d) is judged as v4. */
+                if (IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)v6)) {
+                        memcpy(v4, v6 + 12, 4);
+                        family = AF_INET;
+                }
+        }
+        for (i = 0; i < nproxies; i++) {
+                if (proxies[i].family != family)
+                        continue;
+                if (family == AF_UNIX || (family == AF_INET && prefix_match(proxies[i].addr, v4, proxies[i].bits)) ||
+                    (family == AF_INET6 && prefix_match(proxies[i].addr, v6, proxies[i].bits)))
+                        return 1;
+        }
+        return 0;
+}
+
+/* 1 if every address @p host (of SECKILL_HTTP_ADDR) resolves to is loopback. */
+static int listen_is_loopback(const char *host)
+{
+        struct addrinfo hints, *ai = NULL, *p;
+        int loop = 1;
+
+        if (!host[0])
+                return 0; /* every interface */
+        memset(&hints, 0, sizeof(hints));
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
+                return 0;
+        for (p = ai; p; p = p->ai_next) {
+                if (p->ai_family == AF_INET) {
+                        const unsigned char *b = (const unsigned char *)&((struct sockaddr_in *)p->ai_addr)->sin_addr;
+
+                        loop &= b[0] == 127;
+                } else if (p->ai_family == AF_INET6) {
+                        loop &= IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)p->ai_addr)->sin6_addr);
+                } else {
+                        loop = 0;
+                }
+        }
+        freeaddrinfo(ai);
+        return loop;
+}
+
+/* -------------------------------------------------------------- JWT reloads ---- */
+
+static void on_reload(void *arg, int ok, uint64_t generation, size_t nkeys, const char *reason)
+{
+        (void)arg;
+        if (ok) {
+                sk_metric_add(fr_m.jwt_reloads, 1);
+                SK_LOG(SK_INFO, "jwt_keys_reloaded", "file=%s generation=%llu keys=%zu", g_fr.jwt_keys_file,
+                       (unsigned long long)generation, nkeys);
+        } else {
+                sk_metric_add(fr_m.jwt_reload_fail, 1);
+                SK_LOG(SK_WARN, "jwt_keys_reload_failed", "file=%s reason=\"%s\" keys=kept",
+                       g_fr.jwt_keys_file, reason);
+        }
+}
+
+int fr_identity_init(char *errstr, size_t errstr_size)
+{
+        char host[256];
+        int port;
+
+        if (!strcmp(g_fr.auth_mode, "jwt")) {
+                sk_jwt_auth_opts_t o = {
+                        .keys_file = g_fr.jwt_keys_file, .issuer = g_fr.jwt_issuer,
+                        .audience = g_fr.jwt_audience, .cache_max = (size_t)g_fr.jwt_cache_max,
+                        .skew_s = FR_JWT_SKEW_S, .recheck_s = FR_JWT_RECHECK_S, .on_reload = on_reload,
+                };
+                char why[512];
+
+                if (!g_fr.jwt_keys_file[0]) {
+                        sk_seterr(errstr, errstr_size, "SECKILL_AUTH=jwt needs SECKILL_JWT_KEYS_FILE");
+                        return -1;
+                }
+                if (!(auth = sk_jwt_auth_new(&o, why, sizeof(why)))) {
+                        sk_seterr(errstr, errstr_size, "SECKILL_JWT_KEYS_FILE: %s", why);
+                        return -1;
+                }
+                jwt_mode = 1;
+                SK_LOG(SK_INFO, "identity", "auth=jwt keys_file=%s issuer=\"%s\" audience=\"%s\" "
+                       "cache_max=%d skew_s=%d", g_fr.jwt_keys_file, g_fr.jwt_issuer, g_fr.jwt_audience,
+                       g_fr.jwt_cache_max, FR_JWT_SKEW_S);
+                return 0;
+        }
+        if (strcmp(g_fr.auth_mode, "trusted-header")) {
+                sk_seterr(errstr, errstr_size, "SECKILL_AUTH=%s: expected jwt or trusted-header",
+                          g_fr.auth_mode);
+                return -1;
+        }
+        if (fr_identity_parse_proxies(g_fr.trusted_proxies, errstr, errstr_size) != 0)
+                return -1;
+        if (sk_hostport_parse(g_fr.conf.http_addr, host, sizeof(host), &port) != 0) {
+                sk_seterr(errstr, errstr_size, "bad SECKILL_HTTP_ADDR %s", g_fr.conf.http_addr);
+                return -1;
+        }
+        if (!strcmp(g_fr.trusted_proxies, FR_TRUSTED_PROXIES_DEFAULT) && !listen_is_loopback(host)) {
+                sk_seterr(errstr, errstr_size,
+                          "SECKILL_AUTH=trusted-header on the non-loopback address %s with the default "
+                          "SECKILL_TRUSTED_PROXIES (%s): anyone could claim any X-User-Id. Name the "
+                          "gateway's address in SECKILL_TRUSTED_PROXIES, or use SECKILL_AUTH=jwt",
+                          g_fr.conf.http_addr, FR_TRUSTED_PROXIES_DEFAULT);
+                return -1;
+        }
+        SK_LOG(SK_INFO, "identity", "auth=trusted-header trusted_proxies=\"%s\"", g_fr.trusted_proxies);
+        return 0;
+}
+
+void fr_identity_tick(int hup)
+{
+        if (!auth)
+                return;
+        if (hup)
+                sk_jwt_auth_reload(auth, 1);
+        else
+                sk_jwt_auth_tick(auth, sk_now_ms() / 1000);
+}
+
+void fr_identity_destroy(void)
+{
+        sk_jwt_auth_destroy(auth);
+        auth = NULL;
+}
+
+/* ------------------------------------------------------------------ verdict ---- */
+
+typedef struct hdr_count {
+        const char *name;
+        int n;
+        const char *value;
+        size_t len;
+} hdr_count_t;
+
+static enum MHD_Result count_hdr(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                 const char *value, size_t value_size)
+{
+        hdr_count_t *h = cls;
+
+        (void)kind;
+        (void)key_size;
+        if (key && !strcasecmp(key, h->name)) {
+                if (!h->n++) {
+                        h->value = value ? value : "";
+                        h->len = value ? value_size : 0;
+                }
+        }
+        return MHD_YES;
+}
+
+static void find_header(struct MHD_Connection *conn, hdr_count_t *h)
+{
+        MHD_get_connection_values_n(conn, MHD_HEADER_KIND, count_hdr, h);
+}
+
+/* "Bearer <token>": the scheme case-insensitive (RFC 9110 11.1), then one or more
+ * spaces, then the token; nothing after it. */
+static fr_identity_t bearer(const hdr_count_t *h, int64_t *user_id, const char **why)
+{
+        static const char scheme[] = "Bearer";
+        const char *tok;
+        size_t len, i;
+        char errstr[256];
+        sk_jwt_status_t st;
+
+        if (h->n != 1) {
+                *why = h->n ? "more than one Authorization header" : "missing Authorization: Bearer token";
+                return FR_ID_UNAUTHORIZED;
+        }
+        if (h->len <= sizeof(scheme) || strncasecmp(h->value, scheme, sizeof(scheme) - 1) ||
+            h->value[sizeof(scheme) - 1] != ' ') {
+                *why = "Authorization is not a Bearer token";
+                return FR_ID_UNAUTHORIZED;
+        }
+        for (i = sizeof(scheme) - 1; i < h->len && h->value[i] == ' '; i++)
+                ;
+        tok = h->value + i;
+        len = h->len - i;
+        st = sk_jwt_auth_verify(auth, tok, len, sk_now_ms() / 1000, user_id, errstr, sizeof(errstr));
+        if (st == SK_JWT_OK)
+                return FR_ID_OK;
+        SK_LOG(SK_DEBUG, "identity_refused", "status=%s reason=\"%s\"", sk_jwt_status_str(st), errstr);
+        *why = st == SK_JWT_EEXPIRED ? "expired token" : "invalid token";
+        return FR_ID_UNAUTHORIZED;
+}
+
+fr_identity_t fr_identity_user(struct MHD_Connection *conn, int64_t *user_id, const char **why)
+{
+        hdr_count_t h = { .name = "X-User-Id" };
+        const union MHD_ConnectionInfo *ci;
+
+        if (jwt_mode) {
+                hdr_count_t a = { .name = MHD_HTTP_HEADER_AUTHORIZATION };
+
+                find_header(conn, &a);
+                return bearer(&a, user_id, why);
+        }
+        ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (!ci || !fr_identity_peer_trusted(ci->client_addr)) {
+                *why = "X-User-Id is only accepted from a trusted proxy";
+                return FR_ID_UNAUTHORIZED;
+        }
+        /* Exactly one, canonical (DESIGN.md 3): two are ambiguous (which one did the
+         * gateway set?), a 400, never the first one silently. */
+        find_header(conn, &h);
+        if (h.n != 1 || sk_id_parse(h.value, h.len, user_id) != 0) {
+                *why = "missing or invalid X-User-Id";
+                return FR_ID_BAD_INPUT;
+        }
+        return FR_ID_OK;
+}
