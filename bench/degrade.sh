@@ -25,6 +25,7 @@ run=bench_dg_$$_$RANDOM
 prefix=$run
 topic="bench.degrade.$$.$RANDOM"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+oport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')   # the front's /readyz, /metrics (SECKILL_OPS_ADDR, DESIGN.md 15)
 rc="redis-cli -h 127.0.0.1 -p 6379"
 db="bench_degrade_$$_$RANDOM"
 export SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db"
@@ -38,13 +39,13 @@ cleanup() {
 trap cleanup EXIT
 "$SK_BIN/seckill-admin" db migrate >/dev/null || { echo "bench/degrade.sh: db migrate failed" >&2; exit 1; }
 
-SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_LOG_LEVEL=warn \
+SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_OPS_ADDR=127.0.0.1:$oport SECKILL_LOG_LEVEL=warn \
   SECKILL_TOPIC_PARTITIONS=${SECKILL_TOPIC_PARTITIONS:-6} \
   SECKILL_WORKER_LEASE_MS=${SECKILL_WORKER_LEASE_MS:-6000} \
   SECKILL_DEGRADE_DB_CONNS=${BENCH_DB_CONNS:-8} \
   "$SK_BIN/seckill-front" 2>/tmp/$run.front.log &
 fpid=$!
-bench_wait_ready "$port" /tmp/$run.front.log
+bench_wait_ready "$oport" /tmp/$run.front.log
 
 # bench_one BUCKETS USER_BASE: prints rate_B=, created_rate_B=, p99_ms_B=
 bench_one() {

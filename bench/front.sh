@@ -24,6 +24,7 @@ run=bench_$$_$RANDOM
 prefix=$run
 topic="bench.front.$$.$RANDOM"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+oport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')   # the front's /readyz, /metrics (SECKILL_OPS_ADDR, DESIGN.md 15)
 rc="redis-cli -h 127.0.0.1 -p 6379"
 vf=$((RANDOM * 1000 + 11))       # front's voucher
 vr=$((vf + 1))                   # the raw EVALSHA load's voucher
@@ -45,12 +46,12 @@ seed $vr
 
 # A shorter worker lease than the default 30 s (a fresh database's ids mint at once, but
 # a restarted front may wait out up to 2/3 of its previous lease, DESIGN.md 2).
-SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_REDIS_PREFIX=$prefix SECKILL_TOPIC=$topic \
+SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_OPS_ADDR=127.0.0.1:$oport SECKILL_REDIS_PREFIX=$prefix SECKILL_TOPIC=$topic \
   SECKILL_TOPIC_PARTITIONS=${SECKILL_TOPIC_PARTITIONS:-6} SECKILL_LOG_LEVEL=warn \
   SECKILL_WORKER_LEASE_MS=${SECKILL_WORKER_LEASE_MS:-6000} \
   "$SK_BIN/seckill-front" ${FRONT_ARGS:-} 2>/tmp/$run.front.log &
 fpid=$!
-bench_wait_ready "$port" /tmp/$run.front.log
+bench_wait_ready "$oport" /tmp/$run.front.log
 
 # Warm-up (connections, producer batches), then the measured run.
 BENCH_VOUCHER=$vf BENCH_USER_BASE=1000000000 wrk -t"$threads" -c"$conns" -d2s \

@@ -80,8 +80,8 @@ bench_rate_of() {
   sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p'
 }
 
-# bench_wait_ready PORT LOG: wait up to 60 s for the front on 127.0.0.1:PORT to answer
-# /readyz 200; if it does not, print LOG (the front's stderr) and exit 1.
+# bench_wait_ready OPS_PORT LOG: wait up to 60 s for the front whose operations listener
+# (SECKILL_OPS_ADDR) is 127.0.0.1:OPS_PORT to answer /readyz 200; if it does not, print LOG (the front's stderr) and exit 1.
 bench_wait_ready() {
   local i
   for i in $(seq 1 300); do

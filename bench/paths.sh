@@ -56,7 +56,7 @@ redis_cpu_us() { $rc info cpu | tr -d '\r' | awk -F: '/^used_cpu_(user|sys):/ {s
 redis_stats() { $rc info commandstats | tr -d '\r' |
                 sed -n 's/^cmdstat_\([a-z|_-]*\):calls=\([0-9]*\),usec=\([0-9]*\),.*/\1 \2 \3/p' |
                 grep -v -E '^(info|ping|config|script|client|hello|command|slowlog)[| ]' || true; }
-metric() { curl -sf "http://127.0.0.1:$port/metrics" | sed -n "s/^$1 //p"; }
+metric() { curl -sf "http://127.0.0.1:$oport/metrics" | sed -n "s/^$1 //p"; }
 hz=$(getconf CLK_TCK)
 fcg=${PATHS_CALLGRIND:-0}
 vg=()  # PATHS_CALLGRIND=1: the front runs under callgrind (its dumps: $tmp/cg.front.PATH.*)
@@ -70,14 +70,15 @@ path() {  # path NAME CACHE_MS VOUCHER STOCK
   local name=$1 cache=$2 v=$3 port0
   seed "$v" "$4"
   port=$(freeport)
+  oport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')   # the front's /readyz, /metrics (SECKILL_OPS_ADDR, DESIGN.md 15)
   [ "$fcg" = 1 ] && vg=(valgrind --tool=callgrind --separate-threads=no --callgrind-out-file="$tmp/cg.front.$name.%p")
-  SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_REDIS_URL=redis://127.0.0.1:$rport/0 \
+  SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_OPS_ADDR=127.0.0.1:$oport SECKILL_REDIS_URL=redis://127.0.0.1:$rport/0 \
     SECKILL_REDIS_PREFIX=$run SECKILL_TOPIC=bench.paths.$run SECKILL_TOPIC_PARTITIONS=2 \
     SECKILL_LOG_LEVEL=warn SECKILL_SOLDOUT_CACHE_MS=$cache SECKILL_WORKER_LEASE_MS=6000 \
     "${vg[@]}" "$SK_BIN/seckill-front" ${FRONT_ARGS:-} 2>"$tmp/front.$name.log" &
   fpid=$!
-  for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
-  curl -sf "http://127.0.0.1:$port/readyz" >/dev/null ||
+  for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$oport/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
+  curl -sf "http://127.0.0.1:$oport/readyz" >/dev/null ||
     { echo "bench/paths.sh: front not ready ($name)" >&2; tail -5 "$tmp/front.$name.log" >&2; exit 1; }
   # one purchase first: the sold-out paths get their first 10005 (and the cache its mark)
   curl -s -o /dev/null -X POST -H 'X-User-Id: 7' "http://127.0.0.1:$port/api/v1/vouchers/$v/seckill"
@@ -85,7 +86,7 @@ path() {  # path NAME CACHE_MS VOUCHER STOCK
   $rc slowlog reset >/dev/null
   c0=$(cpu_ticks $fpid); r0=$(redis_cpu_us); k0=$(kafka_ticks); redis_stats >"$tmp/cmd0.$name"
   [ "$fcg" = 1 ] && callgrind_control -z "$fpid" >/dev/null 2>&1
-  a0=$(curl -sf "http://127.0.0.1:$port/metrics" | sed -n 's/^seckill_front_requests_total{code="\(202\|409\)"} //p' | awk '{s+=$1} END {print s}')
+  a0=$(curl -sf "http://127.0.0.1:$oport/metrics" | sed -n 's/^seckill_front_requests_total{code="\(202\|409\)"} //p' | awk '{s+=$1} END {print s}')
   if [ "${PERF:-0}" = 1 ]; then
     perf record -F 499 --call-graph "$cg" -p $fpid -o "$tmp/perf.$name" -- sleep "$secs" >/dev/null 2>&1 &
     perfpid=$!
@@ -99,7 +100,7 @@ path() {  # path NAME CACHE_MS VOUCHER STOCK
     callgrind_control -d "$fpid" >/dev/null 2>&1
     instr=$(cat "$tmp"/cg.front.$name.* 2>/dev/null | sed -n 's/^summary: *//p' | awk '{s += $1} END {print s + 0}')
   fi
-  a1=$(curl -sf "http://127.0.0.1:$port/metrics" | sed -n 's/^seckill_front_requests_total{code="\(202\|409\)"} //p' | awk '{s+=$1} END {print s}')
+  a1=$(curl -sf "http://127.0.0.1:$oport/metrics" | sed -n 's/^seckill_front_requests_total{code="\(202\|409\)"} //p' | awk '{s+=$1} END {print s}')
   local hits; hits=$(metric seckill_front_soldout_cache_hits_total)
   sed -n "s/^\(front_p50_ms=.*\)/$name   \1/p" "$tmp/wrk.$name"
   kill -TERM $fpid; wait $fpid || true; fpid=

@@ -53,6 +53,7 @@ prefix=$run
 topic="bench.sale.$$.$RANDOM"
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 port=$(freeport)
+oport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')   # the front's /readyz, /metrics (SECKILL_OPS_ADDR, DESIGN.md 15)
 cport=$(freeport)
 rc="redis-cli -h 127.0.0.1 -p 6379"
 vf=$((RANDOM * 1000 + 21))       # the sale's voucher
@@ -86,16 +87,16 @@ echo "machine: $(uptime | sed 's/.*load/load/') cores=$(nproc)"
 echo "sale: stock=$stock buyers=$buyers conns=$conns wrk_threads=$threads seconds=$secs http_threads=$http_threads buckets=$buckets"
 
 # ---- 1. the sale
-SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_REDIS_PREFIX=$prefix SECKILL_TOPIC=$topic \
+SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_OPS_ADDR=127.0.0.1:$oport SECKILL_REDIS_PREFIX=$prefix SECKILL_TOPIC=$topic \
   SECKILL_TOPIC_PARTITIONS=${SECKILL_TOPIC_PARTITIONS:-6} SECKILL_LOG_LEVEL=warn \
   SECKILL_HTTP_THREADS=$http_threads SECKILL_WORKER_LEASE_MS=${SECKILL_WORKER_LEASE_MS:-6000} \
   "$SK_BIN/seckill-front" 2>"/tmp/$run.front.log" &
 fpid=$!
 for _ in $(seq 1 300); do
-  curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+  curl -sf "http://127.0.0.1:$oport/readyz" >/dev/null 2>&1 && break
   sleep 0.2
 done
-curl -sf "http://127.0.0.1:$port/readyz" >/dev/null || { echo "front not ready" >&2; cat "/tmp/$run.front.log" >&2; exit 1; }
+curl -sf "http://127.0.0.1:$oport/readyz" >/dev/null || { echo "front not ready" >&2; cat "/tmp/$run.front.log" >&2; exit 1; }
 wrk_run() {  # wrk_run URL USER_BASE: prints sale.lua's lines
   BENCH_VOUCHER=$vf BENCH_USER_BASE=$2 BENCH_BUYERS=$buyers BENCH_THREADS=$threads \
     wrk -t"$threads" -c"$conns" -d"${secs}s" -s "$here/sale.lua" "$1" | grep -E '^(requests|rate|p50_ms)='
@@ -103,7 +104,7 @@ wrk_run() {  # wrk_run URL USER_BASE: prints sale.lua's lines
 fout=$(wrk_run "http://127.0.0.1:$port" 1000000000)
 echo "$fout" | sed 's/^/front_/'
 front_rate=$(echo "$fout" | sed -n 's/^rate=//p')
-metrics=$(curl -sf "http://127.0.0.1:$port/metrics")
+metrics=$(curl -sf "http://127.0.0.1:$oport/metrics")
 [ -n "${BENCH_METRICS_OUT:-}" ] && echo "$metrics" >"$BENCH_METRICS_OUT"
 code() { echo "$metrics" | sed -n "s/^seckill_front_requests_total{code=\"$1\"} //p"; }
 # (the 503s include the /readyz polls made while the front was starting)

@@ -50,6 +50,7 @@ run=bspread_$$_$RANDOM
 db=$run
 topic="bench.spread.$$.$RANDOM"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+oport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')   # the front's /readyz, /metrics (SECKILL_OPS_ADDR, DESIGN.md 15)
 export SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db" SECKILL_REDIS_URL=$url \
   SECKILL_REDIS_PREFIX=$run SECKILL_TOPIC=$topic SECKILL_TOPIC_PARTITIONS=${SECKILL_TOPIC_PARTITIONS:-6} \
   SECKILL_LOG_LEVEL=warn
@@ -122,10 +123,10 @@ else
 fi
 [ ${#vouchers[@]} -gt 0 ] || { echo "bench/spread.sh: no even placement in $tries tries" >&2; exit 1; }
 
-SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_WORKER_LEASE_MS=6000 "$SK_BIN/seckill-front" 2>"$tmp/front.log" &
+SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_OPS_ADDR=127.0.0.1:$oport SECKILL_WORKER_LEASE_MS=6000 "$SK_BIN/seckill-front" 2>"$tmp/front.log" &
 fpid=$!
-for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
-curl -sf "http://127.0.0.1:$port/readyz" >/dev/null || { echo "bench/spread.sh: front not ready" >&2; tail -5 "$tmp/front.log" >&2; exit 1; }
+for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$oport/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
+curl -sf "http://127.0.0.1:$oport/readyz" >/dev/null || { echo "bench/spread.sh: front not ready" >&2; tail -5 "$tmp/front.log" >&2; exit 1; }
 
 evalsha() {  # EVALSHA calls per master, one line
   local m

@@ -21,6 +21,7 @@ typedef struct fr_config {
         char jwt_audience[256];         /* SECKILL_JWT_AUDIENCE: "" = aud not checked */
         int jwt_cache_max;              /* SECKILL_JWT_CACHE_MAX: verified tokens cached */
         char trusted_proxies[1024];     /* SECKILL_TRUSTED_PROXIES: CIDRs and "unix" */
+        char ops_addr[128];             /* SECKILL_OPS_ADDR: /healthz /readyz /metrics; "off" = none */
 } fr_config_t;
 
 extern fr_config_t g_fr;

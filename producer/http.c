@@ -241,27 +241,6 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
                 fr_vflight_leave(req->voucher_id, &req->vflight);
 }
 
-static void route_readyz(fr_req_t *req)
-{
-        char buf[4608], degrade[4096];
-        int redis, noev, scripts, server, kafka = fr_kprod_ok(), lease = sk_idgen_usable(idgen);
-        int ready, minrep, minlag;
-
-        fr_health_redis(&redis, &noev, &scripts, &server);
-        fr_health_min_replicas(&minrep, &minlag);
-        fr_degrade_json(degrade, sizeof(degrade));
-        ready = redis && noev && scripts && server && kafka && lease && !fr_stopping();
-        snprintf(buf, sizeof(buf),
-                 "{\"ready\":%s,\"redis\":%s,\"noeviction\":%s,\"scripts\":%s,"
-                 "\"redisServer\":%s,\"minReplicasToWrite\":%d,\"minReplicasMaxLag\":%d,"
-                 "\"kafka\":%s,\"lease\":%s,\"workerId\":%d,\"degrade\":%s}",
-                 ready ? "true" : "false", redis ? "true" : "false", noev ? "true" : "false",
-                 scripts ? "true" : "false", server ? "true" : "false", minrep, minlag,
-                 kafka ? "true" : "false", lease ? "true" : "false", sk_idgen_worker_id(idgen),
-                 degrade);
-        quick(req, ready ? 200 : 503, strdup(buf));
-}
-
 /* The lookups (orders/me, orders/{id}, pay, cancel) once their path ids are valid: the
  * buyer (buyer(): 400 or 401), then the lookup pool, unless the front is past the
  * point of suspending connections (shutdown). */
@@ -292,22 +271,8 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                 quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, unclean));
                 return;
         }
-        if (!strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/metrics")) {
-                if (!is_get) {
-                        req->allow = "GET";
-                        quick(req, 405, fr_json_err(SK_CODE_BAD_INPUT, "method not allowed"));
-                        return;
-                }
-                if (url[1] == 'h') {
-                        quick(req, 200, strdup("{\"status\":\"ok\"}"));
-                } else if (url[1] == 'r') {
-                        route_readyz(req);
-                } else {
-                        req->ctype = "text/plain; version=0.0.4";
-                        quick(req, 200, fr_metrics_render());
-                }
-                return;
-        }
+        /* /healthz, /readyz and /metrics are served on SECKILL_OPS_ADDR only (ops.c,
+         * DESIGN.md 15): here they are unknown routes (404). */
         if (!strncmp(url, vpfx, sizeof(vpfx) - 1)) {
                 const char *id = url + sizeof(vpfx) - 1;
                 const char *slash = strchr(id, '/');

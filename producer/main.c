@@ -93,6 +93,7 @@
 #include "identity.h"
 #include "kprod.h"
 #include "lookup.h"
+#include "ops.h"
 #include "metrics.h"
 #include "pipeline.h"
 #include "publish.h"
@@ -210,6 +211,7 @@ static void shutdown_front(void)
         /* Let the HTTP threads send the answers of the connections just resumed. */
         sk_sleep_ms(300, NULL);
         fr_http_stop();
+        fr_ops_stop();
         fr_pipeline_stop();
         fr_lookup_stop();
         SK_LOG(SK_INFO, "shutdown_done", "ms=%lld outq_at_purge=%d inflight=%d",
@@ -239,6 +241,9 @@ int main(int argc, char **argv)
                   "once (default 256)" },
                 { "pipeline-max", "SECKILL_FRONT_PIPELINE_MAX", SK_OPT_INT, &g_fr.pipeline_max, 0, 1,
                   4096, "EVALSHAs pipelined per batch on one connection (default 128)" },
+                { "ops-addr", "SECKILL_OPS_ADDR", SK_OPT_STR, g_fr.ops_addr, sizeof(g_fr.ops_addr), 0, 0,
+                  "host:port of /healthz, /readyz and /metrics, never on the API listener "
+                  "(DESIGN.md 15; default 127.0.0.1:9465; off = none)" },
                 /* Buyer identity (DESIGN.md 15; identity.c). */
                 { "auth", "SECKILL_AUTH", SK_OPT_STR, g_fr.auth_mode, sizeof(g_fr.auth_mode), 0, 0,
                   "buyer identity: trusted-header (X-User-Id from SECKILL_TRUSTED_PROXIES) | jwt "
@@ -269,6 +274,7 @@ int main(int argc, char **argv)
         snprintf(g_fr.auth_mode, sizeof(g_fr.auth_mode), "trusted-header");
         snprintf(g_fr.trusted_proxies, sizeof(g_fr.trusted_proxies), "%s", FR_TRUSTED_PROXIES_DEFAULT);
         g_fr.jwt_cache_max = FR_JWT_CACHE_MAX_DEFAULT;
+        snprintf(g_fr.ops_addr, sizeof(g_fr.ops_addr), "127.0.0.1:9465");
         sk_log_init("front");
         rc = sk_conf_load_bin(&g_fr.conf, SK_BIN_FRONT, argc, argv, "seckill-front", NULL, extra,
                               sizeof(extra) / sizeof(extra[0]), &argi);
@@ -319,6 +325,7 @@ int main(int argc, char **argv)
                 return 1;
         }
         if (fr_lookup_start(errstr, sizeof(errstr)) != 0 ||
+            fr_ops_start(idgen, errstr, sizeof(errstr)) != 0 ||
             fr_http_start(idgen, errstr, sizeof(errstr)) != 0) {
                 SK_LOG(SK_ERROR, "http_start_failed", "addr=%s reason=\"%s\"", g_fr.conf.http_addr,
                        errstr);
@@ -328,9 +335,9 @@ int main(int argc, char **argv)
         }
         sk_failpoint_log_start();
         SK_LOG(SK_INFO, "front_started",
-               "addr=%s worker_id=%d topic=%s prefix=%s http_threads=%d redis_workers=%d "
+               "addr=%s ops_addr=%s worker_id=%d topic=%s prefix=%s http_threads=%d redis_workers=%d "
                "delivery_timeout_ms=%d deadline_ms=%lld max_inflight=%d soldout_cache_ms=%d",
-               g_fr.conf.http_addr, sk_idgen_worker_id(idgen), g_fr.conf.topic,
+               g_fr.conf.http_addr, g_fr.ops_addr, sk_idgen_worker_id(idgen), g_fr.conf.topic,
                g_fr.conf.redis_prefix, g_fr.http_threads, g_fr.redis_workers,
                g_fr.conf.kafka_delivery_timeout_ms, (long long)g_fr.deadline_ms,
                g_fr.conf.max_inflight, g_fr.conf.soldout_cache_ms);

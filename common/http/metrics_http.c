@@ -1,6 +1,8 @@
-/* metrics_http.c: GET /metrics (the Prometheus text of an sk_metrics_t) and /healthz on
- * a libmicrohttpd daemon with its own internal polling thread (the consumer's
- * SECKILL_METRICS_ADDR; DESIGN.md 2 and 3 "names prefixed seckill_"). Kept out of
+/* metrics_http.c: the operations listener: GET /metrics (the Prometheus text of an
+ * sk_metrics_t, or a binary's own renderer), /healthz and, when the binary gives one,
+ * /readyz, on a libmicrohttpd daemon with its own internal polling thread (the front's
+ * SECKILL_OPS_ADDR, the consumer's SECKILL_METRICS_ADDR; DESIGN.md 2, 3 and 15: never
+ * on the API listener). Kept out of
  * the layers in its own library (sk_http) so that only the binaries that serve
  * HTTP (front, consumer) link libmicrohttpd; the reconciler and the admin do not.
  * Nothing here logs. Thread-safety: start and stop from one thread; requests are served
@@ -26,7 +28,7 @@ typedef enum MHD_Result sk_mhd_result;
 
 typedef struct msrv {
         struct MHD_Daemon *d;
-        sk_metrics_t *m;
+        sk_ops_http_t ops;
 } msrv_t;
 
 static sk_mhd_result reply(struct MHD_Connection *conn, unsigned status, char *body, size_t len,
@@ -64,7 +66,7 @@ static sk_mhd_result on_request(void *cls, struct MHD_Connection *conn, const ch
                 return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, (char *)"method not allowed\n", 19,
                              MHD_RESPMEM_PERSISTENT, text);
         if (strcmp(url, "/metrics") == 0) {
-                char *body = sk_metrics_render(srv->m);
+                char *body = srv->ops.render ? srv->ops.render(srv->ops.ctx) : sk_metrics_render(srv->ops.m);
                 if (!body)
                         return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, (char *)"out of memory\n", 14,
                                      MHD_RESPMEM_PERSISTENT, text);
@@ -73,10 +75,31 @@ static sk_mhd_result on_request(void *cls, struct MHD_Connection *conn, const ch
         }
         if (strcmp(url, "/healthz") == 0)
                 return reply(conn, MHD_HTTP_OK, (char *)"ok\n", 3, MHD_RESPMEM_PERSISTENT, text);
+        if (strcmp(url, "/readyz") == 0 && srv->ops.ready) {
+                char *body = NULL;
+                int status = srv->ops.ready(srv->ops.ctx, &body);
+
+                if (!body)
+                        return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, (char *)"out of memory\n", 14,
+                                     MHD_RESPMEM_PERSISTENT, text);
+                return reply(conn, (unsigned)status, body, strlen(body), MHD_RESPMEM_MUST_FREE,
+                             "application/json");
+        }
         return reply(conn, MHD_HTTP_NOT_FOUND, (char *)"not found\n", 10, MHD_RESPMEM_PERSISTENT, text);
 }
 
 void *sk_metrics_http_start(sk_metrics_t *m, const char *addr, char *errstr, size_t errstr_size)
+{
+        sk_ops_http_t ops = { .m = m };
+
+        if (!m) {
+                sk_seterr(errstr, errstr_size, "no metrics registry");
+                return NULL;
+        }
+        return sk_ops_http_start(&ops, addr, errstr, errstr_size);
+}
+
+void *sk_ops_http_start(const sk_ops_http_t *ops, const char *addr, char *errstr, size_t errstr_size)
 {
         struct addrinfo hints, *ai = NULL;
         struct sockaddr_storage ss;
@@ -85,7 +108,8 @@ void *sk_metrics_http_start(sk_metrics_t *m, const char *addr, char *errstr, siz
         msrv_t *srv = NULL;
         int port = 0, gai;
 
-        if (!m || !addr || sk_hostport_parse(addr, host, sizeof(host), &port) != 0) {
+        if (!ops || (!ops->m && !ops->render) || !addr ||
+            sk_hostport_parse(addr, host, sizeof(host), &port) != 0) {
                 sk_seterr(errstr, errstr_size, "metrics address \"%s\" is not host:port", addr ? addr : "");
                 return NULL;
         }
@@ -110,7 +134,7 @@ void *sk_metrics_http_start(sk_metrics_t *m, const char *addr, char *errstr, siz
                 sk_seterr(errstr, errstr_size, "out of memory");
                 return NULL;
         }
-        srv->m = m;
+        srv->ops = *ops;
         srv->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, srv,
                                   MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                                   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10 /* s */,

@@ -422,12 +422,17 @@ unset SECKILL_WORKER_ID SECKILL_FAILPOINTS
 HTTP_PORT=$(free_port)
 METRICS_PORT=$(free_port)
 while [[ $METRICS_PORT == "$HTTP_PORT" ]]; do METRICS_PORT=$(free_port); done
+OPS_PORT=$(free_port)
+while [[ $OPS_PORT == "$HTTP_PORT" || $OPS_PORT == "$METRICS_PORT" ]]; do OPS_PORT=$(free_port); done
 HTTP_ADDR=127.0.0.1:$HTTP_PORT
+OPS_ADDR=127.0.0.1:$OPS_PORT    # the front's /healthz, /readyz, /metrics (DESIGN.md 15)
 export SECKILL_HTTP_ADDR=$HTTP_ADDR
+export SECKILL_OPS_ADDR=$OPS_ADDR
 export SECKILL_METRICS_ADDR=127.0.0.1:$METRICS_PORT
 {
         for var in SECKILL_REDIS_URL SECKILL_MYSQL_URL SECKILL_KAFKA_BROKERS SECKILL_TOPIC \
-                   SECKILL_GROUP_ID SECKILL_REDIS_PREFIX SECKILL_HTTP_ADDR SECKILL_METRICS_ADDR; do
+                   SECKILL_GROUP_ID SECKILL_REDIS_PREFIX SECKILL_HTTP_ADDR SECKILL_OPS_ADDR \
+                   SECKILL_METRICS_ADDR; do
                 printf 'export %s=%q\n' "$var" "${!var}"
         done
 } > "$RUN/env.sh"
@@ -527,14 +532,14 @@ ready=0
 for _ in $(seq 1 300); do
         kill -0 "$FRONT_PID" 2>/dev/null || { tail -n 20 "$RUN/front.log" >&2; die "seckill-front exited"; }
         kill -0 "$CONSUMER_PID" 2>/dev/null || { tail -n 20 "$RUN/consumer.log" >&2; die "seckill-consumer exited"; }
-        if curl -fsS -m 2 "http://$HTTP_ADDR/readyz" > "$RUN/readyz.json" 2>/dev/null; then
+        if curl -fsS -m 2 "http://$OPS_ADDR/readyz" > "$RUN/readyz.json" 2>/dev/null; then
                 ready=1
                 break
         fi
         sleep 0.2
 done
 if [[ $ready -ne 1 ]]; then
-        curl -sS -m 2 "http://$HTTP_ADDR/readyz" >&2 || true
+        curl -sS -m 2 "http://$OPS_ADDR/readyz" >&2 || true
         tail -n 20 "$RUN/front.log" >&2
         die "seckill-front not ready within 60 s"
 fi
@@ -667,7 +672,7 @@ for v in "${VOUCHERS[@]}"; do
                 warn "seckill-admin voucher show $v failed: $(tail -n 1 "$RUN/show-$v.log")"
         say "seckill-admin verify $v: exit $vrc"
 done
-curl -fsS -m 5 "http://$HTTP_ADDR/metrics" > "$RUN/front-metrics.txt" 2>/dev/null || true
+curl -fsS -m 5 "http://$OPS_ADDR/metrics" > "$RUN/front-metrics.txt" 2>/dev/null || true
 redis_cmdstats "$RUN/cmdstats-after.txt"
 curl -fsS -m 5 "http://127.0.0.1:$METRICS_PORT/metrics" > "$RUN/consumer-metrics.txt" 2>/dev/null || true
 

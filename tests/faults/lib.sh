@@ -52,6 +52,7 @@ FT_GRACE_S=${FT_GRACE_S:-5}
 FT_PARTITIONS=${FT_PARTITIONS:-3}
 declare -A FT_PID=()     # name -> pid of a service we started
 declare -A FT_ADDR=()    # front name -> host:port
+declare -A FT_OPS=()     # front name -> host:port of its operations listener (SECKILL_OPS_ADDR)
 FT_PRIV_REDIS_PID=
 FT_PRIV_KAFKA_DIR=
 FT_VOUCHERS=()
@@ -315,17 +316,20 @@ ft_consumer() {
 
 # ft_front NAME [VAR=VAL...] [-- ARGS...]: start and wait (30 s) until /readyz answers 200.
 ft_front() {
-        local name=$1 port i
+        local name=$1 port ops i
         shift
         ft_split_args "$@"
         port=$(ft_free_port)
+        ops=$(ft_free_port)
+        while [[ $ops == "$port" ]]; do ops=$(ft_free_port); done
         FT_ADDR[$name]=127.0.0.1:$port
-        env "${FT_ENV[@]}" "$FT_BIN/seckill-front" --http-addr "127.0.0.1:$port" "${FT_ARGS[@]}" \
-                >>"$FT_WORK/$name.log" 2>&1 &
+        FT_OPS[$name]=127.0.0.1:$ops    # /healthz, /readyz, /metrics (DESIGN.md 15)
+        env SECKILL_OPS_ADDR="127.0.0.1:$ops" "${FT_ENV[@]}" "$FT_BIN/seckill-front" \
+                --http-addr "127.0.0.1:$port" "${FT_ARGS[@]}" >>"$FT_WORK/$name.log" 2>&1 &
         FT_PID[$name]=$!
         for ((i = 0; i < 300; i++)); do
                 ft_alive "$name" || { tail -n 20 "$FT_WORK/$name.log"; ft_die "front $name exited at startup"; }
-                if [[ $(curl -s -o /dev/null -w '%{http_code}' -m 2 "http://127.0.0.1:$port/readyz") == 200 ]]; then
+                if [[ $(curl -s -o /dev/null -w '%{http_code}' -m 2 "http://127.0.0.1:$ops/readyz") == 200 ]]; then
                         ft_log "started front $name (pid ${FT_PID[$name]}) on 127.0.0.1:$port${FT_ENV:+ ${FT_ENV[*]}}"
                         return 0
                 fi

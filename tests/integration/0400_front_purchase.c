@@ -105,6 +105,21 @@ START_TEST(ready_health_metrics)
         ck_assert_int_eq(sk_test_http(g_port, "GET", "/metrics", NULL, NULL, body, sizeof(body)), 200);
         ck_assert_ptr_nonnull(strstr(body, "seckill_front_requests_total"));
         ck_assert_ptr_nonnull(strstr(body, "seckill_front_inflight"));
+        /* DESIGN.md 15: the operations endpoints are on SECKILL_OPS_ADDR only (the
+         * requests above went there); on the API listener they are unknown routes. */
+        ck_assert_int_ne(sk_test_ops_port(g_port), g_port);
+        {
+                static const char *const ops[] = { "/healthz", "/readyz", "/metrics" };
+                char req[128];
+
+                for (size_t i = 0; i < 3; i++) {
+                        int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n"
+                                         "Connection: close\r\n\r\n", ops[i]);
+
+                        ck_assert_int_eq(sk_test_http_raw(g_port, req, (size_t)n, body, sizeof(body)), 404);
+                        ck_assert_ptr_null(strstr(body, "seckill_front_inflight"));
+                }
+        }
 }
 END_TEST
 
@@ -599,8 +614,14 @@ START_TEST(sigterm_with_purchase_in_flight)
         sk_sleep_ms(700, NULL);
         kill(pid, SIGTERM);
         sk_sleep_ms(300, NULL);
-        /* Not accepting any more. */
-        ck_assert_int_lt(sk_test_http(h.port, "GET", "/healthz", NULL, NULL, body, sizeof(body)), 0);
+        /* The API listener accepts no more; the operations listener still answers, and
+         * /readyz says not ready while the front drains (DESIGN.md 15). */
+        {
+                static const char req[] = "GET /api/v1/orders/1 HTTP/1.1\r\nHost: x\r\n\r\n";
+
+                ck_assert_int_lt(sk_test_http_raw(h.port, req, sizeof(req) - 1, body, sizeof(body)), 0);
+        }
+        ck_assert_int_eq(sk_test_http(h.port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 503);
         pthread_join(t, NULL);
         ck_assert_int_eq(h.status, 202);
         until = sk_mono_ms() + 30000;

@@ -65,6 +65,8 @@ ok() { echo "ok: $*"; }
 timeout 60 "$ADMIN" db migrate >/dev/null || { echo "FAIL: db migrate"; exit 1; }
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 BASE="http://127.0.0.1:$PORT"
+OPS_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+OPS="http://127.0.0.1:$OPS_PORT"   # /healthz, /readyz, /metrics (DESIGN.md 15)
 NOW=$(( $(date +%s) * 1000 ))
 V=$(( 1000000 + RANDOM ))
 INIT=100000
@@ -83,13 +85,13 @@ mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" "$DB" -e "INSERT INTO tb_seckill_vo
 HARD=$(ulimit -Hn)
 LAUNCH=()
 command -v prlimit >/dev/null && LAUNCH=(prlimit "--nofile=256:$HARD")
-SECKILL_HTTP_ADDR=127.0.0.1:$PORT "${LAUNCH[@]}" "$FRONT" >"$LOG" 2>&1 &
+SECKILL_HTTP_ADDR=127.0.0.1:$PORT SECKILL_OPS_ADDR=127.0.0.1:$OPS_PORT "${LAUNCH[@]}" "$FRONT" >"$LOG" 2>&1 &
 FPID=$!
 for _ in $(seq 1 300); do
-        curl -sf "$BASE/readyz" >/dev/null 2>&1 && break
+        curl -sf "$OPS/readyz" >/dev/null 2>&1 && break
         sleep 0.1
 done
-curl -sf "$BASE/readyz" >/dev/null || { echo "FAIL: front not ready (log $LOG)"; exit 1; }
+curl -sf "$OPS/readyz" >/dev/null || { echo "FAIL: front not ready (log $LOG)"; exit 1; }
 if [ ${#LAUNCH[@]} -gt 0 ]; then
         SOFT=$(awk '/^Max open files/ {print $4}' "/proc/$FPID/limits")
         WANT=12048
@@ -147,7 +149,7 @@ H1=$!
 wait $W1 $W2 $H1
 grep -E '^front_requests' "$WORK/wrk1"
 kill -0 "$FPID" 2>/dev/null && ok "front alive after the mixed load" || fail "front died (log $LOG)"
-curl -sf "$BASE/healthz" >/dev/null && ok "healthz after load" || fail "healthz after load"
+curl -sf "$OPS/healthz" >/dev/null && ok "healthz after load" || fail "healthz after load"
 sleep 1
 accounting "after load"
 

@@ -120,7 +120,7 @@ ft_eq "$(awk '$1 == "seckill_orders_closed_total" {print $2}' <<<"$cm")" 1 "cons
 grep -q '^seckill_orders_release_lag_seconds_count 1' <<<"$cm" && ft_ok "consumer metric: release lag observed" ||
         ft_fail "release lag metric: $(grep release_lag <<<"$cm" | tail -n 2)"
 grep -q '^seckill_orders_unpaid_overdue_oldest_seconds ' <<<"$cm" && ft_ok "consumer metric: overdue gauge" || ft_fail "no overdue gauge"
-fm=$(curl -s -m 5 "http://${FT_ADDR[f]}/metrics")
+fm=$(curl -s -m 5 "http://${FT_OPS[f]}/metrics")
 ft_eq "$(awk '$1 == "seckill_orders_paid_total" {print $2}' <<<"$fm") $(awk '$1 == "seckill_orders_cancelled_total" {print $2}' <<<"$fm") $(awk '$1 == "seckill_orders_closed_total" {print $2}' <<<"$fm")" \
         "1 1 1" "front metrics: paid 1, cancelled 1, closed on the spot 1"
 ft_eq "$(rstock) $(dstock)" "2 2" "Redis and DB stock: the two released units"

@@ -12,7 +12,7 @@ ft_init lookup_bounds
 V=$(ft_voucher 5)
 ft_front f SECKILL_FRONT_LOOKUP_THREADS=1 SECKILL_FRONT_LOOKUP_QUEUE_MAX=8 \
         SECKILL_FAILPOINTS="front.before_lookup=sleep(700)" SECKILL_KAFKA_DELIVERY_TIMEOUT_MS=1000
-metric() { curl -s -m 5 "http://${FT_ADDR[f]}/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+metric() { curl -s -m 5 "http://${FT_OPS[f]}/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 pids=()
 for u in $(seq 1 30); do
         curl -s -o /dev/null -D "$FT_WORK/h.$u" -m 20 -w "%{http_code} %{time_total}\n" -H "X-User-Id: $u" \

@@ -20,6 +20,10 @@
 int sk_test_http(int port, const char *method, const char *path, const char *user,
                  const char *extra, char *body, size_t body_cap)
 {
+        /* DESIGN.md 15: /healthz, /readyz and /metrics live on the front's operations
+         * listener; a test names the front by its API port. */
+        if (!strcmp(path, "/healthz") || !strcmp(path, "/readyz") || !strcmp(path, "/metrics"))
+                port = sk_test_ops_port(port);
         struct sockaddr_in sin;
         struct timeval tv = { 30, 0 };
         size_t req_cap = strlen(method) + strlen(path) + (user ? strlen(user) : 0) +

@@ -82,8 +82,66 @@ static void conf_env(const sk_test_spawn_t *o, const sk_conf_t *conf)
         setenv("SECKILL_METRICS_ADDR", "off", 1);
 }
 
+/* The fronts started by this process: API port -> operations port (sk_test_spawn
+ * chooses a free one unless the caller set SECKILL_OPS_ADDR). Test main thread only. */
+static struct { int api, ops; } ops_ports[64];
+static int ops_next;
+
+int sk_test_ops_port(int api_port)
+{
+        for (int i = 0; i < 64; i++)
+                if (ops_ports[i].api == api_port && ops_ports[i].ops > 0)
+                        return ops_ports[i].ops;
+        return api_port;
+}
+
+/* The port of "host:port" in @p v (after the last ':'), or 0. */
+static int addr_port(const char *v)
+{
+        const char *c = v ? strrchr(v, ':') : NULL;
+
+        return c ? (int)strtol(c + 1, NULL, 10) : 0;
+}
+
+/* A front gets SECKILL_OPS_ADDR on a free port unless @p o sets one: several fronts run
+ * at once (ctest -j2, two fronts in a test), and the default 9465 is one port. Records
+ * API port -> ops port. Writes "SECKILL_OPS_ADDR=..." into @p buf or leaves it "". */
+static void front_ops_addr(const sk_test_spawn_t *o, char *buf, size_t cap)
+{
+        int api = 0, ops = 0;
+
+        buf[0] = '\0';
+        if (strcmp(o->bin, "seckill-front") != 0)
+                return;
+        for (int i = 0; o->env && o->env[i]; i++) {
+                if (!strncmp(o->env[i], "SECKILL_HTTP_ADDR=", 18))
+                        api = addr_port(o->env[i] + 18);
+                if (!strncmp(o->env[i], "SECKILL_OPS_ADDR=", 17))
+                        ops = addr_port(o->env[i] + 17);
+        }
+        for (int i = 0; o->args && o->args[i]; i++) {
+                if (!strcmp(o->args[i], "--http-addr") && o->args[i + 1])
+                        api = addr_port(o->args[i + 1]);
+                if (!strcmp(o->args[i], "--ops-addr") && o->args[i + 1])
+                        ops = addr_port(o->args[i + 1]);
+        }
+        if (!ops) {
+                ops = sk_test_free_port();
+                snprintf(buf, cap, "SECKILL_OPS_ADDR=127.0.0.1:%d", ops);
+        }
+        if (api) {
+                for (int i = 0; i < 64; i++)    /* a restart on the same API port: the new one */
+                        if (ops_ports[i].api == api)
+                                ops_ports[i].api = 0;
+                ops_ports[ops_next].api = api;
+                ops_ports[ops_next].ops = ops;
+                ops_next = (ops_next + 1) % 64;
+        }
+}
+
 pid_t sk_test_spawn(const sk_test_spawn_t *o)
 {
+        char ops_env[64];
         const sk_conf_t *conf = o->conf ? o->conf : &sk_test_fx.conf;
         const char *bin = getenv("SK_BIN");
         const char *argv[40];
@@ -96,6 +154,7 @@ pid_t sk_test_spawn(const sk_test_spawn_t *o)
         for (int i = 0; o->args && o->args[i] && argc < 39; i++)
                 argv[argc++] = o->args[i];
         argv[argc] = NULL;
+        front_ops_addr(o, ops_env, sizeof(ops_env));
         if (!o->log_path && o->out_fd && pipe(fds) != 0) {
                 fprintf(stderr, "sk_test_spawn: pipe: %s\n", strerror(errno));
                 exit(2);
@@ -129,6 +188,8 @@ pid_t sk_test_spawn(const sk_test_spawn_t *o)
                         setenv("SECKILL_FAILPOINTS", o->failpoints, 1);
                 else
                         unsetenv("SECKILL_FAILPOINTS");
+                if (ops_env[0])
+                        putenv(ops_env);
                 apply_env(o->env);
                 execv(path, (char *const *)argv);
                 fprintf(stderr, "exec %s: %s\n", path, strerror(errno));

@@ -55,6 +55,10 @@ pid_t sk_test_proxy_start(int listen, int to);
 /** @brief A free TCP port on 127.0.0.1 (bound, read, closed). Aborts the test if none;
  *  callable from main() too. */
 int sk_test_free_port(void);
+/** @brief The operations port (SECKILL_OPS_ADDR: /healthz, /readyz, /metrics; DESIGN.md
+ *  15) of the front whose API listens on @p api_port, as sk_test_spawn chose it; @p
+ *  api_port itself when no front of this process was started on it. */
+int sk_test_ops_port(int api_port);
 /** @brief Start a PRIVATE redis-server (never the shared one) on @p port (0: a free
  *  one), no persistence, noeviction, plus @p extra_args (NULL-terminated, may be NULL),
  *  and point @p conf's Redis URL at it. Aborts the test if it does not answer within

@@ -6,6 +6,20 @@
 #include <stddef.h>
 #include "sk/metrics.h"
 
+/* What an operations listener serves (DESIGN.md 15 "Operations listener"): GET /metrics
+ * (render(ctx) if set, else the registry m), GET /healthz ("ok"), GET /readyz (ready(ctx)
+ * if set, else 404). Callbacks run on the listener's thread and must be thread-safe. */
+typedef struct sk_ops_http {
+        sk_metrics_t *m;                        /* borrowed; used when render is NULL */
+        char *(*render)(void *ctx);             /* /metrics body, malloc'd; NULL = ENOMEM */
+        int (*ready)(void *ctx, char **body);   /* HTTP status; *body malloc'd JSON */
+        void *ctx;
+} sk_ops_http_t;
+
+/** @brief Serve @p ops (copied; what it points to is borrowed and must outlive the
+ *  server) on @p addr ("host:port") until sk_metrics_http_stop, with the limits and
+ *  errors of sk_metrics_http_start. Call from one thread (start/stop). */
+void *sk_ops_http_start(const sk_ops_http_t *ops, const char *addr, char *errstr, size_t errstr_size);
 /** @brief Serve @p m (borrowed; must outlive the server) on @p addr ("host:port",
  *  IPv4 or IPv6) until sk_metrics_http_stop. Connections time out after 10 s; at most
  *  64 at once. @returns an owned, opaque server handle, or NULL with the reason in
