@@ -86,13 +86,15 @@ sk_err_t sk_dblock_ensure_table(sk_db_t *db, char *errstr, size_t errstr_size)
 }
 
 /* 1 when the last error on the lock's session may have left a write applied or not:
- * the connection broke (DESIGN.md 16: lost connection at an autocommit write). */
+ * the connection broke (DESIGN.md 16: lost connection at an autocommit write). A prepared
+ * statement's error number is the statement's, not the connection's, so a session that
+ * no longer answers a ping counts as broken too. */
 static int lost_link(sk_db_t *db)
 {
         unsigned int e = sk_db_errno(db);
 
         return !sk_db_connected(db) || e == 2006 || e == 2013 || e == 2055 || e == 1927 ||
-               e == 1053 || e == 4031;
+               e == 1053 || e == 4031 || !sk_db_ping(db);
 }
 
 /* Run @p sql with the lock's name and holder bound (in the order @p order: "nh" or
