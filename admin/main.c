@@ -35,7 +35,8 @@ static const cmd_help_t CMDS[] = {
         { "db", "migrate", "apply the ddl/ migrations not yet applied (creates the database)",
           "Usage: " PROG " db migrate [common options]\n"
           "Create the database if missing and apply the ddl/ migrations not yet recorded in\n"
-          "schema_migrations (serialized by GET_LOCK, safe to run twice or concurrently).\n"
+          "schema_migrations (serialized by the tb_lock row seckill:migrate:<db>, waited\n"
+          "for up to 30 s; safe to run twice or concurrently).\n"
           "Prints: applied N migration(s). Exit 0 ok, 1 failure.\n"
           "Run it as the admin user of `db grants` (or the database's root on a test stack).\n", "" },
         { "db", "grants", "print the GRANT statements of the least-privilege users",

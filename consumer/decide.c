@@ -4,7 +4,8 @@
  * a mismatch is an id collision, DLQ + alert); DLQ a message the DB keeps refusing.
  *
  * The decision itself and the sold_out clamp (DESIGN.md 4 rollback.lua, 8 sold_out
- * row: FAILED committed, the stock read FOR SHARE in a second transaction, rollback.lua
+ * row: FAILED committed, bucket j's row bumped (version + 1) and its stock read in a
+ * second transaction (DESIGN.md v5 16 (3)), rollback.lua
  * clamp-to, the transaction ended after it answered; a read that keeps failing runs no
  * rollback.lua, so no `T:r` claims a clamp that was not applied) are sk/decide.h, shared
  * with the reconciler and the rebuild. This file gives it the worker's connections,

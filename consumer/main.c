@@ -22,8 +22,8 @@
  * error) rolls back and applies the group one message at a time, which sorts out
  * duplicates (follow the stored outcome; id mismatch = collision -> DLQ + alert),
  * has_order / sold_out (FAILED outcome committed first, then rollback.lua with that
- * reason's flags; sold_out clamps Redis stock to the DB stock read FOR SHARE in a
- * second transaction held until rollback.lua answered), order-id collisions (DLQ +
+ * reason's flags; sold_out clamps Redis stock to the DB stock read, after bumping the
+ * bucket row's version, in a second transaction held until rollback.lua answered), order-id collisions (DLQ +
  * alert) and non-transient DB errors (--max-db-retries, then DLQ with the error).
  * Transient DB errors pause the worker's partitions, keep polling, back off and retry
  * the whole transaction from BEGIN (flow.c); never a Redis rollback.

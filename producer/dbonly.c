@@ -1,9 +1,8 @@
 /* producer/dbonly.c: the DB-only purchase (producer/dbonly.h, DESIGN.md 7, 12).
  *
  * One transaction, READ COMMITTED (every session of sk_db_connect):
- *   SELECT ... FROM tb_seckill_switch WHERE scope = V LOCK IN SHARE MODE
- *        -- state db with the epoch the request started with, else 503 (no commit);
- *           the share lock makes db -> rebuilding (FOR UPDATE) wait for us
+ *   SELECT ... FROM tb_seckill_switch WHERE scope = V   (plain read: an early 503)
+ *        -- state db with the epoch the request started with, else 503 (no commit)
  *   SELECT status, window, buckets FROM tb_seckill_voucher  -- 404 / 403 / 503 paused
  *   SELECT 1 FROM tb_voucher_order WHERE voucher_id = V AND active_user_id = U -> 10006
  *   SELECT bucket FROM tb_seckill_stock WHERE voucher_id = V AND stock > 0  (no lock)
@@ -12,6 +11,13 @@
  *           changed -> the next bucket; none left -> 409/10005
  *   INSERT outcome CREATED (path 'db', bucket), order (UNPAID + pay_deadline, or PAID
  *   when SECKILL_PAY_TIMEOUT_S = 0; bucket), router, reconcile log (DEDUCT, pending)
+ *   SELECT ... FROM tb_seckill_switch WHERE scope = V   again, after the bucket UPDATE:
+ *        -- still (db, epoch), else roll back and 503. db -> rebuilding updates every
+ *           bucket row of V in its transaction (sk_dsw_begin_rebuild), so it and this
+ *           purchase serialize on the bucket row (one node: whoever is second waits,
+ *           and a purchase that waited reads rebuilding here) or one fails
+ *           certification (Galera: 1213, retried from BEGIN into rebuilding). Nothing
+ *           relies on FOR SHARE / FOR UPDATE, node-local (DESIGN.md v5 16 (2)).
  *   COMMIT -> 200 {"code":0,"orderId","traceId","state":"CREATED"}
  * A duplicate active-order key -> 409/10006. A transient error -> the whole transaction
  * again from BEGIN (up to 3 attempts), then 503 cause db. A COMMIT that failed, with any
@@ -19,7 +25,9 @@
  * of the trace before anything is answered (found: 200 CREATED; not found: run again with
  * the same keys; unreadable until the deadline: 503 PENDING), and a re-run that meets the
  * user's active order with this very trace answers 200 CREATED, never 10006. Failpoints
- * front.db_only_before_commit (error: 503 cause db, rolled back) and
+ * front.db_only_after_checks (before the bucket UPDATE; sleep: a switch move lands
+ * between the first read and the UPDATE), front.db_only_before_commit (error: 503 cause
+ * db, rolled back; evaluated before the second switch read) and
  * front.db_only_after_commit (error: committed, the answer lost). */
 #include <inttypes.h>
 #include <stdio.h>
@@ -192,7 +200,7 @@ static sk_err_t checks(sk_db_t *db, const fr_req_t *req, result_t *res, int *buc
         int64_t v[4], p[2];
         sk_err_t err;
 
-        err = sk_dsw_get(db, req->voucher_id, 1, &sw, errstr, errstr_size);
+        err = sk_dsw_get(db, req->voucher_id, 0, &sw, errstr, errstr_size);
         if (err == SK_ENOTFOUND || (err == SK_OK && (sw.state != SK_DSW_DB || sw.epoch != req->dsw_epoch))) {
                 *res = R_STATE;
                 return SK_OK;
@@ -225,6 +233,23 @@ static sk_err_t checks(sk_db_t *db, const fr_req_t *req, result_t *res, int *buc
         return SK_OK;
 }
 
+/* The second switch read, after the bucket UPDATE (the top of this file): *still = 1 while
+ * the row says (db, the request's epoch). */
+static sk_err_t switch_still_db(sk_db_t *db, const fr_req_t *req, int *still, char *errstr,
+                                size_t errstr_size)
+{
+        sk_dsw_row_t sw;
+        sk_err_t err;
+
+        *still = 0;
+        err = sk_dsw_get(db, req->voucher_id, 0, &sw, errstr, errstr_size);
+        if (err == SK_ENOTFOUND)
+                return SK_OK;
+        if (err == SK_OK)
+                *still = sw.state == SK_DSW_DB && sw.epoch == req->dsw_epoch;
+        return err;
+}
+
 /* One attempt of the transaction. @returns SK_OK with *res and the voucher's bucket count
  * in *nbuckets, or the error (rolled back; SK_EAGAIN transient, SK_EEXIST duplicate key,
  * SK_EFAIL failpoint). *at_commit = 1 when the error came from the COMMIT itself: its
@@ -242,6 +267,7 @@ static sk_err_t attempt(sk_db_t *db, const fr_req_t *req, result_t *res, int *nb
         err = checks(db, req, res, &buckets, errstr, errstr_size);
         *nbuckets = buckets;
         if (err == SK_OK && *res == R_CREATED) {
+                (void)SK_FAILPOINT("front.db_only_after_checks");
                 err = take_unit(db, req, buckets, &bucket, &after, errstr, errstr_size);
                 if (err == SK_ENOTFOUND) {
                         *res = R_SOLD_OUT;
@@ -251,6 +277,16 @@ static sk_err_t attempt(sk_db_t *db, const fr_req_t *req, result_t *res, int *nb
                         if (err == SK_OK && SK_FAILPOINT("front.db_only_before_commit")) {
                                 sk_seterr(errstr, errstr_size, "failpoint front.db_only_before_commit");
                                 err = SK_EFAIL;
+                        }
+                        if (err == SK_OK) {
+                                int still = 0;
+
+                                err = switch_still_db(db, req, &still, errstr, errstr_size);
+                                if (err == SK_OK && !still) {
+                                        *res = R_STATE; /* moved meanwhile: nothing sold */
+                                        sk_db_rollback(db);
+                                        return SK_OK;
+                                }
                         }
                         /* The buyer was answered 503 at the request deadline (DESIGN.md 8):
                          * a transaction that reaches COMMIT after it (a stalled DB link)

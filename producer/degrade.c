@@ -22,8 +22,10 @@
  *                               check samples the targets);
  *        db -> rebuilding       mode auto / redis_only and the breaker healthy for
  *                               SECKILL_BREAKER_HEALTHY_MS while the voucher is in db
- *                               (since + that long, DB clock), under SELECT ... FOR UPDATE
- *                               (waits out the DB-only purchases in flight);
+ *                               (since + that long, DB clock), one transaction that
+ *                               also sets switch_epoch on every bucket row of V, so it
+ *                               and a DB-only purchase in flight conflict on a bucket
+ *                               row (sk_dsw_begin_rebuild; DESIGN.md v5 16 (2));
  *        rebuilding -> redis    after sk_rebuild_voucher succeeded (breaker closed),
  *                               on the rebuild worker's thread (degrade_rebuild.c),
  *                               never this one: a rebuild waiting to settle must not

@@ -53,8 +53,9 @@
  *     HTTP threads route by it: redis -> the pipeline above; draining/rebuilding -> 503
  *     cause degrade; db -> the DB-only pool) and makes the moves of DESIGN.md 12.
  *   - DB-only pool (SECKILL_DEGRADE_DB_CONNS threads; dbonly.c): one transaction per
- *     purchase, 200 CREATED; a bounded queue (503 beyond it). Failpoint
- *     front.db_only_before_commit (error: rolled back, 503 cause db).
+ *     purchase, 200 CREATED; a bounded queue (503 beyond it). Failpoints
+ *     front.db_only_after_checks (sleep: tests) and front.db_only_before_commit (error:
+ *     rolled back, 503 cause db).
  *   - Lookup pool (--lookup-threads; lookup.c): orders/me, orders/{id}, the 10004 DB
  *     check (ended -> 403/10003, on sale -> 503, else 404).
  *   - Timer (deadline.c): answers 503 PENDING at each request's deadline (2 x delivery

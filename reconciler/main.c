@@ -9,13 +9,14 @@
  * without --repair, an error, a lost lock, interrupted) or an invalid configuration.
  * A second run while one holds the deployment's lock says so and exits 0.
  *
- * The run lock is GET_LOCK("seckill:reconcile:<database>:<prefix>", 0) on a dedicated
- * connection: overlapping runs of one deployment never collide, separate deployments
- * sharing a server never block each other. The lock lives as long as that session
- * (never released early, no automatic reconnect: a session that answers is the one
- * holding the lock). It is checked before every write of the pass (rc_must_stop): a
- * lost session stops the run at once, exit 2 "run lock lost", while another run may
- * already hold the lock.
+ * The run lock is the tb_lock row "seckill:reconcile:<database>:<prefix>" (sk/dblock.h,
+ * its own connection, taken without waiting, ttl RUN_LOCK_TTL_MS; DESIGN.md v5 16: not
+ * GET_LOCK, which is node-local on Galera): overlapping runs of one deployment never
+ * collide, separate deployments sharing a server never block each other. It is
+ * re-checked and renewed before every write of the pass (rc_must_stop): a row that no
+ * longer names this run (another run took it after it expired, or it could not be
+ * confirmed) stops the run at once, exit 2 "run lock lost". A run that dies leaves the
+ * row to expire: the next run within the ttl says "another run holds the lock".
  *
  * Output: the table or --json (report.c); "dlqRedriveLoopTraces" (JSON) / "traces stuck
  * in the DLQ re-drive loop" (table) counts the undecided traces that an earlier pass
@@ -30,21 +31,22 @@
 #include "sk/failpoint.h"
 #include "sk/clock.h"
 #include "sk/db.h"
+#include "sk/dblock.h"
 #include "sk/ids.h"
 #include "sk/log.h"
 #include "sk/redis.h"
 #include "sk/signals.h"
 
+#define RUN_LOCK_TTL_MS 60000  /* renewed before every write; a dead run's row ends after it */
+
 static volatile sig_atomic_t g_stop; /* 0 run, 1 stop between batches, 2 second signal */
 
-/* The run lock is held as long as its session lives (we never release it early). */
+/* The run lock's row still names this run (re-checked and renewed before every write). */
 static int lock_alive(void *arg)
 {
-        sk_db_t *lockdb = arg;
-        int64_t v = 0;
         char errstr[256];
 
-        if (sk_db_query_i64(lockdb, "SELECT 1", &v, NULL, errstr, sizeof(errstr)) != SK_OK) {
+        if (sk_dblock_check(arg, errstr, sizeof(errstr)) != SK_OK) {
                 SK_LOG(SK_ERROR, "lock_lost", "err=\"%s\"", errstr);
                 return 0;
         }
@@ -155,8 +157,8 @@ static int run_pass(rc_ctx_t *ctx, const char *lock_name)
                 ndone = i + 1;
                 if (err == SK_ESTOP) {
                         snprintf(note, sizeof(note), "%s", ctx->lock_lost
-                                 ? "run lock lost (its database session ended): stopped"
-                                   " without acting further"
+                                 ? "run lock lost (its tb_lock row no longer names this run, or"
+                                   " could not be confirmed): stopped without acting further"
                                  : "interrupted: stopped");
                         if (ctx->lock_lost || stats[i].voucher_id == 0)
                                 ndone = i + (stats[i].voucher_id ? 1 : 0);
@@ -181,7 +183,8 @@ int main(int argc, char **argv)
         sk_conf_t conf;
         rc_opts_t opts;
         char lock_name[256], errstr[512];
-        sk_db_t *lockdb = NULL, *db = NULL;
+        sk_dblock_t *lk = NULL;
+        sk_db_t *db = NULL;
         sk_redis_t *r = NULL;
         rc_ctx_t ctx;
         int code;
@@ -193,22 +196,23 @@ int main(int argc, char **argv)
         sk_db_library_init();
         snprintf(lock_name, sizeof(lock_name), "seckill:reconcile:%s:%s", conf.mysql.database,
                  conf.redis_prefix);
-        if (!(lockdb = sk_db_connect(&conf.mysql, 0, 0, errstr, sizeof(errstr)))) {
+        if (!(lk = sk_dblock_open(&conf.mysql, lock_name, RUN_LOCK_TTL_MS, errstr,
+                                  sizeof(errstr)))) {
                 SK_LOG(SK_ERROR, "db_connect_failed", "err=\"%s\"", errstr);
                 print_simple(opts.json, 2, "database unreachable");
                 return 2;
         }
-        err = sk_db_lock(lockdb, lock_name, 0, errstr, sizeof(errstr));
-        if (err == SK_EAGAIN && lock_alive(lockdb)) {
-                SK_LOG(SK_INFO, "already_running", "lock=%s", lock_name);
+        err = sk_dblock_take(lk, 0, errstr, sizeof(errstr));
+        if (err == SK_EAGAIN && sk_dblock_busy(lk)) {
+                SK_LOG(SK_INFO, "already_running", "lock=%s err=\"%s\"", lock_name, errstr);
                 print_simple(opts.json, 0, "another seckill-reconciler run holds the lock; nothing done");
-                sk_db_close(lockdb);
+                sk_dblock_close(lk);
                 return 0;
         }
         if (err != SK_OK) {
                 SK_LOG(SK_ERROR, "lock_failed", "lock=%s err=\"%s\"", lock_name, errstr);
                 print_simple(opts.json, 2, "could not take the run lock");
-                sk_db_close(lockdb);
+                sk_dblock_close(lk);
                 return 2;
         }
         if (!(db = sk_db_connect(&conf.mysql, 0, 5, errstr, sizeof(errstr))) ||
@@ -227,15 +231,12 @@ int main(int argc, char **argv)
         ctx.r = r;
         ctx.stop = &g_stop;
         ctx.lock_ok = lock_alive;
-        ctx.lock_arg = lockdb;
+        ctx.lock_arg = lk;
         code = run_pass(&ctx, lock_name);
 done:
         fflush(stdout);
         sk_redis_close(r);
         sk_db_close(db);
-        if (lockdb) {
-                (void)sk_db_unlock(lockdb, lock_name, NULL, 0);
-                sk_db_close(lockdb);
-        }
+        sk_dblock_close(lk);    /* releases the row if still ours */
         return code;
 }

@@ -32,8 +32,8 @@ int rc_must_stop(rc_ctx_t *ctx)
                 return 1;
         if (ctx->lock_ok && !ctx->lock_ok(ctx->lock_arg)) {
                 ctx->lock_lost = 1;
-                SK_LOG(SK_ERROR, "lock_lost_stopping", "note=\"the run lock's session ended:"
-                       " this pass stops without acting further\"");
+                SK_LOG(SK_ERROR, "lock_lost_stopping", "note=\"the run lock's tb_lock row no longer names"
+                       " this run: this pass stops without acting further\"");
                 return 1;
         }
         return 0;

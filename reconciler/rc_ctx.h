@@ -91,9 +91,10 @@ typedef struct rc_ctx {
  *  @p what (cut to 160 bytes). */
 void rc_note(rc_vstat_t *st, const char *fmt, const char *what);
 
-/** @brief 1 when the pass must stop now: a stop signal, or the run lock lost (its DB
- *  session died; ctx->lock_lost is set and logged once). Called before every Redis,
- *  Kafka or DB write of the pass so that a pass without its lock acts no more. */
+/** @brief 1 when the pass must stop now: a stop signal, or the run lock lost (its
+ *  tb_lock row no longer names this run or could not be confirmed, DESIGN.md v5 16;
+ *  ctx->lock_lost is set and logged once). Called before every Redis, Kafka or DB write
+ *  of the pass so that a pass without its lock acts no more; each call renews the row. */
 int rc_must_stop(rc_ctx_t *ctx);
 
 /** @brief Reconcile window + 1 day in ms (DESIGN.md 4 key expiry). */

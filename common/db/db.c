@@ -26,7 +26,6 @@ struct sk_db {
 
 #define SK_DB_CONNECT_TIMEOUT_S 5u
 #define SK_DB_IO_TIMEOUT_S      30u
-#define SK_DB_LOCK_NAME_MAX     64   /* MySQL 5.7+: ER_USER_LOCK_WRONG_NAME beyond it */
 
 static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
 
@@ -381,89 +380,6 @@ void sk_db_rollback(sk_db_t *db)
         /* Errors ignored: on a broken link the server rolls the transaction back. */
         if (db && db->conn)
                 (void)mysql_rollback(db->conn);
-}
-
-/* The lock name actually used (see sk_db_lock in the header), as an escaped SQL string
- * literal with its quotes, into out (size >= 2 * SK_DB_LOCK_NAME_MAX + 3). */
-static void lock_literal(MYSQL *conn, const char *name, char *out)
-{
-        char fitted[SK_DB_LOCK_NAME_MAX + 1];
-        size_t len = strlen(name);
-        unsigned long n;
-
-        if (len <= SK_DB_LOCK_NAME_MAX) {
-                memcpy(fitted, name, len + 1);
-        } else {
-                uint64_t h = UINT64_C(14695981039346656037); /* FNV-1a 64 offset basis */
-                for (size_t i = 0; i < len; i++) {
-                        h ^= (unsigned char)name[i];
-                        h *= UINT64_C(1099511628211);        /* FNV-1a 64 prime */
-                }
-                memcpy(fitted, name, 47);
-                snprintf(fitted + 47, sizeof(fitted) - 47, ":%016" PRIx64, h);
-                len = strlen(fitted);
-        }
-        out[0] = '\'';
-        n = mysql_real_escape_string(conn, out + 1, fitted, (unsigned long)len);
-        out[1 + n] = '\'';
-        out[2 + n] = '\0';
-}
-
-sk_err_t sk_db_lock(sk_db_t *db, const char *name, int timeout_s, char *errstr,
-                    size_t errstr_size)
-{
-        char lit[2 * SK_DB_LOCK_NAME_MAX + 3];
-        char sql[sizeof(lit) + 64];
-        int64_t v = 0;
-        int is_null = 0;
-        sk_err_t err;
-
-        if ((err = check_conn(db, errstr, errstr_size)) != SK_OK)
-                return err;
-        if (!name || !*name || timeout_s < 0) {
-                sk_seterr(errstr, errstr_size, "sk_db_lock: invalid argument");
-                return SK_EINVAL;
-        }
-        lock_literal(db->conn, name, lit);
-        snprintf(sql, sizeof(sql), "SELECT GET_LOCK(%s, %d)", lit, timeout_s);
-        if ((err = sk_db_query_i64(db, sql, &v, &is_null, errstr, errstr_size)) != SK_OK)
-                return err == SK_ENOTFOUND ? SK_EDB : err;
-        if (is_null) {
-                sk_seterr(errstr, errstr_size, "GET_LOCK(%s) returned NULL", name);
-                return SK_EDB;
-        }
-        if (v != 1) {
-                sk_seterr(errstr, errstr_size,
-                          "lock %s is held by another session (waited %d s)", name,
-                          timeout_s);
-                return SK_EAGAIN;
-        }
-        return SK_OK;
-}
-
-sk_err_t sk_db_unlock(sk_db_t *db, const char *name, char *errstr, size_t errstr_size)
-{
-        char lit[2 * SK_DB_LOCK_NAME_MAX + 3];
-        char sql[sizeof(lit) + 64];
-        int64_t v = 0;
-        int is_null = 0;
-        sk_err_t err;
-
-        if ((err = check_conn(db, errstr, errstr_size)) != SK_OK)
-                return err;
-        if (!name || !*name) {
-                sk_seterr(errstr, errstr_size, "sk_db_unlock: invalid argument");
-                return SK_EINVAL;
-        }
-        lock_literal(db->conn, name, lit);
-        snprintf(sql, sizeof(sql), "SELECT RELEASE_LOCK(%s)", lit);
-        if ((err = sk_db_query_i64(db, sql, &v, &is_null, errstr, errstr_size)) != SK_OK)
-                return err == SK_ENOTFOUND ? SK_EDB : err;
-        if (is_null || v != 1) {
-                sk_seterr(errstr, errstr_size, "lock %s was not held by this session", name);
-                return SK_ENOTFOUND;
-        }
-        return SK_OK;
 }
 
 void sk_db_bind_i64(MYSQL_BIND *b, int64_t *v)

@@ -10,7 +10,8 @@
  * Privileges, and why no more:
  *   app    SELECT, INSERT, UPDATE per table: the binaries read and write rows, never
  *          delete one (orders are closed or cancelled by UPDATE, outcomes are kept),
- *          never touch the schema; GET_LOCK and SET SESSION need no privilege.
+ *          never touch the schema; the advisory locks are rows of tb_lock (taken and
+ *          released by UPDATE, never deleted); SET SESSION needs no privilege.
  *   admin  the migrations' statements on the one database: CREATE (the database
  *          itself and its tables), ALTER, INDEX, DROP (ALTER ... DROP, a later DROP
  *          TABLE), and the rows of schema_migrations and of every table

@@ -1,12 +1,17 @@
 /* migrate.c: the migration runner of sk/migrate.h (DESIGN.md 6, `seckill-admin db
  * migrate`). Steps, on one session:
- *   1. connect without a database; GET_LOCK('seckill:migrate:<db>', 30 s) so two
- *      runners at once serialize (the second one then finds everything recorded);
- *   2. CREATE DATABASE IF NOT EXISTS `<db>` CHARACTER SET utf8mb4, USE it;
+ *   1. connect without a database; CREATE DATABASE IF NOT EXISTS `<db>` CHARACTER SET
+ *      utf8mb4, USE it (both idempotent, so two runners may do it at once);
+ *   2. the bootstrap of the lock table: CREATE TABLE IF NOT EXISTS tb_lock (the statement
+ *      of ddl/0007_lock.sql, sk_dblock_ensure_table), then take the row lock
+ *      'seckill:migrate:<db>' (sk/dblock.h; waited for up to 30 s, ttl 120 s) so two
+ *      runners at once serialize (the second one then finds everything recorded). Not
+ *      GET_LOCK: it is node-local on Galera (DESIGN.md v5 16);
  *   3. CREATE TABLE IF NOT EXISTS schema_migrations (name, applied_at);
  *   4. for each embedded migration (sk_migrations[], ddl/NNNN_*.sql in name order) not
- *      yet recorded: split it into statements, run them in order, then record its name.
- *   5. RELEASE_LOCK (also released by the server when the session ends).
+ *      yet recorded: split it into statements, run them in order (the lock re-checked and
+ *      renewed before each one: a runner that lost its row stops), then record its name;
+ *   5. release the row (it also ends by itself at its until).
  * MySQL DDL commits implicitly, so a migration is not atomic: a runner killed half-way
  * leaves some statements applied and the name unrecorded; the next run executes the
  * whole file again. Every migration must therefore be idempotent statement by
@@ -26,9 +31,11 @@
 #include <string.h>
 
 #include "sk/db.h"
+#include "sk/dblock.h"
 #include "sk/migrate.h"
 
-#define MIGRATE_LOCK_TIMEOUT_S 30
+#define MIGRATE_LOCK_WAIT_MS 30000
+#define MIGRATE_LOCK_TTL_MS 120000  /* renewed before every statement */
 
 static int valid_db_name(const char *s)
 {
@@ -56,9 +63,30 @@ static int skip_line(const char *line, size_t len)
         return 0;
 }
 
+/* Run one statement of @p m (number @p nstmt) after re-checking the lock. */
+static sk_err_t run_one(sk_db_t *db, sk_dblock_t *lk, const sk_migration_t *m, int nstmt,
+                        const char *stmt, char *errstr, size_t errstr_size)
+{
+        char why[384];
+        sk_err_t err;
+
+        if ((err = sk_dblock_check(lk, errstr, errstr_size)) != SK_OK) {
+                snprintf(why, sizeof(why), "%s", errstr ? errstr : "");
+                sk_seterr(errstr, errstr_size, "migration %s statement %d not run: %s",
+                          m->name, nstmt, why);
+                return SK_EAGAIN;
+        }
+        if ((err = sk_db_exec(db, stmt, errstr, errstr_size)) != SK_OK) {
+                snprintf(why, sizeof(why), "%s", errstr ? errstr : "");
+                sk_seterr(errstr, errstr_size, "migration %s statement %d: %s", m->name, nstmt,
+                          why);
+        }
+        return err;
+}
+
 /* Run the statements of one migration. */
-static sk_err_t run_statements(sk_db_t *db, const sk_migration_t *m, char *errstr,
-                               size_t errstr_size)
+static sk_err_t run_statements(sk_db_t *db, sk_dblock_t *lk, const sk_migration_t *m,
+                               char *errstr, size_t errstr_size)
 {
         const char *p = m->sql;
         size_t cap = strlen(m->sql) + 1, len = 0;
@@ -89,14 +117,8 @@ static sk_err_t run_statements(sk_db_t *db, const sk_migration_t *m, char *errst
                 stmt[len] = '\0';
                 if (last) {
                         nstmt++;
-                        if ((err = sk_db_exec(db, stmt, errstr, errstr_size)) != SK_OK) {
-                                char why[384];
-                                snprintf(why, sizeof(why), "%s", errstr ? errstr : "");
-                                sk_seterr(errstr, errstr_size,
-                                          "migration %s statement %d: %s", m->name, nstmt,
-                                          why);
+                        if ((err = run_one(db, lk, m, nstmt, stmt, errstr, errstr_size)) != SK_OK)
                                 goto done;
-                        }
                         len = 0;
                 }
 next:
@@ -109,13 +131,7 @@ next:
                 if (!isspace((unsigned char)stmt[i])) {
                         stmt[len] = '\0';
                         nstmt++;
-                        if ((err = sk_db_exec(db, stmt, errstr, errstr_size)) != SK_OK) {
-                                char why[384];
-                                snprintf(why, sizeof(why), "%s", errstr ? errstr : "");
-                                sk_seterr(errstr, errstr_size,
-                                          "migration %s statement %d: %s", m->name, nstmt,
-                                          why);
-                        }
+                        err = run_one(db, lk, m, nstmt, stmt, errstr, errstr_size);
                         break;
                 }
         }
@@ -127,9 +143,10 @@ done:
 sk_err_t sk_migrate(const sk_mysql_url_t *url, int *applied, char *errstr, size_t errstr_size)
 {
         sk_db_t *db = NULL;
+        sk_dblock_t *lk = NULL;
         char lock_name[96];
         char sql[512], lit[2 * 128 + 3];
-        int locked = 0, napplied = 0;
+        int napplied = 0;
         sk_err_t err;
 
         if (applied)
@@ -142,18 +159,22 @@ sk_err_t sk_migrate(const sk_mysql_url_t *url, int *applied, char *errstr, size_
         if (!(db = sk_db_connect(url, 1, 0, errstr, errstr_size)))
                 return SK_EAGAIN; /* connect failures are worth a retry */
 
-        snprintf(lock_name, sizeof(lock_name), "seckill:migrate:%s", url->database);
-        if ((err = sk_db_lock(db, lock_name, MIGRATE_LOCK_TIMEOUT_S, errstr,
-                              errstr_size)) != SK_OK)
-                goto done;
-        locked = 1;
-
         snprintf(sql, sizeof(sql),
                  "CREATE DATABASE IF NOT EXISTS `%s` CHARACTER SET utf8mb4 "
                  "COLLATE utf8mb4_unicode_ci", url->database);
         if ((err = sk_db_exec(db, sql, errstr, errstr_size)) != SK_OK)
                 goto done;
         if ((err = sk_db_select_db(db, url->database, errstr, errstr_size)) != SK_OK)
+                goto done;
+        /* The bootstrap: the lock table before the lock (sk/dblock.h). */
+        if ((err = sk_dblock_ensure_table(db, errstr, errstr_size)) != SK_OK)
+                goto done;
+        snprintf(lock_name, sizeof(lock_name), "seckill:migrate:%s", url->database);
+        if (!(lk = sk_dblock_open(url, lock_name, MIGRATE_LOCK_TTL_MS, errstr, errstr_size))) {
+                err = SK_EAGAIN;
+                goto done;
+        }
+        if ((err = sk_dblock_take(lk, MIGRATE_LOCK_WAIT_MS, errstr, errstr_size)) != SK_OK)
                 goto done;
         if ((err = sk_db_exec(db,
                               "CREATE TABLE IF NOT EXISTS schema_migrations ("
@@ -182,7 +203,7 @@ sk_err_t sk_migrate(const sk_mysql_url_t *url, int *applied, char *errstr, size_
                         goto done;
                 if (n > 0)
                         continue;
-                if ((err = run_statements(db, m, errstr, errstr_size)) != SK_OK)
+                if ((err = run_statements(db, lk, m, errstr, errstr_size)) != SK_OK)
                         goto done;
                 snprintf(sql, sizeof(sql),
                          "INSERT INTO schema_migrations (name, applied_at) "
@@ -195,8 +216,7 @@ sk_err_t sk_migrate(const sk_mysql_url_t *url, int *applied, char *errstr, size_
 done:
         if (applied)
                 *applied = napplied;
-        if (locked)
-                (void)sk_db_unlock(db, lock_name, NULL, 0);
+        sk_dblock_close(lk);    /* releases the row if still ours */
         sk_db_close(db);
         return err;
 }

@@ -64,21 +64,28 @@ static int stock_row(void *arg, const int64_t *cols, const int *nulls, int ncols
         return 1;
 }
 
-/* In the open transaction: bucket @p bucket's DB stock with a shared lock (the FOR SHARE
- * of DESIGN.md 4, v4: the trace's bucket j). A missing row clamps to 0 (nothing can be
- * sold). */
-static sk_err_t read_stock_shared(const sk_decider_t *d, int64_t voucher_id, int bucket,
-                                  int64_t *stock, char *errstr, size_t errstr_size)
+/* In the open transaction: bump bucket @p bucket's row (SET version = version + 1,
+ * DESIGN.md v5 16 (3); the trace's bucket j) and read its stock. The write holds the row
+ * until the transaction ends, on every node's terms: a concurrent restock of the row
+ * waits for us (one node) or one of the two fails certification (Galera), where a
+ * FOR SHARE read would protect nothing across nodes. A missing row clamps to 0 (nothing
+ * can be sold). */
+static sk_err_t lock_stock_row(const sk_decider_t *d, int64_t voucher_id, int bucket,
+                               int64_t *stock, char *errstr, size_t errstr_size)
 {
+        static const char bump[] =
+                "UPDATE tb_seckill_stock SET version = version + 1 WHERE voucher_id = ? AND "
+                "bucket = ?";
         static const char sql[] =
-                "SELECT stock FROM tb_seckill_stock WHERE voucher_id = ? AND bucket = ?"
-                " LOCK IN SHARE MODE";
+                "SELECT stock FROM tb_seckill_stock WHERE voucher_id = ? AND bucket = ?";
         int64_t params[2] = { voucher_id, bucket };
         sk_err_t err;
 
         if ((err = clamp_read_failpoint(d, errstr, errstr_size)) != SK_OK)
                 return err;
         *stock = 0;
+        if ((err = sk_db_exec_i64(d->db, bump, params, 2, NULL, errstr, errstr_size)) != SK_OK)
+                return err == SK_EEXIST ? SK_EDB : err;
         err = sk_db_rows(d->db, sql, params, 2, 1, stock_row, stock, errstr,
                          errstr_size);
         return err == SK_EEXIST ? SK_EDB : err;
@@ -103,8 +110,8 @@ static sk_err_t read_active_trace(const sk_decider_t *d, const sk_order_msg_t *m
         return err == SK_EEXIST ? SK_EDB : err;
 }
 
-/* One attempt: [BEGIN, stock FOR SHARE,] [has_order: T0,] rollback.lua[, end the
- * transaction]. */
+/* One attempt: [BEGIN, bump bucket j's row and read its stock,] [has_order: T0,]
+ * rollback.lua[, end the transaction]. */
 static sk_err_t rollback_once(const sk_decider_t *d, const sk_order_msg_t *msg,
                               sk_reason_t reason, int clamp, sk_rollback_res_t *res,
                               int64_t *clamp_to, char *errstr, size_t errstr_size)
@@ -121,8 +128,8 @@ static sk_err_t rollback_once(const sk_decider_t *d, const sk_order_msg_t *msg,
         }
         if (clamp) {
                 if ((err = sk_db_begin(d->db, errstr, errstr_size)) == SK_OK &&
-                    (err = read_stock_shared(d, msg->voucher_id, msg->bucket, clamp_to, errstr,
-                                             errstr_size)) != SK_OK)
+                    (err = lock_stock_row(d, msg->voucher_id, msg->bucket, clamp_to, errstr,
+                                          errstr_size)) != SK_OK)
                         sk_db_rollback(d->db);
                 if (err != SK_OK) {
                         *clamp_to = -1;
@@ -153,8 +160,10 @@ static sk_err_t rollback_once(const sk_decider_t *d, const sk_order_msg_t *msg,
                 if (err != SK_OK && d->redis_failed)
                         d->redis_failed(d->arg, err);
         }
-        /* rollback.lua has answered (or will never run now): the shared lock may go. A
-         * failed COMMIT of a read-only transaction only releases the lock early. */
+        /* rollback.lua has answered (or will never run now): the row may go. A failed
+         * COMMIT loses only the version bump; on Galera it means a restock of the row
+         * certified first, so the clamp may have used the stock before it: Redis below the
+         * DB (undersell), which the reconciler's drift pass repairs, never an oversell. */
         if (clamp)
                 (void)sk_db_commit(d->db, NULL, 0);
         return err;

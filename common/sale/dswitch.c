@@ -225,22 +225,27 @@ sk_err_t sk_dsw_move(sk_db_t *db, int64_t voucher_id, int from, int64_t epoch, i
 sk_err_t sk_dsw_begin_rebuild(sk_db_t *db, int64_t voucher_id, int64_t epoch, const char *by,
                               int *moved, int64_t *new_epoch, char *errstr, size_t errstr_size)
 {
-        sk_dsw_row_t row;
+        int64_t p[2] = { epoch + 1, voucher_id };
         sk_err_t err;
 
         *moved = 0;
         if ((err = sk_db_begin(db, errstr, errstr_size)) != SK_OK)
                 return err;
-        err = sk_dsw_get(db, voucher_id, 2, &row, errstr, errstr_size);
-        if (err == SK_OK && row.state == SK_DSW_DB && row.epoch == epoch)
-                err = sk_dsw_move(db, voucher_id, SK_DSW_DB, epoch, SK_DSW_REBUILDING, by, moved,
-                                  errstr, errstr_size);
-        if (err == SK_OK)
+        /* The conditional move, then every bucket row of V in the same transaction
+         * (DESIGN.md v5 16 (2)): a DB-only sale updates one of them, so it either waits
+         * for this COMMIT (one node) or fails certification against it (Galera, 1213)
+         * and retries into state rebuilding. No FOR UPDATE: it is node-local. */
+        err = sk_dsw_move(db, voucher_id, SK_DSW_DB, epoch, SK_DSW_REBUILDING, by, moved, errstr,
+                          errstr_size);
+        if (err == SK_OK && *moved)
+                err = sk_db_exec_i64(db, "UPDATE tb_seckill_stock SET switch_epoch = ? WHERE "
+                                     "voucher_id = ?", p, 2, NULL, errstr, errstr_size);
+        if (err == SK_OK && *moved)
                 err = sk_db_commit(db, errstr, errstr_size);
-        if (err != SK_OK) {
+        if (err != SK_OK || !*moved) {
                 sk_db_rollback(db);
                 *moved = 0;
-                return err == SK_ENOTFOUND ? SK_OK : err;
+                return err;
         }
         *new_epoch = epoch + 1;
         return SK_OK;

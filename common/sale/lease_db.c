@@ -15,13 +15,11 @@
  * Times travel as ms since the epoch (TIMESTAMPDIFF, not UNIX_TIMESTAMP, which stops
  * at 2038 on MariaDB 10.x); the session is UTC (sk/db.h). The holder is made of plain
  * characters (sk_lease_db_make_holder), so it is spliced into the SQL as is. */
-#include <ctype.h>
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 #include "lease_db.h"
+#include "sk/dblock.h"
 #include "sk/clock.h"
 
 #define TAKE_TRIES 3          /* compare-and-set attempts on one id */
@@ -31,22 +29,7 @@ enum { TAKE_OK, TAKE_HELD, TAKE_FAR };
 
 void sk_lease_db_make_holder(char *out, size_t size)
 {
-        static _Atomic int64_t last_start_ms;
-        char host[65] = "unknown";
-        int64_t start_ms = sk_now_ms(), prev = atomic_load(&last_start_ms);
-
-        do {
-                if (start_ms <= prev)
-                        start_ms = prev + 1;
-        } while (!atomic_compare_exchange_weak(&last_start_ms, &prev, start_ms));
-
-        (void)gethostname(host, sizeof(host) - 1);
-        host[sizeof(host) - 1] = '\0';
-        for (char *p = host; *p; p++) {
-                if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
-                        *p = '_';   /* the holder is spliced into SQL: keep it plain */
-        }
-        snprintf(out, size, "%s:%ld:%" PRId64, host, (long)getpid(), start_ms);
+        sk_dblock_make_holder(out, size); /* one generator: lease and lock holders never collide */
 }
 
 /* The "free" condition of a row (DESIGN.md 2 v5) into @p buf. */

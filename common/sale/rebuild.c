@@ -25,6 +25,18 @@
 
 #define REBUILD_POLL_MS 250     /* between two checks of Kafka and the trace hash */
 
+/* The holder's re-check (and renewal) of the voucher's tb_lock row before a Redis write
+ * (DESIGN.md v5 16): SK_EAGAIN with the reason when the row is lost or unconfirmed. */
+static sk_err_t guard(sk_dblock_t *lk, char *errstr, size_t errstr_size)
+{
+        char why[256];
+
+        if (sk_dblock_check(lk, why, sizeof(why)) == SK_OK)
+                return SK_OK;
+        sk_seterr(errstr, errstr_size, "voucher lock lost, nothing more written: %s", why);
+        return SK_EAGAIN;
+}
+
 /* The keys of every bucket of one voucher (DESIGN.md v4 4). */
 typedef struct rb_keys {
         int n;                          /* N, the voucher's buckets (1..SK_BUCKETS_MAX) */
@@ -87,7 +99,7 @@ static sk_err_t buyers_of(const sk_i64vec_t *buyers, int n, int b, sk_i64vec_t *
 
 /* Write bucket @p b's state from the snapshot: T:x records, users (its home buyers),
  * then stock and meta in one step. */
-static sk_err_t copy_bucket(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
+static sk_err_t copy_bucket(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r, sk_dblock_t *lk,
                             const rb_keys_t *k, int b, int replace, const sk_voucher_row_t *row,
                             const sk_i64vec_t *buyers, sk_i64vec_t *mine, int *sold_down,
                             char *cur, size_t cur_size, char *errstr, size_t errstr_size)
@@ -98,11 +110,13 @@ static sk_err_t copy_bucket(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
         /* Pending releases (DESIGN.md 8 rebuild row, 13) are recorded as T:x before the
          * stock is set from the DB: always for a rebuild, for a preheat only when it sets
          * a missing stock key. */
-        if ((err = mark_released(r, &k->b[b], row->voucher_id, b, e, replace, db,
+        if ((err = guard(lk, errstr, errstr_size)) != SK_OK ||
+            (err = mark_released(r, &k->b[b], row->voucher_id, b, e, replace, db,
                                  conf->redis_prefix, errstr, errstr_size)) != SK_OK ||
             (err = buyers_of(buyers, k->n, b, mine, errstr, errstr_size)) != SK_OK ||
-            (err = sk_vstate_write_users(r, &k->b[b], e, mine, replace, errstr,
-                                         errstr_size)) != SK_OK)
+            (err = sk_vstate_write_users(r, &k->b[b], e, mine, replace, lk, errstr,
+                                         errstr_size)) != SK_OK ||
+            (err = guard(lk, errstr, errstr_size)) != SK_OK)
                 return err;
         return sk_vstate_commit(r, &k->b[b], e, row, row->bucket_stock[b], replace, sold_down,
                                 cur, cur_size, errstr, errstr_size);
@@ -113,7 +127,7 @@ static sk_err_t copy_bucket(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
  * consumer's stock UPDATE for this voucher waits for us, so the Redis copy is one
  * consistent view of the DB. Buckets go last to first, so bucket 0's meta (whose
  * `buckets` the front reads) is the voucher's last write. *row is updated when read. */
-static sk_err_t copy_state(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
+static sk_err_t copy_state(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r, sk_dblock_t *lk,
                            const rb_keys_t *k, int64_t voucher_id, int replace,
                            sk_voucher_row_t *row, sk_i64vec_t *buyers, int *sold_down,
                            char *cur, size_t cur_size, char *errstr, size_t errstr_size)
@@ -141,7 +155,7 @@ static sk_err_t copy_state(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
                     *sold_down)
                         goto fail;
         for (int b = k->n - 1; b >= 0; b--)
-                if ((err = copy_bucket(conf, db, r, k, b, replace, row, buyers, &mine, sold_down,
+                if ((err = copy_bucket(conf, db, r, lk, k, b, replace, row, buyers, &mine, sold_down,
                                        cur, cur_size, errstr, errstr_size)) != SK_OK ||
                     *sold_down)
                         goto fail;
@@ -158,7 +172,7 @@ fail:
 /* One check: the voucher's partitions, then (only when they are consumed) the trace
  * hash. *settled = 1 when both are done; @p why says what is left. Errors that need a
  * human (SK_EINVAL, SK_EKAFKA) are returned; transient ones are reported in @p why. */
-static sk_err_t check_once(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
+static sk_err_t check_once(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r, sk_dblock_t *lk,
                            sk_vkafka_t *vk, const rb_keys_t *k, int64_t voucher_id,
                            sk_rebuild_report_t *rep, int *settled, char *why, size_t why_size)
 {
@@ -182,7 +196,8 @@ static sk_err_t check_once(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
         rep->deducts = 0;
         err = SK_OK;
         for (int b = 0; b < k->n && err == SK_OK; b++)
-                err = rb_settle_traces(conf, db, r, &k->b[b], voucher_id, rep, why, why_size);
+                err = rb_settle_traces(conf, db, r, lk, &k->b[b], voucher_id, rep, why,
+                                       why_size);
         if (err == SK_OK && rep->undecided == 0) {
                 *settled = 1;
                 return SK_OK;
@@ -197,7 +212,7 @@ static sk_err_t check_once(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
 
 /* Step 3 of the rebuild: wait up to @p wait_ms until nothing is in flight. */
 static sk_err_t wait_settled(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
-                             const rb_keys_t *k, int64_t voucher_id, int wait_ms,
+                             sk_dblock_t *lk, const rb_keys_t *k, int64_t voucher_id, int wait_ms,
                              sk_rebuild_report_t *rep, char *errstr, size_t errstr_size)
 {
         int64_t start_ms = sk_mono_ms(), deadline_ms = start_ms + wait_ms;
@@ -212,7 +227,11 @@ static sk_err_t wait_settled(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
         for (;;) {
                 int settled = 0;
 
-                err = check_once(conf, db, r, vk, k, voucher_id, rep, &settled, why,
+                /* Each check may write (pending rollbacks, FAILED front_rollback); the
+                 * lock is re-checked first, and renewed, on every round of the wait. */
+                if ((err = guard(lk, errstr, errstr_size)) != SK_OK)
+                        break;
+                err = check_once(conf, db, r, lk, vk, k, voucher_id, rep, &settled, why,
                                  sizeof(why));
                 rep->waited_ms = sk_mono_ms() - start_ms;
                 if (err != SK_OK) {
@@ -235,10 +254,14 @@ static sk_err_t wait_settled(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
         return err;
 }
 
-/* Put back the status every bucket's meta had before the pause (best effort). */
-static void unpause_all(const sk_conf_t *conf, sk_redis_t *r, const rb_keys_t *k,
-                        const sk_voucher_row_t *row, const int *prev)
+/* Put back the status every bucket's meta had before the pause (best effort), only while
+ * the lock is still ours: a holder that lost it leaves meta to the new holder (or to the
+ * reconciler's meta reset once nobody holds it). */
+static void unpause_all(const sk_conf_t *conf, sk_redis_t *r, sk_dblock_t *lk,
+                        const rb_keys_t *k, const sk_voucher_row_t *row, const int *prev)
 {
+        if (sk_dblock_check(lk, NULL, 0) != SK_OK)
+                return;
         for (int b = 0; b < k->n; b++)
                 (void)sk_vstate_unpause(r, &k->b[b], sk_vstate_expiry(conf, row), prev[b],
                                         NULL, 0);
@@ -246,7 +269,7 @@ static void unpause_all(const sk_conf_t *conf, sk_redis_t *r, const rb_keys_t *k
 
 /* The rebuild with the voucher lock already held on @p db's session. */
 static sk_err_t rebuild_locked(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
-                               int64_t voucher_id, int wait_ms, sk_rebuild_report_t *rep,
+                               sk_dblock_t *lk, int64_t voucher_id, int wait_ms, sk_rebuild_report_t *rep,
                                char *errstr, size_t errstr_size)
 {
         sk_voucher_row_t row;
@@ -264,23 +287,25 @@ static sk_err_t rebuild_locked(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r
          * now on. */
         for (int b = 0; b < k.n; b++)
                 prev[b] = -1;
+        if ((err = guard(lk, errstr, errstr_size)) != SK_OK)
+                return err;
         for (int b = 0; b < k.n && err == SK_OK; b++)
                 err = sk_vstate_pause(r, &k.b[b], sk_vstate_expiry(conf, &row), &prev[b], errstr,
                                       errstr_size);
         rep->prev_status = prev[0];
         if (err != SK_OK) {
-                unpause_all(conf, r, &k, &row, prev);
+                unpause_all(conf, r, lk, &k, &row, prev);
                 return err;
         }
         /* 3. Wait until nothing is in flight; 4. copy the book of record (the row is
          * read again: the consumers committed while we waited). */
-        if ((err = wait_settled(conf, db, r, &k, voucher_id, wait_ms, rep, errstr,
+        if ((err = wait_settled(conf, db, r, lk, &k, voucher_id, wait_ms, rep, errstr,
                                 errstr_size)) != SK_OK ||
-            (err = copy_state(conf, db, r, &k, voucher_id, 1, &row, &buyers, &sold_down, NULL,
+            (err = copy_state(conf, db, r, lk, &k, voucher_id, 1, &row, &buyers, &sold_down, NULL,
                               0, errstr, errstr_size)) != SK_OK) {
                 /* Not rebuilt: lift our pause again (best effort; a reconciler pass that
                  * finds status 4 with nobody holding the lock resets meta from the DB). */
-                unpause_all(conf, r, &k, &row, prev);
+                unpause_all(conf, r, lk, &k, &row, prev);
                 sk_i64vec_free(&buyers);
                 return err;
         }
@@ -296,17 +321,16 @@ sk_err_t sk_rebuild_voucher_with(const sk_conf_t *conf, sk_db_t *db, sk_redis_t 
                                  char *errstr, size_t errstr_size)
 {
         sk_rebuild_report_t local;
-        char lock[256];
+        sk_dblock_t *lk = NULL;
         sk_err_t err;
 
         if (!rep)
                 rep = &local;
         rep_init(rep);
-        if ((err = sk_voucher_lock(conf, db, voucher_id, lock, sizeof(lock), errstr,
-                                   errstr_size)) != SK_OK)
+        if ((err = sk_voucher_lock(conf, voucher_id, -1, &lk, errstr, errstr_size)) != SK_OK)
                 return err;
-        err = rebuild_locked(conf, db, r, voucher_id, wait_ms, rep, errstr, errstr_size);
-        (void)sk_db_unlock(db, lock, NULL, 0);
+        err = rebuild_locked(conf, db, r, lk, voucher_id, wait_ms, rep, errstr, errstr_size);
+        sk_dblock_close(lk);
         return err;
 }
 
@@ -397,7 +421,7 @@ static sk_err_t could_have_sales(const sk_conf_t *conf, sk_db_t *db, sk_redis_t 
 /* The preheat with the voucher lock held: a rebuild when a bucket's stock is missing and
  * the voucher could have sales, else the plain copy (a fresh voucher: every bucket SET). */
 static sk_err_t preheat_locked(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
-                               int64_t voucher_id, int wait_ms, sk_rebuild_report_t *rep,
+                               sk_dblock_t *lk, int64_t voucher_id, int wait_ms, sk_rebuild_report_t *rep,
                                char *errstr, size_t errstr_size)
 {
         sk_voucher_row_t row;
@@ -423,10 +447,10 @@ static sk_err_t preheat_locked(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r
                 /* Redis lost this voucher's stock after sales may have begun: a fresh SET
                  * would re-admit units still in flight. Rebuild instead (DESIGN.md 8). */
                 rep->rebuilt = 1;
-                return rebuild_locked(conf, db, r, voucher_id, wait_ms, rep, errstr,
+                return rebuild_locked(conf, db, r, lk, voucher_id, wait_ms, rep, errstr,
                                       errstr_size);
         }
-        err = copy_state(conf, db, r, &k, voucher_id, 0, &row, &buyers, &sold_down, cur,
+        err = copy_state(conf, db, r, lk, &k, voucher_id, 0, &row, &buyers, &sold_down, cur,
                          sizeof(cur), errstr, errstr_size);
         if (err == SK_OK && sold_down) {
                 sk_seterr(errstr, errstr_size,
@@ -451,7 +475,7 @@ sk_err_t sk_voucher_preheat(const sk_conf_t *conf, int64_t voucher_id, int wait_
         sk_rebuild_report_t local;
         sk_db_t *db = NULL;
         sk_redis_t *r = NULL;
-        char lock[256];
+        sk_dblock_t *lk = NULL;
         sk_err_t err;
 
         if (!rep)
@@ -459,10 +483,10 @@ sk_err_t sk_voucher_preheat(const sk_conf_t *conf, int64_t voucher_id, int wait_
         rep_init(rep);
         if ((err = sk_voucher_connect(conf, &db, &r, errstr, errstr_size)) != SK_OK)
                 return err;
-        if ((err = sk_voucher_lock(conf, db, voucher_id, lock, sizeof(lock), errstr,
-                                   errstr_size)) == SK_OK) {
-                err = preheat_locked(conf, db, r, voucher_id, wait_ms, rep, errstr, errstr_size);
-                (void)sk_db_unlock(db, lock, NULL, 0);
+        if ((err = sk_voucher_lock(conf, voucher_id, -1, &lk, errstr, errstr_size)) == SK_OK) {
+                err = preheat_locked(conf, db, r, lk, voucher_id, wait_ms, rep, errstr,
+                                     errstr_size);
+                sk_dblock_close(lk);
         }
         sk_redis_close(r);
         sk_db_close(db);

@@ -17,8 +17,9 @@
  *  undecided ones (the caller zeroes both before the first bucket).
  *  @returns SK_OK (then rep->undecided == 0 means settled); SK_EAGAIN / SK_EUNKNOWN
  *  (transient, or a rollback / record failed now and counts as undecided: check
- *  again; the last reason in errstr); SK_EINVAL (an id collision or a DEDUCT entry that is not a
+ *  again; the last reason in errstr; also when @p lk, the voucher's lock re-checked before
+ *  every rollback.lua or FAILED record, is lost); SK_EINVAL (an id collision or a DEDUCT entry that is not a
  *  valid message: needs a human); other DB/Redis errors. */
-sk_err_t rb_settle_traces(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
+sk_err_t rb_settle_traces(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r, sk_dblock_t *lk,
                           const sk_vstate_keys_t *k, int64_t voucher_id,
                           sk_rebuild_report_t *rep, char *errstr, size_t errstr_size);

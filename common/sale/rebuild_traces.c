@@ -21,15 +21,22 @@
 #include "sk/traceset.h"
 
 /* The decider of sk/decide.h for the rebuild: mode reconciler, one attempt per check
- * (the wait loop checks again), and never a reconnect of @p db, whose session holds the
- * voucher's advisory lock (a failed step counts the trace as undecided instead). */
+ * (the wait loop checks again), no reconnect of @p db (a failed step counts the trace as
+ * undecided instead), and the voucher's tb_lock row re-checked before every write
+ * (DESIGN.md v5 16): a rebuild that lost it stops (SK_ESTOP, counted undecided). */
 static void keep_session(void *arg, sk_err_t err)
 {
         (void)arg;
         (void)err;
 }
 
-static void decider_init(sk_decider_t *d, const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r)
+static int lock_ok(void *arg)
+{
+        return sk_dblock_check(arg, NULL, 0) == SK_OK;
+}
+
+static void decider_init(sk_decider_t *d, const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
+                         sk_dblock_t *lk)
 {
         memset(d, 0, sizeof(*d));
         d->db = db;
@@ -39,6 +46,8 @@ static void decider_init(sk_decider_t *d, const sk_conf_t *conf, sk_db_t *db, sk
         d->expire_extra_ms = sk_expire_extra_ms(conf->reconcile_window_hours);
         d->attempts = 1;
         d->db_failed = keep_session;
+        d->proceed = lock_ok;
+        d->arg = lk;
 }
 
 /* The DEDUCT entry of @p e as a message, or SK_EINVAL (needs a human). */
@@ -65,7 +74,7 @@ static sk_err_t collision(const sk_decision_t *dec, sk_err_t err, char *errstr,
 }
 
 /* Settle one DEDUCT entry: *undecided = 1 when it must be waited for. */
-static sk_err_t settle_one(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
+static sk_err_t settle_one(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r, sk_dblock_t *lk,
                            const sk_trace_entry_t *e, int64_t voucher_id,
                            sk_rebuild_report_t *rep, int *undecided, char *errstr,
                            size_t errstr_size)
@@ -83,7 +92,7 @@ static sk_err_t settle_one(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
         }
         if ((err = entry_msg(e, voucher_id, errstr, errstr_size)) != SK_OK)
                 return err;
-        decider_init(&d, conf, db, r);
+        decider_init(&d, conf, db, r, lk);
         memset(&dec, 0, sizeof(dec));
         if (e->outcome == SK_OUTCOME_FAILED) {
                 /* FAILED without T:r: its pending rollback (the stored reason's flags;
@@ -102,7 +111,7 @@ static sk_err_t settle_one(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
         return collision(&dec, err, errstr, errstr_size);
 }
 
-sk_err_t rb_settle_traces(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
+sk_err_t rb_settle_traces(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r, sk_dblock_t *lk,
                           const sk_vstate_keys_t *k, int64_t voucher_id,
                           sk_rebuild_report_t *rep, char *errstr, size_t errstr_size)
 {
@@ -122,7 +131,7 @@ sk_err_t rb_settle_traces(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
                 if (!e->deduct || strstr(e->deduct, "\"rebuilt\":1"))
                         continue;
                 rep->deducts++;
-                err = settle_one(conf, db, r, e, voucher_id, rep, &undecided, why,
+                err = settle_one(conf, db, r, lk, e, voucher_id, rep, &undecided, why,
                                  sizeof(why));
                 if (err == SK_EINVAL) {
                         sk_seterr(errstr, errstr_size, "%s", why);

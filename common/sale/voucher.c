@@ -13,7 +13,8 @@
 #include "sk/traceset.h"
 #include "sk/voucher.h"
 
-#define VOUCHER_LOCK_WAIT_S   5      /* another preheat/rebuild of this voucher: give up */
+#define VOUCHER_LOCK_WAIT_MS  5000   /* another preheat/rebuild of this voucher: give up */
+#define VOUCHER_LOCK_TTL_MS   30000  /* renewed by every check (before each Redis write chunk) */
 #define VOUCHER_REDIS_TO_MS   5000   /* connect and per-command timeout */
 #define VOUCHER_DB_LOCKWAIT_S 5      /* session innodb_lock_wait_timeout */
 
@@ -154,18 +155,31 @@ size_t sk_voucher_lock_name(char *buf, size_t size, const sk_conf_t *conf, int64
         return n < 0 ? 0 : (size_t)n;
 }
 
-sk_err_t sk_voucher_lock(const sk_conf_t *conf, sk_db_t *db, int64_t voucher_id, char *lock,
-                         size_t lock_size, char *errstr, size_t errstr_size)
+sk_err_t sk_voucher_lock(const sk_conf_t *conf, int64_t voucher_id, int wait_ms,
+                         sk_dblock_t **lk, char *errstr, size_t errstr_size)
 {
+        char name[256];
         sk_err_t err;
 
-        sk_voucher_lock_name(lock, lock_size, conf, voucher_id);
-        err = sk_db_lock(db, lock, VOUCHER_LOCK_WAIT_S, errstr, errstr_size);
-        if (err == SK_EAGAIN)
+        *lk = NULL;
+        sk_voucher_lock_name(name, sizeof(name), conf, voucher_id);
+        if (wait_ms < 0)
+                wait_ms = VOUCHER_LOCK_WAIT_MS;
+        if (!(*lk = sk_dblock_open(&conf->mysql, name, VOUCHER_LOCK_TTL_MS, errstr, errstr_size)))
+                return SK_EAGAIN;
+        err = sk_dblock_take(*lk, wait_ms, errstr, errstr_size);
+        if (err == SK_EAGAIN) {
+                char why[256];
+
+                snprintf(why, sizeof(why), "%s", errstr ? errstr : "");
                 sk_seterr(errstr, errstr_size,
                           "voucher %" PRId64 " is being preheated, rebuilt or changed by "
-                          "another process (lock %s busy for %d s)", voucher_id, lock,
-                          VOUCHER_LOCK_WAIT_S);
+                          "another process (%s)", voucher_id, why);
+        }
+        if (err != SK_OK) {
+                sk_dblock_close(*lk);
+                *lk = NULL;
+        }
         return err;
 }
 

@@ -241,9 +241,21 @@ sk_err_t sk_vstate_sold_down(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t s
         return SK_OK;
 }
 
+/* The holder's re-check before a Redis write chunk (DESIGN.md v5 16): SK_EAGAIN when the
+ * lock is lost or unconfirmed. NULL: no lock to check. */
+static sk_err_t guard(sk_dblock_t *lk, char *errstr, size_t errstr_size)
+{
+        char why[256];
+
+        if (!lk || sk_dblock_check(lk, why, sizeof(why)) == SK_OK)
+                return SK_OK;
+        sk_seterr(errstr, errstr_size, "voucher lock not confirmed before a Redis write: %s", why);
+        return SK_EAGAIN;
+}
+
 sk_err_t sk_vstate_write_users(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t expiry_ms,
-                               const sk_i64vec_t *buyers, int replace, char *errstr,
-                               size_t errstr_size)
+                               const sk_i64vec_t *buyers, int replace, sk_dblock_t *lk,
+                               char *errstr, size_t errstr_size)
 {
         const char *key = replace ? k->users_tmp : k->users;
         const char *keys[1] = { key };
@@ -253,6 +265,8 @@ sk_err_t sk_vstate_write_users(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t
         sk_err_t err = SK_OK;
 
         /* A scratch hash left by a rebuild that died is emptied first. */
+        if (replace && (err = guard(lk, errstr, errstr_size)) != SK_OK)
+                return err;
         if (replace && (err = eval_void(r, "drop", expiry_ms, 1, keys, 0, NULL, errstr,
                                         errstr_size)) != SK_OK)
                 return err;
@@ -270,6 +284,8 @@ sk_err_t sk_vstate_write_users(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t
                         err = SK_EAGAIN;
                         break;
                 }
+                if ((err = guard(lk, errstr, errstr_size)) != SK_OK)
+                        break;
                 for (size_t i = 0; i < 2 * m; i++) {
                         sk_id_format(buyers->v[2 * off + i], num[i]);
                         args[i] = num[i];

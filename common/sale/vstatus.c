@@ -1,8 +1,9 @@
 /* vstatus.c: a voucher's status changed in the database, then in Redis (sk/vstatus.h;
  * DESIGN.md 6, 8): `seckill-admin voucher set-status` and the reconciler's reset of a
- * meta left at status 4. Both under the voucher's lock (sk/voucher.h), the DB first (the
- * book of record), then every bucket's existing meta rewritten from the DB row
- * (sk/vstate.h). Nothing here logs or retries. */
+ * meta left at status 4. Both under the voucher's lock (sk/voucher.h: a tb_lock row,
+ * re-checked before each Redis write), the DB first (the book of record), then every
+ * bucket's existing meta rewritten from the DB row (sk/vstate.h). Nothing here logs or
+ * retries. */
 #include <stdio.h>
 
 #include "sk/traceset.h"
@@ -26,9 +27,11 @@ static sk_err_t db_set_status(sk_db_t *db, int64_t voucher_id, int status, char 
 
 /* Rewrite the existing meta of every bucket of @p row (DESIGN.md v4 4: each bucket has
  * its own meta), the last bucket first so bucket 0, whose `buckets` the front reads,
- * is written last. *written = 1 when bucket 0's meta existed. */
-static sk_err_t metas_from_row(const sk_conf_t *conf, sk_redis_t *r, const sk_voucher_row_t *row,
-                               int *written, char *errstr, size_t errstr_size)
+ * is written last; the lock @p lk re-checked before each write (SK_EAGAIN once lost).
+ * *written = 1 when bucket 0's meta existed. */
+static sk_err_t metas_from_row(const sk_conf_t *conf, sk_redis_t *r, sk_dblock_t *lk,
+                               const sk_voucher_row_t *row, int *written, char *errstr,
+                               size_t errstr_size)
 {
         int n = row->buckets > 0 && row->buckets <= SK_BUCKETS_MAX ? row->buckets : 1;
         sk_err_t err = SK_OK;
@@ -39,6 +42,10 @@ static sk_err_t metas_from_row(const sk_conf_t *conf, sk_redis_t *r, const sk_vo
                 int w = 0;
 
                 sk_vstate_keys(&k, conf->redis_prefix, row->voucher_id, b);
+                if ((err = sk_dblock_check(lk, errstr, errstr_size)) != SK_OK) {
+                        err = SK_EAGAIN;
+                        break;
+                }
                 err = sk_vstate_meta(r, &k, sk_vstate_expiry(conf, row), row, &w, errstr,
                                      errstr_size);
                 if (b == 0)
@@ -53,8 +60,8 @@ sk_err_t sk_voucher_set_status(const sk_conf_t *conf, int64_t voucher_id, int st
         sk_db_t *db = NULL;
         sk_redis_t *r = NULL;
         sk_voucher_row_t row;
-        char lock[256];
-        int locked = 0, written = 0;
+        sk_dblock_t *lk = NULL;
+        int written = 0;
         sk_err_t err;
 
         if (meta_written)
@@ -65,22 +72,19 @@ sk_err_t sk_voucher_set_status(const sk_conf_t *conf, int64_t voucher_id, int st
         }
         if ((err = sk_voucher_connect(conf, &db, &r, errstr, errstr_size)) != SK_OK)
                 return err;
-        if ((err = sk_voucher_lock(conf, db, voucher_id, lock, sizeof(lock), errstr,
-                                   errstr_size)) != SK_OK)
+        if ((err = sk_voucher_lock(conf, voucher_id, -1, &lk, errstr, errstr_size)) != SK_OK)
                 goto done;
-        locked = 1;
         /* The DB first: it is the book of record; Redis follows. */
         if ((err = sk_voucher_get(db, voucher_id, 0, &row, errstr, errstr_size)) != SK_OK ||
             (err = db_set_status(db, voucher_id, status, errstr, errstr_size)) != SK_OK)
                 goto done;
         row.status = status;
-        if ((err = metas_from_row(conf, r, &row, &written, errstr, errstr_size)) != SK_OK)
+        if ((err = metas_from_row(conf, r, lk, &row, &written, errstr, errstr_size)) != SK_OK)
                 goto done;
         if (meta_written)
                 *meta_written = written;
 done:
-        if (locked)
-                (void)sk_db_unlock(db, lock, NULL, 0);
+        sk_dblock_close(lk);
         sk_redis_close(r);
         sk_db_close(db);
         return err;
@@ -91,20 +95,21 @@ sk_err_t sk_voucher_reset_meta_with(const sk_conf_t *conf, sk_db_t *db, sk_redis
                                     size_t errstr_size)
 {
         sk_voucher_row_t row;
-        char lock[256];
+        sk_dblock_t *lk = NULL;
         int written = 0;
         sk_err_t err;
 
         if (meta_written)
                 *meta_written = 0;
-        sk_voucher_lock_name(lock, sizeof(lock), conf, voucher_id);
-        /* Timeout 0: if someone holds the lock, a rebuild is running; leave it alone. */
-        if ((err = sk_db_lock(db, lock, 0, errstr, errstr_size)) != SK_OK)
+        /* No wait: a live row means a rebuild is running; leave it alone. "Nobody holds
+         * the lock" = no row with until >= NOW(3) (DESIGN.md 8, v5 16): taking it proves
+         * that, and keeps a rebuild from starting while meta is reset. */
+        if ((err = sk_voucher_lock(conf, voucher_id, 0, &lk, errstr, errstr_size)) != SK_OK)
                 return err;
         if ((err = sk_voucher_get(db, voucher_id, 0, &row, errstr, errstr_size)) == SK_OK &&
-            (err = metas_from_row(conf, r, &row, &written, errstr, errstr_size)) == SK_OK &&
+            (err = metas_from_row(conf, r, lk, &row, &written, errstr, errstr_size)) == SK_OK &&
             meta_written)
                 *meta_written = written;
-        (void)sk_db_unlock(db, lock, NULL, 0);
+        sk_dblock_close(lk);
         return err;
 }

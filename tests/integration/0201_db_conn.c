@@ -2,8 +2,8 @@
  * A unique database per run (sk_test_conf). Checks: connect + session settings (UTC,
  * lock wait timeout, READ COMMITTED) survive a reconnect; sk_db_query_i64 (value,
  * NULL, no row); duplicate key 1062 -> SK_EEXIST; lock wait 1205 -> SK_EAGAIN with two
- * connections and SELECT ... FOR UPDATE under innodb_lock_wait_timeout=1; GET_LOCK
- * held/timeout/release, also for names longer than 64 chars; migrate twice (second
+ * connections and SELECT ... FOR UPDATE under innodb_lock_wait_timeout=1; tb_lock rows
+ * (sk/dblock.h) held/timeout/release, also for names longer than 191 chars; migrate twice (second
  * applies 0); voucher times round-trip past 2038. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 #include "sk_test.h"
 #include "sk/clock.h"
 #include "sk/db.h"
+#include "sk/dblock.h"
 #include "sk/migrate.h"
 #include "sk/rebuild.h"
 
@@ -248,30 +249,33 @@ END_TEST
 
 START_TEST(advisory_locks)
 {
-        char errstr[512] = "", longname[200];
-        sk_db_t *a = connect_or_fail(0), *b = connect_or_fail(0);
+        char errstr[512] = "", longname[512];
         const char *names[2];
 
-        snprintf(longname, sizeof(longname), "seckill:voucher:%s:%s:%s", g_conf.mysql.database,
-                 g_conf.redis_prefix, "1990653204235288579-and-a-long-tail-beyond-64-chars");
+        snprintf(longname, sizeof(longname), "seckill:voucher:%s:%s:%s%s", g_conf.mysql.database,
+                 g_conf.redis_prefix, "1990653204235288579-and-a-long-tail-beyond-191-chars",
+                 "-------------------------------------------------------------------------"
+                 "-------------------------------------------------------------------------");
+        ck_assert_int_gt((int)strlen(longname), SK_DBLOCK_NAME_MAX);
         names[0] = "seckill:test:short";
         names[1] = longname;
         for (int i = 0; i < 2; i++) {
-                ck_assert_msg(sk_db_lock(a, names[i], 0, errstr, sizeof(errstr)) == SK_OK,
-                              "%s", errstr);
-                ck_assert_int_eq(sk_db_lock(b, names[i], 1, errstr, sizeof(errstr)), SK_EAGAIN);
-                ck_assert_int_eq(sk_db_unlock(b, names[i], errstr, sizeof(errstr)), SK_ENOTFOUND);
-                ck_assert_int_eq(sk_db_unlock(a, names[i], errstr, sizeof(errstr)), SK_OK);
-                ck_assert_int_eq(sk_db_lock(b, names[i], 0, errstr, sizeof(errstr)), SK_OK);
-                ck_assert_int_eq(sk_db_unlock(b, names[i], errstr, sizeof(errstr)), SK_OK);
+                sk_dblock_t *a = sk_dblock_open(&g_conf.mysql, names[i], 5000, errstr, sizeof(errstr));
+                sk_dblock_t *b = sk_dblock_open(&g_conf.mysql, names[i], 5000, errstr, sizeof(errstr));
+
+                ck_assert_msg(a && b, "%s", errstr);
+                ck_assert_msg(sk_dblock_take(a, 0, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+                ck_assert_int_eq(sk_dblock_take(b, 300, errstr, sizeof(errstr)), SK_EAGAIN);
+                ck_assert_int_eq(sk_dblock_busy(b), 1);
+                ck_assert_int_eq(sk_dblock_check(b, errstr, sizeof(errstr)), SK_ENOTFOUND);
+                ck_assert_int_eq(sk_dblock_check(a, errstr, sizeof(errstr)), SK_OK);
+                sk_dblock_release(a);
+                ck_assert_int_eq(sk_dblock_take(b, 0, errstr, sizeof(errstr)), SK_OK);
+                ck_assert_int_eq(sk_dblock_check(a, errstr, sizeof(errstr)), SK_ENOTFOUND);
+                sk_dblock_close(a);
+                sk_dblock_close(b);
         }
-        /* The lock dies with the session. */
-        ck_assert_int_eq(sk_db_lock(a, names[1], 0, errstr, sizeof(errstr)), SK_OK);
-        ck_assert_int_eq(sk_db_reconnect(a, errstr, sizeof(errstr)), SK_OK);
-        ck_assert_int_eq(sk_db_lock(b, names[1], 5, errstr, sizeof(errstr)), SK_OK);
-        ck_assert_int_eq(sk_db_lock(a, "", 0, errstr, sizeof(errstr)), SK_EINVAL);
-        sk_db_close(a);
-        sk_db_close(b);
+        ck_assert_ptr_null(sk_dblock_open(&g_conf.mysql, "", 5000, errstr, sizeof(errstr)));
 }
 END_TEST
 

@@ -2,9 +2,10 @@
  * broker, MariaDB and Redis. A unique topic (2 partitions), group, database and prefix.
  * Checks: a message the group has not consumed keeps the rebuild waiting (SK_EAGAIN,
  * lag reported, meta status put back); once the group's committed offsets reach the
- * high watermarks the rebuild copies the DB state; the voucher's advisory lock held by
- * another session makes the rebuild and the meta reset give up (SK_EAGAIN) without
- * writing; the meta reset rewrites a stuck status 4 from the DB. */
+ * high watermarks the rebuild copies the DB state; the voucher's advisory lock (its
+ * tb_lock row) held live by another holder makes the rebuild and the meta reset give up
+ * (SK_EAGAIN) without writing; the meta reset rewrites a stuck status 4 from the DB once
+ * nobody holds the lock. */
 #include "sk_test.h"
 #include "sk/rebuild.h"
 #include "sk/vstatus.h"
@@ -18,7 +19,8 @@ START_TEST(rebuild_waits_for_the_group)
         int32_t part;
         sk_rebuild_report_t rep;
         sk_redis_t *r;
-        sk_db_t *db, *other;
+        sk_db_t *db;
+        sk_dblock_t *other;
         redisReply *reply = NULL;
         int written = -1;
         sk_err_t err;
@@ -27,8 +29,6 @@ START_TEST(rebuild_waits_for_the_group)
         ck_assert_msg(r != NULL, "%s", errstr);
         db = sk_db_connect(&sk_test_fx.conf.mysql, 0, 1, errstr, sizeof(errstr));
         ck_assert_msg(db != NULL, "%s", errstr);
-        other = sk_db_connect(&sk_test_fx.conf.mysql, 0, 1, errstr, sizeof(errstr));
-        ck_assert_msg(other != NULL, "%s", errstr);
         sk_key_voucher(meta, sk_test_fx.conf.redis_prefix, g_voucher, 0, SK_KEY_META);
         sk_key_voucher(stock, sk_test_fx.conf.redis_prefix, g_voucher, 0, SK_KEY_STOCK);
 
@@ -63,9 +63,11 @@ START_TEST(rebuild_waits_for_the_group)
 
         /* Someone holds the voucher's lock: rebuild and meta reset leave it alone. */
         sk_voucher_lock_name(lock, sizeof(lock), &sk_test_fx.conf, g_voucher);
-        ck_assert_int_eq(sk_db_lock(other, lock, 0, errstr, sizeof(errstr)), SK_OK);
+        other = sk_dblock_open(&sk_test_fx.conf.mysql, lock, 60000, errstr, sizeof(errstr));
+        ck_assert_msg(other != NULL, "%s", errstr);
+        ck_assert_int_eq(sk_dblock_take(other, 0, errstr, sizeof(errstr)), SK_OK);
         err = sk_rebuild_voucher(&sk_test_fx.conf, g_voucher, 1000, &rep, errstr, sizeof(errstr));
-        ck_assert_msg(err == SK_EAGAIN && strstr(errstr, "busy"), "%d %s", err, errstr);
+        ck_assert_msg(err == SK_EAGAIN && strstr(errstr, "is held by"), "%d %s", err, errstr);
         ck_assert_int_eq(sk_redis_cmdf(r, &reply, errstr, sizeof(errstr), "HSET %s status 4",
                                        meta), SK_OK);
         freeReplyObject(reply);
@@ -73,7 +75,7 @@ START_TEST(rebuild_waits_for_the_group)
                                                     sizeof(errstr)), SK_EAGAIN);
         sk_test_get_str(meta, "status", val, sizeof(val));
         ck_assert_str_eq(val, "4");
-        ck_assert_int_eq(sk_db_unlock(other, lock, errstr, sizeof(errstr)), SK_OK);
+        sk_dblock_release(other);
         /* Status 4 with nobody holding the lock: reset from the DB. */
         ck_assert_int_eq(sk_voucher_reset_meta_with(&sk_test_fx.conf, db, r, g_voucher, &written, errstr,
                                                     sizeof(errstr)), SK_OK);
@@ -81,7 +83,7 @@ START_TEST(rebuild_waits_for_the_group)
         sk_test_get_str(meta, "status", val, sizeof(val));
         ck_assert_str_eq(val, "1");
 
-        sk_db_close(other);
+        sk_dblock_close(other);
         sk_db_close(db);
         sk_redis_close(r);
 }

@@ -1,31 +1,33 @@
-/* 0502_recon_lock.c: the reconciler's run lock (DESIGN.md 8, one pass at a time): GET_LOCK named with
- * the database and the key prefix.
- *   - the lock held elsewhere: the run says so and exits 0 without touching anything;
+/* 0502_recon_lock.c: the reconciler's run lock (DESIGN.md 8, one pass at a time): a tb_lock row
+ * (DESIGN.md v5 16) named with the database and the key prefix.
+ *   - the lock held elsewhere (a live row of another holder): the run says so and exits 0
+ *     without touching anything;
  *   - two reconcilers at once: one works, the other says so and exits 0;
- *   - the lock's connection killed mid-run: the run stops (exit 2, "lock lost"). */
+ *   - the row taken over mid-run (another holder writes it, as a run would after the
+ *     row expired): the run stops before its next write (exit 2, "lock lost"). */
 #include "sk_test.h"
 
 START_TEST(lock_held_elsewhere_exits_0)
 {
         char out[65536], name[256], errstr[512] = "";
+        sk_dblock_t *holder;
         const char *args[] = { "--grace-seconds", "2", NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
                                                             .db_status = 1, .preheat = 1 }), trace;
-        sk_db_t *holder = sk_db_connect(&sk_test_fx.conf.mysql, 0, 5, errstr, sizeof(errstr));
         int rc;
 
-        ck_assert_msg(holder != NULL, "%s", errstr);
         trace = sk_test_admit(vid, sk_test_rand_id(), NULL, NULL, NULL);
         sk_sleep_ms(2500, NULL);
         sk_test_reconcile_lock(name, sizeof(name), 0);
-        ck_assert_int_eq(sk_db_lock(holder, name, 0, errstr, sizeof(errstr)), SK_OK);
+        holder = sk_dblock_open(&sk_test_fx.conf.mysql, name, 60000, errstr, sizeof(errstr));
+        ck_assert_msg(holder != NULL, "%s", errstr);
+        ck_assert_int_eq(sk_dblock_take(holder, 0, errstr, sizeof(errstr)), SK_OK);
         rc = sk_test_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rc, 0);
         ck_assert_ptr_nonnull(strstr(out, "another seckill-reconciler run holds the lock"));
         /* Nothing was done: no claim record written. */
         ck_assert_int_eq(sk_test_trace_field(vid, trace, 'c'), 0);
-        ck_assert_int_eq(sk_db_unlock(holder, name, errstr, sizeof(errstr)), SK_OK);
-        sk_db_close(holder);
+        sk_dblock_close(holder); /* released: until in the past */
         /* Free again: the next run works (re-drives it). */
         rc = sk_test_reconcile(args, NULL, out, sizeof(out));
         ck_assert_int_eq(rc, 1);
@@ -60,11 +62,11 @@ END_TEST
 
 START_TEST(lost_lock_stops_the_run)
 {
-        char out[65536], fitted[128], sql[256];
+        char out[65536], fitted[256];
         const char *args[] = { "--grace-seconds", "2", "--json", NULL };
         int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 5, .db_stock = 5,
                                                             .db_status = 1, .preheat = 1 }),
-                                                            conn_id = -1, deadline;
+                                                            live = 0, deadline;
         int fd = -1, rc;
         pid_t a;
 
@@ -73,18 +75,17 @@ START_TEST(lost_lock_stops_the_run)
         sk_test_reconcile_lock(fitted, sizeof(fitted), 1);
         a = sk_test_spawn(&(sk_test_spawn_t){ .bin = "seckill-reconciler", .args = args, .out_fd = &fd, .failpoints = "reconciler.after_redrive=sleep(4000)" });
         deadline = sk_mono_ms() + 20000;
-        while (conn_id <= 0 && sk_mono_ms() < deadline) {
-                conn_id = sk_test_i64("SELECT IFNULL(IS_USED_LOCK('%s'), 0)", fitted);
-                if (conn_id <= 0)
+        while (live <= 0 && sk_mono_ms() < deadline) {
+                live = sk_test_i64("SELECT COUNT(*) FROM tb_lock WHERE name = '%s' AND "
+                                   "until >= NOW(3)", fitted);
+                if (live <= 0)
                         sk_sleep_ms(100, NULL);
         }
-        ck_assert_msg(conn_id > 0, "the reconciler never took %s", fitted);
+        ck_assert_msg(live > 0, "the reconciler never took %s", fitted);
         sk_sleep_ms(1000, NULL); /* inside the failpoint sleep */
-        snprintf(sql, sizeof(sql), "KILL CONNECTION %" PRId64, conn_id);
-        {
-                char errstr[256];
-                ck_assert_int_eq(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)), SK_OK);
-        }
+        /* Another holder has the row now (as a run that found it expired would). */
+        sk_test_exec("UPDATE tb_lock SET holder = 'intruder:1:1', until = NOW(3) + INTERVAL 60 "
+                     "SECOND WHERE name = '%s'", fitted);
         sk_test_read_all(fd, out, sizeof(out), 120);
         rc = sk_test_wait_exit(a, 10);
         fprintf(stderr, "exit %d: %s", rc, out);

@@ -58,6 +58,7 @@ redisReply *sk_test_cmd(sk_redis_t *r, const char *fmt, ...)
 redisReply *sk_test_vcmd(sk_redis_t *r, const char *fmt, va_list ap);
 
 #include "sk/clock.h"
+#include "sk/dblock.h"
 #include "sk/ids.h"
 #include "sk/kafka.h"
 #include "sk/keys.h"

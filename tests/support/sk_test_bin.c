@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sk_test.h"
+#include "sk/dblock.h"
 
 pid_t sk_test_front_start(const sk_conf_t *conf, int port, const char *const *env,
                           const char *log_path)
@@ -73,19 +74,11 @@ int sk_test_admin(const sk_conf_t *conf, const char *const *args)
 void sk_test_reconcile_lock(char *buf, size_t size, int fitted)
 {
         char name[256];
-        uint64_t h = UINT64_C(14695981039346656037);
-        size_t len;
 
         snprintf(name, sizeof(name), "seckill:reconcile:%s:%s", sk_test_fx.conf.mysql.database,
                  sk_test_fx.conf.redis_prefix);
-        len = strlen(name);
-        if (!fitted || len <= 64) {
+        if (fitted && size > SK_DBLOCK_NAME_MAX)
+                sk_dblock_fit_name(name, buf, size);
+        else
                 snprintf(buf, size, "%s", name);
-                return;
-        }
-        for (size_t i = 0; i < len; i++) {
-                h ^= (unsigned char)name[i];
-                h *= UINT64_C(1099511628211);
-        }
-        snprintf(buf, size, "%.47s:%016" PRIx64, name, h);
 }

@@ -24,8 +24,8 @@ pid_t sk_test_consumer_start(const sk_test_spawn_t *o, int quick);
  *  echoed to stderr. @returns its exit code (SIGKILLed 10 s after its stdout closed). */
 int sk_test_reconcile(const char *const *args, const char *failpoints, char *out, size_t size);
 /** @brief The fixture's reconciler run-lock name (reconciler/main.c) into @p buf; with
- *  @p fitted, the name GET_LOCK really gets (sk_db_lock maps names over 64 chars to
- *  47 chars + ':' + a 64-bit FNV-1a hash in hex; db.h). */
+ *  @p fitted, the tb_lock row name it really gets (sk_dblock_fit_name maps names over
+ *  191 chars to 174 chars + ':' + a 64-bit FNV-1a hash in hex; sk/dblock.h). */
 void sk_test_reconcile_lock(char *buf, size_t size, int fitted);
 /** @brief Run seckill-admin for @p conf (NULL: the fixture's) with @p args
  *  (NULL-terminated) and wait (≤ 120 s). @returns its exit code. */

@@ -59,7 +59,7 @@ sk_db_t *sk_db_connect(const sk_mysql_url_t *url, int no_database, int lock_wait
 sk_db_t *sk_db_connect_io(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
                           int io_timeout_s, char *errstr, size_t errstr_size);
 /** @brief Close and reopen the same connection (same URL, database choice and session
- *  settings). Session state (open transaction, GET_LOCK locks) is lost.
+ *  settings). Session state (an open transaction) is lost.
  *  @returns SK_OK, or SK_EAGAIN/SK_EDB as classified (the handle is then not connected,
  *  sk_db_connected() is 0, and every other call fails with SK_EAGAIN until a reconnect
  *  succeeds). */
@@ -110,17 +110,8 @@ void sk_db_rollback(sk_db_t *db);
  *  sk_db_exec (SK_EAGAIN transient). */
 sk_err_t sk_db_begin_snapshot(sk_db_t *db, char *errstr, size_t errstr_size);
 
-/** @brief GET_LOCK(name, timeout_s) on this session (an advisory lock held until
- *  sk_db_unlock or the session ends, e.g. on a lost connection). @p timeout_s >= 0.
- *  MySQL 5.7+ limits lock names to 64 characters: a longer @p name is replaced by its
- *  first 47 characters + ':' + 16 hex digits of its FNV-1a 64 hash (same mapping in
- *  sk_db_unlock), so every process derives the same lock.
- *  @returns SK_OK (held), SK_EAGAIN (held by another session after the timeout, or a
- *  transient error), SK_EDB (GET_LOCK returned NULL: killed/out of memory, or another
- *  error). sk_db_unlock: RELEASE_LOCK; SK_OK if released, SK_ENOTFOUND if this session
- *  did not hold it, else the classified error. */
-sk_err_t sk_db_lock(sk_db_t *db, const char *name, int timeout_s, char *errstr, size_t errstr_size);
-sk_err_t sk_db_unlock(sk_db_t *db, const char *name, char *errstr, size_t errstr_size);
+/* No GET_LOCK here: it is node-local on Galera (DESIGN.md v5 16). Advisory locks are
+ * rows of tb_lock: sk/dblock.h. */
 
 /** @brief Bind helpers for prepared statements (the MYSQL_BIND is zeroed first).
  *  i64: a signed BIGINT (MYSQL_TYPE_LONGLONG) input/output at *v (borrowed).

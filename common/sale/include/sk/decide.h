@@ -8,10 +8,11 @@
  *      user_id and voucher_id are compared with the message (a mismatch is an id
  *      collision: no decision, no rollback) and the row is followed (CREATED: nothing to
  *      undo; FAILED: rollback.lua with the stored reason's flags).
- *   2. sold_out: a second transaction reads the voucher's DB stock with a shared lock
- *      (LOCK IN SHARE MODE, the spelling MariaDB and MySQL both accept for FOR SHARE),
- *      runs rollback.lua with clamp-to that value, and ends only after rollback.lua
- *      answered, so a concurrent restock cannot be clamped away. A stock that cannot be
+ *   2. sold_out: a second transaction updates bucket j's row (SET version = version + 1,
+ *      DESIGN.md v5 16 (3): a write, so it conflicts across Galera nodes where a FOR SHARE
+ *      read would not) and reads its stock, runs rollback.lua with clamp-to that value,
+ *      and ends only after rollback.lua answered, so a concurrent restock cannot be
+ *      clamped away. A stock that cannot be
  *      read (after the retries) means rollback.lua is NOT run: no RESTORE fence claims a
  *      clamp that was not applied; the FAILED row without a fence is what the reconciler
  *      retries.

@@ -2,8 +2,12 @@
  * (ddl/0004): scope 0 holds only the default mode; each voucher's own row holds its
  * mode (NULL = scope 0's), its state redis | draining | db | rebuilding, epoch and since.
  * Every transition is a conditional UPDATE on (state, epoch) that bumps the epoch, so
- * fronts that disagree can never both move a voucher, and a DB-only purchase that read
- * the row FOR SHARE with epoch E commits only while the row still says (db, E).
+ * fronts that disagree can never both move a voucher. A DB-only purchase re-reads the row
+ * after its bucket-row UPDATE, in the same transaction, and commits only while it still
+ * says (db, E); db -> rebuilding updates every bucket row of the voucher (switch_epoch)
+ * in the switch row's transaction, so the two conflict on a bucket row: they serialize
+ * on one node and fail certification (1213, retried) on Galera (DESIGN.md v5 16 (2)).
+ * Nothing relies on FOR SHARE / FOR UPDATE, which are node-local.
  *
  * Used by seckill-front (the follower, producer/degrade.c; the DB-only purchase,
  * producer/dbonly.c), seckill-consumer (commit without claim.lua while a voucher drains)
@@ -56,7 +60,8 @@ sk_err_t sk_dsw_read_all(sk_db_t *db, sk_dsw_row_t **rows, size_t *n, int *defau
                          char *errstr, size_t errstr_size);
 
 /** @brief Read voucher @p voucher_id's row; @p lock 0 plain, 1 FOR SHARE, 2 FOR UPDATE
- *  (inside the caller's transaction). @returns SK_OK, SK_ENOTFOUND, or the DB error. */
+ *  (inside the caller's transaction; node-local, so no caller relies on 1 or 2 for
+ *  correctness, DESIGN.md v5 16). @returns SK_OK, SK_ENOTFOUND, or the DB error. */
 sk_err_t sk_dsw_get(sk_db_t *db, int64_t voucher_id, int lock, sk_dsw_row_t *row,
                     char *errstr, size_t errstr_size);
 
@@ -67,10 +72,15 @@ sk_err_t sk_dsw_get(sk_db_t *db, int64_t voucher_id, int lock, sk_dsw_row_t *row
 sk_err_t sk_dsw_move(sk_db_t *db, int64_t voucher_id, int from, int64_t epoch, int to,
                      const char *by, int *moved, char *errstr, size_t errstr_size);
 
-/** @brief db -> rebuilding (DESIGN.md 12) in one transaction: the row FOR UPDATE (waits
- *  out the DB-only purchases in flight, which hold it FOR SHARE), then the move if it
- *  still says (db, @p epoch). *moved = 1 if it did; *new_epoch the epoch after it.
- *  @returns SK_OK or the DB error (rolled back). */
+/** @brief db -> rebuilding (DESIGN.md 12, v5 16 (2)) in one transaction: the
+ *  conditional move (state db, epoch @p epoch), then, if it moved, UPDATE every bucket
+ *  row of the voucher SET switch_epoch = @p epoch + 1, then COMMIT. A DB-only purchase in
+ *  flight holds one of those rows, so this waits for it (one node) or one of the two
+ *  fails certification (Galera); either way no purchase commits in state db after this
+ *  COMMIT. *moved = 1 if it did; *new_epoch the epoch after it. @returns SK_OK or the DB
+ *  error (rolled back; SK_EAGAIN for 1213/1205: retry). A failed COMMIT has an unknown
+ *  outcome (DESIGN.md 16): the caller re-reads the switch row's epoch (the next read of
+ *  the rows does). */
 sk_err_t sk_dsw_begin_rebuild(sk_db_t *db, int64_t voucher_id, int64_t epoch, const char *by,
                               int *moved, int64_t *new_epoch, char *errstr, size_t errstr_size);
 

@@ -4,8 +4,10 @@
  * in sk/voucher.h (included here); the Redis writes in sk/vstate.h; the voucher's
  * partitions in sk/vkafka.h.
  *
- * Both operations hold the voucher's advisory lock (sk_voucher_lock), so a preheat, a
- * rebuild and a status change of the same voucher never interleave. Redis writes follow
+ * Both operations hold the voucher's advisory lock (sk_voucher_lock, a tb_lock row;
+ * DESIGN.md v5 16), so a preheat, a rebuild and a status change of the same voucher never
+ * interleave; the holder re-checks (and renews) the row before each Redis write chunk and
+ * stops, writing nothing more, once it is lost. Redis writes follow
  * every write with PEXPIREAT key E NX then PEXPIREAT key E GT, E = end_ms + reconcile
  * window + 1 day (DESIGN.md 4); the users hash is written in chunks (sk/vstate.h); meta
  * is always written last.
@@ -60,7 +62,10 @@ sk_err_t sk_voucher_preheat(const sk_conf_t *conf, int64_t voucher_id, int wait_
                             sk_rebuild_report_t *rep, char *errstr, size_t errstr_size);
 
 /** @brief The rebuild procedure of DESIGN.md 8, for one voucher:
- *   1. the voucher's lock (sk_voucher_lock, waited for up to 5 s);
+ *   1. the voucher's lock (sk_voucher_lock, waited for up to 5 s), re-checked before
+ *      the pause, on every round of the wait, before every pending rollback or FAILED
+ *      record, and before every Redis write chunk of step 4 (a lost lock: SK_EAGAIN,
+ *      nothing more written, the pause left to the new holder);
  *   2. pause admission: HSET meta status 4 (meta is created with only the status when
  *      missing), remembering the previous status; deduct.lua then answers 10013;
  *   3. wait up to @p wait_ms (<= 0: 2 x conf->kafka_delivery_timeout_ms) until both
@@ -82,7 +87,7 @@ sk_err_t sk_voucher_preheat(const sk_conf_t *conf, int64_t voucher_id, int wait_
  *      scratch hash, then one script swaps it in for users, SET stock = DB stock, and
  *      writes meta = DB begin_ms, end_ms, status last (which lifts the pause), each key
  *      with the expiry of DESIGN.md 4;
- *   5. RELEASE_LOCK.
+ *   5. release the lock row.
  *  Never rolls anything back because consumers are behind: it waits, then reports.
  *  @p rep (may be NULL) receives the figures. @returns SK_OK; SK_ENOTFOUND (no such
  *  voucher in the DB); SK_EAGAIN (lock busy, deadline passed, transient error: exit 2);
@@ -92,7 +97,7 @@ sk_err_t sk_rebuild_voucher(const sk_conf_t *conf, int64_t voucher_id, int wait_
                             sk_rebuild_report_t *rep, char *errstr, size_t errstr_size);
 
 /** @brief Same as sk_rebuild_voucher on caller-owned connections @p db (its session
- *  takes the advisory lock; must not already hold it) and @p r. */
+ *  may be in any state: the lock has its own connection) and @p r. */
 sk_err_t sk_rebuild_voucher_with(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r,
                                  int64_t voucher_id, int wait_ms, sk_rebuild_report_t *rep,
                                  char *errstr, size_t errstr_size);

@@ -4,10 +4,12 @@
  * reconciler's reset of a stuck meta (DESIGN.md 8). The rebuild and the preheat are in
  * sk/rebuild.h; the Redis writes of a voucher's admission state in sk/vstate.h.
  *
- * The advisory lock GET_LOCK "seckill:voucher:<db>:<prefix>:<id>" (sk_voucher_lock_name)
- * is held by every preheat, rebuild and status change of the voucher, so they never
- * interleave; a reconciler that finds meta status 4 while nobody holds it knows a
- * rebuild died half-way.
+ * The advisory lock, the tb_lock row "seckill:voucher:<db>:<prefix>:<id>"
+ * (sk_voucher_lock_name; sk/dblock.h, DESIGN.md v5 16: not GET_LOCK, which is node-local on
+ * Galera), is held by every preheat, rebuild and status change of the voucher, so they
+ * never interleave; the holder re-checks it before each Redis write chunk. A reconciler
+ * that finds meta status 4 while nobody holds it (no live row) knows a rebuild died
+ * half-way.
  *
  * Functions take caller-owned connections unless they say they open their own from
  * @p conf; not thread-safe beyond that. They never log or exit. Ids are bound as
@@ -17,6 +19,7 @@
 #include <stdint.h>
 #include "sk/conf.h"
 #include "sk/db.h"
+#include "sk/dblock.h"
 #include "sk/err.h"
 #include "sk/redis.h"
 #include "sk/vec.h"
@@ -61,11 +64,14 @@ sk_err_t sk_voucher_db_sales(sk_db_t *db, const sk_voucher_row_t *row, int *sale
  *  into @p buf (@p size >= 256 is always enough). @returns the length. */
 size_t sk_voucher_lock_name(char *buf, size_t size, const sk_conf_t *conf, int64_t voucher_id);
 
-/** @brief GET_LOCK the voucher's lock on @p db's session, waiting up to 5 s. @p lock
- *  (>= 256 bytes) receives the name for sk_db_unlock. @returns SK_OK, SK_EAGAIN (held by
- *  another process: the reason names it), or the DB error. */
-sk_err_t sk_voucher_lock(const sk_conf_t *conf, sk_db_t *db, int64_t voucher_id, char *lock,
-                         size_t lock_size, char *errstr, size_t errstr_size);
+/** @brief Take the voucher's lock row (sk/dblock.h; ttl 30 s, renewed by every
+ *  sk_dblock_check), waiting up to @p wait_ms (< 0: 5 s; 0: one try). *lk receives the
+ *  lock, owned by the caller (sk_dblock_close releases it), on SK_OK only. It has its own
+ *  connection from @p conf, so it is independent of the caller's sessions and
+ *  transactions. @returns SK_OK, SK_EAGAIN (held by another holder: the reason names it;
+ *  or the DB is unreachable), or the DB error (SK_EDB: tb_lock missing, run migrate). */
+sk_err_t sk_voucher_lock(const sk_conf_t *conf, int64_t voucher_id, int wait_ms,
+                         sk_dblock_t **lk, char *errstr, size_t errstr_size);
 
 /** @brief Open a DB session (lock wait 5 s) and a Redis connection (5 s timeouts) from
  *  @p conf for one admin operation. Both owned by the caller (sk_db_close,

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "sk/conf.h"
+#include "sk/dblock.h"
 #include "sk/err.h"
 #include "sk/keys.h"
 #include "sk/redis.h"
@@ -73,11 +74,14 @@ sk_err_t sk_vstate_sold_down(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t s
 /** @brief Write the users hash from @p buyers (pairs user_id, trace_id) in chunks of
  *  SK_VSTATE_CHUNK fields. @p replace = 1 (rebuild): into the scratch hash, emptied first,
  *  for sk_vstate_commit to swap in; 0 (preheat): HSET into the live hash, nothing
- *  deleted. @returns SK_OK, SK_EAGAIN (the failpoint answered error), or the Redis error
- *  (the scratch hash expires with the voucher's keys if the caller gives up). */
+ *  deleted. @p lk (borrowed, may be NULL): the voucher's lock, re-checked and renewed
+ *  (sk_dblock_check) before every chunk, so a holder that lost its tb_lock row writes no
+ *  further chunk (DESIGN.md v5 16). @returns SK_OK, SK_EAGAIN (the failpoint answered
+ *  error, or the lock is lost or unconfirmed), or the Redis error (the scratch hash
+ *  expires with the voucher's keys if the caller gives up). */
 sk_err_t sk_vstate_write_users(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t expiry_ms,
-                               const sk_i64vec_t *buyers, int replace, char *errstr,
-                               size_t errstr_size);
+                               const sk_i64vec_t *buyers, int replace, sk_dblock_t *lk,
+                               char *errstr, size_t errstr_size);
 
 /** @brief The last step, one script. @p replace = 1 (rebuild): UNLINK users, RENAME the
  *  scratch hash (if any) to users, SET stock = @p stock (the bucket's DB stock), then

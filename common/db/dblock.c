@@ -1,0 +1,381 @@
+/* dblock.c: advisory locks as rows of tb_lock (contract in sk/dblock.h; DESIGN.md v5 16
+ * (1); the table in ddl/0007_lock.sql).
+ *
+ * Every write binds the name and the holder as strings (prepared statements) and splices
+ * only the ttl, a validated integer. Error handling, per statement:
+ *   1213 / 1205 (and the other transient codes that say the statement did not apply,
+ *   sk_db_classify) -> short sleep, the same statement again (TRANSIENT_TRIES);
+ *   2006 / 2013 / not connected (the write may or may not have applied: unknown outcome)
+ *   -> reconnect our own session and read the row: holder = us decides (DESIGN.md 16).
+ * What it does not do: log, wait beyond the caller's wait_ms, or fence writes made after
+ * the ttl ran out (sk/dblock.h: the ttl is chosen far above one write chunk). */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sk/clock.h"
+#include "sk/dblock.h"
+
+#define TRANSIENT_TRIES 4       /* attempts of one statement on 1213/1205 */
+#define TRANSIENT_SLEEP_MS 20   /* x attempt number */
+#define POLL_MS 100             /* sk_dblock_take's wait */
+#define LOCK_DB_LOCKWAIT_S 5
+#define LOCK_DB_IO_S 5
+
+struct sk_dblock {
+        sk_db_t *db;                            /* owned */
+        char name[SK_DBLOCK_NAME_MAX + 1];
+        char holder[SK_DBLOCK_HOLDER_MAX + 1];
+        int ttl_ms;
+        int held;
+        int busy;       /* the last take failed because another holder had a live row */
+};
+
+static const char CREATE_SQL[] =
+        "CREATE TABLE IF NOT EXISTS tb_lock ("
+        " name VARCHAR(191) NOT NULL PRIMARY KEY,"
+        " holder VARCHAR(128) NOT NULL DEFAULT '',"
+        " until DATETIME(3) NOT NULL,"
+        " seq BIGINT NOT NULL DEFAULT 0,"
+        " taken_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)"
+        ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci";
+
+void sk_dblock_make_holder(char *out, size_t size)
+{
+        static _Atomic int64_t last_start_ms;
+        char host[65] = "unknown";
+        int64_t start_ms = sk_now_ms(), prev = atomic_load(&last_start_ms);
+
+        do {
+                if (start_ms <= prev)
+                        start_ms = prev + 1;
+        } while (!atomic_compare_exchange_weak(&last_start_ms, &prev, start_ms));
+
+        (void)gethostname(host, sizeof(host) - 1);
+        host[sizeof(host) - 1] = '\0';
+        for (char *p = host; *p; p++) {
+                if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+                        *p = '_';   /* plain characters: the holder may be spliced into SQL */
+        }
+        snprintf(out, size, "%s:%ld:%" PRId64, host, (long)getpid(), start_ms);
+}
+
+void sk_dblock_fit_name(const char *name, char *out, size_t out_size)
+{
+        size_t len = strlen(name);
+        uint64_t h = UINT64_C(14695981039346656037); /* FNV-1a 64 offset basis */
+
+        if (len <= SK_DBLOCK_NAME_MAX) {
+                snprintf(out, out_size, "%s", name);
+                return;
+        }
+        for (size_t i = 0; i < len; i++) {
+                h ^= (unsigned char)name[i];
+                h *= UINT64_C(1099511628211);        /* FNV-1a 64 prime */
+        }
+        snprintf(out, out_size, "%.*s:%016" PRIx64, SK_DBLOCK_NAME_MAX - 17, name, h);
+}
+
+sk_err_t sk_dblock_ensure_table(sk_db_t *db, char *errstr, size_t errstr_size)
+{
+        return sk_db_exec(db, CREATE_SQL, errstr, errstr_size);
+}
+
+/* 1 when the last error on the lock's session may have left a write applied or not:
+ * the connection broke (DESIGN.md 16: lost connection at an autocommit write). A prepared
+ * statement's error number is the statement's, not the connection's, so a session that
+ * no longer answers a ping counts as broken too. */
+static int lost_link(sk_db_t *db)
+{
+        unsigned int e = sk_db_errno(db);
+
+        return !sk_db_connected(db) || e == 2006 || e == 2013 || e == 2055 || e == 1927 ||
+               e == 1053 || e == 4031 || !sk_db_ping(db);
+}
+
+/* Run @p sql with the lock's name and holder bound (in the order @p order: "nh" or
+ * "hnh"...), retrying 1213/1205 and their kin. *affected = rows changed. */
+static sk_err_t exec_lock(sk_dblock_t *lk, const char *sql, const char *order, int64_t *affected,
+                          char *errstr, size_t errstr_size)
+{
+        MYSQL_BIND b[4];
+        unsigned long len[4];
+        sk_err_t err = SK_EAGAIN;
+        int n = (int)strlen(order);
+
+        for (int attempt = 1; attempt <= TRANSIENT_TRIES; attempt++) {
+                for (int i = 0; i < n && i < 4; i++) {
+                        char *s = order[i] == 'n' ? lk->name : lk->holder;
+                        size_t cap = order[i] == 'n' ? sizeof(lk->name) : sizeof(lk->holder);
+
+                        len[i] = (unsigned long)strlen(s);
+                        sk_db_bind_str(&b[i], s, &len[i], cap);
+                }
+                *affected = 0;
+                err = sk_db_exec_bound(lk->db, sql, b, n, affected, errstr, errstr_size);
+                if (err != SK_EAGAIN || lost_link(lk->db))
+                        return err;
+                sk_sleep_ms(TRANSIENT_SLEEP_MS * attempt, NULL);
+        }
+        return err;
+}
+
+/* Read the row: *ours = holder is ours, *live = until >= NOW(3), *ms_left = until -
+ * NOW(3) in ms, the holder into @p who. SK_ENOTFOUND: no row. */
+static sk_err_t read_row(sk_dblock_t *lk, int *ours, int *live, int64_t *ms_left, char *who,
+                         size_t who_size, char *errstr, size_t errstr_size)
+{
+        char nlit[2 * SK_DBLOCK_NAME_MAX + 3], hlit[2 * SK_DBLOCK_HOLDER_MAX + 3];
+        char sql[sizeof(nlit) + sizeof(hlit) + 256];
+        MYSQL_RES *res = NULL;
+        MYSQL_ROW row;
+        sk_err_t err;
+        int n;
+
+        if (!sk_db_quote(lk->db, lk->name, nlit, sizeof(nlit)) ||
+            !sk_db_quote(lk->db, lk->holder, hlit, sizeof(hlit)))
+                return sk_db_seterr(lk->db, "quote", errstr, errstr_size);
+        n = snprintf(sql, sizeof(sql),
+                     "SELECT holder = %s, until >= NOW(3), "
+                     "TIMESTAMPDIFF(MICROSECOND, NOW(3), until) DIV 1000, holder "
+                     "FROM tb_lock WHERE name = %s", hlit, nlit);
+        if ((err = sk_db_query(lk->db, sql, (size_t)n, &res, errstr, errstr_size)) != SK_OK)
+                return err;
+        if (!(row = mysql_fetch_row(res)) || !row[0] || !row[1] || !row[2]) {
+                mysql_free_result(res);
+                return SK_ENOTFOUND;
+        }
+        *ours = atoi(row[0]) == 1;
+        *live = atoi(row[1]) == 1;
+        *ms_left = strtoll(row[2], NULL, 10);
+        if (who)
+                snprintf(who, who_size, "%s", row[3] ? row[3] : "");
+        mysql_free_result(res);
+        return SK_OK;
+}
+
+/* After a write whose outcome is unknown: reconnect and read whether the row names us.
+ * @returns SK_OK with *ours, or SK_EAGAIN (could not tell). */
+static sk_err_t resolve(sk_dblock_t *lk, int *ours, char *errstr, size_t errstr_size)
+{
+        int live = 0;
+        int64_t left = 0;
+        sk_err_t err;
+
+        *ours = 0;
+        if ((err = sk_db_reconnect(lk->db, errstr, errstr_size)) != SK_OK)
+                return SK_EAGAIN;
+        err = read_row(lk, ours, &live, &left, NULL, 0, errstr, errstr_size);
+        if (err == SK_ENOTFOUND)
+                return SK_OK;
+        return err == SK_OK ? SK_OK : SK_EAGAIN;
+}
+
+sk_dblock_t *sk_dblock_open(const sk_mysql_url_t *url, const char *name, int ttl_ms,
+                            char *errstr, size_t errstr_size)
+{
+        sk_dblock_t *lk;
+
+        if (!url || !name || !*name || ttl_ms < 1000 || ttl_ms > 3600000) {
+                sk_seterr(errstr, errstr_size, "sk_dblock_open: invalid argument (name \"%.64s\", "
+                          "ttl %d ms)", name ? name : "", ttl_ms);
+                return NULL;
+        }
+        if (!(lk = calloc(1, sizeof(*lk)))) {
+                sk_seterr(errstr, errstr_size, "out of memory");
+                return NULL;
+        }
+        sk_dblock_fit_name(name, lk->name, sizeof(lk->name));
+        sk_dblock_make_holder(lk->holder, sizeof(lk->holder));
+        lk->ttl_ms = ttl_ms;
+        if (!(lk->db = sk_db_connect_io(url, 0, LOCK_DB_LOCKWAIT_S, LOCK_DB_IO_S, errstr,
+                                        errstr_size))) {
+                free(lk);
+                return NULL;
+        }
+        return lk;
+}
+
+/* One try. *got = 1 when the row is ours now. */
+static sk_err_t take_once(sk_dblock_t *lk, int *got, char *errstr, size_t errstr_size)
+{
+        char sql[384];
+        int64_t changed = 0;
+        sk_err_t err;
+
+        *got = 0;
+        err = exec_lock(lk, "INSERT INTO tb_lock (name, holder, until, seq) VALUES (?, '', "
+                        "'1970-01-01 00:00:01.000', 0) ON DUPLICATE KEY UPDATE name = name",
+                        "n", &changed, errstr, errstr_size);
+        if (err != SK_OK && lost_link(lk->db))
+                (void)sk_db_reconnect(lk->db, NULL, 0); /* nothing to resolve: idempotent */
+        if (err != SK_OK) {
+                if (err == SK_EDB && strstr(errstr ? errstr : "", "error 1146"))
+                        sk_seterr(errstr, errstr_size, "tb_lock is missing (run `seckill-admin "
+                                  "db migrate`)");
+                return err;
+        }
+        snprintf(sql, sizeof(sql),
+                 "UPDATE tb_lock SET holder = ?, until = NOW(3) + INTERVAL %lld MICROSECOND, "
+                 "seq = seq + 1, taken_at = NOW(3) WHERE name = ? AND (holder = ? OR "
+                 "until < NOW(3))", (long long)lk->ttl_ms * 1000);
+        err = exec_lock(lk, sql, "hnh", &changed, errstr, errstr_size);
+        if (err != SK_OK && lost_link(lk->db))
+                return resolve(lk, got, errstr, errstr_size);
+        *got = err == SK_OK && changed == 1;
+        return err;
+}
+
+sk_err_t sk_dblock_take(sk_dblock_t *lk, int wait_ms, char *errstr, size_t errstr_size)
+{
+        int64_t deadline = sk_mono_ms() + (wait_ms > 0 ? wait_ms : 0);
+        char who[SK_DBLOCK_HOLDER_MAX + 1] = "";
+        int64_t left = 0;
+        int got = 0, ours = 0, live = 0;
+        sk_err_t err;
+
+        if (!lk) {
+                sk_seterr(errstr, errstr_size, "sk_dblock_take: no lock");
+                return SK_EINVAL;
+        }
+        lk->busy = 0;
+        for (;;) {
+                err = take_once(lk, &got, errstr, errstr_size);
+                if (err == SK_OK && got) {
+                        lk->held = 1;
+                        return SK_OK;
+                }
+                if (err != SK_OK && err != SK_EAGAIN)
+                        return err;
+                if (sk_mono_ms() >= deadline)
+                        break;
+                sk_sleep_ms(POLL_MS, NULL);
+        }
+        if (err != SK_OK)
+                return err;
+        lk->busy = 1;
+        if (read_row(lk, &ours, &live, &left, who, sizeof(who), NULL, 0) == SK_OK)
+                sk_seterr(errstr, errstr_size, "lock %s is held by %s for another %" PRId64
+                          " ms (waited %d ms)", lk->name, who, left, wait_ms);
+        else
+                sk_seterr(errstr, errstr_size, "lock %s is held by another holder (waited %d ms)",
+                          lk->name, wait_ms);
+        return SK_EAGAIN;
+}
+
+sk_err_t sk_dblock_check(sk_dblock_t *lk, char *errstr, size_t errstr_size)
+{
+        char sql[256];
+        int64_t changed = 0;
+        int ours = 0;
+        sk_err_t err = SK_EAGAIN;
+
+        if (!lk || !lk->held) {
+                sk_seterr(errstr, errstr_size, "lock %s is not held", lk ? lk->name : "?");
+                return SK_ENOTFOUND;
+        }
+        snprintf(sql, sizeof(sql), "UPDATE tb_lock SET until = NOW(3) + INTERVAL %lld MICROSECOND, "
+                 "seq = seq + 1 WHERE name = ? AND holder = ?", (long long)lk->ttl_ms * 1000);
+        /* At most two rounds: an unknown outcome resolved as "still ours" renews again. */
+        for (int round = 0; round < 2; round++) {
+                err = exec_lock(lk, sql, "nh", &changed, errstr, errstr_size);
+                if (err == SK_OK && changed == 1)
+                        return SK_OK;
+                if (err == SK_OK) {
+                        lk->held = 0;
+                        sk_seterr(errstr, errstr_size, "lock %s lost: the row no longer names "
+                                  "holder %s", lk->name, lk->holder);
+                        return SK_ENOTFOUND;
+                }
+                if (!lost_link(lk->db))
+                        return err == SK_EAGAIN ? SK_EAGAIN : err;
+                if ((err = resolve(lk, &ours, errstr, errstr_size)) != SK_OK)
+                        return SK_EAGAIN;
+                if (!ours) {
+                        lk->held = 0;
+                        sk_seterr(errstr, errstr_size, "lock %s lost: the row no longer names "
+                                  "holder %s", lk->name, lk->holder);
+                        return SK_ENOTFOUND;
+                }
+        }
+        sk_seterr(errstr, errstr_size, "lock %s: renewal outcome unknown twice", lk->name);
+        return SK_EAGAIN;
+}
+
+void sk_dblock_release(sk_dblock_t *lk)
+{
+        int64_t changed = 0;
+
+        if (!lk || !lk->held)
+                return;
+        lk->held = 0;
+        (void)exec_lock(lk, "UPDATE tb_lock SET until = NOW(3) - INTERVAL 1000 MICROSECOND, "
+                        "seq = seq + 1 WHERE name = ? AND holder = ?", "nh", &changed, NULL, 0);
+}
+
+void sk_dblock_close(sk_dblock_t *lk)
+{
+        if (!lk)
+                return;
+        sk_dblock_release(lk);
+        sk_db_close(lk->db);
+        free(lk);
+}
+
+int sk_dblock_held(const sk_dblock_t *lk)
+{
+        return lk && lk->held;
+}
+
+int sk_dblock_busy(const sk_dblock_t *lk)
+{
+        return lk && lk->busy;
+}
+
+const char *sk_dblock_holder(const sk_dblock_t *lk)
+{
+        return lk ? lk->holder : "";
+}
+
+const char *sk_dblock_name(const sk_dblock_t *lk)
+{
+        return lk ? lk->name : "";
+}
+
+sk_err_t sk_dblock_live(sk_db_t *db, const char *name, int *live, char *holder,
+                        size_t holder_size, char *errstr, size_t errstr_size)
+{
+        char nlit[2 * SK_DBLOCK_NAME_MAX + 3], sql[sizeof(nlit) + 128];
+        MYSQL_RES *res = NULL;
+        MYSQL_ROW row;
+        sk_err_t err;
+        int n;
+
+        *live = 0;
+        if (holder && holder_size)
+                holder[0] = '\0';
+        char fitted[SK_DBLOCK_NAME_MAX + 1];
+
+        if (!name || !*name) {
+                sk_seterr(errstr, errstr_size, "sk_dblock_live: invalid name");
+                return SK_EINVAL;
+        }
+        sk_dblock_fit_name(name, fitted, sizeof(fitted));
+        if (!sk_db_quote(db, fitted, nlit, sizeof(nlit)))
+                return sk_db_seterr(db, "quote", errstr, errstr_size);
+        n = snprintf(sql, sizeof(sql), "SELECT holder FROM tb_lock WHERE name = %s AND "
+                     "until >= NOW(3)", nlit);
+        if ((err = sk_db_query(db, sql, (size_t)n, &res, errstr, errstr_size)) != SK_OK)
+                return err;
+        if ((row = mysql_fetch_row(res))) {
+                *live = 1;
+                if (holder && holder_size)
+                        snprintf(holder, holder_size, "%s", row[0] ? row[0] : "");
+        }
+        mysql_free_result(res);
+        return SK_OK;
+}
