@@ -78,6 +78,12 @@ for b in seckill-front seckill-consumer seckill-reconciler seckill-admin; do
 done
 /usr/bin/seckill-admin --help | grep -q -- --http-addr && bad "seckill-admin --help lists --http-addr"
 good "--version, --help, the example env files"
+# DESIGN.md 15: the installed binaries are hardened (full RELRO, PIE, stack protector, FORTIFY).
+if out=$(SK_BIN=/usr/bin SK_BUILD="$SRC/build-release" bash "$SRC/tests/unit/ops_harden.sh" 2>&1); then
+        good "readelf: ${out#ok: }"
+else
+        bad "installed binaries not hardened: $(tr '\n' ' ' <<<"$out")"
+fi
 
 # ---- 4. units
 # systemd-analyze works offline here (systemd 252 in the container, no manager): verify
