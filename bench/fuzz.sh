@@ -2,7 +2,7 @@
 # bench/fuzz.sh: build and run the libFuzzer harnesses of tests/fuzz/.
 #
 #   bench/fuzz.sh [SECONDS] [TARGET...]      SECONDS per target (default 60);
-#                                            TARGET: id_parse msg_parse front_http conf_parse
+#                                            TARGET: id_parse msg_parse front_http conf_parse jwt
 #                                            (default all)
 #
 # Builds with clang -fsanitize=fuzzer,address,undefined into build-fuzz/ (env
@@ -14,27 +14,28 @@
 # input in build-fuzz/crashes/. Every crash found must become a unit test in
 # tests/unit/check_fuzz_regressions.c.
 #
-# Not part of CI (needs clang and libclang-rt-14-dev; apt-get install clang
-# libclang-rt-14-dev). Exit status: 0 no crash, 1 a target crashed, 2 build/usage.
+# CI runs it through CTest (test fuzz_harnesses, label fuzz: 20 s per target; scripts/test.sh
+# installs clang and libclang-rt-14-dev and runs the label in its background pass).
+# Exit status: 0 no crash, 1 a target crashed, 2 build/usage.
 set -uo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${SK_FUZZ_BUILD:-$REPO/build-fuzz}
 SECS=${1:-60}
-[[ $SECS =~ ^[0-9]+$ && $SECS -ge 1 ]] || { echo "usage: bench/fuzz.sh [SECONDS] [id_parse|msg_parse|front_http|conf_parse...]" >&2; exit 2; }
+[[ $SECS =~ ^[0-9]+$ && $SECS -ge 1 ]] || { echo "usage: bench/fuzz.sh [SECONDS] [id_parse|msg_parse|front_http|conf_parse|jwt...]" >&2; exit 2; }
 shift || true
 TARGETS=("$@")
-[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(id_parse msg_parse front_http conf_parse)
+[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(id_parse msg_parse front_http conf_parse jwt)
 CC=${SK_FUZZ_CC:-clang}
 command -v "$CC" >/dev/null 2>&1 || { echo "fuzz: $CC not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 
-PKGS="rdkafka hiredis mysqlclient libcjson libmicrohttpd"
+PKGS="rdkafka hiredis mysqlclient libcjson libmicrohttpd libcrypto"
 CFLAGS=(-std=c11 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
         -fno-sanitize-recover=undefined -Wall -Wextra -Wno-unused-parameter
         -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DSK_VERSION=\"fuzz\" -DSK_FAILPOINTS_ENABLED=1
         -I"$REPO/producer")
 # Each layer of common/ (README.md, "Architecture"): its public include/ and its own folder.
-for layer in base redis db kafka sale http; do
+for layer in base redis db kafka sale http auth; do
         CFLAGS+=(-I"$REPO/common/$layer/include" -I"$REPO/common/$layer")
 done
 # shellcheck disable=SC2207
@@ -63,12 +64,12 @@ build() {
         cmake -DOUT="$OUT/gen/sk_lua_embedded.c" -DLUA_DIR="$REPO/lua" -P "$REPO/cmake/embed_lua.cmake" >/dev/null &&
         cmake -DOUT="$OUT/gen/sk_ddl_embedded.c" -DDDL_DIR="$REPO/ddl" -P "$REPO/cmake/embed_ddl.cmake" >/dev/null ||
                 { echo "fuzz: embedding lua/ddl failed" >&2; exit 2; }
-        for f in "$REPO"/common/{base,redis,db,kafka,sale}/*.c "$OUT"/gen/*.c; do
+        for f in "$REPO"/common/{base,redis,db,kafka,sale,auth}/*.c "$OUT"/gen/*.c; do
                 name=$(basename "$f" .c)
                 compile "$f" "$OUT/obj/common/$name.o"
                 common_objs+=("$OUT/obj/common/$name.o")
         done
-        for name in http req metrics soldout soldout_table; do
+        for name in http req metrics soldout soldout_table identity strict vflight; do
                 compile "$REPO/producer/$name.c" "$OUT/obj/producer/$name.o"
         done
         for t in "${TARGETS[@]}"; do
@@ -78,7 +79,9 @@ build() {
                 id_parse) objs=("$OUT/obj/common/ids.o") ;;
                 msg_parse) objs=("$OUT/obj/common/msg.o" "$OUT/obj/common/ids.o" "$OUT/obj/common/err.o") ;;
                 front_http) objs=("$OUT/obj/producer/http.o" "$OUT/obj/producer/req.o" "$OUT/obj/producer/metrics.o"
-                            "$OUT/obj/producer/soldout.o"
+                            "$OUT/obj/producer/soldout.o" "$OUT/obj/producer/soldout_table.o"
+                            "$OUT/obj/producer/identity.o" "$OUT/obj/producer/strict.o"
+                            "$OUT/obj/producer/vflight.o"
                             "${common_objs[@]}") ;;
                 *) objs=("${common_objs[@]}") ;;
                 esac

@@ -22,7 +22,7 @@ esac
 # shellcheck source=lib/apt.sh
 . "$SRC/scripts/lib/apt.sh"
 missing=$(sk_apt_missing build-essential cmake pkg-config librdkafka-dev libhiredis-dev \
-        default-libmysqlclient-dev libcjson-dev libmicrohttpd-dev dpkg-dev fakeroot file)
+        default-libmysqlclient-dev libcjson-dev libmicrohttpd-dev libssl-dev dpkg-dev fakeroot file)
 if [[ -n $missing ]]; then
         # shellcheck disable=SC2086  # one package a word
         sk_apt_install "" $missing || exit 1

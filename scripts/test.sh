@@ -7,12 +7,13 @@
 #   4. ctest -L 'unit|integration|faults' in build/
 #   5. the same sources with -DSK_SANITIZE=ON (ASan + UBSan) in build-asan/,
 #      ctest -L 'unit|integration' there (leaks checked, first error fatal); at the same
-#      time, in the background, the topology pass: ctest -L 'cluster|sentinel|package' in
+#      time, in the background, the topology pass: ctest -L 'cluster|sentinel|package|fuzz' in
 #      build/ with more jobs (the integration suite once more on the local Redis Cluster
 #      and on Sentinel, which those tests start through scripts/stack.sh; they mostly wait
 #      on I/O, so they share the two cores with the sanitizer pass; and the installed
 #      layout of the Debian package, tests/package/: build-release/, dpkg -i, a short
-#      sale, dpkg --purge, about 35 s with build-release/ built, 100 s without).
+#      sale, dpkg --purge, about 35 s with build-release/ built, 100 s without; and the
+#      libFuzzer harnesses, bench/fuzz.sh 10 s each, build-fuzz/ with clang).
 #   6. a summary; exit 0 only when every step passed.
 # At exit it stops the services that were not running before it started (unless
 # SECKILL_KEEP_STACK=1); services that were already up are left as they were.
@@ -21,7 +22,7 @@
 #   SECKILL_KEEP_STACK=1          leave what this run started running
 #   SECKILL_TEST_JOBS             parallel build and ctest jobs (2)
 #   SECKILL_TEST_LABELS           labels of the main pass ('unit|integration|faults')
-#   SECKILL_TEST_TOPO_LABELS      labels of the topology pass ('cluster|sentinel|package'; empty: none)
+#   SECKILL_TEST_TOPO_LABELS      labels of the topology pass ('cluster|sentinel|package|fuzz'; empty: none)
 #   SECKILL_TEST_TOPO_JOBS        ctest jobs of the topology pass (4)
 #   SECKILL_TEST_TOPO_TIMEOUT_S   cap of the topology pass (1200)
 #   SECKILL_TEST_ASAN_LABELS      labels of the sanitizer pass ('unit|integration')
@@ -41,7 +42,7 @@ BUILD_DIR=${SECKILL_BUILD_DIR:-build}
 ASAN_DIR=${SECKILL_ASAN_BUILD_DIR:-build-asan}
 JOBS=${SECKILL_TEST_JOBS:-2}
 LABELS=${SECKILL_TEST_LABELS:-unit|integration|faults}
-TOPO_LABELS=${SECKILL_TEST_TOPO_LABELS-cluster|sentinel|package}
+TOPO_LABELS=${SECKILL_TEST_TOPO_LABELS-cluster|sentinel|package|fuzz}
 TOPO_JOBS=${SECKILL_TEST_TOPO_JOBS:-4}
 TOPO_TIMEOUT_S=${SECKILL_TEST_TOPO_TIMEOUT_S:-1200}
 ASAN_LABELS=${SECKILL_TEST_ASAN_LABELS:-unit|integration}
@@ -53,10 +54,12 @@ STACK_LOG_DIR=${SECKILL_STACK_DIR:-$REPO/.stack}/logs
 
 # Build and test dependencies (Debian 12 package names). Tools the shell tests use:
 # redis-cli, mysql, curl, ps/pgrep, python3; promtool (package prometheus) for the
-# deploy/prometheus rule tests.
+# deploy/prometheus rule tests; readelf (binutils) for ops_harden; clang and its
+# libFuzzer runtime for the fuzz label.
 PKGS=(build-essential cmake pkg-config librdkafka-dev libhiredis-dev
-      default-libmysqlclient-dev libcjson-dev libmicrohttpd-dev check
-      redis-tools mariadb-client curl procps python3 prometheus)
+      default-libmysqlclient-dev libcjson-dev libmicrohttpd-dev libssl-dev check
+      redis-tools mariadb-client curl procps python3 prometheus binutils
+      clang libclang-rt-14-dev)
 
 T_START=$SECONDS
 SUMMARY=()

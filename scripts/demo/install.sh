@@ -13,6 +13,7 @@ install_missing() {
                 default-libmysqlclient-dev:/usr/include/mysql/mysql.h
                 libcjson-dev:/usr/include/cjson/cJSON.h
                 libmicrohttpd-dev:/usr/include/microhttpd.h
+                libssl-dev:/usr/include/openssl/evp.h
                 check:/usr/include/check.h
                 wrk:wrk gnuplot-nox:gnuplot jq:jq curl:curl python3:python3
                 redis-tools:redis-cli mariadb-client:mariadb

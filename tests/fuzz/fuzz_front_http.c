@@ -32,15 +32,20 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "breaker.h"
+#include "dbonly.h"
 #include "deduct.h"
+#include "degrade.h"
 #include "front.h"
 #include "health.h"
 #include "http.h"
+#include "identity.h"
 #include "kprod.h"
 #include "lookup.h"
 #include "metrics.h"
 #include "req.h"
 #include "rollback.h"
+#include "sk/dswitch.h"
 #include "sk/ids.h"
 #include "sk/log.h"
 
@@ -87,6 +92,26 @@ void fr_lookup_submit(fr_req_t *req)
 }
 
 fr_config_t g_fr; /* main.c's, not linked */
+
+/* The Redis path is always open here: no breaker, no degrade switch, no DB-only pool. */
+int fr_breaker_allow(void) { return 1; }
+int fr_degrade_fresh(void) { return 1; }
+int fr_degrade_state(int64_t voucher_id, int64_t *epoch, int *mode)
+{
+        (void)voucher_id;
+        if (epoch)
+                *epoch = 0;
+        if (mode)
+                *mode = 0;
+        return SK_DSW_REDIS;    /* the purchase goes to fr_deduct_submit */
+}
+int fr_dbonly_full(void) { return 0; }
+int fr_dbonly_submit(fr_req_t *req, int64_t epoch)
+{
+        (void)epoch;
+        fr_deduct_submit(req);
+        return 0;
+}
 
 int fr_kprod_usable(void) { return 1; }
 int fr_kprod_ok(void) { return 1; }
@@ -144,7 +169,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         snprintf(g_fr.conf.http_addr, sizeof(g_fr.conf.http_addr), "127.0.0.1:%u", g_port);
         g_fr.http_threads = 1;
         g_fr.deadline_ms = 5000;
+        /* DESIGN.md 15: trusted-header from loopback (the fuzzer's own connections). */
+        snprintf(g_fr.auth_mode, sizeof(g_fr.auth_mode), "trusted-header");
+        snprintf(g_fr.trusted_proxies, sizeof(g_fr.trusted_proxies), "%s", FR_TRUSTED_PROXIES_DEFAULT);
         fr_metrics_init();
+        if (fr_identity_init(errstr, sizeof(errstr)) != 0) {
+                fprintf(stderr, "fuzz_front_http: %s\n", errstr);
+                exit(1);
+        }
         if (fr_http_start(NULL, errstr, sizeof(errstr)) != 0) {
                 fprintf(stderr, "fuzz_front_http: %s\n", errstr);
                 exit(1);

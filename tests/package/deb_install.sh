@@ -61,7 +61,7 @@ done
 good "files checked ($(dpkg -L seckill | wc -l) paths)"
 deps=$(dpkg -s seckill | sed -n 's/^Depends: //p')
 say "Depends: $deps"
-for d in librdkafka1 libhiredis libmariadb3 libmicrohttpd libcjson1 adduser; do
+for d in librdkafka1 libhiredis libmariadb3 libmicrohttpd libcjson1 libssl3 adduser; do
         grep -q "$d" <<<"$deps" || bad "Depends lacks $d"
 done
 
