@@ -55,11 +55,11 @@ STACK_LOG_DIR=${SECKILL_STACK_DIR:-$REPO/.stack}/logs
 # Build and test dependencies (Debian 12 package names). Tools the shell tests use:
 # redis-cli, mysql, curl, ps/pgrep, python3; promtool (package prometheus) for the
 # deploy/prometheus rule tests; readelf (binutils) for ops_harden; clang and its
-# libFuzzer runtime for the fuzz label.
+# libFuzzer runtime for the fuzz label; nginx for the gateway test (0008).
 PKGS=(build-essential cmake pkg-config librdkafka-dev libhiredis-dev
       default-libmysqlclient-dev libcjson-dev libmicrohttpd-dev libssl-dev check
       redis-tools mariadb-client curl procps python3 prometheus binutils
-      clang libclang-rt-14-dev)
+      clang libclang-rt-14-dev nginx)
 
 T_START=$SECONDS
 SUMMARY=()
