@@ -25,6 +25,10 @@ typedef struct sk_admin_opts {
         char app[64];           /* --app USER (db grants), "" = not given */
         char admin[64];         /* --admin USER (db grants) */
         char host[256];         /* --host H (db grants), "" = '%' */
+        char price[24];         /* --price MINOR (create), "" = 0 (DESIGN.md 13) */
+        char currency[8];       /* --currency CUR (create), "" = SECKILL_CURRENCY */
+        char txn[160];          /* --txn ID (payment refunded) */
+        char ref[160];          /* --ref R (payment refunded) */
 } sk_admin_opts_t;
 
 /** The subcommand flags as parsed by main.c (valid once main() called sk_conf_load),
@@ -52,6 +56,14 @@ int sk_admin_voucher_add_stock(const sk_conf_t *conf, const char *id, const sk_a
 /** `voucher set-status ID N`. */
 int sk_admin_voucher_set_status(const sk_conf_t *conf, const char *id, const char *status);
 
+/** `payment refunds [--json]` (DESIGN.md 13; admin/payment.c): the refund_due payments
+ *  not yet marked refunded, oldest first. DB only. */
+int sk_admin_payment_refunds(const sk_conf_t *conf, const sk_admin_opts_t *o);
+/** `payment refunded --txn ID --ref R` (DESIGN.md 13; admin/payment.c): mark one refund
+ *  done after the merchant called the provider's refund API. Exit 2 for an unknown txn
+ *  or one already marked with another ref. DB only. */
+int sk_admin_payment_refunded(const sk_conf_t *conf, const sk_admin_opts_t *o);
+
 /** `verify VOUCHER_ID ...` (DESIGN.md 9; admin/verify.c). @p argc/@p argv are the
  *  positional arguments after "verify". */
 int sk_admin_verify(const sk_conf_t *conf, int argc, char **argv);
@@ -64,9 +76,12 @@ int sk_admin_degrade_wants(int argc, char **argv);
 
 /** @brief One DB transaction (admin/voucher_stock.c): the voucher row (init_stock =
  *  @p stock, @p buckets 1..16, times in ms since the epoch, @p status), its bucket rows
- *  in tb_seckill_stock (sk_bucket_share of @p stock) and its tb_seckill_switch row
+ *  in tb_seckill_stock (sk_bucket_share of @p stock), its price @p price_minor (minor
+ *  units, >= 0) and @p currency (3 letters A-Z, borrowed; DESIGN.md 13), and its
+ *  tb_seckill_switch row
  *  (scope = the voucher, mode NULL, state 'redis') (DESIGN.md v4 6, 12, 14). Nothing is
  *  written on error (rolled back). @returns SK_OK or the DB error with the reason. */
 sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buckets,
                                  int64_t begin_ms, int64_t end_ms, int status,
+                                 int64_t price_minor, const char *currency,
                                  char *errstr, size_t errstr_size);

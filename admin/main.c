@@ -2,6 +2,8 @@
  *   db migrate                                   apply ddl/ migrations
  *   db grants --app USER --admin USER [--host H] print the least-privilege GRANTs
  *   voucher create --stock N [--buckets B] --begin T --end T [--status S] [--preheat]
+ *                  [--price MINOR] [--currency CUR]
+ *   payment refunds [--json] | payment refunded --txn ID --ref R   (admin/payment.c, 13)
  *   voucher add-stock ID --stock K --request-id R [--wait-ms MS]
  *   voucher preheat ID [--rebuild-from-db] [--wait-ms MS]
  *   voucher show ID [--json]
@@ -54,7 +56,7 @@ static const cmd_help_t CMDS[] = {
           "Again after an upgrade whose migrations add a table. Exit 0 ok, 2 bad arguments.\n",
           " app admin host " },
         { "voucher", "create", "insert a voucher and its stock buckets (optionally preheat)",
-          "Usage: " PROG " voucher create --stock N [--buckets B] --begin T --end T [--status S] [--preheat]\n"
+          "Usage: " PROG " voucher create --stock N [--buckets B] --begin T --end T [--status S] [--preheat] [--price MINOR] [--currency CUR]\n"
           "Insert a voucher (init_stock = stock = N, 1..1000000000) with a fresh snowflake id,\n"
           "its stock split over B buckets (1..16, default 1; N/B each, the remainder one unit\n"
           "each to the first buckets; B is fixed for the voucher's life; leases a worker id in\n"
@@ -62,8 +64,12 @@ static const cmd_help_t CMDS[] = {
           "ISO-8601 WITH a zone (2026-11-29T18:00:00Z, 2026-11-29T18:00:00+08:00); a time\n"
           "without a zone is rejected. --status 1 on sale (default), 2 offline, 3 expired,\n"
           "4 paused. --preheat also writes the Redis state (see voucher preheat).\n"
+          "--price: the price in minor units (a whole number >= 0, default 0) and --currency\n"
+          "its ISO 4217 code (default SECKILL_CURRENCY, CNY), fixed for the voucher's life;\n"
+          "every order copies them, and an order with a price > 0 is created UNPAID and\n"
+          "paid only by the payment provider's signed callback (DESIGN.md 13).\n"
           "Prints: {\"voucherId\":\"ID\"}. Exit 0 ok, 1 failure, 2 bad arguments.\n",
-          " stock buckets begin end status preheat " },
+          " stock buckets begin end status preheat price currency " },
         { "voucher", "preheat", "copy a voucher's DB state to Redis, or rebuild it from the DB",
           "Usage: " PROG " voucher preheat ID [--rebuild-from-db] [--wait-ms MS]\n"
           "Copy a voucher's DB state to Redis: stock (never overwriting a stock that was sold\n"
@@ -92,6 +98,20 @@ static const cmd_help_t CMDS[] = {
           "Usage: " PROG " voucher set-status ID N\n"
           "Set the status (1 on sale, 2 offline, 3 expired, 4 paused) in the DB, then in the\n"
           "Redis meta if it exists. Exit 0 ok, 1 failure, 2 bad arguments.\n", "" },
+        { "payment", "refunds", "list the payments to refund (refund_due, not yet refunded)",
+          "Usage: " PROG " payment refunds [--json]\n"
+          "List the payments the payment callback recorded as refund_due (the order was\n"
+          "closed, cancelled, late, already paid by another transaction, failed, or the\n"
+          "amount or currency differed; DESIGN.md 13) and not yet marked refunded, oldest\n"
+          "first: txn id, order id, amount (minor units), currency, reason, received_at\n"
+          "(UTC), age in seconds. Refund each through the provider's refund API, then mark\n"
+          "it with `payment refunded`. Exit 0 ok, 1 failure.\n", " json " },
+        { "payment", "refunded", "mark a refund_due payment as refunded",
+          "Usage: " PROG " payment refunded --txn ID --ref R\n"
+          "Mark the refund_due payment ID refunded (refunded_at = now, refund_ref = R, the\n"
+          "provider's refund reference; both 1..128 printable ASCII characters). A repeat\n"
+          "with the same R is a success. Exit 0 ok, 1 failure, 2 no refund_due payment of\n"
+          "that id, already marked with another ref, or bad arguments.\n", " txn ref " },
         { "verify", NULL, "check the invariants of DESIGN.md 9 on one voucher",
           "Usage: " PROG " verify VOUCHER_ID [--json] [--quiesced]\n"
           "Check invariants 1, 2, 4, 6 and active <= init of DESIGN.md 9 on the live state;\n"
@@ -191,9 +211,10 @@ static int check_flags(const cmd_help_t *cmd, const sk_admin_opts_t *o)
         static const struct { const char *name; } names[] = {
                 { "stock" }, { "begin" }, { "end" }, { "status" }, { "preheat" },
                 { "rebuild-from-db" }, { "json" }, { "wait-ms" }, { "buckets" }, { "request-id" },
-                { "quiesced" }, { "app" }, { "admin" }, { "host" },
+                { "quiesced" }, { "app" }, { "admin" }, { "host" }, { "price" }, { "currency" },
+                { "txn" }, { "ref" },
         };
-        int given[14];
+        int given[18];
         char pat[40];
 
         given[0] = o->stock != -1;
@@ -210,6 +231,10 @@ static int check_flags(const cmd_help_t *cmd, const sk_admin_opts_t *o)
         given[11] = o->app[0] != '\0';
         given[12] = o->admin[0] != '\0';
         given[13] = o->host[0] != '\0';
+        given[14] = o->price[0] != '\0';
+        given[15] = o->currency[0] != '\0';
+        given[16] = o->txn[0] != '\0';
+        given[17] = o->ref[0] != '\0';
         for (size_t i = 0; i < sizeof(given) / sizeof(given[0]); i++) {
                 snprintf(pat, sizeof(pat), " %s ", names[i].name);
                 if (given[i] && !strstr(cmd->allowed, pat)) {
@@ -259,6 +284,14 @@ int main(int argc, char **argv)
                 { "admin", NULL, SK_OPT_STR, o.admin, sizeof(o.admin), 0, 0, "db grants: the admin user" },
                 { "host", NULL, SK_OPT_STR, o.host, sizeof(o.host), 0, 0,
                   "db grants: host part of both accounts (default %)" },
+                { "price", NULL, SK_OPT_STR, o.price, sizeof(o.price), 0, 0,
+                  "voucher create: price in minor units (default 0, DESIGN.md 13)" },
+                { "currency", NULL, SK_OPT_STR, o.currency, sizeof(o.currency), 0, 0,
+                  "voucher create: ISO 4217 currency (default SECKILL_CURRENCY)" },
+                { "txn", NULL, SK_OPT_STR, o.txn, sizeof(o.txn), 0, 0,
+                  "payment refunded: the provider txn id" },
+                { "ref", NULL, SK_OPT_STR, o.ref, sizeof(o.ref), 0, 0,
+                  "payment refunded: the provider's refund reference" },
         };
 
         if (sk_admin_degrade_wants(argc, argv))
@@ -278,7 +311,8 @@ int main(int argc, char **argv)
         pos = argv + argi;
         npos = argc - argi;
         if (npos < 1)
-                return usage_error("missing command: db migrate, voucher ..., verify%s", NULL);
+                return usage_error("missing command: db migrate, voucher ..., payment ..., verify%s",
+                                   NULL);
 
         if (strcmp(pos[0], "db") == 0) {
                 int grants = npos >= 2 && strcmp(pos[1], "grants") == 0;
@@ -290,6 +324,24 @@ int main(int argc, char **argv)
                 if (check_flags(&CMDS[grants ? 1 : 0], &o))
                         return 2;
                 return grants ? sk_admin_db_grants(&conf, &o) : sk_admin_db_migrate(&conf);
+        }
+        if (strcmp(pos[0], "payment") == 0) { /* DB only (DESIGN.md 13) */
+                int refunded = npos >= 2 && strcmp(pos[1], "refunded") == 0;
+                const cmd_help_t *cmd = NULL;
+
+                if (npos < 2 || (!refunded && strcmp(pos[1], "refunds") != 0))
+                        return usage_error("unknown payment command \"%s\" (refunds|refunded)",
+                                           npos < 2 ? "" : pos[1]);
+                if (npos > 2)
+                        return usage_error("unexpected argument \"%s\"", pos[2]);
+                for (size_t c = 0; c < NCMDS; c++)
+                        if (CMDS[c].w2 && strcmp(CMDS[c].w1, "payment") == 0 &&
+                            strcmp(CMDS[c].w2, pos[1]) == 0)
+                                cmd = &CMDS[c];
+                if (check_flags(cmd, &o))
+                        return 2;
+                return refunded ? sk_admin_payment_refunded(&conf, &o)
+                                : sk_admin_payment_refunds(&conf, &o);
         }
         /* Every other command talks to Redis (DESIGN.md 4: >= 7.0, noeviction). */
         if (sk_redis_startup_check(&conf.redis, PROG) != 0)
@@ -332,5 +384,6 @@ int main(int argc, char **argv)
                         return 2;
                 return sk_admin_verify(&conf, npos - 1, pos + 1);
         }
-        return usage_error("unknown command \"%s\" (db migrate, voucher ..., verify)", pos[0]);
+        return usage_error("unknown command \"%s\" (db migrate, voucher ..., payment ..., verify)",
+                           pos[0]);
 }

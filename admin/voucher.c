@@ -18,6 +18,7 @@
 #include "sk/keys.h"
 #include "sk/lease.h"
 #include "sk/migrate.h"
+#include "sk/payment.h"
 #include "sk/rebuild.h"
 #include "sk/redis.h"
 #include "sk/timeparse.h"
@@ -124,11 +125,30 @@ static void print_report(int64_t id, const sk_rebuild_report_t *rep, int rebuild
         print_json(root);
 }
 
+/* --price: canonical decimal minor units (no sign, no leading zero), at most 18 digits. */
+static int price_parse(const char *s, int64_t *out)
+{
+        size_t n = strlen(s), i;
+        int64_t v = 0;
+
+        if (n == 0 || n > 18 || (n > 1 && s[0] == '0'))
+                return -1;
+        for (i = 0; i < n; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return -1;
+                v = v * 10 + (s[i] - '0');
+        }
+        *out = v;
+        return 0;
+}
+
 int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o)
 {
         char errstr[512];
         int64_t begin_ms, end_ms, id = 0;
         int status = o->status == -1 ? 1 : o->status;
+        const char *currency = o->currency[0] ? o->currency : conf->currency;
+        int64_t price = 0;
         sk_db_t *db = NULL;
         sk_err_t err;
         int rc = 1;
@@ -153,6 +173,18 @@ int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o)
                 fprintf(stderr, PROG ": voucher create: --end must be after --begin\n");
                 return 2;
         }
+        /* DESIGN.md 13: the price in minor units (canonical decimal >= 0, default 0) and
+         * an ISO 4217 code (default SECKILL_CURRENCY), fixed for the voucher's life. */
+        if (o->price[0] && price_parse(o->price, &price) != 0) {
+                fprintf(stderr, PROG ": voucher create: --price must be minor units, a whole "
+                        "number >= 0 (got \"%s\")\n", o->price);
+                return 2;
+        }
+        if (!sk_payment_valid_currency(currency)) {
+                fprintf(stderr, PROG ": voucher create: %s must be three letters A-Z (got \"%s\")\n",
+                        o->currency[0] ? "--currency" : "SECKILL_CURRENCY", currency);
+                return 2;
+        }
 
         /* Connect first so a dead database fails before we lease a worker id. */
         if (!(db = sk_db_connect(&conf->mysql, 0, ADMIN_DB_LOCKWAIT_S, errstr, sizeof(errstr)))) {
@@ -171,8 +203,8 @@ int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o)
                 goto done;
         }
         if ((err = sk_admin_insert_voucher(db, id, o->stock, o->buckets ? o->buckets : 1,
-                                           begin_ms, end_ms, status, errstr,
-                                           sizeof(errstr))) != SK_OK) {
+                                           begin_ms, end_ms, status, price, currency,
+                                           errstr, sizeof(errstr))) != SK_OK) {
                 fprintf(stderr, PROG ": voucher create: %s\n", errstr);
                 goto done;
         }

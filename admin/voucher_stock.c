@@ -16,25 +16,37 @@
 #define PROG "seckill-admin"
 
 /* The voucher row (its stock lives in the bucket rows, tb_seckill_stock; migration 0005
- * dropped the v3 `stock` column). Times are written as UTC DATETIME(3) without
+ * dropped the v3 `stock` column), with its price (minor units) and currency, fixed here
+ * for the voucher's life (DESIGN.md 13). Times are written as UTC DATETIME(3) without
  * FROM_UNIXTIME (2038-limited on MariaDB 10.x): 1970-01-01 + ms * 1000 microseconds. */
 static sk_err_t insert_voucher_row(sk_db_t *db, int64_t id, int64_t stock, int buckets,
                                    int64_t begin_ms, int64_t end_ms, int status,
+                                   int64_t price_minor, const char *currency,
                                    char *errstr, size_t errstr_size)
 {
         static const char sql[] =
                 "INSERT INTO tb_seckill_voucher"
-                " (voucher_id, init_stock, buckets, begin_time, end_time, status)"
-                " VALUES (?, ?, ?,"
+                " (voucher_id, init_stock, buckets, begin_time, end_time, status, price_minor,"
+                " currency) VALUES (?, ?, ?,"
                 " TIMESTAMPADD(MICROSECOND, ? * 1000, '1970-01-01 00:00:00'),"
-                " TIMESTAMPADD(MICROSECOND, ? * 1000, '1970-01-01 00:00:00'), ?)";
-        int64_t v[6] = { id, stock, buckets, begin_ms, end_ms, status };
+                " TIMESTAMPADD(MICROSECOND, ? * 1000, '1970-01-01 00:00:00'), ?, ?, ?)";
+        int64_t v[7] = { id, stock, buckets, begin_ms, end_ms, status, price_minor };
+        char cur[4];
+        unsigned long cur_len;
+        MYSQL_BIND b[8];
+        int i;
 
-        return sk_db_exec_i64(db, sql, v, 6, NULL, errstr, errstr_size);
+        snprintf(cur, sizeof(cur), "%s", currency);
+        cur_len = strlen(cur);
+        for (i = 0; i < 7; i++)
+                sk_db_bind_i64(&b[i], &v[i]);
+        sk_db_bind_str(&b[7], cur, &cur_len, sizeof(cur));
+        return sk_db_exec_bound(db, sql, b, 8, NULL, errstr, errstr_size);
 }
 
 sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buckets,
                                  int64_t begin_ms, int64_t end_ms, int status,
+                                 int64_t price_minor, const char *currency,
                                  char *errstr, size_t errstr_size)
 {
         char why[384];
@@ -46,8 +58,8 @@ sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buc
         }
         if ((err = sk_db_begin(db, why, sizeof(why))) != SK_OK)
                 goto fail;
-        err = insert_voucher_row(db, id, stock, buckets, begin_ms, end_ms, status, why,
-                                 sizeof(why));
+        err = insert_voucher_row(db, id, stock, buckets, begin_ms, end_ms, status, price_minor,
+                                 currency, why, sizeof(why));
         for (int b = 0; err == SK_OK && b < buckets; b++) {
                 int64_t share = sk_bucket_share(stock, buckets, b);
                 int64_t v[4] = { id, b, share, share };

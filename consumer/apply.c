@@ -4,7 +4,8 @@
  * decrement hits the bucket's own row):
  *   INSERT INTO tb_seckill_outcome ... VALUES (CREATED) x n   -- the idempotency check
  *   UPDATE tb_seckill_stock SET stock = stock - k WHERE voucher_id = ? AND bucket = ? AND stock >= k
- *   INSERT INTO tb_voucher_order ... x n   -- UNPAID + pay_deadline (DESIGN.md 13); never INSERT IGNORE
+ *   INSERT INTO tb_voucher_order ... x n   -- UNPAID + pay_deadline, the voucher's price
+ *                                          -- (DESIGN.md 13); never INSERT IGNORE
  *   INSERT INTO tb_voucher_order_router ... x n
  *   INSERT INTO tb_voucher_reconcile_log ... x n               -- log_type -1, pending
  *   COMMIT
@@ -50,9 +51,9 @@ static const struct {
         [K_OUTCOME] = { "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id, bucket, outcome) VALUES ",
                         "(?,?,?,?,?," SK_SQL_OUTCOME_CREATED ")", "", 5 },
         /* row: order_row below (the status and deadline of DESIGN.md 13) */
-        [K_ORDER] = { "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, bucket, status, "
-                      "pay_deadline, paid_at) VALUES ", "(?,?,?,?,?," SK_SQL_ORDER_UNPAID
-                      ",NOW(3),NULL)", "", 5 },
+        [K_ORDER] = { "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, bucket, "
+                      "amount_minor, currency, status, pay_deadline, paid_at) VALUES ",
+                      "(?,?,?,?,?,?,?," SK_SQL_ORDER_UNPAID ",NOW(3),NULL)", "", 7 },
         [K_ROUTER] = { "INSERT INTO tb_voucher_order_router (order_id, user_id, voucher_id) VALUES ",
                        "(?,?,?)", "", 3 },
         /* The ledger rows of sk/ledger.h, batched: a DEDUCT row left by an earlier
@@ -69,19 +70,28 @@ static const struct {
                       "FROM tb_seckill_outcome WHERE trace_id IN (", "?", ")", 1 },
 };
 
-/* One order row (DESIGN.md 13): UNPAID with pay_deadline = creation + the pay timeout,
- * on the DB's clock; PAID at creation when the timeout is 0. Set once at start-up by
+/* One order row (DESIGN.md 13): price and currency copied from the voucher row
+ * (amount_minor, currency; the two extra placeholders are the voucher id); UNPAID with
+ * pay_deadline = creation + the pay timeout, on the DB's clock. With a timeout of 0 a
+ * price-0 order is created PAID, a priced one still UNPAID with the default window
+ * (900 s: an order that costs money is never created PAID). The status expressions read
+ * amount_minor, set earlier in the same VALUES list. Set once at start-up by
  * cons_apply_set_pay_timeout(), before any worker prepares a statement. */
-static char order_row[96] = "(?,?,?,?,?," SK_SQL_ORDER_UNPAID ",NOW(3) + INTERVAL 900 SECOND,NULL)";
+#define ORDER_PRICE "(SELECT price_minor FROM tb_seckill_voucher WHERE voucher_id = ?)," \
+        "(SELECT currency FROM tb_seckill_voucher WHERE voucher_id = ?),"
+static char order_row[400] = "(?,?,?,?,?," ORDER_PRICE SK_SQL_ORDER_UNPAID
+                             ",NOW(3) + INTERVAL 900 SECOND,NULL)";
 
 void cons_apply_set_pay_timeout(int pay_timeout_s)
 {
         if (pay_timeout_s <= 0)
-                snprintf(order_row, sizeof(order_row), "(?,?,?,?,?," SK_SQL_ORDER_PAID
-                                                       ",NULL,NOW(3))");
+                snprintf(order_row, sizeof(order_row), "(?,?,?,?,?," ORDER_PRICE
+                         "IF(amount_minor > 0, " SK_SQL_ORDER_UNPAID ", " SK_SQL_ORDER_PAID "),"
+                         "IF(amount_minor > 0, NOW(3) + INTERVAL %d SECOND, NULL),"
+                         "IF(amount_minor > 0, NULL, NOW(3)))", SK_PAY_TIMEOUT_PRICED_S);
         else
                 snprintf(order_row, sizeof(order_row),
-                         "(?,?,?,?,?," SK_SQL_ORDER_UNPAID
+                         "(?,?,?,?,?," ORDER_PRICE SK_SQL_ORDER_UNPAID
                          ",NOW(3) + INTERVAL %d SECOND,NULL)", pay_timeout_s);
 }
 
@@ -121,7 +131,7 @@ cons_apply_t *cons_apply_new(sk_db_t *db, int batch_max)
         ap->vals = calloc((size_t)ap->cap * 8, sizeof(*ap->vals));
         ap->mids = calloc((size_t)ap->cap, sizeof(*ap->mids));
         ap->mid_lens = calloc((size_t)ap->cap, sizeof(*ap->mid_lens));
-        ap->sqlbuf_size = 512 + (size_t)ap->cap * 64;
+        ap->sqlbuf_size = 512 + (size_t)ap->cap * sizeof(order_row); /* the longest row */
         ap->sqlbuf = malloc(ap->sqlbuf_size);
         if (!ap->binds || !ap->vals || !ap->mids || !ap->mid_lens || !ap->sqlbuf) {
                 cons_apply_destroy(ap);
@@ -268,6 +278,7 @@ static void bind_rows(cons_apply_t *ap, int kind, const sk_order_msg_t *const *m
                 case K_ORDER:
                         v[0] = m->order_id; v[1] = m->user_id; v[2] = m->voucher_id; v[3] = m->trace_id;
                         v[4] = m->bucket;
+                        v[5] = v[6] = m->voucher_id; /* the price sub-queries */
                         break;
                 case K_ROUTER:
                         v[0] = m->order_id; v[1] = m->user_id; v[2] = m->voucher_id;

@@ -15,7 +15,10 @@
  * DB and Redis connections; stops with g_stop.
  * Metrics: seckill_orders_closed_total, seckill_orders_release_lag_seconds (from the
  * deadline to the Redis release), seckill_orders_unpaid_overdue_oldest_seconds,
- * seckill_orders_release_errors_total. */
+ * seckill_orders_release_errors_total; and once a round the merchant's refund backlog
+ * (DESIGN.md 13): seckill_payments_refund_due, seckill_payments_refund_due_oldest_seconds.
+ * "Past the deadline" is pay_deadline + SECKILL_PAY_GRACE_S <= NOW(3) (the webhook's
+ * delay), the same rule as the payment callback's. */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -26,6 +29,7 @@
 #include "sk/failpoint.h"
 #include "sk/log.h"
 #include "sk/order.h"
+#include "sk/payment.h"
 #include "consumer.h"
 
 #define CLOSE_BATCH 500
@@ -38,6 +42,7 @@ typedef struct closer {
         sk_db_t *db;
         sk_redis_t *r;
         sk_metric_t *closed, *lag, *overdue, *release_errors;
+        sk_metric_t *refund_due, *refund_oldest;        /* DESIGN.md 13: the refund backlog */
         pthread_t tid;
         int started;
 } closer_t;
@@ -75,7 +80,8 @@ static int close_batch(closer_t *c)
         sk_order_row_t *rows = NULL;
         size_t n = 0, i;
         char errstr[256] = "";
-        sk_err_t err = sk_order_close_due(c->db, CLOSE_BATCH, &rows, &n, errstr, sizeof(errstr));
+        sk_err_t err = sk_order_close_due(c->db, CLOSE_BATCH, c->conf->pay_grace_s, &rows, &n,
+                                          errstr, sizeof(errstr));
 
         if (err != SK_OK) {
                 SK_LOG(SK_WARN, "closer_db_error", "err=%s reason=\"%s\"", sk_err2str(err), errstr);
@@ -119,7 +125,18 @@ static void *closer_main(void *arg)
                         n = close_batch(c);
                 while (n == CLOSE_BATCH && !g_stop);
                 /* What is left past its deadline after this round (0 when keeping up). */
-                if (sk_order_overdue_oldest_s(c->db, &overdue, errstr, sizeof(errstr)) == SK_OK)
+                /* The merchant's refund backlog (DESIGN.md 13), read on the same round. */
+                {
+                        int64_t count = 0, oldest_s = 0;
+
+                        if (sk_payment_refund_backlog(c->db, &count, &oldest_s, errstr,
+                                                      sizeof(errstr)) == SK_OK) {
+                                sk_metric_set(c->refund_due, count);
+                                sk_metric_set(c->refund_oldest, oldest_s);
+                        }
+                }
+                if (sk_order_overdue_oldest_s(c->db, c->conf->pay_grace_s, &overdue, errstr,
+                                              sizeof(errstr)) == SK_OK)
                         sk_metric_set(c->overdue, overdue);
                 if (n < 0) {
                         sk_sleep_ms(sk_backoff_ms(failures++, 100, 5000, &rng), (volatile int *)&g_stop);
@@ -151,6 +168,12 @@ int cons_closer_start(const cons_ctx_t *ctx, sk_metrics_t *reg)
                                  lag_bounds, sizeof(lag_bounds) / sizeof(lag_bounds[0]));
         c->overdue = sk_metrics_gauge(reg, "seckill_orders_unpaid_overdue_oldest_seconds", NULL,
                                       "How long the oldest unpaid order is past its deadline");
+        c->refund_due = sk_metrics_gauge(reg, "seckill_payments_refund_due", NULL,
+                                         "refund_due payments not yet marked refunded (seckill-admin "
+                                         "payment refunds)");
+        c->refund_oldest = sk_metrics_gauge(reg, "seckill_payments_refund_due_oldest_seconds", NULL,
+                                            "age of the oldest refund_due payment not yet refunded "
+                                            "(the reconciler exits 2 past 24 h)");
         c->release_errors = sk_metrics_counter(reg, "seckill_orders_release_errors_total", NULL,
                                                "Closed orders whose Redis release failed (left to the reconciler)");
         if (pthread_create(&c->tid, NULL, closer_main, c) != 0)

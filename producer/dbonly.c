@@ -9,8 +9,9 @@
  *   UPDATE tb_seckill_stock SET stock = stock - 1 WHERE ... bucket = b AND stock >= 1
  *        -- from the user's home bucket (sk_home_bucket), wrapping around; no row
  *           changed -> the next bucket; none left -> 409/10005
- *   INSERT outcome CREATED (path 'db', bucket), order (UNPAID + pay_deadline, or PAID
- *   when SECKILL_PAY_TIMEOUT_S = 0; bucket), router, reconcile log (DEDUCT, pending)
+ *   INSERT outcome CREATED (path 'db', bucket), order (the voucher's price and currency;
+ *   UNPAID + pay_deadline, or PAID when SECKILL_PAY_TIMEOUT_S = 0 and the price is 0;
+ *   bucket), router, reconcile log (DEDUCT, pending)
  *   SELECT ... FROM tb_seckill_switch WHERE scope = V   again, after the bucket UPDATE:
  *        -- still (db, epoch), else roll back and 503. db -> rebuilding updates every
  *           bucket row of V in its transaction (sk_dsw_begin_rebuild), so it and this
@@ -152,13 +153,19 @@ static sk_err_t take_unit(sk_db_t *db, const fr_req_t *req, int buckets, int *bu
         return SK_ENOTFOUND;
 }
 
+/* The order's price columns: the voucher row's (two placeholders: the voucher id). */
+#define DBONLY_PRICE "(SELECT price_minor FROM tb_seckill_voucher WHERE voucher_id = ?), " \
+        "(SELECT currency FROM tb_seckill_voucher WHERE voucher_id = ?), "
+#define DBONLY_STR2(x) #x
+#define DBONLY_STR(x) DBONLY_STR2(x)
+
 /* The outcome, order, router and reconcile-log rows of the purchase. */
 static sk_err_t insert_rows(sk_db_t *db, const fr_req_t *req, int bucket, int64_t after,
                             char *errstr, size_t errstr_size)
 {
         int64_t p[7] = { req->trace_id, req->order_id, req->user_id, req->voucher_id, bucket };
-        int64_t o[6] = { req->order_id, req->user_id, req->voucher_id, req->trace_id, bucket,
-                         g_fr.conf.pay_timeout_s };
+        int64_t o[8] = { req->order_id, req->user_id, req->voucher_id, req->trace_id, bucket,
+                         req->voucher_id, req->voucher_id, g_fr.conf.pay_timeout_s };
         const sk_ledger_row_t ledger = {
                 .order_id = req->order_id, .user_id = req->user_id, .voucher_id = req->voucher_id,
                 .trace_id = req->trace_id, .before_qty = after + 1, .change_qty = 1,
@@ -172,16 +179,22 @@ static sk_err_t insert_rows(sk_db_t *db, const fr_req_t *req, int bucket, int64_
                                   SK_SQL_OUTCOME_CREATED ", "
                                   "'db')", p, 5, NULL, errstr, errstr_size)) != SK_OK)
                 return err;
+        /* The voucher's price and currency copied into the order (DESIGN.md 13); with a
+         * timeout of 0 only a price-0 order is created PAID, a priced one UNPAID with
+         * SK_PAY_TIMEOUT_PRICED_S (the expressions read amount_minor and status, set
+         * earlier in the VALUES list). */
         err = sk_db_exec_i64(db, g_fr.conf.pay_timeout_s > 0
                              ? "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, "
-                               "bucket, status, pay_deadline, paid_at) VALUES (?, ?, ?, ?, ?, "
-                               SK_SQL_ORDER_UNPAID ", "
+                               "bucket, amount_minor, currency, status, pay_deadline, paid_at) VALUES "
+                               "(?, ?, ?, ?, ?, " DBONLY_PRICE SK_SQL_ORDER_UNPAID ", "
                                "NOW(3) + INTERVAL ? SECOND, NULL)"
                              : "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, "
-                               "bucket, status, pay_deadline, paid_at) VALUES (?, ?, ?, ?, ?, "
-                               SK_SQL_ORDER_PAID ", "
-                               "NULL, NOW(3))", o, g_fr.conf.pay_timeout_s > 0 ? 6 : 5, NULL,
-                             errstr, errstr_size);
+                               "bucket, amount_minor, currency, status, pay_deadline, paid_at) VALUES "
+                               "(?, ?, ?, ?, ?, " DBONLY_PRICE "IF(amount_minor > 0, "
+                               SK_SQL_ORDER_UNPAID ", " SK_SQL_ORDER_PAID "), IF(status = "
+                               SK_SQL_ORDER_UNPAID ", NOW(3) + INTERVAL " DBONLY_STR(SK_PAY_TIMEOUT_PRICED_S)
+                               " SECOND, NULL), IF(status = " SK_SQL_ORDER_UNPAID ", NULL, NOW(3)))",
+                             o, g_fr.conf.pay_timeout_s > 0 ? 8 : 7, NULL, errstr, errstr_size);
         if (err != SK_OK)
                 return err;
         if ((err = sk_db_exec_i64(db, "INSERT INTO tb_voucher_order_router (order_id, user_id, "

@@ -22,6 +22,9 @@ typedef struct fr_config {
         int jwt_cache_max;              /* SECKILL_JWT_CACHE_MAX: verified tokens cached */
         char trusted_proxies[1024];     /* SECKILL_TRUSTED_PROXIES: CIDRs and "unix" */
         char ops_addr[128];             /* SECKILL_OPS_ADDR: /healthz /readyz /metrics; "off" = none */
+        /* The payment callback (DESIGN.md 13, 15; payment.c). */
+        char payment_keys_file[512];    /* SECKILL_PAYMENT_KEYS_FILE: "" = route 404 */
+        int pay_threads;                /* SECKILL_FRONT_PAY_THREADS: the payment pool */
 } fr_config_t;
 
 extern fr_config_t g_fr;

@@ -1,7 +1,9 @@
 /* producer/http.c: the libmicrohttpd side of seckill-front (DESIGN.md 3): routing, id
  * validation, admission checks that answer 503 before any Redis call (in-flight cap,
  * producer health, worker lease), suspension of purchases and lookups, and queueing the
- * single answer once the pipeline resumed the connection.
+ * single answer once the pipeline resumed the connection. Bodies: only the payment
+ * callback takes one (at most FR_PAY_BODY_MAX bytes, kept raw for its signature,
+ * payment.c); any other declared body is 413.
  * What it does not do: talk to Redis, Kafka or the DB (deduct.c, publish.c, lookup.c);
  * the HTTP threads never block on those. */
 #include <arpa/inet.h>
@@ -27,10 +29,12 @@
 #include "kprod.h"
 #include "lookup.h"
 #include "metrics.h"
+#include "payment.h"
 #include "req.h"
 #include "sk/clock.h"
 #include "sk/log.h"
 #include "sk/model.h"
+#include "sk/num.h"
 #include "soldout.h"
 #include "strict.h"
 
@@ -241,7 +245,7 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
                 fr_vflight_leave(req->voucher_id, &req->vflight);
 }
 
-/* The lookups (orders/me, orders/{id}, pay, cancel) once their path ids are valid: the
+/* The lookups (orders/me, orders/{id}, cancel) once their path ids are valid: the
  * buyer (buyer(): 400 or 401), then the lookup pool, unless the front is past the
  * point of suspending connections (shutdown). */
 static void route_lookup(fr_req_t *req, struct MHD_Connection *conn, fr_kind_t kind,
@@ -300,14 +304,29 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                 route_lookup(req, conn, FR_KIND_ORDERS_ME, FR_LOOKUP_ORDERS_ME);
                 return;
         }
+        /* DESIGN.md 3, 15: the payment provider's signed callback; 404 without a keys
+         * file. No buyer identity: the signature is the caller's identity. */
+        if (!strcmp(url, FR_PAY_PATH)) {
+                if (!fr_payment_enabled())
+                        goto not_found;
+                if (!is_post) {
+                        req->allow = "POST";
+                        quick(req, 405, fr_json_err(SK_CODE_BAD_INPUT, "method not allowed"));
+                        return;
+                }
+                if (req->in_over) {
+                        quick(req, 413, fr_json_err(SK_CODE_BAD_INPUT, "request body too large"));
+                        return;
+                }
+                fr_payment_route(req, conn);
+                return;
+        }
         if (!strncmp(url, opfx, sizeof(opfx) - 1)) {
                 const char *id = url + sizeof(opfx) - 1;
                 const char *slash = strchr(id, '/');
 
-                if (slash) { /* /pay and /cancel (DESIGN.md 3, 13) */
-                        int pay = !strcmp(slash, "/pay");
-
-                        if (!pay && strcmp(slash, "/cancel"))
+                if (slash) { /* /cancel (DESIGN.md 3, 13); v5: no buyer-facing /pay */
+                        if (strcmp(slash, "/cancel"))
                                 goto not_found;
                         if (!is_post) {
                                 req->allow = "POST";
@@ -319,8 +338,7 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                                 return;
                         }
                         sk_id_format(req->order_id, req->so);
-                        route_lookup(req, conn, FR_KIND_ORDER_ACTION,
-                                     pay ? FR_LOOKUP_PAY : FR_LOOKUP_CANCEL);
+                        route_lookup(req, conn, FR_KIND_ORDER_ACTION, FR_LOOKUP_CANCEL);
                         return;
                 }
                 if (!is_get) {
@@ -338,6 +356,13 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
         }
 not_found:
         quick(req, 404, fr_json_err(SK_CODE_BAD_INPUT, "no such route"));
+}
+
+/* The one route that takes a body (DESIGN.md 15): a POST to the payment callback while
+ * it is served. Its declared length is checked before the body is read. */
+static int takes_body(const char *url, const char *method)
+{
+        return !strcmp(url, FR_PAY_PATH) && !strcmp(method, "POST") && fr_payment_enabled();
 }
 
 static int has_body(struct MHD_Connection *conn)
@@ -360,7 +385,6 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 
         (void)cls;
         (void)version;
-        (void)upload_data;
         if (!req) {
                 /* First call: headers only. Answer nothing yet: a response queued now is
                  * an "early response" for libmicrohttpd, which then closes the
@@ -369,8 +393,26 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
                         return MHD_NO;
                 req->conn = conn;
                 *con_cls = req;
+                if (takes_body(url, method)) {
+                        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+                        long n = 0;
+
+                        if (cl && (sk_parse_long(cl, 0, FR_PAY_BODY_MAX, &n) != 0)) {
+                                quick(req, 413, fr_json_err(SK_CODE_BAD_INPUT,
+                                                            "request body too large"));
+                                return queue_answer(conn, req);
+                        }
+                        req->in_cap = FR_PAY_BODY_MAX;
+                        return MHD_YES;
+                }
+                if (has_body(conn) && !strcmp(url, FR_PAY_PATH)) {
+                        /* No keys file: the route does not exist (DESIGN.md 15). */
+                        quick(req, 404, fr_json_err(SK_CODE_BAD_INPUT, "no such route"));
+                        return queue_answer(conn, req);
+                }
                 if (has_body(conn)) {
-                        /* DESIGN.md 3: no endpoint takes a body. Answered before reading it;
+                        /* DESIGN.md 3: no other endpoint takes a body. Answered before reading it;
                          * libmicrohttpd then closes the connection. */
                         quick(req, 413, fr_json_err(SK_CODE_BAD_INPUT, "request body not allowed"));
                         return queue_answer(conn, req);
@@ -378,7 +420,21 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
                 return MHD_YES;
         }
         if (*upload_data_size) {
-                req->body_seen = 1;
+                if (req->in_cap && !req->in_over) {
+                        /* The callback's body, kept as sent (its signature covers the
+                         * raw bytes); beyond in_cap it is 413. */
+                        if (req->in_len + *upload_data_size > req->in_cap) {
+                                req->in_over = 1;
+                        } else if (!req->in_body && !(req->in_body = malloc(req->in_cap + 1))) {
+                                req->in_over = 1; /* out of memory: refused like oversize */
+                        } else {
+                                memcpy(req->in_body + req->in_len, upload_data, *upload_data_size);
+                                req->in_len += *upload_data_size;
+                                req->in_body[req->in_len] = '\0';
+                        }
+                } else if (!req->in_cap) {
+                        req->body_seen = 1;
+                }
                 *upload_data_size = 0;
                 return MHD_YES;
         }

@@ -5,8 +5,9 @@
  * sale in the DB whose Redis meta is missing is 503, else 404). Purchases never wait on
  * these threads' connections. It answers through req.h only (it calls no other stage
  * of the purchase pipeline); owns its queue and threads.
- * Pay and cancel (orders.c) run on these threads and connections too.
- * What it does not do: write the DB or Redis itself (orders.c does, for pay/cancel). */
+ * Cancel (orders.c) runs on these threads and connections too; the payment callback
+ * never does (payment.c has its own pool).
+ * What it does not do: write the DB or Redis itself (orders.c does, for cancel). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -556,7 +557,6 @@ static void *lookup_main(void *arg)
                 case FR_LOOKUP_VOUCHER: do_voucher(&lc, req); break;
                 case FR_LOOKUP_ORDERS_ME: do_orders_me(&lc, req); break;
                 case FR_LOOKUP_ORDER_GET: do_order_get(&lc, req); break;
-                case FR_LOOKUP_PAY:
                 case FR_LOOKUP_CANCEL: fr_order_action(req, &lc.db, &lc.r); break;
                 }
                 fr_req_done(req);

@@ -1,7 +1,7 @@
 /* producer/main.c: seckill-front, the HTTP front of the flash sale (DESIGN.md 2-5, 7, 8,
  * 11): admission in Lua (deduct.lua), publish to Kafka, answer 202 only once Kafka says
  * PERSISTED. On the Kafka path it never writes the database (its DB use there is
- * lookups and pay/cancel); on the DB-only path of DESIGN.md 12 it decides the purchase
+ * lookups, cancel and the payment callback); on the DB-only path of DESIGN.md 12 it decides the purchase
  * in one DB transaction (dbonly.c) and follows the per-voucher degrade switch (degrade.c).
  *
  * Files: producer/README.md lists each file of the front with its job; each owns its
@@ -25,7 +25,7 @@
  *     It never blocks on Redis, Kafka or the DB. Requests are routed on the handler's
  *     final call: an answer queued on the first call is an "early response" and
  *     libmicrohttpd then closes the connection (no keep-alive). A declared body is 413
- *     at once; 414 and 431 are libmicrohttpd's own (16 KiB per-connection memory limit).
+ *     at once (but the payment callback's, at most 4 KiB, kept raw for its signature); 414 and 431 are libmicrohttpd's own (16 KiB per-connection memory limit).
  *   - Redis deduct workers (--redis-workers; deduct.c): pop batches of up to
  *     --pipeline-max purchases, pipeline their EVALSHA deduct.lua on one connection,
  *     read the replies in order. OK/REPLAY -> produce (opaque = the request); REJECT ->
@@ -56,8 +56,11 @@
  *     purchase, 200 CREATED; a bounded queue (503 beyond it). Failpoints
  *     front.db_only_after_checks (sleep: tests) and front.db_only_before_commit (error:
  *     rolled back, 503 cause db).
- *   - Lookup pool (--lookup-threads; lookup.c): orders/me, orders/{id}, the 10004 DB
- *     check (ended -> 403/10003, on sale -> 503, else 404).
+ *   - Lookup pool (--lookup-threads; lookup.c): orders/me, orders/{id}, cancel, the
+ *     10004 DB check (ended -> 403/10003, on sale -> 503, else 404); bounded.
+ *   - Payment pool (--pay-threads; payment.c): the provider's signed callbacks (the
+ *     signature is checked on the HTTP thread), one DB transaction each that records
+ *     tb_payment (DESIGN.md 13); only when SECKILL_PAYMENT_KEYS_FILE is set.
  *   - Timer (deadline.c): answers 503 PENDING at each request's deadline (2 x delivery
  *     timeout + 1 s); never rolls back; the pipeline still handles the late report.
  *   - Health (health.c): every second, Redis noeviction and scripts loaded (skipped
@@ -96,6 +99,7 @@
 #include "lookup.h"
 #include "ops.h"
 #include "metrics.h"
+#include "payment.h"
 #include "pipeline.h"
 #include "publish.h"
 #include "req.h"
@@ -111,7 +115,7 @@
 fr_config_t g_fr;
 
 static volatile sig_atomic_t g_stop; /* 0 run, 1 drain */
-static volatile sig_atomic_t g_hup;  /* SIGHUP seen: re-read the JWKS (DESIGN.md 15) */
+static volatile sig_atomic_t g_hup;  /* SIGHUP seen: re-read the JWKS and payment keys (15) */
 
 static void on_hup(int sig)
 {
@@ -215,6 +219,7 @@ static void shutdown_front(void)
         fr_ops_stop();
         fr_pipeline_stop();
         fr_lookup_stop();
+        fr_payment_stop();
         SK_LOG(SK_INFO, "shutdown_done", "ms=%lld outq_at_purge=%d inflight=%d",
                (long long)(sk_mono_ms() - t0), left, fr_inflight());
         fr_kprod_destroy_all();
@@ -262,6 +267,13 @@ int main(int argc, char **argv)
                   sizeof(g_fr.trusted_proxies), 0, 0,
                   "trusted-header: peers whose X-User-Id is believed, CIDRs and unix (default "
                   FR_TRUSTED_PROXIES_DEFAULT ")" },
+                /* The payment callback (DESIGN.md 13, 15; payment.c). */
+                { "payment-keys-file", "SECKILL_PAYMENT_KEYS_FILE", SK_OPT_STR, g_fr.payment_keys_file,
+                  sizeof(g_fr.payment_keys_file), 0, 0,
+                  "the payment provider's webhook secrets, one per line; re-read on SIGHUP (default: "
+                  "none, POST /api/v1/payments/callback answers 404)" },
+                { "pay-threads", "SECKILL_FRONT_PAY_THREADS", SK_OPT_INT, &g_fr.pay_threads, 0, 1, 64,
+                  "threads (each with its own DB connection) deciding payment callbacks (default 2)" },
         };
         char errstr[512];
         sk_err_t err = SK_OK;
@@ -271,6 +283,7 @@ int main(int argc, char **argv)
         g_fr.redis_workers = 2;
         g_fr.lookup_threads = 2;
         g_fr.lookup_queue_max = 256;
+        g_fr.pay_threads = 2;
         g_fr.pipeline_max = 128;
         snprintf(g_fr.auth_mode, sizeof(g_fr.auth_mode), "trusted-header");
         snprintf(g_fr.trusted_proxies, sizeof(g_fr.trusted_proxies), "%s", FR_TRUSTED_PROXIES_DEFAULT);
@@ -305,6 +318,12 @@ int main(int argc, char **argv)
                 fprintf(stderr, "seckill-front: %s\n", errstr);
                 return 2;
         }
+        /* DESIGN.md 15: a configured payment keys file must load (exit 2 otherwise). */
+        if (fr_payment_init(errstr, sizeof(errstr)) != 0) {
+                SK_LOG(SK_ERROR, "payment_config", "reason=\"%s\"", errstr);
+                fprintf(stderr, "seckill-front: %s\n", errstr);
+                return 2;
+        }
         install_hup();
 
         /* The lease first: a second front with the same SECKILL_WORKER_ID exits 2
@@ -327,6 +346,7 @@ int main(int argc, char **argv)
         }
         if (fr_lookup_start(errstr, sizeof(errstr)) != 0 ||
             fr_ops_start(idgen, errstr, sizeof(errstr)) != 0 ||
+            fr_payment_start(errstr, sizeof(errstr)) != 0 ||
             fr_http_start(idgen, errstr, sizeof(errstr)) != 0) {
                 SK_LOG(SK_ERROR, "http_start_failed", "addr=%s reason=\"%s\"", g_fr.conf.http_addr,
                        errstr);
@@ -344,8 +364,12 @@ int main(int argc, char **argv)
                g_fr.conf.max_inflight, g_fr.conf.soldout_cache_ms);
         while (!g_stop) {
                 sk_sleep_ms(100, NULL);
-                /* JWKS rotation (DESIGN.md 15): SIGHUP now, a changed file within 10 s. */
-                fr_identity_tick(g_hup ? (g_hup = 0, 1) : 0);
+                /* Key rotation (DESIGN.md 15): SIGHUP re-reads the JWKS and the payment
+                 * keys now; a changed JWKS file is seen within 10 s. */
+                int hup = g_hup ? (g_hup = 0, 1) : 0;
+
+                fr_identity_tick(hup);
+                fr_payment_tick(hup);
         }
         shutdown_front();
         return 0;

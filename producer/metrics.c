@@ -105,6 +105,31 @@ static void init_counters(fr_metrics_t *m)
                                             "JWKS reloads that installed a new key-set generation");
         m->id_refused = sk_metrics_counter(m->reg, "seckill_front_identity_refused_total", NULL,
                                            "401/10007 answers: no, bad or expired token, untrusted peer");
+        /* DESIGN.md 13, 15: the payment callback (payment.c). */
+        m->pay_applied = sk_metrics_counter(m->reg, "seckill_payments_total", "result=\"applied\"",
+                                            "signed payment callbacks decided, by result (a repeat "
+                                            "counts again)");
+        m->pay_refund_due = sk_metrics_counter(m->reg, "seckill_payments_total",
+                                               "result=\"refund_due\"",
+                                               "signed payment callbacks decided, by result (a repeat "
+                                               "counts again)");
+        m->pay_txn_reused = sk_metrics_counter(m->reg, "seckill_payments_txn_reused_total", NULL,
+                                               "ALERT: a repeated provider txn id naming another order, "
+                                               "amount or currency (409/10025)");
+        m->pay_no_outcome = sk_metrics_counter(m->reg, "seckill_payments_no_outcome_total", NULL,
+                                               "callbacks for an order whose outcome is not known yet "
+                                               "(503, nothing recorded)");
+        m->pay_sig_refused = sk_metrics_counter(m->reg, "seckill_payments_signature_refused_total",
+                                                NULL, "401/10008 answers: missing, malformed, stale "
+                                                "or bad X-Payment-Signature");
+        m->pay_key_reloads = sk_metrics_counter(m->reg, "seckill_payment_key_reloads_total", NULL,
+                                                "payment keys file reloads that installed new keys");
+        m->pay_key_reload_fail = sk_metrics_counter(m->reg,
+                                                    "seckill_payment_key_reload_failures_total", NULL,
+                                                    "payment keys file reloads that failed (the old "
+                                                    "keys stay)");
+        m->pay_full = sk_metrics_counter(m->reg, "seckill_payments_refused_total", NULL,
+                                         "callbacks answered 503 at once: the payment queue was full");
         m->soldout_hits = sk_metrics_counter(m->reg, "seckill_front_soldout_cache_hits_total", NULL,
                                              "purchases answered 409/10005 by the local sold-out "
                                              "cache, without Redis (DESIGN.md 4)");

@@ -26,6 +26,9 @@ typedef struct fr_metrics {
         sk_metric_t *jwt_reload_fail, *jwt_reloads, *id_refused; /* DESIGN.md 15 */
         sk_metric_t *soldout_hits;      /* 409/10005 answered by the local sold-out cache */
         sk_metric_t *lk_full, *lk_dropped; /* lookups refused (queue full) / dropped unrun */
+        /* The payment callback (DESIGN.md 13, 15; payment.c). */
+        sk_metric_t *pay_applied, *pay_refund_due, *pay_txn_reused, *pay_no_outcome;
+        sk_metric_t *pay_sig_refused, *pay_key_reloads, *pay_key_reload_fail, *pay_full;
         sk_metric_t *q_deduct, *q_rollback, *q_lookup, *retired; /* gauges, set on render */
 } fr_metrics_t;
 

@@ -1,16 +1,12 @@
-/* producer/orders.c: POST /api/v1/orders/{orderId}/pay and /cancel of seckill-front
- * (DESIGN.md 3, 13), served by the lookup pool's threads on their own DB and Redis
- * connections.
+/* producer/orders.c: POST /api/v1/orders/{orderId}/cancel of seckill-front (DESIGN.md 3,
+ * 13), served by the lookup pool's threads on their own DB and Redis connections.
  *
- * Pay stands in for the payment provider's callback: the conditional UPDATE of
- * sk_order_pay() (status=1 AND pay_deadline > NOW(3)); one row -> 200 PAID; none -> the
- * row decides: PAID -> 200 (repeat), CANCELLED/CLOSED -> 409/10021 (the caller refunds),
- * UNPAID past its deadline -> closed here on the spot as the closer would (DB release,
- * then release.lua) -> 409/10021. Cancel (UNPAID only): sk_order_end() CANCELLED, then
- * release.lua -> 200 CANCELLED; a repeat -> 200; PAID -> 409/10022; CLOSED -> 409/10021.
- * An order of another user is 404 (as if it did not exist). Every commit is followed by
- * the DEL of the order cache. A Redis failure after the DB commit does not change the
- * answer: the reconciler finishes the release (DESIGN.md 13).
+ * Cancel (UNPAID only): sk_order_end() CANCELLED, then release.lua -> 200 CANCELLED; a
+ * repeat -> 200; PAID -> 409/10022; CLOSED -> 409/10021. An order of another user is 404
+ * (as if it did not exist). Every commit is followed by the DEL of the order cache. A
+ * Redis failure after the DB commit does not change the answer: the reconciler finishes
+ * the release (DESIGN.md 13). Paying is not here: v5 pays only through the provider's
+ * signed callback (payment.c); the buyer-facing /pay of v4 answers 404.
  * Transient DB errors are retried (fresh connection) up to 3 times, then 503; every
  * step is idempotent, so a client may repeat a request whose answer it lost. */
 #include <inttypes.h>
@@ -49,7 +45,7 @@ static void answer_status(fr_req_t *req, const char *status)
         fr_answer(req, 200, strdup(buf), 0);
 }
 
-/* After a commit: release.lua when this request ended the order, then the cache DEL
+/* After a commit: release.lua (this request ended the order), then the cache DEL
  * (sk_order_finish: each step at most twice, the connection renewed after an unsure
  * answer). */
 static void after_commit(fr_req_t *req, sk_redis_t **r, const sk_order_row_t *o, const char *by)
@@ -62,58 +58,20 @@ static void after_commit(fr_req_t *req, sk_redis_t **r, const sk_order_row_t *o,
                                        &failed, errstr, sizeof(errstr));
 
         if (err) {
-                if (by)
-                        sk_metric_add(fr_m.o_release_err, 1);
+                sk_metric_add(fr_m.o_release_err, 1);
                 SK_LOG(SK_WARN, "order_release_failed", "order_id=%s by=%s err=%s reason=\"%s\"",
-                       req->so, by ? by : "pay", sk_err2str(err), errstr);
+                       req->so, by, sk_err2str(err), errstr);
                 sk_redis_close(*r);
                 *r = NULL;
         }
-}
-
-/* Pay, then (a deadline already past) the close on the spot. */
-static sk_err_t do_pay(fr_req_t *req, sk_db_t *db, sk_redis_t **r, char *errstr, size_t n)
-{
-        sk_order_row_t o;
-        sk_pay_res_t res;
-        int changed = 0;
-        sk_err_t err = sk_order_pay(db, req->order_id, req->user_id, &res, &o, errstr, n);
-
-        if (err)
-                return err;
-        switch (res) {
-        case SK_PAY_PAID:
-                sk_metric_add(fr_m.o_paid, 1);
-                after_commit(req, r, &o, NULL);
-                /* fallthrough */
-        case SK_PAY_REPEAT:
-                answer_status(req, "PAID");
-                return SK_OK;
-        case SK_PAY_EXPIRED:
-                if ((err = sk_order_end(db, req->order_id, req->user_id, SK_ORDER_CLOSED, &changed,
-                                        &o, errstr, n)))
-                        return err;
-                if (changed) {
-                        sk_metric_add(fr_m.o_closed, 1);
-                        after_commit(req, r, &o, "close");
-                } else if (o.status == SK_ORDER_PAID) { /* cannot happen past the deadline */
-                        answer_status(req, "PAID");
-                        return SK_OK;
-                }
-                /* fallthrough */
-        case SK_PAY_CLOSED:
-                break;
-        }
-        fr_answer(req, 409, fr_json_err(SK_CODE_ORDER_CLOSED, "order closed or cancelled"), 0);
-        return SK_OK;
 }
 
 static sk_err_t do_cancel(fr_req_t *req, sk_db_t *db, sk_redis_t **r, char *errstr, size_t n)
 {
         sk_order_row_t o;
         int changed = 0;
-        sk_err_t err = sk_order_end(db, req->order_id, req->user_id, SK_ORDER_CANCELLED, &changed,
-                                    &o, errstr, n);
+        sk_err_t err = sk_order_end(db, req->order_id, req->user_id, SK_ORDER_CANCELLED,
+                                    g_fr.conf.pay_grace_s, &changed, &o, errstr, n);
 
         if (err)
                 return err;
@@ -148,8 +106,7 @@ void fr_order_action(fr_req_t *req, sk_db_t **db, sk_redis_t **r)
         for (attempt = 0; attempt < ORDERS_DB_TRIES && err == SK_EAGAIN; attempt++) {
                 if (!orders_db(db))
                         continue;
-                err = req->lookup == FR_LOOKUP_PAY ? do_pay(req, *db, r, errstr, sizeof(errstr))
-                                                   : do_cancel(req, *db, r, errstr, sizeof(errstr));
+                err = do_cancel(req, *db, r, errstr, sizeof(errstr));
                 if (err == SK_EAGAIN) {
                         SK_LOG(SK_WARN, "order_action_retry", "order_id=%s attempt=%d reason=\"%s\"",
                                req->so, attempt, errstr);
@@ -163,8 +120,8 @@ void fr_order_action(fr_req_t *req, sk_db_t **db, sk_redis_t **r)
                 fr_answer(req, 404, fr_json_err(SK_CODE_NOT_FOUND, "order not found"), 0);
                 return;
         }
-        SK_LOG(SK_WARN, "order_action_failed", "order_id=%s action=%s err=%s reason=\"%s\"", req->so,
-               req->lookup == FR_LOOKUP_PAY ? "pay" : "cancel", sk_err2str(err), errstr);
+        SK_LOG(SK_WARN, "order_action_failed", "order_id=%s action=cancel err=%s reason=\"%s\"",
+               req->so, sk_err2str(err), errstr);
         if (*db && err != SK_EAGAIN && err != SK_EINVAL) {
                 sk_db_close(*db);
                 *db = NULL;

@@ -46,6 +46,8 @@ void fr_req_unref(fr_req_t *req)
         fr_vflight_leave(req->voucher_id, &req->vflight); /* a no-op unless still counted */
         free(req->body);
         free(req->msg);
+        free(req->in_body);
+        free(req->pay);
         free(req);
 }
 

@@ -17,12 +17,13 @@ typedef enum {
         FR_KIND_PURCHASE,       /* POST .../seckill: the purchase pipeline */
         FR_KIND_ORDERS_ME,      /* GET .../orders/me: lookup pool */
         FR_KIND_ORDER_GET,      /* GET /api/v1/orders/{id}: lookup pool */
-        FR_KIND_ORDER_ACTION,   /* POST /api/v1/orders/{id}/pay|cancel: lookup pool */
+        FR_KIND_ORDER_ACTION,   /* POST /api/v1/orders/{id}/cancel: lookup pool */
+        FR_KIND_PAYMENT,        /* POST /api/v1/payments/callback: the payment pool (v5) */
 } fr_kind_t;
 
 /* Lookup-pool jobs. */
 typedef enum { FR_LOOKUP_ORDERS_ME = 1, FR_LOOKUP_ORDER_GET, FR_LOOKUP_VOUCHER,
-               FR_LOOKUP_PAY, FR_LOOKUP_CANCEL } fr_lookup_t;
+               FR_LOOKUP_CANCEL } fr_lookup_t;
 
 /* One HTTP request. Ownership: reference counted. The HTTP layer holds one reference
  * from the first handler call until MHD's completed notification; an asynchronous
@@ -54,6 +55,12 @@ typedef struct fr_req {
         const char *www_auth;           /* WWW-Authenticate of a 401, static; NULL = none */
 
         int body_seen;                  /* a request body arrived (413) */
+        /* The request body of the one route that takes one (the payment callback,
+         * DESIGN.md 15), kept by the HTTP thread up to in_cap bytes. */
+        char *in_body;                  /* owned, NUL-terminated; NULL = none */
+        size_t in_len, in_cap;          /* in_cap > 0: this request may carry a body */
+        int in_over;                    /* more than in_cap bytes arrived (413) */
+        void *pay;                      /* owned: the callback's sk_payment_t (payment.c) */
         int routed;                     /* the final handler call routed it (HTTP thread only) */
 
         /* Purchase / lookup data, written before the pipeline starts. */

@@ -6,7 +6,8 @@
  *
  * Exit status: 0 everything consistent; 1 found and repaired (re-driven, rolled back,
  * rebuilt, a release of a cancelled/closed order finished); 2 unresolved (waiting on consumers, DLQ, inconsistent, collision, drift
- * without --repair, an error, a lost lock, interrupted) or an invalid configuration.
+ * without --repair, a refund_due payment older than 24 h (DESIGN.md 13), an error, a
+ * lost lock, interrupted) or an invalid configuration.
  * A second run while one holds the deployment's lock says so and exits 0.
  *
  * The run lock is the tb_lock row "seckill:reconcile:<database>:<prefix>" (sk/dblock.h,
@@ -34,6 +35,7 @@
 #include "sk/dblock.h"
 #include "sk/ids.h"
 #include "sk/log.h"
+#include "sk/payment.h"
 #include "sk/redis.h"
 #include "sk/signals.h"
 
@@ -128,10 +130,39 @@ static int parse_options(int argc, char **argv, sk_conf_t *conf, rc_opts_t *opts
         return -1;
 }
 
+/* DESIGN.md 13: a refund_due payment not marked refunded 24 h after it arrived keeps
+ * the pass unresolved (exit 2) until the merchant refunds it and runs `seckill-admin
+ * payment refunded`. A DB error here is logged and also exit 2. */
+#define REFUND_DUE_MAX_AGE_S (24 * 3600)
+static void refunds_check(rc_ctx_t *ctx, int *code, char *note, size_t note_size)
+{
+        char errstr[256] = "";
+        int64_t count = 0, oldest_s = 0;
+        size_t len = strlen(note);
+        sk_err_t err = sk_payment_refund_backlog(ctx->db, &count, &oldest_s, errstr, sizeof(errstr));
+
+        if (err) {
+                SK_LOG(SK_ERROR, "refund_backlog_failed", "err=%s reason=\"%s\"", sk_err2str(err),
+                       errstr);
+                snprintf(note + len, note_size - len, "%sthe refund backlog could not be read",
+                         len ? "; " : "");
+                *code = 2;
+                return;
+        }
+        SK_LOG(count ? SK_WARN : SK_INFO, "refund_backlog", "refund_due=%" PRId64
+               " oldest_s=%" PRId64, count, oldest_s);
+        if (count > 0 && oldest_s >= REFUND_DUE_MAX_AGE_S) {
+                snprintf(note + len, note_size - len, "%s%" PRId64 " refund(s) due, the oldest %"
+                         PRId64 " s old (over 24 h): refund them, then seckill-admin payment "
+                         "refunded", len ? "; " : "", count, oldest_s);
+                *code = 2;
+        }
+}
+
 /* The pass over every voucher in scope, printed. @returns the exit status. */
 static int run_pass(rc_ctx_t *ctx, const char *lock_name)
 {
-        char errstr[512], note[256] = "";
+        char errstr[512], note[512] = "";
         rc_vstat_t *stats = NULL;
         int64_t *ids = NULL;
         size_t nids = 0, ndone = 0, i;
@@ -169,6 +200,8 @@ static int run_pass(rc_ctx_t *ctx, const char *lock_name)
                 if (rc > code)
                         code = rc;
         }
+        if (!ctx->lock_lost)
+                refunds_check(ctx, &code, note, sizeof(note));
         rc_ctx_release(ctx);
         rc_print(stdout, stats, ndone, json, code, note);
         SK_LOG(SK_INFO, "pass_end", "vouchers=%zu exit=%d lock_lost=%d dlq_redrive_loop=%" PRId64,

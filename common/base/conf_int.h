@@ -31,7 +31,7 @@ typedef struct copt {
 } copt_t;
 
 /* Number of common options (checked against the table at compile time). */
-#define SK__NCOPTS 24
+#define SK__NCOPTS 26
 /* One row per common option, in --help / --print-config order. */
 extern const copt_t sk__copts[SK__NCOPTS];
 

@@ -100,6 +100,13 @@ const copt_t sk__copts[SK__NCOPTS] = {
           "front: no successful read of the degrade switch rows this long = nothing goes to Redis "
           "(503) until a read succeeds; the timed drain waits D + this (DESIGN.md 12)",
           SK_BIN_FRONT },
+        { "pay-grace-s", "SECKILL_PAY_GRACE_S", V_INT, OFF(pay_grace_s), 0, 0, 86400, "S",
+          "payment webhook delay covered after pay_deadline: past the deadline = pay_deadline + "
+          "grace <= NOW(3), for the closer and the payment callback alike (DESIGN.md 13)",
+          SK_BIN_FRONT | SK_BIN_CONSUMER },
+        { "currency", "SECKILL_CURRENCY", V_STR, OFF(currency), SZ(currency), 0, 0, "CUR",
+          "ISO 4217 currency of a new voucher when --currency is not given (DESIGN.md 13)",
+          SK_BIN_ADMIN },
 };
 _Static_assert(sizeof(sk__copts) / sizeof(sk__copts[0]) == SK__NCOPTS, "SK__NCOPTS");
 
@@ -122,6 +129,8 @@ void sk_conf_defaults(sk_conf_t *conf)
         conf->reconcile_window_hours = 48;
         conf->pay_timeout_s = 900;
         conf->close_interval_ms = 1000;
+        conf->pay_grace_s = 120;
+        sk__sfmt(conf->currency, sizeof(conf->currency), "CNY");
         sk__sfmt(conf->metrics_addr, sizeof(conf->metrics_addr), "127.0.0.1:9464");
         conf->log_level = SK_INFO;
         conf->breaker_failures = 5;

@@ -1,5 +1,7 @@
-/* order.c: the database side of the order lifecycle (sk/order.h, DESIGN.md 13): pay,
- * cancel/close one order, the closer's batch, the overdue figure. Every statement is a
+/* order.c: the database side of the order lifecycle (sk/order.h, DESIGN.md 13):
+ * cancel/close one order, the closer's batch, the overdue figure. Paying is the
+ * payment callback's transaction (payment.c), which closes a late order with
+ * sk_order_close_in_tx. Every statement is a
  * prepared statement with BIGINT parameters bound as MYSQL_TYPE_LONGLONG; every state
  * change is a conditional UPDATE on status = 1 (pay and close never both win).
  *
@@ -93,35 +95,6 @@ sk_err_t sk_order_get(sk_db_t *db, int64_t order_id, int64_t user_id, sk_order_r
         return err;
 }
 
-sk_err_t sk_order_pay(sk_db_t *db, int64_t order_id, int64_t user_id, sk_pay_res_t *res,
-                      sk_order_row_t *row, char *errstr, size_t errstr_size)
-{
-        int64_t p[2] = { order_id, user_id }, affected = 0;
-        sk_err_t err;
-
-        if (order_id <= 0 || user_id <= 0)
-                return SK_EINVAL;
-        /* Autocommit: one statement, atomic on its own. */
-        err = sk_db_exec_i64(db, "UPDATE tb_voucher_order SET status = " SK_SQL_ORDER_PAID
-                                 ", paid_at = NOW(3)"
-                          " WHERE id = ? AND user_id = ? AND status = " SK_SQL_ORDER_UNPAID
-                          " AND pay_deadline > NOW(3)",
-                          p, 2, &affected, errstr, errstr_size);
-        if (err)
-                return err;
-        if ((err = sk_order_get(db, order_id, user_id, row, errstr, errstr_size)))
-                return err;
-        if (affected == 1)
-                *res = SK_PAY_PAID;
-        else if (row->status == SK_ORDER_PAID)
-                *res = SK_PAY_REPEAT;
-        else if (row->status == SK_ORDER_UNPAID)
-                *res = SK_PAY_EXPIRED; /* the UPDATE found it UNPAID but not payable */
-        else
-                *res = SK_PAY_CLOSED;
-        return SK_OK;
-}
-
 /* The RESTORE reconcile-log row of a cancelled (SK_BIZ_CANCEL) or closed (SK_BIZ_CLOSE)
  * order: one unit back onto @p before. */
 static sk_err_t insert_restore(sk_db_t *db, const sk_order_row_t *o, int64_t before,
@@ -166,47 +139,81 @@ static sk_err_t stock_add(sk_db_t *db, int64_t voucher_id, int bucket, int64_t k
         return err;
 }
 
-sk_err_t sk_order_end(sk_db_t *db, int64_t order_id, int64_t user_id, int to, int *changed,
-                      sk_order_row_t *row, char *errstr, size_t errstr_size)
+/* The transition of sk_order_end / sk_order_close_in_tx inside the caller's open
+ * transaction: the conditional UPDATE, the row as read after it, and for a changed row
+ * the bucket's stock + 1 and the RESTORE row. @p grace_s < 0: no deadline condition
+ * (cancel). */
+static sk_err_t end_in_tx(sk_db_t *db, int64_t order_id, int64_t user_id, int to, int grace_s,
+                          int *changed, sk_order_row_t *row, char *errstr, size_t errstr_size)
 {
-        int64_t p[3] = { to, order_id, user_id }, affected = 0, before = 0;
+        int64_t p[5] = { to, order_id, user_id, user_id, grace_s < 0 ? 0 : grace_s };
+        int64_t affected = 0, before = 0;
         sk_err_t err;
 
         *changed = 0;
-        if (order_id <= 0 || user_id < 0 || (to != SK_ORDER_CANCELLED && to != SK_ORDER_CLOSED)) {
-                sk_seterr(errstr, errstr_size, "order end: invalid argument");
-                return SK_EINVAL;
-        }
-        if ((err = sk_db_begin(db, errstr, errstr_size)))
-                return err;
-        err = sk_db_exec_i64(db, to == SK_ORDER_CANCELLED
+        err = sk_db_exec_i64(db, grace_s < 0
                           ? "UPDATE tb_voucher_order SET status = ?, closed_at = NOW(3)"
                             " WHERE id = ? AND (user_id = ? OR ? = 0) AND status = "
                             SK_SQL_ORDER_UNPAID
                           : "UPDATE tb_voucher_order SET status = ?, closed_at = NOW(3)"
                             " WHERE id = ? AND (user_id = ? OR ? = 0) AND status = "
-                            SK_SQL_ORDER_UNPAID
-                            " AND (pay_deadline IS NULL OR pay_deadline <= NOW(3))",
-                          (int64_t[]){ p[0], p[1], p[2], p[2] }, 4, &affected, errstr, errstr_size);
+                            SK_SQL_ORDER_UNPAID " AND (pay_deadline IS NULL OR"
+                            " pay_deadline + INTERVAL ? SECOND <= NOW(3))",
+                          p, grace_s < 0 ? 4 : 5, &affected, errstr, errstr_size);
         if (err)
-                goto fail;
+                return err;
         if ((err = sk_order_get(db, order_id, user_id, row, errstr, errstr_size)))
-                goto fail;
-        if (affected != 1) {
-                sk_db_rollback(db);
+                return err;
+        if (affected != 1)
                 return SK_OK;
-        }
         if ((err = stock_add(db, row->voucher_id, row->bucket, 1, &before, errstr, errstr_size)) ||
             (err = insert_restore(db, row, before,
                                   to == SK_ORDER_CANCELLED ? SK_BIZ_CANCEL : SK_BIZ_CLOSE, errstr,
-                                  errstr_size)) ||
-            (err = sk_db_commit(db, errstr, errstr_size)))
-                goto fail;
+                                  errstr_size)))
+                return err;
         *changed = 1;
         return SK_OK;
+}
+
+sk_err_t sk_order_end(sk_db_t *db, int64_t order_id, int64_t user_id, int to, int grace_s,
+                      int *changed, sk_order_row_t *row, char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        *changed = 0;
+        if (order_id <= 0 || user_id < 0 || (to != SK_ORDER_CANCELLED && to != SK_ORDER_CLOSED) ||
+            grace_s < 0) {
+                sk_seterr(errstr, errstr_size, "order end: invalid argument");
+                return SK_EINVAL;
+        }
+        if ((err = sk_db_begin(db, errstr, errstr_size)))
+                return err;
+        if ((err = end_in_tx(db, order_id, user_id, to, to == SK_ORDER_CANCELLED ? -1 : grace_s,
+                             changed, row, errstr, errstr_size)))
+                goto fail;
+        if (!*changed) {
+                sk_db_rollback(db);
+                return SK_OK;
+        }
+        if ((err = sk_db_commit(db, errstr, errstr_size)))
+                goto fail;
+        return SK_OK;
 fail:
+        *changed = 0;
         sk_db_rollback(db);
         return err;
+}
+
+sk_err_t sk_order_close_in_tx(sk_db_t *db, int64_t order_id, int grace_s, int *changed,
+                              sk_order_row_t *row, char *errstr, size_t errstr_size)
+{
+        *changed = 0;
+        if (order_id <= 0 || grace_s < 0) {
+                sk_seterr(errstr, errstr_size, "order close: invalid argument");
+                return SK_EINVAL;
+        }
+        return end_in_tx(db, order_id, 0, SK_ORDER_CLOSED, grace_s, changed, row, errstr,
+                         errstr_size);
 }
 
 static int cmp_voucher(const void *a, const void *b)
@@ -220,11 +227,11 @@ static int cmp_voucher(const void *a, const void *b)
         return x->order_id < y->order_id ? -1 : x->order_id > y->order_id;
 }
 
-sk_err_t sk_order_close_due(sk_db_t *db, int limit, sk_order_row_t **rows, size_t *n,
-                            char *errstr, size_t errstr_size)
+sk_err_t sk_order_close_due(sk_db_t *db, int limit, int grace_s, sk_order_row_t **rows,
+                            size_t *n, char *errstr, size_t errstr_size)
 {
         rows_t r = { 0 };
-        int64_t lim = limit < 1 ? 1 : limit;
+        int64_t q[2] = { grace_s < 0 ? 0 : grace_s, limit < 1 ? 1 : limit };
         sk_err_t err;
         size_t i, j;
 
@@ -233,9 +240,10 @@ sk_err_t sk_order_close_due(sk_db_t *db, int limit, sk_order_row_t **rows, size_
         if ((err = sk_db_begin(db, errstr, errstr_size)))
                 return err;
         err = sk_db_rows(db, "SELECT " ORDER_COLS " FROM tb_voucher_order"
-                         " WHERE status = " SK_SQL_ORDER_UNPAID " AND pay_deadline < NOW(3)"
+                         " WHERE status = " SK_SQL_ORDER_UNPAID
+                         " AND pay_deadline + INTERVAL ? SECOND <= NOW(3)"
                          " ORDER BY pay_deadline LIMIT ? FOR UPDATE SKIP LOCKED",
-                         &lim, 1, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
+                         q, 2, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
         if (err == SK_OK && r.oom)
                 err = SK_ENOMEM;
         if (err)
@@ -293,14 +301,16 @@ static int first_col(void *arg, const int64_t *c, const int *nulls, int ncols)
         return 1;
 }
 
-sk_err_t sk_order_overdue_oldest_s(sk_db_t *db, int64_t *seconds, char *errstr,
+sk_err_t sk_order_overdue_oldest_s(sk_db_t *db, int grace_s, int64_t *seconds, char *errstr,
                                    size_t errstr_size)
 {
+        int64_t g = grace_s < 0 ? 0 : grace_s;
+
         *seconds = 0;
-        return sk_db_rows(db, "SELECT TIMESTAMPDIFF(SECOND, MIN(pay_deadline), NOW(3))"
-                          " FROM tb_voucher_order WHERE status = " SK_SQL_ORDER_UNPAID
-                          " AND pay_deadline < NOW(3)",
-                          NULL, 0, 1, first_col, seconds, errstr, errstr_size);
+        return sk_db_rows(db, "SELECT TIMESTAMPDIFF(SECOND, MIN(pay_deadline) + INTERVAL ? SECOND,"
+                          " NOW(3)) FROM tb_voucher_order WHERE status = " SK_SQL_ORDER_UNPAID
+                          " AND pay_deadline + INTERVAL ? SECOND <= NOW(3)",
+                          (int64_t[]){ g, g }, 2, 1, first_col, seconds, errstr, errstr_size);
 }
 
 /* The voucher's orders selected by @p sql (one `?`: the voucher id), in id order. */

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """scripts/demo/payer.py: the buyers' side of the order lifecycle in the demo
-(DESIGN.md 13): who pays, and the late buyers who take the units released by the ones
-who never pay.
+(DESIGN.md 13): who pays (through a small payment "provider" that signs its callbacks,
+DESIGN.md 15), and the late buyers who take the units released by the ones who never pay.
 
-  payer.py pay --db DB --front URL --unpaid-pct P --stop FILE --out FILE
-      Until FILE exists: every UNPAID order in DB is paid (POST /orders/{id}/pay) unless
-      its buyer is a non-payer: userId mod 100 < P (about P% of the winners, decided by
-      the id so the report can tell them apart). Writes the counts to --out (JSON).
+  payer.py pay --db DB --front URL --keys FILE --unpaid-pct P --stop FILE --out FILE
+      Until FILE exists: every UNPAID order in DB is paid by the provider's signed
+      callback (POST /api/v1/payments/callback, X-Payment-Signature: t=..,v1=hex
+      HMAC-SHA256 of "t.body" with the first secret of --keys; txn id "demo-<orderId>";
+      the order's own amount and currency) unless its buyer is a non-payer: userId mod
+      100 < P (about P% of the winners, decided by the id so the report can tell them
+      apart). Writes the counts to --out (JSON).
   payer.py resale --db DB --front URL --unpaid-pct P --vouchers V1,V2 --tsv FILE
                   --timeout-s S
       After the sale: while any sale voucher has units free in the DB (released by a
@@ -19,6 +22,8 @@ Ids stay strings; the mysql client is used as in report.py (no Python drivers).
 """
 import argparse
 import concurrent.futures
+import hashlib
+import hmac
 import json
 import os
 import sys
@@ -33,6 +38,27 @@ def post(url, user):
                                             headers={"X-User-Id": user}), timeout=10)
 
 
+def read_secret(path):
+    with open(path, "rb") as f:
+        for line in f.read().split(b"\n"):
+            line = line.rstrip(b"\r \t")
+            if line and not line.startswith(b"#"):
+                return line
+    sys.exit("payer: no secret in the keys file")
+
+
+def callback(front, secret, order, amount, currency):
+    """The provider's signed callback for one order; returns the HTTP status."""
+    body = json.dumps({"orderId": order, "providerTxnId": f"demo-{order}",
+                       "amount": amount, "currency": currency}, separators=(",", ":")).encode()
+    t = str(int(time.time()))
+    sig = hmac.new(secret, t.encode() + b"." + body, hashlib.sha256).hexdigest()
+    req = urllib.request.Request(f"{front}/api/v1/payments/callback", data=body, method="POST",
+                                 headers={"Content-Type": "application/json",
+                                          "X-Payment-Signature": f"t={t},v1={sig}"})
+    return http_json(req, timeout=10)[0]
+
+
 def pays(user, unpaid_pct):
     return int(user[-2:]) % 100 >= unpaid_pct
 
@@ -45,17 +71,19 @@ def db_name(name):
 
 def cmd_pay(a):
     db = db_name(a.db)
+    secret = read_secret(a.keys)
     done, counts = set(), {"paid": 0, "late_409": 0, "errors": 0, "never_paid": 0}
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=8)
     skipped = set()
     while True:
         stop = os.path.exists(a.stop)
         try:
-            rows = sql(f"SELECT id, user_id FROM `{db}`.tb_voucher_order WHERE status = 1")
+            rows = sql(f"SELECT id, user_id, amount_minor, currency FROM `{db}`.tb_voucher_order"
+                       " WHERE status = 1")
         except RuntimeError:
             rows = []
         todo = []
-        for order, user in rows:
+        for order, user, amount, currency in rows:
             if order in done or not ID_RE.match(order) or not ID_RE.match(user):
                 continue
             if not pays(user, a.unpaid_pct):
@@ -63,10 +91,10 @@ def cmd_pay(a):
                     skipped.add(order)
                     counts["never_paid"] += 1
                 continue
-            todo.append((order, user))
+            todo.append((order, amount, currency))
         # Payments in parallel, as a payment provider's callbacks would come.
-        results = pool.map(lambda ou: post(f"{a.front}/api/v1/orders/{ou[0]}/pay", ou[1])[0], todo)
-        for (order, _), status in zip(todo, results):
+        results = pool.map(lambda oc: callback(a.front, secret, *oc), todo)
+        for (order, _, _), status in zip(todo, results):
             if status == 200:
                 counts["paid"] += 1
                 done.add(order)
@@ -130,6 +158,7 @@ def main():
         q.add_argument("--db", required=True)
         q.add_argument("--front", required=True)
         q.add_argument("--unpaid-pct", type=int, default=20)
+    pp.add_argument("--keys", required=True, help="the payment keys file (SECKILL_PAYMENT_KEYS_FILE)")
     pp.add_argument("--stop", required=True)
     pp.add_argument("--out", required=True)
     rp.add_argument("--vouchers", required=True)

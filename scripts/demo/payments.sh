@@ -1,6 +1,7 @@
 # scripts/demo/payments.sh: the order lifecycle's part of the demo (DESIGN.md 13), sourced
 # by run.sh (which defines say, warn, phase, DEMO_DIR, RUN, DB, HTTP_ADDR, SALE_VLIST,
-# UNPAID_PCT, PAY_TIMEOUT_S). The work itself is scripts/demo/payer.py.
+# UNPAID_PCT, PAY_TIMEOUT_S, PAY_KEYS). The work itself is scripts/demo/payer.py, which pays
+# as a payment provider would: signed callbacks (DESIGN.md 15) with the secret of PAY_KEYS.
 #   payments_start   the payer in the background: every winner pays at once, except
 #                    ~UNPAID_PCT% who never do (their orders close after PAY_TIMEOUT_S)
 #   payments_resale  after the sale: late buyers take the units the closes release, until
@@ -8,7 +9,8 @@
 #   payments_stop    the payer finishes (after the drain) and prints its counts
 
 payments_start() {
-        python3 "$DEMO_DIR/payer.py" pay --db "$DB" --front "http://$HTTP_ADDR" --unpaid-pct "$UNPAID_PCT" \
+        python3 "$DEMO_DIR/payer.py" pay --db "$DB" --front "http://$HTTP_ADDR" --keys "$PAY_KEYS" \
+                --unpaid-pct "$UNPAID_PCT" \
                 --stop "$RUN/payer.stop" --out "$RUN/payer.json" > "$RUN/payer.log" 2>&1 9>&- &
         PAYER_PID=$!
         say "payer started: ~$UNPAID_PCT% of the winners never pay; payment window ${PAY_TIMEOUT_S}s"

@@ -519,12 +519,19 @@ fi
 # ------------------------------------------------------------------ 6. services
 # setsid: a Ctrl-C in the terminal reaches this script only, which then stops the
 # services with one SIGTERM each (a second signal would make them skip their drain).
+# The demo's payment windows are seconds: no webhook grace after the deadline (production
+# 120 s, DESIGN.md 13), so unpaid units come back within the run.
+export SECKILL_PAY_GRACE_S=0
+# The demo's payment "provider" (payer.py) signs its callbacks with this secret (DESIGN.md 15).
+PAY_KEYS=$RUN/payment.keys
+(umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$PAY_KEYS" && echo >>"$PAY_KEYS")
 SECKILL_PAY_TIMEOUT_S=$PAY_TIMEOUT_S SECKILL_CLOSE_INTERVAL_MS=500 \
         setsid "$BIN/seckill-consumer" --workers 2 > "$RUN/consumer.log" 2>&1 9>&- &
 CONSUMER_PID=$!
 PIDS+=("$CONSUMER_PID")
 # The front too: its DB-only path (DESIGN.md 12, --kill-redis) creates orders itself.
-SECKILL_PAY_TIMEOUT_S=$PAY_TIMEOUT_S setsid "$BIN/seckill-front" > "$RUN/front.log" 2>&1 9>&- &
+SECKILL_PAY_TIMEOUT_S=$PAY_TIMEOUT_S SECKILL_PAYMENT_KEYS_FILE=$PAY_KEYS \
+        setsid "$BIN/seckill-front" > "$RUN/front.log" 2>&1 9>&- &
 FRONT_PID=$!
 PIDS+=("$FRONT_PID")
 say "started seckill-consumer --workers 2 (pid $CONSUMER_PID) and seckill-front (pid $FRONT_PID); logs in $RUN"

@@ -168,6 +168,9 @@ ft_init() {
         # The front's Redis breaker (DESIGN.md 12) stays open 1 s, not the production 30 s,
         # so a case sees purchases admitted again within seconds of a Redis fault ending.
         export SECKILL_BREAKER_OPEN_MS=${FT_BREAKER_OPEN_MS:-1000}
+        # The cases use pay windows of seconds; the webhook grace after pay_deadline
+        # (DESIGN.md 13, production 120 s) is 0 unless a case sets FT_PAY_GRACE_S.
+        export SECKILL_PAY_GRACE_S=${FT_PAY_GRACE_S:-0}
         unset SECKILL_WORKER_ID SECKILL_FAILPOINTS SECKILL_HTTP_ADDR
         trap ft_cleanup EXIT
         trap 'exit 130' INT TERM
@@ -339,13 +342,40 @@ ft_front() {
         ft_die "front $name not ready in 30 s"
 }
 
-# ft_voucher STOCK [BUCKETS]: prints the id of a new voucher on sale for the next two hours,
-# preheated, with BUCKETS buckets (default $FT_BUCKETS, else 1; DESIGN.md v4 14).
+# The payment provider's side (DESIGN.md 15): ft_pay_keys FILE SECRET... writes a payment
+# keys file (one secret per line); ft_pay_sign SECRET T BODY prints the v1= value
+# (hex HMAC-SHA256 of "T.BODY", openssl); ft_pay ADDR ORDER TXN AMOUNT [CUR [SECRET [T]]]
+# POSTs a signed callback to the front at ADDR and prints "CODE BODY" (defaults: CNY,
+# $FT_PAY_SECRET, now). FT_PAY_SIG, when set, replaces the whole signature header.
+ft_pay_keys() {
+        local f=$1
+        shift
+        printf '%s\n' "$@" >"$f"
+        chmod 0600 "$f"
+}
+ft_pay_sign() { printf '%s.%s' "$2" "$3" | openssl dgst -sha256 -hmac "$1" -r | cut -d' ' -f1; }
+ft_pay() {
+        local addr=$1 order=$2 txn=$3 amount=$4 cur=${5:-CNY} secret=${6:-$FT_PAY_SECRET}
+        local t=${7:-$(date +%s)} body sig out
+        body=$(printf '{"orderId":"%s","providerTxnId":"%s","amount":"%s","currency":"%s"}' \
+                "$order" "$txn" "$amount" "$cur")
+        sig=${FT_PAY_SIG:-"t=$t,v1=$(ft_pay_sign "$secret" "$t" "$body")"}
+        out=$(curl -s -m 20 -w '\n%{http_code}' -X POST -H "Content-Type: application/json" \
+                -H "X-Payment-Signature: $sig" --data-binary "$body" \
+                "http://$addr/api/v1/payments/callback")
+        printf '%s %s\n' "${out##*$'\n'}" "$(tr -d '\n' <<<"${out%$'\n'*}")"
+}
+
+# ft_voucher STOCK [BUCKETS [PRICE [CURRENCY]]]: prints the id of a new voucher on sale for
+# the next two hours, preheated, with BUCKETS buckets (default $FT_BUCKETS, else 1;
+# DESIGN.md v4 14), priced PRICE minor units (default 0) in CURRENCY (default: the admin's).
 ft_voucher() {
-        local stock=$1 buckets=${2:-${FT_BUCKETS:-1}} now out id
+        local stock=$1 buckets=${2:-${FT_BUCKETS:-1}} price=${3:-0} now out id
+        local cur=()
+        [[ -n ${4:-} ]] && cur=(--currency "$4")
         now=$(date +%s)
         out=$("$FT_BIN/seckill-admin" voucher create --stock "$stock" --buckets "$buckets" --begin "$((now - 60))" \
-                --end "$((now + 7200))" --preheat 2>>"$FT_WORK/admin.log") ||
+                --end "$((now + 7200))" --price "$price" "${cur[@]}" --preheat 2>>"$FT_WORK/admin.log") ||
                 ft_die "voucher create: $(tail -n 3 "$FT_WORK/admin.log")"
         id=$(sed -n 's/.*"voucherId":"\([1-9][0-9]*\)".*/\1/p' <<<"$out" | tail -n 1)
         [[ -n $id ]] || ft_die "voucher create printed no voucherId: $out"

@@ -1,7 +1,8 @@
 /* 0311_order_pay_close_race.c: pay racing the closer on the same order (DESIGN.md 8 "pay
  * after the deadline or after close", 9 invariant 6, 13), against the real MariaDB, 300
- * times: an UNPAID order whose deadline is 30 ms away; one thread pays it (and, past the
- * deadline, closes it on the spot as the front does), another runs the closer's batch
+ * times: an UNPAID order whose deadline is 30 ms away; one thread pays it through the
+ * payment callback's transaction (sk_payment_decide, grace 0: past the deadline it
+ * closes the order on the spot and records refund_due), another runs the closer's batch
  * (sk_order_close_due) until the order is no longer UNPAID; both start after random
  * delays around the deadline. Exactly one wins each time: PAID with no RESTORE row and
  * no unit back, or CLOSED with one RESTORE row (business_type 5), its unit back, and a
@@ -17,6 +18,7 @@
 #include "sk/clock.h"
 #include "sk/db.h"
 #include "sk/order.h"
+#include "sk/payment.h"
 
 #define ROUNDS 300
 #define VOUCHER INT64_C(4242)
@@ -71,30 +73,28 @@ static void *racer_main(void *arg)
         if (r->delay_us)
                 sk_sleep_ms(r->delay_us / 1000, NULL);
         if (r->kind == 0) {
-                sk_order_row_t o;
-                sk_pay_res_t res;
-                int changed = 0;
+                sk_payment_t pay = { .order_id = r->order_id, .amount_minor = 0, .currency = "CNY" };
+                sk_payment_res_t res;
                 sk_err_t err;
 
-                while ((err = sk_order_pay(r->db, r->order_id, r->user_id, &res, &o, errstr,
-                                           sizeof(errstr))) == SK_EAGAIN)
+                snprintf(pay.txn_id, sizeof(pay.txn_id), "t0311-%" PRId64, r->order_id);
+                while ((err = sk_payment_decide(r->db, &pay, 0, &res, errstr, sizeof(errstr))) ==
+                       SK_EAGAIN)
                         ;
                 if (err) {
                         r->errors++;
                         return NULL;
                 }
-                if (res == SK_PAY_PAID || res == SK_PAY_REPEAT) {
+                if (res.verdict == SK_PAYV_APPLIED) {
                         r->paid = 1;
-                } else if (res == SK_PAY_EXPIRED) {
-                        while ((err = sk_order_end(r->db, r->order_id, r->user_id, SK_ORDER_CLOSED,
-                                                   &changed, &o, errstr, sizeof(errstr))) == SK_EAGAIN)
-                                ;
-                        if (err)
-                                r->errors++;
-                        r->closed_by_me = changed;
-                        r->told_closed = 1;
                 } else {
-                        r->told_closed = 1;
+                        /* late: closed on the spot in the payment's transaction */
+                        r->closed_by_me = res.closed_now;
+                        r->told_closed = res.verdict == SK_PAYV_REFUND_DUE &&
+                                         (res.reason == SK_PAYREASON_LATE ||
+                                          res.reason == SK_PAYREASON_CLOSED);
+                        if (!r->told_closed)
+                                r->errors++;
                 }
                 return NULL;
         }
@@ -103,7 +103,7 @@ static void *racer_main(void *arg)
                 int changed = 0;
                 sk_err_t err;
 
-                while ((err = sk_order_end(r->db, r->order_id, r->user_id, SK_ORDER_CANCELLED,
+                while ((err = sk_order_end(r->db, r->order_id, r->user_id, SK_ORDER_CANCELLED, 0,
                                            &changed, &o, errstr, sizeof(errstr))) == SK_EAGAIN)
                         ;
                 if (err)
@@ -116,7 +116,7 @@ static void *racer_main(void *arg)
         while (sk_mono_ms() < until) {
                 sk_order_row_t *rows = NULL;
                 size_t n = 0, i;
-                sk_err_t err = sk_order_close_due(r->db, 500, &rows, &n, errstr, sizeof(errstr));
+                sk_err_t err = sk_order_close_due(r->db, 500, 0, &rows, &n, errstr, sizeof(errstr));
 
                 if (err == SK_EAGAIN)
                         continue;

@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
 # 0410_order_lifecycle.sh: the order lifecycle of DESIGN.md 3 and 13 end to end with the
-# real front, consumer (its closer loop), Redis, Kafka and MariaDB: pay before the
-# deadline (and its repeat), another user's order is 404, pay then cancel (409 10022),
-# cancel then pay (409 10021), the closer closes an unpaid order and releases its unit,
-# the same user buys again after the close, the released units are bought by other users,
-# pay after the deadline with no closer running (409 10021, closed on the spot by the
-# front), and at the end the invariants (seckill-admin verify: 1, 2, 3, 4, 6).
+# real front, consumer (its closer loop), Redis, Kafka and MariaDB. v5: an order is paid
+# only by the payment provider's signed callback (ft_pay; the buyer's /pay is 404): pay
+# before the deadline (and its repeat), another user's cancel is 404, pay then cancel
+# (409 10022), cancel then pay (409 10021, refund_due), the closer closes an unpaid order
+# and releases its unit, the same user buys again after the close, the released units are
+# bought by other users, pay after the deadline with no closer running (409 10021, closed
+# on the spot by the front, refund_due late), and at the end the invariants
+# (seckill-admin verify: 1, 2, 3, 4, 6).
 . "$(dirname "$0")/../faults/lib.sh"
 ft_init order_lifecycle
 
 TIMEOUT_S=8   # pay deadline: the steps up to the cancel must fit in it (4 s did not on a loaded host)
-ft_front f
+FT_PAY_SECRET=0410-secret-$RANDOM-$RANDOM
+ft_pay_keys "$FT_WORK/pay.keys" "$FT_PAY_SECRET"
+ft_front f SECKILL_PAYMENT_KEYS_FILE="$FT_WORK/pay.keys"
 ft_consumer c SECKILL_PAY_TIMEOUT_S=$TIMEOUT_S SECKILL_CLOSE_INTERVAL_MS=200
 V=$(ft_voucher 3)
 
-# act ACTION USER ORDER: POST /orders/ORDER/ACTION; prints "CODE BODY".
+# act ACTION USER ORDER: POST /orders/ORDER/ACTION; prints "CODE BODY". pay ORDER [TXN]:
+# the provider's signed callback for ORDER (amount 0 CNY, the voucher's price).
+pay() { ft_pay "${FT_ADDR[f]}" "$1" "${2:-txn-$1}" 0; }
 act() {
         local out
         out=$(curl -s -m 20 -w '\n%{http_code}' -X POST -H "X-User-Id: $2" \
@@ -44,19 +50,23 @@ o1=$(order_of 1) o2=$(order_of 2) o3=$(order_of 3)
 ft_eq "$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $V AND status = 1 AND pay_deadline > create_time")" 3 \
         "three orders created UNPAID with a deadline"
 
-# Pay before the deadline, and its repeat.
-ft_eq "$(act pay 1 "$o1")" "200 {\"code\":0,\"orderId\":\"$o1\",\"orderStatus\":\"PAID\"}" "pay before the deadline: 200 PAID"
-ft_eq "$(act pay 1 "$o1" | cut -d' ' -f1)" 200 "pay again: 200"
+# The buyer cannot pay (v5): POST /orders/{id}/pay is no route.
+ft_eq "$(act pay 1 "$o1" | cut -d' ' -f1)" 404 "buyer's POST /orders/{id}/pay: 404 (no route)"
+ft_eq "$(status_of "$o1")" 1 "order 1 still UNPAID after the buyer's /pay"
+# Pay before the deadline (the provider's callback), and its repeat.
+ft_eq "$(pay "$o1")" "200 {\"code\":0,\"orderId\":\"$o1\",\"orderStatus\":\"PAID\"}" "pay before the deadline: 200 PAID"
+ft_eq "$(pay "$o1" | cut -d' ' -f1)" 200 "the same txn again: 200"
 ft_eq "$(status_of "$o1")" 2 "order 1 is PAID in the DB"
-ft_eq "$(act pay 2 "$o1" | cut -d' ' -f1)" 404 "another user's order: 404"
+ft_eq "$(ft_sql "SELECT result, reason IS NULL FROM tb_payment WHERE provider_txn_id = 'txn-$o1'" | tr '\t' ' ')" "1 1" \
+        "tb_payment: one applied row"
 ft_eq "$(act cancel 2 "$o1" | cut -d' ' -f1)" 404 "another user's cancel: 404"
 # Bad requests: nothing changes.
 code() { curl -s -o /dev/null -m 10 -w '%{http_code}' "$@"; }
-ft_eq "$(code -X GET -H 'X-User-Id: 1' "http://${FT_ADDR[f]}/api/v1/orders/$o1/pay")" 405 "GET /pay: 405"
-ft_eq "$(code -X POST -H 'X-User-Id: 1' "http://${FT_ADDR[f]}/api/v1/orders/0$o1/pay")" 400 "non-canonical order id: 400"
+ft_eq "$(code -X GET -H 'X-User-Id: 1' "http://${FT_ADDR[f]}/api/v1/orders/$o1/cancel")" 405 "GET /cancel: 405"
+ft_eq "$(code -X POST -H 'X-User-Id: 1' "http://${FT_ADDR[f]}/api/v1/orders/0$o1/cancel")" 400 "non-canonical order id: 400"
 ft_eq "$(code -X POST "http://${FT_ADDR[f]}/api/v1/orders/$o1/cancel")" 400 "no X-User-Id: 400"
 ft_eq "$(code -X POST -H 'X-User-Id: 1' "http://${FT_ADDR[f]}/api/v1/orders/$o1/refund")" 404 "unknown action: 404"
-ft_eq "$(code -X POST -H 'X-User-Id: 1' "http://${FT_ADDR[f]}/api/v1/orders/9223372036854775807/pay")" 404 "unknown order: 404"
+ft_eq "$(code -X POST -H 'X-User-Id: 1' "http://${FT_ADDR[f]}/api/v1/orders/9223372036854775807/cancel")" 404 "unknown order: 404"
 # Pay then cancel.
 ft_eq "$(act cancel 1 "$o1" | cut -c1-17)" '409 {"code":10022' "cancel after pay: 409 10022"
 ft_eq "$(status_of "$o1")" 2 "order 1 still PAID"
@@ -65,7 +75,9 @@ ft_eq "$(me 1 | sed -n 's/.*"state":"\([A-Z]*\)".*"orderStatus":"\([A-Z]*\)".*/\
 # Cancel then pay.
 ft_eq "$(act cancel 2 "$o2" | cut -d' ' -f1-2)" "200 {\"code\":0,\"orderId\":\"$o2\",\"orderStatus\":\"CANCELLED\"}" "cancel: 200 CANCELLED"
 ft_eq "$(act cancel 2 "$o2" | cut -d' ' -f1)" 200 "cancel again: 200"
-ft_eq "$(act pay 2 "$o2" | cut -c1-17)" '409 {"code":10021' "pay after cancel: 409 10021"
+ft_eq "$(pay "$o2" | cut -c1-17)" '409 {"code":10021' "pay after cancel: 409 10021"
+ft_eq "$(ft_sql "SELECT result, reason FROM tb_payment WHERE provider_txn_id = 'txn-$o2'" | tr '\t' ' ')" "2 cancelled" \
+        "tb_payment: refund_due cancelled"
 ft_eq "$(status_of "$o2")" 3 "order 2 is CANCELLED"
 ft_eq "$(restore_type "$(trace_of 2)")" 4 "RESTORE row of the cancel (business_type 4, original trace)"
 # Order 3 may already be closed (its TIMEOUT_S deadline passes during the steps above
@@ -84,7 +96,7 @@ for ((i = 0; i < 50; i++)); do [[ $(rstock) == 2 ]] && break; sleep 0.1; done
 ft_eq "$(rstock)" 2 "Redis stock got the closed unit back"
 ft_eq "$(dstock)" 2 "DB stock got the closed unit back"
 ft_eq "$(in_users 3)" 0 "user 3 released in Redis"
-ft_eq "$(act pay 3 "$o3" | cut -c1-17)" '409 {"code":10021' "pay after the close: 409 10021"
+ft_eq "$(pay "$o3" | cut -c1-17)" '409 {"code":10021' "pay after the close: 409 10021"
 ft_eq "$(me 3 | sed -n 's/.*"state":"\([A-Z]*\)".*"orderStatus":"\([A-Z]*\)".*/\1 \2/p')" "CLOSED CLOSED" "orders/me after close: CLOSED, CLOSED"
 get=$(curl -s -m 10 -H "X-User-Id: 3" "http://${FT_ADDR[f]}/api/v1/orders/$o3")
 ft_eq "$(sed -n 's/.*"orderStatus":"\([A-Z]*\)".*/\1/p' <<<"$get")" CLOSED "GET /orders/{id}: orderStatus CLOSED"
@@ -105,7 +117,9 @@ ft_stop c 15
 o3b=$(order_of 3)
 sleep $((TIMEOUT_S + 1))
 ft_eq "$(status_of "$o3b")" 1 "no closer: order still UNPAID past its deadline"
-ft_eq "$(act pay 3 "$o3b" | cut -c1-17)" '409 {"code":10021' "pay after the deadline: 409 10021"
+ft_eq "$(pay "$o3b" | cut -c1-17)" '409 {"code":10021' "pay after the deadline: 409 10021"
+ft_eq "$(ft_sql "SELECT result, reason FROM tb_payment WHERE provider_txn_id = 'txn-$o3b'" | tr '\t' ' ')" "2 late" \
+        "tb_payment: refund_due late"
 ft_eq "$(status_of "$o3b")" 4 "closed on the spot by the pay"
 ft_eq "$(restore_type "$(trace_of 3)")" 5 "its RESTORE row (business_type 5)"
 ft_eq "$(ft_sql "SELECT paid_at IS NULL FROM tb_voucher_order WHERE id = $o3b")" 1 "no payment recorded"
@@ -134,7 +148,7 @@ ft_settle 60 || ft_fail "PAID-at-creation purchase not settled"
 o7=$(order_of 7)
 ft_eq "$(ft_sql "SELECT status, pay_deadline IS NULL, paid_at IS NOT NULL FROM tb_voucher_order WHERE id = $o7" | tr '\t' ' ')" \
         "2 1 1" "timeout 0: created PAID, no deadline, paid_at set"
-ft_eq "$(act pay 7 "$o7" | cut -d' ' -f1)" 200 "timeout 0: pay is a repeat (200)"
+ft_eq "$(pay "$o7" | cut -c1-17)" '409 {"code":10024' "timeout 0: already PAID, a callback is a duplicate (409 10024)"
 ft_eq "$(act cancel 7 "$o7" | cut -c1-17)" '409 {"code":10022' "timeout 0: cancel is 409 10022"
 sleep 1
 ft_eq "$(status_of "$o7")" 2 "timeout 0: the closer leaves it PAID"

@@ -69,6 +69,9 @@ static void conf_env(const sk_test_spawn_t *o, const sk_conf_t *conf)
         setenv("SECKILL_TOPIC", conf->topic, 1);
         setenv("SECKILL_GROUP_ID", o->group ? o->group : conf->group_id, 1);
         setenv("SECKILL_MYSQL_URL", conf->mysql_url, 1);
+        /* Tests use pay windows of seconds: no webhook grace after pay_deadline unless a
+         * test passes SECKILL_PAY_GRACE_S in its env (DESIGN.md 13; production 120 s). */
+        setenv("SECKILL_PAY_GRACE_S", "0", 1);
         if (o->names_only)
                 return;
         setenv("SECKILL_REDIS_URL", conf->redis_url, 1);

@@ -11,7 +11,7 @@
 static const char *const DDL_TABLES[] = {
         "tb_seckill_voucher", "tb_voucher_order", "tb_voucher_order_router", "tb_seckill_outcome",
         "tb_voucher_reconcile_log", "tb_worker_lease", "tb_seckill_stock", "tb_seckill_stock_change",
-        "tb_seckill_switch", "tb_drain_ack", "tb_lock",
+        "tb_seckill_switch", "tb_drain_ack", "tb_lock", "tb_payment",
 };
 #define NDDL (sizeof(DDL_TABLES) / sizeof(DDL_TABLES[0]))
 

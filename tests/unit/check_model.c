@@ -52,6 +52,11 @@ START_TEST(business_codes)
         ck_assert_int_eq(SK_CODE_EXPIRED, 10012);
         ck_assert_int_eq(SK_CODE_PAUSED, 10013);
         ck_assert_int_eq(SK_CODE_ORDER_CLOSED, 10021);
+        ck_assert_int_eq(SK_CODE_PAY_MISMATCH, 10023);
+        ck_assert_int_eq(SK_CODE_PAY_DUPLICATE, 10024);
+        ck_assert_int_eq(SK_CODE_PAY_TXN_REUSED, 10025);
+        ck_assert_int_eq(SK_PAYMENT_APPLIED, atoi(SK_SQL_PAYMENT_APPLIED));
+        ck_assert_int_eq(SK_PAYMENT_REFUND_DUE, atoi(SK_SQL_PAYMENT_REFUND_DUE));
         ck_assert_int_eq(SK_CODE_ORDER_PAID, 10022);
         ck_assert_int_eq(SK_BUCKETS_MAX, 16);
 }

@@ -38,6 +38,9 @@ typedef struct sk_conf {
         char metrics_addr[128];         /* SECKILL_METRICS_ADDR host:port or "off" */
         int pay_timeout_s;              /* SECKILL_PAY_TIMEOUT_S, 0..31536000 (0 = created PAID) */
         int close_interval_ms;          /* SECKILL_CLOSE_INTERVAL_MS, 10..3600000 (closer scan) */
+        int pay_grace_s;                /* SECKILL_PAY_GRACE_S, 0..86400 (DESIGN.md 13: past the
+                                           deadline = pay_deadline + grace <= NOW(3)) */
+        char currency[8];               /* SECKILL_CURRENCY: ISO 4217 default of a new voucher */
         int log_level;                  /* SECKILL_LOG_LEVEL debug|info|warn|error */
         int breaker_failures;           /* SECKILL_BREAKER_FAILURES, 1..1000 (DESIGN.md 12) */
         int breaker_slow_ms;            /* SECKILL_BREAKER_SLOW_MS, 1..60000 */

@@ -9,6 +9,11 @@
 
 #define SK_BUCKETS_MAX 16 /* DESIGN.md 14: a voucher has 1..16 buckets */
 
+/* DESIGN.md 13: an order with amount > 0 is always created UNPAID; with
+ * SECKILL_PAY_TIMEOUT_S=0 (price-0 orders created PAID) a priced order gets this payment
+ * window (s), the setting's default. */
+#define SK_PAY_TIMEOUT_PRICED_S 900
+
 /* Business codes (DESIGN.md 3): the "code" of the front's JSON answers and the codes
  * deduct.lua / take.lua answer with (lua/ spells the same numbers). */
 typedef enum {
@@ -25,7 +30,18 @@ typedef enum {
         SK_CODE_PAUSED = 10013,             /* 503: paused, Redis or Kafka unavailable */
         SK_CODE_ORDER_CLOSED = 10021,       /* 409: order closed or cancelled */
         SK_CODE_ORDER_PAID = 10022,         /* 409: order already paid */
+        SK_CODE_PAY_MISMATCH = 10023,       /* 422: payment amount or currency != the order's (v5) */
+        SK_CODE_PAY_DUPLICATE = 10024,      /* 409: order paid by another provider txn (v5) */
+        SK_CODE_PAY_TXN_REUSED = 10025,     /* 409: a repeated provider txn id, another order/amount (v5) */
 } sk_code_t;
+
+/* tb_payment.result (DESIGN.md 6, 13). */
+typedef enum {
+        SK_PAYMENT_APPLIED = 1,
+        SK_PAYMENT_REFUND_DUE = 2,
+} sk_payment_result_t;
+#define SK_SQL_PAYMENT_APPLIED "1"
+#define SK_SQL_PAYMENT_REFUND_DUE "2"
 
 /* tb_voucher_order.status (DESIGN.md 6, 13). */
 typedef enum {

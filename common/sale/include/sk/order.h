@@ -1,5 +1,5 @@
 /* sk/order.h: the order lifecycle of DESIGN.md 13 (pay, cancel, close on timeout, and
- * the release of the unit), shared by seckill-front (pay/cancel), the closer loop of
+ * the release of the unit), shared by seckill-front (the payment callback, cancel), the closer loop of
  * seckill-consumer and the reconciler (releases a crash left undone).
  *
  * Order status (tb_voucher_order.status, DESIGN.md 6): 1 UNPAID, 2 PAID, 3 CANCELLED,
@@ -49,47 +49,39 @@ const char *sk_order_status_str(int status);
 sk_err_t sk_order_get(sk_db_t *db, int64_t order_id, int64_t user_id, sk_order_row_t *row,
                       char *errstr, size_t errstr_size);
 
-typedef enum {
-        SK_PAY_PAID = 1,        /* this call moved it UNPAID -> PAID */
-        SK_PAY_REPEAT,          /* it was PAID already: 200 again */
-        SK_PAY_CLOSED,          /* CANCELLED or CLOSED (the caller refunds): 409/10021 */
-        SK_PAY_EXPIRED,         /* UNPAID past its deadline: the caller closes it now
-                                 * (sk_order_end SK_ORDER_CLOSED, then the release) and
-                                 * answers 409/10021 */
-} sk_pay_res_t;
-
-/** @brief Pay (DESIGN.md 13): `UPDATE ... SET status=2, paid_at=NOW(3) WHERE id=? AND
- *  user_id=? AND status=1 AND pay_deadline > NOW(3)`; no row changed -> read the row.
- *  *row receives the order as read after the attempt.
- *  @returns SK_OK with *res, SK_ENOTFOUND (no such order of @p user_id: 404), or the
- *  DB error (SK_EAGAIN: nothing changed, or an unknown COMMIT outcome: retry; the
- *  call is idempotent). */
-sk_err_t sk_order_pay(sk_db_t *db, int64_t order_id, int64_t user_id, sk_pay_res_t *res,
-                      sk_order_row_t *row, char *errstr, size_t errstr_size);
-
 /** @brief Cancel (@p to SK_ORDER_CANCELLED) or close (@p to SK_ORDER_CLOSED, only past
  *  the deadline) one order in one transaction: `UPDATE ... SET status=@p to,
- *  closed_at=NOW(3) WHERE id=? [AND user_id=?] AND status=1 [AND pay_deadline <=
- *  NOW(3)]`; if a row changed, the voucher's stock + 1 under its row lock and the
- *  RESTORE reconcile-log row (business_type 4 or 5), then COMMIT. @p user_id 0: any
- *  owner. *changed = 1 if this call made the transition (the caller then releases the
- *  unit in Redis); *row is the order as read after it (its status tells a repeat, a
- *  PAID order or another end apart).
- *  @returns SK_OK, SK_ENOTFOUND (no such order of @p user_id), SK_EINVAL (bad @p to), or
- *  the DB error (rolled back; SK_EAGAIN: retry). */
-sk_err_t sk_order_end(sk_db_t *db, int64_t order_id, int64_t user_id, int to, int *changed,
-                      sk_order_row_t *row, char *errstr, size_t errstr_size);
+ *  closed_at=NOW(3) WHERE id=? [AND user_id=?] AND status=1 [AND pay_deadline +
+ *  INTERVAL @p grace_s SECOND <= NOW(3)]`; if a row changed, the bucket's stock + 1
+ *  under its row lock and the RESTORE reconcile-log row (business_type 4 or 5), then
+ *  COMMIT. @p user_id 0: any owner. @p grace_s (s, >= 0; SECKILL_PAY_GRACE_S, DESIGN.md
+ *  13): ignored for a cancel. *changed = 1 if this call made the transition (the caller
+ *  then releases the unit in Redis); *row is the order as read after it (its status
+ *  tells a repeat, a PAID order or another end apart).
+ *  @returns SK_OK, SK_ENOTFOUND (no such order of @p user_id), SK_EINVAL (bad @p to or
+ *  @p grace_s), or the DB error (rolled back; SK_EAGAIN: retry). */
+sk_err_t sk_order_end(sk_db_t *db, int64_t order_id, int64_t user_id, int to, int grace_s,
+                      int *changed, sk_order_row_t *row, char *errstr, size_t errstr_size);
+
+/** @brief The close of sk_order_end (SK_ORDER_CLOSED, any owner, only when pay_deadline +
+ *  @p grace_s <= NOW(3)) inside the caller's open transaction: no BEGIN, no COMMIT, no
+ *  ROLLBACK (the caller ends the transaction, e.g. the payment callback's, which also
+ *  records tb_payment, DESIGN.md 13). Lock order as sk_order_end: the order row, then its
+ *  bucket row. *changed, *row as sk_order_end.
+ *  @returns SK_OK, SK_ENOTFOUND, SK_EINVAL, or the DB error (the caller rolls back). */
+sk_err_t sk_order_close_in_tx(sk_db_t *db, int64_t order_id, int grace_s, int *changed,
+                              sk_order_row_t *row, char *errstr, size_t errstr_size);
 
 /** @brief The closer's step (DESIGN.md 13): in one transaction, `SELECT ... WHERE
- *  status=1 AND pay_deadline < NOW(3) ORDER BY pay_deadline LIMIT @p limit FOR UPDATE
+ *  status=1 AND pay_deadline + INTERVAL @p grace_s SECOND <= NOW(3) ORDER BY pay_deadline LIMIT @p limit FOR UPDATE
  *  SKIP LOCKED` (several closers share the work), close each (conditional on
  *  status=1), give the units back to the voucher rows in voucher order (one UPDATE per
  *  voucher under its row lock), one RESTORE row per order (business_type 5), COMMIT.
  *  *rows (malloc'd, owned by the caller; NULL when *n = 0) are the orders closed, for
  *  release.lua after the commit.
  *  @returns SK_OK, or the DB error (rolled back, *n = 0). */
-sk_err_t sk_order_close_due(sk_db_t *db, int limit, sk_order_row_t **rows, size_t *n,
-                            char *errstr, size_t errstr_size);
+sk_err_t sk_order_close_due(sk_db_t *db, int limit, int grace_s, sk_order_row_t **rows,
+                            size_t *n, char *errstr, size_t errstr_size);
 
 /** @brief Every CANCELLED or CLOSED order of @p voucher_id (for the reconciler's pending
  *  releases, DESIGN.md 13). *rows malloc'd, owned by the caller (NULL when *n = 0).
@@ -103,9 +95,9 @@ sk_err_t sk_order_list_ended(sk_db_t *db, int64_t voucher_id, sk_order_row_t **r
 sk_err_t sk_order_list_active(sk_db_t *db, int64_t voucher_id, sk_order_row_t **rows, size_t *n,
                               char *errstr, size_t errstr_size);
 
-/** @brief Seconds the oldest UNPAID order is past its deadline (0: none), DB clock.
- *  @returns SK_OK or the DB error. */
-sk_err_t sk_order_overdue_oldest_s(sk_db_t *db, int64_t *seconds, char *errstr,
+/** @brief Seconds the oldest UNPAID order is past its deadline + @p grace_s (s) (0:
+ *  none), DB clock: how far the closer is behind. @returns SK_OK or the DB error. */
+sk_err_t sk_order_overdue_oldest_s(sk_db_t *db, int grace_s, int64_t *seconds, char *errstr,
                                    size_t errstr_size);
 
 typedef struct sk_release_res {
