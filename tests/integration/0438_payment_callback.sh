@@ -30,7 +30,7 @@ o1=$(order_of 1) o2=$(order_of 2) o3=$(order_of 3) o4=$(order_of 4)
 status_of() { ft_sql "SELECT status FROM tb_voucher_order WHERE id = $1"; }
 row_of() { ft_sql "SELECT order_id, amount_minor, currency, result, COALESCE(reason, '-') FROM tb_payment WHERE provider_txn_id = '$1'" | tr '\t' ' '; }
 pay() { ft_pay "${FT_ADDR[f]}" "$@"; }
-metric() { curl -s -m 5 "http://${FT_ADDR[f]}/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+metric() { curl -s -m 5 "http://${FT_OPS[f]}/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 ft_eq "$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $V AND status = 1 AND amount_minor = 500 AND currency = 'CNY' AND pay_deadline IS NOT NULL")" \
         6 "six orders UNPAID with amount 500 CNY copied from the voucher"
 

@@ -24,7 +24,7 @@ ft_settle 60 || ft_die "purchases not settled"
 order_of() { awk -v u="$1" '$1 == u {o = $2} END {print o}' "$FT_WORK/accepted.tsv"; }
 o1=$(order_of 1) o2=$(order_of 2) o3=$(order_of 3)
 A=${FT_ADDR[f]}
-metric() { curl -s -m 5 "http://$A/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+metric() { curl -s -m 5 "http://${FT_OPS[f]}/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 code_of() { cut -d' ' -f1-2 <<<"$1" | sed 's/ {"code":/ /; s/,.*//'; }
 body_of() { printf '{"orderId":"%s","providerTxnId":"%s","amount":"%s","currency":"%s"}' "$@"; }
 post() { # SIG BODY [ADDR]: prints the status code
