@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "ops.h"
 #include "req.h"
+#include "sk/db_writer.h"
 #include "sk/metrics_http.h"
 
 static void *ops_srv;           /* the listener (main thread only) */
@@ -25,7 +26,7 @@ static void *ops_srv;           /* the listener (main thread only) */
 static int ops_ready(void *ctx, char **body)
 {
         sk_idgen_t *gen = ctx;
-        char buf[4608], degrade[4096];
+        char buf[5120], degrade[4096], writer[300], writer_json[310];
         int redis, noev, scripts, server, kafka = fr_kprod_ok(), lease = sk_idgen_usable(gen);
         int ready, minrep, minlag;
 
@@ -33,14 +34,20 @@ static int ops_ready(void *ctx, char **body)
         fr_health_min_replicas(&minrep, &minlag);
         fr_degrade_json(degrade, sizeof(degrade));
         ready = redis && noev && scripts && server && kafka && lease && !fr_stopping();
+        /* The DB node this process's new transactions go to (DESIGN.md 16); null before
+         * the first connection. Host names and addresses need no JSON escaping. */
+        if (sk_db_writer_name(&g_fr.conf.mysql, writer, sizeof(writer)))
+                snprintf(writer_json, sizeof(writer_json), "\"%s\"", writer);
+        else
+                snprintf(writer_json, sizeof(writer_json), "null");
         snprintf(buf, sizeof(buf),
                  "{\"ready\":%s,\"redis\":%s,\"noeviction\":%s,\"scripts\":%s,"
                  "\"redisServer\":%s,\"minReplicasToWrite\":%d,\"minReplicasMaxLag\":%d,"
-                 "\"kafka\":%s,\"lease\":%s,\"workerId\":%d,\"degrade\":%s}",
+                 "\"kafka\":%s,\"lease\":%s,\"workerId\":%d,\"dbWriter\":%s,\"degrade\":%s}",
                  ready ? "true" : "false", redis ? "true" : "false", noev ? "true" : "false",
                  scripts ? "true" : "false", server ? "true" : "false", minrep, minlag,
                  kafka ? "true" : "false", lease ? "true" : "false", sk_idgen_worker_id(gen),
-                 degrade);
+                 writer_json, degrade);
         *body = strdup(buf);
         return ready ? 200 : 503;
 }

@@ -26,6 +26,9 @@
 #   SECKILL_STACK_REDIS                  standalone (default) | cluster | sentinel: 'up' also
 #                                        starts that Redis topology (DESIGN.md 4b, 10; see
 #                                        scripts/stack/redis_topo.sh for its ports)
+#   SECKILL_STACK_DB                     standalone (default) | galera: 'up' also starts the
+#                                        three-node Galera cluster (DESIGN.md 10, 16; see
+#                                        scripts/stack/galera.sh), 'env' prints its URL
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -39,6 +42,7 @@ KAFKA_CONTROLLER_PORT=${SECKILL_STACK_KAFKA_CONTROLLER_PORT:-9093}
 KAFKA_TIMEOUT_S=${SECKILL_STACK_KAFKA_TIMEOUT_S:-120}
 MVN_OPTS=${SECKILL_STACK_MVN_OPTS:-}
 REDIS_TOPOLOGY=${SECKILL_STACK_REDIS:-standalone}
+DB_TOPOLOGY=${SECKILL_STACK_DB:-standalone}
 
 RUN_DIR=$STACK_DIR/run
 LOG_DIR=$STACK_DIR/logs
@@ -78,7 +82,11 @@ usage: scripts/stack.sh COMMAND
   up                      start what is not running (idempotent); wait until ready
                           (SECKILL_STACK_REDIS=cluster|sentinel: also that Redis topology)
   up cluster|sentinel     start only that Redis topology; prints its SECKILL_REDIS_URL
-  down [SERVICE...]       stop what 'up' started (all, or redis|mariadb|kafka|cluster|sentinel)
+                          (SECKILL_STACK_DB=galera: also the Galera cluster)
+  down [SERVICE...]       stop what 'up' started (all, or redis|mariadb|kafka|cluster|sentinel|galera)
+  galera up|down|status|env|kill N
+                          only the three Galera nodes (127.0.0.1:3311-3313), nothing else;
+                          'up' prints the SECKILL_MYSQL_URL; 'kill N' SIGKILLs node N
   status                  what runs where; exit 0 iff redis, mariadb and kafka are up
   env                     print export lines for the SECKILL_* endpoints of this stack
   topics TOPIC PARTITIONS create TOPIC and TOPIC.dlq if missing (same partition count)
@@ -250,6 +258,8 @@ redis_up() {
 
 # shellcheck source=stack/redis_topo.sh
 source "$REPO/scripts/stack/redis_topo.sh"
+# shellcheck source=stack/galera.sh
+source "$REPO/scripts/stack/galera.sh"
 
 # ---------------------------------------------------------------------------------------
 # MariaDB
@@ -583,25 +593,31 @@ cmd_up() {
         standalone | cluster | sentinel) ;;
         *) die "SECKILL_STACK_REDIS must be standalone, cluster or sentinel (got '$REDIS_TOPOLOGY')" ;;
         esac
+        case $DB_TOPOLOGY in
+        standalone | galera) ;;
+        *) die "SECKILL_STACK_DB must be standalone or galera (got '$DB_TOPOLOGY')" ;;
+        esac
         with_lock
         redis_up
         mariadb_up
         kafka_up
         [[ $REDIS_TOPOLOGY == standalone ]] || "${REDIS_TOPOLOGY}_up"
+        [[ $DB_TOPOLOGY != galera ]] || galera_up
         say "up: redis $HOST:$REDIS_PORT, mariadb $HOST:$MYSQL_PORT, kafka $HOST:$KAFKA_PORT ($((SECONDS - t0)) s)"
 }
 
 cmd_down() {
         local svc pid port services=("$@")
-        [[ ${#services[@]} -eq 0 ]] && services=(cluster sentinel kafka mariadb redis)
+        [[ ${#services[@]} -eq 0 ]] && services=(galera cluster sentinel kafka mariadb redis)
         with_lock
         for svc in "${services[@]}"; do
                 case $svc in
                 cluster | sentinel) topo_down "$svc"; continue ;;
+                galera) galera_down; continue ;;
                 kafka) pid=$(kafka_our_pid); port=$KAFKA_PORT ;;
                 mariadb) pid=$(mariadb_our_pid); port=$MYSQL_PORT ;;
                 redis) pid=$(redis_our_pid); port=$REDIS_PORT ;;
-                *) die "down: unknown service '$svc' (redis, mariadb, kafka, cluster, sentinel)" ;;
+                *) die "down: unknown service '$svc' (redis, mariadb, kafka, cluster, sentinel, galera)" ;;
                 esac
                 if [[ -n $pid ]]; then
                         stop_pid "$svc" "$pid" 60
@@ -660,6 +676,12 @@ cmd_status() {
                 topo_status cluster
                 topo_status sentinel
         fi
+        # The Galera nodes (DESIGN.md 16): counted only under SECKILL_STACK_DB=galera.
+        if [[ $DB_TOPOLOGY == galera ]]; then
+                galera_status || ok=1
+        elif [[ -d $GALERA_DIR ]]; then
+                galera_status || true
+        fi
         return $ok
 }
 
@@ -667,9 +689,11 @@ cmd_env() {
         local url=redis://$HOST:$REDIS_PORT/0
         [[ $REDIS_TOPOLOGY == cluster ]] && url=$(cluster_url)
         [[ $REDIS_TOPOLOGY == sentinel ]] && url=$(sentinel_url)
+        local mysql_url=mysql://root@$HOST:$MYSQL_PORT/seckill
+        [[ $DB_TOPOLOGY == galera ]] && mysql_url=$(galera_url)
         cat <<EOF
 export SECKILL_REDIS_URL=$url
-export SECKILL_MYSQL_URL=mysql://root@$HOST:$MYSQL_PORT/seckill
+export SECKILL_MYSQL_URL=$mysql_url
 export SECKILL_KAFKA_BROKERS=$HOST:$KAFKA_PORT
 EOF
 }
@@ -746,6 +770,7 @@ main() {
         status) cmd_status ;;
         env) cmd_env ;;
         topics) cmd_topics "$@" ;;
+        galera) cmd_galera "$@" ;;
         kafka-start | kafka-stop | kafka-kill | kafka-freeze | kafka-thaw) cmd_kafka "$cmd" ;;
         -h | --help | help) usage ;;
         *) usage >&2; exit 2 ;;

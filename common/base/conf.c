@@ -62,6 +62,50 @@ static void mask_url(const char *url, char *dst, size_t dst_size)
         sk__sfmt(dst, dst_size, "%.*s***%s", (int)(colon + 1 - url), url, at);
 }
 
+int sk_mysql_url_read_password_file(sk_mysql_url_t *m, char *errstr, size_t errstr_size)
+{
+        char buf[sizeof(m->password) + 2];
+        size_t n;
+        FILE *f;
+        int rc = -1;
+
+        if (!m->password_file[0])
+                return 0;
+        if (!(f = fopen(m->password_file, "rb"))) {
+                sk_seterr(errstr, errstr_size, "password-file %s: %s", m->password_file,
+                          strerror(errno));
+                return -1;
+        }
+        n = fread(buf, 1, sizeof(buf), f);
+        if (ferror(f)) {
+                sk_seterr(errstr, errstr_size, "password-file %s: read error", m->password_file);
+                goto done;
+        }
+        if (n == sizeof(buf) && fgetc(f) != EOF)
+                n = sizeof(buf) + 1;    /* too long, whatever its end */
+        if (n > 0 && n <= sizeof(buf) && buf[n - 1] == '\n')
+                n--;
+        if (n > 0 && n <= sizeof(buf) && buf[n - 1] == '\r')
+                n--;
+        if (n == 0 || n >= sizeof(m->password)) {
+                sk_seterr(errstr, errstr_size, "password-file %s: the password must be 1..%zu bytes",
+                          m->password_file, sizeof(m->password) - 1);
+                goto done;
+        }
+        if (memchr(buf, '\0', n) || memchr(buf, '\n', n) || memchr(buf, '\r', n)) {
+                sk_seterr(errstr, errstr_size, "password-file %s: NUL, CR or LF inside the password",
+                          m->password_file);
+                goto done;
+        }
+        memcpy(m->password, buf, n);
+        m->password[n] = '\0';
+        rc = 0;
+done:
+        memset(buf, 0, sizeof(buf));
+        fclose(f);
+        return rc;
+}
+
 int sk_conf_secret_key(const char *k)
 {
         static const char *const marks[] = { "password", "secret", "ssl.key", "keystore",
@@ -159,6 +203,10 @@ static int apply_copt(sk_conf_t *conf, const copt_t *o, const src_t *s, const ch
         case V_MYSQL_URL:
                 if (sk_mysql_url_parse(s->val, &conf->mysql, err, sizeof(err)) != 0) {
                         report(prog, s, 1, "is invalid: %s (port 1..65535)", err);
+                        return 2;
+                }
+                if (sk_mysql_url_read_password_file(&conf->mysql, err, sizeof(err)) != 0) {
+                        report(prog, s, 1, "%s", err);
                         return 2;
                 }
                 break;

@@ -31,7 +31,7 @@ const copt_t sk__copts[SK__NCOPTS] = {
           "redis://[user:pass@]host[:port][/db] | redis-sentinel://h1:p1,.../MASTER[?db=N] | redis-cluster://h1:p1,...",
           SK_BIN_ALL },
         { "mysql-url", "SECKILL_MYSQL_URL", V_MYSQL_URL, OFF(mysql_url), SZ(mysql_url), 0, 0, "URL",
-          "mysql://user[:password]@host[:port]/database",
+          "mysql[-galera]://user[:password]@host[:port][,host[:port]...]/database[?password-file=PATH]",
           SK_BIN_ALL },
         { "brokers", "SECKILL_KAFKA_BROKERS", V_STR, OFF(kafka_brokers), SZ(kafka_brokers), 0, 0, "LIST",
           "Kafka bootstrap servers host:port[,host:port...]",

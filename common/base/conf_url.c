@@ -1,5 +1,6 @@
 /* conf_url.c: URL pieces of the configuration (DESIGN.md 2): percent-decoding,
- * host[:port] with bracketed IPv6, mysql:// URLs. Shared by conf.c and redis_url.c
+ * host[:port] with bracketed IPv6, mysql:// and mysql-galera:// URLs with
+ * several hosts and ?password-file= (DESIGN.md 16). Shared by conf.c and redis_url.c
  * through conf_url.h. Pure functions, thread-safe. */
 #include <ctype.h>
 #include <stddef.h>
@@ -147,15 +148,79 @@ const char *sk__strip_scheme(const char *url, const char *scheme)
         return url + n + 3;
 }
 
+/* Parses the comma-separated host[:port] list [b, e) into m->hosts. @returns 0 or -1. */
+static int parse_mysql_hosts(const char *b, const char *e, sk_mysql_url_t *m, char *errstr,
+                             size_t errstr_size)
+{
+        const char *hb = b;
+
+        m->nhosts = 0;
+        for (;;) {
+                const char *he = memchr(hb, ',', (size_t)(e - hb));
+                sk_mysql_host_t *h;
+                if (!he)
+                        he = e;
+                if (m->nhosts == SK_MYSQL_MAX_HOSTS) {
+                        sk_seterr(errstr, errstr_size, "more than %d hosts", SK_MYSQL_MAX_HOSTS);
+                        return -1;
+                }
+                h = &m->hosts[m->nhosts];
+                if (sk__parse_host_port(hb, he, h->host, sizeof(h->host), &h->port, 3306, errstr,
+                                        errstr_size) != 0)
+                        return -1;
+                m->nhosts++;
+                if (he == e)
+                        break;
+                hb = he + 1;
+        }
+        memcpy(m->host, m->hosts[0].host, sizeof(m->host));
+        m->port = m->hosts[0].port;
+        return 0;
+}
+
+/* Parses the query "k=v[&k=v...]" of [b, e): only password-file=PATH. @returns 0 or -1. */
+static int parse_mysql_opts(const char *b, const char *e, sk_mysql_url_t *m, char *errstr,
+                            size_t errstr_size)
+{
+        static const char key[] = "password-file=";
+        const char *ob = b;
+
+        while (ob < e) {
+                const char *oe = memchr(ob, '&', (size_t)(e - ob));
+                if (!oe)
+                        oe = e;
+                if ((size_t)(oe - ob) <= sizeof(key) - 1 || strncmp(ob, key, sizeof(key) - 1) != 0) {
+                        sk_seterr(errstr, errstr_size, "unknown or empty option (the one option is "
+                                  "?password-file=PATH)");
+                        return -1;
+                }
+                if (m->password_file[0]) {
+                        sk_seterr(errstr, errstr_size, "password-file given twice");
+                        return -1;
+                }
+                if (sk__pct_decode(ob + sizeof(key) - 1, (size_t)(oe - ob) - (sizeof(key) - 1),
+                                   m->password_file, sizeof(m->password_file)) != 0) {
+                        sk_seterr(errstr, errstr_size, "bad or too long password-file path (max %zu chars)",
+                                  sizeof(m->password_file) - 1);
+                        return -1;
+                }
+                ob = oe < e ? oe + 1 : e;
+        }
+        return 0;
+}
+
 int sk_mysql_url_parse(const char *url, sk_mysql_url_t *out, char *errstr, size_t errstr_size)
 {
         sk_mysql_url_t m;
-        const char *p, *at = NULL, *slash, *colon, *db;
+        const char *p, *at = NULL, *slash, *colon, *db, *q;
         size_t n;
 
         memset(&m, 0, sizeof(m));
-        if (!(p = sk__strip_scheme(url, "mysql"))) {
-                sk_seterr(errstr, errstr_size, "expected mysql://user[:password]@host[:port]/database");
+        if ((p = sk__strip_scheme(url, "mysql-galera")) != NULL) {
+                m.galera_only = 1;
+        } else if (!(p = sk__strip_scheme(url, "mysql"))) {
+                sk_seterr(errstr, errstr_size, "expected mysql://user[:password]@host[:port][,host[:port]...]/database "
+                          "(or mysql-galera://)");
                 return -1;
         }
         slash = strchr(p, '/');
@@ -163,9 +228,9 @@ int sk_mysql_url_parse(const char *url, sk_mysql_url_t *out, char *errstr, size_
                 sk_seterr(errstr, errstr_size, "missing /database");
                 return -1;
         }
-        for (const char *q = p; q < slash; q++)
-                if (*q == '@')
-                        at = q;
+        for (const char *c = p; c < slash; c++)
+                if (*c == '@')
+                        at = c;
         if (!at) {
                 sk_seterr(errstr, errstr_size, "missing user@ (mysql://user[:password]@host[:port]/database)");
                 return -1;
@@ -180,10 +245,11 @@ int sk_mysql_url_parse(const char *url, sk_mysql_url_t *out, char *errstr, size_
                 sk_seterr(errstr, errstr_size, "bad or too long password");
                 return -1;
         }
-        if (sk__parse_host_port(at + 1, slash, m.host, sizeof(m.host), &m.port, 3306, errstr, errstr_size) != 0)
+        if (parse_mysql_hosts(at + 1, slash, &m, errstr, errstr_size) != 0)
                 return -1;
         db = slash + 1;
-        n = strlen(db);
+        q = strchr(db, '?');
+        n = q ? (size_t)(q - db) : strlen(db);
         if (n == 0 || n >= sizeof(m.database)) {
                 sk_seterr(errstr, errstr_size, "database name must be 1..%zu chars of [A-Za-z0-9_]",
                           sizeof(m.database) - 1);
@@ -194,7 +260,14 @@ int sk_mysql_url_parse(const char *url, sk_mysql_url_t *out, char *errstr, size_
                         sk_seterr(errstr, errstr_size, "database name must be [A-Za-z0-9_]+");
                         return -1;
                 }
-        memcpy(m.database, db, n + 1);
+        memcpy(m.database, db, n);
+        m.database[n] = '\0';
+        if (q && parse_mysql_opts(q + 1, q + strlen(q), &m, errstr, errstr_size) != 0)
+                return -1;
+        if (m.password_file[0] && colon) {
+                sk_seterr(errstr, errstr_size, "a password in the URL and a password-file: give one");
+                return -1;
+        }
         *out = m;
         return 0;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "sk/db.h"
+#include "sk/db_writer.h"
 
 struct sk_db {
         MYSQL *conn;             /* NULL after a failed reconnect */
@@ -22,6 +23,7 @@ struct sk_db {
         int io_timeout_s;        /* read/write timeout of the connection (s) */
         int no_database;         /* as given to sk_db_connect (kept for reconnect) */
         uint64_t generation;     /* bumped by every successful (re)connect */
+        int node;                /* index in url.hosts of the node connected to */
 };
 
 #define SK_DB_CONNECT_TIMEOUT_S 5u
@@ -63,6 +65,11 @@ sk_err_t sk_db_classify(unsigned int errnum)
         case 1161:                 /* ER_NET_WRITE_INTERRUPTED */
         case 2055:                 /* CR_SERVER_LOST_EXTENDED */
         case 3058:                 /* ER_USER_LOCK_DEADLOCK (MySQL 5.7+) */
+        case 1047:                 /* ER_UNKNOWN_COM_ERROR: on Galera "WSREP has not yet
+                                    * prepared node for application use" (a node out of
+                                    * the primary component): reconnect, next node (DESIGN.md 16) */
+        case 1290:                 /* ER_OPTION_PREVENTS_STATEMENT: the server went
+                                    * --read-only under us: reconnect to the writer */
         case 1615:                 /* ER_NEED_REPREPARE: a table definition changed or left the
                                     * server's table cache; the next execute re-prepares */
                 return SK_EAGAIN;
@@ -105,20 +112,46 @@ static sk_err_t raw_exec(MYSQL *conn, const char *sql, char *errstr, size_t errs
         return SK_OK;
 }
 
-/* Open a connection with the options and session settings of sk/db.h. */
-static sk_err_t open_conn(sk_db_t *db, char *errstr, size_t errstr_size)
+/* The session settings of sk/db.h on a fresh connection @p conn. */
+static sk_err_t session_setup(const sk_db_t *db, MYSQL *conn, char *errstr, size_t errstr_size)
 {
+        char sql[128];
+        sk_err_t err;
+
+        if ((err = raw_exec(conn, "SET SESSION time_zone = '+00:00'", errstr,
+                            errstr_size)) != SK_OK)
+                return err;
+        if ((err = raw_exec(conn,
+                            "SET SESSION sql_mode = CONCAT_WS(',', "
+                            "NULLIF(@@SESSION.sql_mode, ''), 'STRICT_TRANS_TABLES')",
+                            errstr, errstr_size)) != SK_OK)
+                return err;
+        if (db->lock_wait_timeout_s > 0) {
+                snprintf(sql, sizeof(sql), "SET SESSION innodb_lock_wait_timeout = %d",
+                         db->lock_wait_timeout_s);
+                if ((err = raw_exec(conn, sql, errstr, errstr_size)) != SK_OK)
+                        return err;
+        }
+        return raw_exec(conn, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+                        errstr, errstr_size);
+}
+
+/* sk__db_connect_fn: connects @p arg (an sk_db_t) to node @p i of @p url with the
+ * options of sk/db.h (timeouts, utf8mb4, no automatic reconnect). */
+static MYSQL *connect_node(void *arg, const sk_mysql_url_t *url, int i, sk_err_t *err, char *why,
+                           size_t why_size)
+{
+        const sk_db_t *db = arg;
         MYSQL *conn;
         unsigned int connect_timeout_s = SK_DB_CONNECT_TIMEOUT_S;
         unsigned int io_timeout_s = (unsigned int)db->io_timeout_s;
         sk_my_bool reconnect = 0;
-        char sql[128];
-        sk_err_t err;
 
         sk_db_library_init();
         if (!(conn = mysql_init(NULL))) {
-                sk_seterr(errstr, errstr_size, "mysql_init: out of memory");
-                return SK_ENOMEM;
+                sk_seterr(why, why_size, "mysql_init: out of memory");
+                *err = SK_ENOMEM;
+                return NULL;
         }
         mysql_options(conn, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout_s);
         mysql_options(conn, MYSQL_OPT_READ_TIMEOUT, &io_timeout_s);
@@ -132,41 +165,70 @@ static sk_err_t open_conn(sk_db_t *db, char *errstr, size_t errstr_size)
 #else
         (void)reconnect;
 #endif
+        if (!mysql_real_connect(conn, url->hosts[i].host, url->user,
+                                url->password[0] ? url->password : NULL,
+                                db->no_database ? NULL : url->database,
+                                (unsigned int)url->hosts[i].port, NULL, 0)) {
+                *err = conn_err(conn, "connect", why, why_size);
+                mysql_close(conn);
+                return NULL;
+        }
+        return conn;
+}
 
-        if (!mysql_real_connect(conn, db->url.host, db->url.user,
-                                db->url.password[0] ? db->url.password : NULL,
-                                db->no_database ? NULL : db->url.database,
-                                (unsigned int)db->url.port, NULL, 0)) {
-                err = conn_err(conn, "connect", errstr, errstr_size);
+/* Open a connection to the URL's writer node (db_writer.c, DESIGN.md 16) with the
+ * options and session settings of sk/db.h. */
+static sk_err_t open_conn(sk_db_t *db, char *errstr, size_t errstr_size)
+{
+        MYSQL *conn;
+        sk_err_t err;
+        int node = 0;
+
+        if (!(conn = sk__db_writer_open(&db->url, connect_node, db, 0, &node, &err, errstr,
+                                        errstr_size)))
+                return err;
+        if ((err = session_setup(db, conn, errstr, errstr_size)) != SK_OK) {
                 mysql_close(conn);
                 return err;
         }
-
-        /* Session settings; see the header for why each one. */
-        if ((err = raw_exec(conn, "SET SESSION time_zone = '+00:00'", errstr,
-                            errstr_size)) != SK_OK)
-                goto fail;
-        if ((err = raw_exec(conn,
-                            "SET SESSION sql_mode = CONCAT_WS(',', "
-                            "NULLIF(@@SESSION.sql_mode, ''), 'STRICT_TRANS_TABLES')",
-                            errstr, errstr_size)) != SK_OK)
-                goto fail;
-        if (db->lock_wait_timeout_s > 0) {
-                snprintf(sql, sizeof(sql), "SET SESSION innodb_lock_wait_timeout = %d",
-                         db->lock_wait_timeout_s);
-                if ((err = raw_exec(conn, sql, errstr, errstr_size)) != SK_OK)
-                        goto fail;
-        }
-        if ((err = raw_exec(conn, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
-                            errstr, errstr_size)) != SK_OK)
-                goto fail;
-
         db->conn = conn;
+        db->node = node;
         db->generation++;
         return SK_OK;
-fail:
-        mysql_close(conn);
-        return err;
+}
+
+/* Before a new transaction: follow the process's writer choice (DESIGN.md 16). Another
+ * node found writable first in the list → reconnect; a connection to a node after the
+ * first one re-checks the nodes before it about once a second and moves to the first
+ * that is writable again (a new generation). A failed re-check keeps the connection. */
+static sk_err_t follow_writer(sk_db_t *db, char *errstr, size_t errstr_size)
+{
+        char why[256];
+        sk_err_t err;
+        MYSQL *conn;
+        int node = 0;
+
+        switch (sk__db_writer_advice(&db->url, db->node)) {
+        case SK__DB_STAY:
+                return SK_OK;
+        case SK__DB_MOVE:
+                return sk_db_reconnect(db, errstr, errstr_size);
+        case SK__DB_PROBE:
+                break;
+        }
+        conn = sk__db_writer_open(&db->url, connect_node, db, db->node, &node, &err, why,
+                                  sizeof(why));
+        if (!conn)
+                return SK_OK;
+        if (session_setup(db, conn, why, sizeof(why)) != SK_OK) {
+                mysql_close(conn);
+                return SK_OK;
+        }
+        mysql_close(db->conn);
+        db->conn = conn;
+        db->node = node;
+        db->generation++;
+        return SK_OK;
 }
 
 sk_db_t *sk_db_connect_io(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
@@ -183,6 +245,12 @@ sk_db_t *sk_db_connect_io(const sk_mysql_url_t *url, int no_database, int lock_w
                 return NULL;
         }
         db->url = *url;
+        /* A one-host URL (or a hand-made one without the list): host/port are the node. */
+        if (db->url.nhosts <= 1) {
+                db->url.nhosts = 1;
+                memcpy(db->url.hosts[0].host, db->url.host, sizeof(db->url.host));
+                db->url.hosts[0].port = db->url.port;
+        }
         db->no_database = no_database ? 1 : 0;
         db->lock_wait_timeout_s = lock_wait_timeout_s;
         db->io_timeout_s = io_timeout_s;
@@ -349,6 +417,12 @@ sk_err_t sk_db_query_i64(sk_db_t *db, const char *sql, int64_t *out, int *is_nul
 
 sk_err_t sk_db_begin(sk_db_t *db, char *errstr, size_t errstr_size)
 {
+        sk_err_t err;
+
+        if ((err = check_conn(db, errstr, errstr_size)) != SK_OK)
+                return err;
+        if ((err = follow_writer(db, errstr, errstr_size)) != SK_OK)
+                return err;
         return sk_db_exec(db, "START TRANSACTION", errstr, errstr_size);
 }
 

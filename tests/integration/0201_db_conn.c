@@ -31,6 +31,8 @@ START_TEST(classify_table)
         ck_assert_int_eq(sk_db_classify(1062), SK_EEXIST);
         ck_assert_int_eq(sk_db_classify(1205), SK_EAGAIN);
         ck_assert_int_eq(sk_db_classify(1615), SK_EAGAIN);
+        ck_assert_int_eq(sk_db_classify(1047), SK_EAGAIN);   /* Galera node not ready (§16) */
+        ck_assert_int_eq(sk_db_classify(1290), SK_EAGAIN);   /* server went read-only */
         ck_assert_int_eq(sk_db_classify(1213), SK_EAGAIN);
         ck_assert_int_eq(sk_db_classify(2006), SK_EAGAIN);
         ck_assert_int_eq(sk_db_classify(2013), SK_EAGAIN);

@@ -86,6 +86,13 @@ START_TEST(ready_health_metrics)
         ck_assert_ptr_nonnull(strstr(body, "\"kafka\":true"));
         ck_assert_ptr_nonnull(strstr(body, "\"redisServer\":true"));
         ck_assert_ptr_nonnull(strstr(body, "\"lease\":true"));
+        /* The DB node of the front's new transactions (DESIGN.md 16): the only one here. */
+        {
+                char want[320];
+                snprintf(want, sizeof(want), "\"dbWriter\":\"%s:%d\"", g_conf.mysql.host,
+                         g_conf.mysql.port);
+                ck_assert_msg(strstr(body, want), "%s not in %s", want, body);
+        }
         /* The masters' replication guard, as CONFIG GET on master 0 says (1 on the
          * local Cluster and Sentinel, 0 on the plain server; DESIGN.md 4b). */
         {

@@ -1,6 +1,7 @@
 /* check_conf.c: defaults < SECKILL_* env < flags; validation errors (status 2, one line
  * naming the source and range); --print-config masking; binary-specific options; URL
  * parsers. stdout/stderr are captured through pipes. */
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -639,6 +640,103 @@ START_TEST(mysql_url_parse)
 }
 END_TEST
 
+/* DESIGN.md 16: several hosts, mysql-galera://, ?password-file=. */
+START_TEST(mysql_url_multi_host)
+{
+        sk_mysql_url_t m;
+        char err[256];
+
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u:p@h1:3311,h2,[::1]:3313/db", &m, err, sizeof(err)), 0);
+        ck_assert_int_eq(m.nhosts, 3);
+        ck_assert_str_eq(m.hosts[0].host, "h1");
+        ck_assert_int_eq(m.hosts[0].port, 3311);
+        ck_assert_str_eq(m.hosts[1].host, "h2");
+        ck_assert_int_eq(m.hosts[1].port, 3306);
+        ck_assert_str_eq(m.hosts[2].host, "::1");
+        ck_assert_int_eq(m.hosts[2].port, 3313);
+        ck_assert_str_eq(m.host, "h1");         /* host/port = the first node */
+        ck_assert_int_eq(m.port, 3311);
+        ck_assert_int_eq(m.galera_only, 0);
+        ck_assert_str_eq(m.password_file, "");
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/d", &m, err, sizeof(err)), 0);
+        ck_assert_int_eq(m.nhosts, 1);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql-galera://u@a:1,b:2/d", &m, err, sizeof(err)), 0);
+        ck_assert_int_eq(m.galera_only, 1);
+        ck_assert_int_eq(m.nhosts, 2);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/d?password-file=/run/s%20x/pw", &m, err, sizeof(err)), 0);
+        ck_assert_str_eq(m.password_file, "/run/s x/pw");
+        ck_assert_str_eq(m.database, "d");
+        ck_assert_str_eq(m.password, "");
+        /* 8 hosts at most; no empty host; no unknown option; one password source. */
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@a,b,c,d,e,f,g,h/d", &m, err, sizeof(err)), 0);
+        ck_assert_int_eq(m.nhosts, 8);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@a,b,c,d,e,f,g,h,i/d", &m, err, sizeof(err)), -1);
+        ck_assert_ptr_nonnull(strstr(err, "more than 8 hosts"));
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@a,,b/d", &m, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@a,/d", &m, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@a:1,b:0/d", &m, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@a/d?password-file=", &m, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@a/d?password-file=/x&password-file=/y", &m, err,
+                                            sizeof(err)), -1);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u:secret1@a/d?password-file=/x", &m, err, sizeof(err)), -1);
+        ck_assert_ptr_nonnull(strstr(err, "give one"));
+        ck_assert_ptr_null(strstr(err, "secret1"));
+        ck_assert_int_eq(sk_mysql_url_parse("mysql-galeraX://u@a/d", &m, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_mysql_url_parse("mysqlx://u@a/d", &m, err, sizeof(err)), -1);
+}
+END_TEST
+
+/* ?password-file=PATH: the password comes from the file (one trailing newline dropped),
+ * and neither it nor the URL shows it in --print-config or an error line. */
+START_TEST(mysql_password_file)
+{
+        static char out[8192];
+        char path[64] = "/tmp/check_conf_pw_XXXXXX", url[160], err[1024];
+        sk_conf_t conf;
+        int fd = mkstemp(path);
+        char *argv[] = { (char *)"x", (char *)"--print-config", (char *)"--mysql-url", url, NULL };
+
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, "fi!e@secret\n", 12), 12);
+        close(fd);
+        snprintf(url, sizeof(url), "mysql://app@db1:3311,db2:3312,db3:3313/shop?password-file=%s", path);
+        ck_assert_int_eq(LOAD(&conf, err, "--mysql-url", url), 0);
+        ck_assert_str_eq(conf.mysql.password, "fi!e@secret");
+        ck_assert_int_eq(conf.mysql.nhosts, 3);
+        ck_assert_int_eq(conf.mysql.hosts[2].port, 3313);
+        ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), NULL, 0, argv, 4), 1);
+        ck_assert_ptr_null(strstr(out, "secret"));
+        ck_assert_ptr_nonnull(strstr(out, "SECKILL_MYSQL_URL="));
+        /* A multi-host URL with a password in it: masked, the hosts readable. */
+        ck_assert_int_eq(LOAD(&conf, err, "--mysql-url", "mysql://app:hunter2@h1:1,h2:99999/db"), 2);
+        ck_assert_ptr_null(strstr(err, "hunter2"));
+        ck_assert_ptr_nonnull(strstr(err, "mysql://app:***@h1:1,h2:99999/db is invalid"));
+        snprintf(url, sizeof(url), "mysql://app:s3cr3tpw@h1:1,h2:2/shop");
+        ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), NULL, 0, argv, 4), 1);
+        ck_assert_ptr_null(strstr(out, "s3cr3tpw"));
+        ck_assert_ptr_nonnull(strstr(out, "SECKILL_MYSQL_URL=mysql://app:***@h1:1,h2:2/shop\n"));
+        /* Empty, too long, missing: one clear line naming the path. */
+        fd = open(path, O_WRONLY | O_TRUNC);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, "\n", 1), 1);
+        close(fd);
+        snprintf(url, sizeof(url), "mysql://app@db1/shop?password-file=%s", path);
+        ck_assert_int_eq(LOAD(&conf, err, "--mysql-url", url), 2);
+        ck_assert_int_eq(count_lines(err), 1);
+        ck_assert_ptr_nonnull(strstr(err, path));
+        ck_assert_ptr_nonnull(strstr(err, "1..127 bytes"));
+        fd = open(path, O_WRONLY | O_TRUNC);
+        for (int i = 0; i < 20; i++)
+                ck_assert_int_eq(write(fd, "0123456789", 10), 10);
+        close(fd);
+        ck_assert_int_eq(LOAD(&conf, err, "--mysql-url", url), 2);
+        ck_assert_ptr_null(strstr(err, "0123456789"));
+        unlink(path);
+        ck_assert_int_eq(LOAD(&conf, err, "--mysql-url", url), 2);
+        ck_assert_ptr_nonnull(strstr(err, "No such file"));
+}
+END_TEST
+
 START_TEST(hostport_and_parse_int)
 {
         char host[64];
@@ -706,6 +804,8 @@ static Suite *conf_suite(void)
         tcase_add_test(tc, redis_url_topologies);
         tcase_add_test(tc, redis_url_conf_errors);
         tcase_add_test(tc, mysql_url_parse);
+        tcase_add_test(tc, mysql_url_multi_host);
+        tcase_add_test(tc, mysql_password_file);
         tcase_add_test(tc, hostport_and_parse_int);
         suite_add_tcase(s, tc);
         return s;

@@ -82,6 +82,15 @@ void sk_conf_defaults(sk_conf_t *conf);
  *  --print-config and in every error line (issue 23, DESIGN.md 15). Pure, thread-safe. */
 int sk_conf_secret_key(const char *k);
 
+/** @brief If @p m names a password-file (?password-file=PATH, DESIGN.md 2 and 16), read the
+ *  password from that file into m->password: its whole content, less one trailing "\n"
+ *  or "\r\n"; 1..127 bytes, no NUL, CR or LF inside. Nothing happens without a
+ *  password-file. sk_conf_load calls it for SECKILL_MYSQL_URL. Blocking file I/O;
+ *  thread-safe on distinct @p m.
+ *  @returns 0, or -1 with a reason in errstr that names the path, never the content
+ *  (unreadable, empty, too long, bad bytes: a permanent configuration error). */
+int sk_mysql_url_read_password_file(sk_mysql_url_t *m, char *errstr, size_t errstr_size);
+
 /** @brief Defaults, then environment, then flags, then validation.
  *  @p prog is the binary name; @p usage_args describes positional arguments
  *  (e.g. "db migrate | voucher ..."), may be NULL. @p extra (may be NULL) lists the

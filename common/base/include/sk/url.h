@@ -34,12 +34,30 @@ typedef struct sk_redis_url {
         sk_redis_seed_t seeds[SK_REDIS_MAX_SEEDS];
 } sk_redis_url_t;
 
-typedef struct sk_mysql_url {   /* mysql://user[:pass]@host:port/database */
-        char user[128];
-        char password[128];
+/* SECKILL_MYSQL_URL (DESIGN.md 2, 16):
+ *   mysql://user[:pass]@h1[:p1][,h2[:p2]...]/database[?password-file=PATH]
+ *   mysql-galera://...   the same, and a server without wsrep is refused
+ * The hosts are tried in order; a connection goes to the first one that answers and is
+ * writable (common/db, sk/db.h). host/port are hosts[0] (the only one of a one-host URL). */
+#define SK_MYSQL_MAX_HOSTS 8
+
+typedef struct sk_mysql_host {
         char host[256];
-        int port;
+        int port;               /* 1..65535, default 3306 */
+} sk_mysql_host_t;
+
+typedef struct sk_mysql_url {
+        char user[128];
+        char password[128];     /* "" = none; from the URL or from password_file */
+        char host[256];         /* hosts[0] */
+        int port;               /* hosts[0] */
         char database[64];      /* [A-Za-z0-9_]+ */
+        int nhosts;             /* 1..SK_MYSQL_MAX_HOSTS */
+        sk_mysql_host_t hosts[SK_MYSQL_MAX_HOSTS];
+        int galera_only;        /* 1 for mysql-galera://: refuse a server without wsrep */
+        char password_file[256]; /* ?password-file=PATH (percent-decoded), "" = none; the
+                                  * parser only records it: sk_mysql_url_read_password_file
+                                  * (sk/conf.h) reads the password */
 } sk_mysql_url_t;
 
 /** @brief Parse a SECKILL_REDIS_URL of any topology (see sk_redis_url_t, DESIGN.md 4b):
@@ -49,7 +67,13 @@ typedef struct sk_mysql_url {   /* mysql://user[:pass]@host:port/database */
  *  percent-decoded. Pure function (no I/O); thread-safe.
  *  @returns 0 with *out filled, or -1 with the reason in errstr (*out untouched). */
 int sk_redis_url_parse(const char *url, sk_redis_url_t *out, char *errstr, size_t errstr_size);
-/** @brief Parse mysql://user[:password]@host[:port]/database. @returns 0 or -1. */
+/** @brief Parse a SECKILL_MYSQL_URL (see sk_mysql_url_t): scheme mysql:// or
+ *  mysql-galera://, 1..SK_MYSQL_MAX_HOSTS comma-separated host[:port] (default port 3306,
+ *  bracketed IPv6 allowed), user and password percent-decoded, database [A-Za-z0-9_]+,
+ *  the one option password-file=PATH (not together with a password in the URL; the file
+ *  is not read here). Pure function (no I/O); thread-safe.
+ *  @returns 0 with *out filled, or -1 with the reason in errstr (*out untouched; the
+ *  reason never holds the password). */
 int sk_mysql_url_parse(const char *url, sk_mysql_url_t *out, char *errstr, size_t errstr_size);
 /** @brief Split "host:port" into @p host (size @p host_size) and *port. @returns 0 or -1. */
 int sk_hostport_parse(const char *s, char *host, size_t host_size, int *port);

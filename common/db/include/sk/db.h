@@ -49,8 +49,17 @@ void sk_db_library_init(void);
 /** @brief Connect to @p url (copied). @p no_database: connect without selecting the
  *  database (for CREATE DATABASE). @p lock_wait_timeout_s: session
  *  innodb_lock_wait_timeout (1..), 0 = server default. Timeouts 5 s connect, 30 s I/O.
- *  @returns owned handle or NULL with the reason; transient errors are not
- *  distinguished here (the caller retries connects with backoff). */
+ *  Writer choice (DESIGN.md 16): the connection goes to the first node of url->hosts
+ *  that answers and is writable (@@read_only = 0; when @@wsrep_on = 1 also
+ *  wsrep_ready = ON and wsrep_local_state = 4, Synced; mysql-galera:// refuses a node
+ *  without wsrep). A process-wide cache per host list remembers the node found and
+ *  walks the list from its first node again about once a second; reconnects choose the
+ *  same way (sk/db_writer.h; sk_db_writer_name names the node). For a one-host URL
+ *  (nhosts 0 or 1) url->host and url->port name the node. Thread-safe (the
+ *  cache has its own lock).
+ *  @returns owned handle or NULL with the reason (one "host:port: why" per node tried
+ *  for a list); transient errors are not distinguished here (the caller retries
+ *  connects with backoff). */
 sk_db_t *sk_db_connect(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
                        char *errstr, size_t errstr_size);
 /** @brief sk_db_connect with read and write timeouts of @p io_timeout_s (>= 1) seconds
@@ -59,7 +68,8 @@ sk_db_t *sk_db_connect(const sk_mysql_url_t *url, int no_database, int lock_wait
 sk_db_t *sk_db_connect_io(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
                           int io_timeout_s, char *errstr, size_t errstr_size);
 /** @brief Close and reopen the same connection (same URL, database choice and session
- *  settings). Session state (an open transaction) is lost.
+ *  settings; the node chosen as by sk_db_connect, so possibly another node of the list).
+ *  Session state (an open transaction) is lost.
  *  @returns SK_OK, or SK_EAGAIN/SK_EDB as classified (the handle is then not connected,
  *  sk_db_connected() is 0, and every other call fails with SK_EAGAIN until a reconnect
  *  succeeds). */
@@ -72,7 +82,8 @@ void sk_db_close(sk_db_t *db);
  *  2002/2003 refused, 1927 killed, 1053 shutdown, 4031 idle disconnect) and their
  *  close relatives (1040 too many connections, 1158-1161 network read/write errors,
  *  2055 lost at system error, 3058 user-lock deadlock, 1615 statement needs re-prepare
- *  (a busy server's table definition cache evicted its table)); SK_EEXIST for 1062 (duplicate
+ *  (a busy server's table definition cache evicted its table), 1047 a Galera node not
+ *  ready (DESIGN.md 16: reconnect to the next node), 1290 the server went read-only); SK_EEXIST for 1062 (duplicate
  *  key); SK_EDB otherwise (not known to be transient). Pure, thread-safe. */
 sk_err_t sk_db_classify(unsigned int errnum);
 /** @brief The classification of the connection's last error. */
@@ -96,7 +107,12 @@ sk_err_t sk_db_query_i64(sk_db_t *db, const char *sql, int64_t *out, int *is_nul
  *  every call on @p db. */
 sk_err_t sk_db_query_row_i64(sk_db_t *db, const char *sql, int64_t *out, int ncols,
                              unsigned *null_mask, char *errstr, size_t errstr_size);
-/** @brief START TRANSACTION / COMMIT / ROLLBACK. Errors as classified (a COMMIT that
+/** @brief START TRANSACTION / COMMIT / ROLLBACK. Before START TRANSACTION, a connection
+ *  of a multi-host URL follows the writer (DESIGN.md 16): when the process's writer is
+ *  another node, or (at most once a second per process) an earlier node of the list is
+ *  writable again, it reconnects there first (sk_db_generation changes: statements
+ *  prepared before sk_db_begin must be checked against it). A failed move is the
+ *  classified connect error (SK_EAGAIN: transient). Errors as classified (a COMMIT that
  *  fails with 2006/2013 has an unknown outcome: the caller re-checks by its idempotency
  *  key). ROLLBACK errors are ignored (the server rolls back on a broken link). */
 sk_err_t sk_db_begin(sk_db_t *db, char *errstr, size_t errstr_size);

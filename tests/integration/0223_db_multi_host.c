@@ -1,0 +1,199 @@
+/* 0223_db_multi_host.c: the writer choice of a multi-host SECKILL_MYSQL_URL (DESIGN.md 16,
+ * sk/db_writer.h) on the shared standalone server (never changed: no read_only here; the
+ * read_only and wsrep skips are 0224, on the local Galera stack). A unique database per
+ * run (sk_test_conf). Checks:
+ *  - a first host that refuses (127.0.0.1:1) is skipped: the connection goes to the
+ *    second, works (a write and a read), and sk_db_writer_name names it;
+ *  - only dead hosts: no connection, one clear line naming every host tried;
+ *  - mysql-galera:// refuses a server without wsrep;
+ *  - a first node that comes back (a socat proxy to the same server, killed then
+ *    restarted) is used again by a connection's next transaction within about a second,
+ *    and by every new connection. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "sk_test.h"
+#include "sk_test_proc.h"
+#include "sk/clock.h"
+#include "sk/db.h"
+#include "sk/db_writer.h"
+
+static sk_conf_t g_conf;
+
+/* g_conf's URL with the hosts @p first (host:port, "127.0.0.1" + port) put before the real
+ * server. */
+static sk_mysql_url_t url_with(const int *dead_ports, int ndead, int keep_real)
+{
+        sk_mysql_url_t u = g_conf.mysql;
+
+        u.nhosts = 0;
+        for (int i = 0; i < ndead; i++) {
+                snprintf(u.hosts[u.nhosts].host, sizeof(u.hosts[0].host), "127.0.0.1");
+                u.hosts[u.nhosts++].port = dead_ports[i];
+        }
+        if (keep_real)
+                u.hosts[u.nhosts++] = g_conf.mysql.hosts[0];
+        memcpy(u.host, u.hosts[0].host, sizeof(u.host));
+        u.port = u.hosts[0].port;
+        return u;
+}
+
+static void real_name(char *buf, size_t size)
+{
+        snprintf(buf, size, "%s:%d", g_conf.mysql.hosts[0].host, g_conf.mysql.hosts[0].port);
+}
+
+START_TEST(first_host_dead)
+{
+        int dead[] = { 1 };
+        sk_mysql_url_t u = url_with(dead, 1, 1);
+        char errstr[1024] = "", name[300], want[300];
+        int64_t v = 0;
+        sk_db_t *db;
+
+        ck_assert_int_eq(u.nhosts, 2);
+        ck_assert_int_eq(sk_db_writer_name(&u, name, sizeof(name)), 0);
+        ck_assert_str_eq(name, "");
+        db = sk_db_connect(&u, 0, 5, errstr, sizeof(errstr));
+        ck_assert_msg(db != NULL, "connect: %s", errstr);
+        real_name(want, sizeof(want));
+        ck_assert_int_eq(sk_db_writer_name(&u, name, sizeof(name)), 1);
+        ck_assert_str_eq(name, want);
+        ck_assert_int_eq(sk_db_exec(db, "CREATE TABLE IF NOT EXISTS t0223 (k INT PRIMARY KEY, v INT)",
+                                    errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_db_begin(db, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_db_exec(db, "REPLACE INTO t0223 VALUES (1, 42)", errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_db_commit(db, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_db_query_i64(db, "SELECT v FROM t0223 WHERE k = 1", &v, NULL, errstr,
+                                         sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(v, 42);
+        /* A reconnect chooses the same way. */
+        ck_assert_int_eq(sk_db_reconnect(db, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_db_query_i64(db, "SELECT v FROM t0223 WHERE k = 1", &v, NULL, errstr,
+                                         sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(v, 42);
+        sk_db_close(db);
+}
+END_TEST
+
+START_TEST(all_hosts_dead)
+{
+        int dead[] = { 1, 2 };
+        sk_mysql_url_t u = url_with(dead, 2, 0);
+        char errstr[1024] = "", name[300];
+
+        snprintf(u.password, sizeof(u.password), "pw0223secret");
+        ck_assert_ptr_null(sk_db_connect(&u, 0, 5, errstr, sizeof(errstr)));
+        ck_assert_msg(strstr(errstr, "no writable node among 2: 127.0.0.1:1: connect: mysql error 200"),
+                      "%s", errstr);
+        ck_assert_msg(strstr(errstr, "; 127.0.0.1:2: connect: mysql error 200"), "%s", errstr);
+        ck_assert_ptr_null(strstr(errstr, "pw0223secret"));
+        ck_assert_int_eq(sk_db_writer_name(&u, name, sizeof(name)), 0);
+}
+END_TEST
+
+START_TEST(galera_scheme_refuses_standalone)
+{
+        char errstr[1024] = "";
+        sk_mysql_url_t u = g_conf.mysql;
+        sk_db_t *db = sk_db_connect(&g_conf.mysql, 0, 5, errstr, sizeof(errstr));
+        int64_t wsrep = 0;
+
+        ck_assert_msg(db != NULL, "connect: %s", errstr);
+        /* @@wsrep_on exists on every MariaDB (OFF without Galera). */
+        ck_assert_int_eq(sk_db_query_i64(db, "SELECT @@GLOBAL.wsrep_on", &wsrep, NULL, errstr,
+                                         sizeof(errstr)), SK_OK);
+        sk_db_close(db);
+        if (wsrep) {
+                fprintf(stderr, "0223: the shared server runs wsrep; mysql-galera:// check skipped\n");
+                return;
+        }
+        u.galera_only = 1;
+        ck_assert_ptr_null(sk_db_connect(&u, 0, 5, errstr, sizeof(errstr)));
+        ck_assert_msg(strstr(errstr, "refused: mysql-galera:// and the server has no wsrep"), "%s", errstr);
+}
+END_TEST
+
+/* The first node leaves and comes back: a socat proxy in front of the same server. */
+START_TEST(first_node_rejoins)
+{
+        int pport = sk_test_free_port();
+        int first[1];
+        sk_mysql_url_t u;
+        char errstr[1024] = "", name[300], proxy_name[64], want[300];
+        sk_db_t *db, *db2;
+        pid_t proxy;
+        int64_t t0, moved_ms = -1;
+
+        first[0] = pport;
+        u = url_with(first, 1, 1);
+        snprintf(proxy_name, sizeof(proxy_name), "127.0.0.1:%d", pport);
+        real_name(want, sizeof(want));
+        proxy = sk_test_proxy_start(pport, g_conf.mysql.hosts[0].port);
+        db = sk_db_connect(&u, 0, 5, errstr, sizeof(errstr));
+        ck_assert_msg(db != NULL, "connect: %s", errstr);
+        ck_assert_int_eq(sk_db_writer_name(&u, name, sizeof(name)), 1);
+        ck_assert_str_eq(name, proxy_name);
+
+        /* The first node dies: the statement fails, the reconnect lands on the second. */
+        kill(-proxy, SIGKILL);
+        (void)sk_test_stop(proxy, 5);
+        ck_assert_int_ne(sk_db_exec(db, "SELECT 1", errstr, sizeof(errstr)), SK_OK);
+        ck_assert_msg(sk_db_reconnect(db, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_int_eq(sk_db_writer_name(&u, name, sizeof(name)), 1);
+        ck_assert_str_eq(name, want);
+        ck_assert_int_eq(sk_db_begin(db, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_db_commit(db, errstr, sizeof(errstr)), SK_OK);
+
+        /* It comes back: within about a second a new transaction goes there again. */
+        proxy = sk_test_proxy_start(pport, g_conf.mysql.hosts[0].port);
+        t0 = sk_mono_ms();
+        while (sk_mono_ms() - t0 < 4000) {
+                ck_assert_msg(sk_db_begin(db, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+                ck_assert_int_eq(sk_db_commit(db, errstr, sizeof(errstr)), SK_OK);
+                sk_db_writer_name(&u, name, sizeof(name));
+                if (strcmp(name, proxy_name) == 0) {
+                        moved_ms = sk_mono_ms() - t0;
+                        break;
+                }
+                usleep(50 * 1000);
+        }
+        ck_assert_msg(moved_ms >= 0 && moved_ms <= 2000, "moved back after %lld ms",
+                      (long long)moved_ms);
+        db2 = sk_db_connect(&u, 0, 5, errstr, sizeof(errstr));
+        ck_assert_msg(db2 != NULL, "connect: %s", errstr);
+        /* Both connections now go through the proxy: killing it breaks both. */
+        kill(-proxy, SIGKILL);
+        (void)sk_test_stop(proxy, 5);
+        ck_assert_int_ne(sk_db_exec(db, "SELECT 1", errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_ne(sk_db_exec(db2, "SELECT 1", errstr, sizeof(errstr)), SK_OK);
+        sk_db_close(db2);
+        sk_db_close(db);
+}
+END_TEST
+
+static void setup(void)
+{
+        sk_test_migrate(&g_conf);
+}
+
+int main(void)
+{
+        Suite *s = suite_create("db_multi_host");
+        TCase *tc = tcase_create("db_multi_host");
+        int rc;
+
+        sk_db_library_init();
+        sk_test_conf(&g_conf, "db_multi");
+        tcase_add_unchecked_fixture(tc, setup, NULL);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, first_host_dead);
+        tcase_add_test(tc, all_hosts_dead);
+        tcase_add_test(tc, galera_scheme_refuses_standalone);
+        tcase_add_test(tc, first_node_rejoins);
+        suite_add_tcase(s, tc);
+        rc = sk_test_run(s);
+        sk_test_cleanup(&g_conf);
+        return rc;
+}
