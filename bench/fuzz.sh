@@ -2,7 +2,7 @@
 # bench/fuzz.sh: build and run the libFuzzer harnesses of tests/fuzz/.
 #
 #   bench/fuzz.sh [SECONDS] [TARGET...]      SECONDS per target (default 60);
-#                                            TARGET: id_parse msg_parse front_http conf_parse jwt
+#                                            TARGET: id_parse msg_parse front_http conf_parse jwt paysig
 #                                            (default all)
 #
 # Builds with clang -fsanitize=fuzzer,address,undefined into build-fuzz/ (env
@@ -22,10 +22,10 @@ set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${SK_FUZZ_BUILD:-$REPO/build-fuzz}
 SECS=${1:-60}
-[[ $SECS =~ ^[0-9]+$ && $SECS -ge 1 ]] || { echo "usage: bench/fuzz.sh [SECONDS] [id_parse|msg_parse|front_http|conf_parse|jwt...]" >&2; exit 2; }
+[[ $SECS =~ ^[0-9]+$ && $SECS -ge 1 ]] || { echo "usage: bench/fuzz.sh [SECONDS] [id_parse|msg_parse|front_http|conf_parse|jwt|paysig...]" >&2; exit 2; }
 shift || true
 TARGETS=("$@")
-[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(id_parse msg_parse front_http conf_parse jwt)
+[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(id_parse msg_parse front_http conf_parse jwt paysig)
 CC=${SK_FUZZ_CC:-clang}
 command -v "$CC" >/dev/null 2>&1 || { echo "fuzz: $CC not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 

@@ -10,7 +10,9 @@
  * What it does not do: log, wait beyond the caller's wait_ms, or fence writes made after
  * the ttl ran out (sk/dblock.h: the ttl is chosen far above one write chunk). */
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 
 #include "sk/clock.h"
 #include "sk/dblock.h"
+#include "sk/log.h"
 
 #define TRANSIENT_TRIES 4       /* attempts of one statement on 1213/1205 */
 #define TRANSIENT_SLEEP_MS 20   /* x attempt number */
@@ -44,10 +47,22 @@ static const char CREATE_SQL[] =
         " taken_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)"
         ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci";
 
+/* This host's name as a holder writes it (65 bytes). */
+static void holder_host(char host[65])
+{
+        snprintf(host, 65, "unknown");
+        (void)gethostname(host, 64);
+        host[64] = '\0';
+        for (char *p = host; *p; p++) {
+                if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+                        *p = '_';   /* plain characters: the holder may be spliced into SQL */
+        }
+}
+
 void sk_dblock_make_holder(char *out, size_t size)
 {
         static _Atomic int64_t last_start_ms;
-        char host[65] = "unknown";
+        char host[65];
         int64_t start_ms = sk_now_ms(), prev = atomic_load(&last_start_ms);
 
         do {
@@ -55,13 +70,33 @@ void sk_dblock_make_holder(char *out, size_t size)
                         start_ms = prev + 1;
         } while (!atomic_compare_exchange_weak(&last_start_ms, &prev, start_ms));
 
-        (void)gethostname(host, sizeof(host) - 1);
-        host[sizeof(host) - 1] = '\0';
-        for (char *p = host; *p; p++) {
-                if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
-                        *p = '_';   /* plain characters: the holder may be spliced into SQL */
-        }
+        holder_host(host);
         snprintf(out, size, "%s:%ld:%" PRId64, host, (long)getpid(), start_ms);
+}
+
+/* 1 if holder @p who ("host:pid:start-ms") names a process of THIS host that no longer
+ * exists (kill(pid, 0) fails with ESRCH): a crashed run (SIGKILL, OOM) whose row would
+ * otherwise block every next run until its ttl (a reconciler killed mid-pass blocked
+ * the next passes for 60 s, each exiting 0 as "already running"). Another host's holder,
+ * a live pid, or an unparseable holder: 0 (wait for the ttl). Assumes one PID namespace
+ * per host name, as for systemd services and cron on one machine. */
+static int holder_dead_here(const char *who)
+{
+        char host[65];
+        const char *c1 = strchr(who, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        char *end = NULL;
+        long pid;
+
+        if (!c1 || !c2)
+                return 0;
+        holder_host(host);
+        if ((size_t)(c1 - who) != strlen(host) || strncmp(who, host, (size_t)(c1 - who)) != 0)
+                return 0;
+        errno = 0;
+        pid = strtol(c1 + 1, &end, 10);
+        if (errno || end != c2 || pid <= 1 || pid == (long)getpid())
+                return 0;
+        return kill((pid_t)pid, 0) == -1 && errno == ESRCH;
 }
 
 void sk_dblock_fit_name(const char *name, char *out, size_t out_size)
@@ -203,7 +238,7 @@ sk_dblock_t *sk_dblock_open(const sk_mysql_url_t *url, const char *name, int ttl
 /* One try. *got = 1 when the row is ours now. */
 static sk_err_t take_once(sk_dblock_t *lk, int *got, char *errstr, size_t errstr_size)
 {
-        char sql[384];
+        char sql[768];
         int64_t changed = 0;
         sk_err_t err;
 
@@ -227,6 +262,29 @@ static sk_err_t take_once(sk_dblock_t *lk, int *got, char *errstr, size_t errstr
         if (err != SK_OK && lost_link(lk->db))
                 return resolve(lk, got, errstr, errstr_size);
         *got = err == SK_OK && changed == 1;
+        if (err == SK_OK && !*got) {
+                /* Held live by someone else: a process of this host that died is taken
+                 * over at once, by a compare-and-set on its holder string. */
+                char who[SK_DBLOCK_HOLDER_MAX + 1] = "", wlit[2 * SK_DBLOCK_HOLDER_MAX + 3];
+                int ours = 0, live = 0;
+                int64_t left = 0;
+
+                if (read_row(lk, &ours, &live, &left, who, sizeof(who), NULL, 0) == SK_OK &&
+                    live && !ours && who[0] && holder_dead_here(who) &&
+                    sk_db_quote(lk->db, who, wlit, sizeof(wlit))) {
+                        snprintf(sql, sizeof(sql),
+                                 "UPDATE tb_lock SET holder = ?, until = NOW(3) + INTERVAL %lld "
+                                 "MICROSECOND, seq = seq + 1, taken_at = NOW(3) WHERE name = ? AND "
+                                 "holder = %s", (long long)lk->ttl_ms * 1000, wlit);
+                        err = exec_lock(lk, sql, "hn", &changed, errstr, errstr_size);
+                        if (err != SK_OK && lost_link(lk->db))
+                                return resolve(lk, got, errstr, errstr_size);
+                        *got = err == SK_OK && changed == 1;
+                        if (*got)
+                                SK_LOG(SK_WARN, "dblock_taken_from_dead_holder", "name=%s dead=%s",
+                                       lk->name, who);
+                }
+        }
         return err;
 }
 

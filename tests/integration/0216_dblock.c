@@ -9,10 +9,15 @@
  *   - "nobody holds the lock" = no row with until >= NOW(3) (sk_dblock_live);
  *   - a check whose connection was killed (unknown outcome of the renewal) reconnects,
  *     reads the row, finds it still ours and renews it;
- *   - two lock objects of one process have different holders and exclude each other.
+ *   - two lock objects of one process have different holders and exclude each other;
+ *   - a live row whose holder is a dead process of this host (a run killed with SIGKILL)
+ *     is taken at once, not after its ttl; one of another host, or of a live process of
+ *     this host, is not.
  * With GET_LOCK (the old sk_db_lock) the expired-row cases could not exist, and a lock
  * held on one Galera node was invisible on another: these cases are the row protocol. */
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "sk_test.h"
 
 static sk_dblock_t *open_lock(const char *name, int ttl_ms)
@@ -116,6 +121,41 @@ START_TEST(expired_row_is_taken_and_the_old_holder_stops)
 }
 END_TEST
 
+START_TEST(dead_holder_of_this_host_is_taken_over)
+{
+        char errstr[512] = "", holder[240], host[160], sql[640];
+        sk_dblock_t *a = open_lock("seckill:test:dead", 30000);
+        pid_t dead = fork();
+        int st;
+
+        if (dead == 0)
+                _exit(0);
+        ck_assert_int_gt(dead, 0);
+        ck_assert_int_eq(waitpid(dead, &st, 0), dead);  /* reaped: the pid names nobody */
+        /* This host's name as a holder writes it: a's holder up to its first ':'. */
+        snprintf(host, sizeof(host), "%s", sk_dblock_holder(a));
+        *strchr(host, ':') = '\0';
+        /* Another host's holder, live for 60 s: busy (its process cannot be checked). */
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_lock (name, holder, until, seq) VALUES "
+                 "('seckill:test:dead', 'elsewhere-%s:%d:1', NOW(3) + INTERVAL 60 SECOND, 1) "
+                 "ON DUPLICATE KEY UPDATE holder = VALUES(holder), until = VALUES(until)", host, (int)dead);
+        sk_test_exec("%s", sql);
+        ck_assert_int_eq(sk_dblock_take(a, 0, errstr, sizeof(errstr)), SK_EAGAIN);
+        /* A live process of this host (our parent): busy. */
+        snprintf(sql, sizeof(sql), "UPDATE tb_lock SET holder = '%s:%d:1' WHERE name = 'seckill:test:dead'",
+                 host, (int)getppid());
+        sk_test_exec("%s", sql);
+        ck_assert_int_eq(sk_dblock_take(a, 0, errstr, sizeof(errstr)), SK_EAGAIN);
+        /* The dead process of this host: taken at once, and the row names a. */
+        snprintf(holder, sizeof(holder), "%s:%d:1", host, (int)dead);
+        snprintf(sql, sizeof(sql), "UPDATE tb_lock SET holder = '%s' WHERE name = 'seckill:test:dead'", holder);
+        sk_test_exec("%s", sql);
+        ck_assert_msg(sk_dblock_take(a, 0, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_int_eq(sk_dblock_check(a, errstr, sizeof(errstr)), SK_OK);
+        sk_dblock_close(a);
+}
+END_TEST
+
 START_TEST(killed_connection_is_resolved_by_reading_the_row)
 {
         char errstr[512] = "";
@@ -165,6 +205,7 @@ int main(void)
         tcase_add_test(tc, take_waits_for_a_release);
         tcase_add_test(tc, expired_row_is_taken_and_the_old_holder_stops);
         tcase_add_test(tc, killed_connection_is_resolved_by_reading_the_row);
+        tcase_add_test(tc, dead_holder_of_this_host_is_taken_over);
         suite_add_tcase(s, tc);
         rc = sk_test_run(s);
         sk_test_fix_teardown();
