@@ -39,16 +39,18 @@
 #include "sk/redis.h"
 #include "sk/signals.h"
 
-#define RUN_LOCK_TTL_MS 60000  /* renewed before every write; a dead run's row ends after it */
+#define RUN_LOCK_TTL_MS 60000  /* checked before every write, renewed past half of it; a dead
+                                * run's row ends after it (or at once on this host) */
 
 static volatile sig_atomic_t g_stop; /* 0 run, 1 stop between batches, 2 second signal */
 
-/* The run lock's row still names this run (re-checked and renewed before every write). */
+/* The run lock's row still names this run (re-checked before every write; renewed once
+ * less than half its ttl is left: sk_dblock_recheck). */
 static int lock_alive(void *arg)
 {
         char errstr[256];
 
-        if (sk_dblock_check(arg, errstr, sizeof(errstr)) != SK_OK) {
+        if (sk_dblock_recheck(arg, errstr, sizeof(errstr)) != SK_OK) {
                 SK_LOG(SK_ERROR, "lock_lost", "err=\"%s\"", errstr);
                 return 0;
         }

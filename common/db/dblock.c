@@ -364,6 +364,18 @@ sk_err_t sk_dblock_check(sk_dblock_t *lk, char *errstr, size_t errstr_size)
         return SK_EAGAIN;
 }
 
+sk_err_t sk_dblock_recheck(sk_dblock_t *lk, char *errstr, size_t errstr_size)
+{
+        int ours = 0, live = 0;
+        int64_t left = 0;
+
+        if (lk && lk->held &&
+            read_row(lk, &ours, &live, &left, NULL, 0, NULL, 0) == SK_OK && ours && live &&
+            left > lk->ttl_ms / 2)
+                return SK_OK;
+        return sk_dblock_check(lk, errstr, errstr_size);
+}
+
 void sk_dblock_release(sk_dblock_t *lk)
 {
         int64_t changed = 0;

@@ -76,6 +76,13 @@ sk_err_t sk_dblock_take(sk_dblock_t *lk, int wait_ms, char *errstr, size_t errst
  *  the caller must not write now. Also SK_ENOTFOUND when the lock was never taken. */
 sk_err_t sk_dblock_check(sk_dblock_t *lk, char *errstr, size_t errstr_size);
 
+/** @brief sk_dblock_check for a caller that checks before every one of many writes (the
+ *  reconciler): while the row names us, is live and has more than half its ttl left, a
+ *  read (SELECT, no write, no fsync) answers SK_OK; otherwise the row is renewed as by
+ *  sk_dblock_check. Same returns and errors. A renewal is one autocommit write: 50,000
+ *  writes with a renewal before each doubled a pass's commits. */
+sk_err_t sk_dblock_recheck(sk_dblock_t *lk, char *errstr, size_t errstr_size);
+
 /** @brief Release the row if it is still ours (until set 1 ms in the past; holder kept).
  *  Errors ignored: the row then ends by itself at until. NULL or not held: no-op. */
 void sk_dblock_release(sk_dblock_t *lk);
