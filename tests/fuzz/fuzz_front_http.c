@@ -43,6 +43,7 @@
 #include "kprod.h"
 #include "lookup.h"
 #include "metrics.h"
+#include "payment.h"
 #include "req.h"
 #include "rollback.h"
 #include "sk/dswitch.h"
@@ -111,6 +112,15 @@ int fr_dbonly_submit(fr_req_t *req, int64_t epoch)
         (void)epoch;
         fr_deduct_submit(req);
         return 0;
+}
+
+/* No payment keys file: the callback route answers 404 (payment.c is fuzzed by
+ * fuzz_paysig and not linked here). */
+int fr_payment_enabled(void) { return 0; }
+void fr_payment_route(fr_req_t *req, struct MHD_Connection *conn)
+{
+        (void)conn;
+        fr_answer(req, 404, strdup("{\"code\":10001,\"message\":\"not found\"}"), 0);
 }
 
 int fr_kprod_usable(void) { return 1; }
