@@ -112,7 +112,13 @@ static void *restock_thread(void *arg)
 {
         restock_t *rs = arg;
         char sql[256];
-        sk_db_t *db = sk_db_connect(&sk_test_fx.conf.mysql, 0, 20, rs->errstr, sizeof(rs->errstr));
+        sk_db_t *db;
+
+        /* Into the follower's 1.5 s sleep (after its stock-row write and read): started
+         * at once, on a loaded host the restock sometimes committed before the follower
+         * even reached the row (cluster pass: clamp_to 4, nothing to clamp). */
+        sk_sleep_ms(500, NULL);
+        db = sk_db_connect(&sk_test_fx.conf.mysql, 0, 20, rs->errstr, sizeof(rs->errstr));
 
         if (!db) {
                 rs->err = SK_EAGAIN;
