@@ -20,52 +20,27 @@
 int sk_test_http(int port, const char *method, const char *path, const char *user,
                  const char *extra, char *body, size_t body_cap)
 {
+        size_t req_cap = strlen(method) + strlen(path) + (user ? strlen(user) : 0) +
+                         (extra ? strlen(extra) : 0) + 256;
+        char *req = malloc(req_cap), *resp = malloc(SK_TEST_BODY_MAX), *sep;
+        int n, status = -1;
+
         /* DESIGN.md 15: /healthz, /readyz and /metrics live on the front's operations
          * listener; a test names the front by its API port. */
         if (!strcmp(path, "/healthz") || !strcmp(path, "/readyz") || !strcmp(path, "/metrics"))
                 port = sk_test_ops_port(port);
-        struct sockaddr_in sin;
-        struct timeval tv = { 30, 0 };
-        size_t req_cap = strlen(method) + strlen(path) + (user ? strlen(user) : 0) +
-                         (extra ? strlen(extra) : 0) + 256;
-        char *req = malloc(req_cap), *buf = malloc(SK_TEST_BODY_MAX), *sep;
-        size_t got = 0;
-        int fd = -1, n, status = -1;
-
         if (body && body_cap)
                 body[0] = '\0';
-        if (!buf || !req || (fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
-                goto done;
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        memset(&sin, 0, sizeof(sin));
-        sin.sin_family = AF_INET;
-        sin.sin_port = htons((uint16_t)port);
-        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0)
-                goto done;
-        n = snprintf(req, req_cap, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-                     "%s%s%s%s\r\n", method, path, user ? "X-User-Id: " : "", user ? user : "",
-                     user ? "\r\n" : "", extra ? extra : "");
-        if (write(fd, req, (size_t)n) != n)
-                goto done;
-        while (got + 1 < SK_TEST_BODY_MAX) {
-                ssize_t r = read(fd, buf + got, SK_TEST_BODY_MAX - 1 - got);
-
-                if (r <= 0)
-                        break;
-                got += (size_t)r;
+        if (req && resp) {
+                n = snprintf(req, req_cap, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                             "%s%s%s%s\r\n", method, path, user ? "X-User-Id: " : "", user ? user : "",
+                             user ? "\r\n" : "", extra ? extra : "");
+                status = sk_test_http_raw(port, req, (size_t)n, resp, SK_TEST_BODY_MAX);
+                if (body && status >= 0 && (sep = strstr(resp, "\r\n\r\n")) != NULL)
+                        snprintf(body, body_cap, "%s", sep + 4);
         }
-        buf[got] = '\0';
-        if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
-                status = -1;
-        if (body && (sep = strstr(buf, "\r\n\r\n")) != NULL)
-                snprintf(body, body_cap, "%s", sep + 4);
-done:
-        if (fd >= 0)
-                close(fd);
-        free(buf);
         free(req);
+        free(resp);
         return status;
 }
 
