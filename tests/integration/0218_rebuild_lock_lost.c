@@ -6,7 +6,9 @@
  * "voucher lock lost"; the scratch users hash holds the first chunk only (1,000 fields:
  * no chunk after the loss); the live stock key was not written; meta keeps the pause
  * (status 4: the new holder owns it now, the loser does not unpause). With the GET_LOCK
- * of before, nothing re-checked the lock: all three chunks and the stock were written. */
+ * of before, nothing re-checked the lock: all three chunks and the stock were written.
+ * The intruder waits for the first chunk to show in the scratch hash, so the test does not
+ * depend on how fast the loaded host gets there. */
 #include <pthread.h>
 #include "sk_test.h"
 #include "sk/failpoint.h"
@@ -16,15 +18,29 @@
 
 static char g_lock[256];
 
-/* During the failpoint's sleep: another holder has the row. */
+/* The scratch users hash's length, -1 without a reply (no ck_assert off the test's thread). */
+static long long scratch_len(const char *tmp)
+{
+        redisReply *reply = sk_test_cmd(sk_test_fx.r, "HLEN %s", tmp);
+        long long n = reply && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
+
+        if (reply)
+                freeReplyObject(reply);
+        return n;
+}
+
+/* During the failpoint's sleep: another holder has the row. It waits for the first chunk to
+ * be in the scratch hash (the rebuild is then inside the 2.5 s sleep), not for a fixed time:
+ * a fixed 1 s took the row over before the first chunk on the loaded cluster pass. */
 static void *take_over(void *arg)
 {
         char errstr[256];
         sk_db_t *db = sk_db_connect(&sk_test_fx.conf.mysql, 0, 5, errstr, sizeof(errstr));
         char sql[512];
+        int64_t deadline = sk_mono_ms() + 60000;
 
-        (void)arg;
-        sk_sleep_ms(1000, NULL);
+        while (scratch_len(arg) < 1000 && sk_mono_ms() < deadline)
+                sk_sleep_ms(20, NULL);
         if (!db)
                 return NULL;
         snprintf(sql, sizeof(sql), "UPDATE tb_lock SET holder = 'intruder:1:1', until = NOW(3) + "
@@ -55,7 +71,7 @@ START_TEST(lost_lock_stops_before_the_next_chunk)
 
         ck_assert_int_eq(sk_failpoint_setup("rebuild.between_chunks=1*sleep(2500)", errstr,
                                             sizeof(errstr)), 0);
-        ck_assert_int_eq(pthread_create(&th, NULL, take_over, NULL), 0);
+        ck_assert_int_eq(pthread_create(&th, NULL, take_over, tmp), 0);
         err = sk_rebuild_voucher(&sk_test_fx.conf, vid, 5000, &rep, errstr, sizeof(errstr));
         pthread_join(th, NULL);
         ck_assert_int_eq(sk_failpoint_setup(NULL, errstr + 256, 256), 0);
