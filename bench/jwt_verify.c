@@ -3,7 +3,11 @@
  * the call the HTTP threads make. N distinct RS256 tokens (one key, 2048 bits) are
  * signed first (not timed), then each is verified once (first seen: SHA-256, cache
  * miss, header, RSA verify, claims, cache insert), then all again (cached). Also ES256
- * and HS256 first-seen. Prints microseconds per token; asserts nothing.
+ * and HS256 first-seen. Baseline, measured in the same run: the naive verifier of an RS256
+ * token, which is what Debian's libjwt 1.10.2 does per call (DESIGN.md 15): parse the public
+ * key's PEM, base64url-decode the signature, EVP verify over "header.payload", no claims, no
+ * cache. Last fields: ratio_first = rs256_first / baseline, ratio_cached = rs256_cached /
+ * baseline. Prints microseconds per token; asserts nothing.
  *   bench/jwt_verify [N]        (default 2000) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
+#include "sk/b64url.h"
 #include "sk/jwt_auth.h"
 #include "sk_test_jwt.h"
 
@@ -39,6 +47,36 @@ static double run(sk_jwt_auth_t *auth, char **toks, int n, int64_t at_s)
         return (now_us() - t0) / n;
 }
 
+/* The baseline: RS256 by a verifier that re-parses @p pem for every token. @returns us per
+ * token, or -1 when a token does not verify. */
+static double run_pem_each(const char *pem, char **toks, int n)
+{
+        unsigned char sig[512];
+        double t0 = now_us();
+        int i;
+
+        for (i = 0; i < n; i++) {
+                const char *dot = strrchr(toks[i], '.');
+                BIO *bio = BIO_new_mem_buf(pem, -1);
+                EVP_PKEY *key = bio ? PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL) : NULL;
+                EVP_MD_CTX *md = EVP_MD_CTX_new();
+                long siglen = dot ? sk_b64url_decode(dot + 1, strlen(dot + 1), sig, sizeof(sig)) : -1;
+                int ok = key && md && siglen > 0 &&
+                         EVP_DigestVerifyInit(md, NULL, EVP_sha256(), NULL, key) == 1 &&
+                         EVP_DigestVerify(md, sig, (size_t)siglen, (const unsigned char *)toks[i],
+                                          (size_t)(dot - toks[i])) == 1;
+
+                EVP_MD_CTX_free(md);
+                EVP_PKEY_free(key);
+                BIO_free(bio);
+                if (!ok) {
+                        fprintf(stderr, "jwt_verify: baseline refused token %d\n", i);
+                        return -1;
+                }
+        }
+        return (now_us() - t0) / n;
+}
+
 static char **mint(sk_test_jwk_t *k, int n, int64_t now_s)
 {
         char **toks = calloc((size_t)n, sizeof(*toks));
@@ -52,13 +90,15 @@ static char **mint(sk_test_jwk_t *k, int n, int64_t now_s)
 
 int main(int argc, char **argv)
 {
-        int n = argc > 1 ? atoi(argv[1]) : 2000, i;
+        long n_arg = argc > 1 ? strtol(argv[1], NULL, 10) : 2000;
+        int n = n_arg > 0 && n_arg <= 1000000 ? (int)n_arg : 0, i;
         sk_test_jwk_t *keys[3] = { sk_test_jwk_new(SK_JWT_RS256, "rs1", 2048),
                                    sk_test_jwk_new(SK_JWT_ES256, "es1", 0),
                                    sk_test_jwk_new(SK_JWT_HS256, "hs1", 0) };
         char path[] = "/tmp/jwt_verify_XXXXXX", errstr[512], *json;
         int64_t now_s = (int64_t)time(NULL);
-        char **rs, **es, **hs;
+        char **rs, **es, **hs, *pem;
+        double first, cached, base;
         sk_jwt_auth_t *auth;
         int fd;
 
@@ -81,10 +121,19 @@ int main(int argc, char **argv)
         rs = mint(keys[0], n, now_s);
         es = mint(keys[1], n, now_s);
         hs = mint(keys[2], n, now_s);
-        printf("tokens=%d rs256_first_us=%.2f", n, run(auth, rs, n, now_s));
-        printf(" rs256_cached_us=%.2f", run(auth, rs, n, now_s));
+        if (!(pem = sk_test_jwk_public_pem(keys[0]))) {
+                fprintf(stderr, "jwt_verify: no public PEM\n");
+                return 1;
+        }
+        first = run(auth, rs, n, now_s);
+        cached = run(auth, rs, n, now_s);
+        printf("tokens=%d rs256_first_us=%.2f rs256_cached_us=%.2f", n, first, cached);
         printf(" es256_first_us=%.2f", run(auth, es, n, now_s));
-        printf(" hs256_first_us=%.2f budget_first_us=30 budget_cached_us=2\n", run(auth, hs, n, now_s));
+        printf(" hs256_first_us=%.2f budget_first_us=30 budget_cached_us=2", run(auth, hs, n, now_s));
+        base = run_pem_each(pem, rs, n);
+        printf(" baseline_pem_each_us=%.2f ratio_first=%.3f ratio_cached=%.4f\n", base,
+               base > 0 ? first / base : -1.0, base > 0 ? cached / base : -1.0);
+        free(pem);
         for (i = 0; i < n; i++) {
                 free(rs[i]);
                 free(es[i]);
