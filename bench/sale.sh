@@ -4,13 +4,17 @@
 #   1. the sale: one voucher with stock BENCH_STOCK (1,000), BENCH_BUYERS (100,000)
 #      distinct buyers over BENCH_CONNS (256) connections for BENCH_SECONDS (10) with
 #      wrk (bench/sale.lua); almost every request comes after the sell-out, as in a
-#      real sale. Prints front req/s and p50/p99.
+#      real sale. Prints front req/s and p50/p99. BENCH_AUTH (both) runs it twice, on
+#      two vouchers: `header` (SECKILL_AUTH=trusted-header, X-User-Id from loopback) and
+#      `jwt` (SECKILL_AUTH=jwt: one RS256 token per buyer, minted before the clock starts
+#      with build/tests/sk-mint-jwt, sent as `Authorization: Bearer`; DESIGN.md 15);
+#      `header` or `jwt` runs one. Each run's lines and ratios carry its name.
 #   2. raw Redis: EVALSHA of deduct.lua (as embedded; build/bench/evalsha_load) on a SOLD-OUT
 #      voucher, random users: what each post-sell-out purchase costs Redis today.
 #      ratio_redis = front / raw EVALSHA.
 #   3. the HTTP layer: bench/const409 (build/bench/const409, libmicrohttpd set up like the
 #      front, same HTTP threads) answering every request with the front's fixed 409;
-#      same wrk script. Last line: ratio = front / constant.
+#      same wrk script (X-User-Id requests). Last lines: <run>_ratio = front / constant.
 # At the end: zero oversell and zero undersell, from the front's own counters and Redis:
 # 202 answers (seckill_front_requests_total{code="202"}) = stock, Redis stock = 0 and
 # the users hash holds exactly stock buyers; otherwise it says FAIL and exits 1.
@@ -28,7 +32,8 @@
 # Env: SK_BIN (build/bin), SK_BENCH_BIN (build/bench), BENCH_SECONDS (10), BENCH_CONNS
 #      (256), BENCH_THREADS (2), BENCH_STOCK (1000), BENCH_BUYERS (100000), BENCH_BUCKETS (4),
 #      SECKILL_HTTP_THREADS (2, also the constant server's), SECKILL_* as for the front.
-#      BENCH_METRICS_OUT (a file: the front's /metrics after the sale, e.g. its
+#      BENCH_AUTH (both | header | jwt), SK_MINT (build/tests/sk-mint-jwt),
+#      BENCH_METRICS_OUT (a file prefix: FILE.<run> gets the front's /metrics after the sale, e.g. its
 #      seckill_front_purchase_seconds histogram of the requests that reached Redis).
 #      Redis at 127.0.0.1:6379 (redis-cli, redis-benchmark). Figures only, never asserted
 #      (DESIGN.md: speed is not a test); record runs in bench/README.md.
@@ -44,8 +49,11 @@ stock=${BENCH_STOCK:-1000}
 buyers=${BENCH_BUYERS:-100000}
 buckets=${BENCH_BUCKETS:-4}
 http_threads=${SECKILL_HTTP_THREADS:-2}
+auth=${BENCH_AUTH:-both}
+SK_MINT=${SK_MINT:-$here/../build/tests/sk-mint-jwt}
 bench_require bench/sale.sh wrk redis-benchmark redis-cli curl python3
 [ -x "$SK_BIN/seckill-front" ] || { echo "bench/sale.sh: no $SK_BIN/seckill-front" >&2; exit 2; }
+[ "$auth" = header ] || [ -x "$SK_MINT" ] || { echo "bench/sale.sh: no $SK_MINT (cmake --build build)" >&2; exit 2; }
 [ -x "$SK_BENCH_BIN/const409" ] || { echo "bench/sale.sh: no $SK_BENCH_BIN/const409 (cmake --build build)" >&2; exit 2; }
 
 run=bsale_$$_$RANDOM
@@ -58,6 +66,7 @@ cport=$(freeport)
 rc="redis-cli -h 127.0.0.1 -p 6379"
 vf=$((RANDOM * 1000 + 21))       # the sale's voucher
 vr=$((vf + 1))                   # the raw EVALSHA load's sold-out voucher
+vj=$((vf + 2))                   # the JWT sale's voucher
 now_ms=$(( $(date +%s) * 1000 ))
 extra=$(( (48 + 24) * 3600 * 1000 ))
 seed() { bench_seed "$rc" "$prefix" "$1" "$2" "$now_ms" "$3"; }  # seed ID STOCK N
@@ -78,46 +87,82 @@ cleanup() {
   $rc --scan --pattern "$prefix:*" | xargs -r -n 100 $rc del >/dev/null || true
   mysql -uroot -h127.0.0.1 -P3306 -e "DROP DATABASE IF EXISTS \`$db\`" >/dev/null 2>&1 || true
   rm -f "/tmp/$run.front.log"
+  rm -rf /tmp/$run.keys.*
 }
 trap cleanup EXIT
 "$SK_BIN/seckill-admin" db migrate >/dev/null || { echo "bench/sale.sh: db migrate failed" >&2; exit 1; }
 seed $vf "$stock" "$buckets"
 seed $vr 0 1
+seed $vj "$stock" "$buckets"
 echo "machine: $(uptime | sed 's/.*load/load/') cores=$(nproc)"
 echo "sale: stock=$stock buyers=$buyers conns=$conns wrk_threads=$threads seconds=$secs http_threads=$http_threads buckets=$buckets"
 
-# ---- 1. the sale
-SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_OPS_ADDR=127.0.0.1:$oport SECKILL_REDIS_PREFIX=$prefix SECKILL_TOPIC=$topic \
-  SECKILL_TOPIC_PARTITIONS=${SECKILL_TOPIC_PARTITIONS:-6} SECKILL_LOG_LEVEL=warn \
-  SECKILL_HTTP_THREADS=$http_threads SECKILL_WORKER_LEASE_MS=${SECKILL_WORKER_LEASE_MS:-6000} \
-  "$SK_BIN/seckill-front" 2>"/tmp/$run.front.log" &
-fpid=$!
-for _ in $(seq 1 300); do
-  curl -sf "http://127.0.0.1:$oport/readyz" >/dev/null 2>&1 && break
-  sleep 0.2
-done
-curl -sf "http://127.0.0.1:$oport/readyz" >/dev/null || { echo "front not ready" >&2; cat "/tmp/$run.front.log" >&2; exit 1; }
-wrk_run() {  # wrk_run URL USER_BASE: prints sale.lua's lines
-  BENCH_VOUCHER=$vf BENCH_USER_BASE=$2 BENCH_BUYERS=$buyers BENCH_THREADS=$threads \
+# ---- 1. the sale: sale_run LABEL VOUCHER [VAR=VALUE...] (the front's extra environment)
+# sets <LABEL>_rate, <LABEL>_admitted, <LABEL>_left, <LABEL>_holders.
+sale_run() {
+  local label=$1 v=$2 fout metrics admitted left holders causes rss_kb
+  shift 2
+  env "$@" SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_OPS_ADDR=127.0.0.1:$oport SECKILL_REDIS_PREFIX=$prefix \
+    SECKILL_TOPIC=$topic SECKILL_TOPIC_PARTITIONS=${SECKILL_TOPIC_PARTITIONS:-6} SECKILL_LOG_LEVEL=warn \
+    SECKILL_HTTP_THREADS=$http_threads SECKILL_WORKER_LEASE_MS=${SECKILL_WORKER_LEASE_MS:-6000} \
+    "$SK_BIN/seckill-front" 2>"/tmp/$run.front.log" &
+  fpid=$!
+  for _ in $(seq 1 300); do
+    curl -sf "http://127.0.0.1:$oport/readyz" >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  curl -sf "http://127.0.0.1:$oport/readyz" >/dev/null || { echo "front not ready" >&2; cat "/tmp/$run.front.log" >&2; exit 1; }
+  if [ "$label" = jwt ]; then
+    fout=$(BENCH_TOKENS=$tokens wrk_run "http://127.0.0.1:$port" "$v" 1000000000)
+  else
+    fout=$(wrk_run "http://127.0.0.1:$port" "$v" 1000000000)
+  fi
+  echo "$fout" | sed "s/^/${label}_front_/"
+  printf -v "${label}_rate" '%s' "$(echo "$fout" | sed -n 's/^rate=//p')"
+  metrics=$(curl -sf "http://127.0.0.1:$oport/metrics")
+  [ -n "${BENCH_METRICS_OUT:-}" ] && echo "$metrics" >"$BENCH_METRICS_OUT.$label"
+  code() { echo "$metrics" | sed -n "s/^seckill_front_requests_total{code=\"$1\"} //p"; }
+  # (the 503s include the /readyz polls made while the front was starting)
+  echo "${label}_front_answers: 202=$(code 202) 401=$(code 401) 409=$(code 409) 503=$(code 503) other=$(code other)"
+  causes=$(echo "$metrics" | sed -n 's/^seckill_front_unavailable_total{cause="\([a-z_]*\)"} \([1-9][0-9]*\)$/\1=\2/p' | tr '\n' ' ')
+  echo "${label}_front_503_causes: ${causes:-none}"
+  echo "${label}_front_soldout_cache: ms=${SECKILL_SOLDOUT_CACHE_MS:-1000} hits=$(echo "$metrics" | sed -n 's/^seckill_front_soldout_cache_hits_total //p')"
+  admitted=$(code 202)
+  read -r left holders < <(sum_buckets "$v")
+  echo "${label}_buckets_after: $(for ((b = 0; b < buckets; b++)); do printf 'b%d=%s ' $b "$($rc get "$prefix:{v:$v:$b}:stock")"; done)"
+  rss_kb=$(awk '/VmHWM/ {print $2}' /proc/$fpid/status)
+  echo "${label}_front_rss_peak_mb=$((rss_kb / 1024))"
+  kill -TERM $fpid; wait $fpid || true; fpid=
+  printf -v "${label}_admitted" '%s' "${admitted:-0}"
+  printf -v "${label}_left" '%s' "$left"
+  printf -v "${label}_holders" '%s' "$holders"
+}
+wrk_run() {  # wrk_run URL VOUCHER USER_BASE: prints sale.lua's lines
+  BENCH_VOUCHER=$2 BENCH_USER_BASE=$3 BENCH_BUYERS=$buyers BENCH_THREADS=$threads \
     wrk -t"$threads" -c"$conns" -d"${secs}s" -s "$here/sale.lua" "$1" | grep -E '^(requests|rate|p50_ms)='
 }
-fout=$(wrk_run "http://127.0.0.1:$port" 1000000000)
-echo "$fout" | sed 's/^/front_/'
-front_rate=$(echo "$fout" | sed -n 's/^rate=//p')
-metrics=$(curl -sf "http://127.0.0.1:$oport/metrics")
-[ -n "${BENCH_METRICS_OUT:-}" ] && echo "$metrics" >"$BENCH_METRICS_OUT"
-code() { echo "$metrics" | sed -n "s/^seckill_front_requests_total{code=\"$1\"} //p"; }
-# (the 503s include the /readyz polls made while the front was starting)
-echo "front_answers: 202=$(code 202) 409=$(code 409) 503=$(code 503) other=$(code other)"
-causes=$(echo "$metrics" | sed -n 's/^seckill_front_unavailable_total{cause="\([a-z_]*\)"} \([1-9][0-9]*\)$/\1=\2/p' | tr '\n' ' ')
-echo "front_503_causes: ${causes:-none}"
-echo "front_soldout_cache: ms=${SECKILL_SOLDOUT_CACHE_MS:-1000} hits=$(echo "$metrics" | sed -n 's/^seckill_front_soldout_cache_hits_total //p')"
-admitted=$(code 202)
-read -r left holders < <(sum_buckets $vf)
-echo "buckets_after: $(for ((b = 0; b < buckets; b++)); do printf 'b%d=%s ' $b "$($rc get "$prefix:{v:$vf:$b}:stock")"; done)"
-rss_kb=$(awk '/VmHWM/ {print $2}' /proc/$fpid/status)
-echo "front_rss_peak_mb=$((rss_kb / 1024))"
-kill -TERM $fpid; wait $fpid || true; fpid=
+runs=()
+case $auth in
+  header) runs=(header) ;;
+  jwt) runs=(jwt) ;;
+  both) runs=(header jwt) ;;
+  *) echo "bench/sale.sh: BENCH_AUTH must be header, jwt or both" >&2; exit 2 ;;
+esac
+for r in "${runs[@]}"; do
+  if [ "$r" = jwt ]; then
+    # One RS256 token per buyer (sub = user id), minted before the clock starts; the front
+    # verifies each first-seen token and caches it (DESIGN.md 15).
+    keys=$(mktemp -d /tmp/$run.keys.XXXXXX)
+    tokens=$keys/tokens.txt
+    "$SK_MINT" gen "$keys" >/dev/null
+    t0=$(date +%s%N)
+    "$SK_MINT" sign --key "$keys/rs1.pem" --kid rs1 --sub 1000000000 --count "$buyers" --exp-in 3600 >"$tokens"
+    echo "jwt_tokens: $(wc -l <"$tokens") RS256 minted in $(( ($(date +%s%N) - t0) / 1000000 )) ms (not timed in the sale)"
+    sale_run jwt $vj SECKILL_AUTH=jwt SECKILL_JWT_KEYS_FILE="$keys/jwks.json"
+  else
+    sale_run header $vf
+  fi
+done
 
 # ---- 2. raw Redis: deduct.lua on a sold-out voucher
 rout=$(bench_deduct_evalsha "$prefix" "$vr" "$conns" "$secs" "$extra" 20000)
@@ -132,18 +177,29 @@ for _ in $(seq 1 50); do
   curl -s -o /dev/null "http://127.0.0.1:$cport/" 2>/dev/null && break
   sleep 0.1
 done
-cout=$(wrk_run "http://127.0.0.1:$cport" 1000000000)
+cout=$(wrk_run "http://127.0.0.1:$cport" "$vf" 1000000000)
 echo "$cout" | sed 's/^/const_/'
 const_rate=$(echo "$cout" | sed -n 's/^rate=//p')
 kill -TERM $cpid; wait $cpid || true; cpid=
 
-# ---- verdict
-oversell=$(( admitted > stock ? admitted - stock : 0 ))
-undersell=$(( admitted < stock ? stock - admitted : 0 ))
-echo "sale_check: admitted_202=$admitted stock=$stock redis_stock_left=$left users_in_hash=$holders oversell=$oversell undersell=$undersell"
+# ---- verdict (per sale run: zero oversell and zero undersell)
 ok=1
-[ "$admitted" = "$stock" ] && [ "$left" = 0 ] && [ "$holders" = "$stock" ] || ok=0
-echo "front_rate=$front_rate redis_rate=${redis_rate%.*} const_rate=$const_rate"
-python3 -c "print('ratio_redis=%.2f' % (float('$front_rate') / float('$redis_rate')))"
-python3 -c "print('ratio=%.2f' % (float('$front_rate') / float('$const_rate')))"
+for r in "${runs[@]}"; do
+  a=${r}_admitted l=${r}_left h=${r}_holders
+  oversell=$(( ${!a} > stock ? ${!a} - stock : 0 ))
+  undersell=$(( ${!a} < stock ? stock - ${!a} : 0 ))
+  echo "${r}_sale_check: admitted_202=${!a} stock=$stock redis_stock_left=${!l} users_in_hash=${!h} oversell=$oversell undersell=$undersell"
+  [ "${!a}" = "$stock" ] && [ "${!l}" = 0 ] && [ "${!h}" = "$stock" ] || ok=0
+done
+echo "redis_rate=${redis_rate%.*} const_rate=$const_rate"
+for r in "${runs[@]}"; do
+  fr=${r}_rate
+  echo "${r}_front_rate=${!fr}"
+  python3 -c "print('${r}_ratio_redis=%.2f' % (float('${!fr}') / float('$redis_rate')))"
+done
+# The last line stays "ratio=" (front / constant), one per run for BENCH_AUTH=both.
+for r in "${runs[@]}"; do
+  fr=${r}_rate
+  python3 -c "print('${r}_ratio=%.2f' % (float('${!fr}') / float('$const_rate')))"
+done
 [ $ok = 1 ] || { echo "FAIL: oversell or undersell (see sale_check)" >&2; exit 1; }

@@ -3,10 +3,14 @@
  *                              SECKILL_JWT_KEYS_FILE; it holds the HS256 secret "hs1"),
  *                              DIR/rs1.pem (RS256, 2048 bits) and DIR/es1.pem (ES256, P-256)
  *   sk-mint-jwt sign --key FILE --kid KID --sub USERID [--exp-in S | --exp T]
- *                    [--iss ISS] [--aud AUD]
+ *                    [--iss ISS] [--aud AUD] [--count N]
  *                              one token on stdout: FILE is a private PEM (RS256/ES256)
- *                              or a JWKS holding the oct key KID (HS256)
+ *                              or a JWKS holding the oct key KID (HS256); with --count,
+ *                              N tokens, one per line, for USERID, USERID+1, ... (the
+ *                              buyers of bench/sale.sh's JWT run)
  * Exit 0, 1 on failure, 2 on bad usage. Test material: keys are written unencrypted. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +24,7 @@ static int usage(void)
 {
         fprintf(stderr, "usage: sk-mint-jwt gen DIR\n"
                         "       sk-mint-jwt sign --key FILE --kid KID --sub USERID [--exp-in S | --exp T]"
-                        " [--iss ISS] [--aud AUD]\n");
+                        " [--iss ISS] [--aud AUD] [--count N]\n");
         return 2;
 }
 
@@ -55,14 +59,25 @@ done:
         return rc;
 }
 
+/* A whole decimal number of @p s into @p out: 0, or -1 when @p s is not one. */
+static int parse_ll(const char *s, long long *out)
+{
+        char *end;
+
+        errno = 0;
+        *out = strtoll(s, &end, 10);
+        return errno || end == s || *end ? -1 : 0;
+}
+
 static int sign(int argc, char **argv)
 {
         const char *key = NULL, *kid = NULL, *sub = NULL, *iss = NULL, *aud = NULL;
         long long exp = (long long)time(NULL) + 3600;
+        long long count = 1, v;
         char extra[1024] = "", *tok;
         sk_test_jwk_t *k;
         int64_t uid;
-        int i;
+        int i, bad = 0;
 
         for (i = 0; i + 1 < argc; i += 2) {
                 if (!strcmp(argv[i], "--key"))
@@ -72,9 +87,11 @@ static int sign(int argc, char **argv)
                 else if (!strcmp(argv[i], "--sub"))
                         sub = argv[i + 1];
                 else if (!strcmp(argv[i], "--exp-in"))
-                        exp = (long long)time(NULL) + atoll(argv[i + 1]);
+                        bad |= parse_ll(argv[i + 1], &v), exp = (long long)time(NULL) + v;
                 else if (!strcmp(argv[i], "--exp"))
-                        exp = atoll(argv[i + 1]);
+                        bad |= parse_ll(argv[i + 1], &exp);
+                else if (!strcmp(argv[i], "--count"))
+                        bad |= parse_ll(argv[i + 1], &count);
                 else if (!strcmp(argv[i], "--iss"))
                         iss = argv[i + 1];
                 else if (!strcmp(argv[i], "--aud"))
@@ -82,7 +99,8 @@ static int sign(int argc, char **argv)
                 else
                         return usage();
         }
-        if (i != argc || !key || !kid || !sub || sk_id_parse_cstr(sub, &uid) != 0)
+        if (bad || i != argc || !key || !kid || !sub || sk_id_parse_cstr(sub, &uid) != 0 ||
+            count < 1 || count > 10000000 || uid > INT64_MAX - count)
                 return usage();
         k = strstr(key, ".pem") ? sk_test_jwk_from_pem(key, kid) : sk_test_jwk_from_jwks_oct(key, kid);
         if (!k)
@@ -91,13 +109,14 @@ static int sign(int argc, char **argv)
                 snprintf(extra, sizeof(extra), ",\"iss\":\"%s\"", iss);
         if (aud)
                 snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), ",\"aud\":\"%s\"", aud);
-        tok = sk_test_jwt_mint(k, uid, exp, extra);
+        for (v = 0; v < count; v++) {
+                if (!(tok = sk_test_jwt_mint(k, uid + v, exp, extra)))
+                        break;
+                printf("%s\n", tok);
+                free(tok);
+        }
         sk_test_jwk_free(k);
-        if (!tok)
-                return 1;
-        printf("%s\n", tok);
-        free(tok);
-        return 0;
+        return v == count && fflush(stdout) == 0 ? 0 : 1;
 }
 
 int main(int argc, char **argv)
