@@ -189,8 +189,9 @@ for svc in kafka mariadb redis; do
         awk -v s="$svc" '$1 == s && $3 == "up" {found = 1} END {exit !found}' <<<"$before" || TO_STOP+=("$svc")
 done
 # The Redis Cluster and Sentinel topologies are started by the tests that need them
-# (label cluster / sentinel); stop them at exit unless they were up before this run.
-for svc in cluster sentinel; do
+# (label cluster / sentinel), the Galera cluster by the galera_ fault cases; stop them at
+# exit unless they were up before this run.
+for svc in cluster sentinel galera; do
         awk -v s="$svc" '$1 ~ "^"s && $3 == "up" {found = 1} END {exit !found}' <<<"$before" || TO_STOP+=("$svc")
 done
 

@@ -36,10 +36,23 @@ FT_BUILD=${SK_BUILD:-$(dirname "$FT_BIN")}
 # The shared servers: SECKILL_MYSQL_URL / SECKILL_REDIS_URL when set (scripts/test.sh
 # exports the stack's), else the local stack. MySQL as root without a password (the
 # test stack, DESIGN.md 10); each case uses its own database on that server.
+# A multi-host URL (DESIGN.md 16: mysql://root@h1:p1,h2:p2,h3:p3/db, the local Galera
+# stack) gives FT_MYSQL_HOSTS, every node as host:port; ft_sql talks to FT_MYSQL_HOST:PORT,
+# the first node that answers (ft_mysql_pick), and the binaries get the whole list.
 FT_MYSQL_HOST=127.0.0.1 FT_MYSQL_PORT=3306 FT_REDIS_HOST=127.0.0.1 FT_REDIS_PORT=6379
-if [[ ${SECKILL_MYSQL_URL:-} =~ ^mysql://[^@/]*@([^:/]+)(:([0-9]+))? ]]; then
-        FT_MYSQL_HOST=${BASH_REMATCH[1]} FT_MYSQL_PORT=${BASH_REMATCH[3]:-3306}
+FT_MYSQL_HOSTS=127.0.0.1:3306
+if [[ ${SECKILL_MYSQL_URL:-} =~ ^mysql(-galera)?://[^@/]*@([^/?]+) ]]; then
+        FT_MYSQL_HOSTS=
+        for hp in ${BASH_REMATCH[2]//,/ }; do
+                [[ $hp == *:* ]] || hp=$hp:3306
+                FT_MYSQL_HOSTS=${FT_MYSQL_HOSTS:+$FT_MYSQL_HOSTS,}$hp
+        done
+        hp=${FT_MYSQL_HOSTS%%,*}
+        FT_MYSQL_HOST=${hp%:*} FT_MYSQL_PORT=${hp##*:}
 fi
+# Reads after a Galera failover see every write the cluster committed (wsrep_sync_wait).
+FT_MYSQL_INIT=()
+[[ $FT_MYSQL_HOSTS == *,* ]] && FT_MYSQL_INIT=(--init-command="SET SESSION wsrep_sync_wait = 1")
 if [[ ${SECKILL_REDIS_URL:-} =~ ^redis://([^:/@]+)(:([0-9]+))?(/0)?/?$ ]]; then
         FT_REDIS_HOST=${BASH_REMATCH[1]} FT_REDIS_PORT=${BASH_REMATCH[3]:-6379}
 fi
@@ -64,8 +77,33 @@ ft_fail() { ft_log "FAIL: $*"; FT_FAILS=$((FT_FAILS + 1)); }
 ft_die() { ft_log "FATAL: $*"; FT_FAILS=$((FT_FAILS + 1)); exit 1; }
 ft_eq() { if [[ "$1" == "$2" ]]; then ft_ok "$3"; else ft_fail "$3: got '$1', want '$2'"; fi; }
 
-ft_sql() { mysql --no-defaults -uroot -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" --protocol=TCP -N -B "$FT_DB" -e "$1"; }
-ft_sql_root() { mysql --no-defaults -uroot -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" --protocol=TCP -N -B -e "$1"; }
+# ft_mysql ARGS...: the mysql client on FT_MYSQL_HOST:PORT as root; when that node does not
+# answer and the URL has others, once more on the first node that does (ft_mysql_pick).
+ft_mysql() {
+        mysql --no-defaults -uroot -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" --protocol=TCP --connect-timeout=3 \
+                "${FT_MYSQL_INIT[@]}" "$@" && return 0
+        local rc=$?
+        [[ $FT_MYSQL_HOSTS == *,* ]] || return "$rc"
+        ft_mysql_alive "$FT_MYSQL_HOST" "$FT_MYSQL_PORT" && return "$rc"
+        ft_mysql_pick || return "$rc"
+        mysql --no-defaults -uroot -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" --protocol=TCP --connect-timeout=3 \
+                "${FT_MYSQL_INIT[@]}" "$@"
+}
+ft_mysql_alive() { mysqladmin --no-defaults --connect-timeout=2 --protocol=TCP -h "$1" -P "$2" -uroot ping >/dev/null 2>&1; }
+# ft_mysql_pick: FT_MYSQL_HOST:PORT = the first node of FT_MYSQL_HOSTS that answers (call it
+# in the case's own shell after killing a node: a $(ft_sql) subshell's pick is not kept).
+ft_mysql_pick() {
+        local hp
+        for hp in ${FT_MYSQL_HOSTS//,/ }; do
+                if ft_mysql_alive "${hp%:*}" "${hp##*:}"; then
+                        FT_MYSQL_HOST=${hp%:*} FT_MYSQL_PORT=${hp##*:}
+                        return 0
+                fi
+        done
+        return 1
+}
+ft_sql() { ft_mysql -N -B "$FT_DB" -e "$1"; }
+ft_sql_root() { ft_mysql -N -B -e "$1"; }
 # ft_wait_sql SQL WANT TRIES PAUSE_S: polls ft_sql SQL until it prints WANT, at most TRIES
 # times PAUSE_S apart; 0 once it did, 1 when it never did (the caller asserts after).
 ft_wait_sql() {
@@ -150,7 +188,7 @@ ft_init() {
         : >"$FT_WORK/results.txt"
         : >"$FT_WORK/accepted.tsv"
         ft_write_buy1   # before any (parallel) ft_buy: rewriting it while xargs runs it is ETXTBSY
-        export SECKILL_MYSQL_URL="mysql://root@${FT_MYSQL_HOST}:${FT_MYSQL_PORT}/${FT_DB}"
+        export SECKILL_MYSQL_URL="mysql://root@${FT_MYSQL_HOSTS}/${FT_DB}"
         # A Cluster or Sentinel URL (labels cluster/sentinel, tests/support/topo_run.sh)
         # is kept: the case then runs on that topology; ft_rcli follows it.
         case ${SECKILL_REDIS_URL:-} in
@@ -451,7 +489,7 @@ ft_load_accepted() {
                 ft_die "cannot create ft_accepted"
         [[ -s $FT_WORK/accepted.tsv ]] || return 0
         awk '{printf "INSERT INTO ft_accepted VALUES (%s, %s, %s, %s);\n", $3, $2, $1, $4}' "$FT_WORK/accepted.tsv" |
-                mysql --no-defaults -uroot -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" --protocol=TCP "$FT_DB" ||
+                ft_mysql "$FT_DB" ||
                 ft_fail "loading accepted.tsv (a traceId answered twice?)"
 }
 
@@ -620,8 +658,7 @@ ft_check_db_path() {
         ft_eq "$n" "$(awk '$2 == 200' "$FT_WORK/results.txt" | wc -l)" "every 200 carries an orderId and a traceId"
         ((n > 0)) || return 0
         good=$(awk -v v="$v" '{printf "SELECT COUNT(*) FROM tb_seckill_outcome o JOIN tb_voucher_order vo ON vo.id = o.order_id AND vo.trace_id = o.trace_id AND vo.user_id = o.user_id AND vo.voucher_id = o.voucher_id WHERE o.trace_id = %s AND o.order_id = %s AND o.user_id = %s AND o.voucher_id = %s AND o.outcome = 1 AND o.path = \"db\";\n", $3, $2, $1, v}' \
-                "$FT_WORK/created200.txt" | mysql --no-defaults -uroot -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" \
-                --protocol=TCP -N -B "$FT_DB" | awk '{s += $1} END {print s + 0}')
+                "$FT_WORK/created200.txt" | ft_mysql -N -B "$FT_DB" | awk '{s += $1} END {print s + 0}')
         ft_eq "$good" "$n" "purchases answered 200 that are CREATED on path db with their order row"
         while read -r user; do
                 [[ $(ft_me_state "$front" "$v" "$user") == CREATED ]] || { bad=$((bad + 1)); ft_log "user $user answered 200: orders/me $(ft_me_state "$front" "$v" "$user")"; }
@@ -716,14 +753,14 @@ ft_least_privilege() {
                 ft_die "db grants --admin"
         ft_sql_root "$(cat "$FT_WORK/grants-admin.sql")" || ft_die "applying the admin grant"
         ft_sql_root "DROP DATABASE \`$FT_DB\`"
-        FT_ADM_URL="mysql://$FT_ADM:$FT_ADM_PW@$FT_MYSQL_HOST:$FT_MYSQL_PORT/$FT_DB"
+        FT_ADM_URL="mysql://$FT_ADM:$FT_ADM_PW@$FT_MYSQL_HOSTS/$FT_DB"
         SECKILL_MYSQL_URL=$FT_ADM_URL "$FT_BIN/seckill-admin" db migrate >"$FT_WORK/migrate-admin.log" 2>&1 ||
                 ft_die "db migrate as the admin user: $(cat "$FT_WORK/migrate-admin.log")"
         grep -q '^applied [1-9][0-9]* migration(s)$' "$FT_WORK/migrate-admin.log" ||
                 ft_die "db migrate as the admin user applied nothing: $(cat "$FT_WORK/migrate-admin.log")"
         "$FT_BIN/seckill-admin" db grants --app "$FT_APP" >"$FT_WORK/grants-app.sql" || ft_die "db grants --app"
         ft_sql_root "$(cat "$FT_WORK/grants-app.sql")" || ft_die "applying the app grants"
-        export SECKILL_MYSQL_URL="mysql://$FT_APP:$FT_APP_PW@$FT_MYSQL_HOST:$FT_MYSQL_PORT/$FT_DB"
+        export SECKILL_MYSQL_URL="mysql://$FT_APP:$FT_APP_PW@$FT_MYSQL_HOSTS/$FT_DB"
         ft_log "least privilege: migrated as $FT_ADM, binaries run as $FT_APP"
 }
 ft_drop_users() { ft_sql_root "DROP USER IF EXISTS '$FT_APP'@'%', '$FT_ADM'@'%'" >/dev/null 2>&1; }
