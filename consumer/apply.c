@@ -34,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 #include "sk/clock.h"
+#include "sk/db_outcome.h"
 #include "sk/failpoint.h"
 #include "sk/ids.h"
 #include "sk/log.h"
@@ -115,6 +116,7 @@ struct cons_apply {
         unsigned long *mid_lens;
         char *sqlbuf;
         size_t sqlbuf_size;
+        unsigned int last_errno;     /* MySQL error number of the last failed step (0: none) */
         uint64_t prepares, executes;  /* statistics, logged at destroy (debug) */
         int64_t prepare_us;
 };
@@ -180,6 +182,7 @@ static sk_err_t conn_err(cons_apply_t *ap, MYSQL_STMT *stmt, const char *what,
 {
         sk_err_t err = sk_db_stmt_seterr(ap->db, stmt, what, errstr, errstr_size);
 
+        ap->last_errno = stmt ? mysql_stmt_errno(stmt) : sk_db_errno(ap->db);
         /* A broken statement or connection invalidates the cache. */
         if (err == SK_EAGAIN)
                 cons_apply_reset(ap);
@@ -382,17 +385,27 @@ static sk_err_t txn_begin(cons_apply_t *ap, char *errstr, size_t errstr_size)
         return err;
 }
 
-/* The consumer.before_commit failpoint, then COMMIT (a transient error: as txn_begin).
- * On an error the caller rolls back. */
+/* The consumer.before_commit failpoint, then COMMIT with the classes of DESIGN.md 16
+ * (sk/db_outcome.h): SK_EAGAIN 1213/1205, rolled back (ap->last_errno tells which);
+ * SK_EUNKNOWN any other error or a lost link (the connection is dropped: the cached
+ * statements with it). On an error the caller rolls back (a no-op when dropped). */
 static sk_err_t txn_commit(cons_apply_t *ap, char *errstr, size_t errstr_size)
 {
         sk_err_t err;
 
         if ((err = failpoint_err("consumer.before_commit", errstr, errstr_size)))
                 return err;
-        if ((err = sk_db_commit(ap->db, errstr, errstr_size)) == SK_EAGAIN)
+        err = sk_db_commit_outcome(ap->db, errstr, errstr_size);
+        if (err != SK_OK) {
+                ap->last_errno = sk_db_connected(ap->db) ? sk_db_errno(ap->db) : 2013u;
                 cons_apply_reset(ap);
+        }
         return err;
+}
+
+unsigned int cons_apply_last_errno(const cons_apply_t *ap)
+{
+        return ap->last_errno;
 }
 
 /* The stock of bucket @p bucket of @p voucher_id by statement @p kind (K_GETSTOCK). */
@@ -499,6 +512,7 @@ sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, i
         int affected = 0, i;
         sk_err_t err;
 
+        ap->last_errno = 0;
         if (n < 1 || n > ap->cap) {
                 sk_seterr(errstr, errstr_size, "batch of %d (max %d)", n, ap->cap);
                 return SK_EINVAL;
@@ -542,7 +556,7 @@ fail:
         sk_db_rollback(ap->db);
         if (err == SK_EFAIL)
                 return SK_EAGAIN;
-        if (err == SK_EAGAIN || err == SK_EEXIST || err == SK_ENOTFOUND)
+        if (err == SK_EAGAIN || err == SK_EEXIST || err == SK_ENOTFOUND || err == SK_EUNKNOWN)
                 return err;
         return SK_EDB;
 }
@@ -606,7 +620,7 @@ cons_apply_res_t cons_apply_one(cons_apply_t *ap, const sk_order_msg_t *msg,
         if ((err = exec_rows(ap, K_LOG, one, 1, NULL, 0, errstr, errstr_size)))
                 goto fail;
         if ((err = txn_commit(ap, errstr, errstr_size)))
-                goto fail;
+                return err == SK_EUNKNOWN ? APPLY_UNKNOWN : APPLY_TRANSIENT;
         if (failpoint_err("consumer.after_commit", errstr, errstr_size))
                 return APPLY_TRANSIENT;
         return APPLY_OK;

@@ -1,7 +1,8 @@
 /* closer.c: the closer loop of seckill-consumer (DESIGN.md 13): every
  * SECKILL_CLOSE_INTERVAL_MS it closes the UNPAID orders past their pay_deadline and
  * gives their units back, DB first, then Redis:
- *   1. sk_order_close_due(): one transaction per batch of up to 500 orders, selected
+ *   1. sk_order_close_due(): one transaction per batch of up to 500 orders (one on
+ *      Galera, @@wsrep_on = 1, DESIGN.md 16), selected
  *      `FOR UPDATE SKIP LOCKED` (several consumers share the work; an order a payer or
  *      a canceller holds is skipped and judged by whoever holds it), status 4 on a
  *      conditional `status = 1`, the voucher rows + k in voucher order, one RESTORE row
@@ -11,6 +12,10 @@
  *   3. release.lua per order (unit back to Redis, the user may buy again), then DEL of
  *      the order cache. A Redis error leaves the release to the reconciler (logged,
  *      counted); it never undoes the DB close.
+ * A COMMIT with an unknown outcome (DESIGN.md 16: any error but 1213/1205, or a lost
+ * link) is resolved before anything else: the batch's orders are read on a fresh
+ * session (wsrep_sync_wait = 1 on Galera); the CLOSED ones are released as in 3, the
+ * UNPAID ones were not closed and come back in a later batch.
  * A full batch is followed at once by the next one. One thread per process with its own
  * DB and Redis connections; stops with g_stop.
  * Metrics: seckill_orders_closed_total, seckill_orders_release_lag_seconds (from the
@@ -74,34 +79,72 @@ static void release_one(closer_t *c, const sk_order_row_t *o)
                        o->order_id, errstr);
 }
 
-/* One batch. @returns the number of orders closed, or -1 on a DB error. */
-static int close_batch(closer_t *c)
+/* The batch's COMMIT had an unknown outcome (DESIGN.md 16): read the orders' status on a
+ * fresh session (wsrep_sync_wait = 1 on Galera) until it answers or we stop; the CLOSED
+ * ones stay in rows[0..*n) to be released (release.lua is idempotent), the UNPAID ones
+ * were not closed (the next round selects them again). @returns 0, or -1 when stopped
+ * unresolved (the reconciler releases whatever was closed). */
+static int resolve_batch(closer_t *c, sk_order_row_t *rows, size_t *n)
+{
+        uint64_t rng = sk_backoff_seed();
+        size_t kept = 0;
+        int attempt = 0;
+        char errstr[256] = "";
+        sk_err_t err;
+
+        while ((err = sk_order_resolve(c->db, rows, *n, SK_ORDER_CLOSED, &kept, errstr,
+                                       sizeof(errstr))) != SK_OK) {
+                SK_LOG(SK_WARN, "close_resolve_failed", "orders=%zu err=%s reason=\"%s\"", *n,
+                       sk_err2str(err), errstr);
+                if (g_stop)
+                        return -1;
+                sk_sleep_ms(sk_backoff_ms(attempt++, 100, 5000, &rng), (volatile int *)&g_stop);
+        }
+        SK_LOG(SK_WARN, "close_commit_unknown", "orders=%zu closed=%zu", *n, kept);
+        *n = kept;
+        return 0;
+}
+
+/* One batch of up to @p limit orders. @returns the number of orders selected (closed or,
+ * after an unknown COMMIT, resolved), or -1 on a DB error. */
+static int close_batch(closer_t *c, int limit)
 {
         sk_order_row_t *rows = NULL;
-        size_t n = 0, i;
+        size_t n = 0, i, selected;
         char errstr[256] = "";
-        sk_err_t err = sk_order_close_due(c->db, CLOSE_BATCH, c->conf->pay_grace_s, &rows, &n,
+        sk_err_t err = sk_order_close_due(c->db, limit, c->conf->pay_grace_s, &rows, &n,
                                           errstr, sizeof(errstr));
 
+        selected = n;
+        if (err == SK_EUNKNOWN) {
+                SK_LOG(SK_WARN, "closer_commit_unknown", "orders=%zu reason=\"%s\"", n, errstr);
+                if (resolve_batch(c, rows, &n) != 0) {
+                        free(rows);
+                        return -1;
+                }
+                err = SK_OK;
+        }
         if (err != SK_OK) {
                 SK_LOG(SK_WARN, "closer_db_error", "err=%s reason=\"%s\"", sk_err2str(err), errstr);
                 if (err == SK_EAGAIN)
                         (void)sk_db_reconnect(c->db, errstr, sizeof(errstr));
                 return -1;
         }
-        if (n == 0)
-                return 0;
+        if (n == 0) {
+                free(rows);
+                return (int)selected;
+        }
         sk_metric_add(c->closed, (int64_t)n);
         SK_LOG(SK_INFO, "orders_closed", "count=%zu", n);
         if (SK_FAILPOINT("closer.after_db_commit")) {
                 /* `error`: Redis is not released now (the reconciler does it). */
                 free(rows);
-                return (int)n;
+                return (int)selected;
         }
         for (i = 0; i < n; i++)
                 release_one(c, &rows[i]);
         free(rows);
-        return (int)n;
+        return (int)selected;
 }
 
 static void *closer_main(void *arg)
@@ -113,7 +156,7 @@ static void *closer_main(void *arg)
         while (!g_stop) {
                 int64_t overdue = 0;
                 char errstr[256] = "";
-                int n;
+                int n, limit;
 
                 if (!c->db && !(c->db = sk_db_connect(&c->conf->mysql, 0, c->lock_wait_s, errstr,
                                                       sizeof(errstr)))) {
@@ -121,9 +164,13 @@ static void *closer_main(void *arg)
                         sk_sleep_ms(sk_backoff_ms(failures++, 200, 5000, &rng), (volatile int *)&g_stop);
                         continue;
                 }
+                /* DESIGN.md 16: on Galera one order per transaction (a certification
+                 * failure then costs one order's retry, and two closers on two nodes
+                 * rarely touch the same rows). */
+                limit = sk_db_wsrep_on(c->db) ? 1 : CLOSE_BATCH;
                 do
-                        n = close_batch(c);
-                while (n == CLOSE_BATCH && !g_stop);
+                        n = close_batch(c, limit);
+                while (n == limit && !g_stop);
                 /* What is left past its deadline after this round (0 when keeping up). */
                 /* The merchant's refund backlog (DESIGN.md 13), read on the same round. */
                 {

@@ -72,6 +72,8 @@ typedef enum {
         APPLY_COLLISION,       /* order id or trace id already used by another order */
         APPLY_TRANSIENT,       /* transient DB error or failpoint error; rolled back */
         APPLY_ERROR,           /* other DB error; rolled back */
+        APPLY_UNKNOWN,         /* the COMMIT's outcome is unknown (DESIGN.md 16): the
+                                  connection was dropped; read the outcome row */
 } cons_apply_res_t;
 
 /** @brief Orders created from now on are UNPAID with pay_deadline = creation +
@@ -85,13 +87,18 @@ void cons_apply_reset(cons_apply_t *ap);
 
 /** @brief One transaction for @p n messages of ONE voucher: multi-row CREATED outcome
  *  insert, merged decrement by the sum of deductQty, multi-row order, router and
- *  reconcile-log inserts, commit.
+ *  reconcile-log inserts, commit (sk_db_commit_outcome, DESIGN.md 16).
  *  @returns SK_OK (committed); SK_EAGAIN (transient, rolled back: retry the whole
- *  transaction); SK_EEXIST (a duplicate key somewhere), SK_ENOTFOUND (not enough
- *  stock or no voucher row) or SK_EDB (another error): rolled back, apply one at a
- *  time. */
+ *  transaction; cons_apply_last_errno 1213 = deadlock or certification failure);
+ *  SK_EUNKNOWN (the COMMIT's outcome is unknown: the connection was dropped; read the
+ *  batch's outcome rows, sk_db_resolve_begin); SK_EEXIST (a duplicate key somewhere),
+ *  SK_ENOTFOUND (not enough stock or no voucher row) or SK_EDB (another error): rolled
+ *  back, apply one at a time. */
 sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, int n,
                           char *errstr, size_t errstr_size);
+/** @brief The MySQL error number behind the last failure of cons_apply_batch (0: none or
+ *  not a DB error; 2013 after an unknown COMMIT). */
+unsigned int cons_apply_last_errno(const cons_apply_t *ap);
 /** @brief The same for one message, classifying why it could not apply. */
 cons_apply_res_t cons_apply_one(cons_apply_t *ap, const sk_order_msg_t *msg,
                                 char *errstr, size_t errstr_size);

@@ -11,10 +11,18 @@
  *      appeared meanwhile, short stock, has_order, another error) falls back to one
  *      transaction per message, which sorts the cases out.
  * Transient errors pause the partitions, back off and retry the group from BEGIN.
+ * DESIGN.md v5 16 "Errors": a transaction that failed with 1213 (deadlock, Galera
+ * certification failure) is retried at half its size, down to 1 message; a COMMIT
+ * whose outcome is unknown (any other error or a lost link at COMMIT) is resolved
+ * before anything else is written: on a fresh session (wsrep_sync_wait = 1 on Galera)
+ * the batch's outcome rows are read by traceId; rows found are that COMMIT (one
+ * transaction: all or none) and their messages settle as applied, the rest run again
+ * with the same keys.
  * No state of its own beyond the worker's scratch. Not thread-safe (one per worker). */
 #include <inttypes.h>
 #include <stdio.h>
 #include "sk/clock.h"
+#include "sk/db_outcome.h"
 #include "sk/log.h"
 #include "worker.h"
 
@@ -78,9 +86,18 @@ static sk_err_t dedupe(worker_t *w, cmsg_t **g, int n)
         return SK_OK;
 }
 
-/* Step 3: follow the candidates that already have an outcome. @returns SK_OK,
- * SK_EAGAIN or SK_ESTOP. */
-static sk_err_t follow_known(worker_t *w, cmsg_t **g, int n)
+/* A known row @p o that is our own CREATED (ids equal): read while resolving an unknown
+ * COMMIT, it is that COMMIT's. */
+static int own_created(const cmsg_t *c, const sk_outcome_t *o)
+{
+        return o->outcome == SK_OUTCOME_CREATED && o->order_id == c->msg.order_id &&
+               o->user_id == c->msg.user_id && o->voucher_id == c->msg.voucher_id;
+}
+
+/* Step 3: follow the candidates that already have an outcome. @p resolving: the reads
+ * resolve this worker's unknown COMMIT (DESIGN.md 16): our own CREATED rows settle as
+ * applied. @returns SK_OK, SK_EAGAIN or SK_ESTOP. */
+static sk_err_t follow_known(worker_t *w, cmsg_t **g, int n, int resolving)
 {
         char errstr[512] = "";
         int ncand = gather(w, g, n), nknown = 0;
@@ -102,6 +119,12 @@ static sk_err_t follow_known(worker_t *w, cmsg_t **g, int n)
                         cmsg_t *c = g[i];
                         if (!is_candidate(c) || c->msg.trace_id != w->known[k].trace_id)
                                 continue;
+                        if (resolving && own_created(c, &w->known[k])) {
+                                sk_metric_add(w->m->applied, 1);
+                                c->settled = 1;
+                                c->applied = 1;
+                                break;
+                        }
                         err = cons_decide_follow(w, c, &w->known[k]);
                         if (err == SK_ESTOP)
                                 return err;
@@ -141,6 +164,9 @@ static sk_err_t apply_single(worker_t *w, cmsg_t *c)
                 return cons_decide_failed(w, c, SK_REASON_HAS_ORDER, "user already has an active order");
         case APPLY_COLLISION:
                 return cons_decide_collision(w, c, errstr);
+        case APPLY_UNKNOWN:
+                w->unresolved = 1; /* read the outcome row first, then maybe again */
+                return cons_decide_transient(w, "trace", c->msg.trace_id, errstr);
         case APPLY_TRANSIENT:
                 return cons_decide_transient(w, "trace", c->msg.trace_id, errstr);
         case APPLY_NO_VOUCHER:
@@ -170,20 +196,55 @@ static sk_err_t fallback(worker_t *w, cmsg_t **g, int n)
         return SK_OK;
 }
 
-/* Step 4: one transaction for the candidates. */
+/* Mark the first @p k candidates of @p g applied (the messages of w->msgs[0..k)). */
+static void mark_applied(cmsg_t **g, int n, int k)
+{
+        for (int i = 0; i < n && k > 0; i++)
+                if (is_candidate(g[i])) {
+                        g[i]->settled = 1;
+                        g[i]->applied = 1;
+                        k--;
+                }
+}
+
+/* One transaction for the first @p k candidates (w->msgs). @returns cons_apply_batch's
+ * answer; a 1213 halves w->chunk (down to 1, DESIGN.md 16), an unknown COMMIT sets
+ * w->unresolved. */
+static sk_err_t apply_chunk(worker_t *w, int k, char *errstr, size_t errstr_size)
+{
+        int64_t t0 = sk_mono_ms();
+        sk_err_t err = cons_apply_batch(w->ap, w->msgs, k, errstr, errstr_size);
+
+        sk_metric_observe(w->m->txn_seconds, (double)(sk_mono_ms() - t0) / 1000.0);
+        if (err == SK_EAGAIN && cons_apply_last_errno(w->ap) == 1213u && k > 1) {
+                w->chunk = k / 2;
+                SK_LOG(SK_INFO, "batch_halved", "worker=%d n=%d next=%d (deadlock or certification "
+                       "failure)", w->idx, k, w->chunk);
+        }
+        if (err == SK_EUNKNOWN)
+                w->unresolved = 1;
+        return err;
+}
+
+/* Step 4: one transaction for the candidates (in chunks of w->chunk after a 1213). */
 static sk_err_t apply_rest(worker_t *w, cmsg_t **g, int n, int64_t t_claim)
 {
         char errstr[512] = "";
-        int ncand = gather(w, g, n);
-        int64_t t0;
-        sk_err_t err;
+        int ncand = gather(w, g, n), k, total = 0;
+        int64_t t0 = sk_mono_ms();
+        sk_err_t err = SK_OK;
 
-        if (!ncand)
-                return SK_OK;
-        t0 = sk_mono_ms();
-        err = cons_apply_batch(w->ap, w->msgs, ncand, errstr, sizeof(errstr));
-        sk_metric_observe(w->m->txn_seconds, (double)(sk_mono_ms() - t0) / 1000.0);
-        if (err == SK_EAGAIN)
+        while (ncand > 0) {
+                k = w->chunk > 0 && w->chunk < ncand ? w->chunk : ncand;
+                if ((err = apply_chunk(w, k, errstr, sizeof(errstr))) != SK_OK)
+                        break;
+                sk_metric_observe(w->m->batch_size, k);
+                sk_metric_add(w->m->applied, k);
+                mark_applied(g, n, k);
+                total += k;
+                ncand = gather(w, g, n);
+        }
+        if (err == SK_EAGAIN || err == SK_EUNKNOWN)
                 return cons_decide_transient(w, "voucher", g[0]->msg.voucher_id, errstr);
         if (err != SK_OK) {
                 if (ncand > 1)
@@ -193,25 +254,45 @@ static sk_err_t apply_rest(worker_t *w, cmsg_t **g, int n, int64_t t_claim)
                        g[0]->msg.voucher_id, ncand, sk_err2str(err), errstr);
                 return fallback(w, g, n);
         }
-        sk_metric_observe(w->m->batch_size, ncand);
-        sk_metric_add(w->m->applied, ncand);
-        for (int i = 0; i < n; i++)
-                if (is_candidate(g[i])) {
-                        g[i]->settled = 1;
-                        g[i]->applied = 1;
-                }
-        SK_LOG(SK_DEBUG, "batch_applied", "worker=%d voucher=%" PRId64 " n=%d ms=%" PRId64
-               " claim_ms=%" PRId64, w->idx, g[0]->msg.voucher_id, ncand, sk_mono_ms() - t0, t_claim);
+        if (total)
+                SK_LOG(SK_DEBUG, "batch_applied", "worker=%d voucher=%" PRId64 " n=%d ms=%" PRId64
+                       " claim_ms=%" PRId64, w->idx, g[0]->msg.voucher_id, total,
+                       sk_mono_ms() - t0, t_claim);
         return SK_OK;
 }
 
 /* One attempt at settling group @p g. @returns SK_OK when every message is settled,
  * SK_EAGAIN to retry after a backoff, SK_ESTOP when stopping. */
+/* After an unknown COMMIT (w->unresolved): on a fresh session, wsrep_sync_wait = 1 on
+ * Galera (sk/db_outcome.h), read the candidates' outcome rows before anything else is
+ * written. @returns SK_OK (resolved: what is left runs again with the same keys),
+ * SK_EAGAIN (could not read yet: still unresolved), SK_ESTOP. */
+static sk_err_t resolve_unknown(worker_t *w, cmsg_t **g, int n)
+{
+        char errstr[512] = "";
+        sk_err_t err;
+
+        cons_apply_reset(w->ap);
+        if ((err = sk_db_resolve_begin(w->db, errstr, sizeof(errstr))) != SK_OK)
+                return cons_decide_transient(w, "voucher", g[0]->msg.voucher_id, errstr);
+        err = follow_known(w, g, n, 1);
+        sk_db_resolve_end(w->db);
+        if (err == SK_OK) {
+                w->unresolved = 0;
+                SK_LOG(SK_INFO, "commit_unknown_resolved", "worker=%d voucher=%" PRId64 " found=%d",
+                       w->idx, g[0]->msg.voucher_id, gather(w, g, n) == 0);
+        }
+        return err;
+}
+
 static sk_err_t group_once(worker_t *w, cmsg_t **g, int n)
 {
         int64_t t_claim = sk_mono_ms();
         int pending = 0;
         sk_err_t err;
+
+        if (w->unresolved && (err = resolve_unknown(w, g, n)) != SK_OK)
+                return err;
 
         if ((err = cons_claim_group(w, g, n)))
                 return err;
@@ -225,7 +306,7 @@ static sk_err_t group_once(worker_t *w, cmsg_t **g, int n)
                 if (err == SK_ESTOP || err == SK_EAGAIN)
                         return err; /* transient: the whole group again after a backoff */
         }
-        if ((err = follow_known(w, g, n)) != SK_OK)
+        if ((err = follow_known(w, g, n, 0)) != SK_OK)
                 return err;
         if ((err = apply_rest(w, g, n, t_claim)) == SK_ESTOP)
                 return err;
@@ -242,6 +323,8 @@ void cons_group_settle(worker_t *w, cmsg_t **g, int n)
 
         if (dedupe(w, g, n) == SK_ESTOP)
                 return;
+        w->chunk = 0; /* the whole group per transaction until a 1213 halves it */
+        w->unresolved = 0;
         for (;;) {
                 sk_err_t err = group_once(w, g, n);
                 if (err == SK_OK || err == SK_ESTOP || cons_stopping())

@@ -75,6 +75,9 @@ typedef struct worker {
         cmsg_t **grp;                /* scratch: batch_max group members, group by group */
         int *gstart, *gcount;        /* scratch: where each group starts, its size */
         sk_outcome_t *known;         /* scratch: batch_max outcomes of the pre-check */
+        int chunk;                   /* messages per transaction of the group being settled
+                                        (0: all; halved by a 1213, DESIGN.md 16) */
+        int unresolved;              /* 1: a COMMIT's outcome is unknown, read it first */
         int64_t next_gauge_ms;
         cons_flow_t flow;
         cons_dlq_t dlq;

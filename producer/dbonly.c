@@ -21,9 +21,11 @@
  *           relies on FOR SHARE / FOR UPDATE, node-local (DESIGN.md v5 16 (2)).
  *   COMMIT -> 200 {"code":0,"orderId","traceId","state":"CREATED"}
  * A duplicate active-order key -> 409/10006. A transient error -> the whole transaction
- * again from BEGIN (up to 3 attempts), then 503 cause db. A COMMIT that failed, with any
- * error, has an unknown outcome (DESIGN.md 16): it is resolved by reading the outcome row
- * of the trace before anything is answered (found: 200 CREATED; not found: run again with
+ * again from BEGIN (up to 3 attempts), then 503 cause db. A COMMIT that failed with
+ * 1213/1205 was rolled back (run again); with any other error or a lost link it has an
+ * unknown outcome (DESIGN.md 16): it is resolved by reading the outcome row of the trace,
+ * on a fresh session (wsrep_sync_wait = 1 on Galera), before anything is answered
+ * (found: 200 CREATED; not found: run again with
  * the same keys; unreadable until the deadline: 503 PENDING), and a re-run that meets the
  * user's active order with this very trace answers 200 CREATED, never 10006. Failpoints
  * front.db_only_after_checks (before the bucket UPDATE; sleep: a switch move lands
@@ -44,6 +46,7 @@
 #include "sk/clock.h"
 #include "sk/keys.h"
 #include "sk/db.h"
+#include "sk/db_outcome.h"
 #include "sk/dswitch.h"
 #include "sk/failpoint.h"
 #include "sk/ledger.h"
@@ -265,9 +268,11 @@ static sk_err_t switch_still_db(sk_db_t *db, const fr_req_t *req, int *still, ch
 
 /* One attempt of the transaction. @returns SK_OK with *res and the voucher's bucket count
  * in *nbuckets, or the error (rolled back; SK_EAGAIN transient, SK_EEXIST duplicate key,
- * SK_EFAIL failpoint). *at_commit = 1 when the error came from the COMMIT itself: its
- * outcome is unknown (DESIGN.md 16), whatever the error. Failpoint
- * front.db_only_after_commit (error): the COMMIT went through, its answer is "lost". */
+ * SK_EFAIL failpoint). *at_commit = 1 when the COMMIT's outcome is unknown (SK_EUNKNOWN
+ * of sk_db_commit_outcome: any error but 1213/1205, or a lost link; DESIGN.md 16).
+ * Failpoint front.db_only_after_commit (error): the COMMIT went through, its answer is
+ * "lost"; db.commit_lost / db.commit_lost_before (sk/db_outcome.h) drop the link after
+ * or instead of the COMMIT. */
 static sk_err_t attempt(sk_db_t *db, const fr_req_t *req, result_t *res, int *nbuckets,
                         int *at_commit, char *errstr, size_t errstr_size)
 {
@@ -311,15 +316,16 @@ static sk_err_t attempt(sk_db_t *db, const fr_req_t *req, result_t *res, int *nb
                                 err = SK_EFAIL;
                         }
                         if (err == SK_OK) {
-                                *at_commit = 1;
-                                err = sk_db_commit(db, errstr, errstr_size);
+                                err = sk_db_commit_outcome(db, errstr, errstr_size);
                                 if (err == SK_OK && SK_FAILPOINT("front.db_only_after_commit")) {
                                         sk_seterr(errstr, errstr_size,
                                                   "failpoint front.db_only_after_commit");
-                                        err = SK_EAGAIN;
+                                        err = SK_EUNKNOWN;
                                 }
-                                if (err == SK_OK)
-                                        *at_commit = 0;
+                                /* 1213/1205 at COMMIT: rolled back, run again. */
+                                if (err == SK_EAGAIN)
+                                        sk_db_rollback(db);
+                                *at_commit = err == SK_EUNKNOWN;
                                 return err;
                         }
                 }
@@ -328,16 +334,20 @@ static sk_err_t attempt(sk_db_t *db, const fr_req_t *req, result_t *res, int *nb
         return err;
 }
 
-/* After a COMMIT whose outcome is unknown: is the outcome row there? */
+/* After a COMMIT whose outcome is unknown: is the outcome row there? Read on a fresh
+ * session, with wsrep_sync_wait = 1 on Galera (sk/db_outcome.h). */
 static int committed(sk_db_t *db, const fr_req_t *req)
 {
         char errstr[256];
         int64_t n = 0;
+        sk_err_t err;
 
-        if (sk_db_reconnect(db, errstr, sizeof(errstr)) != SK_OK)
+        if (sk_db_resolve_begin(db, errstr, sizeof(errstr)) != SK_OK)
                 return -1;
-        if (q_i64(db, "SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = ?", &req->trace_id,
-                  1, &n, 1, errstr, sizeof(errstr)) != SK_OK)
+        err = q_i64(db, "SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = ?",
+                    &req->trace_id, 1, &n, 1, errstr, sizeof(errstr));
+        sk_db_resolve_end(db);
+        if (err != SK_OK)
                 return -1;
         return n > 0;
 }

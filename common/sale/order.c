@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sk/db_outcome.h"
 #include "sk/ids.h"
 #include "sk/ledger.h"
 #include "sk/order.h"
@@ -175,6 +176,61 @@ static sk_err_t end_in_tx(sk_db_t *db, int64_t order_id, int64_t user_id, int to
         return SK_OK;
 }
 
+sk_err_t sk_order_resolve(sk_db_t *db, sk_order_row_t *rows, size_t n, int to, size_t *kept,
+                          char *errstr, size_t errstr_size)
+{
+        sk_order_row_t now;
+        sk_err_t err;
+        size_t i, k = 0;
+
+        *kept = 0;
+        if ((err = sk_db_resolve_begin(db, errstr, errstr_size)))
+                return err;
+        for (i = 0; i < n; i++) {
+                err = sk_order_get(db, rows[i].order_id, 0, &now, errstr, errstr_size);
+                if (err == SK_ENOTFOUND) /* orders are never deleted */
+                        err = SK_EDB;
+                if (err)
+                        break;
+                if (now.status == to) {
+                        rows[i].status = now.status;
+                        rows[k++] = rows[i];
+                }
+        }
+        sk_db_resolve_end(db);
+        if (err)
+                return err;
+        *kept = k;
+        return SK_OK;
+}
+
+/* sk_order_end's COMMIT had an unknown outcome (DESIGN.md 16): the order's status, read
+ * on a fresh session, tells. @p to: ended as asked (ours, or a repeat of it: *changed =
+ * 1, release.lua is idempotent); still UNPAID: not applied, SK_EAGAIN (run again, same
+ * keys); another status: another transition won (*changed = 0). */
+static sk_err_t resolve_end(sk_db_t *db, int to, int *changed, sk_order_row_t *row,
+                            char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        *changed = 0;
+        if ((err = sk_db_resolve_begin(db, errstr, errstr_size)))
+                return err;
+        err = sk_order_get(db, row->order_id, 0, row, errstr, errstr_size);
+        sk_db_resolve_end(db);
+        if (err)
+                return err == SK_ENOTFOUND ? SK_EDB : err; /* orders are never deleted */
+        if (row->status == to) {
+                *changed = 1;
+                return SK_OK;
+        }
+        if (row->status == SK_ORDER_UNPAID) {
+                sk_seterr(errstr, errstr_size, "order %" PRId64 ": COMMIT not applied", row->order_id);
+                return SK_EAGAIN;
+        }
+        return SK_OK;
+}
+
 sk_err_t sk_order_end(sk_db_t *db, int64_t order_id, int64_t user_id, int to, int grace_s,
                       int *changed, sk_order_row_t *row, char *errstr, size_t errstr_size)
 {
@@ -195,7 +251,10 @@ sk_err_t sk_order_end(sk_db_t *db, int64_t order_id, int64_t user_id, int to, in
                 sk_db_rollback(db);
                 return SK_OK;
         }
-        if ((err = sk_db_commit(db, errstr, errstr_size)))
+        err = sk_db_commit_outcome(db, errstr, errstr_size);
+        if (err == SK_EUNKNOWN)
+                return resolve_end(db, to, changed, row, errstr, errstr_size);
+        if (err)
                 goto fail;
         return SK_OK;
 fail:
@@ -283,7 +342,12 @@ sk_err_t sk_order_close_due(sk_db_t *db, int limit, int grace_s, sk_order_row_t 
                         if ((err = insert_restore(db, &r.v[k], before, SK_BIZ_CLOSE, errstr, errstr_size)))
                                 goto fail;
         }
-        if ((err = sk_db_commit(db, errstr, errstr_size)))
+        if ((err = sk_db_commit_outcome(db, errstr, errstr_size)) == SK_EUNKNOWN) {
+                *rows = r.v; /* the orders of the unknown COMMIT: sk_order_resolve */
+                *n = r.n;
+                return err;
+        }
+        if (err)
                 goto fail;
         *rows = r.v;
         *n = r.n;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sk/db_outcome.h"
 #include "sk/model.h"
 #include "sk/order.h"
 #include "sk/payment.h"
@@ -194,6 +195,31 @@ static sk_err_t record(sk_db_t *db, const sk_payment_t *p, const char *qtxn, con
         return sk_db_exec(db, sql, errstr, errstr_size);
 }
 
+/* The COMMIT of sk_payment_decide had an unknown outcome (DESIGN.md v5 16): on a fresh
+ * session (wsrep_sync_wait = 1 on Galera) read tb_payment by provider_txn_id. Found: that
+ * COMMIT applied (a concurrent delivery of the same txn id would have met 1062 before
+ * it), *res as decided stands. Not found: not applied, SK_EAGAIN (run again, same keys).
+ * The quoted literals were made on the dropped connection with the same character set. */
+static sk_err_t resolve(sk_db_t *db, const sk_payment_t *p, const char *qtxn, const char *qcur,
+                        sk_payment_res_t *res, char *errstr, size_t errstr_size)
+{
+        sk_payment_res_t row;
+        int found = 0;
+        sk_err_t err;
+
+        if ((err = sk_db_resolve_begin(db, errstr, errstr_size)) == SK_OK) {
+                memset(&row, 0, sizeof(row));
+                err = from_row(db, p, qtxn, qcur, &found, &row, errstr, errstr_size);
+                sk_db_resolve_end(db);
+        }
+        if (err == SK_OK && found)
+                return SK_OK;
+        if (err == SK_OK)
+                sk_seterr(errstr, errstr_size, "payment COMMIT not applied: run again");
+        memset(res, 0, sizeof(*res));
+        return SK_EAGAIN; /* unreadable or not applied: the caller runs it again */
+}
+
 sk_err_t sk_payment_decide(sk_db_t *db, const sk_payment_t *p, int grace_s,
                            sk_payment_res_t *res, char *errstr, size_t errstr_size)
 {
@@ -227,7 +253,9 @@ sk_err_t sk_payment_decide(sk_db_t *db, const sk_payment_t *p, int grace_s,
         }
         if ((err = record(db, p, qtxn, qcur, res, errstr, errstr_size)))
                 goto fail;
-        if ((err = sk_db_commit(db, errstr, errstr_size)))
+        if ((err = sk_db_commit_outcome(db, errstr, errstr_size)) == SK_EUNKNOWN)
+                return resolve(db, p, qtxn, qcur, res, errstr, errstr_size);
+        if (err)
                 goto fail;
         return SK_OK;
 fail:

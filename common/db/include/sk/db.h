@@ -181,6 +181,13 @@ size_t sk_db_quote(sk_db_t *db, const char *s, char *out, size_t out_size);
 sk_err_t sk_db_select_db(sk_db_t *db, const char *name, char *errstr, size_t errstr_size);
 /** @brief 1 if the connection answers a ping now, else 0 (no reconnect is attempted). */
 int sk_db_ping(sk_db_t *db);
+/** @brief Close the connection without opening another (the handle stays: sk_db_connected
+ *  is 0 until sk_db_reconnect). The server rolls back an open transaction. For a link
+ *  whose state is not known any more (sk/db_outcome.h). NULL: no-op. */
+void sk_db_drop(sk_db_t *db);
+/** @brief 1 when the connected node said @@wsrep_on = 1 at connect (Galera, DESIGN.md 16),
+ *  0 otherwise (standalone, MySQL, not connected). Read once per (re)connect. */
+int sk_db_wsrep_on(const sk_db_t *db);
 
 /** @brief Run @p sql (a prepared statement, borrowed) with @p n (0..8) BIGINT parameters
  *  @p params; *@p affected (may be NULL) = rows changed. @returns SK_OK; SK_EAGAIN

@@ -58,6 +58,10 @@ sk_err_t sk_order_get(sk_db_t *db, int64_t order_id, int64_t user_id, sk_order_r
  *  13): ignored for a cancel. *changed = 1 if this call made the transition (the caller
  *  then releases the unit in Redis); *row is the order as read after it (its status
  *  tells a repeat, a PAID order or another end apart).
+ *  A COMMIT with an unknown outcome (DESIGN.md 16, sk/db_outcome.h) is resolved here by
+ *  the order's status read on a fresh session (wsrep_sync_wait = 1 on Galera): @p to →
+ *  *changed = 1 (possibly a concurrent repeat of the same end: release.lua is
+ *  idempotent); still UNPAID → SK_EAGAIN (not applied: run again).
  *  @returns SK_OK, SK_ENOTFOUND (no such order of @p user_id), SK_EINVAL (bad @p to or
  *  @p grace_s), or the DB error (rolled back; SK_EAGAIN: retry). */
 sk_err_t sk_order_end(sk_db_t *db, int64_t order_id, int64_t user_id, int to, int grace_s,
@@ -79,9 +83,21 @@ sk_err_t sk_order_close_in_tx(sk_db_t *db, int64_t order_id, int grace_s, int *c
  *  voucher under its row lock), one RESTORE row per order (business_type 5), COMMIT.
  *  *rows (malloc'd, owned by the caller; NULL when *n = 0) are the orders closed, for
  *  release.lua after the commit.
- *  @returns SK_OK, or the DB error (rolled back, *n = 0). */
+ *  @returns SK_OK; SK_EUNKNOWN: the COMMIT's outcome is unknown (DESIGN.md 16) and *rows,
+ *  *n are the orders it would have closed (owned by the caller): resolve them with
+ *  sk_order_resolve; or the DB error (rolled back, *n = 0; SK_EAGAIN: retry). */
 sk_err_t sk_order_close_due(sk_db_t *db, int limit, int grace_s, sk_order_row_t **rows,
                             size_t *n, char *errstr, size_t errstr_size);
+
+/** @brief After a COMMIT with an unknown outcome (DESIGN.md 16): on a fresh session
+ *  (sk_db_resolve_begin: wsrep_sync_wait = 1 on Galera) read the status of each order of
+ *  @p rows[0..n) and keep, in place at rows[0..*kept), those whose status is now @p to
+ *  (their status field updated): those ended and must be released (release.lua is
+ *  idempotent); an order still UNPAID was not ended (the next round closes it again).
+ *  @returns SK_OK, or the DB error (the outcome stays unknown: call again later).
+ *  Not thread-safe per @p db. */
+sk_err_t sk_order_resolve(sk_db_t *db, sk_order_row_t *rows, size_t n, int to, size_t *kept,
+                          char *errstr, size_t errstr_size);
 
 /** @brief Every CANCELLED or CLOSED order of @p voucher_id (for the reconciler's pending
  *  releases, DESIGN.md 13). *rows malloc'd, owned by the caller (NULL when *n = 0).

@@ -72,6 +72,9 @@ typedef struct sk_payment_res {
 
 /** @brief Decide and record @p p (borrowed) in one transaction (file comment), with
  *  @p grace_s (s, >= 0: SECKILL_PAY_GRACE_S). *res receives the decision.
+ *  A COMMIT with an unknown outcome (DESIGN.md 16) is resolved by reading tb_payment by
+ *  provider_txn_id on a fresh session (wsrep_sync_wait = 1 on Galera): found → SK_OK
+ *  with the decision; not found or unreadable → SK_EAGAIN (run again, same keys).
  *  @returns SK_OK, SK_EINVAL (bad @p p), or the DB error (rolled back; SK_EAGAIN:
  *  retry, e.g. a concurrent delivery of the same txn id won the insert). */
 sk_err_t sk_payment_decide(sk_db_t *db, const sk_payment_t *p, int grace_s,
