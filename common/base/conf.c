@@ -37,43 +37,6 @@
 #define SK_VERSION "0.0.0"
 #endif
 
-/* Copies @p url into @p dst with the secret part of its userinfo replaced by *** (issue
- * 23, DESIGN.md 15: no secret in any log line, error or --print-config, whatever its
- * characters). The userinfo ends at the LAST '@' after "://": a password may hold '/',
- * '?', '#', ':' or '@', so the first '/' is no bound. The user (before the first ':')
- * stays readable; a userinfo without ':' may be a bare password (redis://secret@host)
- * and is masked whole. Pure function, thread-safe. */
-static void mask_url(const char *url, char *dst, size_t dst_size)
-{
-        const char *p = strstr(url, "://"), *at, *colon;
-
-        if (!p) {
-                sk__sfmt(dst, dst_size, "%s", url);
-                return;
-        }
-        p += 3;
-        at = strrchr(p, '@');
-        if (!at) {
-                sk__sfmt(dst, dst_size, "%s", url);
-                return;
-        }
-        colon = memchr(p, ':', (size_t)(at - p));
-        if (!colon)
-                colon = p - 1;          /* "scheme://" + "***" + "@host" */
-        sk__sfmt(dst, dst_size, "%.*s***%s", (int)(colon + 1 - url), url, at);
-}
-
-int sk_conf_secret_key(const char *k)
-{
-        static const char *const marks[] = { "password", "secret", "ssl.key", "keystore",
-                                             "oauthbearer.config", "sasl.jaas", "private" };
-
-        for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
-                if (strstr(k, marks[i]))
-                        return 1;
-        return 0;
-}
-
 /* ------------------------------------------------------------------ table */
 
 /* Where the final value of an option came from. */
@@ -107,7 +70,7 @@ static void report(const char *prog, const src_t *s, int mask, const char *fmt, 
         va_list ap;
 
         if (mask)
-                mask_url(s->val, shown, sizeof(shown));
+                sk__mask_url(s->val, shown, sizeof(shown));
         else
                 sk__sfmt(shown, sizeof(shown), "%s", s->val);
         va_start(ap, fmt);
@@ -283,7 +246,7 @@ void sk_conf_print_options(FILE *f, unsigned bins, const sk_opt_t *extra, size_t
                 } else if (o->kind == V_LEVEL) {
                         sk__sfmt(def, sizeof(def), "info");
                 } else {
-                        mask_url(field, def, sizeof(def));
+                        sk__mask_url(field, def, sizeof(def));
                 }
                 sk__sfmt(left, sizeof(left), "--%s %s", o->flag, o->arg);
                 if (secret_opt(o))
@@ -351,7 +314,7 @@ static void print_config(FILE *f, unsigned bins, const sk_conf_t *conf, const sk
                         int l = *(const int *)(const void *)field;
                         fprintf(f, "%s=%s\n", o->env, l >= 0 && l <= 3 ? levels[l] : "info");
                 } else {
-                        mask_url(field, masked, sizeof(masked));
+                        sk__mask_url(field, masked, sizeof(masked));
                         fprintf(f, "%s=%s\n", o->env, masked);
                 }
         }

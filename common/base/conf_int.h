@@ -46,3 +46,8 @@ void sk__sfmt(char *dst, size_t size, const char *fmt, ...) __attribute__((forma
  * and never holds the content (unreadable, empty, too long, bad bytes: permanent). */
 int sk__read_secret_file(const char *path, const char *what, char *dst, size_t dst_size,
                          char *errstr, size_t errstr_size);
+
+/* Copies @p url into @p dst with the password of its userinfo replaced by *** (a bare
+ * userinfo masked whole); a string without "://" or '@' is copied as is. Pure,
+ * thread-safe (conf_secret.c). */
+void sk__mask_url(const char *url, char *dst, size_t dst_size);

@@ -2,7 +2,8 @@
  * flag, the environment or a file (?password-file=, the *_FILE variables); its value is
  * never printed"). One reader serves both: the password of ?password-file=PATH and the
  * whole value of a VAR_FILE variable (SECKILL_MYSQL_URL_FILE, SECKILL_REDIS_URL_FILE).
- * Every error names the file, never its content. Blocking file I/O; thread-safe on
+ * Every error names the file, never its content. And the masks: a URL's password, the
+ * librdkafka properties that hold secrets. Blocking file I/O; thread-safe on
  * distinct buffers. */
 #include <errno.h>
 #include <stdio.h>
@@ -69,5 +70,42 @@ int sk_mysql_url_read_password_file(sk_mysql_url_t *m, char *errstr, size_t errs
                 sk_seterr(errstr, errstr_size, "password-file %s", err);
                 return -1;
         }
+        return 0;
+}
+
+/* Copies @p url into @p dst (conf_int.h) with the secret part of its userinfo replaced by *** (issue
+ * 23, DESIGN.md 15: no secret in any log line, error or --print-config, whatever its
+ * characters). The userinfo ends at the LAST '@' after "://": a password may hold '/',
+ * '?', '#', ':' or '@', so the first '/' is no bound. The user (before the first ':')
+ * stays readable; a userinfo without ':' may be a bare password (redis://secret@host)
+ * and is masked whole. Pure function, thread-safe. */
+void sk__mask_url(const char *url, char *dst, size_t dst_size)
+{
+        const char *p = strstr(url, "://"), *at, *colon;
+
+        if (!p) {
+                sk__sfmt(dst, dst_size, "%s", url);
+                return;
+        }
+        p += 3;
+        at = strrchr(p, '@');
+        if (!at) {
+                sk__sfmt(dst, dst_size, "%s", url);
+                return;
+        }
+        colon = memchr(p, ':', (size_t)(at - p));
+        if (!colon)
+                colon = p - 1;          /* "scheme://" + "***" + "@host" */
+        sk__sfmt(dst, dst_size, "%.*s***%s", (int)(colon + 1 - url), url, at);
+}
+
+int sk_conf_secret_key(const char *k)
+{
+        static const char *const marks[] = { "password", "secret", "ssl.key", "keystore",
+                                             "oauthbearer.config", "sasl.jaas", "private" };
+
+        for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+                if (strstr(k, marks[i]))
+                        return 1;
         return 0;
 }
