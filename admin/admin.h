@@ -29,14 +29,18 @@ typedef struct sk_admin_opts {
         char currency[8];       /* --currency CUR (create), "" = SECKILL_CURRENCY */
         char txn[160];          /* --txn ID (payment refunded) */
         char ref[160];          /* --ref R (payment refunded) */
+        int allow_unpaid;       /* --allow-unpaid (db migrate: the v4 -> v5 guard) */
 } sk_admin_opts_t;
 
 /** The subcommand flags as parsed by main.c (valid once main() called sk_conf_load),
  *  for subcommands whose signature does not carry them (verify: --json). */
 extern const sk_admin_opts_t *sk_admin_opts;
 
-/** `db migrate`: apply the pending ddl/ migrations; prints "applied N migration(s)". */
-int sk_admin_db_migrate(const sk_conf_t *conf);
+/** `db migrate [--allow-unpaid]`: apply the pending ddl/ migrations; prints "applied N
+ *  migration(s)". Exit 2 while an order is UNPAID and the v5 payment migration is pending,
+ *  unless --allow-unpaid (those orders stay at amount 0, currency SECKILL_CURRENCY; DESIGN.md
+ *  header, "Migration from v4"; sk_migrate_ex). */
+int sk_admin_db_migrate(const sk_conf_t *conf, const sk_admin_opts_t *o);
 /** `db grants --app USER --admin USER [--host H]` (DESIGN.md 17; admin/grants.c): prints
  *  the least-privilege GRANT statements of sk/grants.h for the database of
  *  SECKILL_MYSQL_URL. No connection. */

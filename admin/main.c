@@ -35,12 +35,17 @@ typedef struct cmd_help {
 
 static const cmd_help_t CMDS[] = {
         { "db", "migrate", "apply the ddl/ migrations not yet applied (creates the database)",
-          "Usage: " PROG " db migrate [common options]\n"
+          "Usage: " PROG " db migrate [--allow-unpaid] [common options]\n"
           "Create the database if missing and apply the ddl/ migrations not yet recorded in\n"
           "schema_migrations (serialized by the tb_lock row seckill:migrate:<db>, waited\n"
           "for up to 30 s; safe to run twice or concurrently).\n"
-          "Prints: applied N migration(s). Exit 0 ok, 1 failure.\n"
-          "Run it as the admin user of `db grants` (or the database's root on a test stack).\n", "" },
+          "From v4: stop every v4 binary first; while the v5 payment migration (0008) is\n"
+          "pending and an order is UNPAID it refuses (exit 2) before changing anything;\n"
+          "--allow-unpaid goes on and leaves those orders payable at amount 0, currency\n"
+          "SECKILL_CURRENCY.\n"
+          "Prints: applied N migration(s). Exit 0 ok, 1 failure, 2 refused.\n"
+          "Run it as the admin user of `db grants` (or the database's root on a test stack).\n",
+          " allow-unpaid " },
         { "db", "grants", "print the GRANT statements of the least-privilege users",
           "Usage: " PROG " db grants --app USER --admin USER [--host H]\n"
           "Print, for the database of SECKILL_MYSQL_URL, the GRANT statements of the two\n"
@@ -212,9 +217,9 @@ static int check_flags(const cmd_help_t *cmd, const sk_admin_opts_t *o)
                 { "stock" }, { "begin" }, { "end" }, { "status" }, { "preheat" },
                 { "rebuild-from-db" }, { "json" }, { "wait-ms" }, { "buckets" }, { "request-id" },
                 { "quiesced" }, { "app" }, { "admin" }, { "host" }, { "price" }, { "currency" },
-                { "txn" }, { "ref" },
+                { "txn" }, { "ref" }, { "allow-unpaid" },
         };
-        int given[18];
+        int given[19];
         char pat[40];
 
         given[0] = o->stock != -1;
@@ -235,6 +240,7 @@ static int check_flags(const cmd_help_t *cmd, const sk_admin_opts_t *o)
         given[15] = o->currency[0] != '\0';
         given[16] = o->txn[0] != '\0';
         given[17] = o->ref[0] != '\0';
+        given[18] = o->allow_unpaid != 0;
         for (size_t i = 0; i < sizeof(given) / sizeof(given[0]); i++) {
                 snprintf(pat, sizeof(pat), " %s ", names[i].name);
                 if (given[i] && !strstr(cmd->allowed, pat)) {
@@ -292,6 +298,8 @@ int main(int argc, char **argv)
                   "payment refunded: the provider txn id" },
                 { "ref", NULL, SK_OPT_STR, o.ref, sizeof(o.ref), 0, 0,
                   "payment refunded: the provider's refund reference" },
+                { "allow-unpaid", NULL, SK_OPT_BOOL, &o.allow_unpaid, 0, 0, 1,
+                  "db migrate: to v5 despite UNPAID orders (left at amount 0, SECKILL_CURRENCY)" },
         };
 
         if (sk_admin_degrade_wants(argc, argv))
@@ -323,7 +331,7 @@ int main(int argc, char **argv)
                         return usage_error("unexpected argument \"%s\"", pos[2]);
                 if (check_flags(&CMDS[grants ? 1 : 0], &o))
                         return 2;
-                return grants ? sk_admin_db_grants(&conf, &o) : sk_admin_db_migrate(&conf);
+                return grants ? sk_admin_db_grants(&conf, &o) : sk_admin_db_migrate(&conf, &o);
         }
         if (strcmp(pos[0], "payment") == 0) { /* DB only (DESIGN.md 13) */
                 int refunded = npos >= 2 && strcmp(pos[1], "refunded") == 0;

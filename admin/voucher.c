@@ -68,18 +68,23 @@ static void add_id(cJSON *obj, const char *name, int64_t id)
 
 /* ------------------------------------------------------------------ db migrate */
 
-int sk_admin_db_migrate(const sk_conf_t *conf)
+int sk_admin_db_migrate(const sk_conf_t *conf, const sk_admin_opts_t *o)
 {
-        char errstr[512];
+        sk_migrate_opts_t mo = { .allow_unpaid = o->allow_unpaid, .currency = conf->currency };
+        char errstr[768];
         int applied = 0;
+        int64_t unpaid = 0;
         sk_err_t err;
 
-        err = sk_migrate(&conf->mysql, &applied, errstr, sizeof(errstr));
+        err = sk_migrate_ex(&conf->mysql, &mo, &applied, &unpaid, errstr, sizeof(errstr));
         if (err != SK_OK) {
                 fprintf(stderr, PROG ": db migrate: %s (%d applied before the error)\n",
                         errstr, applied);
                 return err == SK_EINVAL ? 2 : 1;
         }
+        if (unpaid > 0)
+                fprintf(stderr, PROG ": db migrate: --allow-unpaid: %lld UNPAID order(s) left at "
+                        "amount 0, currency %s\n", (long long)unpaid, conf->currency);
         printf("applied %d migration(s)\n", applied);
         return 0;
 }

@@ -3,11 +3,12 @@
 #
 #   bench/fuzz.sh [SECONDS] [TARGET...]      SECONDS per target (default 60);
 #                                            TARGET: id_parse msg_parse front_http conf_parse jwt paysig
+#                                            paybody
 #                                            (default all)
 #
 # Builds with clang -fsanitize=fuzzer,address,undefined into build-fuzz/ (env
 # SK_FUZZ_BUILD): the common sources (and, for front_http, producer/http.c, req.c, soldout.c and
-# metrics.c) are compiled with coverage; the system libraries (cJSON,
+# metrics.c; for paybody, producer/payment_body.c) are compiled with coverage; the system libraries (cJSON,
 # libmicrohttpd, ...) are not instrumented, so their bugs show up only as crashes.
 # Each target runs for SECONDS on its corpus (build-fuzz/corpus/TARGET, seeded from
 # tests/fuzz/corpus/TARGET, kept between runs) with its dictionary; a crash leaves its
@@ -22,10 +23,10 @@ set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${SK_FUZZ_BUILD:-$REPO/build-fuzz}
 SECS=${1:-60}
-[[ $SECS =~ ^[0-9]+$ && $SECS -ge 1 ]] || { echo "usage: bench/fuzz.sh [SECONDS] [id_parse|msg_parse|front_http|conf_parse|jwt|paysig...]" >&2; exit 2; }
+[[ $SECS =~ ^[0-9]+$ && $SECS -ge 1 ]] || { echo "usage: bench/fuzz.sh [SECONDS] [id_parse|msg_parse|front_http|conf_parse|jwt|paysig|paybody...]" >&2; exit 2; }
 shift || true
 TARGETS=("$@")
-[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(id_parse msg_parse front_http conf_parse jwt paysig)
+[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(id_parse msg_parse front_http conf_parse jwt paysig paybody)
 CC=${SK_FUZZ_CC:-clang}
 command -v "$CC" >/dev/null 2>&1 || { echo "fuzz: $CC not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 
@@ -69,7 +70,7 @@ build() {
                 compile "$f" "$OUT/obj/common/$name.o"
                 common_objs+=("$OUT/obj/common/$name.o")
         done
-        for name in http req metrics soldout soldout_table identity strict vflight; do
+        for name in http req metrics soldout soldout_table identity strict vflight payment_body; do
                 compile "$REPO/producer/$name.c" "$OUT/obj/producer/$name.o"
         done
         for t in "${TARGETS[@]}"; do
@@ -83,6 +84,7 @@ build() {
                             "$OUT/obj/producer/identity.o" "$OUT/obj/producer/strict.o"
                             "$OUT/obj/producer/vflight.o"
                             "${common_objs[@]}") ;;
+                paybody) objs=("$OUT/obj/producer/payment_body.o" "${common_objs[@]}") ;;
                 *) objs=("${common_objs[@]}") ;;
                 esac
                 "$CC" "${CFLAGS[@]}" "${LDFLAGS[@]}" "$h" "${objs[@]}" "${LIBS[@]}" -o "$OUT/bin/fuzz_$t" \

@@ -24,11 +24,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cjson/cJSON.h>
 
 #include "front.h"
 #include "metrics.h"
 #include "payment.h"
+#include "payment_body.h"
 #include "queue.h"
 #include "req.h"
 #include "sk/clock.h"
@@ -97,62 +97,6 @@ void fr_payment_tick(int hup)
 
 /* ------------------------------------------------------------ HTTP thread ---- */
 
-/* A JSON string member @p name of @p obj, or NULL. */
-static const char *str_member(const cJSON *obj, const char *name)
-{
-        const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
-
-        return cJSON_IsString(it) ? it->valuestring : NULL;
-}
-
-/* Minor units: canonical decimal (no sign, no leading zero), at most 18 digits. */
-static int parse_amount(const char *s, int64_t *out)
-{
-        size_t n = s ? strlen(s) : 0, i;
-        int64_t v = 0;
-
-        if (n == 0 || n > 18 || (n > 1 && s[0] == '0'))
-                return -1;
-        for (i = 0; i < n; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return -1;
-                v = v * 10 + (s[i] - '0');
-        }
-        *out = v;
-        return 0;
-}
-
-/* The body into *p. @returns NULL, or what is wrong (a literal). */
-static const char *parse_body(const char *body, size_t len, sk_payment_t *p)
-{
-        cJSON *root = cJSON_ParseWithLength(body, len);
-        const char *why = NULL, *oid, *txn, *amount, *cur;
-
-        if (!cJSON_IsObject(root)) {
-                why = "body is not a JSON object";
-                goto done;
-        }
-        oid = str_member(root, "orderId");
-        txn = str_member(root, "providerTxnId");
-        amount = str_member(root, "amount");
-        cur = str_member(root, "currency");
-        if (!oid || sk_id_parse_cstr(oid, &p->order_id) != 0)
-                why = "orderId: a canonical decimal id as a string";
-        else if (!txn || !sk_payment_valid_ref(txn))
-                why = "providerTxnId: 1..128 printable ASCII bytes as a string";
-        else if (!amount || parse_amount(amount, &p->amount_minor) != 0)
-                why = "amount: minor units as a canonical decimal string";
-        else if (!cur || !sk_payment_valid_currency(cur))
-                why = "currency: three letters A-Z";
-        else {
-                snprintf(p->txn_id, sizeof(p->txn_id), "%s", txn);
-                snprintf(p->currency, sizeof(p->currency), "%s", cur);
-        }
-done:
-        cJSON_Delete(root);
-        return why;
-}
-
 static void quick(fr_req_t *req, int status, char *body)
 {
         req->kind = FR_KIND_QUICK;
@@ -181,7 +125,7 @@ void fr_payment_route(fr_req_t *req, struct MHD_Connection *conn)
                 fr_answer_503(req, "overload", NULL, "out of memory");
                 return;
         }
-        if ((why = parse_body(req->in_body ? req->in_body : "", req->in_len, p))) {
+        if ((why = fr_payment_parse_body(req->in_body ? req->in_body : "", req->in_len, p))) {
                 free(p);
                 quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, why));
                 return;

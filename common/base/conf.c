@@ -14,10 +14,11 @@
  * A binary sees only the common options it uses (sk_conf_load_bin): its --help and
  * --print-config list those, another binary's flag is refused, another binary's
  * variable is not read (one environment file serves them all).
- * Passwords are never printed: --print-config and error lines show
- * them as ***. Not thread-safe: call once from main() before starting threads. */
+ * The secret options (SECKILL_REDIS_URL, SECKILL_MYSQL_URL) may instead come from a file
+ * named by VAR_FILE (DESIGN.md 2; both set is an error; read in pass 4 by
+ * conf_secret.c). Passwords are never printed: --print-config and error lines show
+ * them as ***, and a value read from a file is never shown at all. Not thread-safe: call once from main() before starting threads. */
 #include <ctype.h>
-#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,102 +37,31 @@
 #define SK_VERSION "0.0.0"
 #endif
 
-/* Copies @p url into @p dst with the secret part of its userinfo replaced by *** (issue
- * 23, DESIGN.md 15: no secret in any log line, error or --print-config, whatever its
- * characters). The userinfo ends at the LAST '@' after "://": a password may hold '/',
- * '?', '#', ':' or '@', so the first '/' is no bound. The user (before the first ':')
- * stays readable; a userinfo without ':' may be a bare password (redis://secret@host)
- * and is masked whole. Pure function, thread-safe. */
-static void mask_url(const char *url, char *dst, size_t dst_size)
-{
-        const char *p = strstr(url, "://"), *at, *colon;
-
-        if (!p) {
-                sk__sfmt(dst, dst_size, "%s", url);
-                return;
-        }
-        p += 3;
-        at = strrchr(p, '@');
-        if (!at) {
-                sk__sfmt(dst, dst_size, "%s", url);
-                return;
-        }
-        colon = memchr(p, ':', (size_t)(at - p));
-        if (!colon)
-                colon = p - 1;          /* "scheme://" + "***" + "@host" */
-        sk__sfmt(dst, dst_size, "%.*s***%s", (int)(colon + 1 - url), url, at);
-}
-
-int sk_mysql_url_read_password_file(sk_mysql_url_t *m, char *errstr, size_t errstr_size)
-{
-        char buf[sizeof(m->password) + 2];
-        size_t n;
-        FILE *f;
-        int rc = -1;
-
-        if (!m->password_file[0])
-                return 0;
-        if (!(f = fopen(m->password_file, "rb"))) {
-                sk_seterr(errstr, errstr_size, "password-file %s: %s", m->password_file,
-                          strerror(errno));
-                return -1;
-        }
-        n = fread(buf, 1, sizeof(buf), f);
-        if (ferror(f)) {
-                sk_seterr(errstr, errstr_size, "password-file %s: read error", m->password_file);
-                goto done;
-        }
-        if (n == sizeof(buf) && fgetc(f) != EOF)
-                n = sizeof(buf) + 1;    /* too long, whatever its end */
-        if (n > 0 && n <= sizeof(buf) && buf[n - 1] == '\n')
-                n--;
-        if (n > 0 && n <= sizeof(buf) && buf[n - 1] == '\r')
-                n--;
-        if (n == 0 || n >= sizeof(m->password)) {
-                sk_seterr(errstr, errstr_size, "password-file %s: the password must be 1..%zu bytes",
-                          m->password_file, sizeof(m->password) - 1);
-                goto done;
-        }
-        if (memchr(buf, '\0', n) || memchr(buf, '\n', n) || memchr(buf, '\r', n)) {
-                sk_seterr(errstr, errstr_size, "password-file %s: NUL, CR or LF inside the password",
-                          m->password_file);
-                goto done;
-        }
-        memcpy(m->password, buf, n);
-        m->password[n] = '\0';
-        rc = 0;
-done:
-        memset(buf, 0, sizeof(buf));
-        fclose(f);
-        return rc;
-}
-
-int sk_conf_secret_key(const char *k)
-{
-        static const char *const marks[] = { "password", "secret", "ssl.key", "keystore",
-                                             "oauthbearer.config", "sasl.jaas", "private" };
-
-        for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
-                if (strstr(k, marks[i]))
-                        return 1;
-        return 0;
-}
-
 /* ------------------------------------------------------------------ table */
 
 /* Where the final value of an option came from. */
 typedef struct src {
-        const char *val;        /* NULL = default */
-        char origin[64];        /* "SECKILL_X" or "--x" */
+        const char *val;        /* NULL = default; for a VAR_FILE, its path until read */
+        const char *file;       /* the VAR_FILE path the value comes from, NULL = none */
+        char origin[64];        /* "SECKILL_X", "SECKILL_X_FILE" or "--x" */
 } src_t;
 
 static void set_src(src_t *s, const char *val, const char *prefix, const char *name)
 {
         s->val = val;
+        s->file = NULL;
         sk__sfmt(s->origin, sizeof(s->origin), "%s%s", prefix, name);
 }
 
-/* One error line on stderr: "<prog>: <origin>=<value> <what>". URLs are masked. */
+/* 1 if option @p o holds a secret (a URL with a password): it may come from a VAR_FILE
+ * variable (DESIGN.md 2) and is masked wherever it is shown. */
+static int secret_opt(const copt_t *o)
+{
+        return o->kind == V_REDIS_URL || o->kind == V_MYSQL_URL;
+}
+
+/* One error line on stderr: "<prog>: <origin>=<value> <what>". URLs are masked; a value
+ * read from a VAR_FILE is never shown, the line names the file instead. */
 static void report(const char *prog, const src_t *s, int mask, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 static void report(const char *prog, const src_t *s, int mask, const char *fmt, ...)
@@ -140,14 +70,17 @@ static void report(const char *prog, const src_t *s, int mask, const char *fmt, 
         va_list ap;
 
         if (mask)
-                mask_url(s->val, shown, sizeof(shown));
+                sk__mask_url(s->val, shown, sizeof(shown));
         else
                 sk__sfmt(shown, sizeof(shown), "%s", s->val);
         va_start(ap, fmt);
         if (vsnprintf(what, sizeof(what), fmt, ap) < 0)
                 what[0] = '\0';
         va_end(ap);
-        fprintf(stderr, "%s: %s=%s %s\n", prog, s->origin, shown, what);
+        if (s->file)
+                fprintf(stderr, "%s: %s=%s: the file's value %s\n", prog, s->origin, s->file, what);
+        else
+                fprintf(stderr, "%s: %s=%s %s\n", prog, s->origin, shown, what);
         fflush(stderr);
 }
 
@@ -313,10 +246,14 @@ void sk_conf_print_options(FILE *f, unsigned bins, const sk_opt_t *extra, size_t
                 } else if (o->kind == V_LEVEL) {
                         sk__sfmt(def, sizeof(def), "info");
                 } else {
-                        mask_url(field, def, sizeof(def));
+                        sk__mask_url(field, def, sizeof(def));
                 }
                 sk__sfmt(left, sizeof(left), "--%s %s", o->flag, o->arg);
-                fprintf(f, "  %-34s %s\n  %-34s   env %s, default %s\n", left, o->help, "", o->env, def);
+                if (secret_opt(o))
+                        fprintf(f, "  %-34s %s\n  %-34s   env %s or %s_FILE (read from that file), default %s\n",
+                                left, o->help, "", o->env, o->env, def);
+                else
+                        fprintf(f, "  %-34s %s\n  %-34s   env %s, default %s\n", left, o->help, "", o->env, def);
         }
         for (size_t i = 0; i < nextra; i++) {
                 const sk_opt_t *o = &extra[i];
@@ -377,7 +314,7 @@ static void print_config(FILE *f, unsigned bins, const sk_conf_t *conf, const sk
                         int l = *(const int *)(const void *)field;
                         fprintf(f, "%s=%s\n", o->env, l >= 0 && l <= 3 ? levels[l] : "info");
                 } else {
-                        mask_url(field, masked, sizeof(masked));
+                        sk__mask_url(field, masked, sizeof(masked));
                         fprintf(f, "%s=%s\n", o->env, masked);
                 }
         }
@@ -404,19 +341,65 @@ enum { OPT_HELP = 'h', OPT_X = 'X', OPT_VERSION = 1000, OPT_PRINT = 1001, OPT_CO
        OPT_EXTRA = 1200 };
 
 /* Pass 2: the SECKILL_* environment (an empty variable counts as unset); the variables
- * of options the binaries in @p bins do not use are not read. */
-static void env_pass(unsigned bins, src_t *csrc, src_t *esrc, const sk_opt_t *extra, size_t nextra)
+ * of options the binaries in @p bins do not use are not read. A secret option's VAR_FILE
+ * (DESIGN.md 2) is recorded as a path here and read in pass 4, only if no flag overrides
+ * it. @returns 0, or 2 after an error line (VAR and VAR_FILE both set). */
+static int env_pass(unsigned bins, src_t *csrc, src_t *esrc, const sk_opt_t *extra, size_t nextra,
+                    const char *prog)
 {
         for (size_t i = 0; i < SK__NCOPTS; i++) {
-                const char *v = (sk__copts[i].bins & bins) ? getenv(sk__copts[i].env) : NULL;
+                const copt_t *o = &sk__copts[i];
+                const char *v = (o->bins & bins) ? getenv(o->env) : NULL;
+                const char *fv = NULL;
+                char fname[64];
+
                 if (v && *v)
-                        set_src(&csrc[i], v, "", sk__copts[i].env);
+                        set_src(&csrc[i], v, "", o->env);
+                if (!(o->bins & bins) || !secret_opt(o))
+                        continue;
+                sk__sfmt(fname, sizeof(fname), "%s_FILE", o->env);
+                fv = getenv(fname);
+                if (!fv || !*fv)
+                        continue;
+                if (v && *v) {
+                        fprintf(stderr, "%s: %s and %s are both set: give one\n", prog, o->env, fname);
+                        fflush(stderr);
+                        return 2;
+                }
+                set_src(&csrc[i], fv, "", fname);
+                csrc[i].file = fv;
         }
         for (size_t i = 0; i < nextra; i++) {
                 const char *v = extra[i].env ? getenv(extra[i].env) : NULL;
                 if (v && *v)
                         set_src(&esrc[i], v, "", extra[i].env);
         }
+        return 0;
+}
+
+/* Validates and stores the final value of common option @p o from @p s; a VAR_FILE's
+ * value is read from its file first (one trailing newline dropped, errors naming the
+ * variable and path, never the content) and wiped from the stack after use.
+ * @returns 0 or 2 after an error line. */
+static int apply_src(sk_conf_t *conf, const copt_t *o, const src_t *s, const char *prog)
+{
+        char buf[1024], err[600];
+        src_t fs;
+        int rc;
+
+        if (!s->file)
+                return apply_copt(conf, o, s, prog);
+        if (sk__read_secret_file(s->file, "value", buf, o->size < sizeof(buf) ? o->size : sizeof(buf),
+                                 err, sizeof(err)) != 0) {
+                fprintf(stderr, "%s: %s=%s\n", prog, s->origin, err);
+                fflush(stderr);
+                return 2;
+        }
+        fs = *s;
+        fs.val = buf;
+        rc = apply_copt(conf, o, &fs, prog);
+        memset(buf, 0, sizeof(buf));
+        return rc;
 }
 
 /* Fills @p lopts (SK__NCOPTS + nextra + 4 entries) for getopt_long: the common options
@@ -542,7 +525,7 @@ static int validate_pass(sk_conf_t *conf, const src_t *csrc, const src_t *esrc,
         char err[256];
 
         for (size_t i = 0; i < SK__NCOPTS; i++)
-                if (csrc[i].val && apply_copt(conf, &sk__copts[i], &csrc[i], prog) != 0)
+                if (csrc[i].val && apply_src(conf, &sk__copts[i], &csrc[i], prog) != 0)
                         return 2;
         for (size_t i = 0; i < nextra; i++)
                 if (esrc[i].val && apply_extra(&extra[i], &esrc[i], prog) != 0)
@@ -597,7 +580,8 @@ int sk_conf_load_bin(sk_conf_t *conf, unsigned bins, int argc, char **argv, cons
                 fprintf(stderr, "%s: out of memory\n", prog);
                 goto done;
         }
-        env_pass(bins, csrc, esrc, extra, nextra);
+        if ((rc = env_pass(bins, csrc, esrc, extra, nextra, prog)) != 0)
+                goto done;
         build_longopts(lopts, bins, extra, nextra);
         if ((rc = flags_pass(conf, bins, argc, argv, prog, usage_args, extra, nextra, lopts, csrc, esrc,
                              &print_cfg)) != 0)

@@ -37,3 +37,17 @@ extern const copt_t sk__copts[SK__NCOPTS];
 
 /* snprintf that tolerates truncation on purpose (callers check lengths first). */
 void sk__sfmt(char *dst, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Reads a secret from the file @p path into @p dst (DESIGN.md 2: ?password-file= and the
+ * *_FILE variables): the whole content less one trailing "\n" or "\r\n", 1..dst_size-1
+ * bytes (dst_size 2..1024), no NUL, CR or LF inside; @p what ("password", "value")
+ * names it in errors. Blocking file I/O; thread-safe on distinct @p dst. The scratch
+ * copy is wiped. @returns 0, or -1 with a reason in errstr that starts with the path
+ * and never holds the content (unreadable, empty, too long, bad bytes: permanent). */
+int sk__read_secret_file(const char *path, const char *what, char *dst, size_t dst_size,
+                         char *errstr, size_t errstr_size);
+
+/* Copies @p url into @p dst with the password of its userinfo replaced by *** (a bare
+ * userinfo masked whole); a string without "://" or '@' is copied as is. Pure,
+ * thread-safe (conf_secret.c). */
+void sk__mask_url(const char *url, char *dst, size_t dst_size);

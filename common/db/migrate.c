@@ -12,6 +12,12 @@
  *      yet recorded: split it into statements, run them in order (the lock re-checked and
  *      renewed before each one: a runner that lost its row stops), then record its name;
  *   5. release the row (it also ends by itself at its until).
+ * The v4 -> v5 guard (DESIGN.md header, "Migration from v4"): while 0008_payments is
+ * pending, step 4 starts only if no order is UNPAID (status 1 with a pay_deadline: a v3
+ * order has none and 0003 makes it PAID); with allow_unpaid it goes on, and once 0008's
+ * statements ran, before 0008 is recorded, those orders get the currency of the options
+ * (SECKILL_CURRENCY; their amount is 0, the column's default), so a re-run after a crash
+ * in between sets it again.
  * MySQL DDL commits implicitly, so a migration is not atomic: a runner killed half-way
  * leaves some statements applied and the name unrecorded; the next run executes the
  * whole file again. Every migration must therefore be idempotent statement by
@@ -35,6 +41,9 @@
 #include "sk/migrate.h"
 
 #define MIGRATE_LOCK_WAIT_MS 30000
+#define MIGRATE_V5_PAYMENTS "0008_payments"   /* the migration the v4 -> v5 guard watches */
+/* An UNPAID order (DESIGN.md 13) that a v4 binary created: v3 orders have no deadline. */
+#define MIGRATE_UNPAID_WHERE "status = 1 AND pay_deadline IS NOT NULL"
 #define MIGRATE_LOCK_TTL_MS 120000  /* renewed before every statement */
 
 static int valid_db_name(const char *s)
@@ -140,8 +149,76 @@ done:
         return err;
 }
 
+/* *yes = 1 if migration @p name is recorded in schema_migrations. */
+static sk_err_t recorded(sk_db_t *db, const char *name, int *yes, char *errstr, size_t errstr_size)
+{
+        char sql[512], lit[2 * 128 + 3];
+        int64_t n = 0;
+        sk_err_t err;
+
+        *yes = 0;
+        if (strlen(name) > 128) {
+                sk_seterr(errstr, errstr_size, "migration name too long: %s", name);
+                return SK_EINVAL;
+        }
+        if (!sk_db_quote(db, name, lit, sizeof(lit)))
+                return sk_db_seterr(db, "quote", errstr, errstr_size);
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM schema_migrations WHERE name = %s", lit);
+        if ((err = sk_db_query_i64(db, sql, &n, NULL, errstr, errstr_size)) != SK_OK)
+                return err;
+        *yes = n > 0;
+        return SK_OK;
+}
+
+/* The v4 -> v5 guard: *unpaid = the UNPAID orders while 0008_payments is pending (0 when
+ * it is recorded, or before 0003 gave orders a deadline). */
+static sk_err_t count_unpaid(sk_db_t *db, int64_t *unpaid, char *errstr, size_t errstr_size)
+{
+        int64_t cols = 0;
+        int done = 0;
+        sk_err_t err;
+
+        *unpaid = 0;
+        if ((err = recorded(db, MIGRATE_V5_PAYMENTS, &done, errstr, errstr_size)) != SK_OK || done)
+                return err;
+        if ((err = sk_db_query_i64(db,
+                                   "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE "
+                                   "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'tb_voucher_order' "
+                                   "AND COLUMN_NAME = 'pay_deadline'",
+                                   &cols, NULL, errstr, errstr_size)) != SK_OK || cols == 0)
+                return err;
+        return sk_db_query_i64(db, "SELECT COUNT(*) FROM tb_voucher_order WHERE " MIGRATE_UNPAID_WHERE,
+                               unpaid, NULL, errstr, errstr_size);
+}
+
+/* --allow-unpaid: the UNPAID orders of a v4 database get @p currency once 0008 gave them
+ * a currency column (amount 0, its default). */
+static sk_err_t set_unpaid_currency(sk_db_t *db, const char *currency, char *errstr, size_t errstr_size)
+{
+        char sql[256];
+
+        snprintf(sql, sizeof(sql), "UPDATE tb_voucher_order SET currency = '%s' WHERE "
+                 MIGRATE_UNPAID_WHERE " AND amount_minor = 0", currency);
+        return sk_db_exec(db, sql, errstr, errstr_size);
+}
+
+static int valid_currency(const char *c)
+{
+        return c && strlen(c) == 3 && isupper((unsigned char)c[0]) && isupper((unsigned char)c[1]) &&
+               isupper((unsigned char)c[2]);
+}
+
 sk_err_t sk_migrate(const sk_mysql_url_t *url, int *applied, char *errstr, size_t errstr_size)
 {
+        return sk_migrate_ex(url, NULL, applied, NULL, errstr, errstr_size);
+}
+
+sk_err_t sk_migrate_ex(const sk_mysql_url_t *url, const sk_migrate_opts_t *o, int *applied,
+                       int64_t *unpaid_left, char *errstr, size_t errstr_size)
+{
+        const char *currency = o && o->currency ? o->currency : "CNY";
+        int allow_unpaid = o && o->allow_unpaid;
+        int64_t unpaid = 0;
         sk_db_t *db = NULL;
         sk_dblock_t *lk = NULL;
         char lock_name[96];
@@ -151,6 +228,13 @@ sk_err_t sk_migrate(const sk_mysql_url_t *url, int *applied, char *errstr, size_
 
         if (applied)
                 *applied = 0;
+        if (unpaid_left)
+                *unpaid_left = 0;
+        if (allow_unpaid && !valid_currency(currency)) {
+                sk_seterr(errstr, errstr_size, "invalid currency \"%s\" for the UNPAID orders "
+                          "(SECKILL_CURRENCY: 3 letters A-Z)", currency);
+                return SK_EINVAL;
+        }
         if (!url || !valid_db_name(url->database)) {
                 sk_seterr(errstr, errstr_size, "invalid database name \"%s\"",
                           url ? url->database : "");
@@ -183,28 +267,37 @@ sk_err_t sk_migrate(const sk_mysql_url_t *url, int *applied, char *errstr, size_
                               ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
                               errstr, errstr_size)) != SK_OK)
                 goto done;
+        /* The v4 -> v5 guard, before anything changes. */
+        if ((err = count_unpaid(db, &unpaid, errstr, errstr_size)) != SK_OK)
+                goto done;
+        if (unpaid > 0 && !allow_unpaid) {
+                sk_seterr(errstr, errstr_size,
+                          "refused: %lld order(s) UNPAID and migration " MIGRATE_V5_PAYMENTS
+                          " (v5 payments) pending: let the v4 binaries see them paid, cancelled "
+                          "or closed first, or pass --allow-unpaid to leave them payable at "
+                          "amount 0, currency %s (DESIGN.md, migration from v4)",
+                          (long long)unpaid, currency);
+                err = SK_EINVAL;
+                goto done;
+        }
 
         for (size_t i = 0; i < sk_nmigrations && sk_migrations[i].name; i++) {
                 const sk_migration_t *m = &sk_migrations[i];
-                int64_t n = 0;
+                int done_already = 0;
 
-                if (strlen(m->name) > 128) {
-                        sk_seterr(errstr, errstr_size, "migration name too long: %s", m->name);
-                        err = SK_EINVAL;
+                if ((err = recorded(db, m->name, &done_already, errstr, errstr_size)) != SK_OK)
                         goto done;
-                }
+                if (done_already)
+                        continue;
+                if ((err = run_statements(db, lk, m, errstr, errstr_size)) != SK_OK)
+                        goto done;
+                if (unpaid > 0 && strcmp(m->name, MIGRATE_V5_PAYMENTS) == 0 &&
+                    (err = set_unpaid_currency(db, currency, errstr, errstr_size)) != SK_OK)
+                        goto done;
                 if (!sk_db_quote(db, m->name, lit, sizeof(lit))) {
                         err = sk_db_seterr(db, "quote", errstr, errstr_size);
                         goto done;
                 }
-                snprintf(sql, sizeof(sql),
-                         "SELECT COUNT(*) FROM schema_migrations WHERE name = %s", lit);
-                if ((err = sk_db_query_i64(db, sql, &n, NULL, errstr, errstr_size)) != SK_OK)
-                        goto done;
-                if (n > 0)
-                        continue;
-                if ((err = run_statements(db, lk, m, errstr, errstr_size)) != SK_OK)
-                        goto done;
                 snprintf(sql, sizeof(sql),
                          "INSERT INTO schema_migrations (name, applied_at) "
                          "VALUES (%s, CURRENT_TIMESTAMP(3))", lit);
@@ -213,6 +306,8 @@ sk_err_t sk_migrate(const sk_mysql_url_t *url, int *applied, char *errstr, size_
                 napplied++;
         }
         err = SK_OK;
+        if (unpaid_left)
+                *unpaid_left = unpaid;
 done:
         if (applied)
                 *applied = napplied;

@@ -3,13 +3,19 @@
 (DESIGN.md 13): who pays (through a small payment "provider" that signs its callbacks,
 DESIGN.md 15), and the late buyers who take the units released by the ones who never pay.
 
-  payer.py pay --db DB --front URL --keys FILE --unpaid-pct P --stop FILE --out FILE
+  payer.py pay --db DB --front URL --keys FILE --unpaid-pct P --grace-s G --stop FILE
+               --out FILE
       Until FILE exists: every UNPAID order in DB is paid by the provider's signed
       callback (POST /api/v1/payments/callback, X-Payment-Signature: t=..,v1=hex
       HMAC-SHA256 of "t.body" with the first secret of --keys; txn id "demo-<orderId>";
       the order's own amount and currency) unless its buyer is a non-payer: userId mod
       100 < P (about P% of the winners, decided by the id so the report can tell them
-      apart). Writes the counts to --out (JSON).
+      apart). One late payment too (DESIGN.md 13): the provider pays a non-payer's
+      order with a callback signed just after its pay_deadline + G seconds (the front's
+      SECKILL_PAY_GRACE_S; txn id "demo-late-<orderId>", its own amount and currency),
+      which the front must answer 409 refund_due "late" (closing the order on the spot);
+      should the closer close that order first (the answer is then "closed"), up to
+      LATE_TRIES orders are tried. Writes the counts and the late payment to --out (JSON).
   payer.py resale --db DB --front URL --unpaid-pct P --vouchers V1,V2 --tsv FILE
                   --timeout-s S
       After the sale: while any sale voucher has units free in the DB (released by a
@@ -47,16 +53,47 @@ def read_secret(path):
     sys.exit("payer: no secret in the keys file")
 
 
-def callback(front, secret, order, amount, currency):
-    """The provider's signed callback for one order; returns the HTTP status."""
-    body = json.dumps({"orderId": order, "providerTxnId": f"demo-{order}",
+LATE_TRIES = 5
+
+
+def callback(front, secret, order, amount, currency, txn=None):
+    """The provider's signed callback for one order; returns (HTTP status, JSON body)."""
+    body = json.dumps({"orderId": order, "providerTxnId": txn or f"demo-{order}",
                        "amount": amount, "currency": currency}, separators=(",", ":")).encode()
     t = str(int(time.time()))
     sig = hmac.new(secret, t.encode() + b"." + body, hashlib.sha256).hexdigest()
     req = urllib.request.Request(f"{front}/api/v1/payments/callback", data=body, method="POST",
                                  headers={"Content-Type": "application/json",
                                           "X-Payment-Signature": f"t={t},v1={sig}"})
-    return http_json(req, timeout=10)[0]
+    return http_json(req, timeout=10)
+
+
+def late_candidate(db, grace_s, unpaid_pct, tried):
+    """(order, amount, currency, seconds until deadline + grace by the DB's clock) of the
+    UNPAID non-payer order whose deadline comes first, not tried yet; or None."""
+    try:
+        rows = sql(f"SELECT id, user_id, amount_minor, currency, TIMESTAMPDIFF(MICROSECOND, "
+                   f"UTC_TIMESTAMP(3), pay_deadline + INTERVAL {int(grace_s)} SECOND) "
+                   f"FROM `{db}`.tb_voucher_order WHERE status = 1 AND pay_deadline IS NOT NULL "
+                   f"ORDER BY pay_deadline LIMIT 200")
+    except RuntimeError:
+        return None
+    for order, user, amount, currency, us_left in rows:
+        if order in tried or not ID_RE.match(order) or not ID_RE.match(user) or pays(user, unpaid_pct):
+            continue
+        return order, amount, currency, int(us_left) / 1e6
+    return None
+
+
+def late_payment(front, secret, order, amount, currency, left_s):
+    """Waits until just past the order's deadline + grace, then the provider signs and
+    sends its callback: the answer, and how late it was signed (ms)."""
+    time.sleep(max(0.0, left_s) + 0.005)
+    late_ms = round(max(0.0, -left_s) * 1000 + 5)
+    status, body = callback(front, secret, order, amount, currency, f"demo-late-{order}")
+    return {"order": order, "txn": f"demo-late-{order}", "status": status,
+            "reason": body.get("reason"), "refund": body.get("refund"), "code": body.get("code"),
+            "signed_after_deadline_ms": late_ms}
 
 
 def pays(user, unpaid_pct):
@@ -74,9 +111,20 @@ def cmd_pay(a):
     secret = read_secret(a.keys)
     done, counts = set(), {"paid": 0, "late_409": 0, "errors": 0, "never_paid": 0}
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=8)
+    late_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    late_tries, late_future = [], None
     skipped = set()
     while True:
         stop = os.path.exists(a.stop)
+        # The late payment: one at a time, until one is answered "late".
+        if late_future is not None and late_future.done():
+            late_tries.append(late_future.result())
+            late_future = None
+        if (late_future is None and not stop and len(late_tries) < LATE_TRIES
+                and not any(t["reason"] == "late" for t in late_tries)):
+            cand = late_candidate(db, a.grace_s, a.unpaid_pct, {t["order"] for t in late_tries})
+            if cand:
+                late_future = late_pool.submit(late_payment, a.front, secret, *cand)
         try:
             rows = sql(f"SELECT id, user_id, amount_minor, currency FROM `{db}`.tb_voucher_order"
                        " WHERE status = 1")
@@ -93,7 +141,7 @@ def cmd_pay(a):
                 continue
             todo.append((order, amount, currency))
         # Payments in parallel, as a payment provider's callbacks would come.
-        results = pool.map(lambda oc: callback(a.front, secret, *oc), todo)
+        results = pool.map(lambda oc: callback(a.front, secret, *oc)[0], todo)
         for (order, _, _), status in zip(todo, results):
             if status == 200:
                 counts["paid"] += 1
@@ -107,6 +155,13 @@ def cmd_pay(a):
             break
         time.sleep(0.2)
     pool.shutdown()
+    if late_future is not None:
+        late_tries.append(late_future.result())
+    late_pool.shutdown()
+    counts["late_payment"] = next((t for t in late_tries if t["reason"] == "late"),
+                                  late_tries[-1] if late_tries else None)
+    counts["late_tries"] = len(late_tries)
+    counts["grace_s"] = a.grace_s
     with open(a.out, "w") as f:
         json.dump(counts, f)
 
@@ -159,6 +214,7 @@ def main():
         q.add_argument("--front", required=True)
         q.add_argument("--unpaid-pct", type=int, default=20)
     pp.add_argument("--keys", required=True, help="the payment keys file (SECKILL_PAYMENT_KEYS_FILE)")
+    pp.add_argument("--grace-s", type=int, default=0, help="the front's SECKILL_PAY_GRACE_S")
     pp.add_argument("--stop", required=True)
     pp.add_argument("--out", required=True)
     rp.add_argument("--vouchers", required=True)

@@ -3,14 +3,15 @@
 # UNPAID_PCT, PAY_TIMEOUT_S, PAY_KEYS). The work itself is scripts/demo/payer.py, which pays
 # as a payment provider would: signed callbacks (DESIGN.md 15) with the secret of PAY_KEYS.
 #   payments_start   the payer in the background: every winner pays at once, except
-#                    ~UNPAID_PCT% who never do (their orders close after PAY_TIMEOUT_S)
+#                    ~UNPAID_PCT% who never do (their orders close after PAY_TIMEOUT_S);
+#                    one of those is paid late (signed after deadline + grace: refund_due)
 #   payments_resale  after the sale: late buyers take the units the closes release, until
 #                    no unpaid order is left; their 202s join the log (sale/accepted-resale.tsv)
 #   payments_stop    the payer finishes (after the drain) and prints its counts
 
 payments_start() {
         python3 "$DEMO_DIR/payer.py" pay --db "$DB" --front "http://$HTTP_ADDR" --keys "$PAY_KEYS" \
-                --unpaid-pct "$UNPAID_PCT" \
+                --unpaid-pct "$UNPAID_PCT" --grace-s "${SECKILL_PAY_GRACE_S:-0}" \
                 --stop "$RUN/payer.stop" --out "$RUN/payer.json" > "$RUN/payer.log" 2>&1 9>&- &
         PAYER_PID=$!
         say "payer started: ~$UNPAID_PCT% of the winners never pay; payment window ${PAY_TIMEOUT_S}s"

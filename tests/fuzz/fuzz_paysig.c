@@ -7,8 +7,8 @@
  *   2: "t decimal" 0x00 "raw body": the harness signs it with the set's first secret and
  *      verifies its own header, so the success path (and a stale t) is reached too.
  * Any input must end in a verdict, never a crash, a leak or a read past the input.
- * Built and run by bench/fuzz.sh (target paysig). The callback's JSON body is parsed in
- * producer/payment.c and reached by no harness yet. */
+ * Built and run by bench/fuzz.sh (target paysig). The callback's JSON body has its own
+ * harness, fuzz_paybody.c (producer/payment_body.c). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -21,7 +21,7 @@ static const char *const all_env[] = {
         "SECKILL_WORKER_LEASE_MS", "SECKILL_RECONCILE_WINDOW_HOURS", "SECKILL_METRICS_ADDR",
         "SECKILL_LOG_LEVEL", "SECKILL_FAILPOINTS", "SECKILL_BREAKER_FAILURES", "SECKILL_BREAKER_SLOW_MS",
         "SECKILL_BREAKER_OPEN_MS", "SECKILL_BREAKER_HEALTHY_MS", "SECKILL_DEGRADE_DB_CONNS",
-        "SECKILL_SWITCH_STALE_MS", "SK_TEST_BATCH", "SK_TEST_NAME", "SK_TEST_DRY",
+        "SECKILL_SWITCH_STALE_MS", "SECKILL_MYSQL_URL_FILE", "SECKILL_REDIS_URL_FILE", "SK_TEST_BATCH", "SK_TEST_NAME", "SK_TEST_DRY",
 };
 
 static void clear_env(void)
@@ -737,6 +737,104 @@ START_TEST(mysql_password_file)
 }
 END_TEST
 
+static void write_file(const char *path, const char *content, size_t len)
+{
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, content, len), (ssize_t)len);
+        close(fd);
+}
+
+/* DESIGN.md 2: VAR_FILE=PATH gives a secret option its value from a file (one trailing
+ * newline dropped); VAR and VAR_FILE both set, an unreadable or an empty file are one
+ * error line naming the variable and the path, never the content; --print-config masks
+ * the password of a value that came from a file like any other. */
+START_TEST(secret_file_variables)
+{
+        static char out[8192];
+        char mpath[64] = "/tmp/check_conf_mu_XXXXXX", rpath[64] = "/tmp/check_conf_ru_XXXXXX";
+        char err[1024], big[700];
+        sk_conf_t conf;
+        char *argv[] = { (char *)"x", (char *)"--print-config", NULL };
+        int fd;
+
+        ck_assert_int_ge(fd = mkstemp(mpath), 0);
+        close(fd);
+        ck_assert_int_ge(fd = mkstemp(rpath), 0);
+        close(fd);
+        write_file(mpath, "mysql://app:f1lepw@db.example:3307/shop\n", 40);
+        write_file(rpath, "redis://:r3dispw@r.example:6390/2\r\n", 35);
+        setenv("SECKILL_MYSQL_URL_FILE", mpath, 1);
+        setenv("SECKILL_REDIS_URL_FILE", rpath, 1);
+        ck_assert_int_eq(LOAD(&conf, err, "--topic", "t"), 0);
+        ck_assert_str_eq(conf.mysql_url, "mysql://app:f1lepw@db.example:3307/shop");
+        ck_assert_str_eq(conf.mysql.password, "f1lepw");
+        ck_assert_int_eq(conf.mysql.port, 3307);
+        ck_assert_str_eq(conf.redis_url, "redis://:r3dispw@r.example:6390/2");
+        ck_assert_str_eq(conf.redis.password, "r3dispw");
+        ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), NULL, 0, argv, 2), 1);
+        ck_assert_ptr_null(strstr(out, "f1lepw"));
+        ck_assert_ptr_null(strstr(out, "r3dispw"));
+        ck_assert_ptr_nonnull(strstr(out, "SECKILL_MYSQL_URL=mysql://app:***@db.example:3307/shop\n"));
+        ck_assert_ptr_nonnull(strstr(out, "SECKILL_REDIS_URL=redis://:***@r.example:6390/2\n"));
+
+        /* A flag still wins over the file, even a missing one (read only if it won). */
+        setenv("SECKILL_MYSQL_URL_FILE", "/nonexistent/seckill-db-url", 1);
+        ck_assert_int_eq(LOAD(&conf, err, "--mysql-url", "mysql://u@h/d"), 0);
+        ck_assert_str_eq(conf.mysql.user, "u");
+        /* Missing: one line naming the variable and the path. */
+        ck_assert_int_eq(LOAD(&conf, err, "--topic", "t"), 2);
+        ck_assert_int_eq(count_lines(err), 1);
+        ck_assert_ptr_nonnull(strstr(err, "SECKILL_MYSQL_URL_FILE=/nonexistent/seckill-db-url: No such file"));
+        /* Unreadable (a directory). */
+        setenv("SECKILL_MYSQL_URL_FILE", "/tmp", 1);
+        ck_assert_int_eq(LOAD(&conf, err, "--topic", "t"), 2);
+        ck_assert_ptr_nonnull(strstr(err, "SECKILL_MYSQL_URL_FILE=/tmp: read error"));
+        /* Empty, or only a newline. */
+        setenv("SECKILL_MYSQL_URL_FILE", mpath, 1);
+        write_file(mpath, "", 0);
+        ck_assert_int_eq(LOAD(&conf, err, "--topic", "t"), 2);
+        ck_assert_int_eq(count_lines(err), 1);
+        ck_assert_ptr_nonnull(strstr(err, "SECKILL_MYSQL_URL_FILE="));
+        ck_assert_ptr_nonnull(strstr(err, mpath));
+        ck_assert_ptr_nonnull(strstr(err, "empty"));
+        write_file(mpath, "\n", 1);
+        ck_assert_int_eq(LOAD(&conf, err, "--topic", "t"), 2);
+        ck_assert_ptr_nonnull(strstr(err, "empty"));
+        /* Invalid content, too long content, a newline inside: never printed. */
+        write_file(mpath, "mysql://app:l3akpw@h:99999/db\n", 30);
+        ck_assert_int_eq(LOAD(&conf, err, "--topic", "t"), 2);
+        ck_assert_int_eq(count_lines(err), 1);
+        ck_assert_ptr_null(strstr(err, "l3akpw"));
+        ck_assert_ptr_nonnull(strstr(err, mpath));
+        ck_assert_ptr_nonnull(strstr(err, "is invalid"));
+        memset(big, 'k', sizeof(big));
+        memcpy(big, "mysql://app:", 12);
+        write_file(mpath, big, sizeof(big));
+        ck_assert_int_eq(LOAD(&conf, err, "--topic", "t"), 2);
+        ck_assert_ptr_null(strstr(err, "kkkk"));
+        ck_assert_ptr_nonnull(strstr(err, "1..511 bytes"));
+        write_file(mpath, "mysql://app:a\nb@h/d\n", 20);
+        ck_assert_int_eq(LOAD(&conf, err, "--topic", "t"), 2);
+        ck_assert_ptr_nonnull(strstr(err, "NUL, CR or LF"));
+        ck_assert_ptr_null(strstr(err, "app"));
+        /* VAR and VAR_FILE both set: refused, whichever is valid. */
+        write_file(mpath, "mysql://app:f1lepw@db.example:3307/shop\n", 40);
+        setenv("SECKILL_MYSQL_URL", "mysql://u@h/d", 1);
+        ck_assert_int_eq(LOAD(&conf, err, "--topic", "t"), 2);
+        ck_assert_int_eq(count_lines(err), 1);
+        ck_assert_ptr_nonnull(strstr(err, "SECKILL_MYSQL_URL and SECKILL_MYSQL_URL_FILE are both set"));
+        ck_assert_ptr_null(strstr(err, "f1lepw"));
+        /* An empty VAR_FILE counts as unset, like every variable. */
+        setenv("SECKILL_MYSQL_URL_FILE", "", 1);
+        ck_assert_int_eq(LOAD(&conf, err, "--topic", "t"), 0);
+        ck_assert_str_eq(conf.mysql.host, "h");
+        unlink(mpath);
+        unlink(rpath);
+}
+END_TEST
+
 START_TEST(hostport_and_parse_int)
 {
         char host[64];
@@ -806,6 +904,7 @@ static Suite *conf_suite(void)
         tcase_add_test(tc, mysql_url_parse);
         tcase_add_test(tc, mysql_url_multi_host);
         tcase_add_test(tc, mysql_password_file);
+        tcase_add_test(tc, secret_file_variables);
         tcase_add_test(tc, hostport_and_parse_int);
         suite_add_tcase(s, tc);
         return s;

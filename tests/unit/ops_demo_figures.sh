@@ -11,6 +11,8 @@
 #     sold out, I1 and Redis = DB per bucket, a missing figure FAILs
 #   - the outage (outage.py, --kill-redis): the hot voucher's states after the kill, the
 #     return to redis only after Redis is back, seconds since the sale's start
+#   - the late payment (lifecycle.py): PASS only for 409 refund_due "late", its tb_payment
+#     row and the order CLOSED; N/A without one
 # Env: SK_SRC (source root; default: two levels up).
 set -euo pipefail
 SRC=${SK_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -119,4 +121,35 @@ assert "rebuilding not seen" in lines[4] and "20.7 s from kill to redis" in line
 o["first_db_only_s_after_kill"] = 2.2
 assert "first DB-only sale 2.2 s after the kill" in O.outage_lines(o)[3], O.outage_lines(o)[3]
 print("outage: PASS")
+PY
+
+# the late payment (lifecycle.py, DESIGN.md 13): PASS only for 409 refund_due "late" with
+# its tb_payment row (2, late) and the order CLOSED; N/A without one; FAIL for "closed"
+PYTHONPATH=$DEMO python3 - <<'PY'
+import lifecycle as L
+late = {"order": "386095121583570944", "txn": "demo-late-386095121583570944", "status": 409,
+        "reason": "late", "refund": True, "code": 10021, "signed_after_deadline_ms": 5}
+def run(payer, row):
+    checks = []
+    def sql(q):
+        if "COUNT(*)" in q:
+            return [["3"]]
+        assert "demo-late-386095121583570944" in q, q
+        return [row] if row else []
+    out = L.late_payment(sql, lambda n, ok, d: checks.append((ok, d)), "db", payer)
+    return checks[0], out
+(ok, d), out = run({"late_payment": late, "late_tries": 1, "grace_s": 0}, ["2", "late", late["order"], "4"])
+assert ok is True and out["refund_due_rows"] == 3, (ok, d)
+assert "signed 5 ms after deadline + 0 s" in d and "2/late/4" in d, d
+(ok, d), _ = run({"late_payment": dict(late, reason="closed"), "late_tries": 5}, ["2", "closed", late["order"], "4"])
+assert ok is False, d
+(ok, d), _ = run({"late_payment": late}, ["1", "", late["order"], "2"])
+assert ok is False, d
+(ok, d), _ = run({"late_payment": late}, None)
+assert ok is False and "no row" in d, d
+(ok, d), out = run({}, None)
+assert ok is None and out["late"] is None, d
+(ok, d), _ = run({"late_payment": dict(late, txn="x'; DROP TABLE t; --")}, None)
+assert ok is False and "malformed" in d, d
+print("late payment: PASS")
 PY

@@ -95,8 +95,11 @@ int sk_mysql_url_read_password_file(sk_mysql_url_t *m, char *errstr, size_t errs
  *  @p prog is the binary name; @p usage_args describes positional arguments
  *  (e.g. "db migrate | voucher ..."), may be NULL. @p extra (may be NULL) lists the
  *  binary's own options. Handles --help, --version, --print-config (secrets masked),
- *  --log-level, -X key=value. On return *argi is the index of the first positional
- *  argument in argv.
+ *  --log-level, -X key=value. A secret option (SECKILL_REDIS_URL, SECKILL_MYSQL_URL) may
+ *  come from VAR_FILE=PATH instead of VAR (the file's content, one trailing newline
+ *  dropped; VAR and VAR_FILE both set, or an unreadable or empty file, is an error
+ *  naming the variable and path, never the content; DESIGN.md 2). On return *argi is the
+ *  index of the first positional argument in argv.
  *  @returns 0 to continue; 1 if it already printed help/version/config (exit 0);
  *           2 on an invalid value, after printing one line on stderr (exit 2). */
 int sk_conf_load(sk_conf_t *conf, int argc, char **argv, const char *prog,
