@@ -1,7 +1,7 @@
 /* 0223_db_multi_host.c: the writer choice of a multi-host SECKILL_MYSQL_URL (DESIGN.md 16,
- * sk/db_writer.h) on the shared standalone server (never changed: no read_only here; the
- * read_only and wsrep skips are 0224, on the local Galera stack). A unique database per
- * run (sk_test_conf). Checks:
+ * sk/db_writer.h) on the shared standalone server (never changed: no read_only here; a
+ * dead Galera writer is skipped in fault case 0282; the read_only and Donor/Joiner skips
+ * have no test yet). A unique database per run (sk_test_conf). Checks:
  *  - a first host that refuses (127.0.0.1:1) is skipped: the connection goes to the
  *    second, works (a write and a read), and sk_db_writer_name names it;
  *  - only dead hosts: no connection, one clear line naming every host tried;
