@@ -28,6 +28,7 @@ import urllib.request
 import buckets
 import figures
 import lifecycle
+import dbkill
 import outage
 
 ID_RE = re.compile(r"^[1-9][0-9]{0,18}$")
@@ -78,13 +79,21 @@ def sql(query):
     """Rows of a query (tab-separated mysql -N -B output), session in UTC like the
     binaries (db.c sets time_zone '+00:00': DATETIME(3) columns hold UTC)."""
     env = dict(os.environ)
-    cmd = [env.get("DEMO_MYSQL_CLI", "mysql"), "-h", env.get("DEMO_MYSQL_HOST", "127.0.0.1"),
-           "-P", env.get("DEMO_MYSQL_PORT", "3306"), "-u", env.get("DEMO_MYSQL_USER", "root"),
-           "--protocol=TCP", "-N", "-B", "-e", "SET time_zone = '+00:00'; " + query]
-    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if res.returncode != 0:
-        raise RuntimeError(f"mysql: {res.stderr.strip()} (query: {query[:200]})")
-    return [line.split("\t") for line in res.stdout.splitlines() if line != ""]
+    first = (env.get("DEMO_MYSQL_HOST", "127.0.0.1"), env.get("DEMO_MYSQL_PORT", "3306"))
+    # A multi-host URL (--db galera): the other nodes when the first does not answer
+    # (error 2002/2003/2013: no connection; an SQL error is not retried elsewhere).
+    nodes = [first] + [tuple(hp.rsplit(":", 1)) for hp in env.get("DEMO_MYSQL_HOSTS", "").split(",")
+                       if ":" in hp and tuple(hp.rsplit(":", 1)) != first]
+    for host, port in nodes:
+        cmd = [env.get("DEMO_MYSQL_CLI", "mysql"), "-h", host, "-P", port,
+               "-u", env.get("DEMO_MYSQL_USER", "root"), "--protocol=TCP", "--connect-timeout=3",
+               "-N", "-B", "-e", "SET time_zone = '+00:00'; " + query]
+        res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if res.returncode == 0:
+            return [line.split("\t") for line in res.stdout.splitlines() if line != ""]
+        if not re.search(r"ERROR 20(02|03|13)", res.stderr):
+            break
+    raise RuntimeError(f"mysql: {res.stderr.strip()} (query: {query[:200]})")
 
 
 def rcli(*args):
@@ -354,6 +363,11 @@ def cmd_report(a):
                                    int(wrk.get("sale_first_ms", 0) or 0),
                                    int(sale.get("status", {}).get("200", 0)))
 
+    # ---- --db galera --kill-db: the writer's death and the switch-over (dbkill.py)
+    dbkill_fig = None
+    if a.dbkill:
+        dbkill_fig = dbkill.dbkill(check, run, int(wrk.get("sale_first_ms", 0) or 0))
+
     # ---- orders the client never saw accepted (lost answers): information only
     unseen = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order vo WHERE NOT EXISTS "
                      f"(SELECT 1 FROM `{cdb}`.accepted a WHERE a.trace_id = vo.trace_id)")[0][0])
@@ -414,6 +428,7 @@ def cmd_report(a):
         "orders_in_db": orders_total,
         "lifecycle": lc,
         "outage": outage_fig,
+        "database": {"topology": a.db_topo, "writer_kill": dbkill_fig},
         "orders_without_logged_202": unseen,
         "vouchers": per_voucher,
         "invariant4": dict(i4, examples=i4_examples),
@@ -519,6 +534,8 @@ def print_report(r, out):
     lifecycle.print_lifecycle(r["lifecycle"])
     if r.get("outage"):
         print("\n".join(outage.outage_lines(r["outage"])))
+    if (r.get("database") or {}).get("writer_kill"):
+        print("\n".join(dbkill.dbkill_lines(r["database"]["writer_kill"])))
     lm = f["latency_ms"]
     print(f" front         {f['req_per_s']:,} req/s over {f['connections']} connections; "
           f"p50 {lm.get('p50')} ms, p99 {lm.get('p99')} ms, max {lm.get('max')} ms (wrk)")
@@ -586,6 +603,8 @@ def main():
     ap.add_argument("--elapsed-s", type=int, default=0)
     ap.add_argument("--unpaid-pct", type=int, default=0)
     ap.add_argument("--outage", type=int, default=0)
+    ap.add_argument("--dbkill", type=int, default=0)
+    ap.add_argument("--db-topo", default="standalone")
     a = ap.parse_args()
     for name in ("db", "client_db"):
         if not re.match(r"^[A-Za-z0-9_]{1,64}$", getattr(a, name)):

@@ -30,6 +30,8 @@ DEMO_DIR=$REPO/scripts/demo
 . "$DEMO_DIR/payments.sh"
 # shellcheck source=outage.sh
 . "$DEMO_DIR/outage.sh"
+# shellcheck source=dbkill.sh
+. "$DEMO_DIR/dbkill.sh"
 # shellcheck source=../lib/apt.sh
 . "$REPO/scripts/lib/apt.sh"
 # shellcheck source=install.sh
@@ -59,6 +61,8 @@ DRIFT=0
 UNPAID_PCT=20
 PAY_TIMEOUT_S=5
 KILL_REDIS=0
+DB_TOPO=standalone
+KILL_DB=0
 PACE_MS=
 
 usage() {
@@ -94,6 +98,16 @@ usage: scripts/demo.sh [options]
                        DB-only path; the report's outage section shows the timeline and
                        the DB-only purchases (standalone Redis only)
   --redis-down S       seconds of DB-only sales before Redis comes back (default $OUTAGE_DOWN_S)
+  --db TOPO            standalone (default: SECKILL_MYSQL_URL or the local MariaDB) or
+                       galera (the local three-node Galera cluster, 127.0.0.1:3311-3313,
+                       started with scripts/stack.sh galera up; every binary gets the
+                       three-node URL, DESIGN.md 16). Any other value is taken as
+                       --database NAME (the option's meaning before v5)
+  --kill-db            with --db galera: SIGKILL the writer node (node1) once a fifth of
+                       the hot stock is taken and restart it --db-down seconds later; the
+                       report's database section shows the switch-over, and every
+                       invariant must still hold
+  --db-down S          seconds node1 stays down (default $DBKILL_DOWN_S)
   --pace MS            pause of each connection between two asks (default 0; 50 with
                        --kill-redis, so that the sale outlasts the outage)
   --keep               leave the front, the consumers and the stack running
@@ -101,7 +115,7 @@ usage: scripts/demo.sh [options]
   --no-build           use the binaries already in the build dir
   --build-dir DIR      build directory (default build; env SK_DEMO_BUILD_DIR)
   --out DIR            output directory (default out; env SK_DEMO_OUT)
-  --db NAME            database, dropped and recreated (default seckill_demo)
+  --database NAME      database, dropped and recreated (default seckill_demo)
   -h, --help           this text
 
 Writes OUT/report.json, OUT/latency.png and, per run, OUT/demo-<stamp>/ (logs, wrk
@@ -138,12 +152,19 @@ while [[ $# -gt 0 ]]; do
         --no-build) BUILD=0; shift ;;
         --build-dir) need_arg "$@"; BUILD_DIR=$2; shift 2 ;;
         --out) need_arg "$@"; OUT=$2; shift 2 ;;
-        --db) need_arg "$@"; DB=$2; shift 2 ;;
+        --db) need_arg "$@"
+                case $2 in standalone|galera) DB_TOPO=$2 ;; *) DB=$2 ;; esac
+                shift 2 ;;
+        --database) need_arg "$@"; DB=$2; shift 2 ;;
+        --kill-db) KILL_DB=1; shift ;;
+        --db-down) need_arg "$@"; need_int "$1" "$2"; DBKILL_DOWN_S=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "demo: unknown option '$1' (see --help)" >&2; exit 2 ;;
         esac
 done
-[[ $DB =~ ^[A-Za-z0-9_]{1,48}$ ]] || { echo "demo: --db must match [A-Za-z0-9_]{1,48}" >&2; exit 2; }
+[[ $DB =~ ^[A-Za-z0-9_]{1,48}$ ]] || { echo "demo: --database must match [A-Za-z0-9_]{1,48}" >&2; exit 2; }
+(( ! KILL_DB )) || [[ $DB_TOPO == galera ]] || { echo "demo: --kill-db needs --db galera" >&2; exit 2; }
+(( ! KILL_DB || ! KILL_REDIS )) || { echo "demo: --kill-db and --kill-redis: one outage at a time" >&2; exit 2; }
 (( CONCURRENCY >= 1 && CONCURRENCY <= 1000 )) || { echo "demo: --concurrency must be 1..1000" >&2; exit 2; }
 (( BUYERS >= 1 && BUYERS <= 999999999 )) || { echo "demo: --buyers must be 1..999999999" >&2; exit 2; }
 (( HOT_STOCK >= 1 )) || { echo "demo: --stock must be >= 1" >&2; exit 2; }
@@ -187,21 +208,32 @@ if [[ $REDIS_URL =~ ^redis://(:([^@]*)@)?([^:/]+)(:([0-9]+))?(/([0-9]+))?$ ]]; t
 else
         echo "demo: cannot parse SECKILL_REDIS_URL" >&2; exit 2
 fi
-if [[ $MYSQL_BASE_URL =~ ^mysql://([^:@]+)(:([^@]*))?@([^:/]+)(:([0-9]+))?(/.*)?$ ]]; then
+# --db galera: the local Galera cluster's three-node URL (DESIGN.md 16), known before it runs.
+[[ $DB_TOPO == galera ]] && MYSQL_BASE_URL="mysql://root@127.0.0.1:3311,127.0.0.1:3312,127.0.0.1:3313/seckill"
+# One host or several (mysql://user[:pass]@h1:p1,h2:p2/db): MYSQL_HOSTS keeps them all for
+# the binaries; the demo's own calls go to the first that answers (sql below).
+if [[ $MYSQL_BASE_URL =~ ^mysql://([^:@]+)(:([^@]*))?@([^/?]+)(/.*)?$ ]]; then
         MYSQL_USER=${BASH_REMATCH[1]}
         MYSQL_PASS=${BASH_REMATCH[3]}
-        MYSQL_HOST=${BASH_REMATCH[4]}
-        MYSQL_PORT=${BASH_REMATCH[6]:-3306}
+        MYSQL_HOSTS=
+        for hp in ${BASH_REMATCH[4]//,/ }; do
+                [[ $hp == *:* ]] || hp=$hp:3306
+                MYSQL_HOSTS=${MYSQL_HOSTS:+$MYSQL_HOSTS,}$hp
+        done
+        hp=${MYSQL_HOSTS%%,*}
+        MYSQL_HOST=${hp%:*}
+        MYSQL_PORT=${hp##*:}
 else
         echo "demo: cannot parse SECKILL_MYSQL_URL" >&2; exit 2
 fi
-MYSQL_URL="mysql://${MYSQL_USER}${MYSQL_PASS:+:$MYSQL_PASS}@${MYSQL_HOST}:${MYSQL_PORT}/${DB}"
+MYSQL_URL="mysql://${MYSQL_USER}${MYSQL_PASS:+:$MYSQL_PASS}@${MYSQL_HOSTS}/${DB}"
 CLIENT_DB=${DB}_client
 KAFKA_HOST=${BROKERS%%,*}
 KAFKA_PORT=${KAFKA_HOST##*:}
 KAFKA_HOST=${KAFKA_HOST%:*}
 
 export DEMO_MYSQL_HOST=$MYSQL_HOST DEMO_MYSQL_PORT=$MYSQL_PORT DEMO_MYSQL_USER=$MYSQL_USER
+export DEMO_MYSQL_HOSTS=$MYSQL_HOSTS
 export DEMO_REDIS_HOST=$REDIS_HOST DEMO_REDIS_PORT=$REDIS_PORT DEMO_REDIS_DB=$REDIS_DB
 [[ -n $MYSQL_PASS ]] && export MYSQL_PWD=$MYSQL_PASS
 [[ -n $REDIS_PASS ]] && export REDISCLI_AUTH=$REDIS_PASS
@@ -221,7 +253,21 @@ export DEMO_REDIS_TOPO=$REDIS_TOPO
 # MariaDB 11 (Debian 13) names the client "mariadb" and drops "mysql" to a compat package.
 MYSQL_CLI=$(command -v mariadb || command -v mysql || echo mysql)
 export DEMO_MYSQL_CLI=$MYSQL_CLI
-sql() { "$MYSQL_CLI" -h "$MYSQL_HOST" -P "$MYSQL_PORT" -u "$MYSQL_USER" --protocol=TCP -N -B "$@"; }
+# The demo's own SQL: on MYSQL_HOST:PORT; when that node does not answer and the URL names
+# others (--db galera with --kill-db), on the first one that does.
+sql_on() { "$MYSQL_CLI" -h "$1" -P "$2" -u "$MYSQL_USER" --protocol=TCP --connect-timeout=3 -N -B "${@:3}"; }
+sql() {
+        local hp
+        [[ $MYSQL_HOSTS == *,* ]] || { sql_on "$MYSQL_HOST" "$MYSQL_PORT" "$@"; return; }
+        for hp in ${MYSQL_HOSTS//,/ }; do
+                mysqladmin --no-defaults -h "${hp%:*}" -P "${hp##*:}" -u "$MYSQL_USER" --protocol=TCP \
+                        --connect-timeout=2 ping >/dev/null 2>&1 || continue
+                sql_on "${hp%:*}" "${hp##*:}" "$@"
+                return
+        done
+        echo "demo: no node of $MYSQL_HOSTS answers" >&2
+        return 1
+}
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
@@ -322,6 +368,9 @@ done
 # ------------------------------------------------------------------ 2. stack (background) + build
 # On a fresh machine scripts/stack.sh up installs and starts Redis, MariaDB and Kafka
 # (a minute or two): it runs while we build.
+# --db galera: the three nodes first (scripts/stack.sh galera up, DESIGN.md 16), so that the
+# check below finds node1 up and never starts a standalone server in its place.
+if [[ $DB_TOPO == galera ]]; then db_galera_up; fi
 declare -A SVC_UP=()
 port_open "$REDIS_HOST" "$REDIS_PORT" && SVC_UP[redis]=1
 port_open "$MYSQL_HOST" "$MYSQL_PORT" && SVC_UP[mariadb]=1
@@ -454,7 +503,7 @@ if sql -e "DROP USER IF EXISTS '$DEMO_ADM'@'%', '$DEMO_APP'@'%';
    SECKILL_MYSQL_URL=$MYSQL_URL "$BIN/seckill-admin" db grants --admin "$DEMO_ADM" \
         >"$RUN/grants-admin.sql" 2>>"$RUN/users.log" &&
    sql <"$RUN/grants-admin.sql" 2>>"$RUN/users.log"; then
-        ADMIN_URL="mysql://$DEMO_ADM:$DEMO_ADM_PW@${MYSQL_HOST}:${MYSQL_PORT}/${DB}"
+        ADMIN_URL="mysql://$DEMO_ADM:$DEMO_ADM_PW@${MYSQL_HOSTS}/${DB}"
 else
         warn "cannot create the least-privilege users as $MYSQL_USER ($(tr '\n' ' ' <"$RUN/users.log")): the binaries use $MYSQL_USER"
 fi
@@ -465,7 +514,7 @@ if [[ $ADMIN_URL != "$MYSQL_URL" ]]; then
         if SECKILL_MYSQL_URL=$MYSQL_URL "$BIN/seckill-admin" db grants --app "$DEMO_APP" \
                 >"$RUN/grants-app.sql" 2>>"$RUN/users.log" &&
            sql <"$RUN/grants-app.sql" 2>>"$RUN/users.log"; then
-                APP_URL="mysql://$DEMO_APP:$DEMO_APP_PW@${MYSQL_HOST}:${MYSQL_PORT}/${DB}"
+                APP_URL="mysql://$DEMO_APP:$DEMO_APP_PW@${MYSQL_HOSTS}/${DB}"
                 say "database users: $DEMO_ADM migrated, $DEMO_APP runs the binaries (seckill-admin db grants)"
         else
                 warn "cannot grant the app user ($(tr '\n' ' ' <"$RUN/users.log")): the binaries use $MYSQL_USER"
@@ -586,6 +635,7 @@ VLIST=$SALE_VLIST
 EFFECTIVE_HOT=$HOT_PCT
 (( ORD_COUNT == 0 )) && EFFECTIVE_HOT=100
 say "sale: $BUYERS buyers (~$EFFECTIVE_HOT% on the hot voucher, 10% ask twice, 5% retry after sold out), $CONCURRENCY connections, at most ${DURATION_S}s"
+if (( KILL_DB )); then dbkill_arm; fi
 SK_DEMO_OUT=$RUN/sale SK_DEMO_VOUCHERS=$VLIST SK_DEMO_BUYERS=$BUYERS SK_DEMO_THREADS=$CONCURRENCY \
 SK_DEMO_HOT_PCT=$HOT_PCT SK_DEMO_PACE_MS=$PACE_MS \
         wrk -t"$CONCURRENCY" -c"$CONCURRENCY" -d"${DURATION_S}s" --timeout 30s --latency \
@@ -607,6 +657,7 @@ while kill -0 "$WRK_PID" 2>/dev/null; do
                 last_print=$now
         fi
         outage_step      # --kill-redis: kill, watch, restart (outage.sh); else nothing
+        dbkill_step      # --kill-db: kill node1, watch the writer, restart it (dbkill.sh)
         sleep 0.1
 done
 wrk_rc=0
@@ -619,6 +670,7 @@ NACC=$(wc -l < "$RUN/accepted.tsv")
 phase sale_end
 say "sale over in $((SALE_END - SALE_T0))s: $(jq -r '.sale.answers' "$RUN/sale/wrk.json") answers, $(jq -r '.sale.status["202"] // 0' "$RUN/sale/wrk.json") accepted (202), $(jq -r '.sale.status["200"] // 0' "$RUN/sale/wrk.json") created on the DB-only path (200)"
 outage_finish    # --kill-redis: until every voucher is back in state redis
+dbkill_finish    # --kill-db: until node1 is Synced again
 payments_resale  # late buyers take the units the closes release
 cat "$RUN"/sale/accepted-*.tsv > "$RUN/accepted.tsv" 2>/dev/null || : > "$RUN/accepted.tsv"
 NACC=$(wc -l < "$RUN/accepted.tsv")
@@ -692,5 +744,5 @@ python3 "$DEMO_DIR/report.py" report \
         --buyers "$BUYERS" --hot-pct "$HOT_PCT" --concurrency "$CONCURRENCY" \
         --front "http://$HTTP_ADDR" --prefix "$PREFIX" --topic "$TOPIC" \
         --drained "$drained" --elapsed-s "$(( $(date +%s) - T0 ))" \
-        --unpaid-pct "$UNPAID_PCT" --outage "$KILL_REDIS" || rep_rc=$?
+        --unpaid-pct "$UNPAID_PCT" --outage "$KILL_REDIS" --dbkill "$KILL_DB" --db-topo "$DB_TOPO" || rep_rc=$?
 exit "$rep_rc"

@@ -81,7 +81,7 @@ void sk_test_conf(sk_conf_t *conf, const char *name)
         unsigned rnd = (unsigned)(sk_test_rand_id() % 1000000000);
         int pid = (int)getpid();
         int argi = 0, rc;
-        char tail[40];
+        char tail[40], hosts[1024];
 
         rc = sk_conf_load(conf, 1, argv, "sk-test", NULL, NULL, 0, &argi);
         if (rc != 0) {
@@ -97,15 +97,21 @@ void sk_test_conf(sk_conf_t *conf, const char *name)
         sfmt(conf->topic, sizeof(conf->topic), "skt.%s.%d.%u", base, pid, rnd);
         sfmt(conf->dlq_topic, sizeof(conf->dlq_topic), "%s.dlq", conf->topic);
         sfmt(conf->group_id, sizeof(conf->group_id), "skt-%s-%d-%u", base, pid, rnd);
-        /* Keep the URL string in step with the parsed struct (some code reads either). */
+        /* Keep the URL string in step with the parsed struct (some code reads either),
+         * every host of a multi-host URL kept (DESIGN.md 16: the Galera label). */
+        hosts[0] = '\0';
+        for (int i = 0; i < conf->mysql.nhosts; i++) {
+                size_t used = strlen(hosts);
+
+                sfmt(hosts + used, sizeof(hosts) - used, "%s%s:%d", i ? "," : "",
+                     conf->mysql.hosts[i].host, conf->mysql.hosts[i].port);
+        }
         if (conf->mysql.password[0])
-                sfmt(conf->mysql_url, sizeof(conf->mysql_url), "mysql://%s:%s@%s:%d/%s",
-                         conf->mysql.user, conf->mysql.password, conf->mysql.host,
-                         conf->mysql.port, conf->mysql.database);
+                sfmt(conf->mysql_url, sizeof(conf->mysql_url), "mysql://%s:%s@%s/%s",
+                         conf->mysql.user, conf->mysql.password, hosts, conf->mysql.database);
         else
-                sfmt(conf->mysql_url, sizeof(conf->mysql_url), "mysql://%s@%s:%d/%s",
-                         conf->mysql.user, conf->mysql.host, conf->mysql.port,
-                         conf->mysql.database);
+                sfmt(conf->mysql_url, sizeof(conf->mysql_url), "mysql://%s@%s/%s",
+                         conf->mysql.user, hosts, conf->mysql.database);
 }
 
 static int run(Suite *s, int nofork)
