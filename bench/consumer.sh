@@ -22,7 +22,10 @@
 #      BENCH_PARTITIONS (6), BENCH_WORKERS (2), BENCH_SINGLE_SECONDS (15),
 #      BENCH_BATCH_MAX (500), BENCH_BUCKETS (1: buckets per voucher, 1..16; the messages
 #      spread over them, key "voucherId:bucket"), BENCH_CONSUMER_ARGS (extra flags for both runs, e.g.
-#      "-X fetch.max.bytes=1048576"), SECKILL_KAFKA_BROKERS, MySQL on 127.0.0.1:3306 root.
+#      "-X fetch.max.bytes=1048576"), SECKILL_KAFKA_BROKERS, BENCH_MYSQL_HOSTS (the database
+#      server(s) as host:port[,host:port...], root without a password; default
+#      127.0.0.1:3306; bench/galera.sh passes the local Galera cluster's three nodes),
+#      BENCH_SKIP_SINGLE=1 (the batched run only).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 SK_BIN=${SK_BIN:-$here/../build/bin}
@@ -49,7 +52,9 @@ db1=${run}_b
 db2=${run}_s
 prefix=$run
 tmp=$(mktemp -d /tmp/$run.XXXX)
-my="mysql -uroot -h127.0.0.1 -N -B"
+hosts=${BENCH_MYSQL_HOSTS:-127.0.0.1:3306}
+h1=${hosts%%,*}
+my="mysql -uroot -h${h1%:*} -P${h1##*:} --protocol=TCP -N -B"
 rc="redis-cli -h 127.0.0.1 -p 6379"
 vbase=$(( (RANDOM + 1) * 1000000 ))
 idbase=$(( (RANDOM + 1) * 100000000000 ))
@@ -67,7 +72,7 @@ cc -O2 -o "$tmp/preload" "$here/consumer/preload.c" $(pkg-config --cflags --libs
 
 # Databases with V vouchers of B buckets, each bucket's stock covering every message.
 for db in $db1 $db2; do
-  SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db" "$SK_BIN/seckill-admin" db migrate >/dev/null
+  SECKILL_MYSQL_URL="mysql://root@$hosts/$db" "$SK_BIN/seckill-admin" db migrate >/dev/null
   values=""
   for i in $(seq 0 $((V - 1))); do
     values="$values${values:+,}($((vbase + i)), $(( (M + 10) * B )), $((B)), UTC_TIMESTAMP(3) - INTERVAL 1 HOUR, UTC_TIMESTAMP(3) + INTERVAL 1 DAY, 1)"
@@ -82,7 +87,7 @@ done
 # must not race it, so create it through a short consumer start: sk_kafka_ensure_topics).
 export SECKILL_KAFKA_BROKERS=$brokers SECKILL_TOPIC=$topic SECKILL_TOPIC_PARTITIONS=$P \
        SECKILL_REDIS_PREFIX=$prefix SECKILL_METRICS_ADDR=off SECKILL_LOG_LEVEL=warn
-SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db1" SECKILL_GROUP_ID="$run-init" \
+SECKILL_MYSQL_URL="mysql://root@$hosts/$db1" SECKILL_GROUP_ID="$run-init" \
   timeout 20 "$SK_BIN/seckill-consumer" --workers 1 >/dev/null 2>&1 &
 ipid=$!
 sleep 3
@@ -106,7 +111,7 @@ svc_ticks() { [ -n "$1" ] && [ -r "/proc/$1/stat" ] && awk '{print $14 + $15}' "
 db_t0=$(svc_ticks "$db_pid"); rd_t0=$(svc_ticks "$rd_pid")
 # 1. batched (its /metrics on a private port, read before it stops)
 mport=$(( 20000 + RANDOM % 20000 ))
-SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db1" SECKILL_GROUP_ID="$run-batched" \
+SECKILL_MYSQL_URL="mysql://root@$hosts/$db1" SECKILL_GROUP_ID="$run-batched" \
   "$SK_BIN/seckill-consumer" --workers "$W" --batch-max "$BATCH_MAX" --metrics-addr "127.0.0.1:$mport" \
   ${BENCH_CONSUMER_ARGS:-} 2>"$tmp/batched.log" &
 cpid=$!
@@ -144,8 +149,9 @@ M, t = $M, $ticks
 print('per_order_cpu_us: consumer=%.1f mariadb=%.1f redis=%.1f (mariadb, redis: shared services, upper bounds)'
       % ($cpu_s * 1e6 / M, ($db_t1 - $db_t0) * 1e6 / t / M, ($rd_t1 - $rd_t0) * 1e6 / t / M))"
 
+[ "${BENCH_SKIP_SINGLE:-0}" = 1 ] && exit 0
 # 2. one order per transaction, same messages, fresh database and group
-SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db2" SECKILL_GROUP_ID="$run-single" \
+SECKILL_MYSQL_URL="mysql://root@$hosts/$db2" SECKILL_GROUP_ID="$run-single" \
   "$SK_BIN/seckill-consumer" --workers "$W" --batch-max 1 ${BENCH_CONSUMER_ARGS:-} 2>"$tmp/single.log" &
 cpid=$!
 t0=$(date +%s)

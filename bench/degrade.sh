@@ -8,7 +8,10 @@
 # the wrk rate, the created orders/s (orders in the DB over the run) and the p99, and
 # ratio_8_1=<created/s with 8 buckets / with 1> as the LAST line.
 # Env: SK_BIN (default build/bin), BENCH_SECONDS (10), BENCH_CONNS (32), BENCH_THREADS (2),
-#      BENCH_DB_CONNS (SECKILL_DEGRADE_DB_CONNS, 8), SECKILL_* as for the binaries.
+#      BENCH_DB_CONNS (SECKILL_DEGRADE_DB_CONNS, 8), BENCH_MYSQL_HOSTS (host:port[,...] of
+#      the database, root without a password; default 127.0.0.1:3306; bench/galera.sh
+#      passes the Galera cluster's nodes),
+#      SECKILL_* as for the binaries.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 SK_BIN=${SK_BIN:-$here/../build/bin}
@@ -28,13 +31,15 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 oport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')   # the front's /readyz, /metrics (SECKILL_OPS_ADDR, DESIGN.md 15)
 rc="redis-cli -h 127.0.0.1 -p 6379"
 db="bench_degrade_$$_$RANDOM"
-export SECKILL_MYSQL_URL="mysql://root@127.0.0.1:3306/$db"
+hosts=${BENCH_MYSQL_HOSTS:-127.0.0.1:3306}
+h1=${hosts%%,*}
+export SECKILL_MYSQL_URL="mysql://root@$hosts/$db"
 export SECKILL_REDIS_PREFIX=$prefix SECKILL_TOPIC=$topic
-my() { mysql -uroot -h127.0.0.1 -P3306 -N -B "$db" -e "$1"; }
+my() { mysql -uroot -h"${h1%:*}" -P"${h1##*:}" --protocol=TCP -N -B "$db" -e "$1"; }
 cleanup() {
   [ -n "${fpid:-}" ] && kill -TERM "$fpid" 2>/dev/null && wait "$fpid" 2>/dev/null || true
   $rc --scan --pattern "$prefix:*" | xargs -r -n 100 $rc del >/dev/null || true
-  mysql -uroot -h127.0.0.1 -P3306 -e "DROP DATABASE IF EXISTS \`$db\`" >/dev/null 2>&1 || true
+  mysql -uroot -h"${h1%:*}" -P"${h1##*:}" --protocol=TCP -e "DROP DATABASE IF EXISTS \`$db\`" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 "$SK_BIN/seckill-admin" db migrate >/dev/null || { echo "bench/degrade.sh: db migrate failed" >&2; exit 1; }
