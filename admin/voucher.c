@@ -130,23 +130,6 @@ static void print_report(int64_t id, const sk_rebuild_report_t *rep, int rebuild
         print_json(root);
 }
 
-/* --price: canonical decimal minor units (no sign, no leading zero), at most 18 digits. */
-static int price_parse(const char *s, int64_t *out)
-{
-        size_t n = strlen(s), i;
-        int64_t v = 0;
-
-        if (n == 0 || n > 18 || (n > 1 && s[0] == '0'))
-                return -1;
-        for (i = 0; i < n; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return -1;
-                v = v * 10 + (s[i] - '0');
-        }
-        *out = v;
-        return 0;
-}
-
 int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o)
 {
         char errstr[512];
@@ -180,7 +163,7 @@ int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o)
         }
         /* DESIGN.md 13: the price in minor units (canonical decimal >= 0, default 0) and
          * an ISO 4217 code (default SECKILL_CURRENCY), fixed for the voucher's life. */
-        if (o->price[0] && price_parse(o->price, &price) != 0) {
+        if (o->price[0] && sk_payment_parse_amount(o->price, &price) != 0) {
                 fprintf(stderr, PROG ": voucher create: --price must be minor units, a whole "
                         "number >= 0 (got \"%s\")\n", o->price);
                 return 2;

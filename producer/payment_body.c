@@ -19,23 +19,6 @@ static const char *str_member(const cJSON *obj, const char *name)
         return cJSON_IsString(it) ? it->valuestring : NULL;
 }
 
-/* Minor units: canonical decimal (no sign, no leading zero), at most 18 digits. */
-static int parse_amount(const char *s, int64_t *out)
-{
-        size_t n = s ? strlen(s) : 0, i;
-        int64_t v = 0;
-
-        if (n == 0 || n > 18 || (n > 1 && s[0] == '0'))
-                return -1;
-        for (i = 0; i < n; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return -1;
-                v = v * 10 + (s[i] - '0');
-        }
-        *out = v;
-        return 0;
-}
-
 /* The body into *p (payment_body.h). @returns NULL, or what is wrong (a literal). */
 const char *fr_payment_parse_body(const char *body, size_t len, sk_payment_t *p)
 {
@@ -54,7 +37,7 @@ const char *fr_payment_parse_body(const char *body, size_t len, sk_payment_t *p)
                 why = "orderId: a canonical decimal id as a string";
         else if (!txn || !sk_payment_valid_ref(txn))
                 why = "providerTxnId: 1..128 printable ASCII bytes as a string";
-        else if (!amount || parse_amount(amount, &p->amount_minor) != 0)
+        else if (!amount || sk_payment_parse_amount(amount, &p->amount_minor) != 0)
                 why = "amount: minor units as a canonical decimal string";
         else if (!cur || !sk_payment_valid_currency(cur))
                 why = "currency: three letters A-Z";

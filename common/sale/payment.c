@@ -54,6 +54,22 @@ int sk_payment_valid_currency(const char *s)
                s[2] <= 'Z' && !s[3];
 }
 
+int sk_payment_parse_amount(const char *s, int64_t *out)
+{
+        size_t n = s ? strlen(s) : 0, i;
+        int64_t v = 0;
+
+        if (n == 0 || n > 18 || (n > 1 && s[0] == '0'))
+                return -1;
+        for (i = 0; i < n; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return -1;
+                v = v * 10 + (s[i] - '0');
+        }
+        *out = v;
+        return 0;
+}
+
 /* The quoted literals of @p p. @returns 0, or -1 (no connection). */
 static int quote_payment(sk_db_t *db, const sk_payment_t *p, char *txn, size_t txn_size,
                          char *cur, size_t cur_size)

@@ -114,3 +114,7 @@ sk_err_t sk_payment_refund_backlog(sk_db_t *db, int64_t *count, int64_t *oldest_
 int sk_payment_valid_ref(const char *s);
 /** @brief 1 if @p s is three letters A-Z (an ISO 4217 code's shape). Pure. */
 int sk_payment_valid_currency(const char *s);
+/** @brief An amount in minor units, as the callback body and `voucher create --price` give
+ *  it (DESIGN.md 13): canonical decimal, no sign, no leading zero, 1..18 digits, into
+ *  *@p out. @returns 0, or -1 when @p s (NULL allowed) is not one. Pure. */
+int sk_payment_parse_amount(const char *s, int64_t *out);
