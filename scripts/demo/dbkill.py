@@ -11,7 +11,8 @@ Every other check of the report (invariants 1-6, the client's 202s and the lifec
 runs unchanged: they are what must survive the writer's death.
 """
 import os
-import time
+
+import figures
 
 
 def read_marks(path):
@@ -33,10 +34,6 @@ def _ms(m, k):
     return int(v) if v.isdigit() else None
 
 
-def _rel(ms, t0):
-    return None if not ms or not t0 else round((ms - t0) / 1000.0, 1)
-
-
 def dbkill_figures(m, t0_ms):
     kill, switch, back, synced = (_ms(m, k) for k in ("kill_ms", "switch_ms", "back_ms", "synced_ms"))
     return {
@@ -44,24 +41,17 @@ def dbkill_figures(m, t0_ms):
         "writer_after": m.get("writer_after"), "kill_at_accepted": _ms(m, "kill_at"),
         "accepted_at_kill": _ms(m, "accepted_at_kill"), "down_s_planned": _ms(m, "down_s"),
         "killed_ms": kill, "switch_ms": switch, "restart_ms": back, "synced_ms": synced,
-        "s_since_sale_start": {"killed": _rel(kill, t0_ms), "switched": _rel(switch, t0_ms),
-                               "restarted": _rel(back, t0_ms), "synced": _rel(synced, t0_ms)},
+        "s_since_sale_start": {"killed": figures.rel_s(kill, t0_ms), "switched": figures.rel_s(switch, t0_ms),
+                               "restarted": figures.rel_s(back, t0_ms), "synced": figures.rel_s(synced, t0_ms)},
         "switch_s_after_kill": round((switch - kill) / 1000.0, 1) if kill and switch else None,
         "down_s": round((synced - kill) / 1000.0, 1) if kill and synced else None,
     }
 
 
-def _clock(ms):
-    if not ms:
-        return "never"
-    return time.strftime("%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
-
-
 def dbkill_lines(d):
     rel = d["s_since_sale_start"]
 
-    def at(ms, r):
-        return f"{_clock(ms)} (+{r} s)" if ms else "not seen"
+    at = figures.clock_at
     return [
         f" database      Galera writer node1 ({d['writer_before']}) SIGKILLed at "
         f"{at(d['killed_ms'], rel['killed'])} of the sale, after {d['accepted_at_kill']} accepted",

@@ -16,6 +16,7 @@ Ids stay strings until here and are parsed as Python ints (exact, no floats).
 import os
 import subprocess
 import sys
+import time
 
 SNOWFLAKE_EPOCH_MS = 1704067200000  # SK_SNOWFLAKE_EPOCH_MS, 2024-01-01T00:00:00Z
 SNOWFLAKE_TS_SHIFT = 22             # 10 bits of worker id + 12 bits of sequence
@@ -121,6 +122,18 @@ def plot_timeline(rows, codes, datf, png, title):
         return png
     sys.stderr.write(f"demo: gnuplot (timeline) failed: {res.stderr.strip()[-500:]}\n")
     return None
+
+
+def rel_s(ms, t0):
+    """Seconds from wall ms @p t0 to @p ms, one decimal; None when either is unknown."""
+    return None if not ms or not t0 else round((ms - t0) / 1000.0, 1)
+
+
+def clock_at(ms, rel):
+    """ "HH:MM:SS.mmmZ (+R s)" of wall ms @p ms, R = @p rel; "not seen" without @p ms."""
+    if not ms:
+        return "not seen"
+    return time.strftime("%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z (+{rel} s)"
 
 
 def read_marks(path):

@@ -15,7 +15,6 @@ front that made the move); outage.sh polls every 200 ms, so a state that lasted 
 than that (rebuilding, usually) may be missing: then its time is None.
 """
 import os
-import time
 
 import figures
 
@@ -39,10 +38,6 @@ def read_states(path):
     except OSError:
         pass
     return rows
-
-
-def _rel(ms, t0):
-    return None if not ms or not t0 else round((ms - t0) / 1000.0, 1)
 
 
 def outage_figures(marks, states, hot, t0_ms, db_only, db_only_client, after_202):
@@ -69,26 +64,19 @@ def outage_figures(marks, states, hot, t0_ms, db_only, db_only_client, after_202
          "db_only_purchases": sum(db_only.values()), "db_only_by_voucher": db_only,
          "db_only_200_seen_by_client": db_only_client, "accepted_202_after_recovery": after_202}
     o["s_since_sale_start"] = {
-        "killed": _rel(kill, t0_ms), "redis_back": _rel(back, t0_ms),
-        **{k: _rel(at.get(k), t0_ms) for k in STATES}}
+        "killed": figures.rel_s(kill, t0_ms), "redis_back": figures.rel_s(back, t0_ms),
+        **{k: figures.rel_s(at.get(k), t0_ms) for k in STATES}}
     o["outage_s"] = round((at["redis"] - kill) / 1000.0, 1) if kill and at.get("redis") else None
     o["redis_down_s"] = round((back - kill) / 1000.0, 1) if kill and back else None
     o["first_db_only_s_after_kill"] = None  # outage() reads it from the outcomes
     return o
 
 
-def _clock(ms):
-    if not ms:
-        return "never"
-    return time.strftime("%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
-
-
 def outage_lines(o):
     rel = o["s_since_sale_start"]
     st = o["state_ms"]
 
-    def at(ms, r):
-        return f"{_clock(ms)} (+{r} s)" if ms else "not seen"
+    at = figures.clock_at
     return [
         f" outage        Redis (private, port {o['redis_port']}) killed -9 at "
         f"{at(o['killed_ms'], rel['killed'])} of the sale, after {o['accepted_at_kill']} accepted",
