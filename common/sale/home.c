@@ -18,6 +18,25 @@ static int reply_flag(const redisReply *el, int *out)
         return 0;
 }
 
+/* home.lua's reply {"OK", fenced, released, repointed} into *@p res; frees @p reply.
+ * @returns SK_OK, or SK_EREDIS on any other shape. */
+static sk_err_t home_reply(redisReply *reply, sk_home_res_t *res, char *errstr, size_t errstr_size)
+{
+        sk_err_t err = SK_EREDIS;
+
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4 ||
+            reply->element[0]->type != REDIS_REPLY_STRING ||
+            strcmp(reply->element[0]->str, "OK") != 0 ||
+            reply_flag(reply->element[1], &res->fenced) ||
+            reply_flag(reply->element[2], &res->released) ||
+            reply_flag(reply->element[3], &res->repointed))
+                sk_seterr(errstr, errstr_size, "home.lua: unexpected reply");
+        else
+                err = SK_OK;
+        freeReplyObject(reply);
+        return err;
+}
+
 sk_err_t sk_home_step(sk_redis_t *r, const char *prefix, int64_t voucher_id, int home,
                       int64_t trace_id, int64_t user_id, int trace_bucket,
                       int64_t repoint_trace_id, sk_reason_t reason, int64_t expire_extra_ms,
@@ -54,18 +73,7 @@ sk_err_t sk_home_step(sk_redis_t *r, const char *prefix, int64_t voucher_id, int
         if ((err = sk_redis_evalsha(r, SK_SCRIPT_HOME, 3, keys, 6, args, &reply, errstr,
                                     errstr_size)) != SK_OK)
                 return err;
-        err = SK_EREDIS;
-        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4 ||
-            reply->element[0]->type != REDIS_REPLY_STRING ||
-            strcmp(reply->element[0]->str, "OK") != 0 ||
-            reply_flag(reply->element[1], &res->fenced) ||
-            reply_flag(reply->element[2], &res->released) ||
-            reply_flag(reply->element[3], &res->repointed))
-                sk_seterr(errstr, errstr_size, "home.lua: unexpected reply");
-        else
-                err = SK_OK;
-        freeReplyObject(reply);
-        return err;
+        return home_reply(reply, res, errstr, errstr_size);
 }
 
 sk_err_t sk_home_give_up(sk_redis_t *r, const char *prefix, int64_t voucher_id, int home,
@@ -96,18 +104,7 @@ sk_err_t sk_home_give_up(sk_redis_t *r, const char *prefix, int64_t voucher_id, 
         if ((err = sk_redis_evalsha(r, SK_SCRIPT_HOME, 4, keys, 7, args, &reply, errstr,
                                     errstr_size)) != SK_OK)
                 return err;
-        err = SK_EREDIS;
-        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4 ||
-            reply->element[0]->type != REDIS_REPLY_STRING ||
-            strcmp(reply->element[0]->str, "OK") != 0 ||
-            reply_flag(reply->element[1], &res->fenced) ||
-            reply_flag(reply->element[2], &res->released) ||
-            reply_flag(reply->element[3], &res->repointed))
-                sk_seterr(errstr, errstr_size, "home.lua: unexpected reply");
-        else
-                err = SK_OK;
-        freeReplyObject(reply);
-        return err;
+        return home_reply(reply, res, errstr, errstr_size);
 }
 
 sk_err_t sk_home_settle(sk_redis_t *r, const char *prefix, int64_t voucher_id, int home,
