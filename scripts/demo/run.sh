@@ -244,8 +244,8 @@ trap 'printf "[demo] error: exit %s at line %s: %s\n" "$?" "$LINENO" "$BASH_COMM
 LOCK_FILE=${TMPDIR:-/tmp}/seckill-demo.$MYSQL_HOST.$MYSQL_PORT.$DB.lock
 exec 9> "$LOCK_FILE"
 if ! flock -n 9; then
-        say "another demo run is using database $DB on $MYSQL_HOST:$MYSQL_PORT; waiting up to 120 s (or pass --db NAME)"
-        flock -w 120 9 || die "database $DB is still in use by another demo run ($LOCK_FILE); pass --db NAME to run side by side"
+        say "another demo run is using database $DB on $MYSQL_HOST:$MYSQL_PORT; waiting up to 120 s (or pass --database NAME)"
+        flock -w 120 9 || die "database $DB is still in use by another demo run ($LOCK_FILE); pass --database NAME to run side by side"
 fi
 
 [[ $INSTALL -eq 1 ]] && install_missing
