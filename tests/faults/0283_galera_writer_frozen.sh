@@ -80,10 +80,10 @@ ft_log "node1 SIGCONT"
 # A write sent to node1 the moment it wakes up (the others moved on without it).
 for k in 1 2 3 4 5; do
         out=$(n1sql "INSERT INTO ft_probe VALUES ($k, 'node1')")
-        echo "$k rc=$? $(tr '\n' ' ' <<<"$out" | cut -c1-160)" >>"$FT_WORK/probe.log"
+        echo "$k rc=$? $(grep -o 'ERROR [0-9]*' <<<"$out" | head -n 1 | tr ' ' '_') $(tr '\n' ' ' <<<"$out" | cut -c1-160)" >>"$FT_WORK/probe.log"
         sleep 0.2
 done
-ft_log "writes to node1 at SIGCONT: $(awk '{print $2, $4}' "$FT_WORK/probe.log" | sort | uniq -c | tr '\n' ' ')"
+ft_log "writes to node1 at SIGCONT: $(awk '{print $2, $3}' "$FT_WORK/probe.log" | sort | uniq -c | tr '\n' ' ')"
 ft_log "node1 after SIGCONT: $(wsrep 3311 wsrep_cluster_status) $(wsrep 3311 wsrep_local_state_comment)"
 for ((i = 0; i < 60; i++)); do
         [[ $(wsrep 3311 wsrep_local_state_comment) == Synced && $(wsrep 3311 wsrep_cluster_size) == 3 ]] && break
