@@ -70,6 +70,7 @@ FT_PRIV_REDIS_PID=
 FT_PRIV_KAFKA_DIR=
 FT_VOUCHERS=()
 FT_CLEANUP_HOOKS=()      # functions ft_cleanup runs after stopping the services (private servers)
+FT_CLEANUP_LAST=()       # functions it runs after the figures and the database drop (a private MySQL)
 
 ft_log() { printf '[%s %4ss] %s\n' "${FT_NAME:-faults}" "$(($(date +%s) - FT_T0))" "$*"; }
 ft_ok() { ft_log "ok: $*"; }
@@ -318,6 +319,7 @@ ft_cleanup() {
                         ft_rcli unlink "$k" >/dev/null
                 done
         fi
+        for k in "${FT_CLEANUP_LAST[@]}"; do "$k"; done
         if [[ $FT_FAILS -gt 0 || $rc -ne 0 ]]; then
                 ft_log "logs kept in $FT_WORK"
                 [[ $rc -eq 0 ]] && rc=1

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# tests/faults/lib_dbfault.sh: what the database fault cases 0283-0286 share (DESIGN.md 16
+# "What is promised"), sourced after lib.sh and ft_init. A case starts a front and a
+# consumer, then:
+#   ft_db_sale FRONT V FIRST_USER   the sale in flight: a buy loop (ft_buy_loop), the
+#                                   payment provider (odd users pay as soon as they have a
+#                                   202) and an observer asking orders/me; closes come from
+#                                   the consumer's closer (a short SECKILL_PAY_TIMEOUT_S)
+#   ...inject the database fault...
+#   ft_db_sale_stop                 stops the three loops
+#   ft_db_promised FRONT V          every §9 invariant (ft_check) and what a client saw:
+#                                   every orders/me CREATED and every payment answered
+#                                   200 PAID is in the DB; no id minted twice
+#   ft_db_node_rows PORT            "orders sum(status)" as node PORT of the URL sees them
+# Files under $FT_WORK: paid.txt ("CODE ORDER BODY" per payment), seen.txt ("USER ORDER"
+# per orders/me CREATED answer, with the second of the case it was seen at).
+#
+# What it deliberately does not do: inject anything, or judge speed.
+
+# ft_db_payer FRONT: the provider pays every order of an odd user once it is in accepted.tsv.
+ft_db_payer() {
+        local front=$1 seen=$FT_WORK/payer.seen user order out
+        : >"$seen"
+        while [[ ! -f $FT_WORK/loop.stop ]]; do
+                while read -r user order _; do
+                        ((user % 2 == 1)) || continue
+                        grep -qx "$order" "$seen" && continue
+                        echo "$order" >>"$seen"
+                        out=$(ft_pay "${FT_ADDR[$front]}" "$order" "txn-$order" 0)
+                        echo "${out%% *} $order ${out#* }" >>"$FT_WORK/paid.txt"
+                done <"$FT_WORK/accepted.tsv"
+                sleep 0.3
+        done
+}
+
+# ft_db_observer FRONT V: asks orders/me for up to 8 accepted users a round (the newest
+# first) until each answers CREATED; every CREATED answer goes to seen.txt as
+# "USER ORDER SECOND" (the orderId of the answer, the case's clock).
+ft_db_observer() {
+        local front=$1 v=$2 user order body st id
+        while [[ ! -f $FT_WORK/loop.stop ]]; do
+                while read -r user order; do
+                        body=$(curl -s -m 3 -H "X-User-Id: $user" \
+                                "http://${FT_ADDR[$front]}/api/v1/vouchers/$v/orders/me")
+                        st=$(sed -n 's/.*"state":"\([A-Z]*\)".*/\1/p' <<<"$body")
+                        id=$(sed -n 's/.*"orderId":"\([0-9]*\)".*/\1/p' <<<"$body")
+                        [[ $st == CREATED && -n $id ]] &&
+                                echo "$user $id $(($(date +%s) - FT_T0))" >>"$FT_WORK/seen.txt"
+                done < <(awk 'FILENAME == ARGV[1] {s[$1] = 1; next} !($1 in s) {print $1, $2}' \
+                        "$FT_WORK/seen.txt" "$FT_WORK/accepted.tsv" | tail -n 8)
+                sleep 0.3
+        done
+}
+
+ft_db_sale() {
+        local front=$1 v=$2 first=$3
+        : >"$FT_WORK/paid.txt"
+        : >"$FT_WORK/seen.txt"
+        ft_buy_loop "$front" "$v" "$first" 4 10 0.2
+        ft_db_payer "$front" &
+        FT_DB_PAYER=$!
+        ft_db_observer "$front" "$v" &
+        FT_DB_OBSERVER=$!
+}
+ft_db_sale_stop() {
+        ft_buy_loop_stop
+        wait "$FT_DB_PAYER" "$FT_DB_OBSERVER"
+}
+
+# ft_db_node_rows PORT: "COUNT(*) SUM(status)" of the case's orders read on 127.0.0.1:PORT
+# (wsrep_sync_wait = 1 on a Galera node: after everything the cluster committed).
+ft_db_node_rows() {
+        mysql --no-defaults -uroot -h127.0.0.1 -P"$1" --protocol=TCP --connect-timeout=3 -N -B \
+                "${FT_MYSQL_INIT[@]}" "$FT_DB" -e "SELECT COUNT(*), COALESCE(SUM(status), 0) FROM tb_voucher_order" \
+                2>&1 | tr '\t' ' '
+}
+
+# ft_db_promised FRONT V: the end of a database fault case (the sale stopped, the fault over).
+ft_db_promised() {
+        local front=$1 v=$2 paid closed n ok
+        ft_mysql_pick
+        # Worker-id leases across the fault (DESIGN.md 2, 16): no id minted twice.
+        ft_eq "$(awk '{print $2}' "$FT_WORK/accepted.tsv" | sort | uniq -d | wc -l)" 0 "no orderId answered twice"
+        ft_eq "$(awk '{print $3}' "$FT_WORK/accepted.tsv" | sort | uniq -d | wc -l)" 0 "no traceId answered twice"
+        ft_settle 120 || ft_fail "purchases not decided after the fault"
+        # The closer closes the unpaid even users' orders past their deadline.
+        ft_wait_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $v AND status = 1 AND user_id % 2 = 0" \
+                0 300 0.2 || ft_fail "unpaid orders left 60 s after their deadline"
+        ft_log "payments: $(awk '{print $1}' "$FT_WORK/paid.txt" | sort | uniq -c | awk '{printf "%s×%s ", $2, $1}')"
+        awk '$1 == 200 && /"orderStatus":"PAID"/ {print $2}' "$FT_WORK/paid.txt" | sort -u >"$FT_WORK/paid200.txt"
+        paid=$(wc -l <"$FT_WORK/paid200.txt")
+        ((paid > 0)) && ft_ok "$paid payment(s) answered 200 PAID" || ft_fail "no payment answered 200 PAID"
+        if ((paid > 0)); then
+                ft_eq "$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE status = 2 AND id IN ($(paste -sd, "$FT_WORK/paid200.txt"))")" \
+                        "$paid" "every payment answered 200 PAID is PAID in the DB"
+        fi
+        closed=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $v AND status = 4")
+        ((closed > 0)) && ft_ok "$closed unpaid order(s) closed" || ft_fail "no order closed"
+        ft_eq "$(ft_sql "SELECT COUNT(*) FROM tb_payment p JOIN tb_voucher_order o ON o.id = p.order_id
+                WHERE p.result = 1 AND o.status <> 2")" 0 "no applied payment on an order that is not PAID"
+        # Every orders/me CREATED a client saw names an order row of that user (any status
+        # since: PAID, or CLOSED by the closer).
+        sort -u -k1,2 "$FT_WORK/seen.txt" | awk '{print $1, $2}' | sort -u >"$FT_WORK/seen.uniq"
+        n=$(wc -l <"$FT_WORK/seen.uniq")
+        ((n > 0)) && ft_ok "$n orders/me CREATED answer(s) seen" || ft_fail "no orders/me CREATED answer seen"
+        if ((n > 0)); then
+                ok=$(awk -v v="$v" '{printf "SELECT COUNT(*) FROM tb_voucher_order WHERE id = %s AND user_id = %s AND voucher_id = %s;\n", $2, $1, v}' \
+                        "$FT_WORK/seen.uniq" | ft_mysql -N -B "$FT_DB" | awk '{s += $1} END {print s + 0}')
+                ft_eq "$ok" "$n" "every orders/me CREATED answer a client saw is an order row in the DB"
+        fi
+        ft_eq "$(ft_sql "SELECT COUNT(*) FROM (SELECT trace_id FROM tb_voucher_order GROUP BY trace_id HAVING COUNT(*) > 1) d")" \
+                0 "no purchase has two order rows"
+        ft_reconcile 90 || ft_fail "reconciler: last exit $FT_RECON_RC"
+        ft_check "$v"
+}
