@@ -152,6 +152,9 @@ galera_ensure_root_tcp() {
 
 galera_up() {
         local n best=0 best_seq=-2 seq running=0 i size fresh=1
+        # Debian's packages, installed when missing (mariadb-server ships mariadbd and
+        # mariadb-install-db; rsync is the state transfer method).
+        ensure_pkgs mariadb-server galera-4 rsync
         [[ -x /usr/sbin/mariadbd && -f $GALERA_PROVIDER ]] ||
                 die "galera: needs Debian's mariadb-server and galera-4 (apt-get install mariadb-server galera-4)"
         command -v rsync >/dev/null 2>&1 || die "galera: needs rsync (the state transfer method)"
