@@ -84,7 +84,11 @@ int sk_admin_degrade_wants(int argc, char **argv);
  *  units, >= 0) and @p currency (3 letters A-Z, borrowed; DESIGN.md 13), and its
  *  tb_seckill_switch row
  *  (scope = the voucher, mode NULL, state 'redis') (DESIGN.md v4 6, 12, 14). Nothing is
- *  written on error (rolled back). @returns SK_OK or the DB error with the reason. */
+ *  written on error (rolled back). 1213/1205 and links lost before COMMIT: the whole
+ *  transaction again (5 runs); a COMMIT whose outcome is unknown: the voucher row read
+ *  back by @p id on a fresh session (DESIGN.md v5 16), found -> SK_OK, none -> run
+ *  again; unreadable -> SK_EUNKNOWN (a line `voucher_create_commit_unknown` on stderr).
+ *  @returns SK_OK or the DB error with the reason. */
 sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buckets,
                                  int64_t begin_ms, int64_t end_ms, int status,
                                  int64_t price_minor, const char *currency,

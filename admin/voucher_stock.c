@@ -1,19 +1,24 @@
 /* voucher_stock.c: the DB side of a voucher's stock for seckill-admin (admin.h): the
  * voucher row with its bucket rows and switch row at creation, and add-stock
  * (DESIGN.md v4 6, 14). Every change is one transaction; nothing partial is left on an
- * error. Single-threaded (the admin). */
+ * error. A COMMIT whose outcome is unknown is resolved by reading what it wrote by its
+ * unique key (DESIGN.md v5 16 "Errors", sk/db_outcome.h). Single-threaded (the admin). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "admin.h"
+#include "sk/backoff.h"
 #include "sk/buckets.h"
+#include "sk/clock.h"
 #include "sk/db.h"
+#include "sk/db_outcome.h"
 #include "sk/ids.h"
 #include "sk/keys.h"
 #include "sk/rebuild.h"
 
 #define PROG "seckill-admin"
+#define ADD_STOCK_TRIES 5     /* runs of a transaction (1213/1205, not applied), and of its resolution read */
 
 /* The voucher row (its stock lives in the bucket rows, tb_seckill_stock; migration 0005
  * dropped the v3 `stock` column), with its price (minor units) and currency, fixed here
@@ -44,42 +49,112 @@ static sk_err_t insert_voucher_row(sk_db_t *db, int64_t id, int64_t stock, int b
         return sk_db_exec_bound(db, sql, b, 8, NULL, errstr, errstr_size);
 }
 
-sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buckets,
-                                 int64_t begin_ms, int64_t end_ms, int status,
-                                 int64_t price_minor, const char *currency,
-                                 char *errstr, size_t errstr_size)
+/* After an unknown COMMIT: on a fresh session (wsrep_sync_wait = 1 on Galera), does
+ * @p sql (SELECT COUNT(*) by the transaction's unique key) find the row? *found = 1/0.
+ * Tried @p tries times with a backoff; an error leaves the outcome unknown. */
+static sk_err_t resolve_exists(sk_db_t *db, const char *sql, int tries, int *found,
+                               char *errstr, size_t errstr_size)
 {
-        char why[384];
+        uint64_t rng = sk_backoff_seed();
+        sk_err_t err = SK_EAGAIN;
+        int64_t n = 0;
+
+        *found = 0;
+        for (int i = 0; i < tries; i++) {
+                if (i > 0)
+                        sk_sleep_ms(sk_backoff_ms(i, 100, 2000, &rng), NULL);
+                if ((err = sk_db_resolve_begin(db, errstr, errstr_size)) != SK_OK)
+                        continue;
+                err = sk_db_query_i64(db, sql, &n, NULL, errstr, errstr_size);
+                sk_db_resolve_end(db);
+                if (err == SK_OK) {
+                        *found = n > 0;
+                        break;
+                }
+        }
+        return err;
+}
+
+/* The voucher-create transaction (DESIGN.md v4 6, 12, 14). SK_EUNKNOWN: the COMMIT's
+ * outcome is unknown, the connection dropped; any other error rolled back. The reason
+ * in @p why. */
+static sk_err_t insert_voucher_txn(sk_db_t *db, int64_t id, int64_t stock, int buckets,
+                                   int64_t begin_ms, int64_t end_ms, int status,
+                                   int64_t price_minor, const char *currency,
+                                   char *why, size_t why_size)
+{
         sk_err_t err;
 
-        if (buckets < 1 || buckets > SK_BUCKETS_MAX) {
-                sk_seterr(errstr, errstr_size, "--buckets %d outside 1..%d", buckets, SK_BUCKETS_MAX);
-                return SK_EINVAL;
-        }
-        if ((err = sk_db_begin(db, why, sizeof(why))) != SK_OK)
-                goto fail;
+        if ((err = sk_db_begin(db, why, why_size)) != SK_OK)
+                return err;
         err = insert_voucher_row(db, id, stock, buckets, begin_ms, end_ms, status, price_minor,
-                                 currency, why, sizeof(why));
+                                 currency, why, why_size);
         for (int b = 0; err == SK_OK && b < buckets; b++) {
                 int64_t share = sk_bucket_share(stock, buckets, b);
                 int64_t v[4] = { id, b, share, share };
 
                 err = sk_db_exec_i64(db, "INSERT INTO tb_seckill_stock"
                                      " (voucher_id, bucket, init_stock, stock) VALUES (?, ?, ?, ?)",
-                                     v, 4, NULL, why, sizeof(why));
+                                     v, 4, NULL, why, why_size);
         }
         if (err == SK_OK)
                 err = sk_db_exec_i64(db, "INSERT INTO tb_seckill_switch (scope, mode, state, updated_by)"
                                      " VALUES (?, NULL, 'redis', 'voucher create')",
-                                     &id, 1, NULL, why, sizeof(why));
-        if (err == SK_OK)
-                err = sk_db_commit(db, why, sizeof(why));
-        if (err != SK_OK) {
+                                     &id, 1, NULL, why, why_size);
+        if (err == SK_OK && (err = sk_db_commit_outcome(db, why, why_size)) == SK_EUNKNOWN)
+                return err;
+        if (err != SK_OK)
                 sk_db_rollback(db);
-                goto fail;
+        return err;
+}
+
+sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buckets,
+                                 int64_t begin_ms, int64_t end_ms, int status,
+                                 int64_t price_minor, const char *currency,
+                                 char *errstr, size_t errstr_size)
+{
+        char why[384] = "", lost[384], sql[128];
+        uint64_t rng = sk_backoff_seed();
+        sk_err_t err = SK_EAGAIN;
+        int found = 0;
+
+        if (buckets < 1 || buckets > SK_BUCKETS_MAX) {
+                sk_seterr(errstr, errstr_size, "--buckets %d outside 1..%d", buckets, SK_BUCKETS_MAX);
+                return SK_EINVAL;
         }
-        return SK_OK;
-fail:
+        /* DESIGN.md 16: 1213/1205 (or a link lost before COMMIT) -> the whole transaction
+         * again; an unknown COMMIT -> read the minted id's voucher row (the bucket and
+         * switch rows commit with it): found -> created; none -> again with the same id
+         * (its primary key keeps a second copy out). */
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, id);
+        for (int run = 0; run < ADD_STOCK_TRIES; run++) {
+                if (run > 0) {
+                        sk_sleep_ms(sk_backoff_ms(run, 50, 1000, &rng), NULL);
+                        if ((err = sk_db_reconnect(db, why, sizeof(why))) != SK_OK)
+                                continue;
+                }
+                err = insert_voucher_txn(db, id, stock, buckets, begin_ms, end_ms, status,
+                                         price_minor, currency, why, sizeof(why));
+                if (err == SK_EAGAIN)
+                        continue;
+                if (err != SK_EUNKNOWN)
+                        break;
+                snprintf(lost, sizeof(lost), "%s", why);
+                err = resolve_exists(db, sql, ADD_STOCK_TRIES, &found, why, sizeof(why));
+                fprintf(stderr, PROG ": voucher_create_commit_unknown voucher_id=%" PRId64 " found=%d (%s)\n",
+                        id, err == SK_OK ? found : -1, lost);
+                if (err != SK_OK) {
+                        sk_seterr(errstr, errstr_size, "insert voucher %" PRId64 ": COMMIT outcome "
+                                  "unknown (%s), not readable: %s; `" PROG " voucher show %" PRId64
+                                  "` tells", id, lost, why, id);
+                        return SK_EUNKNOWN;
+                }
+                if (found)
+                        return SK_OK;
+                err = SK_EAGAIN;
+        }
+        if (err == SK_OK)
+                return SK_OK;
         sk_seterr(errstr, errstr_size, "insert voucher: %s%s", why,
                   sk_db_errno(db) == 1146 ? " (run `" PROG " db migrate`)" : "");
         return err;
@@ -140,12 +215,69 @@ static sk_err_t add_stock_txn(sk_db_t *db, int64_t id, int64_t k, const char *ri
                                           errstr_size)) != SK_OK)
                         goto fail;
         }
-        if ((err = sk_db_commit(db, errstr, errstr_size)) != SK_OK)
+        /* DESIGN.md 16: 1213/1205 -> SK_EAGAIN (rolled back); another error or a lost
+         * link -> SK_EUNKNOWN, the connection dropped (add_stock resolves it). */
+        if ((err = sk_db_commit_outcome(db, errstr, errstr_size)) == SK_EUNKNOWN)
+                return err;
+        if (err != SK_OK)
                 goto fail;
         *applied = 1;
         return SK_OK;
 fail:
         sk_db_rollback(db);
+        return err;
+}
+
+/* add-stock's DB part with DESIGN.md 16's classes: 1213/1205 and other transient errors
+ * -> the whole transaction again (ADD_STOCK_TRIES runs, backoff between); an unknown
+ * COMMIT -> read the request id's row (found: applied, continue; not found: the same
+ * transaction again with the same request id, which the INSERT IGNORE on its PK keeps
+ * from ever applying twice). *applied as add_stock_txn's. SK_EUNKNOWN when the outcome
+ * could not be read back (the operator re-runs with the same --request-id). */
+static sk_err_t add_stock(sk_db_t *db, int64_t id, int64_t k, const char *rid, int *applied,
+                          char *errstr, size_t errstr_size)
+{
+        char q[2 * 64 + 3], sql[256];
+        uint64_t rng = sk_backoff_seed();
+        sk_err_t err = SK_EAGAIN;
+
+        *applied = 0;
+        if (!sk_db_quote(db, rid, q, sizeof(q))) {
+                sk_seterr(errstr, errstr_size, "cannot quote the request id");
+                return SK_EINVAL;
+        }
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_seckill_stock_change WHERE request_id = %s", q);
+        for (int run = 0; run < ADD_STOCK_TRIES; run++) {
+                char why[512] = "";
+                int found = 0;
+
+                /* A run after a failed one starts on a fresh session (a 2006/2013 leaves
+                 * the handle looking connected; the writer node may have changed). */
+                if (run > 0) {
+                        sk_sleep_ms(sk_backoff_ms(run, 50, 1000, &rng), NULL);
+                        if ((err = sk_db_reconnect(db, errstr, errstr_size)) != SK_OK)
+                                continue;
+                }
+                err = add_stock_txn(db, id, k, rid, applied, errstr, errstr_size);
+                if (err == SK_EAGAIN)
+                        continue;       /* rolled back: the whole transaction again */
+                if (err != SK_EUNKNOWN)
+                        return err;
+                snprintf(why, sizeof(why), "%s", errstr);
+                err = resolve_exists(db, sql, ADD_STOCK_TRIES, &found, errstr, errstr_size);
+                fprintf(stderr, PROG ": add_stock_commit_unknown request_id=%s found=%d (%s)\n",
+                        rid, err == SK_OK ? found : -1, why);
+                if (err != SK_OK) {
+                        sk_seterr(errstr, errstr_size, "COMMIT outcome unknown (%s), not readable: %s; "
+                                  "re-run with the same --request-id", why, errstr);
+                        return SK_EUNKNOWN;
+                }
+                if (found) {
+                        *applied = 1;
+                        return SK_OK;
+                }
+                err = SK_EAGAIN;        /* not applied: the same transaction again */
+        }
         return err;
 }
 
@@ -172,7 +304,7 @@ int sk_admin_voucher_add_stock(const sk_conf_t *conf, const char *ids, const sk_
                 fprintf(stderr, PROG ": voucher add-stock: database: %s\n", errstr);
                 return 1;
         }
-        err = add_stock_txn(db, id, o->stock, o->request_id, &applied, errstr, sizeof(errstr));
+        err = add_stock(db, id, o->stock, o->request_id, &applied, errstr, sizeof(errstr));
         sk_db_close(db);
         if (err == SK_ENOTFOUND) {
                 fprintf(stderr, PROG ": voucher add-stock: voucher %" PRId64 " is not in the database\n", id);

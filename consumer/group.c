@@ -261,8 +261,6 @@ static sk_err_t apply_rest(worker_t *w, cmsg_t **g, int n, int64_t t_claim)
         return SK_OK;
 }
 
-/* One attempt at settling group @p g. @returns SK_OK when every message is settled,
- * SK_EAGAIN to retry after a backoff, SK_ESTOP when stopping. */
 /* After an unknown COMMIT (w->unresolved): on a fresh session, wsrep_sync_wait = 1 on
  * Galera (sk/db_outcome.h), read the candidates' outcome rows before anything else is
  * written. @returns SK_OK (resolved: what is left runs again with the same keys),
@@ -285,6 +283,8 @@ static sk_err_t resolve_unknown(worker_t *w, cmsg_t **g, int n)
         return err;
 }
 
+/* One attempt at settling group @p g. @returns SK_OK when every message is settled,
+ * SK_EAGAIN to retry after a backoff, SK_ESTOP when stopping. */
 static sk_err_t group_once(worker_t *w, cmsg_t **g, int n)
 {
         int64_t t_claim = sk_mono_ms();

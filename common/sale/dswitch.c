@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sk/db_outcome.h"
 #include "sk/dswitch.h"
 #include "sk/model.h"
 #include "sk/traceset.h"
@@ -204,8 +205,9 @@ sk_err_t sk_dsw_get(sk_db_t *db, int64_t voucher_id, int lock, sk_dsw_row_t *row
         return SK_OK;
 }
 
-sk_err_t sk_dsw_move(sk_db_t *db, int64_t voucher_id, int from, int64_t epoch, int to,
-                     const char *by, int *moved, char *errstr, size_t errstr_size)
+/* The conditional UPDATE of a move, in the caller's transaction or autocommit. */
+static sk_err_t move_once(sk_db_t *db, int64_t voucher_id, int from, int64_t epoch, int to,
+                          const char *by, int *moved, char *errstr, size_t errstr_size)
 {
         char sql[320];
         int64_t p[2] = { voucher_id, epoch }, changed = 0;
@@ -222,8 +224,50 @@ sk_err_t sk_dsw_move(sk_db_t *db, int64_t voucher_id, int from, int64_t epoch, i
         return err;
 }
 
-sk_err_t sk_dsw_begin_rebuild(sk_db_t *db, int64_t voucher_id, int64_t epoch, const char *by,
-                              int *moved, int64_t *new_epoch, char *errstr, size_t errstr_size)
+/* After a move whose outcome is unknown (DESIGN.md v5 16): the switch row's epoch on a
+ * fresh session (wsrep_sync_wait = 1 on Galera). *moved = 1 when it shows @p to at
+ * @p epoch + 1; *again = 1 when it still shows (@p from, @p epoch): not applied, run
+ * the same move again. @returns SK_OK or the read's error (still unknown). */
+static sk_err_t resolve_move(sk_db_t *db, int64_t voucher_id, int from, int64_t epoch, int to,
+                             int *moved, int *again, char *errstr, size_t errstr_size)
+{
+        sk_dsw_row_t row;
+        sk_err_t err;
+
+        *moved = *again = 0;
+        if ((err = sk_db_resolve_begin(db, errstr, errstr_size)) != SK_OK)
+                return err;
+        err = sk_dsw_get(db, voucher_id, 0, &row, errstr, errstr_size);
+        sk_db_resolve_end(db);
+        if (err != SK_OK)
+                return err;
+        *moved = row.state == to && row.epoch == epoch + 1;
+        *again = row.state == from && row.epoch == epoch;
+        return SK_OK;
+}
+
+sk_err_t sk_dsw_move(sk_db_t *db, int64_t voucher_id, int from, int64_t epoch, int to,
+                     const char *by, int *moved, char *errstr, size_t errstr_size)
+{
+        sk_err_t err = SK_OK;
+        int again = 1;
+
+        for (int run = 0; run < 2 && again; run++) {
+                err = move_once(db, voucher_id, from, epoch, to, by, moved, errstr, errstr_size);
+                if (err == SK_OK || sk_db_write_class(sk_db_errno(db)) != SK_EUNKNOWN)
+                        return err;
+                /* An autocommit write that may have applied: read the epoch. */
+                sk_db_drop(db);
+                if ((err = resolve_move(db, voucher_id, from, epoch, to, moved, &again, errstr,
+                                        errstr_size)) != SK_OK || *moved)
+                        return err;
+        }
+        return err == SK_OK ? SK_OK : SK_EUNKNOWN;
+}
+
+/* One db -> rebuilding transaction; SK_EUNKNOWN: its COMMIT's outcome is unknown. */
+static sk_err_t begin_rebuild_txn(sk_db_t *db, int64_t voucher_id, int64_t epoch, const char *by,
+                                  int *moved, char *errstr, size_t errstr_size)
 {
         int64_t p[2] = { epoch + 1, voucher_id };
         sk_err_t err;
@@ -235,20 +279,44 @@ sk_err_t sk_dsw_begin_rebuild(sk_db_t *db, int64_t voucher_id, int64_t epoch, co
          * (DESIGN.md v5 16 (2)): a DB-only sale updates one of them, so it either waits
          * for this COMMIT (one node) or fails certification against it (Galera, 1213)
          * and retries into state rebuilding. No FOR UPDATE: it is node-local. */
-        err = sk_dsw_move(db, voucher_id, SK_DSW_DB, epoch, SK_DSW_REBUILDING, by, moved, errstr,
-                          errstr_size);
+        err = move_once(db, voucher_id, SK_DSW_DB, epoch, SK_DSW_REBUILDING, by, moved, errstr,
+                        errstr_size);
         if (err == SK_OK && *moved)
                 err = sk_db_exec_i64(db, "UPDATE tb_seckill_stock SET switch_epoch = ? WHERE "
                                      "voucher_id = ?", p, 2, NULL, errstr, errstr_size);
-        if (err == SK_OK && *moved)
-                err = sk_db_commit(db, errstr, errstr_size);
-        if (err != SK_OK || !*moved) {
-                sk_db_rollback(db);
+        if (err == SK_OK && *moved && (err = sk_db_commit_outcome(db, errstr, errstr_size)) == SK_EUNKNOWN) {
                 *moved = 0;
                 return err;
         }
-        *new_epoch = epoch + 1;
-        return SK_OK;
+        if (err != SK_OK || !*moved) {
+                sk_db_rollback(db);
+                *moved = 0;
+        }
+        return err;
+}
+
+sk_err_t sk_dsw_begin_rebuild(sk_db_t *db, int64_t voucher_id, int64_t epoch, const char *by,
+                              int *moved, int64_t *new_epoch, char *errstr, size_t errstr_size)
+{
+        sk_err_t err = SK_OK;
+        int again = 1;
+
+        for (int run = 0; run < 2 && again; run++) {
+                if (run > 0 && (err = sk_db_reconnect(db, errstr, errstr_size)) != SK_OK)
+                        return err;
+                err = begin_rebuild_txn(db, voucher_id, epoch, by, moved, errstr, errstr_size);
+                if (err != SK_EUNKNOWN)
+                        break;
+                if ((err = resolve_move(db, voucher_id, SK_DSW_DB, epoch, SK_DSW_REBUILDING, moved,
+                                        &again, errstr, errstr_size)) != SK_OK)
+                        return SK_EUNKNOWN;
+                if (*moved)
+                        break;
+                err = again ? SK_EUNKNOWN : SK_OK;      /* someone else moved it: not ours */
+        }
+        if (err == SK_OK && *moved)
+                *new_epoch = epoch + 1;
+        return err;
 }
 
 sk_err_t sk_dsw_set_mode(sk_db_t *db, int64_t scope, int mode, const char *by, char *errstr,

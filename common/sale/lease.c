@@ -6,7 +6,10 @@
  * Renewal every lease/3: holder still ours -> the window's end becomes the mint_until
  * read back; anyone else -> the lease is lost, the window closes at once and the
  * thread takes an id again (every lease/3 until it gets one). An error changes nothing
- * (the window keeps its end, which the stamps reach by themselves).
+ * (the window keeps its end, which the stamps reach by themselves): a renewal whose
+ * autocommit UPDATE failed, applied or not, is an unknown outcome (DESIGN.md v5 16);
+ * the next period reconnects with sk_db_resolve_begin (wsrep_sync_wait = 1 on Galera)
+ * and the window moves again only when a read back there shows holder = us.
  *
  * Stamps: the snowflake's clock here is the database's clock, estimated as the local
  * monotonic clock plus an offset measured at each take/renewal (NOW(3) read back minus
@@ -37,6 +40,7 @@
 #include "sk/lease.h"
 #include "lease_db.h"
 #include "sk/clock.h"
+#include "sk/db_outcome.h"
 #include "sk/snowflake.h"
 
 #define SK_WORKER_IDS 1024
@@ -47,6 +51,7 @@ struct sk_idgen {
         sk_lease_db_t ld;              /* its connection is the renewal thread's after start */
         sk_snowflake_t *sf;
         int need_reconnect;            /* renewal thread only */
+        int resolving;                 /* renewal thread only: resolution session open */
         int64_t test_offset_ms;
         sk_idgen_event_fn on_event;
         void *event_arg;
@@ -146,14 +151,28 @@ static int wait_period(sk_idgen_t *g, int64_t period_ms, int *held)
         return stop;
 }
 
+/* After a failed lease write or read (its outcome possibly unknown, DESIGN.md v5 16):
+ * a fresh session whose reads wait for the cluster (sk_db_resolve_begin: wsrep_sync_wait
+ * = 1 on Galera), kept until a read back shows holder = us (resolved()). Meanwhile the
+ * window keeps its last confirmed end. Renewal thread only. */
 static int db_usable(sk_idgen_t *g)
 {
         if (g->need_reconnect) {
-                if (sk_db_reconnect(g->ld.db, NULL, 0) != SK_OK)
+                if (sk_db_resolve_begin(g->ld.db, NULL, 0) != SK_OK)
                         return 0;
                 g->need_reconnect = 0;
+                g->resolving = 1;
         }
         return 1;
+}
+
+/* A read back showed holder = us: the resolution session goes back to normal reads. */
+static void resolved(sk_idgen_t *g)
+{
+        if (g->resolving) {
+                sk_db_resolve_end(g->ld.db);
+                g->resolving = 0;
+        }
 }
 
 /* One renewal of the held lease. @returns 1 if the lease was found lost. */
@@ -184,6 +203,7 @@ static int renew_step(sk_idgen_t *g)
                 emit(g, SK_IDGEN_EV_LOST, id, "another process holds the id");
                 return 1;
         }
+        resolved(g);
         anchor(g, &r);
         pthread_mutex_lock(&g->mu);
         g->win_until_ms = r.until_ms;
@@ -207,6 +227,7 @@ static void reacquire_step(sk_idgen_t *g)
         }
         if (id < 0)
                 return;
+        resolved(g);
         anchor(g, &r);
         set_held(g, id, 1, r.from_ms, r.until_ms);
         metric_inc(g->m_reacq);

@@ -9,9 +9,12 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include "sk/db_outcome.h"
 #include "sk/ids.h"
 #include "sk/ledger.h"
 #include "sk/outcome.h"
+
+#define FAIL_RUNS 3   /* runs of the FAILED transaction (1213/1205, or not applied) */
 
 static sk_err_t need_conn(sk_db_t *db, char *errstr, size_t errstr_size)
 {
@@ -113,8 +116,11 @@ static sk_err_t exec_bound(sk_db_t *db, const char *sql, MYSQL_BIND *in, const c
         return err;
 }
 
-sk_err_t sk_outcome_fail(sk_db_t *db, const sk_order_msg_t *msg, sk_reason_t reason,
-                         const char *detail, sk_outcome_t *existing,
+/* The FAILED row and its RESTORE row, one transaction (sk_outcome_fail's contract). An
+ * unknown COMMIT returns SK_EUNKNOWN with the connection dropped; 1213/1205 at COMMIT
+ * SK_EAGAIN (rolled back, sk_db_errno tells which). */
+static sk_err_t fail_txn(sk_db_t *db, const sk_order_msg_t *msg, const char *reason_s,
+                         const char *det, int64_t change_qty, sk_outcome_t *existing,
                          char *errstr, size_t errstr_size)
 {
         static const char ins_outcome[] =
@@ -124,33 +130,12 @@ sk_err_t sk_outcome_fail(sk_db_t *db, const sk_order_msg_t *msg, sk_reason_t rea
         MYSQL_BIND b[10];
         int64_t tid = msg->trace_id, oid = msg->order_id, uid = msg->user_id,
                 vid = msg->voucher_id, bucket = msg->bucket;
-        int64_t before_qty, change_qty, after_qty;
-        char reason_s[64], det[512];
+        char rs[64];
         unsigned long reason_len;
-        int restore = 0, release = 0, clamp = 0;
-        const char *rs = sk_reason_str(reason);
         sk_err_t err;
 
-        if ((err = need_conn(db, errstr, errstr_size)))
-                return err;
-        if (!rs || !*rs || reason == SK_REASON_NONE) {
-                sk_seterr(errstr, errstr_size, "outcome_fail: no reason");
-                return SK_EINVAL;
-        }
-        snprintf(reason_s, sizeof(reason_s), "%s", rs);
-        reason_len = strlen(reason_s);
-        snprintf(det, sizeof(det), "%s", detail ? detail : rs);
-
-        /* Quantities in the Redis admission's terms: a reason that restores stock
-         * gives the deducted units back (after_qty -> before_qty); one that does not
-         * (sold_out) records a zero change. */
-        sk_reason_flags(reason, &restore, &release, &clamp);
-        (void)release;
-        (void)clamp;
-        change_qty = restore ? msg->deduct_qty : 0;
-        before_qty = msg->after_qty;
-        after_qty = msg->after_qty + change_qty;
-
+        snprintf(rs, sizeof(rs), "%s", reason_s);
+        reason_len = strlen(rs);
         if ((err = sk_db_begin(db, errstr, errstr_size)))
                 return err;
 
@@ -159,7 +144,7 @@ sk_err_t sk_outcome_fail(sk_db_t *db, const sk_order_msg_t *msg, sk_reason_t rea
         sk_db_bind_i64(&b[1], &oid);
         sk_db_bind_i64(&b[2], &uid);
         sk_db_bind_i64(&b[3], &vid);
-        sk_db_bind_str(&b[4], reason_s, &reason_len, sizeof(reason_s));
+        sk_db_bind_str(&b[4], rs, &reason_len, sizeof(rs));
         sk_db_bind_i64(&b[5], &bucket);
         err = exec_bound(db, ins_outcome, b, "insert FAILED outcome", errstr, errstr_size);
         if (err == SK_EEXIST) {
@@ -180,21 +165,98 @@ sk_err_t sk_outcome_fail(sk_db_t *db, const sk_order_msg_t *msg, sk_reason_t rea
                 goto fail;
 
         /* The RESTORE row of this trace (business fail). Idempotent on uk_trace_type: a
-         * row left by an earlier attempt is kept. */
+         * row left by an earlier attempt is kept. Quantities in the Redis admission's
+         * terms: a reason that restores stock gives the deducted units back (after_qty ->
+         * before_qty); one that does not (sold_out) records a zero change. */
         {
                 const sk_ledger_row_t row = {
                         .order_id = oid, .user_id = uid, .voucher_id = vid, .trace_id = tid,
-                        .before_qty = before_qty, .change_qty = change_qty,
-                        .after_qty = after_qty, .log_type = SK_LOG_RESTORE,
+                        .before_qty = msg->after_qty, .change_qty = change_qty,
+                        .after_qty = msg->after_qty + change_qty, .log_type = SK_LOG_RESTORE,
                         .business = SK_BIZ_FAIL, .detail = det, .keep_existing = 1,
                 };
                 if ((err = sk_ledger_write(db, &row, errstr, errstr_size)))
                         goto fail;
         }
-        if ((err = sk_db_commit(db, errstr, errstr_size)))
+        if ((err = sk_db_commit_outcome(db, errstr, errstr_size)) == SK_EUNKNOWN)
+                return err;
+        if (err)
                 goto fail;
         return SK_OK;
 fail:
         sk_db_rollback(db);
+        return err;
+}
+
+/* After an unknown COMMIT of fail_txn (DESIGN.md v5 16): the trace's outcome row on a
+ * fresh session (wsrep_sync_wait = 1 on Galera). SK_OK: ours is there (FAILED with
+ * @p reason_s and msg's ids: recorded); SK_EEXIST: another decision, in *existing;
+ * SK_ENOTFOUND: not applied, run again; SK_EAGAIN: unreadable, still unknown. */
+static sk_err_t fail_resolve(sk_db_t *db, const sk_order_msg_t *msg, const char *reason_s,
+                             sk_outcome_t *existing, char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        if ((err = sk_db_resolve_begin(db, errstr, errstr_size)) != SK_OK)
+                return SK_EAGAIN;
+        err = sk_outcome_get(db, msg->trace_id, existing, errstr, errstr_size);
+        sk_db_resolve_end(db);
+        if (err == SK_ENOTFOUND)
+                return err;
+        if (err != SK_OK)
+                return SK_EAGAIN;
+        if (existing->outcome == SK_OUTCOME_FAILED && sk_outcome_matches(existing, msg) &&
+            strcmp(existing->reason_str, reason_s) == 0)
+                return SK_OK;
+        sk_seterr(errstr, errstr_size, "trace %" PRId64 " already decided (%s)", msg->trace_id,
+                  existing->outcome == SK_OUTCOME_CREATED ? "CREATED" : "FAILED");
+        return SK_EEXIST;
+}
+
+sk_err_t sk_outcome_fail(sk_db_t *db, const sk_order_msg_t *msg, sk_reason_t reason,
+                         const char *detail, sk_outcome_t *existing,
+                         char *errstr, size_t errstr_size)
+{
+        char reason_s[64], det[512], lost[256];
+        int restore = 0, release = 0, clamp = 0;
+        const char *rs = sk_reason_str(reason);
+        sk_err_t err = SK_EAGAIN;
+
+        if ((err = need_conn(db, errstr, errstr_size)))
+                return err;
+        if (!rs || !*rs || reason == SK_REASON_NONE) {
+                sk_seterr(errstr, errstr_size, "outcome_fail: no reason");
+                return SK_EINVAL;
+        }
+        snprintf(reason_s, sizeof(reason_s), "%s", rs);
+        snprintf(det, sizeof(det), "%s", detail ? detail : rs);
+        sk_reason_flags(reason, &restore, &release, &clamp);
+        (void)release;
+        (void)clamp;
+
+        /* DESIGN.md 16: 1213/1205 -> the whole transaction again; an unknown COMMIT ->
+         * read the trace's outcome (ours: recorded; another: followed; none: the same
+         * transaction again, the trace id's key keeping a second row out). */
+        for (int run = 0; run < FAIL_RUNS; run++) {
+                if (run > 0 && !sk_db_connected(db) &&
+                    (err = sk_db_reconnect(db, errstr, errstr_size)) != SK_OK)
+                        return err;
+                err = fail_txn(db, msg, reason_s, det, restore ? msg->deduct_qty : 0, existing,
+                               errstr, errstr_size);
+                if (err == SK_EAGAIN && (sk_db_errno(db) == 1213 || sk_db_errno(db) == 1205))
+                        continue;
+                if (err != SK_EUNKNOWN)
+                        return err;
+                snprintf(lost, sizeof(lost), "%s", errstr);
+                err = fail_resolve(db, msg, reason_s, existing, errstr, errstr_size);
+                if (err == SK_ENOTFOUND) {
+                        err = SK_EAGAIN;
+                        continue;
+                }
+                if (err == SK_EAGAIN)
+                        sk_seterr(errstr, errstr_size, "FAILED outcome of trace %" PRId64 ": COMMIT "
+                                  "outcome unknown (%s), not readable yet", msg->trace_id, lost);
+                return err;
+        }
         return err;
 }

@@ -67,8 +67,11 @@ sk_err_t sk_dsw_get(sk_db_t *db, int64_t voucher_id, int lock, sk_dsw_row_t *row
 
 /** @brief The conditional transition (DESIGN.md 12): UPDATE state = @p to, epoch + 1,
  *  since = NOW(3), updated_by = @p by WHERE scope = V AND state = @p from AND epoch =
- *  @p epoch (autocommit). *moved = 1 if this call made it. @returns SK_OK or the DB
- *  error. */
+ *  @p epoch (autocommit). *moved = 1 if this call made it. A write whose outcome is
+ *  unknown (a lost link, sk_db_write_class) is resolved by reading the switch row's
+ *  epoch on a fresh session (DESIGN.md v5 16): @p to at @p epoch + 1 -> moved; still
+ *  (@p from, @p epoch) -> the same move once more; unreadable -> SK_EUNKNOWN (the next
+ *  read of the rows tells). @returns SK_OK or the DB error. */
 sk_err_t sk_dsw_move(sk_db_t *db, int64_t voucher_id, int from, int64_t epoch, int to,
                      const char *by, int *moved, char *errstr, size_t errstr_size);
 
@@ -78,9 +81,11 @@ sk_err_t sk_dsw_move(sk_db_t *db, int64_t voucher_id, int from, int64_t epoch, i
  *  flight holds one of those rows, so this waits for it (one node) or one of the two
  *  fails certification (Galera); either way no purchase commits in state db after this
  *  COMMIT. *moved = 1 if it did; *new_epoch the epoch after it. @returns SK_OK or the DB
- *  error (rolled back; SK_EAGAIN for 1213/1205: retry). A failed COMMIT has an unknown
- *  outcome (DESIGN.md 16): the caller re-reads the switch row's epoch (the next read of
- *  the rows does). */
+ *  error (rolled back; SK_EAGAIN for 1213/1205: retry). A COMMIT whose outcome is unknown
+ *  (DESIGN.md v5 16) is resolved here by the switch row's epoch on a fresh session
+ *  (wsrep_sync_wait = 1 on Galera): rebuilding at @p epoch + 1 -> moved; still (db,
+ *  @p epoch) -> the transaction once more; moved by another -> *moved = 0, SK_OK;
+ *  unreadable -> SK_EUNKNOWN (the next read of the rows tells). */
 sk_err_t sk_dsw_begin_rebuild(sk_db_t *db, int64_t voucher_id, int64_t epoch, const char *by,
                               int *moved, int64_t *new_epoch, char *errstr, size_t errstr_size);
 

@@ -32,7 +32,14 @@ int sk_outcome_matches(const sk_outcome_t *o, const sk_order_msg_t *msg);
  *  @p reason and a RESTORE reconcile-log row (original trace_id, log_type 1,
  *  business_type 3, @p detail). On a duplicate key: SK_EEXIST with the existing row in
  *  *existing (compare with sk_outcome_matches: a mismatch is a collision).
- *  Transient DB errors: SK_EAGAIN (nothing committed). */
+ *  1213/1205: the whole transaction again (3 runs). A COMMIT whose outcome is unknown
+ *  (DESIGN.md v5 16, sk/db_outcome.h): the trace's outcome row is read on a fresh
+ *  session (wsrep_sync_wait = 1 on Galera): ours (FAILED, this reason, msg's ids) ->
+ *  SK_OK; another decision -> SK_EEXIST as above; none -> the same transaction again.
+ *  Transient DB errors: SK_EAGAIN — nothing committed, except when the resolution read
+ *  itself failed (errstr says "outcome unknown"): then the caller's retry meets its own
+ *  row by the trace id's key (SK_EEXIST, a FAILED to follow), never a second one. The
+ *  connection may have been reconnected (never inside a transaction on return). */
 sk_err_t sk_outcome_fail(sk_db_t *db, const sk_order_msg_t *msg, sk_reason_t reason,
                          const char *detail, sk_outcome_t *existing,
                          char *errstr, size_t errstr_size);
