@@ -759,6 +759,7 @@ START_TEST(secret_file_variables)
         char *argv[] = { (char *)"x", (char *)"--print-config", NULL };
         int fd;
 
+        clear_env();    /* SECKILL_MYSQL_URL from the caller (scripts/test.sh exports it) */
         ck_assert_int_ge(fd = mkstemp(mpath), 0);
         close(fd);
         ck_assert_int_ge(fd = mkstemp(rpath), 0);
