@@ -36,6 +36,7 @@ def _ms(m, k):
 
 def dbkill_figures(m, t0_ms):
     kill, switch, back, synced = (_ms(m, k) for k in ("kill_ms", "switch_ms", "back_ms", "synced_ms"))
+    wback = _ms(m, "writer_back_ms")
     return {
         "writer_before": m.get("writer_before"), "writer_during": m.get("writer_during"),
         "writer_after": m.get("writer_after"), "kill_at_accepted": _ms(m, "kill_at"),
@@ -45,6 +46,9 @@ def dbkill_figures(m, t0_ms):
                                "restarted": figures.rel_s(back, t0_ms), "synced": figures.rel_s(synced, t0_ms)},
         "switch_s_after_kill": round((switch - kill) / 1000.0, 1) if kill and switch else None,
         "down_s": round((synced - kill) / 1000.0, 1) if kill and synced else None,
+        "writer_back_s_after_synced": (round((wback - synced) / 1000.0, 1)
+                                       if wback and synced and (m.get("writer_after") or "").endswith(":3311")
+                                       else None),
     }
 
 
@@ -57,10 +61,12 @@ def dbkill_lines(d):
         f"{at(d['killed_ms'], rel['killed'])} of the sale, after {d['accepted_at_kill']} accepted",
         f"               the front wrote through {d['writer_during'] or 'no other node'} "
         f"{'' if d['switch_s_after_kill'] is None else str(d['switch_s_after_kill']) + ' s after the kill'}"
-        f" (Galera evicts a dead node after its suspect timeout, ~5 s)",
+        f" (at its next transaction; commits on the others wait until Galera evicts the dead node, ~5 s)",
         f"               node1 restarted {at(d['restart_ms'], rel['restarted'])}, Synced "
         f"{at(d['synced_ms'], rel['synced'])}: {d['down_s']} s from kill to Synced; "
-        f"the front's writer afterwards: {d['writer_after']}",
+        f"the front's writer afterwards: {d['writer_after']}"
+        + ("" if d.get("writer_back_s_after_synced") is None
+           else f" ({d['writer_back_s_after_synced']} s after node1 was Synced)"),
     ]
 
 

@@ -94,9 +94,16 @@ dbkill_step() {
                 wait "$DBKILL_BACK_PID" 2>/dev/null || warn "node1 did not rejoin (log: $RUN/galera.log)"
                 DBKILL_BACK_PID=
                 dbkill_mark synced_ms "$(dbkill_now)"
-                sleep 1.5   # the binaries re-check the node list once a second (DESIGN.md 16)
-                w=$(dbkill_writer)
+                # The binaries re-check the node list once a second (DESIGN.md 16), at their
+                # next transaction: the front's next one may be its lease renewal (every
+                # third of SECKILL_WORKER_LEASE_MS), so wait up to 15 s for node1 again.
+                for _ in $(seq 1 75); do
+                        w=$(dbkill_writer)
+                        [[ $w == *:3311 ]] && break
+                        sleep 0.2
+                done
                 dbkill_mark writer_after "$w"
+                dbkill_mark writer_back_ms "$(dbkill_now)"
                 phase db_writer_synced
                 say "db: node1 Synced again; the front writes through $w"
                 DBKILL_PHASE=over
