@@ -9,9 +9,10 @@
 #      `nice -n 19` in the background while step 4 runs: the main pass mostly waits on the
 #      stack, so the build takes the idle CPU and yields to the tests),
 #      ctest -L 'unit|integration' there (leaks checked, first error fatal); at the same
-#      time, in the background, the topology pass: ctest -L 'cluster|sentinel|package|fuzz' in
-#      build/ with more jobs (the integration suite once more on the local Redis Cluster
-#      and on Sentinel, which those tests start through scripts/stack.sh; they mostly wait
+#      time, in the background, the topology pass: ctest -L 'cluster|sentinel|galera|package|fuzz'
+#      in build/ with more jobs (the integration suite once more on the local Redis Cluster,
+#      on Sentinel and with the database on the local three-node Galera cluster, which
+#      those tests start through scripts/stack.sh; about 200 s of it; they mostly wait
 #      on I/O, so they share the two cores with the sanitizer pass; and the installed
 #      layout of the Debian package, tests/package/: build-release/, dpkg -i, a short
 #      sale, dpkg --purge, about 35 s with build-release/ built, 100 s without; and the
@@ -24,9 +25,9 @@
 #   SECKILL_KEEP_STACK=1          leave what this run started running
 #   SECKILL_TEST_JOBS             parallel build and ctest jobs (2)
 #   SECKILL_TEST_LABELS           labels of the main pass ('unit|integration|faults')
-#   SECKILL_TEST_TOPO_LABELS      labels of the topology pass ('cluster|sentinel|package|fuzz'; empty: none)
+#   SECKILL_TEST_TOPO_LABELS      labels of the topology pass ('cluster|sentinel|galera|package|fuzz'; empty: none)
 #   SECKILL_TEST_TOPO_JOBS        ctest jobs of the topology pass (4)
-#   SECKILL_TEST_TOPO_TIMEOUT_S   cap of the topology pass (1200)
+#   SECKILL_TEST_TOPO_TIMEOUT_S   cap of the topology pass (1500)
 #   SECKILL_TEST_ASAN_LABELS      labels of the sanitizer pass ('unit|integration')
 #   SECKILL_TEST_SANITIZE=0       skip the sanitizer pass
 #   SECKILL_TEST_TIMEOUT_S        cap of the main ctest pass (1500)
@@ -45,9 +46,9 @@ BUILD_DIR=${SECKILL_BUILD_DIR:-build}
 ASAN_DIR=${SECKILL_ASAN_BUILD_DIR:-build-asan}
 JOBS=${SECKILL_TEST_JOBS:-2}
 LABELS=${SECKILL_TEST_LABELS:-unit|integration|faults}
-TOPO_LABELS=${SECKILL_TEST_TOPO_LABELS-cluster|sentinel|package|fuzz}
+TOPO_LABELS=${SECKILL_TEST_TOPO_LABELS-cluster|sentinel|galera|package|fuzz}
 TOPO_JOBS=${SECKILL_TEST_TOPO_JOBS:-4}
-TOPO_TIMEOUT_S=${SECKILL_TEST_TOPO_TIMEOUT_S:-1200}
+TOPO_TIMEOUT_S=${SECKILL_TEST_TOPO_TIMEOUT_S:-1500}
 ASAN_LABELS=${SECKILL_TEST_ASAN_LABELS:-unit|integration}
 SANITIZE=${SECKILL_TEST_SANITIZE:-1}
 TIMEOUT_S=${SECKILL_TEST_TIMEOUT_S:-1500}
@@ -252,7 +253,7 @@ else
         record "ctest $BUILD_DIR [$LABELS]" SKIP 0 "build failed"
 fi
 
-# The topology pass (labels cluster|sentinel, and package) in the background, its own ctest run in
+# The topology pass (labels cluster|sentinel|galera, package, fuzz) in the background, its own ctest run in
 # $BUILD_DIR with $TOPO_JOBS jobs, while the sanitizer pass builds and runs; its output is
 # printed and its row recorded after the sanitizer pass.
 TOPO_OUT=$(mktemp)

@@ -328,6 +328,9 @@ START_TEST(connect_refused)
 
         bad.port = 1; /* nothing listens there */
         snprintf(bad.host, sizeof(bad.host), "127.0.0.1");
+        bad.nhosts = 1;  /* one host even when the run's URL lists several (label galera) */
+        bad.hosts[0].port = 1;
+        snprintf(bad.hosts[0].host, sizeof(bad.hosts[0].host), "127.0.0.1");
         db = sk_db_connect(&bad, 0, 0, errstr, sizeof(errstr));
         ck_assert_ptr_null(db);
         ck_assert_ptr_nonnull(strstr(errstr, "2002") ? strstr(errstr, "2002")

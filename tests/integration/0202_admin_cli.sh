@@ -13,12 +13,15 @@ ADMIN="${SK_BIN:?SK_BIN not set}/seckill-admin"
 _rurl="${SECKILL_REDIS_URL:-redis://127.0.0.1:6379/0}"; _rurl="${_rurl#redis://}"; _rurl="${_rurl#*@}"
 REDIS_HOST="${_rurl%%[:/]*}"; REDIS_PORT=6379
 case "$_rurl" in *:*) REDIS_PORT="${_rurl#*:}"; REDIS_PORT="${REDIS_PORT%%/*}" ;; esac
+# The hosts part may list several nodes (DESIGN.md 16, label galera): the binaries get them
+# all, this script's mysql client the first.
 _murl="${SECKILL_MYSQL_URL:-mysql://root@127.0.0.1:3306/seckill}"; _murl="${_murl#*@}"
-MYSQL_HOST="${_murl%%[:/]*}"; MYSQL_PORT=3306
-case "$_murl" in *:*) MYSQL_PORT="${_murl#*:}"; MYSQL_PORT="${MYSQL_PORT%%/*}" ;; esac
+MYSQL_HOSTS="${_murl%%/*}"; _first="${MYSQL_HOSTS%%,*}"
+MYSQL_HOST="${_first%%:*}"; MYSQL_PORT=3306
+case "$_first" in *:*) MYSQL_PORT="${_first#*:}" ;; esac
 RUN="admcli_$$_${RANDOM}"
 DB="skt_${RUN}"
-export SECKILL_MYSQL_URL="mysql://root@${MYSQL_HOST}:${MYSQL_PORT}/${DB}"
+export SECKILL_MYSQL_URL="mysql://root@${MYSQL_HOSTS}/${DB}"
 export SECKILL_REDIS_PREFIX="skt_${RUN}"
 export SECKILL_TOPIC="skt.${RUN}.none"
 export SECKILL_GROUP_ID="skt-${RUN}"
@@ -64,8 +67,8 @@ run 0 db migrate && eq "$(cat "$OUT")" "applied 0 migration(s)" "second migrate 
 NMIG=$(sql "SELECT COUNT(*) FROM schema_migrations")
 
 DB2="${DB}_x"
-( SECKILL_MYSQL_URL="mysql://root@${MYSQL_HOST}:${MYSQL_PORT}/${DB2}" timeout 60 "$ADMIN" db migrate >"$OUT.a" 2>&1; echo $? >"$OUT.ra" ) &
-( SECKILL_MYSQL_URL="mysql://root@${MYSQL_HOST}:${MYSQL_PORT}/${DB2}" timeout 60 "$ADMIN" db migrate >"$OUT.b" 2>&1; echo $? >"$OUT.rb" ) &
+( SECKILL_MYSQL_URL="mysql://root@${MYSQL_HOSTS}/${DB2}" timeout 60 "$ADMIN" db migrate >"$OUT.a" 2>&1; echo $? >"$OUT.ra" ) &
+( SECKILL_MYSQL_URL="mysql://root@${MYSQL_HOSTS}/${DB2}" timeout 60 "$ADMIN" db migrate >"$OUT.b" 2>&1; echo $? >"$OUT.rb" ) &
 wait
 eq "$(cat "$OUT.ra")$(cat "$OUT.rb")" "00" "two concurrent migrates both exit 0"
 eq "$(cat "$OUT.a" "$OUT.b" | sort | tr '\n' '|')" "applied 0 migration(s)|applied ${NMIG} migration(s)|" "exactly one of them applied"
