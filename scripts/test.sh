@@ -59,11 +59,12 @@ STACK_LOG_DIR=${SECKILL_STACK_DIR:-$REPO/.stack}/logs
 # Build and test dependencies (Debian 12 package names). Tools the shell tests use:
 # redis-cli, mysql, curl, ps/pgrep, python3; promtool (package prometheus) for the
 # deploy/prometheus rule tests; readelf (binutils) for ops_harden; clang and its
-# libFuzzer runtime for the fuzz label; nginx for the gateway test (0008).
+# libFuzzer runtime for the fuzz label; nginx for the gateway test (0008); mariadb-server,
+# galera-4 and rsync for the local Galera cluster (label galera, fault cases 0282-0286).
 PKGS=(build-essential cmake pkg-config librdkafka-dev libhiredis-dev
       default-libmysqlclient-dev libcjson-dev libmicrohttpd-dev libssl-dev check
       redis-tools mariadb-client curl procps python3 prometheus binutils
-      clang libclang-rt-14-dev nginx)
+      clang libclang-rt-14-dev nginx mariadb-server galera-4 rsync)
 
 T_START=$SECONDS
 SUMMARY=()
