@@ -48,6 +48,9 @@ usage: scripts/demo.sh [options]
   --db-down S          seconds node1 stays down (default $DBKILL_DOWN_S)
   --pace MS            pause of each connection between two asks (default 0; 50 with
                        --kill-redis, so that the sale outlasts the outage)
+  --auth MODE          jwt (default: the front runs with SECKILL_AUTH=jwt and a key set of
+                       the demo's own; every buyer sends a signed token, DESIGN.md 15) or
+                       trusted-header (X-User-Id from loopback)
   --keep               leave the front, the consumers and the stack running
   --no-install         do not check/install Debian packages
   --no-build           use the binaries already in the build dir
@@ -95,6 +98,11 @@ while [[ $# -gt 0 ]]; do
                 shift 2 ;;
         --database) need_arg "$@"; DB=$2; shift 2 ;;
         --kill-db) KILL_DB=1; shift ;;
+        --auth) need_arg "$@"
+                case $2 in jwt|trusted-header) AUTH=$2 ;;
+                *) echo "demo: --auth jwt|trusted-header, not '$2'" >&2; exit 2 ;;
+                esac
+                shift 2 ;;
         --db-down) need_arg "$@"; need_int "$1" "$2"; DBKILL_DOWN_S=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "demo: unknown option '$1' (see --help)" >&2; exit 2 ;;

@@ -36,12 +36,12 @@ import sys
 import time
 import urllib.request
 
-from report import ID_RE, http_json, sql
+from report import ID_RE, buyer_headers, http_json, sql
 
 
 def post(url, user):
     return http_json(urllib.request.Request(url, data=b"", method="POST",
-                                            headers={"X-User-Id": user}), timeout=10)
+                                            headers=buyer_headers(user)), timeout=10)
 
 
 def read_secret(path):

@@ -16,6 +16,9 @@ Ids stay strings (DESIGN.md 2): they are compared as text and bound in SQL only 
 a canonical-decimal check. Exit 0 iff every invariant holds, 1 otherwise.
 """
 import argparse
+import base64
+import hashlib
+import hmac
 import json
 import os
 import re
@@ -167,9 +170,31 @@ def http_json(req, timeout=5):
         return None, {"error": str(e)}
 
 
+def _b64url(b):
+    return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+
+
+def buyer_headers(user):
+    """The header that says who the buyer @p user (a decimal id string) is (DESIGN.md 15):
+    with DEMO_JWKS (run.sh --auth jwt, auth.sh) an HS256 token signed with the key set's
+    secret "hs1", else X-User-Id (--auth trusted-header)."""
+    path = os.environ.get("DEMO_JWKS")
+    if not path:
+        return {"X-User-Id": user}
+    with open(path) as f:
+        key = next(k for k in json.load(f)["keys"] if k.get("kid") == "hs1")
+    secret = base64.urlsafe_b64decode(key["k"] + "=" * (-len(key["k"]) % 4))
+    now = int(time.time())
+    head = _b64url(b'{"alg":"HS256","typ":"JWT","kid":"hs1"}')
+    body = _b64url(json.dumps({"sub": user, "iat": now, "exp": now + 3600},
+                              separators=(",", ":")).encode())
+    sig = _b64url(hmac.new(secret, f"{head}.{body}".encode(), hashlib.sha256).digest())
+    return {"Authorization": f"Bearer {head}.{body}.{sig}"}
+
+
 def orders_me(front, voucher, user):
     return http_json(urllib.request.Request(f"{front}/api/v1/vouchers/{voucher}/orders/me",
-                                            headers={"X-User-Id": user}))
+                                            headers=buyer_headers(user)))
 
 
 # --------------------------------------------------------------------------- report

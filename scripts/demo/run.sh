@@ -35,6 +35,8 @@ DEMO_DIR=$REPO/scripts/demo
 . "$DEMO_DIR/outage.sh"
 # shellcheck source=dbkill.sh
 . "$DEMO_DIR/dbkill.sh"
+# shellcheck source=auth.sh
+. "$DEMO_DIR/auth.sh"
 # shellcheck source=../lib/apt.sh
 . "$REPO/scripts/lib/apt.sh"
 # shellcheck source=install.sh
@@ -66,6 +68,7 @@ PAY_TIMEOUT_S=5
 KILL_REDIS=0
 DB_TOPO=standalone
 KILL_DB=0
+AUTH=jwt
 PACE_MS=
 
 # shellcheck source=options.sh
@@ -282,7 +285,7 @@ if [[ $BUILD -eq 1 ]]; then
         build_binaries() {
                 cmake -S "$REPO" -B "$BUILD_DIR" "$@" &&
                 cmake --build "$BUILD_DIR" -j"$(nproc)" --target seckill-front seckill-consumer \
-                        seckill-reconciler seckill-admin
+                        seckill-reconciler seckill-admin sk-mint-jwt
         }
         if ! build_binaries > "$RUN/build.log" 2>&1; then
                 # A demo should not stop at a compiler warning (-Werror is for CI): retry
@@ -459,6 +462,7 @@ fi
 # The demo's payment windows are seconds: no webhook grace after the deadline (production
 # 120 s, DESIGN.md 13), so unpaid units come back within the run.
 export SECKILL_PAY_GRACE_S=0
+auth_setup       # --auth jwt: the front verifies every buyer's token (auth.sh)
 # The demo's payment "provider" (payer.py) signs its callbacks with this secret (DESIGN.md 15).
 PAY_KEYS=$RUN/payment.keys
 (umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$PAY_KEYS" && echo >>"$PAY_KEYS")
@@ -499,7 +503,7 @@ payments_start   # scripts/demo/payments.sh (DESIGN.md 13)
 # and a sale that starts before it would measure the group join as accept-to-DB lag.
 # The warm-up 202 is logged and checked like the sale's.
 WARM_USER=1990653203999999999
-warm_body=$(curl -sS -m 30 -X POST -H "X-User-Id: $WARM_USER" -H 'Content-Length: 0' \
+warm_body=$(curl -sS -m 30 -X POST -H "$(auth_header "$WARM_USER")" -H 'Content-Length: 0' \
         -w '\n%{http_code}' "http://$HTTP_ADDR/api/v1/vouchers/$WARMUP/seckill") || die "warm-up purchase: no answer"
 warm_status=${warm_body##*$'\n'}
 warm_body=${warm_body%$'\n'*}

@@ -21,6 +21,10 @@
 --   SK_DEMO_PACE_MS   pause of each connection between two asks (default 0: none);
 --                     paces the crowd so a sale lasts long enough for an outage
 --                     (run.sh --kill-redis)
+--   SK_DEMO_TOKENS    a file of JWTs, line b (from 0) for buyer b (auth.sh, DESIGN.md 15):
+--                     then every ask carries `Authorization: Bearer` instead of X-User-Id;
+--                     each thread keeps the lines of its own buyers and of the previous
+--                     thread's (their second asks)
 --
 -- Ids stay strings from end to end (DESIGN.md 2: no tonumber on ids). User ids are
 -- 19-digit ids "1990653204" .. 9-digit buyer number, above 2^53 on purpose.
@@ -153,6 +157,20 @@ function init(args)
                         end
                 end
         end
+        -- --auth jwt: the tokens of the buyers this thread asks for (b = tid-1 mod T, and
+        -- b + 1's predecessor: b = tid-2 mod T for the second asks).
+        tokens = nil
+        local tf = os.getenv("SK_DEMO_TOKENS")
+        if tf and tf ~= "" then
+                tokens = {}
+                local i, own, prev = 0, (tid - 1) % nthreads, (tid - 2) % nthreads
+                for line in io.lines(tf) do
+                        local r = i % nthreads
+                        if r == own or r == prev then tokens[i] = line end
+                        i = i + 1
+                end
+                if i < nbuyers then error("SK_DEMO_TOKENS: " .. i .. " tokens for " .. nbuyers .. " buyers") end
+        end
         outf = assert(io.open(OUT .. "/accepted-" .. tid .. ".tsv", "w"))
         outf:setvbuf("line")
 end
@@ -192,8 +210,9 @@ function request()
         qhead = qhead + 1
         counts.asks = counts.asks + 1
         if sale_first_ms == 0 then sale_first_ms = now_ms() end
-        return wrk.format("POST", "/api/v1/vouchers/" .. cur.voucher .. "/seckill",
-                          { ["X-User-Id"] = cur.user }, "")
+        local h = tokens and { ["Authorization"] = "Bearer " .. tokens[cur.b] }
+                  or { ["X-User-Id"] = cur.user }
+        return wrk.format("POST", "/api/v1/vouchers/" .. cur.voucher .. "/seckill", h, "")
 end
 
 function response(status, headers, body)

@@ -20,10 +20,15 @@
 #include <unistd.h>
 #include "sk_test.h"
 
+/* Each lock object opened writes through the next node of the URL: with the label galera
+ * the two holders of a case sit on two different Galera nodes (DESIGN.md 16: a GET_LOCK
+ * would not have seen the other); on one server, the same server. */
 static sk_dblock_t *open_lock(const char *name, int ttl_ms)
 {
+        static int next_node;
         char errstr[512] = "";
-        sk_dblock_t *lk = sk_dblock_open(&sk_test_fx.conf.mysql, name, ttl_ms, errstr, sizeof(errstr));
+        sk_mysql_url_t url = sk_test_mysql_node(&sk_test_fx.conf.mysql, next_node++);
+        sk_dblock_t *lk = sk_dblock_open(&url, name, ttl_ms, errstr, sizeof(errstr));
 
         ck_assert_msg(lk != NULL, "%s", errstr);
         return lk;

@@ -114,6 +114,20 @@ void sk_test_conf(sk_conf_t *conf, const char *name)
                          conf->mysql.user, hosts, conf->mysql.database);
 }
 
+sk_mysql_url_t sk_test_mysql_node(const sk_mysql_url_t *url, int k)
+{
+        sk_mysql_url_t u = *url;
+        int n = url->nhosts > 0 ? url->nhosts : 1;
+
+        for (int i = 0; i < url->nhosts; i++)
+                u.hosts[i] = url->hosts[(i + k) % n];
+        if (url->nhosts > 0) {
+                memcpy(u.host, u.hosts[0].host, sizeof(u.host));
+                u.port = u.hosts[0].port;
+        }
+        return u;
+}
+
 static int run(Suite *s, int nofork)
 {
         SRunner *sr = srunner_create(s);

@@ -33,6 +33,10 @@
  *  (truncated to 64 chars), topic "skt.<name>.<pid>.<rand>" (+ ".dlq"), group
  *  "skt-<name>-<pid>-<rand>". Exits 2 on an invalid environment. */
 void sk_test_conf(sk_conf_t *conf, const char *name);
+/** @brief @p url (a multi-host URL, DESIGN.md 16) with its hosts rotated so that host @p k
+ *  (mod their count) comes first: a second writer in a test then writes through another
+ *  Galera node (label galera); with one host, the same URL. By value; no allocation. */
+sk_mysql_url_t sk_test_mysql_node(const sk_mysql_url_t *url, int k);
 /** @brief Run @p s (CK_NORMAL output) and return EXIT_SUCCESS iff every test passed. */
 int sk_test_run(Suite *s);
 /** @brief sk_test_run without forking (CK_NOFORK): the tests share the fixture's
