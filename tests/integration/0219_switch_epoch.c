@@ -9,6 +9,8 @@
  *     certification); the sale's re-read still says db, so it commits, before the move;
  *   - transition first: a sale whose bucket UPDATE comes after the transition's COMMIT
  *     re-reads the switch row and finds rebuilding: it rolls back, nothing sold.
+ *   - two Galera nodes (label galera): a sale on node 2 and the transition on node 1 do not
+ *     wait for each other; the sale's COMMIT fails with 1213 on the bucket row.
  * The old transition (switch row FOR UPDATE only) wrote no bucket row: the first check
  * fails on it, and on Galera a sale on another node would not have conflicted with it. */
 #include <pthread.h>
@@ -150,6 +152,51 @@ START_TEST(transition_first_the_sale_rolls_back)
 }
 END_TEST
 
+/* Two Galera nodes (label galera: the URL lists several): the sale writes its bucket row
+ * through node 2 while the transition commits through node 1. Nothing makes the transition
+ * wait there (row locks are node-local), so it commits; the sale's transaction conflicts
+ * with its write set on bucket 1's row (switch_epoch) and fails with 1213 (certification
+ * failure or brute-force abort), never committing a DB-only sale after the voucher left
+ * state db. On one server (one host): the waiting case above covers it. */
+START_TEST(sale_on_another_node_conflicts)
+{
+        char errstr[512], sql[256];
+        sk_mysql_url_t other = sk_test_mysql_node(&sk_test_fx.conf.mysql, 1);
+        sk_db_t *s;
+        int64_t epoch = 30, stock0;
+        pthread_t th;
+        sk_err_t err;
+
+        if (sk_test_fx.conf.mysql.nhosts < 2) {
+                fprintf(stderr, "one database host: the two-node case runs under the label galera\n");
+                return;
+        }
+        ck_assert_msg((s = sk_db_connect(&other, 0, 10, errstr, sizeof(errstr))) != NULL, "%s", errstr);
+        set_db(epoch);
+        stock0 = sk_test_i64("SELECT stock FROM tb_seckill_stock WHERE voucher_id = %" PRId64
+                             " AND bucket = 1", g_vid);
+        ck_assert_int_eq(sk_db_begin(s, errstr, sizeof(errstr)), SK_OK);
+        snprintf(sql, sizeof(sql), "UPDATE tb_seckill_stock SET stock = stock - 1 WHERE voucher_id = %"
+                 PRId64 " AND bucket = 1 AND stock >= 1", g_vid);
+        err = sk_db_exec(s, sql, errstr, sizeof(errstr));
+        ck_assert_msg(err == SK_OK, "%s", errstr);
+        ck_assert_int_eq(pthread_create(&th, NULL, transition, &epoch), 0);
+        pthread_join(th, NULL);
+        ck_assert_int_eq(g_moved, 1);
+        ck_assert_int_lt(g_ms, 1000);   /* node 1 did not wait for node 2's row lock */
+        sk_sleep_ms(300, NULL);         /* node 2 applies the transition's write set */
+        err = sk_db_commit(s, errstr, sizeof(errstr));
+        ck_assert_msg(err != SK_OK && sk_db_errno(s) == 1213, "the sale committed after the transition "
+                      "(err %d, errno %u: %s)", err, sk_db_errno(s), errstr);
+        sk_db_rollback(s);
+        ck_assert_int_eq(sk_test_i64("SELECT stock FROM tb_seckill_stock WHERE voucher_id = %" PRId64
+                                     " AND bucket = 1", g_vid), stock0);
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_seckill_stock WHERE voucher_id = %"
+                                     PRId64 " AND switch_epoch = 31", g_vid), 3);
+        sk_db_close(s);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("0219_switch_epoch");
@@ -161,6 +208,7 @@ int main(void)
         tcase_add_test(tc, transition_writes_every_bucket_row);
         tcase_add_test(tc, sale_first_the_transition_waits);
         tcase_add_test(tc, transition_first_the_sale_rolls_back);
+        tcase_add_test(tc, sale_on_another_node_conflicts);
         suite_add_tcase(s, tc);
         rc = sk_test_run(s);
         sk_test_fix_teardown();
