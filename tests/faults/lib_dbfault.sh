@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/faults/lib_dbfault.sh: what the database fault cases 0283-0286 share (DESIGN.md 16
+# tests/faults/lib_dbfault.sh: what the database fault cases 0282-0286 share (DESIGN.md 16
 # "What is promised"), sourced after lib.sh and ft_init. A case starts a front and a
 # consumer, then:
 #   ft_db_sale FRONT V FIRST_USER   the sale in flight: a buy loop (ft_buy_loop), the
