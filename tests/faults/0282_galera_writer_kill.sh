@@ -54,8 +54,7 @@ ft_fault_over
 ft_log "node1 restarted: $("$GREPO/scripts/stack.sh" galera status 2>/dev/null | awk '$1 == "galera-node1" {print $3, $NF}')"
 sleep 3
 ft_db_sale_stop
-ft_log "503 answers by body: $(awk '$2 == 503 {$1 = ""; $2 = ""; print}' "$FT_WORK/results.txt" |
-        sed 's/"traceId":"[0-9]*"//; s/"orderId":"[0-9]*"//' | sort | uniq -c | sort -rn | head -n 3 | tr '\n' ' ')"
+ft_db_log_503
 n_lease=$(awk '$2 == 503' "$FT_WORK/results.txt" | grep -c '"cause":"lease"')
 ft_note "${n_lease}×503 lease (the worker-id lease could not be renewed while Galera evicted node1)"
 ft_db_promised f1 "$V"

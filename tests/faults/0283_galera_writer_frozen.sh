@@ -94,8 +94,7 @@ ft_eq "$(wsrep 3311 wsrep_local_state_comment) $(wsrep 3311 wsrep_cluster_size)"
 ft_fault_over
 sleep 3
 ft_db_sale_stop
-ft_log "503 answers by body: $(awk '$2 == 503 {$1 = ""; $2 = ""; print}' "$FT_WORK/results.txt" |
-        sed 's/"traceId":"[0-9]*"//; s/"orderId":"[0-9]*"//' | sort | uniq -c | sort -rn | head -n 3 | tr '\n' ' ')"
+ft_db_log_503
 n_lease=$(awk '$2 == 503' "$FT_WORK/results.txt" | grep -c '"cause":"lease"')
 ft_note "${n_lease}×503 lease"
 

@@ -76,8 +76,7 @@ ft_fault_over
 sleep 3
 ft_db_sale_stop
 ft_mysql_pick
-ft_log "503 answers by body: $(awk '$2 == 503 {$1 = ""; $2 = ""; print}' "$FT_WORK/results.txt" |
-        sed 's/"traceId":"[0-9]*"//; s/"orderId":"[0-9]*"//' | sort | uniq -c | sort -rn | head -n 3 | tr '\n' ' ')"
+ft_db_log_503
 ft_log "consumer on the held COMMIT: $(grep -E 'event=[a-z_]*(commit|unknown|resolv)' "$FT_WORK/c1.log" | head -n 3 | cut -c1-200 | tr '\n' '|')"
 grep -q 'commit_unknown_resolved' "$FT_WORK/c1.log" &&
         ft_ok "the consumer resolved its unknown COMMIT: $(grep -m 1 commit_unknown_resolved "$FT_WORK/c1.log" | cut -c1-160)" ||

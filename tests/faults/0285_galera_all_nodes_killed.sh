@@ -60,25 +60,12 @@ ft_fault_over
 ft_mysql_pick
 sleep 5
 ft_db_sale_stop
-ft_log "503 answers by body: $(awk '$2 == 503 {$1 = ""; $2 = ""; print}' "$FT_WORK/results.txt" |
-        sed 's/"traceId":"[0-9]*"//; s/"orderId":"[0-9]*"//' | sort | uniq -c | sort -rn | head -n 3 | tr '\n' ' ')"
+ft_db_log_503
 ft_alive f1 && ft_alive c1 && ft_ok "the front and the consumer are still up after the recovery" ||
         ft_fail "a service died across the outage"
 
-# What was acknowledged before the kill is in the recovered DB.
-n=$(wc -l <"$FT_WORK/seen.before")
-((n > 0)) && ft_ok "$n orders/me CREATED answer(s) before the kill" || ft_fail "no orders/me CREATED answer before the kill"
-if ((n > 0)); then
-        ft_eq "$(awk -v v="$V" '{printf "SELECT COUNT(*) FROM tb_voucher_order WHERE id = %s AND user_id = %s AND voucher_id = %s;\n", $2, $1, v}' \
-                "$FT_WORK/seen.before" | ft_mysql -N -B "$FT_DB" | awk '{s += $1} END {print s + 0}')" "$n" \
-                "every orders/me CREATED answered before the kill survived it"
-fi
-n=$(wc -l <"$FT_WORK/paid.before")
-((n > 0)) && ft_ok "$n payment(s) answered 200 PAID before the kill" || ft_fail "no payment answered 200 PAID before the kill"
-if ((n > 0)); then
-        ft_eq "$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE status = 2 AND id IN ($(awk '{print $2}' "$FT_WORK/paid.before" | paste -sd, -))")" \
-                "$n" "every payment answered 200 PAID before the kill survived it"
-fi
+# What a client saw before the kill is in the DB after it.
+ft_db_survived_before "$V"
 ft_db_promised f1 "$V"
 r1=$(ft_db_node_rows 3311)
 r2=$(ft_db_node_rows 3312)

@@ -12,6 +12,10 @@
 #                                   every orders/me CREATED and every payment answered
 #                                   200 PAID is in the DB; no id minted twice
 #   ft_db_node_rows PORT            "orders sum(status)" as node PORT of the URL sees them
+#   ft_db_log_503                   the 503 answers of the case by body, in the log
+#   ft_db_survived_before V         what a client saw before the fault (seen.before,
+#                                   paid.before: the case copies seen.txt / paid.txt at
+#                                   the kill) is in the DB after it
 # Files under $FT_WORK: paid.txt ("CODE ORDER BODY" per payment), seen.txt ("USER ORDER"
 # per orders/me CREATED answer, with the second of the case it was seen at).
 #
@@ -112,4 +116,26 @@ ft_db_promised() {
                 0 "no purchase has two order rows"
         ft_reconcile 90 || ft_fail "reconciler: last exit $FT_RECON_RC"
         ft_check "$v"
+}
+
+ft_db_log_503() {
+        ft_log "503 answers by body: $(awk '$2 == 503 {$1 = ""; $2 = ""; print}' "$FT_WORK/results.txt" |
+                sed 's/"traceId":"[0-9]*"//; s/"orderId":"[0-9]*"//' | sort | uniq -c | sort -rn | head -n 3 | tr '\n' ' ')"
+}
+
+ft_db_survived_before() {
+        local v=$1 n
+        n=$(wc -l <"$FT_WORK/seen.before")
+        ((n > 0)) && ft_ok "$n orders/me CREATED answer(s) before the kill" || ft_fail "no orders/me CREATED answer before the kill"
+        if ((n > 0)); then
+                ft_eq "$(awk -v v="$v" '{printf "SELECT COUNT(*) FROM tb_voucher_order WHERE id = %s AND user_id = %s AND voucher_id = %s;\n", $2, $1, v}' \
+                        "$FT_WORK/seen.before" | ft_mysql -N -B "$FT_DB" | awk '{s += $1} END {print s + 0}')" "$n" \
+                        "every orders/me CREATED answered before the kill survived it"
+        fi
+        n=$(wc -l <"$FT_WORK/paid.before")
+        ((n > 0)) && ft_ok "$n payment(s) answered 200 PAID before the kill" || ft_fail "no payment answered 200 PAID before the kill"
+        if ((n > 0)); then
+                ft_eq "$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE status = 2 AND id IN ($(awk '{print $2}' "$FT_WORK/paid.before" | paste -sd, -))")" \
+                        "$n" "every payment answered 200 PAID before the kill survived it"
+        fi
 }
