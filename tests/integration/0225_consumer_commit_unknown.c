@@ -12,37 +12,6 @@
 
 #define WAIT_S 40
 
-static int64_t hwm_total(void)
-{
-        char errstr[512] = "";
-        rd_kafka_conf_t *kconf = sk_kafka_conf_new(&sk_test_fx.conf, SK_KAFKA_ADMIN, errstr, sizeof(errstr));
-        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, kconf, errstr, sizeof(errstr));
-        int64_t total = 0;
-
-        ck_assert_msg(rk != NULL, "%s", errstr);
-        for (int p = 0; p < sk_test_fx.conf.topic_partitions; p++) {
-                int64_t lo = 0, hi = 0;
-                ck_assert_int_eq(rd_kafka_query_watermark_offsets(rk, sk_test_fx.conf.topic, p, &lo, &hi, 10000), 0);
-                total += hi;
-        }
-        rd_kafka_destroy(rk);
-        return total;
-}
-
-static int64_t committed_total(void)
-{
-        char errstr[512] = "";
-        int64_t total = 0;
-
-        for (int p = 0; p < sk_test_fx.conf.topic_partitions; p++) {
-                int64_t off = -1;
-                ck_assert_int_eq(sk_kafka_committed(&sk_test_fx.conf, sk_test_fx.conf.topic, p, &off, 10000, errstr,
-                                                    sizeof(errstr)), SK_OK);
-                total += off < 0 ? 0 : off;
-        }
-        return total;
-}
-
 static void commit_lost(const char *failpoint, const char *what)
 {
         int64_t vid = sk_test_rand_id(), deadline, hwm;
@@ -65,12 +34,12 @@ static void commit_lost(const char *failpoint, const char *what)
         snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64, vid);
         ck_assert_int_eq(sk_test_wait_i64(WAIT_S, 3, sql), 3);
         deadline = sk_mono_ms() + WAIT_S * 1000;
-        hwm = hwm_total();
-        while (committed_total() != hwm && sk_mono_ms() < deadline)
+        hwm = sk_test_hwm_total();
+        while (sk_test_committed_total() != hwm && sk_mono_ms() < deadline)
                 sk_sleep_ms(200, NULL);
         status = sk_test_stop(pid, 30);
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "stop status %d (log %s)", status, log);
-        ck_assert_int_eq(committed_total(), hwm);
+        ck_assert_int_eq(sk_test_committed_total(), hwm);
         /* The failpoint fired and the unknown COMMIT was resolved, not guessed. */
         ck_assert_msg(sk_test_file_count(log, "commit_unknown_resolved") >= 1, "no resolution in %s", log);
         /* Exactly once: orders, outcomes, ledger rows, the DB decrement. */

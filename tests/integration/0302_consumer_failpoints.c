@@ -14,37 +14,6 @@
 
 #define WAIT_S 60
 
-static int64_t hwm_total(void)
-{
-        char errstr[512] = "";
-        rd_kafka_conf_t *kconf = sk_kafka_conf_new(&sk_test_fx.conf, SK_KAFKA_ADMIN, errstr, sizeof(errstr));
-        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, kconf, errstr, sizeof(errstr));
-        int64_t total = 0;
-
-        ck_assert_msg(rk != NULL, "%s", errstr);
-        for (int p = 0; p < sk_test_fx.conf.topic_partitions; p++) {
-                int64_t lo = 0, hi = 0;
-                ck_assert_int_eq(rd_kafka_query_watermark_offsets(rk, sk_test_fx.conf.topic, p, &lo, &hi, 10000), 0);
-                total += hi;
-        }
-        rd_kafka_destroy(rk);
-        return total;
-}
-
-static int64_t committed_total(void)
-{
-        char errstr[512] = "";
-        int64_t total = 0;
-
-        for (int p = 0; p < sk_test_fx.conf.topic_partitions; p++) {
-                int64_t off = -1;
-                ck_assert_int_eq(sk_kafka_committed(&sk_test_fx.conf, sk_test_fx.conf.topic, p, &off, 10000, errstr,
-                                                    sizeof(errstr)), SK_OK);
-                total += off < 0 ? 0 : off;
-        }
-        return total;
-}
-
 static void crash_and_restart(const char *failpoint, int expect_outcomes_after_crash)
 {
         int64_t vid = sk_test_rand_id();
@@ -77,8 +46,8 @@ static void crash_and_restart(const char *failpoint, int expect_outcomes_after_c
         /* The outcomes may all predate the restart (after_commit): wait until the
          * restarted consumer has consumed and committed everything, then stop cleanly. */
         {
-                int64_t deadline = sk_mono_ms() + WAIT_S * 1000, hwm = hwm_total();
-                while (committed_total() != hwm && sk_mono_ms() < deadline)
+                int64_t deadline = sk_mono_ms() + WAIT_S * 1000, hwm = sk_test_hwm_total();
+                while (sk_test_committed_total() != hwm && sk_mono_ms() < deadline)
                         sk_sleep_ms(200, NULL);
         }
         status = sk_test_stop(pid, 30);
@@ -90,7 +59,7 @@ static void crash_and_restart(const char *failpoint, int expect_outcomes_after_c
         ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_reconcile_log WHERE voucher_id = %" PRId64, vid), 3);
         for (i = 0; i < 3; i++)
                 ck_assert(!sk_test_fenced(vid, m[i].trace_id));
-        ck_assert_int_eq(committed_total(), hwm_total());
+        ck_assert_int_eq(sk_test_committed_total(), sk_test_hwm_total());
 }
 
 START_TEST(before_commit_exit)

@@ -130,6 +130,34 @@ int64_t sk_test_committed(int32_t partition)
         return off;
 }
 
+int64_t sk_test_hwm_total(void)
+{
+        char errstr[512] = "";
+        rd_kafka_conf_t *kconf = sk_kafka_conf_new(&sk_test_fx.conf, SK_KAFKA_ADMIN, errstr, sizeof(errstr));
+        rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, kconf, errstr, sizeof(errstr));
+        int64_t total = 0;
+
+        ck_assert_msg(rk != NULL, "%s", errstr);
+        for (int p = 0; p < sk_test_fx.conf.topic_partitions; p++) {
+                int64_t lo = 0, hi = 0;
+                ck_assert_int_eq(rd_kafka_query_watermark_offsets(rk, sk_test_fx.conf.topic, p, &lo, &hi, 10000), 0);
+                total += hi;
+        }
+        rd_kafka_destroy(rk);
+        return total;
+}
+
+int64_t sk_test_committed_total(void)
+{
+        int64_t total = 0;
+
+        for (int p = 0; p < sk_test_fx.conf.topic_partitions; p++) {
+                int64_t off = sk_test_committed(p);
+                total += off < 0 ? 0 : off;
+        }
+        return total;
+}
+
 /* Header @p name of @p hdrs into @p out, if present. */
 static void header(rd_kafka_headers_t *hdrs, const char *name, char *out, size_t size)
 {

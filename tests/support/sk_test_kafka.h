@@ -34,6 +34,13 @@ int32_t sk_test_produce_key(const char *key, const char *value);
 void sk_test_commit_hwm(int32_t partition);
 /** @brief The fixture group's committed offset of @p partition (-1: none). */
 int64_t sk_test_committed(int32_t partition);
+/** @brief The sum over the fixture topic's partitions of their high watermarks (messages
+ *  ever produced); aborts the test if the broker does not answer in 10 s. */
+int64_t sk_test_hwm_total(void);
+/** @brief The sum over the fixture topic's partitions of the group's committed offsets (a
+ *  partition without one counts 0): equal to sk_test_hwm_total() once every message is
+ *  settled and committed. */
+int64_t sk_test_committed_total(void);
 /** @brief Read the DLQ from its start into @p out until @p want messages or
  *  @p timeout_s (s). @returns how many were read. */
 int sk_test_read_dlq(sk_test_dlq_msg_t *out, int want, int timeout_s);
