@@ -16,24 +16,10 @@
 # node1 is Synced again with the same rows.
 # fault: the Galera writer node (node1 of three) SIGKILLed mid-sale with purchases, closes and payments in flight; restarted 8 s later, it rejoins
 # Buckets: 2.
-GREPO=$(cd "$(dirname "$0")/../.." && pwd)
-"$GREPO/scripts/stack.sh" galera up >/tmp/skf.galera_up.$$.log 2>&1 ||
-        { tail -n 30 /tmp/skf.galera_up.$$.log; echo "0282: scripts/stack.sh galera up failed"; exit 1; }
-rm -f /tmp/skf.galera_up.$$.log
-eval "$("$GREPO/scripts/stack.sh" galera env)"
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/lib_dbfault.sh"
-# Whatever happens, node1 runs again at the end (the next case needs three nodes).
-galera_heal() { "$GREPO/scripts/stack.sh" galera up >/dev/null 2>&1 || ft_log "galera up at cleanup failed"; }
-FT_CLEANUP_HOOKS+=(galera_heal)
+. "$(dirname "$0")/lib_galera.sh"
 ft_init galera_writer_kill
-[[ $FT_MYSQL_HOSTS == *,* ]] || ft_die "not a multi-host URL: $SECKILL_MYSQL_URL"
 
-FT_PAY_SECRET=0282-secret-$RANDOM-$RANDOM
-ft_pay_keys "$FT_WORK/pay.keys" "$FT_PAY_SECRET"
-ft_front f1 SECKILL_PAYMENT_KEYS_FILE="$FT_WORK/pay.keys"
-ft_consumer c1 SECKILL_PAY_TIMEOUT_S=6 SECKILL_CLOSE_INTERVAL_MS=200
-V=$(ft_voucher 400 2)
+ft_db_services
 writer() { curl -s -m 3 "http://${FT_OPS[f1]}/readyz" | sed -n 's/.*"dbWriter":"\{0,1\}\([^",}]*\).*/\1/p'; }
 ft_log "front writer before the kill: $(writer)"
 

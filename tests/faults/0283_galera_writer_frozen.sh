@@ -16,17 +16,11 @@
 # (no write landed only on node1).
 # fault: the Galera writer node (node1 of three) SIGSTOPped for 14 s mid-sale (evicted), then SIGCONT: no stale write, it rejoins
 # Buckets: 2.
-GREPO=$(cd "$(dirname "$0")/../.." && pwd)
-"$GREPO/scripts/stack.sh" galera up >/tmp/skf.galera_up.$$.log 2>&1 ||
-        { tail -n 30 /tmp/skf.galera_up.$$.log; echo "0283: scripts/stack.sh galera up failed"; exit 1; }
-rm -f /tmp/skf.galera_up.$$.log
-eval "$("$GREPO/scripts/stack.sh" galera env)"
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/lib_dbfault.sh"
-# node1's pid, only if we started it (scripts/stack.sh galera status: pid=, started_by_us=yes).
-NODE1_PID=$("$GREPO/scripts/stack.sh" galera status 2>/dev/null |
-        awk '$1 == "galera-node1" && $5 == "started_by_us=yes" {sub(/^pid=/, "", $4); print $4}')
-# Whatever happens, node1 runs again at the end, Synced (the next case needs three nodes).
+. "$(dirname "$0")/lib_galera.sh"
+# node1's pid, only if we started it.
+NODE1_PID=$(ft_galera_pids 1)
+# Whatever happens, node1 runs again at the end, Synced (the next case needs three nodes):
+# lib_galera.sh's hook, redefined to SIGCONT node1 first.
 galera_heal() {
         local i
         [[ -n $NODE1_PID ]] && kill -CONT "$NODE1_PID" 2>/dev/null
@@ -39,9 +33,7 @@ galera_heal() {
         sleep 1
         "$GREPO/scripts/stack.sh" galera up >/dev/null 2>&1 || ft_log "galera up at cleanup failed"
 }
-FT_CLEANUP_HOOKS+=(galera_heal)
 ft_init galera_writer_frozen
-[[ $FT_MYSQL_HOSTS == *,* ]] || ft_die "not a multi-host URL: $SECKILL_MYSQL_URL"
 [[ $NODE1_PID =~ ^[1-9][0-9]*$ ]] || ft_die "node1 was not started by scripts/stack.sh galera up (pid '$NODE1_PID')"
 n1sql() {
         mysql --no-defaults -uroot -h127.0.0.1 -P3311 --protocol=TCP --connect-timeout=3 -N -B "$FT_DB" -e "$1" 2>&1
@@ -51,11 +43,7 @@ wsrep() {
                 -e "SHOW GLOBAL STATUS LIKE '$2'" 2>/dev/null | awk '{print $2}'
 }
 
-FT_PAY_SECRET=0283-secret-$RANDOM-$RANDOM
-ft_pay_keys "$FT_WORK/pay.keys" "$FT_PAY_SECRET"
-ft_front f1 SECKILL_PAYMENT_KEYS_FILE="$FT_WORK/pay.keys"
-ft_consumer c1 SECKILL_PAY_TIMEOUT_S=6 SECKILL_CLOSE_INTERVAL_MS=200
-V=$(ft_voucher 400 2)
+ft_db_services
 writer() { curl -s -m 3 "http://${FT_OPS[f1]}/readyz" | sed -n 's/.*"dbWriter":"\{0,1\}\([^",}]*\).*/\1/p'; }
 ft_log "front writer before the freeze: $(writer)"
 # The stale-write probe's table, replicated to every node before the freeze.

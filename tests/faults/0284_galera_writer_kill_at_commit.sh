@@ -17,28 +17,14 @@
 # again with node2's rows.
 # fault: the Galera writer node (node1 of three) SIGKILLed while a consumer batch's COMMIT is held (db.before_commit=1*sleep(4000)); restarted 8 s later
 # Buckets: 2.
-GREPO=$(cd "$(dirname "$0")/../.." && pwd)
-"$GREPO/scripts/stack.sh" galera up >/tmp/skf.galera_up.$$.log 2>&1 ||
-        { tail -n 30 /tmp/skf.galera_up.$$.log; echo "0284: scripts/stack.sh galera up failed"; exit 1; }
-rm -f /tmp/skf.galera_up.$$.log
-eval "$("$GREPO/scripts/stack.sh" galera env)"
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/lib_dbfault.sh"
-# Whatever happens, node1 runs again at the end (the next case needs three nodes).
-galera_heal() { "$GREPO/scripts/stack.sh" galera up >/dev/null 2>&1 || ft_log "galera up at cleanup failed"; }
-FT_CLEANUP_HOOKS+=(galera_heal)
+. "$(dirname "$0")/lib_galera.sh"
 ft_init galera_writer_kill_at_commit
-[[ $FT_MYSQL_HOSTS == *,* ]] || ft_die "not a multi-host URL: $SECKILL_MYSQL_URL"
 n1sql() {
         mysql --no-defaults -uroot -h127.0.0.1 -P3311 --protocol=TCP --connect-timeout=3 -N -B "$FT_DB" -e "$1" 2>/dev/null
 }
 
-FT_PAY_SECRET=0284-secret-$RANDOM-$RANDOM
-ft_pay_keys "$FT_WORK/pay.keys" "$FT_PAY_SECRET"
-ft_front f1 SECKILL_PAYMENT_KEYS_FILE="$FT_WORK/pay.keys"
-V=$(ft_voucher 400 2)
-# Started before any purchase: its first COMMIT is the sale's first batch.
-ft_consumer c1 SECKILL_PAY_TIMEOUT_S=6 SECKILL_CLOSE_INTERVAL_MS=200 SECKILL_FAILPOINTS="db.before_commit=1*sleep(4000)"
+# The consumer starts before any purchase: its first COMMIT is the sale's first batch.
+ft_db_services SECKILL_FAILPOINTS="db.before_commit=1*sleep(4000)"
 writer() { curl -s -m 3 "http://${FT_OPS[f1]}/readyz" | sed -n 's/.*"dbWriter":"\{0,1\}\([^",}]*\).*/\1/p'; }
 ft_log "front writer: $(writer)"
 

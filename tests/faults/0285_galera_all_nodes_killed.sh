@@ -14,28 +14,13 @@
 # every invariant of DESIGN.md 9 (ft_check); the three nodes hold the same rows.
 # fault: all three Galera nodes SIGKILLed at once mid-sale with purchases, closes and payments in flight; 5 s later galera up recovers and bootstraps the most advanced node
 # Buckets: 2.
-GREPO=$(cd "$(dirname "$0")/../.." && pwd)
-"$GREPO/scripts/stack.sh" galera up >/tmp/skf.galera_up.$$.log 2>&1 ||
-        { tail -n 30 /tmp/skf.galera_up.$$.log; echo "0285: scripts/stack.sh galera up failed"; exit 1; }
-rm -f /tmp/skf.galera_up.$$.log
-eval "$("$GREPO/scripts/stack.sh" galera env)"
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/lib_dbfault.sh"
-# The nodes' pids, only those we started (scripts/stack.sh galera status: pid=, started_by_us=yes).
-PIDS=$("$GREPO/scripts/stack.sh" galera status 2>/dev/null |
-        awk '$1 ~ /^galera-node[123]$/ && $5 == "started_by_us=yes" {sub(/^pid=/, "", $4); print $4}' | paste -sd' ' -)
-# Whatever happens, the three nodes run again at the end (the next case needs them).
-galera_heal() { "$GREPO/scripts/stack.sh" galera up >/dev/null 2>&1 || ft_log "galera up at cleanup failed"; }
-FT_CLEANUP_HOOKS+=(galera_heal)
+. "$(dirname "$0")/lib_galera.sh"
+# The nodes' pids, only those we started.
+PIDS=$(ft_galera_pids 1 2 3)
 ft_init galera_all_nodes_killed
-[[ $FT_MYSQL_HOSTS == *,* ]] || ft_die "not a multi-host URL: $SECKILL_MYSQL_URL"
 [[ $PIDS =~ ^[1-9][0-9]*\ [1-9][0-9]*\ [1-9][0-9]*$ ]] || ft_die "not three nodes started by scripts/stack.sh galera up: '$PIDS'"
 
-FT_PAY_SECRET=0285-secret-$RANDOM-$RANDOM
-ft_pay_keys "$FT_WORK/pay.keys" "$FT_PAY_SECRET"
-ft_front f1 SECKILL_PAYMENT_KEYS_FILE="$FT_WORK/pay.keys"
-ft_consumer c1 SECKILL_PAY_TIMEOUT_S=6 SECKILL_CLOSE_INTERVAL_MS=200
-V=$(ft_voucher 400 2)
+ft_db_services
 
 ft_buy f1 "$V" 1 40 8
 ft_settle 60 || ft_fail "first purchases not decided"
@@ -44,11 +29,7 @@ sleep 5
 # shellcheck disable=SC2086
 kill -KILL $PIDS || ft_fail "kill -KILL $PIDS"
 ft_log "the three Galera nodes (pids $PIDS) SIGKILLed at once"
-# What clients were told before the kill (answers still in flight may land in the files
-# just after; they are checked with the rest).
-cp "$FT_WORK/seen.txt" "$FT_WORK/seen.before"
-awk '$1 == 200 && /"orderStatus":"PAID"/' "$FT_WORK/paid.txt" >"$FT_WORK/paid.before"
-ft_log "acknowledged before the kill: $(wc -l <"$FT_WORK/seen.before") orders/me CREATED, $(wc -l <"$FT_WORK/paid.before") payments 200 PAID"
+ft_db_mark_before
 ft_note "all three nodes SIGKILLed at once, galera up 5 s later"
 sleep 5
 ft_alive f1 && ft_alive c1 && ft_ok "the front and the consumer wait through the outage" ||

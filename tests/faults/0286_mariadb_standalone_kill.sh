@@ -57,11 +57,7 @@ ft_init mariadb_standalone_kill
 [[ $FT_MYSQL_PORT == "$PRIV_PORT" && $FT_MYSQL_PORT != 3306 ]] || ft_die "not the private server: $FT_MYSQL_HOST:$FT_MYSQL_PORT"
 ft_log "private mariadbd pid $PRIV_PID on 127.0.0.1:$PRIV_PORT ($(ft_sql_root "SELECT @@innodb_flush_log_at_trx_commit, @@version"))"
 
-FT_PAY_SECRET=0286-secret-$RANDOM-$RANDOM
-ft_pay_keys "$FT_WORK/pay.keys" "$FT_PAY_SECRET"
-ft_front f1 SECKILL_PAYMENT_KEYS_FILE="$FT_WORK/pay.keys"
-ft_consumer c1 SECKILL_PAY_TIMEOUT_S=6 SECKILL_CLOSE_INTERVAL_MS=200
-V=$(ft_voucher 400 2)
+ft_db_services
 
 ft_buy f1 "$V" 1 40 8
 ft_settle 60 || ft_fail "first purchases not decided"
@@ -70,9 +66,7 @@ sleep 5
 kill -KILL "$PRIV_PID" || ft_fail "kill -KILL mariadbd $PRIV_PID"
 wait "$PRIV_PID" 2>/dev/null
 ft_log "mariadbd (pid $PRIV_PID) SIGKILLed"
-cp "$FT_WORK/seen.txt" "$FT_WORK/seen.before"
-awk '$1 == 200 && /"orderStatus":"PAID"/' "$FT_WORK/paid.txt" >"$FT_WORK/paid.before"
-ft_log "acknowledged before the kill: $(wc -l <"$FT_WORK/seen.before") orders/me CREATED, $(wc -l <"$FT_WORK/paid.before") payments 200 PAID"
+ft_db_mark_before
 ft_note "mariadbd SIGKILLed, restarted after 5 s"
 sleep 5
 ft_alive f1 && ft_alive c1 && ft_ok "the front and the consumer wait through the outage" ||

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/faults/lib_dbfault.sh: what the database fault cases 0282-0286 share (DESIGN.md 16
 # "What is promised"), sourced after lib.sh and ft_init. A case starts a front and a
-# consumer, then:
+# consumer (ft_db_services), then:
 #   ft_db_sale FRONT V FIRST_USER   the sale in flight: a buy loop (ft_buy_loop), the
 #                                   payment provider (odd users pay as soon as they have a
 #                                   202) and an observer asking orders/me; closes come from
@@ -11,6 +11,11 @@
 #   ft_db_promised FRONT V          every §9 invariant (ft_check) and what a client saw:
 #                                   every orders/me CREATED and every payment answered
 #                                   200 PAID is in the DB; no id minted twice
+#   ft_db_services [VAR=VALUE...]  the payment keys (FT_PAY_SECRET), front f1 taking signed
+#                                   callbacks, V = a voucher of 400 units in 2 buckets, then
+#                                   consumer c1 (6 s pay window, closer every 200 ms; the
+#                                   extra environment, e.g. a failpoint, goes to it)
+#   ft_db_mark_before               what clients were told so far: seen.before, paid.before
 #   ft_db_node_rows PORT            "orders sum(status)" as node PORT of the URL sees them
 #   ft_db_log_503                   the 503 answers of the case by body, in the log
 #   ft_db_survived_before V         what a client saw before the fault (seen.before,
@@ -54,6 +59,21 @@ ft_db_observer() {
                         "$FT_WORK/seen.txt" "$FT_WORK/accepted.tsv" | tail -n 8)
                 sleep 0.3
         done
+}
+
+ft_db_services() {
+        FT_PAY_SECRET=$FT_NAME-secret-$RANDOM-$RANDOM
+        ft_pay_keys "$FT_WORK/pay.keys" "$FT_PAY_SECRET"
+        ft_front f1 SECKILL_PAYMENT_KEYS_FILE="$FT_WORK/pay.keys"
+        V=$(ft_voucher 400 2)
+        ft_consumer c1 SECKILL_PAY_TIMEOUT_S=6 SECKILL_CLOSE_INTERVAL_MS=200 "$@"
+}
+
+# (answers still in flight may land in the files just after; they are checked with the rest)
+ft_db_mark_before() {
+        cp "$FT_WORK/seen.txt" "$FT_WORK/seen.before"
+        awk '$1 == 200 && /"orderStatus":"PAID"/' "$FT_WORK/paid.txt" >"$FT_WORK/paid.before"
+        ft_log "acknowledged before the kill: $(wc -l <"$FT_WORK/seen.before") orders/me CREATED, $(wc -l <"$FT_WORK/paid.before") payments 200 PAID"
 }
 
 ft_db_sale() {
