@@ -17,17 +17,6 @@
 #include "sk/decide.h"
 #include "sk/failpoint.h"
 
-static void decider(sk_decider_t *d)
-{
-        memset(d, 0, sizeof(*d));
-        d->db = sk_test_fx.db;
-        d->r = sk_test_fx.r;
-        d->prefix = sk_test_fx.conf.redis_prefix;
-        d->mode = "reconciler";
-        d->expire_extra_ms = sk_expire_extra_ms(sk_test_fx.conf.reconcile_window_hours);
-        d->attempts = 2;
-}
-
 static void rows_once(int64_t trace, const char *reason)
 {
         ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = %" PRId64
@@ -53,7 +42,7 @@ static void decide_lost(const char *spec, const char *point)
         trace = sk_test_admit(vid, user, NULL, NULL, json);
         sk_test_parse_msg(json, &msg);
         ck_assert_int_eq(sk_test_stock(NULL, NULL, vid), 4);
-        decider(&d);
+        sk_test_decider(&d);
         ck_assert_int_eq(sk_failpoint_setup(spec, errstr, sizeof(errstr)), 0);
         err = sk_decide_failed(&d, &msg, SK_REASON_LOST, "test", &dec, errstr, sizeof(errstr));
         fired = !sk_failpoint_eval(point);      /* 1*: consumed only if the call met it */

@@ -14,17 +14,6 @@
 #include "sk/decide.h"
 #include "sk/failpoint.h"
 
-static void decider(sk_decider_t *d)
-{
-        memset(d, 0, sizeof(*d));
-        d->db = sk_test_fx.db;
-        d->r = sk_test_fx.r;
-        d->prefix = sk_test_fx.conf.redis_prefix;
-        d->mode = "reconciler";
-        d->expire_extra_ms = sk_expire_extra_ms(sk_test_fx.conf.reconcile_window_hours);
-        d->attempts = 2;
-}
-
 static void set_stock(int64_t vid, int64_t stock)
 {
         char sql[256], errstr[256];
@@ -45,7 +34,7 @@ START_TEST(records_then_rolls_back)
 
         trace = sk_test_admit(vid, user, NULL, NULL, json);
         sk_test_parse_msg(json, &msg);
-        decider(&d);
+        sk_test_decider(&d);
         ck_assert_msg(sk_decide_failed(&d, &msg, SK_REASON_LOST, "test", &dec, errstr,
                                        sizeof(errstr)) == SK_OK, "%s", errstr);
         ck_assert_int_eq(dec.how, SK_DECIDED_RECORDED);
@@ -80,7 +69,7 @@ START_TEST(created_followed_collision_refused)
                  " voucher_id, outcome) VALUES (%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
                  ", 1)", msg.trace_id, msg.order_id, msg.user_id, msg.voucher_id);
         ck_assert_msg(sk_db_exec(sk_test_fx.db, sql, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
-        decider(&d);
+        sk_test_decider(&d);
         ck_assert_int_eq(sk_decide_failed(&d, &msg, SK_REASON_LOST, "test", &dec, errstr,
                                           sizeof(errstr)), SK_OK);
         ck_assert_int_eq(dec.how, SK_DECIDED_FOLLOWED_CREATED);
@@ -148,7 +137,7 @@ START_TEST(sold_out_clamp_holds_the_stock_row)
         trace = sk_test_admit(vid, user, NULL, NULL, json);
         sk_test_parse_msg(json, &msg);
         set_stock(vid, 1);
-        decider(&d);
+        sk_test_decider(&d);
         d.failpoint = "test.before_rollback";
         ck_assert_int_eq(sk_failpoint_setup("test.before_rollback=1*sleep(1500)", errstr,
                                             sizeof(errstr)), 0);
@@ -205,13 +194,13 @@ START_TEST(unreadable_stock_or_stop_writes_nothing)
 
         trace = sk_test_admit(vid, user, NULL, NULL, json);
         sk_test_parse_msg(json, &msg);
-        decider(&d);
+        sk_test_decider(&d);
         d.proceed = say_stop;
         ck_assert_int_eq(sk_decide_failed(&d, &msg, SK_REASON_SOLD_OUT, "test", &dec, errstr,
                                           sizeof(errstr)), SK_ESTOP);
         ck_assert_int_eq(sk_test_outcome(trace), 0);
 
-        decider(&d);
+        sk_test_decider(&d);
         ck_assert_int_eq(sk_failpoint_setup("reconciler.clamp_read=error", errstr, sizeof(errstr)), 0);
         err = sk_decide_failed(&d, &msg, SK_REASON_SOLD_OUT, "test", &dec, errstr, sizeof(errstr));
         (void)sk_failpoint_setup("", errstr, sizeof(errstr));

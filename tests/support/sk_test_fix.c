@@ -61,3 +61,14 @@ void sk_test_fix_teardown(void)
                 sk_test_cleanup(&fx->conf);
         fx->conf.mysql.database[0] = '\0';
 }
+
+void sk_test_decider(sk_decider_t *d)
+{
+        memset(d, 0, sizeof(*d));
+        d->db = sk_test_fx.db;
+        d->r = sk_test_fx.r;
+        d->prefix = sk_test_fx.conf.redis_prefix;
+        d->mode = "reconciler";
+        d->expire_extra_ms = sk_expire_extra_ms(sk_test_fx.conf.reconcile_window_hours);
+        d->attempts = 2;
+}

@@ -9,6 +9,7 @@
 #include <librdkafka/rdkafka.h>
 #include "sk/conf.h"
 #include "sk/db.h"
+#include "sk/decide.h"
 #include "sk/redis.h"
 
 /** The fixture's state; read the fields freely, change them only before set-up ends. */
@@ -45,3 +46,6 @@ void sk_test_fix_setup(const char *name, const sk_test_fix_opts_t *o);
  *  private Redis, then drop the database and delete the keys (sk_test_cleanup) unless
  *  SK_TEST_KEEP is set. Safe to call twice. */
 void sk_test_fix_teardown(void);
+/** @brief *@p d: a decider (sk/decide.h) on the fixture's DB and Redis handles, mode
+ *  "reconciler", 2 attempts, the fixture's prefix and expiry; the rest zero. */
+void sk_test_decider(sk_decider_t *d);
