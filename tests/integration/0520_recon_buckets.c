@@ -347,13 +347,8 @@ START_TEST(has_order_repoints_home)
         put_deduct(vid, 1, 0, t, u, o);
         put_user(vid, 0, u, t);
 
-        memset(&d, 0, sizeof(d));
-        d.db = sk_test_fx.db;
-        d.r = sk_test_fx.r;
-        d.prefix = sk_test_fx.conf.redis_prefix;
+        sk_test_decider(&d);
         d.mode = "consumer";
-        d.expire_extra_ms = sk_expire_extra_ms(sk_test_fx.conf.reconcile_window_hours);
-        d.attempts = 2;
         ck_assert_msg(sk_decide_failed(&d, &m, SK_REASON_HAS_ORDER, "test", &dec, errstr,
                                        sizeof(errstr)) == SK_OK, "%s", errstr);
         ck_assert_int_eq(dec.how, SK_DECIDED_RECORDED);
