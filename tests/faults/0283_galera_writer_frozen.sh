@@ -44,8 +44,7 @@ wsrep() {
 }
 
 ft_db_services
-writer() { curl -s -m 3 "http://${FT_OPS[f1]}/readyz" | sed -n 's/.*"dbWriter":"\{0,1\}\([^",}]*\).*/\1/p'; }
-ft_log "front writer before the freeze: $(writer)"
+ft_log "front writer before the freeze: $(ft_galera_writer f1)"
 # The stale-write probe's table, replicated to every node before the freeze.
 ft_sql "CREATE TABLE ft_probe (id INT PRIMARY KEY, at VARCHAR(16) NOT NULL)" || ft_die "CREATE TABLE ft_probe"
 
@@ -59,7 +58,7 @@ ft_note "writer node1 SIGSTOPped for 14 s, then SIGCONT"
 sleep 9
 size=$(wsrep 3312 wsrep_cluster_size)
 ft_eq "$size" 2 "node2 and node3 evicted the frozen node1 (node2's wsrep_cluster_size)"
-w=$(writer)
+w=$(ft_galera_writer f1)
 [[ $w == *3312* ]] && ft_ok "the front writes through node2 while node1 is frozen ($w)" ||
         ft_fail "front writer while node1 is frozen: '$w' (want 127.0.0.1:3312)"
 sleep 5
