@@ -24,7 +24,7 @@ struct sk_db {
         int no_database;         /* as given to sk_db_connect (kept for reconnect) */
         uint64_t generation;     /* bumped by every successful (re)connect */
         int node;                /* index in url.hosts of the node connected to */
-        int wsrep_on;            /* the session's @@wsrep_on (Galera), read at connect */
+        int wsrep_on;            /* the node's @@wsrep_on (Galera), from the writer check at connect */
 };
 
 #define SK_DB_CONNECT_TIMEOUT_S 5u
@@ -113,38 +113,11 @@ static sk_err_t raw_exec(MYSQL *conn, const char *sql, char *errstr, size_t errs
         return SK_OK;
 }
 
-/* @@wsrep_on of the session on @p conn: 1 ON, 0 OFF or absent (MySQL, a MariaDB without
- * Galera: SHOW answers no row), -1 on an error (errstr set). */
-static int read_wsrep_on(MYSQL *conn, char *errstr, size_t errstr_size)
-{
-        static const char sql[] = "SHOW SESSION VARIABLES LIKE 'wsrep_on'";
-        MYSQL_RES *res;
-        MYSQL_ROW row;
-        int on;
-
-        if (mysql_real_query(conn, sql, (unsigned long)(sizeof(sql) - 1)) != 0 ||
-            !(res = mysql_store_result(conn))) {
-                (void)conn_err(conn, "wsrep_on", errstr, errstr_size);
-                return -1;
-        }
-        row = mysql_fetch_row(res);
-        on = row && mysql_num_fields(res) >= 2 && row[1] &&
-             (strcmp(row[1], "ON") == 0 || strcmp(row[1], "1") == 0);
-        mysql_free_result(res);
-        return on;
-}
-
-/* The session settings of sk/db.h on a fresh connection @p conn; *wsrep_on = the
- * session's @@wsrep_on (DESIGN.md 16: the resolution reads of sk/db_outcome.h). */
-static sk_err_t session_setup(const sk_db_t *db, MYSQL *conn, int *wsrep_on, char *errstr,
-                              size_t errstr_size)
+/* The session settings of sk/db.h on a fresh connection @p conn. */
+static sk_err_t session_setup(const sk_db_t *db, MYSQL *conn, char *errstr, size_t errstr_size)
 {
         char sql[128];
         sk_err_t err;
-
-        if ((*wsrep_on = read_wsrep_on(conn, errstr, errstr_size)) < 0)
-                return sk_db_classify(mysql_errno(conn)) == SK_OK ? SK_EDB
-                       : sk_db_classify(mysql_errno(conn));
 
         if ((err = raw_exec(conn, "SET SESSION time_zone = '+00:00'", errstr,
                             errstr_size)) != SK_OK)
@@ -212,10 +185,10 @@ static sk_err_t open_conn(sk_db_t *db, char *errstr, size_t errstr_size)
         sk_err_t err;
         int node = 0, wsrep_on = 0;
 
-        if (!(conn = sk__db_writer_open(&db->url, connect_node, db, 0, &node, &err, errstr,
-                                        errstr_size)))
+        if (!(conn = sk__db_writer_open(&db->url, connect_node, db, 0, &node, &wsrep_on, &err,
+                                        errstr, errstr_size)))
                 return err;
-        if ((err = session_setup(db, conn, &wsrep_on, errstr, errstr_size)) != SK_OK) {
+        if ((err = session_setup(db, conn, errstr, errstr_size)) != SK_OK) {
                 mysql_close(conn);
                 return err;
         }
@@ -245,11 +218,11 @@ static sk_err_t follow_writer(sk_db_t *db, char *errstr, size_t errstr_size)
         case SK__DB_PROBE:
                 break;
         }
-        conn = sk__db_writer_open(&db->url, connect_node, db, db->node, &node, &err, why,
-                                  sizeof(why));
+        conn = sk__db_writer_open(&db->url, connect_node, db, db->node, &node, &wsrep_on, &err,
+                                  why, sizeof(why));
         if (!conn)
                 return SK_OK;
-        if (session_setup(db, conn, &wsrep_on, why, sizeof(why)) != SK_OK) {
+        if (session_setup(db, conn, why, sizeof(why)) != SK_OK) {
                 mysql_close(conn);
                 return SK_OK;
         }

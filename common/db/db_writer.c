@@ -130,9 +130,10 @@ static int read_pairs(MYSQL *conn, const char *sql, const char *const *names, in
         return 0;
 }
 
-/* 1 if the node behind @p conn takes writes now; 0 not now (why says what); -1 the check
- * failed (why); -2 never under this URL (mysql-galera:// and no wsrep). */
-static int node_writable(MYSQL *conn, int galera_only, char *why, size_t why_size)
+/* 1 if the node behind @p conn takes writes now, *wsrep_on = its @@wsrep_on (1 ON, 0 OFF
+ * or absent); 0 not now (why says what); -1 the check failed (why); -2 never under this
+ * URL (mysql-galera:// and no wsrep). */
+static int node_writable(MYSQL *conn, int galera_only, int *wsrep_on, char *why, size_t why_size)
 {
         static const char *const vars[] = { "read_only", "wsrep_on" };
         static const char *const stats[] = { "wsrep_ready", "wsrep_local_state" };
@@ -145,7 +146,8 @@ static int node_writable(MYSQL *conn, int galera_only, char *why, size_t why_siz
                 sk_seterr(why, why_size, "not writable: @@read_only = %s", v[0][0] ? v[0] : "?");
                 return 0;
         }
-        if (strcasecmp(v[1], "ON") != 0 && strcmp(v[1], "1") != 0) {
+        *wsrep_on = strcasecmp(v[1], "ON") == 0 || strcmp(v[1], "1") == 0;
+        if (!*wsrep_on) {
                 if (galera_only) {
                         sk_seterr(why, why_size, "refused: mysql-galera:// and the server has no wsrep "
                                   "(@@wsrep_on = %s)", v[1][0] ? v[1] : "absent");
@@ -165,7 +167,8 @@ static int node_writable(MYSQL *conn, int galera_only, char *why, size_t why_siz
 }
 
 MYSQL *sk__db_writer_open(const sk_mysql_url_t *url, sk__db_connect_fn connect, void *arg,
-                          int below, int *node, sk_err_t *err, char *errstr, size_t errstr_size)
+                          int below, int *node, int *wsrep_on, sk_err_t *err, char *errstr,
+                          size_t errstr_size)
 {
         int order[SK_MYSQL_MAX_HOSTS], n = 0, start = -1, all_permanent = 1;
         int64_t now_ms = sk_mono_ms();
@@ -201,7 +204,7 @@ MYSQL *sk__db_writer_open(const sk_mysql_url_t *url, sk__db_connect_fn connect, 
                 sk_err_t cerr = SK_EAGAIN;
                 MYSQL *conn = connect(arg, url, i, &cerr, why, sizeof(why));
                 if (conn) {
-                        w = node_writable(conn, url->galera_only, why, sizeof(why));
+                        w = node_writable(conn, url->galera_only, wsrep_on, why, sizeof(why));
                         if (w == 1) {
                                 /* A walk from the first node (or a re-check) refreshes the time;
                                  * the cached writer answering does not. */

@@ -39,12 +39,14 @@ typedef MYSQL *(*sk__db_connect_fn)(void *arg, const sk_mysql_url_t *url, int no
  * wsrep_ready = ON and wsrep_local_state = 4; mysql-galera:// refuses a node without
  * wsrep). @p below > 0: only nodes 0..below-1 are tried, in order (a re-check from a
  * connection to node @p below; NULL without an error when none qualifies).
- * @returns the connection (owned by the caller) with *node set, or NULL with the class
+ * @returns the connection (owned by the caller) with *node and *wsrep_on (the node's
+ * @@wsrep_on, read by the writability check: 1 ON, 0 OFF or absent) set, or NULL with the class
  * in *err (SK_EAGAIN: nodes down or not writable yet; SK_EDB: refused for good, e.g. a
  * wrong password or a server without wsrep under mysql-galera://) and one line per node
  * tried in errstr (no password). */
 MYSQL *sk__db_writer_open(const sk_mysql_url_t *url, sk__db_connect_fn connect, void *arg,
-                          int below, int *node, sk_err_t *err, char *errstr, size_t errstr_size);
+                          int below, int *node, int *wsrep_on, sk_err_t *err, char *errstr,
+                          size_t errstr_size);
 
 /* What a connection of @p url to node @p node should do before its next transaction
  * (see sk__db_advice_t). A one-host URL always stays. A PROBE answer claims the re-check
