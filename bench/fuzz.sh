@@ -36,7 +36,7 @@ CFLAGS=(-std=c11 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,addres
         -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DSK_VERSION=\"fuzz\" -DSK_FAILPOINTS_ENABLED=1
         -I"$REPO/producer")
 # Each layer of common/ (README.md, "Architecture"): its public include/ and its own folder.
-for layer in base redis db kafka sale http auth; do
+for layer in base redis db kafka sale lease http auth; do
         CFLAGS+=(-I"$REPO/common/$layer/include" -I"$REPO/common/$layer")
 done
 # shellcheck disable=SC2207
@@ -65,7 +65,7 @@ build() {
         cmake -DOUT="$OUT/gen/sk_lua_embedded.c" -DLUA_DIR="$REPO/lua" -P "$REPO/cmake/embed_lua.cmake" >/dev/null &&
         cmake -DOUT="$OUT/gen/sk_ddl_embedded.c" -DDDL_DIR="$REPO/ddl" -P "$REPO/cmake/embed_ddl.cmake" >/dev/null ||
                 { echo "fuzz: embedding lua/ddl failed" >&2; exit 2; }
-        for f in "$REPO"/common/{base,redis,db,kafka,sale,auth}/*.c "$OUT"/gen/*.c; do
+        for f in "$REPO"/common/{base,redis,db,kafka,sale,lease,auth}/*.c "$OUT"/gen/*.c; do
                 name=$(basename "$f" .c)
                 compile "$f" "$OUT/obj/common/$name.o"
                 common_objs+=("$OUT/obj/common/$name.o")

@@ -1,4 +1,4 @@
-/* lease_db.h (private to common/sale): the tb_worker_lease protocol of DESIGN.md 2 —
+/* lease_db.h (private to common/lease): the tb_worker_lease protocol of DESIGN.md 2 —
  * take, renew and release a worker id by conditional UPDATEs judged by the database's
  * NOW(3). The generator, its renewal thread and the stamp clock are lease.c's; this
  * is only the SQL (lease_db.c). Not thread-safe: one caller per sk_lease_db_t (its
