@@ -1,4 +1,5 @@
-# Writes OUT: one `const char sk_lua_<name>[]` per LUA_DIR/<name>.lua, plus a table.
+# Writes OUT: one `const char sk_lua_<name>[]` (NUL-terminated) per LUA_DIR/<name>.lua;
+# the table of the scripts the sale runs, and their names, is common/sale/scripts.c.
 # Each script's embedded body is the LUA_DIR/lib/ files its first line names
 # ("-- lib: validate expiry", in that order), then the script itself: Redis runs one
 # self-contained body. A script names only what it uses: every lib function is a closure
@@ -7,9 +8,7 @@
 # name lib/validate.lua and lib/expiry.lua.
 file(GLOB files ${LUA_DIR}/*.lua)
 list(SORT files)
-set(body "/* Generated from the lua/ folder by cmake/embed_lua.cmake. Do not edit. */\n#include <stddef.h>\n#include \"sk/scripts.h\"\n")
-set(table "")
-set(n 0)
+set(body "/* Generated from the lua/ folder by cmake/embed_lua.cmake. Do not edit. */\n")
 foreach(f ${files})
   get_filename_component(name ${f} NAME_WE)
   file(READ ${f} script)
@@ -29,10 +28,7 @@ foreach(f ${files})
   file(WRITE ${OUT}.${name}.lua "${prelude}${script}")
   file(READ ${OUT}.${name}.lua hex HEX)
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," hex "${hex}")
-  string(APPEND body "static const char lua_${name}[] = {${hex}0x00};\n")
-  string(APPEND table "    { \"${name}\", lua_${name}, sizeof(lua_${name}) - 1 },\n")
-  math(EXPR n "${n}+1")
+  string(APPEND body "const char sk_lua_${name}[] = {${hex}0x00};\n")
 endforeach()
-string(APPEND body "const sk_script_src_t sk_script_srcs[] = {\n${table}    { NULL, NULL, 0 }\n};\nconst size_t sk_script_nsrcs = ${n};\n")
 file(WRITE ${OUT}.tmp "${body}")
 file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

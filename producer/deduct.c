@@ -201,7 +201,7 @@ static const char *deduct_ready(sk_redis_t *r, int need_load)
         const char *sha = sk_script_sha(SK_SCRIPT_DEDUCT);
         char errstr[512];
 
-        if ((!sha || need_load) && (sk_redis_load_scripts(r, errstr, sizeof(errstr)) != SK_OK ||
+        if ((!sha || need_load) && (sk_scripts_load(r, errstr, sizeof(errstr)) != SK_OK ||
                                     !(sha = sk_script_sha(SK_SCRIPT_DEDUCT)))) {
                 SK_LOG(SK_WARN, "deduct_script_load_failed", "reason=\"%s\"", errstr);
                 fr_breaker_record(1, 0);

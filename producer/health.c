@@ -12,6 +12,7 @@
 #include "publish.h"
 #include "sk/clock.h"
 #include "sk/redis.h"
+#include "sk/scripts.h"
 
 static atomic_int redis_ok, noeviction_ok, scripts_ok, server_ok;
 /* The masters' min-replicas-to-write / min-replicas-max-lag (-1 unknown), DESIGN.md 4b. */
@@ -40,8 +41,8 @@ static void redis_check(sk_redis_t **rp)
         ne = sk_redis_noeviction(*rp);
         /* Every master reachable, Redis >= 7.0 and noeviction (DESIGN.md 3, 4, 4b). */
         sv = sk_redis_check_server(*rp, errstr, sizeof(errstr));
-        sl = sk_redis_scripts_loaded(*rp);
-        if (sl == 0 && sk_redis_load_scripts(*rp, errstr, sizeof(errstr)) == SK_OK)
+        sl = sk_scripts_loaded(*rp);
+        if (sl == 0 && sk_scripts_load(*rp, errstr, sizeof(errstr)) == SK_OK)
                 sl = 1;
         if (ne < 0 || sl < 0 || sv == SK_EAGAIN) {
                 atomic_store(&redis_ok, 0);

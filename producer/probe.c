@@ -129,8 +129,8 @@ static take_t take_one(sk_redis_t **rp, fr_req_t *req, int j)
                         break;
                 }
                 t0 = sk_mono_ms();
-                err = sk_redis_evalsha(*rp, SK_SCRIPT_TAKE, 3, keys, 6, args, &reply, errstr,
-                                       sizeof(errstr));
+                err = sk_script_eval(*rp, SK_SCRIPT_TAKE, 3, keys, 6, args, &reply, errstr,
+                                     sizeof(errstr));
                 fr_breaker_record(err == SK_EUNKNOWN, sk_mono_ms() - t0);
                 if (err == SK_OK) {
                         res = take_reply(req, j, reply);

@@ -1,5 +1,5 @@
 /* redis.c: the public commands of sk/redis.h on the three topologies of DESIGN.md 4b,
- * with the error classes of DESIGN.md 8 and EVALSHA of the embedded scripts
+ * with the error classes of DESIGN.md 8 and EVALSHA of the scripts it is given
  * (DESIGN.md 4).
  *
  * Error classes, decided once so every caller maps them the same way:
@@ -21,7 +21,6 @@
 #include <string.h>
 
 #include "redis_int.h"
-#include "sk/scripts.h"
 
 sk_redis_t *sk_redis_connect(const sk_redis_url_t *url, int timeout_ms,
                              char *errstr, size_t errstr_size)

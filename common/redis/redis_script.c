@@ -1,47 +1,83 @@
-/* redis_script.c: the embedded Lua scripts on every master (DESIGN.md 4: SCRIPT LOAD on
- * every master, EVALSHA, NOSCRIPT -> load on that node and retry once), and whether
- * every master has them and runs with noeviction (/readyz, DESIGN.md 4, 4b).
- * Not thread-safe: one sk_redis_t per thread. */
+/* redis_script.c: the Lua scripts the caller gives (sk_redis_script_t: a name and a
+ * source; which scripts exist is the caller's) on every master (DESIGN.md 4: SCRIPT LOAD
+ * on every master, EVALSHA, NOSCRIPT -> load on that node and retry once), the
+ * process-wide cache of their SHAs, and whether every master has them and runs with
+ * noeviction (/readyz, DESIGN.md 4, 4b).
+ * The SHA is not computed here (hashing is not our product's business): it is the one
+ * SCRIPT LOAD returned. The cache lives in each script's object: written under a mutex
+ * and published with a release store; readers use an acquire load. A SHA, once set,
+ * never changes (same source, same SHA), so returned pointers stay valid.
+ * Not thread-safe: one sk_redis_t per thread (the SHA caches are thread-safe). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "redis_int.h"
-#include "sk/scripts.h"
+
+#define SCRIPTS_MAX 64          /* sk_redis_scripts_loaded: one SCRIPT EXISTS per master */
+
+static pthread_mutex_t sha_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const char *sk_redis_script_sha(const sk_redis_script_t *s)
+{
+        if (!s || !atomic_load_explicit(&s->sha_set, memory_order_acquire))
+                return NULL;
+        return s->sha;
+}
+
+/* Record the SHA SCRIPT LOAD returned (@p len 40); the first writer wins. */
+static void set_sha(sk_redis_script_t *s, const char *sha, size_t len)
+{
+        if (len != 40)
+                return;
+        pthread_mutex_lock(&sha_lock);
+        if (!atomic_load_explicit(&s->sha_set, memory_order_relaxed)) {
+                /* Lowercase, as SCRIPT LOAD answers; written once. */
+                for (size_t i = 0; i < 40; i++) {
+                        char c = sha[i];
+                        s->sha[i] = (c >= 'A' && c <= 'F') ? (char)(c - 'A' + 'a') : c;
+                }
+                s->sha[40] = '\0';
+                atomic_store_explicit(&s->sha_set, 1, memory_order_release);
+        }
+        pthread_mutex_unlock(&sha_lock);
+}
 
 /* SCRIPT LOAD @p s on node @p n and cache the SHA the server returned. */
-static sk_err_t load_on(sk_redis_t *r, int n, sk_script_t s, char *errstr, size_t errstr_size)
+static sk_err_t load_on(sk_redis_t *r, int n, sk_redis_script_t *s, char *errstr,
+                        size_t errstr_size)
 {
-        const sk_script_src_t *src = sk_script_get(s);
         const char *argv[3] = { "SCRIPT", "LOAD", NULL };
         size_t argvlen[3] = { 6, 4, 0 };
         redisReply *reply = NULL;
         sk_err_t err;
 
-        if (!src) {
-                sk_seterr(errstr, errstr_size, "script %d is not embedded in this build",
-                          (int)s);
+        if (!s->body) {
+                sk_seterr(errstr, errstr_size, "script %s is not in this build",
+                          s->name ? s->name : "?");
                 return SK_EINVAL;
         }
-        argv[2] = src->body;
-        argvlen[2] = src->len;
+        argv[2] = s->body;
+        argvlen[2] = strlen(s->body);
         if ((err = sk__node_cmd(r, n, 3, argv, argvlen, &reply, errstr, errstr_size)) != SK_OK)
                 return err;
         if (reply->type == REDIS_REPLY_ERROR)
                 return sk__error_reply(reply, errstr, errstr_size);
         if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
                 sk_seterr(errstr, errstr_size, "SCRIPT LOAD %s: unexpected reply type %d",
-                          src->name, reply->type);
+                          s->name, reply->type);
                 freeReplyObject(reply);
                 return SK_EREDIS;
         }
-        sk__script_set_sha(s, reply->str, reply->len);
+        set_sha(s, reply->str, reply->len);
         freeReplyObject(reply);
         return SK_OK;
 }
 
-/* Load @p s (or every script when @p s < 0) on every master. */
-static sk_err_t load_everywhere(sk_redis_t *r, int s, char *errstr, size_t errstr_size)
+/* Load the @p n scripts of @p list on every master. */
+static sk_err_t load_everywhere(sk_redis_t *r, sk_redis_script_t *list, size_t n, char *errstr,
+                                size_t errstr_size)
 {
         int m[SK_RNODES_MAX], nm = sk__masters(r, m);
 
@@ -50,17 +86,18 @@ static sk_err_t load_everywhere(sk_redis_t *r, int s, char *errstr, size_t errst
                 return SK_EAGAIN;
         }
         for (int i = 0; i < nm; i++)
-                for (int k = s < 0 ? 0 : s; k < (s < 0 ? SK_SCRIPT__N : s + 1); k++) {
-                        sk_err_t err = load_on(r, m[i], (sk_script_t)k, errstr, errstr_size);
+                for (size_t k = 0; k < n; k++) {
+                        sk_err_t err = load_on(r, m[i], &list[k], errstr, errstr_size);
                         if (err != SK_OK)
                                 return err;
                 }
         return SK_OK;
 }
 
-sk_err_t sk_redis_load_scripts(sk_redis_t *r, char *errstr, size_t errstr_size)
+sk_err_t sk_redis_load_scripts(sk_redis_t *r, sk_redis_script_t *list, size_t n,
+                               char *errstr, size_t errstr_size)
 {
-        return load_everywhere(r, -1, errstr, errstr_size);
+        return load_everywhere(r, list, n, errstr, errstr_size);
 }
 
 /* EVALSHA's argv into @p argv/@p argvlen (room for 3 + nkeys + nargs). @returns argc. */
@@ -97,7 +134,7 @@ static sk_err_t script_error(sk_redis_t *r, int node, redisReply *rep, char *err
         return sk__error_reply(rep, errstr, errstr_size);
 }
 
-sk_err_t sk_redis_evalsha(sk_redis_t *r, sk_script_t s, int nkeys, const char **keys,
+sk_err_t sk_redis_evalsha(sk_redis_t *r, sk_redis_script_t *s, int nkeys, const char **keys,
                           int nargs, const char **args, redisReply **reply,
                           char *errstr, size_t errstr_size)
 {
@@ -111,13 +148,13 @@ sk_err_t sk_redis_evalsha(sk_redis_t *r, sk_script_t s, int nkeys, const char **
         int argc, slot, node = 0;
 
         *reply = NULL;
-        if ((int)s < 0 || s >= SK_SCRIPT__N || nkeys < 0 || nargs < 0 ||
+        if (!s || nkeys < 0 || nargs < 0 ||
             nkeys > 100000 || nargs > 100000) {
                 sk_seterr(errstr, errstr_size, "evalsha: bad script or argument count");
                 return SK_EINVAL;
         }
         if (3 + nkeys + nargs > STACK_ARGV) {
-                /* Large calls (claim.lua consume of a whole batch) use the heap. */
+                /* Large calls (a script over a whole batch of ids) use the heap. */
                 argv = malloc(sizeof(*argv) * (size_t)(3 + nkeys + nargs));
                 argvlen = malloc(sizeof(*argvlen) * (size_t)(3 + nkeys + nargs));
                 if (!argv || !argvlen) {
@@ -126,13 +163,13 @@ sk_err_t sk_redis_evalsha(sk_redis_t *r, sk_script_t s, int nkeys, const char **
                         goto done;
                 }
         }
-        if (!(sha = sk_script_sha(s))) {
+        if (!(sha = sk_redis_script_sha(s))) {
                 /* First use in this process: SCRIPT LOAD (every master) gives the SHA. */
-                if ((err = load_everywhere(r, (int)s, errstr, errstr_size)) != SK_OK) {
+                if ((err = load_everywhere(r, s, 1, errstr, errstr_size)) != SK_OK) {
                         err = err == SK_EUNKNOWN ? SK_EAGAIN : err; /* script not run */
                         goto done;
                 }
-                sha = sk_script_sha(s);
+                sha = sk_redis_script_sha(s);
         }
         argc = evalsha_argv(sha, nkeys_buf, sizeof(nkeys_buf), nkeys, keys, nargs, args,
                             argv, argvlen);
@@ -159,7 +196,7 @@ sk_err_t sk_redis_evalsha(sk_redis_t *r, sk_script_t s, int nkeys, const char **
         }
         if (!rep) {
                 sk_seterr(errstr, errstr_size, "evalsha %s: NOSCRIPT twice",
-                          sk_script_get(s) ? sk_script_get(s)->name : "?");
+                          s->name ? s->name : "?");
                 err = SK_EAGAIN;
                 goto done;
         }
@@ -172,16 +209,20 @@ done:
         return err;
 }
 
-int sk_redis_scripts_loaded(sk_redis_t *r)
+int sk_redis_scripts_loaded(sk_redis_t *r, const sk_redis_script_t *list, size_t n)
 {
-        const char *argv[2 + SK_SCRIPT__N];
-        size_t argvlen[2 + SK_SCRIPT__N];
+        const char *argv[2 + SCRIPTS_MAX];
+        size_t argvlen[2 + SCRIPTS_MAX];
         int m[SK_RNODES_MAX], nm, argc = 0, ok = 1;
 
+        if (n == 0)
+                return 1;
+        if (n > SCRIPTS_MAX)
+                return -1;
         argv[argc] = "SCRIPT"; argvlen[argc++] = 6;
         argv[argc] = "EXISTS"; argvlen[argc++] = 6;
-        for (int s = 0; s < SK_SCRIPT__N; s++) {
-                const char *sha = sk_script_sha((sk_script_t)s);
+        for (size_t s = 0; s < n; s++) {
+                const char *sha = sk_redis_script_sha(&list[s]);
                 if (!sha)
                         return 0; /* never loaded by this process */
                 argv[argc] = sha; argvlen[argc++] = 40;
@@ -192,7 +233,7 @@ int sk_redis_scripts_loaded(sk_redis_t *r)
                 redisReply *reply = NULL;
                 if (sk__node_cmd(r, m[i], argc, argv, argvlen, &reply, NULL, 0) != SK_OK)
                         return -1;
-                if (reply->type != REDIS_REPLY_ARRAY || reply->elements != SK_SCRIPT__N) {
+                if (reply->type != REDIS_REPLY_ARRAY || reply->elements != n) {
                         freeReplyObject(reply);
                         return -1;
                 }

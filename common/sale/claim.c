@@ -95,9 +95,9 @@ void sk_claim_call_free(sk_claim_call_t *call)
 sk_err_t sk_claim_run(sk_redis_t *r, const sk_claim_call_t *call, redisReply **reply,
                       char *errstr, size_t errstr_size)
 {
-        /* sk_redis_evalsha only reads the key and argument strings. */
-        return sk_redis_evalsha(r, SK_SCRIPT_CLAIM, 2, (const char **)call->keys, call->nargs, call->args,
-                                reply, errstr, errstr_size);
+        /* sk_script_eval (sk_redis_evalsha) only reads the key and argument strings. */
+        return sk_script_eval(r, SK_SCRIPT_CLAIM, 2, (const char **)call->keys, call->nargs, call->args,
+                              reply, errstr, errstr_size);
 }
 
 sk_err_t sk_claim_append(redisContext *ctx, const sk_claim_call_t *call,

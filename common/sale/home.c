@@ -9,6 +9,7 @@
 #include "sk/home.h"
 #include "sk/ids.h"
 #include "sk/keys.h"
+#include "sk/scripts.h"
 
 static int reply_flag(const redisReply *el, int *out)
 {
@@ -70,8 +71,8 @@ sk_err_t sk_home_step(sk_redis_t *r, const char *prefix, int64_t voucher_id, int
         if (trace_bucket >= 0)
                 snprintf(bucket_s, sizeof(bucket_s), "%d", trace_bucket);
         snprintf(extra_s, sizeof(extra_s), "%" PRId64, expire_extra_ms);
-        if ((err = sk_redis_evalsha(r, SK_SCRIPT_HOME, 3, keys, 6, args, &reply, errstr,
-                                    errstr_size)) != SK_OK)
+        if ((err = sk_script_eval(r, SK_SCRIPT_HOME, 3, keys, 6, args, &reply, errstr,
+                                  errstr_size)) != SK_OK)
                 return err;
         return home_reply(reply, res, errstr, errstr_size);
 }
@@ -101,8 +102,8 @@ sk_err_t sk_home_give_up(sk_redis_t *r, const char *prefix, int64_t voucher_id, 
         sk_id_format(trace_id, trace_s);
         sk_id_format(user_id, user_s);
         snprintf(px_s, sizeof(px_s), "%" PRId64, fence_px_ms);
-        if ((err = sk_redis_evalsha(r, SK_SCRIPT_HOME, 4, keys, 7, args, &reply, errstr,
-                                    errstr_size)) != SK_OK)
+        if ((err = sk_script_eval(r, SK_SCRIPT_HOME, 4, keys, 7, args, &reply, errstr,
+                                  errstr_size)) != SK_OK)
                 return err;
         return home_reply(reply, res, errstr, errstr_size);
 }
@@ -126,8 +127,8 @@ sk_err_t sk_home_settle(sk_redis_t *r, const char *prefix, int64_t voucher_id, i
         sk_key_voucher(k_trace, prefix, voucher_id, home, SK_KEY_TRACE);
         sk_id_format(trace_id, trace_s);
         snprintf(bucket_s, sizeof(bucket_s), "%d", bucket);
-        if ((err = sk_redis_evalsha(r, SK_SCRIPT_SETTLE, 1, keys, 2, args, &reply, errstr,
-                                    errstr_size)) != SK_OK)
+        if ((err = sk_script_eval(r, SK_SCRIPT_SETTLE, 1, keys, 2, args, &reply, errstr,
+                                  errstr_size)) != SK_OK)
                 return err;
         err = SK_OK;
         if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||

@@ -17,6 +17,7 @@
 #include "sk/ids.h"
 #include "sk/keys.h"
 #include "sk/order.h"
+#include "sk/scripts.h"
 
 static int reply_flag(const redisReply *el, int *out)
 {
@@ -95,8 +96,8 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
         if (order->buckets > 0 && order->user_id > 0)
                 snprintf(home_s, sizeof(home_s), "%d", sk_home_bucket(order->user_id,
                                                                       order->buckets));
-        err = sk_redis_evalsha(r, SK_SCRIPT_RELEASE, 4, keys, home_s[0] ? 5 : 4, args, &reply,
-                               errstr, errstr_size);
+        err = sk_script_eval(r, SK_SCRIPT_RELEASE, 4, keys, home_s[0] ? 5 : 4, args, &reply,
+                             errstr, errstr_size);
         if (err != SK_OK)
                 return err;
         err = SK_EREDIS;

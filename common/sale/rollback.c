@@ -11,6 +11,7 @@
 #include "sk/ids.h"
 #include "sk/home.h"
 #include "sk/keys.h"
+#include "sk/scripts.h"
 
 int64_t sk_expire_extra_ms(int reconcile_window_hours)
 {
@@ -75,8 +76,8 @@ sk_err_t sk_rollback_bucket(sk_redis_t *r, const char *prefix, const sk_rollback
         args[7] = extra_s;
         args[8] = home_s;
         args[9] = repoint_s;
-        err = sk_redis_evalsha(r, SK_SCRIPT_ROLLBACK, 4, keys, 10, args, &reply,
-                               errstr, errstr_size);
+        err = sk_script_eval(r, SK_SCRIPT_ROLLBACK, 4, keys, 10, args, &reply,
+                             errstr, errstr_size);
         if (err != SK_OK)
                 return err;
 

@@ -134,8 +134,8 @@ static sk_err_t deduct_s(const vkeys_t *k, const char *trace, const char *order,
 
         snprintf(now_s, sizeof(now_s), "%lld", (long long)sk_now_ms());
         snprintf(fence, sizeof(fence), "%.*s:f:%s", (int)n, k->trace, trace);
-        sk_err_t err = sk_redis_evalsha(g_r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, reply, errstr,
-                                        errstr_size);
+        sk_err_t err = sk_script_eval(g_r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, reply, errstr,
+                                      errstr_size);
 
         if (err == SK_OK)
                 *reply = sk_test_admission_reply(*reply); /* v5: bare entry or code */
@@ -198,8 +198,8 @@ static redisReply *claim(const vkeys_t *k, int nargs, const char **args, sk_err_
         const char *keys[2] = { k->meta, k->trace };
         char errstr[512] = "";
         redisReply *reply = NULL;
-        sk_err_t err = sk_redis_evalsha(g_r, SK_SCRIPT_CLAIM, 2, keys, nargs, args, &reply,
-                                        errstr, sizeof(errstr));
+        sk_err_t err = sk_script_eval(g_r, SK_SCRIPT_CLAIM, 2, keys, nargs, args, &reply,
+                                      errstr, sizeof(errstr));
         if (err_out)
                 *err_out = err;
         else
@@ -263,8 +263,8 @@ START_TEST(deduct_hot_answers_are_bare)
                 snprintf(ts, sizeof(ts), "%lld", (long long)sk_now_ms());
                 snprintf(fence, sizeof(fence), "%.*s:f:%s",
                          (int)(strlen(k.trace) - strlen(":trace")), k.trace, t);
-                ck_assert_msg(sk_redis_evalsha(g_r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, &reply,
-                                               errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+                ck_assert_msg(sk_script_eval(g_r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, &reply,
+                                             errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
                 if (i == 0) {
                         ck_assert_int_eq(reply->type, REDIS_REPLY_STRING);
                         ck_assert_msg(strncmp(reply->str, "{\"traceId\":\"", 12) == 0, "%s",
@@ -595,8 +595,8 @@ START_TEST(invalid_args_rollback_claim)
         for (size_t i = 0; i < sizeof(rb_bad) / sizeof(rb_bad[0]); i++) {
                 redisReply *reply = NULL;
                 char errstr[256] = "";
-                sk_err_t err = sk_redis_evalsha(g_r, SK_SCRIPT_ROLLBACK, 4, keys, 8, rb_bad[i],
-                                                &reply, errstr, sizeof(errstr));
+                sk_err_t err = sk_script_eval(g_r, SK_SCRIPT_ROLLBACK, 4, keys, 8, rb_bad[i],
+                                              &reply, errstr, sizeof(errstr));
                 ck_assert_msg(err == SK_EINVAL, "rollback case %zu: %s", i, sk_err2str(err));
                 ck_assert_ptr_nonnull(strstr(errstr, "SKARG"));
         }

@@ -85,7 +85,7 @@ static sk_err_t deduct(sk_redis_t *r, const vkeys_t *k, int64_t vid, int64_t tra
         sk_id_format(trace, o);
         sk_id_format(user, u);
         sk_id_format(vid, v);
-        err = sk_redis_evalsha(r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, reply, errstr, errstr_size);
+        err = sk_script_eval(r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, reply, errstr, errstr_size);
         if (err == SK_OK)
                 *reply = sk_test_admission_reply(*reply); /* v5: bare entry or code */
         return err;
@@ -289,10 +289,10 @@ START_TEST(script_flush_reloads)
         ck_assert_ptr_nonnull(sk_script_sha(SK_SCRIPT_DEDUCT));
         ck_assert_int_eq(strlen(sk_script_sha(SK_SCRIPT_DEDUCT)), 40);
 
-        ck_assert_int_eq(sk_redis_load_scripts(r, errstr, sizeof(errstr)), SK_OK);
-        ck_assert_int_eq(sk_redis_scripts_loaded(r), 1);
+        ck_assert_int_eq(sk_scripts_load(r, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_scripts_loaded(r), 1);
         must(r, "SCRIPT FLUSH");
-        ck_assert_int_eq(sk_redis_scripts_loaded(r), 0);
+        ck_assert_int_eq(sk_scripts_loaded(r), 0);
         err = deduct(r, &k, vid, 12, 22, &reply, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_OK, "%s", errstr);
         ck_assert_str_eq(reply->element[0]->str, "OK");
@@ -313,7 +313,7 @@ START_TEST(readonly_is_eagain)
 
         ck_assert_msg(r != NULL, "%s", errstr);
         vid = setup_voucher(r, "p", &k, 5);
-        ck_assert_int_eq(sk_redis_load_scripts(r, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_scripts_load(r, errstr, sizeof(errstr)), SK_OK);
         /* A replica of a master that does not exist: read-only. */
         must(r, "REPLICAOF 127.0.0.1 1");
         err = deduct(r, &k, vid, 31, 41, &reply, errstr, sizeof(errstr));
@@ -381,7 +381,7 @@ START_TEST(timeout_is_unknown_then_replay)
 
         ck_assert_msg(r != NULL, "%s", errstr);
         vid = setup_voucher(r, "p", &k, 5);
-        ck_assert_int_eq(sk_redis_load_scripts(r, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_scripts_load(r, errstr, sizeof(errstr)), SK_OK);
         kill(g_srv_pid, SIGSTOP);
         err = deduct(r, &k, vid, 51, 61, &reply, errstr, sizeof(errstr));
         ck_assert_msg(err == SK_EUNKNOWN, "got %s: %s", sk_err2str(err), errstr);

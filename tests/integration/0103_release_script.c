@@ -116,8 +116,8 @@ static sk_order_row_t buy(const vk_t *k, int64_t user)
         sk_id_format(o.order_id, od);
         sk_id_format(user, u);
         sk_id_format(k->vid, v);
-        ck_assert_int_eq(sk_redis_evalsha(g_r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, &reply, errstr,
-                                          sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_script_eval(g_r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, &reply, errstr,
+                                        sizeof(errstr)), SK_OK);
         ck_assert_int_eq(reply->type, REDIS_REPLY_STRING); /* v5: admitted = the bare entry */
         freeReplyObject(reply);
         return o;
@@ -312,8 +312,8 @@ START_TEST(invalid_args_write_nothing)
         for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 redisReply *reply = NULL;
                 char errstr[256] = "";
-                sk_err_t err = sk_redis_evalsha(g_r, SK_SCRIPT_RELEASE, 4, keys, 4, bad[i], &reply,
-                                                errstr, sizeof(errstr));
+                sk_err_t err = sk_script_eval(g_r, SK_SCRIPT_RELEASE, 4, keys, 4, bad[i], &reply,
+                                              errstr, sizeof(errstr));
                 ck_assert_msg(err == SK_EINVAL, "case %zu: %s", i, sk_err2str(err));
                 if (reply)
                         freeReplyObject(reply);

@@ -38,8 +38,8 @@ START_TEST(connect_and_checks)
         ck_assert_int_eq(sk_redis_master_count(r), 3);
         ck_assert_msg(sk_redis_check_server(r, err, sizeof(err)) == SK_OK, "%s", err);
         ck_assert_int_eq(sk_redis_noeviction(r), 1);
-        ck_assert_int_eq(sk_redis_load_scripts(r, err, sizeof(err)), SK_OK);
-        ck_assert_int_eq(sk_redis_scripts_loaded(r), 1);
+        ck_assert_int_eq(sk_scripts_load(r, err, sizeof(err)), SK_OK);
+        ck_assert_int_eq(sk_scripts_loaded(r), 1);
         sk_redis_close(r);
 
         /* A seed list whose first seeds are dead still connects. */
@@ -125,7 +125,7 @@ static void claim(sk_redis_t *r, int64_t vid, long long want_redrives)
         snprintf(meta, sizeof(meta), "%s:{v:%lld:0}:meta", g_pfx, (long long)vid);
         snprintf(trace, sizeof(trace), "%s:{v:%lld:0}:trace", g_pfx, (long long)vid);
         snprintf(t, sizeof(t), "%lld", (long long)vid + 1);
-        e = sk_redis_evalsha(r, SK_SCRIPT_CLAIM, 2, keys, 3, args, &rep, err, sizeof(err));
+        e = sk_script_eval(r, SK_SCRIPT_CLAIM, 2, keys, 3, args, &rep, err, sizeof(err));
         ck_assert_msg(e == SK_OK, "claim v%lld: %s", (long long)vid, err);
         ck_assert_int_eq(rep->type, REDIS_REPLY_ARRAY);
         ck_assert_str_eq(rep->element[0]->str, "OK");
@@ -139,7 +139,7 @@ START_TEST(evalsha_on_every_master)
         char err[256], tag[64];
         int seen[SK_CLUSTER_SLOTS / 1024] = { 0 }, spread = 0;
 
-        ck_assert_int_eq(sk_redis_load_scripts(r, err, sizeof(err)), SK_OK);
+        ck_assert_int_eq(sk_scripts_load(r, err, sizeof(err)), SK_OK);
         for (int64_t v = 1; v <= 40; v++) {
                 claim(r, v, 1);
                 snprintf(tag, sizeof(tag), "v:%lld:0", (long long)v);
@@ -156,12 +156,12 @@ START_TEST(evalsha_on_every_master)
                                  SK_OK);
                 freeReplyObject(rep);
         }
-        ck_assert_int_eq(sk_redis_scripts_loaded(r), 0);
+        ck_assert_int_eq(sk_scripts_loaded(r), 0);
         for (int64_t v = 1; v <= 40; v++)
                 claim(r, v, 2);
-        ck_assert_int_eq(sk_redis_scripts_loaded(r), 0);       /* only claim.lua is back */
-        ck_assert_int_eq(sk_redis_load_scripts(r, err, sizeof(err)), SK_OK);
-        ck_assert_int_eq(sk_redis_scripts_loaded(r), 1);
+        ck_assert_int_eq(sk_scripts_loaded(r), 0);       /* only claim.lua is back */
+        ck_assert_int_eq(sk_scripts_load(r, err, sizeof(err)), SK_OK);
+        ck_assert_int_eq(sk_scripts_loaded(r), 1);
         sk_redis_close(r);
 }
 END_TEST

@@ -87,7 +87,7 @@ START_TEST(failover_during_commands)
         ck_assert_int_gt(replica, 0);
         snprintf(k, sizeof(k), "{%s}:ctr", g_tag);
         snprintf(base, sizeof(base), "{%s}", g_tag);
-        ck_assert_int_eq(sk_redis_load_scripts(r, err, sizeof(err)), SK_OK);
+        ck_assert_int_eq(sk_scripts_load(r, err, sizeof(err)), SK_OK);
         ck_assert_msg(sk_test_claim(r, base, "77", &redrives, err, sizeof(err)) == SK_OK, "%s", err);
         ck_assert_int_eq(redrives, 1);
         for (int i = 0; i < 50; i++)

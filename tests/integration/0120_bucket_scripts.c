@@ -166,8 +166,8 @@ static redisReply *ev(sk_script_t s, int nkeys, const char **keys, int nargs, co
 {
         char errstr[512] = "";
         redisReply *reply = NULL;
-        sk_err_t err = sk_redis_evalsha(g_r, s, nkeys, keys, nargs, args, &reply, errstr,
-                                        sizeof(errstr));
+        sk_err_t err = sk_script_eval(g_r, s, nkeys, keys, nargs, args, &reply, errstr,
+                                      sizeof(errstr));
 
         if (err_out) {
                 *err_out = err;

@@ -144,7 +144,7 @@ sk_err_t sk_test_claim(sk_redis_t *r, const char *base, const char *trace_id,
 
         snprintf(meta, sizeof(meta), "%s:meta", base);
         snprintf(trace, sizeof(trace), "%s:trace", base);
-        if ((e = sk_redis_evalsha(r, SK_SCRIPT_CLAIM, 2, keys, 3, args, &rep, err, err_size)) != SK_OK)
+        if ((e = sk_script_eval(r, SK_SCRIPT_CLAIM, 2, keys, 3, args, &rep, err, err_size)) != SK_OK)
                 return e;
         *redrives = rep->element[1]->integer;
         freeReplyObject(rep);

@@ -126,8 +126,8 @@ int sk_test_deduct(int64_t vid, int64_t uid, int64_t trace, int64_t order,
         sk_id_format(vid, s_v);
         /* ts: this host's clock, as a front's snowflake timestamp (DESIGN.md 4) */
         snprintf(ts, sizeof(ts), "%" PRId64, sk_now_ms());
-        ck_assert_msg(sk_redis_evalsha(sk_test_fx.r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, &reply,
-                                       errstr, sizeof(errstr)) == SK_OK, "deduct: %s", errstr);
+        ck_assert_msg(sk_script_eval(sk_test_fx.r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, &reply,
+                                     errstr, sizeof(errstr)) == SK_OK, "deduct: %s", errstr);
         reply = sk_test_admission_reply(reply);
         ck_assert(reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1);
         if (strcmp(reply->element[0]->str, "OK") == 0 || strcmp(reply->element[0]->str, "REPLAY") == 0) {

@@ -9,6 +9,10 @@ the compiled objects (nm), so it sees calls, not only includes.
    reconciler/, admin/, the graph "file A calls a function defined in file B" has no cycle.
 3. Nor does the include graph of a folder's modules: a module is a name X with its X.c,
    X.h, include/sk/X.h and its private X_int.h; "A includes a header of B" is an edge.
+4. The sale's facts stay in the sale: the Lua scripts are embedded in common/sale (every
+   sk_lua_* symbol is defined there) and common/redis runs the scripts it is given without
+   naming one (its code, comments aside, includes no sk/scripts.h, uses no SK_SCRIPT_*,
+   sk_script_* or sk_lua_* name and has no string naming a script of lua/).
 Prints every violation and exits 1 if there is one; prints a summary line and exits 0 otherwise.
 """
 import os
@@ -119,6 +123,37 @@ def include_circles(src):
     return out
 
 
+# A string or character literal (kept), or a comment (dropped).
+CODE_TOKENS = re.compile(r'("(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\')|/\*.*?\*/|//[^\n]*', re.S)
+
+
+def scripts_outside_sale(src, owner):
+    """Check 4: where the sale's Lua scripts are named."""
+    out = []
+    sale = [s for s, (folder, _) in owner.items() if s.startswith("sk_lua_")]
+    for s in sorted(sale):
+        folder, name = owner[s]
+        if folder != "common/sale":
+            out.append(f"script: {s} is defined in {folder}/{name}.c, not in common/sale")
+    if not sale:
+        out.append("script: no sk_lua_* symbol defined (the embedded scripts of lua/)")
+    names = {f[:-len(".lua")] for f in os.listdir(os.path.join(src, "lua")) if f.endswith(".lua")}
+    d = os.path.join(src, "common", "redis")
+    files = [f for f in os.listdir(d) if f.endswith((".c", ".h"))]
+    files += [os.path.join("include", "sk", f) for f in os.listdir(os.path.join(d, "include", "sk"))]
+    for f in sorted(files):
+        with open(os.path.join(d, f), encoding="utf-8") as fh:
+            code = re.sub(CODE_TOKENS, lambda m: m.group(1) or " ", fh.read())
+        what = set(re.findall(r"\b(?:SK_SCRIPT_|sk_script_|sk_lua_)\w*", code))
+        if re.search(r'^#include "sk/scripts.h"', code, re.M):
+            what.add("sk/scripts.h")
+        for lit in re.findall(r'"((?:[^"\\\n]|\\.)*)"', code):
+            what.update(n for n in names if lit == n or n + ".lua" in lit)
+        for w in sorted(what):
+            out.append(f"script: common/redis/{f} names {w} (the sale's scripts)")
+    return out
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__.strip().splitlines()[0], file=sys.stderr)
@@ -165,7 +200,7 @@ def main():
             names = " <-> ".join(n for _, n in comp)
             print(f"circle in {folder}/: {names}")
             bad += 1
-    for line in include_circles(sys.argv[2]):
+    for line in include_circles(sys.argv[2]) + scripts_outside_sale(sys.argv[2], owner):
         print(line)
         bad += 1
     nfiles = len(files)
@@ -174,7 +209,7 @@ def main():
         print(f"layout_check: {bad} violation(s) in {nfiles} files")
         return 1
     print(f"layout_check: {nfiles} files, {nedges} calls between files of one folder: "
-          "layers in order, 0 circles of calls or includes")
+          "layers in order, 0 circles of calls or includes, the scripts named in common/sale only")
     return 0
 
 

@@ -1,7 +1,7 @@
 /* sk/redis.h: the project's Redis client on top of hiredis for the three topologies of
  * DESIGN.md 4b (one server, Sentinel, Cluster), with connect and command timeouts and
- * EVALSHA of the embedded scripts (NOSCRIPT -> SCRIPT LOAD on that node, retry once;
- * DESIGN.md 4).
+ * EVALSHA of the Lua scripts its caller gives it (NOSCRIPT -> SCRIPT LOAD on that node,
+ * retry once; DESIGN.md 4). Which scripts exist is the caller's.
  *   - redis://: one connection.
  *   - redis-sentinel://: the master's address is asked of the Sentinels on every
  *     (re)connect and accepted only if ROLE says master; READONLY drops the connection
@@ -20,15 +20,28 @@
  * Not thread-safe: one handle per thread (hiredis contexts are not thread-safe). */
 #pragma once
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <hiredis/hiredis.h>
 #include "sk/err.h"
 #include "sk/conf.h"
 #include "sk/redis_error.h"
 #include "sk/redis_redirect.h"
-#include "sk/scripts.h"
 
 typedef struct sk_redis sk_redis_t;
+
+/** One Lua script as this layer runs it. The caller owns the object (static storage,
+ *  one per script per process) and sets name and body; the SHA cache is this layer's:
+ *  zero-initialise it and never write it. */
+typedef struct sk_redis_script {
+        const char *name;       /* for messages, e.g. "claim"; borrowed, static */
+        const char *body;       /* the source, NUL-terminated; borrowed, static; NULL = not
+                                 * in this build (SCRIPT LOAD answers SK_EINVAL) */
+        /* The SHA1 SCRIPT LOAD returned to this process (40 lowercase hex characters):
+         * written once under a lock, published by sha_set (release/acquire). */
+        atomic_int sha_set;
+        char sha[41];
+} sk_redis_script_t;
 
 /** @brief Connect to @p url (copied) with @p timeout_ms for connect and each command;
  *  AUTH and SELECT as the URL says. Cluster: learns the slot map from the first seed
@@ -103,23 +116,33 @@ sk_err_t sk_redis_hscan(sk_redis_t *r, const char *key, int count,
                                        size_t val_len, void *arg),
                         void *arg, char *errstr, size_t errstr_size);
 
-/** @brief EVALSHA @p s with @p nkeys keys and @p nargs args (NUL-terminated strings,
- *  borrowed), routed by keys[0] (a script's keys share one hash tag, DESIGN.md 4b).
- *  When this process has no SHA for @p s yet it runs SCRIPT LOAD first (and caches the
- *  returned SHA, see sk_script_sha()). NOSCRIPT -> SCRIPT LOAD on that node and retry
- *  once; NOSCRIPT again -> SK_EAGAIN. The scripts' argument errors ("ERR SKARG ...")
- *  are SK_EINVAL (nothing written); other error replies SK_EREDIS or SK_EAGAIN as
- *  above; a timeout or I/O error after sending is SK_EUNKNOWN (DESIGN.md 8), a
- *  redirect never changes the arguments. *reply (owned by the caller) on SK_OK. */
-sk_err_t sk_redis_evalsha(sk_redis_t *r, sk_script_t s, int nkeys, const char **keys,
+/** @brief EVALSHA @p s (borrowed; its SHA cache is written) with @p nkeys keys and
+ *  @p nargs args (NUL-terminated strings, borrowed), routed by keys[0] (a script's keys
+ *  share one hash tag, DESIGN.md 4b). When this process has no SHA for @p s yet it runs
+ *  SCRIPT LOAD of @p s on every master first (and caches the returned SHA, see
+ *  sk_redis_script_sha()). NOSCRIPT -> SCRIPT LOAD on that node and retry once; NOSCRIPT
+ *  again -> SK_EAGAIN. The scripts' argument errors ("ERR SKARG ...") are SK_EINVAL
+ *  (nothing written); other error replies SK_EREDIS or SK_EAGAIN as above; a timeout or
+ *  I/O error after sending is SK_EUNKNOWN (DESIGN.md 8), a redirect never changes the
+ *  arguments. *reply (owned by the caller) on SK_OK. */
+sk_err_t sk_redis_evalsha(sk_redis_t *r, sk_redis_script_t *s, int nkeys, const char **keys,
                           int nargs, const char **args, redisReply **reply,
                           char *errstr, size_t errstr_size);
-/** @brief SCRIPT LOAD every embedded script on every master and cache the SHAs.
- *  Idempotent. */
-sk_err_t sk_redis_load_scripts(sk_redis_t *r, char *errstr, size_t errstr_size);
-/** @brief 1 if every embedded script is loaded on every master (SCRIPT EXISTS of the
- *  cached SHAs), 0 if not (or never loaded by this process), <0 error. */
-int sk_redis_scripts_loaded(sk_redis_t *r);
+/** @brief SCRIPT LOAD the @p n scripts of @p list (borrowed; their SHA caches are
+ *  written) on every master and cache the SHAs. Idempotent. @returns SK_OK; SK_EINVAL
+ *  (a script without a body); the errors of a command as above. */
+sk_err_t sk_redis_load_scripts(sk_redis_t *r, sk_redis_script_t *list, size_t n,
+                               char *errstr, size_t errstr_size);
+/** @brief 1 if the @p n scripts of @p list (borrowed, at most 64) are loaded on every
+ *  master (SCRIPT EXISTS of the cached SHAs), 0 if not (or one was never loaded by this
+ *  process), <0 error. */
+int sk_redis_scripts_loaded(sk_redis_t *r, const sk_redis_script_t *list, size_t n);
+/** @brief @p s's SHA1 as 40 lowercase hex characters: the one SCRIPT LOAD returned to
+ *  this process (the layer does not hash the source itself). NULL before the first
+ *  successful SCRIPT LOAD of @p s in this process (sk_redis_load_scripts(), or the first
+ *  sk_redis_evalsha(), which loads it). The string lives in @p s and never changes once
+ *  set. Thread-safe. */
+const char *sk_redis_script_sha(const sk_redis_script_t *s);
 /** @brief 1 if maxmemory-policy is noeviction on every master, 0 if not, <0 on error
  *  (CONFIG GET). */
 int sk_redis_noeviction(sk_redis_t *r);

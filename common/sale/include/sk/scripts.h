@@ -1,9 +1,12 @@
-/* sk/scripts.h: the Lua scripts of lua/, embedded at build time (cmake/embed_lua.cmake),
- * and their calling conventions (DESIGN.md 4, 7, 8). Every script takes the voucher's
- * keys and ids as strings (never tonumber on an id). All replies are arrays whose first
- * element is a status string (a bulk string in RESP), except the hot path's answers of
- * deduct.lua and take.lua (v5): an admission is the bare entry, a rejection the bare
- * code. Redis >= 7.0 (PEXPIREAT NX/GT).
+/* sk/scripts.h: the sale's Lua scripts (lua/, embedded at build time by
+ * cmake/embed_lua.cmake): which exist, their names (the table of scripts.c), and their
+ * calling conventions (DESIGN.md 4, 7, 8). The Redis layer runs them (sk_redis_evalsha:
+ * EVALSHA, NOSCRIPT -> SCRIPT LOAD) over that table; it knows none of them.
+ *
+ * Every script takes the voucher's keys and ids as strings (never tonumber on an id).
+ * All replies are arrays whose first element is a status string (a bulk string in
+ * RESP), except the hot path's answers of deduct.lua and take.lua (v5): an admission is
+ * the bare entry, a rejection the bare code. Redis >= 7.0 (PEXPIREAT NX/GT).
  *
  * Arguments are validated before any write; a bad one is the error reply
  * "ERR SKARG <what>" (sk_redis_evalsha: SK_EINVAL) and nothing is written.
@@ -123,28 +126,25 @@
  */
 #pragma once
 #include <stddef.h>
+#include "sk/err.h"
+#include "sk/redis.h"
 
-typedef struct sk_script_src {
-        const char *name;   /* file name without .lua */
-        const char *body;
-        size_t len;
-} sk_script_src_t;
-
-extern const sk_script_src_t sk_script_srcs[]; /* NULL-name terminated */
-extern const size_t sk_script_nsrcs;
-
+/* The sale's scripts, one per lua/NAME.lua; the index of each in the table of scripts.c. */
 typedef enum { SK_SCRIPT_DEDUCT = 0, SK_SCRIPT_ROLLBACK = 1, SK_SCRIPT_CLAIM = 2,
                SK_SCRIPT_RELEASE = 3, SK_SCRIPT_TAKE = 4, SK_SCRIPT_SETTLE = 5,
                SK_SCRIPT_HOME = 6, SK_SCRIPT__N } sk_script_t;
 
-/** @brief Source of @p s. @returns NULL if the build did not embed it. */
-const sk_script_src_t *sk_script_get(sk_script_t s);
-/** @brief The script's SHA1 as 40 lowercase hex chars: the one SCRIPT LOAD returned
- *  to this process (we do not hash the source ourselves). NULL before the first
- *  successful SCRIPT LOAD of @p s in this process (sk_redis_load_scripts(), or the
- *  first sk_redis_evalsha(), which loads it). The returned string is static and never
- *  changes once set. Thread-safe. */
+/** @brief sk_redis_evalsha() of the sale's script @p s: same arguments, ownership and
+ *  errors (SK_EINVAL also for an @p s out of range). Not thread-safe per @p r. */
+sk_err_t sk_script_eval(sk_redis_t *r, sk_script_t s, int nkeys, const char **keys, int nargs,
+                        const char **args, redisReply **reply, char *errstr,
+                        size_t errstr_size);
+/** @brief SCRIPT LOAD every script of the sale on every master (sk_redis_load_scripts()).
+ *  Idempotent. Errors as sk_redis_load_scripts(). Not thread-safe per @p r. */
+sk_err_t sk_scripts_load(sk_redis_t *r, char *errstr, size_t errstr_size);
+/** @brief 1 if every script of the sale is loaded on every master, 0 if not (or one was
+ *  never loaded by this process), <0 error (sk_redis_scripts_loaded()). */
+int sk_scripts_loaded(sk_redis_t *r);
+/** @brief @p s's SHA1 as 40 lowercase hex characters, NULL before its first successful
+ *  SCRIPT LOAD in this process (sk_redis_script_sha()). Static; thread-safe. */
 const char *sk_script_sha(sk_script_t s);
-/** @brief Internal (redis.c): record the SHA SCRIPT LOAD returned (@p len must be 40).
- *  First writer wins. Thread-safe. */
-void sk__script_set_sha(sk_script_t s, const char *sha, size_t len);
