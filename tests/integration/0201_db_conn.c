@@ -1,7 +1,8 @@
 /* 0201_db_conn.c: sk/db.h, sk/migrate.h and sk_voucher_get against the real MariaDB.
  * A unique database per run (sk_test_conf). Checks: connect + session settings (UTC,
  * lock wait timeout, READ COMMITTED) survive a reconnect; sk_db_query_i64 (value,
- * NULL, no row); duplicate key 1062 -> SK_EEXIST; lock wait 1205 -> SK_EAGAIN with two
+ * NULL, no row); bound parameters (sk_db_exec_args, sk_db_row1_cols, sk_db_i64: typed
+ * arguments, text and integer columns, argument count, identifiers); duplicate key 1062 -> SK_EEXIST; lock wait 1205 -> SK_EAGAIN with two
  * connections and SELECT ... FOR UPDATE under innodb_lock_wait_timeout=1; tb_lock rows
  * (sk/dblock.h) held/timeout/release, also for names longer than 191 chars; migrate twice (second
  * applies 0); voucher times round-trip past 2038. */
@@ -109,6 +110,81 @@ START_TEST(session_settings_and_reconnect)
         ck_assert_ptr_nonnull(strstr(errstr, "1064"));
         sk_db_close(db);
         sk_db_close(NULL);
+}
+END_TEST
+
+/* Bound parameters (sk/db.h): typed arguments (BIGINT, strings with any byte, NULL), the
+ * one-row readers (integers, text, NULLs, no row, a value that is no integer, too few
+ * columns, a wrong argument count), exec's rows changed and its duplicate key. */
+START_TEST(bound_args)
+{
+        static const char odd[] = "it's \\ \"q\" `x` -- ;";
+        char errstr[512] = "", s1[64], s2[4];
+        sk_db_t *db = connect_or_fail(0);
+        int64_t v = 0, row[3] = { 7, 7, 7 }, n = 0;
+        unsigned mask = 99;
+        int is_null = -1;
+
+        ck_assert_msg(sk_db_i64(db, "SELECT ? + 1", SK_ARGS(SK_I64(INT64_MAX - 1)), &v, &is_null,
+                                errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert(v == INT64_MAX && is_null == 0);
+        ck_assert_int_eq(sk_db_i64(db, "SELECT ?", SK_ARGS(SK_NULL), &v, &is_null, errstr,
+                                   sizeof(errstr)), SK_OK);
+        ck_assert(v == 0 && is_null == 1);
+        ck_assert_int_eq(sk_db_i64(db, "SELECT ? = 'it''s \\\\ \"q\" `x` -- ;'",
+                                   SK_ARGS(SK_STR(odd)), &v, NULL, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(v, 1);
+        ck_assert_int_eq(sk_db_i64(db, "SELECT 1 FROM DUAL WHERE ? = 2", SK_ARGS(SK_I64(1)), &v,
+                                   NULL, errstr, sizeof(errstr)), SK_ENOTFOUND);
+        ck_assert_int_eq(sk_db_i64(db, "SELECT 'x1'", SK_NOARGS, &v, NULL, errstr,
+                                   sizeof(errstr)), SK_EDB);
+        ck_assert_int_eq(sk_db_i64(db, "SELECT 2.5", SK_NOARGS, &v, NULL, errstr,
+                                   sizeof(errstr)), SK_EDB);
+        ck_assert_int_eq(sk_db_i64(db, "SELECT ?, ?", SK_ARGS(SK_I64(1)), &v, NULL, errstr,
+                                   sizeof(errstr)), SK_EINVAL);
+        ck_assert_int_eq(sk_db_row1(db, "SELECT ?, NULL, ?", SK_ARGS(SK_I64(-5), SK_I64(INT64_MIN)),
+                                    row, 3, &mask, errstr, sizeof(errstr)), SK_OK);
+        ck_assert(row[0] == -5 && row[1] == 0 && row[2] == INT64_MIN);
+        ck_assert_uint_eq(mask, 2u);
+        ck_assert_int_eq(sk_db_row1(db, "SELECT 1, 2", SK_NOARGS, row, 3, NULL, errstr,
+                                    sizeof(errstr)), SK_EDB);
+        ck_assert_int_eq(sk_db_row1(db, "SELECT 1", SK_NOARGS, row, 0, NULL, errstr,
+                                    sizeof(errstr)), SK_EINVAL);
+        /* Text and integer columns; the first row of several; a long value cut. */
+        {
+                sk_db_col_t c[3] = { SK_COL_STR(s1, sizeof(s1)), SK_COL_I64(&v), SK_COL_STR(s2, sizeof(s2)) };
+
+                ck_assert_msg(sk_db_row1_cols(db, "SELECT CONCAT(?, 'z'), ? * 2, 'abcdef'"
+                                              " UNION ALL SELECT 'no', 0, 'no'",
+                                              SK_ARGS(SK_STR(odd), SK_I64(21)), c, 3, &mask, errstr,
+                                              sizeof(errstr)) == SK_OK, "%s", errstr);
+                ck_assert_str_eq(s1, "it's \\ \"q\" `x` -- ;z");
+                ck_assert_int_eq(v, 42);
+                ck_assert_str_eq(s2, "abc");
+                ck_assert_uint_eq(mask, 0u);
+                ck_assert_int_eq(sk_db_row1_cols(db, "SELECT NULL, 5, 'a'", SK_NOARGS, c, 3, &mask,
+                                                 errstr, sizeof(errstr)), SK_OK);
+                ck_assert(s1[0] == '\0' && v == 5 && mask == 1u);
+        }
+        /* exec: rows changed, a duplicate key, identifiers. */
+        ck_assert_int_eq(sk_db_exec(db, "CREATE TEMPORARY TABLE t_args (id BIGINT PRIMARY KEY,"
+                                    " s VARCHAR(64) NULL)", errstr, sizeof(errstr)), SK_OK);
+        ck_assert_msg(sk_db_exec_args(db, "INSERT INTO t_args VALUES (?, ?), (?, ?)",
+                                      SK_ARGS(SK_I64(1), SK_STR(odd), SK_I64(2), SK_NULL), &n,
+                                      errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_int_eq(n, 2);
+        ck_assert_int_eq(sk_db_exec_args(db, "INSERT INTO t_args VALUES (?, 'x')",
+                                         SK_ARGS(SK_I64(1)), NULL, errstr, sizeof(errstr)),
+                         SK_EEXIST);
+        ck_assert_int_eq(sk_db_i64(db, "SELECT COUNT(*) FROM t_args WHERE s = ? OR s IS NULL",
+                                   SK_ARGS(SK_STRN(odd, strlen(odd))), &v, NULL, errstr,
+                                   sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(v, 2);
+        ck_assert_int_eq(sk_db_exec_ident(db, "SELECT 1 FROM ", "no`pe", "", errstr,
+                                          sizeof(errstr)), SK_EINVAL);
+        ck_assert_int_eq(sk_db_exec_ident(db, "SELECT COUNT(*) FROM ", "t_args", "", errstr,
+                                          sizeof(errstr)), SK_OK);
+        sk_db_close(db);
 }
 END_TEST
 
@@ -355,6 +431,7 @@ int main(void)
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, classify_table);
         tcase_add_test(tc, session_settings_and_reconnect);
+        tcase_add_test(tc, bound_args);
         tcase_add_test(tc, connection_api);
         tcase_add_test(tc, short_io_timeout);
         tcase_add_test(tc, duplicate_key_is_eexist);

@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <mysql.h>
 #include "sk/err.h"
 #include "sk/conf.h"
@@ -89,16 +90,20 @@ sk_err_t sk_db_classify(unsigned int errnum);
 /** @brief The classification of the connection's last error. */
 sk_err_t sk_db_last_err(sk_db_t *db);
 
-/** @brief Run one statement (mysql_real_query); a result set, if any, is read and
+/** @brief Run one finished statement without values (mysql_real_query; a statement with
+ *  values takes them bound: sk_db_exec_args); a result set, if any, is read and
  *  discarded. Errors as classified by sk_db_classify, the server's text in errstr. */
 sk_err_t sk_db_exec(sk_db_t *db, const char *sql, char *errstr, size_t errstr_size);
-/** @brief Run @p sql whose first column of the first row is an integer (or NULL).
+/** @brief Run @p sql, a finished statement without parameters (text protocol), whose
+ *  first column of the first row is an integer (or NULL); a statement with values in it
+ *  takes them bound: sk_db_i64.
  *  @returns SK_OK (*out set, *is_null set if non-NULL; a NULL value gives *out = 0),
  *  SK_ENOTFOUND for no row, SK_EDB if the value is not a 64-bit integer, or the
  *  classified error of the query. */
 sk_err_t sk_db_query_i64(sk_db_t *db, const char *sql, int64_t *out, int *is_null,
                          char *errstr, size_t errstr_size);
-/** @brief Run @p sql and read the first @p ncols (1..32) columns of its first row as
+/** @brief Run @p sql (a finished statement without parameters; with them: sk_db_row1)
+ *  and read the first @p ncols (1..32) columns of its first row as
  *  64-bit integers into out[0..ncols-1] (caller-owned). A NULL value gives 0 and sets
  *  bit i of *null_mask (may be NULL; written on SK_OK only). Further rows are ignored.
  *  @returns SK_OK, SK_ENOTFOUND for no row, SK_EINVAL (bad arguments), SK_EDB if a
@@ -189,8 +194,8 @@ void sk_db_drop(sk_db_t *db);
  *  0 otherwise (standalone, MySQL, not connected). Read once per (re)connect. */
 int sk_db_wsrep_on(const sk_db_t *db);
 
-/** @brief Run @p sql (a prepared statement, borrowed) with @p n (0..8) BIGINT parameters
- *  @p params; *@p affected (may be NULL) = rows changed. @returns SK_OK; SK_EAGAIN
+/** @brief sk_db_exec_args with @p n (0..8) BIGINT parameters @p params; *@p affected
+ *  (may be NULL) = rows changed. @returns SK_OK; SK_EAGAIN
  *  (transient: no connection, deadlock, lock wait, gone), SK_EDB or the classified
  *  error with "errno message" in errstr; SK_EINVAL for n > 8. Not thread-safe per @p db. */
 sk_err_t sk_db_exec_i64(sk_db_t *db, const char *sql, const int64_t *params, int n,
@@ -201,6 +206,127 @@ sk_err_t sk_db_exec_i64(sk_db_t *db, const char *sql, const int64_t *params, int
  *  per @p db. */
 sk_err_t sk_db_exec_bound(sk_db_t *db, const char *sql, MYSQL_BIND *b, int n, int64_t *affected,
                           char *errstr, size_t errstr_size);
+
+/* ------------------------------------------------------------------ bound parameters
+ * Every value a statement needs goes to the server as a bound parameter of a prepared
+ * statement (a `?` in the SQL), never as text spliced into the SQL: the statements below
+ * take a list of typed arguments, written at the call site as
+ *     sk_db_i64(db, "SELECT stock FROM tb_seckill_stock WHERE voucher_id = ? AND bucket = ?",
+ *               SK_ARGS(SK_I64(voucher_id), SK_I64(bucket)), &stock, NULL, errstr, size);
+ * An identifier (a database name) cannot be bound: sk_db_exec_ident is the one place one
+ * is spliced, after validation. Each call prepares, executes and closes its statement
+ * (one round trip more than a text query; the hot paths keep their own prepared
+ * statements, consumer/apply.c). Errors of every call below, with the reason in errstr
+ * as "prepare|execute|fetch: mysql error N: text":
+ *   SK_EINVAL   a bad argument, or @p nargs differs from the statement's `?` count
+ *               (a programming error: retrying will not help);
+ *   SK_EAGAIN   transient (sk_db_classify): no connection, 1213 deadlock, 1205 lock wait,
+ *               a lost link (2006/2013), ...; inside a transaction the caller retries the
+ *               whole transaction. For an autocommit write a lost link leaves the outcome
+ *               unknown: sk_db_write_class(sk_db_errno(db)) tells, sk/db_outcome.h;
+ *   SK_EEXIST   1062, a duplicate key (the write did not apply);
+ *   SK_EDB      any other server error (permanent).
+ * Not thread-safe per @p db (as every call on it); the argument and column lists are
+ * borrowed for the call only. */
+
+/** @brief The type of one bound argument (sk_db_arg_t). */
+typedef enum {
+        SK_DB_ARG_NULL = 0,     /* SQL NULL */
+        SK_DB_ARG_I64,          /* a signed BIGINT, bound as MYSQL_TYPE_LONGLONG */
+        SK_DB_ARG_STR,          /* a string of len bytes (the connection's utf8mb4) */
+} sk_db_arg_type_t;
+
+/** @brief One bound argument: build it with SK_I64, SK_STR, SK_STRN or SK_NULL. The
+ *  string is borrowed until the call that takes the argument returns. */
+typedef struct sk_db_arg {
+        sk_db_arg_type_t type;
+        int64_t i64;
+        const char *s;
+        size_t len;
+} sk_db_arg_t;
+
+static inline sk_db_arg_t sk_db_arg_i64(int64_t v)
+{
+        sk_db_arg_t a = { SK_DB_ARG_I64, v, NULL, 0 };
+        return a;
+}
+
+/* A NULL pointer binds SQL NULL. */
+static inline sk_db_arg_t sk_db_arg_strn(const char *s, size_t len)
+{
+        sk_db_arg_t a = { s ? SK_DB_ARG_STR : SK_DB_ARG_NULL, 0, s, s ? len : 0 };
+        return a;
+}
+
+static inline sk_db_arg_t sk_db_arg_str(const char *s)
+{
+        return sk_db_arg_strn(s, s ? strlen(s) : 0);
+}
+
+#define SK_I64(v)       sk_db_arg_i64(v)
+#define SK_STR(s)       sk_db_arg_str(s)
+#define SK_STRN(s, n)   sk_db_arg_strn((s), (n))
+#define SK_NULL         sk_db_arg_strn(NULL, 0)
+/* SK_ARGS(a, b, ...): the two parameters `args, nargs` of the calls below, for a list
+ * written in place (sizeof does not evaluate its operand: each argument is built once). */
+#define SK_ARGS(...)    (const sk_db_arg_t[]){ __VA_ARGS__ }, \
+                        (int)(sizeof((const sk_db_arg_t[]){ __VA_ARGS__ }) / sizeof(sk_db_arg_t))
+#define SK_NOARGS       NULL, 0
+#define SK_DB_ARGS_MAX  16      /* arguments of one statement */
+
+/** @brief One result column of sk_db_row1_cols: an integer into *i64 (set i64, leave s
+ *  NULL), or text into s[0..size) (NUL-terminated, a longer value cut to size - 1 bytes).
+ *  Build it with SK_COL_I64 / SK_COL_STR. */
+typedef struct sk_db_col {
+        int64_t *i64;
+        char *s;
+        size_t size;
+} sk_db_col_t;
+
+#define SK_COL_I64(p)           ((sk_db_col_t){ (p), NULL, 0 })
+#define SK_COL_STR(buf, n)      ((sk_db_col_t){ NULL, (buf), (n) })
+
+/** @brief Prepare @p sql (borrowed), bind @p args[0..nargs) (0..SK_DB_ARGS_MAX) to its
+ *  placeholders, execute it; a result set, if any, is discarded. *@p affected (may be
+ *  NULL) = rows changed. @returns SK_OK or an error of the list above. */
+sk_err_t sk_db_exec_args(sk_db_t *db, const char *sql, const sk_db_arg_t *args, int nargs,
+                         int64_t *affected, char *errstr, size_t errstr_size);
+
+/** @brief The first row of @p sql with @p args bound, its first @p ncols (1..32) columns
+ *  into @p cols (caller-owned buffers, sk_db_col_t); further rows and columns are read
+ *  and ignored. A NULL value gives 0 or "" and sets bit i of *@p null_mask (may be NULL;
+ *  written on SK_OK only). @returns SK_OK; SK_ENOTFOUND for no row; SK_EDB when the
+ *  statement has fewer columns or an integer column holds a value that is not a 64-bit
+ *  integer (the text reader's rule); else an error of the list above. */
+sk_err_t sk_db_row1_cols(sk_db_t *db, const char *sql, const sk_db_arg_t *args, int nargs,
+                         const sk_db_col_t *cols, int ncols, unsigned *null_mask,
+                         char *errstr, size_t errstr_size);
+
+/** @brief sk_db_row1_cols with every column an integer: out[0..ncols) (caller-owned). */
+sk_err_t sk_db_row1(sk_db_t *db, const char *sql, const sk_db_arg_t *args, int nargs,
+                    int64_t *out, int ncols, unsigned *null_mask, char *errstr,
+                    size_t errstr_size);
+
+/** @brief One integer: the first column of the first row into *out (0 for NULL; *is_null,
+ *  may be NULL, set on SK_OK). @returns as sk_db_row1 (SK_ENOTFOUND for no row). */
+sk_err_t sk_db_i64(sk_db_t *db, const char *sql, const sk_db_arg_t *args, int nargs,
+                   int64_t *out, int *is_null, char *errstr, size_t errstr_size);
+
+/** @brief The one statement with a spliced identifier: run @p head `@p ident` @p tail,
+ *  where @p ident is 1..64 bytes of [A-Za-z0-9_] (sk_db_ident_ok; written between
+ *  backquotes), e.g. CREATE DATABASE. @returns SK_EINVAL for any other identifier (nothing
+ *  run), else as sk_db_exec. */
+sk_err_t sk_db_exec_ident(sk_db_t *db, const char *head, const char *ident, const char *tail,
+                          char *errstr, size_t errstr_size);
+/** @brief 1 if @p ident is 1..64 bytes of [A-Za-z0-9_] (a name that needs no quoting
+ *  and cannot end a backquoted identifier), else 0. Pure, thread-safe. */
+int sk_db_ident_ok(const char *ident);
+
+/** @brief Internal to common/db (the readers of db_rows.c): prepare @p sql, bind @p args
+ *  and execute; *out (owned by the caller: mysql_stmt_close) holds the result, if any.
+ *  Errors as sk_db_exec_args. */
+sk_err_t sk__db_stmt_run(sk_db_t *db, const char *sql, const sk_db_arg_t *args, int nargs,
+                         MYSQL_STMT **out, char *errstr, size_t errstr_size);
 
 /** @brief Row callback of sk_db_rows: @p cols[0..ncols) are the row's values,
  *  @p nulls[i] non-zero for a NULL (value 0). Return 0 to continue, non-zero to stop. */
