@@ -13,10 +13,9 @@
  * front lease row with lease_until >= since - D, so a front's row keeps its holder while
  * the purchases it admitted may still reach Kafka. The SET writes the taker's role.
  * Times travel as ms since the epoch (TIMESTAMPDIFF, not UNIX_TIMESTAMP, which stops
- * at 2038 on MariaDB 10.x); the session is UTC (sk/db.h). The holder is made of plain
- * characters (sk_lease_db_make_holder), so it is spliced into the SQL as is. */
-#include <inttypes.h>
-#include <stdio.h>
+ * at 2038 on MariaDB 10.x); the session is UTC (sk/db.h). Every value (holder, role,
+ * ids, intervals) is a bound parameter (sk/db.h); the SQL is constant. */
+#include <stdint.h>
 #include <string.h>
 #include "lease_db.h"
 #include "sk/dblock.h"
@@ -24,6 +23,14 @@
 
 #define TAKE_TRIES 3          /* compare-and-set attempts on one id */
 #define MS(col) "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " col ") DIV 1000"
+/* The "free" condition of a row (DESIGN.md 2); its one argument: grace_us(ld). */
+#define FREE_COND "lease_until < NOW(3) - INTERVAL IF(role = 'front', ?, 0) MICROSECOND"
+/* The raising SET shared by take and renew; its four arguments: SET_ARGS(ld). */
+#define SET_CLAUSE "SET holder = ?, role = ?, lease_until = NOW(3) + INTERVAL ? MICROSECOND, " \
+                   "mint_until = GREATEST(mint_until, NOW(3) + INTERVAL ? MICROSECOND)"
+#define SET_ARGS(ld) SK_STR((ld)->holder), SK_STR((ld)->role), \
+                     SK_I64((int64_t)(ld)->lease_ms * 1000), \
+                     SK_I64((int64_t)(ld)->lease_ms * 2 / 3 * 1000)
 
 enum { TAKE_OK, TAKE_HELD, TAKE_FAR };
 
@@ -32,11 +39,10 @@ void sk_lease_db_make_holder(char *out, size_t size)
         sk_dblock_make_holder(out, size); /* one generator: lease and lock holders never collide */
 }
 
-/* The "free" condition of a row (DESIGN.md 2 v5) into @p buf. */
-static void free_cond(const sk_lease_db_t *ld, char *buf, size_t size)
+/* D of a front's row in microseconds (FREE_COND). */
+static int64_t grace_us(const sk_lease_db_t *ld)
 {
-        snprintf(buf, size, "lease_until < NOW(3) - INTERVAL IF(role = 'front', %lld, 0) MICROSECOND",
-                 (long long)(ld->front_grace_ms > 0 ? ld->front_grace_ms : 0) * 1000);
+        return (ld->front_grace_ms > 0 ? ld->front_grace_ms : 0) * 1000;
 }
 
 /* Read back (holder = H, mint_until, NOW(3)) of @p id into *r's until/db_now/mono.
@@ -44,14 +50,13 @@ static void free_cond(const sk_lease_db_t *ld, char *buf, size_t size)
 static sk_err_t read_back(sk_lease_db_t *ld, int id, sk_lease_read_t *r, int *ours, char *errstr,
                           size_t errstr_size)
 {
-        char sql[512];
         int64_t v[3];
         sk_err_t err;
 
-        snprintf(sql, sizeof(sql),
-                 "SELECT holder = '%s', " MS("mint_until") ", " MS("NOW(3)")
-                 " FROM tb_worker_lease WHERE worker_id = %d", ld->holder, id);
-        if ((err = sk_db_query_row_i64(ld->db, sql, v, 3, NULL, errstr, errstr_size)) != SK_OK)
+        if ((err = sk_db_row1(ld->db, "SELECT holder = ?, " MS("mint_until") ", " MS("NOW(3)")
+                              " FROM tb_worker_lease WHERE worker_id = ?",
+                              SK_ARGS(SK_STR(ld->holder), SK_I64(id)), v, 3, NULL, errstr,
+                              errstr_size)) != SK_OK)
                 return err;
         r->mono_ms = sk_mono_ms();
         *ours = v[0] == 1;
@@ -60,32 +65,20 @@ static sk_err_t read_back(sk_lease_db_t *ld, int id, sk_lease_read_t *r, int *ou
         return SK_OK;
 }
 
-/* The raising SET shared by take and renew. */
-static void set_clause(const sk_lease_db_t *ld, char *buf, size_t size)
-{
-        snprintf(buf, size,
-                 "SET holder = '%s', role = '%s', lease_until = NOW(3) + INTERVAL %lld MICROSECOND, "
-                 "mint_until = GREATEST(mint_until, NOW(3) + INTERVAL %lld MICROSECOND)",
-                 ld->holder, ld->role, (long long)ld->lease_ms * 1000,
-                 (long long)((int64_t)ld->lease_ms * 2 / 3) * 1000);
-}
-
 /* One compare-and-set attempt on @p id. *outcome: TAKE_OK (window in *r), TAKE_HELD
  * (another holder, or the compare-and-set missed), TAKE_FAR (free but its mint_until
  * is more than a lease ahead and @p skip_far). */
 static sk_err_t take_once(sk_lease_db_t *ld, int id, int skip_far, sk_lease_read_t *r, int *outcome,
                           char *errstr, size_t errstr_size)
 {
-        char sql[1024], set[320], cond[160];
         int64_t v[4];
         int ours = 0;
         sk_err_t err;
 
-        free_cond(ld, cond, sizeof(cond));
-        snprintf(sql, sizeof(sql),
-                 "SELECT holder = '%s', %s, " MS("mint_until") ", "
-                 MS("NOW(3)") " FROM tb_worker_lease WHERE worker_id = %d", ld->holder, cond, id);
-        err = sk_db_query_row_i64(ld->db, sql, v, 4, NULL, errstr, errstr_size);
+        err = sk_db_row1(ld->db, "SELECT holder = ?, " FREE_COND ", " MS("mint_until") ", "
+                         MS("NOW(3)") " FROM tb_worker_lease WHERE worker_id = ?",
+                         SK_ARGS(SK_STR(ld->holder), SK_I64(grace_us(ld)), SK_I64(id)), v, 4,
+                         NULL, errstr, errstr_size);
         if (err == SK_ENOTFOUND) {
                 sk_seterr(errstr, errstr_size, "tb_worker_lease has no row for worker id %d "
                           "(run `seckill-admin db migrate`)", id);
@@ -103,12 +96,14 @@ static sk_err_t take_once(sk_lease_db_t *ld, int id, int skip_far, sk_lease_read
                 *outcome = TAKE_FAR;
                 return SK_OK;
         }
-        set_clause(ld, set, sizeof(set));
-        snprintf(sql, sizeof(sql),
-                 "UPDATE tb_worker_lease %s WHERE worker_id = %d AND (%s OR "
-                 "holder = '%s') AND mint_until = '1970-01-01 00:00:00' + INTERVAL %" PRId64
-                 " MICROSECOND", set, id, cond, ld->holder, v[2] * 1000);
-        if ((err = sk_db_exec(ld->db, sql, errstr, errstr_size)) != SK_OK)
+        /* The compare-and-set on the mint_until M just read (v[2], ms). */
+        if ((err = sk_db_exec_args(ld->db, "UPDATE tb_worker_lease " SET_CLAUSE
+                                   " WHERE worker_id = ? AND (" FREE_COND " OR holder = ?)"
+                                   " AND mint_until = '1970-01-01 00:00:00'"
+                                   " + INTERVAL ? MICROSECOND",
+                                   SK_ARGS(SET_ARGS(ld), SK_I64(id), SK_I64(grace_us(ld)),
+                                           SK_STR(ld->holder), SK_I64(v[2] * 1000)),
+                                   NULL, errstr, errstr_size)) != SK_OK)
                 return err;
         if ((err = read_back(ld, id, r, &ours, errstr, errstr_size)) != SK_OK)
                 return err;
@@ -138,23 +133,26 @@ static sk_err_t take_id(sk_lease_db_t *ld, int id, int skip_far, sk_lease_read_t
 static sk_err_t take_lowest(sk_lease_db_t *ld, sk_lease_read_t *r, int *id, char *errstr,
                             size_t errstr_size)
 {
-        static const char *const mint_cond[2] = { "mint_until < NOW(3)",
-                                                  "mint_until <= NOW(3) + INTERVAL %lld MICROSECOND" };
-        char sql[640], cond[128], fcond[160];
+        static const char *const sql[2] = {
+                "SELECT MIN(worker_id) FROM tb_worker_lease WHERE worker_id > ? AND "
+                FREE_COND " AND mint_until < NOW(3)",
+                "SELECT MIN(worker_id) FROM tb_worker_lease WHERE worker_id > ? AND "
+                FREE_COND " AND mint_until <= NOW(3) + INTERVAL ? MICROSECOND",
+        };
         sk_err_t err;
 
         *id = -1;
-        free_cond(ld, fcond, sizeof(fcond));
         for (int pass = 0; pass < 2; pass++) {
                 int64_t after = -1, next;
                 int is_null = 0, outcome;
 
-                snprintf(cond, sizeof(cond), mint_cond[pass], (long long)ld->lease_ms * 1000);
                 for (;;) {
-                        snprintf(sql, sizeof(sql),
-                                 "SELECT MIN(worker_id) FROM tb_worker_lease WHERE worker_id > %"
-                                 PRId64 " AND %s AND %s", after, fcond, cond);
-                        err = sk_db_query_i64(ld->db, sql, &next, &is_null, errstr, errstr_size);
+                        /* after, D, and (pass 1 only) one lease, in microseconds. */
+                        const sk_db_arg_t args[3] = { SK_I64(after), SK_I64(grace_us(ld)),
+                                                      SK_I64((int64_t)ld->lease_ms * 1000) };
+
+                        err = sk_db_i64(ld->db, sql[pass], args, pass == 0 ? 2 : 3, &next,
+                                        &is_null, errstr, errstr_size);
                         if (err != SK_OK)
                                 return err;
                         if (is_null)
@@ -176,13 +174,12 @@ static sk_err_t take_lowest(sk_lease_db_t *ld, sk_lease_read_t *r, int *id, char
 sk_err_t sk_lease_db_renew(sk_lease_db_t *ld, int id, sk_lease_read_t *r, int *ours, char *errstr,
                       size_t errstr_size)
 {
-        char sql[512], set[320];
         sk_err_t err;
 
-        set_clause(ld, set, sizeof(set));
-        snprintf(sql, sizeof(sql), "UPDATE tb_worker_lease %s WHERE worker_id = %d AND holder = '%s'",
-                 set, id, ld->holder);
-        if ((err = sk_db_exec(ld->db, sql, errstr, errstr_size)) != SK_OK)
+        if ((err = sk_db_exec_args(ld->db, "UPDATE tb_worker_lease " SET_CLAUSE
+                                   " WHERE worker_id = ? AND holder = ?",
+                                   SK_ARGS(SET_ARGS(ld), SK_I64(id), SK_STR(ld->holder)), NULL,
+                                   errstr, errstr_size)) != SK_OK)
                 return err;
         return read_back(ld, id, r, ours, errstr, errstr_size);
 }
@@ -191,13 +188,12 @@ sk_err_t sk_lease_db_renew(sk_lease_db_t *ld, int id, sk_lease_read_t *r, int *o
  * ends by itself at lease_until. */
 void sk_lease_db_release(sk_lease_db_t *ld, int id, int quiet)
 {
-        char sql[320];
         int64_t back_ms = 1 + (quiet && ld->front_grace_ms > 0 ? ld->front_grace_ms : 0);
 
-        snprintf(sql, sizeof(sql), "UPDATE tb_worker_lease SET lease_until = NOW(3) - INTERVAL %lld "
-                 "MICROSECOND WHERE worker_id = %d AND holder = '%s'", (long long)back_ms * 1000, id,
-                 ld->holder);
-        (void)sk_db_exec(ld->db, sql, NULL, 0);
+        (void)sk_db_exec_args(ld->db, "UPDATE tb_worker_lease SET lease_until = NOW(3) - "
+                              "INTERVAL ? MICROSECOND WHERE worker_id = ? AND holder = ?",
+                              SK_ARGS(SK_I64(back_ms * 1000), SK_I64(id), SK_STR(ld->holder)),
+                              NULL, NULL, 0);
 }
 
 /* Take conf's id, or the lowest usable one. SK_OK with *id = -1 (reason in errstr)

@@ -11,10 +11,10 @@
 
 typedef struct sk_lease_db {
         sk_db_t *db;          /* owned by the caller */
-        char holder[128];     /* host:pid:start_ms, plain characters only (spliced into SQL) */
+        char holder[128];     /* host:pid:start_ms, plain characters only (bound) */
         int lease_ms;         /* lease period (ms) */
         int fixed_id;         /* the id to take; -1 = the lowest usable one */
-        char role[16];        /* front | consumer | admin | reconciler (spliced into SQL) */
+        char role[16];        /* front | consumer | admin | reconciler (bound) */
         int64_t front_grace_ms; /* D of DESIGN.md 12 (2 x delivery timeout + 1 s): a row whose
                                  * role is front is free only once lease_until + D < NOW(3) */
 } sk_lease_db_t;
