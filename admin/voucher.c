@@ -305,18 +305,6 @@ static long long redis_int(sk_redis_t *r, const char *cmd, const char *key, long
         return v;
 }
 
-/* Row callback: copy the three counts. */
-static int counts_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
-{
-        int64_t **out = arg;
-        (void)nulls;
-        (void)ncols;
-        *out[0] = cols[0];
-        *out[1] = cols[1];
-        *out[2] = cols[2];
-        return 1;
-}
-
 /* Active orders, CREATED and FAILED outcomes of the voucher, in one statement (the
  * sub-queries share its read view). */
 static sk_err_t db_counts(sk_db_t *db, int64_t id, int64_t *active, int64_t *created,
@@ -329,10 +317,17 @@ static sk_err_t db_counts(sk_db_t *db, int64_t id, int64_t *active, int64_t *cre
                 SK_SQL_OUTCOME_CREATED "),"
                 " (SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = ? AND outcome = "
                 SK_SQL_OUTCOME_FAILED ")";
-        int64_t ids[3] = { id, id, id }, *out[3] = { active, created, failed };
+        const sk_db_arg_t a = SK_I64(id);
+        int64_t c[3];
         char errstr[256];
+        sk_err_t err = sk_db_row1(db, sql, SK_ARGS(a, a, a), c, 3, NULL, errstr, sizeof(errstr));
 
-        return sk_db_rows(db, sql, ids, 3, 3, counts_cb, out, errstr, sizeof(errstr));
+        if (err == SK_OK) {
+                *active = c[0];
+                *created = c[1];
+                *failed = c[2];
+        }
+        return err;
 }
 
 /* What `voucher show` found: the DB side and the Redis side. */

@@ -35,25 +35,21 @@ static sk_err_t insert_voucher_row(sk_db_t *db, int64_t id, int64_t stock, int b
                 " currency) VALUES (?, ?, ?,"
                 " TIMESTAMPADD(MICROSECOND, ? * 1000, '1970-01-01 00:00:00'),"
                 " TIMESTAMPADD(MICROSECOND, ? * 1000, '1970-01-01 00:00:00'), ?, ?, ?)";
-        int64_t v[7] = { id, stock, buckets, begin_ms, end_ms, status, price_minor };
-        char cur[4];
-        unsigned long cur_len;
-        MYSQL_BIND b[8];
-        int i;
 
-        snprintf(cur, sizeof(cur), "%s", currency);
-        cur_len = strlen(cur);
-        for (i = 0; i < 7; i++)
-                sk_db_bind_i64(&b[i], &v[i]);
-        sk_db_bind_str(&b[7], cur, &cur_len, sizeof(cur));
-        return sk_db_exec_bound(db, sql, b, 8, NULL, errstr, errstr_size);
+        /* the currency as its first 3 bytes (validated by the caller) */
+        return sk_db_exec_args(db, sql, SK_ARGS(SK_I64(id), SK_I64(stock), SK_I64(buckets),
+                                                SK_I64(begin_ms), SK_I64(end_ms), SK_I64(status),
+                                                SK_I64(price_minor),
+                                                SK_STRN(currency, strnlen(currency, 3))),
+                               NULL, errstr, errstr_size);
 }
 
 /* After an unknown COMMIT: on a fresh session (wsrep_sync_wait = 1 on Galera), does
- * @p sql (SELECT COUNT(*) by the transaction's unique key) find the row? *found = 1/0.
- * Tried @p tries times with a backoff; an error leaves the outcome unknown. */
-static sk_err_t resolve_exists(sk_db_t *db, const char *sql, int tries, int *found,
-                               char *errstr, size_t errstr_size)
+ * @p sql (SELECT COUNT(*) by the transaction's unique key, the one argument @p key) find
+ * the row? *found = 1/0. Tried @p tries times with a backoff; an error leaves the outcome
+ * unknown. */
+static sk_err_t resolve_exists(sk_db_t *db, const char *sql, sk_db_arg_t key, int tries,
+                               int *found, char *errstr, size_t errstr_size)
 {
         uint64_t rng = sk_backoff_seed();
         sk_err_t err = SK_EAGAIN;
@@ -65,7 +61,7 @@ static sk_err_t resolve_exists(sk_db_t *db, const char *sql, int tries, int *fou
                         sk_sleep_ms(sk_backoff_ms(i, 100, 2000, &rng), NULL);
                 if ((err = sk_db_resolve_begin(db, errstr, errstr_size)) != SK_OK)
                         continue;
-                err = sk_db_query_i64(db, sql, &n, NULL, errstr, errstr_size);
+                err = sk_db_i64(db, sql, &key, 1, &n, NULL, errstr, errstr_size);
                 sk_db_resolve_end(db);
                 if (err == SK_OK) {
                         *found = n > 0;
@@ -113,7 +109,7 @@ sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buc
                                  int64_t price_minor, const char *currency,
                                  char *errstr, size_t errstr_size)
 {
-        char why[384] = "", lost[384], sql[128];
+        char why[384] = "", lost[384];
         uint64_t rng = sk_backoff_seed();
         sk_err_t err = SK_EAGAIN;
         int found = 0;
@@ -126,7 +122,6 @@ sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buc
          * again; an unknown COMMIT -> read the minted id's voucher row (the bucket and
          * switch rows commit with it): found -> created; none -> again with the same id
          * (its primary key keeps a second copy out). */
-        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_seckill_voucher WHERE voucher_id = %" PRId64, id);
         for (int run = 0; run < ADD_STOCK_TRIES; run++) {
                 if (run > 0) {
                         sk_sleep_ms(sk_backoff_ms(run, 50, 1000, &rng), NULL);
@@ -140,7 +135,8 @@ sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buc
                 if (err != SK_EUNKNOWN)
                         break;
                 snprintf(lost, sizeof(lost), "%s", why);
-                err = resolve_exists(db, sql, ADD_STOCK_TRIES, &found, why, sizeof(why));
+                err = resolve_exists(db, "SELECT COUNT(*) FROM tb_seckill_voucher WHERE voucher_id = ?",
+                                     SK_I64(id), ADD_STOCK_TRIES, &found, why, sizeof(why));
                 fprintf(stderr, PROG ": voucher_create_commit_unknown voucher_id=%" PRId64 " found=%d (%s)\n",
                         id, err == SK_OK ? found : -1, lost);
                 if (err != SK_OK) {
@@ -165,30 +161,25 @@ sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buc
 static sk_err_t add_stock_txn(sk_db_t *db, int64_t id, int64_t k, const char *rid, int *applied,
                               char *errstr, size_t errstr_size)
 {
-        char q[2 * 64 + 3], sql[512];
         int64_t buckets = 0, affected = 0;
-        int is_null = 0;
         sk_err_t err;
 
         *applied = 0;
-        if (!sk_db_quote(db, rid, q, sizeof(q))) {
-                sk_seterr(errstr, errstr_size, "cannot quote the request id");
-                return SK_EAGAIN;
-        }
         if ((err = sk_db_begin(db, errstr, errstr_size)) != SK_OK)
                 return err;
-        snprintf(sql, sizeof(sql), "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = %"
-                 PRId64 " FOR UPDATE", id);
-        if ((err = sk_db_query_i64(db, sql, &buckets, &is_null, errstr, errstr_size)) != SK_OK)
+        if ((err = sk_db_i64(db, "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = ?"
+                             " FOR UPDATE", SK_ARGS(SK_I64(id)), &buckets, NULL, errstr,
+                             errstr_size)) != SK_OK)
                 goto fail;
         if (buckets < 1 || buckets > SK_BUCKETS_MAX) {
                 sk_seterr(errstr, errstr_size, "voucher %" PRId64 " has %" PRId64 " buckets", id, buckets);
                 err = SK_EDB;
                 goto fail;
         }
-        snprintf(sql, sizeof(sql), "INSERT IGNORE INTO tb_seckill_stock_change (request_id, voucher_id,"
-                 " amount) VALUES (%s, %" PRId64 ", %" PRId64 ")", q, id, k);
-        if ((err = sk_db_exec_i64(db, sql, NULL, 0, &affected, errstr, errstr_size)) != SK_OK)
+        if ((err = sk_db_exec_args(db, "INSERT IGNORE INTO tb_seckill_stock_change (request_id,"
+                                   " voucher_id, amount) VALUES (?, ?, ?)",
+                                   SK_ARGS(SK_STR(rid), SK_I64(id), SK_I64(k)), &affected, errstr,
+                                   errstr_size)) != SK_OK)
                 goto fail;
         if (affected == 0) { /* a repeat of R: nothing changes */
                 sk_db_rollback(db);
@@ -237,16 +228,10 @@ fail:
 static sk_err_t add_stock(sk_db_t *db, int64_t id, int64_t k, const char *rid, int *applied,
                           char *errstr, size_t errstr_size)
 {
-        char q[2 * 64 + 3], sql[256];
         uint64_t rng = sk_backoff_seed();
         sk_err_t err = SK_EAGAIN;
 
         *applied = 0;
-        if (!sk_db_quote(db, rid, q, sizeof(q))) {
-                sk_seterr(errstr, errstr_size, "cannot quote the request id");
-                return SK_EINVAL;
-        }
-        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_seckill_stock_change WHERE request_id = %s", q);
         for (int run = 0; run < ADD_STOCK_TRIES; run++) {
                 char why[512] = "";
                 int found = 0;
@@ -264,7 +249,9 @@ static sk_err_t add_stock(sk_db_t *db, int64_t id, int64_t k, const char *rid, i
                 if (err != SK_EUNKNOWN)
                         return err;
                 snprintf(why, sizeof(why), "%s", errstr);
-                err = resolve_exists(db, sql, ADD_STOCK_TRIES, &found, errstr, errstr_size);
+                err = resolve_exists(db, "SELECT COUNT(*) FROM tb_seckill_stock_change"
+                                     " WHERE request_id = ?", SK_STR(rid), ADD_STOCK_TRIES, &found,
+                                     errstr, errstr_size);
                 fprintf(stderr, PROG ": add_stock_commit_unknown request_id=%s found=%d (%s)\n",
                         rid, err == SK_OK ? found : -1, why);
                 if (err != SK_OK) {

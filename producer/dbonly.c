@@ -81,37 +81,6 @@ int fr_dbonly_submit(fr_req_t *req, int64_t epoch)
         return fr_queue_push(&pool.q, req);
 }
 
-/* Read the first row of @p sql (BIGINT parameters @p p[0..np), MYSQL_TYPE_LONGLONG) as
- * @p ncols 64-bit integers into out. @returns SK_OK, SK_ENOTFOUND (no row) or the error. */
-typedef struct {
-        int64_t *out;
-        int ncols, got;
-} first_row_t;
-
-static int first_row_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
-{
-        first_row_t *fr = arg;
-        int i;
-
-        (void)nulls;
-        for (i = 0; i < fr->ncols && i < ncols; i++)
-                fr->out[i] = cols[i];
-        fr->got = 1;
-        return 1;
-}
-
-static sk_err_t q_i64(sk_db_t *db, const char *sql, const int64_t *p, int np, int64_t *out,
-                      int ncols, char *errstr, size_t errstr_size)
-{
-        first_row_t fr = { out, ncols, 0 };
-        sk_err_t err;
-
-        err = sk_db_rows(db, sql, p, np, ncols, first_row_cb, &fr, errstr, errstr_size);
-        if (err == SK_OK && !fr.got)
-                return SK_ENOTFOUND;
-        return err;
-}
-
 /* The buckets of the voucher with stock left: have[b] = 1. */
 static int have_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
 {
@@ -147,8 +116,9 @@ static sk_err_t take_unit(sk_db_t *db, const fr_req_t *req, int buckets, int *bu
                         return err;
                 if (changed != 1)
                         continue;
-                if ((err = q_i64(db, "SELECT stock FROM tb_seckill_stock WHERE voucher_id = ? AND "
-                                 "bucket = ?", p, 2, after, 1, errstr, errstr_size)) != SK_OK)
+                if ((err = sk_db_i64(db, "SELECT stock FROM tb_seckill_stock WHERE voucher_id = ? AND "
+                                     "bucket = ?", SK_ARGS(SK_I64(p[0]), SK_I64(p[1])), after,
+                                     NULL, errstr, errstr_size)) != SK_OK)
                         return err;
                 *bucket = b;
                 return SK_OK;
@@ -213,7 +183,7 @@ static sk_err_t checks(sk_db_t *db, const fr_req_t *req, result_t *res, int *buc
                        char *errstr, size_t errstr_size)
 {
         sk_dsw_row_t sw;
-        int64_t v[4], p[2];
+        int64_t v[4];
         sk_err_t err;
 
         err = sk_dsw_get(db, req->voucher_id, 0, &sw, errstr, errstr_size);
@@ -223,9 +193,9 @@ static sk_err_t checks(sk_db_t *db, const fr_req_t *req, result_t *res, int *buc
         }
         if (err != SK_OK)
                 return err;
-        err = q_i64(db, "SELECT status, begin_time > NOW(3), end_time <= NOW(3), buckets FROM "
-                    "tb_seckill_voucher WHERE voucher_id = ?", &req->voucher_id, 1, v, 4, errstr,
-                    errstr_size);
+        err = sk_db_row1(db, "SELECT status, begin_time > NOW(3), end_time <= NOW(3), buckets FROM "
+                         "tb_seckill_voucher WHERE voucher_id = ?", SK_ARGS(SK_I64(req->voucher_id)),
+                         v, 4, NULL, errstr, errstr_size);
         if (err == SK_ENOTFOUND) {
                 *res = R_NOT_FOUND;
                 return SK_OK;
@@ -237,10 +207,9 @@ static sk_err_t checks(sk_db_t *db, const fr_req_t *req, result_t *res, int *buc
              : v[0] != 1 ? R_NOT_FOUND : v[2] ? R_ENDED : v[1] ? R_NOT_STARTED : R_CREATED;
         if (*res != R_CREATED)
                 return SK_OK;
-        p[0] = req->voucher_id;
-        p[1] = req->user_id;
-        err = q_i64(db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ? AND "
-                    "active_user_id = ?", p, 2, v, 1, errstr, errstr_size);
+        err = sk_db_i64(db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ? AND "
+                        "active_user_id = ?", SK_ARGS(SK_I64(req->voucher_id), SK_I64(req->user_id)),
+                        v, NULL, errstr, errstr_size);
         if (err == SK_ENOTFOUND)
                 return SK_OK;
         if (err != SK_OK)
@@ -344,8 +313,8 @@ static int committed(sk_db_t *db, const fr_req_t *req)
 
         if (sk_db_resolve_begin(db, errstr, sizeof(errstr)) != SK_OK)
                 return -1;
-        err = q_i64(db, "SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = ?",
-                    &req->trace_id, 1, &n, 1, errstr, sizeof(errstr));
+        err = sk_db_i64(db, "SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = ?",
+                        SK_ARGS(SK_I64(req->trace_id)), &n, NULL, errstr, sizeof(errstr));
         sk_db_resolve_end(db);
         if (err != SK_OK)
                 return -1;

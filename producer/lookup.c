@@ -96,42 +96,40 @@ static void lk_db_broken(lk_conn_t *lc)
         lc->db = NULL;
 }
 
-/* Run @p sql (ids in it were formatted by sk_id_format: digits only) and copy the first
- * row's first @p ncols columns into @p cols (each cap bytes, "" for NULL).
+/* Run @p sql with the id @p id bound (and @p id2 when non-zero) and copy the first row's
+ * first @p ncols (<= 8) columns into @p cols as text (cut at 63 bytes, "" for NULL).
  * @returns 1 row found, 0 no row, -1 DB error (the connection is dropped). */
-static int lk_query_row(lk_conn_t *lc, const char *sql, int ncols, char cols[][64], int *isnull)
+static int lk_query_row(lk_conn_t *lc, const char *sql, int64_t id, int64_t id2, int ncols,
+                        char cols[][64], int *isnull)
 {
         sk_db_t *db = lk_db(lc);
-        MYSQL_RES *res;
-        MYSQL_ROW row;
-        unsigned long *lens;
-        int i, found = 0;
+        sk_db_col_t c[8];
+        char errstr[256];
+        unsigned mask = 0;
+        sk_err_t err;
+        int i;
 
         if (!db)
                 return -1;
-        if (sk_db_query(db, sql, strlen(sql), &res, NULL, 0) != SK_OK) {
-                SK_LOG(SK_WARN, "lookup_db_error", "errno=%u reason=\"%s\"",
-                       sk_db_errno(db), sk_db_error(db));
+        for (i = 0; i < ncols; i++)
+                c[i] = SK_COL_STR(cols[i], 64);
+        if (id2)
+                err = sk_db_row1_cols(db, sql, SK_ARGS(SK_I64(id), SK_I64(id2)), c, ncols, &mask,
+                                      errstr, sizeof(errstr));
+        else
+                err = sk_db_row1_cols(db, sql, SK_ARGS(SK_I64(id)), c, ncols, &mask, errstr,
+                                      sizeof(errstr));
+        if (err == SK_ENOTFOUND)
+                return 0;
+        if (err != SK_OK) {
+                SK_LOG(SK_WARN, "lookup_db_error", "errno=%u reason=\"%s\"", sk_db_errno(db),
+                       errstr);
                 lk_db_broken(lc);
                 return -1;
         }
-        if ((row = mysql_fetch_row(res)) != NULL && (int)mysql_num_fields(res) >= ncols) {
-                lens = mysql_fetch_lengths(res);
-                for (i = 0; i < ncols; i++) {
-                        size_t n = row[i] ? lens[i] : 0;
-
-                        if (n > 63)
-                                n = 63;
-                        if (row[i])
-                                memcpy(cols[i], row[i], n);
-                        cols[i][n] = '\0';
-                        if (isnull)
-                                isnull[i] = row[i] == NULL;
-                }
-                found = 1;
-        }
-        mysql_free_result(res);
-        return found;
+        for (i = 0; isnull && i < ncols; i++)
+                isnull[i] = (mask >> i) & 1u;
+        return 1;
 }
 
 /* HGET/GET helpers. @returns 1 value copied (malloc'd into *out), 0 nil, -1 error. */
@@ -193,14 +191,13 @@ static void answer_json(fr_req_t *req, int status, const char *json)
  * in the DB or not on sale there: 404. end_time is UTC (every session runs in UTC). */
 static void do_voucher(lk_conn_t *lc, fr_req_t *req)
 {
-        char sql[256], cols[2][64];
+        char cols[2][64];
         int64_t end_ms = 0;
         int rc;
 
-        snprintf(sql, sizeof(sql),
-                 "SELECT status, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', end_time) DIV 1000 "
-                 "FROM tb_seckill_voucher WHERE voucher_id=%s", req->sv);
-        rc = lk_query_row(lc, sql, 2, cols, NULL);
+        rc = lk_query_row(lc, "SELECT status, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00',"
+                          " end_time) DIV 1000 FROM tb_seckill_voucher WHERE voucher_id=?",
+                          req->voucher_id, 0, 2, cols, NULL);
         if (rc == 1 && sk_id_parse_cstr(cols[1], &end_ms) != 0)
                 end_ms = 0; /* not a positive ms count: no end to compare with */
         if (rc < 0) {
@@ -223,15 +220,15 @@ typedef struct me_order {
         char deadline[32];      /* "YYYY-mm-ddTHH:MM:SS.mmm" (UTC) or "" = none */
 } me_order_t;
 
-#define ME_ORDER_COLS "id, status, DATE_FORMAT(pay_deadline, '%%Y-%%m-%%dT%%H:%%i:%%s.%%f')"
+#define ME_ORDER_COLS "id, status, DATE_FORMAT(pay_deadline, '%Y-%m-%dT%H:%i:%s.%f')"
 
-/* Fill @p mo from the first row of @p sql (columns ME_ORDER_COLS).
- * @returns 1 found, 0 none, -1 DB error. */
-static int me_order_row(lk_conn_t *lc, const char *sql, me_order_t *mo)
+/* Fill @p mo from the first row of @p sql (columns ME_ORDER_COLS; ids @p id, @p id2 as
+ * lk_query_row binds them). @returns 1 found, 0 none, -1 DB error. */
+static int me_order_row(lk_conn_t *lc, const char *sql, int64_t id, int64_t id2, me_order_t *mo)
 {
         char cols[3][64];
         int isnull[3] = { 0, 0, 0 };
-        int rc = lk_query_row(lc, sql, 3, cols, isnull);
+        int rc = lk_query_row(lc, sql, id, id2, 3, cols, isnull);
         int st = 0;
 
         if (rc != 1)
@@ -282,17 +279,18 @@ static void me_answer(fr_req_t *req, const char *state, const me_order_t *mo, co
 static int me_from_outcome(lk_conn_t *lc, fr_req_t *req, char cols[3][64])
 {
         me_order_t mo = { "", NULL, "" };
-        char sql[256];
-        int rc;
+        int64_t oid = 0;
+        int rc = 0;
 
         if (strcmp(cols[0], "1") != 0) {
                 snprintf(mo.order_id, sizeof(mo.order_id), "%.20s", cols[1]);
                 me_answer(req, "FAILED", &mo, cols[2]);
                 return 0;
         }
-        snprintf(sql, sizeof(sql), "SELECT " ME_ORDER_COLS " FROM tb_voucher_order WHERE id=%s",
-                 cols[1]);
-        if ((rc = me_order_row(lc, sql, &mo)) < 0)
+        /* A CREATED row names its order (a positive id); anything else finds no order. */
+        if (sk_id_parse_cstr(cols[1], &oid) == 0 &&
+            (rc = me_order_row(lc, "SELECT " ME_ORDER_COLS " FROM tb_voucher_order WHERE id=?",
+                               oid, 0, &mo)) < 0)
                 return -1;
         if (rc == 0)
                 snprintf(mo.order_id, sizeof(mo.order_id), "%.20s", cols[1]);
@@ -402,17 +400,16 @@ fail:
  * anything else needs the users hash: 503. */
 static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
 {
-        char sql[384], cols[3][64];
+        char cols[3][64];
         me_order_t mo = { "", NULL, "" };
         me_redis_t m;
         int64_t t = 0;
         int rc, redis_err = me_read_redis(lc, req, &m, &t) < 0;
 
-        snprintf(sql, sizeof(sql),
-                 "SELECT " ME_ORDER_COLS " FROM tb_voucher_order WHERE voucher_id=%s AND user_id=%s"
-                 " AND status IN " SK_SQL_ORDER_ACTIVE
-                 " ORDER BY create_time DESC LIMIT 1", req->sv, req->su);
-        if ((rc = me_order_row(lc, sql, &mo)) < 0)
+        if ((rc = me_order_row(lc, "SELECT " ME_ORDER_COLS " FROM tb_voucher_order WHERE voucher_id=?"
+                               " AND user_id=? AND status IN " SK_SQL_ORDER_ACTIVE
+                               " ORDER BY create_time DESC LIMIT 1", req->voucher_id, req->user_id,
+                               &mo)) < 0)
                 goto db_down;
         if (rc == 1) {
                 me_answer(req, "CREATED", &mo, NULL);
@@ -423,9 +420,8 @@ static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
                 goto done;
         }
         if (t && (m.entry || m.restore || m.probing)) {
-                snprintf(sql, sizeof(sql), "SELECT outcome, order_id, reason FROM tb_seckill_outcome"
-                         " WHERE trace_id=%" PRId64, t);
-                if ((rc = lk_query_row(lc, sql, 3, cols, NULL)) < 0)
+                if ((rc = lk_query_row(lc, "SELECT outcome, order_id, reason FROM tb_seckill_outcome"
+                                       " WHERE trace_id=?", t, 0, 3, cols, NULL)) < 0)
                         goto db_down;
                 if (rc == 1) {
                         if (me_from_outcome(lc, req, cols) < 0)
@@ -444,10 +440,10 @@ static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
                 }
                 goto done;
         }
-        snprintf(sql, sizeof(sql),
-                 "SELECT outcome, order_id, reason FROM tb_seckill_outcome WHERE voucher_id=%s "
-                 "AND user_id=%s ORDER BY created_at DESC, trace_id DESC LIMIT 1", req->sv, req->su);
-        if ((rc = lk_query_row(lc, sql, 3, cols, NULL)) < 0)
+        if ((rc = lk_query_row(lc, "SELECT outcome, order_id, reason FROM tb_seckill_outcome"
+                               " WHERE voucher_id=? AND user_id=? ORDER BY created_at DESC,"
+                               " trace_id DESC LIMIT 1", req->voucher_id, req->user_id, 3, cols,
+                               NULL)) < 0)
                 goto db_down;
         if (rc == 1) {
                 if (me_from_outcome(lc, req, cols) < 0)
@@ -468,7 +464,7 @@ done:
  * not (its deadline is on the DB's clock), so that read goes to the DB. */
 static void do_order_get(lk_conn_t *lc, fr_req_t *req)
 {
-        char kord[SK_KEY_MAX], sql[512], cols[8][64], buf[768];
+        char kord[SK_KEY_MAX], cols[8][64], buf[768];
         int isnull[8] = { 0 };
         char *cached = NULL;
         int rc, st = 0;
@@ -495,13 +491,11 @@ static void do_order_get(lk_conn_t *lc, fr_req_t *req)
                 /* An entry without the lifecycle fields: the DB answers. */
         }
         /* Redis down or a miss: the DB is the book of record. */
-        snprintf(sql, sizeof(sql),
-                 "SELECT id, user_id, voucher_id, trace_id, status, "
-                 "DATE_FORMAT(create_time, '%%Y-%%m-%%dT%%H:%%i:%%s.%%f'), "
-                 "DATE_FORMAT(pay_deadline, '%%Y-%%m-%%dT%%H:%%i:%%s.%%f'), "
-                 "DATE_FORMAT(paid_at, '%%Y-%%m-%%dT%%H:%%i:%%s.%%f') "
-                 "FROM tb_voucher_order WHERE id=%s", req->so);
-        rc = lk_query_row(lc, sql, 8, cols, isnull);
+        rc = lk_query_row(lc, "SELECT id, user_id, voucher_id, trace_id, status, "
+                          "DATE_FORMAT(create_time, '%Y-%m-%dT%H:%i:%s.%f'), "
+                          "DATE_FORMAT(pay_deadline, '%Y-%m-%dT%H:%i:%s.%f'), "
+                          "DATE_FORMAT(paid_at, '%Y-%m-%dT%H:%i:%s.%f') "
+                          "FROM tb_voucher_order WHERE id=?", req->order_id, 0, 8, cols, isnull);
         if (rc < 0) {
                 fr_answer_503(req, "db", NULL, "database unavailable");
                 return;

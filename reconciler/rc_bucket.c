@@ -28,33 +28,19 @@
 #include "sk/outcome.h"
 #include "sk/snowflake.h"
 
-typedef struct one_acc {
-        int64_t v;
-        int found;
-} one_acc_t;
-
-static int one_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
-{
-        one_acc_t *a = arg;
-
-        (void)ncols;
-        a->v = nulls[0] ? 0 : cols[0];
-        a->found = 1;
-        return 1;
-}
-
 int rc_nbuckets(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
 {
-        one_acc_t a = { 1, 0 };
+        int64_t v = 1;
         char errstr[512];
+        sk_err_t err = sk_db_i64(ctx->db, "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = ?",
+                                 SK_ARGS(SK_I64(voucher_id)), &v, NULL, errstr, sizeof(errstr));
 
-        if (sk_db_rows(ctx->db, "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = ?",
-                       &voucher_id, 1, 1, one_row, &a, errstr, sizeof(errstr)) != SK_OK) {
+        if (err != SK_OK && err != SK_ENOTFOUND) {
                 st->errors++;
                 rc_note(st, "buckets read failed: %s", errstr);
                 return 1;
         }
-        return a.found && a.v >= 1 && a.v <= SK_BUCKETS_MAX ? (int)a.v : 1;
+        return err == SK_OK && v >= 1 && v <= SK_BUCKETS_MAX ? (int)v : 1;
 }
 
 /* The probing grace, from T's snowflake time: the front's request deadline (2 x
@@ -157,9 +143,10 @@ static void repair_home(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int nb,
 {
         sk_trace_entry_t *eh = sk_traceset_get(&sets[h], t, 0), *ej = NULL;
         int prefer = -1, j, home_fence;
-        one_acc_t t0 = { 0, 0 };
+        int64_t t0 = 0;
         sk_home_res_t hr;
         char errstr[512];
+        sk_err_t err;
 
         if (eh && eh->home_st)
                 (void)sk_parse_int(eh->home_st, 0, 15, &prefer);
@@ -178,17 +165,18 @@ static void repair_home(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int nb,
                 return;
         /* A user who holds an active order (T was a has_order duplicate) stays blocked by
          * that order's trace T0 (DESIGN.md 4): re-point instead of releasing. */
-        if (sk_db_rows(ctx->db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ?"
-                       " AND active_user_id = ?", (int64_t[]){ vid, u }, 2, 1, one_row, &t0,
-                       errstr, sizeof(errstr)) != SK_OK) {
+        err = sk_db_i64(ctx->db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ?"
+                        " AND active_user_id = ?", SK_ARGS(SK_I64(vid), SK_I64(u)), &t0, NULL,
+                        errstr, sizeof(errstr));
+        if (err != SK_OK && err != SK_ENOTFOUND) {
                 st->errors++;
                 rc_note(st, "active order read failed: %s", errstr);
                 return;
         }
-        if (t0.found && t0.v == t)
+        if (err == SK_OK && t0 == t)
                 return; /* T is the user's active order: users[U] = T is right */
         if (sk_home_step(ctx->r, ctx->conf->redis_prefix, vid, h, t, u, j,
-                         t0.found ? t0.v : 0, SK_REASON_NONE,
+                         err == SK_OK ? t0 : 0, SK_REASON_NONE,
                          rc_expire_extra_ms(ctx), &hr, errstr, sizeof(errstr)) != SK_OK) {
                 st->errors++;
                 rc_note(st, "home step failed: %s", errstr);
@@ -208,7 +196,8 @@ static void repair_strays(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int n
 
         for (size_t i = 0; i < sets[b].n; i++) {
                 sk_trace_entry_t *e = &sets[b].v[i], *eo;
-                one_acc_t a = { -1, 0 };
+                int64_t o = -1;
+                sk_err_t err;
                 sk_rollback_res_t res;
                 sk_rollback_args_t ra = { .voucher_id = vid, .bucket = b, .home = -1,
                                           .trace_id = e->trace_id, .user_id = e->msg.user_id,
@@ -219,15 +208,15 @@ static void repair_strays(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int n
                 if (!e->deduct || !e->msg_ok || !e->outcome || e->msg.bucket == e->msg.home ||
                     now_ms - e->msg.ts_ms < grace)
                         continue;
-                if (sk_db_rows(ctx->db, "SELECT bucket FROM tb_seckill_outcome"
-                               " WHERE trace_id = ?", &e->trace_id, 1, 1, one_row, &a,
-                               errstr, sizeof(errstr)) != SK_OK) {
+                err = sk_db_i64(ctx->db, "SELECT bucket FROM tb_seckill_outcome WHERE trace_id = ?",
+                                SK_ARGS(SK_I64(e->trace_id)), &o, NULL, errstr, sizeof(errstr));
+                if (err != SK_OK && err != SK_ENOTFOUND) {
                         st->errors++;
                         rc_note(st, "outcome bucket read failed: %s", errstr);
                         return;
                 }
-                if (!a.found || a.v == b || a.v < 0 || a.v >= nb ||
-                    !(eo = sk_traceset_get(&sets[a.v], e->trace_id, 0)) || !eo->deduct)
+                if (err != SK_OK || o == b || o < 0 || o >= nb ||
+                    !(eo = sk_traceset_get(&sets[o], e->trace_id, 0)) || !eo->deduct)
                         continue;
                 e->skip = 1; /* decided in bucket o: not judged here */
                 if (e->restore)
@@ -243,7 +232,7 @@ static void repair_strays(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int n
                 }
                 SK_LOG(SK_WARN, "stray_take_restored", "voucher=%" PRId64 " trace=%" PRId64
                        " bucket=%d outcome_bucket=%" PRId64 " restored=%d", vid, e->trace_id, b,
-                       a.v, res.restored);
+                       o, res.restored);
                 st->stray_restored++;
         }
 }

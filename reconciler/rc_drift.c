@@ -127,37 +127,21 @@ static int64_t redis_stock(rc_ctx_t *ctx, int64_t voucher_id, int b, int *missin
         return v;
 }
 
-typedef struct stock_acc {
-        int64_t stock;
-        int seen;
-} stock_acc_t;
-
-static int stock_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
-{
-        stock_acc_t *a = arg;
-
-        (void)nulls;
-        (void)ncols;
-        a->stock = cols[0];
-        a->seen = 1;
-        return 0;
-}
-
 /* Bucket @p b's DB stock and the outcomes of the traces in @p set, in one consistent
  * snapshot: read apart, a consumer committing in between makes a trace CREATED whose
  * unit the stock read earlier does not show as sold, a false undersell (issue 22). */
 static sk_err_t db_snapshot(rc_ctx_t *ctx, int64_t vid, int b, sk_traceset_t *set,
                             int64_t *db_stock, char *errstr, size_t errstr_size)
 {
-        const int64_t p[2] = { vid, b };
-        stock_acc_t a = { 0, 0 };
+        int64_t stock = 0;
         sk_err_t err;
 
         if ((err = sk_db_begin_snapshot(ctx->db, errstr, errstr_size)) != SK_OK)
                 return err;
-        err = sk_db_rows(ctx->db, "SELECT stock FROM tb_seckill_stock WHERE voucher_id = ?"
-                         " AND bucket = ?", p, 2, 1, stock_row, &a, errstr, errstr_size);
-        if (err == SK_OK && !a.seen) {
+        err = sk_db_i64(ctx->db, "SELECT stock FROM tb_seckill_stock WHERE voucher_id = ?"
+                        " AND bucket = ?", SK_ARGS(SK_I64(vid), SK_I64(b)), &stock, NULL, errstr,
+                        errstr_size);
+        if (err == SK_ENOTFOUND) {
                 sk_seterr(errstr, errstr_size, "no tb_seckill_stock row for bucket %d", b);
                 err = SK_EDB;
         }
@@ -167,7 +151,7 @@ static sk_err_t db_snapshot(rc_ctx_t *ctx, int64_t vid, int b, sk_traceset_t *se
                 err = sk_db_commit(ctx->db, errstr, errstr_size);
         if (err != SK_OK)
                 sk_db_rollback(ctx->db);
-        *db_stock = a.stock;
+        *db_stock = stock;
         return err;
 }
 

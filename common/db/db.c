@@ -113,10 +113,38 @@ static sk_err_t raw_exec(MYSQL *conn, const char *sql, char *errstr, size_t errs
         return SK_OK;
 }
 
+/* Run @p sql with its one BIGINT parameter @p v bound, on a raw connection. */
+static sk_err_t raw_exec_i64(MYSQL *conn, const char *sql, int64_t v, char *errstr,
+                             size_t errstr_size)
+{
+        MYSQL_STMT *st = mysql_stmt_init(conn);
+        MYSQL_BIND b;
+        unsigned int errnum;
+        sk_err_t err = SK_OK;
+
+        if (!st) {
+                sk_seterr(errstr, errstr_size, "stmt_init: out of memory");
+                return SK_ENOMEM;
+        }
+        memset(&b, 0, sizeof(b));
+        b.buffer_type = MYSQL_TYPE_LONGLONG;
+        b.buffer = &v;
+        if (mysql_stmt_prepare(st, sql, (unsigned long)strlen(sql)) ||
+            mysql_stmt_bind_param(st, &b) || mysql_stmt_execute(st)) {
+                errnum = mysql_stmt_errno(st);
+                err = sk_db_classify(errnum);
+                sk_seterr(errstr, errstr_size, "query: mysql error %u: %s", errnum,
+                          mysql_stmt_error(st));
+                if (err == SK_OK)
+                        err = SK_EDB;
+        }
+        mysql_stmt_close(st);
+        return err;
+}
+
 /* The session settings of sk/db.h on a fresh connection @p conn. */
 static sk_err_t session_setup(const sk_db_t *db, MYSQL *conn, char *errstr, size_t errstr_size)
 {
-        char sql[128];
         sk_err_t err;
 
         if ((err = raw_exec(conn, "SET SESSION time_zone = '+00:00'", errstr,
@@ -128,9 +156,8 @@ static sk_err_t session_setup(const sk_db_t *db, MYSQL *conn, char *errstr, size
                             errstr, errstr_size)) != SK_OK)
                 return err;
         if (db->lock_wait_timeout_s > 0) {
-                snprintf(sql, sizeof(sql), "SET SESSION innodb_lock_wait_timeout = %d",
-                         db->lock_wait_timeout_s);
-                if ((err = raw_exec(conn, sql, errstr, errstr_size)) != SK_OK)
+                if ((err = raw_exec_i64(conn, "SET SESSION innodb_lock_wait_timeout = ?",
+                                        db->lock_wait_timeout_s, errstr, errstr_size)) != SK_OK)
                         return err;
         }
         return raw_exec(conn, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
@@ -459,24 +486,6 @@ void sk_db_rollback(sk_db_t *db)
                 (void)mysql_rollback(db->conn);
 }
 
-void sk_db_bind_i64(MYSQL_BIND *b, int64_t *v)
-{
-        memset(b, 0, sizeof(*b));
-        b->buffer_type = MYSQL_TYPE_LONGLONG;
-        b->buffer = v;
-        b->buffer_length = sizeof(*v);
-        b->is_unsigned = 0;
-}
-
-void sk_db_bind_str(MYSQL_BIND *b, char *s, unsigned long *len, size_t cap)
-{
-        memset(b, 0, sizeof(*b));
-        b->buffer_type = MYSQL_TYPE_STRING;
-        b->buffer = s;
-        b->buffer_length = (unsigned long)cap;
-        b->length = len;
-}
-
 /* ------------------------------------------------------------------ the connection,
  * for callers that use the client API's statements and result sets directly */
 
@@ -567,20 +576,6 @@ sk_err_t sk_db_query(sk_db_t *db, const char *sql, size_t len, MYSQL_RES **res, 
                 return SK_EDB;
         }
         return SK_OK;
-}
-
-size_t sk_db_quote(sk_db_t *db, const char *s, char *out, size_t out_size)
-{
-        size_t len = s ? strlen(s) : 0;
-        unsigned long n;
-
-        if (!db || !db->conn || !s || out_size < 2 * len + 3)
-                return 0;
-        out[0] = '\'';
-        n = mysql_real_escape_string(db->conn, out + 1, s, (unsigned long)len);
-        out[1 + n] = '\'';
-        out[2 + n] = '\0';
-        return (size_t)n + 2;
 }
 
 sk_err_t sk_db_select_db(sk_db_t *db, const char *name, char *errstr, size_t errstr_size)

@@ -9,6 +9,24 @@
 
 #include "sk/db.h"
 
+void sk_db_bind_i64(MYSQL_BIND *b, int64_t *v)
+{
+        memset(b, 0, sizeof(*b));
+        b->buffer_type = MYSQL_TYPE_LONGLONG;
+        b->buffer = v;
+        b->buffer_length = sizeof(*v);
+        b->is_unsigned = 0;
+}
+
+void sk_db_bind_str(MYSQL_BIND *b, char *s, unsigned long *len, size_t cap)
+{
+        memset(b, 0, sizeof(*b));
+        b->buffer_type = MYSQL_TYPE_STRING;
+        b->buffer = s;
+        b->buffer_length = (unsigned long)cap;
+        b->length = len;
+}
+
 sk_err_t sk__db_stmt_run(sk_db_t *db, const char *sql, const sk_db_arg_t *args, int nargs,
                          MYSQL_STMT **out, char *errstr, size_t errstr_size)
 {

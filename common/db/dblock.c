@@ -1,8 +1,8 @@
 /* dblock.c: advisory locks as rows of tb_lock (contract in sk/dblock.h; DESIGN.md v5 16
  * (1); the table in ddl/0007_lock.sql).
  *
- * Every write binds the name and the holder as strings (prepared statements) and splices
- * only the ttl, a validated integer. Error handling, per statement:
+ * Every statement binds its values (the name and the holder as strings, the ttl as an
+ * integer; sk/db.h). Error handling, per statement:
  *   1213 / 1205 (and the other transient codes that say the statement did not apply,
  *   sk_db_classify) -> short sleep, the same statement again (TRANSIENT_TRIES);
  *   2006 / 2013 / not connected (the write may or may not have applied: unknown outcome)
@@ -55,7 +55,7 @@ static void holder_host(char host[65])
         host[64] = '\0';
         for (char *p = host; *p; p++) {
                 if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
-                        *p = '_';   /* plain characters: the holder may be spliced into SQL */
+                        *p = '_';   /* plain characters, readable in a log line */
         }
 }
 
@@ -132,26 +132,16 @@ static int lost_link(sk_db_t *db)
                e == 1053 || e == 4031 || !sk_db_ping(db);
 }
 
-/* Run @p sql with the lock's name and holder bound (in the order @p order: "nh" or
- * "hnh"...), retrying 1213/1205 and their kin. *affected = rows changed. */
-static sk_err_t exec_lock(sk_dblock_t *lk, const char *sql, const char *order, int64_t *affected,
-                          char *errstr, size_t errstr_size)
+/* Run @p sql with @p args[0..nargs) bound (the lock's name, holder, ttl), retrying
+ * 1213/1205 and their kin. *affected = rows changed. */
+static sk_err_t exec_lock(sk_dblock_t *lk, const char *sql, const sk_db_arg_t *args, int nargs,
+                          int64_t *affected, char *errstr, size_t errstr_size)
 {
-        MYSQL_BIND b[4];
-        unsigned long len[4];
         sk_err_t err = SK_EAGAIN;
-        int n = (int)strlen(order);
 
         for (int attempt = 1; attempt <= TRANSIENT_TRIES; attempt++) {
-                for (int i = 0; i < n && i < 4; i++) {
-                        char *s = order[i] == 'n' ? lk->name : lk->holder;
-                        size_t cap = order[i] == 'n' ? sizeof(lk->name) : sizeof(lk->holder);
-
-                        len[i] = (unsigned long)strlen(s);
-                        sk_db_bind_str(&b[i], s, &len[i], cap);
-                }
                 *affected = 0;
-                err = sk_db_exec_bound(lk->db, sql, b, n, affected, errstr, errstr_size);
+                err = sk_db_exec_args(lk->db, sql, args, nargs, affected, errstr, errstr_size);
                 if (err != SK_EAGAIN || lost_link(lk->db))
                         return err;
                 sk_sleep_ms(TRANSIENT_SLEEP_MS * attempt, NULL);
@@ -164,32 +154,27 @@ static sk_err_t exec_lock(sk_dblock_t *lk, const char *sql, const char *order, i
 static sk_err_t read_row(sk_dblock_t *lk, int *ours, int *live, int64_t *ms_left, char *who,
                          size_t who_size, char *errstr, size_t errstr_size)
 {
-        char nlit[2 * SK_DBLOCK_NAME_MAX + 3], hlit[2 * SK_DBLOCK_HOLDER_MAX + 3];
-        char sql[sizeof(nlit) + sizeof(hlit) + 256];
-        MYSQL_RES *res = NULL;
-        MYSQL_ROW row;
+        char holder[SK_DBLOCK_HOLDER_MAX + 1];
+        int64_t v[3];
+        const sk_db_col_t cols[4] = { SK_COL_I64(&v[0]), SK_COL_I64(&v[1]), SK_COL_I64(&v[2]),
+                                      SK_COL_STR(holder, sizeof(holder)) };
+        unsigned nulls = 0;
         sk_err_t err;
-        int n;
 
-        if (!sk_db_quote(lk->db, lk->name, nlit, sizeof(nlit)) ||
-            !sk_db_quote(lk->db, lk->holder, hlit, sizeof(hlit)))
-                return sk_db_seterr(lk->db, "quote", errstr, errstr_size);
-        n = snprintf(sql, sizeof(sql),
-                     "SELECT holder = %s, until >= NOW(3), "
-                     "TIMESTAMPDIFF(MICROSECOND, NOW(3), until) DIV 1000, holder "
-                     "FROM tb_lock WHERE name = %s", hlit, nlit);
-        if ((err = sk_db_query(lk->db, sql, (size_t)n, &res, errstr, errstr_size)) != SK_OK)
+        err = sk_db_row1_cols(lk->db, "SELECT holder = ?, until >= NOW(3), "
+                              "TIMESTAMPDIFF(MICROSECOND, NOW(3), until) DIV 1000, holder "
+                              "FROM tb_lock WHERE name = ?",
+                              SK_ARGS(SK_STR(lk->holder), SK_STR(lk->name)), cols, 4, &nulls,
+                              errstr, errstr_size);
+        if (err != SK_OK)
                 return err;
-        if (!(row = mysql_fetch_row(res)) || !row[0] || !row[1] || !row[2]) {
-                mysql_free_result(res);
+        if (nulls & 7u)
                 return SK_ENOTFOUND;
-        }
-        *ours = atoi(row[0]) == 1;
-        *live = atoi(row[1]) == 1;
-        *ms_left = strtoll(row[2], NULL, 10);
+        *ours = v[0] == 1;
+        *live = v[1] == 1;
+        *ms_left = v[2];
         if (who)
-                snprintf(who, who_size, "%s", row[3] ? row[3] : "");
-        mysql_free_result(res);
+                snprintf(who, who_size, "%s", holder);
         return SK_OK;
 }
 
@@ -238,14 +223,14 @@ sk_dblock_t *sk_dblock_open(const sk_mysql_url_t *url, const char *name, int ttl
 /* One try. *got = 1 when the row is ours now. */
 static sk_err_t take_once(sk_dblock_t *lk, int *got, char *errstr, size_t errstr_size)
 {
-        char sql[768];
+        const int64_t ttl_us = (int64_t)lk->ttl_ms * 1000;
         int64_t changed = 0;
         sk_err_t err;
 
         *got = 0;
         err = exec_lock(lk, "INSERT INTO tb_lock (name, holder, until, seq) VALUES (?, '', "
                         "'1970-01-01 00:00:01.000', 0) ON DUPLICATE KEY UPDATE name = name",
-                        "n", &changed, errstr, errstr_size);
+                        SK_ARGS(SK_STR(lk->name)), &changed, errstr, errstr_size);
         if (err != SK_OK && lost_link(lk->db))
                 (void)sk_db_reconnect(lk->db, NULL, 0); /* nothing to resolve: idempotent */
         if (err != SK_OK) {
@@ -254,29 +239,29 @@ static sk_err_t take_once(sk_dblock_t *lk, int *got, char *errstr, size_t errstr
                                   "db migrate`)");
                 return err;
         }
-        snprintf(sql, sizeof(sql),
-                 "UPDATE tb_lock SET holder = ?, until = NOW(3) + INTERVAL %lld MICROSECOND, "
-                 "seq = seq + 1, taken_at = NOW(3) WHERE name = ? AND (holder = ? OR "
-                 "until < NOW(3))", (long long)lk->ttl_ms * 1000);
-        err = exec_lock(lk, sql, "hnh", &changed, errstr, errstr_size);
+        err = exec_lock(lk, "UPDATE tb_lock SET holder = ?, until = NOW(3) + INTERVAL ? MICROSECOND, "
+                        "seq = seq + 1, taken_at = NOW(3) WHERE name = ? AND (holder = ? OR "
+                        "until < NOW(3))", SK_ARGS(SK_STR(lk->holder), SK_I64(ttl_us),
+                                                   SK_STR(lk->name), SK_STR(lk->holder)),
+                        &changed, errstr, errstr_size);
         if (err != SK_OK && lost_link(lk->db))
                 return resolve(lk, got, errstr, errstr_size);
         *got = err == SK_OK && changed == 1;
         if (err == SK_OK && !*got) {
                 /* Held live by someone else: a process of this host that died is taken
                  * over at once, by a compare-and-set on its holder string. */
-                char who[SK_DBLOCK_HOLDER_MAX + 1] = "", wlit[2 * SK_DBLOCK_HOLDER_MAX + 3];
+                char who[SK_DBLOCK_HOLDER_MAX + 1] = "";
                 int ours = 0, live = 0;
                 int64_t left = 0;
 
                 if (read_row(lk, &ours, &live, &left, who, sizeof(who), NULL, 0) == SK_OK &&
-                    live && !ours && who[0] && holder_dead_here(who) &&
-                    sk_db_quote(lk->db, who, wlit, sizeof(wlit))) {
-                        snprintf(sql, sizeof(sql),
-                                 "UPDATE tb_lock SET holder = ?, until = NOW(3) + INTERVAL %lld "
-                                 "MICROSECOND, seq = seq + 1, taken_at = NOW(3) WHERE name = ? AND "
-                                 "holder = %s", (long long)lk->ttl_ms * 1000, wlit);
-                        err = exec_lock(lk, sql, "hn", &changed, errstr, errstr_size);
+                    live && !ours && who[0] && holder_dead_here(who)) {
+                        err = exec_lock(lk, "UPDATE tb_lock SET holder = ?, until = NOW(3) + "
+                                        "INTERVAL ? MICROSECOND, seq = seq + 1, taken_at = NOW(3) "
+                                        "WHERE name = ? AND holder = ?",
+                                        SK_ARGS(SK_STR(lk->holder), SK_I64(ttl_us),
+                                                SK_STR(lk->name), SK_STR(who)),
+                                        &changed, errstr, errstr_size);
                         if (err != SK_OK && lost_link(lk->db))
                                 return resolve(lk, got, errstr, errstr_size);
                         *got = err == SK_OK && changed == 1;
@@ -327,7 +312,6 @@ sk_err_t sk_dblock_take(sk_dblock_t *lk, int wait_ms, char *errstr, size_t errst
 
 sk_err_t sk_dblock_check(sk_dblock_t *lk, char *errstr, size_t errstr_size)
 {
-        char sql[256];
         int64_t changed = 0;
         int ours = 0;
         sk_err_t err = SK_EAGAIN;
@@ -336,11 +320,12 @@ sk_err_t sk_dblock_check(sk_dblock_t *lk, char *errstr, size_t errstr_size)
                 sk_seterr(errstr, errstr_size, "lock %s is not held", lk ? lk->name : "?");
                 return SK_ENOTFOUND;
         }
-        snprintf(sql, sizeof(sql), "UPDATE tb_lock SET until = NOW(3) + INTERVAL %lld MICROSECOND, "
-                 "seq = seq + 1 WHERE name = ? AND holder = ?", (long long)lk->ttl_ms * 1000);
         /* At most two rounds: an unknown outcome resolved as "still ours" renews again. */
         for (int round = 0; round < 2; round++) {
-                err = exec_lock(lk, sql, "nh", &changed, errstr, errstr_size);
+                err = exec_lock(lk, "UPDATE tb_lock SET until = NOW(3) + INTERVAL ? MICROSECOND, "
+                                "seq = seq + 1 WHERE name = ? AND holder = ?",
+                                SK_ARGS(SK_I64((int64_t)lk->ttl_ms * 1000), SK_STR(lk->name),
+                                        SK_STR(lk->holder)), &changed, errstr, errstr_size);
                 if (err == SK_OK && changed == 1)
                         return SK_OK;
                 if (err == SK_OK) {
@@ -384,7 +369,8 @@ void sk_dblock_release(sk_dblock_t *lk)
                 return;
         lk->held = 0;
         (void)exec_lock(lk, "UPDATE tb_lock SET until = NOW(3) - INTERVAL 1000 MICROSECOND, "
-                        "seq = seq + 1 WHERE name = ? AND holder = ?", "nh", &changed, NULL, 0);
+                        "seq = seq + 1 WHERE name = ? AND holder = ?",
+                        SK_ARGS(SK_STR(lk->name), SK_STR(lk->holder)), &changed, NULL, 0);
 }
 
 void sk_dblock_close(sk_dblock_t *lk)
@@ -419,11 +405,9 @@ const char *sk_dblock_name(const sk_dblock_t *lk)
 sk_err_t sk_dblock_live(sk_db_t *db, const char *name, int *live, char *holder,
                         size_t holder_size, char *errstr, size_t errstr_size)
 {
-        char nlit[2 * SK_DBLOCK_NAME_MAX + 3], sql[sizeof(nlit) + 128];
-        MYSQL_RES *res = NULL;
-        MYSQL_ROW row;
+        char who[SK_DBLOCK_HOLDER_MAX + 1];
+        const sk_db_col_t col = SK_COL_STR(who, sizeof(who));
         sk_err_t err;
-        int n;
 
         *live = 0;
         if (holder && holder_size)
@@ -435,17 +419,14 @@ sk_err_t sk_dblock_live(sk_db_t *db, const char *name, int *live, char *holder,
                 return SK_EINVAL;
         }
         sk_dblock_fit_name(name, fitted, sizeof(fitted));
-        if (!sk_db_quote(db, fitted, nlit, sizeof(nlit)))
-                return sk_db_seterr(db, "quote", errstr, errstr_size);
-        n = snprintf(sql, sizeof(sql), "SELECT holder FROM tb_lock WHERE name = %s AND "
-                     "until >= NOW(3)", nlit);
-        if ((err = sk_db_query(db, sql, (size_t)n, &res, errstr, errstr_size)) != SK_OK)
+        err = sk_db_row1_cols(db, "SELECT holder FROM tb_lock WHERE name = ? AND until >= NOW(3)",
+                              SK_ARGS(SK_STR(fitted)), &col, 1, NULL, errstr, errstr_size);
+        if (err == SK_ENOTFOUND)
+                return SK_OK;
+        if (err != SK_OK)
                 return err;
-        if ((row = mysql_fetch_row(res))) {
-                *live = 1;
-                if (holder && holder_size)
-                        snprintf(holder, holder_size, "%s", row[0] ? row[0] : "");
-        }
-        mysql_free_result(res);
+        *live = 1;
+        if (holder && holder_size)
+                snprintf(holder, holder_size, "%s", who);
         return SK_OK;
 }

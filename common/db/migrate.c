@@ -46,16 +46,6 @@
 #define MIGRATE_UNPAID_WHERE "status = 1 AND pay_deadline IS NOT NULL"
 #define MIGRATE_LOCK_TTL_MS 120000  /* renewed before every statement */
 
-static int valid_db_name(const char *s)
-{
-        if (!*s || strlen(s) > 64)
-                return 0;
-        for (; *s; s++)
-                if (!isalnum((unsigned char)*s) && *s != '_')
-                        return 0;
-        return 1;
-}
-
 /* 1 if @p line (len bytes, no newline) is blank or a comment line. */
 static int skip_line(const char *line, size_t len)
 {
@@ -152,7 +142,6 @@ done:
 /* *yes = 1 if migration @p name is recorded in schema_migrations. */
 static sk_err_t recorded(sk_db_t *db, const char *name, int *yes, char *errstr, size_t errstr_size)
 {
-        char sql[512], lit[2 * 128 + 3];
         int64_t n = 0;
         sk_err_t err;
 
@@ -161,10 +150,8 @@ static sk_err_t recorded(sk_db_t *db, const char *name, int *yes, char *errstr, 
                 sk_seterr(errstr, errstr_size, "migration name too long: %s", name);
                 return SK_EINVAL;
         }
-        if (!sk_db_quote(db, name, lit, sizeof(lit)))
-                return sk_db_seterr(db, "quote", errstr, errstr_size);
-        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM schema_migrations WHERE name = %s", lit);
-        if ((err = sk_db_query_i64(db, sql, &n, NULL, errstr, errstr_size)) != SK_OK)
+        if ((err = sk_db_i64(db, "SELECT COUNT(*) FROM schema_migrations WHERE name = ?",
+                             SK_ARGS(SK_STR(name)), &n, NULL, errstr, errstr_size)) != SK_OK)
                 return err;
         *yes = n > 0;
         return SK_OK;
@@ -195,11 +182,9 @@ static sk_err_t count_unpaid(sk_db_t *db, int64_t *unpaid, char *errstr, size_t 
  * a currency column (amount 0, its default). */
 static sk_err_t set_unpaid_currency(sk_db_t *db, const char *currency, char *errstr, size_t errstr_size)
 {
-        char sql[256];
-
-        snprintf(sql, sizeof(sql), "UPDATE tb_voucher_order SET currency = '%s' WHERE "
-                 MIGRATE_UNPAID_WHERE " AND amount_minor = 0", currency);
-        return sk_db_exec(db, sql, errstr, errstr_size);
+        return sk_db_exec_args(db, "UPDATE tb_voucher_order SET currency = ? WHERE "
+                               MIGRATE_UNPAID_WHERE " AND amount_minor = 0",
+                               SK_ARGS(SK_STR(currency)), NULL, errstr, errstr_size);
 }
 
 static int valid_currency(const char *c)
@@ -222,7 +207,6 @@ sk_err_t sk_migrate_ex(const sk_mysql_url_t *url, const sk_migrate_opts_t *o, in
         sk_db_t *db = NULL;
         sk_dblock_t *lk = NULL;
         char lock_name[96];
-        char sql[512], lit[2 * 128 + 3];
         int napplied = 0;
         sk_err_t err;
 
@@ -235,7 +219,7 @@ sk_err_t sk_migrate_ex(const sk_mysql_url_t *url, const sk_migrate_opts_t *o, in
                           "(SECKILL_CURRENCY: 3 letters A-Z)", currency);
                 return SK_EINVAL;
         }
-        if (!url || !valid_db_name(url->database)) {
+        if (!url || !sk_db_ident_ok(url->database)) {
                 sk_seterr(errstr, errstr_size, "invalid database name \"%s\"",
                           url ? url->database : "");
                 return SK_EINVAL;
@@ -243,10 +227,9 @@ sk_err_t sk_migrate_ex(const sk_mysql_url_t *url, const sk_migrate_opts_t *o, in
         if (!(db = sk_db_connect(url, 1, 0, errstr, errstr_size)))
                 return SK_EAGAIN; /* connect failures are worth a retry */
 
-        snprintf(sql, sizeof(sql),
-                 "CREATE DATABASE IF NOT EXISTS `%s` CHARACTER SET utf8mb4 "
-                 "COLLATE utf8mb4_unicode_ci", url->database);
-        if ((err = sk_db_exec(db, sql, errstr, errstr_size)) != SK_OK)
+        if ((err = sk_db_exec_ident(db, "CREATE DATABASE IF NOT EXISTS ", url->database,
+                                    " CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci", errstr,
+                                    errstr_size)) != SK_OK)
                 goto done;
         if ((err = sk_db_select_db(db, url->database, errstr, errstr_size)) != SK_OK)
                 goto done;
@@ -294,14 +277,10 @@ sk_err_t sk_migrate_ex(const sk_mysql_url_t *url, const sk_migrate_opts_t *o, in
                 if (unpaid > 0 && strcmp(m->name, MIGRATE_V5_PAYMENTS) == 0 &&
                     (err = set_unpaid_currency(db, currency, errstr, errstr_size)) != SK_OK)
                         goto done;
-                if (!sk_db_quote(db, m->name, lit, sizeof(lit))) {
-                        err = sk_db_seterr(db, "quote", errstr, errstr_size);
-                        goto done;
-                }
-                snprintf(sql, sizeof(sql),
-                         "INSERT INTO schema_migrations (name, applied_at) "
-                         "VALUES (%s, CURRENT_TIMESTAMP(3))", lit);
-                if ((err = sk_db_exec(db, sql, errstr, errstr_size)) != SK_OK)
+                if ((err = sk_db_exec_args(db, "INSERT INTO schema_migrations (name, applied_at) "
+                                           "VALUES (?, CURRENT_TIMESTAMP(3))",
+                                           SK_ARGS(SK_STR(m->name)), NULL, errstr,
+                                           errstr_size)) != SK_OK)
                         goto done;
                 napplied++;
         }

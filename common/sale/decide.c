@@ -56,14 +56,6 @@ static sk_err_t clamp_read_failpoint(const sk_decider_t *d, char *errstr, size_t
         return SK_OK;
 }
 
-static int stock_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
-{
-        (void)nulls;
-        (void)ncols;
-        *(int64_t *)arg = cols[0];
-        return 1;
-}
-
 /* In the open transaction: bump bucket @p bucket's row (SET version = version + 1,
  * DESIGN.md v5 16 (3); the trace's bucket j) and read its stock. The write holds the row
  * until the transaction ends, on every node's terms: a concurrent restock of the row
@@ -86,8 +78,10 @@ static sk_err_t lock_stock_row(const sk_decider_t *d, int64_t voucher_id, int bu
         *stock = 0;
         if ((err = sk_db_exec_i64(d->db, bump, params, 2, NULL, errstr, errstr_size)) != SK_OK)
                 return err == SK_EEXIST ? SK_EDB : err;
-        err = sk_db_rows(d->db, sql, params, 2, 1, stock_row, stock, errstr,
-                         errstr_size);
+        err = sk_db_i64(d->db, sql, SK_ARGS(SK_I64(voucher_id), SK_I64(bucket)), stock, NULL,
+                        errstr, errstr_size);
+        if (err == SK_ENOTFOUND)
+                return SK_OK;   /* *stock stays 0 */
         return err == SK_EEXIST ? SK_EDB : err;
 }
 
@@ -100,11 +94,13 @@ static sk_err_t read_active_trace(const sk_decider_t *d, const sk_order_msg_t *m
 {
         static const char sql[] =
                 "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ? AND active_user_id = ?";
-        int64_t params[2] = { msg->voucher_id, msg->user_id };
         sk_err_t err;
 
         *t0 = 0;
-        err = sk_db_rows(d->db, sql, params, 2, 1, stock_row, t0, errstr, errstr_size);
+        err = sk_db_i64(d->db, sql, SK_ARGS(SK_I64(msg->voucher_id), SK_I64(msg->user_id)), t0,
+                        NULL, errstr, errstr_size);
+        if (err == SK_ENOTFOUND)
+                err = SK_OK;    /* no active order: *t0 stays 0 */
         if (*t0 == msg->trace_id)
                 *t0 = 0; /* never T itself */
         return err == SK_EEXIST ? SK_EDB : err;

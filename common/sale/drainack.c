@@ -1,7 +1,6 @@
 /* drainack.c: the acks of the early drain in tb_drain_ack (sk/drainack.h, DESIGN.md v5 12
  * parts b and c; the table in ddl/0006_drain_ack.sql). Both statements are prepared, every
  * id and epoch bound as MYSQL_TYPE_LONGLONG, the holder as a string. */
-#include <stdio.h>
 #include <string.h>
 
 #include "sk/drainack.h"
@@ -11,34 +10,13 @@ sk_err_t sk_drain_ack(sk_db_t *db, const char *holder, int64_t voucher_id, int64
 {
         static const char sql[] = "INSERT IGNORE INTO tb_drain_ack (holder, voucher_id, epoch, "
                                   "acked_at) VALUES (?, ?, ?, NOW(3))";
-        MYSQL_BIND b[3];
-        char hbuf[128];
-        unsigned long hlen;
-        int64_t v = voucher_id, e = epoch;
 
-        if (!holder || strlen(holder) >= sizeof(hbuf)) {
+        if (!holder || strlen(holder) >= 128) {
                 sk_seterr(errstr, errstr_size, "drain ack: bad holder");
                 return SK_EINVAL;
         }
-        snprintf(hbuf, sizeof(hbuf), "%s", holder);
-        hlen = (unsigned long)strlen(hbuf);
-        sk_db_bind_str(&b[0], hbuf, &hlen, sizeof(hbuf));
-        sk_db_bind_i64(&b[1], &v);
-        sk_db_bind_i64(&b[2], &e);
-        return sk_db_exec_bound(db, sql, b, 3, NULL, errstr, errstr_size);
-}
-
-typedef struct { int64_t rows, missing, fronts; } acks_t;
-
-static int acks_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
-{
-        acks_t *a = arg;
-
-        (void)ncols;
-        a->rows = nulls[0] ? 0 : cols[0];
-        a->missing = nulls[1] ? 0 : cols[1];
-        a->fronts = nulls[2] ? 0 : cols[2];
-        return 1;
+        return sk_db_exec_args(db, sql, SK_ARGS(SK_STR(holder), SK_I64(voucher_id), SK_I64(epoch)),
+                               NULL, errstr, errstr_size);
 }
 
 sk_err_t sk_drain_acks_missing(sk_db_t *db, int64_t voucher_id, int64_t epoch, int64_t grace_ms,
@@ -57,20 +35,21 @@ sk_err_t sk_drain_acks_missing(sk_db_t *db, int64_t voucher_id, int64_t epoch, i
                 "FROM tb_seckill_switch s LEFT JOIN tb_worker_lease l ON l.role = 'front' AND "
                 "l.lease_until >= s.since - INTERVAL ? MICROSECOND "
                 "WHERE s.scope = ? AND s.state = 'draining' AND s.epoch = ?";
-        int64_t p[3] = { (grace_ms > 0 ? grace_ms : 0) * 1000, voucher_id, epoch };
-        acks_t a = { 0, 0, 0 };
+        int64_t c[3] = { 0, 0, 0 }; /* rows, missing, fronts */
         sk_err_t err;
 
         *missing = -1;
         if (fronts)
                 *fronts = 0;
-        err = sk_db_rows(db, sql, p, 3, 3, acks_cb, &a, errstr, errstr_size);
+        err = sk_db_row1(db, sql, SK_ARGS(SK_I64((grace_ms > 0 ? grace_ms : 0) * 1000),
+                                          SK_I64(voucher_id), SK_I64(epoch)),
+                         c, 3, NULL, errstr, errstr_size);
+        if (err == SK_ENOTFOUND || (err == SK_OK && c[0] == 0))
+                return SK_OK;
         if (err != SK_OK)
                 return err;
-        if (a.rows == 0)
-                return SK_OK;
-        *missing = a.missing;
+        *missing = c[1];
         if (fronts)
-                *fronts = a.fronts;
+                *fronts = c[2];
         return SK_OK;
 }

@@ -1,7 +1,6 @@
-/* dswitch.c: the per-voucher degrade switch rows (sk/dswitch.h, DESIGN.md 12). Every id
- * and epoch is bound as MYSQL_TYPE_LONGLONG (prepared statements), never formatted into SQL. */
+/* dswitch.c: the per-voucher degrade switch rows (sk/dswitch.h, DESIGN.md 12). Every value
+ * is a bound parameter (ids and epochs as MYSQL_TYPE_LONGLONG), never formatted into SQL. */
 #include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,41 +33,6 @@ int sk_dsw_mode_parse(const char *s, int *mode)
         else
                 return -1;
         return 0;
-}
-
-/* Run @p sql with the BIGINT parameters @p p[0..n) (MYSQL_TYPE_LONGLONG) and the string
- * @p s (NULL binds SQL NULL) as the placeholder number @p s_at (0-based) among them;
- * *affected (may be NULL) = rows changed. @returns SK_OK or the classified error. */
-static sk_err_t exec_bound(sk_db_t *db, const char *sql, const int64_t *p, int n, const char *s,
-                           int s_at, int64_t *affected, char *errstr, size_t errstr_size)
-{
-        MYSQL_BIND b[8];
-        int64_t v[8];
-        char sbuf[256];
-        unsigned long slen = 0;
-        sk_my_bool snull = 1;
-        int i, k = 0;
-
-        if (n > 7 || s_at < 0 || s_at > n)
-                return SK_EINVAL;
-        if (s) {
-                snprintf(sbuf, sizeof(sbuf), "%s", s);
-                slen = (unsigned long)strlen(sbuf);
-                snull = 0;
-        } else {
-                sbuf[0] = '\0';
-        }
-        for (i = 0; i <= n; i++) {
-                if (i == s_at) {
-                        sk_db_bind_str(&b[i], sbuf, &slen, sizeof(sbuf));
-                        b[i].is_null = &snull;
-                        continue;
-                }
-                v[k] = p[k];
-                sk_db_bind_i64(&b[i], &v[k]);
-                k++;
-        }
-        return sk_db_exec_bound(db, sql, b, n + 1, affected, errstr, errstr_size);
 }
 
 sk_err_t sk_dsw_ensure(sk_db_t *db, int64_t voucher_id, char *errstr, size_t errstr_size)
@@ -209,17 +173,16 @@ sk_err_t sk_dsw_get(sk_db_t *db, int64_t voucher_id, int lock, sk_dsw_row_t *row
 static sk_err_t move_once(sk_db_t *db, int64_t voucher_id, int from, int64_t epoch, int to,
                           const char *by, int *moved, char *errstr, size_t errstr_size)
 {
-        char sql[320];
-        int64_t p[2] = { voucher_id, epoch }, changed = 0;
+        int64_t changed = 0;
         sk_err_t err;
 
         *moved = 0;
-        /* the state names are the fixed strings of STATES, never input */
-        snprintf(sql, sizeof(sql),
-                 "UPDATE tb_seckill_switch SET state = '%s', epoch = epoch + 1, since = NOW(3), "
-                 "updated_by = ? WHERE scope = ? AND state = '%s' AND epoch = ?",
-                 sk_dsw_state_str(to), sk_dsw_state_str(from));
-        err = exec_bound(db, sql, p, 2, by, 0, &changed, errstr, errstr_size);
+        err = sk_db_exec_args(db, "UPDATE tb_seckill_switch SET state = ?, epoch = epoch + 1,"
+                              " since = NOW(3), updated_by = ? WHERE scope = ? AND state = ?"
+                              " AND epoch = ?",
+                              SK_ARGS(SK_STR(sk_dsw_state_str(to)), SK_STR(by), SK_I64(voucher_id),
+                                      SK_STR(sk_dsw_state_str(from)), SK_I64(epoch)),
+                              &changed, errstr, errstr_size);
         *moved = err == SK_OK && changed == 1;
         return err;
 }
@@ -322,22 +285,16 @@ sk_err_t sk_dsw_begin_rebuild(sk_db_t *db, int64_t voucher_id, int64_t epoch, co
 sk_err_t sk_dsw_set_mode(sk_db_t *db, int64_t scope, int mode, const char *by, char *errstr,
                          size_t errstr_size)
 {
-        char sql[320], m[32];
-
         if ((mode < 0 && scope == 0) || mode > SK_DSW_REDIS_ONLY || scope < 0) {
                 sk_seterr(errstr, errstr_size, "bad mode for scope %" PRId64, scope);
                 return SK_EINVAL;
         }
-        /* the mode name is one of the fixed strings of MODES, never input */
-        if (mode < 0)
-                snprintf(m, sizeof(m), "NULL");
-        else
-                snprintf(m, sizeof(m), "'%s'", sk_dsw_mode_str(mode));
-        snprintf(sql, sizeof(sql),
-                 "INSERT INTO tb_seckill_switch (scope, mode, state, updated_by) VALUES "
-                 "(?, %s, 'redis', ?) ON DUPLICATE KEY UPDATE mode = VALUES(mode), "
-                 "updated_by = VALUES(updated_by)", m);
-        return exec_bound(db, sql, &scope, 1, by, 1, NULL, errstr, errstr_size);
+        /* mode < 0: the scope follows the default row (NULL) */
+        return sk_db_exec_args(db, "INSERT INTO tb_seckill_switch (scope, mode, state, updated_by)"
+                               " VALUES (?, ?, 'redis', ?) ON DUPLICATE KEY UPDATE"
+                               " mode = VALUES(mode), updated_by = VALUES(updated_by)",
+                               SK_ARGS(SK_I64(scope), mode < 0 ? SK_NULL : SK_STR(sk_dsw_mode_str(mode)),
+                                       SK_STR(by)), NULL, errstr, errstr_size);
 }
 
 int sk_dsw_next(const sk_dsw_row_t *row, int breaker_open, int redis_healthy,

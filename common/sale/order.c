@@ -120,15 +120,11 @@ static sk_err_t stock_add(sk_db_t *db, int64_t voucher_id, int bucket, int64_t k
         int64_t p[3] = { k, voucher_id, bucket }, affected = 0;
         sk_err_t err;
 
-        {
-                char sql[160];
-                int is_null = 0;
-                snprintf(sql, sizeof(sql), "SELECT stock FROM tb_seckill_stock"
-                         " WHERE voucher_id = %" PRId64 " AND bucket = %d FOR UPDATE",
-                         voucher_id, bucket);
-                if ((err = sk_db_query_i64(db, sql, before, &is_null, errstr, errstr_size)))
-                        return err == SK_ENOTFOUND ? SK_EDB : err;
-        }
+        if ((err = sk_db_i64(db, "SELECT stock FROM tb_seckill_stock"
+                             " WHERE voucher_id = ? AND bucket = ? FOR UPDATE",
+                             SK_ARGS(SK_I64(voucher_id), SK_I64(bucket)), before, NULL, errstr,
+                             errstr_size)))
+                return err == SK_ENOTFOUND ? SK_EDB : err;
         err = sk_db_exec_i64(db, "UPDATE tb_seckill_stock SET stock = stock + ?"
                              " WHERE voucher_id = ? AND bucket = ?",
                              p, 3, &affected, errstr, errstr_size);
@@ -358,23 +354,18 @@ fail:
         return err;
 }
 
-static int first_col(void *arg, const int64_t *c, const int *nulls, int ncols)
-{
-        (void)ncols;
-        *(int64_t *)arg = nulls[0] ? 0 : c[0];
-        return 1;
-}
-
 sk_err_t sk_order_overdue_oldest_s(sk_db_t *db, int grace_s, int64_t *seconds, char *errstr,
                                    size_t errstr_size)
 {
         int64_t g = grace_s < 0 ? 0 : grace_s;
+        sk_err_t err;
 
         *seconds = 0;
-        return sk_db_rows(db, "SELECT TIMESTAMPDIFF(SECOND, MIN(pay_deadline) + INTERVAL ? SECOND,"
-                          " NOW(3)) FROM tb_voucher_order WHERE status = " SK_SQL_ORDER_UNPAID
-                          " AND pay_deadline + INTERVAL ? SECOND <= NOW(3)",
-                          (int64_t[]){ g, g }, 2, 1, first_col, seconds, errstr, errstr_size);
+        err = sk_db_i64(db, "SELECT TIMESTAMPDIFF(SECOND, MIN(pay_deadline) + INTERVAL ? SECOND,"
+                        " NOW(3)) FROM tb_voucher_order WHERE status = " SK_SQL_ORDER_UNPAID
+                        " AND pay_deadline + INTERVAL ? SECOND <= NOW(3)",
+                        SK_ARGS(SK_I64(g), SK_I64(g)), seconds, NULL, errstr, errstr_size);
+        return err == SK_ENOTFOUND ? SK_OK : err;
 }
 
 /* The voucher's orders selected by @p sql (one `?`: the voucher id), in id order. */

@@ -1,7 +1,6 @@
 /* payment.c: the payment callback's transaction and the refund list (sk/payment.h,
- * DESIGN.md 13). Ids and amounts go into SQL as decimal integers; the txn id, the
- * currency and a refund reference (validated: printable ASCII, letters) as literals
- * quoted by the connection (sk_db_quote), so every statement reads as the SQL it runs.
+ * DESIGN.md 13). Every value (ids, amounts, the txn id, the currency, a refund
+ * reference) is a bound parameter of the statement (sk/db.h), never spliced into its SQL.
  *
  * Lock order: the order row (SELECT ... FOR UPDATE), then its bucket row (a close on the
  * spot, sk_order_close_in_tx), then the tb_payment insert, as order.c's lock order.
@@ -70,27 +69,19 @@ int sk_payment_parse_amount(const char *s, int64_t *out)
         return 0;
 }
 
-/* The quoted literals of @p p. @returns 0, or -1 (no connection). */
-static int quote_payment(sk_db_t *db, const sk_payment_t *p, char *txn, size_t txn_size,
-                         char *cur, size_t cur_size)
-{
-        return sk_db_quote(db, p->txn_id, txn, txn_size) && sk_db_quote(db, p->currency, cur, cur_size)
-               ? 0 : -1;
-}
-
 /* A repeat: the row of the txn id decides. @returns SK_OK with *found, or the DB error. */
-static sk_err_t from_row(sk_db_t *db, const sk_payment_t *p, const char *qtxn, const char *qcur,
-                         int *found, sk_payment_res_t *res, char *errstr, size_t errstr_size)
+static sk_err_t from_row(sk_db_t *db, const sk_payment_t *p, int *found, sk_payment_res_t *res,
+                         char *errstr, size_t errstr_size)
 {
-        char sql[512];
         int64_t c[4];
         sk_err_t err;
 
         *found = 0;
-        snprintf(sql, sizeof(sql), "SELECT order_id = %" PRId64 " AND amount_minor = %" PRId64
-                 " AND currency = %s, result, COALESCE(" REASON_FIELD ", 0), 1 FROM tb_payment"
-                 " WHERE provider_txn_id = %s", p->order_id, p->amount_minor, qcur, qtxn);
-        err = sk_db_query_row_i64(db, sql, c, 4, NULL, errstr, errstr_size);
+        err = sk_db_row1(db, "SELECT order_id = ? AND amount_minor = ? AND currency = ?, result,"
+                         " COALESCE(" REASON_FIELD ", 0), 1 FROM tb_payment"
+                         " WHERE provider_txn_id = ?",
+                         SK_ARGS(SK_I64(p->order_id), SK_I64(p->amount_minor), SK_STR(p->currency),
+                                 SK_STR(p->txn_id)), c, 4, NULL, errstr, errstr_size);
         if (err == SK_ENOTFOUND)
                 return SK_OK;
         if (err)
@@ -110,14 +101,13 @@ static sk_err_t from_row(sk_db_t *db, const sk_payment_t *p, const char *qtxn, c
 static sk_err_t no_order(sk_db_t *db, const sk_payment_t *p, sk_payment_res_t *res,
                          char *errstr, size_t errstr_size)
 {
-        char sql[256];
         int64_t outcome = 0;
         int is_null = 0;
         sk_err_t err;
 
-        snprintf(sql, sizeof(sql), "SELECT MAX(outcome = " SK_SQL_OUTCOME_FAILED ") FROM"
-                 " tb_seckill_outcome WHERE order_id = %" PRId64, p->order_id);
-        err = sk_db_query_i64(db, sql, &outcome, &is_null, errstr, errstr_size);
+        err = sk_db_i64(db, "SELECT MAX(outcome = " SK_SQL_OUTCOME_FAILED ") FROM"
+                        " tb_seckill_outcome WHERE order_id = ?", SK_ARGS(SK_I64(p->order_id)),
+                        &outcome, &is_null, errstr, errstr_size);
         if (err && err != SK_ENOTFOUND)
                 return err;
         if (err == SK_OK && !is_null && outcome == 1) {
@@ -130,18 +120,17 @@ static sk_err_t no_order(sk_db_t *db, const sk_payment_t *p, sk_payment_res_t *r
 }
 
 /* The order row locked: status, amount equal, currency equal, past deadline + grace. */
-static sk_err_t decide_order(sk_db_t *db, const sk_payment_t *p, const char *qcur, int grace_s,
+static sk_err_t decide_order(sk_db_t *db, const sk_payment_t *p, int grace_s,
                              sk_payment_res_t *res, char *errstr, size_t errstr_size)
 {
-        char sql[512];
         int64_t c[4], affected = 0;
         sk_err_t err;
 
-        snprintf(sql, sizeof(sql), "SELECT status, amount_minor = %" PRId64 ", currency = %s,"
-                 " (pay_deadline IS NOT NULL AND pay_deadline + INTERVAL %d SECOND <= NOW(3))"
-                 " FROM tb_voucher_order WHERE id = %" PRId64 " FOR UPDATE",
-                 p->amount_minor, qcur, grace_s, p->order_id);
-        err = sk_db_query_row_i64(db, sql, c, 4, NULL, errstr, errstr_size);
+        err = sk_db_row1(db, "SELECT status, amount_minor = ?, currency = ?,"
+                         " (pay_deadline IS NOT NULL AND pay_deadline + INTERVAL ? SECOND <= NOW(3))"
+                         " FROM tb_voucher_order WHERE id = ? FOR UPDATE",
+                         SK_ARGS(SK_I64(p->amount_minor), SK_STR(p->currency), SK_I64(grace_s),
+                                 SK_I64(p->order_id)), c, 4, NULL, errstr, errstr_size);
         if (err == SK_ENOTFOUND)
                 return no_order(db, p, res, errstr, errstr_size);
         if (err)
@@ -193,31 +182,28 @@ static sk_err_t decide_order(sk_db_t *db, const sk_payment_t *p, const char *qcu
         return sk_order_get(db, p->order_id, 0, &res->order, errstr, errstr_size);
 }
 
-static sk_err_t record(sk_db_t *db, const sk_payment_t *p, const char *qtxn, const char *qcur,
-                       const sk_payment_res_t *res, char *errstr, size_t errstr_size)
+/* The tb_payment row of the verdict: APPLIED without a reason, REFUND_DUE with one. */
+static sk_err_t record(sk_db_t *db, const sk_payment_t *p, const sk_payment_res_t *res,
+                       char *errstr, size_t errstr_size)
 {
-        char sql[512];
+        int applied = res->verdict == SK_PAYV_APPLIED;
 
-        if (res->verdict == SK_PAYV_APPLIED)
-                snprintf(sql, sizeof(sql), "INSERT INTO tb_payment (provider_txn_id, order_id,"
-                         " amount_minor, currency, received_at, result, reason) VALUES (%s, %" PRId64
-                         ", %" PRId64 ", %s, NOW(3), " SK_SQL_PAYMENT_APPLIED ", NULL)", qtxn,
-                         p->order_id, p->amount_minor, qcur);
-        else
-                snprintf(sql, sizeof(sql), "INSERT INTO tb_payment (provider_txn_id, order_id,"
-                         " amount_minor, currency, received_at, result, reason) VALUES (%s, %" PRId64
-                         ", %" PRId64 ", %s, NOW(3), " SK_SQL_PAYMENT_REFUND_DUE ", '%s')", qtxn,
-                         p->order_id, p->amount_minor, qcur, sk_payreason_str(res->reason));
-        return sk_db_exec(db, sql, errstr, errstr_size);
+        return sk_db_exec_args(db, "INSERT INTO tb_payment (provider_txn_id, order_id,"
+                               " amount_minor, currency, received_at, result, reason)"
+                               " VALUES (?, ?, ?, ?, NOW(3), ?, ?)",
+                               SK_ARGS(SK_STR(p->txn_id), SK_I64(p->order_id),
+                                       SK_I64(p->amount_minor), SK_STR(p->currency),
+                                       SK_I64(applied ? SK_PAYMENT_APPLIED : SK_PAYMENT_REFUND_DUE),
+                                       applied ? SK_NULL : SK_STR(sk_payreason_str(res->reason))),
+                               NULL, errstr, errstr_size);
 }
 
 /* The COMMIT of sk_payment_decide had an unknown outcome (DESIGN.md v5 16): on a fresh
  * session (wsrep_sync_wait = 1 on Galera) read tb_payment by provider_txn_id. Found: that
  * COMMIT applied (a concurrent delivery of the same txn id would have met 1062 before
- * it), *res as decided stands. Not found: not applied, SK_EAGAIN (run again, same keys).
- * The quoted literals were made on the dropped connection with the same character set. */
-static sk_err_t resolve(sk_db_t *db, const sk_payment_t *p, const char *qtxn, const char *qcur,
-                        sk_payment_res_t *res, char *errstr, size_t errstr_size)
+ * it), *res as decided stands. Not found: not applied, SK_EAGAIN (run again, same keys). */
+static sk_err_t resolve(sk_db_t *db, const sk_payment_t *p, sk_payment_res_t *res,
+                        char *errstr, size_t errstr_size)
 {
         sk_payment_res_t row;
         int found = 0;
@@ -225,7 +211,7 @@ static sk_err_t resolve(sk_db_t *db, const sk_payment_t *p, const char *qtxn, co
 
         if ((err = sk_db_resolve_begin(db, errstr, errstr_size)) == SK_OK) {
                 memset(&row, 0, sizeof(row));
-                err = from_row(db, p, qtxn, qcur, &found, &row, errstr, errstr_size);
+                err = from_row(db, p, &found, &row, errstr, errstr_size);
                 sk_db_resolve_end(db);
         }
         if (err == SK_OK && found)
@@ -239,7 +225,6 @@ static sk_err_t resolve(sk_db_t *db, const sk_payment_t *p, const char *qtxn, co
 sk_err_t sk_payment_decide(sk_db_t *db, const sk_payment_t *p, int grace_s,
                            sk_payment_res_t *res, char *errstr, size_t errstr_size)
 {
-        char qtxn[2 * SK_PAYMENT_TXN_MAX + 3], qcur[16];
         int found = 0;
         sk_err_t err;
 
@@ -249,28 +234,24 @@ sk_err_t sk_payment_decide(sk_db_t *db, const sk_payment_t *p, int grace_s,
                 sk_seterr(errstr, errstr_size, "payment: invalid argument");
                 return SK_EINVAL;
         }
-        if (quote_payment(db, p, qtxn, sizeof(qtxn), qcur, sizeof(qcur)) != 0) {
-                sk_seterr(errstr, errstr_size, "payment: not connected");
-                return SK_EAGAIN;
-        }
         if ((err = sk_db_begin(db, errstr, errstr_size)))
                 return err;
-        if ((err = from_row(db, p, qtxn, qcur, &found, res, errstr, errstr_size)))
+        if ((err = from_row(db, p, &found, res, errstr, errstr_size)))
                 goto fail;
         if (found) {
                 sk_db_rollback(db); /* read only */
                 return SK_OK;
         }
-        if ((err = decide_order(db, p, qcur, grace_s, res, errstr, errstr_size)))
+        if ((err = decide_order(db, p, grace_s, res, errstr, errstr_size)))
                 goto fail;
         if (res->verdict == SK_PAYV_NO_OUTCOME) {
                 sk_db_rollback(db); /* nothing recorded: the provider retries */
                 return SK_OK;
         }
-        if ((err = record(db, p, qtxn, qcur, res, errstr, errstr_size)))
+        if ((err = record(db, p, res, errstr, errstr_size)))
                 goto fail;
         if ((err = sk_db_commit_outcome(db, errstr, errstr_size)) == SK_EUNKNOWN)
-                return resolve(db, p, qtxn, qcur, res, errstr, errstr_size);
+                return resolve(db, p, res, errstr, errstr_size);
         if (err)
                 goto fail;
         return SK_OK;
@@ -327,7 +308,6 @@ sk_err_t sk_payment_refunds(sk_db_t *db, sk_refund_row_t **rows, size_t *n, char
 sk_err_t sk_payment_mark_refunded(sk_db_t *db, const char *txn_id, const char *ref,
                                   char *errstr, size_t errstr_size)
 {
-        char qtxn[2 * SK_PAYMENT_TXN_MAX + 3], qref[2 * SK_PAYMENT_TXN_MAX + 3], sql[768];
         int64_t c[2];
         sk_err_t err;
 
@@ -335,20 +315,16 @@ sk_err_t sk_payment_mark_refunded(sk_db_t *db, const char *txn_id, const char *r
                 sk_seterr(errstr, errstr_size, "--txn and --ref: 1..128 printable ASCII bytes");
                 return SK_EINVAL;
         }
-        if (!sk_db_quote(db, txn_id, qtxn, sizeof(qtxn)) || !sk_db_quote(db, ref, qref, sizeof(qref))) {
-                sk_seterr(errstr, errstr_size, "not connected");
-                return SK_EAGAIN;
-        }
         /* Conditional: the first mark wins; a repeat with the same ref is a success. */
-        snprintf(sql, sizeof(sql), "UPDATE tb_payment SET refunded_at = NOW(3), refund_ref = %s"
-                 " WHERE provider_txn_id = %s AND result = " SK_SQL_PAYMENT_REFUND_DUE
-                 " AND refunded_at IS NULL", qref, qtxn);
-        if ((err = sk_db_exec(db, sql, errstr, errstr_size)))
+        if ((err = sk_db_exec_args(db, "UPDATE tb_payment SET refunded_at = NOW(3), refund_ref = ?"
+                                   " WHERE provider_txn_id = ? AND result = "
+                                   SK_SQL_PAYMENT_REFUND_DUE " AND refunded_at IS NULL",
+                                   SK_ARGS(SK_STR(ref), SK_STR(txn_id)), NULL, errstr,
+                                   errstr_size)))
                 return err;
-        snprintf(sql, sizeof(sql), "SELECT result = " SK_SQL_PAYMENT_REFUND_DUE ","
-                 " COALESCE(refund_ref = %s, 0) FROM tb_payment WHERE provider_txn_id = %s",
-                 qref, qtxn);
-        err = sk_db_query_row_i64(db, sql, c, 2, NULL, errstr, errstr_size);
+        err = sk_db_row1(db, "SELECT result = " SK_SQL_PAYMENT_REFUND_DUE ","
+                         " COALESCE(refund_ref = ?, 0) FROM tb_payment WHERE provider_txn_id = ?",
+                         SK_ARGS(SK_STR(ref), SK_STR(txn_id)), c, 2, NULL, errstr, errstr_size);
         if (err == SK_ENOTFOUND || (err == SK_OK && !c[0])) {
                 sk_seterr(errstr, errstr_size, "no refund_due payment %s", txn_id);
                 return SK_ENOTFOUND;
@@ -368,10 +344,10 @@ sk_err_t sk_payment_refund_backlog(sk_db_t *db, int64_t *count, int64_t *oldest_
 {
         int64_t c[2] = { 0, 0 };
         unsigned nulls = 0;
-        sk_err_t err = sk_db_query_row_i64(db, "SELECT COUNT(*), TIMESTAMPDIFF(SECOND,"
-                                           " MIN(received_at), NOW(3)) FROM tb_payment WHERE result = "
-                                           SK_SQL_PAYMENT_REFUND_DUE " AND refunded_at IS NULL",
-                                           c, 2, &nulls, errstr, errstr_size);
+        sk_err_t err = sk_db_row1(db, "SELECT COUNT(*), TIMESTAMPDIFF(SECOND,"
+                                  " MIN(received_at), NOW(3)) FROM tb_payment WHERE result = "
+                                  SK_SQL_PAYMENT_REFUND_DUE " AND refunded_at IS NULL",
+                                  SK_NOARGS, c, 2, &nulls, errstr, errstr_size);
 
         *count = err ? 0 : c[0];
         *oldest_s = err || (nulls & 2) ? 0 : c[1];

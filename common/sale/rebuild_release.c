@@ -86,16 +86,6 @@ static sk_err_t stub_chunk(sk_redis_t *r, const char *prefix, int b, int nb, con
         return err;
 }
 
-/* sk_db_rows callback: the voucher's bucket count. */
-static int buckets_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
-{
-        int *nb = arg;
-
-        if (ncols >= 1 && !nulls[0] && cols[0] >= 1 && cols[0] <= SK_BUCKETS_MAX)
-                *nb = (int)cols[0];
-        return 0;
-}
-
 /* The stub `T` of every active order of bucket @p b lacking one, in chunks; its `home`
  * is the buyer's home bucket (DESIGN.md 4), so a later release clears the right users. */
 static sk_err_t stub_active(sk_db_t *db, sk_redis_t *r, const char *prefix, int64_t voucher_id, int b,
@@ -104,13 +94,17 @@ static sk_err_t stub_active(sk_db_t *db, sk_redis_t *r, const char *prefix, int6
         const sk_order_row_t *chunk[MARK_CHUNK];
         sk_order_row_t *rows = NULL;
         size_t n = 0, i, m = 0;
+        int64_t v = 1;
+        int is_null = 0, nb = 1;
         sk_err_t err;
 
-        int nb = 1;
-
-        if ((err = sk_db_rows(db, "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = ?",
-                              &voucher_id, 1, 1, buckets_row, &nb, errstr, errstr_size)) != SK_OK)
+        /* the voucher's bucket count (1 when there is no row or a bad one) */
+        err = sk_db_i64(db, "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = ?",
+                        SK_ARGS(SK_I64(voucher_id)), &v, &is_null, errstr, errstr_size);
+        if (err != SK_OK && err != SK_ENOTFOUND)
                 return err;
+        if (err == SK_OK && !is_null && v >= 1 && v <= SK_BUCKETS_MAX)
+                nb = (int)v;
         if ((err = sk_order_list_active(db, voucher_id, &rows, &n, errstr, errstr_size)) != SK_OK)
                 return err;
         for (i = 0; i < n && err == SK_OK; i++) {

@@ -18,21 +18,6 @@
 #define VOUCHER_REDIS_TO_MS   5000   /* connect and per-command timeout */
 #define VOUCHER_DB_LOCKWAIT_S 5      /* session innodb_lock_wait_timeout */
 
-/* Row callback: the first row's columns into an sk_voucher_row_t. */
-static int row_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
-{
-        sk_voucher_row_t *out = arg;
-        (void)nulls;
-        (void)ncols;
-        out->voucher_id = cols[0];
-        out->init_stock = cols[1];
-        out->buckets = (int)cols[2];
-        out->begin_ms = cols[3];
-        out->end_ms = cols[4];
-        out->status = (int)cols[5];
-        return 1;
-}
-
 /* Row callback: one bucket row (bucket, init_stock, stock) into the sk_voucher_row_t. */
 static int bucket_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
 {
@@ -63,11 +48,22 @@ sk_err_t sk_voucher_get(sk_db_t *db, int64_t voucher_id, int for_update,
         static const char bplain[] = BUCKET_SELECT, blocking[] = BUCKET_SELECT " FOR UPDATE";
 #undef BUCKET_SELECT
         sk_voucher_row_t row;
+        int64_t c[6];
         sk_err_t err;
 
         memset(&row, 0, sizeof(row));
-        err = sk_db_rows(db, for_update ? locking : plain, &voucher_id, 1, 6, row_cb,
-                         &row, errstr, errstr_size);
+        err = sk_db_row1(db, for_update ? locking : plain, SK_ARGS(SK_I64(voucher_id)), c, 6, NULL,
+                         errstr, errstr_size);
+        if (err == SK_ENOTFOUND)
+                err = SK_OK;    /* row.voucher_id stays 0: not in the database */
+        else if (err == SK_OK) {
+                row.voucher_id = c[0];
+                row.init_stock = c[1];
+                row.buckets = (int)c[2];
+                row.begin_ms = c[3];
+                row.end_ms = c[4];
+                row.status = (int)c[5];
+        }
         if (err == SK_OK && row.voucher_id == voucher_id)
                 err = sk_db_rows(db, for_update ? blocking : bplain, &voucher_id, 1, 3,
                                  bucket_cb, &row, errstr, errstr_size);
@@ -107,15 +103,6 @@ sk_err_t sk_voucher_active_buyers(sk_db_t *db, int64_t voucher_id, sk_i64vec_t *
         return err;
 }
 
-/* Row callback: copy the columns. */
-static int cols_cb(void *arg, const int64_t *cols, const int *nulls, int ncols)
-{
-        int64_t *out = arg;
-        (void)nulls;
-        memcpy(out, cols, (size_t)ncols * sizeof(*cols));
-        return 1;
-}
-
 sk_err_t sk_voucher_db_sales(sk_db_t *db, const sk_voucher_row_t *row, int *sales,
                              char *why, size_t why_size)
 {
@@ -126,7 +113,7 @@ sk_err_t sk_voucher_db_sales(sk_db_t *db, const sk_voucher_row_t *row, int *sale
                 " EXISTS(SELECT 1 FROM tb_voucher_reconcile_log WHERE voucher_id = ?)";
         static const char *const what[3] = { "it has orders", "it has outcome rows",
                                              "it has reconcile-log rows" };
-        int64_t ids[3] = { row->voucher_id, row->voucher_id, row->voucher_id };
+        const sk_db_arg_t id = SK_I64(row->voucher_id);
         int64_t found[3] = { 0, 0, 0 };
         sk_err_t err;
 
@@ -137,7 +124,7 @@ sk_err_t sk_voucher_db_sales(sk_db_t *db, const sk_voucher_row_t *row, int *sale
                           row->stock, row->init_stock);
                 return SK_OK;
         }
-        if ((err = sk_db_rows(db, sql, ids, 3, 3, cols_cb, found, why, why_size)) != SK_OK)
+        if ((err = sk_db_row1(db, sql, SK_ARGS(id, id, id), found, 3, NULL, why, why_size)) != SK_OK)
                 return err;
         for (int i = 0; i < 3; i++)
                 if (found[i]) {

@@ -189,10 +189,10 @@ START_TEST(bound_args)
 END_TEST
 
 /* The connection API for statement and result-set users (the handle stays opaque):
- * generation, errors, prepare, stored results, quoting, select_db, ping. */
+ * generation, errors, prepare, stored results, select_db, ping. */
 START_TEST(connection_api)
 {
-        char errstr[512] = "", lit[64];
+        char errstr[512] = "";
         sk_db_t *db = connect_or_fail(0);
         MYSQL_STMT *stmt = NULL;
         MYSQL_RES *res = NULL;
@@ -236,12 +236,6 @@ START_TEST(connection_api)
         mysql_free_result(res);
         ck_assert_int_eq(sk_db_query(db, "DO 1", 4, &res, errstr, sizeof(errstr)), SK_EDB);
         ck_assert_ptr_null(res);
-        /* quoting */
-        ck_assert_uint_eq(sk_db_quote(db, "it's \\ \"q\"", lit, sizeof(lit)), strlen("'it\\'s \\\\ \\\"q\\\"'"));
-        ck_assert_str_eq(lit, "'it\\'s \\\\ \\\"q\\\"'");
-        ck_assert_uint_eq(sk_db_quote(db, "abcdef", lit, 14), 0);
-        ck_assert_uint_eq(sk_db_quote(db, "abcdef", lit, 15), 8);
-        ck_assert_str_eq(lit, "'abcdef'");
         /* select_db */
         ck_assert_int_eq(sk_db_select_db(db, "no_such_db_skt", errstr, sizeof(errstr)), SK_EDB);
         ck_assert_msg(sk_db_select_db(db, g_conf.mysql.database, errstr, sizeof(errstr)) == SK_OK,

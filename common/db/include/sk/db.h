@@ -177,10 +177,6 @@ sk_err_t sk_db_prepare(sk_db_t *db, const char *sql, size_t len, MYSQL_STMT **ou
  *  result set; else the classified error (*res NULL). */
 sk_err_t sk_db_query(sk_db_t *db, const char *sql, size_t len, MYSQL_RES **res, char *errstr,
                      size_t errstr_size);
-/** @brief @p s as a quoted, escaped SQL string literal (with the connection's character
- *  set) into @p out. @returns its length, or 0 if @p out_size < 2 * strlen(s) + 3 or
- *  there is no connection (nothing written then). */
-size_t sk_db_quote(sk_db_t *db, const char *s, char *out, size_t out_size);
 /** @brief Make @p name the connection's default database (mysql_select_db; a reconnect
  *  returns to the one of the URL). @returns SK_OK or the classified error. */
 sk_err_t sk_db_select_db(sk_db_t *db, const char *name, char *errstr, size_t errstr_size);
