@@ -39,7 +39,7 @@ extern const sk_admin_opts_t *sk_admin_opts;
 /** `db migrate [--allow-unpaid]`: apply the pending ddl/ migrations; prints "applied N
  *  migration(s)". Exit 2 while an order is UNPAID and the v5 payment migration is pending,
  *  unless --allow-unpaid (those orders stay at amount 0, currency SECKILL_CURRENCY; DESIGN.md
- *  header, "Migration from v4"; sk_migrate_ex). */
+ *  header, "Migration from v4"; sk/unpaid_guard.h). */
 int sk_admin_db_migrate(const sk_conf_t *conf, const sk_admin_opts_t *o);
 /** `db grants --app USER --admin USER [--host H]` (DESIGN.md 17; admin/grants.c): prints
  *  the least-privilege GRANT statements of sk/grants.h for the database of

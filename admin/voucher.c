@@ -23,6 +23,7 @@
 #include "sk/redis.h"
 #include "sk/timeparse.h"
 #include "sk/traceset.h"
+#include "sk/unpaid_guard.h"
 #include "sk/vstatus.h"
 
 #define PROG "seckill-admin"
@@ -70,21 +71,23 @@ static void add_id(cJSON *obj, const char *name, int64_t id)
 
 int sk_admin_db_migrate(const sk_conf_t *conf, const sk_admin_opts_t *o)
 {
-        sk_migrate_opts_t mo = { .allow_unpaid = o->allow_unpaid, .currency = conf->currency };
+        sk_unpaid_guard_t guard = { .allow_unpaid = o->allow_unpaid, .currency = conf->currency };
+        sk_migrate_hook_t hook;
         char errstr[768];
         int applied = 0;
-        int64_t unpaid = 0;
         sk_err_t err;
 
-        err = sk_migrate_ex(&conf->mysql, &mo, &applied, &unpaid, errstr, sizeof(errstr));
+        err = sk_unpaid_guard_hook(&guard, &hook, errstr, sizeof(errstr));
+        if (err == SK_OK)
+                err = sk_migrate_hooks(&conf->mysql, &hook, 1, &applied, errstr, sizeof(errstr));
         if (err != SK_OK) {
                 fprintf(stderr, PROG ": db migrate: %s (%d applied before the error)\n",
                         errstr, applied);
                 return err == SK_EINVAL ? 2 : 1;
         }
-        if (unpaid > 0)
+        if (guard.unpaid > 0)
                 fprintf(stderr, PROG ": db migrate: --allow-unpaid: %lld UNPAID order(s) left at "
-                        "amount 0, currency %s\n", (long long)unpaid, conf->currency);
+                        "amount 0, currency %s\n", (long long)guard.unpaid, conf->currency);
         printf("applied %d migration(s)\n", applied);
         return 0;
 }

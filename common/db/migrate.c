@@ -12,12 +12,12 @@
  *      yet recorded: split it into statements, run them in order (the lock re-checked and
  *      renewed before each one: a runner that lost its row stops), then record its name;
  *   5. release the row (it also ends by itself at its until).
- * The v4 -> v5 guard (DESIGN.md header, "Migration from v4"): while 0008_payments is
- * pending, step 4 starts only if no order is UNPAID (status 1 with a pay_deadline: a v3
- * order has none and 0003 makes it PAID); with allow_unpaid it goes on, and once 0008's
- * statements ran, before 0008 is recorded, those orders get the currency of the options
- * (SECKILL_CURRENCY; their amount is 0, the column's default), so a re-run after a crash
- * in between sets it again.
+ * The caller's hooks (sk_migrate_hook_t): between steps 3 and 4, the `before` of each
+ * hook whose migration is pending (one refusal stops the run before anything changes);
+ * in step 4, a hook's `after` once its migration's statements ran, before its name is
+ * recorded (a re-run after a crash in between calls both again). What a hook checks is
+ * its owner's business (the sale's unpaid-order guard, sk/unpaid_guard.h): this layer
+ * knows no table of the application.
  * MySQL DDL commits implicitly, so a migration is not atomic: a runner killed half-way
  * leaves some statements applied and the name unrecorded; the next run executes the
  * whole file again. Every migration must therefore be idempotent statement by
@@ -41,9 +41,6 @@
 #include "sk/migrate.h"
 
 #define MIGRATE_LOCK_WAIT_MS 30000
-#define MIGRATE_V5_PAYMENTS "0008_payments"   /* the migration the v4 -> v5 guard watches */
-/* An UNPAID order (DESIGN.md 13) that a v4 binary created: v3 orders have no deadline. */
-#define MIGRATE_UNPAID_WHERE "status = 1 AND pay_deadline IS NOT NULL"
 #define MIGRATE_LOCK_TTL_MS 120000  /* renewed before every statement */
 
 /* 1 if @p line (len bytes, no newline) is blank or a comment line. */
@@ -157,137 +154,127 @@ static sk_err_t recorded(sk_db_t *db, const char *name, int *yes, char *errstr, 
         return SK_OK;
 }
 
-/* The v4 -> v5 guard: *unpaid = the UNPAID orders while 0008_payments is pending (0 when
- * it is recorded, or before 0003 gave orders a deadline). */
-static sk_err_t count_unpaid(sk_db_t *db, int64_t *unpaid, char *errstr, size_t errstr_size)
+/* Steps 1 to 3 of the top comment: the database, the lock table, the lock taken (*lk),
+ * schema_migrations; *db is the session. On failure the caller closes what is set. */
+static sk_err_t open_locked(const sk_mysql_url_t *url, sk_db_t **db, sk_dblock_t **lk,
+                            char *errstr, size_t errstr_size)
 {
-        int64_t cols = 0;
-        int done = 0;
+        char lock_name[96];
         sk_err_t err;
 
-        *unpaid = 0;
-        if ((err = recorded(db, MIGRATE_V5_PAYMENTS, &done, errstr, errstr_size)) != SK_OK || done)
+        if (!(*db = sk_db_connect(url, 1, 0, errstr, errstr_size)))
+                return SK_EAGAIN; /* connect failures are worth a retry */
+        if ((err = sk_db_exec_ident(*db, "CREATE DATABASE IF NOT EXISTS ", url->database,
+                                    " CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci", errstr,
+                                    errstr_size)) != SK_OK)
                 return err;
-        if ((err = sk_db_query_i64(db,
-                                   "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE "
-                                   "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'tb_voucher_order' "
-                                   "AND COLUMN_NAME = 'pay_deadline'",
-                                   &cols, NULL, errstr, errstr_size)) != SK_OK || cols == 0)
+        if ((err = sk_db_select_db(*db, url->database, errstr, errstr_size)) != SK_OK)
                 return err;
-        return sk_db_query_i64(db, "SELECT COUNT(*) FROM tb_voucher_order WHERE " MIGRATE_UNPAID_WHERE,
-                               unpaid, NULL, errstr, errstr_size);
+        /* The bootstrap: the lock table before the lock (sk/dblock.h). */
+        if ((err = sk_dblock_ensure_table(*db, errstr, errstr_size)) != SK_OK)
+                return err;
+        snprintf(lock_name, sizeof(lock_name), "seckill:migrate:%s", url->database);
+        if (!(*lk = sk_dblock_open(url, lock_name, MIGRATE_LOCK_TTL_MS, errstr, errstr_size)))
+                return SK_EAGAIN;
+        if ((err = sk_dblock_take(*lk, MIGRATE_LOCK_WAIT_MS, errstr, errstr_size)) != SK_OK)
+                return err;
+        return sk_db_exec(*db,
+                          "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                          " name VARCHAR(128) NOT NULL PRIMARY KEY,"
+                          " applied_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)"
+                          ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+                          errstr, errstr_size);
 }
 
-/* --allow-unpaid: the UNPAID orders of a v4 database get @p currency once 0008 gave them
- * a currency column (amount 0, its default). */
-static sk_err_t set_unpaid_currency(sk_db_t *db, const char *currency, char *errstr, size_t errstr_size)
+/* The `before` of every hook whose migration is pending, in order; the first failure
+ * stops (nothing has changed yet). */
+static sk_err_t hooks_before(sk_db_t *db, const sk_migrate_hook_t *hooks, size_t nhooks,
+                             char *errstr, size_t errstr_size)
 {
-        return sk_db_exec_args(db, "UPDATE tb_voucher_order SET currency = ? WHERE "
-                               MIGRATE_UNPAID_WHERE " AND amount_minor = 0",
-                               SK_ARGS(SK_STR(currency)), NULL, errstr, errstr_size);
+        for (size_t i = 0; i < nhooks; i++) {
+                int done = 0;
+                sk_err_t err;
+
+                if (!hooks[i].before)
+                        continue;
+                if ((err = recorded(db, hooks[i].name, &done, errstr, errstr_size)) != SK_OK)
+                        return err;
+                if (!done && (err = hooks[i].before(db, hooks[i].arg, errstr, errstr_size)) != SK_OK)
+                        return err;
+        }
+        return SK_OK;
 }
 
-static int valid_currency(const char *c)
+/* The `after` of every hook of migration @p name, in order. */
+static sk_err_t hooks_after(sk_db_t *db, const sk_migrate_hook_t *hooks, size_t nhooks,
+                            const char *name, char *errstr, size_t errstr_size)
 {
-        return c && strlen(c) == 3 && isupper((unsigned char)c[0]) && isupper((unsigned char)c[1]) &&
-               isupper((unsigned char)c[2]);
+        for (size_t i = 0; i < nhooks; i++) {
+                sk_err_t err;
+
+                if (hooks[i].after && strcmp(hooks[i].name, name) == 0 &&
+                    (err = hooks[i].after(db, hooks[i].arg, errstr, errstr_size)) != SK_OK)
+                        return err;
+        }
+        return SK_OK;
+}
+
+/* Step 4: every migration not yet recorded, run then recorded; *napplied counts them. */
+static sk_err_t apply_pending(sk_db_t *db, sk_dblock_t *lk, const sk_migrate_hook_t *hooks,
+                              size_t nhooks, int *napplied, char *errstr, size_t errstr_size)
+{
+        for (size_t i = 0; i < sk_nmigrations && sk_migrations[i].name; i++) {
+                const sk_migration_t *m = &sk_migrations[i];
+                int done_already = 0;
+                sk_err_t err;
+
+                if ((err = recorded(db, m->name, &done_already, errstr, errstr_size)) != SK_OK)
+                        return err;
+                if (done_already)
+                        continue;
+                if ((err = run_statements(db, lk, m, errstr, errstr_size)) != SK_OK)
+                        return err;
+                if ((err = hooks_after(db, hooks, nhooks, m->name, errstr, errstr_size)) != SK_OK)
+                        return err;
+                if ((err = sk_db_exec_args(db, "INSERT INTO schema_migrations (name, applied_at) "
+                                           "VALUES (?, CURRENT_TIMESTAMP(3))",
+                                           SK_ARGS(SK_STR(m->name)), NULL, errstr,
+                                           errstr_size)) != SK_OK)
+                        return err;
+                (*napplied)++;
+        }
+        return SK_OK;
 }
 
 sk_err_t sk_migrate(const sk_mysql_url_t *url, int *applied, char *errstr, size_t errstr_size)
 {
-        return sk_migrate_ex(url, NULL, applied, NULL, errstr, errstr_size);
+        return sk_migrate_hooks(url, NULL, 0, applied, errstr, errstr_size);
 }
 
-sk_err_t sk_migrate_ex(const sk_mysql_url_t *url, const sk_migrate_opts_t *o, int *applied,
-                       int64_t *unpaid_left, char *errstr, size_t errstr_size)
+sk_err_t sk_migrate_hooks(const sk_mysql_url_t *url, const sk_migrate_hook_t *hooks,
+                          size_t nhooks, int *applied, char *errstr, size_t errstr_size)
 {
-        const char *currency = o && o->currency ? o->currency : "CNY";
-        int allow_unpaid = o && o->allow_unpaid;
-        int64_t unpaid = 0;
         sk_db_t *db = NULL;
         sk_dblock_t *lk = NULL;
-        char lock_name[96];
         int napplied = 0;
         sk_err_t err;
 
         if (applied)
                 *applied = 0;
-        if (unpaid_left)
-                *unpaid_left = 0;
-        if (allow_unpaid && !valid_currency(currency)) {
-                sk_seterr(errstr, errstr_size, "invalid currency \"%s\" for the UNPAID orders "
-                          "(SECKILL_CURRENCY: 3 letters A-Z)", currency);
-                return SK_EINVAL;
-        }
         if (!url || !sk_db_ident_ok(url->database)) {
                 sk_seterr(errstr, errstr_size, "invalid database name \"%s\"",
                           url ? url->database : "");
                 return SK_EINVAL;
         }
-        if (!(db = sk_db_connect(url, 1, 0, errstr, errstr_size)))
-                return SK_EAGAIN; /* connect failures are worth a retry */
-
-        if ((err = sk_db_exec_ident(db, "CREATE DATABASE IF NOT EXISTS ", url->database,
-                                    " CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci", errstr,
-                                    errstr_size)) != SK_OK)
-                goto done;
-        if ((err = sk_db_select_db(db, url->database, errstr, errstr_size)) != SK_OK)
-                goto done;
-        /* The bootstrap: the lock table before the lock (sk/dblock.h). */
-        if ((err = sk_dblock_ensure_table(db, errstr, errstr_size)) != SK_OK)
-                goto done;
-        snprintf(lock_name, sizeof(lock_name), "seckill:migrate:%s", url->database);
-        if (!(lk = sk_dblock_open(url, lock_name, MIGRATE_LOCK_TTL_MS, errstr, errstr_size))) {
-                err = SK_EAGAIN;
-                goto done;
+        for (size_t i = 0; i < nhooks; i++) {
+                if (!hooks[i].name) {
+                        sk_seterr(errstr, errstr_size, "migration hook %zu names no migration", i);
+                        return SK_EINVAL;
+                }
         }
-        if ((err = sk_dblock_take(lk, MIGRATE_LOCK_WAIT_MS, errstr, errstr_size)) != SK_OK)
-                goto done;
-        if ((err = sk_db_exec(db,
-                              "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                              " name VARCHAR(128) NOT NULL PRIMARY KEY,"
-                              " applied_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)"
-                              ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
-                              errstr, errstr_size)) != SK_OK)
-                goto done;
-        /* The v4 -> v5 guard, before anything changes. */
-        if ((err = count_unpaid(db, &unpaid, errstr, errstr_size)) != SK_OK)
-                goto done;
-        if (unpaid > 0 && !allow_unpaid) {
-                sk_seterr(errstr, errstr_size,
-                          "refused: %lld order(s) UNPAID and migration " MIGRATE_V5_PAYMENTS
-                          " (v5 payments) pending: let the v4 binaries see them paid, cancelled "
-                          "or closed first, or pass --allow-unpaid to leave them payable at "
-                          "amount 0, currency %s (DESIGN.md, migration from v4)",
-                          (long long)unpaid, currency);
-                err = SK_EINVAL;
-                goto done;
-        }
-
-        for (size_t i = 0; i < sk_nmigrations && sk_migrations[i].name; i++) {
-                const sk_migration_t *m = &sk_migrations[i];
-                int done_already = 0;
-
-                if ((err = recorded(db, m->name, &done_already, errstr, errstr_size)) != SK_OK)
-                        goto done;
-                if (done_already)
-                        continue;
-                if ((err = run_statements(db, lk, m, errstr, errstr_size)) != SK_OK)
-                        goto done;
-                if (unpaid > 0 && strcmp(m->name, MIGRATE_V5_PAYMENTS) == 0 &&
-                    (err = set_unpaid_currency(db, currency, errstr, errstr_size)) != SK_OK)
-                        goto done;
-                if ((err = sk_db_exec_args(db, "INSERT INTO schema_migrations (name, applied_at) "
-                                           "VALUES (?, CURRENT_TIMESTAMP(3))",
-                                           SK_ARGS(SK_STR(m->name)), NULL, errstr,
-                                           errstr_size)) != SK_OK)
-                        goto done;
-                napplied++;
-        }
-        err = SK_OK;
-        if (unpaid_left)
-                *unpaid_left = unpaid;
-done:
+        if ((err = open_locked(url, &db, &lk, errstr, errstr_size)) == SK_OK &&
+            (err = hooks_before(db, hooks, nhooks, errstr, errstr_size)) == SK_OK)
+                err = apply_pending(db, lk, hooks, nhooks, &napplied, errstr, errstr_size);
         if (applied)
                 *applied = napplied;
         sk_dblock_close(lk);    /* releases the row if still ours */

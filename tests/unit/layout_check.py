@@ -13,6 +13,9 @@ the compiled objects (nm), so it sees calls, not only includes.
    sk_lua_* symbol is defined there) and common/redis runs the scripts it is given without
    naming one (its code, comments aside, includes no sk/scripts.h, uses no SK_SCRIPT_*,
    sk_script_* or sk_lua_* name and has no string naming a script of lua/).
+5. Nor do the tables: below the sale, a layer's code (comments aside) names only its own
+   tables (TABLES: db its lock table, lease tb_worker_lease); a rule on another table (the
+   migration runner's unpaid-order guard) is a hook its owner supplies.
 Prints every violation and exits 1 if there is one; prints a summary line and exits 0 otherwise.
 """
 import os
@@ -29,6 +32,10 @@ LAYERS = {  # layer -> the layers it may use
     "lease": {"base", "db"},
     "http": {"base"},
     "auth": {"base"},
+}
+TABLES = {  # layer below the sale -> the only tables (tb_*) its code may name
+    "base": set(), "redis": set(), "db": {"tb_lock"}, "kafka": set(),
+    "lease": {"tb_worker_lease"}, "http": set(), "auth": set(),
 }
 TARGETS = {  # CMake target -> source folder
     "sk_base": "common/base", "sk_redis": "common/redis", "sk_db": "common/db",
@@ -127,6 +134,18 @@ def include_circles(src):
 CODE_TOKENS = re.compile(r'("(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\')|/\*.*?\*/|//[^\n]*', re.S)
 
 
+def layer_code(src, layer):
+    """(file, code without comments) of each .c/.h of common/LAYER, include/sk/ too."""
+    d = os.path.join(src, "common", layer)
+    files = [f for f in os.listdir(d) if f.endswith((".c", ".h"))]
+    inc = os.path.join(d, "include", "sk")
+    if os.path.isdir(inc):
+        files += [os.path.join("include", "sk", f) for f in os.listdir(inc) if f.endswith(".h")]
+    for f in sorted(files):
+        with open(os.path.join(d, f), encoding="utf-8") as fh:
+            yield f, CODE_TOKENS.sub(lambda m: m.group(1) or " ", fh.read())
+
+
 def scripts_outside_sale(src, owner):
     """Check 4: where the sale's Lua scripts are named."""
     out = []
@@ -138,12 +157,7 @@ def scripts_outside_sale(src, owner):
     if not sale:
         out.append("script: no sk_lua_* symbol defined (the embedded scripts of lua/)")
     names = {f[:-len(".lua")] for f in os.listdir(os.path.join(src, "lua")) if f.endswith(".lua")}
-    d = os.path.join(src, "common", "redis")
-    files = [f for f in os.listdir(d) if f.endswith((".c", ".h"))]
-    files += [os.path.join("include", "sk", f) for f in os.listdir(os.path.join(d, "include", "sk"))]
-    for f in sorted(files):
-        with open(os.path.join(d, f), encoding="utf-8") as fh:
-            code = re.sub(CODE_TOKENS, lambda m: m.group(1) or " ", fh.read())
+    for f, code in layer_code(src, "redis"):
         what = set(re.findall(r"\b(?:SK_SCRIPT_|sk_script_|sk_lua_)\w*", code))
         if re.search(r'^#include "sk/scripts.h"', code, re.M):
             what.add("sk/scripts.h")
@@ -151,6 +165,16 @@ def scripts_outside_sale(src, owner):
             what.update(n for n in names if lit == n or n + ".lua" in lit)
         for w in sorted(what):
             out.append(f"script: common/redis/{f} names {w} (the sale's scripts)")
+    return out
+
+
+def tables_below_sale(src):
+    """Check 5: the tables a layer below the sale names."""
+    out = []
+    for layer, own in sorted(TABLES.items()):
+        for f, code in layer_code(src, layer):
+            for t in sorted(set(re.findall(r"\btb_\w+", code)) - own):
+                out.append(f"table: common/{layer}/{f} names {t} (not a table of its layer)")
     return out
 
 
@@ -200,7 +224,8 @@ def main():
             names = " <-> ".join(n for _, n in comp)
             print(f"circle in {folder}/: {names}")
             bad += 1
-    for line in include_circles(sys.argv[2]) + scripts_outside_sale(sys.argv[2], owner):
+    for line in (include_circles(sys.argv[2]) + scripts_outside_sale(sys.argv[2], owner) +
+                 tables_below_sale(sys.argv[2])):
         print(line)
         bad += 1
     nfiles = len(files)
@@ -209,7 +234,8 @@ def main():
         print(f"layout_check: {bad} violation(s) in {nfiles} files")
         return 1
     print(f"layout_check: {nfiles} files, {nedges} calls between files of one folder: "
-          "layers in order, 0 circles of calls or includes, the scripts named in common/sale only")
+          "layers in order, 0 circles of calls or includes, the sale's scripts and tables "
+          "named above the layers below it")
     return 0
 
 
