@@ -74,7 +74,7 @@ static const cmd_t CMDS[] = {
           "without a zone is rejected. --status 1 on sale (default), 2 offline, 3 expired,\n"
           "4 paused. --preheat also writes the Redis state (see voucher preheat).\n"
           "--price: the price in minor units (a whole number >= 0, default 0) and --currency\n"
-          "its ISO 4217 code (default SECKILL_CURRENCY, CNY), fixed for the voucher's life;\n"
+          "its ISO 4217 code (default SECKILL_CURRENCY), fixed for the voucher's life;\n"
           "every order copies them, and an order with a price > 0 is created UNPAID and\n"
           "paid only by the payment provider's signed callback (DESIGN.md 13).\n"
           "Prints: {\"voucherId\":\"ID\"}. Exit 0 ok, 1 failure, 2 bad arguments.\n",
