@@ -56,7 +56,7 @@ static const cmd_t CMDS[] = {
           "`db migrate`) may create the database and change its schema; the app user (--app,\n"
           "every binary at run time and every other command) may SELECT, INSERT and UPDATE\n"
           "the rows of each table of the migrations, nothing else. USER is 1..32 chars of\n"
-          "[A-Za-z0-9_.-]; H (default %) the host part of the accounts. Connects to nothing.\n"
+          "[A-Za-z0-9_.-]; H the host part of the accounts. Connects to nothing.\n"
           "Create the users (CREATE USER ... IDENTIFIED BY ...), then, as the DB's root:\n"
           "  " PROG " db grants --admin seckill_admin | mysql\n"
           "  SECKILL_MYSQL_URL=mysql://seckill_admin:...@host/db " PROG " db migrate\n"
@@ -67,14 +67,14 @@ static const cmd_t CMDS[] = {
           "insert a voucher and its stock buckets (optionally preheat)",
           "Usage: " PROG " voucher create --stock N [--buckets B] --begin T --end T [--status S] [--preheat] [--price MINOR] [--currency CUR]\n"
           "Insert a voucher (init_stock = stock = N, 1..1000000000) with a fresh snowflake id,\n"
-          "its stock split over B buckets (1..16, default 1; N/B each, the remainder one unit\n"
+          "its stock split over B buckets (1..16; N/B each, the remainder one unit\n"
           "each to the first buckets; B is fixed for the voucher's life; leases a worker id in\n"
           "the database like the front). T is epoch seconds (1764439200) or\n"
           "ISO-8601 WITH a zone (2026-11-29T18:00:00Z, 2026-11-29T18:00:00+08:00); a time\n"
-          "without a zone is rejected. --status 1 on sale (default), 2 offline, 3 expired,\n"
+          "without a zone is rejected. --status 1 on sale, 2 offline, 3 expired,\n"
           "4 paused. --preheat also writes the Redis state (see voucher preheat).\n"
-          "--price: the price in minor units (a whole number >= 0, default 0) and --currency\n"
-          "its ISO 4217 code (default SECKILL_CURRENCY), fixed for the voucher's life;\n"
+          "--price: the price in minor units (a whole number >= 0) and --currency\n"
+          "its ISO 4217 code, fixed for the voucher's life;\n"
           "every order copies them, and an order with a price > 0 is created UNPAID and\n"
           "paid only by the payment provider's signed callback (DESIGN.md 13).\n"
           "Prints: {\"voucherId\":\"ID\"}. Exit 0 ok, 1 failure, 2 bad arguments.\n",
@@ -87,7 +87,7 @@ static const cmd_t CMDS[] = {
           "If the stock key is missing and the voucher could have sales (DB rows, Redis\n"
           "remnants, or one of its messages unconsumed in Kafka), runs the rebuild instead.\n"
           "--rebuild-from-db: the rebuild of DESIGN.md 8: pause the voucher (status 4), wait\n"
-          "up to --wait-ms (default 2 x delivery timeout) for the consumer group to reach\n"
+          "up to --wait-ms for the consumer group to reach\n"
           "the end of the voucher's partitions and for every DEDUCT to be decided (pending\n"
           "rollbacks are run), then set stock and users (in chunks) from the DB and restore\n"
           "meta. Not settled in time: exit 2.\n",
@@ -143,6 +143,42 @@ static const cmd_t CMDS[] = {
 };
 #define NCMDS (sizeof(CMDS) / sizeof(CMDS[0]))
 
+/* The subcommand flags, in sk_admin_opts_t (admin.h): each default is written here
+ * only; sk_conf_load applies it. A flag is given when its value is not the default;
+ * a command accepts the flags its row allows (check_flags). */
+static sk_admin_opts_t o;
+static const sk_opt_t OPTS[] = {
+        SK_OPT_I("stock", NULL, &o.stock, 1, 1000000000, -1, "not given",
+                 "voucher create: units of stock (required)"),
+        SK_OPT_S("begin", NULL, o.begin, NULL, "not given",
+                 "voucher create: sale start (epoch s or ISO-8601 with zone)"),
+        SK_OPT_S("end", NULL, o.end, NULL, "not given",
+                 "voucher create: sale end (epoch s or ISO-8601 with zone)"),
+        SK_OPT_I("status", NULL, &o.status, 1, 4, -1, "1, on sale",
+                 "voucher create: 1 on sale, 2 offline, 3 expired, 4 paused"),
+        SK_OPT_B("preheat", NULL, &o.preheat, "voucher create: preheat Redis too"),
+        SK_OPT_B("rebuild-from-db", NULL, &o.rebuild_from_db,
+                 "voucher preheat: run the rebuild of DESIGN.md 8"),
+        SK_OPT_B("json", NULL, &o.json, "voucher show, verify: JSON output"),
+        SK_OPT_B("quiesced", NULL, &o.quiesced,
+                 "verify: also judge invariant 3 (Redis = DB; after quiescence)"),
+        SK_OPT_I("wait-ms", NULL, &o.wait_ms, 1, 3600000, 0, "2 x delivery timeout",
+                 "voucher preheat --rebuild-from-db: settle wait"),
+        SK_OPT_I("buckets", NULL, &o.buckets, 1, SK_BUCKETS_MAX, 0, "1",
+                 "voucher create: stock buckets (DESIGN.md 14)"),
+        SK_OPT_S("request-id", NULL, o.request_id, NULL, "not given",
+                 "voucher add-stock: idempotency key of the change (1..64 chars)"),
+        SK_OPT_S("app", NULL, o.app, NULL, "not given", "db grants: the app user"),
+        SK_OPT_S("admin", NULL, o.admin, NULL, "not given", "db grants: the admin user"),
+        SK_OPT_S("host", NULL, o.host, NULL, "%", "db grants: host part of both accounts"),
+        SK_OPT_S("price", NULL, o.price, NULL, "0", "voucher create: price in minor units (DESIGN.md 13)"),
+        SK_OPT_S("currency", NULL, o.currency, NULL, "SECKILL_CURRENCY", "voucher create: ISO 4217 currency"),
+        SK_OPT_S("txn", NULL, o.txn, NULL, "not given", "payment refunded: the provider txn id"),
+        SK_OPT_S("ref", NULL, o.ref, NULL, "not given", "payment refunded: the provider's refund reference"),
+        SK_OPT_B("allow-unpaid", NULL, &o.allow_unpaid,
+                 "db migrate: to v5 despite UNPAID orders (left at amount 0, SECKILL_CURRENCY)"),
+};
+
 /* The argument part of a command's usage line ("voucher show ID [--json]"). */
 static void print_synopsis(const cmd_t *c)
 {
@@ -177,6 +213,27 @@ static void print_group(const char *w1)
         printf("\n`" PROG " %s COMMAND --help` describes one; common options: " PROG " --help\n", w1);
 }
 
+/* `<command> --help`: its text, then the flags it accepts, each rendered from its row
+ * of OPTS (with its default). */
+static void print_command_help(const cmd_t *cmd)
+{
+        sk_opt_t rows[SK_NOPTS(OPTS)];
+        size_t n = 0;
+        char pat[40];
+
+        fputs(cmd->text, stdout);
+        for (size_t i = 0; i < SK_NOPTS(OPTS); i++) {
+                snprintf(pat, sizeof(pat), " %s ", OPTS[i].name);
+                if (strstr(cmd->allowed, pat))
+                        rows[n++] = OPTS[i];
+        }
+        if (n) {
+                printf("Flags:\n");
+                sk_conf_print_extra(stdout, rows, n);
+        }
+        printf("Common options (database, Redis, Kafka...): " PROG " --help\n");
+}
+
 /* `[<command>] --help` (before sk_conf_load, which would print the generic help):
  * finds the command words among argv and prints the matching help.
  * @returns 1 if help was asked for (and printed), else 0. */
@@ -208,8 +265,7 @@ static int help_requested(int argc, char **argv)
         for (size_t c = 0; c < NCMDS; c++)
                 if (strcmp(w[0], CMDS[c].w1) == 0 &&
                     (!CMDS[c].w2 || (w[1] && strcmp(w[1], CMDS[c].w2) == 0))) {
-                        fputs(CMDS[c].text, stdout);
-                        printf("Common options (database, Redis, Kafka...): " PROG " --help\n");
+                        print_command_help(&CMDS[c]);
                         return 1;
                 }
         print_group(w[0]);
@@ -228,39 +284,6 @@ static int usage_error(const char *fmt, ...)
         fprintf(stderr, " (see " PROG " --help)\n");
         return 2;
 }
-
-/* The subcommand flags, in sk_admin_opts_t (admin.h): each default is written here
- * only; sk_conf_load applies it. A flag is given when its value is not the default;
- * a command accepts the flags its row allows (check_flags). */
-static sk_admin_opts_t o;
-static const sk_opt_t OPTS[] = {
-        SK_OPT_I("stock", NULL, &o.stock, 1, 1000000000, -1, "not given",
-                 "voucher create: units of stock (required)"),
-        SK_OPT_S("begin", NULL, o.begin, NULL, NULL,
-                 "voucher create: sale start (epoch s or ISO-8601 with zone)"),
-        SK_OPT_S("end", NULL, o.end, NULL, NULL, "voucher create: sale end (epoch s or ISO-8601 with zone)"),
-        SK_OPT_I("status", NULL, &o.status, 1, 4, -1, "1, on sale",
-                 "voucher create: 1 on sale, 2 offline, 3 expired, 4 paused"),
-        SK_OPT_B("preheat", NULL, &o.preheat, "voucher create: preheat Redis too"),
-        SK_OPT_B("rebuild-from-db", NULL, &o.rebuild_from_db, "voucher preheat: run the rebuild of DESIGN.md 8"),
-        SK_OPT_B("json", NULL, &o.json, "voucher show, verify: JSON output"),
-        SK_OPT_B("quiesced", NULL, &o.quiesced, "verify: also judge invariant 3 (Redis = DB; after quiescence)"),
-        SK_OPT_I("wait-ms", NULL, &o.wait_ms, 1, 3600000, 0, "2 x delivery timeout",
-                 "voucher preheat --rebuild-from-db: settle wait"),
-        SK_OPT_I("buckets", NULL, &o.buckets, 1, SK_BUCKETS_MAX, 0, "1",
-                 "voucher create: stock buckets (DESIGN.md 14)"),
-        SK_OPT_S("request-id", NULL, o.request_id, NULL, NULL,
-                 "voucher add-stock: idempotency key of the change (1..64 chars)"),
-        SK_OPT_S("app", NULL, o.app, NULL, NULL, "db grants: the app user"),
-        SK_OPT_S("admin", NULL, o.admin, NULL, NULL, "db grants: the admin user"),
-        SK_OPT_S("host", NULL, o.host, NULL, "%", "db grants: host part of both accounts"),
-        SK_OPT_S("price", NULL, o.price, NULL, "0", "voucher create: price in minor units (DESIGN.md 13)"),
-        SK_OPT_S("currency", NULL, o.currency, NULL, "SECKILL_CURRENCY", "voucher create: ISO 4217 currency"),
-        SK_OPT_S("txn", NULL, o.txn, NULL, NULL, "payment refunded: the provider txn id"),
-        SK_OPT_S("ref", NULL, o.ref, NULL, NULL, "payment refunded: the provider's refund reference"),
-        SK_OPT_B("allow-unpaid", NULL, &o.allow_unpaid,
-                 "db migrate: to v5 despite UNPAID orders (left at amount 0, SECKILL_CURRENCY)"),
-};
 
 /* A flag given to a command that does not take it is a usage error. @returns 0 or 2. */
 static int check_flags(const cmd_t *cmd)

@@ -76,12 +76,16 @@ typedef struct cmetric {
 
 #define CM(f) offsetof(cons_metrics_t, f)
 static const double size_bounds[] = { 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000 };
-static const double txn_bounds[] = { 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
+static const double txn_bounds[] = { 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+                                     5, 10 };
 /* In /metrics order: HEAD, the counters by reason, then TAIL. */
 static const cmetric_t HEAD[] = {
-        { CM(consumed), 'c', "consumer_messages_consumed_total", "Messages polled from the order topic", NULL, 0 },
-        { CM(applied), 'c', "consumer_orders_applied_total", "Orders created (CREATED outcome committed)", NULL, 0 },
-        { CM(duplicates), 'c', "consumer_duplicates_total", "Messages whose traceId was already decided", NULL, 0 },
+        { CM(consumed), 'c', "consumer_messages_consumed_total",
+          "Messages polled from the order topic", NULL, 0 },
+        { CM(applied), 'c', "consumer_orders_applied_total",
+          "Orders created (CREATED outcome committed)", NULL, 0 },
+        { CM(duplicates), 'c', "consumer_duplicates_total",
+          "Messages whose traceId was already decided", NULL, 0 },
 };
 static const cmetric_t TAIL[] = {
         { CM(rollback_errors), 'c', "consumer_rollback_errors_total",
@@ -92,20 +96,22 @@ static const cmetric_t TAIL[] = {
           "ALERT: messages sent to the DLQ after non-transient DB errors", NULL, 0 },
         { CM(collisions), 'c', "consumer_id_collisions_total",
           "ALERT: id collisions (outcome/order ids disagree with the message)", NULL, 0 },
-        { CM(db_transient), 'c', "consumer_db_transient_errors_total", "Transient DB errors (retried from BEGIN)",
-          NULL, 0 },
-        { CM(db_errors), 'c', "consumer_db_errors_total", "Non-transient DB errors (retried, then DLQ)", NULL, 0 },
-        { CM(redis_errors), 'c', "consumer_redis_errors_total", "Redis errors (claim, rollback, order cache)",
-          NULL, 0 },
-        { CM(fallbacks), 'c', "consumer_batch_fallbacks_total", "Voucher batches applied one message at a time",
-          NULL, 0 },
+        { CM(db_transient), 'c', "consumer_db_transient_errors_total",
+          "Transient DB errors (retried from BEGIN)", NULL, 0 },
+        { CM(db_errors), 'c', "consumer_db_errors_total",
+          "Non-transient DB errors (retried, then DLQ)", NULL, 0 },
+        { CM(redis_errors), 'c', "consumer_redis_errors_total",
+          "Redis errors (claim, rollback, order cache)", NULL, 0 },
+        { CM(fallbacks), 'c', "consumer_batch_fallbacks_total",
+          "Voucher batches applied one message at a time", NULL, 0 },
         { CM(batch_size), 'h', "consumer_batch_size", "Messages per order transaction", size_bounds,
           sizeof(size_bounds) / sizeof(size_bounds[0]) },
         { CM(txn_seconds), 'h', "consumer_txn_seconds", "Order transaction latency", txn_bounds,
           sizeof(txn_bounds) / sizeof(txn_bounds[0]) },
         { CM(lag), 'g', "consumer_lag_messages",
           "Messages between the consumers' positions and the high watermarks", NULL, 0 },
-        { CM(paused), 'g', "consumer_paused_workers", "Workers with paused partitions (retrying a transient error)",
+        { CM(paused), 'g', "consumer_paused_workers",
+          "Workers with paused partitions (retrying a transient error)",
           NULL, 0 },
         { CM(carry), 'g', "consumer_carry_messages",
           "Messages kept on the workers' carry lists while partitions are paused", NULL, 0 },

@@ -53,6 +53,20 @@ static void extra_default(const sk_opt_t *o, char *def, size_t size)
                 sk__sfmt(def, size, " %s", o->def ? "on" : "off");
 }
 
+void sk_conf_print_extra(FILE *f, const sk_opt_t *extra, size_t nextra)
+{
+        char def[600], left[80];
+
+        for (size_t i = 0; i < nextra; i++) {
+                const sk_opt_t *o = &extra[i];
+                sk__sfmt(left, sizeof(left), "--%s%s", o->name,
+                         o->type == SK_OPT_INT ? " N" : o->type == SK_OPT_STR ? " S" : "");
+                extra_default(o, def, sizeof(def));
+                fprintf(f, "  %-34s %s\n  %-34s   %s%s%sdefault%s\n", left, o->help ? o->help : "", "",
+                        o->env ? "env " : "", o->env ? o->env : "", o->env ? ", " : "", def);
+        }
+}
+
 void sk_conf_print_options(FILE *f, unsigned bins, const sk_opt_t *extra, size_t nextra)
 {
         sk_conf_t d;
@@ -71,14 +85,7 @@ void sk_conf_print_options(FILE *f, unsigned bins, const sk_opt_t *extra, size_t
                 else
                         fprintf(f, "  %-34s %s\n  %-34s   env %s, default%s\n", left, o->help, "", o->env, def);
         }
-        for (size_t i = 0; i < nextra; i++) {
-                const sk_opt_t *o = &extra[i];
-                sk__sfmt(left, sizeof(left), "--%s%s", o->name,
-                         o->type == SK_OPT_INT ? " N" : o->type == SK_OPT_STR ? " S" : "");
-                extra_default(o, def, sizeof(def));
-                fprintf(f, "  %-34s %s\n  %-34s   %s%s%sdefault%s\n", left, o->help ? o->help : "", "",
-                        o->env ? "env " : "", o->env ? o->env : "", o->env ? ", " : "", def);
-        }
+        sk_conf_print_extra(f, extra, nextra);
         fprintf(f, "  %-34s %s\n", "-X KEY=VALUE", "librdkafka property (repeatable)");
         fprintf(f, "  %-34s %s\n", "--print-config", "print the configuration (secrets masked) and exit");
         fprintf(f, "  %-34s %s\n", "--version", "print the version and exit");

@@ -145,4 +145,9 @@ int sk_conf_load_bin(sk_conf_t *conf, unsigned bins, int argc, char **argv, cons
  *  @p f, @p extra borrowed. Thread-safe if @p f is not shared. */
 void sk_conf_print_options(FILE *f, unsigned bins, const sk_opt_t *extra, size_t nextra);
 
+/** @brief Print the --help lines of @p extra only (each with its env and its default
+ *  rendered from the row), for a binary that lists a subset (a command's own flags).
+ *  @p f, @p extra borrowed. Thread-safe if @p f is not shared. */
+void sk_conf_print_extra(FILE *f, const sk_opt_t *extra, size_t nextra);
+
 
