@@ -9,7 +9,9 @@
 #include "sk/conf.h"
 #include "sk/db.h"
 
-/** Options of the voucher subcommands (main.c fills them through sk_conf_load). */
+/** Options and arguments of a command (main.c fills them: the flags through
+ *  sk_conf_load, from its option table). Every command function below takes the
+ *  configuration and these, and returns the exit status. */
 typedef struct sk_admin_opts {
         int stock;              /* --stock N, -1 = not given */
         char begin[64];         /* --begin T ("" = not given) */
@@ -30,11 +32,10 @@ typedef struct sk_admin_opts {
         char txn[160];          /* --txn ID (payment refunded) */
         char ref[160];          /* --ref R (payment refunded) */
         int allow_unpaid;       /* --allow-unpaid (db migrate: the v4 -> v5 guard) */
+        char **args;            /* the positional arguments after the command words (argv's,
+                                   NULL-terminated; main.c checks their count per command) */
+        int nargs;
 } sk_admin_opts_t;
-
-/** The subcommand flags as parsed by main.c (valid once main() called sk_conf_load),
- *  for subcommands whose signature does not carry them (verify: --json). */
-extern const sk_admin_opts_t *sk_admin_opts;
 
 /** `db migrate [--allow-unpaid]`: apply the pending ddl/ migrations; prints "applied N
  *  migration(s)". Exit 2 while an order is UNPAID and the v5 payment migration is pending,
@@ -50,15 +51,16 @@ int sk_admin_db_grants(const sk_conf_t *conf, const sk_admin_opts_t *o);
  *  one DB transaction inserts the voucher, its bucket rows (sk_bucket_share) and its
  *  tb_seckill_switch row (DESIGN.md v4 6, 14). */
 int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o);
-/** `voucher preheat ID [--rebuild-from-db] [--wait-ms MS]`. */
-int sk_admin_voucher_preheat(const sk_conf_t *conf, const char *id, const sk_admin_opts_t *o);
-/** `voucher show ID [--json]`. */
-int sk_admin_voucher_show(const sk_conf_t *conf, const char *id, const sk_admin_opts_t *o);
+/** `voucher preheat ID [--rebuild-from-db] [--wait-ms MS]` (ID = o->args[0]). */
+int sk_admin_voucher_preheat(const sk_conf_t *conf, const sk_admin_opts_t *o);
+/** `voucher show ID [--json]` (ID = o->args[0]). */
+int sk_admin_voucher_show(const sk_conf_t *conf, const sk_admin_opts_t *o);
 /** `voucher add-stock ID --stock K --request-id R [--wait-ms MS]` (DESIGN.md v4 14;
- *  admin/voucher_stock.c): one DB transaction, idempotent by R, then the rebuild. */
-int sk_admin_voucher_add_stock(const sk_conf_t *conf, const char *id, const sk_admin_opts_t *o);
-/** `voucher set-status ID N`. */
-int sk_admin_voucher_set_status(const sk_conf_t *conf, const char *id, const char *status);
+ *  admin/voucher_stock.c; ID = o->args[0]): one DB transaction, idempotent by R, then
+ *  the rebuild. */
+int sk_admin_voucher_add_stock(const sk_conf_t *conf, const sk_admin_opts_t *o);
+/** `voucher set-status ID N` (o->args[0], o->args[1]). */
+int sk_admin_voucher_set_status(const sk_conf_t *conf, const sk_admin_opts_t *o);
 
 /** `payment refunds [--json]` (DESIGN.md 13; admin/payment.c): the refund_due payments
  *  not yet marked refunded, oldest first. DB only. */
@@ -68,14 +70,16 @@ int sk_admin_payment_refunds(const sk_conf_t *conf, const sk_admin_opts_t *o);
  *  or one already marked with another ref. DB only. */
 int sk_admin_payment_refunded(const sk_conf_t *conf, const sk_admin_opts_t *o);
 
-/** `verify VOUCHER_ID ...` (DESIGN.md 9; admin/verify.c). @p argc/@p argv are the
- *  positional arguments after "verify". */
-int sk_admin_verify(const sk_conf_t *conf, int argc, char **argv);
+/** `verify VOUCHER_ID ...` (DESIGN.md 9; admin/verify.c): checks o->args itself (one
+ *  voucher id). */
+int sk_admin_verify(const sk_conf_t *conf, const sk_admin_opts_t *o);
 /** `degrade status|auto|db-only|redis-only [--voucher ID]` (DESIGN.md 12; admin/degrade.c):
  *  parses its own options from the whole command line (DB only, no Redis check). */
 int sk_admin_degrade(int argc, char **argv);
 /** 1 if the command line names the degrade command (main.c hands it over). */
 int sk_admin_degrade_wants(int argc, char **argv);
+/** The text of `degrade --help` (main.c lists the command from it). */
+extern const char sk_admin_degrade_usage[];
 
 
 /** @brief One DB transaction (admin/voucher_stock.c): the voucher row (init_stock =

@@ -16,7 +16,7 @@
 
 #define PROG "seckill-admin"
 
-static const char USAGE[] =
+const char sk_admin_degrade_usage[] =
         "Usage: " PROG " degrade status|auto|db-only|redis-only [--voucher ID]\n"
         "The Redis-down degrade switch (DESIGN.md 12). status: the default mode and every\n"
         "voucher's mode, state (redis, draining, db, rebuilding), epoch and age. auto: the\n"
@@ -94,13 +94,14 @@ static int run(const sk_conf_t *conf, const char *cmd, int64_t vid)
         return rc;
 }
 
+/* The command's own option: its default is written here only. */
+static char voucher[32];
+static const sk_opt_t OPTS[] = {
+        SK_OPT_S("voucher", NULL, voucher, NULL, "the default mode / every voucher", "degrade: one voucher"),
+};
+
 int sk_admin_degrade(int argc, char **argv)
 {
-        char voucher[32] = "";
-        const sk_opt_t extra[] = {
-                { "voucher", NULL, SK_OPT_STR, voucher, sizeof(voucher), 0, 0,
-                  "degrade: one voucher (default: the default mode / every voucher)" },
-        };
         sk_conf_t conf;
         int argi = 0, rc, mode;
         int64_t vid = 0;
@@ -108,12 +109,12 @@ int sk_admin_degrade(int argc, char **argv)
 
         for (rc = 1; rc < argc; rc++)
                 if (!strcmp(argv[rc], "--help") || !strcmp(argv[rc], "-h")) {
-                        fputs(USAGE, stdout);
+                        fputs(sk_admin_degrade_usage, stdout);
                         printf("Common options (database, Redis, Kafka...): " PROG " --help\n");
                         return 0;
                 }
         rc = sk_conf_load_bin(&conf, SK_BIN_ADMIN, argc, argv, PROG,
-                              "degrade status|auto|db-only|redis-only", extra, 1, &argi);
+                              "degrade status|auto|db-only|redis-only", OPTS, SK_NOPTS(OPTS), &argi);
         if (rc == 1)
                 return 0;
         if (rc != 0)

@@ -8,7 +8,7 @@
 #include "sk/verify.h"
 #include "admin.h"
 
-int sk_admin_verify(const sk_conf_t *conf, int argc, char **argv)
+int sk_admin_verify(const sk_conf_t *conf, const sk_admin_opts_t *o)
 {
         sk_verify_report_t rep;
         char errstr[512];
@@ -16,7 +16,7 @@ int sk_admin_verify(const sk_conf_t *conf, int argc, char **argv)
         sk_err_t err;
         int quiesced;
 
-        if (argc != 1 || sk_id_parse_cstr(argv[0], &voucher_id) != 0) {
+        if (o->nargs != 1 || sk_id_parse_cstr(o->args[0], &voucher_id) != 0) {
                 fprintf(stderr, "seckill-admin: usage: verify VOUCHER_ID [--json] [--quiesced] "
                         "(VOUCHER_ID canonical decimal 1..9223372036854775807)\n");
                 return 2;
@@ -30,7 +30,7 @@ int sk_admin_verify(const sk_conf_t *conf, int argc, char **argv)
                 fprintf(stderr, "seckill-admin: verify: %s\n", errstr);
                 return 1;
         }
-        quiesced = sk_admin_opts && sk_admin_opts->quiesced;
-        sk_verify_print(stdout, &rep, sk_admin_opts && sk_admin_opts->json, quiesced);
+        quiesced = o->quiesced;
+        sk_verify_print(stdout, &rep, o->json, quiesced);
         return sk_verify_passed(&rep, quiesced) ? 0 : 1;
 }

@@ -231,8 +231,9 @@ static int parse_id_arg(const char *s, int64_t *id)
         return 0;
 }
 
-int sk_admin_voucher_preheat(const sk_conf_t *conf, const char *ids, const sk_admin_opts_t *o)
+int sk_admin_voucher_preheat(const sk_conf_t *conf, const sk_admin_opts_t *o)
 {
+        const char *ids = o->args[0];
         sk_rebuild_report_t rep;
         char errstr[512];
         int64_t id;
@@ -486,8 +487,9 @@ static sk_err_t show_redis(const sk_conf_t *conf, sk_redis_t *r, show_t *v, char
         return SK_OK;
 }
 
-int sk_admin_voucher_show(const sk_conf_t *conf, const char *ids, const sk_admin_opts_t *o)
+int sk_admin_voucher_show(const sk_conf_t *conf, const sk_admin_opts_t *o)
 {
+        const char *ids = o->args[0];
         char errstr[512];
         sk_db_t *db = NULL;
         sk_redis_t *r = NULL;
@@ -537,8 +539,9 @@ done:
 
 /* ------------------------------------------------------------------ set-status */
 
-int sk_admin_voucher_set_status(const sk_conf_t *conf, const char *ids, const char *sts)
+int sk_admin_voucher_set_status(const sk_conf_t *conf, const sk_admin_opts_t *o)
 {
+        const char *ids = o->args[0], *sts = o->args[1];
         char errstr[512];
         int64_t id;
         int status, written = 0;

@@ -268,8 +268,9 @@ static sk_err_t add_stock(sk_db_t *db, int64_t id, int64_t k, const char *rid, i
         return err;
 }
 
-int sk_admin_voucher_add_stock(const sk_conf_t *conf, const char *ids, const sk_admin_opts_t *o)
+int sk_admin_voucher_add_stock(const sk_conf_t *conf, const sk_admin_opts_t *o)
 {
+        const char *ids = o->args[0];
         char errstr[512];
         int64_t id;
         int applied = 0, rc;

@@ -42,13 +42,11 @@
  * (leaves the group) and the process exits 0. A second signal exits at once (1).
  *
  * Options (defaults < SECKILL_* environment < flags): the common ones of sk/conf.h plus
- * --workers (SECKILL_CONSUMER_WORKERS, 1), --batch-max (SECKILL_BATCH_MAX, 500),
- * --batch-wait-ms (SECKILL_BATCH_WAIT_MS, 5), --max-db-retries (SECKILL_MAX_DB_RETRIES,
- * 5), --lock-wait-timeout-s (SECKILL_LOCK_WAIT_TIMEOUT_S, 5: session
- * innodb_lock_wait_timeout, far below max.poll.interval.ms = 300000),
- * --backoff-cap-ms (SECKILL_BACKOFF_CAP_MS, 2000). Metrics on SECKILL_METRICS_ADDR
- * (`off` = none). Exit: 0 clean stop, 1 runtime failure, 2 bad configuration. */
+ * the table OPTS below (--workers, --batch-max, --batch-wait-ms, --max-db-retries,
+ * --lock-wait-timeout-s, --backoff-cap-ms; --help shows each default). Metrics on
+ * SECKILL_METRICS_ADDR (`off` = none). Exit: 0 clean stop, 1 runtime failure, 2 bad configuration. */
 #include <pthread.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,22 +64,82 @@
 
 volatile sig_atomic_t g_stop;
 
+/* A metric of cons_metrics_t: where it goes, its kind, name and help; histograms with
+ * their bucket bounds. */
+typedef struct cmetric {
+        size_t off;             /* offsetof(cons_metrics_t, ...) */
+        char kind;              /* 'c' counter, 'g' gauge, 'h' histogram */
+        const char *name, *help;
+        const double *bounds;
+        size_t nbounds;
+} cmetric_t;
+
+#define CM(f) offsetof(cons_metrics_t, f)
+static const double size_bounds[] = { 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000 };
+static const double txn_bounds[] = { 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+                                     5, 10 };
+/* In /metrics order: HEAD, the counters by reason, then TAIL. */
+static const cmetric_t HEAD[] = {
+        { CM(consumed), 'c', "consumer_messages_consumed_total",
+          "Messages polled from the order topic", NULL, 0 },
+        { CM(applied), 'c', "consumer_orders_applied_total",
+          "Orders created (CREATED outcome committed)", NULL, 0 },
+        { CM(duplicates), 'c', "consumer_duplicates_total",
+          "Messages whose traceId was already decided", NULL, 0 },
+};
+static const cmetric_t TAIL[] = {
+        { CM(rollback_errors), 'c', "consumer_rollback_errors_total",
+          "rollback.lua still failing after retries (left to the reconciler)", NULL, 0 },
+        { CM(dlq), 'c', "consumer_dlq_total", "Messages copied to the DLQ (PERSISTED)", NULL, 0 },
+        { CM(poison), 'c', "consumer_poison_total", "Poison messages (not a valid order message)", NULL, 0 },
+        { CM(db_dlq), 'c', "consumer_db_error_dlq_total",
+          "ALERT: messages sent to the DLQ after non-transient DB errors", NULL, 0 },
+        { CM(collisions), 'c', "consumer_id_collisions_total",
+          "ALERT: id collisions (outcome/order ids disagree with the message)", NULL, 0 },
+        { CM(db_transient), 'c', "consumer_db_transient_errors_total",
+          "Transient DB errors (retried from BEGIN)", NULL, 0 },
+        { CM(db_errors), 'c', "consumer_db_errors_total",
+          "Non-transient DB errors (retried, then DLQ)", NULL, 0 },
+        { CM(redis_errors), 'c', "consumer_redis_errors_total",
+          "Redis errors (claim, rollback, order cache)", NULL, 0 },
+        { CM(fallbacks), 'c', "consumer_batch_fallbacks_total",
+          "Voucher batches applied one message at a time", NULL, 0 },
+        { CM(batch_size), 'h', "consumer_batch_size", "Messages per order transaction", size_bounds,
+          sizeof(size_bounds) / sizeof(size_bounds[0]) },
+        { CM(txn_seconds), 'h', "consumer_txn_seconds", "Order transaction latency", txn_bounds,
+          sizeof(txn_bounds) / sizeof(txn_bounds[0]) },
+        { CM(lag), 'g', "consumer_lag_messages",
+          "Messages between the consumers' positions and the high watermarks", NULL, 0 },
+        { CM(paused), 'g', "consumer_paused_workers",
+          "Workers with paused partitions (retrying a transient error)",
+          NULL, 0 },
+        { CM(carry), 'g', "consumer_carry_messages",
+          "Messages kept on the workers' carry lists while partitions are paused", NULL, 0 },
+};
+
+static void register_rows(sk_metrics_t *reg, cons_metrics_t *m, const cmetric_t *rows, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                const cmetric_t *r = &rows[i];
+                sk_metric_t **dst = (sk_metric_t **)(void *)((char *)m + r->off);
+
+                if (r->kind == 'h')
+                        *dst = sk_metrics_hist(reg, r->name, NULL, r->help, r->bounds, r->nbounds);
+                else if (r->kind == 'g')
+                        *dst = sk_metrics_gauge(reg, r->name, NULL, r->help);
+                else
+                        *dst = sk_metrics_counter(reg, r->name, NULL, r->help);
+        }
+}
+
 static void register_metrics(sk_metrics_t *reg, cons_metrics_t *m)
 {
-        static const double size_bounds[] = { 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000 };
-        static const double txn_bounds[] = { 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                             0.5, 1, 2.5, 5, 10 };
         static const sk_reason_t reasons[] = { SK_REASON_SOLD_OUT, SK_REASON_HAS_ORDER,
                                                SK_REASON_LOST, SK_REASON_FRONT_ROLLBACK };
         char labels[64];
         size_t i;
 
-        m->consumed = sk_metrics_counter(reg, "consumer_messages_consumed_total", NULL,
-                                         "Messages polled from the order topic");
-        m->applied = sk_metrics_counter(reg, "consumer_orders_applied_total", NULL,
-                                        "Orders created (CREATED outcome committed)");
-        m->duplicates = sk_metrics_counter(reg, "consumer_duplicates_total", NULL,
-                                           "Messages whose traceId was already decided");
+        register_rows(reg, m, HEAD, sizeof(HEAD) / sizeof(HEAD[0]));
         for (i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
                 snprintf(labels, sizeof(labels), "reason=\"%s\"", sk_reason_str(reasons[i]));
                 m->failed[reasons[i]] = sk_metrics_counter(reg, "consumer_failed_total", labels,
@@ -93,33 +151,7 @@ static void register_metrics(sk_metrics_t *reg, cons_metrics_t *m)
                                                        "FAILED outcomes recorded, by reason");
         m->rolled_back[SK_REASON_NONE] = sk_metrics_counter(reg, "consumer_rolled_back_total",
                                                             "reason=\"unknown\"", "rollback.lua runs, by reason");
-        m->rollback_errors = sk_metrics_counter(reg, "consumer_rollback_errors_total", NULL,
-                                                "rollback.lua still failing after retries (left to the reconciler)");
-        m->dlq = sk_metrics_counter(reg, "consumer_dlq_total", NULL, "Messages copied to the DLQ (PERSISTED)");
-        m->poison = sk_metrics_counter(reg, "consumer_poison_total", NULL, "Poison messages (not a valid order message)");
-        m->db_dlq = sk_metrics_counter(reg, "consumer_db_error_dlq_total", NULL,
-                                       "ALERT: messages sent to the DLQ after non-transient DB errors");
-        m->collisions = sk_metrics_counter(reg, "consumer_id_collisions_total", NULL,
-                                           "ALERT: id collisions (outcome/order ids disagree with the message)");
-        m->db_transient = sk_metrics_counter(reg, "consumer_db_transient_errors_total", NULL,
-                                             "Transient DB errors (retried from BEGIN)");
-        m->db_errors = sk_metrics_counter(reg, "consumer_db_errors_total", NULL,
-                                          "Non-transient DB errors (retried, then DLQ)");
-        m->redis_errors = sk_metrics_counter(reg, "consumer_redis_errors_total", NULL,
-                                             "Redis errors (claim, rollback, order cache)");
-        m->fallbacks = sk_metrics_counter(reg, "consumer_batch_fallbacks_total", NULL,
-                                          "Voucher batches applied one message at a time");
-        m->batch_size = sk_metrics_hist(reg, "consumer_batch_size", NULL,
-                                        "Messages per order transaction", size_bounds,
-                                        sizeof(size_bounds) / sizeof(size_bounds[0]));
-        m->txn_seconds = sk_metrics_hist(reg, "consumer_txn_seconds", NULL, "Order transaction latency",
-                                         txn_bounds, sizeof(txn_bounds) / sizeof(txn_bounds[0]));
-        m->lag = sk_metrics_gauge(reg, "consumer_lag_messages", NULL,
-                                  "Messages between the consumers' positions and the high watermarks");
-        m->paused = sk_metrics_gauge(reg, "consumer_paused_workers", NULL,
-                                     "Workers with paused partitions (retrying a transient error)");
-        m->carry = sk_metrics_gauge(reg, "consumer_carry_messages", NULL,
-                                    "Messages kept on the workers' carry lists while partitions are paused");
+        register_rows(reg, m, TAIL, sizeof(TAIL) / sizeof(TAIL[0]));
 }
 
 typedef struct thr {
@@ -208,50 +240,60 @@ static int ensure_topics(const sk_conf_t *conf)
         }
 }
 
-int main(int argc, char **argv)
-{
-        static sk_conf_t conf;
-        static cons_opts_t opts = { .workers = 1, .batch_max = 500, .batch_wait_ms = 5,
-                                    .max_db_retries = 5, .lock_wait_s = 5, .backoff_cap_ms = 2000 };
-        const sk_opt_t extra[] = {
-                { "workers", "SECKILL_CONSUMER_WORKERS", SK_OPT_INT, &opts.workers, 0, 1, 64,
-                  "worker threads, each its own consumer in the group" },
-                { "batch-max", "SECKILL_BATCH_MAX", SK_OPT_INT, &opts.batch_max, 0, 1, 5000,
-                  "messages per poll batch; 1 = one order per transaction" },
-                { "batch-wait-ms", "SECKILL_BATCH_WAIT_MS", SK_OPT_INT, &opts.batch_wait_ms, 0, 0, 10000,
-                  "how long a batch waits to fill after its first message" },
-                { "max-db-retries", "SECKILL_MAX_DB_RETRIES", SK_OPT_INT, &opts.max_db_retries, 0, 0, 1000,
-                  "non-transient DB errors tolerated per message before the DLQ" },
-                { "lock-wait-timeout-s", "SECKILL_LOCK_WAIT_TIMEOUT_S", SK_OPT_INT, &opts.lock_wait_s, 0, 1, 120,
-                  "session innodb_lock_wait_timeout in seconds" },
-                { "backoff-cap-ms", "SECKILL_BACKOFF_CAP_MS", SK_OPT_INT, &opts.backoff_cap_ms, 0, 10, 600000,
-                  "cap of the transient-error retry backoff" },
-        };
-        static sk_metrics_t *reg;
-        static cons_metrics_t metrics;
-        cons_ctx_t ctx;
-        void *srv = NULL;
-        int argi = 0, rc, failed = 0;
+/* The consumer's own options (DESIGN.md 5-8): each default is written here only;
+ * sk_conf_load applies it and --help shows it. */
+static cons_opts_t opts;
+static const sk_opt_t OPTS[] = {
+        SK_OPT_I("workers", "SECKILL_CONSUMER_WORKERS", &opts.workers, 1, 64, 1, NULL,
+                 "worker threads, each its own consumer in the group"),
+        SK_OPT_I("batch-max", "SECKILL_BATCH_MAX", &opts.batch_max, 1, 5000, 500, NULL,
+                 "messages per poll batch; 1 = one order per transaction"),
+        SK_OPT_I("batch-wait-ms", "SECKILL_BATCH_WAIT_MS", &opts.batch_wait_ms, 0, 10000, 5, NULL,
+                 "how long a batch waits to fill after its first message"),
+        SK_OPT_I("max-db-retries", "SECKILL_MAX_DB_RETRIES", &opts.max_db_retries, 0, 1000, 5, NULL,
+                 "non-transient DB errors tolerated per message before the DLQ"),
+        SK_OPT_I("lock-wait-timeout-s", "SECKILL_LOCK_WAIT_TIMEOUT_S", &opts.lock_wait_s, 1, 120, 5, NULL,
+                 "session innodb_lock_wait_timeout in seconds (far below max.poll.interval.ms)"),
+        SK_OPT_I("backoff-cap-ms", "SECKILL_BACKOFF_CAP_MS", &opts.backoff_cap_ms, 10, 600000, 2000, NULL,
+                 "cap of the transient-error retry backoff (full jitter)"),
+};
 
-        rc = sk_conf_load_bin(&conf, SK_BIN_CONSUMER, argc, argv, "seckill-consumer", NULL,
-                              extra, sizeof(extra) / sizeof(extra[0]), &argi);
-        if (rc == 1)
-                return 0;
-        if (rc)
+/* Options, then the Redis check (DESIGN.md 4: >= 7.0, noeviction); logs, signals.
+ * @returns -1 to go on, else the exit status (0 after --help, 2 bad configuration). */
+static int configure(int argc, char **argv, sk_conf_t *conf)
+{
+        int argi = 0, rc;
+
+        rc = sk_conf_load_bin(conf, SK_BIN_CONSUMER, argc, argv, "seckill-consumer", NULL, OPTS,
+                              SK_NOPTS(OPTS), &argi);
+        if (rc != 0)
+                return rc == 1 ? 0 : 2;
+        if (sk_redis_startup_check(&conf->redis, "seckill-consumer") != 0)
                 return 2;
-        if (sk_redis_startup_check(&conf.redis, "seckill-consumer") != 0)
-                return 2;       /* DESIGN.md 4: Redis >= 7.0, noeviction on every master */
         if (argi < argc) {
                 fprintf(stderr, "seckill-consumer: unexpected argument '%s'\n", argv[argi]);
                 return 2;
         }
         sk_log_init("consumer");
-        sk_log_level = conf.log_level;
+        sk_log_level = conf->log_level;
         /* SIGINT/SIGTERM: g_stop = 1 (drain); a second one exits 1 at once. */
         (void)sk_signals_install(&g_stop, SK_SIGNALS_SECOND_EXITS | SK_SIGNALS_IGNORE_PIPE,
                                  "seckill-consumer: second signal, exiting now\n");
         sk_db_library_init();
+        return -1;
+}
 
+int main(int argc, char **argv)
+{
+        static sk_conf_t conf;
+        static sk_metrics_t *reg;
+        static cons_metrics_t metrics;
+        cons_ctx_t ctx;
+        void *srv = NULL;
+        int rc, failed = 0;
+
+        if ((rc = configure(argc, argv, &conf)) >= 0)
+                return rc;
         reg = sk_metrics_new();
         if (!reg) {
                 SK_LOG(SK_ERROR, "startup_failed", "what=metrics");

@@ -233,71 +233,66 @@ static void shutdown_front(void)
         fr_metrics_destroy();
 }
 
-int main(int argc, char **argv)
+/* The front's own options (DESIGN.md 2, 3, 12, 13, 15): each default is written here
+ * only; sk_conf_load applies it and --help shows it. */
+static const sk_opt_t OPTS[] = {
+        SK_OPT_I("http-threads", "SECKILL_HTTP_THREADS", &g_fr.http_threads, 1, 64, 2, NULL,
+                 "libmicrohttpd worker threads"),
+        SK_OPT_I("redis-workers", "SECKILL_FRONT_REDIS_WORKERS", &g_fr.redis_workers, 1, 64, 2, NULL,
+                 "threads pipelining deduct.lua, each its batch of EVALSHAs on one connection"),
+        SK_OPT_I("lookup-threads", "SECKILL_FRONT_LOOKUP_THREADS", &g_fr.lookup_threads, 1, 64, 2, NULL,
+                 "threads for orders/me, orders/{id}, cancel and the 10004 DB check"),
+        SK_OPT_I("lookup-queue-max", "SECKILL_FRONT_LOOKUP_QUEUE_MAX", &g_fr.lookup_queue_max, 1, 1000000,
+                 256, NULL, "lookups waiting for the lookup pool; beyond it 503 + Retry-After at once; "
+                 "a job whose request was already answered is dropped, never run"),
+        SK_OPT_I("pipeline-max", "SECKILL_FRONT_PIPELINE_MAX", &g_fr.pipeline_max, 1, 4096, 128, NULL,
+                 "EVALSHAs pipelined per batch on one connection"),
+        SK_OPT_S("ops-addr", "SECKILL_OPS_ADDR", g_fr.ops_addr, "127.0.0.1:9465", NULL,
+                 "host:port of /healthz, /readyz and /metrics, never on the API listener (DESIGN.md "
+                 "15; off = none; a front that cannot listen there does not start)"),
+        /* Buyer identity (DESIGN.md 15; identity.c). */
+        SK_OPT_S("auth", "SECKILL_AUTH", g_fr.auth_mode, "trusted-header", NULL,
+                 "buyer identity: trusted-header (X-User-Id from SECKILL_TRUSTED_PROXIES) | jwt "
+                 "(Authorization: Bearer)"),
+        SK_OPT_S("jwt-keys-file", "SECKILL_JWT_KEYS_FILE", g_fr.jwt_keys_file, NULL, "none",
+                 "jwt: the identity provider's JWKS file (required with jwt); re-read on SIGHUP or "
+                 "when it changes"),
+        SK_OPT_S("jwt-issuer", "SECKILL_JWT_ISSUER", g_fr.jwt_issuer, NULL, "not checked",
+                 "jwt: required iss"),
+        SK_OPT_S("jwt-audience", "SECKILL_JWT_AUDIENCE", g_fr.jwt_audience, NULL, "not checked",
+                 "jwt: required aud, a string or one member of an array"),
+        SK_OPT_I("jwt-cache-max", "SECKILL_JWT_CACHE_MAX", &g_fr.jwt_cache_max, 0, 16777216, 262144, NULL,
+                 "jwt: verified tokens cached by SHA-256, about 64 bytes each (0 = none)"),
+        SK_OPT_S("trusted-proxies", "SECKILL_TRUSTED_PROXIES", g_fr.trusted_proxies,
+                 FR_TRUSTED_PROXIES_DEFAULT, NULL,
+                 "trusted-header: peers whose X-User-Id is believed, CIDRs (or bare addresses) and "
+                 "unix; any other peer is 401/10007"),
+        /* The payment callback (DESIGN.md 13, 15; payment.c). */
+        SK_OPT_S("payment-keys-file", "SECKILL_PAYMENT_KEYS_FILE", g_fr.payment_keys_file, NULL,
+                 "none, POST /api/v1/payments/callback answers 404",
+                 "the payment provider's webhook secrets, one per line (16..256 bytes each, at most "
+                 "16; # comments); re-read on SIGHUP; a file that does not load stops the start"),
+        SK_OPT_I("pay-threads", "SECKILL_FRONT_PAY_THREADS", &g_fr.pay_threads, 1, 64, 2, NULL,
+                 "threads (each with its own DB connection) deciding payment callbacks; 256 may "
+                 "wait, beyond that 503 + Retry-After"),
+};
+
+/* Options, then the checks made before anything is leased or bound: Redis (DESIGN.md
+ * 4: >= 7.0, noeviction), the identity settings and JWKS, the payment keys (DESIGN.md
+ * 15: a bad one is a configuration error). Installs the signal handlers.
+ * @returns -1 to go on, else the exit status (0 after --help, 2 bad configuration). */
+static int configure(int argc, char **argv)
 {
-        sk_opt_t extra[] = {
-                { "http-threads", "SECKILL_HTTP_THREADS", SK_OPT_INT, &g_fr.http_threads, 0, 1, 64,
-                  "libmicrohttpd worker threads (default 2)" },
-                { "redis-workers", "SECKILL_FRONT_REDIS_WORKERS", SK_OPT_INT, &g_fr.redis_workers, 0,
-                  1, 64, "threads pipelining deduct.lua (default 2)" },
-                { "lookup-threads", "SECKILL_FRONT_LOOKUP_THREADS", SK_OPT_INT, &g_fr.lookup_threads,
-                  0, 1, 64, "threads for GET lookups and DB checks (default 2)" },
-                { "lookup-queue-max", "SECKILL_FRONT_LOOKUP_QUEUE_MAX", SK_OPT_INT, &g_fr.lookup_queue_max,
-                  0, 1, 1000000, "lookups waiting for the lookup pool; beyond it 503 + Retry-After at "
-                  "once (default 256)" },
-                { "pipeline-max", "SECKILL_FRONT_PIPELINE_MAX", SK_OPT_INT, &g_fr.pipeline_max, 0, 1,
-                  4096, "EVALSHAs pipelined per batch on one connection (default 128)" },
-                { "ops-addr", "SECKILL_OPS_ADDR", SK_OPT_STR, g_fr.ops_addr, sizeof(g_fr.ops_addr), 0, 0,
-                  "host:port of /healthz, /readyz and /metrics, never on the API listener "
-                  "(DESIGN.md 15; default 127.0.0.1:9465; off = none)" },
-                /* Buyer identity (DESIGN.md 15; identity.c). */
-                { "auth", "SECKILL_AUTH", SK_OPT_STR, g_fr.auth_mode, sizeof(g_fr.auth_mode), 0, 0,
-                  "buyer identity: trusted-header (X-User-Id from SECKILL_TRUSTED_PROXIES) | jwt "
-                  "(Authorization: Bearer; default trusted-header)" },
-                { "jwt-keys-file", "SECKILL_JWT_KEYS_FILE", SK_OPT_STR, g_fr.jwt_keys_file,
-                  sizeof(g_fr.jwt_keys_file), 0, 0,
-                  "jwt: the identity provider's JWKS file; re-read on SIGHUP or when it changes" },
-                { "jwt-issuer", "SECKILL_JWT_ISSUER", SK_OPT_STR, g_fr.jwt_issuer,
-                  sizeof(g_fr.jwt_issuer), 0, 0, "jwt: required iss (default: not checked)" },
-                { "jwt-audience", "SECKILL_JWT_AUDIENCE", SK_OPT_STR, g_fr.jwt_audience,
-                  sizeof(g_fr.jwt_audience), 0, 0, "jwt: required aud (default: not checked)" },
-                { "jwt-cache-max", "SECKILL_JWT_CACHE_MAX", SK_OPT_INT, &g_fr.jwt_cache_max, 0, 0,
-                  16777216, "jwt: verified tokens cached (default 262144; 0 = none)" },
-                { "trusted-proxies", "SECKILL_TRUSTED_PROXIES", SK_OPT_STR, g_fr.trusted_proxies,
-                  sizeof(g_fr.trusted_proxies), 0, 0,
-                  "trusted-header: peers whose X-User-Id is believed, CIDRs and unix (default "
-                  FR_TRUSTED_PROXIES_DEFAULT ")" },
-                /* The payment callback (DESIGN.md 13, 15; payment.c). */
-                { "payment-keys-file", "SECKILL_PAYMENT_KEYS_FILE", SK_OPT_STR, g_fr.payment_keys_file,
-                  sizeof(g_fr.payment_keys_file), 0, 0,
-                  "the payment provider's webhook secrets, one per line; re-read on SIGHUP (default: "
-                  "none, POST /api/v1/payments/callback answers 404)" },
-                { "pay-threads", "SECKILL_FRONT_PAY_THREADS", SK_OPT_INT, &g_fr.pay_threads, 0, 1, 64,
-                  "threads (each with its own DB connection) deciding payment callbacks (default 2)" },
-        };
         char errstr[512];
-        sk_err_t err = SK_OK;
         int argi = 0, rc;
 
-        g_fr.http_threads = 2;
-        g_fr.redis_workers = 2;
-        g_fr.lookup_threads = 2;
-        g_fr.lookup_queue_max = 256;
-        g_fr.pay_threads = 2;
-        g_fr.pipeline_max = 128;
-        snprintf(g_fr.auth_mode, sizeof(g_fr.auth_mode), "trusted-header");
-        snprintf(g_fr.trusted_proxies, sizeof(g_fr.trusted_proxies), "%s", FR_TRUSTED_PROXIES_DEFAULT);
-        g_fr.jwt_cache_max = FR_JWT_CACHE_MAX_DEFAULT;
-        snprintf(g_fr.ops_addr, sizeof(g_fr.ops_addr), "127.0.0.1:9465");
         sk_log_init("front");
-        rc = sk_conf_load_bin(&g_fr.conf, SK_BIN_FRONT, argc, argv, "seckill-front", NULL, extra,
-                              sizeof(extra) / sizeof(extra[0]), &argi);
-        if (rc == 1)
-                return 0;
+        rc = sk_conf_load_bin(&g_fr.conf, SK_BIN_FRONT, argc, argv, "seckill-front", NULL, OPTS,
+                              SK_NOPTS(OPTS), &argi);
         if (rc != 0)
-                return 2;
+                return rc == 1 ? 0 : 2;
         if (sk_redis_startup_check(&g_fr.conf.redis, "seckill-front") != 0)
-                return 2;       /* DESIGN.md 4: Redis >= 7.0, noeviction on every master */
+                return 2;
         if (argi < argc) {
                 fprintf(stderr, "seckill-front: unexpected argument '%s'\n", argv[argi]);
                 return 2;
@@ -311,28 +306,31 @@ int main(int argc, char **argv)
         fr_metrics_init();
         fr_breaker_init();
         fr_soldout_init(g_fr.conf.soldout_cache_ms);
-        /* DESIGN.md 15: the identity settings are checked (and the JWKS loaded) before
-         * anything is leased or bound; a bad one is a configuration error (exit 2). */
         if (fr_identity_init(errstr, sizeof(errstr)) != 0) {
                 SK_LOG(SK_ERROR, "identity_config", "reason=\"%s\"", errstr);
                 fprintf(stderr, "seckill-front: %s\n", errstr);
                 return 2;
         }
-        /* DESIGN.md 15: a configured payment keys file must load (exit 2 otherwise). */
         if (fr_payment_init(errstr, sizeof(errstr)) != 0) {
                 SK_LOG(SK_ERROR, "payment_config", "reason=\"%s\"", errstr);
                 fprintf(stderr, "seckill-front: %s\n", errstr);
                 return 2;
         }
         install_hup();
+        return -1;
+}
 
-        /* The lease first: a second front with the same SECKILL_WORKER_ID exits 2
-         * before it binds anything (DESIGN.md 2). */
-        {
-                sk_idgen_opts_t lo = { .metrics = fr_m.reg, .on_event = on_lease_event,
-                                       .role = "front" };
-                idgen = sk_idgen_start_opts(&g_fr.conf, &lo, &err, errstr, sizeof(errstr));
-        }
+/* The worker-id lease first (a second front with the same SECKILL_WORKER_ID exits 2
+ * before it binds anything, DESIGN.md 2), then the pipeline, the pools and the
+ * listeners. @returns -1 once the front runs, else the exit status; a failure once
+ * threads run releases the lease and exits 1 at once (no orderly teardown). */
+static int start_front(void)
+{
+        sk_idgen_opts_t lo = { .metrics = fr_m.reg, .on_event = on_lease_event, .role = "front" };
+        char errstr[512];
+        sk_err_t err = SK_OK;
+
+        idgen = sk_idgen_start_opts(&g_fr.conf, &lo, &err, errstr, sizeof(errstr));
         if (!idgen) {
                 SK_LOG(SK_ERROR, "worker_lease_failed", "worker_id=%d err=%s reason=\"%s\"",
                        g_fr.conf.worker_id, sk_err2str(err), errstr);
@@ -350,10 +348,18 @@ int main(int argc, char **argv)
             fr_http_start(idgen, errstr, sizeof(errstr)) != 0) {
                 SK_LOG(SK_ERROR, "http_start_failed", "addr=%s reason=\"%s\"", g_fr.conf.http_addr,
                        errstr);
-                /* Release the worker id now (threads are running: no orderly teardown). */
                 sk_idgen_stop(idgen);
                 _exit(1);
         }
+        return -1;
+}
+
+int main(int argc, char **argv)
+{
+        int rc;
+
+        if ((rc = configure(argc, argv)) >= 0 || (rc = start_front()) >= 0)
+                return rc;
         sk_failpoint_log_start();
         SK_LOG(SK_INFO, "front_started",
                "addr=%s ops_addr=%s worker_id=%d topic=%s prefix=%s http_threads=%d redis_workers=%d "

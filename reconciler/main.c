@@ -68,30 +68,36 @@ static void print_simple(int json, int code, const char *msg)
         }
 }
 
+/* The reconciler's own options (DESIGN.md 7-9, 14), read into `args`: each default is
+ * written here only; sk_conf_load applies it and --help shows it. */
+static struct {
+        char voucher[32];
+        int grace_s, max_redrive, repair, drift_threshold, json;
+} args;
+static const sk_opt_t OPTS[] = {
+        SK_OPT_S("voucher", NULL, args.voucher, NULL, "every voucher on sale or ended within the window",
+                 "reconcile this voucher only"),
+        SK_OPT_I("grace-seconds", NULL, &args.grace_s, 1, 86400, 30, NULL,
+                 "judge only trace entries older than this, measured from the entry's ts (its traceId's"
+                 " snowflake time, the request's arrival at the front); >= the front's request"
+                 " deadline, 2 x delivery timeout + 1 s"),
+        SK_OPT_I("max-redrive", NULL, &args.max_redrive, 1, 1000, 3, NULL,
+                 "counted failed re-drives before a purchase is declared lost"),
+        SK_OPT_B("repair", NULL, &args.repair,
+                 "rebuild Redis stock/users from the DB for drifted vouchers (DESIGN.md 8)"),
+        SK_OPT_I("drift-threshold", NULL, &args.drift_threshold, 0, 1000000000, 10, NULL,
+                 "rebuild a bucket whose Redis stock exceeds DB stock - undecided by more than"
+                 " this many units, even without --repair (DESIGN.md 14)"),
+        SK_OPT_B("json", NULL, &args.json, "print one JSON document instead of the table"),
+};
+
 /* Options into *conf and *opts. @returns -1 to go on, else the exit status. */
 static int parse_options(int argc, char **argv, sk_conf_t *conf, rc_opts_t *opts)
 {
-        char voucher_s[32] = "";
-        int grace_s = 30, max_redrive = 3, repair = 0, json = 0, argi = 0, rc, threshold = 10;
-        const sk_opt_t extra[] = {
-                { "voucher", NULL, SK_OPT_STR, voucher_s, sizeof(voucher_s), 0, 0,
-                  "reconcile this voucher only (default: every voucher on sale or ended within the window)" },
-                { "grace-seconds", NULL, SK_OPT_INT, &grace_s, 0, 1, 86400,
-                  "judge only trace entries older than this, measured from the entry's ts (its traceId's"
-                  " snowflake time, the request's arrival at the front); >= the front's request"
-                  " deadline, 2 x delivery timeout + 1 s (default 30)" },
-                { "max-redrive", NULL, SK_OPT_INT, &max_redrive, 0, 1, 1000,
-                  "counted failed re-drives before a purchase is declared lost (default 3)" },
-                { "repair", NULL, SK_OPT_BOOL, &repair, 0, 0, 1,
-                  "rebuild Redis stock/users from the DB for drifted vouchers (DESIGN.md 8)" },
-                { "drift-threshold", NULL, SK_OPT_INT, &threshold, 0, 0, 1000000000,
-                  "rebuild a bucket whose Redis stock exceeds DB stock - undecided by more than"
-                  " this many units, even without --repair (DESIGN.md 14; default 10)" },
-                { "json", NULL, SK_OPT_BOOL, &json, 0, 0, 1, "print one JSON document instead of the table" },
-        };
+        int argi = 0, rc;
 
         rc = sk_conf_load_bin(conf, SK_BIN_RECONCILER, argc, argv, "seckill-reconciler", NULL,
-                              extra, sizeof(extra) / sizeof(extra[0]), &argi);
+                              OPTS, SK_NOPTS(OPTS), &argi);
         if (rc == 1)
                 return 0;
         if (rc != 0)
@@ -102,10 +108,10 @@ static int parse_options(int argc, char **argv, sk_conf_t *conf, rc_opts_t *opts
          * + 1 s, DESIGN.md 8) after it, and the front answers by that deadline. Judging
          * a younger trace could re-drive or roll back a purchase the front is still
          * deciding, so the grace, measured from ts, covers the whole deadline. */
-        if ((int64_t)grace_s * 1000 < rc_request_deadline_ms(conf)) {
+        if ((int64_t)args.grace_s * 1000 < rc_request_deadline_ms(conf)) {
                 fprintf(stderr, "seckill-reconciler: --grace-seconds %d must cover the front's "
                         "request deadline, 2 x SECKILL_KAFKA_DELIVERY_TIMEOUT_MS (%d ms) + 1 s, "
-                        "i.e. >= %lld\n", grace_s, conf->kafka_delivery_timeout_ms,
+                        "i.e. >= %lld\n", args.grace_s, conf->kafka_delivery_timeout_ms,
                         (long long)((rc_request_deadline_ms(conf) + 999) / 1000));
                 return 2;
         }
@@ -116,19 +122,19 @@ static int parse_options(int argc, char **argv, sk_conf_t *conf, rc_opts_t *opts
                 return 2;
         }
         memset(opts, 0, sizeof(*opts));
-        if (voucher_s[0] && sk_id_parse_cstr(voucher_s, &opts->voucher_id) != 0) {
+        if (args.voucher[0] && sk_id_parse_cstr(args.voucher, &opts->voucher_id) != 0) {
                 fprintf(stderr, "seckill-reconciler: --voucher %s is not a canonical id (1..2^63-1)\n",
-                        voucher_s);
+                        args.voucher);
                 return 2;
         }
         /* --window-hours is the common option (sk/conf.h): SECKILL_RECONCILE_WINDOW_HOURS
          * by default (DESIGN.md 2); scope = vouchers ended within it + 24 h. */
         opts->window_hours = conf->reconcile_window_hours;
-        opts->grace_s = grace_s;
-        opts->max_redrive = max_redrive;
-        opts->repair = repair;
-        opts->drift_threshold = threshold;
-        opts->json = json;
+        opts->grace_s = args.grace_s;
+        opts->max_redrive = args.max_redrive;
+        opts->repair = args.repair;
+        opts->drift_threshold = args.drift_threshold;
+        opts->json = args.json;
         return -1;
 }
 

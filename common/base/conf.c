@@ -53,13 +53,6 @@ static void set_src(src_t *s, const char *val, const char *prefix, const char *n
         sk__sfmt(s->origin, sizeof(s->origin), "%s%s", prefix, name);
 }
 
-/* 1 if option @p o holds a secret (a URL with a password): it may come from a VAR_FILE
- * variable (DESIGN.md 2) and is masked wherever it is shown. */
-static int secret_opt(const copt_t *o)
-{
-        return o->kind == V_REDIS_URL || o->kind == V_MYSQL_URL;
-}
-
 /* One error line on stderr: "<prog>: <origin>=<value> <what>". URLs are masked; a value
  * read from a VAR_FILE is never shown, the line names the file instead. */
 static void report(const char *prog, const src_t *s, int mask, const char *fmt, ...)
@@ -110,7 +103,7 @@ static int apply_copt(sk_conf_t *conf, const copt_t *o, const src_t *s, const ch
         size_t len = strlen(s->val);
 
         if (o->size && len >= o->size) {
-                report(prog, s, o->kind == V_REDIS_URL || o->kind == V_MYSQL_URL,
+                report(prog, s, sk__copt_secret(o),
                        "is too long (max %zu chars)", o->size - 1);
                 return 2;
         }
@@ -224,121 +217,22 @@ static int apply_extra(const sk_opt_t *o, const src_t *s, const char *prog)
         return 0;
 }
 
-/* ------------------------------------------------------------------ output */
+/* ------------------------------------------------------------------ load */
 
-void sk_conf_print_options(FILE *f, unsigned bins, const sk_opt_t *extra, size_t nextra)
+/* Pass 1 for the binary's own options: each row's default into its destination. */
+static void extra_defaults(const sk_opt_t *extra, size_t nextra)
 {
-        sk_conf_t d;
-        char def[600], left[80];
-
-        sk_conf_defaults(&d);
-        for (size_t i = 0; i < SK__NCOPTS; i++) {
-                const copt_t *o = &sk__copts[i];
-                const char *field = (const char *)&d + o->off;
-                if (!(o->bins & bins))
-                        continue;
-                if (o->kind == V_INT) {
-                        int v = *(const int *)(const void *)field;
-                        if (v < 0)
-                                sk__sfmt(def, sizeof(def), "none");
-                        else
-                                sk__sfmt(def, sizeof(def), "%d", v);
-                } else if (o->kind == V_LEVEL) {
-                        sk__sfmt(def, sizeof(def), "info");
-                } else {
-                        sk__mask_url(field, def, sizeof(def));
-                }
-                sk__sfmt(left, sizeof(left), "--%s %s", o->flag, o->arg);
-                if (secret_opt(o))
-                        fprintf(f, "  %-34s %s\n  %-34s   env %s or %s_FILE (read from that file), default %s\n",
-                                left, o->help, "", o->env, o->env, def);
-                else
-                        fprintf(f, "  %-34s %s\n  %-34s   env %s, default %s\n", left, o->help, "", o->env, def);
-        }
-        for (size_t i = 0; i < nextra; i++) {
-                const sk_opt_t *o = &extra[i];
-                if (o->type == SK_OPT_INT) {
-                        sk__sfmt(left, sizeof(left), "--%s N", o->name);
-                        int v = *(const int *)o->dst;
-                        /* A default outside the range means "not given" (the binary
-                         * derives or requires it): say so instead of printing it. */
-                        if (v < o->min || v > o->max)
-                                sk__sfmt(def, sizeof(def), "none (%ld..%ld)", o->min, o->max);
-                        else
-                                sk__sfmt(def, sizeof(def), "%d (%ld..%ld)", v, o->min, o->max);
-                } else if (o->type == SK_OPT_STR) {
-                        sk__sfmt(left, sizeof(left), "--%s S", o->name);
-                        sk__sfmt(def, sizeof(def), "\"%s\"", (const char *)o->dst);
-                } else {
-                        sk__sfmt(left, sizeof(left), "--%s", o->name);
-                        sk__sfmt(def, sizeof(def), "%s", *(const int *)o->dst ? "on" : "off");
-                }
-                fprintf(f, "  %-34s %s\n  %-34s   %s%s%sdefault %s\n", left, o->help ? o->help : "", "",
-                        o->env ? "env " : "", o->env ? o->env : "", o->env ? ", " : "", def);
-        }
-        fprintf(f, "  %-34s %s\n", "-X KEY=VALUE", "librdkafka property (repeatable)");
-        fprintf(f, "  %-34s %s\n", "--print-config", "print the configuration (secrets masked) and exit");
-        fprintf(f, "  %-34s %s\n", "--version", "print the version and exit");
-        fprintf(f, "  %-34s %s\n", "-h, --help", "print this help and exit");
-}
-
-static void print_help(FILE *f, unsigned bins, const char *prog, const char *usage_args,
-                       const sk_opt_t *extra, size_t nextra)
-{
-        fprintf(f, "Usage: %s [options]%s%s\n\nOptions (flag > environment > default):\n", prog,
-                usage_args ? " " : "", usage_args ? usage_args : "");
-        sk_conf_print_options(f, bins, extra, nextra);
-#ifdef SK_FAILPOINTS_ENABLED
-        fprintf(f, "\nSECKILL_FAILPOINTS=name=[N*]exit|error|sleep(MS)|off;... enables failpoints.\n");
-#endif
-}
-
-static void print_config(FILE *f, unsigned bins, const sk_conf_t *conf, const sk_opt_t *extra,
-                         size_t nextra)
-{
-        static const char *const levels[] = { "debug", "info", "warn", "error" };
-        char masked[600];
-
-        for (size_t i = 0; i < SK__NCOPTS; i++) {
-                const copt_t *o = &sk__copts[i];
-                const char *field = (const char *)conf + o->off;
-                if (!(o->bins & bins))
-                        continue;
-                if (o->kind == V_INT && o->off == offsetof(sk_conf_t, worker_id) &&
-                    conf->worker_id < 0) {
-                        /* Unset: printed so the output can be sourced back as is. */
-                        fprintf(f, "%s=   # unset: the lowest free id is leased\n", o->env);
-                } else if (o->kind == V_INT) {
-                        fprintf(f, "%s=%d\n", o->env, *(const int *)(const void *)field);
-                } else if (o->kind == V_LEVEL) {
-                        int l = *(const int *)(const void *)field;
-                        fprintf(f, "%s=%s\n", o->env, l >= 0 && l <= 3 ? levels[l] : "info");
-                } else {
-                        sk__mask_url(field, masked, sizeof(masked));
-                        fprintf(f, "%s=%s\n", o->env, masked);
-                }
-        }
-        fprintf(f, "dlq_topic=%s\n", conf->dlq_topic);
-        for (int i = 0; i < conf->nkafka_props; i++) {
-                /* librdkafka secrets (sasl.password, ssl.key.password...) are masked too. */
-                const char *k = conf->kafka_props[i][0];
-                int secret = sk_conf_secret_key(k);
-                fprintf(f, "-X %s=%s\n", k, secret ? "***" : conf->kafka_props[i][1]);
-        }
         for (size_t i = 0; i < nextra; i++) {
                 const sk_opt_t *o = &extra[i];
                 if (o->type == SK_OPT_STR)
-                        fprintf(f, "%s=%s\n", o->name, (const char *)o->dst);
+                        sk__sfmt(o->dst, o->dst_size, "%s", o->def_str ? o->def_str : "");
                 else
-                        fprintf(f, "%s=%d\n", o->name, *(const int *)o->dst);
+                        *(int *)o->dst = (int)o->def;
         }
-        fflush(f);
 }
 
-/* ------------------------------------------------------------------ load */
-
-enum { OPT_HELP = 'h', OPT_X = 'X', OPT_VERSION = 1000, OPT_PRINT = 1001, OPT_COMMON = 1100,
-       OPT_EXTRA = 1200 };
+enum { OPT_HELP = 'h', OPT_X = 'X', OPT_VERSION = 1000, OPT_PRINT = 1001, OPT_MARKDOWN = 1002,
+       OPT_COMMON = 1100, OPT_EXTRA = 1200 };
 
 /* Pass 2: the SECKILL_* environment (an empty variable counts as unset); the variables
  * of options the binaries in @p bins do not use are not read. A secret option's VAR_FILE
@@ -355,7 +249,7 @@ static int env_pass(unsigned bins, src_t *csrc, src_t *esrc, const sk_opt_t *ext
 
                 if (v && *v)
                         set_src(&csrc[i], v, "", o->env);
-                if (!(o->bins & bins) || !secret_opt(o))
+                if (!(o->bins & bins) || !sk__copt_secret(o))
                         continue;
                 sk__sfmt(fname, sizeof(fname), "%s_FILE", o->env);
                 fv = getenv(fname);
@@ -402,7 +296,7 @@ static int apply_src(sk_conf_t *conf, const copt_t *o, const src_t *s, const cha
         return rc;
 }
 
-/* Fills @p lopts (SK__NCOPTS + nextra + 4 entries) for getopt_long: the common options
+/* Fills @p lopts (SK__NCOPTS + nextra + 5 entries) for getopt_long: the common options
  * of @p bins only, so another binary's flag is an unknown option. */
 static void build_longopts(struct option *lopts, unsigned bins, const sk_opt_t *extra, size_t nextra)
 {
@@ -418,6 +312,7 @@ static void build_longopts(struct option *lopts, unsigned bins, const sk_opt_t *
         lopts[nl++] = (struct option){ "help", no_argument, NULL, OPT_HELP };
         lopts[nl++] = (struct option){ "version", no_argument, NULL, OPT_VERSION };
         lopts[nl++] = (struct option){ "print-config", no_argument, NULL, OPT_PRINT };
+        lopts[nl++] = (struct option){ "help-markdown", no_argument, NULL, OPT_MARKDOWN };
         lopts[nl] = (struct option){ NULL, 0, NULL, 0 };
 }
 
@@ -463,7 +358,7 @@ static int other_binarys_flag(const char *arg, unsigned bins)
 }
 
 /* Pass 3: command-line flags (raw text only; -X is stored at once). @returns 0 (then
- * optind is the first positional argument), 1 after --help / --version, or 2 after
+ * optind is the first positional argument), 1 after --help, --help-markdown or --version, or 2 after
  * an error line. */
 static int flags_pass(sk_conf_t *conf, unsigned bins, int argc, char **argv, const char *prog,
                       const char *usage_args, const sk_opt_t *extra, size_t nextra,
@@ -474,8 +369,11 @@ static int flags_pass(sk_conf_t *conf, unsigned bins, int argc, char **argv, con
         optind = 0;             /* 0 = full re-initialisation in glibc (tests call us twice) */
         opterr = 0;             /* we print our own single error line */
         while ((c = getopt_long(argc, argv, "hX:", lopts, NULL)) != -1) {
-                if (c == OPT_HELP) {
-                        print_help(stdout, bins, prog, usage_args, extra, nextra);
+                if (c == OPT_HELP || c == OPT_MARKDOWN) {
+                        if (c == OPT_HELP)
+                                sk__print_help(stdout, bins, prog, usage_args, extra, nextra);
+                        else
+                                sk__print_markdown(stdout, prog, extra, nextra);
                         fflush(stdout);
                         return 1;
                 } else if (c == OPT_VERSION) {
@@ -574,8 +472,9 @@ int sk_conf_load_bin(sk_conf_t *conf, unsigned bins, int argc, char **argv, cons
         if (argi)
                 *argi = argc;
         sk_conf_defaults(conf);                         /* pass 1 */
+        extra_defaults(extra, nextra);
         esrc = calloc(nextra + 1, sizeof(*esrc));
-        lopts = calloc(SK__NCOPTS + nextra + 4, sizeof(*lopts));
+        lopts = calloc(SK__NCOPTS + nextra + 5, sizeof(*lopts));
         if (!esrc || !lopts) {
                 fprintf(stderr, "%s: out of memory\n", prog);
                 goto done;
@@ -591,7 +490,7 @@ int sk_conf_load_bin(sk_conf_t *conf, unsigned bins, int argc, char **argv, cons
         if ((rc = validate_pass(conf, csrc, esrc, extra, nextra, prog)) != 0)
                 goto done;
         if (print_cfg) {
-                print_config(stdout, bins, conf, extra, nextra);
+                sk__print_config(stdout, bins, conf, extra, nextra);
                 rc = 1;
         }
 done:

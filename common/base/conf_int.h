@@ -1,9 +1,10 @@
 /* conf_int.h: the inside of the configuration module (sk/conf.h): the table of common
- * options, used by conf.c (passes 2-4, --help, --print-config) and defined with the
- * defaults in conf_table.c (DESIGN.md 10), each row naming the binaries that use it.
+ * options, used by conf.c (passes 2-4, --help, --print-config) and defined in
+ * conf_table.c, each row with its default (DESIGN.md 10) and the binaries that use it.
  * Internal to common/base. */
 #pragma once
 #include <stddef.h>
+#include <stdio.h>
 
 #include "sk/conf.h"
 
@@ -26,6 +27,10 @@ typedef struct copt {
         size_t size;            /* STR-like: buffer size */
         long min, max;
         const char *arg;        /* metavariable in --help */
+        const char *def;        /* the built-in default, as text (V_INT: a number, V_LEVEL:
+                                   a level name); the only place it is written */
+        const char *unset;      /* V_INT whose default is out of range (not given): what
+                                   that means, for --help; else NULL */
         const char *help;
         unsigned bins;          /* SK_BIN_* of the binaries that use it (sk/conf.h) */
 } copt_t;
@@ -34,6 +39,25 @@ typedef struct copt {
 #define SK__NCOPTS 26
 /* One row per common option, in --help / --print-config order. */
 extern const copt_t sk__copts[SK__NCOPTS];
+
+/* 1 if option @p o holds a secret (a URL with a password): it may come from a VAR_FILE
+ * variable (DESIGN.md 2) and is masked wherever it is shown. */
+static inline int sk__copt_secret(const copt_t *o)
+{
+        return o->kind == V_REDIS_URL || o->kind == V_MYSQL_URL;
+}
+
+/* conf_help.c, the output of sk_conf_load, all rendered from the option tables (the
+ * common one above, the binary's @p extra): --help (the common options of @p bins, then
+ * @p extra); --help-markdown (the option tables of docs/OPERATIONS.md: every common
+ * option with the binaries that use it, then @p extra, the rows of @p prog); and
+ * --print-config (the values in @p conf and @p extra's destinations, secrets masked).
+ * @p f, @p extra, @p conf borrowed. Not thread-safe (sk_conf_load's thread). */
+void sk__print_help(FILE *f, unsigned bins, const char *prog, const char *usage_args,
+                    const sk_opt_t *extra, size_t nextra);
+void sk__print_markdown(FILE *f, const char *prog, const sk_opt_t *extra, size_t nextra);
+void sk__print_config(FILE *f, unsigned bins, const sk_conf_t *conf, const sk_opt_t *extra,
+                      size_t nextra);
 
 /* snprintf that tolerates truncation on purpose (callers check lengths first). */
 void sk__sfmt(char *dst, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

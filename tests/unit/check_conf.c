@@ -383,18 +383,31 @@ START_TEST(help_and_version)
 {
         static char out[16384];
         sk_conf_t conf;
-        int dst = 3;
-        sk_opt_t extra[] = { { "batch-max", "SK_TEST_BATCH", SK_OPT_INT, &dst, 0, 1, 10, "max batch" } };
+        char name[8] = "";
+        int dst = 0;
+        sk_opt_t extra[] = {
+                SK_OPT_I("batch-max", "SK_TEST_BATCH", &dst, 1, 10, 3, NULL, "max batch"),
+                SK_OPT_I("lease", NULL, &dst, 1, 10, -1, "derived", "a lease"),
+                SK_OPT_S("who", NULL, name, NULL, "anyone", "a name"),
+                SK_OPT_B("dry-run", NULL, &dst, "dry run"),
+        };
         char *argv1[] = { (char *)"x", (char *)"--help", NULL };
         char *argv2[] = { (char *)"x", (char *)"--version", NULL };
         char *argv3[] = { (char *)"x", (char *)"-h", NULL };
 
-        ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), extra, 1, argv1, 2), 1);
+        ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), extra, 4, argv1, 2), 1);
         ck_assert_ptr_nonnull(strstr(out, "Usage: seckill-front [options] ARGS\n"));
         ck_assert_ptr_nonnull(strstr(out, "--worker-id"));
-        ck_assert_ptr_nonnull(strstr(out, "SECKILL_WORKER_ID"));
+        ck_assert_ptr_nonnull(strstr(out, "env SECKILL_WORKER_ID, default: the lowest free id is leased\n"));
+        ck_assert_ptr_nonnull(strstr(out, "env SECKILL_TOPIC_PARTITIONS, default 6\n"));
         ck_assert_ptr_nonnull(strstr(out, "--batch-max N"));
         ck_assert_ptr_nonnull(strstr(out, "max batch"));
+        /* Each default rendered from its row, never from the help text. */
+        ck_assert_ptr_nonnull(strstr(out, "env SK_TEST_BATCH, default 3 (1..10)\n"));
+        ck_assert_ptr_nonnull(strstr(out, "   default: derived (1..10)\n"));
+        ck_assert_ptr_nonnull(strstr(out, "   default: anyone\n"));
+        ck_assert_ptr_nonnull(strstr(out, "   default off\n"));
+        ck_assert_ptr_null(strstr(out, "(default"));
         ck_assert_ptr_nonnull(strstr(out, "--print-config"));
         ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), NULL, 0, argv3, 2), 1);
         ck_assert_ptr_nonnull(strstr(out, "Usage:"));
@@ -410,21 +423,51 @@ START_TEST(help_and_version)
 }
 END_TEST
 
+START_TEST(help_markdown)
+{
+        static char out[32768];
+        sk_conf_t conf;
+        int n = 0;
+        char who[8];
+        sk_opt_t extra[] = {
+                SK_OPT_I("batch-max", "SK_TEST_BATCH", &n, 1, 10, 3, NULL, "max | batch"),
+                SK_OPT_S("who", NULL, who, NULL, "anyone", "a name"),
+                SK_OPT_B("dry-run", NULL, &n, "dry run"),
+        };
+        char *argv[] = { (char *)"x", (char *)"--help-markdown", NULL };
+
+        /* The option tables of docs/OPERATIONS.md: every common option (whoever uses
+         * it), then the binary's own; '|' escaped, defaults from the rows. */
+        ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), extra, 3, argv, 2), 1);
+        ck_assert_ptr_nonnull(strstr(out, "<!-- common -->\n| variable | flag | used by | default | range | meaning |\n"));
+        ck_assert_ptr_nonnull(strstr(out, "| `SECKILL_WORKER_ID` | `--worker-id` | front, admin | the lowest free id "
+                                          "is leased | 0..1023 | snowflake worker id, leased in the database "));
+        ck_assert_ptr_nonnull(strstr(out, "| `SECKILL_LOG_LEVEL` | `--log-level` | every binary | `info` | `LEVEL` | "
+                                          "debug\\|info\\|warn\\|error |\n"));
+        ck_assert_ptr_nonnull(strstr(out, "| `SECKILL_CURRENCY` | `--currency` | admin | `CNY` |"));
+        ck_assert_ptr_nonnull(strstr(out, "| `SECKILL_FAILPOINTS` |"));
+        ck_assert_ptr_nonnull(strstr(out, "<!-- seckill-front -->\n| variable | flag | binary |"));
+        ck_assert_ptr_nonnull(strstr(out, "| `SK_TEST_BATCH` | `--batch-max` | front | `3` | 1..10 | max \\| batch |\n"));
+        ck_assert_ptr_nonnull(strstr(out, "| — | `--who` | front | anyone | text, max 7 chars | a name |\n"));
+        ck_assert_ptr_nonnull(strstr(out, "| — | `--dry-run` | front | off | flag | dry run |\n"));
+}
+END_TEST
+
 START_TEST(extra_options)
 {
         sk_conf_t conf;
         char err[256];
-        int batch = 50, dry = 0, both = 0;
-        char name[8] = "dflt";
+        int batch = 0, dry = 1, both = 0;
+        char name[8] = "";
         sk_opt_t extra[] = {
-                { "batch-max", "SK_TEST_BATCH", SK_OPT_INT, &batch, 0, 1, 500, "max batch" },
-                { "name", "SK_TEST_NAME", SK_OPT_STR, name, sizeof(name), 0, 0, "a name" },
-                { "dry-run", "SK_TEST_DRY", SK_OPT_BOOL, &dry, 0, 0, 0, "dry run" },
-                { "both", NULL, SK_OPT_BOOL, &both, 0, 0, 0, "flag only" },
+                SK_OPT_I("batch-max", "SK_TEST_BATCH", &batch, 1, 500, 50, NULL, "max batch"),
+                SK_OPT_S("name", "SK_TEST_NAME", name, "dflt", NULL, "a name"),
+                SK_OPT_B("dry-run", "SK_TEST_DRY", &dry, "dry run"),
+                SK_OPT_B("both", NULL, &both, "flag only"),
         };
         int argi = 0;
 
-        /* Defaults are what the destinations held. */
+        /* Defaults are the rows' (written into the destinations by the loader). */
         ck_assert_int_eq(load(&conf, err, sizeof(err), extra, 4, &argi, (char *)NULL), 0);
         ck_assert_int_eq(batch, 50);
         ck_assert_str_eq(name, "dflt");
@@ -891,6 +934,7 @@ static Suite *conf_suite(void)
         tcase_add_checked_fixture(tc, setup, NULL);
         tcase_add_test(tc, print_config_masks_passwords);
         tcase_add_test(tc, help_and_version);
+        tcase_add_test(tc, help_markdown);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("extra");

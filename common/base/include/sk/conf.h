@@ -2,7 +2,8 @@
  * Order (last one wins): built-in defaults < SECKILL_* environment (empty = unset)
  * < command-line flags. Validated once after all three passes; an invalid value is
  * reported as one line naming the variable/flag and the accepted range, exit status 2.
- * A binary adds its own options through an sk_opt_t table, and names itself (SK_BIN_*):
+ * A binary adds its own options through a file-scope sk_opt_t table (each row with its
+ * default, written nowhere else), and names itself (SK_BIN_*):
  * it then lists, accepts and reads only the common options it uses, so one shared
  * environment file serves every binary (an unused variable is ignored, not validated)
  * while an unused flag is an unknown option.
@@ -54,7 +55,10 @@ typedef struct sk_conf {
 
 typedef enum { SK_OPT_INT, SK_OPT_STR, SK_OPT_BOOL } sk_opt_type_t;
 
-/** One binary-specific option. Its default is whatever *dst holds before parsing. */
+/** One binary-specific option: a row of the binary's file-scope table (SK_OPT_I,
+ *  SK_OPT_S, SK_OPT_B below), its default written only there. The loader writes the
+ *  default into *dst before reading the environment and the flags, and renders it in
+ *  --help and --help-markdown; a help text never repeats it. */
 typedef struct sk_opt {
         const char *name;       /* long flag without "--", e.g. "batch-max" */
         const char *env;        /* environment variable or NULL */
@@ -62,8 +66,26 @@ typedef struct sk_opt {
         void *dst;              /* int * (INT, BOOL) or char * of dst_size bytes (STR) */
         size_t dst_size;        /* STR only */
         long min, max;          /* INT only, inclusive */
+        long def;               /* INT, BOOL: the default; an INT outside [min, max] = not given */
+        const char *def_str;    /* STR: the default, shorter than dst_size; NULL = "" */
+        const char *unset;      /* what a default that is not given (INT out of range, STR
+                                   "") means, shown as "default: <unset>"; may be NULL */
         const char *help;       /* one line, shown by --help */
 } sk_opt_t;
+
+/** A row of an option table: an INT option @p name (flag without "--"), read from the
+ *  variable @p env (or NULL), stored in the int @p dst, accepted in [@p min, @p max],
+ *  default @p def (outside the range = not given; @p unset says what that means). */
+#define SK_OPT_I(name, env, dst, min, max, def, unset, help) \
+        { (name), (env), SK_OPT_INT, (dst), 0, (min), (max), (def), NULL, (unset), (help) }
+/** A STR option stored in the char array @p buf (its size is the limit), default @p def. */
+#define SK_OPT_S(name, env, buf, def, unset, help) \
+        { (name), (env), SK_OPT_STR, (buf), sizeof(buf), 0, 0, 0, (def), (unset), (help) }
+/** A BOOL flag (no value; 1|0|true|false|yes|no|on|off in @p env), default off. */
+#define SK_OPT_B(name, env, dst, help) \
+        { (name), (env), SK_OPT_BOOL, (dst), 0, 0, 1, 0, NULL, NULL, (help) }
+/** The number of rows of a file-scope option table. */
+#define SK_NOPTS(table) (sizeof(table) / sizeof((table)[0]))
 
 /** The binaries (DESIGN.md 2), as a bit set: which common options each one uses. */
 typedef enum {
@@ -74,7 +96,8 @@ typedef enum {
         SK_BIN_ALL = 15,
 } sk_bin_t;
 
-/** @brief Fill @p conf with the built-in defaults of DESIGN.md 2 (local stack). */
+/** @brief Fill @p conf with the built-in defaults of DESIGN.md 2 (local stack), taken
+ *  from the table of common options (conf_table.c). Thread-safe on distinct @p conf. */
 void sk_conf_defaults(sk_conf_t *conf);
 
 /** @brief 1 if the librdkafka property name @p k holds a secret (a password, a private
@@ -94,8 +117,10 @@ int sk_mysql_url_read_password_file(sk_mysql_url_t *m, char *errstr, size_t errs
 /** @brief Defaults, then environment, then flags, then validation.
  *  @p prog is the binary name; @p usage_args describes positional arguments
  *  (e.g. "db migrate | voucher ..."), may be NULL. @p extra (may be NULL) lists the
- *  binary's own options. Handles --help, --version, --print-config (secrets masked),
- *  --log-level, -X key=value. A secret option (SECKILL_REDIS_URL, SECKILL_MYSQL_URL) may
+ *  binary's own options: each destination first receives the row's default. Handles
+ *  --help, --version, --print-config (secrets masked), --log-level, -X key=value, and
+ *  --help-markdown (not listed by --help): the option tables of docs/OPERATIONS.md, every
+ *  common option then this binary's, as Markdown on stdout (tests/unit/ops_options_doc.sh). A secret option (SECKILL_REDIS_URL, SECKILL_MYSQL_URL) may
  *  come from VAR_FILE=PATH instead of VAR (the file's content, one trailing newline
  *  dropped; VAR and VAR_FILE both set, or an unreadable or empty file, is an error
  *  naming the variable and path, never the content; DESIGN.md 2). On return *argi is the
@@ -116,7 +141,13 @@ int sk_conf_load_bin(sk_conf_t *conf, unsigned bins, int argc, char **argv, cons
 /** @brief Print the option lines of --help to @p f: the common options of @p bins
  *  (SK_BIN_* bits), then @p extra (may be NULL), then the shared ones (-X,
  *  --print-config, --version, --help). For a binary that writes its own usage text
- *  (seckill-admin). @p f, @p extra borrowed. Not thread-safe (reads the defaults). */
+ *  (seckill-admin). Each default is rendered from its table row ("default N").
+ *  @p f, @p extra borrowed. Thread-safe if @p f is not shared. */
 void sk_conf_print_options(FILE *f, unsigned bins, const sk_opt_t *extra, size_t nextra);
+
+/** @brief Print the --help lines of @p extra only (each with its env and its default
+ *  rendered from the row), for a binary that lists a subset (a command's own flags).
+ *  @p f, @p extra borrowed. Thread-safe if @p f is not shared. */
+void sk_conf_print_extra(FILE *f, const sk_opt_t *extra, size_t nextra);
 
 
