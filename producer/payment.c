@@ -97,12 +97,6 @@ void fr_payment_tick(int hup)
 
 /* ------------------------------------------------------------ HTTP thread ---- */
 
-static void quick(fr_req_t *req, int status, char *body)
-{
-        req->kind = FR_KIND_QUICK;
-        fr_answer(req, status, body, status == 503 ? 1 : 0);
-}
-
 void fr_payment_route(fr_req_t *req, struct MHD_Connection *conn)
 {
         const char *hdr = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Payment-Signature");
@@ -117,31 +111,28 @@ void fr_payment_route(fr_req_t *req, struct MHD_Connection *conn)
         if (vr != SK_PAYSIG_OK) {
                 sk_metric_add(fr_m.pay_sig_refused, 1);
                 SK_LOG(SK_DEBUG, "payment_signature_refused", "reason=\"%s\"", why);
-                quick(req, 401, fr_json_err(SK_CODE_BAD_SIGNATURE, why));
+                fr_quick(req, 401, fr_json_err(SK_CODE_BAD_SIGNATURE, why));
                 return;
         }
         if (!(p = calloc(1, sizeof(*p)))) {
-                req->kind = FR_KIND_QUICK;
-                fr_answer_503(req, "overload", NULL, "out of memory");
+                fr_quick_503(req, "overload", "out of memory");
                 return;
         }
         if ((why = fr_payment_parse_body(req->in_body ? req->in_body : "", req->in_len, p))) {
                 free(p);
-                quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, why));
+                fr_quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, why));
                 return;
         }
         req->pay = p; /* the request owns it now */
         req->order_id = p->order_id;
         sk_id_format(p->order_id, req->so);
         if (fr_stopping() > 1) {
-                req->kind = FR_KIND_QUICK;
-                fr_answer_503(req, "shutdown", NULL, "shutting down");
+                fr_quick_503(req, "shutdown", "shutting down");
                 return;
         }
         if (fr_queue_len(&pool.q) >= FR_PAY_QUEUE_MAX) {
                 sk_metric_add(fr_m.pay_full, 1);
-                req->kind = FR_KIND_QUICK;
-                fr_answer_503(req, "overload", NULL, "too many payment callbacks waiting");
+                fr_quick_503(req, "overload", "too many payment callbacks waiting");
                 return;
         }
         req->kind = FR_KIND_PAYMENT;

@@ -114,6 +114,12 @@ char *fr_json_err(int code, const char *msg);
  *  NULL = none: nothing taken). Counts the answer actually sent by cause/state.
  *  Thread-safe. @returns as fr_answer. */
 int fr_answer_503(fr_req_t *req, const char *cause, const char *state, const char *msg);
+/** A synchronous answer of the HTTP thread, with no pipeline behind it (kind QUICK, so
+ *  the final handler call hands it to libmicrohttpd at once): fr_answer with @p body
+ *  (taken) and Retry-After 1 s on a 503. Thread-safe. @returns as fr_answer. */
+int fr_quick(fr_req_t *req, int status, char *body);
+/** The same as a 503 with @p cause and @p msg and no purchase state (fr_answer_503). */
+int fr_quick_503(fr_req_t *req, const char *cause, const char *msg);
 /** The pipeline (purchase or lookup) is finished with @p req: releases its in-flight
  *  slot and drops its reference. Thread-safe; once per pipeline reference. */
 void fr_req_done(fr_req_t *req);
