@@ -71,13 +71,6 @@ static sk_err_t exec_bound(sk_db_t *db, const char *sql, const int64_t *p, int n
         return sk_db_exec_bound(db, sql, b, n + 1, affected, errstr, errstr_size);
 }
 
-sk_err_t sk_dsw_ensure(sk_db_t *db, int64_t voucher_id, char *errstr, size_t errstr_size)
-{
-        return sk_db_exec_i64(db, "INSERT IGNORE INTO tb_seckill_switch (scope, mode, state, "
-                              "updated_by) VALUES (?, NULL, 'redis', 'ensure')", &voucher_id, 1,
-                              NULL, errstr, errstr_size);
-}
-
 /* Columns: scope, own mode (0 NULL, else 1 + mode), effective mode, state, epoch,
  * since (ms), age (ms), buckets, each a BIGINT. FIELD() gives 1-based positions. */
 #define ROW_SELECT \
