@@ -68,8 +68,9 @@ import json, os, re, sys
 src, files = sys.argv[1], sys.argv[2:]
 if not files:
     sys.exit("no dashboards in deploy/grafana")
-# Names the code registers: "seckill_front_x" in producer/, "consumer_x" (prefixed by
-# sk_metrics) in consumer/, the textfile exporter's, and the rules' pending group.
+# Names the code registers: "seckill_front_x" in producer/ (rows C(handle, "name", ...)
+# and G(...) of its metric table), "consumer_x" (prefixed by sk_metrics) in consumer/,
+# the textfile exporter's, and the rules' pending group.
 known = set()
 def scan(path, pat, prefix=""):
     with open(path, errors="replace") as f:
@@ -80,7 +81,7 @@ for d, pre in (("producer", ""), ("consumer", "seckill_")):
         for n in names:
             if n.endswith(".c"):
                 scan(os.path.join(root, n),
-                     r'sk_metrics_(?:counter|gauge|hist)\([^,]*,\s*"([a-z_]+)"', pre)
+                     r'(?:sk_metrics_(?:counter|gauge|hist)\([^,]*|\b[CG]\(\w+),\s*"([a-z_]+)"', pre)
 scan(os.path.join(src, "deploy/prometheus/reconciler-textfile.sh"), r'\b(seckill_reconciler_[a-z_]+)\b')
 rules = open(os.path.join(src, "deploy/prometheus/seckill.rules.yml")).read()
 scan_pending = rules[rules.find("name: seckill-pending"):]
