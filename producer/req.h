@@ -92,7 +92,9 @@ typedef struct fr_req {
                                          * SETTLED: the home step follows a give-up */
         int settled;                    /* SETTLED bucket: take.lua on it replays */
 
-        struct fr_req *qnext;           /* work-queue link (queue.h, parked re-produces) */
+        struct fr_req *qnext;           /* list link (queue.h): a pool's queue, parked
+                                         * re-produces, the rollback backlog */
+        int rb_tries;                   /* background fence tries while in the backlog */
 } fr_req_t;
 
 /** A new request holding the HTTP layer's reference (start time = now). NULL on ENOMEM. */
