@@ -79,8 +79,8 @@ int fr_pool_push(fr_pool_t *p, struct fr_req *req);
  *  (fr_req_done). Thread-safe. */
 void fr_pool_push_or_refuse(fr_pool_t *p, struct fr_req *req);
 /** 1 if @p max (> 0) requests or more are waiting: the caller answers 503 (a bounded
- *  queue, DESIGN.md 3). Unlocked length: a few over the cap under a race is harmless,
- *  the queue cannot grow without bound. Thread-safe. */
+ *  queue, DESIGN.md 3). The check and the push are not one step: a few over the cap
+ *  under a race is harmless, the queue cannot grow without bound. Thread-safe. */
 int fr_pool_full(fr_pool_t *p, size_t max);
 /** Requests waiting in @p p right now (a gauge; stale as soon as it returns). */
 size_t fr_pool_depth(fr_pool_t *p);
