@@ -11,6 +11,7 @@
 #include "front.h"
 #include "metrics.h"
 #include "breaker_fsm.h"
+#include "pool.h"
 #include "sk/clock.h"
 #include "sk/log.h"
 #include "sk/redis.h"
@@ -20,8 +21,7 @@
 static pthread_mutex_t brk_mu = PTHREAD_MUTEX_INITIALIZER;
 static sk_breaker_t brk;                /* guarded by brk_mu */
 static atomic_int closed = 1;           /* mirrors sk_breaker_allow(&brk) */
-static atomic_int stop;
-static pthread_t t_probe;
+static fr_thread_t t_probe;
 
 void fr_breaker_init(void)
 {
@@ -108,7 +108,7 @@ static void *probe_main(void *arg)
         sk_redis_t *r = NULL;
 
         (void)arg;
-        while (!atomic_load(&stop)) {
+        while (!fr_thread_stopping(&t_probe)) {
                 int due, ok;
 
                 pthread_mutex_lock(&brk_mu);
@@ -128,14 +128,12 @@ static void *probe_main(void *arg)
 
 int fr_breaker_start(void)
 {
-        atomic_store(&stop, 0);
-        return pthread_create(&t_probe, NULL, probe_main, NULL) == 0 ? 0 : -1;
+        return fr_thread_start(&t_probe, probe_main);
 }
 
 void fr_breaker_stop(void)
 {
-        atomic_store(&stop, 1);
-        pthread_join(t_probe, NULL);
+        fr_thread_stop(&t_probe);
 }
 
 int fr_breaker_healthy(void)

@@ -40,7 +40,7 @@
 #include "dbonly.h"
 #include "front.h"
 #include "metrics.h"
-#include "queue.h"
+#include "pool.h"
 #include "soldout.h"
 #include "sk/backoff.h"
 #include "sk/clock.h"
@@ -57,7 +57,7 @@
 #define DBONLY_QUEUE_PER_CONN 32        /* the bounded queue: conns x this, beyond it 503 */
 #define DBONLY_ATTEMPTS 3
 
-static fr_pool_t pool;
+static fr_pool_t pool;                  /* the DB-only queue and its threads */
 static size_t queue_max;
 
 typedef enum { R_CREATED, R_SOLD_OUT, R_HAS_ORDER, R_STATE, R_NOT_FOUND, R_OFFLINE,
@@ -67,18 +67,18 @@ typedef enum { R_CREATED, R_SOLD_OUT, R_HAS_ORDER, R_STATE, R_NOT_FOUND, R_OFFLI
 
 size_t fr_dbonly_depth(void)
 {
-        return fr_queue_len(&pool.q);
+        return fr_pool_depth(&pool);
 }
 
 int fr_dbonly_full(void)
 {
-        return fr_queue_len(&pool.q) >= queue_max;
+        return fr_pool_full(&pool, queue_max);
 }
 
 int fr_dbonly_submit(fr_req_t *req, int64_t epoch)
 {
         req->dsw_epoch = epoch;
-        return fr_queue_push(&pool.q, req);
+        return fr_pool_push(&pool, req);
 }
 
 /* The buckets of the voucher with stock left: have[b] = 1. */
@@ -443,30 +443,25 @@ static void run(sk_db_t **dbp, fr_req_t *req)
         }
 }
 
-static void *worker_main(void *arg)
+/* One purchase (batches of one) on the thread's own DB session. */
+static void dbonly_run(fr_conns_t *c, fr_req_t **batch, int n)
 {
-        sk_db_t *db = NULL;
-        fr_req_t *req;
+        fr_req_t *req = batch[0];
 
-        (void)arg;
-        while (!fr_queue_drained(&pool.q)) {
-                req = fr_queue_pop(&pool.q, 1, 200);
-                if (!req)
-                        continue;
-                if (sk_mono_ms() >= req->deadline_mono_ms)
-                        fr_answer_503(req, "timeout", NULL, "queued too long");
-                else
-                        run(&db, req);
-                fr_req_done(req);
-        }
-        sk_db_close(db);
-        return NULL;
+        (void)n;
+        if (sk_mono_ms() >= req->deadline_mono_ms)
+                fr_answer_503(req, "timeout", NULL, "queued too long");
+        else
+                run(&c->db, req);
+        fr_req_done(req);
 }
+
+static const fr_pool_ops_t dbonly_ops = { .run = dbonly_run };
 
 int fr_dbonly_start(void)
 {
         queue_max = (size_t)g_fr.conf.degrade_db_conns * DBONLY_QUEUE_PER_CONN;
-        return fr_pool_start(&pool, g_fr.conf.degrade_db_conns, worker_main);
+        return fr_pool_start(&pool, &dbonly_ops, g_fr.conf.degrade_db_conns, 1);
 }
 
 void fr_dbonly_stop(void)

@@ -7,12 +7,12 @@
 #include <stdatomic.h>
 
 #include "deadline.h"
+#include "pool.h"
 #include "req.h"
 #include "sk/clock.h"
 #include "sk/log.h"
 
-static pthread_t t_timer;
-static atomic_int stop;
+static fr_thread_t t_timer;
 
 /* The request_deadline WARN, rate-limited (issue 23): one line per second at most, the
  * next one saying how many were not logged. A flood of slow lookups must not turn into
@@ -35,7 +35,7 @@ static void warn_deadline(const fr_req_t *req, int64_t now)
 static void *timer_main(void *arg)
 {
         (void)arg;
-        while (!atomic_load(&stop)) {
+        while (!fr_thread_stopping(&t_timer)) {
                 int64_t now = sk_mono_ms();
                 fr_req_t *req;
 
@@ -54,12 +54,10 @@ static void *timer_main(void *arg)
 
 int fr_deadline_start(void)
 {
-        atomic_store(&stop, 0);
-        return pthread_create(&t_timer, NULL, timer_main, NULL) == 0 ? 0 : -1;
+        return fr_thread_start(&t_timer, timer_main);
 }
 
 void fr_deadline_stop(void)
 {
-        atomic_store(&stop, 1);
-        pthread_join(t_timer, NULL);
+        fr_thread_stop(&t_timer);
 }

@@ -22,7 +22,7 @@
 #include "front.h"
 #include "metrics.h"
 #include "nbuckets.h"
-#include "queue.h"
+#include "pool.h"
 #include "rollback.h"
 #include "breaker_fsm.h"
 #include "sk/clock.h"
@@ -320,62 +320,41 @@ static int deduct_home(sk_redis_t *r, fr_req_t **batch, int n)
         return k;
 }
 
-static void *redis_main(void *arg)
+/* One popped batch of up to --pipeline-max purchases, on the worker's own Redis
+ * connection c->r (opened here, once something is to be sent). */
+static void deduct_batch(fr_conns_t *c, fr_req_t **batch, int n)
 {
-        sk_redis_t *r = NULL;
-        fr_req_t **batch;
         char errstr[512];
+        int i;
 
-        (void)arg;
-        batch = calloc((size_t)g_fr.pipeline_max, sizeof(*batch));
-        if (!batch)
-                abort();
-        for (;;) {
-                fr_req_t *req = fr_queue_pop(&pool.q, g_fr.pipeline_max, 200);
-                int n = 0, i;
-
-                if (!req) {
-                        if (fr_queue_drained(&pool.q))
-                                break;
-                        continue;
-                }
-                while (req) {
-                        batch[n++] = req;
-                        req = req->qnext;
-                }
-                if ((n = deduct_gate(batch, n)) == 0)
-                        continue; /* nothing to send (breaker open, deadlines) */
-                if (!r)
-                        r = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS, errstr,
-                                             sizeof(errstr));
-                if (!r) {
-                        SK_LOG(SK_WARN, "redis_connect_failed", "reason=\"%s\"", errstr);
-                        fr_breaker_record(1, 0);
-                        for (i = 0; i < n; i++)
-                                answer_unavailable(batch[i]);
-                        continue;
-                }
-                if ((n = deduct_home(r, batch, n)) > 0)
-                        deduct_run(r, batch, n);
+        if ((n = deduct_gate(batch, n)) == 0)
+                return; /* nothing to send (breaker open, deadlines) */
+        if (!c->r)
+                c->r = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS, errstr,
+                                        sizeof(errstr));
+        if (!c->r) {
+                SK_LOG(SK_WARN, "redis_connect_failed", "reason=\"%s\"", errstr);
+                fr_breaker_record(1, 0);
+                for (i = 0; i < n; i++)
+                        answer_unavailable(batch[i]);
+                return;
         }
-        sk_redis_close(r);
-        free(batch);
-        return NULL;
+        if ((n = deduct_home(c->r, batch, n)) > 0)
+                deduct_run(c->r, batch, n);
 }
+
+static const fr_pool_ops_t deduct_ops = { .run = deduct_batch };
 
 void fr_deduct_submit(fr_req_t *req)
 {
-        if (fr_queue_push(&pool.q, req) == 0)
-                return;
         /* Closed (shutdown; the HTTP daemon is stopped first, so not expected): the
-         * deduct never ran, nothing to undo. */
-        fr_answer_503(req, "shutdown", NULL, "shutting down");
-        fr_req_done(req);
+         * deduct never ran, nothing to undo: 503 shutdown. */
+        fr_pool_push_or_refuse(&pool, req);
 }
 
 int fr_deduct_start(void)
 {
-        return fr_pool_start(&pool, g_fr.redis_workers, redis_main);
+        return fr_pool_start(&pool, &deduct_ops, g_fr.redis_workers, g_fr.pipeline_max);
 }
 
 void fr_deduct_stop(void)
@@ -385,5 +364,5 @@ void fr_deduct_stop(void)
 
 size_t fr_deduct_depth(void)
 {
-        return fr_queue_len(&pool.q);
+        return fr_pool_depth(&pool);
 }

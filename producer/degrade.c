@@ -63,6 +63,7 @@
 #include "degrade_rebuild.h"
 #include "front.h"
 #include "health.h"
+#include "pool.h"
 #include "sk/clock.h"
 #include "sk/db.h"
 #include "metrics.h"
@@ -81,8 +82,7 @@ static pthread_mutex_t tab_mu = PTHREAD_MUTEX_INITIALIZER;
 static sk_dsw_row_t *tab;               /* guarded by tab_mu; sorted by voucher_id */
 static size_t ntab;
 
-static pthread_t t_follow;
-static atomic_int stop;
+static fr_thread_t t_follow;
 static sk_db_t *db;                     /* the follower's connection */
 static char who[160];                   /* updated_by: "front host:pid" */
 static _Atomic int64_t last_read_ms;    /* sk_mono_ms of the last successful read, 0 = none */
@@ -489,7 +489,7 @@ static void *follow_main(void *arg)
         int was_stale = 0;
 
         (void)arg;
-        while (!atomic_load(&stop)) {
+        while (!fr_thread_stopping(&t_follow)) {
                 int64_t t0 = sk_mono_ms();
                 sk_dsw_row_t *rows;
                 size_t n, i;
@@ -505,7 +505,7 @@ static void *follow_main(void *arg)
                         publish(rows, n);
                         atomic_store(&last_read_ms, sk_mono_ms());
                         sk_metric_set(fr_m.switch_stale, 0);
-                        for (i = 0; i < n && !atomic_load(&stop); i++) {
+                        for (i = 0; i < n && !fr_thread_stopping(&t_follow); i++) {
                                 sk_dsw_row_t row = rows[i];
 
                                 if (row.state == SK_DSW_DRAINING)
@@ -524,7 +524,7 @@ static void *follow_main(void *arg)
                         SK_LOG(SK_INFO, "switch_fresh", "reason=\"the switch rows were read\"");
                         was_stale = 0;
                 }
-                while (!atomic_load(&stop) && sk_mono_ms() - t0 < period_ms)
+                while (!fr_thread_stopping(&t_follow) && sk_mono_ms() - t0 < period_ms)
                         sk_sleep_ms(20, NULL);
         }
         return NULL;
@@ -547,18 +547,16 @@ int fr_degrade_start(void)
                 publish(rows, n);
                 atomic_store(&last_read_ms, sk_mono_ms());
         }
-        atomic_store(&stop, 0);
         if (fr_rebuild_start() != 0)
                 return -1;
-        return pthread_create(&t_follow, NULL, follow_main, NULL) == 0 ? 0 : -1;
+        return fr_thread_start(&t_follow, follow_main);
 }
 
 void fr_degrade_stop(void)
 {
         int i;
 
-        atomic_store(&stop, 1);
-        pthread_join(t_follow, NULL);
+        fr_thread_stop(&t_follow);
         fr_rebuild_stop();
         for (i = 0; i < MAX_DRAINS; i++)
                 if (drains[i].used)

@@ -9,6 +9,7 @@
 #include "front.h"
 #include "health.h"
 #include "kprod.h"
+#include "pool.h"
 #include "publish.h"
 #include "sk/clock.h"
 #include "sk/redis.h"
@@ -17,8 +18,7 @@
 static atomic_int redis_ok, noeviction_ok, scripts_ok, server_ok;
 /* The masters' min-replicas-to-write / min-replicas-max-lag (-1 unknown), DESIGN.md 4b. */
 static atomic_int min_replicas = -1, min_replicas_lag = -1;
-static atomic_int stop;
-static pthread_t t_health;
+static fr_thread_t t_health;
 
 static void redis_check(sk_redis_t **rp)
 {
@@ -74,12 +74,13 @@ static void *health_main(void *arg)
         sk_redis_t *r = NULL;
 
         (void)arg;
-        while (!atomic_load(&stop)) {
+        while (!fr_thread_stopping(&t_health)) {
                 int64_t t0 = sk_mono_ms();
 
                 redis_check(&r);
                 kafka_check();
-                while (!atomic_load(&stop) && sk_mono_ms() - t0 < 1000 && !fr_kprod_fatal_now())
+                while (!fr_thread_stopping(&t_health) && sk_mono_ms() - t0 < 1000 &&
+                       !fr_kprod_fatal_now())
                         sk_sleep_ms(50, NULL);
         }
         sk_redis_close(r);
@@ -88,14 +89,12 @@ static void *health_main(void *arg)
 
 int fr_health_start(void)
 {
-        atomic_store(&stop, 0);
-        return pthread_create(&t_health, NULL, health_main, NULL) == 0 ? 0 : -1;
+        return fr_thread_start(&t_health, health_main);
 }
 
 void fr_health_stop(void)
 {
-        atomic_store(&stop, 1);
-        pthread_join(t_health, NULL);
+        fr_thread_stop(&t_health);
 }
 
 void fr_health_redis(int *ok, int *noeviction, int *scripts, int *server)

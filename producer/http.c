@@ -76,19 +76,6 @@ static enum MHD_Result queue_answer(struct MHD_Connection *conn, fr_req_t *req)
         return ret;
 }
 
-/* A synchronous answer (no pipeline): fr_answer on a request that is not suspended. */
-static void quick(fr_req_t *req, int status, char *body)
-{
-        req->kind = FR_KIND_QUICK;
-        fr_answer(req, status, body, status == 503 ? 1 : 0);
-}
-
-static void quick_503(fr_req_t *req, const char *cause, const char *msg)
-{
-        req->kind = FR_KIND_QUICK;
-        fr_answer_503(req, cause, NULL, msg);
-}
-
 /* Hand @p req to its asynchronous pipeline (suspended first: fr_req_suspend, which at
  * the end of a shutdown answers 503 at once instead; kind is QUICK then). */
 static void go_async(fr_req_t *req, struct MHD_Connection *conn)
@@ -122,14 +109,14 @@ static int buyer(struct MHD_Connection *conn, fr_req_t *req)
                 sk_id_format(req->user_id, req->su);
                 return 0;
         case FR_ID_BAD_INPUT:
-                quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, why));
+                fr_quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, why));
                 return -1;
         case FR_ID_UNAUTHORIZED:
                 break;
         }
         req->www_auth = "Bearer";
         sk_metric_add(fr_m.id_refused, 1);
-        quick(req, 401, fr_json_err(SK_CODE_BAD_IDENTITY, why));
+        fr_quick(req, 401, fr_json_err(SK_CODE_BAD_IDENTITY, why));
         return -1;
 }
 
@@ -140,7 +127,7 @@ static int mint_purchase(fr_req_t *req)
         char errstr[256];
 
         if (fr_inflight_acquire(req, g_fr.conf.max_inflight) != 0) {
-                quick_503(req, "overload", "too many purchases in flight");
+                fr_quick_503(req, "overload", "too many purchases in flight");
                 return -1;
         }
         if (sk_idgen_next(idgen, &req->order_id, errstr, sizeof(errstr)) != SK_OK ||
@@ -150,7 +137,7 @@ static int mint_purchase(fr_req_t *req)
                 /* Lease loss is logged once by the lease callback (main.c); the
                  * per-request line is debug only (DESIGN.md 2). */
                 SK_LOG(SK_DEBUG, "idgen_unavailable", "reason=\"%s\"", errstr);
-                quick_503(req, "lease", "id generator unavailable");
+                fr_quick_503(req, "lease", "id generator unavailable");
                 return -1;
         }
         sk_id_format(req->order_id, req->so);
@@ -164,7 +151,7 @@ static int mint_purchase(fr_req_t *req)
 static void route_db_only(fr_req_t *req, struct MHD_Connection *conn, int64_t epoch)
 {
         if (fr_dbonly_full()) {
-                quick_503(req, "overload", "DB-only queue full");
+                fr_quick_503(req, "overload", "DB-only queue full");
                 return;
         }
         if (mint_purchase(req) != 0)
@@ -189,7 +176,7 @@ static int route_degraded(fr_req_t *req, struct MHD_Connection *conn)
                 /* DESIGN.md 12 a: rows not read for SECKILL_SWITCH_STALE_MS -> nothing to
                  * Redis (another front may be draining this voucher). */
                 if (!fr_degrade_fresh()) {
-                        quick_503(req, "degrade", "degrade switch rows not read recently");
+                        fr_quick_503(req, "degrade", "degrade switch rows not read recently");
                         return 1;
                 }
                 return 0;
@@ -197,8 +184,8 @@ static int route_degraded(fr_req_t *req, struct MHD_Connection *conn)
         if (state == SK_DSW_DB && mode != SK_DSW_REDIS_ONLY)
                 route_db_only(req, conn, epoch);
         else
-                quick_503(req, "degrade", state == SK_DSW_REBUILDING ? "rebuilding Redis from the DB"
-                                                                     : "draining to the DB-only path");
+                fr_quick_503(req, "degrade", state == SK_DSW_REBUILDING ? "rebuilding Redis from the DB"
+                                                                        : "draining to the DB-only path");
         return 1;
 }
 
@@ -209,12 +196,12 @@ static void route_purchase_counted(fr_req_t *req, struct MHD_Connection *conn)
                 return;
         /* DESIGN.md 8: overloaded or producer unusable -> 503 before deduct.lua. */
         if (!fr_kprod_usable()) {
-                quick_503(req, "kafka", "kafka unavailable");
+                fr_quick_503(req, "kafka", "kafka unavailable");
                 return;
         }
         /* DESIGN.md 12: no purchase is queued for a Redis the breaker knows is down. */
         if (!fr_breaker_allow()) {
-                quick_503(req, "redis", "redis unavailable");
+                fr_quick_503(req, "redis", "redis unavailable");
                 return;
         }
         if (mint_purchase(req) != 0)
@@ -228,13 +215,13 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
         if (buyer(conn, req) != 0)
                 return;
         if (fr_stopping()) {
-                quick_503(req, "shutdown", "shutting down");
+                fr_quick_503(req, "shutdown", "shutting down");
                 return;
         }
         /* DESIGN.md 3, 4: every bucket recently answered sold out -> 10005 without Redis
          * (no id, no in-flight slot, no queue slot). */
         if (fr_soldout_hit(req)) {
-                quick(req, 409, fr_json_err(SK_CODE_SOLD_OUT, "sold out"));
+                fr_quick(req, 409, fr_json_err(SK_CODE_SOLD_OUT, "sold out"));
                 return;
         }
         /* DESIGN.md 12 b: counted before the degrade state is read, so the follower
@@ -254,7 +241,7 @@ static void route_lookup(fr_req_t *req, struct MHD_Connection *conn, fr_kind_t k
         if (buyer(conn, req) != 0)
                 return;
         if (fr_stopping() > 1) {
-                quick_503(req, "shutdown", "shutting down");
+                fr_quick_503(req, "shutdown", "shutting down");
                 return;
         }
         req->kind = kind;
@@ -272,7 +259,7 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
         /* DESIGN.md 3: a NUL, another control byte or a byte >= 0x80 in the path or in
          * a header the front reads is 400/10001, whatever the route. */
         if (unclean) {
-                quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, unclean));
+                fr_quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, unclean));
                 return;
         }
         /* /healthz, /readyz and /metrics are served on SECKILL_OPS_ADDR only (ops.c,
@@ -289,11 +276,11 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                         goto not_found;
                 if (!strcmp(rest, "/seckill") ? !is_post : !is_get) {
                         req->allow = !strcmp(rest, "/seckill") ? "POST" : "GET";
-                        quick(req, 405, fr_json_err(SK_CODE_BAD_INPUT, "method not allowed"));
+                        fr_quick(req, 405, fr_json_err(SK_CODE_BAD_INPUT, "method not allowed"));
                         return;
                 }
                 if (parse_id_seg(id, (size_t)(slash - id), &req->voucher_id) != 0) {
-                        quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, "invalid voucher id"));
+                        fr_quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, "invalid voucher id"));
                         return;
                 }
                 sk_id_format(req->voucher_id, req->sv);
@@ -311,11 +298,11 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                         goto not_found;
                 if (!is_post) {
                         req->allow = "POST";
-                        quick(req, 405, fr_json_err(SK_CODE_BAD_INPUT, "method not allowed"));
+                        fr_quick(req, 405, fr_json_err(SK_CODE_BAD_INPUT, "method not allowed"));
                         return;
                 }
                 if (req->in_over) {
-                        quick(req, 413, fr_json_err(SK_CODE_BAD_INPUT, "request body too large"));
+                        fr_quick(req, 413, fr_json_err(SK_CODE_BAD_INPUT, "request body too large"));
                         return;
                 }
                 fr_payment_route(req, conn);
@@ -330,11 +317,11 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                                 goto not_found;
                         if (!is_post) {
                                 req->allow = "POST";
-                                quick(req, 405, fr_json_err(SK_CODE_BAD_INPUT, "method not allowed"));
+                                fr_quick(req, 405, fr_json_err(SK_CODE_BAD_INPUT, "method not allowed"));
                                 return;
                         }
                         if (parse_id_seg(id, (size_t)(slash - id), &req->order_id) != 0) {
-                                quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, "invalid order id"));
+                                fr_quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, "invalid order id"));
                                 return;
                         }
                         sk_id_format(req->order_id, req->so);
@@ -343,11 +330,11 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                 }
                 if (!is_get) {
                         req->allow = "GET";
-                        quick(req, 405, fr_json_err(SK_CODE_BAD_INPUT, "method not allowed"));
+                        fr_quick(req, 405, fr_json_err(SK_CODE_BAD_INPUT, "method not allowed"));
                         return;
                 }
                 if (parse_id_seg(id, strlen(id), &req->order_id) != 0) {
-                        quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, "invalid order id"));
+                        fr_quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, "invalid order id"));
                         return;
                 }
                 sk_id_format(req->order_id, req->so);
@@ -355,7 +342,7 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                 return;
         }
 not_found:
-        quick(req, 404, fr_json_err(SK_CODE_BAD_INPUT, "no such route"));
+        fr_quick(req, 404, fr_json_err(SK_CODE_BAD_INPUT, "no such route"));
 }
 
 /* The one route that takes a body (DESIGN.md 15): a POST to the payment callback while
@@ -399,7 +386,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
                         long n = 0;
 
                         if (cl && (sk_parse_long(cl, 0, FR_PAY_BODY_MAX, &n) != 0)) {
-                                quick(req, 413, fr_json_err(SK_CODE_BAD_INPUT,
+                                fr_quick(req, 413, fr_json_err(SK_CODE_BAD_INPUT,
                                                             "request body too large"));
                                 return queue_answer(conn, req);
                         }
@@ -408,13 +395,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
                 }
                 if (has_body(conn) && !strcmp(url, FR_PAY_PATH)) {
                         /* No keys file: the route does not exist (DESIGN.md 15). */
-                        quick(req, 404, fr_json_err(SK_CODE_BAD_INPUT, "no such route"));
+                        fr_quick(req, 404, fr_json_err(SK_CODE_BAD_INPUT, "no such route"));
                         return queue_answer(conn, req);
                 }
                 if (has_body(conn)) {
                         /* DESIGN.md 3: no other endpoint takes a body. Answered before reading it;
                          * libmicrohttpd then closes the connection. */
-                        quick(req, 413, fr_json_err(SK_CODE_BAD_INPUT, "request body not allowed"));
+                        fr_quick(req, 413, fr_json_err(SK_CODE_BAD_INPUT, "request body not allowed"));
                         return queue_answer(conn, req);
                 }
                 return MHD_YES;
@@ -442,7 +429,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
                 /* The final call of the request: route it. */
                 req->routed = 1;
                 if (req->body_seen) {
-                        quick(req, 413, fr_json_err(SK_CODE_BAD_INPUT, "request body not allowed"));
+                        fr_quick(req, 413, fr_json_err(SK_CODE_BAD_INPUT, "request body not allowed"));
                         return queue_answer(conn, req);
                 }
                 route(req, conn, url, method);

@@ -20,6 +20,7 @@
 #include "front.h"
 #include "kprod.h"
 #include "metrics.h"
+#include "pool.h"
 #include "sk/clock.h"
 #include "sk/failpoint.h"
 #include "sk/kafka.h"
@@ -39,8 +40,7 @@ static atomic_int nretired;
 static atomic_int prod_fatal;           /* error_cb saw a fatal error on cur */
 static atomic_int kafka_ok;             /* broker metadata ok and producer not fatal */
 static atomic_int topics_ok;
-static atomic_int poll_stop;
-static pthread_t t_poll;
+static fr_thread_t t_poll;
 static fr_kprod_dr_cb_t dr_cb;         /* set once by fr_kprod_start, before any producer */
 
 static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
@@ -286,7 +286,7 @@ static void poll_retired(void)
 static void *poll_main(void *arg)
 {
         (void)arg;
-        while (!atomic_load(&poll_stop)) {
+        while (!fr_thread_stopping(&t_poll)) {
                 fr_prod_t *p;
 
                 /* cur stays alive after the unlock: only this thread frees producers, and
@@ -312,8 +312,7 @@ int fr_kprod_start(fr_kprod_dr_cb_t on_delivery, char *errstr, size_t errstr_siz
         /* First health check before serving, so /readyz and admission start truthful. */
         fr_kprod_replace_if_fatal();
         fr_kprod_check_health();
-        atomic_store(&poll_stop, 0);
-        if (pthread_create(&t_poll, NULL, poll_main, NULL) != 0) {
+        if (fr_thread_start(&t_poll, poll_main) != 0) {
                 sk_seterr(errstr, errstr_size, "cannot start the Kafka poll thread");
                 return -1;
         }
@@ -322,8 +321,7 @@ int fr_kprod_start(fr_kprod_dr_cb_t on_delivery, char *errstr, size_t errstr_siz
 
 void fr_kprod_stop_poll(void)
 {
-        atomic_store(&poll_stop, 1);
-        pthread_join(t_poll, NULL);
+        fr_thread_stop(&t_poll);
 }
 
 void fr_kprod_purge_queue(void)

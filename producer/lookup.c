@@ -19,7 +19,7 @@
 #include "metrics.h"
 #include "nbuckets.h"
 #include "orders.h"
-#include "queue.h"
+#include "pool.h"
 #include "req.h"
 #include "sk/clock.h"
 #include "sk/db.h"
@@ -32,10 +32,7 @@
 
 #define LOOKUP_REDIS_TIMEOUT_MS 1000
 
-typedef struct lk_conn {
-        sk_redis_t *r;
-        sk_db_t *db;
-} lk_conn_t;
+typedef fr_conns_t lk_conn_t;           /* the lookup thread's own connections (pool.h) */
 
 static fr_pool_t pool;                  /* the lookup queue and its threads */
 
@@ -43,20 +40,16 @@ void fr_lookup_submit(fr_req_t *req)
 {
         /* Bounded (DESIGN.md 3): beyond SECKILL_FRONT_LOOKUP_QUEUE_MAX waiting jobs the
          * request is answered 503 + Retry-After at once (a 10004 check took nothing, so
-         * the purchase has no state). The length is read unlocked: a few over the cap
-         * under a race is harmless, the queue cannot grow without bound. */
-        if (fr_queue_len(&pool.q) >= (size_t)g_fr.lookup_queue_max) {
+         * the purchase has no state). */
+        if (fr_pool_full(&pool, (size_t)g_fr.lookup_queue_max)) {
                 sk_metric_add(fr_m.lk_full, 1);
                 fr_answer_503(req, "overload", NULL, "too many lookups waiting");
                 fr_req_done(req);
                 return;
         }
-        if (fr_queue_push(&pool.q, req) == 0)
-                return;
         /* Closed (shutdown, after every producer of this queue stopped): cannot happen
-         * in the stop order of main.c; answer rather than leak the reference. */
-        fr_answer_503(req, "shutdown", NULL, "shutting down");
-        fr_req_done(req);
+         * in the stop order of main.c; answered rather than leak the reference. */
+        fr_pool_push_or_refuse(&pool, req);
 }
 
 static sk_redis_t *lk_redis(lk_conn_t *lc)
@@ -522,47 +515,35 @@ static void do_order_get(lk_conn_t *lc, fr_req_t *req)
         answer_json(req, 200, buf);
 }
 
-static void *lookup_main(void *arg)
+/* One job on a lookup thread. The pool's drained exit: a 10004 check queued while the
+ * deduct workers drained is still served (fr_lookup_stop comes after them), so its
+ * request is released (in-flight count). The answered drop: a job whose request was
+ * answered while it waited (the deadline's 503) is dropped, never run (DESIGN.md 3) --
+ * a cancel the client saw answered 503 is not applied behind its back. */
+static void lookup_run(lk_conn_t *lc, fr_req_t **batch, int n)
 {
-        lk_conn_t lc = { NULL, NULL };
+        fr_req_t *req = batch[0];
 
-        (void)arg;
-        for (;;) {
-                fr_req_t *req = fr_queue_pop(&pool.q, 1, 200);
-
-                if (!req) {
-                        /* Only once closed and empty (fr_lookup_stop, after the deduct
-                         * workers stopped): a 10004 check queued while they drained is
-                         * still served, so its request is released (in-flight count). */
-                        if (fr_queue_drained(&pool.q))
-                                break;
-                        continue;
-                }
-                /* Its request was answered while it waited (the deadline's 503): the
-                 * client has moved on, so the job is dropped, never run (DESIGN.md 3) —
-                 * a cancel the client saw answered 503 is not applied behind its back. */
-                if (fr_req_is_answered(req)) {
-                        sk_metric_add(fr_m.lk_dropped, 1);
-                        fr_req_done(req);
-                        continue;
-                }
-                (void)SK_FAILPOINT("front.before_lookup");      /* sleep(MS): a slow job */
-                switch (req->lookup) {
-                case FR_LOOKUP_VOUCHER: do_voucher(&lc, req); break;
-                case FR_LOOKUP_ORDERS_ME: do_orders_me(&lc, req); break;
-                case FR_LOOKUP_ORDER_GET: do_order_get(&lc, req); break;
-                case FR_LOOKUP_CANCEL: fr_order_action(req, &lc.db, &lc.r); break;
-                }
-                fr_req_done(req);
+        (void)n; /* batches of one */
+        (void)SK_FAILPOINT("front.before_lookup");      /* sleep(MS): a slow job */
+        switch (req->lookup) {
+        case FR_LOOKUP_VOUCHER: do_voucher(lc, req); break;
+        case FR_LOOKUP_ORDERS_ME: do_orders_me(lc, req); break;
+        case FR_LOOKUP_ORDER_GET: do_order_get(lc, req); break;
+        case FR_LOOKUP_CANCEL: fr_order_action(req, &lc->db, &lc->r); break;
         }
-        sk_redis_close(lc.r);
-        sk_db_close(lc.db);
-        return NULL;
+        fr_req_done(req);
 }
+
+static const fr_pool_ops_t lookup_ops = {
+        .run = lookup_run,
+        .drop_answered = 1,
+        .dropped = &fr_m.lk_dropped,
+};
 
 int fr_lookup_start(char *errstr, size_t errstr_size)
 {
-        if (fr_pool_start(&pool, g_fr.lookup_threads, lookup_main) != 0) {
+        if (fr_pool_start(&pool, &lookup_ops, g_fr.lookup_threads, 1) != 0) {
                 sk_seterr(errstr, errstr_size, "cannot start the lookup threads");
                 return -1;
         }
@@ -576,5 +557,5 @@ void fr_lookup_stop(void)
 
 size_t fr_lookup_depth(void)
 {
-        return fr_queue_len(&pool.q);
+        return fr_pool_depth(&pool);
 }

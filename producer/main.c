@@ -10,7 +10,13 @@
  * rollback, lookup; publish -> kprod, rollback; every stage answers through req.c.
  *
  * Threading model (every thread has its own Redis/DB connection; hiredis and MySQL
- * handles are never shared):
+ * handles are never shared). Two shapes, each written once in pool.h: a pool (deduct,
+ * probe, rollback, DB-only, lookup, payment) is a FIFO of requests served by N threads
+ * whose connections open on first use; a thread waits at most 200 ms for work, exits
+ * only once its queue is closed and drained (so stopping a pool serves what was queued),
+ * and in the lookup and payment pools a request answered while it waited is dropped
+ * unrun. Every other long-lived thread (breaker probe, Kafka poll, degrade follower,
+ * timer, health) is an fr_thread_t: a loop polling its stop flag, joined at shutdown.
  *   - main: configuration, worker-id lease, start-up, then waits for a signal and runs
  *     the graceful shutdown (below).
  *   - HTTP (libmicrohttpd internal polling, epoll, a pool of --http-threads threads,
@@ -37,6 +43,8 @@
  *     rollback. Before every send: the Redis breaker (closed?) and each request's
  *     deadline (reply or timeout before it?); otherwise nothing is sent (503, or the
  *     rollback once an attempt was unknown). Every batch is reported to the breaker.
+ *   - Probe workers (2; probe.c): after an OVERFLOW, take.lua on the other buckets
+ *     (DESIGN.md 4 "Overflow probing"), then publish, 409/10005 or the rollback worker.
  *   - Kafka poll thread (kprod.c): rd_kafka_poll(); delivery reports (publish.c) decide
  *     the answer (PERSISTED 202; POSSIBLY_PERSISTED one identical re-produce, else 503
  *     PENDING; NOT_PERSISTED -> rollback worker unless an earlier copy was

@@ -20,7 +20,7 @@ typedef struct fr_metrics {
         sk_metric_t *reproduce, *producer_replaced, *deduct_retry, *collision;
         sk_metric_t *brk_open, *brk_to_open, *brk_to_closed; /* the Redis breaker (DESIGN.md 12) */
         sk_metric_t *db_created, *db_soldout, *db_has_order, *db_unavailable; /* DB-only path */
-        sk_metric_t *u_degrade, *q_dbonly;
+        sk_metric_t *u_degrade, *q_dbonly, *q_probe;
         sk_metric_t *drain_acks, *drain_early, *drain_timed; /* DESIGN.md 12 b-d */
         sk_metric_t *switch_stale;      /* gauge: 1 while the switch rows are stale (12 a) */
         sk_metric_t *jwt_reload_fail, *jwt_reloads, *id_refused; /* DESIGN.md 15 */
@@ -39,8 +39,8 @@ void fr_metrics_init(void);
 /** Index of @p status in seckill_front_requests_total (the last one is "other"). */
 int fr_code_idx(int status);
 /** The /metrics body (malloc'd, NULL on ENOMEM): the gauges sampled at render time
- *  (in-flight purchases, the deduct, rollback and lookup queue depths, producers
- *  retired and not yet destroyed), then every metric. Thread-safe. */
+ *  (in-flight purchases, the deduct, rollback, lookup, DB-only and probe queue depths,
+ *  producers retired and not yet destroyed), then every metric. Thread-safe. */
 /* scrape.c */
 char *fr_metrics_render(void);
 /** Free the registry (exit; no thread may use a metric afterwards). */

@@ -29,7 +29,7 @@
 #include "metrics.h"
 #include "payment.h"
 #include "payment_body.h"
-#include "queue.h"
+#include "pool.h"
 #include "req.h"
 #include "sk/clock.h"
 #include "sk/db.h"
@@ -46,8 +46,7 @@
 
 static pthread_mutex_t keys_mu = PTHREAD_MUTEX_INITIALIZER;
 static sk_paysig_keys_t *keys;          /* guarded by keys_mu; NULL = route off */
-static fr_pool_t pool;
-static int pool_started;
+static fr_pool_t pool;                  /* the payment queue and its threads */
 
 /* ------------------------------------------------------------------- keys ---- */
 
@@ -97,12 +96,6 @@ void fr_payment_tick(int hup)
 
 /* ------------------------------------------------------------ HTTP thread ---- */
 
-static void quick(fr_req_t *req, int status, char *body)
-{
-        req->kind = FR_KIND_QUICK;
-        fr_answer(req, status, body, status == 503 ? 1 : 0);
-}
-
 void fr_payment_route(fr_req_t *req, struct MHD_Connection *conn)
 {
         const char *hdr = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Payment-Signature");
@@ -117,48 +110,39 @@ void fr_payment_route(fr_req_t *req, struct MHD_Connection *conn)
         if (vr != SK_PAYSIG_OK) {
                 sk_metric_add(fr_m.pay_sig_refused, 1);
                 SK_LOG(SK_DEBUG, "payment_signature_refused", "reason=\"%s\"", why);
-                quick(req, 401, fr_json_err(SK_CODE_BAD_SIGNATURE, why));
+                fr_quick(req, 401, fr_json_err(SK_CODE_BAD_SIGNATURE, why));
                 return;
         }
         if (!(p = calloc(1, sizeof(*p)))) {
-                req->kind = FR_KIND_QUICK;
-                fr_answer_503(req, "overload", NULL, "out of memory");
+                fr_quick_503(req, "overload", "out of memory");
                 return;
         }
         if ((why = fr_payment_parse_body(req->in_body ? req->in_body : "", req->in_len, p))) {
                 free(p);
-                quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, why));
+                fr_quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, why));
                 return;
         }
         req->pay = p; /* the request owns it now */
         req->order_id = p->order_id;
         sk_id_format(p->order_id, req->so);
         if (fr_stopping() > 1) {
-                req->kind = FR_KIND_QUICK;
-                fr_answer_503(req, "shutdown", NULL, "shutting down");
+                fr_quick_503(req, "shutdown", "shutting down");
                 return;
         }
-        if (fr_queue_len(&pool.q) >= FR_PAY_QUEUE_MAX) {
+        if (fr_pool_full(&pool, FR_PAY_QUEUE_MAX)) {
                 sk_metric_add(fr_m.pay_full, 1);
-                req->kind = FR_KIND_QUICK;
-                fr_answer_503(req, "overload", NULL, "too many payment callbacks waiting");
+                fr_quick_503(req, "overload", "too many payment callbacks waiting");
                 return;
         }
         req->kind = FR_KIND_PAYMENT;
         if (fr_req_suspend(req, conn) != 0)
                 return; /* answered 503 (shutdown) */
-        if (fr_queue_push(&pool.q, req) != 0) {
-                fr_answer_503(req, "shutdown", NULL, "shutting down");
-                fr_req_done(req);
-        }
+        fr_pool_push_or_refuse(&pool, req);
 }
 
 /* ------------------------------------------------------------ pool thread ---- */
 
-typedef struct pay_conn {
-        sk_db_t *db;
-        sk_redis_t *r;
-} pay_conn_t;
+typedef fr_conns_t pay_conn_t;          /* the payment thread's own connections (pool.h) */
 
 /* The answer of a decision (the body is malloc'd for fr_answer). */
 static void answer(fr_req_t *req, const sk_payment_res_t *res)
@@ -279,47 +263,32 @@ static void do_payment(pay_conn_t *pc, fr_req_t *req)
         fr_answer_503(req, "db", NULL, "database unavailable");
 }
 
-static void *pay_main(void *arg)
+/* One callback on a payment thread. The pool's answered drop: a callback answered while
+ * it waited (the deadline's 503) is dropped unrun (the provider retries; nothing was
+ * decided). */
+static void pay_run(pay_conn_t *pc, fr_req_t **batch, int n)
 {
-        pay_conn_t pc = { NULL, NULL };
-
-        (void)arg;
-        for (;;) {
-                fr_req_t *req = fr_queue_pop(&pool.q, 1, 200);
-
-                if (!req) {
-                        if (fr_queue_drained(&pool.q))
-                                break;
-                        continue;
-                }
-                /* Answered while it waited (the deadline's 503): the provider retries;
-                 * nothing was decided, so the job is dropped unrun. */
-                if (!fr_req_is_answered(req))
-                        do_payment(&pc, req);
-                fr_req_done(req);
-        }
-        sk_redis_close(pc.r);
-        sk_db_close(pc.db);
-        return NULL;
+        (void)n; /* batches of one */
+        do_payment(pc, batch[0]);
+        fr_req_done(batch[0]);
 }
+
+static const fr_pool_ops_t pay_ops = { .run = pay_run, .drop_answered = 1 };
 
 int fr_payment_start(char *errstr, size_t errstr_size)
 {
         if (!fr_payment_enabled())
                 return 0;
-        if (fr_pool_start(&pool, g_fr.pay_threads, pay_main) != 0) {
+        if (fr_pool_start(&pool, &pay_ops, g_fr.pay_threads, 1) != 0) {
                 sk_seterr(errstr, errstr_size, "cannot start the payment threads");
                 return -1;
         }
-        pool_started = 1;
         return 0;
 }
 
 void fr_payment_stop(void)
 {
-        if (pool_started)
-                fr_pool_stop(&pool);
-        pool_started = 0;
+        fr_pool_stop(&pool); /* a no-op when the route is off */
         pthread_mutex_lock(&keys_mu);
         sk_paysig_keys_free(keys);
         keys = NULL;

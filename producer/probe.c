@@ -15,7 +15,7 @@
 #include "metrics.h"
 #include "probe.h"
 #include "publish.h"
-#include "queue.h"
+#include "pool.h"
 #include "rollback.h"
 #include "sk/clock.h"
 #include "sk/failpoint.h"
@@ -33,7 +33,7 @@
 #define PROBE_MAX_REPEATS 2             /* DESIGN.md 8: repeat the same EVALSHA up to twice */
 #define HOME_ATTEMPTS 3                 /* the home step and settle are idempotent */
 
-static fr_pool_t pool;
+static fr_pool_t pool;                  /* the probe queue and its workers */
 
 typedef enum {
         TAKE_ADMITTED,                  /* OK or REPLAY: T holds a unit of j (req->msg set) */
@@ -260,29 +260,18 @@ static void probe_one(sk_redis_t **rp, fr_req_t *req)
         sold_out(rp, req);
 }
 
-static void *probe_main(void *arg)
+/* One purchase (batches of one) on the worker's own Redis connection. */
+static void probe_run(fr_conns_t *c, fr_req_t **batch, int n)
 {
-        sk_redis_t *r = NULL;
-
-        (void)arg;
-        for (;;) {
-                fr_req_t *req = fr_queue_pop(&pool.q, 1, 200);
-
-                if (!req) {
-                        if (fr_queue_drained(&pool.q))
-                                break;
-                        continue;
-                }
-                req->qnext = NULL;
-                probe_one(&r, req);
-        }
-        sk_redis_close(r);
-        return NULL;
+        (void)n;
+        probe_one(&c->r, batch[0]);
 }
+
+static const fr_pool_ops_t probe_ops = { .run = probe_run };
 
 void fr_probe_submit(fr_req_t *req)
 {
-        if (fr_queue_push(&pool.q, req) == 0)
+        if (fr_pool_push(&pool, req) == 0)
                 return;
         /* Closed (shutdown): no take ran; the rollback worker runs the home step. */
         give_up(req, -1, "shutting down");
@@ -290,7 +279,7 @@ void fr_probe_submit(fr_req_t *req)
 
 int fr_probe_start(void)
 {
-        return fr_pool_start(&pool, PROBE_WORKERS, probe_main);
+        return fr_pool_start(&pool, &probe_ops, PROBE_WORKERS, 1);
 }
 
 void fr_probe_stop(void)
@@ -300,5 +289,5 @@ void fr_probe_stop(void)
 
 size_t fr_probe_depth(void)
 {
-        return fr_queue_len(&pool.q);
+        return fr_pool_depth(&pool);
 }

@@ -12,13 +12,14 @@
 #include "kprod.h"
 #include "metrics.h"
 #include "publish.h"
+#include "queue.h"
 #include "rollback.h"
 #include "sk/clock.h"
 #include "sk/failpoint.h"
 #include "sk/log.h"
 
 static pthread_mutex_t defer_mu = PTHREAD_MUTEX_INITIALIZER;
-static fr_req_t *defer_head, *defer_tail; /* guarded by defer_mu, linked by qnext */
+static fr_req_list_t deferred;            /* guarded by defer_mu, linked by qnext */
 static int defer_closed;                  /* guarded by defer_mu: shutdown */
 static atomic_int purged;                 /* the shutdown purged the queues */
 
@@ -62,12 +63,7 @@ static int defer_reproduce(fr_req_t *req)
 
         pthread_mutex_lock(&defer_mu);
         if (!defer_closed) {
-                req->qnext = NULL;
-                if (defer_tail)
-                        defer_tail->qnext = req;
-                else
-                        defer_head = req;
-                defer_tail = req;
+                fr_req_list_append(&deferred, req);
                 ok = 1;
         }
         pthread_mutex_unlock(&defer_mu);
@@ -82,8 +78,8 @@ static fr_req_t *deferred_take(int close)
         fr_req_t *list;
 
         pthread_mutex_lock(&defer_mu);
-        list = defer_head;
-        defer_head = defer_tail = NULL;
+        list = deferred.head;
+        deferred.head = deferred.tail = NULL;
         if (close)
                 defer_closed = 1;
         pthread_mutex_unlock(&defer_mu);

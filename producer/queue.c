@@ -1,12 +1,34 @@
-/* producer/queue.c: the request FIFO of producer/queue.h. It owns no global state: each
- * pool (deduct.c, rollback.c, lookup.c) owns its queue. */
+/* producer/queue.c: the request list and FIFO of producer/queue.h. It owns no global
+ * state: each pool (pool.c) owns its queue, each other list its owner. */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "queue.h"
 #include "req.h"
+
+void fr_req_list_append(fr_req_list_t *l, fr_req_t *req)
+{
+        req->qnext = NULL;
+        if (l->tail)
+                l->tail->qnext = req;
+        else
+                l->head = req;
+        l->tail = req;
+}
+
+fr_req_t *fr_req_list_shift(fr_req_list_t *l)
+{
+        fr_req_t *req = l->head;
+
+        if (!req)
+                return NULL;
+        l->head = req->qnext;
+        if (!l->head)
+                l->tail = NULL;
+        req->qnext = NULL;
+        return req;
+}
 
 void fr_queue_init(fr_queue_t *q)
 {
@@ -17,17 +39,12 @@ void fr_queue_init(fr_queue_t *q)
 
 int fr_queue_push(fr_queue_t *q, fr_req_t *req)
 {
-        req->qnext = NULL;
         pthread_mutex_lock(&q->mu);
         if (q->closed) {
                 pthread_mutex_unlock(&q->mu);
                 return -1;
         }
-        if (q->tail)
-                q->tail->qnext = req;
-        else
-                q->head = req;
-        q->tail = req;
+        fr_req_list_append(&q->list, req);
         q->len++;
         pthread_cond_signal(&q->cv);
         pthread_mutex_unlock(&q->mu);
@@ -36,8 +53,9 @@ int fr_queue_push(fr_queue_t *q, fr_req_t *req)
 
 fr_req_t *fr_queue_pop(fr_queue_t *q, int max, int wait_ms)
 {
-        fr_req_t *first = NULL, *last = NULL;
+        fr_req_list_t out = { NULL, NULL };
         struct timespec ts;
+        fr_req_t *req;
         int n = 0;
 
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -48,27 +66,17 @@ fr_req_t *fr_queue_pop(fr_queue_t *q, int max, int wait_ms)
                 ts.tv_nsec -= 1000000000L;
         }
         pthread_mutex_lock(&q->mu);
-        while (!q->head && !q->closed) {
+        while (!q->list.head && !q->closed) {
                 if (pthread_cond_timedwait(&q->cv, &q->mu, &ts) == ETIMEDOUT)
                         break;
         }
-        while (q->head && n < max) {
-                fr_req_t *req = q->head;
-
-                q->head = req->qnext;
-                if (!q->head)
-                        q->tail = NULL;
+        while (n < max && (req = fr_req_list_shift(&q->list)) != NULL) {
                 q->len--;
-                req->qnext = NULL;
-                if (last)
-                        last->qnext = req;
-                else
-                        first = req;
-                last = req;
+                fr_req_list_append(&out, req);
                 n++;
         }
         pthread_mutex_unlock(&q->mu);
-        return first;
+        return out.head;
 }
 
 int fr_queue_drained(fr_queue_t *q)
@@ -76,7 +84,7 @@ int fr_queue_drained(fr_queue_t *q)
         int done;
 
         pthread_mutex_lock(&q->mu);
-        done = q->closed && !q->head;
+        done = q->closed && !q->list.head;
         pthread_mutex_unlock(&q->mu);
         return done;
 }
@@ -97,32 +105,4 @@ size_t fr_queue_len(fr_queue_t *q)
         n = q->len;
         pthread_mutex_unlock(&q->mu);
         return n;
-}
-
-int fr_pool_start(fr_pool_t *p, int nthreads, void *(*fn)(void *))
-{
-        int i;
-
-        fr_queue_init(&p->q);
-        p->n = 0;
-        if (!(p->threads = calloc((size_t)nthreads, sizeof(pthread_t))))
-                return -1;
-        for (i = 0; i < nthreads; i++) {
-                if (pthread_create(&p->threads[i], NULL, fn, NULL) != 0)
-                        return -1;
-                p->n++;
-        }
-        return 0;
-}
-
-void fr_pool_stop(fr_pool_t *p)
-{
-        int i;
-
-        fr_queue_close(&p->q);
-        for (i = 0; i < p->n; i++)
-                pthread_join(p->threads[i], NULL);
-        free(p->threads);
-        p->threads = NULL;
-        p->n = 0;
 }

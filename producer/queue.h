@@ -1,17 +1,29 @@
-/* producer/queue.h: a small multi-producer multi-consumer FIFO of requests (mutex +
- * condition variable), the hand-off between the front's thread pools (deduct, rollback,
- * lookup), and the pool of threads that serves one. Requests are linked through
- * fr_req_t.qnext, so pushing never allocates. */
+/* producer/queue.h: the intrusive request list (requests linked through fr_req_t.qnext,
+ * so appending never allocates) and, built on it, a small multi-producer multi-consumer
+ * FIFO of requests (mutex + condition variable): the hand-off into each pool of the
+ * front (pool.h). */
 #pragma once
 #include <pthread.h>
 #include <stddef.h>
 
 struct fr_req;
 
+/* A singly linked FIFO of requests through qnext. Not thread-safe: its owner's lock (or
+ * its one thread) guards it. A request is on at most one list at a time. */
+typedef struct fr_req_list {
+        struct fr_req *head, *tail;
+} fr_req_list_t;
+
+/** Append @p req at the tail of @p l (its qnext is overwritten). Not thread-safe. */
+void fr_req_list_append(fr_req_list_t *l, struct fr_req *req);
+/** Unlink and return the head of @p l (its qnext cleared), or NULL when empty. Not
+ *  thread-safe. */
+struct fr_req *fr_req_list_shift(fr_req_list_t *l);
+
 typedef struct fr_queue {
         pthread_mutex_t mu;
         pthread_cond_t cv;
-        struct fr_req *head, *tail;
+        fr_req_list_t list;
         size_t len;
         int closed;
 } fr_queue_t;
@@ -31,17 +43,3 @@ void fr_queue_close(fr_queue_t *q);
 int fr_queue_drained(fr_queue_t *q);
 /** Requests waiting in @p q right now (a gauge; stale as soon as it returns). */
 size_t fr_queue_len(fr_queue_t *q);
-
-/* A pool of threads serving one queue (deduct workers, rollback worker, lookup pool). */
-typedef struct fr_pool {
-        fr_queue_t q;
-        pthread_t *threads;
-        int n;                          /* threads started */
-} fr_pool_t;
-
-/** Initialise @p p's queue and start @p nthreads threads running @p fn (arg NULL); each
- *  exits once fr_queue_drained(&p->q). @returns 0, or -1 (the threads already started
- *  keep running until fr_pool_stop). */
-int fr_pool_start(fr_pool_t *p, int nthreads, void *(*fn)(void *));
-/** Close the queue, let the threads drain it, join them. */
-void fr_pool_stop(fr_pool_t *p);

@@ -171,6 +171,18 @@ int fr_answer_503(fr_req_t *req, const char *cause, const char *state, const cha
         return 1;
 }
 
+int fr_quick(fr_req_t *req, int status, char *body)
+{
+        req->kind = FR_KIND_QUICK;
+        return fr_answer(req, status, body, status == 503 ? 1 : 0);
+}
+
+int fr_quick_503(fr_req_t *req, const char *cause, const char *msg)
+{
+        req->kind = FR_KIND_QUICK;
+        return fr_answer_503(req, cause, NULL, msg);
+}
+
 void fr_req_done(fr_req_t *req)
 {
         fr_inflight_release(req);
@@ -233,8 +245,7 @@ int fr_req_suspend(fr_req_t *req, struct MHD_Connection *conn)
         if (atomic_load(&stopping) > 1) {
                 pthread_mutex_unlock(&pend_mu);
                 fr_inflight_release(req);
-                req->kind = FR_KIND_QUICK;
-                fr_answer_503(req, "shutdown", NULL, "shutting down");
+                fr_quick_503(req, "shutdown", "shutting down");
                 return -1;
         }
         fr_req_ref(req); /* the pipeline's reference, dropped by fr_req_done() */

@@ -92,7 +92,9 @@ typedef struct fr_req {
                                          * SETTLED: the home step follows a give-up */
         int settled;                    /* SETTLED bucket: take.lua on it replays */
 
-        struct fr_req *qnext;           /* work-queue link (queue.h, parked re-produces) */
+        struct fr_req *qnext;           /* list link (queue.h): a pool's queue, parked
+                                         * re-produces, the rollback backlog */
+        int rb_tries;                   /* background fence tries while in the backlog */
 } fr_req_t;
 
 /** A new request holding the HTTP layer's reference (start time = now). NULL on ENOMEM. */
@@ -114,6 +116,12 @@ char *fr_json_err(int code, const char *msg);
  *  NULL = none: nothing taken). Counts the answer actually sent by cause/state.
  *  Thread-safe. @returns as fr_answer. */
 int fr_answer_503(fr_req_t *req, const char *cause, const char *state, const char *msg);
+/** A synchronous answer of the HTTP thread, with no pipeline behind it (kind QUICK, so
+ *  the final handler call hands it to libmicrohttpd at once): fr_answer with @p body
+ *  (taken) and Retry-After 1 s on a 503. Thread-safe. @returns as fr_answer. */
+int fr_quick(fr_req_t *req, int status, char *body);
+/** The same as a 503 with @p cause and @p msg and no purchase state (fr_answer_503). */
+int fr_quick_503(fr_req_t *req, const char *cause, const char *msg);
 /** The pipeline (purchase or lookup) is finished with @p req: releases its in-flight
  *  slot and drops its reference. Thread-safe; once per pipeline reference. */
 void fr_req_done(fr_req_t *req);

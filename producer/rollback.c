@@ -20,7 +20,7 @@
 #include "breaker.h"
 #include "front.h"
 #include "metrics.h"
-#include "queue.h"
+#include "pool.h"
 #include "rollback.h"
 #include "sk/clock.h"
 #include "sk/failpoint.h"
@@ -37,20 +37,15 @@
 
 static fr_pool_t pool;                  /* the rollback queue and its one worker */
 
-/* The backlog: fences whose purchase was answered 503 PENDING. Worker thread only,
- * except bl_len (a gauge). */
-typedef struct bl_node {
-        fr_req_t *req;
-        int tries;
-        struct bl_node *next;
-} bl_node_t;
-static bl_node_t *bl_head, *bl_tail;
+/* The backlog: fences whose purchase was answered 503 PENDING, linked by qnext (their
+ * tries in rb_tries). Worker thread only, except bl_len (a gauge). */
+static fr_req_list_t backlog;
 static atomic_int bl_len;
 static int64_t bl_next_ms;
 
 void fr_rollback_submit(fr_req_t *req)
 {
-        if (fr_queue_push(&pool.q, req) == 0)
+        if (fr_pool_push(&pool, req) == 0)
                 return;
         /* Only after shutdown joined the rollback worker (a report served while the
          * producers are destroyed): no fence now; the DEDUCT stays undecided and the
@@ -213,11 +208,9 @@ static void answer_rollback(fr_req_t *req, sk_err_t err, const sk_rollback_res_t
  * reconciler. Keeps the pipeline's reference until the fence is done or given up. */
 static void park(fr_req_t *req)
 {
-        bl_node_t *n;
-
         fr_answer_503(req, "pending", "PENDING", "outcome not yet known");
         fr_inflight_release(req);
-        if (atomic_load(&bl_len) >= ROLLBACK_BACKLOG_MAX || !(n = calloc(1, sizeof(*n)))) {
+        if (atomic_load(&bl_len) >= ROLLBACK_BACKLOG_MAX) {
                 SK_LOG(SK_ERROR, "rollback_abandoned", "trace_id=%s voucher_id=%s reason=\"backlog full\"",
                        req->st, req->sv);
                 fr_req_done(req);
@@ -225,12 +218,8 @@ static void park(fr_req_t *req)
         }
         SK_LOG(SK_WARN, "rollback_parked", "trace_id=%s voucher_id=%s breaker_open=%d", req->st,
                req->sv, !fr_breaker_allow());
-        n->req = req;
-        if (bl_tail)
-                bl_tail->next = n;
-        else
-                bl_head = n;
-        bl_tail = n;
+        req->rb_tries = 0;
+        fr_req_list_append(&backlog, req);
         atomic_fetch_add(&bl_len, 1);
 }
 
@@ -240,92 +229,88 @@ static void backlog_retry(sk_redis_t **rp)
 {
         int64_t now = sk_mono_ms();
         sk_rollback_res_t res;
-        bl_node_t *n = bl_head;
+        fr_req_t *req;
         sk_err_t err;
         int acked;
 
-        if (!n || now < bl_next_ms || !fr_breaker_allow())
+        if (!backlog.head || now < bl_next_ms || !fr_breaker_allow())
                 return;
         bl_next_ms = now + ROLLBACK_BG_PERIOD_MS;
-        bl_head = n->next;
-        if (!bl_head)
-                bl_tail = NULL;
-        n->next = NULL;
+        req = fr_req_list_shift(&backlog);
         memset(&res, 0, sizeof(res));
-        err = run_rollback(rp, n->req, &res, &acked);
-        if (err == SK_OK || ++n->tries >= ROLLBACK_BG_TRIES) {
+        err = run_rollback(rp, req, &res, &acked);
+        if (err == SK_OK || ++req->rb_tries >= ROLLBACK_BG_TRIES) {
                 if (err == SK_OK)
-                        answer_rollback(n->req, err, &res, 1);  /* answered already: no WAIT */
+                        answer_rollback(req, err, &res, 1);  /* answered already: no WAIT */
                 else
                         SK_LOG(SK_ERROR, "rollback_abandoned", "trace_id=%s voucher_id=%s tries=%d",
-                               n->req->st, n->req->sv, n->tries);
-                fr_req_done(n->req);
-                free(n);
+                               req->st, req->sv, req->rb_tries);
+                fr_req_done(req);
                 atomic_fetch_sub(&bl_len, 1);
                 return;
         }
-        if (bl_tail)
-                bl_tail->next = n;
-        else
-                bl_head = n;
-        bl_tail = n;
+        fr_req_list_append(&backlog, req);
 }
 
 /* At shutdown: the fences still parked are left to the reconciler (DESIGN.md 8). */
 static void backlog_drop(void)
 {
-        while (bl_head) {
-                bl_node_t *n = bl_head;
+        fr_req_t *req;
 
-                bl_head = n->next;
-                SK_LOG(SK_WARN, "rollback_skipped_shutdown", "trace_id=%s voucher_id=%s", n->req->st,
-                       n->req->sv);
-                fr_req_done(n->req);
-                free(n);
+        while ((req = fr_req_list_shift(&backlog)) != NULL) {
+                SK_LOG(SK_WARN, "rollback_skipped_shutdown", "trace_id=%s voucher_id=%s", req->st,
+                       req->sv);
+                fr_req_done(req);
                 atomic_fetch_sub(&bl_len, 1);
         }
-        bl_tail = NULL;
 }
 
-static void *rollback_main(void *arg)
+/* Every wake-up, work or not: one background try of the backlog (at most one a second). */
+static void rollback_idle(fr_conns_t *c)
 {
-        sk_redis_t *r = NULL;
-
-        (void)arg;
-        for (;;) {
-                fr_req_t *req = fr_queue_pop(&pool.q, 1, 200);
-                sk_rollback_res_t res;
-                sk_err_t err;
-                int acked = 0;
-
-                backlog_retry(&r);
-                if (!req) {
-                        if (fr_queue_drained(&pool.q))
-                                break;
-                        continue;
-                }
-                if (!fr_breaker_allow()) {
-                        park(req);
-                        continue;
-                }
-                memset(&res, 0, sizeof(res));
-                err = run_rollback(&r, req, &res, &acked);
-                if (err == SK_EAGAIN || err == SK_EUNKNOWN) {
-                        sk_metric_add(fr_m.rb_error, 1);
-                        park(req);
-                        continue;
-                }
-                answer_rollback(req, err, &res, err == SK_OK && !res.claimed ? acked : 1);
-                fr_req_done(req);
-        }
-        backlog_drop();
-        sk_redis_close(r);
-        return NULL;
+        backlog_retry(&c->r);
 }
+
+/* One fence (batches of one) on the worker's own Redis connection. */
+static void rollback_run(fr_conns_t *c, fr_req_t **batch, int n)
+{
+        fr_req_t *req = batch[0];
+        sk_rollback_res_t res;
+        sk_err_t err;
+        int acked = 0;
+
+        (void)n;
+        if (!fr_breaker_allow()) {
+                park(req);
+                return;
+        }
+        memset(&res, 0, sizeof(res));
+        err = run_rollback(&c->r, req, &res, &acked);
+        if (err == SK_EAGAIN || err == SK_EUNKNOWN) {
+                sk_metric_add(fr_m.rb_error, 1);
+                park(req);
+                return;
+        }
+        answer_rollback(req, err, &res, err == SK_OK && !res.claimed ? acked : 1);
+        fr_req_done(req);
+}
+
+/* The queue is drained: the parked fences are the reconciler's now. */
+static void rollback_close(fr_conns_t *c)
+{
+        (void)c;
+        backlog_drop();
+}
+
+static const fr_pool_ops_t rollback_ops = {
+        .run = rollback_run,
+        .idle = rollback_idle,
+        .close = rollback_close,
+};
 
 int fr_rollback_start(void)
 {
-        return fr_pool_start(&pool, 1, rollback_main);
+        return fr_pool_start(&pool, &rollback_ops, 1, 1);
 }
 
 void fr_rollback_stop(void)
@@ -335,5 +320,5 @@ void fr_rollback_stop(void)
 
 size_t fr_rollback_depth(void)
 {
-        return fr_queue_len(&pool.q) + (size_t)atomic_load(&bl_len);
+        return fr_pool_depth(&pool) + (size_t)atomic_load(&bl_len);
 }

@@ -11,6 +11,7 @@
 #include "kprod.h"
 #include "lookup.h"
 #include "metrics.h"
+#include "probe.h"
 #include "req.h"
 #include "rollback.h"
 
@@ -22,6 +23,7 @@ char *fr_metrics_render(void)
         sk_metric_set(fr_m.q_lookup, (int64_t)fr_lookup_depth());
         sk_metric_set(fr_m.retired, fr_kprod_retired());
         sk_metric_set(fr_m.q_dbonly, (int64_t)fr_dbonly_depth());
+        sk_metric_set(fr_m.q_probe, (int64_t)fr_probe_depth());
         {
                 char *base = sk_metrics_render(fr_m.reg), *out;
                 size_t blen, cap = 64 * 1024;

@@ -397,11 +397,6 @@ const char *sk_dblock_holder(const sk_dblock_t *lk)
         return lk ? lk->holder : "";
 }
 
-const char *sk_dblock_name(const sk_dblock_t *lk)
-{
-        return lk ? lk->name : "";
-}
-
 sk_err_t sk_dblock_live(sk_db_t *db, const char *name, int *live, char *holder,
                         size_t holder_size, char *errstr, size_t errstr_size)
 {

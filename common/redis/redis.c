@@ -80,15 +80,6 @@ sk_redis_kind_t sk_redis_kind(const sk_redis_t *r)
         return r->url.kind;
 }
 
-redisContext *sk_redis_ctx(sk_redis_t *r)
-{
-        int n = sk__node_for_slot(r, -1);
-
-        if (n < 0 || sk__node_ensure(r, n, NULL, 0) != SK_OK)
-                return NULL;
-        return r->nodes[n].ctx;
-}
-
 redisContext *sk_redis_ctx_key(sk_redis_t *r, const char *key)
 {
         int n;
@@ -221,16 +212,6 @@ int sk_redis_master_count(sk_redis_t *r)
         int m[SK_RNODES_MAX];
 
         return sk__masters(r, m);
-}
-
-void sk_redis_master_name(sk_redis_t *r, int i, char *buf, size_t size)
-{
-        int n = master_node(r, i);
-
-        if (n < 0)
-                snprintf(buf, size, "master #%d", i);
-        else
-                snprintf(buf, size, "%s:%d", r->nodes[n].host, r->nodes[n].port);
 }
 
 sk_err_t sk_redis_cmd_master(sk_redis_t *r, int i, redisReply **reply, int argc,

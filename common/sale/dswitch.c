@@ -35,13 +35,6 @@ int sk_dsw_mode_parse(const char *s, int *mode)
         return 0;
 }
 
-sk_err_t sk_dsw_ensure(sk_db_t *db, int64_t voucher_id, char *errstr, size_t errstr_size)
-{
-        return sk_db_exec_i64(db, "INSERT IGNORE INTO tb_seckill_switch (scope, mode, state, "
-                              "updated_by) VALUES (?, NULL, 'redis', 'ensure')", &voucher_id, 1,
-                              NULL, errstr, errstr_size);
-}
-
 /* Columns: scope, own mode (0 NULL, else 1 + mode), effective mode, state, epoch,
  * since (ms), age (ms), buckets, each a BIGINT. FIELD() gives 1-based positions. */
 #define ROW_SELECT \

@@ -184,6 +184,7 @@ START_TEST(queue_depth_gauges)
         ck_assert_int_eq(sk_test_scrape(port, "seckill_front_deduct_queue_depth"), 0);
         ck_assert_int_eq(sk_test_scrape(port, "seckill_front_rollback_queue_depth"), 0);
         ck_assert_int_eq(sk_test_scrape(port, "seckill_front_lookup_queue_depth"), 0);
+        ck_assert_int_eq(sk_test_scrape(port, "seckill_front_probe_queue_depth"), 0);
         sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
                                               .begin_ms = t - 60000, .end_ms = t + 3600000,
                                               .status = 1 });

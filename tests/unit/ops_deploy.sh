@@ -68,9 +68,10 @@ import json, os, re, sys
 src, files = sys.argv[1], sys.argv[2:]
 if not files:
     sys.exit("no dashboards in deploy/grafana")
-# Names the code registers: "seckill_front_x" in producer/, "consumer_x" (prefixed by
-# sk_metrics; by a call or a row of consumer/main.c's table) in consumer/, the textfile
-# exporter's, and the rules' pending group.
+# Names the code registers: "seckill_front_x" in producer/ (rows C(handle, "name", ...)
+# and G(...) of its metric table), "consumer_x" (prefixed by sk_metrics; by a call or a
+# row of consumer/main.c's table) in consumer/, the textfile exporter's, and the rules'
+# pending group.
 known = set()
 def scan(path, pat, prefix=""):
     with open(path, errors="replace") as f:
@@ -81,7 +82,7 @@ for d, pre in (("producer", ""), ("consumer", "seckill_")):
         for n in names:
             if n.endswith(".c"):
                 scan(os.path.join(root, n),
-                     r'sk_metrics_(?:counter|gauge|hist)\([^,]*,\s*"([a-z_]+)"', pre)
+                     r'(?:sk_metrics_(?:counter|gauge|hist)\([^,]*|\b[CG]\(\w+),\s*"([a-z_]+)"', pre)
                 # consumer/main.c's table of metrics: { CM(field), 'c', "name", ... }
                 scan(os.path.join(root, n), r"\{ CM\(\w+\), '[cgh]', \"([a-z_]+)\"", pre)
 scan(os.path.join(src, "deploy/prometheus/reconciler-textfile.sh"), r'\b(seckill_reconciler_[a-z_]+)\b')

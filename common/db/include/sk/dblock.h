@@ -96,9 +96,8 @@ int sk_dblock_held(const sk_dblock_t *lk);
 /** @brief 1 when the last sk_dblock_take failed because another holder had a live row
  *  (not a DB error). */
 int sk_dblock_busy(const sk_dblock_t *lk);
-/** @brief The lock's holder string (owned by @p lk) and its name. */
+/** @brief The lock's holder string (owned by @p lk). */
 const char *sk_dblock_holder(const sk_dblock_t *lk);
-const char *sk_dblock_name(const sk_dblock_t *lk);
 
 /** @brief Whether anyone holds the row of @p name (fitted) now: *live = 1 when a row with until >=
  *  NOW(3) exists, its holder into @p holder (may be NULL, @p holder_size bytes). Reads on

@@ -53,19 +53,14 @@ sk_redis_t *sk_redis_connect(const sk_redis_url_t *url, int timeout_ms,
  *  (Sentinel: resolving it again; Cluster: refreshing the slot map).
  *  @returns SK_OK or SK_EAGAIN. */
 sk_err_t sk_redis_reconnect(sk_redis_t *r, char *errstr, size_t errstr_size);
-/** @brief The hiredis context of the server (redis://, Sentinel) or of one master
- *  (Cluster: only for keyless commands; keyed commands there must go through
- *  sk_redis_cmd or the pipeline below). Borrowed; invalid after a reconnect or after
- *  a command on @p r returned SK_EUNKNOWN. If the connection was dropped, reconnects
- *  first; NULL if that fails. For raw pipelining (redisAppendCommandArgv +
- *  redisGetReply) the caller classifies those replies itself. */
-redisContext *sk_redis_ctx(sk_redis_t *r);
 /** @brief The hiredis context of the master serving @p key's slot (Cluster; the one
  *  server or master otherwise), for raw pipelining of commands on that key's hash tag
- *  only. Borrowed, same lifetime and reconnect rules as sk_redis_ctx(); NULL if that
- *  node cannot be connected or the slot is not covered. A MOVED/ASK reply to a raw
- *  command is the caller's to treat as "did not run" (the map refreshes on the next
- *  routed command). */
+ *  only (redisAppendCommandArgv + redisGetReply: the caller classifies those replies
+ *  itself). Borrowed; invalid after a reconnect or after a command on @p r returned
+ *  SK_EUNKNOWN. If the connection was dropped, reconnects first; NULL if that node
+ *  cannot be connected or the slot is not covered. A MOVED/ASK reply to a raw command
+ *  is the caller's to treat as "did not run" (the map refreshes on the next routed
+ *  command). */
 redisContext *sk_redis_ctx_key(sk_redis_t *r, const char *key);
 /** @brief The topology of @p r's URL. */
 sk_redis_kind_t sk_redis_kind(const sk_redis_t *r);
@@ -93,8 +88,6 @@ int sk_redis_master_count(sk_redis_t *r);
 sk_err_t sk_redis_cmd_master(sk_redis_t *r, int i, redisReply **reply, int argc,
                              const char **argv, const size_t *argvlen,
                              char *errstr, size_t errstr_size);
-/** @brief "host:port" of master @p i into @p buf (for messages). */
-void sk_redis_master_name(sk_redis_t *r, int i, char *buf, size_t size);
 
 /** @brief SCAN the keyspace of every master (MATCH @p match, COUNT @p count) and call
  *  @p fn(key, keylen, arg) for each key (a key may be reported twice, as SCAN does);

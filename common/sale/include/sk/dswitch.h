@@ -49,10 +49,6 @@ const char *sk_dsw_mode_str(int mode);
  *  @returns 0 and *mode, or -1. */
 int sk_dsw_mode_parse(const char *s, int *mode);
 
-/** @brief INSERT IGNORE the voucher's own row (mode NULL, state redis): for vouchers
- *  created before their switch row existed. @returns SK_OK or the DB error. */
-sk_err_t sk_dsw_ensure(sk_db_t *db, int64_t voucher_id, char *errstr, size_t errstr_size);
-
 /** @brief Every voucher row (scope != 0), mode resolved, into *rows (malloc'd, owned
  *  by the caller; NULL when *n = 0). *default_mode (may be NULL): scope 0's mode
  *  (auto when the row is missing). @returns SK_OK or the DB error. */
