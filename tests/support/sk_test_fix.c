@@ -34,7 +34,7 @@ void sk_test_fix_setup(const char *name, const sk_test_fix_opts_t *o)
         if (sk_migrate(&fx->conf.mysql, NULL, errstr, sizeof(errstr)))
                 die("migrate", errstr);
         if (o->private_redis)
-                fx->redis_pid = sk_test_redis_start(&fx->conf, 0, NULL);
+                fx->redis_pid = sk_test_redis_start(&fx->conf, 0, o->redis_args);
         if (!o->no_topics && sk_kafka_ensure_topics(&fx->conf, 15000, errstr, sizeof(errstr)))
                 die("ensure topics", errstr);
         if (!(fx->db = sk_db_connect(&fx->conf.mysql, 0, o->lock_wait_s, errstr, sizeof(errstr))))

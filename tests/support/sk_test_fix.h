@@ -35,6 +35,8 @@ typedef struct sk_test_fix_opts {
         int lock_wait_s;            /**< the connection's innodb_lock_wait_timeout, 0 default */
         int no_topics;              /**< 1: do not create the topic and DLQ */
         int private_redis;          /**< 1: a private redis-server (sk_test_redis_start) */
+        const char *const *redis_args; /**< private_redis: its extra arguments
+                                        *   (NULL-terminated), e.g. "--lua-time-limit" */
 } sk_test_fix_opts_t;
 
 /** @brief Fill sk_test_fx for test @p name: sk_test_conf, options, migrate the database,
