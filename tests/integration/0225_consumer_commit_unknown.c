@@ -20,8 +20,7 @@ static void commit_lost(const char *failpoint, const char *what)
         pid_t pid;
         int status, i;
 
-        snprintf(log, sizeof(log), "%s/consumer_0225_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
-                 what, (int)getpid());
+        sk_test_log_path(log, sizeof(log), "consumer_0225_%s", what);
         sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 10, .db_stock = 10,
                                               .stock = 10, .status = 1, .db_status = 1 });
         for (i = 0; i < 3; i++) {

@@ -113,8 +113,7 @@ START_TEST(degraded_rollbacks_left_to_reconciler)
         sk_test_exec("INSERT INTO tb_seckill_switch (scope, mode, state, epoch, updated_by)"
                      " VALUES (%" PRId64 ", NULL, 'db', 3, 'test 0304')"
                      " ON DUPLICATE KEY UPDATE state = 'db', epoch = 3", vid);
-        snprintf(log, sizeof(log), "%s/consumer_0304_degraded_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
+        sk_test_log_path(log, sizeof(log), "consumer_0304_degraded");
         unlink(log);
         stop_redis();
         pid = sk_test_consumer_start(&(sk_test_spawn_t){ .log_path = log }, 1);

@@ -143,8 +143,7 @@ static pid_t start_front_with(int *port_out, char *log, size_t cap, const char *
                 env[ne++] = my_env;
         }
         snprintf(fp_env, sizeof(fp_env), "SECKILL_FAILPOINTS=%s", fp ? fp : "");
-        snprintf(log, cap, "%s/front_0412_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
-                 what, (int)getpid());
+        sk_test_log_path(log, cap, "front_0412_%s", what);
         pid = sk_test_front_start(&sk_test_fx.conf, port, env, log);
         if (strcmp(what, "restarted") == 0) {
                 /* Redis is down: not ready (503), but alive and serving the DB-only path. */
@@ -201,8 +200,7 @@ static void sale_start(sale_t *sl, book_t *bk, sk_redis_t *rc, const char *what,
         sl->user = user0;
         sk_id_format(sl->vid, sl->v);
         snprintf(sl->path, sizeof(sl->path), "/api/v1/vouchers/%s/seckill", sl->v);
-        snprintf(clog, sizeof(clog), "%s/consumer_0412_%s_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", what, (int)getpid());
+        sk_test_log_path(clog, sizeof(clog), "consumer_0412_%s", what);
         g_cons_pid = sk_test_consumer_start(&(sk_test_spawn_t){ .log_path = clog }, 0);
         sl->pid = start_front(&sl->port, sl->log, sizeof(sl->log), what, fp);
         ck_assert_msg(buy_until(sl->port, sl->path, &sl->user, 202, bk, 30) == 0, "no 202 (log %s)",
