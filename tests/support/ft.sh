@@ -219,12 +219,18 @@ ft_init() {
         ft_tool_build
 }
 
-# The Kafka helper tests/faults/tools/fttool.c: the CMake target fttool
-# ($FT_BUILD/tests/fttool), built with the rest; built here when it is missing.
+# The Kafka helper tests/faults/tools/fttool.c: the CMake target fttool (tests/fttool of
+# the build, $FT_BUILD or else $FT_SRC/build), built with the rest; built here when missing.
 ft_tool_build() {
-        FT_TOOL=$FT_BUILD/tests/fttool
-        [[ -x $FT_TOOL ]] && return 0
-        cmake --build "$FT_BUILD" --target fttool >"$FT_WORK/fttool-build.log" 2>&1 ||
+        local dir
+        for dir in "$FT_BUILD" "$FT_SRC/build"; do
+                FT_TOOL=$dir/tests/fttool
+                [[ -x $FT_TOOL ]] && return 0
+        done
+        dir=$FT_BUILD
+        [[ -f $dir/CMakeCache.txt ]] || dir=$FT_SRC/build
+        FT_TOOL=$dir/tests/fttool
+        cmake --build "$dir" --target fttool >"$FT_WORK/fttool-build.log" 2>&1 ||
                 ft_die "fttool build: $(tail -n 20 "$FT_WORK/fttool-build.log")"
 }
 
