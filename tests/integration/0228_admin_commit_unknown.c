@@ -43,9 +43,7 @@ static void check_stock(int64_t vid, long long want)
 
 static void add_stock_lost(const char *failpoint, const char *rid, const char *found)
 {
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 10, .db_stock = 10,
-                                                            .stock = 10, .status = 1,
-                                                            .db_status = 1 });
+        int64_t vid = sk_test_voucher_open(10);
         char v[SK_ID_STRLEN], log[320], log2[320], want[128];
         const char *args[] = { "voucher", "add-stock", v, "--stock", "6", "--request-id", rid,
                                "--wait-ms", "3000", NULL };
