@@ -6,10 +6,11 @@
 #                                            paybody
 #                                            (default all)
 #
-# Builds with clang -fsanitize=fuzzer,address,undefined into build-fuzz/ (env
-# SK_FUZZ_BUILD): the common sources (and, for front_http, producer/http.c, req.c, soldout.c and
-# metrics.c; for paybody, producer/payment_body.c) are compiled with coverage; the system libraries (cJSON,
-# libmicrohttpd, ...) are not instrumented, so their bugs show up only as crashes.
+# Builds the CMake targets fuzz_TARGET (tests/fuzz/CMakeLists.txt) in build-fuzz/ (env
+# SK_FUZZ_BUILD), configured with clang and -DSK_FUZZ=ON: common/ (and, for front_http,
+# producer/'s request files; for paybody, producer/payment_body.c) compiled with coverage,
+# ASan and UBSan; the system libraries (cJSON, libmicrohttpd, ...) are not instrumented,
+# so their bugs show up only as crashes.
 # Each target runs for SECONDS on its corpus (build-fuzz/corpus/TARGET, seeded from
 # tests/fuzz/corpus/TARGET, kept between runs) with its dictionary; a crash leaves its
 # input in build-fuzz/crashes/. Every crash found must become a unit test in
@@ -30,67 +31,22 @@ TARGETS=("$@")
 CC=${SK_FUZZ_CC:-clang}
 command -v "$CC" >/dev/null 2>&1 || { echo "fuzz: $CC not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 
-PKGS="rdkafka hiredis mysqlclient libcjson libmicrohttpd libcrypto"
-CFLAGS=(-std=c11 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
-        -fno-sanitize-recover=undefined -Wall -Wextra -Wno-unused-parameter
-        -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DSK_VERSION=\"fuzz\" -DSK_FAILPOINTS_ENABLED=1
-        -I"$REPO/producer")
-# Each layer of common/ (README.md, "Architecture"): its public include/ and its own folder.
-for layer in base redis db kafka sale lease http auth; do
-        CFLAGS+=(-I"$REPO/common/$layer/include" -I"$REPO/common/$layer")
-done
-# shellcheck disable=SC2207
-CFLAGS+=($(pkg-config --cflags $PKGS))
-# shellcheck disable=SC2207
-LIBS=($(pkg-config --libs $PKGS) -lpthread -lm)
-LDFLAGS=(-fsanitize=fuzzer,address,undefined)
-# Symbols the front harness replaces (no Redis/Kafka/DB behind it).
-WEAKEN=(-W sk_idgen_next -W sk_idgen_usable -W sk_idgen_worker_id)
+mkdir -p "$OUT/crashes" "$OUT/log"
 
-mkdir -p "$OUT/obj/common" "$OUT/obj/producer" "$OUT/gen" "$OUT/bin" "$OUT/crashes" "$OUT/log"
-
-# compile SRC OBJ: recompile when the source (or this script) is newer.
-compile() {
-        local src=$1 obj=$2
-        if [[ ! -f $obj || $src -nt $obj || ${BASH_SOURCE[0]} -nt $obj ]]; then
-                "$CC" "${CFLAGS[@]}" -c "$src" -o "$obj" 2>>"$OUT/log/build.log" ||
-                        { echo "fuzz: compiling $src failed (see $OUT/log/build.log)" >&2; tail -n 20 "$OUT/log/build.log" >&2; exit 2; }
-                objcopy "${WEAKEN[@]}" "$obj"
-        fi
-}
-
+# build: configure build-fuzz/ once (clang, SK_FUZZ), then build the targets asked for.
 build() {
-        local f name common_objs=()
-        : >"$OUT/log/build.log"
-        cmake -DOUT="$OUT/gen/sk_lua_embedded.c" -DLUA_DIR="$REPO/lua" -P "$REPO/cmake/embed_lua.cmake" >/dev/null &&
-        cmake -DOUT="$OUT/gen/sk_ddl_embedded.c" -DDDL_DIR="$REPO/ddl" -P "$REPO/cmake/embed_ddl.cmake" >/dev/null ||
-                { echo "fuzz: embedding lua/ddl failed" >&2; exit 2; }
-        for f in "$REPO"/common/{base,redis,db,kafka,sale,lease,auth}/*.c "$OUT"/gen/*.c; do
-                name=$(basename "$f" .c)
-                compile "$f" "$OUT/obj/common/$name.o"
-                common_objs+=("$OUT/obj/common/$name.o")
-        done
-        for name in http req metrics soldout soldout_table identity strict vflight payment_body; do
-                compile "$REPO/producer/$name.c" "$OUT/obj/producer/$name.o"
-        done
+        local t targets=()
         for t in "${TARGETS[@]}"; do
-                local h=$REPO/tests/fuzz/fuzz_$t.c objs=()
-                [[ -f $h ]] || { echo "fuzz: unknown target $t (no $h)" >&2; exit 2; }
-                case $t in
-                id_parse) objs=("$OUT/obj/common/ids.o") ;;
-                msg_parse) objs=("$OUT/obj/common/msg.o" "$OUT/obj/common/ids.o" "$OUT/obj/common/err.o") ;;
-                front_http) objs=("$OUT/obj/producer/http.o" "$OUT/obj/producer/req.o" "$OUT/obj/producer/metrics.o"
-                            "$OUT/obj/producer/soldout.o" "$OUT/obj/producer/soldout_table.o"
-                            "$OUT/obj/producer/identity.o" "$OUT/obj/producer/strict.o"
-                            "$OUT/obj/producer/vflight.o"
-                            "${common_objs[@]}") ;;
-                paybody) objs=("$OUT/obj/producer/payment_body.o" "${common_objs[@]}") ;;
-                *) objs=("${common_objs[@]}") ;;
-                esac
-                "$CC" "${CFLAGS[@]}" "${LDFLAGS[@]}" "$h" "${objs[@]}" "${LIBS[@]}" -o "$OUT/bin/fuzz_$t" \
-                        2>>"$OUT/log/build.log" ||
-                        { echo "fuzz: linking fuzz_$t failed (see $OUT/log/build.log)" >&2; tail -n 20 "$OUT/log/build.log" >&2; exit 2; }
+                [[ -f $REPO/tests/fuzz/fuzz_$t.c ]] || { echo "fuzz: unknown target $t (no tests/fuzz/fuzz_$t.c)" >&2; exit 2; }
+                targets+=("fuzz_$t")
         done
+        if [[ ! -f $OUT/CMakeCache.txt ]]; then
+                cmake -S "$REPO" -B "$OUT" -DCMAKE_C_COMPILER="$CC" -DSK_FUZZ=ON -DSK_FAILPOINTS=ON \
+                        -DBUILD_TESTING=OFF >"$OUT/log/build.log" 2>&1 ||
+                        { echo "fuzz: cmake configure failed (see $OUT/log/build.log)" >&2; tail -n 20 "$OUT/log/build.log" >&2; exit 2; }
+        fi
+        cmake --build "$OUT" -j "$(nproc)" --target "${targets[@]}" >>"$OUT/log/build.log" 2>&1 ||
+                { echo "fuzz: building ${targets[*]} failed (see $OUT/log/build.log)" >&2; tail -n 20 "$OUT/log/build.log" >&2; exit 2; }
 }
 
 echo "fuzz: building ${TARGETS[*]} in $OUT"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/windows.sh: the two availability windows of issue 22 (DESIGN.md v5 §4b, §12),
 # each measured three times on a sale that keeps one purchase in flight every ~20 ms:
-#   sentinel  a private Sentinel group (tests/faults/lib_redis_topo.sh: a master, two
+#   sentinel  a private Sentinel group (tests/support/ft_redis_topo.sh: a master, two
 #             replicas, so the new master has a replica at once under min-replicas-to-
 #             write 1), a front and a consumer on it; SENTINEL FAILOVER; window = from
 #             the Sentinels' switch (their +switch-master message) to the first 202 after
@@ -43,8 +43,8 @@ buy_loop() {
 first_after() { awk -v t="$2" -v s="$3" '$1 >= t && $2 == s { print $1; exit }' "$1"; }
 
 one_sentinel() {
-        . "$here/../tests/faults/lib.sh"
-        . "$here/../tests/faults/lib_redis_topo.sh"
+        . "$here/../tests/support/ft.sh"
+        . "$here/../tests/support/ft_redis_topo.sh"
         FT_TOPO_REPLICAS=2 # a second replica: the new master has one at once (min-replicas-to-write 1)
         ft_init windows_sentinel
         ft_sentinel_start
@@ -92,7 +92,7 @@ one_sentinel() {
 }
 
 one_kill() {
-        . "$here/../tests/faults/lib.sh"
+        . "$here/../tests/support/ft.sh"
         ft_init windows_kill
         ft_private_redis
         local v t_kill t_first out=$FT_WORK/loop.txt lp

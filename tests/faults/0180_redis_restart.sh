@@ -6,7 +6,7 @@
 # accounted for; Redis = DB.
 # fault: private Redis (no persistence) SIGKILLed and restarted empty mid-sale, then reconciler --repair
 # Buckets: 1.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init redis_restart
 ft_private_redis
 V=$(ft_voucher 80)

@@ -4,7 +4,7 @@
 # goes on, sells out exactly, every 202 is accounted for and Redis = DB.
 # fault: SCRIPT FLUSH three times mid-sale (private Redis)
 # Buckets: 4 (issue 12: about half of the cases sell bucketed vouchers).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init redis_script_flush
 ft_private_redis
 V=$(ft_voucher 80 4)

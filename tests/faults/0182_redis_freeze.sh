@@ -8,7 +8,7 @@
 # or continued, never lost or doubled: the sale still sells out exactly.
 # fault: private Redis frozen (SIGSTOP) 4 s mid-sale, past the command timeouts
 # Buckets: 1.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init redis_freeze
 ft_private_redis
 V=$(ft_voucher 300)

@@ -10,7 +10,7 @@
 # never create an order).
 # fault: Redis drift (10 phantom units, 5 forgotten buyers) -> sold_out / has_order FAILED; consumer SIGKILLed between FAILED and rollback.lua
 # Buckets: 1: its drift is written into bucket 0's keys.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init redis_drift_business_failures
 V=$(ft_voucher 40)
 ft_front f1

@@ -8,7 +8,7 @@
 # buys, the real buyer is refused again (10006: one order per user), and the sale sells out.
 # fault: a bucketed voucher's users hashes drift (a stranger added, a buyer removed); --repair restores invariant 3
 # Buckets: 2.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init redis_users_drift_buckets
 N=2
 V=$(ft_voucher 40 "$N")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 0190_redis_sentinel_lagging_failover.sh: DESIGN.md 8 "failover to a lagging replica".
-# A private Sentinel group (lib_redis_topo.sh: master, replica, three Sentinels) serves a
+# A private Sentinel group (ft_redis_topo.sh: master, replica, three Sentinels) serves a
 # sale. Mid-sale the replica is cut off its master (the master refuses its replication
 # login; both keep running) while purchases go on being admitted on the master alone:
 # DECRBYs, users entries and trace keys the replica never sees. For the cut the master
@@ -15,8 +15,8 @@
 # oversell, one order per user, every 202 decided exactly once (DESIGN.md 9).
 # fault: Sentinel failover to a replica cut off its master while purchases were admitted (acknowledged DECRBY/HSET lost), front and consumer not restarted
 # Buckets: 1.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/lib_redis_topo.sh"
+. "$(dirname "$0")/../support/ft.sh"
+. "$(dirname "$0")/../support/ft_redis_topo.sh"
 ft_init redis_sentinel_lagging
 ft_sentinel_start
 M=${FT_TOPO_PORTS[0]} R=${FT_TOPO_PORTS[1]}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 0191_redis_cluster_master_killed.sh: DESIGN.md 4b, 8 "Cluster MOVED / ASK / TRYAGAIN /
 # CLUSTERDOWN" and "failover to a lagging replica". A sale runs on a private Redis Cluster
-# (lib_redis_topo.sh: 3 masters + 3 replicas, cluster-node-timeout 3 s,
+# (ft_redis_topo.sh: 3 masters + 3 replicas, cluster-node-timeout 3 s,
 # min-replicas-to-write 1) with a 4-bucket voucher. Mid-sale the master serving the slot of
 # its bucket 0 is SIGKILLed (the other buckets' slots may live on other masters):
 # its replica takes the slot over (writes it had not yet replicated are lost); with no
@@ -12,8 +12,8 @@
 # oversell, Redis = DB after --repair (DESIGN.md 9).
 # fault: Cluster master of a 4-bucket voucher's bucket-0 slot SIGKILLed mid-sale (its replica promoted), restarted empty as a replica
 # Buckets: 4 (issue 12: about half of the cases sell bucketed vouchers).
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/lib_redis_topo.sh"
+. "$(dirname "$0")/../support/ft.sh"
+. "$(dirname "$0")/../support/ft_redis_topo.sh"
 ft_init redis_cluster_master_killed
 ft_cluster_start
 V=$(ft_voucher 200 4)

@@ -2,7 +2,7 @@
 # 0192_redis_fence_unacknowledged.sh: DESIGN.md 4b, last rule: "After rollback.lua mode
 # front on a master that has replicas, the front runs WAIT 1 100; if no replica
 # acknowledged, it answers state PENDING, not FAILED (a failover could lose the fence)."
-# A private Sentinel group (lib_redis_topo.sh). The front's deliveries are reported
+# A private Sentinel group (ft_redis_topo.sh). The front's deliveries are reported
 # NOT_PERSISTED (failpoint front.delivery_not=error; the messages are in the topic), so
 # every purchase is fenced by rollback.lua mode front. With the replica healthy the fence
 # is acknowledged: 503 FAILED. With the replica frozen (SIGSTOP; the master still accepts
@@ -13,8 +13,8 @@
 # without the failpoint then sells the voucher out exactly (DESIGN.md 9).
 # fault: fences (rollback.lua mode front) on a Sentinel master whose replica is frozen (SIGSTOP): WAIT 1 100 unacknowledged -> 503 PENDING, not FAILED
 # Buckets: 1.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/lib_redis_topo.sh"
+. "$(dirname "$0")/../support/ft.sh"
+. "$(dirname "$0")/../support/ft_redis_topo.sh"
 ft_init redis_fence_unacknowledged
 ft_sentinel_start
 R=${FT_TOPO_PORTS[1]}

@@ -3,7 +3,7 @@
 # that is on sale is supported only as '503 while the slot moves, invariants hold'" and 8
 # "Cluster MOVED / ASK / TRYAGAIN / CLUSTERDOWN: a script refused with TRYAGAIN did not
 # run; a redirect never changes the traceId". A sale runs on a private Redis Cluster
-# (lib_redis_topo.sh) with a 4-bucket voucher; mid-sale the slot of its bucket 0 (hash tag
+# (ft_redis_topo.sh) with a 4-bucket voucher; mid-sale the slot of its bucket 0 (hash tag
 # {v:ID:0}) is moved to another master by hand while the other buckets keep selling, as
 # `redis-cli --cluster reshard` does: CLUSTER SETSLOT IMPORTING on the target, MIGRATING
 # on the source, MIGRATE of the slot's keys one at a time, 1.5 s apart (so purchases meet
@@ -13,8 +13,8 @@
 # oversell; Redis = DB after --repair (DESIGN.md 9).
 # fault: one bucket's Cluster slot of a 4-bucket voucher migrated to another master mid-sale, the other buckets selling (SETSLOT IMPORTING/MIGRATING, MIGRATE one key every 1.5 s, SETSLOT NODE)
 # Buckets: 4 (issue 12: "migrate a bucketed voucher's slot during a sale").
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/lib_redis_topo.sh"
+. "$(dirname "$0")/../support/ft.sh"
+. "$(dirname "$0")/../support/ft_redis_topo.sh"
 ft_init redis_cluster_slot_migration
 ft_cluster_start
 V=$(ft_voucher 200 4)

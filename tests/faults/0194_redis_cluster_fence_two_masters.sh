@@ -13,8 +13,8 @@
 # failpoint sells the voucher out exactly (DESIGN.md 9).
 # fault: overflow fences on two Cluster masters, the replica of the taken bucket's master frozen (SIGSTOP): WAIT on each master -> 503 PENDING, not FAILED
 # Buckets: 4.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/lib_redis_topo.sh"
+. "$(dirname "$0")/../support/ft.sh"
+. "$(dirname "$0")/../support/ft_redis_topo.sh"
 ft_init redis_cluster_fence_two_masters
 ft_cluster_start
 V= M0= M3=

@@ -6,7 +6,7 @@
 # nothing back twice: Redis stock = DB stock, never above it.
 # fault: consumer SIGKILLed by closer.after_db_commit=exit, then a rebuild from the DB before the reconciler
 # Buckets: 1: its checks read bucket 0's keys.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init rebuild_pending_release
 V=$(ft_voucher 4)
 ft_front f1

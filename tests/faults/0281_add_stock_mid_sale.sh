@@ -7,7 +7,7 @@
 # (and rebuilds again). At the end the voucher sells out exactly 24 + 22: zero oversell,
 # zero undersell, one order per user, every 202 decided, Redis = DB per bucket.
 # fault: add-stock mid-sale on a 4-bucket voucher (its rebuild pauses every bucket while a crowd buys), then the same request id again
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init add_stock_mid_sale
 ft_consumer c1
 ft_front f1

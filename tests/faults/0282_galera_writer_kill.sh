@@ -10,13 +10,13 @@
 # node1 is down; every invariant of DESIGN.md 9 (ft_check: one decision per 202, every
 # CREATED 202 has its order row, no oversell, one active order per user, Redis = DB); every
 # payment answered 200 PAID and every orders/me CREATED answer is in the DB (survived the
-# writer's death; lib_dbfault.sh); orders were both paid and closed around the kill; no
+# writer's death; ft_db.sh); orders were both paid and closed around the kill; no
 # orderId or traceId minted twice across the failover (the worker-id lease lives in the
 # replicated DB; while it cannot be renewed the front answers 503 "lease", never a guess);
 # node1 is Synced again with the same rows.
 # fault: the Galera writer node (node1 of three) SIGKILLed mid-sale with purchases, closes and payments in flight; restarted 8 s later, it rejoins
 # Buckets: 2.
-. "$(dirname "$0")/lib_galera.sh"
+. "$(dirname "$0")/../support/ft_galera.sh"
 ft_init galera_writer_kill
 
 ft_db_services

@@ -12,15 +12,15 @@
 # and the front's /readyz names node2 as its writer; a write sent to node1 at the moment it
 # wakes up is refused, or, if acknowledged, is on node2 too; every invariant of DESIGN.md 9
 # (ft_check); every payment answered 200 PAID is PAID in the DB and every orders/me CREATED
-# answer is an order row (lib_dbfault.sh); node1 Synced again and its rows equal node2's
+# answer is an order row (ft_db.sh); node1 Synced again and its rows equal node2's
 # (no write landed only on node1).
 # fault: the Galera writer node (node1 of three) SIGSTOPped for 14 s mid-sale (evicted), then SIGCONT: no stale write, it rejoins
 # Buckets: 2.
-. "$(dirname "$0")/lib_galera.sh"
+. "$(dirname "$0")/../support/ft_galera.sh"
 # node1's pid, only if we started it.
 NODE1_PID=$(ft_galera_pids 1)
 # Whatever happens, node1 runs again at the end, Synced (the next case needs three nodes):
-# lib_galera.sh's hook, redefined to SIGCONT node1 first.
+# ft_galera.sh's hook, redefined to SIGCONT node1 first.
 galera_heal() {
         local i
         [[ -n $NODE1_PID ]] && kill -CONT "$NODE1_PID" 2>/dev/null

@@ -13,11 +13,11 @@
 # Checks: the consumer logged commit_unknown_resolved; every purchase of the held batch has
 # exactly one outcome and, when CREATED, exactly one order row (no duplicate order, no lost
 # order); every invariant of DESIGN.md 9 (ft_check); every payment answered 200 PAID is
-# PAID and every orders/me CREATED answer is an order row (lib_dbfault.sh); node1 Synced
+# PAID and every orders/me CREATED answer is an order row (ft_db.sh); node1 Synced
 # again with node2's rows.
 # fault: the Galera writer node (node1 of three) SIGKILLed while a consumer batch's COMMIT is held (db.before_commit=1*sleep(4000)); restarted 8 s later
 # Buckets: 2.
-. "$(dirname "$0")/lib_galera.sh"
+. "$(dirname "$0")/../support/ft_galera.sh"
 ft_init galera_writer_kill_at_commit
 n1sql() {
         mysql --no-defaults -uroot -h127.0.0.1 -P3311 --protocol=TCP --connect-timeout=3 -N -B "$FT_DB" -e "$1" 2>/dev/null

@@ -14,7 +14,7 @@
 # every invariant of DESIGN.md 9 (ft_check); the three nodes hold the same rows.
 # fault: all three Galera nodes SIGKILLed at once mid-sale with purchases, closes and payments in flight; 5 s later galera up recovers and bootstraps the most advanced node
 # Buckets: 2.
-. "$(dirname "$0")/lib_galera.sh"
+. "$(dirname "$0")/../support/ft_galera.sh"
 # The nodes' pids, only those we started.
 PIDS=$(ft_galera_pids 1 2 3)
 ft_init galera_all_nodes_killed

@@ -5,7 +5,7 @@
 # own mariadbd (never the machine's on 3306): a spare port, a datadir of its own made by
 # mariadb-install-db under /tmp (the mysql user runs it; the datadir must exist before
 # ft_init migrates, so it is not under FT_WORK), innodb_flush_log_at_trx_commit=1, the
-# binlog off; SECKILL_MYSQL_URL points at it before lib.sh is sourced. While purchases,
+# binlog off; SECKILL_MYSQL_URL points at it before ft.sh is sourced. While purchases,
 # closes (unpaid orders past a 6 s deadline) and the provider's payment callbacks are in
 # flight, mariadbd is SIGKILLed and restarted 5 s later (InnoDB crash recovery). While it is
 # down the pipeline waits (503s are fine; nothing is decided). Checks: the services survive;
@@ -50,8 +50,8 @@ mysql --no-defaults --protocol=SOCKET -S "$PRIV_DIR/mariadbd.sock" -uroot -e "
         GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION" ||
         { priv_stop; echo "0286: root@127.0.0.1"; exit 1; }
 export SECKILL_MYSQL_URL="mysql://root@127.0.0.1:$PRIV_PORT/seckill"
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/lib_dbfault.sh"
+. "$(dirname "$0")/../support/ft.sh"
+. "$(dirname "$0")/../support/ft_db.sh"
 FT_CLEANUP_LAST+=(priv_stop)
 ft_init mariadb_standalone_kill
 [[ $FT_MYSQL_PORT == "$PRIV_PORT" && $FT_MYSQL_PORT != 3306 ]] || ft_die "not the private server: $FT_MYSQL_HOST:$FT_MYSQL_PORT"

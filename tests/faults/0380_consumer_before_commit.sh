@@ -4,7 +4,7 @@
 # Asserts one order per purchase, none lost, none doubled, Redis = DB.
 # fault: consumer SIGKILLed before its DB commit (consumer.before_commit=exit), then replaced
 # Buckets: 1.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init consumer_before_commit
 ft_case_consumer_crash consumer.before_commit
 ft_finish

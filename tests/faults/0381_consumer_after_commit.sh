@@ -5,7 +5,7 @@
 # fault: consumer SIGKILLed after its DB commit, before its offset is stored (consumer.after_commit=exit), then replaced
 # Buckets: 4 (FT_BUCKETS, read by ft_voucher) (issue 12: about half of the cases sell bucketed vouchers).
 FT_BUCKETS=4
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init consumer_after_commit
 ft_case_consumer_crash consumer.after_commit
 ft_finish

@@ -8,7 +8,7 @@
 # fault: four vouchers, three consumers: one joins, one SIGKILLed, one leaves mid-burst (rebalances)
 # Buckets: 4 for two of the four vouchers, 1 for the other two (issue 12: about half of the cases sell bucketed vouchers).
 FT_PARTITIONS=6
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init consumer_rebalance
 VS=()
 for b in 4 1 4 1; do VS+=("$(ft_voucher 50 "$b")"); done

@@ -7,7 +7,7 @@
 # collided purchase keeps its original order.
 # fault: poison messages and an id collision produced into the order topic
 # Buckets: 1: its poison is keyed by the voucher id, the partition of a 1-bucket voucher's purchases.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init poison_collision
 V=$(ft_voucher 60)
 ft_front f1

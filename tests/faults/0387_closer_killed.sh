@@ -6,7 +6,7 @@
 # again, the closed buyers may buy again, and the invariants hold.
 # fault: consumer SIGKILLed by closer.after_db_commit=exit (orders closed in the DB, Redis not released)
 # Buckets: 4 (2+1+1+1 units: the closes release into each order's own bucket) (issue 12: about half of the cases sell bucketed vouchers).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init closer_killed
 V=$(ft_voucher 5 4)
 ft_front f1

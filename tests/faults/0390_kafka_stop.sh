@@ -6,7 +6,7 @@
 # the shared dev broker; the case still holds the `kafka` resource lock.
 # fault: private single broker stopped (SIGTERM) 20 s mid-sale, then started
 # Buckets: 1.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init kafka_stop
 ft_private_kafka
 V=$(ft_voucher 600)

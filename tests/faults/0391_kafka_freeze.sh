@@ -7,7 +7,7 @@
 # ports), never the shared dev broker; the case still holds the `kafka` resource lock.
 # fault: private single broker frozen (SIGSTOP) 10 s mid-sale, past the 2 s delivery timeout
 # Buckets: 1.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init kafka_freeze
 ft_private_kafka
 V=$(ft_voucher 400)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 0392_kafka_replicated_leader_isr.sh: a sale on a private replicated Kafka cluster
-# (lib_kafka3.sh: three brokers, a dedicated KRaft controller, topic replication factor 3,
+# (ft_kafka3.sh: three brokers, a dedicated KRaft controller, topic replication factor 3,
 # min.insync.replicas=2, unclean leader election off; the front's producer is idempotent,
 # hence acks=all). Mid-sale the leader of the voucher's partition is SIGKILLed: the
 # controller elects another in-sync replica and, with two brokers of three, the sale goes
@@ -13,8 +13,8 @@
 # Buckets: 1.
 # Lock kafka3: its private cluster is four JVMs; two such cases at once on two cores (0980
 # takes the same lock) would make the timings meaningless. No shared server is touched.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/lib_kafka3.sh"
+. "$(dirname "$0")/../support/ft.sh"
+. "$(dirname "$0")/../support/ft_kafka3.sh"
 ft_init kafka_replicated
 # kill_mid_sale FIRST_USER BROKER ISR_LEFT: SIGKILL BROKER while a buy loop (users from
 # FIRST_USER) runs, wait until the voucher's partition has ISR_LEFT in-sync replicas, stop

@@ -5,7 +5,7 @@
 # answered (by healthy fronts) is accounted for (DESIGN.md 7-9).
 # fault: front SIGKILLed after Kafka said PERSISTED, before answering 202 (front.before_respond=exit)
 # Buckets: 1.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init front_before_respond
 V=$(ft_voucher 80)
 ft_consumer c1

@@ -19,7 +19,7 @@
 # 0520 the reconciler on seeded states; this case runs the crash, the reconciler, the
 # consumer and the buyer's retry together.
 # fault: front SIGKILLed mid-overflow on a 4-bucket voucher (front.after_overflow, front.after_take, rollback.before_home after a NOT_PERSISTED publish); the reconciler settles, re-drives or finishes the home step; the buyers buy again
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init front_bucket_crash
 ft_consumer c1
 ft_front f1

@@ -7,7 +7,7 @@
 # once. Then the sale goes on and sells out exactly.
 # fault: two reconcilers --repair at once, with re-drives and Redis drift to repair
 # Buckets: 1: its drift is written into bucket 0's keys.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init two_reconcilers
 V=$(ft_voucher 60)
 ft_consumer c1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 0980_combined_broker_down_redis_killed.sh: two faults at once (issue 16). A sale runs on
-# a private replicated Kafka cluster (lib_kafka3.sh: three brokers, RF 3,
+# a private replicated Kafka cluster (ft_kafka3.sh: three brokers, RF 3,
 # min.insync.replicas=2) and a private redis-server, with a 4-bucket voucher. One broker
 # (the leader of the voucher's busiest partition) is SIGKILLed: with two brokers the ISR
 # still holds min.insync.replicas and the sale goes on (202s). Then Redis is SIGKILLed too
@@ -13,13 +13,13 @@
 # front rebuilds the voucher from the DB (db -> rebuilding -> redis) and answers 202
 # again. The sale sells out; every 202 and every 200 decided exactly once, zero
 # oversell and undersell, Redis = DB per bucket (DESIGN.md 9).
-# Tunables: delivery timeout 2 s (lib.sh), breaker open 1 s (lib.sh), 3 failures, healthy
-# after 1.5 s, broker session 5 s (lib_kafka3.sh). Buckets: 4.
+# Tunables: delivery timeout 2 s (ft.sh), breaker open 1 s (ft.sh), 3 failures, healthy
+# after 1.5 s, broker session 5 s (ft_kafka3.sh). Buckets: 4.
 # fault: one broker of three SIGKILLed (ISR 2 = min.insync.replicas), then the private Redis SIGKILLed while it is down: DB-only path (200, path db), then Redis back empty + broker restarted -> rebuilt, 202 again (4 buckets)
 # Lock kafka3: the private three-broker cluster is four JVMs; two such cases at once on two
 # cores make the timings here meaningless (0392 takes the same lock).
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/lib_kafka3.sh"
+. "$(dirname "$0")/../support/ft.sh"
+. "$(dirname "$0")/../support/ft_kafka3.sh"
 ft_init combined
 ft_private_redis
 ft_kafka3_start

@@ -14,7 +14,7 @@
 #   trusted-header front (trusts 127.0.0.1, i.e. the gateway) behind the gateway:
 #     - a client's own X-User-Id is removed: 400/10001 through the gateway, while the
 #       same request sent straight to the front buys (202).
-. "$(dirname "$0")/../faults/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init gateway_nginx
 command -v nginx >/dev/null || ft_die "nginx not installed (scripts/test.sh installs Debian's nginx)"
 MINT=$FT_BUILD/tests/sk-mint-jwt

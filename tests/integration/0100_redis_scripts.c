@@ -17,17 +17,14 @@
 
 #define EXTRA_MS "172800000"
 
-static sk_conf_t g_conf;
-static sk_redis_t *g_r;
-
 typedef struct { char meta[SK_KEY_MAX], stock[SK_KEY_MAX], users[SK_KEY_MAX], trace[SK_KEY_MAX]; } vkeys_t;
 
 static void vkeys(int64_t vid, vkeys_t *k)
 {
-        sk_key_voucher(k->meta, g_conf.redis_prefix, vid, 0, SK_KEY_META);
-        sk_key_voucher(k->stock, g_conf.redis_prefix, vid, 0, SK_KEY_STOCK);
-        sk_key_voucher(k->users, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
-        sk_key_voucher(k->trace, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
+        sk_key_voucher(k->meta, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_META);
+        sk_key_voucher(k->stock, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_STOCK);
+        sk_key_voucher(k->users, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_USERS);
+        sk_key_voucher(k->trace, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_TRACE);
 }
 
 static redisReply *cmd(const char *fmt, ...)
@@ -36,7 +33,7 @@ static redisReply *cmd(const char *fmt, ...)
         redisReply *reply;
 
         va_start(ap, fmt);
-        reply = sk_test_vcmd(g_r, fmt, ap);
+        reply = sk_test_vcmd(sk_test_fx.r, fmt, ap);
         va_end(ap);
         ck_assert_msg(reply != NULL, "redis command failed");
         return reply;
@@ -49,7 +46,7 @@ static long long cmd_int(const char *fmt, ...)
         long long v;
 
         va_start(ap, fmt);
-        reply = sk_test_vcmd(g_r, fmt, ap);
+        reply = sk_test_vcmd(sk_test_fx.r, fmt, ap);
         va_end(ap);
         ck_assert_msg(reply && reply->type == REDIS_REPLY_INTEGER, "expected an integer reply");
         v = reply->integer;
@@ -65,7 +62,7 @@ static char *cmd_str(const char *fmt, ...)
         char *s = NULL;
 
         va_start(ap, fmt);
-        reply = sk_test_vcmd(g_r, fmt, ap);
+        reply = sk_test_vcmd(sk_test_fx.r, fmt, ap);
         va_end(ap);
         ck_assert_msg(reply != NULL, "redis command failed");
         if (reply->type == REDIS_REPLY_STRING)
@@ -134,7 +131,7 @@ static sk_err_t deduct_s(const vkeys_t *k, const char *trace, const char *order,
 
         snprintf(now_s, sizeof(now_s), "%lld", (long long)sk_now_ms());
         snprintf(fence, sizeof(fence), "%.*s:f:%s", (int)n, k->trace, trace);
-        sk_err_t err = sk_script_eval(g_r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, reply, errstr,
+        sk_err_t err = sk_script_eval(sk_test_fx.r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, reply, errstr,
                                       errstr_size);
 
         if (err == SK_OK)
@@ -185,7 +182,8 @@ static sk_rollback_res_t rollback(int64_t vid, int64_t trace, int64_t user, cons
 {
         sk_rollback_res_t res;
         char errstr[512] = "";
-        sk_err_t err = sk_rollback_run(g_r, g_conf.redis_prefix, vid, 0, trace, user, mode, reason,
+        sk_err_t err = sk_rollback_run(sk_test_fx.r, sk_test_fx.conf.redis_prefix, vid, 0, trace,
+                                       user, mode, reason,
                                        clamp_to, sk_expire_extra_ms(48), &res, errstr,
                                        sizeof(errstr));
         ck_assert_msg(err == SK_OK, "rollback: %s: %s", sk_err2str(err), errstr);
@@ -198,7 +196,7 @@ static redisReply *claim(const vkeys_t *k, int nargs, const char **args, sk_err_
         const char *keys[2] = { k->meta, k->trace };
         char errstr[512] = "";
         redisReply *reply = NULL;
-        sk_err_t err = sk_script_eval(g_r, SK_SCRIPT_CLAIM, 2, keys, nargs, args, &reply,
+        sk_err_t err = sk_script_eval(sk_test_fx.r, SK_SCRIPT_CLAIM, 2, keys, nargs, args, &reply,
                                       errstr, sizeof(errstr));
         if (err_out)
                 *err_out = err;
@@ -263,7 +261,7 @@ START_TEST(deduct_hot_answers_are_bare)
                 snprintf(ts, sizeof(ts), "%lld", (long long)sk_now_ms());
                 snprintf(fence, sizeof(fence), "%.*s:f:%s",
                          (int)(strlen(k.trace) - strlen(":trace")), k.trace, t);
-                ck_assert_msg(sk_script_eval(g_r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, &reply,
+                ck_assert_msg(sk_script_eval(sk_test_fx.r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, &reply,
                                              errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
                 if (i == 0) {
                         ck_assert_int_eq(reply->type, REDIS_REPLY_STRING);
@@ -595,7 +593,7 @@ START_TEST(invalid_args_rollback_claim)
         for (size_t i = 0; i < sizeof(rb_bad) / sizeof(rb_bad[0]); i++) {
                 redisReply *reply = NULL;
                 char errstr[256] = "";
-                sk_err_t err = sk_script_eval(g_r, SK_SCRIPT_ROLLBACK, 4, keys, 8, rb_bad[i],
+                sk_err_t err = sk_script_eval(sk_test_fx.r, SK_SCRIPT_ROLLBACK, 4, keys, 8, rb_bad[i],
                                               &reply, errstr, sizeof(errstr));
                 ck_assert_msg(err == SK_EINVAL, "rollback case %zu: %s", i, sk_err2str(err));
                 ck_assert_ptr_nonnull(strstr(errstr, "SKARG"));
@@ -964,18 +962,7 @@ END_TEST
 
 static void setup(void)
 {
-        char errstr[512] = "";
-
-        sk_test_conf(&g_conf, "redis_scripts");
-        g_r = sk_redis_connect(&g_conf.redis, 5000, errstr, sizeof(errstr));
-        ck_assert_msg(g_r != NULL, "connect: %s", errstr);
-}
-
-static void teardown(void)
-{
-        sk_redis_close(g_r);
-        g_r = NULL;
-        sk_test_cleanup(&g_conf);
+        sk_test_fix_setup("redis_scripts", &(sk_test_fix_opts_t){ .redis_only = 1 });
 }
 
 int main(void)
@@ -983,7 +970,7 @@ int main(void)
         Suite *s = suite_create("redis_scripts");
         TCase *tc = tcase_create("scripts");
 
-        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_checked_fixture(tc, setup, sk_test_fix_teardown);
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, deduct_admits_and_sets_ttl);
         tcase_add_test(tc, deduct_hot_answers_are_bare);

@@ -22,8 +22,6 @@
 
 #define EXTRA_MS "172800000"
 
-static sk_conf_t g_conf;
-
 typedef struct { char meta[SK_KEY_MAX], stock[SK_KEY_MAX], users[SK_KEY_MAX], trace[SK_KEY_MAX]; } vkeys_t;
 
 static void vkeys(const char *prefix, int64_t vid, vkeys_t *k)
@@ -108,7 +106,7 @@ static struct {
 static void *race_worker(void *arg)
 {
         char errstr[256] = "";
-        sk_redis_t *r = sk_redis_connect(&g_conf.redis, 10000, errstr, sizeof(errstr));
+        sk_redis_t *r = sk_redis_connect(&sk_test_fx.conf.redis, 10000, errstr, sizeof(errstr));
         redisReply *reply = NULL;
         sk_err_t err;
 
@@ -153,16 +151,17 @@ static void *race_watcher(void *arg)
 START_TEST(concurrent_last_unit)
 {
         char errstr[256] = "";
-        sk_redis_t *r = sk_redis_connect(&g_conf.redis, 5000, errstr, sizeof(errstr));
+        sk_redis_t *r = sk_redis_connect(&sk_test_fx.conf.redis, 5000, errstr, sizeof(errstr));
         pthread_t thr[NTHREADS], watcher;
 
         ck_assert_msg(r != NULL, "%s", errstr);
         memset(&g_race, 0, sizeof(g_race));
         pthread_mutex_init(&g_race.mu, NULL);
-        g_race.vid = setup_voucher(r, g_conf.redis_prefix, &g_race.k, 1);
+        g_race.vid = setup_voucher(r, sk_test_fx.conf.redis_prefix, &g_race.k, 1);
         pthread_barrier_init(&g_race.barrier, NULL, NTHREADS);
         {
-                sk_redis_t *rw = sk_redis_connect(&g_conf.redis, 5000, errstr, sizeof(errstr));
+                sk_redis_t *rw = sk_redis_connect(&sk_test_fx.conf.redis, 5000, errstr,
+                                                  sizeof(errstr));
                 ck_assert_msg(rw != NULL, "%s", errstr);
                 pthread_create(&watcher, NULL, race_watcher, rw);
                 for (int i = 0; i < NTHREADS; i++)
@@ -246,7 +245,6 @@ static void srv_setup(void)
 {
         int port = 0;
 
-        sk_test_conf(&g_conf, "redis_conn");
         for (int attempt = 0; attempt < 10; attempt++) {
                 port = 20000 + (int)(sk_test_rand_id() % 20000);
                 if (try_start_server(port) == 0)
@@ -498,12 +496,7 @@ END_TEST
 
 static void shared_setup(void)
 {
-        sk_test_conf(&g_conf, "redis_conn");
-}
-
-static void shared_teardown(void)
-{
-        sk_test_cleanup(&g_conf);
+        sk_test_fix_setup("redis_conn", &(sk_test_fix_opts_t){ .redis_only = 1 });
 }
 
 int main(void)
@@ -512,7 +505,7 @@ int main(void)
         TCase *tc = tcase_create("shared");
         TCase *tp = tcase_create("private");
 
-        tcase_add_checked_fixture(tc, shared_setup, shared_teardown);
+        tcase_add_checked_fixture(tc, shared_setup, sk_test_fix_teardown);
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, concurrent_last_unit);
         suite_add_tcase(s, tc);

@@ -23,24 +23,10 @@
 #define LEASE_MS 900
 #define MS_OF(col) "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " col ") DIV 1000"
 
-static sk_conf_t g_conf;
-static sk_db_t *g_db;
-
 static void setup(void)
 {
-        char errstr[256] = "";
-
-        sk_test_conf(&g_conf, "lease");
-        g_conf.worker_lease_ms = LEASE_MS;
-        sk_test_migrate(&g_conf);
-        g_db = sk_db_connect(&g_conf.mysql, 0, 0, errstr, sizeof(errstr));
-        ck_assert_msg(g_db != NULL, "%s", errstr);
-}
-
-static void teardown(void)
-{
-        sk_db_close(g_db);
-        sk_test_cleanup(&g_conf);
+        sk_test_fix_setup("lease", &(sk_test_fix_opts_t){ .no_topics = 1 });
+        sk_test_fx.conf.worker_lease_ms = LEASE_MS;
 }
 
 static void sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -52,7 +38,8 @@ static void sql(const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(q, sizeof(q), fmt, ap);
         va_end(ap);
-        ck_assert_msg(sk_db_exec(g_db, q, errstr, sizeof(errstr)) == SK_OK, "%s: %s", q, errstr);
+        ck_assert_msg(sk_db_exec(sk_test_fx.db, q, errstr, sizeof(errstr)) == SK_OK, "%s: %s", q,
+                      errstr);
 }
 
 static int64_t sql_i64(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -65,8 +52,8 @@ static int64_t sql_i64(const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(q, sizeof(q), fmt, ap);
         va_end(ap);
-        ck_assert_msg(sk_db_query_i64(g_db, q, &v, NULL, errstr, sizeof(errstr)) == SK_OK, "%s: %s",
-                      q, errstr);
+        ck_assert_msg(sk_db_query_i64(sk_test_fx.db, q, &v, NULL, errstr, sizeof(errstr)) == SK_OK,
+                      "%s: %s", q, errstr);
         return v;
 }
 
@@ -100,7 +87,7 @@ static void count_event(void *arg, sk_idgen_event_t ev, int worker_id, const cha
 static sk_idgen_t *start_opts(int worker_id, const sk_idgen_opts_t *opts, sk_err_t *err)
 {
         char errstr[256] = "";
-        sk_conf_t conf = g_conf;
+        sk_conf_t conf = sk_test_fx.conf;
         sk_idgen_t *g;
 
         conf.worker_id = worker_id;
@@ -183,8 +170,9 @@ static pid_t child_start(int worker_id, int64_t hold_ms, int fd)
         pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
-                execl("/proc/self/exe", "0102_worker_lease", "--lease-child", g_conf.mysql.database,
-                      g_conf.mysql_url, wid, hold, fds, (char *)NULL);
+                execl("/proc/self/exe", "0102_worker_lease", "--lease-child",
+                      sk_test_fx.conf.mysql.database, sk_test_fx.conf.mysql_url, wid, hold, fds,
+                      (char *)NULL);
                 _exit(127);
         }
         return pid;
@@ -316,7 +304,7 @@ START_TEST(taken_id_eexist_and_exit_2)
                  "SECKILL_MYSQL_URL='%s' SECKILL_WORKER_ID=13 SECKILL_WORKER_LEASE_MS=%d "
                  "'%s/seckill-admin' voucher create --stock 1 --begin 2030-01-01T00:00:00+00:00 "
                  "--end 2030-01-02T00:00:00+00:00 >/dev/null 2>&1",
-                 g_conf.mysql_url, LEASE_MS, bin);
+                 sk_test_fx.conf.mysql_url, LEASE_MS, bin);
         st = system(cmd);
         ck_assert(WIFEXITED(st));
         ck_assert_int_eq(WEXITSTATUS(st), 2);
@@ -436,7 +424,7 @@ START_TEST(db_trouble_stops_minting_then_recovers)
 
         ck_assert_ptr_nonnull(g);
         ck_assert_int_eq(sk_idgen_next(g, &id, errstr, sizeof(errstr)), SK_OK);
-        ck_assert_msg(sk_db_begin(g_db, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_msg(sk_db_begin(sk_test_fx.db, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
         ck_assert_int_eq(sql_i64("SELECT worker_id FROM tb_worker_lease WHERE worker_id = 41 FOR UPDATE"), 41);
         mu = sql_i64("SELECT " MS_OF("mint_until") " FROM tb_worker_lease WHERE worker_id = 41");
         ck_assert_msg(wait_usable(g, 0, 2 * LEASE_MS) >= 0, "still minting with renewals blocked");
@@ -451,7 +439,7 @@ START_TEST(db_trouble_stops_minting_then_recovers)
         ck_assert_ptr_nonnull(strstr(text, "seckill_worker_lease_held 0\n"));
         ck_assert_ptr_null(strstr(text, "seckill_worker_lease_renew_errors_total 0\n"));
         free(text);
-        sk_db_rollback(g_db);
+        sk_db_rollback(sk_test_fx.db);
         ck_assert_int_ge(wait_usable(g, 1, 5000), 0);
         ck_assert_int_ge(mint_wait(g, 1000), 0);
         ck_assert_int_eq(atomic_load(&ev.recovered), 1);
@@ -557,7 +545,7 @@ int main(int argc, char **argv)
         s = suite_create("worker_lease");
         tc = tcase_create("lease");
 
-        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_checked_fixture(tc, setup, sk_test_fix_teardown);
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, acquire_and_renew);
         tcase_add_test(tc, unset_id_lowest_usable);

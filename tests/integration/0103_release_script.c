@@ -18,9 +18,6 @@
 
 #define EXTRA_MS "172800000"
 
-static sk_conf_t g_conf;
-static sk_redis_t *g_r;
-
 typedef struct {
         int64_t vid;
         char meta[SK_KEY_MAX], stock[SK_KEY_MAX], users[SK_KEY_MAX], trace[SK_KEY_MAX];
@@ -33,7 +30,7 @@ static redisReply *cmd(const char *fmt, ...)
         redisReply *reply;
 
         va_start(ap, fmt);
-        reply = sk_test_vcmd(g_r, fmt, ap);
+        reply = sk_test_vcmd(sk_test_fx.r, fmt, ap);
         va_end(ap);
         ck_assert_msg(reply != NULL, "redis command failed");
         ck_assert_msg(reply->type != REDIS_REPLY_ERROR, "redis error: %s", reply->str);
@@ -46,7 +43,7 @@ static void cmd_ok(const char *fmt, ...)
         redisReply *reply;
 
         va_start(ap, fmt);
-        reply = sk_test_vcmd(g_r, fmt, ap);
+        reply = sk_test_vcmd(sk_test_fx.r, fmt, ap);
         va_end(ap);
         ck_assert_msg(reply && reply->type != REDIS_REPLY_ERROR, "redis command failed");
         freeReplyObject(reply);
@@ -60,7 +57,7 @@ static char *str(const char *fmt, ...)
         char *s = NULL;
 
         va_start(ap, fmt);
-        reply = sk_test_vcmd(g_r, fmt, ap);
+        reply = sk_test_vcmd(sk_test_fx.r, fmt, ap);
         va_end(ap);
         ck_assert_ptr_nonnull(reply);
         if (reply->type == REDIS_REPLY_STRING)
@@ -85,10 +82,10 @@ static void voucher(vk_t *k, long long stock)
 {
         k->vid = sk_test_rand_id();
         k->end_ms = sk_now_ms() + 3600000;
-        sk_key_voucher(k->meta, g_conf.redis_prefix, k->vid, 0, SK_KEY_META);
-        sk_key_voucher(k->stock, g_conf.redis_prefix, k->vid, 0, SK_KEY_STOCK);
-        sk_key_voucher(k->users, g_conf.redis_prefix, k->vid, 0, SK_KEY_USERS);
-        sk_key_voucher(k->trace, g_conf.redis_prefix, k->vid, 0, SK_KEY_TRACE);
+        sk_key_voucher(k->meta, sk_test_fx.conf.redis_prefix, k->vid, 0, SK_KEY_META);
+        sk_key_voucher(k->stock, sk_test_fx.conf.redis_prefix, k->vid, 0, SK_KEY_STOCK);
+        sk_key_voucher(k->users, sk_test_fx.conf.redis_prefix, k->vid, 0, SK_KEY_USERS);
+        sk_key_voucher(k->trace, sk_test_fx.conf.redis_prefix, k->vid, 0, SK_KEY_TRACE);
         cmd_ok("HSET %s begin_ms %lld end_ms %lld status 1", k->meta,
                (long long)(sk_now_ms() - 60000), (long long)k->end_ms);
         cmd_ok("SET %s %lld", k->stock, stock);
@@ -116,7 +113,7 @@ static sk_order_row_t buy(const vk_t *k, int64_t user)
         sk_id_format(o.order_id, od);
         sk_id_format(user, u);
         sk_id_format(k->vid, v);
-        ck_assert_int_eq(sk_script_eval(g_r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, &reply, errstr,
+        ck_assert_int_eq(sk_script_eval(sk_test_fx.r, SK_SCRIPT_DEDUCT, 5, keys, 5, args, &reply, errstr,
                                         sizeof(errstr)), SK_OK);
         ck_assert_int_eq(reply->type, REDIS_REPLY_STRING); /* v5: admitted = the bare entry */
         freeReplyObject(reply);
@@ -127,8 +124,8 @@ static sk_release_res_t release(const sk_order_row_t *o, const char *by)
 {
         sk_release_res_t res;
         char errstr[256] = "";
-        sk_err_t err = sk_release_run(g_r, g_conf.redis_prefix, o, by, sk_expire_extra_ms(48),
-                                      &res, errstr, sizeof(errstr));
+        sk_err_t err = sk_release_run(sk_test_fx.r, sk_test_fx.conf.redis_prefix, o, by,
+                                      sk_expire_extra_ms(48), &res, errstr, sizeof(errstr));
 
         ck_assert_msg(err == SK_OK, "release: %s: %s", sk_err2str(err), errstr);
         return res;
@@ -186,7 +183,8 @@ START_TEST(release_then_rollback_restores_once)
         ck_assert_int_eq(release(&o, "cancel").restored, 1);
         ck_assert_int_eq(stock_of(&k), 5);
         /* A rollback (fence) of the same trace afterwards must not give it back again. */
-        ck_assert_int_eq(sk_rollback_run(g_r, g_conf.redis_prefix, k.vid, 0, o.trace_id, 12,
+        ck_assert_int_eq(sk_rollback_run(sk_test_fx.r, sk_test_fx.conf.redis_prefix, k.vid, 0,
+                                         o.trace_id, 12,
                                          "reconciler", SK_REASON_LOST, -1, sk_expire_extra_ms(48),
                                          &rb, errstr, sizeof(errstr)), SK_OK);
         ck_assert_int_eq(rb.already, 0);
@@ -205,7 +203,8 @@ START_TEST(rollback_then_release_restores_once)
 
         voucher(&k, 5);
         o = buy(&k, 13);
-        ck_assert_int_eq(sk_rollback_run(g_r, g_conf.redis_prefix, k.vid, 0, o.trace_id, 13,
+        ck_assert_int_eq(sk_rollback_run(sk_test_fx.r, sk_test_fx.conf.redis_prefix, k.vid, 0,
+                                         o.trace_id, 13,
                                          "reconciler", SK_REASON_LOST, -1, sk_expire_extra_ms(48),
                                          &rb, errstr, sizeof(errstr)), SK_OK);
         ck_assert_int_eq(rb.restored, 1);
@@ -312,7 +311,7 @@ START_TEST(invalid_args_write_nothing)
         for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 redisReply *reply = NULL;
                 char errstr[256] = "";
-                sk_err_t err = sk_script_eval(g_r, SK_SCRIPT_RELEASE, 4, keys, 4, bad[i], &reply,
+                sk_err_t err = sk_script_eval(sk_test_fx.r, SK_SCRIPT_RELEASE, 4, keys, 4, bad[i], &reply,
                                               errstr, sizeof(errstr));
                 ck_assert_msg(err == SK_EINVAL, "case %zu: %s", i, sk_err2str(err));
                 if (reply)
@@ -329,18 +328,7 @@ END_TEST
 
 static void setup(void)
 {
-        char errstr[512] = "";
-
-        sk_test_conf(&g_conf, "release_script");
-        g_r = sk_redis_connect(&g_conf.redis, 5000, errstr, sizeof(errstr));
-        ck_assert_msg(g_r != NULL, "connect: %s", errstr);
-}
-
-static void teardown(void)
-{
-        sk_redis_close(g_r);
-        g_r = NULL;
-        sk_test_cleanup(&g_conf);
+        sk_test_fix_setup("release_script", &(sk_test_fix_opts_t){ .redis_only = 1 });
 }
 
 int main(void)
@@ -348,7 +336,7 @@ int main(void)
         Suite *s = suite_create("release_script");
         TCase *tc = tcase_create("release");
 
-        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_checked_fixture(tc, setup, sk_test_fix_teardown);
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, release_restores_once_and_frees_user);
         tcase_add_test(tc, release_then_rollback_restores_once);

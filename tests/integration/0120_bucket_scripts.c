@@ -25,9 +25,6 @@
 #define EXTRA_MS 172800000LL
 #define NB 4                            /* buckets of the test voucher */
 
-static sk_conf_t g_conf;
-static sk_redis_t *g_r;
-
 typedef struct {
         char meta[160], stock[160], users[160], trace[160];
 } bkeys_t;
@@ -44,7 +41,7 @@ static redisReply *vcmd(const char *fmt, va_list ap)
 {
         redisReply *reply = NULL;
         char err[256] = "";
-        sk_err_t e = sk_redis_vcmdf(g_r, &reply, err, sizeof(err), fmt, ap);
+        sk_err_t e = sk_redis_vcmdf(sk_test_fx.r, &reply, err, sizeof(err), fmt, ap);
 
         ck_assert_msg(e == SK_OK && reply != NULL, "redis error: %s", err);
         return reply;
@@ -131,10 +128,14 @@ static void new_voucher(voucher_t *v, const long long stock[NB], int status)
                 bkeys_t *k = &v->b[b];
                 const char *all[4] = { k->meta, k->stock, k->users, k->trace };
 
-                snprintf(k->meta, sizeof(k->meta), "%s:{v:%s:%d}:meta", g_conf.redis_prefix, v->sv, b);
-                snprintf(k->stock, sizeof(k->stock), "%s:{v:%s:%d}:stock", g_conf.redis_prefix, v->sv, b);
-                snprintf(k->users, sizeof(k->users), "%s:{v:%s:%d}:users", g_conf.redis_prefix, v->sv, b);
-                snprintf(k->trace, sizeof(k->trace), "%s:{v:%s:%d}:trace", g_conf.redis_prefix, v->sv, b);
+                snprintf(k->meta, sizeof(k->meta), "%s:{v:%s:%d}:meta",
+                         sk_test_fx.conf.redis_prefix, v->sv, b);
+                snprintf(k->stock, sizeof(k->stock), "%s:{v:%s:%d}:stock",
+                         sk_test_fx.conf.redis_prefix, v->sv, b);
+                snprintf(k->users, sizeof(k->users), "%s:{v:%s:%d}:users",
+                         sk_test_fx.conf.redis_prefix, v->sv, b);
+                snprintf(k->trace, sizeof(k->trace), "%s:{v:%s:%d}:trace",
+                         sk_test_fx.conf.redis_prefix, v->sv, b);
                 freeReplyObject(cmd("HSET %s begin_ms %lld end_ms %lld status %d buckets %d", k->meta,
                                     (long long)(now - 60000), (long long)end, status, NB));
                 freeReplyObject(cmd("SET %s %lld", k->stock, stock[b]));
@@ -166,7 +167,7 @@ static redisReply *ev(sk_script_t s, int nkeys, const char **keys, int nargs, co
 {
         char errstr[512] = "";
         redisReply *reply = NULL;
-        sk_err_t err = sk_script_eval(g_r, s, nkeys, keys, nargs, args, &reply, errstr,
+        sk_err_t err = sk_script_eval(sk_test_fx.r, s, nkeys, keys, nargs, args, &reply, errstr,
                                       sizeof(errstr));
 
         if (err_out) {
@@ -742,8 +743,8 @@ START_TEST(c_api_runs_home_step_on_other_bucket)
         freeReplyObject(take(&v, 0, 2, &p, NULL));
         sk_id_parse_cstr(p.t, &trace);
         sk_id_parse_cstr(p.u, &user);
-        ck_assert_msg(sk_rollback_run(g_r, g_conf.redis_prefix, v.vid, 0, trace, user, "reconciler",
-                                      SK_REASON_LOST, -1, EXTRA_MS, &rr, errstr,
+        ck_assert_msg(sk_rollback_run(sk_test_fx.r, sk_test_fx.conf.redis_prefix, v.vid, 0, trace,
+                                      user, "reconciler", SK_REASON_LOST, -1, EXTRA_MS, &rr, errstr,
                                       sizeof(errstr)) == SK_OK, "%s", errstr);
         ck_assert_int_eq(rr.restored, 1);
         ck_assert_int_eq(rr.home, 2);
@@ -753,7 +754,8 @@ START_TEST(c_api_runs_home_step_on_other_bucket)
         ck_assert_int_eq(cmd_int("HEXISTS %s %s", v.b[2].trace, p.tr), 1);
         /* interrupted pair: users[U] back to T; a repeat (ALREADY) completes it */
         freeReplyObject(cmd("HSET %s %s %s", v.b[2].users, p.u, p.t));
-        ck_assert_int_eq(sk_rollback_run(g_r, g_conf.redis_prefix, v.vid, 0, trace, user, "reconciler",
+        ck_assert_int_eq(sk_rollback_run(sk_test_fx.r, sk_test_fx.conf.redis_prefix, v.vid, 0,
+                                         trace, user, "reconciler",
                                          SK_REASON_LOST, -1, EXTRA_MS, &rr, errstr,
                                          sizeof(errstr)), SK_OK);
         ck_assert_int_eq(rr.already, 1);
@@ -772,7 +774,8 @@ START_TEST(c_api_runs_home_step_on_other_bucket)
         sk_id_parse_cstr(p.t, &o.trace_id);
         sk_id_parse_cstr(p.u, &o.user_id);
         sk_id_parse_cstr(p.o, &o.order_id);
-        ck_assert_msg(sk_release_run(g_r, g_conf.redis_prefix, &o, "cancel", EXTRA_MS, &rel, errstr,
+        ck_assert_msg(sk_release_run(sk_test_fx.r, sk_test_fx.conf.redis_prefix, &o, "cancel",
+                                     EXTRA_MS, &rel, errstr,
                                      sizeof(errstr)) == SK_OK, "%s", errstr);
         ck_assert_int_eq(rel.restored, 1);
         ck_assert_int_eq(rel.released, 1);
@@ -810,7 +813,8 @@ START_TEST(release_without_trace_uses_home)
         sk_id_parse_cstr(p.t, &o.trace_id);
         sk_id_parse_cstr(p.u, &o.user_id);
         sk_id_parse_cstr(p.o, &o.order_id);
-        ck_assert_msg(sk_release_run(g_r, g_conf.redis_prefix, &o, "cancel", EXTRA_MS, &rel, errstr,
+        ck_assert_msg(sk_release_run(sk_test_fx.r, sk_test_fx.conf.redis_prefix, &o, "cancel",
+                                     EXTRA_MS, &rel, errstr,
                                      sizeof(errstr)) == SK_OK, "%s", errstr);
         ck_assert_int_eq(rel.restored, 0);              /* no T: the rebuild counts the unit */
         ck_assert_int_eq(rel.home, h);
@@ -848,7 +852,8 @@ START_TEST(give_up_leaves_only_the_short_fence)
                         assert_reject(take(&v, j, 1, &p, NULL), 10005);
         sk_id_parse_cstr(p.t, &trace);
         sk_id_parse_cstr(p.u, &user);
-        ck_assert_msg(sk_home_give_up(g_r, g_conf.redis_prefix, v.vid, 1, trace, user, 3000, &hr,
+        ck_assert_msg(sk_home_give_up(sk_test_fx.r, sk_test_fx.conf.redis_prefix, v.vid, 1, trace,
+                                      user, 3000, &hr,
                                       errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
         ck_assert_int_eq(hr.fenced, 1);
         ck_assert_int_eq(hr.released, 1);
@@ -856,7 +861,7 @@ START_TEST(give_up_leaves_only_the_short_fence)
                 ck_assert_int_eq(cmd_int("HLEN %s", v.b[b].trace), 1); /* `_` only */
                 ck_assert_int_eq(cmd_int("HLEN %s", v.b[b].users), 1);
         }
-        sk_key_fence(fence, g_conf.redis_prefix, v.vid, 1, trace);
+        sk_key_fence(fence, sk_test_fx.conf.redis_prefix, v.vid, 1, trace);
         pttl = cmd_int("PTTL %s", fence);
         ck_assert_msg(pttl > 0 && pttl <= 3000, "f:T PTTL %lld", pttl);
         /* a late deduct of T: FENCED, even with stock back in h */
@@ -870,8 +875,8 @@ START_TEST(give_up_leaves_only_the_short_fence)
         ck_assert_int_eq(stock_of(&v, 1), 2);
         ck_assert_int_eq(cmd_int("HLEN %s", v.b[1].users), 1);
         /* a repeat of the give-up: nothing more to release */
-        ck_assert_int_eq(sk_home_give_up(g_r, g_conf.redis_prefix, v.vid, 1, trace, user, 3000, &hr,
-                                         errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_home_give_up(sk_test_fx.r, sk_test_fx.conf.redis_prefix, v.vid, 1,
+                                         trace, user, 3000, &hr, errstr, sizeof(errstr)), SK_OK);
         ck_assert_int_eq(hr.released, 0);
         /* the user buys again with another trace; a stale give-up of T keeps it */
         q = p;
@@ -879,30 +884,19 @@ START_TEST(give_up_leaves_only_the_short_fence)
         reply = deduct(&v, 1, &q);
         assert_status(reply, "OK");
         freeReplyObject(reply);
-        ck_assert_int_eq(sk_home_give_up(g_r, g_conf.redis_prefix, v.vid, 1, trace, user, 3000, &hr,
-                                         errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_home_give_up(sk_test_fx.r, sk_test_fx.conf.redis_prefix, v.vid, 1,
+                                         trace, user, 3000, &hr, errstr, sizeof(errstr)), SK_OK);
         ck_assert_int_eq(hr.released, 0);
         assert_hget(v.b[1].users, p.u, q.t);
         /* bad arguments: nothing written */
-        ck_assert_int_eq(sk_home_give_up(g_r, g_conf.redis_prefix, v.vid, 1, trace, user, 0, &hr,
-                                         errstr, sizeof(errstr)), SK_EINVAL);
+        ck_assert_int_eq(sk_home_give_up(sk_test_fx.r, sk_test_fx.conf.redis_prefix, v.vid, 1,
+                                         trace, user, 0, &hr, errstr, sizeof(errstr)), SK_EINVAL);
 }
 END_TEST
 
 static void setup(void)
 {
-        char errstr[512];
-
-        sk_test_conf(&g_conf, "bucket_scripts");
-        g_r = sk_redis_connect(&g_conf.redis, 2000, errstr, sizeof(errstr));
-        ck_assert_msg(g_r != NULL, "connect: %s", errstr);
-}
-
-static void teardown(void)
-{
-        sk_redis_close(g_r);
-        g_r = NULL;
-        sk_test_cleanup(&g_conf);
+        sk_test_fix_setup("bucket_scripts", &(sk_test_fix_opts_t){ .redis_only = 1 });
 }
 
 int main(void)
@@ -910,7 +904,7 @@ int main(void)
         Suite *s = suite_create("bucket_scripts");
         TCase *tc = tcase_create("scripts");
 
-        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_checked_fixture(tc, setup, sk_test_fix_teardown);
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, deduct_home_has_stock_one_round_trip);
         tcase_add_test(tc, deduct_overflow_writes_membership_and_probing);

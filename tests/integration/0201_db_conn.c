@@ -16,12 +16,10 @@
 #include "sk/migrate.h"
 #include "sk/rebuild.h"
 
-static sk_conf_t g_conf;
-
 static sk_db_t *connect_or_fail(int lock_wait_s)
 {
         char errstr[512] = "";
-        sk_db_t *db = sk_db_connect(&g_conf.mysql, 0, lock_wait_s, errstr, sizeof(errstr));
+        sk_db_t *db = sk_db_connect(&sk_test_fx.conf.mysql, 0, lock_wait_s, errstr, sizeof(errstr));
         ck_assert_msg(db != NULL, "connect: %s", errstr);
         return db;
 }
@@ -238,7 +236,8 @@ START_TEST(connection_api)
         ck_assert_ptr_null(res);
         /* select_db */
         ck_assert_int_eq(sk_db_select_db(db, "no_such_db_skt", errstr, sizeof(errstr)), SK_EDB);
-        ck_assert_msg(sk_db_select_db(db, g_conf.mysql.database, errstr, sizeof(errstr)) == SK_OK,
+        ck_assert_msg(sk_db_select_db(db, sk_test_fx.conf.mysql.database, errstr,
+                                      sizeof(errstr)) == SK_OK,
                       "%s", errstr);
         sk_db_close(db);
 }
@@ -257,13 +256,14 @@ START_TEST(short_io_timeout)
                                  sizeof(errstr)) == SK_OK, "%s", errstr);
         ck_assert_msg(sk_db_exec(a, "LOCK TABLES t_io WRITE", errstr, sizeof(errstr)) == SK_OK, "%s",
                       errstr);
-        b = sk_db_connect_io(&g_conf.mysql, 0, 0, 1, errstr, sizeof(errstr));
+        b = sk_db_connect_io(&sk_test_fx.conf.mysql, 0, 0, 1, errstr, sizeof(errstr));
         ck_assert_msg(b != NULL, "%s", errstr);
         t0 = sk_mono_ms();
         err = sk_db_query_i64(b, "SELECT COUNT(*) FROM t_io", &v, NULL, errstr, sizeof(errstr));
         ck_assert_int_eq(err, SK_EAGAIN);
         ck_assert_int_lt(sk_mono_ms() - t0, 10000);
-        ck_assert_ptr_null(sk_db_connect_io(&g_conf.mysql, 0, 0, 0, errstr, sizeof(errstr)));
+        ck_assert_ptr_null(sk_db_connect_io(&sk_test_fx.conf.mysql, 0, 0, 0, errstr,
+                                            sizeof(errstr)));
         sk_db_close(b);
         sk_db_close(a);
 }
@@ -324,16 +324,19 @@ START_TEST(advisory_locks)
         char errstr[512] = "", longname[512];
         const char *names[2];
 
-        snprintf(longname, sizeof(longname), "seckill:voucher:%s:%s:%s%s", g_conf.mysql.database,
-                 g_conf.redis_prefix, "1990653204235288579-and-a-long-tail-beyond-191-chars",
+        snprintf(longname, sizeof(longname), "seckill:voucher:%s:%s:%s%s",
+                 sk_test_fx.conf.mysql.database, sk_test_fx.conf.redis_prefix,
+                 "1990653204235288579-and-a-long-tail-beyond-191-chars",
                  "-------------------------------------------------------------------------"
                  "-------------------------------------------------------------------------");
         ck_assert_int_gt((int)strlen(longname), SK_DBLOCK_NAME_MAX);
         names[0] = "seckill:test:short";
         names[1] = longname;
         for (int i = 0; i < 2; i++) {
-                sk_dblock_t *a = sk_dblock_open(&g_conf.mysql, names[i], 5000, errstr, sizeof(errstr));
-                sk_dblock_t *b = sk_dblock_open(&g_conf.mysql, names[i], 5000, errstr, sizeof(errstr));
+                sk_dblock_t *a = sk_dblock_open(&sk_test_fx.conf.mysql, names[i], 5000, errstr,
+                                                sizeof(errstr));
+                sk_dblock_t *b = sk_dblock_open(&sk_test_fx.conf.mysql, names[i], 5000, errstr,
+                                                sizeof(errstr));
 
                 ck_assert_msg(a && b, "%s", errstr);
                 ck_assert_msg(sk_dblock_take(a, 0, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
@@ -347,7 +350,8 @@ START_TEST(advisory_locks)
                 sk_dblock_close(a);
                 sk_dblock_close(b);
         }
-        ck_assert_ptr_null(sk_dblock_open(&g_conf.mysql, "", 5000, errstr, sizeof(errstr)));
+        ck_assert_ptr_null(sk_dblock_open(&sk_test_fx.conf.mysql, "", 5000, errstr,
+                                          sizeof(errstr)));
 }
 END_TEST
 
@@ -360,7 +364,8 @@ START_TEST(migrate_twice_and_voucher_times)
         int64_t n = 0;
 
         /* The fixture migrated once already: nothing left to apply. */
-        ck_assert_int_eq(sk_migrate(&g_conf.mysql, &applied, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_migrate(&sk_test_fx.conf.mysql, &applied, errstr, sizeof(errstr)),
+                         SK_OK);
         ck_assert_int_eq(applied, 0);
         db = connect_or_fail(1);
         ck_assert_int_eq(sk_db_query_i64(db, "SELECT COUNT(*) FROM schema_migrations", &n,
@@ -393,7 +398,7 @@ END_TEST
 START_TEST(connect_refused)
 {
         char errstr[512] = "";
-        sk_mysql_url_t bad = g_conf.mysql;
+        sk_mysql_url_t bad = sk_test_fx.conf.mysql;
         sk_db_t *db;
 
         bad.port = 1; /* nothing listens there */
@@ -410,18 +415,15 @@ END_TEST
 
 static void setup(void)
 {
-        sk_test_migrate(&g_conf);
+        sk_test_fix_setup("db_conn", &(sk_test_fix_opts_t){ .no_topics = 1 });
 }
 
 int main(void)
 {
         Suite *s = suite_create("db");
         TCase *tc = tcase_create("db");
-        int rc;
 
-        sk_db_library_init();
-        sk_test_conf(&g_conf, "db_conn");
-        tcase_add_unchecked_fixture(tc, setup, NULL);
+        tcase_add_unchecked_fixture(tc, setup, sk_test_fix_teardown);
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, classify_table);
         tcase_add_test(tc, session_settings_and_reconnect);
@@ -434,7 +436,5 @@ int main(void)
         tcase_add_test(tc, migrate_twice_and_voucher_times);
         tcase_add_test(tc, connect_refused);
         suite_add_tcase(s, tc);
-        rc = sk_test_run(s);
-        sk_test_cleanup(&g_conf);
-        return rc;
+        return sk_test_run(s);
 }

@@ -10,8 +10,8 @@
 #   - the app user cannot DROP, ALTER or CREATE a table, DELETE a row or read
 #     schema_migrations; the admin user cannot GRANT, nor create a database whose name
 #     only matches the case's with `_` read as a wildcard (the grant escapes it);
-#   - both users are dropped at the end (and the database, by lib.sh).
-. "$(dirname "$0")/../faults/lib.sh"
+#   - both users are dropped at the end (and the database, by ft.sh).
+. "$(dirname "$0")/../support/ft.sh"
 ft_init db_grants
 
 ft_least_privilege

@@ -10,7 +10,7 @@
 #   - seckill-admin verify passes; Redis = DB per bucket (ft_check_redis);
 #   - `voucher preheat --rebuild-from-db` leaves Redis = DB per bucket, the `_` and the
 #     expiries in place.
-. "$(dirname "$0")/../faults/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init buckets_e2e
 
 N=4

@@ -13,8 +13,6 @@
 #include "sk_test.h"
 #include "sk/migrate.h"
 
-static sk_conf_t g_conf;
-
 START_TEST(waits_for_a_live_row_then_takes_it)
 {
         char errstr[512] = "", name[128];
@@ -22,12 +20,13 @@ START_TEST(waits_for_a_live_row_then_takes_it)
         int applied = -1;
         int64_t t0;
 
-        snprintf(name, sizeof(name), "seckill:migrate:%s", g_conf.mysql.database);
-        other = sk_dblock_open(&g_conf.mysql, name, 2000, errstr, sizeof(errstr));
+        snprintf(name, sizeof(name), "seckill:migrate:%s", sk_test_fx.conf.mysql.database);
+        other = sk_dblock_open(&sk_test_fx.conf.mysql, name, 2000, errstr, sizeof(errstr));
         ck_assert_msg(other != NULL, "%s", errstr);
         ck_assert_int_eq(sk_dblock_take(other, 0, errstr, sizeof(errstr)), SK_OK);
         t0 = sk_mono_ms();
-        ck_assert_msg(sk_migrate(&g_conf.mysql, &applied, errstr, sizeof(errstr)) == SK_OK, "%s",
+        ck_assert_msg(sk_migrate(&sk_test_fx.conf.mysql, &applied, errstr,
+                                 sizeof(errstr)) == SK_OK, "%s",
                       errstr);
         ck_assert_int_ge(sk_mono_ms() - t0, 1500);     /* waited for the row to expire */
         ck_assert_int_eq(applied, 0);
@@ -42,14 +41,15 @@ START_TEST(bootstrap_recreates_tb_lock)
         char errstr[512] = "", sql[256];
         int applied = -1;
 
-        sk_test_conf_exec(&g_conf, "DROP TABLE tb_lock");
-        ck_assert_msg(sk_migrate(&g_conf.mysql, &applied, errstr, sizeof(errstr)) == SK_OK, "%s",
+        sk_test_conf_exec(&sk_test_fx.conf, "DROP TABLE tb_lock");
+        ck_assert_msg(sk_migrate(&sk_test_fx.conf.mysql, &applied, errstr,
+                                 sizeof(errstr)) == SK_OK, "%s",
                       errstr);
         ck_assert_int_eq(applied, 0);
         snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM tb_lock WHERE name = 'seckill:migrate:%s' "
-                 "AND until < NOW(3) AND holder <> ''", g_conf.mysql.database);
+                 "AND until < NOW(3) AND holder <> ''", sk_test_fx.conf.mysql.database);
         {
-                sk_db_t *db = sk_db_connect(&g_conf.mysql, 0, 5, errstr, sizeof(errstr));
+                sk_db_t *db = sk_db_connect(&sk_test_fx.conf.mysql, 0, 5, errstr, sizeof(errstr));
                 int64_t n = -1;
 
                 ck_assert_msg(db != NULL, "%s", errstr);
@@ -107,15 +107,13 @@ int main(void)
         TCase *tc = tcase_create("migrate");
         int rc;
 
-        sk_db_library_init();
-        sk_test_conf(&g_conf, "migrate_lock");
-        sk_test_migrate(&g_conf);
+        sk_test_fix_setup("migrate_lock", &(sk_test_fix_opts_t){ .no_topics = 1 });
         tcase_set_timeout(tc, 90);
         tcase_add_test(tc, waits_for_a_live_row_then_takes_it);
         tcase_add_test(tc, bootstrap_recreates_tb_lock);
         tcase_add_test(tc, two_runners_at_once_serialize);
         suite_add_tcase(s, tc);
         rc = sk_test_run(s);
-        sk_test_cleanup(&g_conf);
+        sk_test_fix_teardown();
         return rc;
 }

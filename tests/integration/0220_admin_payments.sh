@@ -8,7 +8,7 @@
 #   - payment refunded --txn ID --ref R: marks one (exit 0), a repeat with the same ref
 #     is 0, another ref 2, an unknown or applied txn 2, a missing --ref 2;
 #   - the consumer's gauges seckill_payments_refund_due and _oldest_seconds.
-. "$(dirname "$0")/../faults/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init admin_payments
 ADMIN="$FT_BIN/seckill-admin"
 now=$(date +%s)

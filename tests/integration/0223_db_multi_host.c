@@ -19,13 +19,11 @@
 #include "sk/db.h"
 #include "sk/db_writer.h"
 
-static sk_conf_t g_conf;
-
-/* g_conf's URL with the hosts @p first (host:port, "127.0.0.1" + port) put before the real
+/* The fixture's URL with the hosts @p first (host:port, "127.0.0.1" + port) put before the real
  * server. */
 static sk_mysql_url_t url_with(const int *dead_ports, int ndead, int keep_real)
 {
-        sk_mysql_url_t u = g_conf.mysql;
+        sk_mysql_url_t u = sk_test_fx.conf.mysql;
 
         u.nhosts = 0;
         for (int i = 0; i < ndead; i++) {
@@ -33,7 +31,7 @@ static sk_mysql_url_t url_with(const int *dead_ports, int ndead, int keep_real)
                 u.hosts[u.nhosts++].port = dead_ports[i];
         }
         if (keep_real)
-                u.hosts[u.nhosts++] = g_conf.mysql.hosts[0];
+                u.hosts[u.nhosts++] = sk_test_fx.conf.mysql.hosts[0];
         memcpy(u.host, u.hosts[0].host, sizeof(u.host));
         u.port = u.hosts[0].port;
         return u;
@@ -41,7 +39,8 @@ static sk_mysql_url_t url_with(const int *dead_ports, int ndead, int keep_real)
 
 static void real_name(char *buf, size_t size)
 {
-        snprintf(buf, size, "%s:%d", g_conf.mysql.hosts[0].host, g_conf.mysql.hosts[0].port);
+        snprintf(buf, size, "%s:%d", sk_test_fx.conf.mysql.hosts[0].host,
+                 sk_test_fx.conf.mysql.hosts[0].port);
 }
 
 START_TEST(first_host_dead)
@@ -96,8 +95,8 @@ END_TEST
 START_TEST(galera_scheme_refuses_standalone)
 {
         char errstr[1024] = "";
-        sk_mysql_url_t u = g_conf.mysql;
-        sk_db_t *db = sk_db_connect(&g_conf.mysql, 0, 5, errstr, sizeof(errstr));
+        sk_mysql_url_t u = sk_test_fx.conf.mysql;
+        sk_db_t *db = sk_db_connect(&sk_test_fx.conf.mysql, 0, 5, errstr, sizeof(errstr));
         int64_t wsrep = 0;
 
         ck_assert_msg(db != NULL, "connect: %s", errstr);
@@ -130,7 +129,7 @@ START_TEST(first_node_rejoins)
         u = url_with(first, 1, 1);
         snprintf(proxy_name, sizeof(proxy_name), "127.0.0.1:%d", pport);
         real_name(want, sizeof(want));
-        proxy = sk_test_proxy_start(pport, g_conf.mysql.hosts[0].port);
+        proxy = sk_test_proxy_start(pport, sk_test_fx.conf.mysql.hosts[0].port);
         db = sk_db_connect(&u, 0, 5, errstr, sizeof(errstr));
         ck_assert_msg(db != NULL, "connect: %s", errstr);
         ck_assert_int_eq(sk_db_writer_name(&u, name, sizeof(name)), 1);
@@ -147,7 +146,7 @@ START_TEST(first_node_rejoins)
         ck_assert_int_eq(sk_db_commit(db, errstr, sizeof(errstr)), SK_OK);
 
         /* It comes back: within about a second a new transaction goes there again. */
-        proxy = sk_test_proxy_start(pport, g_conf.mysql.hosts[0].port);
+        proxy = sk_test_proxy_start(pport, sk_test_fx.conf.mysql.hosts[0].port);
         t0 = sk_mono_ms();
         while (sk_mono_ms() - t0 < 4000) {
                 ck_assert_msg(sk_db_begin(db, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
@@ -175,25 +174,20 @@ END_TEST
 
 static void setup(void)
 {
-        sk_test_migrate(&g_conf);
+        sk_test_fix_setup("db_multi", &(sk_test_fix_opts_t){ .no_topics = 1 });
 }
 
 int main(void)
 {
         Suite *s = suite_create("db_multi_host");
         TCase *tc = tcase_create("db_multi_host");
-        int rc;
 
-        sk_db_library_init();
-        sk_test_conf(&g_conf, "db_multi");
-        tcase_add_unchecked_fixture(tc, setup, NULL);
+        tcase_add_unchecked_fixture(tc, setup, sk_test_fix_teardown);
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, first_host_dead);
         tcase_add_test(tc, all_hosts_dead);
         tcase_add_test(tc, galera_scheme_refuses_standalone);
         tcase_add_test(tc, first_node_rejoins);
         suite_add_tcase(s, tc);
-        rc = sk_test_run(s);
-        sk_test_cleanup(&g_conf);
-        return rc;
+        return sk_test_run(s);
 }

@@ -11,7 +11,7 @@
 #     plain `db migrate` is a no-op (0008 recorded: the guard is silent);
 #   - --allow-unpaid with an invalid SECKILL_CURRENCY is exit 2 with nothing changed;
 #     --allow-unpaid given to another command is exit 2.
-. "$(dirname "$0")/../faults/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init migrate_unpaid_guard
 ADMIN="$FT_BIN/seckill-admin"
 SRC="$(cd "$(dirname "$0")/../.." && pwd)"

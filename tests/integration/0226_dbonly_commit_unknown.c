@@ -17,21 +17,17 @@ static void purchase_lost(const char *what, int64_t user, const char *fp)
         const char *env[] = { NULL, "SECKILL_PAY_TIMEOUT_S=600", fp, NULL };
         sk_redis_t *rc = sk_test_redis(&sk_test_fx.conf);
         char url_env[600], u[24], body[1024], s[32], v[SK_ID_STRLEN], path[160], log[256];
-        int64_t t = sk_now_ms(), until, vid = sk_test_rand_id(), trace = 0, order = 0;
+        int64_t until, vid, trace = 0, order = 0;
         int st, port;
         pid_t pid;
 
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &sk_test_fx.conf, .r = rc, .vid = vid,
-                                              .stock = C_STOCK, .init_stock = C_STOCK,
-                                              .db_stock = C_STOCK, .begin_ms = t - 60000,
-                                              .end_ms = t + 3600000, .status = 1, .db_status = 1 });
+        vid = sk_test_voucher_open(C_STOCK);
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
         ck_assert_int_eq(sk_test_admin(NULL, (const char *[]){ "degrade", "db-only", "--voucher", v, NULL }), 0);
         snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=%s", sk_test_fx.conf.redis_url);
         env[0] = url_env;
-        snprintf(log, sizeof(log), "%s/front_0226_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
-                 what, (int)getpid());
+        sk_test_log_path(log, sizeof(log), "front_0226_%s", what);
         port = sk_test_free_port();
         pid = sk_test_front_start(&sk_test_fx.conf, port, env, log);
         ck_assert_msg(sk_test_wait_ready(port, pid, 40) == 0 ||

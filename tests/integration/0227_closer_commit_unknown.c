@@ -27,16 +27,14 @@ static void close_lost(const char *failpoint, const char *what)
         static const char *const env_a[] = { "SECKILL_PAY_TIMEOUT_S=1", "SECKILL_PAY_GRACE_S=3600", NULL };
         static const char *const env_b[] = { "SECKILL_PAY_GRACE_S=0", "SECKILL_CLOSE_INTERVAL_MS=200", NULL };
         sk_redis_t *rc = sk_test_redis(&sk_test_fx.conf);
-        int64_t vid = sk_test_rand_id(), until;
+        int64_t vid, until;
         sk_order_msg_t m[3];
         char json[3][SK_MSG_MAX], sql[256], log[256];
         pid_t pid;
         int i, released = 0;
 
-        snprintf(log, sizeof(log), "%s/consumer_0227_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
-                 what, (int)getpid());
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 10, .db_stock = 10,
-                                              .stock = 10, .status = 1, .db_status = 1 });
+        sk_test_log_path(log, sizeof(log), "consumer_0227_%s", what);
+        vid = sk_test_voucher_open(10);
         for (i = 0; i < 3; i++) {
                 ck_assert_int_eq(sk_test_deduct(vid, sk_test_rand_id(), 0, 0, &m[i], json[i]), 0);
                 sk_test_produce_async(vid, json[i], strlen(json[i]));

@@ -13,8 +13,6 @@
  * failpoint: they print no resolution line, which the checks below require. */
 #include "sk_test.h"
 
-static char logdir[256];
-
 /* Run seckill-admin @p args with @p failpoints, output appended to @p log.
  * @returns its exit code. */
 static int admin(const char *const *args, const char *failpoints, const char *log)
@@ -25,10 +23,9 @@ static int admin(const char *const *args, const char *failpoints, const char *lo
         return sk_test_wait_exit(pid, 60);
 }
 
-static void log_path(char *buf, size_t size, const char *what)
+static void fresh_log(char *buf, size_t size, const char *what)
 {
-        snprintf(buf, size, "%s/admin_0228_%s_%d.log", logdir, what, (int)getpid());
-        unlink(buf);
+        unlink(sk_test_log_path(buf, size, "admin_0228_%s", what));
 }
 
 static void check_stock(int64_t vid, long long want)
@@ -46,15 +43,13 @@ static void check_stock(int64_t vid, long long want)
 
 static void add_stock_lost(const char *failpoint, const char *rid, const char *found)
 {
-        int64_t vid = sk_test_voucher(&(sk_test_voucher_t){ .init_stock = 10, .db_stock = 10,
-                                                            .stock = 10, .status = 1,
-                                                            .db_status = 1 });
+        int64_t vid = sk_test_voucher_open(10);
         char v[SK_ID_STRLEN], log[320], log2[320], want[128];
         const char *args[] = { "voucher", "add-stock", v, "--stock", "6", "--request-id", rid,
                                "--wait-ms", "3000", NULL };
 
         sk_id_format(vid, v);
-        log_path(log, sizeof(log), rid);
+        fresh_log(log, sizeof(log), rid);
         ck_assert_int_eq(admin(args, failpoint, log), 0);
         snprintf(want, sizeof(want), "add_stock_commit_unknown request_id=%s found=%s", rid, found);
         ck_assert_msg(sk_test_file_count(log, want) == 1, "no \"%s\" in %s", want, log);
@@ -62,7 +57,7 @@ static void add_stock_lost(const char *failpoint, const char *rid, const char *f
         check_stock(vid, 16);
 
         /* The same request id again: nothing changes. */
-        log_path(log2, sizeof(log2), "again");
+        fresh_log(log2, sizeof(log2), "again");
         ck_assert_int_eq(admin(args, NULL, log2), 0);
         ck_assert_msg(sk_test_file_count(log2, "\"applied\":false") == 1, "repeat applied: %s", log2);
         check_stock(vid, 16);
@@ -109,7 +104,7 @@ static void create_lost(const char *failpoint, const char *what, const char *fou
         char log[320], want[128];
         int64_t vid;
 
-        log_path(log, sizeof(log), what);
+        fresh_log(log, sizeof(log), what);
         ck_assert_int_eq(admin(args, failpoint, log), 0);
         ck_assert_msg((vid = printed_id(log)) > 0, "no voucher id in %s", log);
         snprintf(want, sizeof(want), "voucher_create_commit_unknown voucher_id=%" PRId64 " found=%s",
@@ -141,7 +136,6 @@ int main(void)
         TCase *tc = tcase_create("commit_unknown");
         int rc;
 
-        snprintf(logdir, sizeof(logdir), "%s", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp");
         sk_test_fix_setup("adm_cu", &(sk_test_fix_opts_t){ .delivery_timeout_ms = 1000 });
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, add_stock_commit_lost_after_apply);

@@ -32,12 +32,11 @@ static int64_t wait_outcome(int64_t trace)
 
 START_TEST(duplicate_message_one_order)
 {
-        int64_t vid = sk_test_rand_id(), uid = sk_test_rand_id();
+        int64_t vid, uid = sk_test_rand_id();
         sk_order_msg_t m, sentinel;
         char json[SK_MSG_MAX], json2[SK_MSG_MAX];
 
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                              .status = 1, .db_status = 1 });
+        vid = sk_test_voucher_open(5);
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
         sk_test_produce(vid, json);
         sk_test_produce(vid, json);
@@ -164,13 +163,12 @@ END_TEST
 
 START_TEST(fenced_trace_fails_front_rollback)
 {
-        int64_t vid = sk_test_rand_id(), uid = sk_test_rand_id();
+        int64_t vid, uid = sk_test_rand_id();
         sk_order_msg_t m;
         char json[SK_MSG_MAX], errstr[512] = "";
         sk_rollback_res_t res;
 
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                              .status = 1, .db_status = 1 });
+        vid = sk_test_voucher_open(5);
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
         /* The front gave up first (e.g. NOT_PERSISTED) and fenced the trace. */
         ck_assert_int_eq(sk_rollback_run(sk_test_fx.r, sk_test_fx.conf.redis_prefix, vid, 0, m.trace_id, uid, "front",
@@ -189,13 +187,12 @@ END_TEST
 
 START_TEST(failed_outcome_means_no_order)
 {
-        int64_t vid = sk_test_rand_id(), uid = sk_test_rand_id();
+        int64_t vid, uid = sk_test_rand_id();
         sk_order_msg_t m;
         sk_outcome_t existing;
         char json[SK_MSG_MAX], errstr[512] = "";
 
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                              .status = 1, .db_status = 1 });
+        vid = sk_test_voucher_open(5);
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
         /* The reconciler already gave up on it (lost). */
         ck_assert_int_eq(sk_outcome_fail(sk_test_fx.db, &m, SK_REASON_LOST, "test", &existing, errstr, sizeof(errstr)), SK_OK);
@@ -236,14 +233,13 @@ END_TEST
 
 START_TEST(poison_goes_to_dlq_and_worker_continues)
 {
-        int64_t vid = sk_test_rand_id();
+        int64_t vid;
         sk_order_msg_t m;
         char json[SK_MSG_MAX], bad_id[SK_MSG_MAX];
         sk_test_dlq_msg_t dlq[8];
         int n, i, saw_json = 0, saw_id = 0;
 
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                              .status = 1, .db_status = 1 });
+        vid = sk_test_voucher_open(5);
         ck_assert_int_eq(sk_test_deduct(vid, sk_test_rand_id(), 0, 0, &m, json), 0);
         snprintf(bad_id, sizeof(bad_id),
                  "{\"traceId\":\"0123\",\"orderId\":\"1\",\"userId\":\"1\",\"voucherId\":\"%" PRId64 "\","
@@ -272,15 +268,14 @@ END_TEST
 
 START_TEST(collision_goes_to_dlq)
 {
-        int64_t vid = sk_test_rand_id(), ua = sk_test_rand_id(), ub = sk_test_rand_id();
+        int64_t vid, ua = sk_test_rand_id(), ub = sk_test_rand_id();
         int64_t order = sk_test_rand_id();
         sk_order_msg_t a, b;
         char ja[SK_MSG_MAX], jb[SK_MSG_MAX], tb[SK_ID_STRLEN];
         sk_test_dlq_msg_t dlq[8];
         int n, i, found = 0;
 
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                              .status = 1, .db_status = 1 });
+        vid = sk_test_voucher_open(5);
         ck_assert_int_eq(sk_test_deduct(vid, ua, sk_test_rand_id(), order, &a, ja), 0);
         ck_assert_int_eq(sk_test_deduct(vid, ub, sk_test_rand_id(), order, &b, jb), 0); /* same orderId */
         sk_test_produce(vid, ja);
@@ -302,7 +297,7 @@ END_TEST
 
 START_TEST(other_db_error_retried_then_dlq)
 {
-        int64_t vid = sk_test_rand_id(), uid = sk_test_rand_id();
+        int64_t vid, uid = sk_test_rand_id();
         sk_order_msg_t m, ok;
         char json[SK_MSG_MAX], json_ok[SK_MSG_MAX], tid[SK_ID_STRLEN];
         sk_test_dlq_msg_t dlq[8];
@@ -311,8 +306,7 @@ START_TEST(other_db_error_retried_then_dlq)
         /* beforeQty beyond the INT column: a valid message the DB refuses (1264, strict
          * mode) on every attempt. Retried --max-db-retries times, then DLQ with the
          * error; no outcome, no Redis change; the next message is applied. */
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                              .status = 1, .db_status = 1 });
+        vid = sk_test_voucher_open(5);
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
         m.before_qty = 3000000000LL;
         m.after_qty = m.before_qty - m.deduct_qty;

@@ -16,14 +16,13 @@
 
 static void crash_and_restart(const char *failpoint, int expect_outcomes_after_crash)
 {
-        int64_t vid = sk_test_rand_id();
+        int64_t vid;
         sk_order_msg_t m[3];
         char json[3][SK_MSG_MAX], sql[256];
         pid_t pid;
         int status, i;
 
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 10, .db_stock = 10,
-                                              .stock = 10, .status = 1, .db_status = 1 });
+        vid = sk_test_voucher_open(10);
         for (i = 0; i < 3; i++) {
                 ck_assert_int_eq(sk_test_deduct(vid, sk_test_rand_id(), 0, 0, &m[i], json[i]), 0);
                 sk_test_produce_async(vid, json[i], strlen(json[i]));
@@ -118,7 +117,7 @@ END_TEST
 
 START_TEST(two_consumers_same_message)
 {
-        int64_t vid = sk_test_rand_id(), uid = sk_test_rand_id();
+        int64_t vid, uid = sk_test_rand_id();
         sk_order_msg_t m;
         char json[SK_MSG_MAX], g1[256], g2[256], sql[256];
         pid_t p1, p2;
@@ -126,8 +125,7 @@ START_TEST(two_consumers_same_message)
 
         /* Both groups start from the end of what earlier cases produced... they read
          * from the beginning (new groups): every earlier message is a duplicate too. */
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                              .status = 1, .db_status = 1 });
+        vid = sk_test_voucher_open(5);
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
         sk_test_produce(vid, json);
         snprintf(g1, sizeof(g1), "%s-a", sk_test_fx.conf.group_id);

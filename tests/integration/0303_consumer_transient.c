@@ -16,15 +16,14 @@
 
 START_TEST(lock_wait_then_applied)
 {
-        int64_t vid = sk_test_rand_id(), uid = sk_test_rand_id();
+        int64_t vid, uid = sk_test_rand_id();
         sk_order_msg_t m, later;
         char json[SK_MSG_MAX], json2[SK_MSG_MAX], sql[256];
         sk_db_t *locker;
         pid_t pid;
         int status;
 
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                              .status = 1, .db_status = 1 });
+        vid = sk_test_voucher_open(5);
         pid = sk_test_consumer_start(&(sk_test_spawn_t){ 0 }, 1);
         locker = sk_test_lock_voucher(vid);
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
@@ -54,7 +53,7 @@ END_TEST
 
 START_TEST(b_between_a_survives_kill)
 {
-        int64_t va = sk_test_rand_id(), vb = sk_test_rand_id();
+        int64_t va, vb;
         sk_order_msg_t a1, b, a2;
         char j1[SK_MSG_MAX], jb[SK_MSG_MAX], j2[SK_MSG_MAX], sql[256];
         int64_t base, off_b;
@@ -62,10 +61,8 @@ START_TEST(b_between_a_survives_kill)
         pid_t pid;
         int status;
 
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = va, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                              .status = 1, .db_status = 1 });
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vb, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                              .status = 1, .db_status = 1 });
+        va = sk_test_voucher_open(5);
+        vb = sk_test_voucher_open(5);
         ck_assert_int_eq(sk_test_deduct(va, sk_test_rand_id(), 0, 0, &a1, j1), 0);
         ck_assert_int_eq(sk_test_deduct(vb, sk_test_rand_id(), 0, 0, &b, jb), 0);
         ck_assert_int_eq(sk_test_deduct(va, sk_test_rand_id(), 0, 0, &a2, j2), 0);
@@ -110,7 +107,7 @@ END_TEST
 
 START_TEST(sigterm_while_retrying_keeps_offset)
 {
-        int64_t va = sk_test_rand_id(), vb = sk_test_rand_id();
+        int64_t va, vb;
         sk_order_msg_t a1, b, a2;
         char j1[SK_MSG_MAX], jb[SK_MSG_MAX], j2[SK_MSG_MAX], sql[256];
         int64_t base, off_b;
@@ -120,10 +117,8 @@ START_TEST(sigterm_while_retrying_keeps_offset)
 
         /* As above, but a graceful stop (SIGTERM) while B is retrying: the process
          * exits 0 after its final commit, which must not pass B either. */
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = va, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                              .status = 1, .db_status = 1 });
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vb, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                              .status = 1, .db_status = 1 });
+        va = sk_test_voucher_open(5);
+        vb = sk_test_voucher_open(5);
         ck_assert_int_eq(sk_test_deduct(va, sk_test_rand_id(), 0, 0, &a1, j1), 0);
         ck_assert_int_eq(sk_test_deduct(vb, sk_test_rand_id(), 0, 0, &b, jb), 0);
         ck_assert_int_eq(sk_test_deduct(va, sk_test_rand_id(), 0, 0, &a2, j2), 0);

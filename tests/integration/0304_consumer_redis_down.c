@@ -40,14 +40,13 @@ static void reconnect_test_redis(void)
 
 START_TEST(redis_down_then_back)
 {
-        int64_t vid = sk_test_rand_id(), uid = sk_test_rand_id(), vid2 = sk_test_rand_id();
+        int64_t vid, uid = sk_test_rand_id(), vid2;
         sk_order_msg_t m, m2;
         char json[SK_MSG_MAX], json2[SK_MSG_MAX], sql[256];
         pid_t pid;
         int status;
 
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                              .status = 1, .db_status = 1 });
+        vid = sk_test_voucher_open(5);
         ck_assert_int_eq(sk_test_deduct(vid, uid, 0, 0, &m, json), 0);
         pid = sk_test_consumer_start(&(sk_test_spawn_t){ 0 }, 1);
 
@@ -57,8 +56,7 @@ START_TEST(redis_down_then_back)
         ck_assert_int_eq(sk_test_wait_i64(WAIT_S, 1, sql), 1);
 
         /* Redis goes away: the next purchase waits, undecided. */
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid2, .init_stock = 5, .db_stock = 5,
-                                              .stock = 5, .status = 1, .db_status = 1 });
+        vid2 = sk_test_voucher_open(5);
         ck_assert_int_eq(sk_test_deduct(vid2, sk_test_rand_id(), 0, 0, &m2, json2), 0);
         stop_redis();
         sk_test_produce(vid2, json2);
@@ -75,12 +73,11 @@ START_TEST(redis_down_then_back)
 
         /* SCRIPT FLUSH mid-stream. */
         {
-                int64_t v3 = sk_test_rand_id();
+                int64_t v3;
                 sk_order_msg_t m3;
                 char j3[SK_MSG_MAX];
 
-                sk_test_voucher(&(sk_test_voucher_t){ .vid = v3, .init_stock = 5, .db_stock = 5,
-                                                      .stock = 5, .status = 1, .db_status = 1 });
+                v3 = sk_test_voucher_open(5);
                 ck_assert_int_eq(sk_test_deduct(v3, sk_test_rand_id(), 0, 0, &m3, j3), 0);
                 freeReplyObject(sk_test_cmd(sk_test_fx.r, "SCRIPT FLUSH"));
                 sk_test_produce(v3, j3);
@@ -113,8 +110,7 @@ START_TEST(degraded_rollbacks_left_to_reconciler)
         sk_test_exec("INSERT INTO tb_seckill_switch (scope, mode, state, epoch, updated_by)"
                      " VALUES (%" PRId64 ", NULL, 'db', 3, 'test 0304')"
                      " ON DUPLICATE KEY UPDATE state = 'db', epoch = 3", vid);
-        snprintf(log, sizeof(log), "%s/consumer_0304_degraded_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
+        sk_test_log_path(log, sizeof(log), "consumer_0304_degraded");
         unlink(log);
         stop_redis();
         pid = sk_test_consumer_start(&(sk_test_spawn_t){ .log_path = log }, 1);

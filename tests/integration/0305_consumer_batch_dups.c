@@ -56,14 +56,13 @@ static int64_t wait_count(const char *fmt, int64_t vid, int64_t want)
 
 START_TEST(redriven_backlog_keeps_the_batch)
 {
-        int64_t vid = sk_test_rand_id();
+        int64_t vid;
         sk_order_msg_t m[10];
         char json[10][SK_MSG_MAX];
         pid_t pid;
         int i;
 
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 20, .db_stock = 20,
-                                              .stock = 20, .status = 1, .db_status = 1 });
+        vid = sk_test_voucher_open(20);
         for (i = 0; i < 10; i++)
                 ck_assert_int_eq(sk_test_deduct(vid, sk_test_rand_id(), 0, 0, &m[i], json[i]), 0);
         pid = sk_test_consumer_start(&(sk_test_spawn_t){ .args = consumer_flags() }, 1);
@@ -108,15 +107,14 @@ END_TEST
 
 START_TEST(deduct_qty_2_is_poison)
 {
-        int64_t vid = sk_test_rand_id();
+        int64_t vid;
         sk_order_msg_t m;
         char json[SK_MSG_MAX];
         sk_test_dlq_msg_t dlq[4];
         pid_t pid;
         int got;
 
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vid, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                              .status = 1, .db_status = 1 });
+        vid = sk_test_voucher_open(5);
         memset(&m, 0, sizeof(m));
         m.trace_id = sk_test_rand_id();
         m.order_id = sk_test_rand_id();

@@ -52,17 +52,15 @@ static void other_member_commits(int64_t offset)
 
 START_TEST(committed_offset_never_moves_back)
 {
-        int64_t va = sk_test_rand_id(), vb = sk_test_rand_id(), low = INT64_MAX, deadline;
+        int64_t va, vb, low = INT64_MAX, deadline;
         sk_order_msg_t a, b1, b2;
         char ja[SK_MSG_MAX], jb1[SK_MSG_MAX], jb2[SK_MSG_MAX], sql[256];
         sk_db_t *lock_a, *lock_b;
         pid_t pid;
         int status;
 
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = va, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                              .status = 1, .db_status = 1 });
-        sk_test_voucher(&(sk_test_voucher_t){ .vid = vb, .init_stock = 5, .db_stock = 5, .stock = 5,
-                                              .status = 1, .db_status = 1 });
+        va = sk_test_voucher_open(5);
+        vb = sk_test_voucher_open(5);
         ck_assert_int_eq(sk_test_deduct(va, sk_test_rand_id(), 0, 0, &a, ja), 0);
         ck_assert_int_eq(sk_test_deduct(vb, sk_test_rand_id(), 0, 0, &b1, jb1), 0);
         ck_assert_int_eq(sk_test_deduct(vb, sk_test_rand_id(), 0, 0, &b2, jb2), 0);

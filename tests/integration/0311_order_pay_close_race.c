@@ -23,7 +23,6 @@
 #define ROUNDS 300
 #define VOUCHER INT64_C(4242)
 
-static sk_conf_t g_conf;
 
 typedef struct racer {
         sk_db_t *db;
@@ -38,7 +37,7 @@ typedef struct racer {
 static sk_db_t *db_or_fail(void)
 {
         char errstr[512] = "";
-        sk_db_t *db = sk_db_connect(&g_conf.mysql, 0, 5, errstr, sizeof(errstr));
+        sk_db_t *db = sk_db_connect(&sk_test_fx.conf.mysql, 0, 5, errstr, sizeof(errstr));
 
         ck_assert_msg(db != NULL, "connect: %s", errstr);
         return db;
@@ -250,9 +249,7 @@ static void setup(void)
         sk_db_t *db;
         char sql[256];
 
-        sk_test_conf(&g_conf, "pay_close_race");
-        sk_test_migrate(&g_conf);
-        sk_db_library_init();
+        sk_test_fix_setup("pay_close_race", &(sk_test_fix_opts_t){ .no_topics = 1 });
         db = db_or_fail();
         snprintf(sql, sizeof(sql),
                  "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, begin_time, end_time,"
@@ -264,17 +261,12 @@ static void setup(void)
         sk_db_close(db);
 }
 
-static void teardown(void)
-{
-        sk_test_cleanup(&g_conf);
-}
-
 int main(void)
 {
         Suite *s = suite_create("pay_close_race");
         TCase *tc = tcase_create("race");
 
-        tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_unchecked_fixture(tc, setup, sk_test_fix_teardown);
         tcase_set_timeout(tc, 240);
         tcase_add_test(tc, pay_races_closer);
         tcase_add_test(tc, cancel_races_closer);

@@ -15,25 +15,9 @@
 #include "sk/kafka.h"
 #include "sk/msg.h"
 
-static sk_conf_t g_conf;
 static int g_port;
 static pid_t g_pid;
-static sk_redis_t *g_rc;
 static char g_log[256];
-
-/* A fresh on-sale voucher with @p stock (Redis and DB). */
-static int64_t new_voucher(long long stock)
-{
-        int64_t vid = sk_test_rand_id();
-
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .vid = vid, .stock = stock,
-                                              .init_stock = stock, .db_stock = stock,
-                                              .begin_ms = sk_now_ms() - 60000,
-                                              .end_ms = sk_now_ms() + 3600000, .status = 1,
-                                              .db_status = 1 });
-        return vid;
-}
-
 
 /* ------------------------------------------------------------ concurrency ---- */
 
@@ -89,8 +73,8 @@ START_TEST(ready_health_metrics)
         /* The DB node of the front's new transactions (DESIGN.md 16): the only one here. */
         {
                 char want[320];
-                snprintf(want, sizeof(want), "\"dbWriter\":\"%s:%d\"", g_conf.mysql.host,
-                         g_conf.mysql.port);
+                snprintf(want, sizeof(want), "\"dbWriter\":\"%s:%d\"", sk_test_fx.conf.mysql.host,
+                         sk_test_fx.conf.mysql.port);
                 ck_assert_msg(strstr(body, want), "%s not in %s", want, body);
         }
         /* The masters' replication guard, as CONFIG GET on master 0 says (1 on the
@@ -100,7 +84,7 @@ START_TEST(ready_health_metrics)
                 redisReply *reply = NULL;
                 char err[256], want[64];
 
-                ck_assert_int_eq(sk_redis_cmd_master(g_rc, 0, &reply, 3, argv, NULL, err,
+                ck_assert_int_eq(sk_redis_cmd_master(sk_test_fx.r, 0, &reply, 3, argv, NULL, err,
                                                      sizeof(err)), SK_OK);
                 ck_assert(reply->type == REDIS_REPLY_ARRAY && reply->elements == 2);
                 snprintf(want, sizeof(want), "\"minReplicasToWrite\":%s,",
@@ -132,7 +116,7 @@ END_TEST
 
 START_TEST(stock1_fifty_buyers)
 {
-        int64_t vid = new_voucher(1), users[50];
+        int64_t vid = sk_test_voucher_open(1), users[50];
         buyer_t b[50];
         int i, n202 = 0, n409 = 0;
 
@@ -150,13 +134,13 @@ START_TEST(stock1_fifty_buyers)
         }
         ck_assert_int_eq(n202, 1);
         ck_assert_int_eq(n409, 49);
-        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 0);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, sk_test_fx.r, vid), 0);
 }
 END_TEST
 
 START_TEST(stock10_one_user_twenty_then_nine)
 {
-        int64_t vid = new_voucher(10), users[20];
+        int64_t vid = sk_test_voucher_open(10), users[20];
         buyer_t b[20];
         char body[1024];
         int i, n202 = 0;
@@ -173,14 +157,14 @@ START_TEST(stock10_one_user_twenty_then_nine)
                                       "same user %d: status %d code %d", i, b[i].status, b[i].code);
         }
         ck_assert_int_eq(n202, 1);
-        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 9);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, sk_test_fx.r, vid), 9);
         for (i = 0; i < 9; i++)
                 users[i] = 2000 + i;
         memset(b, 0, sizeof(b));
         crowd(vid, 9, users, b);
         for (i = 0; i < 9; i++)
                 ck_assert_msg(b[i].status == 202, "other %d: %d", i, b[i].status);
-        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 0);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, sk_test_fx.r, vid), 0);
         /* After sell-out: a past buyer gets 10006 (membership before stock), a new
          * buyer 10005; the stock never goes below 0. */
         ck_assert_int_eq(sk_test_buy(g_port, vid, "777", body, sizeof(body)), 409);
@@ -189,7 +173,7 @@ START_TEST(stock10_one_user_twenty_then_nine)
         ck_assert_int_eq(sk_test_body_code(body), 10006);
         ck_assert_int_eq(sk_test_buy(g_port, vid, "3001", body, sizeof(body)), 409);
         ck_assert_int_eq(sk_test_body_code(body), 10005);
-        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 0);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, sk_test_fx.r, vid), 0);
 }
 END_TEST
 
@@ -203,17 +187,17 @@ START_TEST(status_map)
 
         /* paused -> 503 + 10013 */
         v = sk_test_rand_id();
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .vid = v, .stock = 5,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = sk_test_fx.r, .vid = v, .stock = 5,
                                               .init_stock = 5, .db_stock = 5, .begin_ms = t - 60000,
                                               .end_ms = t + 3600000, .status = 4, .db_status = 4 });
         ck_assert_int_eq(sk_test_buy(g_port, v, "11", body, sizeof(body)), 503);
         ck_assert_int_eq(sk_test_body_code(body), 10013);
         ck_assert_int_eq(sk_test_json_field(body, "cause", cause, sizeof(cause)), 0);
         ck_assert_str_eq(cause, "paused");
-        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, v), 5);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, sk_test_fx.r, v), 5);
         /* not started -> 403/10002 */
         v = sk_test_rand_id();
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .vid = v, .stock = 5,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = sk_test_fx.r, .vid = v, .stock = 5,
                                               .init_stock = 5, .db_stock = 5,
                                               .begin_ms = t + 3600000, .end_ms = t + 7200000,
                                               .status = 1, .db_status = 1 });
@@ -221,7 +205,7 @@ START_TEST(status_map)
         ck_assert_int_eq(sk_test_body_code(body), 10002);
         /* ended -> 403/10003 */
         v = sk_test_rand_id();
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .vid = v, .stock = 5,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = sk_test_fx.r, .vid = v, .stock = 5,
                                               .init_stock = 5, .db_stock = 5,
                                               .begin_ms = t - 7200000, .end_ms = t - 3600000,
                                               .status = 1, .db_status = 1 });
@@ -229,14 +213,14 @@ START_TEST(status_map)
         ck_assert_int_eq(sk_test_body_code(body), 10003);
         /* offline -> 403/10011 */
         v = sk_test_rand_id();
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .vid = v, .stock = 5,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = sk_test_fx.r, .vid = v, .stock = 5,
                                               .init_stock = 5, .db_stock = 5, .begin_ms = t - 60000,
                                               .end_ms = t + 3600000, .status = 2, .db_status = 2 });
         ck_assert_int_eq(sk_test_buy(g_port, v, "11", body, sizeof(body)), 403);
         ck_assert_int_eq(sk_test_body_code(body), 10011);
         /* expired -> 403/10012 */
         v = sk_test_rand_id();
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .vid = v, .stock = 5,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = sk_test_fx.r, .vid = v, .stock = 5,
                                               .init_stock = 5, .db_stock = 5, .begin_ms = t - 60000,
                                               .end_ms = t + 3600000, .status = 3, .db_status = 3 });
         ck_assert_int_eq(sk_test_buy(g_port, v, "11", body, sizeof(body)), 403);
@@ -247,14 +231,14 @@ START_TEST(status_map)
         ck_assert_int_eq(sk_test_body_code(body), 10004);
         /* in the DB but offline there, no Redis meta -> 404/10004 */
         v = sk_test_rand_id();
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .vid = v, .stock = -1,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = sk_test_fx.r, .vid = v, .stock = -1,
                                               .init_stock = 0, .db_stock = 0, .begin_ms = t - 60000,
                                               .end_ms = t + 3600000, .db_status = 2 });
         ck_assert_int_eq(sk_test_buy(g_port, v, "11", body, sizeof(body)), 404);
         ck_assert_int_eq(sk_test_body_code(body), 10004);
         /* on sale in the DB, Redis meta missing (Redis lost data) -> 503, not 10004 */
         v = sk_test_rand_id();
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .vid = v, .stock = -1,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = sk_test_fx.r, .vid = v, .stock = -1,
                                               .init_stock = 0, .db_stock = 0, .begin_ms = t - 60000,
                                               .end_ms = t + 3600000, .db_status = 1 });
         ck_assert_int_eq(sk_test_buy(g_port, v, "11", body, sizeof(body)), 503);
@@ -274,13 +258,13 @@ START_TEST(malformed_ids_no_write)
                                                "0x10", NULL };
         static const char *const bad_users[] = { "abc", "-1", "0", "01", "99999999999999999999",
                                                  "1 OR 1=1", "1,2", "", NULL };
-        int64_t vid = new_voucher(5);
+        int64_t vid = sk_test_voucher_open(5);
         char v[SK_ID_STRLEN], path[256], body[1024];
         char *before, *after;
         int i;
 
         sk_id_format(vid, v);
-        before = sk_test_snapshot(&g_conf, g_rc);
+        before = sk_test_snapshot(&sk_test_fx.conf, sk_test_fx.r);
         for (i = 0; bad_ids[i]; i++) {
                 snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", bad_ids[i]);
                 ck_assert_msg(sk_test_http(g_port, "POST", path, "42", NULL, body, sizeof(body)) == 400,
@@ -327,9 +311,9 @@ START_TEST(malformed_ids_no_write)
                 free(huge);
                 free(hdr);
         }
-        after = sk_test_snapshot(&g_conf, g_rc);
+        after = sk_test_snapshot(&sk_test_fx.conf, sk_test_fx.r);
         ck_assert_str_eq(before, after);
-        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 5);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, sk_test_fx.r, vid), 5);
         free(before);
         free(after);
 }
@@ -357,7 +341,7 @@ static int kafka_count(const char *payload, const char *voucher, int want)
         ck_assert_int_eq(sk_id_parse_cstr(voucher, &vid), 0);
         sk_msg_key(key, sizeof(key), vid, 0);
 
-        kconf = sk_kafka_conf_new(&g_conf, SK_KAFKA_CONSUMER, errstr, sizeof(errstr));
+        kconf = sk_kafka_conf_new(&sk_test_fx.conf, SK_KAFKA_CONSUMER, errstr, sizeof(errstr));
         ck_assert_msg(kconf != NULL, "%s", errstr);
         ck_assert_int_eq(sk_kafka_conf_set(kconf, "enable.partition.eof", "true", errstr,
                                            sizeof(errstr)), SK_OK);
@@ -366,7 +350,7 @@ static int kafka_count(const char *payload, const char *voucher, int want)
         rd_kafka_poll_set_consumer(rk);
         parts = rd_kafka_topic_partition_list_new(2);
         for (p = 0; p < 2; p++)
-                rd_kafka_topic_partition_list_add(parts, g_conf.topic, p)->offset =
+                rd_kafka_topic_partition_list_add(parts, sk_test_fx.conf.topic, p)->offset =
                         RD_KAFKA_OFFSET_BEGINNING;
         ck_assert_int_eq(rd_kafka_assign(rk, parts), RD_KAFKA_RESP_ERR_NO_ERROR);
         rd_kafka_topic_partition_list_destroy(parts);
@@ -398,7 +382,7 @@ START_TEST(kafka_message_ids_unchanged)
         int64_t t;
         int found = 0;
 
-        g_kvid = new_voucher(5);
+        g_kvid = sk_test_voucher_open(5);
         sk_id_format(g_kvid, v);
         ck_assert_int_eq(sk_test_buy(g_port, g_kvid, BIG_USER, body, sizeof(body)), 202);
         ck_assert_int_eq(sk_test_body_code(body), 0);
@@ -407,8 +391,8 @@ START_TEST(kafka_message_ids_unchanged)
         ck_assert_int_eq(sk_id_parse_cstr(g_trace, &t), 0);
         ck_assert_ptr_nonnull(strstr(body, "\"state\":\"PENDING\""));
         /* The DEDUCT entry in Redis carries the ids unchanged. */
-        sk_key_voucher(k, g_conf.redis_prefix, g_kvid, 0, SK_KEY_TRACE);
-        entry = sk_test_hget(g_rc, k, g_trace);
+        sk_key_voucher(k, sk_test_fx.conf.redis_prefix, g_kvid, 0, SK_KEY_TRACE);
+        entry = sk_test_hget(sk_test_fx.r, k, g_trace);
         ck_assert_ptr_nonnull(entry);
         ck_assert_int_eq(sk_test_json_field(entry, "userId", body, sizeof(body)), 0);
         ck_assert_str_eq(body, BIG_USER);
@@ -419,7 +403,7 @@ START_TEST(kafka_message_ids_unchanged)
 
         /* The Kafka message: key = "voucherId:0", value = the same bytes, exactly once. */
         found = kafka_count(entry, v, 1);
-        ck_assert_msg(found == 1, "%d messages with traceId %s in %s", found, g_trace, g_conf.topic);
+        ck_assert_msg(found == 1, "%d messages with traceId %s in %s", found, g_trace, sk_test_fx.conf.topic);
         ck_assert_int_eq(sk_test_json_field(entry, "traceId", body, sizeof(body)), 0);
         ck_assert_str_eq(body, g_trace);
         free(entry);
@@ -450,7 +434,7 @@ START_TEST(order_lookups_owner_only)
         snprintf(sql, sizeof(sql),
                  "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status) "
                  "VALUES (%s, %s, %s, %s, 1)", g_order, BIG_USER, v, g_trace);
-        sk_test_conf_exec(&g_conf, sql);
+        sk_test_conf_exec(&sk_test_fx.conf, sql);
         ck_assert_int_eq(sk_test_http(g_port, "GET", path, BIG_USER, NULL, body, sizeof(body)), 200);
         ck_assert_int_eq(sk_test_json_field(body, "orderId", f, sizeof(f)), 0);
         ck_assert_str_eq(f, g_order);
@@ -480,12 +464,12 @@ START_TEST(front_rollback_and_deadline)
                 NULL };
         char log[300], body[1024], k[SK_KEY_MAX], f[64], tr[SK_ID_STRLEN], field[48];
         int port = sk_test_free_port(), st;
-        int64_t vid = new_voucher(3), t, t0;
+        int64_t vid = sk_test_voucher_open(3), t, t0;
         pid_t pid;
         char *s;
 
         snprintf(log, sizeof(log), "%s.fp", g_log);
-        pid = sk_test_front_start(&g_conf, port, env, log);
+        pid = sk_test_front_start(&sk_test_fx.conf, port, env, log);
         ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front with failpoints not ready (%s)", log);
 
         /* 1. Deduct, then the publish "fails": rollback.lua mode front -> 503 FAILED,
@@ -495,14 +479,14 @@ START_TEST(front_rollback_and_deadline)
         ck_assert_str_eq(f, "FAILED");
         ck_assert_int_eq(sk_test_json_field(body, "traceId", tr, sizeof(tr)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(tr, &t), 0);
-        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 3);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, sk_test_fx.r, vid), 3);
+        sk_key_voucher(k, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         sk_field_trace(field, t, 'r');
-        s = sk_test_hget(g_rc, k, field);
+        s = sk_test_hget(sk_test_fx.r, k, field);
         ck_assert_msg(s != NULL, "no fence %s", field);
         free(s);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
-        s = sk_test_hget(g_rc, k, "501");
+        sk_key_voucher(k, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_USERS);
+        s = sk_test_hget(sk_test_fx.r, k, "501");
         ck_assert_ptr_null(s);
         /* orders/me: NONE until the reconciler records FAILED (front_rollback); then
          * FAILED with that reason. */
@@ -518,7 +502,7 @@ START_TEST(front_rollback_and_deadline)
                 snprintf(sql, sizeof(sql),
                          "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id, "
                          "outcome, reason) VALUES (%s, %s, 501, %s, 2, 'front_rollback')", tr, o, v);
-                sk_test_conf_exec(&g_conf, sql);
+                sk_test_conf_exec(&sk_test_fx.conf, sql);
                 ck_assert_int_eq(sk_test_http(port, "GET", path, "501", NULL, body, sizeof(body)), 200);
                 ck_assert_int_eq(sk_test_json_field(body, "state", f, sizeof(f)), 0);
                 ck_assert_str_eq(f, "FAILED");
@@ -535,15 +519,15 @@ START_TEST(front_rollback_and_deadline)
         ck_assert_int_ge(sk_mono_ms() - t0, 6500);
         ck_assert_int_eq(sk_test_json_field(body, "state", f, sizeof(f)), 0);
         ck_assert_str_eq(f, "PENDING");
-        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 2);
-        s = sk_test_hget(g_rc, k, "502");
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, sk_test_fx.r, vid), 2);
+        s = sk_test_hget(sk_test_fx.r, k, "502");
         ck_assert_ptr_nonnull(s);
         free(s);
 
         /* 3. The same user who was rolled back may buy again. */
         sk_sleep_ms(1500, NULL);
         ck_assert_int_eq(sk_test_buy(port, vid, "501", body, sizeof(body)), 202);
-        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 1);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, sk_test_fx.r, vid), 1);
         st = sk_test_stop(pid, 30);
         ck_assert_int_eq(st, 0);
 }
@@ -579,9 +563,9 @@ START_TEST(inflight_cap_refuses_before_deduct)
 
         memset(&h, 0, sizeof(h));
         h.port = sk_test_free_port();
-        h.vid = new_voucher(5);
+        h.vid = sk_test_voucher_open(5);
         snprintf(log, sizeof(log), "%s.cap", g_log);
-        pid = sk_test_front_start(&g_conf, h.port, env, log);
+        pid = sk_test_front_start(&sk_test_fx.conf, h.port, env, log);
         ck_assert_msg(sk_test_wait_ready(h.port, pid, 30) == 0, "front not ready (%s)", log);
         ck_assert_int_eq(pthread_create(&t, NULL, held_main, &h), 0);
         sk_sleep_ms(700, NULL);
@@ -590,9 +574,9 @@ START_TEST(inflight_cap_refuses_before_deduct)
         ck_assert_str_eq(cause, "overload");
         pthread_join(t, NULL);
         ck_assert_int_eq(h.status, 202);
-        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, h.vid), 4);
-        sk_key_voucher(k, g_conf.redis_prefix, h.vid, 0, SK_KEY_USERS);
-        s = sk_test_hget(g_rc, k, "602");
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, sk_test_fx.r, h.vid), 4);
+        sk_key_voucher(k, sk_test_fx.conf.redis_prefix, h.vid, 0, SK_KEY_USERS);
+        s = sk_test_hget(sk_test_fx.r, k, "602");
         ck_assert_ptr_null(s);
         ck_assert_int_eq(sk_test_stop(pid, 30), 0);
 }
@@ -613,9 +597,9 @@ START_TEST(sigterm_with_purchase_in_flight)
 
         memset(&h, 0, sizeof(h));
         h.port = sk_test_free_port();
-        h.vid = new_voucher(5);
+        h.vid = sk_test_voucher_open(5);
         snprintf(log, sizeof(log), "%s.term", g_log);
-        pid = sk_test_front_start(&g_conf, h.port, env, log);
+        pid = sk_test_front_start(&sk_test_fx.conf, h.port, env, log);
         ck_assert_msg(sk_test_wait_ready(h.port, pid, 30) == 0, "front not ready (%s)", log);
         ck_assert_int_eq(pthread_create(&t, NULL, held_main, &h), 0);
         sk_sleep_ms(700, NULL);
@@ -644,7 +628,7 @@ START_TEST(sigterm_with_purchase_in_flight)
         if (st < 0)
                 sk_test_stop(pid, 5);
         ck_assert_int_eq(st, 0);
-        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, h.vid), 4);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, sk_test_fx.r, h.vid), 4);
 }
 END_TEST
 
@@ -658,13 +642,13 @@ START_TEST(possibly_persisted_reproduce)
         static const char *const env_b[] = { "SECKILL_FAILPOINTS=front.delivery_possibly=1*error", NULL };
         char log[300], body[1024], k[SK_KEY_MAX], f[64], tr[SK_ID_STRLEN], field[48], v[SK_ID_STRLEN];
         int port = sk_test_free_port();
-        int64_t vid = new_voucher(5), t;
+        int64_t vid = sk_test_voucher_open(5), t;
         pid_t pid;
         char *s, *entry;
 
         sk_id_format(vid, v);
         snprintf(log, sizeof(log), "%s.pp", g_log);
-        pid = sk_test_front_start(&g_conf, port, env_a, log);
+        pid = sk_test_front_start(&sk_test_fx.conf, port, env_a, log);
         ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front not ready (%s)", log);
         ck_assert_int_eq(sk_test_buy(port, vid, "701", body, sizeof(body)), 503);
         ck_assert_int_eq(sk_test_json_field(body, "state", f, sizeof(f)), 0);
@@ -672,18 +656,18 @@ START_TEST(possibly_persisted_reproduce)
         ck_assert_int_eq(sk_test_json_field(body, "traceId", tr, sizeof(tr)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(tr, &t), 0);
         /* No rollback: stock still taken, no fence, the user still named. */
-        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 4);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, sk_test_fx.r, vid), 4);
+        sk_key_voucher(k, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         sk_field_trace(field, t, 'r');
-        s = sk_test_hget(g_rc, k, field);
+        s = sk_test_hget(sk_test_fx.r, k, field);
         ck_assert_ptr_null(s);
-        entry = sk_test_hget(g_rc, k, tr);
+        entry = sk_test_hget(sk_test_fx.r, k, tr);
         ck_assert_ptr_nonnull(entry);
         /* Two identical copies in the topic. */
         ck_assert_int_eq(kafka_count(entry, v, 2), 2);
         free(entry);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
-        s = sk_test_hget(g_rc, k, "701");
+        sk_key_voucher(k, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_USERS);
+        s = sk_test_hget(sk_test_fx.r, k, "701");
         ck_assert_ptr_nonnull(s);
         ck_assert_str_eq(s, tr);
         free(s);
@@ -692,16 +676,16 @@ START_TEST(possibly_persisted_reproduce)
 
         /* A re-produce that is PERSISTED -> 202 (again two identical copies). */
         port = sk_test_free_port();
-        pid = sk_test_front_start(&g_conf, port, env_b, log);
+        pid = sk_test_front_start(&sk_test_fx.conf, port, env_b, log);
         ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front not ready (%s)", log);
         ck_assert_int_eq(sk_test_buy(port, vid, "703", body, sizeof(body)), 202);
         ck_assert_int_eq(sk_test_json_field(body, "traceId", tr, sizeof(tr)), 0);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
-        entry = sk_test_hget(g_rc, k, tr);
+        sk_key_voucher(k, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_TRACE);
+        entry = sk_test_hget(sk_test_fx.r, k, tr);
         ck_assert_ptr_nonnull(entry);
         ck_assert_int_eq(kafka_count(entry, v, 2), 2);
         free(entry);
-        ck_assert_int_eq(sk_test_stock(&g_conf, g_rc, vid), 2);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, sk_test_fx.r, vid), 2);
         ck_assert_int_eq(sk_test_stop(pid, 30), 0);
 }
 END_TEST
@@ -717,13 +701,10 @@ END_TEST
 
 static void setup(void)
 {
-        sk_test_conf(&g_conf, "front");
-        sk_test_migrate(&g_conf);
-        g_rc = sk_test_redis(&g_conf);
+        sk_test_fix_setup("front", &(sk_test_fix_opts_t){ .no_topics = 1 });
         g_port = sk_test_free_port();
-        snprintf(g_log, sizeof(g_log), "%s/front_0400_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        g_pid = sk_test_front_start(&g_conf, g_port, NULL, g_log);
+        sk_test_log_path(g_log, sizeof(g_log), "front_0400");
+        g_pid = sk_test_front_start(&sk_test_fx.conf, g_port, NULL, g_log);
         ck_assert_msg(sk_test_wait_ready(g_port, g_pid, 30) == 0, "front not ready (log %s)", g_log);
 }
 
@@ -731,10 +712,7 @@ static void teardown(void)
 {
         if (g_pid > 0)
                 sk_test_stop(g_pid, 30);
-        sk_test_reap_all(); /* per-test fronts a failed check left running */
-        if (g_rc)
-                sk_redis_close(g_rc);
-        sk_test_cleanup(&g_conf);
+        sk_test_fix_teardown();
 }
 
 int main(void)
@@ -742,7 +720,6 @@ int main(void)
         Suite *s = suite_create("front_purchase");
         TCase *tc = tcase_create("front");
 
-        setenv("CK_FORK", "no", 1);
         tcase_set_timeout(tc, 120);
         tcase_add_unchecked_fixture(tc, setup, teardown);
         tcase_add_test(tc, ready_health_metrics);
@@ -758,5 +735,5 @@ int main(void)
         tcase_add_test(tc, possibly_persisted_reproduce);
         tcase_add_test(tc, zz_graceful_shutdown);
         suite_add_tcase(s, tc);
-        return sk_test_run(s);
+        return sk_test_run_nofork(s);
 }

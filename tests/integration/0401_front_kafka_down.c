@@ -7,13 +7,11 @@
  * (POSSIBLY_PERSISTED) that meets a fatal producer waits for its replacement. */
 #include "sk_test.h"
 
-static sk_conf_t g_conf;
-static pid_t g_child; /* a front still running when a check failed (CK_FORK=no) */
 
 START_TEST(kafka_down_refuses_before_deduct)
 {
         static const char *const env[] = { "SECKILL_KAFKA_BROKERS=127.0.0.1:1", NULL };
-        sk_redis_t *rc = sk_test_redis(&g_conf);
+        sk_redis_t *rc = sk_test_fx.r;
         int port = sk_test_free_port();
         char log[256], body[2048], path[128], v[SK_ID_STRLEN];
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), until;
@@ -21,13 +19,12 @@ START_TEST(kafka_down_refuses_before_deduct)
         pid_t pid;
         int st = -1, i;
 
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = rc, .vid = vid, .stock = 5,
                                               .begin_ms = t - 60000, .end_ms = t + 3600000,
                                               .status = 1 });
-        before = sk_test_snapshot(&g_conf, rc);
-        snprintf(log, sizeof(log), "%s/front_0401_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        pid = sk_test_front_start(&g_conf, port, env, log);
+        before = sk_test_snapshot(&sk_test_fx.conf, rc);
+        sk_test_log_path(log, sizeof(log), "front_0401");
+        pid = sk_test_front_start(&sk_test_fx.conf, port, env, log);
         /* Wait for the HTTP side (it starts even though Kafka is down). */
         until = sk_mono_ms() + 30000;
         while (sk_mono_ms() < until &&
@@ -54,18 +51,17 @@ START_TEST(kafka_down_refuses_before_deduct)
                 int fd_status = sk_test_http(port, "POST", path, "78", NULL, body, sizeof(body));
                 ck_assert_int_eq(fd_status, 503);
         }
-        after = sk_test_snapshot(&g_conf, rc);
+        after = sk_test_snapshot(&sk_test_fx.conf, rc);
         if (strcmp(before, after))
                 fprintf(stderr, "BEFORE:\n%s\nAFTER:\n%s\n", before, after);
         ck_assert_str_eq(before, after);
-        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 5);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, rc, vid), 5);
         ck_assert_int_eq(sk_test_http(port, "POST", "/api/v1/vouchers/01/seckill", "77", NULL, body,
                                  sizeof(body)), 400);
         st = sk_test_stop(pid, 30);
         ck_assert_int_eq(st, 0);
         free(before);
         free(after);
-        sk_redis_close(rc);
 }
 END_TEST
 
@@ -74,7 +70,7 @@ END_TEST
 START_TEST(fatal_producer_is_replaced)
 {
         static const char *const env[] = { "SECKILL_FAILPOINTS=front.kafka_fatal=1*error", NULL };
-        sk_redis_t *rc = sk_test_redis(&g_conf);
+        sk_redis_t *rc = sk_test_fx.r;
         int port = sk_test_free_port();
         char log[256], path[128], v[SK_ID_STRLEN];
         char *body = malloc(SK_TEST_BODY_MAX);
@@ -82,12 +78,11 @@ START_TEST(fatal_producer_is_replaced)
         pid_t pid;
 
         ck_assert(body != NULL);
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = rc, .vid = vid, .stock = 5,
                                               .begin_ms = t - 60000, .end_ms = t + 3600000,
                                               .status = 1 });
-        snprintf(log, sizeof(log), "%s/front_0401_fatal_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        pid = sk_test_front_start(&g_conf, port, env, log);
+        sk_test_log_path(log, sizeof(log), "front_0401_fatal");
+        pid = sk_test_front_start(&sk_test_fx.conf, port, env, log);
         ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
         ck_assert_int_eq(sk_test_http(port, "GET", "/metrics", NULL, NULL, body, SK_TEST_BODY_MAX), 200);
         ck_assert_msg(strstr(body, "seckill_front_producer_replaced_total 1") != NULL,
@@ -95,10 +90,9 @@ START_TEST(fatal_producer_is_replaced)
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
         ck_assert_int_eq(sk_test_http(port, "POST", path, "91", NULL, body, SK_TEST_BODY_MAX), 202);
-        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 4);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, rc, vid), 4);
         ck_assert_int_eq(sk_test_stop(pid, 30), 0);
         free(body);
-        sk_redis_close(rc);
 }
 END_TEST
 
@@ -112,7 +106,7 @@ START_TEST(reproduce_waits_for_replaced_producer)
 {
         static const char *const env[] = {
                 "SECKILL_FAILPOINTS=front.delivery_possibly=1*error;front.reproduce_fatal=1*error", NULL };
-        sk_redis_t *rc = sk_test_redis(&g_conf);
+        sk_redis_t *rc = sk_test_fx.r;
         int port = sk_test_free_port();
         char log[256], path[128], v[SK_ID_STRLEN], k[SK_KEY_MAX], tr[SK_ID_STRLEN], field[48];
         char *body = malloc(SK_TEST_BODY_MAX), *s;
@@ -120,21 +114,19 @@ START_TEST(reproduce_waits_for_replaced_producer)
         pid_t pid;
 
         ck_assert(body != NULL);
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = rc, .vid = vid, .stock = 5,
                                               .begin_ms = t - 60000, .end_ms = t + 3600000,
                                               .status = 1 });
-        snprintf(log, sizeof(log), "%s/front_0401_refatal_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        pid = sk_test_front_start(&g_conf, port, env, log);
-        g_child = pid;
+        sk_test_log_path(log, sizeof(log), "front_0401_refatal");
+        pid = sk_test_front_start(&sk_test_fx.conf, port, env, log);
         ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
         ck_assert_int_eq(sk_test_http(port, "POST", path, "92", NULL, body, SK_TEST_BODY_MAX), 202);
         ck_assert_int_eq(sk_test_json_field(body, "traceId", tr, sizeof(tr)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(tr, &tid), 0);
-        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 4);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, rc, vid), 4);
+        sk_key_voucher(k, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         sk_field_trace(field, tid, 'r');
         s = sk_test_hget(rc, k, field);
         ck_assert_ptr_null(s);
@@ -143,27 +135,15 @@ START_TEST(reproduce_waits_for_replaced_producer)
                       "producer not replaced (log %s)", log);
         ck_assert_msg(strstr(body, "seckill_front_reproduce_total 1") != NULL,
                       "no re-produce (log %s)", log);
-        g_child = 0;
         ck_assert_int_eq(sk_test_stop(pid, 30), 0);
         free(body);
-        sk_redis_close(rc);
 }
 END_TEST
 
 static void setup(void)
 {
-        sk_test_conf(&g_conf, "frontkd");
-        sk_test_migrate(&g_conf); /* the front leases its worker id in the DB (DESIGN.md 2) */
-}
-
-static void teardown(void)
-{
-        sk_test_reap_all(); /* fronts a failed check left running */
-        if (g_child > 0) {
-                kill(g_child, SIGKILL);
-                waitpid(g_child, NULL, 0);
-        }
-        sk_test_cleanup(&g_conf);
+        /* the front leases its worker id in the DB (DESIGN.md 2) */
+        sk_test_fix_setup("frontkd", &(sk_test_fix_opts_t){ .no_topics = 1 });
 }
 
 int main(void)
@@ -171,12 +151,11 @@ int main(void)
         Suite *s = suite_create("front_kafka_down");
         TCase *tc = tcase_create("kafka_down");
 
-        setenv("CK_FORK", "no", 1);
         tcase_set_timeout(tc, 120);
-        tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_unchecked_fixture(tc, setup, sk_test_fix_teardown);
         tcase_add_test(tc, kafka_down_refuses_before_deduct);
         tcase_add_test(tc, fatal_producer_is_replaced);
         tcase_add_test(tc, reproduce_waits_for_replaced_producer);
         suite_add_tcase(s, tc);
-        return sk_test_run(s);
+        return sk_test_run_nofork(s);
 }

@@ -3,8 +3,6 @@
  * it serves anything, and the first keeps serving. */
 #include "sk_test.h"
 
-static sk_conf_t g_conf;
-
 START_TEST(same_worker_id_second_exits_2)
 {
         static const char *const env[] = { "SECKILL_WORKER_ID=17", NULL };
@@ -14,13 +12,12 @@ START_TEST(same_worker_id_second_exits_2)
         int st = -1;
         int64_t until;
 
-        snprintf(log, sizeof(log), "%s/front_0402_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        a = sk_test_front_start(&g_conf, p1, env, log);
+        sk_test_log_path(log, sizeof(log), "front_0402");
+        a = sk_test_front_start(&sk_test_fx.conf, p1, env, log);
         ck_assert_msg(sk_test_wait_ready(p1, a, 30) == 0, "first front not ready (log %s)", log);
         ck_assert_int_eq(sk_test_http(p1, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 200);
         ck_assert_msg(strstr(body, "\"workerId\":17") != NULL, "%s", body);
-        b = sk_test_front_start(&g_conf, p2, env, log);
+        b = sk_test_front_start(&sk_test_fx.conf, p2, env, log);
         until = sk_mono_ms() + 20000;
         while (sk_mono_ms() < until) {
                 int w;
@@ -41,14 +38,8 @@ END_TEST
 
 static void setup(void)
 {
-        sk_test_conf(&g_conf, "frontwid");
-        sk_test_migrate(&g_conf); /* the front leases its worker id in the DB (DESIGN.md 2) */
-}
-
-static void teardown(void)
-{
-        sk_test_reap_all(); /* fronts a failed check left running */
-        sk_test_cleanup(&g_conf);
+        /* the front leases its worker id in the DB (DESIGN.md 2) */
+        sk_test_fix_setup("frontwid", &(sk_test_fix_opts_t){ .no_topics = 1 });
 }
 
 int main(void)
@@ -56,10 +47,9 @@ int main(void)
         Suite *s = suite_create("front_worker_id");
         TCase *tc = tcase_create("worker_id");
 
-        setenv("CK_FORK", "no", 1);
         tcase_set_timeout(tc, 90);
-        tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_unchecked_fixture(tc, setup, sk_test_fix_teardown);
         tcase_add_test(tc, same_worker_id_second_exits_2);
         suite_add_tcase(s, tc);
-        return sk_test_run(s);
+        return sk_test_run_nofork(s);
 }

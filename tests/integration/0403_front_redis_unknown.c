@@ -12,10 +12,6 @@
  *     with an active order (503 for the others), and the front exits 0 on SIGTERM. */
 #include "sk_test.h"
 
-static sk_conf_t g_conf;
-static pid_t g_redis_pid;
-static pid_t g_front_pid; /* killed in teardown when a check failed (CK_FORK=no) */
-
 static void pause_writes(sk_redis_t *rc, int ms)
 {
         redisReply *r = sk_test_cmd(rc, "CLIENT PAUSE %d WRITE", ms);
@@ -35,65 +31,21 @@ static long long hlen(sk_redis_t *rc, const char *key)
         return n;
 }
 
-START_TEST(unknown_deduct_outcome)
+/* 2. A long pause: unknown three times -> rollback mode front; 503 with the state it
+ *    established, never a double deduct; another buyer still buys. @returns the stock. */
+static long long long_pause(sk_redis_t *rc, int port, const char *path, int64_t vid, const char *k)
 {
-        static const char *const env_fmt = "SECKILL_REDIS_URL=redis://127.0.0.1:%d/0";
-        char url_env[128], log[256], body[1024], path[128], v[SK_ID_STRLEN], k[SK_KEY_MAX];
-        char state[32], tr[SK_ID_STRLEN], field[48];
-        /* The timeouts below open the Redis breaker (DESIGN.md 12); a short minimum open
-         * time lets its probe close it again before the next step. */
-        const char *env[] = { url_env, "SECKILL_WORKER_LEASE_MS=20000", "SECKILL_BREAKER_OPEN_MS=1000",
-                              NULL };
-        sk_redis_t *rc = sk_test_redis(&g_conf);
-        int port = sk_test_free_port();
-        int64_t vid = sk_test_rand_id(), t = sk_now_ms(), tid;
+        char body[1024], state[32], tr[SK_ID_STRLEN], field[48], *s;
         long long stock;
-        pid_t pid;
-        char *s;
+        int64_t tid;
 
-        snprintf(url_env, sizeof(url_env), env_fmt, g_conf.redis.port);
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
-                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
-                                              .status = 1 });
-        snprintf(log, sizeof(log), "%s/front_0403_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        pid = sk_test_front_start(&g_conf, port, env, log);
-        g_front_pid = pid;
-        ck_assert_msg(sk_test_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
-        sk_id_format(vid, v);
-        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
-
-        /* 0. SCRIPT FLUSH (private server): the pipelined EVALSHA answers NOSCRIPT, the
-         *    front loads the script and retries once: one deduction. */
-        {
-                redisReply *r = sk_test_cmd(rc, "SCRIPT FLUSH");
-
-                ck_assert(r && r->type == REDIS_REPLY_STATUS);
-                freeReplyObject(r);
-        }
-        ck_assert_int_eq(sk_test_http(port, "POST", path, "800", NULL, body, sizeof(body)), 202);
-        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 4);
-        /* the trace hash: the placeholder `_` (sk_test_voucher, as preheat) and the one DEDUCT */
-        ck_assert_int_eq(hlen(rc, k), 2);
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
-                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
-                                              .status = 1 }); /* back to 5 */
-
-        /* 1. Short pause: one repeat succeeds; stock down once. */
-        pause_writes(rc, 1500);
-        ck_assert_int_eq(sk_test_http(port, "POST", path, "801", NULL, body, sizeof(body)), 202);
-        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 4);
-        ck_assert_int_eq(hlen(rc, k), 3);
-
-        /* 2. Long pause: unknown three times -> rollback mode front. */
         pause_writes(rc, 6000);
         ck_assert_int_eq(sk_test_http(port, "POST", path, "802", NULL, body, sizeof(body)), 503);
         ck_assert_int_eq(sk_test_json_field(body, "state", state, sizeof(state)), 0);
         ck_assert_int_eq(sk_test_json_field(body, "traceId", tr, sizeof(tr)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(tr, &tid), 0);
         sk_sleep_ms(6500, NULL); /* past the pause: anything left has run */
-        stock = sk_test_stock(&g_conf, rc, vid);
+        stock = sk_test_stock(&sk_test_fx.conf, rc, vid);
         sk_field_trace(field, tid, 'r');
         s = sk_test_hget(rc, k, field);
         if (!strcmp(state, "FAILED")) {
@@ -107,35 +59,41 @@ START_TEST(unknown_deduct_outcome)
         free(s);
         /* The fenced or pending trace never deducts twice; another buyer still can. */
         ck_assert_int_eq(sk_test_http(port, "POST", path, "803", NULL, body, sizeof(body)), 202);
-        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), stock - 1);
-        stock--;
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, rc, vid), stock - 1);
+        return stock - 1;
+}
 
-        /* 3. BUSY (a script runs past busy-reply-threshold): the deduct did not run ->
-         *    503, nothing to undo (no state, stock unchanged). */
-        {
-                char cmd[256];
-                redisReply *r;
-                char cause[32];
+/* 3. BUSY (a script runs past busy-reply-threshold): the deduct did not run -> 503,
+ *    nothing to undo (no state, stock unchanged). */
+static void busy(sk_redis_t *rc, int port, const char *path, int64_t vid, long long stock)
+{
+        char body[1024], cmd[256], cause[32];
+        redisReply *r;
 
-                snprintf(cmd, sizeof(cmd), "redis-cli -p %d EVAL 'while true do end' 0 "
-                         ">/dev/null 2>&1 &", g_conf.redis.port);
-                ck_assert_int_eq(system(cmd), 0);
-                sk_sleep_ms(600, NULL);
-                ck_assert_int_eq(sk_test_http(port, "POST", path, "804", NULL, body, sizeof(body)), 503);
-                ck_assert_int_eq(sk_test_json_field(body, "cause", cause, sizeof(cause)), 0);
-                ck_assert_str_eq(cause, "redis");
-                ck_assert_msg(strstr(body, "\"state\"") == NULL, "%s", body);
-                r = sk_test_cmd(rc, "SCRIPT KILL");
-                ck_assert(r != NULL);
-                freeReplyObject(r);
-                sk_sleep_ms(200, NULL);
-                ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), stock);
-        }
+        snprintf(cmd, sizeof(cmd), "redis-cli -p %d EVAL 'while true do end' 0 "
+                 ">/dev/null 2>&1 &", sk_test_fx.conf.redis.port);
+        ck_assert_int_eq(system(cmd), 0);
+        sk_sleep_ms(600, NULL);
+        ck_assert_int_eq(sk_test_http(port, "POST", path, "804", NULL, body, sizeof(body)), 503);
+        ck_assert_int_eq(sk_test_json_field(body, "cause", cause, sizeof(cause)), 0);
+        ck_assert_str_eq(cause, "redis");
+        ck_assert_msg(strstr(body, "\"state\"") == NULL, "%s", body);
+        r = sk_test_cmd(rc, "SCRIPT KILL");
+        ck_assert(r != NULL);
+        freeReplyObject(r);
+        sk_sleep_ms(200, NULL);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, rc, vid), stock);
+}
 
-        /* 4. Redis gone: 503 before anything could be written. */
-        kill(g_redis_pid, SIGKILL);
-        waitpid(g_redis_pid, NULL, 0);
-        g_redis_pid = 0;
+/* 4. Redis gone: 503 before anything could be written; /readyz 503; orders/me from
+ *    the DB for a buyer with an active order. */
+static void redis_gone(int port, const char *path, const char *v)
+{
+        char body[1024];
+
+        kill(sk_test_fx.redis_pid, SIGKILL);
+        waitpid(sk_test_fx.redis_pid, NULL, 0);
+        sk_test_fx.redis_pid = 0;
         ck_assert_int_eq(sk_test_http(port, "POST", path, "805", NULL, body, sizeof(body)), 503);
         {
                 /* /readyz follows within the health period (1 s). */
@@ -158,7 +116,7 @@ START_TEST(unknown_deduct_outcome)
                          "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, status) "
                          "VALUES (%lld, 806, %s, %lld, 1)", (long long)o, v,
                          (long long)sk_test_rand_id());
-                sk_test_conf_exec(&g_conf, sql);
+                sk_test_conf_exec(&sk_test_fx.conf, sql);
                 snprintf(mepath, sizeof(mepath), "/api/v1/vouchers/%s/orders/me", v);
                 ck_assert_int_eq(sk_test_http(port, "GET", mepath, "806", NULL, body, sizeof(body)), 200);
                 ck_assert_int_eq(sk_test_json_field(body, "state", st_s, sizeof(st_s)), 0);
@@ -168,9 +126,60 @@ START_TEST(unknown_deduct_outcome)
                 ck_assert_str_eq(oid, st_s);
                 ck_assert_int_eq(sk_test_http(port, "GET", mepath, "807", NULL, body, sizeof(body)), 503);
         }
-        g_front_pid = 0;
+}
+
+START_TEST(unknown_deduct_outcome)
+{
+        static const char *const env_fmt = "SECKILL_REDIS_URL=redis://127.0.0.1:%d/0";
+        char url_env[128], log[256], body[1024], path[128], v[SK_ID_STRLEN], k[SK_KEY_MAX];
+        /* The timeouts below open the Redis breaker (DESIGN.md 12); a short minimum open
+         * time lets its probe close it again before the next step. */
+        const char *env[] = { url_env, "SECKILL_WORKER_LEASE_MS=20000", "SECKILL_BREAKER_OPEN_MS=1000",
+                              NULL };
+        sk_redis_t *rc = sk_test_fx.r;
+        int port = sk_test_free_port();
+        int64_t vid = sk_test_rand_id(), t = sk_now_ms();
+        long long stock;
+        pid_t pid;
+
+        snprintf(url_env, sizeof(url_env), env_fmt, sk_test_fx.conf.redis.port);
+        sk_test_voucher(&(sk_test_voucher_t){ .r = rc, .vid = vid, .stock = 5,
+                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
+                                              .status = 1 });
+        sk_test_log_path(log, sizeof(log), "front_0403");
+        pid = sk_test_front_start(&sk_test_fx.conf, port, env, log);
+        ck_assert_msg(sk_test_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
+        sk_id_format(vid, v);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        sk_key_voucher(k, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_TRACE);
+
+        /* 0. SCRIPT FLUSH (private server): the pipelined EVALSHA answers NOSCRIPT, the
+         *    front loads the script and retries once: one deduction. */
+        {
+                redisReply *r = sk_test_cmd(rc, "SCRIPT FLUSH");
+
+                ck_assert(r && r->type == REDIS_REPLY_STATUS);
+                freeReplyObject(r);
+        }
+        ck_assert_int_eq(sk_test_http(port, "POST", path, "800", NULL, body, sizeof(body)), 202);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, rc, vid), 4);
+        /* the trace hash: the placeholder `_` (sk_test_voucher, as preheat) and the one DEDUCT */
+        ck_assert_int_eq(hlen(rc, k), 2);
+        sk_test_voucher(&(sk_test_voucher_t){ .r = rc, .vid = vid, .stock = 5,
+                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
+                                              .status = 1 }); /* back to 5 */
+
+        /* 1. Short pause: one repeat succeeds; stock down once. */
+        pause_writes(rc, 1500);
+        ck_assert_int_eq(sk_test_http(port, "POST", path, "801", NULL, body, sizeof(body)), 202);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, rc, vid), 4);
+        ck_assert_int_eq(hlen(rc, k), 3);
+
+        /* 2. Long pause; 3. BUSY; 4. Redis gone. */
+        stock = long_pause(rc, port, path, vid, k);
+        busy(rc, port, path, vid, stock);
+        redis_gone(port, path, v);
         ck_assert_int_eq(sk_test_stop(pid, 40), 0);
-        sk_redis_close(rc);
 }
 END_TEST
 
@@ -178,19 +187,8 @@ static void setup(void)
 {
         static const char *const extra[] = { "--lua-time-limit", "100", NULL };
 
-        sk_test_conf(&g_conf, "frontru");
-        sk_test_migrate(&g_conf);
-        g_redis_pid = sk_test_redis_start(&g_conf, 0, extra);
-}
-
-static void teardown(void)
-{
-        if (g_front_pid > 0) {
-                kill(g_front_pid, SIGKILL);
-                waitpid(g_front_pid, NULL, 0);
-        }
-        sk_test_redis_stop(&g_redis_pid);
-        sk_test_cleanup(&g_conf); /* the database (the private Redis is gone) */
+        sk_test_fix_setup("frontru", &(sk_test_fix_opts_t){ .no_topics = 1, .private_redis = 1,
+                                                            .redis_args = extra });
 }
 
 int main(void)
@@ -198,9 +196,8 @@ int main(void)
         Suite *s = suite_create("front_redis_unknown");
         TCase *tc = tcase_create("unknown");
 
-        setenv("CK_FORK", "no", 1);
-        tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_unchecked_fixture(tc, setup, sk_test_fix_teardown);
         tcase_add_test(tc, unknown_deduct_outcome);
         suite_add_tcase(s, tc);
-        return sk_test_run(s);
+        return sk_test_run_nofork(s);
 }

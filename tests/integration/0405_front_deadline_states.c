@@ -15,18 +15,6 @@
 #include "sk_test.h"
 #include "sk/db.h"
 
-static sk_conf_t g_conf;
-static pid_t g_child; /* a front still running when a check failed (CK_FORK=no) */
-
-static void reap_child(void)
-{
-        if (g_child > 0) {
-                kill(g_child, SIGKILL);
-                waitpid(g_child, NULL, 0);
-        }
-        g_child = 0;
-}
-
 START_TEST(rejected_deduct_deadline_has_no_state)
 {
         char log[256], body[2048], path[128], v[SK_ID_STRLEN], errstr[256] = "";
@@ -35,7 +23,7 @@ START_TEST(rejected_deduct_deadline_has_no_state)
          * "fresh" (DESIGN.md 12 a) for this test, which is about the deadline. */
         const char *env[] = { "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS=1000", "SECKILL_SWITCH_STALE_MS=60000",
                               NULL };
-        sk_redis_t *rc = sk_test_redis(&g_conf);
+        sk_redis_t *rc = sk_test_fx.r;
         sk_db_t *locker;
         int port = sk_test_free_port(), st;
         int64_t vid = sk_test_rand_id(), t0;
@@ -44,22 +32,19 @@ START_TEST(rejected_deduct_deadline_has_no_state)
 
         /* The front first (its first read of the switch rows must succeed: a front that
          * never read them sends nothing to Redis, DESIGN.md 12 a). */
-        snprintf(log, sizeof(log), "%s/front_0405_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        pid = sk_test_front_start(&g_conf, port, env, log);
-        reap_child();
-        g_child = pid;
+        sk_test_log_path(log, sizeof(log), "front_0405");
+        pid = sk_test_front_start(&sk_test_fx.conf, port, env, log);
         ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
 
         /* The front's DB check of the voucher blocks on this session's table lock. */
-        locker = sk_db_connect(&g_conf.mysql, 0, 0, errstr, sizeof(errstr));
+        locker = sk_db_connect(&sk_test_fx.conf.mysql, 0, 0, errstr, sizeof(errstr));
         ck_assert_msg(locker != NULL, "%s", errstr);
         ck_assert_msg(sk_db_exec(locker, "LOCK TABLES tb_seckill_voucher WRITE", errstr,
                                  sizeof(errstr)) == SK_OK, "%s", errstr);
 
         /* Stock but no meta: deduct.lua answers REJECT 10004 without writing. */
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5 });
-        before = sk_test_snapshot(&g_conf, rc);
+        sk_test_voucher(&(sk_test_voucher_t){ .r = rc, .vid = vid, .stock = 5 });
+        before = sk_test_snapshot(&sk_test_fx.conf, rc);
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
 
@@ -71,17 +56,15 @@ START_TEST(rejected_deduct_deadline_has_no_state)
         ck_assert_msg(strstr(body, "\"code\":10013") != NULL, "%s", body);
         ck_assert_msg(strstr(body, "\"state\"") == NULL, "a rejected deduct has no state: %s", body);
         ck_assert_msg(strstr(body, "\"traceId\"") == NULL, "no purchase to follow: %s", body);
-        after = sk_test_snapshot(&g_conf, rc);
+        after = sk_test_snapshot(&sk_test_fx.conf, rc);
         ck_assert_str_eq(before, after);
-        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 5);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, rc, vid), 5);
 
         /* The lock goes away: the hanging check ends; the front stops gracefully. */
         sk_db_close(locker);
-        g_child = 0;
         ck_assert_int_eq(sk_test_stop(pid, 60), 0);
         free(before);
         free(after);
-        sk_redis_close(rc);
 }
 END_TEST
 
@@ -101,12 +84,9 @@ START_TEST(orders_me_reason_is_escaped)
                  "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id, outcome, "
                  "reason) VALUES (%lld, %lld, 4343, %s, 2, 'odd\\\"re\\\\ason')",
                  (long long)sk_test_rand_id(), (long long)sk_test_rand_id(), v);
-        sk_test_conf_exec(&g_conf, sql);
-        snprintf(log, sizeof(log), "%s/front_0405_me_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        pid = sk_test_front_start(&g_conf, port, NULL, log);
-        reap_child();
-        g_child = pid;
+        sk_test_conf_exec(&sk_test_fx.conf, sql);
+        sk_test_log_path(log, sizeof(log), "front_0405_me");
+        pid = sk_test_front_start(&sk_test_fx.conf, port, NULL, log);
         ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/orders/me", v);
         ck_assert_int_eq(sk_test_http(port, "GET", path, "4343", NULL, body, sizeof(body)), 200);
@@ -117,21 +97,13 @@ START_TEST(orders_me_reason_is_escaped)
         ck_assert_str_eq(f, "FAILED");
         ck_assert_int_eq(sk_test_json_field(body, "reason", f, sizeof(f)), 0);
         ck_assert_str_eq(f, "odd\"re\\ason");
-        g_child = 0;
         ck_assert_int_eq(sk_test_stop(pid, 30), 0);
 }
 END_TEST
 
 static void setup(void)
 {
-        sk_test_conf(&g_conf, "frontdl");
-        sk_test_migrate(&g_conf);
-}
-
-static void teardown(void)
-{
-        reap_child();
-        sk_test_cleanup(&g_conf);
+        sk_test_fix_setup("frontdl", &(sk_test_fix_opts_t){ .no_topics = 1 });
 }
 
 int main(void)
@@ -139,11 +111,11 @@ int main(void)
         Suite *s = suite_create("front_deadline_states");
         TCase *tc = tcase_create("deadline");
 
-        setenv("CK_FORK", "no", 1);
         tcase_set_timeout(tc, 120);
-        tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_unchecked_fixture(tc, setup, sk_test_fix_teardown);
+        tcase_add_checked_fixture(tc, sk_test_reap_all, NULL); /* a front an earlier failed test left */
         tcase_add_test(tc, rejected_deduct_deadline_has_no_state);
         tcase_add_test(tc, orders_me_reason_is_escaped);
         suite_add_tcase(s, tc);
-        return sk_test_run(s);
+        return sk_test_run_nofork(s);
 }

@@ -12,18 +12,6 @@
 
 #include "sk_test.h"
 
-static sk_conf_t g_conf;
-static pid_t g_child; /* a front still running when a check failed (CK_FORK=no) */
-
-static void reap_child(void)
-{
-        if (g_child > 0) {
-                kill(g_child, SIGKILL);
-                waitpid(g_child, NULL, 0);
-        }
-        g_child = 0;
-}
-
 typedef struct buy_arg {
         int port;
         char path[160];
@@ -48,7 +36,7 @@ static void run_case(const char *failpoints, const char *user, int claim)
         char fp_env[256], log[256], v[SK_ID_STRLEN], k_trace[SK_KEY_MAX], k_users[SK_KEY_MAX];
         char state[32], tr[SK_ID_STRLEN], field[64];
         const char *env[] = { fp_env, NULL };
-        sk_redis_t *rc = sk_test_redis(&g_conf);
+        sk_redis_t *rc = sk_test_fx.r;
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), tid, until;
         buy_arg_t b;
         pthread_t th;
@@ -57,21 +45,18 @@ static void run_case(const char *failpoints, const char *user, int claim)
 
         memset(&b, 0, sizeof(b));
         snprintf(fp_env, sizeof(fp_env), "SECKILL_FAILPOINTS=%s", failpoints);
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = rc, .vid = vid, .stock = 5,
                                               .begin_ms = t - 60000, .end_ms = t + 3600000,
                                               .status = 1 });
-        snprintf(log, sizeof(log), "%s/front_0407_%s_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", user, (int)getpid());
+        sk_test_log_path(log, sizeof(log), "front_0407_%s", user);
         b.port = sk_test_free_port();
-        pid = sk_test_front_start(&g_conf, b.port, env, log);
-        reap_child();
-        g_child = pid;
+        pid = sk_test_front_start(&sk_test_fx.conf, b.port, env, log);
         ck_assert_msg(sk_test_wait_ready(b.port, pid, 30) == 0, "front not ready (log %s)", log);
         sk_id_format(vid, v);
         snprintf(b.path, sizeof(b.path), "/api/v1/vouchers/%s/seckill", v);
         b.user = user;
-        sk_key_voucher(k_trace, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
-        sk_key_voucher(k_users, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
+        sk_key_voucher(k_trace, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_TRACE);
+        sk_key_voucher(k_users, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_USERS);
         ck_assert_int_eq(pthread_create(&th, NULL, buy_main, &b), 0);
         if (claim) {
                 char *trace = NULL;
@@ -98,7 +83,7 @@ static void run_case(const char *failpoints, const char *user, int claim)
         ck_assert_int_eq(sk_test_json_field(b.body, "traceId", tr, sizeof(tr)), 0);
         ck_assert_int_eq(sk_id_parse_cstr(tr, &tid), 0);
         /* Nothing undone: stock taken, no fence, the user still named by the trace. */
-        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 4);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, rc, vid), 4);
         sk_field_trace(field, tid, 'r');
         s = sk_test_hget(rc, k_trace, field);
         ck_assert_msg(s == NULL, "fence written: %s", s ? s : "");
@@ -109,9 +94,7 @@ static void run_case(const char *failpoints, const char *user, int claim)
         ck_assert_ptr_nonnull(s);
         ck_assert_str_eq(s, tr);
         free(s);
-        g_child = 0;
         ck_assert_int_eq(sk_test_stop(pid, 30), 0);
-        sk_redis_close(rc);
 }
 
 START_TEST(claimed_fence_is_pending)
@@ -128,14 +111,8 @@ END_TEST
 
 static void setup(void)
 {
-        sk_test_conf(&g_conf, "frontrb");
-        sk_test_migrate(&g_conf); /* the front leases its worker id in the DB (DESIGN.md 2) */
-}
-
-static void teardown(void)
-{
-        reap_child();
-        sk_test_cleanup(&g_conf);
+        /* the front leases its worker id in the DB (DESIGN.md 2) */
+        sk_test_fix_setup("frontrb", &(sk_test_fix_opts_t){ .no_topics = 1 });
 }
 
 int main(void)
@@ -143,11 +120,11 @@ int main(void)
         Suite *s = suite_create("front_rollback_states");
         TCase *tc = tcase_create("rollback");
 
-        setenv("CK_FORK", "no", 1);
         tcase_set_timeout(tc, 90);
-        tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_unchecked_fixture(tc, setup, sk_test_fix_teardown);
+        tcase_add_checked_fixture(tc, sk_test_reap_all, NULL); /* a front an earlier failed test left */
         tcase_add_test(tc, claimed_fence_is_pending);
         tcase_add_test(tc, failed_rollback_is_pending);
         suite_add_tcase(s, tc);
-        return sk_test_run(s);
+        return sk_test_run_nofork(s);
 }

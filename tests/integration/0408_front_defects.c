@@ -16,20 +16,12 @@
 #include "sk_test.h"
 #include "sk/snowflake.h"
 
-static sk_conf_t g_conf;
-
-static void log_path(char *out, size_t cap, const char *what)
-{
-        snprintf(out, cap, "%s/front_0408_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
-                 what, (int)getpid());
-}
-
 static pid_t start_front(int port, const char *const *env, const char *what, char *log, size_t cap)
 {
         pid_t pid;
 
-        log_path(log, cap, what);
-        pid = sk_test_front_start(&g_conf, port, env, log);
+        sk_test_log_path(log, cap, "front_0408_%s", what);
+        pid = sk_test_front_start(&sk_test_fx.conf, port, env, log);
         ck_assert_msg(sk_test_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
         return pid;
 }
@@ -37,7 +29,7 @@ static pid_t start_front(int port, const char *const *env, const char *what, cha
 /* DESIGN.md 3: ended = 403/10003 whatever Redis holds (here: nothing at all). */
 START_TEST(ended_voucher_without_keys_is_10003)
 {
-        sk_redis_t *rc = sk_test_redis(&g_conf);
+        sk_redis_t *rc = sk_test_fx.r;
         int port = sk_test_free_port();
         int64_t t = sk_now_ms(), ended = sk_test_rand_id(), live = sk_test_rand_id();
         int64_t unknown = sk_test_rand_id();
@@ -45,11 +37,11 @@ START_TEST(ended_voucher_without_keys_is_10003)
         pid_t pid = start_front(port, NULL, "ended", log, sizeof(log));
 
         /* DB rows only (status 0: no meta, stock -1: no stock key): keys expired. */
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = ended, .stock = -1,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = rc, .vid = ended, .stock = -1,
                                               .init_stock = 0, .db_stock = 0,
                                               .begin_ms = t - 7200000, .end_ms = t - 60000,
                                               .db_status = 1 });
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = live, .stock = -1,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = rc, .vid = live, .stock = -1,
                                               .init_stock = 0, .db_stock = 0, .begin_ms = t - 60000,
                                               .end_ms = t + 3600000, .db_status = 1 });
         sk_id_format(ended, v);
@@ -63,7 +55,7 @@ START_TEST(ended_voucher_without_keys_is_10003)
 
                 snprintf(sql, sizeof(sql),
                          "UPDATE tb_seckill_voucher SET status=2 WHERE voucher_id=%" PRId64, ended);
-                sk_test_conf_exec(&g_conf, sql);
+                sk_test_conf_exec(&sk_test_fx.conf, sql);
         }
         ck_assert_int_eq(sk_test_http(port, "POST", path, "302", NULL, body, sizeof(body)), 403);
         ck_assert_int_eq(sk_test_json_field(body, "code", code, sizeof(code)), 0);
@@ -80,7 +72,6 @@ START_TEST(ended_voucher_without_keys_is_10003)
         ck_assert_int_eq(sk_test_json_field(body, "code", code, sizeof(code)), 0);
         ck_assert_str_eq(code, "10004");
         ck_assert_int_eq(sk_test_stop(pid, 30), 0);
-        sk_redis_close(rc);
 }
 END_TEST
 
@@ -90,7 +81,7 @@ END_TEST
  * worker id would have written them. */
 START_TEST(trace_collision_is_503_and_counted)
 {
-        sk_redis_t *rc = sk_test_redis(&g_conf);
+        sk_redis_t *rc = sk_test_fx.r;
         int port = sk_test_free_port();
         int64_t t = sk_now_ms(), vid = sk_test_rand_id();
         char log[256], path[128], v[SK_ID_STRLEN], body[1024], wid_s[16], k[SK_KEY_MAX];
@@ -102,14 +93,14 @@ START_TEST(trace_collision_is_503_and_counted)
         sk_redis_pipe_t *pp = sk_redis_pipe_new(rc);
 
         ck_assert_ptr_nonnull(pp);
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = rc, .vid = vid, .stock = 5,
                                               .init_stock = 5, .db_stock = 5, .begin_ms = t - 60000,
                                               .end_ms = t + 3600000, .status = 1, .db_status = 1 });
         sk_id_format(vid, v);
         ck_assert_int_eq(sk_test_http(port, "GET", "/readyz", NULL, NULL, body, sizeof(body)), 200);
         ck_assert_int_eq(sk_test_json_field(body, "workerId", wid_s, sizeof(wid_s)), 0);
         wid = strtoll(wid_s, NULL, 10);
-        sk_key_voucher(k, g_conf.redis_prefix, vid, 0, SK_KEY_TRACE);
+        sk_key_voucher(k, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_TRACE);
         from = sk_now_ms();
         for (ms = from - 20; ms < from + 4000; ms++) {
                 for (seq = 0; seq < 4; seq++) {
@@ -131,22 +122,21 @@ START_TEST(trace_collision_is_503_and_counted)
         ck_assert_int_eq(sk_redis_pipe_count(pp), n);
         ck_assert_int_eq(sk_redis_pipe_exec(pp), 0); /* routed: any topology */
         sk_redis_pipe_free(pp);
-        before = sk_test_snapshot(&g_conf, rc);
+        before = sk_test_snapshot(&sk_test_fx.conf, rc);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
         st = sk_test_http(port, "POST", path, "305", NULL, body, sizeof(body));
         ck_assert_msg(sk_now_ms() < from + 3900, "the purchase took too long for the prefill");
         ck_assert_msg(st == 503, "status %lld body %s (log %s)", st, body, log);
         ck_assert_ptr_nonnull(strstr(body, "collision"));
-        after = sk_test_snapshot(&g_conf, rc);
+        after = sk_test_snapshot(&sk_test_fx.conf, rc);
         ck_assert_str_eq(before, after); /* nothing written */
-        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 5);
-        sk_key_voucher(ku, g_conf.redis_prefix, vid, 0, SK_KEY_USERS);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, rc, vid), 5);
+        sk_key_voucher(ku, sk_test_fx.conf.redis_prefix, vid, 0, SK_KEY_USERS);
         ck_assert_ptr_null(sk_test_hget(rc, ku, "305"));
         ck_assert_int_eq(sk_test_scrape(port, "seckill_front_deduct_collision_total"), 1);
         ck_assert_int_eq(sk_test_stop(pid, 30), 0);
         free(before);
         free(after);
-        sk_redis_close(rc);
 }
 END_TEST
 
@@ -171,7 +161,7 @@ START_TEST(queue_depth_gauges)
 {
         static const char *const env[] = {
                 "SECKILL_FAILPOINTS=front.after_deduct=error;front.before_rollback=sleep(2500)", NULL };
-        sk_redis_t *rc = sk_test_redis(&g_conf);
+        sk_redis_t *rc = sk_test_fx.r;
         int port = sk_test_free_port();
         int64_t t = sk_now_ms(), vid = sk_test_rand_id(), until;
         char log[256], v[SK_ID_STRLEN];
@@ -185,7 +175,7 @@ START_TEST(queue_depth_gauges)
         ck_assert_int_eq(sk_test_scrape(port, "seckill_front_rollback_queue_depth"), 0);
         ck_assert_int_eq(sk_test_scrape(port, "seckill_front_lookup_queue_depth"), 0);
         ck_assert_int_eq(sk_test_scrape(port, "seckill_front_probe_queue_depth"), 0);
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = rc, .vid = vid, .stock = 5,
                                               .begin_ms = t - 60000, .end_ms = t + 3600000,
                                               .status = 1 });
         sk_id_format(vid, v);
@@ -206,9 +196,8 @@ START_TEST(queue_depth_gauges)
         for (i = 0; i < 2; i++)
                 ck_assert_int_eq(b[i].status, 503);
         ck_assert_int_eq(sk_test_scrape(port, "seckill_front_rollback_queue_depth"), 0);
-        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 5); /* both fenced and restored */
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, rc, vid), 5); /* both fenced and restored */
         ck_assert_int_eq(sk_test_stop(pid, 30), 0);
-        sk_redis_close(rc);
 }
 END_TEST
 
@@ -258,14 +247,7 @@ END_TEST
 
 static void setup(void)
 {
-        sk_test_conf(&g_conf, "frontdf");
-        sk_test_migrate(&g_conf);
-}
-
-static void teardown(void)
-{
-        sk_test_reap_all(); /* fronts a failed check left running */
-        sk_test_cleanup(&g_conf);
+        sk_test_fix_setup("frontdf", &(sk_test_fix_opts_t){ .no_topics = 1 });
 }
 
 int main(void)
@@ -273,13 +255,12 @@ int main(void)
         Suite *s = suite_create("front_defects");
         TCase *tc = tcase_create("defects");
 
-        setenv("CK_FORK", "no", 1);
         tcase_set_timeout(tc, 180);
-        tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_unchecked_fixture(tc, setup, sk_test_fix_teardown);
         tcase_add_test(tc, ended_voucher_without_keys_is_10003);
         tcase_add_test(tc, trace_collision_is_503_and_counted);
         tcase_add_test(tc, queue_depth_gauges);
         tcase_add_test(tc, retired_producers_are_destroyed);
         suite_add_tcase(s, tc);
-        return sk_test_run(s);
+        return sk_test_run_nofork(s);
 }

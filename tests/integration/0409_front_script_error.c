@@ -14,8 +14,7 @@
  *     traceId: 503 state FAILED, T:r written, stock unchanged, the buyer free again. */
 #include "sk_test.h"
 
-static sk_conf_t g_conf;
-static sk_conf_t g_shared; /* g_conf before it pointed at a private server */
+static sk_conf_t g_conf;       /* the fixture's, pointed at the private server */
 static pid_t g_redis_pid;
 
 /* Private server with @p cmd renamed, a voucher on sale with 5 units, a front on it. */
@@ -29,15 +28,14 @@ static pid_t start(const char *cmd, const char *what, int port, int64_t vid, sk_
         pid_t pid;
 
         sk_test_redis_stop(&g_redis_pid); /* one a failed case left running */
-        g_conf = g_shared;
+        g_conf = sk_test_fx.conf;
         g_redis_pid = sk_test_redis_start(&g_conf, 0, rename);
         snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=%s", g_conf.redis_url);
         *rc_out = sk_test_redis(&g_conf);
         sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = *rc_out, .vid = vid, .stock = 5,
                                               .begin_ms = t - 60000, .end_ms = t + 3600000,
                                               .status = 1 });
-        snprintf(log, log_cap, "%s/front_0409_%s_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", what, (int)getpid());
+        sk_test_log_path(log, log_cap, "front_0409_%s", what);
         pid = sk_test_front_start(&g_conf, port, env, log);
         ck_assert_msg(sk_test_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
         return pid;
@@ -106,16 +104,13 @@ END_TEST
 
 static void setup(void)
 {
-        sk_test_conf(&g_conf, "frontse");
-        sk_test_migrate(&g_conf);
-        g_shared = g_conf;
+        sk_test_fix_setup("frontse", &(sk_test_fix_opts_t){ .no_topics = 1 });
 }
 
 static void teardown(void)
 {
-        sk_test_reap_all(); /* fronts a failed check left running */
         sk_test_redis_stop(&g_redis_pid);
-        sk_test_cleanup(&g_shared); /* the database (the private servers are gone) */
+        sk_test_fix_teardown(); /* fronts a failed check left running, the database */
 }
 
 int main(void)
@@ -123,11 +118,10 @@ int main(void)
         Suite *s = suite_create("front_script_error");
         TCase *tc = tcase_create("script_error");
 
-        setenv("CK_FORK", "no", 1);
         tcase_set_timeout(tc, 120);
         tcase_add_unchecked_fixture(tc, setup, teardown);
         tcase_add_test(tc, error_after_write_continues_with_replay);
         tcase_add_test(tc, error_every_time_is_fenced);
         suite_add_tcase(s, tc);
-        return sk_test_run(s);
+        return sk_test_run_nofork(s);
 }

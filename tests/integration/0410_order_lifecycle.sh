@@ -8,7 +8,7 @@
 # bought by other users, pay after the deadline with no closer running (409 10021, closed
 # on the spot by the front, refund_due late), and at the end the invariants
 # (seckill-admin verify: 1, 2, 3, 4, 6).
-. "$(dirname "$0")/../faults/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init order_lifecycle
 
 TIMEOUT_S=8   # pay deadline: the steps up to the cancel must fit in it (4 s did not on a loaded host)

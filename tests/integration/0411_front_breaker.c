@@ -25,9 +25,6 @@
 
 #define DEADLINE_MS 7000 /* sk_test_front_start's delivery timeout 3000 ms: 2 x 3000 + 1000 */
 
-static sk_conf_t g_conf;
-static pid_t g_redis_pid, g_front_pid;
-
 /* ------------------------------------------------------------ the relay ---- */
 
 /* One deduct EVALSHA seen on its way to Redis: its traceId and when (wall ms). */
@@ -349,28 +346,59 @@ static pid_t start_front(int redis_port, int *port_out, char *log, size_t cap, c
         pid_t pid;
 
         snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=redis://127.0.0.1:%d/0", redis_port);
-        snprintf(log, cap, "%s/front_0411_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
-                 what, (int)getpid());
-        pid = sk_test_front_start(&g_conf, port, env, log);
-        g_front_pid = pid;
+        sk_test_log_path(log, cap, "front_0411_%s", what);
+        pid = sk_test_front_start(&sk_test_fx.conf, port, env, log);
         ck_assert_msg(sk_test_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
         *port_out = port;
         return pid;
 }
 
+/* What the load and the relay saw of the freeze (opened at @p t_open, SIGCONT at
+ * @p t_cont, wall ms): every request answered within its deadline (+ HTTP slack), both
+ * 202s and 503s; no deduct sent after its request's deadline, none while the breaker was
+ * open (the opening was seen by polling: 300 ms of slack before it counts). */
+static void check_answers(const load_t *ld, relay_t *rl, int64_t t_open, int64_t t_cont)
+{
+        int n202 = 0, n503 = 0, late = 0, sent_open = 0, sent_late = 0;
+
+        for (size_t k = 0; k < ld->n; k++) {
+                ck_assert_msg(ld->res[k].status == 202 || ld->res[k].status == 503, "status %d",
+                              ld->res[k].status);
+                n202 += ld->res[k].status == 202;
+                n503 += ld->res[k].status == 503;
+                late += ld->res[k].took_ms > DEADLINE_MS + 500;
+        }
+        fprintf(stderr, "0411: load requests=%zu 202=%d 503=%d late=%d\n", ld->n, n202, n503, late);
+        ck_assert_int_gt(n202, 0);
+        ck_assert_int_gt(n503, 0);
+        ck_assert_int_eq(late, 0);
+        pthread_mutex_lock(&rl->mu);
+        for (size_t k = 0; k < rl->nsent; k++) {
+                int64_t minted = sk_snowflake_ts_ms(rl->sent[k].trace_id);
+
+                sent_late += rl->sent[k].at_ms > minted + DEADLINE_MS;
+                sent_open += rl->sent[k].at_ms > t_open + 300 && rl->sent[k].at_ms < t_cont;
+        }
+        fprintf(stderr, "0411: deducts sent=%zu after_deadline=%d while_open=%d\n", rl->nsent, sent_late,
+                sent_open);
+        pthread_mutex_unlock(&rl->mu);
+        ck_assert_int_eq(sent_late, 0);
+        ck_assert_int_eq(sent_open, 0);
+}
+
 START_TEST(freeze_opens_breaker_without_stall)
 {
         char log[256], body[1024], v[SK_ID_STRLEN], cause[32];
-        sk_redis_t *rc = sk_test_redis(&g_conf);
+        sk_redis_t *rc = sk_test_fx.r;
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), t_stop, t_open, t_cont, rec_ms, max503 = 0;
-        int port, i, n202 = 0, n503 = 0, late = 0, sent_open = 0, sent_late = 0;
+        int port, i;
         pthread_t th[4];
         relay_t rl;
         load_t ld;
         pid_t pid;
 
-        relay_start(&rl, g_conf.redis.port);
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 1000000,
+        relay_start(&rl, sk_test_fx.conf.redis.port);
+        sk_test_voucher(&(sk_test_voucher_t){ .r = rc, .vid = vid, .stock = 1000000,
                                               .begin_ms = t - 60000, .end_ms = t + 3600000,
                                               .status = 1 });
         pid = start_front(rl.port, &port, log, sizeof(log), "freeze");
@@ -387,7 +415,7 @@ START_TEST(freeze_opens_breaker_without_stall)
 
         /* Freeze Redis under load. */
         t_stop = sk_now_ms();
-        ck_assert_int_eq(kill(g_redis_pid, SIGSTOP), 0);
+        ck_assert_int_eq(kill(sk_test_fx.redis_pid, SIGSTOP), 0);
         t_open = wait_breaker(port, 1, 15000);
         ck_assert_msg(t_open > 0, "breaker never opened (log %s)", log);
         fprintf(stderr, "0411: breaker open %lld ms after SIGSTOP\n", (long long)(t_open - t_stop));
@@ -415,7 +443,7 @@ START_TEST(freeze_opens_breaker_without_stall)
         ck_assert_int_eq(sk_test_scrape(port, "seckill_front_inflight"), 0);
 
         t_cont = sk_now_ms();
-        ck_assert_int_eq(kill(g_redis_pid, SIGCONT), 0);
+        ck_assert_int_eq(kill(sk_test_fx.redis_pid, SIGCONT), 0);
         rec_ms = wait_202(port, ld.path, 900000, 15000);
         fprintf(stderr, "0411: first 202 %lld ms after SIGCONT\n", (long long)rec_ms);
         ck_assert_msg(rec_ms >= 0, "no 202 after SIGCONT (log %s)", log);
@@ -425,40 +453,12 @@ START_TEST(freeze_opens_breaker_without_stall)
         for (i = 0; i < 4; i++)
                 pthread_join(th[i], NULL);
 
-        /* Every request answered within its deadline (+ HTTP slack). */
-        for (size_t k = 0; k < ld.n; k++) {
-                ck_assert_msg(ld.res[k].status == 202 || ld.res[k].status == 503, "status %d",
-                              ld.res[k].status);
-                n202 += ld.res[k].status == 202;
-                n503 += ld.res[k].status == 503;
-                late += ld.res[k].took_ms > DEADLINE_MS + 500;
-        }
-        fprintf(stderr, "0411: load requests=%zu 202=%d 503=%d late=%d\n", ld.n, n202, n503, late);
-        ck_assert_int_gt(n202, 0);
-        ck_assert_int_gt(n503, 0);
-        ck_assert_int_eq(late, 0);
-        /* No deduct sent after its request's deadline, none while the breaker was open
-         * (the opening was seen by polling: 300 ms of slack before it counts). */
-        pthread_mutex_lock(&rl.mu);
-        for (size_t k = 0; k < rl.nsent; k++) {
-                int64_t minted = sk_snowflake_ts_ms(rl.sent[k].trace_id);
-
-                sent_late += rl.sent[k].at_ms > minted + DEADLINE_MS;
-                sent_open += rl.sent[k].at_ms > t_open + 300 && rl.sent[k].at_ms < t_cont;
-        }
-        fprintf(stderr, "0411: deducts sent=%zu after_deadline=%d while_open=%d\n", rl.nsent, sent_late,
-                sent_open);
-        pthread_mutex_unlock(&rl.mu);
-        ck_assert_int_eq(sent_late, 0);
-        ck_assert_int_eq(sent_open, 0);
+        check_answers(&ld, &rl, t_open, t_cont);
         ck_assert_int_ge(sk_test_scrape(port, "seckill_front_redis_breaker_transitions_total{to=\"open\"}"), 1);
         ck_assert_int_ge(sk_test_scrape(port, "seckill_front_redis_breaker_transitions_total{to=\"closed\"}"), 1);
-
-        g_front_pid = 0;
         ck_assert_int_eq(sk_test_stop(pid, 40), 0);
         relay_stop(&rl);
         free(ld.res);
-        sk_redis_close(rc);
 }
 END_TEST
 
@@ -488,18 +488,18 @@ static void *sleeper_main(void *arg)
 START_TEST(slow_redis_opens_breaker)
 {
         char log[256], body[1024], v[SK_ID_STRLEN], path[160], user[24], cause[32];
-        sk_redis_t *rc = sk_test_redis(&g_conf);
+        sk_redis_t *rc = sk_test_fx.r;
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), until, rec_ms;
         int port, st, opened = 0, u = 0;
-        sleeper_t sl = { .port = g_conf.redis.port };
+        sleeper_t sl = { .port = sk_test_fx.conf.redis.port };
         pthread_t th;
         pid_t pid;
         FILE *f;
 
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 1000000,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = rc, .vid = vid, .stock = 1000000,
                                               .begin_ms = t - 60000, .end_ms = t + 3600000,
                                               .status = 1 });
-        pid = start_front(g_conf.redis.port, &port, log, sizeof(log), "slow");
+        pid = start_front(sk_test_fx.conf.redis.port, &port, log, sizeof(log), "slow");
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
         ck_assert_int_eq(sk_test_http(port, "POST", path, "1", NULL, body, sizeof(body)), 202);
@@ -541,9 +541,7 @@ START_TEST(slow_redis_opens_breaker)
                 "the sleeps stopped\n", u, (long long)rec_ms);
         ck_assert_int_ge(rec_ms, 0);
         ck_assert_int_eq(sk_test_scrape(port, "seckill_front_redis_breaker_open"), 0);
-        g_front_pid = 0;
         ck_assert_int_eq(sk_test_stop(pid, 40), 0);
-        sk_redis_close(rc);
 }
 END_TEST
 
@@ -551,20 +549,8 @@ static void setup(void)
 {
         static const char *const extra[] = { "--enable-debug-command", "yes", NULL };
 
-        sk_test_conf(&g_conf, "frontbrk");
-        sk_test_migrate(&g_conf);
-        g_redis_pid = sk_test_redis_start(&g_conf, 0, extra);
-}
-
-static void teardown(void)
-{
-        if (g_front_pid > 0) {
-                kill(g_front_pid, SIGKILL);
-                waitpid(g_front_pid, NULL, 0);
-                g_front_pid = 0;
-        }
-        sk_test_redis_stop(&g_redis_pid);
-        sk_test_cleanup(&g_conf); /* the database (the private Redis is gone) */
+        sk_test_fix_setup("frontbrk", &(sk_test_fix_opts_t){ .no_topics = 1, .private_redis = 1,
+                                                             .redis_args = extra });
 }
 
 int main(void)
@@ -572,10 +558,9 @@ int main(void)
         Suite *s = suite_create("front_breaker");
         TCase *tc = tcase_create("breaker");
 
-        setenv("CK_FORK", "no", 1);
-        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_checked_fixture(tc, setup, sk_test_fix_teardown);
         tcase_add_test(tc, freeze_opens_breaker_without_stall);
         tcase_add_test(tc, slow_redis_opens_breaker);
         suite_add_tcase(s, tc);
-        return sk_test_run(s);
+        return sk_test_run_nofork(s);
 }

@@ -33,18 +33,6 @@ static int g_healthy_ms = 1500;         /* SECKILL_BREAKER_HEALTHY_MS of the fro
 
 /* ------------------------------------------------------------- helpers ---- */
 
-/* A voucher on sale for an hour: Redis meta + stock, the DB row and its bucket row. */
-static int64_t seed_voucher(sk_redis_t *rc, long long stock)
-{
-        int64_t vid = sk_test_rand_id(), t = sk_now_ms();
-
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &sk_test_fx.conf, .r = rc, .vid = vid,
-                                              .stock = stock, .init_stock = stock, .db_stock = stock,
-                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
-                                              .status = 1, .db_status = 1 });
-        return vid;
-}
-
 /* What a purchase was answered (for invariant 4). */
 typedef struct answer { int status; int64_t trace, order, user; } answer_t;
 typedef struct book { answer_t a[4096]; size_t n; } book_t;
@@ -143,8 +131,7 @@ static pid_t start_front_with(int *port_out, char *log, size_t cap, const char *
                 env[ne++] = my_env;
         }
         snprintf(fp_env, sizeof(fp_env), "SECKILL_FAILPOINTS=%s", fp ? fp : "");
-        snprintf(log, cap, "%s/front_0412_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
-                 what, (int)getpid());
+        sk_test_log_path(log, cap, "front_0412_%s", what);
         pid = sk_test_front_start(&sk_test_fx.conf, port, env, log);
         if (strcmp(what, "restarted") == 0) {
                 /* Redis is down: not ready (503), but alive and serving the DB-only path. */
@@ -190,19 +177,18 @@ typedef struct sale {
         pid_t pid;
 } sale_t;
 
-static void sale_start(sale_t *sl, book_t *bk, sk_redis_t *rc, const char *what, const char *fp,
-                       int64_t user0, int n202)
+static void sale_start(sale_t *sl, book_t *bk, const char *what, const char *fp, int64_t user0,
+                       int n202)
 {
         char clog[256];
         int i;
 
         memset(bk, 0, sizeof(*bk));
-        sl->vid = seed_voucher(rc, D_STOCK);
+        sl->vid = sk_test_voucher_open(D_STOCK);
         sl->user = user0;
         sk_id_format(sl->vid, sl->v);
         snprintf(sl->path, sizeof(sl->path), "/api/v1/vouchers/%s/seckill", sl->v);
-        snprintf(clog, sizeof(clog), "%s/consumer_0412_%s_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", what, (int)getpid());
+        sk_test_log_path(clog, sizeof(clog), "consumer_0412_%s", what);
         g_cons_pid = sk_test_consumer_start(&(sk_test_spawn_t){ .log_path = clog }, 0);
         sl->pid = start_front(&sl->port, sl->log, sizeof(sl->log), what, fp);
         ck_assert_msg(buy_until(sl->port, sl->path, &sl->user, 202, bk, 30) == 0, "no 202 (log %s)",
@@ -235,7 +221,7 @@ START_TEST(kill_redis_mid_sale)
         int i, n200 = 0, redis_port = sk_test_fx.conf.redis.port;
         sale_t sl;
 
-        sale_start(&sl, &bk, rc, "kill", NULL, 1000, 30);
+        sale_start(&sl, &bk, "kill", NULL, 1000, 30);
 
         /* Redis dies mid-sale: draining (503), then the DB-only path (200 CREATED). */
         sk_redis_close(rc);
@@ -284,7 +270,7 @@ START_TEST(freeze_redis_mid_sale)
         int i;
         sale_t sl;
 
-        sale_start(&sl, &bk, rc, "freeze", NULL, 20000, 20);
+        sale_start(&sl, &bk, "freeze", NULL, 20000, 20);
         ck_assert_int_eq(kill(sk_test_fx.redis_pid, SIGSTOP), 0);
         ck_assert_msg(buy_until(sl.port, sl.path, &sl.user, 200, &bk, 60) == 0, "no 200 (log %s)", sl.log);
         ck_assert(sk_test_switch_is(sl.vid, "db"));
@@ -309,7 +295,7 @@ START_TEST(slow_redis_mid_sale)
         int i;
         sale_t sl;
 
-        sale_start(&sl, &bk, rc, "slow", NULL, 40000, 20);
+        sale_start(&sl, &bk, "slow", NULL, 40000, 20);
         r = sk_test_cmd(rc, "CLIENT PAUSE 25000 ALL");
         ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "CLIENT PAUSE failed");
         freeReplyObject(r);
@@ -339,7 +325,7 @@ START_TEST(db_down_on_db_path)
         pid_t pid, proxy;
 
         memset(&bk, 0, sizeof(bk));
-        vid = seed_voucher(rc, D_STOCK);
+        vid = sk_test_voucher_open(D_STOCK);
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
         proxy = sk_test_proxy_start(pport, sk_test_fx.conf.mysql.port);
@@ -389,7 +375,7 @@ START_TEST(operator_db_only_then_auto)
         int i;
         sale_t sl;
 
-        sale_start(&sl, &bk, rc, "op", "front.db_only_before_commit=1*error", 5000, 10);
+        sale_start(&sl, &bk, "op", "front.db_only_before_commit=1*error", 5000, 10);
         snprintf(vs, sizeof(vs), "%s", sl.v);
 
         ck_assert_int_eq(sk_test_admin(NULL, (const char *[]){ "degrade", "db-only", "--voucher", vs, NULL }), 0);
@@ -443,7 +429,7 @@ START_TEST(two_fronts_one_frozen)
         g_healthy_ms = getenv("SK_0412_HEALTHY_MS") ? (int)strtol(getenv("SK_0412_HEALTHY_MS"), NULL, 10)
                                                     : 4000;
         rc = sk_test_redis(&sk_test_fx.conf);
-        sale_start(&sl, &bk, rc, "twoa", NULL, 60000, 10);
+        sale_start(&sl, &bk, "twoa", NULL, 60000, 10);
         proxy = sk_test_proxy_start(pport, sk_test_fx.conf.redis.port);
         memcpy(saved, sk_test_fx.conf.redis_url, sizeof(saved));
         snprintf(sk_test_fx.conf.redis_url, sizeof(sk_test_fx.conf.redis_url), "redis://127.0.0.1:%d/0", pport);
@@ -513,14 +499,14 @@ START_TEST(rebuild_does_not_block_follower)
 {
         static book_t bk;
         sk_redis_t *rc = sk_test_redis(&sk_test_fx.conf);
-        int64_t v1 = seed_voucher(rc, 50), t = sk_test_rand_id(), until;
+        int64_t v1 = sk_test_voucher_open(50), t = sk_test_rand_id(), until;
         sk_order_msg_t m = { t, sk_test_rand_id(), sk_test_rand_id(), v1, 50, 1, 49,
                              sk_now_ms() - 1000, 0, 0 };
         char k[SK_KEY_MAX], f[SK_ID_STRLEN], json[SK_MSG_MAX], vs[32], needle[96];
         redisReply *r;
         sale_t sl;
 
-        sale_start(&sl, &bk, rc, "rb", NULL, 9000, 5);
+        sale_start(&sl, &bk, "rb", NULL, 9000, 5);
         sk_msg_format(&m, json, sizeof(json));
         sk_key_voucher(k, sk_test_fx.conf.redis_prefix, v1, 0, SK_KEY_TRACE);
         sk_id_format(t, f);

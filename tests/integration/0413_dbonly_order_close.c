@@ -25,8 +25,7 @@ static pid_t start_consumer(const char *what)
                                            "SECKILL_PAY_TIMEOUT_S=600", NULL };
         char log[256];
 
-        snprintf(log, sizeof(log), "%s/consumer_0413_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
-                 what, (int)getpid());
+        sk_test_log_path(log, sizeof(log), "consumer_0413_%s", what);
         return sk_test_consumer_start(&(sk_test_spawn_t){ .log_path = log, .env = env }, 0);
 }
 
@@ -102,8 +101,7 @@ static void dbonly_purchase_fp(dbo_t *d, sk_redis_t *rc, const char *what, int64
         ck_assert_int_eq(sk_test_admin(NULL, (const char *[]){ "degrade", "db-only", "--voucher", d->v, NULL }), 0);
         snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=%s", sk_test_fx.conf.redis_url);
         env[0] = url_env;
-        snprintf(d->log, sizeof(d->log), "%s/front_0413_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
-                 what, (int)getpid());
+        sk_test_log_path(d->log, sizeof(d->log), "front_0413_%s", what);
         d->port = sk_test_free_port();
         d->pid = sk_test_front_start(&sk_test_fx.conf, d->port, env, d->log);
         ck_assert_msg(sk_test_wait_ready(d->port, d->pid, 40) == 0 ||

@@ -22,15 +22,13 @@
 
 #define NB 4
 
-static sk_conf_t g_conf;
 static int g_port;
 static pid_t g_pid;
-static sk_redis_t *g_rc;
 static char g_log[256];
 
 static void key(char *buf, int64_t vid, int b, sk_key_kind_t kind)
 {
-        sk_key_voucher(buf, g_conf.redis_prefix, vid, b, kind);
+        sk_key_voucher(buf, sk_test_fx.conf.redis_prefix, vid, b, kind);
 }
 
 /* A voucher of NB buckets on sale for an hour, bucket b with stock[b] units. */
@@ -38,7 +36,7 @@ static int64_t new_voucher(const long long stock[NB])
 {
         int64_t now = sk_now_ms();
 
-        return sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .buckets = NB,
+        return sk_test_voucher(&(sk_test_voucher_t){ .r = sk_test_fx.r, .buckets = NB,
                                                      .stocks = stock, .begin_ms = now - 60000,
                                                      .end_ms = now + 3600000, .status = 1 });
 }
@@ -48,7 +46,7 @@ static long long bucket_stock(int64_t vid, int b)
         char k[SK_KEY_MAX];
 
         key(k, vid, b, SK_KEY_STOCK);
-        return sk_test_get_i64(g_rc, k);
+        return sk_test_get_i64(sk_test_fx.r, k);
 }
 
 /* HGET in bucket @p b's @p kind hash (malloc'd or NULL). */
@@ -57,9 +55,8 @@ static char *hget(int64_t vid, int b, sk_key_kind_t kind, const char *field)
         char k[SK_KEY_MAX];
 
         key(k, vid, b, kind);
-        return sk_test_hget(g_rc, k, field);
+        return sk_test_hget(sk_test_fx.r, k, field);
 }
-
 
 typedef struct buyer {
         pthread_barrier_t *bar;
@@ -224,9 +221,8 @@ static int64_t crash_case(const char *failpoints, int64_t *vid_out, char *trace,
         pid_t pid;
 
         snprintf(fp, sizeof(fp), "SECKILL_FAILPOINTS=%s", failpoints);
-        snprintf(log, sizeof(log), "%s/front_0420_crash_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        pid = sk_test_front_start(&g_conf, port, env, log);
+        sk_test_log_path(log, sizeof(log), "front_0420_crash");
+        pid = sk_test_front_start(&sk_test_fx.conf, port, env, log);
         ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
         sk_id_format(uid, u);
         st = sk_test_buy(port, vid, u, body, sizeof(body));
@@ -329,22 +325,17 @@ END_TEST
 
 static void setup(void)
 {
-        sk_test_conf(&g_conf, "front_buckets");
-        sk_test_migrate(&g_conf);
-        g_rc = sk_test_redis(&g_conf);
+        sk_test_fix_setup("front_buckets", &(sk_test_fix_opts_t){ .no_topics = 1 });
         g_port = sk_test_free_port();
-        snprintf(g_log, sizeof(g_log), "%s/front_0420_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        g_pid = sk_test_front_start(&g_conf, g_port, NULL, g_log);
+        sk_test_log_path(g_log, sizeof(g_log), "front_0420");
+        g_pid = sk_test_front_start(&sk_test_fx.conf, g_port, NULL, g_log);
         ck_assert_msg(sk_test_wait_ready(g_port, g_pid, 30) == 0, "front not ready (log %s)", g_log);
 }
 
 static void teardown(void)
 {
         ck_assert_int_eq(sk_test_stop(g_pid, 30), 0);
-        sk_test_reap_all();
-        sk_redis_close(g_rc);
-        sk_test_cleanup(&g_conf);
+        sk_test_fix_teardown();
 }
 
 int main(void)
@@ -352,7 +343,6 @@ int main(void)
         Suite *s = suite_create("front_buckets");
         TCase *tc = tcase_create("front");
 
-        setenv("CK_FORK", "no", 1);
         tcase_set_timeout(tc, 120);
         tcase_add_unchecked_fixture(tc, setup, teardown);
         tcase_add_test(tc, many_buyers_drain_every_bucket);
@@ -361,5 +351,5 @@ int main(void)
         tcase_add_test(tc, crash_after_take_leaves_unsettled_take);
         tcase_add_test(tc, crash_before_home_leaves_member);
         suite_add_tcase(s, tc);
-        return sk_test_run(s);
+        return sk_test_run_nofork(s);
 }

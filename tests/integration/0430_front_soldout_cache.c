@@ -17,8 +17,7 @@
 #define CACHE_MS_S "2000"
 #define MARGIN_MS 700           /* a request's own latency on a shared 2-core machine */
 
-static sk_conf_t g_conf;
-static sk_conf_t g_shared;      /* g_conf before it pointed at the private server */
+static sk_conf_t g_conf;       /* the fixture's, pointed at the private server */
 static pid_t g_redis_pid;
 
 static pid_t start(const char *cache_ms, int port, sk_redis_t **rc_out, char *log, size_t log_cap)
@@ -28,13 +27,12 @@ static pid_t start(const char *cache_ms, int port, sk_redis_t **rc_out, char *lo
         pid_t pid;
 
         sk_test_redis_stop(&g_redis_pid);
-        g_conf = g_shared;
+        g_conf = sk_test_fx.conf;
         g_redis_pid = sk_test_redis_start(&g_conf, 0, NULL);
         snprintf(url_env, sizeof(url_env), "SECKILL_REDIS_URL=%s", g_conf.redis_url);
         snprintf(cache_env, sizeof(cache_env), "SECKILL_SOLDOUT_CACHE_MS=%s", cache_ms);
         *rc_out = sk_test_redis(&g_conf);
-        snprintf(log, log_cap, "%s/front_0430_%s_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", cache_ms, (int)getpid());
+        sk_test_log_path(log, log_cap, "front_0430_%s", cache_ms);
         pid = sk_test_front_start(&g_conf, port, env, log);
         ck_assert_msg(sk_test_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
         return pid;
@@ -188,16 +186,13 @@ END_TEST
 
 static void setup(void)
 {
-        sk_test_conf(&g_conf, "frontso");
-        sk_test_migrate(&g_conf);
-        g_shared = g_conf;
+        sk_test_fix_setup("frontso", &(sk_test_fix_opts_t){ .no_topics = 1 });
 }
 
 static void teardown(void)
 {
-        sk_test_reap_all(); /* fronts a failed check left running */
         sk_test_redis_stop(&g_redis_pid);
-        sk_test_cleanup(&g_shared); /* the database and topic (the private server is gone) */
+        sk_test_fix_teardown(); /* fronts a failed check left running, the database */
 }
 
 int main(void)
@@ -205,11 +200,10 @@ int main(void)
         Suite *s = suite_create("front_soldout_cache");
         TCase *tc = tcase_create("soldout_cache");
 
-        setenv("CK_FORK", "no", 1);
         tcase_set_timeout(tc, 120);
         tcase_add_unchecked_fixture(tc, setup, teardown);
         tcase_add_test(tc, cached_then_sold_again_after_restore);
         tcase_add_test(tc, off_means_every_purchase_runs_deduct);
         suite_add_tcase(s, tc);
-        return sk_test_run(s);
+        return sk_test_run_nofork(s);
 }

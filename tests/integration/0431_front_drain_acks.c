@@ -25,17 +25,6 @@
 
 /* ------------------------------------------------------------- helpers ---- */
 
-static int64_t seed_voucher(long long stock)
-{
-        int64_t vid = sk_test_rand_id(), t = sk_now_ms();
-
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &sk_test_fx.conf, .r = sk_test_fx.r, .vid = vid,
-                                              .stock = stock, .init_stock = stock, .db_stock = stock,
-                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
-                                              .status = 1, .db_status = 1 });
-        return vid;
-}
-
 typedef struct answer { int status; int64_t trace; } answer_t;
 typedef struct book { answer_t a[2048]; size_t n; } book_t;
 
@@ -108,8 +97,7 @@ static pid_t front(int *port, char *log, size_t cap, const char *what, const cha
                 snprintf(lease_env, sizeof(lease_env), "SECKILL_WORKER_LEASE_MS=%d", lease_ms);
                 env[ne++] = lease_env;
         }
-        snprintf(log, cap, "%s/front_0431_%s_%d.log", getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp",
-                 what, (int)getpid());
+        sk_test_log_path(log, cap, "front_0431_%s", what);
         pid = sk_test_front_start(&sk_test_fx.conf, *port, env, log);
         ck_assert_msg(sk_test_wait_ready(*port, pid, 40) == 0, "front %s not ready (log %s)",
                       what, log);
@@ -120,8 +108,7 @@ static pid_t consumer(const char *what)
 {
         char clog[256];
 
-        snprintf(clog, sizeof(clog), "%s/consumer_0431_%s_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", what, (int)getpid());
+        sk_test_log_path(clog, sizeof(clog), "consumer_0431_%s", what);
         return sk_test_consumer_start(&(sk_test_spawn_t){ .log_path = clog }, 0);
 }
 
@@ -173,7 +160,7 @@ START_TEST(early_move_on_acks)
         static book_t bk;
         char loga[256], logb[256];
         int pa, pb, i;
-        int64_t vid = seed_voucher(400), user = 1000, t_kill, t_first = 0;
+        int64_t vid = sk_test_voucher_open(400), user = 1000, t_kill, t_first = 0;
         long long ep, acks;
         pid_t cons = consumer("early"), a, b;
 
@@ -229,7 +216,7 @@ START_TEST(front_started_after_epoch)
         static book_t bk;
         char loga[256], logb[256];
         int pa, pb, i;
-        int64_t vid = seed_voucher(400), user = 2000;
+        int64_t vid = sk_test_voucher_open(400), user = 2000;
         long long ep, ms;
         pid_t a, b;
 
@@ -268,7 +255,7 @@ START_TEST(front_killed_mid_drain)
         static book_t bk;
         char loga[256], logb[256];
         int pa, pb, i;
-        int64_t vid = seed_voucher(400), user = 3000;
+        int64_t vid = sk_test_voucher_open(400), user = 3000;
         long long ep, ms;
         pid_t a, b;
 
@@ -303,7 +290,7 @@ START_TEST(partial_partition)
         static book_t bk;
         char loga[256], logb[256], url[600];
         int pa, pb, pport = sk_test_free_port(), st, a202_frozen = 0, a503 = 0, b200 = 0, i;
-        int64_t vid = seed_voucher(60), user = 4000, t0;
+        int64_t vid = sk_test_voucher_open(60), user = 4000, t0;
         long long active, sold_out_202 = 0;
         pid_t a, b, proxy;
 

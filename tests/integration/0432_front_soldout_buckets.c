@@ -18,9 +18,6 @@
 #define DELIVERY_MS 3000                        /* sk_test_front_start's delivery timeout */
 #define DEADLINE_MS (2 * DELIVERY_MS + 1000)    /* the front's request deadline, f:T's PX */
 
-static sk_conf_t g_conf;
-static sk_redis_t *g_rc;
-
 static pid_t start(const char *cache_ms, int port, char *log, size_t log_cap)
 {
         static char cache_env[64];
@@ -28,9 +25,8 @@ static pid_t start(const char *cache_ms, int port, char *log, size_t log_cap)
         pid_t pid;
 
         snprintf(cache_env, sizeof(cache_env), "SECKILL_SOLDOUT_CACHE_MS=%s", cache_ms);
-        snprintf(log, log_cap, "%s/front_0432_%s_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", cache_ms, (int)getpid());
-        pid = sk_test_front_start(&g_conf, port, env, log);
+        sk_test_log_path(log, log_cap, "front_0432_%s", cache_ms);
+        pid = sk_test_front_start(&sk_test_fx.conf, port, env, log);
         ck_assert_msg(sk_test_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
         return pid;
 }
@@ -41,7 +37,7 @@ static int64_t new_voucher(void)
         static const long long stock[NB] = { 1, 0, 1, 0 };
         int64_t now = sk_now_ms();
 
-        return sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = g_rc, .buckets = NB,
+        return sk_test_voucher(&(sk_test_voucher_t){ .r = sk_test_fx.r, .buckets = NB,
                                                      .stocks = stock, .begin_ms = now - 60000,
                                                      .end_ms = now + 3600000, .status = 1 });
 }
@@ -52,8 +48,8 @@ static long long hlen(int64_t vid, int b, sk_key_kind_t kind)
         redisReply *r;
         long long n;
 
-        sk_key_voucher(k, g_conf.redis_prefix, vid, b, kind);
-        r = sk_test_cmd(g_rc, "HLEN %s", k);
+        sk_key_voucher(k, sk_test_fx.conf.redis_prefix, vid, b, kind);
+        r = sk_test_cmd(sk_test_fx.r, "HLEN %s", k);
         ck_assert(r && r->type == REDIS_REPLY_INTEGER);
         n = r->integer;
         freeReplyObject(r);
@@ -75,8 +71,8 @@ static long long fence_keys(int64_t vid)
         long long n = 0;
 
         sk_id_format(vid, v);
-        snprintf(match, sizeof(match), "%s:{v:%s:*}:f:*", g_conf.redis_prefix, v);
-        ck_assert_msg(sk_redis_scan(g_rc, match, 1000, count_key, &n, errstr, sizeof(errstr)) ==
+        snprintf(match, sizeof(match), "%s:{v:%s:*}:f:*", sk_test_fx.conf.redis_prefix, v);
+        ck_assert_msg(sk_redis_scan(sk_test_fx.r, match, 1000, count_key, &n, errstr, sizeof(errstr)) ==
                       SK_OK, "scan: %s", errstr);
         return n;
 }
@@ -168,14 +164,14 @@ START_TEST(cache_on_no_probe_no_write)
         ck_assert_int_eq(code, 10005);
         /* Let that give-up's fence expire, so the snapshot holds only lasting keys. */
         sk_sleep_ms(DEADLINE_MS + 500, NULL);
-        snap0 = sk_test_snapshot(&g_conf, g_rc);
+        snap0 = sk_test_snapshot(&sk_test_fx.conf, sk_test_fx.r);
         h0 = sk_test_scrape(port, "seckill_front_soldout_cache_hits_total");
         for (i = 0; i < 20; i++) {
                 ck_assert_int_eq(buy(port, vid, 9100 + i, &code), 409);
                 ck_assert_int_eq(code, 10005);
         }
         ck_assert_int_eq(sk_test_scrape(port, "seckill_front_soldout_cache_hits_total"), h0 + 20);
-        snap1 = sk_test_snapshot(&g_conf, g_rc);
+        snap1 = sk_test_snapshot(&sk_test_fx.conf, sk_test_fx.r);
         ck_assert_str_eq(snap0, snap1);
         free(snap0);
         free(snap1);
@@ -185,16 +181,7 @@ END_TEST
 
 static void setup(void)
 {
-        sk_test_conf(&g_conf, "frontsob");
-        sk_test_migrate(&g_conf);
-        g_rc = sk_test_redis(&g_conf);
-}
-
-static void teardown(void)
-{
-        sk_test_reap_all(); /* a front a failed check left running */
-        sk_redis_close(g_rc);
-        sk_test_cleanup(&g_conf);
+        sk_test_fix_setup("frontsob", &(sk_test_fix_opts_t){ .no_topics = 1 });
 }
 
 int main(void)
@@ -202,11 +189,10 @@ int main(void)
         Suite *s = suite_create("front_soldout_buckets");
         TCase *tc = tcase_create("soldout_buckets");
 
-        setenv("CK_FORK", "no", 1);
         tcase_set_timeout(tc, 120);
-        tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_unchecked_fixture(tc, setup, sk_test_fix_teardown);
         tcase_add_test(tc, cache_off_hashes_stay_flat);
         tcase_add_test(tc, cache_on_no_probe_no_write);
         suite_add_tcase(s, tc);
-        return sk_test_run(s);
+        return sk_test_run_nofork(s);
 }

@@ -11,19 +11,8 @@
 
 #define ISS ",\"iss\":\"https://idp.test\",\"aud\":[\"shop\",\"seckill\"]"
 
-static sk_conf_t g_conf;
-static pid_t g_child;
 static char g_dir[64], g_keys[128];
 static sk_test_jwk_t *g_rs, *g_es, *g_hs;
-
-static void reap_child(void)
-{
-        if (g_child > 0) {
-                kill(g_child, SIGKILL);
-                waitpid(g_child, NULL, 0);
-        }
-        g_child = 0;
-}
 
 static void write_keys(sk_test_jwk_t *const *keys, size_t n)
 {
@@ -60,38 +49,14 @@ static int orders_me(int port, const char *path, const char *token, char *state,
         return st;
 }
 
-START_TEST(jwt_identity)
+/* Each way a request without a good token is refused (401/10007, assert_401): an
+ * X-User-Id alone, expired, wrong issuer, no audience, HS256 keyed by the RSA public
+ * PEM, alg none, a non-canonical sub, garbage, Basic, two Authorization headers.
+ * @p rs_tok is a valid token; @p now the wall clock (s). */
+static void refusals(int port, const char *path, const char *mepath, const char *rs_tok, int64_t now)
 {
-        sk_test_jwk_t *all[3] = { g_rs, g_es, g_hs }, *no_rs[2] = { g_es, g_hs };
-        char log[256], env_keys[200], resp[4096], path[160], mepath[160], v[SK_ID_STRLEN], state[32];
-        char pay[512], extra[4096], *tok, *pem;
-        const char *env[] = { "SECKILL_AUTH=jwt", env_keys, "SECKILL_JWT_ISSUER=https://idp.test",
-                              "SECKILL_JWT_AUDIENCE=seckill", NULL };
-        sk_redis_t *rc = sk_test_redis(&g_conf);
-        int port = sk_test_free_port(), i;
-        int64_t vid = sk_test_rand_id(), t = sk_now_ms(), now = (int64_t)time(NULL);
-        char *before, *after;
-        char *rs_tok = sk_test_jwt_mint(g_rs, 9001, now + 3600, ISS);
-        char *es_tok = sk_test_jwt_mint(g_es, 9002, now + 3600, ISS);
-        char *hs_tok = sk_test_jwt_mint(g_hs, 9003, now + 3600, ISS);
-        pid_t pid;
+        char resp[4096], pay[512], extra[4096], *tok, *pem;
 
-        write_keys(all, 3);
-        snprintf(env_keys, sizeof(env_keys), "SECKILL_JWT_KEYS_FILE=%s", g_keys);
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
-                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
-                                              .status = 1 });
-        snprintf(log, sizeof(log), "%s/front_0433_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        pid = sk_test_front_start(&g_conf, port, env, log);
-        g_child = pid;
-        ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
-        sk_id_format(vid, v);
-        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
-        snprintf(mepath, sizeof(mepath), "/api/v1/vouchers/%s/orders/me", v);
-
-        /* Refusals: 401/10007 + WWW-Authenticate: Bearer, Redis untouched. */
-        before = sk_test_snapshot(&g_conf, rc);
         assert_401(sk_test_http_bearer(port, "POST", path, NULL, "X-User-Id: 9001\r\n", resp, sizeof(resp)),
                    resp, "X-User-Id alone");
         assert_401(sk_test_http_bearer(port, "GET", mepath, NULL, "X-User-Id: 9001\r\n", resp, sizeof(resp)),
@@ -126,16 +91,48 @@ START_TEST(jwt_identity)
         snprintf(extra, sizeof(extra), "Authorization: Bearer %s\r\n", rs_tok);
         assert_401(sk_test_http_bearer(port, "POST", path, rs_tok, extra, resp, sizeof(resp)), resp,
                    "two Authorization headers");
-        after = sk_test_snapshot(&g_conf, rc);
+}
+
+START_TEST(jwt_identity)
+{
+        sk_test_jwk_t *all[3] = { g_rs, g_es, g_hs }, *no_rs[2] = { g_es, g_hs };
+        char log[256], env_keys[200], resp[4096], path[160], mepath[160], v[SK_ID_STRLEN], state[32];
+        const char *env[] = { "SECKILL_AUTH=jwt", env_keys, "SECKILL_JWT_ISSUER=https://idp.test",
+                              "SECKILL_JWT_AUDIENCE=seckill", NULL };
+        sk_redis_t *rc = sk_test_fx.r;
+        int port = sk_test_free_port(), i;
+        int64_t vid = sk_test_rand_id(), t = sk_now_ms(), now = (int64_t)time(NULL);
+        char *before, *after;
+        char *rs_tok = sk_test_jwt_mint(g_rs, 9001, now + 3600, ISS);
+        char *es_tok = sk_test_jwt_mint(g_es, 9002, now + 3600, ISS);
+        char *hs_tok = sk_test_jwt_mint(g_hs, 9003, now + 3600, ISS);
+        pid_t pid;
+
+        write_keys(all, 3);
+        snprintf(env_keys, sizeof(env_keys), "SECKILL_JWT_KEYS_FILE=%s", g_keys);
+        sk_test_voucher(&(sk_test_voucher_t){ .r = rc, .vid = vid, .stock = 5,
+                                              .begin_ms = t - 60000, .end_ms = t + 3600000,
+                                              .status = 1 });
+        sk_test_log_path(log, sizeof(log), "front_0433");
+        pid = sk_test_front_start(&sk_test_fx.conf, port, env, log);
+        ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
+        sk_id_format(vid, v);
+        snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
+        snprintf(mepath, sizeof(mepath), "/api/v1/vouchers/%s/orders/me", v);
+
+        /* Refusals: 401/10007 + WWW-Authenticate: Bearer, Redis untouched. */
+        before = sk_test_snapshot(&sk_test_fx.conf, rc);
+        refusals(port, path, mepath, rs_tok, now);
+        after = sk_test_snapshot(&sk_test_fx.conf, rc);
         ck_assert_str_eq(before, after);
-        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 5);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, rc, vid), 5);
         free(before);
         free(after);
 
         /* A valid token buys; X-User-Id 9002 next to it is ignored: the buyer is 9001. */
         ck_assert_int_eq(sk_test_http_bearer(port, "POST", path, rs_tok, "X-User-Id: 9002\r\n", resp,
                                              sizeof(resp)), 202);
-        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 4);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, rc, vid), 4);
         ck_assert_int_eq(orders_me(port, mepath, rs_tok, state, sizeof(state)), 200);
         ck_assert_str_ne(state, "NONE");
         ck_assert_int_eq(orders_me(port, mepath, es_tok, state, sizeof(state)), 200);
@@ -162,13 +159,10 @@ START_TEST(jwt_identity)
         ck_assert_int_eq(sk_test_scrape(port, "seckill_jwt_key_reload_failures_total"), 1);
         ck_assert_int_eq(orders_me(port, mepath, hs_tok, state, sizeof(state)), 200);
         ck_assert_int_eq(sk_test_file_count(log, "event=jwt_keys_reload_failed"), 1);
-
-        g_child = 0;
         ck_assert_int_eq(sk_test_stop(pid, 30), 0);
         free(rs_tok);
         free(es_tok);
         free(hs_tok);
-        sk_redis_close(rc);
 }
 END_TEST
 
@@ -181,9 +175,8 @@ START_TEST(jwt_mode_needs_a_good_key_file)
         /* A key file that does not load: a configuration error, exit 2. */
         ck_assert_int_eq(sk_test_write_file(g_keys, "{\"keys\":[]}"), 0);
         snprintf(env_keys, sizeof(env_keys), "SECKILL_JWT_KEYS_FILE=%s", g_keys);
-        snprintf(log, sizeof(log), "%s/front_0433b_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        pid = sk_test_front_start(&g_conf, sk_test_free_port(), env, log);
+        sk_test_log_path(log, sizeof(log), "front_0433b");
+        pid = sk_test_front_start(&sk_test_fx.conf, sk_test_free_port(), env, log);
         ck_assert_int_eq(sk_test_wait_exit(pid, 30), 2);
         ck_assert_int_ge(sk_test_file_count(log, "SECKILL_JWT_KEYS_FILE"), 1);
 }
@@ -191,8 +184,7 @@ END_TEST
 
 static void setup(void)
 {
-        sk_test_conf(&g_conf, "frontjwt");
-        sk_test_migrate(&g_conf);
+        sk_test_fix_setup("frontjwt", &(sk_test_fix_opts_t){ .no_topics = 1 });
         snprintf(g_dir, sizeof(g_dir), "/tmp/sk_0433.XXXXXX");
         ck_assert_ptr_nonnull(mkdtemp(g_dir));
         snprintf(g_keys, sizeof(g_keys), "%s/jwks.json", g_dir);
@@ -205,9 +197,7 @@ static void setup(void)
 static void teardown(void)
 {
         char tmp[160];
-
-        reap_child();
-        sk_test_cleanup(&g_conf);
+        sk_test_fix_teardown();
         unlink(g_keys);
         snprintf(tmp, sizeof(tmp), "%s.tmp", g_keys);
         unlink(tmp);
@@ -222,11 +212,11 @@ int main(void)
         Suite *s = suite_create("front_jwt");
         TCase *tc = tcase_create("jwt");
 
-        setenv("CK_FORK", "no", 1);
         tcase_set_timeout(tc, 120);
         tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_checked_fixture(tc, sk_test_reap_all, NULL); /* a front an earlier failed test left */
         tcase_add_test(tc, jwt_identity);
         tcase_add_test(tc, jwt_mode_needs_a_good_key_file);
         suite_add_tcase(s, tc);
-        return sk_test_run(s);
+        return sk_test_run_nofork(s);
 }

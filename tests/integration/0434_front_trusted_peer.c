@@ -7,27 +7,13 @@
  * is 400/10001 with Redis untouched: before, "X-User-Id: 70\0..." bought as user 70. */
 #include "sk_test.h"
 
-static sk_conf_t g_conf;
-static pid_t g_child;
-
-static void reap_child(void)
-{
-        if (g_child > 0) {
-                kill(g_child, SIGKILL);
-                waitpid(g_child, NULL, 0);
-        }
-        g_child = 0;
-}
-
 static pid_t start_front(int port, const char *const *env, const char *tag)
 {
         char log[256];
         pid_t pid;
 
-        snprintf(log, sizeof(log), "%s/front_0434%s_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", tag, (int)getpid());
-        pid = sk_test_front_start(&g_conf, port, env, log);
-        g_child = pid;
+        sk_test_log_path(log, sizeof(log), "front_0434%s", tag);
+        pid = sk_test_front_start(&sk_test_fx.conf, port, env, log);
         ck_assert_msg(sk_test_wait_ready(port, pid, 30) == 0, "front not ready (log %s)", log);
         return pid;
 }
@@ -45,7 +31,7 @@ static int raw(int port, const char *req, size_t len, char *code, size_t size)
 
 START_TEST(strict_bytes_are_400)
 {
-        sk_redis_t *rc = sk_test_redis(&g_conf);
+        sk_redis_t *rc = sk_test_fx.r;
         int port = sk_test_free_port();
         int64_t vid = sk_test_rand_id(), t = sk_now_ms();
         char v[SK_ID_STRLEN], req[512], code[32], *before, *after;
@@ -64,12 +50,12 @@ START_TEST(strict_bytes_are_400)
         size_t i, n;
         pid_t pid;
 
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = rc, .vid = vid, .stock = 5,
                                               .begin_ms = t - 60000, .end_ms = t + 3600000,
                                               .status = 1 });
         sk_id_format(vid, v);
         pid = start_front(port, NULL, "a");
-        before = sk_test_snapshot(&g_conf, rc);
+        before = sk_test_snapshot(&sk_test_fx.conf, rc);
         for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 n = (size_t)snprintf(req, sizeof(req),
                                      "POST /api/v1/vouchers/%s/seckill HTTP/1.1\r\nHost: x\r\n"
@@ -89,32 +75,30 @@ START_TEST(strict_bytes_are_400)
         n = (size_t)snprintf(req, sizeof(req), "GET /api/v1/orders/1\x01 HTTP/1.1\r\n"
                              "Host: x\r\nConnection: close\r\nX-User-Id: 70\r\n\r\n");
         ck_assert_int_eq(raw(port, req, n, code, sizeof(code)), 400);
-        after = sk_test_snapshot(&g_conf, rc);
+        after = sk_test_snapshot(&sk_test_fx.conf, rc);
         ck_assert_str_eq(before, after);
-        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 5);
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, rc, vid), 5);
         /* The same purchase with clean bytes buys. */
         n = (size_t)snprintf(req, sizeof(req), "POST /api/v1/vouchers/%s/seckill HTTP/1.1\r\nHost: x\r\n"
                              "Connection: close\r\nX-User-Id: 70\r\n\r\n", v);
         ck_assert_int_eq(raw(port, req, n, code, sizeof(code)), 202);
-        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 4);
-        g_child = 0;
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, rc, vid), 4);
         ck_assert_int_eq(sk_test_stop(pid, 30), 0);
         free(before);
         free(after);
-        sk_redis_close(rc);
 }
 END_TEST
 
 START_TEST(untrusted_peer_is_401)
 {
         const char *env[] = { "SECKILL_TRUSTED_PROXIES=10.9.9.0/24,192.0.2.7,unix", NULL };
-        sk_redis_t *rc = sk_test_redis(&g_conf);
+        sk_redis_t *rc = sk_test_fx.r;
         int port = sk_test_free_port();
         int64_t vid = sk_test_rand_id(), t = sk_now_ms();
         char v[SK_ID_STRLEN], path[160], resp[4096], code[32];
         pid_t pid;
 
-        sk_test_voucher(&(sk_test_voucher_t){ .conf = &g_conf, .r = rc, .vid = vid, .stock = 5,
+        sk_test_voucher(&(sk_test_voucher_t){ .r = rc, .vid = vid, .stock = 5,
                                               .begin_ms = t - 60000, .end_ms = t + 3600000,
                                               .status = 1 });
         sk_id_format(vid, v);
@@ -131,10 +115,8 @@ START_TEST(untrusted_peer_is_401)
         /* Even a malformed X-User-Id from there is 401, not 400: the peer decides first. */
         ck_assert_int_eq(sk_test_http_bearer(port, "GET", path, NULL, "X-User-Id: 007\r\n", resp,
                                              sizeof(resp)), 401);
-        ck_assert_int_eq(sk_test_stock(&g_conf, rc, vid), 5);
-        g_child = 0;
+        ck_assert_int_eq(sk_test_stock(&sk_test_fx.conf, rc, vid), 5);
         ck_assert_int_eq(sk_test_stop(pid, 30), 0);
-        sk_redis_close(rc);
 }
 END_TEST
 
@@ -147,28 +129,19 @@ START_TEST(default_list_on_a_public_address_refuses_to_start)
         pid_t pid;
 
         snprintf(addr, sizeof(addr), "SECKILL_HTTP_ADDR=0.0.0.0:%d", port);
-        snprintf(log, sizeof(log), "%s/front_0434c_%d.log",
-                 getenv("SK_BUILD") ? getenv("SK_BUILD") : "/tmp", (int)getpid());
-        pid = sk_test_front_start(&g_conf, port, env, log);
+        sk_test_log_path(log, sizeof(log), "front_0434c");
+        pid = sk_test_front_start(&sk_test_fx.conf, port, env, log);
         ck_assert_int_eq(sk_test_wait_exit(pid, 30), 2);
         ck_assert_int_ge(sk_test_file_count(log, "non-loopback address 0.0.0.0"), 1);
         /* Naming the gateway is the supported way: it starts. */
         pid = start_front(port, env_ok, "d");
-        g_child = 0;
         ck_assert_int_eq(sk_test_stop(pid, 30), 0);
 }
 END_TEST
 
 static void setup(void)
 {
-        sk_test_conf(&g_conf, "frontpeer");
-        sk_test_migrate(&g_conf);
-}
-
-static void teardown(void)
-{
-        reap_child();
-        sk_test_cleanup(&g_conf);
+        sk_test_fix_setup("frontpeer", &(sk_test_fix_opts_t){ .no_topics = 1 });
 }
 
 int main(void)
@@ -176,12 +149,12 @@ int main(void)
         Suite *s = suite_create("front_trusted_peer");
         TCase *tc = tcase_create("peer");
 
-        setenv("CK_FORK", "no", 1);
         tcase_set_timeout(tc, 120);
-        tcase_add_unchecked_fixture(tc, setup, teardown);
+        tcase_add_unchecked_fixture(tc, setup, sk_test_fix_teardown);
+        tcase_add_checked_fixture(tc, sk_test_reap_all, NULL); /* a front an earlier failed test left */
         tcase_add_test(tc, strict_bytes_are_400);
         tcase_add_test(tc, untrusted_peer_is_401);
         tcase_add_test(tc, default_list_on_a_public_address_refuses_to_start);
         suite_add_tcase(s, tc);
-        return sk_test_run(s);
+        return sk_test_run_nofork(s);
 }

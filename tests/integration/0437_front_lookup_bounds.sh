@@ -7,7 +7,7 @@
 #   - beyond the bound: 503 at once (well before the deadline), with Retry-After;
 #   - queued jobs whose deadline passed are dropped unrun (the dropped counter), so
 #     the jobs run are fewer than the jobs queued, and the queue is empty soon after.
-. "$(dirname "$0")/../faults/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init lookup_bounds
 V=$(ft_voucher 5)
 ft_front f SECKILL_FRONT_LOOKUP_THREADS=1 SECKILL_FRONT_LOOKUP_QUEUE_MAX=8 \

@@ -12,7 +12,7 @@
 #   -> 409/10021 failed; an order with no outcome yet -> 503 + Retry-After, nothing
 #   recorded; the buyer's POST /orders/{id}/pay -> 404. Every refund_due answer carries
 #   "refund":true. The closer is kept out of the way (one scan an hour, grace 0).
-. "$(dirname "$0")/../faults/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init payment_callback
 
 FT_PAY_SECRET=0438-secret-$RANDOM-$RANDOM-$RANDOM

@@ -10,7 +10,7 @@
 #   - rotation: a secret added to the file is refused until SIGHUP, accepted after it;
 #     the retired secret is refused after the next SIGHUP; a reload of a broken file
 #     keeps the old keys and counts seckill_payment_key_reload_failures_total.
-. "$(dirname "$0")/../faults/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init payment_signature
 
 OLD=0439-old-secret-$RANDOM-$RANDOM NEW=0439-new-secret-$RANDOM-$RANDOM

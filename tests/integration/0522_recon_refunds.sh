@@ -2,7 +2,7 @@
 # 0522_recon_refunds.sh: the reconciler's refund rule (DESIGN.md 13): a pass exits 2
 # while a refund_due payment without refunded_at is older than 24 h, and says so; a
 # younger one, an applied one or a refunded one does not hold the pass.
-. "$(dirname "$0")/../faults/lib.sh"
+. "$(dirname "$0")/../support/ft.sh"
 ft_init recon_refunds
 V=$(ft_voucher 3)
 pass() { timeout 120 "$FT_BIN/seckill-reconciler" --json >"$FT_WORK/recon.out" 2>"$FT_WORK/recon.err"; echo $?; }

@@ -9,7 +9,7 @@
 #   4. systemd-analyze verify and security --offline=yes on the installed units;
 #   5. one short sale (20 units, 40 buyers) with the installed binaries, run as the
 #      seckill user, against the local stack with the least-privilege users of
-#      `seckill-admin db grants`: every invariant holds (tests/faults/lib.sh ft_check);
+#      `seckill-admin db grants`: every invariant holds (tests/support/ft.sh ft_check);
 #   6. dpkg --purge: /etc/seckill and the files gone, the seckill user kept;
 #   7. lintian, when installed: its findings are printed, not judged.
 # Refuses to run where seckill is installed by someone else (no marker of an earlier run
@@ -122,8 +122,8 @@ done
 say "sale: installed binaries as the seckill user, least-privilege DB users"
 (
         export SK_BIN=$wrap
-        # shellcheck source=../faults/lib.sh
-        . "$SRC/tests/faults/lib.sh"
+        # shellcheck source=../support/ft.sh
+        . "$SRC/tests/support/ft.sh"
         ft_init package_sale
         ft_least_privilege
         ft_front f

@@ -31,13 +31,15 @@ void sk_test_fix_setup(const char *name, const sk_test_fix_opts_t *o)
                 fx->conf.topic_partitions = o->partitions;
         if (o->delivery_timeout_ms > 0)
                 fx->conf.kafka_delivery_timeout_ms = o->delivery_timeout_ms;
-        if (sk_migrate(&fx->conf.mysql, NULL, errstr, sizeof(errstr)))
+        if (!o->redis_only && sk_migrate(&fx->conf.mysql, NULL, errstr, sizeof(errstr)))
                 die("migrate", errstr);
         if (o->private_redis)
-                fx->redis_pid = sk_test_redis_start(&fx->conf, 0, NULL);
-        if (!o->no_topics && sk_kafka_ensure_topics(&fx->conf, 15000, errstr, sizeof(errstr)))
+                fx->redis_pid = sk_test_redis_start(&fx->conf, 0, o->redis_args);
+        if (!o->no_topics && !o->redis_only &&
+            sk_kafka_ensure_topics(&fx->conf, 15000, errstr, sizeof(errstr)))
                 die("ensure topics", errstr);
-        if (!(fx->db = sk_db_connect(&fx->conf.mysql, 0, o->lock_wait_s, errstr, sizeof(errstr))))
+        if (!o->redis_only &&
+            !(fx->db = sk_db_connect(&fx->conf.mysql, 0, o->lock_wait_s, errstr, sizeof(errstr))))
                 die("db connect", errstr);
         if (!(fx->r = sk_redis_connect(&fx->conf.redis, 5000, errstr, sizeof(errstr))))
                 die("redis connect", errstr);

@@ -34,13 +34,18 @@ typedef struct sk_test_fix_opts {
         int delivery_timeout_ms;    /**< >0: conf.kafka_delivery_timeout_ms (children too) */
         int lock_wait_s;            /**< the connection's innodb_lock_wait_timeout, 0 default */
         int no_topics;              /**< 1: do not create the topic and DLQ */
+        int redis_only;             /**< 1: Redis alone: no database (db stays NULL), no
+                                     *   topics; the teardown is the same */
         int private_redis;          /**< 1: a private redis-server (sk_test_redis_start) */
+        const char *const *redis_args; /**< private_redis: its extra arguments
+                                        *   (NULL-terminated), e.g. "--lua-time-limit" */
 } sk_test_fix_opts_t;
 
 /** @brief Fill sk_test_fx for test @p name: sk_test_conf, options, migrate the database,
  *  start the private Redis if asked, create the topics (15 s), connect to MariaDB and
- *  Redis (5 s). @p o may be NULL. Exits 2 with the reason on stderr if any step fails
- *  (called from main() as well as from checked fixtures). */
+ *  Redis (5 s); with redis_only, neither the database nor the topics. @p o may be
+ *  NULL. Exits 2 with the reason on stderr if any step fails (called from main() as
+ *  well as from checked fixtures). */
 void sk_test_fix_setup(const char *name, const sk_test_fix_opts_t *o);
 /** @brief SIGKILL leftover children (sk_test_reap_all), close the handles, stop the
  *  private Redis, then drop the database and delete the keys (sk_test_cleanup) unless

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,6 +256,19 @@ int sk_test_stop(pid_t pid, int timeout_s)
                 return -1;
         kill(pid, SIGTERM);
         return reap(pid, timeout_s);
+}
+
+char *sk_test_log_path(char *out, size_t cap, const char *fmt, ...)
+{
+        const char *dir = getenv("SK_BUILD");
+        char name[200];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(name, sizeof(name), fmt, ap);
+        va_end(ap);
+        snprintf(out, cap, "%s/%s_%d.log", dir ? dir : "/tmp", name, (int)getpid());
+        return out;
 }
 
 void sk_test_reap_all(void)

@@ -38,9 +38,17 @@ int sk_test_wait_exit(pid_t pid, int timeout_s);
 /** @brief SIGTERM @p pid and wait up to @p timeout_s (s); then SIGKILL and reap.
  *  @returns the raw wait status (0: exited 0), -1 for @p pid <= 0. */
 int sk_test_stop(pid_t pid, int timeout_s);
-/** @brief SIGKILL every child sk_test_spawn started that is still unreaped (teardown
- *  after a failed check skipped the test's own stop). */
+/** @brief SIGKILL and reap every child sk_test_spawn started that is still unreaped:
+ *  the teardown's, and a test's first step when an earlier test of the binary (CK_NOFORK)
+ *  failed a check before its own stop. The private redis-server (sk_test_redis_start)
+ *  and socat proxies are not among them. */
 void sk_test_reap_all(void);
+/** @brief The path of one log file of this run, "$SK_BUILD/<name>_<pid>.log" (/tmp
+ *  without SK_BUILD): <name> from the printf-style @p fmt (e.g. "front_0408_%s"),
+ *  <pid> this process's, so runs side by side never share a log. Written into @p out
+ *  (@p cap bytes, truncated). @returns @p out. */
+char *sk_test_log_path(char *out, size_t cap, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
 /** @brief Read @p fd into @p buf (NUL-terminated, @p size bytes) until EOF or
  *  @p timeout_s (s); closes @p fd. */
 void sk_test_read_all(int fd, char *buf, size_t size, int timeout_s);

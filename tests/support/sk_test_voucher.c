@@ -101,6 +101,16 @@ int64_t sk_test_voucher(const sk_test_voucher_t *v)
         return vid;
 }
 
+int64_t sk_test_voucher_open(long long stock)
+{
+        int64_t now = sk_now_ms();
+
+        return sk_test_voucher(&(sk_test_voucher_t){ .stock = stock, .init_stock = stock,
+                                                     .db_stock = stock, .begin_ms = now - 60000,
+                                                     .end_ms = now + 3600000, .status = 1,
+                                                     .db_status = 1 });
+}
+
 int sk_test_deduct(int64_t vid, int64_t uid, int64_t trace, int64_t order,
                    sk_order_msg_t *msg, char *json)
 {

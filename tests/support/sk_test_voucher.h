@@ -32,6 +32,12 @@ typedef struct sk_test_voucher {
  *  buckets]), stock, and users and trace holding the placeholder `_` (DESIGN.md 4).
  *  Fails the test on any error. @returns the voucher id. */
 int64_t sk_test_voucher(const sk_test_voucher_t *v);
+/** @brief An open voucher with @p stock units, on the fixture's database and Redis
+ *  (sk_test_fx): a new random id; the DB row (status 1, init_stock = @p stock) with
+ *  bucket 0 holding @p stock; in Redis meta (status 1, on sale from a minute ago to an
+ *  hour ahead), stock @p stock, users and trace holding `_` (sk_test_voucher). Fails
+ *  the test on any error. @returns the voucher id. */
+int64_t sk_test_voucher_open(long long stock);
 /** @brief deduct.lua for user @p uid on bucket 0 of @p vid (fixture), with trace and
  *  order ids @p trace / @p order (0: new random ones). On admission the message in
  *  @p msg and its JSON in @p json (SK_MSG_MAX bytes); both may be NULL.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/faults/tools/faults_table.sh: rewrites the results table of docs/FAULTS.md from
-# the figures the fault cases recorded (lib.sh ft_record: one line per case in
+# the figures the fault cases recorded (ft.sh ft_record: one line per case in
 # $SK_BUILD/faults-results/CASE.tsv, replaced on every run of that case).
 #
 # Usage: faults_table.sh [SRC_DIR] [BUILD_DIR]   (defaults: $SK_SRC, $SK_BUILD)

@@ -1,4 +1,5 @@
-/* fttool.c: the fault suite's Kafka helper (tests/faults/lib.sh builds it on first use).
+/* fttool.c: the fault suite's Kafka helper (CMake target fttool, build/tests/fttool;
+ * tests/support/ft.sh runs it).
  *
  *   fttool lag BROKERS GROUP TOPIC            sum over partitions of high watermark minus
  *                                             the group's committed offset (none = low)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/faults/lib_dbfault.sh: what the database fault cases 0282-0286 share (DESIGN.md 16
-# "What is promised"), sourced after lib.sh and ft_init. A case starts a front and a
+# tests/support/ft_db.sh: what the database fault cases 0282-0286 share (DESIGN.md 16
+# "What is promised"), sourced after ft.sh and ft_init. A case starts a front and a
 # consumer (ft_db_services), then:
 #   ft_db_sale FRONT V FIRST_USER   the sale in flight: a buy loop (ft_buy_loop), the
 #                                   payment provider (odd users pay as soon as they have a

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# tests/faults/lib_kafka3.sh: a private replicated Kafka cluster for the fault suite
+# tests/support/ft_kafka3.sh: a private replicated Kafka cluster for the fault suite
 # (DESIGN.md 10: "the fault suite starts its own private three-broker Kafka cluster").
-# Sourced after lib.sh and ft_init:
+# Sourced after ft.sh and ft_init:
 #   ft_kafka3_start                start it, wait until the three brokers are in the
 #                                  metadata, create the case's topic and DLQ (RF 3);
 #                                  SECKILL_KAFKA_BROKERS points at the three brokers
@@ -193,7 +193,7 @@ ft_kafka3_stop_all() {
         ft_kafka3_kill_nodes
 }
 
-# N distinct free loopback ports below the kernel's ephemeral range (lib.sh).
+# N distinct free loopback ports below the kernel's ephemeral range (ft.sh).
 ft_kafka3_ports() { ft_low_ports "$1"; }
 
 # One attempt to boot the four nodes with cluster id $1 on fresh ports and data: until

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# tests/faults/lib_galera.sh: the start of a Galera fault case (0282-0285, DESIGN.md 16),
-# sourced first, instead of lib.sh: `scripts/stack.sh galera up` (the case exits 1 when
-# it fails), SECKILL_MYSQL_URL = the three nodes (before lib.sh, which parses it when it
-# is sourced), then lib.sh and lib_dbfault.sh, and the cleanup hook galera_heal: galera up
+# tests/support/ft_galera.sh: the start of a Galera fault case (0282-0285, DESIGN.md 16),
+# sourced first, instead of ft.sh: `scripts/stack.sh galera up` (the case exits 1 when
+# it fails), SECKILL_MYSQL_URL = the three nodes (before ft.sh, which parses it when it
+# is sourced), then ft.sh and ft_db.sh, and the cleanup hook galera_heal: galera up
 # again, since the next case needs three nodes (a case may redefine galera_heal).
 #   ft_galera_pids N...   the pids of nodes N... that scripts/stack.sh started (galera
 #                         status: pid=, started_by_us=yes), space separated, in order
@@ -15,8 +15,8 @@ GREPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
         { tail -n 30 /tmp/skf.galera_up.$$.log; echo "$(basename "$0" .sh): scripts/stack.sh galera up failed"; exit 1; }
 rm -f /tmp/skf.galera_up.$$.log
 eval "$("$GREPO/scripts/stack.sh" galera env)"
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-. "$(dirname "${BASH_SOURCE[0]}")/lib_dbfault.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/ft.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/ft_db.sh"
 [[ $FT_MYSQL_HOSTS == *,* ]] || { echo "$(basename "$0" .sh): not a multi-host URL: $SECKILL_MYSQL_URL"; exit 1; }
 
 galera_heal() { "$GREPO/scripts/stack.sh" galera up >/dev/null 2>&1 || ft_log "galera up at cleanup failed"; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/faults/lib.sh: the harness of the fault suite (DESIGN.md 7-11).
+# tests/support/ft.sh: the harness of the fault suite (DESIGN.md 7-11).
 #
 # A case sources this file, then:
 #   ft_init NAME                   unique database, Redis prefix, topic and group; migrate
@@ -219,19 +219,19 @@ ft_init() {
         ft_tool_build
 }
 
-# Build tests/faults/tools/fttool.c (Kafka helper) once per build dir.
+# The Kafka helper tests/faults/tools/fttool.c: the CMake target fttool (tests/fttool of
+# the build, $FT_BUILD or else $FT_SRC/build), built with the rest; built here when missing.
 ft_tool_build() {
-        local src=$FT_SRC/tests/faults/tools/fttool.c dir=$FT_BUILD/faults-tools tmp
-        FT_TOOL=$dir/fttool
-        mkdir -p "$dir"
-        if [[ ! -x $FT_TOOL || $src -nt $FT_TOOL ]]; then
-                tmp=$(mktemp "$dir/fttool.XXXXXX")
-                # shellcheck disable=SC2046
-                cc -std=c11 -O1 -g -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -o "$tmp" "$src" \
-                        $(pkg-config --cflags --libs rdkafka) >"$FT_WORK/fttool-build.log" 2>&1 ||
-                        { rm -f "$tmp"; ft_die "fttool build: $(cat "$FT_WORK/fttool-build.log")"; }
-                mv -f "$tmp" "$FT_TOOL"   # atomic: parallel cases never see half a binary
-        fi
+        local dir
+        for dir in "$FT_BUILD" "$FT_SRC/build"; do
+                FT_TOOL=$dir/tests/fttool
+                [[ -x $FT_TOOL ]] && return 0
+        done
+        dir=$FT_BUILD
+        [[ -f $dir/CMakeCache.txt ]] || dir=$FT_SRC/build
+        FT_TOOL=$dir/tests/fttool
+        cmake --build "$dir" --target fttool >"$FT_WORK/fttool-build.log" 2>&1 ||
+                ft_die "fttool build: $(tail -n 20 "$FT_WORK/fttool-build.log")"
 }
 
 # Stop one service by name: SIGTERM (SIGCONT too), wait up to $2 s (10), then SIGKILL.

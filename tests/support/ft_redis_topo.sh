@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# tests/faults/lib_redis_topo.sh: private replicated Redis topologies for the fault suite
+# tests/support/ft_redis_topo.sh: private replicated Redis topologies for the fault suite
 # (DESIGN.md 4b, 8 "failover to a lagging replica", "Cluster MOVED/ASK...", 10: a fault
 # case never disturbs the shared Cluster on 7000-7005 nor the shared Sentinel group on
-# 6390/6391/26390-26392). Sourced after lib.sh and ft_init:
+# 6390/6391/26390-26392). Sourced after ft.sh and ft_init:
 #   ft_sentinel_start              a master, one replica (FT_TOPO_REPLICAS: more) and three
 #                                  Sentinels (quorum 2)
 #                                  watching master "fts"; SECKILL_REDIS_URL is the
@@ -52,7 +52,7 @@ FT_TOPO_SENTINELS=()       # Sentinel ports
 declare -A FT_TOPO_PID=()  # port -> pid
 declare -A FT_TOPO_ARGS=() # port -> extra redis-server arguments (for a restart)
 
-# Redefined: the topology's node for the case's keys (lib.sh's ft_check, ft_cleanup).
+# Redefined: the topology's node for the case's keys (ft.sh's ft_check, ft_cleanup).
 ft_rcli() {
         local hp
         case $FT_TOPO in
@@ -67,7 +67,7 @@ ft_rcli() {
 ft_topo_cli() { local p=$1; shift; timeout 10 redis-cli -h 127.0.0.1 -p "$p" "$@"; }
 ft_topo_ping() { [[ $(ft_topo_cli "$1" ping 2>/dev/null) == PONG ]]; }
 
-# ft_topo_ports N: N free ports below the ephemeral range, none of the shared ones (lib.sh).
+# ft_topo_ports N: N free ports below the ephemeral range, none of the shared ones (ft.sh).
 ft_topo_ports() { ft_low_ports "$1"; }
 
 # ft_topo_node PORT ARGS...: start one data node (remembering ARGS for a restart).
