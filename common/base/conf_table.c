@@ -63,7 +63,7 @@ const copt_t sk__copts[SK__NCOPTS] = {
         CI("soldout-cache-ms", "SECKILL_SOLDOUT_CACHE_MS", soldout_cache_ms, 0, 60000, "MS", "1000", FRONT,
            "front: how long a bucket that answered sold out is answered 10005 locally (0 = off)"),
         { "worker-id", "SECKILL_WORKER_ID", V_INT, OFF(worker_id), 0, 0, 1023, "ID", "-1", "the lowest free id is leased",
-          "snowflake worker id, leased in the database (tb_worker_lease); held by another live "
+          "snowflake worker id, leased in the database; held by another live "
           "process: exit 2", FRONT | SK_BIN_ADMIN },
         CI("worker-lease-ms", "SECKILL_WORKER_LEASE_MS", worker_lease_ms, 300, 3600000, "MS", "30000",
            FRONT | SK_BIN_ADMIN, "worker id lease period (renewed every third of it)"),

@@ -441,7 +441,7 @@ START_TEST(help_markdown)
         ck_assert_int_eq(run_stdout(&conf, out, sizeof(out), extra, 3, argv, 2), 1);
         ck_assert_ptr_nonnull(strstr(out, "<!-- common -->\n| variable | flag | used by | default | range | meaning |\n"));
         ck_assert_ptr_nonnull(strstr(out, "| `SECKILL_WORKER_ID` | `--worker-id` | front, admin | the lowest free id "
-                                          "is leased | 0..1023 | snowflake worker id, leased in the database "));
+                                          "is leased | 0..1023 | snowflake worker id, leased in the database; "));
         ck_assert_ptr_nonnull(strstr(out, "| `SECKILL_LOG_LEVEL` | `--log-level` | every binary | `info` | `LEVEL` | "
                                           "debug\\|info\\|warn\\|error |\n"));
         ck_assert_ptr_nonnull(strstr(out, "| `SECKILL_CURRENCY` | `--currency` | admin | `CNY` |"));
