@@ -49,13 +49,13 @@ int sk_admin_db_grants(const sk_conf_t *conf, const sk_admin_opts_t *o);
 
 /** `voucher create --stock N [--buckets N] --begin T --end T [--status S] [--preheat]`:
  *  one DB transaction inserts the voucher, its bucket rows (sk_bucket_share) and its
- *  tb_seckill_switch row (DESIGN.md v4 6, 14). */
+ *  tb_seckill_switch row (DESIGN.md 6, 14). */
 int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o);
 /** `voucher preheat ID [--rebuild-from-db] [--wait-ms MS]` (ID = o->args[0]). */
 int sk_admin_voucher_preheat(const sk_conf_t *conf, const sk_admin_opts_t *o);
 /** `voucher show ID [--json]` (ID = o->args[0]). */
 int sk_admin_voucher_show(const sk_conf_t *conf, const sk_admin_opts_t *o);
-/** `voucher add-stock ID --stock K --request-id R [--wait-ms MS]` (DESIGN.md v4 14;
+/** `voucher add-stock ID --stock K --request-id R [--wait-ms MS]` (DESIGN.md 14;
  *  admin/voucher_stock.c; ID = o->args[0]): one DB transaction, idempotent by R, then
  *  the rebuild. */
 int sk_admin_voucher_add_stock(const sk_conf_t *conf, const sk_admin_opts_t *o);
@@ -87,10 +87,10 @@ extern const char sk_admin_degrade_usage[];
  *  in tb_seckill_stock (sk_bucket_share of @p stock), its price @p price_minor (minor
  *  units, >= 0) and @p currency (3 letters A-Z, borrowed; DESIGN.md 13), and its
  *  tb_seckill_switch row
- *  (scope = the voucher, mode NULL, state 'redis') (DESIGN.md v4 6, 12, 14). Nothing is
+ *  (scope = the voucher, mode NULL, state 'redis') (DESIGN.md 6, 12, 14). Nothing is
  *  written on error (rolled back). 1213/1205 and links lost before COMMIT: the whole
  *  transaction again (5 runs); a COMMIT whose outcome is unknown: the voucher row read
- *  back by @p id on a fresh session (DESIGN.md v5 16), found -> SK_OK, none -> run
+ *  back by @p id on a fresh session (DESIGN.md 16), found -> SK_OK, none -> run
  *  again; unreadable -> SK_EUNKNOWN (a line `voucher_create_commit_unknown` on stderr).
  *  @returns SK_OK or the DB error with the reason. */
 sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buckets,

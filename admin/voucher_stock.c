@@ -1,8 +1,8 @@
 /* voucher_stock.c: the DB side of a voucher's stock for seckill-admin (admin.h): the
  * voucher row with its bucket rows and switch row at creation, and add-stock
- * (DESIGN.md v4 6, 14). Every change is one transaction; nothing partial is left on an
+ * (DESIGN.md 6, 14). Every change is one transaction; nothing partial is left on an
  * error. A COMMIT whose outcome is unknown is resolved by reading what it wrote by its
- * unique key (DESIGN.md v5 16 "Errors", sk/db_outcome.h). Single-threaded (the admin). */
+ * unique key (DESIGN.md 16 "Errors", sk/db_outcome.h). Single-threaded (the admin). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -71,7 +71,7 @@ static sk_err_t resolve_exists(sk_db_t *db, const char *sql, sk_db_arg_t key, in
         return err;
 }
 
-/* The voucher-create transaction (DESIGN.md v4 6, 12, 14). SK_EUNKNOWN: the COMMIT's
+/* The voucher-create transaction (DESIGN.md 6, 12, 14). SK_EUNKNOWN: the COMMIT's
  * outcome is unknown, the connection dropped; any other error rolled back. The reason
  * in @p why. */
 static sk_err_t insert_voucher_txn(sk_db_t *db, int64_t id, int64_t stock, int buckets,

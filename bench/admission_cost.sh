@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/admission_cost.sh: the Redis cost of one admission, current scripts vs the v4
-# release's (bench/v4/lua, byte-identical to lua/ at 15298f7), in one run (issue 25,
-# DESIGN.md 4 "Cost of an admission"). One command; measured, never asserted.
+# release's (bench/v4/lua, byte-identical to lua/ at 15298f7), in one run
+# (DESIGN.md 4 "Cost of an admission"). One command; measured, never asserted.
 #
 # On a PRIVATE redis-server (a spare port, stopped at the end) it loads deduct.lua as the
 # binaries embed it: the current one from the build (build/generated/

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/windows.sh: the two availability windows of issue 22 (DESIGN.md v5 §4b, §12),
+# bench/windows.sh: the two availability windows (DESIGN.md §4b, §12),
 # each measured three times on a sale that keeps one purchase in flight every ~20 ms:
 #   sentinel  a private Sentinel group (tests/support/ft_redis_topo.sh: a master, two
 #             replicas, so the new master has a replica at once under min-replicas-to-

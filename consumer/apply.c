@@ -1,6 +1,6 @@
 /* apply.c: the database statements of seckill-consumer (DESIGN.md 6-8).
  *
- * One transaction per (voucher, bucket) and poll batch (DESIGN.md v4 5: the merged
+ * One transaction per (voucher, bucket) and poll batch (DESIGN.md 5: the merged
  * decrement hits the bucket's own row):
  *   INSERT INTO tb_seckill_outcome ... VALUES (CREATED) x n   -- the idempotency check
  *   UPDATE tb_seckill_stock SET stock = stock - k WHERE voucher_id = ? AND bucket = ? AND stock >= k

@@ -5,7 +5,7 @@
  *
  * The decision itself and the sold_out clamp (DESIGN.md 4 rollback.lua, 8 sold_out
  * row: FAILED committed, bucket j's row bumped (version + 1) and its stock read in a
- * second transaction (DESIGN.md v5 16 (3)), rollback.lua
+ * second transaction (DESIGN.md 16 (3)), rollback.lua
  * clamp-to, the transaction ended after it answered; a read that keeps failing runs no
  * rollback.lua, so no `T:r` claims a clamp that was not applied) are sk/decide.h, shared
  * with the reconciler and the rebuild. This file gives it the worker's connections,
@@ -65,7 +65,7 @@ static void decider_backoff(void *arg, int attempt)
 
 /* DESIGN.md 12, consumers during an outage: in state draining or db the rollbacks of
  * FAILED outcomes are left to the reconciler and the recovery rebuild after one failed
- * attempt, not retried with backoff (that slowed the drain, issue 22). */
+ * attempt, not retried with backoff (that slowed the drain). */
 static int decider_give_up(void *arg, int64_t voucher_id)
 {
         worker_t *w = arg;

@@ -11,7 +11,7 @@
  *      appeared meanwhile, short stock, has_order, another error) falls back to one
  *      transaction per message, which sorts the cases out.
  * Transient errors pause the partitions, back off and retry the group from BEGIN.
- * DESIGN.md v5 16 "Errors": a transaction that failed with 1213 (deadlock, Galera
+ * DESIGN.md 16 "Errors": a transaction that failed with 1213 (deadlock, Galera
  * certification failure) is retried at half its size, down to 1 message; a COMMIT
  * whose outcome is unknown (any other error or a lost link at COMMIT) is resolved
  * before anything else is written: on a fresh session (wsrep_sync_wait = 1 on Galera)

@@ -150,7 +150,7 @@ void cons_claim_drain(worker_t *w);
 /* ---- decide.c ---- */
 /** @brief Record FAILED (@p reason) for @p c in its own transaction, then run
  *  rollback.lua (sold_out: clamp-to read in a second transaction that bumps the bucket
- *  row's version first, DESIGN.md v5 16 (3)).
+ *  row's version first, DESIGN.md 16 (3)).
  *  DESIGN.md 7, 8. @returns SK_OK (settled), SK_EAGAIN (transient), SK_EDB (retry
  *  later), SK_ESTOP. */
 sk_err_t cons_decide_failed(worker_t *w, cmsg_t *c, sk_reason_t reason, const char *detail);

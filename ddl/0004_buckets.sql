@@ -1,4 +1,4 @@
--- 0004: bucketed stock (DESIGN.md v4 1, 6, 14) and the per-voucher degrade state (12).
+-- 0004: bucketed stock (DESIGN.md 1, 6, 14) and the per-voucher degrade state (12).
 -- tb_seckill_stock holds the ledger, one row per (voucher, bucket); a v3 voucher becomes
 -- bucket 0 of itself (buckets = 1). Orders and outcomes record the bucket their unit came
 -- from; outcomes record the path that decided them (kafka, or db for the DB-only path).

@@ -1,4 +1,4 @@
--- 0006: evidence for the early drain of DESIGN.md v5 12 (draining -> db, parts b and c)
+-- 0006: evidence for the early drain of DESIGN.md 12 (draining -> db, parts b and c)
 -- and the role of each worker-id lease (DESIGN.md 2, 6).
 -- tb_drain_ack: a front writes (its lease holder, V, epoch) once it has read that draining
 -- epoch of V and none of its purchases of V can still reach Kafka. Append-only: one row per

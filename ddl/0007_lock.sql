@@ -1,4 +1,4 @@
--- 0007: nothing relies on a node-local lock (DESIGN.md v5 16 "One writer is a performance
+-- 0007: nothing relies on a node-local lock (DESIGN.md 16 "One writer is a performance
 -- preference; correctness never depends on it"). GET_LOCK, FOR SHARE and FOR UPDATE are
 -- node-local on Galera, which certifies write sets only, so:
 -- tb_lock: every advisory lock (migrate, the voucher/rebuild lock, the reconciler run lock)

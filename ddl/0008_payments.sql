@@ -1,4 +1,4 @@
--- 0008: payments (DESIGN.md v5 6, 13, 15). A voucher has a price (minor units, >= 0) and
+-- 0008: payments (DESIGN.md 6, 13, 15). A voucher has a price (minor units, >= 0) and
 -- an ISO 4217 currency, fixed at creation; every order copies them at creation
 -- (amount_minor, currency). tb_payment records every signed payment callback in the
 -- transaction that decides it: result 1 applied | 2 refund_due, reason late | closed |

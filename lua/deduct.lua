@@ -9,7 +9,7 @@
 --          | {"REPLAY", stored_entry} | {"COLLISION"} | {"FENCED"}
 --          | {"PROBING", N, h} | {"SETTLED", j, N, h} | {"OVERFLOW", N, h}
 --          | error "ERR SKARG <what>" (invalid argument; nothing written).
---          (v5: the two answers of the hot path, admitted and rejected, are a bare string
+--          (the two answers of the hot path, admitted and rejected, are a bare string
 --          and a bare integer: Redis converts a Lua table reply for ~5,000 instructions.)
 -- Order of the answers (DESIGN.md 4): arguments (ids by length and byte range, ts against
 -- TIME, the keys one bucket's of this voucher and KEYS[5] the fence of this traceId);

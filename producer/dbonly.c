@@ -18,7 +18,7 @@
  *           purchase serialize on the bucket row (one node: whoever is second waits,
  *           and a purchase that waited reads rebuilding here) or one fails
  *           certification (Galera: 1213, retried from BEGIN into rebuilding). Nothing
- *           relies on FOR SHARE / FOR UPDATE, node-local (DESIGN.md v5 16 (2)).
+ *           relies on FOR SHARE / FOR UPDATE, node-local (DESIGN.md 16 (2)).
  *   COMMIT -> 200 {"code":0,"orderId","traceId","state":"CREATED"}
  * A duplicate active-order key -> 409/10006. A transient error -> the whole transaction
  * again from BEGIN (up to 3 attempts), then 503 cause db. A COMMIT that failed with

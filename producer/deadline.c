@@ -14,7 +14,7 @@
 
 static fr_thread_t t_timer;
 
-/* The request_deadline WARN, rate-limited (issue 23): one line per second at most, the
+/* The request_deadline WARN, rate-limited: one line per second at most, the
  * next one saying how many were not logged. A flood of slow lookups must not turn into
  * a flood of log lines. Timer thread only. */
 static int64_t warn_last_ms;

@@ -142,7 +142,7 @@ void fr_deduct_ran(fr_req_t *req, const redisReply *reply)
 {
         const redisReply *el0, *el1;
 
-        /* v5 (sk/scripts.h): the two answers of the hot path have no table around them,
+        /* sk/scripts.h: the two answers of the hot path have no table around them,
          * the admission is the entry itself, a rejection its code. */
         if (reply->type == REDIS_REPLY_STRING) {
                 if (admitted(req, reply) != 0)

@@ -8,7 +8,7 @@
  *        redis -> draining      mode db_only, or mode auto with this front's breaker
  *                               open (mode redis_only never leaves redis) -- at most
  *                               once per voucher and breaker episode (below);
- *        draining -> db         evidence or time (DESIGN.md v5 12 b-d), then Kafka:
+ *        draining -> db         evidence or time (DESIGN.md 12 b-d), then Kafka:
  *                               this front acks the epoch in tb_drain_ack once none of
  *                               its purchases of V can reach Kafka (vflight.c count 0,
  *                               read after the epoch was published to the HTTP threads);
@@ -25,7 +25,7 @@
  *                               (since + that long, DB clock), one transaction that
  *                               also sets switch_epoch on every bucket row of V, so it
  *                               and a DB-only purchase in flight conflict on a bucket
- *                               row (sk_dsw_begin_rebuild; DESIGN.md v5 16 (2));
+ *                               row (sk_dsw_begin_rebuild; DESIGN.md 16 (2));
  *        rebuilding -> redis    after sk_rebuild_voucher succeeded (breaker closed),
  *                               on the rebuild worker's thread (degrade_rebuild.c),
  *                               never this one: a rebuild waiting to settle must not
@@ -441,7 +441,7 @@ static void step(sk_dsw_row_t *row)
                 fr_degrade_log_move(row, SK_DSW_REBUILDING, "redis_healthy");
                 row->state = SK_DSW_REBUILDING;
                 row->epoch = ep;
-                fr_rebuild_request(row); /* never on this thread (issue 22) */
+                fr_rebuild_request(row); /* never on this thread */
                 break;
         case SK_DSW_REDIS:
                 fr_rebuild_request(row);

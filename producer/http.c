@@ -312,7 +312,7 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                 const char *id = url + sizeof(opfx) - 1;
                 const char *slash = strchr(id, '/');
 
-                if (slash) { /* /cancel (DESIGN.md 3, 13); v5: no buyer-facing /pay */
+                if (slash) { /* /cancel (DESIGN.md 3, 13): no buyer-facing /pay */
                         if (strcmp(slash, "/cancel"))
                                 goto not_found;
                         if (!is_post) {

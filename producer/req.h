@@ -18,7 +18,7 @@ typedef enum {
         FR_KIND_ORDERS_ME,      /* GET .../orders/me: lookup pool */
         FR_KIND_ORDER_GET,      /* GET /api/v1/orders/{id}: lookup pool */
         FR_KIND_ORDER_ACTION,   /* POST /api/v1/orders/{id}/cancel: lookup pool */
-        FR_KIND_PAYMENT,        /* POST /api/v1/payments/callback: the payment pool (v5) */
+        FR_KIND_PAYMENT,        /* POST /api/v1/payments/callback: the payment pool */
 } fr_kind_t;
 
 /* Lookup-pool jobs. */

@@ -59,7 +59,7 @@ void fr_rollback_submit(fr_req_t *req)
 /* DESIGN.md 4b: after a script that wrote a fence on a master that has replicas, `WAIT 1
  * 100` on the connection that ran it (a Cluster routes WAIT to the node of the previous
  * keyed command, so it is called right after each script: rollback.lua on j and home.lua
- * on h may live on different masters, issue 22); a failover to a replica that never
+ * on h may live on different masters); a failover to a replica that never
  * received the fence would lose it, so without an acknowledgement the answer is PENDING,
  * not FAILED. A standalone server
  * (redis://) counts as replicated only when ROLE lists replicas; Sentinel and Cluster

@@ -1,5 +1,5 @@
 /* producer/vflight.c: the per-voucher count of purchases that may still reach Kafka
- * (producer/vflight.h, DESIGN.md v5 12 b): a chained hash table under one mutex; an entry
+ * (producer/vflight.h, DESIGN.md 12 b): a chained hash table under one mutex; an entry
  * is freed when its count drops to 0, so the table holds only vouchers with purchases in
  * flight. A purchase whose entry cannot be allocated counts in `anywhere` (every voucher
  * then reads as busy: no ack is ever given on a guess). */

@@ -1,5 +1,5 @@
 /* producer/vflight.h: per voucher, the purchases of this front that may still reach Kafka
- * (DESIGN.md v5 12 b). A purchase counts from before the HTTP thread reads the voucher's
+ * (DESIGN.md 12 b). A purchase counts from before the HTTP thread reads the voucher's
  * degrade state (so before its deduct) until the pipeline is done with it: its last
  * produce has a delivery report, or the front decided never to produce it (a reject, a
  * 503 before the deduct, a fence). The degrade follower acks a draining epoch of V only

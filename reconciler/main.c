@@ -11,7 +11,7 @@
  * A second run while one holds the deployment's lock says so and exits 0.
  *
  * The run lock is the tb_lock row "seckill:reconcile:<database>:<prefix>" (sk/dblock.h,
- * its own connection, taken without waiting, ttl RUN_LOCK_TTL_MS; DESIGN.md v5 16: not
+ * its own connection, taken without waiting, ttl RUN_LOCK_TTL_MS; DESIGN.md 16: not
  * GET_LOCK, which is node-local on Galera): overlapping runs of one deployment never
  * collide, separate deployments sharing a server never block each other. It is
  * re-checked and renewed before every write of the pass (rc_must_stop): a row that no

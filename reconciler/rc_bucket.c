@@ -156,7 +156,7 @@ static void repair_home(rc_ctx_t *ctx, int64_t vid, sk_traceset_t *sets, int nb,
         /* j = h too: rollback.lua and release.lua do the home step themselves, but a
          * has_order rollback may re-point users[U] to a T0 that a cancel or close ended
          * meanwhile (its release named T, not T0), or keep T when T0 ended before the
-         * consumer read it (issue 22): users[U] must never name a fenced or released
+         * consumer read it: users[U] must never name a fenced or released
          * trace once this pass has run. */
         home_fence = eh && eh->restore; /* h holds T:r: fenced there, a step half done */
         if (!home_fence && !(ej && (ej->restore || ej->release)))

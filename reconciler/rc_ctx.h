@@ -92,7 +92,7 @@ typedef struct rc_ctx {
 void rc_note(rc_vstat_t *st, const char *fmt, const char *what);
 
 /** @brief 1 when the pass must stop now: a stop signal, or the run lock lost (its
- *  tb_lock row no longer names this run or could not be confirmed, DESIGN.md v5 16;
+ *  tb_lock row no longer names this run or could not be confirmed, DESIGN.md 16;
  *  ctx->lock_lost is set and logged once). Called before every Redis, Kafka or DB write
  *  of the pass so that a pass without its lock acts no more; each call renews the row. */
 int rc_must_stop(rc_ctx_t *ctx);

@@ -129,7 +129,7 @@ static int64_t redis_stock(rc_ctx_t *ctx, int64_t voucher_id, int b, int *missin
 
 /* Bucket @p b's DB stock and the outcomes of the traces in @p set, in one consistent
  * snapshot: read apart, a consumer committing in between makes a trace CREATED whose
- * unit the stock read earlier does not show as sold, a false undersell (issue 22). */
+ * unit the stock read earlier does not show as sold, a false undersell. */
 static sk_err_t db_snapshot(rc_ctx_t *ctx, int64_t vid, int b, sk_traceset_t *set,
                             int64_t *db_stock, char *errstr, size_t errstr_size)
 {

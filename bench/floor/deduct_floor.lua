@@ -1,5 +1,5 @@
--- bench/floor/deduct_floor.lua: the floor of an admission's Redis cost under DESIGN.md 4
--- (issue 25): the nine commands the admitted path of lua/deduct.lua must run, in its
+-- bench/floor/deduct_floor.lua: the floor of an admission's Redis cost under DESIGN.md 4:
+-- the nine commands the admitted path of lua/deduct.lua must run, in its
 -- order, with deduct.lua's KEYS and ARGV and no other Lua work (no argument check, no
 -- key check, no window or status check, a 19-byte entry instead of the message).
 -- TIME (ts within +-5 s), EXISTS (the give-up fence f:T and that users and trace exist),

@@ -73,8 +73,8 @@ int sk_mysql_url_read_password_file(sk_mysql_url_t *m, char *errstr, size_t errs
         return 0;
 }
 
-/* Copies @p url into @p dst (conf_int.h) with the secret part of its userinfo replaced by *** (issue
- * 23, DESIGN.md 15: no secret in any log line, error or --print-config, whatever its
+/* Copies @p url into @p dst (conf_int.h) with the secret part of its userinfo replaced by ***
+ * (DESIGN.md 15: no secret in any log line, error or --print-config, whatever its
  * characters). The userinfo ends at the LAST '@' after "://": a password may hold '/',
  * '?', '#', ':' or '@', so the first '/' is no bound. The user (before the first ':')
  * stays readable; a userinfo without ':' may be a bare password (redis://secret@host)

@@ -1,5 +1,5 @@
 /* db_outcome.c: COMMIT and autocommit-write outcomes, and the resolution reads after an
- * unknown one (sk/db_outcome.h, DESIGN.md v5 16 "Errors"). Built on sk/db.h only: the
+ * unknown one (sk/db_outcome.h, DESIGN.md 16 "Errors"). Built on sk/db.h only: the
  * COMMIT is sent as a statement so its error number is the connection's. */
 #include <string.h>
 

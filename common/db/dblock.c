@@ -1,4 +1,4 @@
-/* dblock.c: advisory locks as rows of tb_lock (contract in sk/dblock.h; DESIGN.md v5 16
+/* dblock.c: advisory locks as rows of tb_lock (contract in sk/dblock.h; DESIGN.md 16
  * (1); the table in ddl/0007_lock.sql).
  *
  * Every statement binds its values (the name and the holder as strings, the ttl as an

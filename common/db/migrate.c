@@ -6,7 +6,7 @@
  *      of ddl/0007_lock.sql, sk_dblock_ensure_table), then take the row lock
  *      'seckill:migrate:<db>' (sk/dblock.h; waited for up to 30 s, ttl 120 s) so two
  *      runners at once serialize (the second one then finds everything recorded). Not
- *      GET_LOCK: it is node-local on Galera (DESIGN.md v5 16);
+ *      GET_LOCK: it is node-local on Galera (DESIGN.md 16);
  *   3. CREATE TABLE IF NOT EXISTS schema_migrations (name, applied_at);
  *   4. for each embedded migration (sk_migrations[], ddl/NNNN_*.sql in name order) not
  *      yet recorded: split it into statements, run them in order (the lock re-checked and

@@ -7,7 +7,7 @@
  * read back; anyone else -> the lease is lost, the window closes at once and the
  * thread takes an id again (every lease/3 until it gets one). An error changes nothing
  * (the window keeps its end, which the stamps reach by themselves): a renewal whose
- * autocommit UPDATE failed, applied or not, is an unknown outcome (DESIGN.md v5 16);
+ * autocommit UPDATE failed, applied or not, is an unknown outcome (DESIGN.md 16);
  * the next period reconnects with sk_db_resolve_begin (wsrep_sync_wait = 1 on Galera)
  * and the window moves again only when a read back there shows holder = us.
  *
@@ -151,7 +151,7 @@ static int wait_period(sk_idgen_t *g, int64_t period_ms, int *held)
         return stop;
 }
 
-/* After a failed lease write or read (its outcome possibly unknown, DESIGN.md v5 16):
+/* After a failed lease write or read (its outcome possibly unknown, DESIGN.md 16):
  * a fresh session whose reads wait for the cluster (sk_db_resolve_begin: wsrep_sync_wait
  * = 1 on Galera), kept until a read back shows holder = us (resolved()). Meanwhile the
  * window keeps its last confirmed end. Renewal thread only. */

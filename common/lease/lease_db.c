@@ -8,7 +8,7 @@
  * compare-and-set on M: whoever took and released X in between makes it miss); then
  * read back (holder = H, mint_until U, NOW(3)). Ours: the mint window is (M, U].
  * Renew: UPDATE ... the same SET ... WHERE worker_id = X AND holder = H, then read back.
- * Free (v5, DESIGN.md 2, 12): lease_until < NOW(3), and for a row whose role is 'front'
+ * Free (DESIGN.md 2, 12): lease_until < NOW(3), and for a row whose role is 'front'
  * lease_until + D < NOW(3) (D = the request deadline): the early drain counts on every
  * front lease row with lease_until >= since - D, so a front's row keeps its holder while
  * the purchases it admitted may still reach Kafka. The SET writes the taker's role.

@@ -66,7 +66,7 @@ sk_err_t sk__sentinel_resolve(sk_redis_t *r, char *host, size_t host_size, int *
 int sk__role_is_master(redisContext *ctx);
 
 /* ---- redis_sentinel_watch.c */
-/* The process-wide switch epoch of @p url's Sentinel master (DESIGN.md 4b v5: bumped
+/* The process-wide switch epoch of @p url's Sentinel master (DESIGN.md 4b: bumped
  * on +switch-master, or when get-master-addr-by-name, asked once a second, changes);
  * starts its watcher thread on first use. 0 for another topology or when no watcher
  * could start. Thread-safe. */

@@ -1,12 +1,12 @@
-/* redis_sentinel_watch.c: the +switch-master subscription of DESIGN.md 4b (v5): every
+/* redis_sentinel_watch.c: the +switch-master subscription of DESIGN.md 4b: every
  * process that talks to a Sentinel-managed master keeps one subscription to a Sentinel's
  * `+switch-master` channel, and re-asks `SENTINEL get-master-addr-by-name` once a second
  * as well (the Redis "Sentinel clients" guidelines). Either one that shows the master
  * moved bumps a process-wide switch epoch; every sk_redis_t of that master compares it
  * before its next command and, when it changed, drops its connection and resolves the
  * master again (sk__node_open: Sentinels, then ROLE must say master). So writes leave
- * the old master within about a second of the Sentinels' switch instead of at its
- * demotion (issue 22: up to ~10 s of 503s before).
+ * the old master within about a second of the Sentinels' switch, not only at its
+ * demotion (up to ~10 s later).
  *
  * One watcher thread per distinct Sentinel master (name + first seed), at most
  * WATCH_MAX per process, started by the first handle that needs it and never stopped

@@ -1,5 +1,5 @@
 /* buckets.c: the split of a voucher's stock over its buckets (sk/buckets.h, DESIGN.md
- * v4 14). Pure, thread-safe. */
+ * 14). Pure, thread-safe. */
 #include "sk/buckets.h"
 #include "sk/keys.h"
 

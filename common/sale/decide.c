@@ -57,7 +57,7 @@ static sk_err_t clamp_read_failpoint(const sk_decider_t *d, char *errstr, size_t
 }
 
 /* In the open transaction: bump bucket @p bucket's row (SET version = version + 1,
- * DESIGN.md v5 16 (3); the trace's bucket j) and read its stock. The write holds the row
+ * DESIGN.md 16 (3); the trace's bucket j) and read its stock. The write holds the row
  * until the transaction ends, on every node's terms: a concurrent restock of the row
  * waits for us (one node) or one of the two fails certification (Galera), where a
  * FOR SHARE read would protect nothing across nodes. A missing row clamps to 0 (nothing
@@ -144,7 +144,7 @@ static sk_err_t rollback_once(const sk_decider_t *d, const sk_order_msg_t *msg,
                 sk_seterr(errstr, errstr_size, "no Redis connection");
         } else {
                 memset(res, 0, sizeof(*res));
-                /* On the trace's bucket j; the home step on h when h != j (DESIGN.md v4 4). */
+                /* On the trace's bucket j; the home step on h when h != j (DESIGN.md 4). */
                 sk_rollback_args_t a = { .voucher_id = msg->voucher_id, .bucket = msg->bucket,
                                          .home = msg->home, .trace_id = msg->trace_id,
                                          .user_id = msg->user_id, .mode = d->mode,

@@ -1,4 +1,4 @@
-/* drainack.c: the acks of the early drain in tb_drain_ack (sk/drainack.h, DESIGN.md v5 12
+/* drainack.c: the acks of the early drain in tb_drain_ack (sk/drainack.h, DESIGN.md 12
  * parts b and c; the table in ddl/0006_drain_ack.sql). Both statements are prepared, every
  * id and epoch bound as MYSQL_TYPE_LONGLONG, the holder as a string. */
 #include <string.h>

@@ -180,7 +180,7 @@ static sk_err_t move_once(sk_db_t *db, int64_t voucher_id, int from, int64_t epo
         return err;
 }
 
-/* After a move whose outcome is unknown (DESIGN.md v5 16): the switch row's epoch on a
+/* After a move whose outcome is unknown (DESIGN.md 16): the switch row's epoch on a
  * fresh session (wsrep_sync_wait = 1 on Galera). *moved = 1 when it shows @p to at
  * @p epoch + 1; *again = 1 when it still shows (@p from, @p epoch): not applied, run
  * the same move again. @returns SK_OK or the read's error (still unknown). */
@@ -232,7 +232,7 @@ static sk_err_t begin_rebuild_txn(sk_db_t *db, int64_t voucher_id, int64_t epoch
         if ((err = sk_db_begin(db, errstr, errstr_size)) != SK_OK)
                 return err;
         /* The conditional move, then every bucket row of V in the same transaction
-         * (DESIGN.md v5 16 (2)): a DB-only sale updates one of them, so it either waits
+         * (DESIGN.md 16 (2)): a DB-only sale updates one of them, so it either waits
          * for this COMMIT (one node) or fails certification against it (Galera, 1213)
          * and retries into state rebuilding. No FOR UPDATE: it is node-local. */
         err = move_once(db, voucher_id, SK_DSW_DB, epoch, SK_DSW_REBUILDING, by, moved, errstr,

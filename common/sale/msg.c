@@ -9,7 +9,7 @@
  *     magnitude is below 2^53 (cJSON stores numbers as doubles; above 2^53 a double no
  *     longer represents every integer, so the value could have been silently rounded);
  *   - bucket and home, when present, are JSON integers in 0..SK_BUCKETS_MAX-1 (absent:
- *     0, a message written before buckets, DESIGN.md v4 5);
+ *     0, a message written before buckets, DESIGN.md 5);
  *   - deductQty >= 1, afterQty >= 0, beforeQty >= 0, afterQty == beforeQty - deductQty,
  *     ts >= 0.
  * A field given twice and any \u0000 escape are poison too (cJSON would pick one

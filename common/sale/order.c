@@ -112,7 +112,7 @@ static sk_err_t insert_restore(sk_db_t *db, const sk_order_row_t *o, int64_t bef
         return sk_ledger_write(db, &row, errstr, errstr_size);
 }
 
-/* Bucket @p bucket's stock row (DESIGN.md v4 6, 13: the order's bucket): lock, read its
+/* Bucket @p bucket's stock row (DESIGN.md 6, 13: the order's bucket): lock, read its
  * stock, add @p k. *before = stock before. */
 static sk_err_t stock_add(sk_db_t *db, int64_t voucher_id, int bucket, int64_t k,
                           int64_t *before, char *errstr, size_t errstr_size)

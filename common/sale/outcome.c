@@ -188,7 +188,7 @@ fail:
         return err;
 }
 
-/* After an unknown COMMIT of fail_txn (DESIGN.md v5 16): the trace's outcome row on a
+/* After an unknown COMMIT of fail_txn (DESIGN.md 16): the trace's outcome row on a
  * fresh session (wsrep_sync_wait = 1 on Galera). SK_OK: ours is there (FAILED with
  * @p reason_s and msg's ids: recorded); SK_EEXIST: another decision, in *existing;
  * SK_ENOTFOUND: not applied, run again; SK_EAGAIN: unreadable, still unknown. */

@@ -198,7 +198,7 @@ static sk_err_t record(sk_db_t *db, const sk_payment_t *p, const sk_payment_res_
                                NULL, errstr, errstr_size);
 }
 
-/* The COMMIT of sk_payment_decide had an unknown outcome (DESIGN.md v5 16): on a fresh
+/* The COMMIT of sk_payment_decide had an unknown outcome (DESIGN.md 16): on a fresh
  * session (wsrep_sync_wait = 1 on Galera) read tb_payment by provider_txn_id. Found: that
  * COMMIT applied (a concurrent delivery of the same txn id would have met 1062 before
  * it), *res as decided stands. Not found: not applied, SK_EAGAIN (run again, same keys). */

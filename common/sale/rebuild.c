@@ -26,7 +26,7 @@
 #define REBUILD_POLL_MS 250     /* between two checks of Kafka and the trace hash */
 
 /* The holder's re-check (and renewal) of the voucher's tb_lock row before a Redis write
- * (DESIGN.md v5 16): SK_EAGAIN with the reason when the row is lost or unconfirmed. */
+ * (DESIGN.md 16): SK_EAGAIN with the reason when the row is lost or unconfirmed. */
 static sk_err_t guard(sk_dblock_t *lk, char *errstr, size_t errstr_size)
 {
         char why[256];
@@ -37,7 +37,7 @@ static sk_err_t guard(sk_dblock_t *lk, char *errstr, size_t errstr_size)
         return SK_EAGAIN;
 }
 
-/* The keys of every bucket of one voucher (DESIGN.md v4 4). */
+/* The keys of every bucket of one voucher (DESIGN.md 4). */
 typedef struct rb_keys {
         int n;                          /* N, the voucher's buckets (1..SK_BUCKETS_MAX) */
         sk_vstate_keys_t b[SK_BUCKETS_MAX];

@@ -23,7 +23,7 @@
 /* The decider of sk/decide.h for the rebuild: mode reconciler, one attempt per check
  * (the wait loop checks again), no reconnect of @p db (a failed step counts the trace as
  * undecided instead), and the voucher's tb_lock row re-checked before every write
- * (DESIGN.md v5 16): a rebuild that lost it stops (SK_ESTOP, counted undecided). */
+ * (DESIGN.md 16): a rebuild that lost it stops (SK_ESTOP, counted undecided). */
 static void keep_session(void *arg, sk_err_t err)
 {
         (void)arg;

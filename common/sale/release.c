@@ -92,7 +92,7 @@ sk_err_t sk_release_run(sk_redis_t *r, const char *prefix, const sk_order_row_t 
         snprintf(extra_s, sizeof(extra_s), "%" PRId64, expire_extra_ms);
         /* The user's home bucket (DESIGN.md 4): release.lua reads it from T's entry, but T
          * may be gone from Redis (lost data, a DB-only order); without it the user would
-         * be released in j instead of h (issue 22). */
+         * be released in j instead of h. */
         if (order->buckets > 0 && order->user_id > 0)
                 snprintf(home_s, sizeof(home_s), "%d", sk_home_bucket(order->user_id,
                                                                       order->buckets));

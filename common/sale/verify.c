@@ -238,7 +238,7 @@ static int voucher_row(void *arg, const int64_t *cols, const int *nulls, int nco
         return 0;
 }
 
-/* One bucket row (DESIGN.md v4 6): its figures; the voucher's stock is their sum. */
+/* One bucket row (DESIGN.md 6): its figures; the voucher's stock is their sum. */
 static int bucket_row(void *arg, const int64_t *cols, const int *nulls, int ncols)
 {
         dbrows_t *d = arg;

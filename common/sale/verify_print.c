@@ -12,7 +12,7 @@ static const char *pf(int ok)
         return ok ? "PASS" : "FAIL";
 }
 
-/* The bucket rows as a JSON array (DESIGN.md v4 9: invariant 1 per bucket). */
+/* The bucket rows as a JSON array (DESIGN.md 9: invariant 1 per bucket). */
 static void print_buckets_json(FILE *out, const sk_verify_report_t *rep)
 {
         fprintf(out, ",\"buckets\":%d,\"bucketRows\":[", rep->buckets);

@@ -22,7 +22,7 @@
  *  drop     KEYS hash                                  -> "OK" (UNLINK)
  *  rebuild  KEYS meta stock users tmp trace  ARGV stock begin end st n -> {"OK","SET"}
  *  preheat  KEYS meta stock users tmp trace  ARGV stock begin end st n (tmp unused)
- *           (n: the voucher's bucket count N, meta field `buckets`, DESIGN.md v4 4)
+ *           (n: the voucher's bucket count N, meta field `buckets`, DESIGN.md 4)
  *           both give users and trace the placeholder field `_` (DESIGN.md 4: every key of
  *           the bucket exists, so deduct.lua and take.lua never meet one missing)
  *           -> {"SOLD_DOWN", current} (nothing written) | {"OK", "SET"|"KEPT"} */
@@ -241,7 +241,7 @@ sk_err_t sk_vstate_sold_down(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t s
         return SK_OK;
 }
 
-/* The holder's re-check before a Redis write chunk (DESIGN.md v5 16): SK_EAGAIN when the
+/* The holder's re-check before a Redis write chunk (DESIGN.md 16): SK_EAGAIN when the
  * lock is lost or unconfirmed. NULL: no lock to check. */
 static sk_err_t guard(sk_dblock_t *lk, char *errstr, size_t errstr_size)
 {

@@ -25,7 +25,7 @@ static sk_err_t db_set_status(sk_db_t *db, int64_t voucher_id, int status, char 
         return sk_traceset_exec_in(db, heads[status], &voucher_id, 1, NULL, errstr, errstr_size);
 }
 
-/* Rewrite the existing meta of every bucket of @p row (DESIGN.md v4 4: each bucket has
+/* Rewrite the existing meta of every bucket of @p row (DESIGN.md 4: each bucket has
  * its own meta), the last bucket first so bucket 0, whose `buckets` the front reads,
  * is written last; the lock @p lk re-checked before each write (SK_EAGAIN once lost).
  * *written = 1 when bucket 0's meta existed. */
@@ -102,7 +102,7 @@ sk_err_t sk_voucher_reset_meta_with(const sk_conf_t *conf, sk_db_t *db, sk_redis
         if (meta_written)
                 *meta_written = 0;
         /* No wait: a live row means a rebuild is running; leave it alone. "Nobody holds
-         * the lock" = no row with until >= NOW(3) (DESIGN.md 8, v5 16): taking it proves
+         * the lock" = no row with until >= NOW(3) (DESIGN.md 8, 16): taking it proves
          * that, and keeps a rebuild from starting while meta is reset. */
         if ((err = sk_voucher_lock(conf, voucher_id, 0, &lk, errstr, errstr_size)) != SK_OK)
                 return err;

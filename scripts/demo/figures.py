@@ -173,7 +173,7 @@ def redis_masters(run, topo, admitted=None):
     between the front being ready and the report (after - before; a master that appeared
     meanwhile, e.g. after a failover, counts from 0). usec is the time Redis spent inside
     EVALSHA, the script's commands included (INFO commandstats): the Redis CPU the sale's
-    scripts cost (issue 25, DESIGN.md 4 "Cost of an admission"). Per admission: every
+    scripts cost (DESIGN.md 4 "Cost of an admission"). Per admission: every
     EVALSHA of the run (admissions, rejections, probes, the consumer's claims, rollbacks
     and releases) over @admitted (the 202s), so an upper bound of an admission's own
     cost; the Redis is shared with whatever else ran meanwhile."""

@@ -3,7 +3,7 @@
 # of a sale (DESIGN.md 4: EVALSHA, NOSCRIPT -> SCRIPT LOAD and retry once). The sale
 # goes on, sells out exactly, every 202 is accounted for and Redis = DB.
 # fault: SCRIPT FLUSH three times mid-sale (private Redis)
-# Buckets: 4 (issue 12: about half of the cases sell bucketed vouchers).
+# Buckets: 4 (about half of the cases sell bucketed vouchers).
 . "$(dirname "$0")/../support/ft.sh"
 ft_init redis_script_flush
 ft_private_redis

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 0184_redis_users_drift_buckets.sh: the users hashes of a 2-bucket voucher drift from the
-# DB mid-sale (issue 22 defect 1; DESIGN.md 9.3, 14): a stranger with no order gets an
+# DB mid-sale (DESIGN.md 9.3, 14): a stranger with no order gets an
 # entry in its home bucket, a real buyer's entry is removed from its home bucket. Before
 # the repair the stranger is refused (10006) and `seckill-admin verify --quiesced` fails
 # while the live `verify` passes; a plain reconciler pass reports users drift (exit 2)

@@ -11,7 +11,7 @@
 # without a restart; afterwards the sale sells out exactly, every 202 decided once, zero
 # oversell, Redis = DB after --repair (DESIGN.md 9).
 # fault: Cluster master of a 4-bucket voucher's bucket-0 slot SIGKILLed mid-sale (its replica promoted), restarted empty as a replica
-# Buckets: 4 (issue 12: about half of the cases sell bucketed vouchers).
+# Buckets: 4 (about half of the cases sell bucketed vouchers).
 . "$(dirname "$0")/../support/ft.sh"
 . "$(dirname "$0")/../support/ft_redis_topo.sh"
 ft_init redis_cluster_master_killed

@@ -12,7 +12,7 @@
 # not restarted. Purchases must be accepted (202) meanwhile. Afterwards the sale sells out exactly; every 202 decided once; zero
 # oversell; Redis = DB after --repair (DESIGN.md 9).
 # fault: one bucket's Cluster slot of a 4-bucket voucher migrated to another master mid-sale, the other buckets selling (SETSLOT IMPORTING/MIGRATING, MIGRATE one key every 1.5 s, SETSLOT NODE)
-# Buckets: 4 (issue 12: "migrate a bucketed voucher's slot during a sale").
+# Buckets: 4 ("migrate a bucketed voucher's slot during a sale").
 . "$(dirname "$0")/../support/ft.sh"
 . "$(dirname "$0")/../support/ft_redis_topo.sh"
 ft_init redis_cluster_slot_migration

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 0194_redis_cluster_fence_two_masters.sh: DESIGN.md 4b last rule on a Cluster, for an
-# overflowed purchase whose stock and whose home live on two masters (issue 22 defect 4).
+# overflowed purchase whose stock and whose home live on two masters.
 # A 4-bucket voucher of 3 units (buckets 1, 1, 1, 0): a buyer whose home is bucket 3
 # (empty) overflows and takes a unit of bucket 0. Every delivery is reported NOT_PERSISTED
 # (failpoint front.delivery_not=error), so the front gives the purchase up:

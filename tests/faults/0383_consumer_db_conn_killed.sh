@@ -5,7 +5,7 @@
 # insert so the test finds it in information_schema.innodb_trx (DESIGN.md 8: 2013/2006
 # are transient: roll back, retry the whole transaction from BEGIN, never touch Redis).
 # fault: the consumer's MariaDB connection killed (KILL CONNECTION) inside its order transaction, up to 4 times mid-burst
-# Buckets: 4 (issue 12: about half of the cases sell bucketed vouchers).
+# Buckets: 4 (about half of the cases sell bucketed vouchers).
 . "$(dirname "$0")/../support/ft.sh"
 ft_init consumer_db_conn_killed
 V=$(ft_voucher 60 4)

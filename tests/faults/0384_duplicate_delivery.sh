@@ -5,7 +5,7 @@
 # new consumer re-reads the whole topic. DESIGN.md 8 "duplicate message: outcome key:
 # one order, no rollback": nothing in the DB or in Redis may change.
 # fault: duplicate delivery: the group's committed offsets moved back to the start (AlterConsumerGroupOffsets)
-# Buckets: 4 for the first voucher, 1 for the second (issue 12: about half of the cases sell bucketed vouchers).
+# Buckets: 4 for the first voucher, 1 for the second (about half of the cases sell bucketed vouchers).
 . "$(dirname "$0")/../support/ft.sh"
 ft_init duplicate_delivery
 V=$(ft_voucher 60 4)

@@ -6,7 +6,7 @@
 # outcome key makes any redelivery harmless. Every voucher sells out exactly.
 # consumer.between_statements=sleep(150) keeps transactions open across the rebalances.
 # fault: four vouchers, three consumers: one joins, one SIGKILLed, one leaves mid-burst (rebalances)
-# Buckets: 4 for two of the four vouchers, 1 for the other two (issue 12: about half of the cases sell bucketed vouchers).
+# Buckets: 4 for two of the four vouchers, 1 for the other two (about half of the cases sell bucketed vouchers).
 FT_PARTITIONS=6
 . "$(dirname "$0")/../support/ft.sh"
 ft_init consumer_rebalance

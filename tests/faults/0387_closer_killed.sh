@@ -5,7 +5,7 @@
 # pass and a late release.lua give back nothing more); then the released units are sold
 # again, the closed buyers may buy again, and the invariants hold.
 # fault: consumer SIGKILLed by closer.after_db_commit=exit (orders closed in the DB, Redis not released)
-# Buckets: 4 (2+1+1+1 units: the closes release into each order's own bucket) (issue 12: about half of the cases sell bucketed vouchers).
+# Buckets: 4 (2+1+1+1 units: the closes release into each order's own bucket) (about half of the cases sell bucketed vouchers).
 . "$(dirname "$0")/../support/ft.sh"
 ft_init closer_killed
 V=$(ft_voucher 5 4)

@@ -6,7 +6,7 @@
 # first purchase, a third front sells the rest; after the reconciler's passes the
 # voucher is sold out exactly, every 202 is accounted for and Redis = DB.
 # fault: front SIGKILLed after deduct.lua, before publishing (failpoint front.after_deduct=exit); the reconciler re-drives
-# Buckets: 4 (issue 12: about half of the cases sell bucketed vouchers).
+# Buckets: 4 (about half of the cases sell bucketed vouchers).
 . "$(dirname "$0")/../support/ft.sh"
 ft_init front_after_deduct
 V=$(ft_voucher 80 4)

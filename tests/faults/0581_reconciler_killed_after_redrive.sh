@@ -4,7 +4,7 @@
 # front never published, before its bookkeeping; the next passes must converge without
 # deciding any purchase twice (DESIGN.md 7-8 re-drive bookkeeping, 11).
 # fault: reconciler SIGKILLed right after a re-drive (reconciler.after_redrive=exit)
-# Buckets: 4 (issue 12: about half of the cases sell bucketed vouchers).
+# Buckets: 4 (about half of the cases sell bucketed vouchers).
 . "$(dirname "$0")/../support/ft.sh"
 ft_init reconciler_killed_after_redrive
 V=$(ft_voucher 60 4)

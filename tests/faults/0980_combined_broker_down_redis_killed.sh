@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0980_combined_broker_down_redis_killed.sh: two faults at once (issue 16). A sale runs on
+# 0980_combined_broker_down_redis_killed.sh: two faults at once. A sale runs on
 # a private replicated Kafka cluster (ft_kafka3.sh: three brokers, RF 3,
 # min.insync.replicas=2) and a private redis-server, with a 4-bucket voucher. One broker
 # (the leader of the voucher's busiest partition) is SIGKILLed: with two brokers the ISR

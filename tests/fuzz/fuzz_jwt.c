@@ -1,5 +1,5 @@
 /* fuzz_jwt.c: libFuzzer harness for the buyer-identity parsers of common/auth (DESIGN.md
- * 15, issue 23): the first byte picks what the rest of the input is —
+ * 15): the first byte picks what the rest of the input is —
  *   0: a JWKS document (sk_jwks_parse);
  *   1: a whole token, verified against a fixed one-key HS256 set (header decode, alg
  *      pinning, signature);

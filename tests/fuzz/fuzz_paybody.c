@@ -1,5 +1,5 @@
 /* fuzz_paybody.c: libFuzzer harness for the payment callback's JSON body
- * (producer/payment_body.c, fr_payment_parse_body; DESIGN.md 13, 15; issue 23): the raw
+ * (producer/payment_body.c, fr_payment_parse_body; DESIGN.md 13, 15;): the raw
  * bytes a provider signed, as the front hands them over after the signature check (not
  * NUL-terminated). Any input must end in a verdict, never a crash, a leak or a read past
  * the input; an accepted body must give a payment the decision may trust: a positive id

@@ -1,5 +1,5 @@
 /* fuzz_paysig.c: libFuzzer harness for the payment callback's signature check
- * (common/auth/paysig.c; DESIGN.md 13, 15; issue 23): the first byte picks what the
+ * (common/auth/paysig.c; DESIGN.md 13, 15;): the first byte picks what the
  * rest of the input is —
  *   0: a payment keys file's text (sk_paysig_keys_parse);
  *   1: "X-Payment-Signature value" 0x00 "raw body", verified against a fixed key set at

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 0008_gateway_nginx.sh: deploy/nginx/seckill-gateway.conf, run for real with Debian's
-# nginx in front of real fronts (DESIGN.md 15 "Gateway", issue 23: the example was never
-# run, rate-limited on the raw credential string and forwarded client identity headers).
+# nginx in front of real fronts (DESIGN.md 15 "Gateway": the example must run, rate-limit on
+# the verified identity, and never forward client identity headers).
 # The example file itself is included; the test only points its upstream at the front
 # and its listener at a free port (sed on the two example addresses).
 #   jwt front behind the gateway:

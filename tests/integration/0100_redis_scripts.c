@@ -241,7 +241,7 @@ static void snap_free(snap_t *s)
 
 /* ---------------------------------------------------------------- deduct */
 
-/* v5 (sk/scripts.h): the hot path's answers are bare, an admission the entry itself (a
+/* sk/scripts.h: the hot path's answers are bare, an admission the entry itself (a
  * bulk string), a rejection its code (an integer); the rarer ones stay tables. */
 START_TEST(deduct_hot_answers_are_bare)
 {

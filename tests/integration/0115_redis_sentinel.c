@@ -151,7 +151,7 @@ static int handle_port(sk_redis_t *r)
         return port;
 }
 
-/* DESIGN.md 4b v5 (issue 22): a handle connected to the master follows a planned
+/* DESIGN.md 4b: a handle connected to the master follows a planned
  * SENTINEL FAILOVER without meeting any error first: the +switch-master subscription
  * (or the once-a-second ask) moves its next command to the new master. Reads keep
  * working on a demoted master, so a handle that only re-resolves on errors stays there;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0215_buckets_e2e.sh: a bucketed voucher end to end (DESIGN.md v4 4, 8 rebuild row, 14)
+# 0215_buckets_e2e.sh: a bucketed voucher end to end (DESIGN.md 4, 8 rebuild row, 14)
 # with the real front, consumer, Redis, Kafka and MariaDB:
 #   - `voucher create --buckets 4` then preheat: 16 keys {v:V:b}:meta|stock|users|trace,
 #     each with an expiry; users and trace hold the placeholder `_`; every meta says

@@ -1,4 +1,4 @@
-/* 0216_dblock.c: advisory locks as tb_lock rows (sk/dblock.h; DESIGN.md v5 16 (1)) with two
+/* 0216_dblock.c: advisory locks as tb_lock rows (sk/dblock.h; DESIGN.md 16 (1)) with two
  * holders on two different connections, against the real MariaDB:
  *   - a row held live by one holder cannot be taken by another (busy, the reason names the
  *     holder); the loser's check says lost; the winner's check renews (seq and until move);

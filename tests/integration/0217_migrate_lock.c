@@ -1,5 +1,5 @@
 /* 0217_migrate_lock.c: seckill-admin db migrate's own lock is a tb_lock row (sk/migrate.h,
- * DESIGN.md v5 16 (1)), and its bootstrap creates tb_lock before taking it:
+ * DESIGN.md 16 (1)), and its bootstrap creates tb_lock before taking it:
  *   - another holder's live row 'seckill:migrate:<db>' (ttl 2 s, not renewed) makes
  *     sk_migrate wait: it returns only once the row has expired, then takes it and finds
  *     nothing to apply;

@@ -1,4 +1,4 @@
-/* 0218_rebuild_lock_lost.c: a rebuild whose voucher lock (a tb_lock row, DESIGN.md v5 16
+/* 0218_rebuild_lock_lost.c: a rebuild whose voucher lock (a tb_lock row, DESIGN.md 16
  * (1)) is taken over stops before its next Redis write chunk. A voucher with 2,500 active
  * buyers is rebuilt (users in chunks of 1,000, sk/vstate.h); between the first and the
  * second chunk (failpoint rebuild.between_chunks=1*sleep) another holder writes the row,

@@ -1,5 +1,5 @@
 /* 0219_switch_epoch.c: the db -> rebuilding transition without FOR UPDATE (sk_dsw_begin_rebuild,
- * DESIGN.md v5 16 (2)), with a DB-only sale on another connection doing what
+ * DESIGN.md 16 (2)), with a DB-only sale on another connection doing what
  * producer/dbonly.c does (bucket UPDATE, then the switch row re-read in the same
  * transaction):
  *   - the transition sets switch_epoch = the new epoch on every bucket row of the voucher

@@ -1,5 +1,5 @@
 /* 0225_consumer_commit_unknown.c: the consumer's batch COMMIT with an unknown outcome
- * (DESIGN.md v5 16 "Errors", 8 "DB transient error"), on the standalone MariaDB:
+ * (DESIGN.md 16 "Errors", 8 "DB transient error"), on the standalone MariaDB:
  *   - db.commit_lost=1*error: the COMMIT is applied, then the link is dropped and 2013
  *     reported. The worker reads the batch's outcome rows on a fresh session, finds
  *     them and settles the messages as applied: 3 orders, 3 CREATED outcomes, 3 DEDUCT

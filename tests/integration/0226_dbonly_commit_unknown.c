@@ -1,5 +1,5 @@
 /* 0226_dbonly_commit_unknown.c: the DB-only purchase (DESIGN.md 12) whose COMMIT has an
- * unknown outcome (DESIGN.md v5 16 "Errors": read its traceId's outcome; never answer
+ * unknown outcome (DESIGN.md 16 "Errors": read its traceId's outcome; never answer
  * the buyer from a guess), against a private redis-server and the standalone MariaDB:
  *   - db.commit_lost=1*error: the COMMIT applies, the link drops (2013). The front reads
  *     the outcome row on a fresh session and answers 200 CREATED with the order: one

@@ -1,5 +1,5 @@
 /* 0229_failed_commit_unknown.c: a FAILED outcome whose COMMIT has an unknown outcome
- * (DESIGN.md v5 16 "Errors": reconciler and rebuild read their FAILED rows), on the
+ * (DESIGN.md 16 "Errors": reconciler and rebuild read their FAILED rows), on the
  * standalone MariaDB. sk_outcome_fail is the one writer of FAILED rows (consumer,
  * reconciler, rebuild, through sk/decide.h).
  *   - in this process, sk_decide_failed (mode reconciler, reason lost) with

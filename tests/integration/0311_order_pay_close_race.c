@@ -255,7 +255,7 @@ static void setup(void)
                  "INSERT INTO tb_seckill_voucher (voucher_id, init_stock, begin_time, end_time,"
                  " status) VALUES (%" PRId64 ", 1000, NOW(3), NOW(3) + INTERVAL 1 HOUR, 1)", VOUCHER);
         exec_or_fail(db, sql);
-        /* its one bucket row (DESIGN.md v4 6) */
+        /* its one bucket row (DESIGN.md 6) */
         exec_or_fail(db, "INSERT IGNORE INTO tb_seckill_stock (voucher_id, bucket, init_stock, stock)"
                  " SELECT voucher_id, 0, init_stock, 0 FROM tb_seckill_voucher");
         sk_db_close(db);

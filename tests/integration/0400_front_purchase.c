@@ -326,7 +326,7 @@ static int64_t g_kvid;
 #define BIG_USER "1990653204235288577"
 
 /* Count the messages of the run's topic whose value is exactly @p payload (and whose
- * key is the bucket-0 key "V:0" of voucher @p voucher, sk_msg_key: DESIGN.md v4 5),
+ * key is the bucket-0 key "V:0" of voucher @p voucher, sk_msg_key: DESIGN.md 5),
  * reading both partitions to their end (bounded by 30 s). */
 static int kafka_count(const char *payload, const char *voucher, int want)
 {

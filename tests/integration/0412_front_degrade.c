@@ -16,12 +16,12 @@
  *     drains to the DB path (outcome path 'db'), comes back to Redis after the pause;
  *   - the DB away (a socat proxy frozen) while on the DB-only path: 503 within the
  *     request deadline, nothing written; the DB back: 200 again;
- *   - two fronts, one reaching Redis through a frozen socat proxy (issue 13): the
+ *   - two fronts, one reaching Redis through a frozen socat proxy: the
  *     voucher reaches db once, both fronts answer 200 CREATED from the DB-only path,
  *     the healthy front rebuilds it, no bounce (at most 4 moves), then 202 again on
  *     both; every 202 CREATED, one order per user, Redis = DB;
  *   - a voucher whose recovery rebuild cannot settle does not hold up another voucher's
- *     move to draining (the rebuild runs off the follower's thread, issue 22). */
+ *     move to draining (the rebuild runs off the follower's thread). */
 #include <mysql.h>
 
 #include "sk_test.h"

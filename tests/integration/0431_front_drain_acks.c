@@ -1,4 +1,4 @@
-/* 0431_front_drain_acks.c: the early drain of DESIGN.md v5 12 (draining -> db, parts a-d)
+/* 0431_front_drain_acks.c: the early drain of DESIGN.md 12 (draining -> db, parts a-d)
  * against a PRIVATE redis-server, the real MariaDB and Kafka, a consumer and two fronts
  * (delivery timeout 3000 ms: D = 7 s; SECKILL_SWITCH_STALE_MS = 2000):
  *   - early_move_on_acks: Redis killed under purchases at A, B idle: both fronts ack the

@@ -1,5 +1,5 @@
 /* 0432_front_soldout_buckets.c: nothing lasting for a buyer who got nothing (DESIGN.md 4
- * v5 "Give-up fence", "Local sold-out cache"; issue 25) against a real front, Kafka and
+ * v5 "Give-up fence", "Local sold-out cache";) against a real front, Kafka and
  * MariaDB, on any Redis topology: a voucher of 4 buckets sells its 2 units, then
  * sold-out buyers keep asking:
  *   - cache off (SECKILL_SOLDOUT_CACHE_MS=0): every request runs deduct.lua and probes

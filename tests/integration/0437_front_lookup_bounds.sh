@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 0437_front_lookup_bounds.sh: the lookup queue is bounded and never runs a job whose
-# request was already answered (DESIGN.md 3, issue 23: with a short deadline, 1,087
-# stale jobs were still queued after every client had its answer). One lookup thread,
+# request was already answered (DESIGN.md 3: with a short deadline, no stale job may stay
+# queued after every client has its answer). One lookup thread,
 # a queue of at most 8, each job slowed to 700 ms (failpoint front.before_lookup), a
 # 3 s request deadline; 30 concurrent GET orders/me:
 #   - beyond the bound: 503 at once (well before the deadline), with Retry-After;

@@ -1,5 +1,5 @@
 /* 0502_recon_lock.c: the reconciler's run lock (DESIGN.md 8, one pass at a time): a tb_lock row
- * (DESIGN.md v5 16) named with the database and the key prefix.
+ * (DESIGN.md 16) named with the database and the key prefix.
  *   - the lock held elsewhere (a live row of another holder): the run says so and exits 0
  *     without touching anything;
  *   - two reconcilers at once: one works, the other says so and exits 0;

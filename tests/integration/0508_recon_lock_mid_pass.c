@@ -5,7 +5,7 @@
  * (as if A had stalled past its ttl), runs reconciler B (it takes the expired row and
  * works), and then checks that A, once awake, acted no more: its re-check before the
  * next write finds the row naming B, so it recorded one re-drive, not three, and exited
- * 2 saying the run lock was lost (DESIGN.md v5 16). */
+ * 2 saying the run lock was lost (DESIGN.md 16). */
 #include "sk_test.h"
 #include "sk/claim.h"
 #include "sk/traceset.h"

@@ -1,4 +1,4 @@
-/* 0520_recon_buckets.c: the reconciler on a bucketed voucher (4 buckets, DESIGN.md v4 4,
+/* 0520_recon_buckets.c: the reconciler on a bucketed voucher (4 buckets, DESIGN.md 4,
  * 14), states seeded straight into real Redis and MariaDB, each repaired by one pass:
  *   - a users entry whose trace is probing, T found in bucket k -> T:h settled to k;
  *   - a probing trace found nowhere -> fenced in every bucket, users entry released;
@@ -9,12 +9,12 @@
  * a has_order decision (sk_decide_failed, what the consumer and the reconciler call) of a
  * duplicate purchase taken in bucket j = 1 for a user whose home is h = 0: FAILED, the
  * unit restored in j, users[U] on h re-pointed to the trace T0 of the user's active
- * order (DESIGN.md 4, issue 12); and drift by direction: undersell rebuilt without --repair, a small oversell left and
+ * order (DESIGN.md 4); and drift by direction: undersell rebuilt without --repair, a small oversell left and
  * reported, an oversell above --drift-threshold rebuilt (the decision and the report;
  * the stock a rebuild writes is the rebuild's tests'); the home step when the trace's bucket
- * is the home (issue 22: a has_order rollback racing a cancel or a close); users hashes
+ * is the home (a has_order rollback racing a cancel or a close); users hashes
  * drift of a bucketed voucher reported, and repaired by --repair; a consumer commit during
- * the drift check is no undersell (issue 22). */
+ * the drift check is no undersell. */
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 /* 0521_clamp_version.c: the sold_out clamp's second transaction writes bucket j's row
- * (SET version = version + 1, DESIGN.md v5 16 (3)) instead of only reading it FOR SHARE,
+ * (SET version = version + 1, DESIGN.md 16 (3)) instead of only reading it FOR SHARE,
  * so a concurrent restock of the row through another Galera node conflicts with it. The
  * reconciler follows a FAILED (sold_out) outcome whose rollback never ran: the clamp is
  * applied (Redis stock = DB stock 1) and the bucket row's version moved by exactly one.

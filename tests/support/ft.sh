@@ -408,7 +408,7 @@ ft_pay() {
 
 # ft_voucher STOCK [BUCKETS [PRICE [CURRENCY]]]: prints the id of a new voucher on sale for
 # the next two hours, preheated, with BUCKETS buckets (default $FT_BUCKETS, else 1;
-# DESIGN.md v4 14), priced PRICE minor units (default 0) in CURRENCY (default: the admin's).
+# DESIGN.md 14), priced PRICE minor units (default 0) in CURRENCY (default: the admin's).
 ft_voucher() {
         local stock=$1 buckets=${2:-${FT_BUCKETS:-1}} price=${3:-0} now out id
         local cur=()
@@ -465,7 +465,7 @@ ft_buy_users() {
 }
 
 # ft_homed H N FROM COUNT: COUNT user ids from FROM up whose home bucket among N is H
-# (CRC-16/XMODEM of the decimal id mod N, sk_home_bucket; DESIGN.md v4 4).
+# (CRC-16/XMODEM of the decimal id mod N, sk_home_bucket; DESIGN.md 4).
 ft_homed() {
         python3 -c 'import binascii, sys
 h, n, u, c = map(int, sys.argv[1:5])
@@ -592,7 +592,7 @@ ft_check() {
         if [[ $vrc == 0 ]]; then ft_ok "seckill-admin verify $v --quiesced: exit 0"; else
                 ft_fail "seckill-admin verify $v --quiesced: exit $vrc: $(tr '\n' ' ' <"$FT_WORK/verify.$v.log" | cut -c1-600)"
         fi
-        # The stock is the sum of the voucher's bucket rows (DESIGN.md v4 6); verify above checks each bucket.
+        # The stock is the sum of the voucher's bucket rows (DESIGN.md 6); verify above checks each bucket.
         read -r init dbstock < <(ft_sql "SELECT init_stock, (SELECT COALESCE(SUM(stock), 0) FROM tb_seckill_stock s
                 WHERE s.voucher_id = v.voucher_id) FROM tb_seckill_voucher v WHERE voucher_id = $v")
         bad=$(ft_sql "SELECT COUNT(*) FROM tb_seckill_stock s WHERE s.voucher_id = $v AND s.init_stock - s.stock <>
@@ -642,7 +642,7 @@ ft_check() {
         fi
         ft_log "all outcomes of $v: $(ft_sql "SELECT IF(outcome = 1, 'CREATED', CONCAT('FAILED/', COALESCE(reason, '?'))) k, COUNT(*)
                 FROM tb_seckill_outcome WHERE voucher_id = $v GROUP BY k" | tr '\t\n' '= ')"
-        # Invariant 3: Redis = DB after quiescence and --repair, per bucket (DESIGN.md v4 4).
+        # Invariant 3: Redis = DB after quiescence and --repair, per bucket (DESIGN.md 4).
         ft_check_redis "$v"
 }
 

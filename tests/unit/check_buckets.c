@@ -1,4 +1,4 @@
-/* check_buckets.c: the split of stock over buckets (sk/buckets.h, DESIGN.md v4 14). */
+/* check_buckets.c: the split of stock over buckets (sk/buckets.h, DESIGN.md 14). */
 #include "sk_test.h"
 #include "sk/buckets.h"
 

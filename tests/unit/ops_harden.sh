@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ops_harden.sh: the four binaries of an optimised build are hardened as DESIGN.md 15
-# says (issue 23: before it, no stack protector, no FORTIFY, partial RELRO), read with
+# says (before it, no stack protector, no FORTIFY, partial RELRO), read with
 # readelf from the binaries themselves:
 #   1. full RELRO: a GNU_RELRO segment and BIND_NOW (FLAGS BIND_NOW or FLAGS_1 NOW);
 #   2. PIE (ELF type DYN with FLAGS_1 PIE);

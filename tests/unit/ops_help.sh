@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/unit/ops_help.sh: each binary's --help lists its own options and the shared ones
-# once (DESIGN.md 2, 17; issue 26), and `seckill-admin <command> --help` answers for every
+# once (DESIGN.md 2, 17;), and `seckill-admin <command> --help` answers for every
 # command. No services: help, --version and --print-config return before any connection.
 #   1. per binary: the flags it must list and the other binaries' flags it must not
 #   2. the shared lines (-X, --print-config, --version, --help) once each, no flag twice

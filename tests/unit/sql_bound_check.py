@@ -19,8 +19,6 @@ import sys
 
 FOLDERS = ("common", "producer", "consumer", "reconciler", "admin")
 EXCEPT = {  # file name -> why its SQL is still formatted (remove the entry once it is bound)
-    "lease.c": "the worker-id lease, moving to a layer of its own with bound SQL",
-    "lease_db.c": "the worker-id lease, moving to a layer of its own with bound SQL",
 }
 SQL_BUF = re.compile(r"\bs?n?printf\s*\(\s*sql\b")
 PRINTF = re.compile(r"\bv?s?n?printf\s*\(")

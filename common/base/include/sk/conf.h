@@ -102,7 +102,7 @@ void sk_conf_defaults(sk_conf_t *conf);
 
 /** @brief 1 if the librdkafka property name @p k holds a secret (a password, a private
  *  key or its PEM, an OAuth/SASL config), else 0: its value is shown as *** by
- *  --print-config and in every error line (issue 23, DESIGN.md 15). Pure, thread-safe. */
+ *  --print-config and in every error line (DESIGN.md 15). Pure, thread-safe. */
 int sk_conf_secret_key(const char *k);
 
 /** @brief If @p m names a password-file (?password-file=PATH, DESIGN.md 2 and 16), read the

@@ -127,11 +127,11 @@ void sk_db_rollback(sk_db_t *db);
  *  READ, WITH CONSISTENT SNAPSHOT: the MariaDB/InnoDB consistent read), no locks taken;
  *  the session stays READ COMMITTED for the transactions after it. End it with
  *  sk_db_commit or sk_db_rollback. For figures that must agree with each other, e.g. a
- *  bucket's stock and the outcomes of its traces (issue 22, DESIGN.md 14). Errors as
+ *  bucket's stock and the outcomes of its traces (DESIGN.md 14). Errors as
  *  sk_db_exec (SK_EAGAIN transient). */
 sk_err_t sk_db_begin_snapshot(sk_db_t *db, char *errstr, size_t errstr_size);
 
-/* No GET_LOCK here: it is node-local on Galera (DESIGN.md v5 16). Advisory locks are
+/* No GET_LOCK here: it is node-local on Galera (DESIGN.md 16). Advisory locks are
  * rows of tb_lock: sk/dblock.h. */
 
 /** @brief Bind helpers for prepared statements (the MYSQL_BIND is zeroed first).

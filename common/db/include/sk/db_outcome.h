@@ -1,5 +1,5 @@
 /* sk/db_outcome.h: a COMMIT or an autocommit write whose outcome is not known, and how a
- * writer finds out (DESIGN.md v5 16 "Errors", in the classes of DESIGN.md 8).
+ * writer finds out (DESIGN.md 16 "Errors", in the classes of DESIGN.md 8).
  *
  *   1213 (deadlock, Galera certification failure) and 1205 (lock wait) at COMMIT or in
  *        an autocommit write: the server rolled it back: transient, retry the whole

@@ -1,4 +1,4 @@
-/* sk/dblock.h: advisory locks as rows of tb_lock (ddl/0007_lock.sql; DESIGN.md v5 16 (1)).
+/* sk/dblock.h: advisory locks as rows of tb_lock (ddl/0007_lock.sql; DESIGN.md 16 (1)).
  * GET_LOCK, FOR SHARE and FOR UPDATE are node-local on Galera, so every advisory lock of
  * the pipeline (migrate, the voucher/rebuild lock, the reconciler run lock) is a row
  * (name, holder, until, seq), taken and renewed by conditional writes judged by the

@@ -57,7 +57,7 @@ typedef struct sk_idgen_opts {
          * notion of the database's time were off by that much (ms, may be negative).
          * The mint bounds still hold, only availability suffers. 0 in production. */
         int64_t test_clock_offset_ms;
-        /* The holder's role written into its row (DESIGN.md 6, v5): "front", "consumer",
+        /* The holder's role written into its row (DESIGN.md 6): "front", "consumer",
          * "admin" or "reconciler"; NULL = "admin". A row whose role is front is leased
          * again only once lease_until + D < NOW(3) (D = 2 x conf->kafka_delivery_timeout_ms
          * + 1 s, DESIGN.md 2, 12), whoever takes it. */

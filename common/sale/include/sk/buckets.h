@@ -1,4 +1,4 @@
-/* sk/buckets.h: how a voucher's stock is spread over its buckets (DESIGN.md v4 14).
+/* sk/buckets.h: how a voucher's stock is spread over its buckets (DESIGN.md 14).
  * Pure, thread-safe. The home bucket of a user is sk_home_bucket (sk/keys.h). */
 #pragma once
 #include <stdint.h>

@@ -9,7 +9,7 @@
  *      collision: no decision, no rollback) and the row is followed (CREATED: nothing to
  *      undo; FAILED: rollback.lua with the stored reason's flags).
  *   2. sold_out: a second transaction updates bucket j's row (SET version = version + 1,
- *      DESIGN.md v5 16 (3): a write, so it conflicts across Galera nodes where a FOR SHARE
+ *      DESIGN.md 16 (3): a write, so it conflicts across Galera nodes where a FOR SHARE
  *      read would not) and reads its stock, runs rollback.lua with clamp-to that value,
  *      and ends only after rollback.lua answered, so a concurrent restock cannot be
  *      clamped away. A stock that cannot be
@@ -19,7 +19,7 @@
  *   3. rollback.lua is idempotent per traceId: a failed or unknown attempt is retried
  *      (with backoff) up to sk_decider_t.attempts times, each attempt re-reading the stock.
  *
- * The stock row is the trace's bucket row (tb_seckill_stock, msg->bucket; DESIGN.md v4 6),
+ * The stock row is the trace's bucket row (tb_seckill_stock, msg->bucket; DESIGN.md 6),
  * and rollback.lua runs on that bucket's keys.
  *
  * Ownership: every pointer in sk_decider_t is borrowed. Thread-safety: none beyond the

@@ -1,4 +1,4 @@
-/* sk/drainack.h: the evidence of the early drain (DESIGN.md v5 12, draining -> db, parts
+/* sk/drainack.h: the evidence of the early drain (DESIGN.md 12, draining -> db, parts
  * b and c) in tb_drain_ack (ddl/0006): a front records (its lease holder, V, epoch) once it
  * has read that draining epoch of V and none of its purchases of V can still reach Kafka;
  * the early move needs such an ack from the holder of every tb_worker_lease row with role

@@ -6,7 +6,7 @@
  * after its bucket-row UPDATE, in the same transaction, and commits only while it still
  * says (db, E); db -> rebuilding updates every bucket row of the voucher (switch_epoch)
  * in the switch row's transaction, so the two conflict on a bucket row: they serialize
- * on one node and fail certification (1213, retried) on Galera (DESIGN.md v5 16 (2)).
+ * on one node and fail certification (1213, retried) on Galera (DESIGN.md 16 (2)).
  * Nothing relies on FOR SHARE / FOR UPDATE, which are node-local.
  *
  * Used by seckill-front (the follower, producer/degrade.c; the DB-only purchase,
@@ -57,7 +57,7 @@ sk_err_t sk_dsw_read_all(sk_db_t *db, sk_dsw_row_t **rows, size_t *n, int *defau
 
 /** @brief Read voucher @p voucher_id's row; @p lock 0 plain, 1 FOR SHARE, 2 FOR UPDATE
  *  (inside the caller's transaction; node-local, so no caller relies on 1 or 2 for
- *  correctness, DESIGN.md v5 16). @returns SK_OK, SK_ENOTFOUND, or the DB error. */
+ *  correctness, DESIGN.md 16). @returns SK_OK, SK_ENOTFOUND, or the DB error. */
 sk_err_t sk_dsw_get(sk_db_t *db, int64_t voucher_id, int lock, sk_dsw_row_t *row,
                     char *errstr, size_t errstr_size);
 
@@ -65,20 +65,20 @@ sk_err_t sk_dsw_get(sk_db_t *db, int64_t voucher_id, int lock, sk_dsw_row_t *row
  *  since = NOW(3), updated_by = @p by WHERE scope = V AND state = @p from AND epoch =
  *  @p epoch (autocommit). *moved = 1 if this call made it. A write whose outcome is
  *  unknown (a lost link, sk_db_write_class) is resolved by reading the switch row's
- *  epoch on a fresh session (DESIGN.md v5 16): @p to at @p epoch + 1 -> moved; still
+ *  epoch on a fresh session (DESIGN.md 16): @p to at @p epoch + 1 -> moved; still
  *  (@p from, @p epoch) -> the same move once more; unreadable -> SK_EUNKNOWN (the next
  *  read of the rows tells). @returns SK_OK or the DB error. */
 sk_err_t sk_dsw_move(sk_db_t *db, int64_t voucher_id, int from, int64_t epoch, int to,
                      const char *by, int *moved, char *errstr, size_t errstr_size);
 
-/** @brief db -> rebuilding (DESIGN.md 12, v5 16 (2)) in one transaction: the
+/** @brief db -> rebuilding (DESIGN.md 12, 16 (2)) in one transaction: the
  *  conditional move (state db, epoch @p epoch), then, if it moved, UPDATE every bucket
  *  row of the voucher SET switch_epoch = @p epoch + 1, then COMMIT. A DB-only purchase in
  *  flight holds one of those rows, so this waits for it (one node) or one of the two
  *  fails certification (Galera); either way no purchase commits in state db after this
  *  COMMIT. *moved = 1 if it did; *new_epoch the epoch after it. @returns SK_OK or the DB
  *  error (rolled back; SK_EAGAIN for 1213/1205: retry). A COMMIT whose outcome is unknown
- *  (DESIGN.md v5 16) is resolved here by the switch row's epoch on a fresh session
+ *  (DESIGN.md 16) is resolved here by the switch row's epoch on a fresh session
  *  (wsrep_sync_wait = 1 on Galera): rebuilding at @p epoch + 1 -> moved; still (db,
  *  @p epoch) -> the transaction once more; moved by another -> *moved = 0, SK_OK;
  *  unreadable -> SK_EUNKNOWN (the next read of the rows tells). */

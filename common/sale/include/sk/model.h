@@ -23,16 +23,16 @@ typedef enum {
         SK_CODE_NOT_FOUND = 10004,          /* 404 unknown voucher or order; Lua: meta missing */
         SK_CODE_SOLD_OUT = 10005,           /* 409 */
         SK_CODE_ALREADY_PURCHASED = 10006,  /* 409 */
-        SK_CODE_BAD_IDENTITY = 10007,       /* 401 (v5) */
-        SK_CODE_BAD_SIGNATURE = 10008,      /* 401 (v5) */
+        SK_CODE_BAD_IDENTITY = 10007,       /* 401 */
+        SK_CODE_BAD_SIGNATURE = 10008,      /* 401 */
         SK_CODE_OFFLINE = 10011,            /* 403 */
         SK_CODE_EXPIRED = 10012,            /* 403 */
         SK_CODE_PAUSED = 10013,             /* 503: paused, Redis or Kafka unavailable */
         SK_CODE_ORDER_CLOSED = 10021,       /* 409: order closed or cancelled */
         SK_CODE_ORDER_PAID = 10022,         /* 409: order already paid */
-        SK_CODE_PAY_MISMATCH = 10023,       /* 422: payment amount or currency != the order's (v5) */
-        SK_CODE_PAY_DUPLICATE = 10024,      /* 409: order paid by another provider txn (v5) */
-        SK_CODE_PAY_TXN_REUSED = 10025,     /* 409: a repeated provider txn id, another order/amount (v5) */
+        SK_CODE_PAY_MISMATCH = 10023,       /* 422: payment amount or currency != the order's */
+        SK_CODE_PAY_DUPLICATE = 10024,      /* 409: order paid by another provider txn */
+        SK_CODE_PAY_TXN_REUSED = 10025,     /* 409: a repeated provider txn id, another order/amount */
 } sk_code_t;
 
 /* tb_payment.result (DESIGN.md 6, 13). */

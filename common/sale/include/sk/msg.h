@@ -27,13 +27,13 @@ typedef struct sk_order_msg {
  *  an id that is not a canonical decimal string, a negative or non-integer quantity,
  *  after != before - deduct, a bucket or home outside 0..SK_BUCKETS_MAX-1) is SK_EINVAL
  *  with the reason in errstr. `bucket` and `home` are optional: a message without them
- *  (written before buckets, DESIGN.md v4 5) is bucket 0, home 0. */
+ *  (written before buckets, DESIGN.md 5) is bucket 0, home 0. */
 sk_err_t sk_msg_parse(const char *buf, size_t len, sk_order_msg_t *msg,
                       char *errstr, size_t errstr_size);
 /** @brief Format @p msg (field order as above) into @p buf (SK_MSG_MAX). @returns length. */
 size_t sk_msg_format(const sk_order_msg_t *msg, char *buf, size_t size);
 /** @brief The Kafka message key of a purchase whose stock came from bucket @p bucket of
- *  voucher @p voucher_id: "<voucherId>:<bucket>" (DESIGN.md v4 5: one bucket's messages
+ *  voucher @p voucher_id: "<voucherId>:<bucket>" (DESIGN.md 5: one bucket's messages
  *  on one partition) into @p buf (@p size >= SK_MSG_KEY_MAX, caller-owned).
  *  @returns the length. Pure, thread-safe. */
 size_t sk_msg_key(char *buf, size_t size, int64_t voucher_id, int bucket);

@@ -13,7 +13,7 @@
  * (DESIGN.md 7). The status codes are named in sk/model.h.
  *
  * The unit goes back to the order's bucket (tb_voucher_order.bucket): its row in
- * tb_seckill_stock and its Redis keys {v:ID:j} (DESIGN.md v4 4, 6). While the front
+ * tb_seckill_stock and its Redis keys {v:ID:j} (DESIGN.md 4, 6). While the front
  * deducts on the home bucket only, j = h and release.lua runs the home step itself.
  *
  * Functions take caller-owned connections (one per thread; not thread-safe beyond

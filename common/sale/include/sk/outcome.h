@@ -33,7 +33,7 @@ int sk_outcome_matches(const sk_outcome_t *o, const sk_order_msg_t *msg);
  *  business_type 3, @p detail). On a duplicate key: SK_EEXIST with the existing row in
  *  *existing (compare with sk_outcome_matches: a mismatch is a collision).
  *  1213/1205: the whole transaction again (3 runs). A COMMIT whose outcome is unknown
- *  (DESIGN.md v5 16, sk/db_outcome.h): the trace's outcome row is read on a fresh
+ *  (DESIGN.md 16, sk/db_outcome.h): the trace's outcome row is read on a fresh
  *  session (wsrep_sync_wait = 1 on Galera): ours (FAILED, this reason, msg's ids) ->
  *  SK_OK; another decision -> SK_EEXIST as above; none -> the same transaction again.
  *  Transient DB errors: SK_EAGAIN — nothing committed, except when the resolution read
@@ -80,7 +80,7 @@ sk_err_t sk_rollback_bucket(sk_redis_t *r, const char *prefix, const sk_rollback
  *  CLAIMED; res->home_done): users[U] re-pointed to @p a->repoint_trace_id when given,
  *  else deleted when the reason releases the user, else only h fenced. Needs
  *  a->user_id > 0 for the home step (SK_EINVAL). Errors as sk_rollback_bucket and
- *  sk_home_step (both idempotent: the caller repeats the pair). DESIGN.md v4 4. */
+ *  sk_home_step (both idempotent: the caller repeats the pair). DESIGN.md 4. */
 sk_err_t sk_rollback_trace(sk_redis_t *r, const char *prefix, const sk_rollback_args_t *a,
                            sk_rollback_res_t *res, char *errstr, size_t errstr_size);
 

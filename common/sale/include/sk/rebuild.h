@@ -5,7 +5,7 @@
  * partitions in sk/vkafka.h.
  *
  * Both operations hold the voucher's advisory lock (sk_voucher_lock, a tb_lock row;
- * DESIGN.md v5 16), so a preheat, a rebuild and a status change of the same voucher never
+ * DESIGN.md 16), so a preheat, a rebuild and a status change of the same voucher never
  * interleave; the holder re-checks (and renews) the row before each Redis write chunk and
  * stops, writing nothing more, once it is lost. Redis writes follow
  * every write with PEXPIREAT key E NX then PEXPIREAT key E GT, E = end_ms + reconcile

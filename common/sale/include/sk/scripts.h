@@ -5,7 +5,7 @@
  *
  * Every script takes the voucher's keys and ids as strings (never tonumber on an id).
  * All replies are arrays whose first element is a status string (a bulk string in
- * RESP), except the hot path's answers of deduct.lua and take.lua (v5): an admission is
+ * RESP), except the hot path's answers of deduct.lua and take.lua: an admission is
  * the bare entry, a rejection the bare code. Redis >= 7.0 (PEXPIREAT NX/GT).
  *
  * Arguments are validated before any write; a bad one is the error reply
@@ -28,10 +28,10 @@
  * deduct.lua   KEYS meta stock users trace of the home bucket h, and the give-up fence
  *              "<prefix>:{v:ID:h}:f:<traceId>" (sk_key_fence)
  *              ARGV traceId orderId userId voucherId ts
- *              (v5, DESIGN.md 4 "Cost of an admission": ts = the snowflake timestamp of
+ *              (DESIGN.md 4 "Cost of an admission": ts = the snowflake timestamp of
  *              traceId in ms, within +-5 s of Redis TIME; ids 1-19 canonical digits; KEYS
  *              must carry "{v:<voucherId>:h}" and KEYS[5] name this traceId, else SKARG)
- *   Replies (v5: the two answers of the hot path are bare, since Redis converts a table
+ *   Replies (the two answers of the hot path are bare, since Redis converts a table
  *   returned by Lua for ~5,000 instructions, a fifth of the budget; the meaning of every
  *   answer is v4's):
  *   -> entry (bulk string)    admitted: HSETNX users userId traceId, DECRBY stock 1,

@@ -22,7 +22,7 @@ typedef struct sk_trace_entry {
         char *restore;         /* field T:r: the RESTORE entry JSON (owned), or NULL */
         char *claim;           /* field T:c: the claim record JSON (owned), or NULL */
         char *home_st;         /* field T:h (home bucket only): "probing" or the bucket j
-                                * that admitted T (owned), or NULL (DESIGN.md v4 4) */
+                                * that admitted T (owned), or NULL (DESIGN.md 4) */
         char *release;         /* field T:x: the release record JSON (owned), or NULL */
         sk_order_msg_t msg;    /* deduct parsed (sk_msg_parse) when msg_ok */
         int msg_ok;            /* 1 if deduct parsed as a valid order message */

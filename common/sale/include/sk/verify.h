@@ -33,7 +33,7 @@ typedef struct sk_verify_report {
         int64_t voucher_id;
         int64_t init_stock;         /* tb_seckill_voucher.init_stock */
         int64_t db_stock;           /* Σ tb_seckill_stock.stock over the buckets */
-        int buckets;                /* tb_seckill_voucher.buckets (DESIGN.md v4 14) */
+        int buckets;                /* tb_seckill_voucher.buckets (DESIGN.md 14) */
         int bucket_rows;            /* rows found in tb_seckill_stock */
         int64_t bucket_init[SK_BUCKETS_MAX], bucket_stock[SK_BUCKETS_MAX];
         int64_t bucket_active[SK_BUCKETS_MAX]; /* active orders whose bucket is b */

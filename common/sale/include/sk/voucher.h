@@ -5,7 +5,7 @@
  * sk/rebuild.h; the Redis writes of a voucher's admission state in sk/vstate.h.
  *
  * The advisory lock, the tb_lock row "seckill:voucher:<db>:<prefix>:<id>"
- * (sk_voucher_lock_name; sk/dblock.h, DESIGN.md v5 16: not GET_LOCK, which is node-local on
+ * (sk_voucher_lock_name; sk/dblock.h, DESIGN.md 16: not GET_LOCK, which is node-local on
  * Galera), is held by every preheat, rebuild and status change of the voucher, so they
  * never interleave; the holder re-checks it before each Redis write chunk. A reconciler
  * that finds meta status 4 while nobody holds it (no live row) knows a rebuild died
@@ -31,7 +31,7 @@ typedef struct sk_voucher_row {
         int64_t init_stock;     /* units */
         int64_t stock;          /* units remaining in the DB (the book of record): Σ of
                                    the bucket rows' stock (tb_seckill_stock) */
-        int buckets;            /* N, 1..16 (DESIGN.md v4 14) */
+        int buckets;            /* N, 1..16 (DESIGN.md 14) */
         int nrows;              /* bucket rows found (N when the DB is consistent) */
         int64_t bucket_init[SK_BUCKETS_MAX], bucket_stock[SK_BUCKETS_MAX]; /* per bucket b */
         int64_t begin_ms;       /* sale window start, ms since epoch */

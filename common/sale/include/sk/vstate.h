@@ -31,7 +31,7 @@
 
 #define SK_VSTATE_CHUNK 1000    /* users fields per script call */
 
-/** The keys of one bucket of a voucher (DESIGN.md v4 4) and the rebuild's scratch users hash. */
+/** The keys of one bucket of a voucher (DESIGN.md 4) and the rebuild's scratch users hash. */
 typedef struct sk_vstate_keys {
         char meta[SK_KEY_MAX], stock[SK_KEY_MAX], users[SK_KEY_MAX], trace[SK_KEY_MAX];
         char users_tmp[SK_KEY_MAX + 16];
@@ -76,7 +76,7 @@ sk_err_t sk_vstate_sold_down(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t s
  *  for sk_vstate_commit to swap in; 0 (preheat): HSET into the live hash, nothing
  *  deleted. @p lk (borrowed, may be NULL): the voucher's lock, re-checked and renewed
  *  (sk_dblock_check) before every chunk, so a holder that lost its tb_lock row writes no
- *  further chunk (DESIGN.md v5 16). @returns SK_OK, SK_EAGAIN (the failpoint answered
+ *  further chunk (DESIGN.md 16). @returns SK_OK, SK_EAGAIN (the failpoint answered
  *  error, or the lock is lost or unconfirmed), or the Redis error (the scratch hash
  *  expires with the voucher's keys if the caller gives up). */
 sk_err_t sk_vstate_write_users(sk_redis_t *r, const sk_vstate_keys_t *k, int64_t expiry_ms,

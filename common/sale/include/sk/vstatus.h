@@ -21,7 +21,7 @@ sk_err_t sk_voucher_set_status(const sk_conf_t *conf, int64_t voucher_id, int st
                                int *meta_written, char *errstr, size_t errstr_size);
 
 /** @brief For the reconciler's "meta status 4 while nobody holds the lock" case
- *  (DESIGN.md 8; v5 16: nobody holds it = no tb_lock row with until >= NOW(3)): try the
+ *  (DESIGN.md 8, 16: nobody holds it = no tb_lock row with until >= NOW(3)): try the
  *  voucher's lock row WITHOUT waiting (its own connection; @p db only reads the voucher
  *  row); if it is free, rewrite an existing meta's begin_ms/end_ms/status from the DB
  *  row, the lock re-checked before each bucket's write, then release it. *meta_written (may be NULL): 1 if meta was rewritten (0: meta missing).
