@@ -135,8 +135,9 @@ sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buc
                 if (err != SK_EUNKNOWN)
                         break;
                 snprintf(lost, sizeof(lost), "%s", why);
-                err = resolve_exists(db, "SELECT COUNT(*) FROM tb_seckill_voucher WHERE voucher_id = ?",
-                                     SK_I64(id), ADD_STOCK_TRIES, &found, why, sizeof(why));
+                err = resolve_exists(db, "SELECT COUNT(*) FROM tb_seckill_voucher"
+                                     " WHERE voucher_id = ?", SK_I64(id), ADD_STOCK_TRIES, &found,
+                                     why, sizeof(why));
                 fprintf(stderr, PROG ": voucher_create_commit_unknown voucher_id=%" PRId64 " found=%d (%s)\n",
                         id, err == SK_OK ? found : -1, lost);
                 if (err != SK_OK) {

@@ -54,7 +54,8 @@ static const struct {
         /* row: order_row below (the status and deadline of DESIGN.md 13) */
         [K_ORDER] = { "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, bucket, "
                       "amount_minor, currency, status, pay_deadline, paid_at) VALUES ",
-                      "(?,?,?,?,?,?,?," SK_SQL_ORDER_UNPAID ",NOW(3),NULL)", "", 7 },
+                      "(?,?,?,?,?,?,?," SK_SQL_ORDER_UNPAID ",NOW(3) + INTERVAL ? SECOND,NULL)",
+                      "", 8 },
         [K_ROUTER] = { "INSERT INTO tb_voucher_order_router (order_id, user_id, voucher_id) VALUES ",
                        "(?,?,?)", "", 3 },
         /* The ledger rows of sk/ledger.h, batched: a DEDUCT row left by an earlier
@@ -73,27 +74,30 @@ static const struct {
 
 /* One order row (DESIGN.md 13): price and currency copied from the voucher row
  * (amount_minor, currency; the two extra placeholders are the voucher id); UNPAID with
- * pay_deadline = creation + the pay timeout, on the DB's clock. With a timeout of 0 a
- * price-0 order is created PAID, a priced one still UNPAID with the default window
- * (900 s: an order that costs money is never created PAID). The status expressions read
- * amount_minor, set earlier in the same VALUES list. Set once at start-up by
- * cons_apply_set_pay_timeout(), before any worker prepares a statement. */
+ * pay_deadline = creation + the pay timeout (the last placeholder, in seconds), on the
+ * DB's clock. With a timeout of 0 a price-0 order is created PAID, a priced one still
+ * UNPAID with the default window (900 s: an order that costs money is never created
+ * PAID). The status expressions read amount_minor, set earlier in the same VALUES list.
+ * Chosen once at start-up by cons_apply_set_pay_timeout(), before any worker prepares a
+ * statement. */
 #define ORDER_PRICE "(SELECT price_minor FROM tb_seckill_voucher WHERE voucher_id = ?)," \
         "(SELECT currency FROM tb_seckill_voucher WHERE voucher_id = ?),"
-static char order_row[400] = "(?,?,?,?,?," ORDER_PRICE SK_SQL_ORDER_UNPAID
-                             ",NOW(3) + INTERVAL 900 SECOND,NULL)";
+#define ROW_MAX 400     /* bytes of the longest row of sqls[] and order_row */
+static const char order_row_timed[] = "(?,?,?,?,?," ORDER_PRICE SK_SQL_ORDER_UNPAID
+                                      ",NOW(3) + INTERVAL ? SECOND,NULL)";
+static const char order_row_free_paid[] = "(?,?,?,?,?," ORDER_PRICE
+        "IF(amount_minor > 0, " SK_SQL_ORDER_UNPAID ", " SK_SQL_ORDER_PAID "),"
+        "IF(amount_minor > 0, NOW(3) + INTERVAL ? SECOND, NULL),"
+        "IF(amount_minor > 0, NULL, NOW(3)))";
+_Static_assert(sizeof(order_row_free_paid) <= ROW_MAX && sizeof(order_row_timed) <= ROW_MAX,
+               "an order row is longer than ROW_MAX");
+static const char *order_row = order_row_timed;
+static int64_t order_pay_timeout_s = 900;
 
 void cons_apply_set_pay_timeout(int pay_timeout_s)
 {
-        if (pay_timeout_s <= 0)
-                snprintf(order_row, sizeof(order_row), "(?,?,?,?,?," ORDER_PRICE
-                         "IF(amount_minor > 0, " SK_SQL_ORDER_UNPAID ", " SK_SQL_ORDER_PAID "),"
-                         "IF(amount_minor > 0, NOW(3) + INTERVAL %d SECOND, NULL),"
-                         "IF(amount_minor > 0, NULL, NOW(3)))", SK_PAY_TIMEOUT_PRICED_S);
-        else
-                snprintf(order_row, sizeof(order_row),
-                         "(?,?,?,?,?," ORDER_PRICE SK_SQL_ORDER_UNPAID
-                         ",NOW(3) + INTERVAL %d SECOND,NULL)", pay_timeout_s);
+        order_row = pay_timeout_s <= 0 ? order_row_free_paid : order_row_timed;
+        order_pay_timeout_s = pay_timeout_s <= 0 ? SK_PAY_TIMEOUT_PRICED_S : pay_timeout_s;
 }
 
 #define CACHE_SLOTS 24
@@ -133,7 +137,7 @@ cons_apply_t *cons_apply_new(sk_db_t *db, int batch_max)
         ap->vals = calloc((size_t)ap->cap * 8, sizeof(*ap->vals));
         ap->mids = calloc((size_t)ap->cap, sizeof(*ap->mids));
         ap->mid_lens = calloc((size_t)ap->cap, sizeof(*ap->mid_lens));
-        ap->sqlbuf_size = 512 + (size_t)ap->cap * sizeof(order_row); /* the longest row */
+        ap->sqlbuf_size = 512 + (size_t)ap->cap * ROW_MAX;
         ap->sqlbuf = malloc(ap->sqlbuf_size);
         if (!ap->binds || !ap->vals || !ap->mids || !ap->mid_lens || !ap->sqlbuf) {
                 cons_apply_destroy(ap);
@@ -282,6 +286,7 @@ static void bind_rows(cons_apply_t *ap, int kind, const sk_order_msg_t *const *m
                         v[0] = m->order_id; v[1] = m->user_id; v[2] = m->voucher_id; v[3] = m->trace_id;
                         v[4] = m->bucket;
                         v[5] = v[6] = m->voucher_id; /* the price sub-queries */
+                        v[7] = order_pay_timeout_s;
                         break;
                 case K_ROUTER:
                         v[0] = m->order_id; v[1] = m->user_id; v[2] = m->voucher_id;

@@ -89,11 +89,11 @@ static void lk_db_broken(lk_conn_t *lc)
         lc->db = NULL;
 }
 
-/* Run @p sql with the id @p id bound (and @p id2 when non-zero) and copy the first row's
- * first @p ncols (<= 8) columns into @p cols as text (cut at 63 bytes, "" for NULL).
+/* Run @p sql with @p args[0..nargs) bound (the ids) and copy the first row's first
+ * @p ncols (<= 8) columns into @p cols as text (cut at 63 bytes, "" for NULL).
  * @returns 1 row found, 0 no row, -1 DB error (the connection is dropped). */
-static int lk_query_row(lk_conn_t *lc, const char *sql, int64_t id, int64_t id2, int ncols,
-                        char cols[][64], int *isnull)
+static int lk_query_row(lk_conn_t *lc, const char *sql, const sk_db_arg_t *args, int nargs,
+                        int ncols, char cols[][64], int *isnull)
 {
         sk_db_t *db = lk_db(lc);
         sk_db_col_t c[8];
@@ -106,12 +106,7 @@ static int lk_query_row(lk_conn_t *lc, const char *sql, int64_t id, int64_t id2,
                 return -1;
         for (i = 0; i < ncols; i++)
                 c[i] = SK_COL_STR(cols[i], 64);
-        if (id2)
-                err = sk_db_row1_cols(db, sql, SK_ARGS(SK_I64(id), SK_I64(id2)), c, ncols, &mask,
-                                      errstr, sizeof(errstr));
-        else
-                err = sk_db_row1_cols(db, sql, SK_ARGS(SK_I64(id)), c, ncols, &mask, errstr,
-                                      sizeof(errstr));
+        err = sk_db_row1_cols(db, sql, args, nargs, c, ncols, &mask, errstr, sizeof(errstr));
         if (err == SK_ENOTFOUND)
                 return 0;
         if (err != SK_OK) {
@@ -190,7 +185,7 @@ static void do_voucher(lk_conn_t *lc, fr_req_t *req)
 
         rc = lk_query_row(lc, "SELECT status, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00',"
                           " end_time) DIV 1000 FROM tb_seckill_voucher WHERE voucher_id=?",
-                          req->voucher_id, 0, 2, cols, NULL);
+                          SK_ARGS(SK_I64(req->voucher_id)), 2, cols, NULL);
         if (rc == 1 && sk_id_parse_cstr(cols[1], &end_ms) != 0)
                 end_ms = 0; /* not a positive ms count: no end to compare with */
         if (rc < 0) {
@@ -215,13 +210,14 @@ typedef struct me_order {
 
 #define ME_ORDER_COLS "id, status, DATE_FORMAT(pay_deadline, '%Y-%m-%dT%H:%i:%s.%f')"
 
-/* Fill @p mo from the first row of @p sql (columns ME_ORDER_COLS; ids @p id, @p id2 as
- * lk_query_row binds them). @returns 1 found, 0 none, -1 DB error. */
-static int me_order_row(lk_conn_t *lc, const char *sql, int64_t id, int64_t id2, me_order_t *mo)
+/* Fill @p mo from the first row of @p sql (columns ME_ORDER_COLS; @p args as
+ * lk_query_row's). @returns 1 found, 0 none, -1 DB error. */
+static int me_order_row(lk_conn_t *lc, const char *sql, const sk_db_arg_t *args, int nargs,
+                        me_order_t *mo)
 {
         char cols[3][64];
         int isnull[3] = { 0, 0, 0 };
-        int rc = lk_query_row(lc, sql, id, id2, 3, cols, isnull);
+        int rc = lk_query_row(lc, sql, args, nargs, 3, cols, isnull);
         int st = 0;
 
         if (rc != 1)
@@ -283,7 +279,7 @@ static int me_from_outcome(lk_conn_t *lc, fr_req_t *req, char cols[3][64])
         /* A CREATED row names its order (a positive id); anything else finds no order. */
         if (sk_id_parse_cstr(cols[1], &oid) == 0 &&
             (rc = me_order_row(lc, "SELECT " ME_ORDER_COLS " FROM tb_voucher_order WHERE id=?",
-                               oid, 0, &mo)) < 0)
+                               SK_ARGS(SK_I64(oid)), &mo)) < 0)
                 return -1;
         if (rc == 0)
                 snprintf(mo.order_id, sizeof(mo.order_id), "%.20s", cols[1]);
@@ -401,8 +397,8 @@ static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
 
         if ((rc = me_order_row(lc, "SELECT " ME_ORDER_COLS " FROM tb_voucher_order WHERE voucher_id=?"
                                " AND user_id=? AND status IN " SK_SQL_ORDER_ACTIVE
-                               " ORDER BY create_time DESC LIMIT 1", req->voucher_id, req->user_id,
-                               &mo)) < 0)
+                               " ORDER BY create_time DESC LIMIT 1",
+                               SK_ARGS(SK_I64(req->voucher_id), SK_I64(req->user_id)), &mo)) < 0)
                 goto db_down;
         if (rc == 1) {
                 me_answer(req, "CREATED", &mo, NULL);
@@ -414,7 +410,7 @@ static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
         }
         if (t && (m.entry || m.restore || m.probing)) {
                 if ((rc = lk_query_row(lc, "SELECT outcome, order_id, reason FROM tb_seckill_outcome"
-                                       " WHERE trace_id=?", t, 0, 3, cols, NULL)) < 0)
+                                       " WHERE trace_id=?", SK_ARGS(SK_I64(t)), 3, cols, NULL)) < 0)
                         goto db_down;
                 if (rc == 1) {
                         if (me_from_outcome(lc, req, cols) < 0)
@@ -435,7 +431,8 @@ static void do_orders_me(lk_conn_t *lc, fr_req_t *req)
         }
         if ((rc = lk_query_row(lc, "SELECT outcome, order_id, reason FROM tb_seckill_outcome"
                                " WHERE voucher_id=? AND user_id=? ORDER BY created_at DESC,"
-                               " trace_id DESC LIMIT 1", req->voucher_id, req->user_id, 3, cols,
+                               " trace_id DESC LIMIT 1",
+                               SK_ARGS(SK_I64(req->voucher_id), SK_I64(req->user_id)), 3, cols,
                                NULL)) < 0)
                 goto db_down;
         if (rc == 1) {
@@ -488,7 +485,8 @@ static void do_order_get(lk_conn_t *lc, fr_req_t *req)
                           "DATE_FORMAT(create_time, '%Y-%m-%dT%H:%i:%s.%f'), "
                           "DATE_FORMAT(pay_deadline, '%Y-%m-%dT%H:%i:%s.%f'), "
                           "DATE_FORMAT(paid_at, '%Y-%m-%dT%H:%i:%s.%f') "
-                          "FROM tb_voucher_order WHERE id=?", req->order_id, 0, 8, cols, isnull);
+                          "FROM tb_voucher_order WHERE id=?", SK_ARGS(SK_I64(req->order_id)), 8,
+                          cols, isnull);
         if (rc < 0) {
                 fr_answer_503(req, "db", NULL, "database unavailable");
                 return;

@@ -32,8 +32,9 @@ int rc_nbuckets(rc_ctx_t *ctx, int64_t voucher_id, rc_vstat_t *st)
 {
         int64_t v = 1;
         char errstr[512];
-        sk_err_t err = sk_db_i64(ctx->db, "SELECT buckets FROM tb_seckill_voucher WHERE voucher_id = ?",
-                                 SK_ARGS(SK_I64(voucher_id)), &v, NULL, errstr, sizeof(errstr));
+        sk_err_t err = sk_db_i64(ctx->db, "SELECT buckets FROM tb_seckill_voucher"
+                                 " WHERE voucher_id = ?", SK_ARGS(SK_I64(voucher_id)), &v, NULL,
+                                 errstr, sizeof(errstr));
 
         if (err != SK_OK && err != SK_ENOTFOUND) {
                 st->errors++;

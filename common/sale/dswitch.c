@@ -286,7 +286,8 @@ sk_err_t sk_dsw_set_mode(sk_db_t *db, int64_t scope, int mode, const char *by, c
         return sk_db_exec_args(db, "INSERT INTO tb_seckill_switch (scope, mode, state, updated_by)"
                                " VALUES (?, ?, 'redis', ?) ON DUPLICATE KEY UPDATE"
                                " mode = VALUES(mode), updated_by = VALUES(updated_by)",
-                               SK_ARGS(SK_I64(scope), mode < 0 ? SK_NULL : SK_STR(sk_dsw_mode_str(mode)),
+                               SK_ARGS(SK_I64(scope),
+                                       mode < 0 ? SK_NULL : SK_STR(sk_dsw_mode_str(mode)),
                                        SK_STR(by)), NULL, errstr, errstr_size);
 }
 

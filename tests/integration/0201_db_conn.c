@@ -2,9 +2,10 @@
  * A unique database per run (sk_test_conf). Checks: connect + session settings (UTC,
  * lock wait timeout, READ COMMITTED) survive a reconnect; sk_db_query_i64 (value,
  * NULL, no row); bound parameters (sk_db_exec_args, sk_db_row1_cols, sk_db_i64: typed
- * arguments, text and integer columns, argument count, identifiers); duplicate key 1062 -> SK_EEXIST; lock wait 1205 -> SK_EAGAIN with two
- * connections and SELECT ... FOR UPDATE under innodb_lock_wait_timeout=1; tb_lock rows
- * (sk/dblock.h) held/timeout/release, also for names longer than 191 chars; migrate twice (second
+ * arguments, text and integer columns, argument count, identifiers); duplicate key
+ * 1062 -> SK_EEXIST; lock wait 1205 -> SK_EAGAIN with two connections and SELECT ...
+ * FOR UPDATE under innodb_lock_wait_timeout=1; tb_lock rows (sk/dblock.h)
+ * held/timeout/release, also for names longer than 191 chars; migrate twice (second
  * applies 0); voucher times round-trip past 2038. */
 #include <inttypes.h>
 #include <stdio.h>
