@@ -25,6 +25,9 @@ struct sk_db {
         uint64_t generation;     /* bumped by every successful (re)connect */
         int node;                /* index in url.hosts of the node connected to */
         int wsrep_on;            /* the node's @@wsrep_on (Galera), from the writer check at connect */
+        unsigned int stmt_errno; /* the error of this connection's last failed prepared
+                                  * statement, 0 since the next one began: closing a
+                                  * statement clears the connection's own error number */
 };
 
 #define SK_DB_CONNECT_TIMEOUT_S 5u
@@ -501,7 +504,12 @@ uint64_t sk_db_generation(const sk_db_t *db)
 
 unsigned int sk_db_errno(sk_db_t *db)
 {
-        return db && db->conn ? mysql_errno(db->conn) : 2006u; /* CR_SERVER_GONE_ERROR */
+        unsigned int no;
+
+        if (!db || !db->conn)
+                return 2006u; /* CR_SERVER_GONE_ERROR */
+        no = mysql_errno(db->conn);
+        return no ? no : db->stmt_errno;
 }
 
 const char *sk_db_error(sk_db_t *db)
@@ -524,6 +532,9 @@ sk_err_t sk_db_stmt_seterr(sk_db_t *db, MYSQL_STMT *stmt, const char *what, char
         unsigned int no = stmt ? mysql_stmt_errno(stmt) : sk_db_errno(db);
         sk_err_t err = sk_db_classify(no);
 
+        if (db && stmt)
+                db->stmt_errno = no; /* sk_db_errno still tells it once stmt is closed */
+
         sk_seterr(errstr, errstr_size, "%s: mysql error %u: %s", what, no,
                   stmt ? mysql_stmt_error(stmt) : sk_db_error(db));
         return err == SK_OK ? SK_EDB : err;
@@ -536,6 +547,7 @@ sk_err_t sk_db_stmt_init(sk_db_t *db, MYSQL_STMT **out, char *errstr, size_t err
         *out = NULL;
         if ((err = check_conn(db, errstr, errstr_size)) != SK_OK)
                 return err;
+        db->stmt_errno = 0;
         if (!(*out = mysql_stmt_init(db->conn))) {
                 sk_seterr(errstr, errstr_size, "stmt_init: out of memory");
                 return SK_ENOMEM;

@@ -175,6 +175,11 @@ START_TEST(bound_args)
         ck_assert_int_eq(sk_db_exec_args(db, "INSERT INTO t_args VALUES (?, 'x')",
                                          SK_ARGS(SK_I64(1)), NULL, errstr, sizeof(errstr)),
                          SK_EEXIST);
+        ck_assert_uint_eq(sk_db_errno(db), 1062); /* kept after the statement was closed */
+        ck_assert_int_eq(sk_db_row1_cols(db, "SELECT id FROM t_args_missing WHERE id = ?",
+                                         SK_ARGS(SK_I64(1)), (sk_db_col_t[]){ SK_COL_I64(&v) }, 1,
+                                         NULL, errstr, sizeof(errstr)), SK_EDB);
+        ck_assert_uint_eq(sk_db_errno(db), 1146);
         ck_assert_int_eq(sk_db_i64(db, "SELECT COUNT(*) FROM t_args WHERE s = ? OR s IS NULL",
                                    SK_ARGS(SK_STRN(odd, strlen(odd))), &v, NULL, errstr,
                                    sizeof(errstr)), SK_OK);

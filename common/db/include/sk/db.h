@@ -150,8 +150,10 @@ int sk_db_connected(const sk_db_t *db);
  *  be dropped (a new connection may even reuse the old handle's address). 0 for NULL. */
 uint64_t sk_db_generation(const sk_db_t *db);
 /** @brief The connection's last error number and text (2006 / "not connected" when
- *  there is no connection). The text is owned by the connection, valid until the next
- *  call on @p db. */
+ *  there is no connection). The number of a failed prepared statement (sk_db_exec_args,
+ *  the one-row readers, sk_db_rows) is kept after its statement is closed, until the
+ *  next statement begins; the text is the connection's own. The text is owned by the
+ *  connection, valid until the next call on @p db. */
 unsigned int sk_db_errno(sk_db_t *db);
 const char *sk_db_error(sk_db_t *db);
 /** @brief Write the connection's last error as "@p what: mysql error N: text" into
