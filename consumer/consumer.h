@@ -77,8 +77,10 @@ typedef enum {
 } cons_apply_res_t;
 
 /** @brief Orders created from now on are UNPAID with pay_deadline = creation +
- *  @p pay_timeout_s on the DB's clock, or PAID at creation when it is 0 (DESIGN.md 13).
- *  Process-wide; call once in main() before the workers start (not thread-safe). */
+ *  @p pay_timeout_s (s) on the DB's clock; with 0, a price-0 order is created PAID and a
+ *  priced one UNPAID with the default window (DESIGN.md 13). Each order copies its
+ *  voucher's price and currency, read once per transaction. Process-wide; call once in
+ *  main() before the workers start (not thread-safe). */
 void cons_apply_set_pay_timeout(int pay_timeout_s);
 cons_apply_t *cons_apply_new(sk_db_t *db, int batch_max);
 void cons_apply_destroy(cons_apply_t *ap);
