@@ -123,6 +123,7 @@ struct cons_apply {
         char *sqlbuf;
         size_t sqlbuf_size;
         unsigned int last_errno;     /* MySQL error number of the last failed step (0: none) */
+        int outcome_exists;          /* the last batch met an existing outcome row (1062) */
         uint64_t prepares, executes;  /* statistics, logged at destroy (debug) */
         int64_t prepare_us;
 };
@@ -427,6 +428,11 @@ unsigned int cons_apply_last_errno(const cons_apply_t *ap)
         return ap->last_errno;
 }
 
+int cons_apply_outcome_exists(const cons_apply_t *ap)
+{
+        return ap->outcome_exists;
+}
+
 /* The stock of bucket @p bucket of @p voucher_id by statement @p kind (K_GETSTOCK). */
 static sk_err_t read_stock(cons_apply_t *ap, int kind, int64_t voucher_id, int bucket,
                            int64_t *stock, char *errstr, size_t errstr_size)
@@ -585,6 +591,7 @@ sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, i
         sk_err_t err;
 
         ap->last_errno = 0;
+        ap->outcome_exists = 0;
         if (n < 1 || n > ap->cap) {
                 sk_seterr(errstr, errstr_size, "batch of %d (max %d)", n, ap->cap);
                 return SK_EINVAL;
@@ -604,8 +611,11 @@ sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, i
          * back to one message at a time like a missing bucket row. */
         if ((err = read_price(ap, msgs[0]->voucher_id, errstr, errstr_size)))
                 goto fail;
-        if ((err = exec_rows(ap, K_OUTCOME, msgs, n, NULL, 0, errstr, errstr_size)))
+        if ((err = exec_rows(ap, K_OUTCOME, msgs, n, NULL, 0, errstr, errstr_size))) {
+                /* The table's only unique key is trace_id: someone decided first. */
+                ap->outcome_exists = err == SK_EEXIST;
                 goto fail;
+        }
         if ((err = failpoint_err("consumer.between_statements", errstr, errstr_size)))
                 goto fail;
         if ((err = exec_decrement(ap, msgs[0]->voucher_id, msgs[0]->bucket, k, &affected,

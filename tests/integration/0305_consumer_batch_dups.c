@@ -5,6 +5,11 @@
  *    the consumer settles the copies with the first copy or the stored outcome and
  *    applies the eight in ONE transaction: consumer_batch_fallbacks_total stays 0 and
  *    the batch-size histogram saw one transaction of 8; every purchase has one order.
+ *    Twice: with the outcome pre-check on (a start: --precheck-groups 64, the default),
+ *    which finds the two decided traceIds before the transaction
+ *    (consumer_precheck_retries_total 0), and with --precheck-groups 0, where the
+ *    outcome INSERT meets them, rolls back, and the group is pre-checked and run again
+ *    (consumer_precheck_retries_total 1) — still one transaction of 8, no fallback.
  * 2. A message with deductQty 2 (before/after consistent) goes to the DLQ as poison
  *    with a reason naming deductQty; no outcome, no order, DB stock unchanged. */
 #include "sk_test.h"
@@ -15,17 +20,26 @@
 
 static char g_metrics_addr[64];
 
+/* --precheck-groups of the next consumer start (NULL: the default). */
+static const char *g_precheck;
+
 /* Flags of a consumer start, each with a fresh metrics port. */
 static const char *const *consumer_flags(void)
 {
         static const char *flags[8];
+        int k = 0;
+
         snprintf(g_metrics_addr, sizeof(g_metrics_addr), "127.0.0.1:%d",
                  20000 + (int)(sk_test_rand_id() % 20000));
-        flags[0] = "--batch-wait-ms";
-        flags[1] = "1000";
-        flags[2] = "--metrics-addr";
-        flags[3] = g_metrics_addr;
-        flags[4] = NULL;
+        flags[k++] = "--batch-wait-ms";
+        flags[k++] = "1000";
+        flags[k++] = "--metrics-addr";
+        flags[k++] = g_metrics_addr;
+        if (g_precheck) {
+                flags[k++] = "--precheck-groups";
+                flags[k++] = g_precheck;
+        }
+        flags[k] = NULL;
         return flags;
 }
 
@@ -54,7 +68,9 @@ static int64_t wait_count(const char *fmt, int64_t vid, int64_t want)
         return sk_test_wait_i64(WAIT_S, want, sql);
 }
 
-START_TEST(redriven_backlog_keeps_the_batch)
+/* Part 1 with --precheck-groups @p precheck (NULL: the default); @p retries: the
+ * consumer_precheck_retries_total expected. */
+static void redriven_backlog(const char *precheck, int64_t retries)
 {
         int64_t vid;
         sk_order_msg_t m[10];
@@ -62,6 +78,7 @@ START_TEST(redriven_backlog_keeps_the_batch)
         pid_t pid;
         int i;
 
+        g_precheck = precheck;
         vid = sk_test_voucher_open(20);
         for (i = 0; i < 10; i++)
                 ck_assert_int_eq(sk_test_deduct(vid, sk_test_rand_id(), 0, 0, &m[i], json[i]), 0);
@@ -89,6 +106,7 @@ START_TEST(redriven_backlog_keeps_the_batch)
                 sk_sleep_ms(100, NULL);
         ck_assert_int_eq(metric("seckill_consumer_duplicates_total"), 3);
         ck_assert_int_eq(metric("seckill_consumer_batch_fallbacks_total"), 0);
+        ck_assert_int_eq(metric("seckill_consumer_precheck_retries_total"), retries);
         ck_assert_int_eq(metric("seckill_consumer_batch_size_count"), 1);
         ck_assert_int_eq(metric("seckill_consumer_batch_size_sum"), 8);
         ck_assert_int_eq(metric("seckill_consumer_carry_messages"), 0);
@@ -102,6 +120,18 @@ START_TEST(redriven_backlog_keeps_the_batch)
                 ck_assert(!sk_test_fenced(vid, m[i].trace_id));
         }
         ck_assert_int_eq(sk_test_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 10);
+        g_precheck = NULL;
+}
+
+START_TEST(redriven_backlog_keeps_the_batch)
+{
+        redriven_backlog(NULL, 0);
+}
+END_TEST
+
+START_TEST(redriven_backlog_without_precheck)
+{
+        redriven_backlog("0", 1);
 }
 END_TEST
 
@@ -147,6 +177,7 @@ int main(void)
         sk_test_fix_setup("cons_dups", &(sk_test_fix_opts_t){ .partitions = 1 });
         tcase_set_timeout(tc, 240);
         tcase_add_test(tc, redriven_backlog_keeps_the_batch);
+        tcase_add_test(tc, redriven_backlog_without_precheck);
         tcase_add_test(tc, deduct_qty_2_is_poison);
         suite_add_tcase(s, tc);
         {
