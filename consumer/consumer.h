@@ -22,8 +22,8 @@ typedef struct cons_opts {
         int max_db_retries;     /* --max-db-retries, non-transient DB errors before DLQ */
         int lock_wait_s;        /* --lock-wait-timeout-s, session innodb_lock_wait_timeout */
         int backoff_cap_ms;     /* --backoff-cap-ms, cap of the transient retry backoff */
-        int precheck_groups;    /* --precheck-groups, groups pre-checked after a duplicate
-                                   was seen, a start or an assignment (consumer/group.c) */
+        int precheck_groups;    /* --precheck-groups, groups pre-checked after a decided
+                                   traceId was last found (consumer/group.c) */
 } cons_opts_t;
 
 /* Metrics shared by every worker (registered once in main; atomics). */

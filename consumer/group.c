@@ -8,12 +8,12 @@
  *   3. one SELECT ... IN asks which traceIds already have an outcome: those are
  *      followed (DESIGN.md 7, ids compared) without a transaction of their own. This
  *      pre-check runs while decided traceIds are being seen: for --precheck-groups
- *      groups after one was last found, after the worker's start and after a new
- *      assignment (both redeliver). Otherwise step 4 runs at once and its outcome
+ *      groups after one was last found. Otherwise step 4 runs at once and its outcome
  *      INSERT finds them (a duplicate key on the trace's primary key, the idempotency
  *      check itself): the transaction rolls back, the pre-check runs and the group is
  *      tried again, the pre-check on for the next groups. A backlog without duplicates
- *      so costs the database no read per order (docs/SCALING.md);
+ *      so costs the database no read per order (docs/SCALING.md); a redelivery (a
+ *      restart, a new assignment) costs one rolled-back INSERT, then pre-checks;
  *   4. ONE transaction for the rest (apply.c); only a real conflict (a row that
  *      appeared meanwhile, short stock, has_order, another error) falls back to one
  *      transaction per message, which sorts the cases out.

@@ -262,8 +262,8 @@ static const sk_opt_t OPTS[] = {
         SK_OPT_I("backoff-cap-ms", "SECKILL_BACKOFF_CAP_MS", &opts.backoff_cap_ms, 10, 600000, 2000, NULL,
                  "cap of the transient-error retry backoff (full jitter)"),
         SK_OPT_I("precheck-groups", "SECKILL_PRECHECK_GROUPS", &opts.precheck_groups, 0, 1000000, 64, NULL,
-                 "voucher groups pre-checked for decided traceIds after one was seen, a start or a "
-                 "new assignment; 0 = only after an INSERT met one"),
+                 "voucher groups pre-checked for decided traceIds after one was last found "
+                 "(0 = never before the outcome INSERT)"),
 };
 
 /* Options, then the Redis check (DESIGN.md 4: >= 7.0, noeviction); logs, signals.

@@ -67,9 +67,6 @@ void cons_offsets_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 
         if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
                 read_floors(w, rk, parts);
-                /* New partitions redeliver what their last owner had not stored, often
-                 * decided already: the outcome pre-check on (group.c). */
-                w->precheck_left = w->opts->precheck_groups;
                 SK_LOG(SK_INFO, "partitions_assigned", "worker=%d count=%d", w->idx, parts->cnt);
                 if (coop)
                         rd_kafka_error_destroy(rd_kafka_incremental_assign(rk, parts));

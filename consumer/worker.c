@@ -150,7 +150,6 @@ static int alloc_scratch(worker_t *w)
         size_t n = (size_t)w->opts->batch_max;
 
         w->rng = sk_backoff_seed() ^ ((uint64_t)w->idx << 32);
-        w->precheck_left = w->opts->precheck_groups; /* a start redelivers */
         w->batch = calloc(n, sizeof(*w->batch));
         w->msgs = calloc(n, sizeof(*w->msgs));
         w->grp = calloc(n, sizeof(*w->grp));

@@ -80,7 +80,7 @@ typedef struct worker {
         int unresolved;              /* 1: a COMMIT's outcome is unknown, read it first */
         int precheck_left;           /* groups that still run the outcome pre-check
                                         (--precheck-groups after a decided traceId was
-                                        seen, a start or a new assignment; group.c) */
+                                        last found; group.c) */
         int64_t next_gauge_ms;
         cons_flow_t flow;
         cons_dlq_t dlq;
