@@ -148,9 +148,30 @@ span_rate() {   # orders/s over the outcome rows' created_at span
 
 # CPU ticks of a shared service (MariaDB, Redis): other jobs' work on it counts too, so
 # the figures per order derived from them are upper bounds.
-db_pid=$(pgrep -x mariadbd | head -1 || true)
+# The server of the first host: its pid file when it is on this machine, else the first
+# mariadbd found.
+db_pid=$(cat "$($my -e 'SELECT @@pid_file' 2>/dev/null)" 2>/dev/null || pgrep -x mariadbd | head -1 || true)
 rd_pid=$($rc info server | tr -d '\r' | sed -n 's/^process_id://p')
 svc_ticks() { [ -n "$1" ] && [ -r "/proc/$1/stat" ] && awk '{print $14 + $15}' "/proc/$1/stat" || echo 0; }
+# "tid ticks" of the server threads that serve the connections to database $1
+# (information_schema.PROCESSLIST.TID): the run's own share of MariaDB's CPU, which other
+# jobs on the server do not inflate (InnoDB's background threads are not in it).
+conn_ticks() {
+  [ -n "$db_pid" ] || return 0
+  $my -e "SELECT TID FROM information_schema.PROCESSLIST WHERE DB = '$1'" 2>/dev/null |
+    while read -r tid; do
+      [ -r "/proc/$db_pid/task/$tid/stat" ] && awk -v t="$tid" '{ print t, $14 + $15 }' "/proc/$db_pid/task/$tid/stat"
+    done || true
+}
+# conn_ticks_delta "BEFORE" "AFTER": the ticks those threads used in between (a thread
+# not seen before counts whole).
+conn_ticks_delta() {
+  A=$1 B=$2 python3 -c "
+import os
+a = dict(l.split() for l in os.environ['A'].splitlines() if l.strip())
+b = dict(l.split() for l in os.environ['B'].splitlines() if l.strip())
+print(sum(int(v) - int(a.get(k, 0)) for k, v in b.items()))"
+}
 db_t0=$(svc_ticks "$db_pid"); rd_t0=$(svc_ticks "$rd_pid")
 # 1. batched (its /metrics on a private port, read before it stops; a port another process
 # holds leaves the consumer without /metrics, which only costs the three counts below)
@@ -161,6 +182,13 @@ SECKILL_MYSQL_URL="mysql://root@$hosts/$db1" SECKILL_GROUP_ID="$run-batched" \
   ${BENCH_CONSUMER_ARGS:-} 2>"$tmp/batched.log" &
 cpid=$!
 t0=$(date +%s)
+# Its connections' server threads, once the workers and the closer have connected (a
+# connection may reuse a cached thread: its earlier CPU is left out this way).
+for _ in $(seq 1 100); do
+  [ "$($my -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '$db1'")" -gt "$W" ] && break
+  sleep 0.1
+done
+ct0=$(conn_ticks "$db1")
 peak_kb=0
 while :; do
   n=$(sold $db1)
@@ -176,6 +204,7 @@ done
 ticks=$(getconf CLK_TCK)
 cpu_s=$(awk -v t="$ticks" '{ printf "%.1f", ($14 + $15) / t }' /proc/$cpid/stat)
 db_t1=$(svc_ticks "$db_pid"); rd_t1=$(svc_ticks "$rd_pid")
+ct1=$(conn_ticks "$db1")
 h1=$(hstat)
 # A counter of the consumer's /metrics, or nothing when it cannot be read (the caller
 # prints "?"); never a failing command: under set -e a failing curl here used to end the
@@ -198,11 +227,14 @@ echo "batched_rate=$brate orders/s duplicates_settled=${dups:-?} fallbacks=${fal
 handler_line batched "$M" "$h0" "$h1"
 echo "consumer_rss_peak_mb=$((peak_kb / 1024)) consumer_cpu_seconds=$cpu_s load_avg=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
 # CPU-us per order: the consumer's own (start-up and group join included), and the
-# shared MariaDB's and Redis's over the drain (upper bounds: other jobs' work counts too)
+# shared MariaDB's and Redis's over the drain (upper bounds: other jobs' work counts too);
+# mariadb_conn: only the server threads of the consumer's connections (no background
+# InnoDB work, no other job's)
 python3 -c "
 M, t = $M, $ticks
-print('per_order_cpu_us: consumer=%.1f mariadb=%.1f redis=%.1f (mariadb, redis: shared services, upper bounds)'
-      % ($cpu_s * 1e6 / M, ($db_t1 - $db_t0) * 1e6 / t / M, ($rd_t1 - $rd_t0) * 1e6 / t / M))"
+print('per_order_cpu_us: consumer=%.1f mariadb=%.1f redis=%.1f mariadb_conn=%.1f (mariadb, redis: shared services, upper bounds)'
+      % ($cpu_s * 1e6 / M, ($db_t1 - $db_t0) * 1e6 / t / M, ($rd_t1 - $rd_t0) * 1e6 / t / M,
+         $(conn_ticks_delta "$ct0" "$ct1") * 1e6 / t / M))"
 
 [ "${BENCH_SKIP_SINGLE:-0}" = 1 ] && exit 0
 # 2. one order per transaction, same messages, fresh database and group

@@ -4,7 +4,8 @@
 # Builds seckill-consumer and seckill-admin of HEAD_A and of HEAD_B (any git revision of
 # this repository) in temporary trees under /tmp (a `git archive` of each head, so nothing
 # is registered in the repository; Release build, no failpoints), then runs THIS tree's
-# bench/consumer.sh once per head, A then B (BENCH_AB_ROUNDS > 1: A B A B ...), with
+# bench/consumer.sh once per head, A then B (BENCH_AB_ROUNDS > 1: A B, B A, A B, ... so
+# neither head always runs second, after the other's cleanup), with
 # SK_BIN pointing at that head's binaries: the same preload, vouchers, partitions,
 # workers and batch size for both. Every run of bench/consumer.sh migrates its own fresh
 # databases with its head's `seckill-admin db migrate` (their names carry the run's pid),
@@ -77,6 +78,7 @@ fig = {
     'batched': f(r'^batched_rate=(\d+)'),
     'mariadb_us': f(r'^per_order_cpu_us: .*mariadb=([0-9.]+)'),
     'consumer_us': f(r'^per_order_cpu_us: consumer=([0-9.]+)'),
+    'mariadb_conn_us': f(r'^per_order_cpu_us: .*mariadb_conn=([0-9.]+)'),
     'read_key': f(r'^batched_handler_per_order: read_key=([0-9.]+)'),
     'read_next': f(r'^batched_handler_per_order: .*read_next=([0-9.]+)'),
     'rows_read': f(r'^batched_handler_per_order: .*rows_read=([0-9.]+)'),
@@ -90,8 +92,13 @@ EOF
 results=$work/results.txt
 : >"$results"
 for r in $(seq 1 "$ROUNDS"); do
-  run A "$sha_a" | tee -a "$results"
-  run B "$sha_b" | tee -a "$results"
+  if [ $((r % 2)) = 1 ]; then
+    run A "$sha_a" | tee -a "$results"
+    run B "$sha_b" | tee -a "$results"
+  else
+    run B "$sha_b" | tee -a "$results"
+    run A "$sha_a" | tee -a "$results"
+  fi
 done
 echo "uptime at the end: $(uptime | sed 's/.*load/load/')"
 python3 - "$results" <<'EOF'
@@ -104,16 +111,17 @@ med = {}
 for label in ('A', 'B'):
     med[label] = {k: statistics.median([r[k] for r in rows[label]]) for k in rows[label][0]}
     m = med[label]
-    print('%s_median: batched_rate=%.0f orders/s mariadb_cpu_us_per_order=%.1f consumer_cpu_us_per_order=%.1f '
-          'read_key=%.2f read_next=%.2f rows_read=%.2f single_rate=%s batched/single=%s'
-          % (label, m['batched'], m['mariadb_us'], m['consumer_us'], m['read_key'], m['read_next'], m['rows_read'],
+    print('%s_median: batched_rate=%.0f orders/s mariadb_cpu_us_per_order=%.1f (its connections: %.1f) '
+          'consumer_cpu_us_per_order=%.1f read_key=%.2f read_next=%.2f rows_read=%.2f single_rate=%s batched/single=%s'
+          % (label, m['batched'], m['mariadb_us'], m['mariadb_conn_us'], m['consumer_us'], m['read_key'],
+             m['read_next'], m['rows_read'],
              'n/a' if math.isnan(m['single']) else '%.0f' % m['single'],
              'n/a' if math.isnan(m['ratio_single']) else '%.1f' % m['ratio_single']))
 a, b = med['A']['batched'], med['B']['batched']
 if not a > 0 or not b > 0:
     print('bench/consumer_ab.sh: FAILED: a head produced no batched rate', file=sys.stderr)
     sys.exit(1)
-print('mariadb_cpu_ratio=%.2f (B/A per order)' % (med['B']['mariadb_us'] / med['A']['mariadb_us'])
-      if med['A']['mariadb_us'] > 0 else 'mariadb_cpu_ratio=n/a')
+r = lambda k: '%.2f' % (med['B'][k] / med['A'][k]) if med['A'][k] > 0 else 'n/a'
+print('mariadb_cpu_ratio=%s mariadb_conn_cpu_ratio=%s (B/A per order)' % (r('mariadb_us'), r('mariadb_conn_us')))
 print('ratio=%.2f' % (b / a))
 EOF
