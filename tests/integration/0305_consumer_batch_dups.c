@@ -30,8 +30,8 @@ static const char *const *consumer_flags(void)
         static const char *flags[8];
         int k = 0;
 
-        snprintf(g_metrics_addr, sizeof(g_metrics_addr), "127.0.0.1:%d",
-                 20000 + (int)(sk_test_rand_id() % 20000));
+        /* A port the kernel just handed out free (a random one could be held). */
+        snprintf(g_metrics_addr, sizeof(g_metrics_addr), "127.0.0.1:%d", sk_test_free_port());
         flags[k++] = "--batch-wait-ms";
         flags[k++] = "1000";
         flags[k++] = "--metrics-addr";
