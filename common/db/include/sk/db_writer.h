@@ -48,6 +48,16 @@ MYSQL *sk__db_writer_open(const sk_mysql_url_t *url, sk__db_connect_fn connect, 
                           int below, int *node, int *wsrep_on, sk_err_t *err, char *errstr,
                           size_t errstr_size);
 
+/* Opens a connection to the first node that answers and is writable (as
+ * sk__db_writer_open) trying the nodes after node @p after first, in list order and
+ * wrapping around, node @p after last (@p after out of range: plain list order). The
+ * process-wide cache is neither read nor written: one connection steps off a node it
+ * found unresponsive, without moving the others (sk_db_prefer_next_node). Results as
+ * sk__db_writer_open. */
+MYSQL *sk__db_writer_open_after(const sk_mysql_url_t *url, sk__db_connect_fn connect, void *arg,
+                                int after, int *node, int *wsrep_on, sk_err_t *err, char *errstr,
+                                size_t errstr_size);
+
 /* What a connection of @p url to node @p node should do before its next transaction
  * (see sk__db_advice_t). A one-host URL always stays. A PROBE answer claims the re-check
  * for the calling thread (others stay meanwhile). */
