@@ -5,8 +5,9 @@
  * per host list, the node found and when the list was last walked from its first node;
  * it is walked again about once a second, so a rejoined first node is used again within
  * about a second. A connection that found its node unresponsive may instead step to the
- * nodes after it (sk__db_writer_open_after), leaving the cache alone. The SHOW statements
- * are the ones MariaDB and MySQL both accept. */
+ * nodes after it (sk__db_writer_open_after) and record the node it found as the writer,
+ * so the process's other connections do not walk back to a silent node. The SHOW
+ * statements are the ones MariaDB and MySQL both accept. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -283,8 +284,12 @@ MYSQL *sk__db_writer_open_after(const sk_mysql_url_t *url, sk__db_connect_fn con
                 after = url->nhosts - 1;   /* unknown: plain list order */
         for (int k = 1; k <= url->nhosts; k++)
                 order[n++] = (after + k) % url->nhosts;
-        conn = try_nodes(url, connect, arg, order, n, 0, 0, 0, node, wsrep_on, &all_permanent,
-                         errstr, errstr_size);
+        /* The node found is the process's writer from now on (the one stepped from did
+         * not answer): the other connections follow at their next transaction instead
+         * of walking back to it; the once-a-second re-check returns them to an earlier
+         * node that answers again. */
+        conn = try_nodes(url, connect, arg, order, n, 1, 1, sk_mono_ms(), node, wsrep_on,
+                         &all_permanent, errstr, errstr_size);
         if (conn)
                 return conn;
         *err = all_permanent ? SK_EDB : SK_EAGAIN;

@@ -12,9 +12,11 @@
  *  - a frozen first node (the proxy SIGSTOPped: it accepts connections, never answers):
  *    a short-timeout connection (sk_db_connect_io, 1 s) gives up a statement and a
  *    connect after about its timeout, not 5 s; after sk_db_prefer_next_node its
- *    reconnect goes to the next node at once, without touching the frozen one, and
- *    leaves the process's writer choice alone (the worker-id lease renewals,
- *    DESIGN.md 2, 16). */
+ *    reconnect goes to the next node at once, without touching the frozen one, and that
+ *    node becomes the process's writer: a new connection goes there at once, not
+ *    through the frozen node (the worker-id lease renewals, DESIGN.md 2, 16); once the
+ *    writer's entry is older than the re-check period, a new connection walks the list
+ *    again and the frozen node costs it one connect timeout (1 s here), not 5 s. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -183,7 +185,7 @@ START_TEST(frozen_node_stepped_over)
         int pport = sk_test_free_port();
         int first[1];
         sk_mysql_url_t u;
-        char errstr[1024] = "", name[300], proxy_name[64];
+        char errstr[1024] = "", name[300], proxy_name[64], want[300];
         sk_db_t *db, *db2;
         pid_t proxy;
         int64_t t0, took, v = 0;
@@ -212,11 +214,20 @@ START_TEST(frozen_node_stepped_over)
         ck_assert_msg(took < 800, "reconnect to the next node took %lld ms", (long long)took);
         ck_assert_int_eq(sk_db_query_i64(db, "SELECT 7", &v, NULL, errstr, sizeof(errstr)), SK_OK);
         ck_assert_int_eq(v, 7);
-        /* The process's writer choice is untouched by that step. */
+        /* The node found is the process's writer now: a new connection goes there first. */
+        real_name(want, sizeof(want));
         ck_assert_int_eq(sk_db_writer_name(&u, name, sizeof(name)), 1);
-        ck_assert_str_eq(name, proxy_name);
-        /* A new connection of the same list walks it: the frozen node costs one connect
-         * timeout (1 s, the connection's I/O timeout), not 5 s. */
+        ck_assert_str_eq(name, want);
+        t0 = sk_mono_ms();
+        db2 = sk_db_connect_io(&u, 0, 1, 1, errstr, sizeof(errstr));
+        took = sk_mono_ms() - t0;
+        ck_assert_msg(db2 != NULL, "connect: %s", errstr);
+        ck_assert_msg(took < 800, "connect to the writer found took %lld ms", (long long)took);
+        sk_db_close(db2);
+        /* Past the re-check period a new connection walks the list from its first node:
+         * the frozen node costs one connect timeout (1 s, the connection's I/O timeout),
+         * not 5 s. */
+        sk_sleep_ms(SK__DB_WRITER_RECHECK_MS + 100, NULL);
         t0 = sk_mono_ms();
         db2 = sk_db_connect_io(&u, 0, 1, 1, errstr, sizeof(errstr));
         took = sk_mono_ms() - t0;

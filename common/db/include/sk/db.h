@@ -78,14 +78,17 @@ sk_db_t *sk_db_connect_io(const sk_mysql_url_t *url, int no_database, int lock_w
  *  succeeds). */
 sk_err_t sk_db_reconnect(sk_db_t *db, char *errstr, size_t errstr_size);
 /** @brief Make the next reconnect of @p db (sk_db_reconnect, sk_db_resolve_begin) try
- *  the nodes of its URL after the one it is connected to first, in list order and
- *  wrapping around, that node last; that reconnect neither reads nor writes the
- *  process-wide writer cache, so the process's other connections stay where they are
- *  (a one-host URL reconnects to its one node). For a connection whose statement timed
- *  out on a node that may be frozen or cut off: it steps to the next node at once
- *  instead of walking the list from a first node that may be the silent one (the
- *  worker-id lease renewals, DESIGN.md 2, 16). Later reconnects choose as sk_db_connect
- *  again. Not thread-safe per @p db; NULL: no-op. */
+ *  the nodes of its URL after the one it was connected to first, in list order and
+ *  wrapping around, that node last (a one-host URL reconnects to its one node). That
+ *  reconnect does not read the process-wide writer cache, and the node it finds becomes
+ *  the process's writer: the other connections follow at their next transaction rather
+ *  than walk back to the silent node, and the once-a-second re-check returns them to an
+ *  earlier node once it answers and is writable (DESIGN.md 16). For a connection whose
+ *  statement failed or timed out on a node that may be frozen, dead or cut off: it steps
+ *  to the next node at once instead of walking the list from a first node that may be
+ *  the silent one (the worker-id lease renewals, DESIGN.md 2; a consumer worker's lost
+ *  link). Later reconnects choose as sk_db_connect again. Not thread-safe per @p db;
+ *  NULL: no-op. */
 void sk_db_prefer_next_node(sk_db_t *db);
 /** @brief Close and free @p db. NULL is a no-op. */
 void sk_db_close(sk_db_t *db);
