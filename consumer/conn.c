@@ -19,6 +19,9 @@ void cons_worker_ensure_db(worker_t *w)
         if (sk_db_ping(w->db))
                 return;
         cons_apply_reset(w->ap);
+        /* The link broke (an I/O error or timeout closes it): the node it was on may be
+         * dead or frozen, so the next node of the URL first (DESIGN.md 16). */
+        sk_db_prefer_next_node(w->db);
         if (sk_db_reconnect(w->db, errstr, sizeof(errstr)) == SK_OK)
                 SK_LOG(SK_INFO, "db_reconnected", "worker=%d", w->idx);
         else

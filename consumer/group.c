@@ -288,6 +288,9 @@ static sk_err_t resolve_unknown(worker_t *w, cmsg_t **g, int n)
         sk_err_t err;
 
         cons_apply_reset(w->ap);
+        /* A COMMIT whose link was lost (a dead or frozen node): resolve on the next node. */
+        if (!sk_db_connected(w->db))
+                sk_db_prefer_next_node(w->db);
         if ((err = sk_db_resolve_begin(w->db, errstr, sizeof(errstr))) != SK_OK)
                 return cons_decide_transient(w, "voucher", g[0]->msg.voucher_id, errstr);
         err = follow_known(w, g, n, 1, NULL);

@@ -161,13 +161,17 @@ static int alloc_scratch(worker_t *w)
         return cons_claimer_init(w);
 }
 
-/* The database: retried until it answers (or we are told to stop). */
+/* The database: retried until it answers (or we are told to stop). Statements give up
+ * 1 s after the session's lock wait (the server's 1205 comes first when a row lock is
+ * what they wait for): a writer node that froze (SIGSTOP, a hung host) holds the worker
+ * that long, not 30 s; conn.c then steps to the next node (DESIGN.md 16). */
 static int connect_db(worker_t *w)
 {
         char errstr[512];
         int attempt = 0;
 
-        while (!(w->db = sk_db_connect(&w->conf->mysql, 0, w->opts->lock_wait_s, errstr, sizeof(errstr)))) {
+        while (!(w->db = sk_db_connect_io(&w->conf->mysql, 0, w->opts->lock_wait_s,
+                                          w->opts->lock_wait_s + 1, errstr, sizeof(errstr)))) {
                 SK_LOG(SK_WARN, "db_connect_failed", "worker=%d attempt=%d err=\"%s\"", w->idx, attempt, errstr);
                 if (cons_stopping())
                         return -1;

@@ -477,8 +477,13 @@ static int read_rows(sk_dsw_row_t **rows, size_t *n)
         if (sk_db_exec(db, ensure, errstr, sizeof(errstr)) != SK_OK ||
             sk_dsw_read_all(db, rows, n, NULL, errstr, sizeof(errstr)) != SK_OK) {
                 SK_LOG(SK_DEBUG, "degrade_read_failed", "reason=\"%s\"", errstr);
-                if (sk_db_last_err(db) == SK_EAGAIN)
+                if (sk_db_last_err(db) == SK_EAGAIN) {
+                        /* A lost link or a node not ready: the next node of the URL first,
+                         * never back through a dead or frozen writer (DESIGN.md 16), so the
+                         * rows are fresh again as soon as the cluster writes. */
+                        sk_db_prefer_next_node(db);
                         (void)sk_db_reconnect(db, errstr, sizeof(errstr));
+                }
                 return -1;
         }
         return 0;

@@ -25,6 +25,8 @@ struct sk_db {
         uint64_t generation;     /* bumped by every successful (re)connect */
         int node;                /* index in url.hosts of the node connected to */
         int wsrep_on;            /* the node's @@wsrep_on (Galera), from the writer check at connect */
+        int step_after;          /* >= 0: the next (re)connect tries the nodes after this one
+                                  * first (sk_db_prefer_next_node); -1: the writer choice */
         unsigned int stmt_errno; /* the error of this connection's last failed prepared
                                   * statement, 0 since the next one began: closing a
                                   * statement clears the connection's own error number */
@@ -174,8 +176,11 @@ static MYSQL *connect_node(void *arg, const sk_mysql_url_t *url, int i, sk_err_t
 {
         const sk_db_t *db = arg;
         MYSQL *conn;
-        unsigned int connect_timeout_s = SK_DB_CONNECT_TIMEOUT_S;
         unsigned int io_timeout_s = (unsigned int)db->io_timeout_s;
+        /* A connection whose statements give up sooner gives up a silent node (one that
+         * accepts the TCP connection but never greets: a frozen mariadbd) as soon. */
+        unsigned int connect_timeout_s = io_timeout_s < SK_DB_CONNECT_TIMEOUT_S ?
+                                         io_timeout_s : SK_DB_CONNECT_TIMEOUT_S;
         sk_my_bool reconnect = 0;
 
         sk_db_library_init();
@@ -215,8 +220,15 @@ static sk_err_t open_conn(sk_db_t *db, char *errstr, size_t errstr_size)
         sk_err_t err;
         int node = 0, wsrep_on = 0;
 
-        if (!(conn = sk__db_writer_open(&db->url, connect_node, db, 0, &node, &wsrep_on, &err,
-                                        errstr, errstr_size)))
+        if (db->step_after >= 0) {
+                conn = sk__db_writer_open_after(&db->url, connect_node, db, db->step_after, &node,
+                                                &wsrep_on, &err, errstr, errstr_size);
+                db->step_after = -1;   /* one reconnect only, succeeded or not */
+        } else {
+                conn = sk__db_writer_open(&db->url, connect_node, db, 0, &node, &wsrep_on, &err,
+                                          errstr, errstr_size);
+        }
+        if (!conn)
                 return err;
         if ((err = session_setup(db, conn, errstr, errstr_size)) != SK_OK) {
                 mysql_close(conn);
@@ -285,6 +297,7 @@ sk_db_t *sk_db_connect_io(const sk_mysql_url_t *url, int no_database, int lock_w
                 db->url.hosts[0].port = db->url.port;
         }
         db->no_database = no_database ? 1 : 0;
+        db->step_after = -1;
         db->lock_wait_timeout_s = lock_wait_timeout_s;
         db->io_timeout_s = io_timeout_s;
         if (open_conn(db, errstr, errstr_size) != SK_OK) {
@@ -312,6 +325,12 @@ sk_err_t sk_db_reconnect(sk_db_t *db, char *errstr, size_t errstr_size)
                 db->conn = NULL;
         }
         return open_conn(db, errstr, errstr_size);
+}
+
+void sk_db_prefer_next_node(sk_db_t *db)
+{
+        if (db)
+                db->step_after = db->node;
 }
 
 void sk_db_close(sk_db_t *db)

@@ -4,7 +4,10 @@
  * wsrep_local_state = 4 (Synced, never a Donor or Joiner). A process-wide cache holds,
  * per host list, the node found and when the list was last walked from its first node;
  * it is walked again about once a second, so a rejoined first node is used again within
- * about a second. The SHOW statements are the ones MariaDB and MySQL both accept. */
+ * about a second. A connection that found its node unresponsive may instead step to the
+ * nodes after it (sk__db_writer_open_after) and record the node it found as the writer,
+ * so the process's other connections do not walk back to a silent node. The SHOW
+ * statements are the ones MariaDB and MySQL both accept. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -166,13 +169,63 @@ static int node_writable(MYSQL *conn, int galera_only, int *wsrep_on, char *why,
         return 1;
 }
 
+/* Tries the nodes order[0..n-1] of @p url in turn; the first that answers and is
+ * writable wins. @p cache: record the winner in the process-wide cache (@p walked: and
+ * the time of a walk, @p now_ms). @returns the connection, or NULL with *all_permanent
+ * (every node refused for good) and one "host:port: why" per node in errstr. */
+static MYSQL *try_nodes(const sk_mysql_url_t *url, sk__db_connect_fn connect, void *arg,
+                        const int *order, int n, int cache, int walked, int64_t now_ms, int *node,
+                        int *wsrep_on, int *all_permanent, char *errstr, size_t errstr_size)
+{
+        char why[384];
+
+        *all_permanent = 1;
+        for (int k = 0; k < n; k++) {
+                int i = order[k], w;
+                sk_err_t cerr = SK_EAGAIN;
+                MYSQL *conn = connect(arg, url, i, &cerr, why, sizeof(why));
+                if (conn) {
+                        w = node_writable(conn, url->galera_only, wsrep_on, why, sizeof(why));
+                        if (w == 1) {
+                                /* A walk from the first node (or a re-check) refreshes the time;
+                                 * the cached writer answering does not. */
+                                if (cache)
+                                        entry_set(url, i, walked || k > 0, now_ms);
+                                *node = i;
+                                return conn;
+                        }
+                        mysql_close(conn);
+                        cerr = w == -2 ? SK_EDB : SK_EAGAIN;
+                }
+                if (cerr != SK_EDB)
+                        *all_permanent = 0;
+                if (url->nhosts == 1)
+                        add_reason(errstr, errstr_size, "%s", why);
+                else
+                        add_reason(errstr, errstr_size, "%s:%d: %s", url->hosts[i].host,
+                                   url->hosts[i].port, why);
+        }
+        return NULL;
+}
+
+/* "no writable node among N: ..." around the per-node reasons of a multi-host list. */
+static void wrap_reasons(const sk_mysql_url_t *url, char *errstr, size_t errstr_size)
+{
+        char tail[768];
+
+        if (url->nhosts < 2)
+                return;
+        snprintf(tail, sizeof(tail), "%s", errstr ? errstr : "");
+        sk_seterr(errstr, errstr_size, "no writable node among %d: %s", url->nhosts, tail);
+}
+
 MYSQL *sk__db_writer_open(const sk_mysql_url_t *url, sk__db_connect_fn connect, void *arg,
                           int below, int *node, int *wsrep_on, sk_err_t *err, char *errstr,
                           size_t errstr_size)
 {
         int order[SK_MYSQL_MAX_HOSTS], n = 0, start = -1, all_permanent = 1;
         int64_t now_ms = sk_mono_ms();
-        char why[384];
+        MYSQL *conn;
 
         if (errstr && errstr_size)
                 errstr[0] = '\0';
@@ -199,40 +252,48 @@ MYSQL *sk__db_writer_open(const sk_mysql_url_t *url, sk__db_connect_fn connect, 
                         if (i != start)
                                 order[n++] = i;
         }
-        for (int k = 0; k < n; k++) {
-                int i = order[k], w;
-                sk_err_t cerr = SK_EAGAIN;
-                MYSQL *conn = connect(arg, url, i, &cerr, why, sizeof(why));
-                if (conn) {
-                        w = node_writable(conn, url->galera_only, wsrep_on, why, sizeof(why));
-                        if (w == 1) {
-                                /* A walk from the first node (or a re-check) refreshes the time;
-                                 * the cached writer answering does not. */
-                                entry_set(url, i, below > 0 || start < 0 || k > 0, now_ms);
-                                *node = i;
-                                return conn;
-                        }
-                        mysql_close(conn);
-                        cerr = w == -2 ? SK_EDB : SK_EAGAIN;
-                }
-                if (cerr != SK_EDB)
-                        all_permanent = 0;
-                if (url->nhosts == 1)
-                        add_reason(errstr, errstr_size, "%s", why);
-                else
-                        add_reason(errstr, errstr_size, "%s:%d: %s", url->hosts[i].host,
-                                   url->hosts[i].port, why);
-        }
+        conn = try_nodes(url, connect, arg, order, n, 1, below > 0 || start < 0, now_ms, node,
+                         wsrep_on, &all_permanent, errstr, errstr_size);
+        if (conn)
+                return conn;
         if (below > 0) {
                 entry_set(url, -1, 1, now_ms);
                 return NULL;
         }
         *err = all_permanent ? SK_EDB : SK_EAGAIN;
-        if (url->nhosts > 1) {
-                char tail[768];
-                snprintf(tail, sizeof(tail), "%s", errstr ? errstr : "");
-                sk_seterr(errstr, errstr_size, "no writable node among %d: %s", url->nhosts, tail);
+        wrap_reasons(url, errstr, errstr_size);
+        return NULL;
+}
+
+MYSQL *sk__db_writer_open_after(const sk_mysql_url_t *url, sk__db_connect_fn connect, void *arg,
+                                int after, int *node, int *wsrep_on, sk_err_t *err, char *errstr,
+                                size_t errstr_size)
+{
+        int order[SK_MYSQL_MAX_HOSTS], n = 0, all_permanent = 1;
+        MYSQL *conn;
+
+        if (errstr && errstr_size)
+                errstr[0] = '\0';
+        *err = SK_EAGAIN;
+        if (url->nhosts < 1 || url->nhosts > SK_MYSQL_MAX_HOSTS) {
+                sk_seterr(errstr, errstr_size, "connect: no host in the URL");
+                *err = SK_EINVAL;
+                return NULL;
         }
+        if (after < 0 || after >= url->nhosts)
+                after = url->nhosts - 1;   /* unknown: plain list order */
+        for (int k = 1; k <= url->nhosts; k++)
+                order[n++] = (after + k) % url->nhosts;
+        /* The node found is the process's writer from now on (the one stepped from did
+         * not answer): the other connections follow at their next transaction instead
+         * of walking back to it; the once-a-second re-check returns them to an earlier
+         * node that answers again. */
+        conn = try_nodes(url, connect, arg, order, n, 1, 1, sk_mono_ms(), node, wsrep_on,
+                         &all_permanent, errstr, errstr_size);
+        if (conn)
+                return conn;
+        *err = all_permanent ? SK_EDB : SK_EAGAIN;
+        wrap_reasons(url, errstr, errstr_size);
         return NULL;
 }
 

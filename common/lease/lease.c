@@ -2,14 +2,28 @@
  * (DESIGN.md 2; contract in sk/lease.h; table in ddl/0002_worker_lease.sql).
  *
  * The table's protocol (take, renew, release by conditional UPDATEs judged by NOW(3))
- * is lease_db.c's. Here: the generator, the renewal thread and the stamp clock.
- * Renewal every lease/3: holder still ours -> the window's end becomes the mint_until
- * read back; anyone else -> the lease is lost, the window closes at once and the
- * thread takes an id again (every lease/3 until it gets one). An error changes nothing
- * (the window keeps its end, which the stamps reach by themselves): a renewal whose
- * autocommit UPDATE failed, applied or not, is an unknown outcome (DESIGN.md 16);
- * the next period reconnects with sk_db_resolve_begin (wsrep_sync_wait = 1 on Galera)
- * and the window moves again only when a read back there shows holder = us.
+ * is lease_db.c's; the timing is lease_plan.c's. Here: the generator, the renewal thread
+ * and the stamp clock. Renewal every lease/3, off the request path (the HTTP threads
+ * only mint inside the window the thread last confirmed): holder still ours -> the
+ * window's end becomes the mint_until read back; anyone else -> the lease is lost, the
+ * window closes at once and the thread takes an id again (every lease/3 until it gets
+ * one). An error or a timeout changes nothing (the window keeps its end, which the
+ * stamps reach by themselves): a renewal whose autocommit UPDATE failed, applied or not,
+ * is an unknown outcome (DESIGN.md 16); the next attempt comes at once on the next node
+ * of the URL (sk_db_prefer_next_node; backoff once every node failed in a row),
+ * reconnects with sk_db_resolve_begin (wsrep_sync_wait = 1 on Galera) and the window
+ * moves again only when a read back there shows holder = us. So a database stall
+ * shorter than the window's reach (at least lease/3: 10 s for the default lease) is
+ * never seen by the minting: a front keeps admitting through Redis and Kafka while
+ * Galera evicts a dead or frozen writer (DESIGN.md 16; docs/SCALING.md).
+ *
+ * Why a window reaching seconds ahead is safe. Two holders of one id never mint one
+ * stamp value, by the compare-and-set argument below, which does not depend on how far
+ * ahead a window reaches or on any clock. It is also cheap for the next holder: each
+ * renewal writes lease_until = NOW(3) + lease, a third of a lease past the mint_until
+ * it writes in the same UPDATE, and a takeover waits until lease_until (+ D for a
+ * front's row, DESIGN.md 12) has passed on the database's clock, so a new holder
+ * normally finds the old mint_until already behind it and mints at once.
  *
  * Stamps: the snowflake's clock here is the database's clock, estimated as the local
  * monotonic clock plus an offset measured at each take/renewal (NOW(3) read back minus
@@ -38,6 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "sk/lease.h"
+#include "sk/lease_plan.h"
 #include "lease_db.h"
 #include "sk/clock.h"
 #include "sk/db_outcome.h"
@@ -49,6 +64,7 @@
 
 struct sk_idgen {
         sk_lease_db_t ld;              /* its connection is the renewal thread's after start */
+        sk_lease_plan_t plan;          /* period, window, attempt timeout, retry waits */
         sk_snowflake_t *sf;
         int need_reconnect;            /* renewal thread only */
         int resolving;                 /* renewal thread only: resolution session open */
@@ -175,7 +191,11 @@ static void resolved(sk_idgen_t *g)
         }
 }
 
-/* One renewal of the held lease. @returns 1 if the lease was found lost. */
+/* What one attempt of the renewal thread found. */
+enum { STEP_OK, STEP_FAILED, STEP_LOST, STEP_NONE };
+
+/* One renewal of the held lease. @returns STEP_OK (renewed), STEP_FAILED (a DB error or
+ * timeout: nothing known, the window keeps its end) or STEP_LOST (another holder). */
 static int renew_step(sk_idgen_t *g)
 {
         char errstr[256] = "";
@@ -192,7 +212,7 @@ static int renew_step(sk_idgen_t *g)
                 if (!g->renew_failing)
                         emit(g, SK_IDGEN_EV_RENEW_FAILED, id, errstr[0] ? errstr : "reconnect failed");
                 g->renew_failing = 1;
-                return 0;
+                return STEP_FAILED;
         }
         if (g->renew_failing)
                 emit(g, SK_IDGEN_EV_RENEW_RECOVERED, id, ours ? "renewed" : "lost");
@@ -201,7 +221,7 @@ static int renew_step(sk_idgen_t *g)
                 set_held(g, id, 0, 0, 0);   /* stop minting at once */
                 metric_inc(g->m_lost);
                 emit(g, SK_IDGEN_EV_LOST, id, "another process holds the id");
-                return 1;
+                return STEP_LOST;
         }
         resolved(g);
         anchor(g, &r);
@@ -209,41 +229,54 @@ static int renew_step(sk_idgen_t *g)
         g->win_until_ms = r.until_ms;
         (void)sk_snowflake_rebind(g->sf, id, g->win_from_ms, r.until_ms);
         pthread_mutex_unlock(&g->mu);
-        return 0;
+        return STEP_OK;
 }
 
-/* One attempt to lease again after a loss (nothing to take: try again next period). */
-static void reacquire_step(sk_idgen_t *g)
+/* One attempt to lease again after a loss. @returns STEP_OK (leased), STEP_NONE
+ * (nothing to take: try again next period) or STEP_FAILED (a DB error or timeout). */
+static int reacquire_step(sk_idgen_t *g)
 {
         char errstr[256] = "", detail[64];
         sk_lease_read_t r;
         int id = -1;
 
         if (!db_usable(g))
-                return;
+                return STEP_FAILED;
         if (sk_lease_db_take(&g->ld, &r, &id, errstr, sizeof(errstr)) != SK_OK) {
                 g->need_reconnect = 1;
-                return;
+                return STEP_FAILED;
         }
         if (id < 0)
-                return;
+                return STEP_NONE;
         resolved(g);
         anchor(g, &r);
         set_held(g, id, 1, r.from_ms, r.until_ms);
         metric_inc(g->m_reacq);
         snprintf(detail, sizeof(detail), "mint_from_ms=%" PRId64, r.from_ms);
         emit(g, SK_IDGEN_EV_ACQUIRED, id, detail);
+        return STEP_OK;
 }
 
+/* Renew every period; after a failed attempt, the next node of the URL at once (then
+ * with backoff, sk/lease_plan.h), so a frozen or dead node costs one attempt timeout
+ * and the window, confirmed seconds ahead, outlasts the stall. */
 static void *renew_thread(void *arg)
 {
         sk_idgen_t *g = arg;
-        int64_t period_ms = g->ld.lease_ms / 3 > 0 ? g->ld.lease_ms / 3 : 1;
-        int held;
+        int64_t delay_ms = g->plan.period_ms;
+        int held, failures = 0, step;
 
-        while (!wait_period(g, period_ms, &held)) {
-                if (!held || renew_step(g))
-                        reacquire_step(g);   /* not held, or just lost: lease again now */
+        while (!wait_period(g, delay_ms, &held)) {
+                step = held ? renew_step(g) : STEP_LOST;
+                if (step == STEP_LOST)
+                        step = reacquire_step(g);   /* not held, or just lost: lease again now */
+                if (step == STEP_FAILED) {
+                        failures++;
+                        sk_db_prefer_next_node(g->ld.db);
+                } else {
+                        failures = 0;
+                }
+                delay_ms = sk_lease_plan_delay_ms(&g->plan, failures);
                 metric_set(g->m_held, sk_idgen_usable(g));
         }
         return NULL;
@@ -297,6 +330,8 @@ static sk_idgen_t *alloc_idgen(const sk_conf_t *conf, const sk_idgen_opts_t *opt
         }
         pthread_condattr_destroy(&cattr);
         g->ld.lease_ms = conf->worker_lease_ms;
+        sk_lease_plan_init(&g->plan, conf->worker_lease_ms,
+                           conf->mysql.nhosts > 1 ? conf->mysql.nhosts : 1);
         g->ld.fixed_id = conf->worker_id;
         g->ld.front_grace_ms = 2 * (int64_t)conf->kafka_delivery_timeout_ms + 1000;
         snprintf(g->ld.role, sizeof(g->ld.role), "%s", opts && opts->role ? opts->role : "admin");
@@ -320,7 +355,7 @@ sk_idgen_t *sk_idgen_start_opts(const sk_conf_t *conf, const sk_idgen_opts_t *op
 {
         sk_idgen_t *g;
         sk_lease_read_t r;
-        int id = -1, io_s;
+        int id = -1;
 
         *err = SK_EINVAL;
         if (!conf || conf->worker_id < -1 || conf->worker_id >= SK_WORKER_IDS ||
@@ -338,11 +373,11 @@ sk_idgen_t *sk_idgen_start_opts(const sk_conf_t *conf, const sk_idgen_opts_t *op
                 sk_seterr(errstr, errstr_size, "idgen: out of memory");
                 return NULL;
         }
-        /* Statements give up after about a renewal period (1..30 s): a hanging database
-         * must not hold the renewal thread (or sk_idgen_stop) for long. */
-        io_s = conf->worker_lease_ms / 3000;
-        io_s = io_s < 1 ? 1 : io_s > 30 ? 30 : io_s;
-        if (!(g->ld.db = sk_db_connect_io(&conf->mysql, 0, 0, io_s, errstr, errstr_size))) {
+        /* Connects, statements and row-lock waits give up after the attempt timeout
+         * (1..5 s, sk/lease_plan.h): a frozen node must cost one timeout, not the window,
+         * and a hanging database must not hold sk_idgen_stop for long. */
+        if (!(g->ld.db = sk_db_connect_io(&conf->mysql, 0, g->plan.attempt_timeout_s,
+                                          g->plan.attempt_timeout_s, errstr, errstr_size))) {
                 *err = SK_EAGAIN;
                 destroy(g);
                 return NULL;

@@ -4,7 +4,10 @@
  * holder steals an expired lease (logged once, counted) and re-acquisition, the mint
  * bounds under injected clock offsets (the sk_idgen_opts_t test hook), a taken
  * SECKILL_WORKER_ID -> exit 2, release on stop, renewals blocked by the database (minting
- * stops at mint_until, reported once, resumes). Short lease (900 ms); own database. */
+ * stops at mint_until, reported once, resumes), a frozen first node of the URL (a socat
+ * proxy SIGSTOPped: the renewal times out and goes to the next node at once, the
+ * minting never stops). Short lease (900 ms; 9 s for the frozen node); own database. */
+#include <signal.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -14,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "sk_test.h"
+#include "sk_test_proc.h"
 #include "sk/clock.h"
 #include "sk/db.h"
 #include "sk/lease.h"
@@ -529,6 +533,70 @@ START_TEST(mint_bounds_under_skew)
 }
 END_TEST
 
+/* The writer node freezes (SIGSTOP: connections stay open, nothing answers; a Galera
+ * writer frozen until the others evict it, DESIGN.md 16). The renewal on it times out
+ * after the attempt timeout (1 s for a 9 s lease) and the next attempt goes at once to
+ * the next node of the URL, well inside the confirmed window (at least lease/3 = 3 s
+ * ahead): the generator never stops minting, the trouble is reported once, no loss, and
+ * the renewals go on through the next node (mint_until keeps moving). */
+START_TEST(frozen_writer_never_stops_minting)
+{
+        enum { LEASE = 9000 };
+        char errstr[256] = "";
+        ev_count_t ev = { 0 };
+        sk_idgen_opts_t o = { .on_event = count_event, .event_arg = &ev };
+        sk_conf_t conf = sk_test_fx.conf;
+        sk_err_t err = SK_OK;
+        int pport = sk_test_free_port(), closed = 0, minted = 0;
+        int64_t id = 0, prev = 0, t0, mu0, mu1;
+        sk_idgen_t *g;
+        pid_t proxy;
+
+        proxy = sk_test_proxy_start(pport, conf.mysql.hosts[0].port);
+        conf.mysql.hosts[1] = conf.mysql.hosts[0];
+        snprintf(conf.mysql.hosts[0].host, sizeof(conf.mysql.hosts[0].host), "127.0.0.1");
+        conf.mysql.hosts[0].port = pport;
+        conf.mysql.nhosts = 2;
+        memcpy(conf.mysql.host, conf.mysql.hosts[0].host, sizeof(conf.mysql.host));
+        conf.mysql.port = pport;
+        conf.worker_lease_ms = LEASE;
+        conf.worker_id = 43;
+        g = sk_idgen_start_opts(&conf, &o, &err, errstr, sizeof(errstr));
+        ck_assert_msg(g != NULL, "idgen_start: %s: %s", sk_err2str(err), errstr);
+        ck_assert_int_eq(sk_idgen_usable(g), 1);
+        mu0 = mint_until_of(43);
+        ck_assert_int_eq(kill(-proxy, SIGSTOP), 0);
+        /* Three periods with the first node frozen: every sample can mint. */
+        for (t0 = sk_mono_ms(); sk_mono_ms() - t0 < LEASE;) {
+                if (!sk_idgen_usable(g) || sk_idgen_next(g, &id, errstr, sizeof(errstr)) != SK_OK) {
+                        closed++;
+                } else {
+                        ck_assert_int_gt(id, prev);
+                        prev = id;
+                        minted++;
+                }
+                sk_sleep_ms(10, NULL);
+        }
+        mu1 = mint_until_of(43);
+        kill(-proxy, SIGCONT);
+        kill(-proxy, SIGKILL);
+        (void)sk_test_stop(proxy, 5);
+        ck_assert_msg(closed == 0, "the window closed %d time(s) with the first node frozen "
+                      "(%d mints)", closed, minted);
+        ck_assert_int_gt(minted, 100);
+        /* renewed through the second node: at least two periods further */
+        ck_assert_msg(mu1 - mu0 >= 2 * LEASE / 3, "mint_until moved %lld ms",
+                      (long long)(mu1 - mu0));
+        ck_assert_int_le(sk_snowflake_ts_ms(prev), mu1);
+        ck_assert_int_eq(atomic_load(&ev.renew_failed), 1);
+        ck_assert_int_eq(atomic_load(&ev.recovered), 1);
+        ck_assert_int_eq(atomic_load(&ev.lost), 0);
+        ck_assert_int_eq(sk_idgen_worker_id(g), 43);
+        sk_idgen_stop(g);
+        ck_assert_int_eq(sql_i64("SELECT lease_until < NOW(3) FROM tb_worker_lease WHERE worker_id = 43"), 1);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
         Suite *s;
@@ -555,6 +623,7 @@ int main(int argc, char **argv)
         tcase_add_test(tc, stolen_expired_lease);
         tcase_add_test(tc, mint_bounds_under_skew);
         tcase_add_test(tc, db_trouble_stops_minting_then_recovers);
+        tcase_add_test(tc, frozen_writer_never_stops_minting);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
 }

@@ -8,7 +8,15 @@
  *  - mysql-galera:// refuses a server without wsrep;
  *  - a first node that comes back (a socat proxy to the same server, killed then
  *    restarted) is used again by a connection's next transaction within about a second,
- *    and by every new connection. */
+ *    and by every new connection;
+ *  - a frozen first node (the proxy SIGSTOPped: it accepts connections, never answers):
+ *    a short-timeout connection (sk_db_connect_io, 1 s) gives up a statement and a
+ *    connect after about its timeout, not 5 s; after sk_db_prefer_next_node its
+ *    reconnect goes to the next node at once, without touching the frozen one, and that
+ *    node becomes the process's writer: a new connection goes there at once, not
+ *    through the frozen node (the worker-id lease renewals, DESIGN.md 2, 16); once the
+ *    writer's entry is older than the re-check period, a new connection walks the list
+ *    again and the frozen node costs it one connect timeout (1 s here), not 5 s. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -172,6 +180,70 @@ START_TEST(first_node_rejoins)
 }
 END_TEST
 
+START_TEST(frozen_node_stepped_over)
+{
+        int pport = sk_test_free_port();
+        int first[1];
+        sk_mysql_url_t u;
+        char errstr[1024] = "", name[300], proxy_name[64], want[300];
+        sk_db_t *db, *db2;
+        pid_t proxy;
+        int64_t t0, took, v = 0;
+
+        first[0] = pport;
+        u = url_with(first, 1, 1);
+        snprintf(proxy_name, sizeof(proxy_name), "127.0.0.1:%d", pport);
+        proxy = sk_test_proxy_start(pport, sk_test_fx.conf.mysql.hosts[0].port);
+        db = sk_db_connect_io(&u, 0, 1, 1, errstr, sizeof(errstr));
+        ck_assert_msg(db != NULL, "connect: %s", errstr);
+        ck_assert_int_eq(sk_db_writer_name(&u, name, sizeof(name)), 1);
+        ck_assert_str_eq(name, proxy_name);
+
+        /* Frozen: the statement gives up after its 1 s timeout. */
+        ck_assert_int_eq(kill(-proxy, SIGSTOP), 0);
+        t0 = sk_mono_ms();
+        ck_assert_int_ne(sk_db_exec(db, "SELECT 1", errstr, sizeof(errstr)), SK_OK);
+        took = sk_mono_ms() - t0;
+        ck_assert_msg(took >= 800 && took < 4000, "statement on the frozen node gave up after %lld ms",
+                      (long long)took);
+        /* The next node at once: no connect to the frozen one (that would cost 1 s). */
+        sk_db_prefer_next_node(db);
+        t0 = sk_mono_ms();
+        ck_assert_msg(sk_db_reconnect(db, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        took = sk_mono_ms() - t0;
+        ck_assert_msg(took < 800, "reconnect to the next node took %lld ms", (long long)took);
+        ck_assert_int_eq(sk_db_query_i64(db, "SELECT 7", &v, NULL, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(v, 7);
+        /* The node found is the process's writer now: a new connection goes there first. */
+        real_name(want, sizeof(want));
+        ck_assert_int_eq(sk_db_writer_name(&u, name, sizeof(name)), 1);
+        ck_assert_str_eq(name, want);
+        t0 = sk_mono_ms();
+        db2 = sk_db_connect_io(&u, 0, 1, 1, errstr, sizeof(errstr));
+        took = sk_mono_ms() - t0;
+        ck_assert_msg(db2 != NULL, "connect: %s", errstr);
+        ck_assert_msg(took < 800, "connect to the writer found took %lld ms", (long long)took);
+        sk_db_close(db2);
+        /* Past the re-check period a new connection walks the list from its first node:
+         * the frozen node costs one connect timeout (1 s, the connection's I/O timeout),
+         * not 5 s. */
+        sk_sleep_ms(SK__DB_WRITER_RECHECK_MS + 100, NULL);
+        t0 = sk_mono_ms();
+        db2 = sk_db_connect_io(&u, 0, 1, 1, errstr, sizeof(errstr));
+        took = sk_mono_ms() - t0;
+        ck_assert_msg(db2 != NULL, "connect: %s", errstr);
+        ck_assert_msg(took >= 800 && took < 4000, "connect past the frozen node took %lld ms",
+                      (long long)took);
+        ck_assert_int_eq(sk_db_query_i64(db2, "SELECT 8", &v, NULL, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(v, 8);
+        kill(-proxy, SIGCONT);
+        kill(-proxy, SIGKILL);
+        (void)sk_test_stop(proxy, 5);
+        sk_db_close(db2);
+        sk_db_close(db);
+}
+END_TEST
+
 static void setup(void)
 {
         sk_test_fix_setup("db_multi", &(sk_test_fix_opts_t){ .no_topics = 1 });
@@ -188,6 +260,7 @@ int main(void)
         tcase_add_test(tc, all_hosts_dead);
         tcase_add_test(tc, galera_scheme_refuses_standalone);
         tcase_add_test(tc, first_node_rejoins);
+        tcase_add_test(tc, frozen_node_stepped_over);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
 }

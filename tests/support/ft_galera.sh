@@ -10,7 +10,18 @@
 #   ft_galera_down_then_up FRONT  after node1's death: 3 s later FRONT must write through
 #                                 node2; 5 s after that node1 is restarted (galera up, it
 #                                 rejoins by IST) and the fault is over (ft_fault_over)
+#   ft_galera_watch PORT          from now until ft_galera_budget: every 0.1 s, node PORT's
+#                                 order count and cluster size (local reads, which a
+#                                 stalled cluster still answers) into $FT_WORK/watch.txt
+#   ft_galera_budget KILL_MS      the writer-loss budget (docs/SCALING.md): no 503 "lease"
+#                                 answered, and the first order committed after the kill
+#                                 (KILL_MS, epoch ms) at most 2 s after the eviction the
+#                                 watched node saw (its cluster size dropping); both noted
+# The binaries run with the shipped worker lease (SECKILL_WORKER_LEASE_MS 30 s): its
+# confirmed mint window (10-20 s ahead, DESIGN.md 2, sk/lease_plan.h) outlasts the ~6.5 s
+# Galera eviction, which the fault cases' usual 3 s lease cannot (a 1-2 s window).
 GREPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+FT_LEASE_MS=${FT_LEASE_MS:-30000}
 "$GREPO/scripts/stack.sh" galera up >/tmp/skf.galera_up.$$.log 2>&1 ||
         { tail -n 30 /tmp/skf.galera_up.$$.log; echo "$(basename "$0" .sh): scripts/stack.sh galera up failed"; exit 1; }
 rm -f /tmp/skf.galera_up.$$.log
@@ -44,4 +55,48 @@ ft_galera_down_then_up() {
         sleep 5
         "$GREPO/scripts/stack.sh" galera up >>"$FT_WORK/galera.log" 2>&1 || ft_fail "galera up (node1 rejoins)"
         ft_fault_over
+}
+
+ft_galera_watch() {
+        local port=$1
+        : >"$FT_WORK/watch.txt"
+        rm -f "$FT_WORK/watch.stop"
+        (
+                # Bounded: a case that dies before ft_galera_budget leaves no loop behind.
+                end=$((SECONDS + 300))
+                while [[ -d $FT_WORK && ! -f $FT_WORK/watch.stop ]] && ((SECONDS < end)); do
+                        out=$(mysql --no-defaults -uroot -h127.0.0.1 -P"$port" --protocol=TCP --connect-timeout=1 \
+                                -N -B "$FT_DB" -e "SELECT (SELECT COUNT(*) FROM tb_voucher_order),
+                                (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS
+                                 WHERE VARIABLE_NAME = 'WSREP_CLUSTER_SIZE')" 2>/dev/null | tr '\t' ' ')
+                        [[ -n $out ]] && echo "$(date +%s%3N) $out" >>"$FT_WORK/watch.txt"
+                        sleep 0.1
+                done
+        ) &
+        FT_GALERA_WATCH_PID=$!
+}
+
+ft_galera_budget() {
+        local kill_ms=$1 evict first n_lease
+        touch "$FT_WORK/watch.stop"
+        wait "$FT_GALERA_WATCH_PID"
+        # The eviction: the first sample after the kill with a cluster of fewer than 3.
+        evict=$(awk -v k="$kill_ms" '$1 > k && $3 < 3 {print $1 - k; exit}' "$FT_WORK/watch.txt")
+        # The first order committed after the kill: the count the watched node holds 0.3 s
+        # after it (every write set certified before the kill applied), then its first rise.
+        first=$(awk -v k="$kill_ms" '$1 < k + 300 {next} base == "" {base = $2; next}
+                $2 > base {print $1 - k; exit}' "$FT_WORK/watch.txt")
+        ft_log "watch of node2: $(wc -l <"$FT_WORK/watch.txt") samples; the longest gap between two after the fault: $(awk -v k="$kill_ms" \
+                '$1 > k && p && $1 - p > g {g = $1 - p; a = p - k; b = $1 - k} {p = $1} END {printf "%d ms (%d..%d ms after it)", g, a, b}' \
+                "$FT_WORK/watch.txt")"
+        n_lease=$(awk '$2 == 503' "$FT_WORK/results.txt" | grep -c '"cause":"lease"')
+        ft_note "${n_lease}×503 lease; node1 evicted ${evict:-?} ms after the fault, first order committed after it at ${first:-?} ms"
+        ft_eq "$n_lease" 0 "no purchase answered 503 lease while Galera evicted the writer (the worker lease's window outlasts it)"
+        if [[ -z $evict || -z $first ]]; then
+                ft_fail "no eviction (${evict:-none}) or no order committed after the fault (${first:-none}) in $(wc -l <"$FT_WORK/watch.txt") samples"
+        elif ((first <= evict + 2000)); then
+                ft_ok "first order committed ${first} ms after the fault, within the eviction (${evict} ms) + 2 s"
+        else
+                ft_fail "first order committed ${first} ms after the fault: later than the eviction (${evict} ms) + 2 s"
+        fi
 }

@@ -64,8 +64,10 @@ void sk_db_library_init(void);
 sk_db_t *sk_db_connect(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
                        char *errstr, size_t errstr_size);
 /** @brief sk_db_connect with read and write timeouts of @p io_timeout_s (>= 1) seconds
- *  instead of 30 (kept for reconnects): for a connection whose statements must give up
- *  sooner, e.g. the worker-id lease renewals (DESIGN.md 2). */
+ *  instead of 30, and a connect timeout of the smaller of 5 s and @p io_timeout_s (the
+ *  wait for the server's greeting included: a frozen node accepts TCP connections and
+ *  never answers); both kept for reconnects. For a connection whose statements must give
+ *  up sooner, e.g. the worker-id lease renewals (DESIGN.md 2). */
 sk_db_t *sk_db_connect_io(const sk_mysql_url_t *url, int no_database, int lock_wait_timeout_s,
                           int io_timeout_s, char *errstr, size_t errstr_size);
 /** @brief Close and reopen the same connection (same URL, database choice and session
@@ -75,6 +77,19 @@ sk_db_t *sk_db_connect_io(const sk_mysql_url_t *url, int no_database, int lock_w
  *  sk_db_connected() is 0, and every other call fails with SK_EAGAIN until a reconnect
  *  succeeds). */
 sk_err_t sk_db_reconnect(sk_db_t *db, char *errstr, size_t errstr_size);
+/** @brief Make the next reconnect of @p db (sk_db_reconnect, sk_db_resolve_begin) try
+ *  the nodes of its URL after the one it was connected to first, in list order and
+ *  wrapping around, that node last (a one-host URL reconnects to its one node). That
+ *  reconnect does not read the process-wide writer cache, and the node it finds becomes
+ *  the process's writer: the other connections follow at their next transaction rather
+ *  than walk back to the silent node, and the once-a-second re-check returns them to an
+ *  earlier node once it answers and is writable (DESIGN.md 16). For a connection whose
+ *  statement failed or timed out on a node that may be frozen, dead or cut off: it steps
+ *  to the next node at once instead of walking the list from a first node that may be
+ *  the silent one (the worker-id lease renewals, DESIGN.md 2; a consumer worker's lost
+ *  link). Later reconnects choose as sk_db_connect again. Not thread-safe per @p db;
+ *  NULL: no-op. */
+void sk_db_prefer_next_node(sk_db_t *db);
 /** @brief Close and free @p db. NULL is a no-op. */
 void sk_db_close(sk_db_t *db);
 

@@ -48,6 +48,17 @@ MYSQL *sk__db_writer_open(const sk_mysql_url_t *url, sk__db_connect_fn connect, 
                           int below, int *node, int *wsrep_on, sk_err_t *err, char *errstr,
                           size_t errstr_size);
 
+/* Opens a connection to the first node that answers and is writable (as
+ * sk__db_writer_open) trying the nodes after node @p after first, in list order and
+ * wrapping around, node @p after last (@p after out of range: plain list order). The
+ * process-wide cache is not read; the node found becomes its writer (with the time of a
+ * walk), so the other connections follow it instead of walking back to the node this one
+ * stepped off (sk_db_prefer_next_node), until the re-check finds an earlier node
+ * writable again. Results as sk__db_writer_open. */
+MYSQL *sk__db_writer_open_after(const sk_mysql_url_t *url, sk__db_connect_fn connect, void *arg,
+                                int after, int *node, int *wsrep_on, sk_err_t *err, char *errstr,
+                                size_t errstr_size);
+
 /* What a connection of @p url to node @p node should do before its next transaction
  * (see sk__db_advice_t). A one-host URL always stays. A PROBE answer claims the re-check
  * for the calling thread (others stay meanwhile). */

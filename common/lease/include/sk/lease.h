@@ -5,10 +5,16 @@
  * mint_until), one row per id 0..1023 (created by ddl/0002_worker_lease.sql). Every
  * decision is a conditional UPDATE judged by the database's NOW(3): an id is free when
  * lease_until < NOW(3); a renewal (every lease/3, on a background thread with its own
- * connection) succeeds only while holder is still ours, and raises mint_until to
- * NOW(3) + 2/3 lease (never lowers it). A renewal that finds another holder means the
- * lease is lost: minting stops at once and the thread leases again (the same id when
- * SECKILL_WORKER_ID is set, else the lowest usable id).
+ * connection, never on the request path) succeeds only while holder is still ours, and
+ * raises mint_until to NOW(3) + 2/3 lease (never lowers it) and lease_until to NOW(3) +
+ * lease. A renewal that finds another holder means the lease is lost: minting stops at
+ * once and the thread leases again (the same id when SECKILL_WORKER_ID is set, else the
+ * lowest usable id). A renewal that fails or times out (1..5 s) is tried again at once
+ * on the next node of the URL (sk/lease_plan.h), while minting goes on inside the last
+ * confirmed window: that window reaches lease/3 to 2/3 lease ahead (10-20 s by
+ * default), so a database stall shorter than that (a Galera node evicted: about 6.5 s on
+ * the local stack, docs/SCALING.md) never stops the minting, and a longer one stops it
+ * when the window ends (DESIGN.md 2, 16).
  *
  * Snowflake timestamps are stamped on the database's clock (the local monotonic clock
  * anchored to NOW(3) at every renewal), and the mint window is a range of timestamp
