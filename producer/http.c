@@ -22,6 +22,7 @@
 #include "vflight.h"
 #include "sk/dswitch.h"
 #include "deduct.h"
+#include "framing.h"
 #include "front.h"
 #include "health.h"
 #include "http.h"
@@ -70,6 +71,8 @@ static enum MHD_Result queue_answer(struct MHD_Connection *conn, fr_req_t *req)
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, req->allow);
         if (req->www_auth)
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, req->www_auth);
+        if (req->close) /* libmicrohttpd closes after a response that says so */
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
         ret = MHD_queue_response(conn, (unsigned int)req->status, resp);
         MHD_destroy_response(resp);
         sk_metric_add(fr_m.req_by_code[fr_code_idx(req->status)], 1);
@@ -254,14 +257,7 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
         static const char vpfx[] = "/api/v1/vouchers/";
         static const char opfx[] = "/api/v1/orders/";
         int is_get = !strcmp(method, "GET"), is_post = !strcmp(method, "POST");
-        const char *unclean = fr_strict_request(conn, url);
 
-        /* DESIGN.md 3: a NUL, another control byte or a byte >= 0x80 in the path or in
-         * a header the front reads is 400/10001, whatever the route. */
-        if (unclean) {
-                fr_quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, unclean));
-                return;
-        }
         /* /healthz, /readyz and /metrics are served on SECKILL_OPS_ADDR only (ops.c,
          * DESIGN.md 15): here they are unknown routes (404). */
         if (!strncmp(url, vpfx, sizeof(vpfx) - 1)) {
@@ -364,6 +360,25 @@ static int has_body(struct MHD_Connection *conn)
         return cl && strcmp(cl, "0") != 0;
 }
 
+/* DESIGN.md 15 "Hardening rules", whatever the route: a request framed ambiguously
+ * (framing.c) or with a NUL, control or non-ASCII byte in its request line or in a
+ * header the front reads (strict.c) gets one 400/10001 and its connection closed,
+ * before a body is read. @returns 1 if @p req was answered so. */
+static int refuse_framing_bytes(fr_req_t *req, struct MHD_Connection *conn, const char *url,
+                                const char *method, const char *version)
+{
+        const char *why = fr_framing_check(conn);
+
+        if (!why)
+                why = fr_strict_request(conn, method, url, version, req->uri_cstr_len);
+        if (!why)
+                return 0;
+        req->close = 1;
+        sk_metric_add(fr_m.bad_framing, 1);
+        fr_quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, why));
+        return 1;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *upload_data,
                                size_t *upload_data_size, void **con_cls)
@@ -371,15 +386,16 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         fr_req_t *req = *con_cls;
 
         (void)cls;
-        (void)version;
-        if (!req) {
-                /* First call: headers only. Answer nothing yet: a response queued now is
-                 * an "early response" for libmicrohttpd, which then closes the
-                 * connection (no keep-alive). Only a declared body is refused at once. */
-                if (!(req = fr_req_new()))
-                        return MHD_NO;
+        if (!req)
+                return MHD_NO; /* out of memory in uri_seen(): close */
+        if (!req->conn) {
+                /* First call: headers only. Answer nothing yet unless the request is
+                 * refused whatever its route: a response queued now is an "early
+                 * response" for libmicrohttpd, which then closes the connection (no
+                 * keep-alive). */
                 req->conn = conn;
-                *con_cls = req;
+                if (refuse_framing_bytes(req, conn, url, method, version))
+                        return queue_answer(conn, req);
                 if (takes_body(url, method)) {
                         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -455,6 +471,21 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         fr_req_unref(req); /* the HTTP layer's reference */
 }
 
+/* The URI log callback: the request object is born when the request line is parsed,
+ * so the URI's length up to its first NUL is taken while libmicrohttpd has changed
+ * nothing in it yet (strict.c compares it with the length it keeps). NULL (out of
+ * memory) makes the handler close the connection. */
+static void *uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+        fr_req_t *req = fr_req_new();
+
+        (void)cls;
+        (void)conn;
+        if (req)
+                req->uri_cstr_len = uri ? strlen(uri) : 0;
+        return req;
+}
+
 /* Keep the URL exactly as sent: ids are digits only, so "%201" or "1%00" must stay a
  * 400 instead of being decoded into something sk_id_parse might see differently. */
 static size_t unescape_none(void *cls, struct MHD_Connection *conn, char *s)
@@ -504,6 +535,7 @@ int fr_http_start(sk_idgen_t *gen, char *errstr, size_t errstr_size)
                 MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
                 MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
                 MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
+                MHD_OPTION_URI_LOG_CALLBACK, uri_seen, NULL,
                 MHD_OPTION_END);
         if (!mhd) {
                 sk_seterr(errstr, errstr_size, "cannot listen on %s", g_fr.conf.http_addr);

@@ -107,6 +107,9 @@ static const metric_def_t metric_defs[] = {
           "JWKS reloads that installed a new key-set generation"),
         C(id_refused, "seckill_front_identity_refused_total", NULL,
           "401/10007 answers: no, bad or expired token, untrusted peer"),
+        C(bad_framing, "seckill_front_bad_framing_total", NULL,
+          "requests answered 400/10001 and closed before any route: an ambiguous "
+          "Content-Length or Transfer-Encoding, a NUL or bare LF in a line the front reads"),
         /* DESIGN.md 13, 15: the payment callback (payment.c). */
         PAY(pay_applied, "applied"),
         PAY(pay_refund_due, "refund_due"),

@@ -62,6 +62,9 @@ typedef struct fr_req {
         int in_over;                    /* more than in_cap bytes arrived (413) */
         void *pay;                      /* owned: the callback's sk_payment_t (payment.c) */
         int routed;                     /* the final handler call routed it (HTTP thread only) */
+        size_t uri_cstr_len;            /* strlen() of the URI before libmicrohttpd cut
+                                         * its query (strict.c; HTTP thread only) */
+        int close;                      /* answer with Connection: close (HTTP thread only) */
 
         /* Purchase / lookup data, written before the pipeline starts. */
         int64_t voucher_id, user_id, order_id, trace_id;
