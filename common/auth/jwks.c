@@ -16,6 +16,7 @@
 #include <openssl/sha.h>
 
 #include "jwks_int.h"
+#include "sk/json_strict.h"
 #include "sk/b64url.h"
 #include "sk/err.h"
 
@@ -33,17 +34,6 @@ sk_jwt_alg_t sk__jwks_alg_parse(const char *name)
         if (!strcmp(name, "ES256"))
                 return SK_JWT_ES256;
         return SK_JWT_ALG_NONE;
-}
-
-int sk__json_unique_names(const cJSON *obj)
-{
-        const cJSON *a, *b;
-
-        for (a = obj->child; a; a = a->next)
-                for (b = a->next; b; b = b->next)
-                        if (a->string && b->string && !strcmp(a->string, b->string))
-                                return 0;
-        return 1;
 }
 
 const sk__jwk_t *sk__jwks_find(const sk_jwks_t *ks, const char *kid)
@@ -227,7 +217,7 @@ static int load_key(const cJSON *jwk, sk__jwk_t *key, size_t idx, char *errstr, 
         int rc;
 
         memset(key, 0, sizeof(*key));
-        if (!cJSON_IsObject(jwk) || !sk__json_unique_names(jwk)) {
+        if (!cJSON_IsObject(jwk) || !sk_json_unique_names(jwk)) {
                 sk_seterr(errstr, errstr_size, "keys[%zu] is not a JSON object with unique names", idx);
                 return -1;
         }
@@ -315,7 +305,7 @@ sk_jwks_t *sk_jwks_parse(const char *json, size_t len, uint64_t generation, char
         size_t idx = 0;
         int count, rc;
 
-        if (!cJSON_IsObject(root) || !sk__json_unique_names(root)) {
+        if (!cJSON_IsObject(root) || !sk_json_unique_names(root)) {
                 sk_seterr(errstr, errstr_size, "not a JSON object (with unique member names)");
                 goto fail;
         }

@@ -396,9 +396,15 @@ ft_pay_keys() {
 ft_pay_sign() { printf '%s.%s' "$2" "$3" | openssl dgst -sha256 -hmac "$1" -r | cut -d' ' -f1; }
 ft_pay() {
         local addr=$1 order=$2 txn=$3 amount=$4 cur=${5:-CNY} secret=${6:-$FT_PAY_SECRET}
-        local t=${7:-$(date +%s)} body sig out
+        local t=${7:-$(date +%s)} body
         body=$(printf '{"orderId":"%s","providerTxnId":"%s","amount":"%s","currency":"%s"}' \
                 "$order" "$txn" "$amount" "$cur")
+        ft_pay_body "$addr" "$body" "$secret" "$t"
+}
+# ft_pay_body ADDR BODY [SECRET [T]]: the callback with BODY as given (any bytes printf %s
+# keeps), signed like ft_pay; prints "CODE BODY".
+ft_pay_body() {
+        local addr=$1 body=$2 secret=${3:-$FT_PAY_SECRET} t=${4:-$(date +%s)} sig out
         sig=${FT_PAY_SIG:-"t=$t,v1=$(ft_pay_sign "$secret" "$t" "$body")"}
         out=$(curl -s -m 20 -w '\n%{http_code}' -X POST -H "Content-Type: application/json" \
                 -H "X-Payment-Signature: $sig" --data-binary "$body" \
