@@ -161,6 +161,12 @@ static int apply_copt(sk_conf_t *conf, const copt_t *o, const src_t *s, const ch
                 }
                 break;
         }
+        case V_KPROPS:
+                if (sk__read_kafka_props(s->val, conf, err, sizeof(err)) != 0) {
+                        report(prog, s, 0, "%s", err);
+                        return 2;
+                }
+                break;
         case V_STR:
                 if (!*s->val || !no_ctl(s->val)) {
                         report(prog, s, 0, "is invalid (non-empty, no spaces or control characters)");

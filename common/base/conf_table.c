@@ -50,6 +50,11 @@ const copt_t sk__copts[SK__NCOPTS] = {
            "order topic, key = voucherId (the DLQ is <topic>.dlq)"),
         CS("group-id", "SECKILL_GROUP_ID", V_STR, group_id, "NAME", "seckill-order-workers", ALL,
            "Kafka consumer group"),
+        { "kafka-properties-file", "SECKILL_KAFKA_PROPERTIES_FILE", V_KPROPS, OFF(kafka_properties_file),
+          SZ(kafka_properties_file), 0, 0, "PATH", "", "none",
+          "librdkafka properties, key=value lines (SASL and TLS secrets, kept off the command "
+          "line), applied before -X; the file may not be readable by others nor writable by its "
+          "group", ALL },
         CI("partitions", "SECKILL_TOPIC_PARTITIONS", topic_partitions, 1, 1000, "N", "6",
            FRONT | CONS | SK_BIN_RECONCILER, "partitions of topics created at startup"),
         CS("http-addr", "SECKILL_HTTP_ADDR", V_HOSTPORT, http_addr, "HOST:PORT", "127.0.0.1:8080", FRONT,
