@@ -279,7 +279,8 @@ static const sk_opt_t OPTS[] = {
         SK_OPT_S("payment-keys-file", "SECKILL_PAYMENT_KEYS_FILE", g_fr.payment_keys_file, NULL,
                  "none, POST /api/v1/payments/callback answers 404",
                  "the payment provider's webhook secrets, one per line (16..256 bytes each, at most "
-                 "16; # comments); re-read on SIGHUP; a file that does not load stops the start"),
+                 "16; # comments); re-read on SIGHUP or when it changes; a file that does not load "
+                 "stops the start"),
         SK_OPT_I("pay-threads", "SECKILL_FRONT_PAY_THREADS", &g_fr.pay_threads, 1, 64, 2, NULL,
                  "threads (each with its own DB connection) deciding payment callbacks; 256 may "
                  "wait, beyond that 503 + Retry-After"),
@@ -379,7 +380,7 @@ int main(int argc, char **argv)
         while (!g_stop) {
                 sk_sleep_ms(100, NULL);
                 /* Key rotation (DESIGN.md 15): SIGHUP re-reads the JWKS and the payment
-                 * keys now; a changed JWKS file is seen within 10 s. */
+                 * keys now; a changed file of either is seen within 10 s. */
                 int hup = g_hup ? (g_hup = 0, 1) : 0;
 
                 fr_identity_tick(hup);
