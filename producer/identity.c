@@ -2,16 +2,13 @@
  * exactly one `Authorization: Bearer <JWT>`, verified by common/auth (sk_jwt_auth: the
  * JWKS of SECKILL_JWT_KEYS_FILE, the verified-token cache, rotation); X-User-Id is
  * ignored. SECKILL_AUTH=trusted-header: X-User-Id (exactly one, canonical) is believed
- * only from a peer in SECKILL_TRUSTED_PROXIES (CIDRs and "unix"); any other peer is
+ * only from a peer in SECKILL_TRUSTED_PROXIES (peers.c); any other peer is
  * 401/10007 whatever it sends. With the default list a front listening on a
  * non-loopback address refuses to start. Key reloads: SIGHUP (main.c sets a flag) and a
  * changed file, checked from the main loop every 10 s; an unknown kid re-reads at most
  * once per 10 s from the HTTP thread. Each reload is logged once and counted.
  * What it does not do: answer (http.c turns the verdict into 400 or 401) or touch
  * Redis or the DB: every refusal comes before any of that. */
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,137 +18,14 @@
 #include "front.h"
 #include "identity.h"
 #include "metrics.h"
+#include "peers.h"
 #include "sk/clock.h"
 #include "sk/ids.h"
 #include "sk/jwt_auth.h"
 #include "sk/log.h"
 
-#define MAX_PROXIES 64
-
-typedef struct cidr {
-        int family;             /* AF_INET, AF_INET6, AF_UNIX ("unix") */
-        unsigned char addr[16];
-        int bits;
-} cidr_t;
-
 static int jwt_mode;
 static sk_jwt_auth_t *auth;
-static cidr_t proxies[MAX_PROXIES];
-static int nproxies;
-
-/* ------------------------------------------------------------ trusted peers ---- */
-
-static int parse_cidr(const char *s, cidr_t *c)
-{
-        char host[INET6_ADDRSTRLEN + 1];
-        const char *slash = strchr(s, '/');
-        size_t hl = slash ? (size_t)(slash - s) : strlen(s);
-        int max;
-
-        memset(c, 0, sizeof(*c));
-        if (!strcmp(s, "unix")) {
-                c->family = AF_UNIX;
-                return 0;
-        }
-        if (!hl || hl >= sizeof(host))
-                return -1;
-        memcpy(host, s, hl);
-        host[hl] = '\0';
-        if (inet_pton(AF_INET, host, c->addr) == 1)
-                c->family = AF_INET, max = 32;
-        else if (inet_pton(AF_INET6, host, c->addr) == 1)
-                c->family = AF_INET6, max = 128;
-        else
-                return -1;
-        c->bits = max;
-        if (slash && sk_parse_int(slash + 1, 0, max, &c->bits) != 0)
-                return -1;
-        return 0;
-}
-
-int fr_identity_parse_proxies(const char *list, char *errstr, size_t errstr_size)
-{
-        char buf[sizeof(g_fr.trusted_proxies)], *tok, *save = NULL;
-
-        nproxies = 0;
-        snprintf(buf, sizeof(buf), "%s", list);
-        for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
-                if (nproxies == MAX_PROXIES || parse_cidr(tok, &proxies[nproxies]) != 0) {
-                        sk_seterr(errstr, errstr_size,
-                                  "SECKILL_TRUSTED_PROXIES: \"%s\" is not a CIDR, an address or unix "
-                                  "(at most %d entries)", tok, MAX_PROXIES);
-                        return -1;
-                }
-                nproxies++;
-        }
-        return 0;
-}
-
-static int prefix_match(const unsigned char *a, const unsigned char *b, int bits)
-{
-        int full = bits / 8, rest = bits % 8;
-
-        if (memcmp(a, b, (size_t)full))
-                return 0;
-        return !rest || ((a[full] ^ b[full]) & (0xff << (8 - rest))) == 0;
-}
-
-int fr_identity_peer_trusted(const struct sockaddr *sa)
-{
-        unsigned char v4[4];
-        const unsigned char *v6 = NULL;
-        int family, i;
-
-        if (!sa)
-                return 0;
-        family = sa->sa_family;
-        if (family == AF_INET) {
-                memcpy(v4, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-        } else if (family == AF_INET6) {
-                v6 = (const unsigned char *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
-                /* A v4 peer on a dual-stack socket (::ffff:a.b.c.d) is judged as v4. */
-                if (IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)v6)) {
-                        memcpy(v4, v6 + 12, 4);
-                        family = AF_INET;
-                }
-        }
-        for (i = 0; i < nproxies; i++) {
-                if (proxies[i].family != family)
-                        continue;
-                if (family == AF_UNIX || (family == AF_INET && prefix_match(proxies[i].addr, v4, proxies[i].bits)) ||
-                    (family == AF_INET6 && prefix_match(proxies[i].addr, v6, proxies[i].bits)))
-                        return 1;
-        }
-        return 0;
-}
-
-/* 1 if every address @p host (of SECKILL_HTTP_ADDR) resolves to is loopback. */
-static int listen_is_loopback(const char *host)
-{
-        struct addrinfo hints, *ai = NULL, *p;
-        int loop = 1;
-
-        if (!host[0])
-                return 0; /* every interface */
-        memset(&hints, 0, sizeof(hints));
-        hints.ai_family = AF_UNSPEC;
-        hints.ai_socktype = SOCK_STREAM;
-        if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
-                return 0;
-        for (p = ai; p; p = p->ai_next) {
-                if (p->ai_family == AF_INET) {
-                        const unsigned char *b = (const unsigned char *)&((struct sockaddr_in *)p->ai_addr)->sin_addr;
-
-                        loop &= b[0] == 127;
-                } else if (p->ai_family == AF_INET6) {
-                        loop &= IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)p->ai_addr)->sin6_addr);
-                } else {
-                        loop = 0;
-                }
-        }
-        freeaddrinfo(ai);
-        return loop;
-}
 
 /* -------------------------------------------------------------- JWT reloads ---- */
 
@@ -172,7 +46,7 @@ static void on_reload(void *arg, int ok, uint64_t generation, size_t nkeys, cons
 int fr_identity_init(char *errstr, size_t errstr_size)
 {
         char host[256];
-        int port;
+        int port, nwide = 0;
 
         if (!strcmp(g_fr.auth_mode, "jwt")) {
                 sk_jwt_auth_opts_t o = {
@@ -201,13 +75,14 @@ int fr_identity_init(char *errstr, size_t errstr_size)
                           g_fr.auth_mode);
                 return -1;
         }
-        if (fr_identity_parse_proxies(g_fr.trusted_proxies, errstr, errstr_size) != 0)
+        if (fr_peers_parse(g_fr.trusted_proxies, g_fr.trusted_proxies_allow_wide, &nwide, errstr,
+                           errstr_size) != 0)
                 return -1;
         if (sk_hostport_parse(g_fr.conf.http_addr, host, sizeof(host), &port) != 0) {
                 sk_seterr(errstr, errstr_size, "bad SECKILL_HTTP_ADDR %s", g_fr.conf.http_addr);
                 return -1;
         }
-        if (!strcmp(g_fr.trusted_proxies, FR_TRUSTED_PROXIES_DEFAULT) && !listen_is_loopback(host)) {
+        if (!strcmp(g_fr.trusted_proxies, FR_TRUSTED_PROXIES_DEFAULT) && !fr_peers_loopback_listener(host)) {
                 sk_seterr(errstr, errstr_size,
                           "SECKILL_AUTH=trusted-header on the non-loopback address %s with the default "
                           "SECKILL_TRUSTED_PROXIES (%s): anyone could claim any X-User-Id. Name the "
@@ -216,6 +91,9 @@ int fr_identity_init(char *errstr, size_t errstr_size)
                 return -1;
         }
         SK_LOG(SK_INFO, "identity", "auth=trusted-header trusted_proxies=\"%s\"", g_fr.trusted_proxies);
+        if (nwide)
+                SK_LOG(SK_WARN, "trusted_proxies_wide", "wide=%d reason=\"SECKILL_TRUSTED_PROXIES_ALLOW_WIDE=1: "
+                       "every address of a wide entry may claim any buyer\"", nwide);
         return 0;
 }
 
@@ -308,7 +186,7 @@ fr_identity_t fr_identity_user(struct MHD_Connection *conn, int64_t *user_id, co
                 return bearer(&a, user_id, why);
         }
         ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        if (!ci || !fr_identity_peer_trusted(ci->client_addr)) {
+        if (!ci || !fr_peers_trusted(ci->client_addr)) {
                 *why = "X-User-Id is only accepted from a trusted proxy";
                 return FR_ID_UNAUTHORIZED;
         }

@@ -35,9 +35,3 @@ void fr_identity_destroy(void);
  *  threads); may re-read the JWKS once per FR_JWT_RECHECK_S on an unknown kid. */
 fr_identity_t fr_identity_user(struct MHD_Connection *conn, int64_t *user_id, const char **why);
 
-/** Parse @p list ("CIDR,CIDR,unix") into the trusted-proxy table. @returns 0, or -1 with
- *  @p errstr. Not thread-safe (start-up, tests). */
-int fr_identity_parse_proxies(const char *list, char *errstr, size_t errstr_size);
-/** 1 if the peer @p sa (borrowed; NULL = unknown) is in the trusted-proxy table. An
- *  IPv4-mapped IPv6 peer is judged by its IPv4 address. Thread-safe once parsed. */
-int fr_identity_peer_trusted(const struct sockaddr *sa);

@@ -273,8 +273,12 @@ static const sk_opt_t OPTS[] = {
                  "jwt: verified tokens cached by SHA-256, about 64 bytes each (0 = none)"),
         SK_OPT_S("trusted-proxies", "SECKILL_TRUSTED_PROXIES", g_fr.trusted_proxies,
                  FR_TRUSTED_PROXIES_DEFAULT, NULL,
-                 "trusted-header: peers whose X-User-Id is believed, CIDRs (or bare addresses) and "
-                 "unix; any other peer is 401/10007"),
+                 "trusted-header: peers whose X-User-Id is believed, canonical CIDRs (or bare "
+                 "addresses) and unix; any other peer is 401/10007"),
+        SK_OPT_B("trusted-proxies-allow-wide", "SECKILL_TRUSTED_PROXIES_ALLOW_WIDE",
+                 &g_fr.trusted_proxies_allow_wide,
+                 "accept SECKILL_TRUSTED_PROXIES entries wider than /8 (IPv4) or /32 (IPv6), "
+                 "0.0.0.0/0 included (warned at start)"),
         /* The payment callback (DESIGN.md 13, 15; payment.c). */
         SK_OPT_S("payment-keys-file", "SECKILL_PAYMENT_KEYS_FILE", g_fr.payment_keys_file, NULL,
                  "none, POST /api/v1/payments/callback answers 404",
