@@ -38,6 +38,7 @@
 #include "sk/num.h"
 #include "soldout.h"
 #include "strict.h"
+#include "unknown.h"
 
 static sk_idgen_t *idgen; /* borrowed from main.c */
 static struct MHD_Daemon *mhd;
@@ -225,6 +226,12 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
          * (no id, no in-flight slot, no queue slot). */
         if (fr_soldout_hit(req)) {
                 fr_quick(req, 409, fr_json_err(SK_CODE_SOLD_OUT, "sold out"));
+                return;
+        }
+        /* DESIGN.md 15: a voucher the DB did not know moments ago -> 10004 without Redis
+         * or the DB (unknown.c). */
+        if (fr_unknown_hit(req)) {
+                fr_quick(req, 404, fr_json_err(SK_CODE_NOT_FOUND, "unknown voucher"));
                 return;
         }
         /* DESIGN.md 12 b: counted before the degrade state is read, so the follower

@@ -119,6 +119,7 @@
 #include "sk/outcome.h"
 #include "sk/signals.h"
 #include "soldout.h"
+#include "unknown.h"
 
 fr_config_t g_fr;
 
@@ -237,6 +238,7 @@ static void shutdown_front(void)
         sk_idgen_stop_quiet(idgen, fr_inflight() == 0);
         idgen = NULL;
         fr_soldout_destroy();
+        fr_unknown_destroy();
         fr_identity_destroy();
         fr_metrics_destroy();
 }
@@ -319,6 +321,7 @@ static int configure(int argc, char **argv)
         fr_metrics_init();
         fr_breaker_init();
         fr_soldout_init(g_fr.conf.soldout_cache_ms);
+        fr_unknown_init(g_fr.conf.soldout_cache_ms);
         if (fr_identity_init(errstr, sizeof(errstr)) != 0) {
                 SK_LOG(SK_ERROR, "identity_config", "reason=\"%s\"", errstr);
                 fprintf(stderr, "seckill-front: %s\n", errstr);

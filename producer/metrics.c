@@ -126,6 +126,14 @@ static const metric_def_t metric_defs[] = {
           "payment keys file reloads that failed (the old keys stay)"),
         C(pay_full, "seckill_payments_refused_total", NULL,
           "callbacks answered 503 at once: the payment queue was full"),
+        C(unknown_hits, "seckill_front_unknown_voucher_cache_hits_total", NULL,
+          "purchases answered 404/10004 by the unknown-voucher cache, without Redis or the DB "
+          "(DESIGN.md 15)"),
+        C(vchecks, "seckill_front_voucher_checks_total", NULL,
+          "10004 checks run against the DB (a voucher whose Redis meta is missing), on their "
+          "own queue"),
+        C(vcheck_full, "seckill_front_voucher_checks_refused_total", NULL,
+          "10004 checks answered 503 at once: their queue was full"),
         C(soldout_hits, "seckill_front_soldout_cache_hits_total", NULL,
           "purchases answered 409/10005 by the local sold-out cache, without Redis "
           "(DESIGN.md 4)"),

@@ -26,6 +26,8 @@ typedef struct fr_metrics {
         sk_metric_t *jwt_reload_fail, *jwt_reloads, *id_refused; /* DESIGN.md 15 */
         sk_metric_t *bad_framing;       /* 400 + close: framing or bytes (DESIGN.md 15) */
         sk_metric_t *soldout_hits;      /* 409/10005 answered by the local sold-out cache */
+        sk_metric_t *unknown_hits;      /* 404/10004 answered by the unknown-voucher cache */
+        sk_metric_t *vchecks, *vcheck_full; /* 10004 DB checks run / refused (queue full) */
         sk_metric_t *lk_full, *lk_dropped; /* lookups refused (queue full) / dropped unrun */
         /* The payment callback (DESIGN.md 13, 15; payment.c). */
         sk_metric_t *pay_applied, *pay_refund_due, *pay_txn_reused, *pay_no_outcome;

@@ -66,7 +66,8 @@ const copt_t sk__copts[SK__NCOPTS] = {
         CI("max-inflight", "SECKILL_MAX_INFLIGHT", max_inflight, 1, 1000000, "N", "10000", FRONT,
            "requests in flight before the front answers 503"),
         CI("soldout-cache-ms", "SECKILL_SOLDOUT_CACHE_MS", soldout_cache_ms, 0, 60000, "MS", "1000", FRONT,
-           "front: how long a bucket that answered sold out is answered 10005 locally (0 = off)"),
+           "front: how long a bucket that answered sold out is answered 10005 locally, and a "
+           "voucher the DB did not know 10004 (0 = off)"),
         { "worker-id", "SECKILL_WORKER_ID", V_INT, OFF(worker_id), 0, 0, 1023, "ID", "-1", "the lowest free id is leased",
           "snowflake worker id, leased in the database; held by another live "
           "process: exit 2", FRONT | SK_BIN_ADMIN },
