@@ -115,6 +115,10 @@ static int buyer(struct MHD_Connection *conn, fr_req_t *req)
         case FR_ID_BAD_INPUT:
                 fr_quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, why));
                 return -1;
+        case FR_ID_LIMITED:
+                sk_metric_add(fr_m.jwt_limited, 1);
+                fr_quick(req, 429, fr_json_err(SK_CODE_PAUSED, why));
+                return -1;
         case FR_ID_UNAUTHORIZED:
                 break;
         }

@@ -1,7 +1,8 @@
 /* producer/identity.c: who the buyer is (DESIGN.md 15 "Buyer identity"). SECKILL_AUTH=jwt:
  * exactly one `Authorization: Bearer <JWT>`, verified by common/auth (sk_jwt_auth: the
  * JWKS of SECKILL_JWT_KEYS_FILE, the verified-token cache, rotation); X-User-Id is
- * ignored. SECKILL_AUTH=trusted-header: X-User-Id (exactly one, canonical) is believed
+ * ignored; a token not in the cache costs a verification that vlimit.c limits per client
+ * address (X-Forwarded-For from a trusted proxy, else the peer). SECKILL_AUTH=trusted-header: X-User-Id (exactly one, canonical) is believed
  * only from a peer in SECKILL_TRUSTED_PROXIES (peers.c); any other peer is
  * 401/10007 whatever it sends. With the default list a front listening on a
  * non-loopback address refuses to start. Key reloads: SIGHUP (main.c sets a flag) and a
@@ -9,6 +10,8 @@
  * once per 10 s from the HTTP thread. Each reload is logged once and counted.
  * What it does not do: answer (http.c turns the verdict into 400 or 401) or touch
  * Redis or the DB: every refusal comes before any of that. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,7 @@
 #include "identity.h"
 #include "metrics.h"
 #include "peers.h"
+#include "vlimit.h"
 #include "sk/clock.h"
 #include "sk/ids.h"
 #include "sk/jwt_auth.h"
@@ -43,41 +47,55 @@ static void on_reload(void *arg, int ok, uint64_t generation, size_t nkeys, cons
         }
 }
 
+/* SECKILL_AUTH=jwt: the verifier and the per-client limit. */
+static int init_jwt(char *errstr, size_t errstr_size)
+{
+        sk_jwt_auth_opts_t o = {
+                .keys_file = g_fr.jwt_keys_file, .issuer = g_fr.jwt_issuer,
+                .audience = g_fr.jwt_audience, .cache_max = (size_t)g_fr.jwt_cache_max,
+                .skew_s = FR_JWT_SKEW_S, .recheck_s = FR_JWT_RECHECK_S, .on_reload = on_reload,
+                .rsa_max_bits = g_fr.jwt_rsa_max_bits,
+        };
+        char why[512];
+
+        if (!g_fr.jwt_keys_file[0]) {
+                sk_seterr(errstr, errstr_size, "SECKILL_AUTH=jwt needs SECKILL_JWT_KEYS_FILE");
+                return -1;
+        }
+        if (!(auth = sk_jwt_auth_new(&o, why, sizeof(why)))) {
+                sk_seterr(errstr, errstr_size, "SECKILL_JWT_KEYS_FILE: %s", why);
+                return -1;
+        }
+        if (fr_vlimit_init(g_fr.jwt_verify_rate) != 0)
+                SK_LOG(SK_WARN, "jwt_verify_limit_off", "reason=\"out of memory\"");
+        jwt_mode = 1;
+        SK_LOG(SK_INFO, "identity", "auth=jwt keys_file=%s issuer=\"%s\" audience=\"%s\" "
+               "cache_max=%d skew_s=%d verify_rate=%d trusted_proxies=\"%s\"", g_fr.jwt_keys_file,
+               g_fr.jwt_issuer, g_fr.jwt_audience, g_fr.jwt_cache_max, FR_JWT_SKEW_S,
+               g_fr.jwt_verify_rate, g_fr.trusted_proxies);
+        return 0;
+}
+
 int fr_identity_init(char *errstr, size_t errstr_size)
 {
         char host[256];
         int port, nwide = 0;
 
-        if (!strcmp(g_fr.auth_mode, "jwt")) {
-                sk_jwt_auth_opts_t o = {
-                        .keys_file = g_fr.jwt_keys_file, .issuer = g_fr.jwt_issuer,
-                        .audience = g_fr.jwt_audience, .cache_max = (size_t)g_fr.jwt_cache_max,
-                        .skew_s = FR_JWT_SKEW_S, .recheck_s = FR_JWT_RECHECK_S, .on_reload = on_reload,
-                };
-                char why[512];
-
-                if (!g_fr.jwt_keys_file[0]) {
-                        sk_seterr(errstr, errstr_size, "SECKILL_AUTH=jwt needs SECKILL_JWT_KEYS_FILE");
-                        return -1;
-                }
-                if (!(auth = sk_jwt_auth_new(&o, why, sizeof(why)))) {
-                        sk_seterr(errstr, errstr_size, "SECKILL_JWT_KEYS_FILE: %s", why);
-                        return -1;
-                }
-                jwt_mode = 1;
-                SK_LOG(SK_INFO, "identity", "auth=jwt keys_file=%s issuer=\"%s\" audience=\"%s\" "
-                       "cache_max=%d skew_s=%d", g_fr.jwt_keys_file, g_fr.jwt_issuer, g_fr.jwt_audience,
-                       g_fr.jwt_cache_max, FR_JWT_SKEW_S);
-                return 0;
-        }
+        /* Both modes: whom X-User-Id (trusted-header) or X-Forwarded-For (the client
+         * address of the jwt verification limit) is believed from. */
+        if (fr_peers_parse(g_fr.trusted_proxies, g_fr.trusted_proxies_allow_wide, &nwide, errstr,
+                           errstr_size) != 0)
+                return -1;
+        if (nwide)
+                SK_LOG(SK_WARN, "trusted_proxies_wide", "wide=%d reason=\"SECKILL_TRUSTED_PROXIES_ALLOW_WIDE=1: "
+                       "every address of a wide entry may claim any buyer\"", nwide);
+        if (!strcmp(g_fr.auth_mode, "jwt"))
+                return init_jwt(errstr, errstr_size);
         if (strcmp(g_fr.auth_mode, "trusted-header")) {
                 sk_seterr(errstr, errstr_size, "SECKILL_AUTH=%s: expected jwt or trusted-header",
                           g_fr.auth_mode);
                 return -1;
         }
-        if (fr_peers_parse(g_fr.trusted_proxies, g_fr.trusted_proxies_allow_wide, &nwide, errstr,
-                           errstr_size) != 0)
-                return -1;
         if (sk_hostport_parse(g_fr.conf.http_addr, host, sizeof(host), &port) != 0) {
                 sk_seterr(errstr, errstr_size, "bad SECKILL_HTTP_ADDR %s", g_fr.conf.http_addr);
                 return -1;
@@ -91,9 +109,6 @@ int fr_identity_init(char *errstr, size_t errstr_size)
                 return -1;
         }
         SK_LOG(SK_INFO, "identity", "auth=trusted-header trusted_proxies=\"%s\"", g_fr.trusted_proxies);
-        if (nwide)
-                SK_LOG(SK_WARN, "trusted_proxies_wide", "wide=%d reason=\"SECKILL_TRUSTED_PROXIES_ALLOW_WIDE=1: "
-                       "every address of a wide entry may claim any buyer\"", nwide);
         return 0;
 }
 
@@ -111,6 +126,7 @@ void fr_identity_destroy(void)
 {
         sk_jwt_auth_destroy(auth);
         auth = NULL;
+        fr_vlimit_destroy();
 }
 
 /* ------------------------------------------------------------------ verdict ---- */
@@ -143,10 +159,62 @@ static void find_header(struct MHD_Connection *conn, hdr_count_t *h)
         MHD_get_connection_values_n(conn, MHD_HEADER_KIND, count_hdr, h);
 }
 
-/* "Bearer <token>": the scheme case-insensitive (RFC 9110 11.1), then one or more
- * spaces, then the token; nothing after it. */
-static fr_identity_t bearer(const hdr_count_t *h, int64_t *user_id, const char **why)
+/* @p conn's client address as the limit's key (FR_VLIMIT_KEY_LEN bytes; IPv4 v4-mapped):
+ * from a trusted peer, the last address of its one X-Forwarded-For header (the address
+ * the gateway saw: nginx's $proxy_add_x_forwarded_for appends it); from any other peer,
+ * the peer's own. @returns 1, or 0 when a trusted peer forwards no usable address (then
+ * the clients behind it cannot be told apart and nothing is limited: never per
+ * gateway). */
+static int client_key(struct MHD_Connection *conn, unsigned char *key)
 {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+        hdr_count_t x = { .name = "X-Forwarded-For" };
+        char addr[INET6_ADDRSTRLEN + 1];
+        const char *b, *e;
+        unsigned char v4[4];
+
+        memset(key, 0, FR_VLIMIT_KEY_LEN);
+        if (!sa)
+                return 0;
+        if (!fr_peers_trusted(sa)) {
+                if (sa->sa_family == AF_INET) {
+                        key[10] = key[11] = 0xff;
+                        memcpy(key + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+                } else if (sa->sa_family == AF_INET6) {
+                        memcpy(key, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+                }
+                return 1;
+        }
+        find_header(conn, &x);
+        if (x.n != 1)
+                return 0;
+        for (b = x.value + x.len; b > x.value && b[-1] != ','; b--)
+                ;
+        e = x.value + x.len;
+        while (b < e && (*b == ' ' || *b == '\t'))
+                b++;
+        while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
+                e--;
+        if (e == b || (size_t)(e - b) >= sizeof(addr))
+                return 0;
+        memcpy(addr, b, (size_t)(e - b));
+        addr[e - b] = '\0';
+        if (inet_pton(AF_INET, addr, v4) == 1) {
+                key[10] = key[11] = 0xff;
+                memcpy(key + 12, v4, 4);
+                return 1;
+        }
+        return inet_pton(AF_INET6, addr, key) == 1;
+}
+
+/* "Bearer <token>": the scheme case-insensitive (RFC 9110 11.1), then one or more
+ * spaces, then the token; nothing after it. A token not in the cache costs a signature
+ * verification, limited per client address (vlimit.c): over it, FR_ID_LIMITED. */
+static fr_identity_t bearer(struct MHD_Connection *conn, const hdr_count_t *h, int64_t *user_id,
+                            const char **why)
+{
+        unsigned char key[FR_VLIMIT_KEY_LEN];
         static const char scheme[] = "Bearer";
         const char *tok;
         size_t len, i;
@@ -166,6 +234,12 @@ static fr_identity_t bearer(const hdr_count_t *h, int64_t *user_id, const char *
                 ;
         tok = h->value + i;
         len = h->len - i;
+        if (sk_jwt_auth_lookup(auth, tok, len, sk_now_ms() / 1000, user_id))
+                return FR_ID_OK; /* cached: never limited */
+        if (client_key(conn, key) && !fr_vlimit_take(key, sk_mono_ms())) {
+                *why = "too many new tokens from this client address";
+                return FR_ID_LIMITED;
+        }
         st = sk_jwt_auth_verify(auth, tok, len, sk_now_ms() / 1000, user_id, errstr, sizeof(errstr));
         if (st == SK_JWT_OK)
                 return FR_ID_OK;
@@ -183,7 +257,7 @@ fr_identity_t fr_identity_user(struct MHD_Connection *conn, int64_t *user_id, co
                 hdr_count_t a = { .name = MHD_HTTP_HEADER_AUTHORIZATION };
 
                 find_header(conn, &a);
-                return bearer(&a, user_id, why);
+                return bearer(conn, &a, user_id, why);
         }
         ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         if (!ci || !fr_peers_trusted(ci->client_addr)) {

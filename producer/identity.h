@@ -18,10 +18,12 @@ typedef enum {
         FR_ID_OK = 0,
         FR_ID_BAD_INPUT,        /* 400/10001: trusted-header mode, X-User-Id missing, repeated or not canonical */
         FR_ID_UNAUTHORIZED,     /* 401/10007 + WWW-Authenticate: Bearer */
+        FR_ID_LIMITED,          /* 429/10013 + Retry-After: this client's uncached tokens */
 } fr_identity_t;
 
-/** Validate the identity settings of g_fr and set up the mode: load the JWKS (jwt), or
- *  parse the trusted proxies and refuse the default list on a non-loopback
+/** Validate the identity settings of g_fr and set up the mode: parse the trusted
+ *  proxies (both modes: peers.h), then load the JWKS and set the per-client
+ *  verification limit (jwt), or refuse the default list on a non-loopback
  *  SECKILL_HTTP_ADDR (trusted-header). Logs the mode once. Main thread, before the HTTP
  *  threads. @returns 0, or -1 with @p errstr (a configuration error: exit 2). */
 int fr_identity_init(char *errstr, size_t errstr_size);

@@ -114,6 +114,7 @@
 #include "sk/clock.h"
 #include "sk/db.h"
 #include "sk/failpoint.h"
+#include "sk/jwks.h"
 #include "sk/log.h"
 #include "sk/redis.h"
 #include "sk/outcome.h"
@@ -273,6 +274,14 @@ static const sk_opt_t OPTS[] = {
                  "jwt: required aud, a string or one member of an array"),
         SK_OPT_I("jwt-cache-max", "SECKILL_JWT_CACHE_MAX", &g_fr.jwt_cache_max, 0, 16777216, 262144, NULL,
                  "jwt: verified tokens cached by SHA-256, about 64 bytes each (0 = none)"),
+        SK_OPT_I("jwt-verify-rate", "SECKILL_JWT_VERIFY_RATE", &g_fr.jwt_verify_rate, 0, 1000000, 50,
+                 NULL, "jwt: signature verifications of tokens not in the cache per second per "
+                 "client address (the address a trusted proxy forwards in X-Forwarded-For, else "
+                 "the peer), with a burst of as many; beyond it 429 + Retry-After (0 = no limit)"),
+        SK_OPT_I("jwt-rsa-max-bits", "SECKILL_JWT_RSA_MAX_BITS", &g_fr.jwt_rsa_max_bits, 2048,
+                 SK_JWKS_RSA_LIMIT_BITS, SK_JWKS_RSA_MAX_BITS, NULL,
+                 "jwt: the largest RSA key of the JWKS accepted; a larger one makes the file "
+                 "refused (every uncached RS256 token costs more with a bigger key)"),
         SK_OPT_S("trusted-proxies", "SECKILL_TRUSTED_PROXIES", g_fr.trusted_proxies,
                  FR_TRUSTED_PROXIES_DEFAULT, NULL,
                  "trusted-header: peers whose X-User-Id is believed, canonical CIDRs (or bare "

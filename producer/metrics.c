@@ -11,7 +11,7 @@
 
 fr_metrics_t fr_m;
 
-static const int code_list[] = { 200, 202, 400, 401, 403, 404, 405, 409, 413, 500, 503, 0 };
+static const int code_list[] = { 200, 202, 400, 401, 403, 404, 405, 409, 413, 429, 500, 503, 0 };
 
 int fr_code_idx(int status)
 {
@@ -107,6 +107,9 @@ static const metric_def_t metric_defs[] = {
           "JWKS reloads that installed a new key-set generation"),
         C(id_refused, "seckill_front_identity_refused_total", NULL,
           "401/10007 answers: no, bad or expired token, untrusted peer"),
+        C(jwt_limited, "seckill_jwt_verify_limited_total", NULL,
+          "requests answered 429: a client address over SECKILL_JWT_VERIFY_RATE verifications "
+          "of uncached tokens per second (DESIGN.md 15)"),
         C(bad_framing, "seckill_front_bad_framing_total", NULL,
           "requests answered 400/10001 and closed before any route: an ambiguous "
           "Content-Length or Transfer-Encoding, a NUL or bare LF in a line the front reads"),

@@ -121,7 +121,7 @@ char *fr_json_err(int code, const char *msg);
 int fr_answer_503(fr_req_t *req, const char *cause, const char *state, const char *msg);
 /** A synchronous answer of the HTTP thread, with no pipeline behind it (kind QUICK, so
  *  the final handler call hands it to libmicrohttpd at once): fr_answer with @p body
- *  (taken) and Retry-After 1 s on a 503. Thread-safe. @returns as fr_answer. */
+ *  (taken) and Retry-After 1 s on a 503 or a 429. Thread-safe. @returns as fr_answer. */
 int fr_quick(fr_req_t *req, int status, char *body);
 /** The same as a 503 with @p cause and @p msg and no purchase state (fr_answer_503). */
 int fr_quick_503(fr_req_t *req, const char *cause, const char *msg);
