@@ -28,6 +28,7 @@
 #include "http.h"
 #include "identity.h"
 #include "kprod.h"
+#include "listen.h"
 #include "lookup.h"
 #include "metrics.h"
 #include "payment.h"
@@ -506,6 +507,38 @@ static size_t unescape_none(void *cls, struct MHD_Connection *conn, char *s)
         return strlen(s);
 }
 
+/* The MHD options both listeners share, then @p first (and its value) ... : one
+ * place for the limits and callbacks. */
+#define FR_MHD_COMMON_OPTIONS                                                                   \
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)g_fr.http_threads,                           \
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(g_fr.conf.max_inflight + 1024),             \
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60 /* s, idle keep-alive */,               \
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,                                      \
+        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,                                           \
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,                                      \
+        MHD_OPTION_URI_LOG_CALLBACK, uri_seen, NULL
+
+/* SECKILL_HTTP_ADDR=unix:PATH (DESIGN.md 15): the socket made by listen.c, served by the
+ * same daemon settings as TCP. */
+static int start_unix(char *errstr, size_t errstr_size)
+{
+        int fd = fr_listen_unix(g_fr.conf.http_addr, 1024, errstr, errstr_size);
+
+        if (fd < 0)
+                return -1;
+        mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                               MHD_USE_ITC, 0, NULL, NULL, handler, NULL,
+                               MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+                               FR_MHD_COMMON_OPTIONS, MHD_OPTION_END);
+        if (!mhd) {
+                close(fd);
+                fr_listen_unix_remove(g_fr.conf.http_addr);
+                sk_seterr(errstr, errstr_size, "cannot serve on %s", g_fr.conf.http_addr);
+                return -1;
+        }
+        return 0;
+}
+
 int fr_http_start(sk_idgen_t *gen, char *errstr, size_t errstr_size)
 {
         struct sockaddr_storage ss;
@@ -516,6 +549,8 @@ int fr_http_start(sk_idgen_t *gen, char *errstr, size_t errstr_size)
         char portstr[16];
 
         idgen = gen;
+        if (fr_listen_is_unix(g_fr.conf.http_addr))
+                return start_unix(errstr, errstr_size);
         if (sk_hostport_parse(g_fr.conf.http_addr, host, sizeof(host), &port) != 0) {
                 sk_seterr(errstr, errstr_size, "bad SECKILL_HTTP_ADDR %s", g_fr.conf.http_addr);
                 return -1;
@@ -539,15 +574,8 @@ int fr_http_start(sk_idgen_t *gen, char *errstr, size_t errstr_size)
         mhd = MHD_start_daemon(
                 flags, (uint16_t)port, NULL, NULL, handler, NULL,
                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)g_fr.http_threads,
-                MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(g_fr.conf.max_inflight + 1024),
-                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60 /* s, idle keep-alive */,
-                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
                 MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
-                MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-                MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
-                MHD_OPTION_URI_LOG_CALLBACK, uri_seen, NULL,
-                MHD_OPTION_END);
+                FR_MHD_COMMON_OPTIONS, MHD_OPTION_END);
         if (!mhd) {
                 sk_seterr(errstr, errstr_size, "cannot listen on %s", g_fr.conf.http_addr);
                 return -1;
@@ -564,6 +592,7 @@ void fr_http_quiesce(void)
         fd = MHD_quiesce_daemon(mhd);
         if (fd != MHD_INVALID_SOCKET)
                 close(fd);
+        fr_listen_unix_remove(g_fr.conf.http_addr); /* no new connection can come now */
 }
 
 void fr_http_stop(void)
@@ -571,4 +600,5 @@ void fr_http_stop(void)
         if (mhd)
                 MHD_stop_daemon(mhd);
         mhd = NULL;
+        fr_listen_unix_remove(g_fr.conf.http_addr);
 }

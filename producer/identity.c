@@ -21,6 +21,7 @@
 #include "front.h"
 #include "identity.h"
 #include "metrics.h"
+#include "listen.h"
 #include "peers.h"
 #include "vlimit.h"
 #include "sk/clock.h"
@@ -95,6 +96,11 @@ int fr_identity_init(char *errstr, size_t errstr_size)
                 sk_seterr(errstr, errstr_size, "SECKILL_AUTH=%s: expected jwt or trusted-header",
                           g_fr.auth_mode);
                 return -1;
+        }
+        if (fr_listen_is_unix(g_fr.conf.http_addr)) {
+                SK_LOG(SK_INFO, "identity", "auth=trusted-header trusted_proxies=\"%s\" listener=unix",
+                       g_fr.trusted_proxies);
+                return 0;
         }
         if (sk_hostport_parse(g_fr.conf.http_addr, host, sizeof(host), &port) != 0) {
                 sk_seterr(errstr, errstr_size, "bad SECKILL_HTTP_ADDR %s", g_fr.conf.http_addr);

@@ -148,6 +148,18 @@ static int apply_copt(sk_conf_t *conf, const copt_t *o, const src_t *s, const ch
                         return 2;
                 }
                 break;
+        case V_LISTEN:
+                if (!strncmp(s->val, "unix:", 5)) {
+                        /* sizeof(sun_path) of Linux: 108 bytes with its NUL. */
+                        if (s->val[5] != '/' || len - 5 >= 108 || !no_ctl(s->val)) {
+                                report(prog, s, 0, "is invalid (unix:PATH: an absolute path of at most "
+                                       "107 bytes, no spaces)");
+                                return 2;
+                        }
+                        break;
+                }
+                /* host:port, checked as V_HOSTPORT */
+                /* fall through */
         case V_HOSTPORT:
         case V_METRICS_ADDR: {
                 char host[128];

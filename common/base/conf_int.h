@@ -15,6 +15,7 @@ typedef enum {
         V_TOPIC,        /* [A-Za-z0-9._-]+ */
         V_PREFIX,       /* [A-Za-z0-9_.-]+ */
         V_HOSTPORT,     /* host:port */
+        V_LISTEN,       /* host:port or unix:PATH (PATH absolute, < 108 bytes) */
         V_METRICS_ADDR, /* host:port or off */
         V_LEVEL,        /* debug|info|warn|error */
         V_KPROPS,       /* path of a librdkafka properties file, "" = none */

@@ -57,8 +57,9 @@ const copt_t sk__copts[SK__NCOPTS] = {
           "group", ALL },
         CI("partitions", "SECKILL_TOPIC_PARTITIONS", topic_partitions, 1, 1000, "N", "6",
            FRONT | CONS | SK_BIN_RECONCILER, "partitions of topics created at startup"),
-        CS("http-addr", "SECKILL_HTTP_ADDR", V_HOSTPORT, http_addr, "HOST:PORT", "127.0.0.1:8080", FRONT,
-           "HTTP listen address of the front"),
+        CS("http-addr", "SECKILL_HTTP_ADDR", V_LISTEN, http_addr, "HOST:PORT|unix:PATH", "127.0.0.1:8080",
+           FRONT, "API listen address of the front: TCP, or a unix socket created mode 0660, group "
+           "seckill (DESIGN.md 15; PATH absolute, e.g. under the unit's /run/seckill)"),
         CS("redis-prefix", "SECKILL_REDIS_PREFIX", V_PREFIX, redis_prefix, "P", "seckill", ALL,
            "first segment of every Redis key"),
         CI("delivery-timeout-ms", "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS", kafka_delivery_timeout_ms, 100, 600000,
