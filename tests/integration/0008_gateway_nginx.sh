@@ -23,7 +23,8 @@ MINT=$FT_BUILD/tests/sk-mint-jwt
 [[ -x $MINT ]] || ft_die "no $MINT (cmake --build)"
 "$MINT" gen "$FT_WORK/keys" >/dev/null || ft_die "sk-mint-jwt gen failed"
 V=$(ft_voucher 50)
-ft_front fj SECKILL_AUTH=jwt SECKILL_JWT_KEYS_FILE="$FT_WORK/keys/jwks.json" -- --http-addr "unix:$FT_WORK/fj.sock"
+ft_front fj SECKILL_AUTH=jwt SECKILL_JWT_KEYS_FILE="$FT_WORK/keys/jwks.json" SECKILL_JWT_ISSUER=https://idp.test \
+        SECKILL_JWT_AUDIENCE=seckill -- --http-addr "unix:$FT_WORK/fj.sock"
 ft_front ft -- --http-addr "unix:$FT_WORK/ft.sock"
 
 NGX_PID=
@@ -67,7 +68,7 @@ code() { curl -s -o /dev/null -m 10 -w '%{http_code}' "$@"; }
 buy() { echo "http://$GW/api/v1/vouchers/$V/seckill"; }
 
 gateway fj
-tok=$("$MINT" sign --key "$FT_WORK/keys/rs1.pem" --kid rs1 --sub 701 --exp-in 600)
+tok=$("$MINT" sign --key "$FT_WORK/keys/rs1.pem" --kid rs1 --sub 701 --exp-in 600 --iss https://idp.test --aud seckill)
 ft_eq "$(code -X POST "$(buy)")" 401 "no token through the gateway: 401 (the front's)"
 ft_eq "$(code -X POST -H "Authorization: Bearer $tok" "$(buy)")" 202 "a valid token through the gateway: 202 (Authorization passed)"
 for p in metrics readyz healthz; do

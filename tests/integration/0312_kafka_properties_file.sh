@@ -17,7 +17,8 @@ SECRET=hunter2-0312-$RANDOM$RANDOM
 PROPS=$FT_WORK/kafka.properties
 printf '# the SASL secret, off the command line\nsecurity.protocol = ssl\nsasl.password=%s\n\n! a comment too\n' \
         "$SECRET" >"$PROPS"
-front() { timeout 60 "$FT_BIN/seckill-front" --http-addr "127.0.0.1:$(ft_free_port)" "$@"; }
+front() { SECKILL_AUTH=trusted-header SECKILL_TRUSTED_PROXIES=127.0.0.1/32 \
+        timeout 60 "$FT_BIN/seckill-front" --http-addr "127.0.0.1:$(ft_free_port)" "$@"; }
 
 # --- refused files ---------------------------------------------------------------------
 chmod 0644 "$PROPS"
@@ -34,8 +35,9 @@ grep -q "line 2: not key=value" "$FT_WORK/e" && ft_ok "the line names the line n
 ft_eq "$(cat "$FT_WORK/o" "$FT_WORK/e" | grep -c "$SECRET")" 0 "the bad line's text is not echoed"
 
 # --- the file reaches librdkafka ----------------------------------------------------------
-SECKILL_OPS_ADDR=127.0.0.1:$(ft_free_port) SECKILL_KAFKA_PROPERTIES_FILE=$PROPS \
-        "$FT_BIN/seckill-front" --http-addr "127.0.0.1:$(ft_free_port)" >"$FT_WORK/ssl.log" 2>&1 &
+SECKILL_OPS_ADDR=127.0.0.1:$(ft_free_port) SECKILL_KAFKA_PROPERTIES_FILE=$PROPS SECKILL_AUTH=trusted-header \
+        SECKILL_TRUSTED_PROXIES=127.0.0.1/32 "$FT_BIN/seckill-front" --http-addr "127.0.0.1:$(ft_free_port)" \
+        >"$FT_WORK/ssl.log" 2>&1 &
 ssl_pid=$!
 for ((i = 0; i < 300; i++)); do grep -q 'ssl://.*SSL' "$FT_WORK/ssl.log" && break; sleep 0.1; done
 grep -q 'ssl://.*SSL' "$FT_WORK/ssl.log" && ft_ok "security.protocol=ssl from the file: the client talked TLS" ||

@@ -15,7 +15,8 @@ ft_init front_trusted_cidrs
 
 refused() {     # LIST WANT_TEXT
         local out rc
-        out=$(SECKILL_TRUSTED_PROXIES=$1 timeout 60 "$FT_BIN/seckill-front" --http-addr "127.0.0.1:$(ft_free_port)" \
+        out=$(SECKILL_AUTH=trusted-header SECKILL_TRUSTED_PROXIES=$1 timeout 60 "$FT_BIN/seckill-front" \
+                --http-addr "127.0.0.1:$(ft_free_port)" \
                 --ops-addr "127.0.0.1:$(ft_free_port)" 2>&1 >/dev/null)
         rc=$?
         ft_eq "$rc" 2 "SECKILL_TRUSTED_PROXIES=$1: exit 2"

@@ -17,7 +17,8 @@ SOCK=$FT_WORK/api.sock
 buy() { curl -s -o /dev/null -m 10 -w '%{http_code}' --unix-socket "$1" -X POST -H "X-User-Id: $2" \
         "http://front/api/v1/vouchers/$V/seckill"; }
 front_exit() {  # ADDR: the exit status of a front that must not start, its stderr in $FT_WORK/e
-        SECKILL_OPS_ADDR=127.0.0.1:$(ft_free_port) timeout 60 "$FT_BIN/seckill-front" --http-addr "$1" \
+        SECKILL_OPS_ADDR=127.0.0.1:$(ft_free_port) SECKILL_AUTH=trusted-header \
+                timeout 60 "$FT_BIN/seckill-front" --http-addr "$1" \
                 >/dev/null 2>"$FT_WORK/e"
 }
 

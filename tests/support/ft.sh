@@ -358,6 +358,9 @@ ft_consumer() {
 }
 
 # ft_front NAME [VAR=VAL...] [-- ARGS...]: start and wait (30 s) until /readyz answers 200.
+# The identity mode is named (DESIGN.md 15: jwt is the binary's default):
+# SECKILL_AUTH=trusted-header, SECKILL_TRUSTED_PROXIES=127.0.0.1/32,unix (the case's curl
+# on loopback plays the gateway); a case's VAR=VAL says otherwise.
 ft_front() {
         local name=$1 port ops i
         shift
@@ -367,7 +370,8 @@ ft_front() {
         while [[ $ops == "$port" ]]; do ops=$(ft_free_port); done
         FT_ADDR[$name]=127.0.0.1:$port
         FT_OPS[$name]=127.0.0.1:$ops    # /healthz, /readyz, /metrics (DESIGN.md 15)
-        env SECKILL_OPS_ADDR="127.0.0.1:$ops" "${FT_ENV[@]}" "$FT_BIN/seckill-front" \
+        env SECKILL_OPS_ADDR="127.0.0.1:$ops" SECKILL_AUTH=trusted-header \
+                SECKILL_TRUSTED_PROXIES=127.0.0.1/32,unix "${FT_ENV[@]}" "$FT_BIN/seckill-front" \
                 --http-addr "127.0.0.1:$port" "${FT_ARGS[@]}" >>"$FT_WORK/$name.log" 2>&1 &
         FT_PID[$name]=$!
         for ((i = 0; i < 300; i++)); do
