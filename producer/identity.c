@@ -1,14 +1,17 @@
-/* producer/identity.c: who the buyer is (DESIGN.md 15 "Buyer identity"). SECKILL_AUTH=jwt:
- * exactly one `Authorization: Bearer <JWT>`, verified by common/auth (sk_jwt_auth: the
- * JWKS of SECKILL_JWT_KEYS_FILE, the verified-token cache, rotation); X-User-Id is
- * ignored; a token not in the cache costs a verification that vlimit.c limits per client
- * address (X-Forwarded-For from a trusted proxy, else the peer). SECKILL_AUTH=trusted-header: X-User-Id (exactly one, canonical) is believed
- * only from a peer in SECKILL_TRUSTED_PROXIES (peers.c); any other peer is
- * 401/10007 whatever it sends. With the default list a front listening on a
- * non-loopback address refuses to start. Key reloads: SIGHUP (main.c sets a flag) and a
- * changed file, checked from the main loop every 10 s; an unknown kid re-reads at most
- * once per 10 s from the HTTP thread. Each reload is logged once and counted.
- * What it does not do: answer (http.c turns the verdict into 400 or 401) or touch
+/* producer/identity.c: who the buyer is (DESIGN.md 15 "Buyer identity", "Defaults are the
+ * safe ones"). SECKILL_AUTH=jwt (the default): exactly one `Authorization: Bearer <JWT>`,
+ * verified by common/auth (sk_jwt_auth: the JWKS of SECKILL_JWT_KEYS_FILE, the
+ * verified-token cache, rotation); X-User-Id is ignored; issuer and audience are required
+ * ("*" opts out of one, warned at every start); a token not in the cache costs a
+ * verification that vlimit.c limits per client address (X-Forwarded-For from a trusted
+ * proxy, else the peer). SECKILL_AUTH=trusted-header, chosen explicitly: X-User-Id
+ * (exactly one, canonical) is believed only from a peer in SECKILL_TRUSTED_PROXIES
+ * (peers.c; default: unix only); any other peer is 401/10007 whatever it sends, and a
+ * front none of whose trusted peers can reach its listener refuses to start. Key
+ * reloads: SIGHUP (main.c sets a flag) and a changed file, checked from the main loop
+ * every 10 s; an unknown kid re-reads at most once per 10 s from the HTTP thread. Each
+ * reload is logged once and counted.
+ * What it does not do: answer (http.c turns the verdict into 400, 401 or 429) or touch
  * Redis or the DB: every refusal comes before any of that. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -48,21 +51,51 @@ static void on_reload(void *arg, int ok, uint64_t generation, size_t nkeys, cons
         }
 }
 
+/* SECKILL_JWT_ISSUER or _AUDIENCE (@p name): required (DESIGN.md 15); "*" opts out of
+ * that one check, warned at every start. @returns the value to check (NULL = none), or
+ * sets errstr and returns @p v unchanged with *@p bad = 1. */
+static const char *claim_setting(const char *name, const char *v, int *bad, char *errstr,
+                                 size_t errstr_size)
+{
+        if (!v[0]) {
+                sk_seterr(errstr, errstr_size, "SECKILL_AUTH=jwt needs SECKILL_JWT_ISSUER and "
+                          "SECKILL_JWT_AUDIENCE (%s is not set): a token another application of the "
+                          "same identity provider got would be accepted. Set it, or %s=* to accept "
+                          "any (warned at every start)", name, name);
+                *bad = 1;
+                return v;
+        }
+        if (!strcmp(v, FR_JWT_CLAIM_ANY)) {
+                SK_LOG(SK_WARN, "jwt_claim_not_checked", "setting=%s reason=\"%s=*: tokens issued "
+                       "for any %s are accepted\"", name, name,
+                       !strcmp(name, "SECKILL_JWT_ISSUER") ? "issuer" : "audience");
+                return NULL;
+        }
+        return v;
+}
+
 /* SECKILL_AUTH=jwt: the verifier and the per-client limit. */
 static int init_jwt(char *errstr, size_t errstr_size)
 {
+        int bad = 0;
+        const char *iss = claim_setting("SECKILL_JWT_ISSUER", g_fr.jwt_issuer, &bad, errstr, errstr_size);
+        const char *aud = bad ? NULL : claim_setting("SECKILL_JWT_AUDIENCE", g_fr.jwt_audience, &bad,
+                                                     errstr, errstr_size);
         sk_jwt_auth_opts_t o = {
-                .keys_file = g_fr.jwt_keys_file, .issuer = g_fr.jwt_issuer,
-                .audience = g_fr.jwt_audience, .cache_max = (size_t)g_fr.jwt_cache_max,
-                .skew_s = FR_JWT_SKEW_S, .recheck_s = FR_JWT_RECHECK_S, .on_reload = on_reload,
+                .keys_file = g_fr.jwt_keys_file, .issuer = iss, .audience = aud,
+                .cache_max = (size_t)g_fr.jwt_cache_max, .skew_s = FR_JWT_SKEW_S,
+                .recheck_s = FR_JWT_RECHECK_S, .on_reload = on_reload,
                 .rsa_max_bits = g_fr.jwt_rsa_max_bits,
         };
         char why[512];
 
         if (!g_fr.jwt_keys_file[0]) {
-                sk_seterr(errstr, errstr_size, "SECKILL_AUTH=jwt needs SECKILL_JWT_KEYS_FILE");
+                sk_seterr(errstr, errstr_size, "SECKILL_AUTH=jwt needs SECKILL_JWT_KEYS_FILE (the "
+                          "identity provider's JWKS); SECKILL_AUTH=trusted-header is the other mode");
                 return -1;
         }
+        if (bad)
+                return -1;
         if (!(auth = sk_jwt_auth_new(&o, why, sizeof(why)))) {
                 sk_seterr(errstr, errstr_size, "SECKILL_JWT_KEYS_FILE: %s", why);
                 return -1;
@@ -79,8 +112,7 @@ static int init_jwt(char *errstr, size_t errstr_size)
 
 int fr_identity_init(char *errstr, size_t errstr_size)
 {
-        char host[256];
-        int port, nwide = 0;
+        int nwide = 0, unix_listener = fr_listen_is_unix(g_fr.conf.http_addr);
 
         /* Both modes: whom X-User-Id (trusted-header) or X-Forwarded-For (the client
          * address of the jwt verification limit) is believed from. */
@@ -97,24 +129,20 @@ int fr_identity_init(char *errstr, size_t errstr_size)
                           g_fr.auth_mode);
                 return -1;
         }
-        if (fr_listen_is_unix(g_fr.conf.http_addr)) {
-                SK_LOG(SK_INFO, "identity", "auth=trusted-header trusted_proxies=\"%s\" listener=unix",
-                       g_fr.trusted_proxies);
-                return 0;
-        }
-        if (sk_hostport_parse(g_fr.conf.http_addr, host, sizeof(host), &port) != 0) {
-                sk_seterr(errstr, errstr_size, "bad SECKILL_HTTP_ADDR %s", g_fr.conf.http_addr);
-                return -1;
-        }
-        if (!strcmp(g_fr.trusted_proxies, FR_TRUSTED_PROXIES_DEFAULT) && !fr_peers_loopback_listener(host)) {
+        /* DESIGN.md 15: a trusted-header front none of whose trusted peers can reach its
+         * listener would refuse every buyer: a mistake, refused at start. */
+        if (!fr_peers_any(unix_listener ? FR_PEERS_UNIX : FR_PEERS_IP)) {
                 sk_seterr(errstr, errstr_size,
-                          "SECKILL_AUTH=trusted-header on the non-loopback address %s with the default "
-                          "SECKILL_TRUSTED_PROXIES (%s): anyone could claim any X-User-Id. Name the "
-                          "gateway's address in SECKILL_TRUSTED_PROXIES, or use SECKILL_AUTH=jwt",
-                          g_fr.conf.http_addr, FR_TRUSTED_PROXIES_DEFAULT);
+                          "SECKILL_AUTH=trusted-header on %s with SECKILL_TRUSTED_PROXIES=%s: none of "
+                          "the trusted peers can reach this listener. %s", g_fr.conf.http_addr,
+                          g_fr.trusted_proxies, unix_listener ?
+                          "Add unix to the list" :
+                          "Name the gateway's address (e.g. 127.0.0.1/32), or listen on "
+                          "unix:/run/seckill/front-NAME.sock, or use SECKILL_AUTH=jwt");
                 return -1;
         }
-        SK_LOG(SK_INFO, "identity", "auth=trusted-header trusted_proxies=\"%s\"", g_fr.trusted_proxies);
+        SK_LOG(SK_INFO, "identity", "auth=trusted-header trusted_proxies=\"%s\" listener=%s",
+               g_fr.trusted_proxies, unix_listener ? "unix" : "tcp");
         return 0;
 }
 

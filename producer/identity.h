@@ -8,9 +8,10 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
-/* The default of SECKILL_TRUSTED_PROXIES (main.c's option table; identity.c warns when a
- * non-loopback listener keeps it). */
-#define FR_TRUSTED_PROXIES_DEFAULT "127.0.0.1/32,::1/128,unix"
+/* The default of SECKILL_TRUSTED_PROXIES (main.c's option table): only the front's unix
+ * listener (DESIGN.md 15 "Defaults are the safe ones"). */
+#define FR_TRUSTED_PROXIES_DEFAULT "unix"
+#define FR_JWT_CLAIM_ANY "*"    /* SECKILL_JWT_ISSUER / _AUDIENCE: that claim not checked */
 #define FR_JWT_SKEW_S 30        /* s, exp/nbf/iat (DESIGN.md 15) */
 #define FR_JWT_RECHECK_S 10     /* s, key file check and unknown-kid re-read spacing */
 

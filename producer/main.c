@@ -262,16 +262,18 @@ static const sk_opt_t OPTS[] = {
                  "host:port of /healthz, /readyz and /metrics, never on the API listener (DESIGN.md "
                  "15; off = none; a front that cannot listen there does not start)"),
         /* Buyer identity (DESIGN.md 15; identity.c). */
-        SK_OPT_S("auth", "SECKILL_AUTH", g_fr.auth_mode, "trusted-header", NULL,
-                 "buyer identity: trusted-header (X-User-Id from SECKILL_TRUSTED_PROXIES) | jwt "
-                 "(Authorization: Bearer)"),
+        SK_OPT_S("auth", "SECKILL_AUTH", g_fr.auth_mode, "jwt", NULL,
+                 "buyer identity: jwt (Authorization: Bearer; needs the keys file, issuer and "
+                 "audience) | trusted-header (X-User-Id from SECKILL_TRUSTED_PROXIES only)"),
         SK_OPT_S("jwt-keys-file", "SECKILL_JWT_KEYS_FILE", g_fr.jwt_keys_file, NULL, "none",
                  "jwt: the identity provider's JWKS file (required with jwt); re-read on SIGHUP or "
                  "when it changes"),
-        SK_OPT_S("jwt-issuer", "SECKILL_JWT_ISSUER", g_fr.jwt_issuer, NULL, "not checked",
-                 "jwt: required iss"),
-        SK_OPT_S("jwt-audience", "SECKILL_JWT_AUDIENCE", g_fr.jwt_audience, NULL, "not checked",
-                 "jwt: required aud, a string or one member of an array"),
+        SK_OPT_S("jwt-issuer", "SECKILL_JWT_ISSUER", g_fr.jwt_issuer, NULL, "none: jwt does not start",
+                 "jwt: the iss every token must carry (required; * = not checked, warned at "
+                 "every start)"),
+        SK_OPT_S("jwt-audience", "SECKILL_JWT_AUDIENCE", g_fr.jwt_audience, NULL, "none: jwt does not start",
+                 "jwt: the aud every token must name, a string or one member of an array "
+                 "(required; * = not checked, warned at every start)"),
         SK_OPT_I("jwt-cache-max", "SECKILL_JWT_CACHE_MAX", &g_fr.jwt_cache_max, 0, 16777216, 262144, NULL,
                  "jwt: verified tokens cached by SHA-256, about 64 bytes each (0 = none)"),
         SK_OPT_I("jwt-verify-rate", "SECKILL_JWT_VERIFY_RATE", &g_fr.jwt_verify_rate, 0, 1000000, 50,
@@ -284,8 +286,8 @@ static const sk_opt_t OPTS[] = {
                  "refused (every uncached RS256 token costs more with a bigger key)"),
         SK_OPT_S("trusted-proxies", "SECKILL_TRUSTED_PROXIES", g_fr.trusted_proxies,
                  FR_TRUSTED_PROXIES_DEFAULT, NULL,
-                 "trusted-header: peers whose X-User-Id is believed, canonical CIDRs (or bare "
-                 "addresses) and unix; any other peer is 401/10007"),
+                 "peers whose X-User-Id (trusted-header) or X-Forwarded-For (jwt) is believed: "
+                 "canonical CIDRs, bare addresses, unix; any other peer's X-User-Id is 401/10007"),
         SK_OPT_B("trusted-proxies-allow-wide", "SECKILL_TRUSTED_PROXIES_ALLOW_WIDE",
                  &g_fr.trusted_proxies_allow_wide,
                  "accept SECKILL_TRUSTED_PROXIES entries wider than /8 (IPv4) or /32 (IPv6), "

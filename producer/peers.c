@@ -7,7 +7,6 @@
  * SECKILL_TRUSTED_PROXIES_ALLOW_WIDE=1.
  * What it does not do: decide what a trusted peer may say (identity.c). */
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -148,6 +147,14 @@ int fr_peers_parse(const char *list, int allow_wide, int *nwide, char *errstr, s
         return 0;
 }
 
+int fr_peers_any(fr_peers_kind_t kind)
+{
+        for (int i = 0; i < npeers; i++)
+                if ((peers[i].family == AF_UNIX) == (kind == FR_PEERS_UNIX))
+                        return 1;
+        return 0;
+}
+
 static int prefix_match(const unsigned char *a, const unsigned char *b, int bits)
 {
         int full = bits / 8, rest = bits % 8;
@@ -184,31 +191,4 @@ int fr_peers_trusted(const struct sockaddr *sa)
                         return 1;
         }
         return 0;
-}
-
-int fr_peers_loopback_listener(const char *host)
-{
-        struct addrinfo hints, *ai = NULL, *p;
-        int loop = 1;
-
-        if (!host[0])
-                return 0; /* every interface */
-        memset(&hints, 0, sizeof(hints));
-        hints.ai_family = AF_UNSPEC;
-        hints.ai_socktype = SOCK_STREAM;
-        if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
-                return 0;
-        for (p = ai; p; p = p->ai_next) {
-                if (p->ai_family == AF_INET) {
-                        const unsigned char *b = (const unsigned char *)&((struct sockaddr_in *)p->ai_addr)->sin_addr;
-
-                        loop &= b[0] == 127;
-                } else if (p->ai_family == AF_INET6) {
-                        loop &= IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)p->ai_addr)->sin6_addr);
-                } else {
-                        loop = 0;
-                }
-        }
-        freeaddrinfo(ai);
-        return loop;
 }

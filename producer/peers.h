@@ -19,10 +19,12 @@
  *  @returns 0, or -1 with @p errstr naming the entry (a configuration error). Not
  *  thread-safe (start-up, before the HTTP threads; tests). */
 int fr_peers_parse(const char *list, int allow_wide, int *nwide, char *errstr, size_t errstr_size);
+typedef enum { FR_PEERS_IP, FR_PEERS_UNIX } fr_peers_kind_t;
+
+/** 1 if the table holds an entry of @p kind (an address or CIDR; "unix"). Thread-safe
+ *  once parsed. */
+int fr_peers_any(fr_peers_kind_t kind);
 /** 1 if the peer @p sa (borrowed; NULL = unknown) is in the table. An IPv4-mapped IPv6
  *  peer is judged by its IPv4 address; an AF_UNIX peer matches "unix". Thread-safe
  *  once parsed. */
 int fr_peers_trusted(const struct sockaddr *sa);
-/** 1 if every address @p host (of SECKILL_HTTP_ADDR; "" = every interface: 0) resolves
- *  to is loopback. Blocking (getaddrinfo); start-up only. */
-int fr_peers_loopback_listener(const char *host);

@@ -11,6 +11,8 @@
 #   5. reconciler-textfile.sh with a stand-in reconciler: its exit status and JSON pass
 #      through, the metrics file is valid (promtool check metrics) and counts right
 #   6. nginx -t on deploy/nginx/seckill-gateway.conf, when nginx is installed (optional)
+#   8. the packaged env examples name jwt with its keys file, issuer and audience, and the
+#      front's unix socket (DESIGN.md 15 "Defaults are the safe ones")
 #   7. the systemd units (DESIGN.md 15, 17): the front reloads its keys on `systemctl
 #      reload` (ExecReload=/bin/kill -HUP $MAINPID), the reconciler may write the textfile
 #      exporter's directory under ProtectSystem=strict (ReadWritePaths); with
@@ -157,6 +159,15 @@ if command -v systemd-analyze >/dev/null; then
 else
         echo "systemd-analyze not installed: verify skipped"
 fi
+
+step "the env examples: jwt with its files, the unix socket"
+for want in '^SECKILL_AUTH=jwt$' '^SECKILL_JWT_KEYS_FILE=/etc/seckill/' '^SECKILL_JWT_ISSUER=.' \
+            '^SECKILL_JWT_AUDIENCE=.' '^SECKILL_HTTP_ADDR=unix:/run/seckill/'; do
+        grep -q "$want" "$D/front-main.env.example" ||
+                { echo "FAIL: deploy/front-main.env.example has no line $want"; fail=1; }
+done
+grep -q '^SECKILL_AUTH=trusted-header' "$D"/*.env.example &&
+        { echo "FAIL: an env example sets trusted-header"; fail=1; }
 
 if command -v nginx >/dev/null; then
         step "nginx -t"
