@@ -53,6 +53,7 @@ seed $vr
 SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_OPS_ADDR=127.0.0.1:$oport SECKILL_REDIS_PREFIX=$prefix SECKILL_TOPIC=$topic \
   SECKILL_TOPIC_PARTITIONS=${SECKILL_TOPIC_PARTITIONS:-6} SECKILL_LOG_LEVEL=warn \
   SECKILL_WORKER_LEASE_MS=${SECKILL_WORKER_LEASE_MS:-6000} \
+  SECKILL_AUTH=trusted-header SECKILL_TRUSTED_PROXIES=127.0.0.1/32 \
   "$SK_BIN/seckill-front" ${FRONT_ARGS:-} 2>/tmp/$run.front.log &
 fpid=$!
 bench_wait_ready "$oport" /tmp/$run.front.log

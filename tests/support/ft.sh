@@ -360,6 +360,9 @@ ft_consumer() {
 }
 
 # ft_front NAME [VAR=VAL...] [-- ARGS...]: start and wait (30 s) until /readyz answers 200.
+# The identity mode is named (DESIGN.md 15: jwt is the binary's default):
+# SECKILL_AUTH=trusted-header, SECKILL_TRUSTED_PROXIES=127.0.0.1/32,unix (the case's curl
+# on loopback plays the gateway); a case's VAR=VAL says otherwise.
 ft_front() {
         local name=$1 port ops i
         shift
@@ -369,7 +372,8 @@ ft_front() {
         while [[ $ops == "$port" ]]; do ops=$(ft_free_port); done
         FT_ADDR[$name]=127.0.0.1:$port
         FT_OPS[$name]=127.0.0.1:$ops    # /healthz, /readyz, /metrics (DESIGN.md 15)
-        env SECKILL_OPS_ADDR="127.0.0.1:$ops" "${FT_ENV[@]}" "$FT_BIN/seckill-front" \
+        env SECKILL_OPS_ADDR="127.0.0.1:$ops" SECKILL_AUTH=trusted-header \
+                SECKILL_TRUSTED_PROXIES=127.0.0.1/32,unix "${FT_ENV[@]}" "$FT_BIN/seckill-front" \
                 --http-addr "127.0.0.1:$port" "${FT_ARGS[@]}" >>"$FT_WORK/$name.log" 2>&1 &
         FT_PID[$name]=$!
         for ((i = 0; i < 300; i++)); do
@@ -398,9 +402,15 @@ ft_pay_keys() {
 ft_pay_sign() { printf '%s.%s' "$2" "$3" | openssl dgst -sha256 -hmac "$1" -r | cut -d' ' -f1; }
 ft_pay() {
         local addr=$1 order=$2 txn=$3 amount=$4 cur=${5:-CNY} secret=${6:-$FT_PAY_SECRET}
-        local t=${7:-$(date +%s)} body sig out
+        local t=${7:-$(date +%s)} body
         body=$(printf '{"orderId":"%s","providerTxnId":"%s","amount":"%s","currency":"%s"}' \
                 "$order" "$txn" "$amount" "$cur")
+        ft_pay_body "$addr" "$body" "$secret" "$t"
+}
+# ft_pay_body ADDR BODY [SECRET [T]]: the callback with BODY as given (any bytes printf %s
+# keeps), signed like ft_pay; prints "CODE BODY".
+ft_pay_body() {
+        local addr=$1 body=$2 secret=${3:-$FT_PAY_SECRET} t=${4:-$(date +%s)} sig out
         sig=${FT_PAY_SIG:-"t=$t,v1=$(ft_pay_sign "$secret" "$t" "$body")"}
         out=$(curl -s -m 20 -w '\n%{http_code}' -X POST -H "Content-Type: application/json" \
                 -H "X-Payment-Signature: $sig" --data-binary "$body" \
