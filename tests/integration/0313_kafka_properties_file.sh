@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0312_kafka_properties_file.sh: SECKILL_KAFKA_PROPERTIES_FILE (DESIGN.md 15 "Hardening
+# 0313_kafka_properties_file.sh: SECKILL_KAFKA_PROPERTIES_FILE (DESIGN.md 15 "Hardening
 # rules": Kafka client secrets never only on a command line, where /proc/PID/cmdline and
 # `systemctl show` print them). With the real front, consumer and broker:
 #   - a file others may read (0644) or with a line that is not key=value: the front exits
