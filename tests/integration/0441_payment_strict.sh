@@ -56,8 +56,8 @@ ft_eq "$(ft_pay "${FT_ADDR[f]}" "$o1" txn-a1 500)" "200 {\"code\":0,\"orderId\":
         "txn-a1 pays order 1"
 ft_eq "$(ft_pay "${FT_ADDR[f]}" "$o2" txn-A1 500)" "200 {\"code\":0,\"orderId\":\"$o2\",\"orderStatus\":\"PAID\"}" \
         "txn-A1 is another id: it pays order 2"
-ft_eq "$(ft_sql "SELECT GROUP_CONCAT(CONCAT(provider_txn_id, '=', order_id) ORDER BY order_id) FROM tb_payment WHERE provider_txn_id IN ('txn-a1', 'txn-A1')")" \
-        "txn-a1=$o1,txn-A1=$o2" "two rows, one per id"
+ft_eq "$(ft_sql "SELECT GROUP_CONCAT(CONCAT(provider_txn_id, '=', order_id) ORDER BY CAST(provider_txn_id AS BINARY)) FROM tb_payment WHERE provider_txn_id IN ('txn-a1', 'txn-A1')")" \
+        "txn-A1=$o2,txn-a1=$o1" "two rows, one per id"
 ft_eq "$(ft_pay "${FT_ADDR[f]}" "$o1" txn-a1 500 | cut -d' ' -f1) $(ft_pay "${FT_ADDR[f]}" "$o2" txn-A1 500 | cut -d' ' -f1)" \
         "200 200" "each repeats from its own row"
 ft_eq "$(ft_sql "SELECT CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'tb_payment' AND COLUMN_NAME = 'provider_txn_id'" | tr '\t' ' ')" \
