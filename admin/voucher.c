@@ -23,6 +23,7 @@
 #include "sk/redis.h"
 #include "sk/timeparse.h"
 #include "sk/traceset.h"
+#include "sk/txn_guard.h"
 #include "sk/unpaid_guard.h"
 #include "sk/vstatus.h"
 
@@ -72,14 +73,15 @@ static void add_id(cJSON *obj, const char *name, int64_t id)
 int sk_admin_db_migrate(const sk_conf_t *conf, const sk_admin_opts_t *o)
 {
         sk_unpaid_guard_t guard = { .allow_unpaid = o->allow_unpaid, .currency = conf->currency };
-        sk_migrate_hook_t hook;
-        char errstr[768];
+        sk_migrate_hook_t hooks[2];
+        char errstr[1024];
         int applied = 0;
         sk_err_t err;
 
-        err = sk_unpaid_guard_hook(&guard, &hook, errstr, sizeof(errstr));
+        err = sk_unpaid_guard_hook(&guard, &hooks[0], errstr, sizeof(errstr));
+        sk_txn_guard_hook(&hooks[1]);
         if (err == SK_OK)
-                err = sk_migrate_hooks(&conf->mysql, &hook, 1, &applied, errstr, sizeof(errstr));
+                err = sk_migrate_hooks(&conf->mysql, hooks, 2, &applied, errstr, sizeof(errstr));
         if (err != SK_OK) {
                 fprintf(stderr, PROG ": db migrate: %s (%d applied before the error)\n",
                         errstr, applied);

@@ -13,6 +13,17 @@
 # group join and start-up are not counted. Prints both rates, the batched consumer's
 # peak RSS, and ratio=<batched/single> as the LAST line. Drops its databases, topic
 # keys and Redis keys at the end.
+# Beside each rate, what the book of record did per order: the deltas of MariaDB's
+# Handler_read_key, Handler_read_next and Innodb_rows_read (Rows_read on MariaDB 10.6 and
+# later, which dropped Innodb_rows_read) (SHOW GLOBAL STATUS, from the
+# consumer's start to the end of its drain) divided by the orders drained. They are counts,
+# not times (valid at any load), but global: other jobs' queries on the same server count
+# too, so on a shared server they are upper bounds. The drain is watched through the
+# bucket rows (a few rows per poll), not COUNT(*) of the outcome table, so the watching
+# adds next to nothing to them.
+# A phase that produced no figure (no rate, fewer outcomes than M, a command failing
+# under set -e) ends the script with one line "bench/consumer.sh: FAILED: ..." on stderr
+# and a non-zero exit status.
 # With --dup-pct P (or BENCH_DUP_PCT) the backlog is re-driven: P% of the messages get an
 # identical copy (alternately in the same batch and of a message decided 5000 earlier),
 # and the batched run prints the consumer's duplicates and batch fallbacks (from its
@@ -26,7 +37,13 @@
 #      server(s) as host:port[,host:port...], root without a password; default
 #      127.0.0.1:3306; bench/galera.sh passes the local Galera cluster's three nodes),
 #      BENCH_SKIP_SINGLE=1 (the batched run only).
-set -euo pipefail
+set -eEuo pipefail
+# Any command that ends the script under set -e says so (before, a failing curl of the
+# metrics endpoint ended it silently, after the preload line only: see metric below).
+# (-E: inside functions too; a subshell's failure is reported once, by the command of the
+# script that ran it.)
+trap 'rc=$?; [ "$BASH_SUBSHELL" -gt 0 ] || echo "bench/consumer.sh: FAILED: line $LINENO: $BASH_COMMAND (exit $rc)" >&2' ERR
+die() { echo "bench/consumer.sh: FAILED: $*" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
 SK_BIN=${SK_BIN:-$here/../build/bin}
 DUP_PCT=${BENCH_DUP_PCT:-0}
@@ -98,6 +115,32 @@ echo "preloading M=$M messages over V=$V vouchers of B=$B buckets into $topic ($
 PRELOAD_BUCKETS=$B "$tmp/preload" "$brokers" "$topic" "$M" "$vbase" "$V" "$idbase" "$DUP_PCT"
 
 count() { $my "$1" -e "SELECT COUNT(*) FROM tb_seckill_outcome"; }
+# Units sold from the bucket rows: V x B rows per poll (COUNT(*) of the outcome table reads
+# every row it counts, which would show in the Handler figures). Every message of the
+# backlog sells one unit (the stock covers them all), so the drain is done at M.
+sold() { $my "$1" -e "SELECT COALESCE(SUM(init_stock - stock), 0) FROM tb_seckill_stock"; }
+# SHOW GLOBAL STATUS counters as "read_key read_next rows_read". MariaDB 10.6 and later
+# have no Innodb_rows_read: there the server's own Rows_read stands in (rows_read_name).
+hstat() {
+  $my -e "SHOW GLOBAL STATUS WHERE Variable_name IN ('Handler_read_key', 'Handler_read_next', 'Innodb_rows_read', 'Rows_read')" |
+    awk '{ v[$1] = $2 } END { r = ("Innodb_rows_read" in v) ? v["Innodb_rows_read"] : v["Rows_read"]
+                              print v["Handler_read_key"] + 0, v["Handler_read_next"] + 0, r + 0 }'
+}
+rows_read_name=$($my -e "SHOW GLOBAL STATUS LIKE 'Innodb_rows_read'" | awk 'NR == 1 { print "innodb_rows_read" }')
+rows_read_name=${rows_read_name:-rows_read}
+# handler_line PHASE ORDERS "BEFORE" "AFTER": the deltas per order.
+handler_line() {
+  python3 -c "
+n = $2; a = [int(x) for x in '$3'.split()]; b = [int(x) for x in '$4'.split()]
+d = [y - x for x, y in zip(a, b)]
+print('$1_handler_per_order: read_key=%.2f read_next=%.2f $rows_read_name=%.2f (deltas %d %d %d over %d orders; global counters: upper bounds on a shared server)'
+      % (d[0] / n, d[1] / n, d[2] / n, d[0], d[1], d[2], n))"
+}
+# positive NAME VALUE: VALUE is a number above 0, else the phase produced no figure.
+positive() {
+  python3 -c "import sys; sys.exit(0 if float('$2' or 0) > 0 else 1)" 2>/dev/null ||
+    die "$1 produced no figure ($1='$2')"
+}
 span_rate() {   # orders/s over the outcome rows' created_at span
   $my "$1" -e "SELECT COUNT(*), TIMESTAMPDIFF(MICROSECOND, MIN(created_at), MAX(created_at)) FROM tb_seckill_outcome" |
     awk '{ if ($2 > 0) printf "%d %.0f %.3f\n", $1, $1 / ($2 / 1e6), $2 / 1e6; else print $1, 0, 0 }'
@@ -105,20 +148,50 @@ span_rate() {   # orders/s over the outcome rows' created_at span
 
 # CPU ticks of a shared service (MariaDB, Redis): other jobs' work on it counts too, so
 # the figures per order derived from them are upper bounds.
-db_pid=$(pgrep -x mariadbd | head -1 || true)
+# The server of the first host: its pid file when it is on this machine, else the first
+# mariadbd found.
+db_pid=$(cat "$($my -e 'SELECT @@pid_file' 2>/dev/null)" 2>/dev/null || pgrep -x mariadbd | head -1 || true)
 rd_pid=$($rc info server | tr -d '\r' | sed -n 's/^process_id://p')
 svc_ticks() { [ -n "$1" ] && [ -r "/proc/$1/stat" ] && awk '{print $14 + $15}' "/proc/$1/stat" || echo 0; }
+# "tid ticks" of the server threads that serve the connections to database $1
+# (information_schema.PROCESSLIST.TID): the run's own share of MariaDB's CPU, which other
+# jobs on the server do not inflate (InnoDB's background threads are not in it).
+conn_ticks() {
+  [ -n "$db_pid" ] || return 0
+  $my -e "SELECT TID FROM information_schema.PROCESSLIST WHERE DB = '$1'" 2>/dev/null |
+    while read -r tid; do
+      [ -r "/proc/$db_pid/task/$tid/stat" ] && awk -v t="$tid" '{ print t, $14 + $15 }' "/proc/$db_pid/task/$tid/stat"
+    done || true
+}
+# conn_ticks_delta "BEFORE" "AFTER": the ticks those threads used in between (a thread
+# not seen before counts whole).
+conn_ticks_delta() {
+  A=$1 B=$2 python3 -c "
+import os
+a = dict(l.split() for l in os.environ['A'].splitlines() if l.strip())
+b = dict(l.split() for l in os.environ['B'].splitlines() if l.strip())
+print(sum(int(v) - int(a.get(k, 0)) for k, v in b.items()))"
+}
 db_t0=$(svc_ticks "$db_pid"); rd_t0=$(svc_ticks "$rd_pid")
-# 1. batched (its /metrics on a private port, read before it stops)
-mport=$(( 20000 + RANDOM % 20000 ))
+# 1. batched (its /metrics on a private port, read before it stops; a port another process
+# holds leaves the consumer without /metrics, which only costs the three counts below)
+mport=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+h0=$(hstat)
 SECKILL_MYSQL_URL="mysql://root@$hosts/$db1" SECKILL_GROUP_ID="$run-batched" \
   "$SK_BIN/seckill-consumer" --workers "$W" --batch-max "$BATCH_MAX" --metrics-addr "127.0.0.1:$mport" \
   ${BENCH_CONSUMER_ARGS:-} 2>"$tmp/batched.log" &
 cpid=$!
 t0=$(date +%s)
+# Its connections' server threads, once the workers and the closer have connected (a
+# connection may reuse a cached thread: its earlier CPU is left out this way).
+for _ in $(seq 1 100); do
+  [ "$($my -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '$db1'")" -gt "$W" ] && break
+  sleep 0.1
+done
+ct0=$(conn_ticks "$db1")
 peak_kb=0
 while :; do
-  n=$(count $db1)
+  n=$(sold $db1)
   kb=$(awk '/VmHWM/ {print $2}' /proc/$cpid/status 2>/dev/null || echo 0)
   [ "${kb:-0}" -gt "$peak_kb" ] && peak_kb=$kb
   [ "$n" -ge "$M" ] && break
@@ -131,26 +204,41 @@ done
 ticks=$(getconf CLK_TCK)
 cpu_s=$(awk -v t="$ticks" '{ printf "%.1f", ($14 + $15) / t }' /proc/$cpid/stat)
 db_t1=$(svc_ticks "$db_pid"); rd_t1=$(svc_ticks "$rd_pid")
-metric() { curl -s --max-time 5 "http://127.0.0.1:$mport/metrics" | awk -v n="seckill_$1" '$1 == n { print $2 }'; }
+ct1=$(conn_ticks "$db1")
+h1=$(hstat)
+# A counter of the consumer's /metrics, or nothing when it cannot be read (the caller
+# prints "?"); never a failing command: under set -e a failing curl here used to end the
+# script silently after the preload line.
+metric() { { curl -s --max-time 5 "http://127.0.0.1:$mport/metrics" || true; } | awk -v n="seckill_$1" '$1 == n { print $2 }'; }
 sleep 1 # the last batch's duplicates settle after its outcomes
 dups=$(metric consumer_duplicates_total); fallbacks=$(metric consumer_batch_fallbacks_total)
 txns=$(metric consumer_batch_size_count)
 kill -TERM $cpid; wait $cpid || true; cpid=
-read -r bn brate bspan < <(span_rate $db1)
+read -r bn brate bspan < <(span_rate $db1) || die "batched: no outcome figures from $db1"
 orders=$($my $db1 -e "SELECT COUNT(*) FROM tb_voucher_order")
 stock_sold=$($my $db1 -e "SELECT SUM(init_stock - stock) FROM tb_seckill_stock")
+[ "$bn" -ge "$M" ] || die "batched: $bn outcomes for $M messages"
+positive batched_rate "$brate"
+if [ "$DUP_PCT" -gt 0 ] && [ -z "$dups" ]; then
+  die "batched: no duplicates figure (the consumer's /metrics on 127.0.0.1:$mport did not answer)"
+fi
 echo "batched: orders=$orders outcomes=$bn sold=$stock_sold seconds=$bspan workers=$W batch_max=$BATCH_MAX"
 echo "batched_rate=$brate orders/s duplicates_settled=${dups:-?} fallbacks=${fallbacks:-?} transactions=${txns:-?}"
+handler_line batched "$M" "$h0" "$h1"
 echo "consumer_rss_peak_mb=$((peak_kb / 1024)) consumer_cpu_seconds=$cpu_s load_avg=\"$(cut -d' ' -f1-3 /proc/loadavg)\""
 # CPU-us per order: the consumer's own (start-up and group join included), and the
-# shared MariaDB's and Redis's over the drain (upper bounds: other jobs' work counts too)
+# shared MariaDB's and Redis's over the drain (upper bounds: other jobs' work counts too);
+# mariadb_conn: only the server threads of the consumer's connections (no background
+# InnoDB work, no other job's)
 python3 -c "
 M, t = $M, $ticks
-print('per_order_cpu_us: consumer=%.1f mariadb=%.1f redis=%.1f (mariadb, redis: shared services, upper bounds)'
-      % ($cpu_s * 1e6 / M, ($db_t1 - $db_t0) * 1e6 / t / M, ($rd_t1 - $rd_t0) * 1e6 / t / M))"
+print('per_order_cpu_us: consumer=%.1f mariadb=%.1f redis=%.1f mariadb_conn=%.1f (mariadb, redis: shared services, upper bounds)'
+      % ($cpu_s * 1e6 / M, ($db_t1 - $db_t0) * 1e6 / t / M, ($rd_t1 - $rd_t0) * 1e6 / t / M,
+         $(conn_ticks_delta "$ct0" "$ct1") * 1e6 / t / M))"
 
 [ "${BENCH_SKIP_SINGLE:-0}" = 1 ] && exit 0
 # 2. one order per transaction, same messages, fresh database and group
+h0=$(hstat)
 SECKILL_MYSQL_URL="mysql://root@$hosts/$db2" SECKILL_GROUP_ID="$run-single" \
   "$SK_BIN/seckill-consumer" --workers "$W" --batch-max 1 ${BENCH_CONSUMER_ARGS:-} 2>"$tmp/single.log" &
 cpid=$!
@@ -160,8 +248,11 @@ while [ "$(count $db2)" -lt 1 ]; do
   sleep 0.2
 done
 sleep "$SINGLE_S"
+h1=$(hstat)
 kill -TERM $cpid; wait $cpid || true; cpid=
-read -r sn srate sspan < <(span_rate $db2)
+read -r sn srate sspan < <(span_rate $db2) || die "single: no outcome figures from $db2"
+positive single_rate "$srate"
 echo "single: outcomes=$sn seconds=$sspan workers=$W batch_max=1"
 echo "single_rate=$srate orders/s"
+handler_line single "$sn" "$h0" "$h1"
 python3 -c "print('ratio=%.1f' % (float('$brate') / float('$srate') if float('$srate') > 0 else 0))"

@@ -35,26 +35,53 @@ bench_require() {
 # bench_deduct_evalsha KEY_PREFIX VOUCHER CONNS SECS EXTRA_MS CAL_N
 # EVALSHA of deduct.lua, loaded as the binaries embed it (the build's
 # generated/sk_lua_embedded.c.deduct.lua, written by cmake/embed_lua.cmake; BUILD, default
-# build/), on VOUCHER's bucket 0 under KEY_PREFIX at 127.0.0.1:6379: CONNS connections for
-# SECS seconds, by build/bench/evalsha_load (redis-benchmark cannot put one traceId in
-# ARGV and in the give-up fence key, nor the clock in `ts`): a fresh traceId, orderId and
-# userId per call. CAL_N is unused (redis-benchmark needed a calibration run). EXTRA_MS is
-# passed to a deduct.lua of the v4 convention only. Prints one line ending in
-# "R requests per second" (bench_rate_of) and the driver's counts.
+# build/), on VOUCHER's bucket 0 under KEY_PREFIX at 127.0.0.1:6379 for SECS seconds, by
+# build/bench/evalsha_load (redis-benchmark cannot put one traceId in ARGV and in the
+# give-up fence key, nor the clock in `ts`): a fresh traceId, orderId and userId per call.
+# It saturates Redis: CONNS connections (at least 16) shared by BENCH_EVALSHA_THREADS (2)
+# threads, BENCH_EVALSHA_PIPELINE (8) calls in flight on each, so the rate is Redis's own
+# limit for this script, and its line says how busy Redis was (redis_busy = INFO
+# used_cpu_sys + used_cpu_user over the run's wall time; ~1.0 when Redis is the limit).
+# CAL_N is unused (redis-benchmark needed a calibration run). EXTRA_MS is passed to a
+# deduct.lua of the v4 convention only. Prints one line ending in "R requests per second"
+# (bench_rate_of), the driver's counts and redis_busy (bench_busy_of).
 bench_deduct_evalsha() {
   local kp=$1 v=$2 conns=$3 secs=$4 extra=$5 b gen sha out t
+  local lt=${BENCH_EVALSHA_THREADS:-2} lp=${BENCH_EVALSHA_PIPELINE:-8}
+  [ "$conns" -ge 16 ] || conns=16
   b=${BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build}
   gen=$b/generated/sk_lua_embedded.c.deduct.lua
   sha=$(redis-cli -h 127.0.0.1 -p 6379 script load "$(cat "$gen")")
   t="$kp:{v:$v:0}"
   if grep -q 'expected 5 keys' "$gen"; then
-    out=$("$b/bench/evalsha_load" -p 6379 -c "$conns" -d "$secs" -- EVALSHA "$sha" 5 \
+    out=$("$b/bench/evalsha_load" -p 6379 -c "$conns" -t "$lt" -P "$lp" -d "$secs" -- EVALSHA "$sha" 5 \
       "$t:meta" "$t:stock" "$t:users" "$t:trace" "$t:f:__id1__" __id1__ __id2__ __id3__ "$v" __ts__)
   else
-    out=$("$b/bench/evalsha_load" -p 6379 -c "$conns" -d "$secs" -- EVALSHA "$sha" 4 \
+    out=$("$b/bench/evalsha_load" -p 6379 -c "$conns" -t "$lt" -P "$lp" -d "$secs" -- EVALSHA "$sha" 4 \
       "$t:meta" "$t:stock" "$t:users" "$t:trace" __id1__ __id2__ __id3__ "$v" 1 "$extra")
   fi
-  echo "EVALSHA deduct.lua: $(echo "$out" | sed -n 's/.*rate=\([0-9]*\).*/\1/p') requests per second ($out)"
+  echo "EVALSHA deduct.lua: $(echo "$out" | sed -n 's/.* rate=\([0-9]*\).*/\1/p') requests per second ($out)"
+}
+
+# bench_busy_of: the redis_busy=F figure of a bench_deduct_evalsha line on stdin ("?" if none).
+bench_busy_of() {
+  sed -n 's/.* redis_busy=\([0-9.?]*\).*/\1/p' | grep . || echo "?"
+}
+
+# bench_redis_cpu: Redis's used_cpu_sys + used_cpu_user (s) from INFO cpu (127.0.0.1:6379).
+bench_redis_cpu() {
+  redis-cli -h 127.0.0.1 -p 6379 info cpu | tr -d '\r' |
+    awk -F: '$1 == "used_cpu_sys" || $1 == "used_cpu_user" { s += $2 } END { printf "%.3f\n", s }'
+}
+
+# bench_now_s: a monotonic-enough wall clock in seconds with ms (date +%s.%N).
+bench_now_s() {
+  date +%s.%N
+}
+
+# bench_busy CPU0 CPU1 T0 T1: Redis's busy fraction over a run (CPU seconds / wall seconds).
+bench_busy() {
+  python3 -c "print('%.2f' % ((float('$2') - float('$1')) / max(float('$4') - float('$3'), 1e-9)))"
 }
 
 # bench_seed RC KEY_PREFIX VOUCHER STOCK NOW_MS [N]: VOUCHER on sale (began a minute

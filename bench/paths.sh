@@ -75,6 +75,7 @@ path() {  # path NAME CACHE_MS VOUCHER STOCK
   SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_OPS_ADDR=127.0.0.1:$oport SECKILL_REDIS_URL=redis://127.0.0.1:$rport/0 \
     SECKILL_REDIS_PREFIX=$run SECKILL_TOPIC=bench.paths.$run SECKILL_TOPIC_PARTITIONS=2 \
     SECKILL_LOG_LEVEL=warn SECKILL_SOLDOUT_CACHE_MS=$cache SECKILL_WORKER_LEASE_MS=6000 \
+    SECKILL_AUTH=trusted-header SECKILL_TRUSTED_PROXIES=127.0.0.1/32 \
     "${vg[@]}" "$SK_BIN/seckill-front" ${FRONT_ARGS:-} 2>"$tmp/front.$name.log" &
   fpid=$!
   for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$oport/readyz" >/dev/null 2>&1 && break; sleep 0.2; done

@@ -9,12 +9,18 @@
 #      `jwt` (SECKILL_AUTH=jwt: one RS256 token per buyer, minted before the clock starts
 #      with build/tests/sk-mint-jwt, sent as `Authorization: Bearer`; DESIGN.md 15);
 #      `header` or `jwt` runs one. Each run's lines and ratios carry its name.
-#   2. raw Redis: EVALSHA of deduct.lua (as embedded; build/bench/evalsha_load) on a SOLD-OUT
-#      voucher, random users: what each post-sell-out purchase costs Redis today.
-#      ratio_redis = front / raw EVALSHA.
-#   3. the HTTP layer: bench/const409 (build/bench/const409, libmicrohttpd set up like the
-#      front, same HTTP threads) answering every request with the front's fixed 409;
-#      same wrk script (X-User-Id requests). Last lines: <run>_ratio = front / constant.
+#   2. the HTTP layer, right after each sale run: bench/const409 (build/bench/const409,
+#      libmicrohttpd set up like the front, same HTTP threads) answering every request
+#      with the front's fixed 409, driven by THAT run's wrk script (the header run's
+#      X-User-Id requests, the JWT run's Bearer tokens: the load generator does the same
+#      work per request as in the run it is the baseline of). <run>_ratio = front /
+#      its own constant baseline (the last lines).
+#   3. raw Redis: EVALSHA of deduct.lua (as embedded; build/bench/evalsha_load, enough
+#      calls in flight to saturate Redis: bench/lib.sh bench_deduct_evalsha) on a
+#      SOLD-OUT voucher, random users: Redis's own limit for a post-sell-out purchase.
+#      ratio_redis = front / raw EVALSHA. Redis's busy fraction (INFO used_cpu_sys +
+#      used_cpu_user over the wall time) is printed for each sale run and for the raw
+#      run (redis_busy_raw, which should be >= 0.9, else a WARN line says so).
 # At the end: zero oversell and zero undersell, from the front's own counters and Redis:
 # 202 answers (seckill_front_requests_total{code="202"}) = stock, Redis stock = 0 and
 # the users hash holds exactly stock buyers; otherwise it says FAIL and exits 1.
@@ -112,12 +118,11 @@ sale_run() {
     sleep 0.2
   done
   curl -sf "http://127.0.0.1:$oport/readyz" >/dev/null || { echo "front not ready" >&2; cat "/tmp/$run.front.log" >&2; exit 1; }
-  if [ "$label" = jwt ]; then
-    fout=$(BENCH_TOKENS=$tokens wrk_run "http://127.0.0.1:$port" "$v" 1000000000)
-  else
-    fout=$(wrk_run "http://127.0.0.1:$port" "$v" 1000000000)
-  fi
+  rcpu0=$(bench_redis_cpu); rt0=$(bench_now_s)
+  fout=$(wrk_label "$label" "http://127.0.0.1:$port" "$v")
+  rt1=$(bench_now_s); rcpu1=$(bench_redis_cpu)
   echo "$fout" | sed "s/^/${label}_front_/"
+  echo "${label}_redis_busy=$(bench_busy "$rcpu0" "$rcpu1" "$rt0" "$rt1") (Redis CPU / wall time during the sale)"
   printf -v "${label}_rate" '%s' "$(echo "$fout" | sed -n 's/^rate=//p')"
   metrics=$(curl -sf "http://127.0.0.1:$oport/metrics")
   [ -n "${BENCH_METRICS_OUT:-}" ] && echo "$metrics" >"$BENCH_METRICS_OUT.$label"
@@ -141,6 +146,28 @@ wrk_run() {  # wrk_run URL VOUCHER USER_BASE: prints sale.lua's lines
   BENCH_VOUCHER=$2 BENCH_USER_BASE=$3 BENCH_BUYERS=$buyers BENCH_THREADS=$threads \
     wrk -t"$threads" -c"$conns" -d"${secs}s" -s "$here/sale.lua" "$1" | grep -E '^(requests|rate|p50_ms)='
 }
+wrk_label() {  # wrk_label LABEL URL VOUCHER: the wrk script of run LABEL (jwt: the tokens)
+  if [ "$1" = jwt ]; then
+    BENCH_TOKENS=$tokens wrk_run "$2" "$3" 1000000000
+  else
+    wrk_run "$2" "$3" 1000000000
+  fi
+}
+# const_run LABEL: the constant 409 server driven by run LABEL's wrk script; sets
+# const_<LABEL>_rate.
+const_run() {
+  local label=$1 cout
+  "$SK_BENCH_BIN/const409" "127.0.0.1:$cport" "$http_threads" &
+  cpid=$!
+  for _ in $(seq 1 50); do
+    curl -s -o /dev/null "http://127.0.0.1:$cport/" 2>/dev/null && break
+    sleep 0.1
+  done
+  cout=$(wrk_label "$label" "http://127.0.0.1:$cport" "$vf")
+  echo "$cout" | sed "s/^/const_${label}_/"
+  printf -v "const_${label}_rate" '%s' "$(echo "$cout" | sed -n 's/^rate=//p')"
+  kill -TERM $cpid; wait $cpid || true; cpid=
+}
 runs=()
 case $auth in
   header) runs=(header) ;;
@@ -156,31 +183,29 @@ for r in "${runs[@]}"; do
     tokens=$keys/tokens.txt
     "$SK_MINT" gen "$keys" >/dev/null
     t0=$(date +%s%N)
-    "$SK_MINT" sign --key "$keys/rs1.pem" --kid rs1 --sub 1000000000 --count "$buyers" --exp-in 3600 >"$tokens"
+    "$SK_MINT" sign --key "$keys/rs1.pem" --kid rs1 --sub 1000000000 --count "$buyers" --exp-in 3600 \
+      --iss https://idp.bench --aud seckill >"$tokens"
     echo "jwt_tokens: $(wc -l <"$tokens") RS256 minted in $(( ($(date +%s%N) - t0) / 1000000 )) ms (not timed in the sale)"
-    sale_run jwt $vj SECKILL_AUTH=jwt SECKILL_JWT_KEYS_FILE="$keys/jwks.json"
+    # wrk plays the gateway: loopback is a trusted proxy, so the per-client verification
+    # limit (DESIGN.md 15) does not key every buyer on 127.0.0.1.
+    sale_run jwt $vj SECKILL_AUTH=jwt SECKILL_JWT_KEYS_FILE="$keys/jwks.json" \
+      SECKILL_JWT_ISSUER=https://idp.bench SECKILL_JWT_AUDIENCE=seckill SECKILL_TRUSTED_PROXIES=127.0.0.1/32
   else
-    sale_run header $vf
+    sale_run header $vf SECKILL_AUTH=trusted-header SECKILL_TRUSTED_PROXIES=127.0.0.1/32
   fi
+  # ---- 2. its own HTTP-layer baseline, same wrk script
+  const_run "$r"
 done
 
-# ---- 2. raw Redis: deduct.lua on a sold-out voucher
+# ---- 3. raw Redis: deduct.lua on a sold-out voucher, Redis saturated
 rout=$(bench_deduct_evalsha "$prefix" "$vr" "$conns" "$secs" "$extra" 20000)
 echo "redis_benchmark: $rout"
 redis_rate=$(echo "$rout" | bench_rate_of)
+busy=$(echo "$rout" | bench_busy_of)
+echo "redis_busy_raw=$busy"
+python3 -c "import sys; sys.exit(0 if '$busy' != '?' and float('$busy') >= 0.9 else 1)" ||
+  echo "WARN: the raw EVALSHA run kept Redis busy $busy of the time (< 0.9): ratio_redis is not against Redis's limit"
 [ "$($rc get "$prefix:{v:$vr:0}:stock")" = 0 ] || echo "WARN: the sold-out voucher's stock moved"
-
-# ---- 3. the HTTP layer: a constant 409
-"$SK_BENCH_BIN/const409" "127.0.0.1:$cport" "$http_threads" &
-cpid=$!
-for _ in $(seq 1 50); do
-  curl -s -o /dev/null "http://127.0.0.1:$cport/" 2>/dev/null && break
-  sleep 0.1
-done
-cout=$(wrk_run "http://127.0.0.1:$cport" "$vf" 1000000000)
-echo "$cout" | sed 's/^/const_/'
-const_rate=$(echo "$cout" | sed -n 's/^rate=//p')
-kill -TERM $cpid; wait $cpid || true; cpid=
 
 # ---- verdict (per sale run: zero oversell and zero undersell)
 ok=1
@@ -191,15 +216,15 @@ for r in "${runs[@]}"; do
   echo "${r}_sale_check: admitted_202=${!a} stock=$stock redis_stock_left=${!l} users_in_hash=${!h} oversell=$oversell undersell=$undersell"
   [ "${!a}" = "$stock" ] && [ "${!l}" = 0 ] && [ "${!h}" = "$stock" ] || ok=0
 done
-echo "redis_rate=${redis_rate%.*} const_rate=$const_rate"
+echo "redis_rate=${redis_rate%.*} $(for r in "${runs[@]}"; do c=const_${r}_rate; printf 'const_%s_rate=%s ' "$r" "${!c}"; done)"
 for r in "${runs[@]}"; do
   fr=${r}_rate
   echo "${r}_front_rate=${!fr}"
   python3 -c "print('${r}_ratio_redis=%.2f' % (float('${!fr}') / float('$redis_rate')))"
 done
-# The last line stays "ratio=" (front / constant), one per run for BENCH_AUTH=both.
+# The last lines: <run>_ratio (front / its own constant baseline), one per run.
 for r in "${runs[@]}"; do
-  fr=${r}_rate
-  python3 -c "print('${r}_ratio=%.2f' % (float('${!fr}') / float('$const_rate')))"
+  fr=${r}_rate cr=const_${r}_rate
+  python3 -c "print('${r}_ratio=%.2f' % (float('${!fr}') / float('${!cr}')))"
 done
 [ $ok = 1 ] || { echo "FAIL: oversell or undersell (see sale_check)" >&2; exit 1; }

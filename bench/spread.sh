@@ -123,7 +123,8 @@ else
 fi
 [ ${#vouchers[@]} -gt 0 ] || { echo "bench/spread.sh: no even placement in $tries tries" >&2; exit 1; }
 
-SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_OPS_ADDR=127.0.0.1:$oport SECKILL_WORKER_LEASE_MS=6000 "$SK_BIN/seckill-front" 2>"$tmp/front.log" &
+SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_OPS_ADDR=127.0.0.1:$oport SECKILL_WORKER_LEASE_MS=6000 \
+  SECKILL_AUTH=trusted-header SECKILL_TRUSTED_PROXIES=127.0.0.1/32 "$SK_BIN/seckill-front" 2>"$tmp/front.log" &
 fpid=$!
 for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$oport/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
 curl -sf "http://127.0.0.1:$oport/readyz" >/dev/null || { echo "bench/spread.sh: front not ready" >&2; tail -5 "$tmp/front.log" >&2; exit 1; }

@@ -2,6 +2,7 @@
  *
  * One transaction per (voucher, bucket) and poll batch (DESIGN.md 5: the merged
  * decrement hits the bucket's own row):
+ *   SELECT price_minor, currency FROM tb_seckill_voucher WHERE voucher_id = ?  -- once
  *   INSERT INTO tb_seckill_outcome ... VALUES (CREATED) x n   -- the idempotency check
  *   UPDATE tb_seckill_stock SET stock = stock - k WHERE voucher_id = ? AND bucket = ? AND stock >= k
  *   INSERT INTO tb_voucher_order ... x n   -- UNPAID + pay_deadline, the voucher's price
@@ -9,6 +10,10 @@
  *   INSERT INTO tb_voucher_order_router ... x n
  *   INSERT INTO tb_voucher_reconcile_log ... x n               -- log_type -1, pending
  *   COMMIT
+ * The price and currency the order rows copy (DESIGN.md 13) are read once per
+ * transaction and bound as values: a price sub-query per row made every row two more
+ * primary-key lookups and two more sub-queries for the server to optimise at each
+ * execution (docs/SCALING.md "What one batch costs the database").
  * k is the sum of deductQty of the n outcome rows this statement inserted (a multi-row
  * INSERT without IGNORE inserts all rows or none). Any duplicate key, a short stock or
  * another error rolls the whole transaction back and the caller falls back to
@@ -41,7 +46,12 @@
 #include "sk/model.h"
 #include "consumer.h"
 
-enum { K_OUTCOME, K_ORDER, K_ROUTER, K_LOG, K_STOCK, K_GETSTOCK, K_KNOWN, K__N };
+enum { K_OUTCOME, K_ORDER, K_ORDER_PAID, K_ROUTER, K_LOG, K_STOCK, K_GETSTOCK, K_KNOWN, K_PRICE,
+       K__N };
+
+#define ORDER_HEAD "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, bucket, " \
+        "amount_minor, currency, status, pay_deadline, paid_at) VALUES "
+#define ROW_MAX 96      /* bytes of the longest row of sqls[] (checked by cons_apply_new) */
 
 static const struct {
         const char *head;  /* up to VALUES */
@@ -51,11 +61,13 @@ static const struct {
 } sqls[K__N] = {
         [K_OUTCOME] = { "INSERT INTO tb_seckill_outcome (trace_id, order_id, user_id, voucher_id, bucket, outcome) VALUES ",
                         "(?,?,?,?,?," SK_SQL_OUTCOME_CREATED ")", "", 5 },
-        /* row: order_row below (the status and deadline of DESIGN.md 13) */
-        [K_ORDER] = { "INSERT INTO tb_voucher_order (id, user_id, voucher_id, trace_id, bucket, "
-                      "amount_minor, currency, status, pay_deadline, paid_at) VALUES ",
-                      "(?,?,?,?,?,?,?," SK_SQL_ORDER_UNPAID ",NOW(3) + INTERVAL ? SECOND,NULL)",
+        /* The order rows (DESIGN.md 13): price and currency are the voucher's, read by
+         * K_PRICE in the same transaction and bound per row. UNPAID with pay_deadline =
+         * creation + the pay timeout (the last placeholder, in seconds) on the DB's
+         * clock, or PAID at creation (see order_kind). */
+        [K_ORDER] = { ORDER_HEAD, "(?,?,?,?,?,?,?," SK_SQL_ORDER_UNPAID ",NOW(3) + INTERVAL ? SECOND,NULL)",
                       "", 8 },
+        [K_ORDER_PAID] = { ORDER_HEAD, "(?,?,?,?,?,?,?," SK_SQL_ORDER_PAID ",NULL,NOW(3))", "", 7 },
         [K_ROUTER] = { "INSERT INTO tb_voucher_order_router (order_id, user_id, voucher_id) VALUES ",
                        "(?,?,?)", "", 3 },
         /* The ledger rows of sk/ledger.h, batched: a DEDUCT row left by an earlier
@@ -70,33 +82,20 @@ static const struct {
         [K_GETSTOCK] = { "SELECT stock FROM tb_seckill_stock WHERE voucher_id = ? AND bucket = ?", NULL, NULL, 2 },
         [K_KNOWN] = { "SELECT trace_id, order_id, user_id, voucher_id, outcome, COALESCE(reason, '') "
                       "FROM tb_seckill_outcome WHERE trace_id IN (", "?", ")", 1 },
+        [K_PRICE] = { "SELECT price_minor, currency FROM tb_seckill_voucher WHERE voucher_id = ?",
+                      NULL, NULL, 1 },
 };
 
-/* One order row (DESIGN.md 13): price and currency copied from the voucher row
- * (amount_minor, currency; the two extra placeholders are the voucher id); UNPAID with
- * pay_deadline = creation + the pay timeout (the last placeholder, in seconds), on the
- * DB's clock. With a timeout of 0 a price-0 order is created PAID, a priced one still
- * UNPAID with the default window (900 s: an order that costs money is never created
- * PAID). The status expressions read amount_minor, set earlier in the same VALUES list.
- * Chosen once at start-up by cons_apply_set_pay_timeout(), before any worker prepares a
- * statement. */
-#define ORDER_PRICE "(SELECT price_minor FROM tb_seckill_voucher WHERE voucher_id = ?)," \
-        "(SELECT currency FROM tb_seckill_voucher WHERE voucher_id = ?),"
-#define ROW_MAX 400     /* bytes of the longest row of sqls[] and order_row */
-static const char order_row_timed[] = "(?,?,?,?,?," ORDER_PRICE SK_SQL_ORDER_UNPAID
-                                      ",NOW(3) + INTERVAL ? SECOND,NULL)";
-static const char order_row_free_paid[] = "(?,?,?,?,?," ORDER_PRICE
-        "IF(amount_minor > 0, " SK_SQL_ORDER_UNPAID ", " SK_SQL_ORDER_PAID "),"
-        "IF(amount_minor > 0, NOW(3) + INTERVAL ? SECOND, NULL),"
-        "IF(amount_minor > 0, NULL, NOW(3)))";
-_Static_assert(sizeof(order_row_free_paid) <= ROW_MAX && sizeof(order_row_timed) <= ROW_MAX,
-               "an order row is longer than ROW_MAX");
-static const char *order_row = order_row_timed;
+/* The pay timeout of a new order (DESIGN.md 13), set once at start-up by
+ * cons_apply_set_pay_timeout() before any worker runs: > 0, every order is UNPAID with
+ * that window; 0, a price-0 order is created PAID and a priced one is still UNPAID with
+ * the default window (an order that costs money is never created PAID). */
+static int order_free_paid;
 static int64_t order_pay_timeout_s = 900;
 
 void cons_apply_set_pay_timeout(int pay_timeout_s)
 {
-        order_row = pay_timeout_s <= 0 ? order_row_free_paid : order_row_timed;
+        order_free_paid = pay_timeout_s <= 0;
         order_pay_timeout_s = pay_timeout_s <= 0 ? SK_PAY_TIMEOUT_PRICED_S : pay_timeout_s;
 }
 
@@ -118,9 +117,13 @@ struct cons_apply {
         int64_t *vals;               /* cap * 8 */
         char (*mids)[SK_ID_STRLEN];  /* message_id strings */
         unsigned long *mid_lens;
+        int64_t price_minor;         /* the voucher's price and currency (K_PRICE), bound */
+        char currency[8];            /* into every order row of the transaction */
+        unsigned long currency_len;
         char *sqlbuf;
         size_t sqlbuf_size;
         unsigned int last_errno;     /* MySQL error number of the last failed step (0: none) */
+        int outcome_exists;          /* the last batch met an existing outcome row (1062) */
         uint64_t prepares, executes;  /* statistics, logged at destroy (debug) */
         int64_t prepare_us;
 };
@@ -131,6 +134,11 @@ cons_apply_t *cons_apply_new(sk_db_t *db, int batch_max)
 
         if (!ap)
                 return NULL;
+        for (int k = 0; k < K__N; k++)
+                if (sqls[k].row && strlen(sqls[k].row) + 2 > ROW_MAX) {
+                        free(ap);
+                        return NULL; /* a row longer than the buffers below: a bug */
+                }
         ap->db = db;
         ap->cap = batch_max < 1 ? 1 : batch_max;
         ap->binds = calloc((size_t)ap->cap * 8, sizeof(*ap->binds));
@@ -230,7 +238,7 @@ static MYSQL_STMT *get_stmt(cons_apply_t *ap, int kind, int n, sk_err_t *err,
         }
 
         if (sqls[kind].row) {
-                const char *row = kind == K_ORDER ? order_row : sqls[kind].row;
+                const char *row = sqls[kind].row;
                 size_t rowlen = strlen(row);
                 len = (size_t)snprintf(ap->sqlbuf, ap->sqlbuf_size, "%s", sqls[kind].head);
                 for (i = 0; i < n && len + rowlen + 2 < ap->sqlbuf_size; i++) {
@@ -283,10 +291,13 @@ static void bind_rows(cons_apply_t *ap, int kind, const sk_order_msg_t *const *m
                         v[4] = m->bucket;
                         break;
                 case K_ORDER:
+                case K_ORDER_PAID:
                         v[0] = m->order_id; v[1] = m->user_id; v[2] = m->voucher_id; v[3] = m->trace_id;
                         v[4] = m->bucket;
-                        v[5] = v[6] = m->voucher_id; /* the price sub-queries */
-                        v[7] = order_pay_timeout_s;
+                        v[5] = ap->price_minor;
+                        v[6] = 0; /* currency: string bind below */
+                        if (kind == K_ORDER)
+                                v[7] = order_pay_timeout_s;
                         break;
                 case K_ROUTER:
                         v[0] = m->order_id; v[1] = m->user_id; v[2] = m->voucher_id;
@@ -306,6 +317,9 @@ static void bind_rows(cons_apply_t *ap, int kind, const sk_order_msg_t *const *m
                         if (kind == K_LOG && j == 3)
                                 sk_db_bind_str(&ap->binds[c + j], ap->mids[i], &ap->mid_lens[i],
                                                sizeof(ap->mids[i]));
+                        else if ((kind == K_ORDER || kind == K_ORDER_PAID) && j == 6)
+                                sk_db_bind_str(&ap->binds[c + j], ap->currency, &ap->currency_len,
+                                               sizeof(ap->currency));
                         else
                                 sk_db_bind_i64(&ap->binds[c + j], &v[j]);
                 }
@@ -319,8 +333,9 @@ static sk_err_t exec_rows(cons_apply_t *ap, int kind, const sk_order_msg_t *cons
 {
         sk_err_t err = SK_OK;
         MYSQL_STMT *stmt = get_stmt(ap, kind, n, &err, errstr, errstr_size);
-        static const char *names[] = { "insert outcome", "insert order", "insert router",
-                                       "insert log" };
+        static const char *names[] = { [K_OUTCOME] = "insert outcome", [K_ORDER] = "insert order",
+                                       [K_ORDER_PAID] = "insert order", [K_ROUTER] = "insert router",
+                                       [K_LOG] = "insert log" };
 
         if (!stmt)
                 return err;
@@ -413,6 +428,11 @@ unsigned int cons_apply_last_errno(const cons_apply_t *ap)
         return ap->last_errno;
 }
 
+int cons_apply_outcome_exists(const cons_apply_t *ap)
+{
+        return ap->outcome_exists;
+}
+
 /* The stock of bucket @p bucket of @p voucher_id by statement @p kind (K_GETSTOCK). */
 static sk_err_t read_stock(cons_apply_t *ap, int kind, int64_t voucher_id, int bucket,
                            int64_t *stock, char *errstr, size_t errstr_size)
@@ -452,6 +472,59 @@ sk_err_t cons_apply_stock(cons_apply_t *ap, int64_t voucher_id, int bucket, int6
                           char *errstr, size_t errstr_size)
 {
         return read_stock(ap, K_GETSTOCK, voucher_id, bucket, stock, errstr, errstr_size);
+}
+
+/* The price and currency of @p voucher_id into ap->price_minor and ap->currency (K_PRICE,
+ * one primary-key read in the caller's transaction; both are fixed at the voucher's
+ * creation, DESIGN.md 13). @returns SK_OK, SK_ENOTFOUND (no voucher row), or the classes
+ * of conn_err. */
+static sk_err_t read_price(cons_apply_t *ap, int64_t voucher_id, char *errstr, size_t errstr_size)
+{
+        sk_err_t err = SK_OK;
+        MYSQL_STMT *stmt = get_stmt(ap, K_PRICE, 1, &err, errstr, errstr_size);
+        MYSQL_BIND in[1], out[2];
+        int64_t vid = voucher_id, price = 0;
+        char cur[sizeof(ap->currency)];
+        unsigned long cur_len = 0;
+        int rc;
+
+        if (!stmt)
+                return err;
+        memset(in, 0, sizeof(in));
+        memset(out, 0, sizeof(out));
+        sk_db_bind_i64(&in[0], &vid);
+        sk_db_bind_i64(&out[0], &price);
+        sk_db_bind_str(&out[1], cur, &cur_len, sizeof(cur));
+        if (mysql_stmt_bind_param(stmt, in) || mysql_stmt_execute(stmt) ||
+            mysql_stmt_bind_result(stmt, out))
+                return conn_err(ap, stmt, "read price", errstr, errstr_size);
+        rc = mysql_stmt_fetch(stmt);
+        if (rc == 1) {
+                err = conn_err(ap, stmt, "read price", errstr, errstr_size);
+        } else if (rc == MYSQL_NO_DATA) {
+                sk_seterr(errstr, errstr_size, "voucher %" PRId64 " not in tb_seckill_voucher",
+                          voucher_id);
+                err = SK_ENOTFOUND;
+        } else if (rc == MYSQL_DATA_TRUNCATED || cur_len >= sizeof(ap->currency)) {
+                sk_seterr(errstr, errstr_size, "voucher %" PRId64 ": currency longer than %zu bytes",
+                          voucher_id, sizeof(ap->currency) - 1);
+                err = SK_EDB;
+        } else {
+                ap->price_minor = price;
+                memcpy(ap->currency, cur, cur_len);
+                ap->currency[cur_len] = '\0';
+                ap->currency_len = cur_len;
+                err = SK_OK;
+        }
+        mysql_stmt_free_result(stmt);
+        return err;
+}
+
+/* The order statement for the price just read (DESIGN.md 13): PAID at creation only
+ * with a pay timeout of 0 and a price of 0, else UNPAID with a deadline. */
+static int order_kind(const cons_apply_t *ap)
+{
+        return order_free_paid && ap->price_minor == 0 ? K_ORDER_PAID : K_ORDER;
 }
 
 /* Fetch the rows of the K_KNOWN statement into @p out. */
@@ -518,6 +591,7 @@ sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, i
         sk_err_t err;
 
         ap->last_errno = 0;
+        ap->outcome_exists = 0;
         if (n < 1 || n > ap->cap) {
                 sk_seterr(errstr, errstr_size, "batch of %d (max %d)", n, ap->cap);
                 return SK_EINVAL;
@@ -533,8 +607,15 @@ sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, i
         }
         if ((err = txn_begin(ap, errstr, errstr_size)))
                 return err == SK_EAGAIN ? SK_EAGAIN : SK_EDB;
-        if ((err = exec_rows(ap, K_OUTCOME, msgs, n, NULL, 0, errstr, errstr_size)))
+        /* First, before any row lock is taken: a missing voucher row (SK_ENOTFOUND) falls
+         * back to one message at a time like a missing bucket row. */
+        if ((err = read_price(ap, msgs[0]->voucher_id, errstr, errstr_size)))
                 goto fail;
+        if ((err = exec_rows(ap, K_OUTCOME, msgs, n, NULL, 0, errstr, errstr_size))) {
+                /* The table's only unique key is trace_id: someone decided first. */
+                ap->outcome_exists = err == SK_EEXIST;
+                goto fail;
+        }
         if ((err = failpoint_err("consumer.between_statements", errstr, errstr_size)))
                 goto fail;
         if ((err = exec_decrement(ap, msgs[0]->voucher_id, msgs[0]->bucket, k, &affected,
@@ -546,7 +627,7 @@ sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, i
                 err = SK_ENOTFOUND;
                 goto fail;
         }
-        if ((err = exec_rows(ap, K_ORDER, msgs, n, NULL, 0, errstr, errstr_size)) ||
+        if ((err = exec_rows(ap, order_kind(ap), msgs, n, NULL, 0, errstr, errstr_size)) ||
             (err = exec_rows(ap, K_ROUTER, msgs, n, NULL, 0, errstr, errstr_size)) ||
             (err = exec_rows(ap, K_LOG, msgs, n, NULL, 0, errstr, errstr_size)))
                 goto fail;
@@ -577,6 +658,11 @@ cons_apply_res_t cons_apply_one(cons_apply_t *ap, const sk_order_msg_t *msg,
 
         if ((err = txn_begin(ap, errstr, errstr_size)))
                 return err == SK_EAGAIN ? APPLY_TRANSIENT : APPLY_ERROR;
+        if ((err = read_price(ap, msg->voucher_id, errstr, errstr_size))) {
+                sk_db_rollback(ap->db);
+                return err == SK_ENOTFOUND ? APPLY_NO_VOUCHER
+                       : err == SK_EAGAIN ? APPLY_TRANSIENT : APPLY_ERROR;
+        }
         err = exec_rows(ap, K_OUTCOME, one, 1, NULL, 0, errstr, errstr_size);
         if (err == SK_EEXIST) {
                 res = APPLY_DUP;
@@ -608,7 +694,7 @@ cons_apply_res_t cons_apply_one(cons_apply_t *ap, const sk_order_msg_t *msg,
                           " < %" PRId64, msg->voucher_id, stock, msg->deduct_qty);
                 return APPLY_NO_STOCK;
         }
-        err = exec_rows(ap, K_ORDER, one, 1, dup_key, sizeof(dup_key), errstr, errstr_size);
+        err = exec_rows(ap, order_kind(ap), one, 1, dup_key, sizeof(dup_key), errstr, errstr_size);
         if (err == SK_EEXIST) {
                 res = strcmp(dup_key, "uk_voucher_user") == 0 ? APPLY_HAS_ORDER : APPLY_COLLISION;
                 goto rollback;

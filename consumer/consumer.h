@@ -22,6 +22,8 @@ typedef struct cons_opts {
         int max_db_retries;     /* --max-db-retries, non-transient DB errors before DLQ */
         int lock_wait_s;        /* --lock-wait-timeout-s, session innodb_lock_wait_timeout */
         int backoff_cap_ms;     /* --backoff-cap-ms, cap of the transient retry backoff */
+        int precheck_groups;    /* --precheck-groups, groups pre-checked after a decided
+                                   traceId was last found (consumer/group.c) */
 } cons_opts_t;
 
 /* Metrics shared by every worker (registered once in main; atomics). */
@@ -40,6 +42,7 @@ typedef struct cons_metrics {
         sk_metric_t *db_errors;         /* non-transient DB errors (retried, then DLQ) */
         sk_metric_t *redis_errors;      /* claim/cache/rollback Redis errors */
         sk_metric_t *fallbacks;         /* batches that fell back to one at a time */
+        sk_metric_t *precheck_retries;  /* groups re-run after their INSERT met an outcome */
         sk_metric_t *batch_size;        /* histogram: messages per voucher transaction */
         sk_metric_t *txn_seconds;       /* histogram: transaction latency */
         sk_metric_t *lag;               /* gauge: messages behind the high watermark */
@@ -77,8 +80,10 @@ typedef enum {
 } cons_apply_res_t;
 
 /** @brief Orders created from now on are UNPAID with pay_deadline = creation +
- *  @p pay_timeout_s on the DB's clock, or PAID at creation when it is 0 (DESIGN.md 13).
- *  Process-wide; call once in main() before the workers start (not thread-safe). */
+ *  @p pay_timeout_s (s) on the DB's clock; with 0, a price-0 order is created PAID and a
+ *  priced one UNPAID with the default window (DESIGN.md 13). Each order copies its
+ *  voucher's price and currency, read once per transaction. Process-wide; call once in
+ *  main() before the workers start (not thread-safe). */
 void cons_apply_set_pay_timeout(int pay_timeout_s);
 cons_apply_t *cons_apply_new(sk_db_t *db, int batch_max);
 void cons_apply_destroy(cons_apply_t *ap);
@@ -99,6 +104,10 @@ sk_err_t cons_apply_batch(cons_apply_t *ap, const sk_order_msg_t *const *msgs, i
 /** @brief The MySQL error number behind the last failure of cons_apply_batch (0: none or
  *  not a DB error; 2013 after an unknown COMMIT). */
 unsigned int cons_apply_last_errno(const cons_apply_t *ap);
+/** @brief 1 if the last cons_apply_batch failed (SK_EEXIST, rolled back) because a traceId
+ *  of the batch already has an outcome row: a duplicate key on tb_seckill_outcome's
+ *  primary key, the consumer's idempotency check (DESIGN.md 7); 0 otherwise. */
+int cons_apply_outcome_exists(const cons_apply_t *ap);
 /** @brief The same for one message, classifying why it could not apply. */
 cons_apply_res_t cons_apply_one(cons_apply_t *ap, const sk_order_msg_t *msg,
                                 char *errstr, size_t errstr_size);

@@ -6,7 +6,14 @@
  *      collision, DLQ) — they never reach the multi-row insert;
  *   2. claim.lua consume (claimer.c); RESTORED -> FAILED front_rollback;
  *   3. one SELECT ... IN asks which traceIds already have an outcome: those are
- *      followed (DESIGN.md 7, ids compared) without a transaction of their own;
+ *      followed (DESIGN.md 7, ids compared) without a transaction of their own. This
+ *      pre-check runs while decided traceIds are being seen: for --precheck-groups
+ *      groups after one was last found. Otherwise step 4 runs at once and its outcome
+ *      INSERT finds them (a duplicate key on the trace's primary key, the idempotency
+ *      check itself): the transaction rolls back, the pre-check runs and the group is
+ *      tried again, the pre-check on for the next groups. A backlog without duplicates
+ *      so costs the database no read per order (docs/SCALING.md); a redelivery (a
+ *      restart, a new assignment) costs one rolled-back INSERT, then pre-checks;
  *   4. ONE transaction for the rest (apply.c); only a real conflict (a row that
  *      appeared meanwhile, short stock, has_order, another error) falls back to one
  *      transaction per message, which sorts the cases out.
@@ -96,13 +103,16 @@ static int own_created(const cmsg_t *c, const sk_outcome_t *o)
 
 /* Step 3: follow the candidates that already have an outcome. @p resolving: the reads
  * resolve this worker's unknown COMMIT (DESIGN.md 16): our own CREATED rows settle as
- * applied. @returns SK_OK, SK_EAGAIN or SK_ESTOP. */
-static sk_err_t follow_known(worker_t *w, cmsg_t **g, int n, int resolving)
+ * applied. *@p found (may be NULL): how many outcome rows were found.
+ * @returns SK_OK, SK_EAGAIN or SK_ESTOP. */
+static sk_err_t follow_known(worker_t *w, cmsg_t **g, int n, int resolving, int *found)
 {
         char errstr[512] = "";
         int ncand = gather(w, g, n), nknown = 0;
         sk_err_t err;
 
+        if (found)
+                *found = 0;
         if (!ncand)
                 return SK_OK;
         err = cons_apply_known(w->ap, w->msgs, ncand, w->known, &nknown, errstr, sizeof(errstr));
@@ -114,6 +124,8 @@ static sk_err_t follow_known(worker_t *w, cmsg_t **g, int n, int resolving)
                        w->idx, g[0]->msg.voucher_id, errstr);
                 return SK_OK;
         }
+        if (found)
+                *found = nknown;
         for (int k = 0; k < nknown; k++) {
                 for (int i = 0; i < n; i++) {
                         cmsg_t *c = g[i];
@@ -226,8 +238,11 @@ static sk_err_t apply_chunk(worker_t *w, int k, char *errstr, size_t errstr_size
         return err;
 }
 
-/* Step 4: one transaction for the candidates (in chunks of w->chunk after a 1213). */
-static sk_err_t apply_rest(worker_t *w, cmsg_t **g, int n, int64_t t_claim)
+/* Step 4: one transaction for the candidates (in chunks of w->chunk after a 1213).
+ * @p unchecked: no pre-check ran for them; a chunk that meets an existing outcome row
+ * then returns SK_EEXIST (rolled back, nothing decided) for the caller to pre-check and
+ * call again, instead of falling back to one message at a time. */
+static sk_err_t apply_rest(worker_t *w, cmsg_t **g, int n, int64_t t_claim, int unchecked)
 {
         char errstr[512] = "";
         int ncand = gather(w, g, n), k, total = 0;
@@ -246,6 +261,8 @@ static sk_err_t apply_rest(worker_t *w, cmsg_t **g, int n, int64_t t_claim)
         }
         if (err == SK_EAGAIN || err == SK_EUNKNOWN)
                 return cons_decide_transient(w, "voucher", g[0]->msg.voucher_id, errstr);
+        if (err == SK_EEXIST && unchecked && cons_apply_outcome_exists(w->ap))
+                return SK_EEXIST;
         if (err != SK_OK) {
                 if (ncand > 1)
                         sk_metric_add(w->m->fallbacks, 1);
@@ -276,7 +293,7 @@ static sk_err_t resolve_unknown(worker_t *w, cmsg_t **g, int n)
                 sk_db_prefer_next_node(w->db);
         if ((err = sk_db_resolve_begin(w->db, errstr, sizeof(errstr))) != SK_OK)
                 return cons_decide_transient(w, "voucher", g[0]->msg.voucher_id, errstr);
-        err = follow_known(w, g, n, 1);
+        err = follow_known(w, g, n, 1, NULL);
         sk_db_resolve_end(w->db);
         if (err == SK_OK) {
                 w->unresolved = 0;
@@ -284,6 +301,32 @@ static sk_err_t resolve_unknown(worker_t *w, cmsg_t **g, int n)
                        w->idx, g[0]->msg.voucher_id, gather(w, g, n) == 0);
         }
         return err;
+}
+
+/* Steps 3 and 4: the pre-check while duplicates are being seen (w->precheck_left),
+ * then the transaction; without the pre-check, an outcome row met by the INSERT turns it
+ * on and the group runs again after it. @returns apply_rest's answer (SK_ESTOP, or SK_OK
+ * with whatever is left unsettled), or follow_known's error. */
+static sk_err_t precheck_and_apply(worker_t *w, cmsg_t **g, int n, int64_t t_claim)
+{
+        int found = 0;
+        sk_err_t err;
+
+        if (w->precheck_left > 0) {
+                if ((err = follow_known(w, g, n, 0, &found)) != SK_OK)
+                        return err;
+                w->precheck_left = found ? w->opts->precheck_groups : w->precheck_left - 1;
+                return apply_rest(w, g, n, t_claim, 0);
+        }
+        if ((err = apply_rest(w, g, n, t_claim, 1)) != SK_EEXIST)
+                return err;
+        w->precheck_left = w->opts->precheck_groups;
+        sk_metric_add(w->m->precheck_retries, 1);
+        SK_LOG(SK_DEBUG, "precheck_on", "worker=%d voucher=%" PRId64 " (an outcome row already "
+               "existed)", w->idx, g[0]->msg.voucher_id);
+        if ((err = follow_known(w, g, n, 0, &found)) != SK_OK)
+                return err;
+        return apply_rest(w, g, n, t_claim, 0);
 }
 
 /* One attempt at settling group @p g. @returns SK_OK when every message is settled,
@@ -309,9 +352,7 @@ static sk_err_t group_once(worker_t *w, cmsg_t **g, int n)
                 if (err == SK_ESTOP || err == SK_EAGAIN)
                         return err; /* transient: the whole group again after a backoff */
         }
-        if ((err = follow_known(w, g, n, 0)) != SK_OK)
-                return err;
-        if ((err = apply_rest(w, g, n, t_claim)) == SK_ESTOP)
+        if ((err = precheck_and_apply(w, g, n, t_claim)) == SK_ESTOP)
                 return err;
         settle_copies(w, g, n);
         for (int i = 0; i < n; i++)

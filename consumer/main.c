@@ -15,8 +15,10 @@
  * the DLQ copy is PERSISTED), group by voucher; per group (group.c): copies of a
  * traceId inside the batch settle with the first copy, claim.lua `consume` for the
  * traceIds (claimer.c; RESTORED -> FAILED front_rollback), one SELECT ... IN for the
- * traceIds that already have an outcome (followed, ids compared: decide.c), then ONE
- * transaction for the rest (apply.c): multi-row CREATED outcome insert, merged
+ * traceIds that already have an outcome (followed, ids compared: decide.c) while
+ * decided traceIds are being seen (--precheck-groups; otherwise the outcome INSERT
+ * finds them and the pre-check runs then), then ONE transaction for the rest
+ * (apply.c): the voucher's price read once, multi-row CREATED outcome insert, merged
  * conditional decrement by k, multi-row order/router/reconcile-log inserts, commit.
  * Only a real conflict (a duplicate that appeared meanwhile, short stock, another
  * error) rolls back and applies the group one message at a time, which sorts out
@@ -43,7 +45,7 @@
  *
  * Options (defaults < SECKILL_* environment < flags): the common ones of sk/conf.h plus
  * the table OPTS below (--workers, --batch-max, --batch-wait-ms, --max-db-retries,
- * --lock-wait-timeout-s, --backoff-cap-ms; --help shows each default). Metrics on
+ * --lock-wait-timeout-s, --backoff-cap-ms, --precheck-groups; --help shows each default). Metrics on
  * SECKILL_METRICS_ADDR (`off` = none). Exit: 0 clean stop, 1 runtime failure, 2 bad configuration. */
 #include <pthread.h>
 #include <stddef.h>
@@ -104,6 +106,9 @@ static const cmetric_t TAIL[] = {
           "Redis errors (claim, rollback, order cache)", NULL, 0 },
         { CM(fallbacks), 'c', "consumer_batch_fallbacks_total",
           "Voucher batches applied one message at a time", NULL, 0 },
+        { CM(precheck_retries), 'c', "consumer_precheck_retries_total",
+          "Voucher groups whose outcome INSERT met a decided traceId without a pre-check "
+          "(rolled back, pre-checked, run again)", NULL, 0 },
         { CM(batch_size), 'h', "consumer_batch_size", "Messages per order transaction", size_bounds,
           sizeof(size_bounds) / sizeof(size_bounds[0]) },
         { CM(txn_seconds), 'h', "consumer_txn_seconds", "Order transaction latency", txn_bounds,
@@ -256,6 +261,9 @@ static const sk_opt_t OPTS[] = {
                  "session innodb_lock_wait_timeout in seconds (far below max.poll.interval.ms)"),
         SK_OPT_I("backoff-cap-ms", "SECKILL_BACKOFF_CAP_MS", &opts.backoff_cap_ms, 10, 600000, 2000, NULL,
                  "cap of the transient-error retry backoff (full jitter)"),
+        SK_OPT_I("precheck-groups", "SECKILL_PRECHECK_GROUPS", &opts.precheck_groups, 0, 1000000, 64, NULL,
+                 "voucher groups pre-checked for decided traceIds after one was last found "
+                 "(0 = never before the outcome INSERT)"),
 };
 
 /* Options, then the Redis check (DESIGN.md 4: >= 7.0, noeviction); logs, signals.
@@ -313,9 +321,9 @@ int main(int argc, char **argv)
         ctx.expire_extra_ms = sk_expire_extra_ms(conf.reconcile_window_hours);
         sk_failpoint_log_start();
         SK_LOG(SK_INFO, "starting", "workers=%d batch_max=%d batch_wait_ms=%d max_db_retries=%d "
-               "lock_wait_timeout_s=%d topic=%s dlq=%s group=%s", opts.workers, opts.batch_max,
-               opts.batch_wait_ms, opts.max_db_retries, opts.lock_wait_s, conf.topic, conf.dlq_topic,
-               conf.group_id);
+               "lock_wait_timeout_s=%d precheck_groups=%d topic=%s dlq=%s group=%s", opts.workers,
+               opts.batch_max, opts.batch_wait_ms, opts.max_db_retries, opts.lock_wait_s,
+               opts.precheck_groups, conf.topic, conf.dlq_topic, conf.group_id);
         /* The order lifecycle (DESIGN.md 13): new orders UNPAID with a deadline, and the
          * closer loop that closes them past it. */
         cons_apply_set_pay_timeout(conf.pay_timeout_s);

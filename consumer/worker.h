@@ -78,6 +78,9 @@ typedef struct worker {
         int chunk;                   /* messages per transaction of the group being settled
                                         (0: all; halved by a 1213, DESIGN.md 16) */
         int unresolved;              /* 1: a COMMIT's outcome is unknown, read it first */
+        int precheck_left;           /* groups that still run the outcome pre-check
+                                        (--precheck-groups after a decided traceId was
+                                        last found; group.c) */
         int64_t next_gauge_ms;
         cons_flow_t flow;
         cons_dlq_t dlq;

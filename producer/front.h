@@ -20,7 +20,10 @@ typedef struct fr_config {
         char jwt_issuer[256];           /* SECKILL_JWT_ISSUER: "" = iss not checked */
         char jwt_audience[256];         /* SECKILL_JWT_AUDIENCE: "" = aud not checked */
         int jwt_cache_max;              /* SECKILL_JWT_CACHE_MAX: verified tokens cached */
+        int jwt_rsa_max_bits;           /* SECKILL_JWT_RSA_MAX_BITS: larger RSA keys refused */
+        int jwt_verify_rate;            /* SECKILL_JWT_VERIFY_RATE: per client address, 1/s */
         char trusted_proxies[1024];     /* SECKILL_TRUSTED_PROXIES: CIDRs and "unix" */
+        int trusted_proxies_allow_wide; /* SECKILL_TRUSTED_PROXIES_ALLOW_WIDE: /0../7, /0../31 */
         char ops_addr[128];             /* SECKILL_OPS_ADDR: /healthz /readyz /metrics; "off" = none */
         /* The payment callback (DESIGN.md 13, 15; payment.c). */
         char payment_keys_file[512];    /* SECKILL_PAYMENT_KEYS_FILE: "" = route 404 */

@@ -22,11 +22,13 @@
 #include "vflight.h"
 #include "sk/dswitch.h"
 #include "deduct.h"
+#include "framing.h"
 #include "front.h"
 #include "health.h"
 #include "http.h"
 #include "identity.h"
 #include "kprod.h"
+#include "listen.h"
 #include "lookup.h"
 #include "metrics.h"
 #include "payment.h"
@@ -37,6 +39,7 @@
 #include "sk/num.h"
 #include "soldout.h"
 #include "strict.h"
+#include "unknown.h"
 
 static sk_idgen_t *idgen; /* borrowed from main.c */
 static struct MHD_Daemon *mhd;
@@ -70,6 +73,8 @@ static enum MHD_Result queue_answer(struct MHD_Connection *conn, fr_req_t *req)
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, req->allow);
         if (req->www_auth)
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, req->www_auth);
+        if (req->close) /* libmicrohttpd closes after a response that says so */
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
         ret = MHD_queue_response(conn, (unsigned int)req->status, resp);
         MHD_destroy_response(resp);
         sk_metric_add(fr_m.req_by_code[fr_code_idx(req->status)], 1);
@@ -110,6 +115,10 @@ static int buyer(struct MHD_Connection *conn, fr_req_t *req)
                 return 0;
         case FR_ID_BAD_INPUT:
                 fr_quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, why));
+                return -1;
+        case FR_ID_LIMITED:
+                sk_metric_add(fr_m.jwt_limited, 1);
+                fr_quick(req, 429, fr_json_err(SK_CODE_PAUSED, why));
                 return -1;
         case FR_ID_UNAUTHORIZED:
                 break;
@@ -224,6 +233,12 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
                 fr_quick(req, 409, fr_json_err(SK_CODE_SOLD_OUT, "sold out"));
                 return;
         }
+        /* DESIGN.md 15: a voucher the DB did not know moments ago -> 10004 without Redis
+         * or the DB (unknown.c). */
+        if (fr_unknown_hit(req)) {
+                fr_quick(req, 404, fr_json_err(SK_CODE_NOT_FOUND, "unknown voucher"));
+                return;
+        }
         /* DESIGN.md 12 b: counted before the degrade state is read, so the follower
          * either sees this purchase or this purchase sees the state it published. */
         fr_vflight_enter(req->voucher_id, &req->vflight);
@@ -254,14 +269,7 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
         static const char vpfx[] = "/api/v1/vouchers/";
         static const char opfx[] = "/api/v1/orders/";
         int is_get = !strcmp(method, "GET"), is_post = !strcmp(method, "POST");
-        const char *unclean = fr_strict_request(conn, url);
 
-        /* DESIGN.md 3: a NUL, another control byte or a byte >= 0x80 in the path or in
-         * a header the front reads is 400/10001, whatever the route. */
-        if (unclean) {
-                fr_quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, unclean));
-                return;
-        }
         /* /healthz, /readyz and /metrics are served on SECKILL_OPS_ADDR only (ops.c,
          * DESIGN.md 15): here they are unknown routes (404). */
         if (!strncmp(url, vpfx, sizeof(vpfx) - 1)) {
@@ -364,6 +372,25 @@ static int has_body(struct MHD_Connection *conn)
         return cl && strcmp(cl, "0") != 0;
 }
 
+/* DESIGN.md 15 "Hardening rules", whatever the route: a request framed ambiguously
+ * (framing.c) or with a NUL, control or non-ASCII byte in its request line or in a
+ * header the front reads (strict.c) gets one 400/10001 and its connection closed,
+ * before a body is read. @returns 1 if @p req was answered so. */
+static int refuse_framing_bytes(fr_req_t *req, struct MHD_Connection *conn, const char *url,
+                                const char *method, const char *version)
+{
+        const char *why = fr_framing_check(conn);
+
+        if (!why)
+                why = fr_strict_request(conn, method, url, version, req->uri_cstr_len);
+        if (!why)
+                return 0;
+        req->close = 1;
+        sk_metric_add(fr_m.bad_framing, 1);
+        fr_quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, why));
+        return 1;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *upload_data,
                                size_t *upload_data_size, void **con_cls)
@@ -371,15 +398,16 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         fr_req_t *req = *con_cls;
 
         (void)cls;
-        (void)version;
-        if (!req) {
-                /* First call: headers only. Answer nothing yet: a response queued now is
-                 * an "early response" for libmicrohttpd, which then closes the
-                 * connection (no keep-alive). Only a declared body is refused at once. */
-                if (!(req = fr_req_new()))
-                        return MHD_NO;
+        if (!req)
+                return MHD_NO; /* out of memory in uri_seen(): close */
+        if (!req->conn) {
+                /* First call: headers only. Answer nothing yet unless the request is
+                 * refused whatever its route: a response queued now is an "early
+                 * response" for libmicrohttpd, which then closes the connection (no
+                 * keep-alive). */
                 req->conn = conn;
-                *con_cls = req;
+                if (refuse_framing_bytes(req, conn, url, method, version))
+                        return queue_answer(conn, req);
                 if (takes_body(url, method)) {
                         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -455,6 +483,21 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         fr_req_unref(req); /* the HTTP layer's reference */
 }
 
+/* The URI log callback: the request object is born when the request line is parsed,
+ * so the URI's length up to its first NUL is taken while libmicrohttpd has changed
+ * nothing in it yet (strict.c compares it with the length it keeps). NULL (out of
+ * memory) makes the handler close the connection. */
+static void *uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+        fr_req_t *req = fr_req_new();
+
+        (void)cls;
+        (void)conn;
+        if (req)
+                req->uri_cstr_len = uri ? strlen(uri) : 0;
+        return req;
+}
+
 /* Keep the URL exactly as sent: ids are digits only, so "%201" or "1%00" must stay a
  * 400 instead of being decoded into something sk_id_parse might see differently. */
 static size_t unescape_none(void *cls, struct MHD_Connection *conn, char *s)
@@ -462,6 +505,38 @@ static size_t unescape_none(void *cls, struct MHD_Connection *conn, char *s)
         (void)cls;
         (void)conn;
         return strlen(s);
+}
+
+/* The MHD options both listeners share, then @p first (and its value) ... : one
+ * place for the limits and callbacks. */
+#define FR_MHD_COMMON_OPTIONS                                                                   \
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)g_fr.http_threads,                           \
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(g_fr.conf.max_inflight + 1024),             \
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60 /* s, idle keep-alive */,               \
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,                                      \
+        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,                                           \
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,                                      \
+        MHD_OPTION_URI_LOG_CALLBACK, uri_seen, NULL
+
+/* SECKILL_HTTP_ADDR=unix:PATH (DESIGN.md 15): the socket made by listen.c, served by the
+ * same daemon settings as TCP. */
+static int start_unix(char *errstr, size_t errstr_size)
+{
+        int fd = fr_listen_unix(g_fr.conf.http_addr, 1024, errstr, errstr_size);
+
+        if (fd < 0)
+                return -1;
+        mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                               MHD_USE_ITC, 0, NULL, NULL, handler, NULL,
+                               MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+                               FR_MHD_COMMON_OPTIONS, MHD_OPTION_END);
+        if (!mhd) {
+                close(fd);
+                fr_listen_unix_remove(g_fr.conf.http_addr);
+                sk_seterr(errstr, errstr_size, "cannot serve on %s", g_fr.conf.http_addr);
+                return -1;
+        }
+        return 0;
 }
 
 int fr_http_start(sk_idgen_t *gen, char *errstr, size_t errstr_size)
@@ -474,6 +549,8 @@ int fr_http_start(sk_idgen_t *gen, char *errstr, size_t errstr_size)
         char portstr[16];
 
         idgen = gen;
+        if (fr_listen_is_unix(g_fr.conf.http_addr))
+                return start_unix(errstr, errstr_size);
         if (sk_hostport_parse(g_fr.conf.http_addr, host, sizeof(host), &port) != 0) {
                 sk_seterr(errstr, errstr_size, "bad SECKILL_HTTP_ADDR %s", g_fr.conf.http_addr);
                 return -1;
@@ -497,14 +574,8 @@ int fr_http_start(sk_idgen_t *gen, char *errstr, size_t errstr_size)
         mhd = MHD_start_daemon(
                 flags, (uint16_t)port, NULL, NULL, handler, NULL,
                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)g_fr.http_threads,
-                MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(g_fr.conf.max_inflight + 1024),
-                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60 /* s, idle keep-alive */,
-                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
                 MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
-                MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-                MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
-                MHD_OPTION_END);
+                FR_MHD_COMMON_OPTIONS, MHD_OPTION_END);
         if (!mhd) {
                 sk_seterr(errstr, errstr_size, "cannot listen on %s", g_fr.conf.http_addr);
                 return -1;
@@ -521,6 +592,7 @@ void fr_http_quiesce(void)
         fd = MHD_quiesce_daemon(mhd);
         if (fd != MHD_INVALID_SOCKET)
                 close(fd);
+        fr_listen_unix_remove(g_fr.conf.http_addr); /* no new connection can come now */
 }
 
 void fr_http_stop(void)
@@ -528,4 +600,5 @@ void fr_http_stop(void)
         if (mhd)
                 MHD_stop_daemon(mhd);
         mhd = NULL;
+        fr_listen_unix_remove(g_fr.conf.http_addr);
 }

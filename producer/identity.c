@@ -1,16 +1,19 @@
-/* producer/identity.c: who the buyer is (DESIGN.md 15 "Buyer identity"). SECKILL_AUTH=jwt:
- * exactly one `Authorization: Bearer <JWT>`, verified by common/auth (sk_jwt_auth: the
- * JWKS of SECKILL_JWT_KEYS_FILE, the verified-token cache, rotation); X-User-Id is
- * ignored. SECKILL_AUTH=trusted-header: X-User-Id (exactly one, canonical) is believed
- * only from a peer in SECKILL_TRUSTED_PROXIES (CIDRs and "unix"); any other peer is
- * 401/10007 whatever it sends. With the default list a front listening on a
- * non-loopback address refuses to start. Key reloads: SIGHUP (main.c sets a flag) and a
- * changed file, checked from the main loop every 10 s; an unknown kid re-reads at most
- * once per 10 s from the HTTP thread. Each reload is logged once and counted.
- * What it does not do: answer (http.c turns the verdict into 400 or 401) or touch
+/* producer/identity.c: who the buyer is (DESIGN.md 15 "Buyer identity", "Defaults are the
+ * safe ones"). SECKILL_AUTH=jwt (the default): exactly one `Authorization: Bearer <JWT>`,
+ * verified by common/auth (sk_jwt_auth: the JWKS of SECKILL_JWT_KEYS_FILE, the
+ * verified-token cache, rotation); X-User-Id is ignored; issuer and audience are required
+ * ("*" opts out of one, warned at every start); a token not in the cache costs a
+ * verification that vlimit.c limits per client address (X-Forwarded-For from a trusted
+ * proxy, else the peer). SECKILL_AUTH=trusted-header, chosen explicitly: X-User-Id
+ * (exactly one, canonical) is believed only from a peer in SECKILL_TRUSTED_PROXIES
+ * (peers.c; default: unix only); any other peer is 401/10007 whatever it sends, and a
+ * front none of whose trusted peers can reach its listener refuses to start. Key
+ * reloads: SIGHUP (main.c sets a flag) and a changed file, checked from the main loop
+ * every 10 s; an unknown kid re-reads at most once per 10 s from the HTTP thread. Each
+ * reload is logged once and counted.
+ * What it does not do: answer (http.c turns the verdict into 400, 401 or 429) or touch
  * Redis or the DB: every refusal comes before any of that. */
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,137 +24,16 @@
 #include "front.h"
 #include "identity.h"
 #include "metrics.h"
+#include "listen.h"
+#include "peers.h"
+#include "vlimit.h"
 #include "sk/clock.h"
 #include "sk/ids.h"
 #include "sk/jwt_auth.h"
 #include "sk/log.h"
 
-#define MAX_PROXIES 64
-
-typedef struct cidr {
-        int family;             /* AF_INET, AF_INET6, AF_UNIX ("unix") */
-        unsigned char addr[16];
-        int bits;
-} cidr_t;
-
 static int jwt_mode;
 static sk_jwt_auth_t *auth;
-static cidr_t proxies[MAX_PROXIES];
-static int nproxies;
-
-/* ------------------------------------------------------------ trusted peers ---- */
-
-static int parse_cidr(const char *s, cidr_t *c)
-{
-        char host[INET6_ADDRSTRLEN + 1];
-        const char *slash = strchr(s, '/');
-        size_t hl = slash ? (size_t)(slash - s) : strlen(s);
-        int max;
-
-        memset(c, 0, sizeof(*c));
-        if (!strcmp(s, "unix")) {
-                c->family = AF_UNIX;
-                return 0;
-        }
-        if (!hl || hl >= sizeof(host))
-                return -1;
-        memcpy(host, s, hl);
-        host[hl] = '\0';
-        if (inet_pton(AF_INET, host, c->addr) == 1)
-                c->family = AF_INET, max = 32;
-        else if (inet_pton(AF_INET6, host, c->addr) == 1)
-                c->family = AF_INET6, max = 128;
-        else
-                return -1;
-        c->bits = max;
-        if (slash && sk_parse_int(slash + 1, 0, max, &c->bits) != 0)
-                return -1;
-        return 0;
-}
-
-int fr_identity_parse_proxies(const char *list, char *errstr, size_t errstr_size)
-{
-        char buf[sizeof(g_fr.trusted_proxies)], *tok, *save = NULL;
-
-        nproxies = 0;
-        snprintf(buf, sizeof(buf), "%s", list);
-        for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
-                if (nproxies == MAX_PROXIES || parse_cidr(tok, &proxies[nproxies]) != 0) {
-                        sk_seterr(errstr, errstr_size,
-                                  "SECKILL_TRUSTED_PROXIES: \"%s\" is not a CIDR, an address or unix "
-                                  "(at most %d entries)", tok, MAX_PROXIES);
-                        return -1;
-                }
-                nproxies++;
-        }
-        return 0;
-}
-
-static int prefix_match(const unsigned char *a, const unsigned char *b, int bits)
-{
-        int full = bits / 8, rest = bits % 8;
-
-        if (memcmp(a, b, (size_t)full))
-                return 0;
-        return !rest || ((a[full] ^ b[full]) & (0xff << (8 - rest))) == 0;
-}
-
-int fr_identity_peer_trusted(const struct sockaddr *sa)
-{
-        unsigned char v4[4];
-        const unsigned char *v6 = NULL;
-        int family, i;
-
-        if (!sa)
-                return 0;
-        family = sa->sa_family;
-        if (family == AF_INET) {
-                memcpy(v4, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-        } else if (family == AF_INET6) {
-                v6 = (const unsigned char *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
-                /* A v4 peer on a dual-stack socket (::ffff:a.b.c.d) is judged as v4. */
-                if (IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)v6)) {
-                        memcpy(v4, v6 + 12, 4);
-                        family = AF_INET;
-                }
-        }
-        for (i = 0; i < nproxies; i++) {
-                if (proxies[i].family != family)
-                        continue;
-                if (family == AF_UNIX || (family == AF_INET && prefix_match(proxies[i].addr, v4, proxies[i].bits)) ||
-                    (family == AF_INET6 && prefix_match(proxies[i].addr, v6, proxies[i].bits)))
-                        return 1;
-        }
-        return 0;
-}
-
-/* 1 if every address @p host (of SECKILL_HTTP_ADDR) resolves to is loopback. */
-static int listen_is_loopback(const char *host)
-{
-        struct addrinfo hints, *ai = NULL, *p;
-        int loop = 1;
-
-        if (!host[0])
-                return 0; /* every interface */
-        memset(&hints, 0, sizeof(hints));
-        hints.ai_family = AF_UNSPEC;
-        hints.ai_socktype = SOCK_STREAM;
-        if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
-                return 0;
-        for (p = ai; p; p = p->ai_next) {
-                if (p->ai_family == AF_INET) {
-                        const unsigned char *b = (const unsigned char *)&((struct sockaddr_in *)p->ai_addr)->sin_addr;
-
-                        loop &= b[0] == 127;
-                } else if (p->ai_family == AF_INET6) {
-                        loop &= IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)p->ai_addr)->sin6_addr);
-                } else {
-                        loop = 0;
-                }
-        }
-        freeaddrinfo(ai);
-        return loop;
-}
 
 /* -------------------------------------------------------------- JWT reloads ---- */
 
@@ -169,53 +51,98 @@ static void on_reload(void *arg, int ok, uint64_t generation, size_t nkeys, cons
         }
 }
 
+/* SECKILL_JWT_ISSUER or _AUDIENCE (@p name): required (DESIGN.md 15); "*" opts out of
+ * that one check, warned at every start. @returns the value to check (NULL = none), or
+ * sets errstr and returns @p v unchanged with *@p bad = 1. */
+static const char *claim_setting(const char *name, const char *v, int *bad, char *errstr,
+                                 size_t errstr_size)
+{
+        if (!v[0]) {
+                sk_seterr(errstr, errstr_size, "SECKILL_AUTH=jwt needs SECKILL_JWT_ISSUER and "
+                          "SECKILL_JWT_AUDIENCE (%s is not set): a token another application of the "
+                          "same identity provider got would be accepted. Set it, or %s=* to accept "
+                          "any (warned at every start)", name, name);
+                *bad = 1;
+                return v;
+        }
+        if (!strcmp(v, FR_JWT_CLAIM_ANY)) {
+                SK_LOG(SK_WARN, "jwt_claim_not_checked", "setting=%s reason=\"%s=*: tokens issued "
+                       "for any %s are accepted\"", name, name,
+                       !strcmp(name, "SECKILL_JWT_ISSUER") ? "issuer" : "audience");
+                return NULL;
+        }
+        return v;
+}
+
+/* SECKILL_AUTH=jwt: the verifier and the per-client limit. */
+static int init_jwt(char *errstr, size_t errstr_size)
+{
+        int bad = 0;
+        const char *iss = claim_setting("SECKILL_JWT_ISSUER", g_fr.jwt_issuer, &bad, errstr, errstr_size);
+        const char *aud = bad ? NULL : claim_setting("SECKILL_JWT_AUDIENCE", g_fr.jwt_audience, &bad,
+                                                     errstr, errstr_size);
+        sk_jwt_auth_opts_t o = {
+                .keys_file = g_fr.jwt_keys_file, .issuer = iss, .audience = aud,
+                .cache_max = (size_t)g_fr.jwt_cache_max, .skew_s = FR_JWT_SKEW_S,
+                .recheck_s = FR_JWT_RECHECK_S, .on_reload = on_reload,
+                .rsa_max_bits = g_fr.jwt_rsa_max_bits,
+        };
+        char why[512];
+
+        if (!g_fr.jwt_keys_file[0]) {
+                sk_seterr(errstr, errstr_size, "SECKILL_AUTH=jwt needs SECKILL_JWT_KEYS_FILE (the "
+                          "identity provider's JWKS); SECKILL_AUTH=trusted-header is the other mode");
+                return -1;
+        }
+        if (bad)
+                return -1;
+        if (!(auth = sk_jwt_auth_new(&o, why, sizeof(why)))) {
+                sk_seterr(errstr, errstr_size, "SECKILL_JWT_KEYS_FILE: %s", why);
+                return -1;
+        }
+        if (fr_vlimit_init(g_fr.jwt_verify_rate) != 0)
+                SK_LOG(SK_WARN, "jwt_verify_limit_off", "reason=\"out of memory\"");
+        jwt_mode = 1;
+        SK_LOG(SK_INFO, "identity", "auth=jwt keys_file=%s issuer=\"%s\" audience=\"%s\" "
+               "cache_max=%d skew_s=%d verify_rate=%d trusted_proxies=\"%s\"", g_fr.jwt_keys_file,
+               g_fr.jwt_issuer, g_fr.jwt_audience, g_fr.jwt_cache_max, FR_JWT_SKEW_S,
+               g_fr.jwt_verify_rate, g_fr.trusted_proxies);
+        return 0;
+}
+
 int fr_identity_init(char *errstr, size_t errstr_size)
 {
-        char host[256];
-        int port;
+        int nwide = 0, unix_listener = fr_listen_is_unix(g_fr.conf.http_addr);
 
-        if (!strcmp(g_fr.auth_mode, "jwt")) {
-                sk_jwt_auth_opts_t o = {
-                        .keys_file = g_fr.jwt_keys_file, .issuer = g_fr.jwt_issuer,
-                        .audience = g_fr.jwt_audience, .cache_max = (size_t)g_fr.jwt_cache_max,
-                        .skew_s = FR_JWT_SKEW_S, .recheck_s = FR_JWT_RECHECK_S, .on_reload = on_reload,
-                };
-                char why[512];
-
-                if (!g_fr.jwt_keys_file[0]) {
-                        sk_seterr(errstr, errstr_size, "SECKILL_AUTH=jwt needs SECKILL_JWT_KEYS_FILE");
-                        return -1;
-                }
-                if (!(auth = sk_jwt_auth_new(&o, why, sizeof(why)))) {
-                        sk_seterr(errstr, errstr_size, "SECKILL_JWT_KEYS_FILE: %s", why);
-                        return -1;
-                }
-                jwt_mode = 1;
-                SK_LOG(SK_INFO, "identity", "auth=jwt keys_file=%s issuer=\"%s\" audience=\"%s\" "
-                       "cache_max=%d skew_s=%d", g_fr.jwt_keys_file, g_fr.jwt_issuer, g_fr.jwt_audience,
-                       g_fr.jwt_cache_max, FR_JWT_SKEW_S);
-                return 0;
-        }
+        /* Both modes: whom X-User-Id (trusted-header) or X-Forwarded-For (the client
+         * address of the jwt verification limit) is believed from. */
+        if (fr_peers_parse(g_fr.trusted_proxies, g_fr.trusted_proxies_allow_wide, &nwide, errstr,
+                           errstr_size) != 0)
+                return -1;
+        if (nwide)
+                SK_LOG(SK_WARN, "trusted_proxies_wide", "wide=%d reason=\"SECKILL_TRUSTED_PROXIES_ALLOW_WIDE=1: "
+                       "every address of a wide entry may claim any buyer\"", nwide);
+        if (!strcmp(g_fr.auth_mode, "jwt"))
+                return init_jwt(errstr, errstr_size);
         if (strcmp(g_fr.auth_mode, "trusted-header")) {
                 sk_seterr(errstr, errstr_size, "SECKILL_AUTH=%s: expected jwt or trusted-header",
                           g_fr.auth_mode);
                 return -1;
         }
-        if (fr_identity_parse_proxies(g_fr.trusted_proxies, errstr, errstr_size) != 0)
-                return -1;
-        if (sk_hostport_parse(g_fr.conf.http_addr, host, sizeof(host), &port) != 0) {
-                sk_seterr(errstr, errstr_size, "bad SECKILL_HTTP_ADDR %s", g_fr.conf.http_addr);
-                return -1;
-        }
-        if (!strcmp(g_fr.trusted_proxies, FR_TRUSTED_PROXIES_DEFAULT) && !listen_is_loopback(host)) {
+        /* DESIGN.md 15: a trusted-header front none of whose trusted peers can reach its
+         * listener would refuse every buyer: a mistake, refused at start. */
+        if (!fr_peers_any(unix_listener ? FR_PEERS_UNIX : FR_PEERS_IP)) {
                 sk_seterr(errstr, errstr_size,
-                          "SECKILL_AUTH=trusted-header on the non-loopback address %s with the default "
-                          "SECKILL_TRUSTED_PROXIES (%s): anyone could claim any X-User-Id. Name the "
-                          "gateway's address in SECKILL_TRUSTED_PROXIES, or use SECKILL_AUTH=jwt",
-                          g_fr.conf.http_addr, FR_TRUSTED_PROXIES_DEFAULT);
+                          "SECKILL_AUTH=trusted-header on %s with SECKILL_TRUSTED_PROXIES=%s: none of "
+                          "the trusted peers can reach this listener. %s", g_fr.conf.http_addr,
+                          g_fr.trusted_proxies, unix_listener ?
+                          "Add unix to the list" :
+                          "Name the gateway's address (e.g. 127.0.0.1/32), or listen on "
+                          "unix:/run/seckill/front-NAME.sock, or use SECKILL_AUTH=jwt");
                 return -1;
         }
-        SK_LOG(SK_INFO, "identity", "auth=trusted-header trusted_proxies=\"%s\"", g_fr.trusted_proxies);
+        SK_LOG(SK_INFO, "identity", "auth=trusted-header trusted_proxies=\"%s\" listener=%s",
+               g_fr.trusted_proxies, unix_listener ? "unix" : "tcp");
         return 0;
 }
 
@@ -233,6 +160,7 @@ void fr_identity_destroy(void)
 {
         sk_jwt_auth_destroy(auth);
         auth = NULL;
+        fr_vlimit_destroy();
 }
 
 /* ------------------------------------------------------------------ verdict ---- */
@@ -265,10 +193,62 @@ static void find_header(struct MHD_Connection *conn, hdr_count_t *h)
         MHD_get_connection_values_n(conn, MHD_HEADER_KIND, count_hdr, h);
 }
 
-/* "Bearer <token>": the scheme case-insensitive (RFC 9110 11.1), then one or more
- * spaces, then the token; nothing after it. */
-static fr_identity_t bearer(const hdr_count_t *h, int64_t *user_id, const char **why)
+/* @p conn's client address as the limit's key (FR_VLIMIT_KEY_LEN bytes; IPv4 v4-mapped):
+ * from a trusted peer, the last address of its one X-Forwarded-For header (the address
+ * the gateway saw: nginx's $proxy_add_x_forwarded_for appends it); from any other peer,
+ * the peer's own. @returns 1, or 0 when a trusted peer forwards no usable address (then
+ * the clients behind it cannot be told apart and nothing is limited: never per
+ * gateway). */
+static int client_key(struct MHD_Connection *conn, unsigned char *key)
 {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+        hdr_count_t x = { .name = "X-Forwarded-For" };
+        char addr[INET6_ADDRSTRLEN + 1];
+        const char *b, *e;
+        unsigned char v4[4];
+
+        memset(key, 0, FR_VLIMIT_KEY_LEN);
+        if (!sa)
+                return 0;
+        if (!fr_peers_trusted(sa)) {
+                if (sa->sa_family == AF_INET) {
+                        key[10] = key[11] = 0xff;
+                        memcpy(key + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+                } else if (sa->sa_family == AF_INET6) {
+                        memcpy(key, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+                }
+                return 1;
+        }
+        find_header(conn, &x);
+        if (x.n != 1)
+                return 0;
+        for (b = x.value + x.len; b > x.value && b[-1] != ','; b--)
+                ;
+        e = x.value + x.len;
+        while (b < e && (*b == ' ' || *b == '\t'))
+                b++;
+        while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
+                e--;
+        if (e == b || (size_t)(e - b) >= sizeof(addr))
+                return 0;
+        memcpy(addr, b, (size_t)(e - b));
+        addr[e - b] = '\0';
+        if (inet_pton(AF_INET, addr, v4) == 1) {
+                key[10] = key[11] = 0xff;
+                memcpy(key + 12, v4, 4);
+                return 1;
+        }
+        return inet_pton(AF_INET6, addr, key) == 1;
+}
+
+/* "Bearer <token>": the scheme case-insensitive (RFC 9110 11.1), then one or more
+ * spaces, then the token; nothing after it. A token not in the cache costs a signature
+ * verification, limited per client address (vlimit.c): over it, FR_ID_LIMITED. */
+static fr_identity_t bearer(struct MHD_Connection *conn, const hdr_count_t *h, int64_t *user_id,
+                            const char **why)
+{
+        unsigned char key[FR_VLIMIT_KEY_LEN];
         static const char scheme[] = "Bearer";
         const char *tok;
         size_t len, i;
@@ -288,6 +268,12 @@ static fr_identity_t bearer(const hdr_count_t *h, int64_t *user_id, const char *
                 ;
         tok = h->value + i;
         len = h->len - i;
+        if (sk_jwt_auth_lookup(auth, tok, len, sk_now_ms() / 1000, user_id))
+                return FR_ID_OK; /* cached: never limited */
+        if (client_key(conn, key) && !fr_vlimit_take(key, sk_mono_ms())) {
+                *why = "too many new tokens from this client address";
+                return FR_ID_LIMITED;
+        }
         st = sk_jwt_auth_verify(auth, tok, len, sk_now_ms() / 1000, user_id, errstr, sizeof(errstr));
         if (st == SK_JWT_OK)
                 return FR_ID_OK;
@@ -305,10 +291,10 @@ fr_identity_t fr_identity_user(struct MHD_Connection *conn, int64_t *user_id, co
                 hdr_count_t a = { .name = MHD_HTTP_HEADER_AUTHORIZATION };
 
                 find_header(conn, &a);
-                return bearer(&a, user_id, why);
+                return bearer(conn, &a, user_id, why);
         }
         ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        if (!ci || !fr_identity_peer_trusted(ci->client_addr)) {
+        if (!ci || !fr_peers_trusted(ci->client_addr)) {
                 *why = "X-User-Id is only accepted from a trusted proxy";
                 return FR_ID_UNAUTHORIZED;
         }

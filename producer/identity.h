@@ -8,9 +8,10 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
-/* The default of SECKILL_TRUSTED_PROXIES (main.c's option table; identity.c warns when a
- * non-loopback listener keeps it). */
-#define FR_TRUSTED_PROXIES_DEFAULT "127.0.0.1/32,::1/128,unix"
+/* The default of SECKILL_TRUSTED_PROXIES (main.c's option table): only the front's unix
+ * listener (DESIGN.md 15 "Defaults are the safe ones"). */
+#define FR_TRUSTED_PROXIES_DEFAULT "unix"
+#define FR_JWT_CLAIM_ANY "*"    /* SECKILL_JWT_ISSUER / _AUDIENCE: that claim not checked */
 #define FR_JWT_SKEW_S 30        /* s, exp/nbf/iat (DESIGN.md 15) */
 #define FR_JWT_RECHECK_S 10     /* s, key file check and unknown-kid re-read spacing */
 
@@ -18,10 +19,12 @@ typedef enum {
         FR_ID_OK = 0,
         FR_ID_BAD_INPUT,        /* 400/10001: trusted-header mode, X-User-Id missing, repeated or not canonical */
         FR_ID_UNAUTHORIZED,     /* 401/10007 + WWW-Authenticate: Bearer */
+        FR_ID_LIMITED,          /* 429/10013 + Retry-After: this client's uncached tokens */
 } fr_identity_t;
 
-/** Validate the identity settings of g_fr and set up the mode: load the JWKS (jwt), or
- *  parse the trusted proxies and refuse the default list on a non-loopback
+/** Validate the identity settings of g_fr and set up the mode: parse the trusted
+ *  proxies (both modes: peers.h), then load the JWKS and set the per-client
+ *  verification limit (jwt), or refuse the default list on a non-loopback
  *  SECKILL_HTTP_ADDR (trusted-header). Logs the mode once. Main thread, before the HTTP
  *  threads. @returns 0, or -1 with @p errstr (a configuration error: exit 2). */
 int fr_identity_init(char *errstr, size_t errstr_size);
@@ -35,9 +38,3 @@ void fr_identity_destroy(void);
  *  threads); may re-read the JWKS once per FR_JWT_RECHECK_S on an unknown kid. */
 fr_identity_t fr_identity_user(struct MHD_Connection *conn, int64_t *user_id, const char **why);
 
-/** Parse @p list ("CIDR,CIDR,unix") into the trusted-proxy table. @returns 0, or -1 with
- *  @p errstr. Not thread-safe (start-up, tests). */
-int fr_identity_parse_proxies(const char *list, char *errstr, size_t errstr_size);
-/** 1 if the peer @p sa (borrowed; NULL = unknown) is in the trusted-proxy table. An
- *  IPv4-mapped IPv6 peer is judged by its IPv4 address. Thread-safe once parsed. */
-int fr_identity_peer_trusted(const struct sockaddr *sa);

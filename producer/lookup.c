@@ -1,9 +1,11 @@
 /* producer/lookup.c: the lookup pool of seckill-front: a few threads, each with its own
  * Redis and read-only DB connection (connected lazily, reconnected after an error),
- * serving GET .../orders/me, GET /api/v1/orders/{id} and the DB check behind a 10004
- * from deduct.lua (DESIGN.md 3: a voucher whose end time has passed is 403/10003, one on
- * sale in the DB whose Redis meta is missing is 503, else 404). Purchases never wait on
- * these threads' connections. It answers through req.h only (it calls no other stage
+ * serving GET .../orders/me and GET /api/v1/orders/{id}; and the 10004 check pool, its
+ * own small queue and thread, for the DB check behind a 10004 from deduct.lua
+ * (DESIGN.md 3: a voucher whose end time has passed is 403/10003, one on sale in the DB
+ * whose Redis meta is missing is 503, else 404, remembered in the unknown-voucher cache;
+ * DESIGN.md 15: a flood of made-up ids never delays a buyer's orders/me or cancel).
+ * Purchases never wait on these threads' connections. It answers through req.h only (it calls no other stage
  * of the purchase pipeline); owns its queue and threads.
  * Cancel (orders.c) runs on these threads and connections too; the payment callback
  * never does (payment.c has its own pool).
@@ -29,15 +31,29 @@
 #include "sk/model.h"
 #include "sk/order.h"
 #include "sk/redis.h"
+#include "unknown.h"
 
 #define LOOKUP_REDIS_TIMEOUT_MS 1000
+#define VCHECK_THREADS 1                /* the 10004 check pool (DESIGN.md 15) */
+#define VCHECK_QUEUE_MAX 32             /* 10004 checks waiting; beyond: 503 at once */
 
 typedef fr_conns_t lk_conn_t;           /* the lookup thread's own connections (pool.h) */
 
 static fr_pool_t pool;                  /* the lookup queue and its threads */
+static fr_pool_t vpool;                 /* the 10004 checks' own queue and thread */
 
 void fr_lookup_submit(fr_req_t *req)
 {
+        if (req->lookup == FR_LOOKUP_VOUCHER) {
+                if (fr_pool_full(&vpool, VCHECK_QUEUE_MAX)) {
+                        sk_metric_add(fr_m.vcheck_full, 1);
+                        fr_answer_503(req, "overload", NULL, "too many voucher checks waiting");
+                        fr_req_done(req);
+                        return;
+                }
+                fr_pool_push_or_refuse(&vpool, req);
+                return;
+        }
         /* Bounded (DESIGN.md 3): beyond SECKILL_FRONT_LOOKUP_QUEUE_MAX waiting jobs the
          * request is answered 503 + Retry-After at once (a 10004 check took nothing, so
          * the purchase has no state). */
@@ -180,9 +196,10 @@ static void answer_json(fr_req_t *req, int status, const char *json)
 static void do_voucher(lk_conn_t *lc, fr_req_t *req)
 {
         char cols[2][64];
-        int64_t end_ms = 0;
+        int64_t end_ms = 0, checked_ms = sk_mono_ms();
         int rc;
 
+        sk_metric_add(fr_m.vchecks, 1);
         rc = lk_query_row(lc, "SELECT status, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00',"
                           " end_time) DIV 1000 FROM tb_seckill_voucher WHERE voucher_id=?",
                           SK_ARGS(SK_I64(req->voucher_id)), 2, cols, NULL);
@@ -197,6 +214,7 @@ static void do_voucher(lk_conn_t *lc, fr_req_t *req)
                        cols[0]);
                 fr_answer_503(req, "meta_missing", NULL, "voucher temporarily unavailable");
         } else {
+                fr_unknown_note(req, checked_ms);
                 fr_answer(req, 404, fr_json_err(SK_CODE_NOT_FOUND, "unknown voucher"), 0);
         }
 }
@@ -541,7 +559,8 @@ static const fr_pool_ops_t lookup_ops = {
 
 int fr_lookup_start(char *errstr, size_t errstr_size)
 {
-        if (fr_pool_start(&pool, &lookup_ops, g_fr.lookup_threads, 1) != 0) {
+        if (fr_pool_start(&pool, &lookup_ops, g_fr.lookup_threads, 1) != 0 ||
+            fr_pool_start(&vpool, &lookup_ops, VCHECK_THREADS, 1) != 0) {
                 sk_seterr(errstr, errstr_size, "cannot start the lookup threads");
                 return -1;
         }
@@ -550,10 +569,11 @@ int fr_lookup_start(char *errstr, size_t errstr_size)
 
 void fr_lookup_stop(void)
 {
+        fr_pool_stop(&vpool);
         fr_pool_stop(&pool);
 }
 
 size_t fr_lookup_depth(void)
 {
-        return fr_pool_depth(&pool);
+        return fr_pool_depth(&pool) + fr_pool_depth(&vpool);
 }

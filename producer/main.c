@@ -114,11 +114,13 @@
 #include "sk/clock.h"
 #include "sk/db.h"
 #include "sk/failpoint.h"
+#include "sk/jwks.h"
 #include "sk/log.h"
 #include "sk/redis.h"
 #include "sk/outcome.h"
 #include "sk/signals.h"
 #include "soldout.h"
+#include "unknown.h"
 
 fr_config_t g_fr;
 
@@ -237,6 +239,7 @@ static void shutdown_front(void)
         sk_idgen_stop_quiet(idgen, fr_inflight() == 0);
         idgen = NULL;
         fr_soldout_destroy();
+        fr_unknown_destroy();
         fr_identity_destroy();
         fr_metrics_destroy();
 }
@@ -259,27 +262,42 @@ static const sk_opt_t OPTS[] = {
                  "host:port of /healthz, /readyz and /metrics, never on the API listener (DESIGN.md "
                  "15; off = none; a front that cannot listen there does not start)"),
         /* Buyer identity (DESIGN.md 15; identity.c). */
-        SK_OPT_S("auth", "SECKILL_AUTH", g_fr.auth_mode, "trusted-header", NULL,
-                 "buyer identity: trusted-header (X-User-Id from SECKILL_TRUSTED_PROXIES) | jwt "
-                 "(Authorization: Bearer)"),
+        SK_OPT_S("auth", "SECKILL_AUTH", g_fr.auth_mode, "jwt", NULL,
+                 "buyer identity: jwt (Authorization: Bearer; needs the keys file, issuer and "
+                 "audience) | trusted-header (X-User-Id from SECKILL_TRUSTED_PROXIES only)"),
         SK_OPT_S("jwt-keys-file", "SECKILL_JWT_KEYS_FILE", g_fr.jwt_keys_file, NULL, "none",
                  "jwt: the identity provider's JWKS file (required with jwt); re-read on SIGHUP or "
                  "when it changes"),
-        SK_OPT_S("jwt-issuer", "SECKILL_JWT_ISSUER", g_fr.jwt_issuer, NULL, "not checked",
-                 "jwt: required iss"),
-        SK_OPT_S("jwt-audience", "SECKILL_JWT_AUDIENCE", g_fr.jwt_audience, NULL, "not checked",
-                 "jwt: required aud, a string or one member of an array"),
+        SK_OPT_S("jwt-issuer", "SECKILL_JWT_ISSUER", g_fr.jwt_issuer, NULL, "none: jwt does not start",
+                 "jwt: the iss every token must carry (required; * = not checked, warned at "
+                 "every start)"),
+        SK_OPT_S("jwt-audience", "SECKILL_JWT_AUDIENCE", g_fr.jwt_audience, NULL, "none: jwt does not start",
+                 "jwt: the aud every token must name, a string or one member of an array "
+                 "(required; * = not checked, warned at every start)"),
         SK_OPT_I("jwt-cache-max", "SECKILL_JWT_CACHE_MAX", &g_fr.jwt_cache_max, 0, 16777216, 262144, NULL,
                  "jwt: verified tokens cached by SHA-256, about 64 bytes each (0 = none)"),
+        SK_OPT_I("jwt-verify-rate", "SECKILL_JWT_VERIFY_RATE", &g_fr.jwt_verify_rate, 0, 1000000, 50,
+                 NULL, "jwt: signature verifications of tokens not in the cache per second per "
+                 "client address (the address a trusted proxy forwards in X-Forwarded-For, else "
+                 "the peer), with a burst of as many; beyond it 429 + Retry-After (0 = no limit)"),
+        SK_OPT_I("jwt-rsa-max-bits", "SECKILL_JWT_RSA_MAX_BITS", &g_fr.jwt_rsa_max_bits, 2048,
+                 SK_JWKS_RSA_LIMIT_BITS, SK_JWKS_RSA_MAX_BITS, NULL,
+                 "jwt: the largest RSA key of the JWKS accepted; a larger one makes the file "
+                 "refused (every uncached RS256 token costs more with a bigger key)"),
         SK_OPT_S("trusted-proxies", "SECKILL_TRUSTED_PROXIES", g_fr.trusted_proxies,
                  FR_TRUSTED_PROXIES_DEFAULT, NULL,
-                 "trusted-header: peers whose X-User-Id is believed, CIDRs (or bare addresses) and "
-                 "unix; any other peer is 401/10007"),
+                 "peers whose X-User-Id (trusted-header) or X-Forwarded-For (jwt) is believed: "
+                 "canonical CIDRs, bare addresses, unix; any other peer's X-User-Id is 401/10007"),
+        SK_OPT_B("trusted-proxies-allow-wide", "SECKILL_TRUSTED_PROXIES_ALLOW_WIDE",
+                 &g_fr.trusted_proxies_allow_wide,
+                 "accept SECKILL_TRUSTED_PROXIES entries wider than /8 (IPv4) or /32 (IPv6), "
+                 "0.0.0.0/0 included (warned at start)"),
         /* The payment callback (DESIGN.md 13, 15; payment.c). */
         SK_OPT_S("payment-keys-file", "SECKILL_PAYMENT_KEYS_FILE", g_fr.payment_keys_file, NULL,
                  "none, POST /api/v1/payments/callback answers 404",
                  "the payment provider's webhook secrets, one per line (16..256 bytes each, at most "
-                 "16; # comments); re-read on SIGHUP; a file that does not load stops the start"),
+                 "16; # comments); re-read on SIGHUP or when it changes; a file that does not load "
+                 "stops the start"),
         SK_OPT_I("pay-threads", "SECKILL_FRONT_PAY_THREADS", &g_fr.pay_threads, 1, 64, 2, NULL,
                  "threads (each with its own DB connection) deciding payment callbacks; 256 may "
                  "wait, beyond that 503 + Retry-After"),
@@ -314,6 +332,7 @@ static int configure(int argc, char **argv)
         fr_metrics_init();
         fr_breaker_init();
         fr_soldout_init(g_fr.conf.soldout_cache_ms);
+        fr_unknown_init(g_fr.conf.soldout_cache_ms);
         if (fr_identity_init(errstr, sizeof(errstr)) != 0) {
                 SK_LOG(SK_ERROR, "identity_config", "reason=\"%s\"", errstr);
                 fprintf(stderr, "seckill-front: %s\n", errstr);
@@ -379,7 +398,7 @@ int main(int argc, char **argv)
         while (!g_stop) {
                 sk_sleep_ms(100, NULL);
                 /* Key rotation (DESIGN.md 15): SIGHUP re-reads the JWKS and the payment
-                 * keys now; a changed JWKS file is seen within 10 s. */
+                 * keys now; a changed file of either is seen within 10 s. */
                 int hup = g_hup ? (g_hup = 0, 1) : 0;
 
                 fr_identity_tick(hup);

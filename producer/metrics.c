@@ -11,7 +11,7 @@
 
 fr_metrics_t fr_m;
 
-static const int code_list[] = { 200, 202, 400, 401, 403, 404, 405, 409, 413, 500, 503, 0 };
+static const int code_list[] = { 200, 202, 400, 401, 403, 404, 405, 409, 413, 429, 500, 503, 0 };
 
 int fr_code_idx(int status)
 {
@@ -107,6 +107,12 @@ static const metric_def_t metric_defs[] = {
           "JWKS reloads that installed a new key-set generation"),
         C(id_refused, "seckill_front_identity_refused_total", NULL,
           "401/10007 answers: no, bad or expired token, untrusted peer"),
+        C(jwt_limited, "seckill_jwt_verify_limited_total", NULL,
+          "requests answered 429: a client address over SECKILL_JWT_VERIFY_RATE verifications "
+          "of uncached tokens per second (DESIGN.md 15)"),
+        C(bad_framing, "seckill_front_bad_framing_total", NULL,
+          "requests answered 400/10001 and closed before any route: an ambiguous "
+          "Content-Length or Transfer-Encoding, a NUL or bare LF in a line the front reads"),
         /* DESIGN.md 13, 15: the payment callback (payment.c). */
         PAY(pay_applied, "applied"),
         PAY(pay_refund_due, "refund_due"),
@@ -123,6 +129,14 @@ static const metric_def_t metric_defs[] = {
           "payment keys file reloads that failed (the old keys stay)"),
         C(pay_full, "seckill_payments_refused_total", NULL,
           "callbacks answered 503 at once: the payment queue was full"),
+        C(unknown_hits, "seckill_front_unknown_voucher_cache_hits_total", NULL,
+          "purchases answered 404/10004 by the unknown-voucher cache, without Redis or the DB "
+          "(DESIGN.md 15)"),
+        C(vchecks, "seckill_front_voucher_checks_total", NULL,
+          "10004 checks run against the DB (a voucher whose Redis meta is missing), on their "
+          "own queue"),
+        C(vcheck_full, "seckill_front_voucher_checks_refused_total", NULL,
+          "10004 checks answered 503 at once: their queue was full"),
         C(soldout_hits, "seckill_front_soldout_cache_hits_total", NULL,
           "purchases answered 409/10005 by the local sold-out cache, without Redis "
           "(DESIGN.md 4)"),

@@ -24,7 +24,11 @@ typedef struct fr_metrics {
         sk_metric_t *drain_acks, *drain_early, *drain_timed; /* DESIGN.md 12 b-d */
         sk_metric_t *switch_stale;      /* gauge: 1 while the switch rows are stale (12 a) */
         sk_metric_t *jwt_reload_fail, *jwt_reloads, *id_refused; /* DESIGN.md 15 */
+        sk_metric_t *jwt_limited;       /* 429: uncached verifications over a client's limit */
+        sk_metric_t *bad_framing;       /* 400 + close: framing or bytes (DESIGN.md 15) */
         sk_metric_t *soldout_hits;      /* 409/10005 answered by the local sold-out cache */
+        sk_metric_t *unknown_hits;      /* 404/10004 answered by the unknown-voucher cache */
+        sk_metric_t *vchecks, *vcheck_full; /* 10004 DB checks run / refused (queue full) */
         sk_metric_t *lk_full, *lk_dropped; /* lookups refused (queue full) / dropped unrun */
         /* The payment callback (DESIGN.md 13, 15; payment.c). */
         sk_metric_t *pay_applied, *pay_refund_due, *pay_txn_reused, *pay_no_outcome;

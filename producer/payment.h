@@ -18,8 +18,10 @@
 int fr_payment_init(char *errstr, size_t errstr_size);
 /** 1 if the callback route is served (a keys file is configured). Thread-safe. */
 int fr_payment_enabled(void);
-/** From the main loop: @p hup 1 (SIGHUP seen) re-reads the keys file; a failed reload
- *  keeps the old keys, logs once and counts seckill_payment_key_reload_failures_total. */
+/** From the main loop (main thread only; called every 100 ms): @p hup 1 (SIGHUP seen)
+ *  re-reads the keys file now; otherwise every 10 s it is re-read if its inode, size
+ *  or mtime changed (DESIGN.md 15). A failed reload keeps the old keys, logs once per
+ *  change and counts seckill_payment_key_reload_failures_total. */
 void fr_payment_tick(int hup);
 /** HTTP thread, the callback's final handler call (body in req->in_body): 401/10008 for
  *  a missing, malformed, stale or bad signature, 400/10001 for a bad body, 503 when the

@@ -1,6 +1,8 @@
 /* producer/payment_body.c: the payment callback's JSON body (payment_body.h; DESIGN.md
  * 13, 15): {"orderId","providerTxnId","amount","currency"}, every member a JSON string,
- * so an id or an amount never passes through a double. Moved out of payment.c unchanged
+ * so an id or an amount never passes through a double; parsed as strictly as a JWT
+ * (sk/json_strict.h: unique member names, no \u0000, nothing after the object), so the
+ * provider's reading of the signed bytes and the front's cannot differ. Its own file
  * for the fuzz harness (tests/fuzz/fuzz_paybody.c, bench/fuzz.sh target paybody). */
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 
 #include "payment_body.h"
 #include "sk/ids.h"
+#include "sk/json_strict.h"
 #include "sk/payment.h"
 
 /* A JSON string member @p name of @p obj, or NULL. */
@@ -22,13 +25,11 @@ static const char *str_member(const cJSON *obj, const char *name)
 /* The body into *p (payment_body.h). @returns NULL, or what is wrong (a literal). */
 const char *fr_payment_parse_body(const char *body, size_t len, sk_payment_t *p)
 {
-        cJSON *root = cJSON_ParseWithLength(body, len);
         const char *why = NULL, *oid, *txn, *amount, *cur;
+        cJSON *root = sk_json_strict_object(body, len, &why);
 
-        if (!cJSON_IsObject(root)) {
-                why = "body is not a JSON object";
+        if (!root)
                 goto done;
-        }
         oid = str_member(root, "orderId");
         txn = str_member(root, "providerTxnId");
         amount = str_member(root, "amount");

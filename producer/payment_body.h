@@ -7,7 +7,9 @@
 #include "sk/payment.h"
 
 /** @brief Parse the callback body @p body (@p len bytes, need not be NUL-terminated; the
- *  raw bytes the signature covered): a JSON object whose members "orderId" (a canonical
+ *  raw bytes the signature covered): one strict JSON object (sk/json_strict.h: unique
+ *  member names at every level, no NUL or \u0000, only white space around it) whose
+ *  members "orderId" (a canonical
  *  decimal id), "providerTxnId" (1..128 printable ASCII bytes), "amount" (minor units, a
  *  canonical decimal of at most 18 digits) and "currency" (three letters A-Z) are JSON
  *  strings; other members are ignored. Fills *p (order_id, txn_id, amount_minor,

@@ -174,7 +174,7 @@ int fr_answer_503(fr_req_t *req, const char *cause, const char *state, const cha
 int fr_quick(fr_req_t *req, int status, char *body)
 {
         req->kind = FR_KIND_QUICK;
-        return fr_answer(req, status, body, status == 503 ? 1 : 0);
+        return fr_answer(req, status, body, status == 503 || status == 429 ? 1 : 0);
 }
 
 int fr_quick_503(fr_req_t *req, const char *cause, const char *msg)

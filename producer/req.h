@@ -62,6 +62,9 @@ typedef struct fr_req {
         int in_over;                    /* more than in_cap bytes arrived (413) */
         void *pay;                      /* owned: the callback's sk_payment_t (payment.c) */
         int routed;                     /* the final handler call routed it (HTTP thread only) */
+        size_t uri_cstr_len;            /* strlen() of the URI before libmicrohttpd cut
+                                         * its query (strict.c; HTTP thread only) */
+        int close;                      /* answer with Connection: close (HTTP thread only) */
 
         /* Purchase / lookup data, written before the pipeline starts. */
         int64_t voucher_id, user_id, order_id, trace_id;
@@ -118,7 +121,7 @@ char *fr_json_err(int code, const char *msg);
 int fr_answer_503(fr_req_t *req, const char *cause, const char *state, const char *msg);
 /** A synchronous answer of the HTTP thread, with no pipeline behind it (kind QUICK, so
  *  the final handler call hands it to libmicrohttpd at once): fr_answer with @p body
- *  (taken) and Retry-After 1 s on a 503. Thread-safe. @returns as fr_answer. */
+ *  (taken) and Retry-After 1 s on a 503 or a 429. Thread-safe. @returns as fr_answer. */
 int fr_quick(fr_req_t *req, int status, char *body);
 /** The same as a 503 with @p cause and @p msg and no purchase state (fr_answer_503). */
 int fr_quick_503(fr_req_t *req, const char *cause, const char *msg);

@@ -81,8 +81,13 @@ usage: scripts/stack.sh COMMAND
 
   up                      start what is not running (idempotent); wait until ready
                           (SECKILL_STACK_REDIS=cluster|sentinel: also that Redis topology)
-  up cluster|sentinel     start only that Redis topology; prints its SECKILL_REDIS_URL
-                          (SECKILL_STACK_DB=galera: also the Galera cluster)
+  up cluster|sentinel     start only that Redis topology (or restart its missing nodes);
+                          prints the topology (masters, replicas, Sentinels) and its
+                          SECKILL_REDIS_URL (cluster: 3 masters with 2 replicas each on
+                          127.0.0.1:7000-7008; sentinel: master 6390, replicas 6391-6392,
+                          Sentinels 26390-26392)
+  up redis                only Redis (SECKILL_STACK_REDIS_PORT other than 6379: a private
+                          redis-server with the stack's settings; bench/windows.sh)
   down [SERVICE...]       stop what 'up' started (all, or redis|mariadb|kafka|cluster|sentinel|galera)
   galera up|down|status|env|kill N
                           only the three Galera nodes (127.0.0.1:3311-3313), nothing else;
@@ -106,6 +111,21 @@ ensure_pkgs() {
         [[ ${#missing[@]} -eq 0 ]] && return 0
         say "installing ${missing[*]}"
         sk_apt_install "" "${missing[@]}" || die "cannot install ${missing[*]}"
+}
+
+# Run "$@" with every file descriptor above 2 closed. A daemon that forks itself
+# (redis-server --daemonize yes) keeps what it inherits: it must not hold our lock (fd 9,
+# with_lock) nor a lock of whoever called us (e.g. a wrapper that serialises stack
+# changes with flock on its own fd), or that lock stays taken as long as the daemon runs.
+# (start-stop-daemon --background closes them itself.)
+detached() {
+        (
+                for fd in /proc/self/fd/*; do
+                        fd=${fd##*/}
+                        [[ $fd =~ ^[0-9]+$ ]] && ((fd > 2)) && eval "exec $fd>&-" 2>/dev/null
+                done
+                exec "$@"
+        )
 }
 
 # True when something accepts TCP connections on $1:$2 (bash's /dev/tcp, no extra tool).
@@ -152,7 +172,7 @@ live_pid() {
         pid=$(tr -dc '0-9' <"$file")
         if [[ -n $pid ]]; then
                 st=$(proc_state "$pid")
-                cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)
+                cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" || true)
                 if [[ -n $st && $st != Z && $cmd == *"$match"* ]]; then
                         echo "$pid"
                         return 0
@@ -245,9 +265,9 @@ redis_up() {
         prepare_dirs
         mkdir -p "$STACK_DIR/redis"
         say "redis: starting on $HOST:$REDIS_PORT (no persistence, noeviction)"
-        redis-server --daemonize yes --bind "$HOST" --port "$REDIS_PORT" --save "" --appendonly no \
+        detached redis-server --daemonize yes --bind "$HOST" --port "$REDIS_PORT" --save "" --appendonly no \
                 --maxmemory-policy noeviction --dir "$STACK_DIR/redis" \
-                --pidfile "$REDIS_PID" --logfile "$REDIS_LOG" --loglevel warning 9>&-
+                --pidfile "$REDIS_PID" --logfile "$REDIS_LOG" --loglevel warning
         for ((i = 0; i < 100; i++)); do
                 redis_ping && { say "redis: ready (pid $(redis_our_pid))"; return 0; }
                 sleep 0.2
@@ -573,7 +593,8 @@ kafka_up() {
 # Commands
 
 # Serialise up/down/kafka-start/kafka-stop of one state dir. The lock is fd 9, which the
-# daemons must not inherit (each start closes it with 9>&-), or they would hold it forever.
+# daemons must not inherit (each start closes it: 9>&-, detached or start-stop-daemon
+# --background), or they would hold it forever.
 with_lock() {
         prepare_dirs
         exec 9>"$STACK_DIR/.lock"
@@ -586,8 +607,9 @@ cmd_up() {
         local t0=$SECONDS
         case ${1:-} in
         cluster | sentinel) with_lock; "${1}_up"; return 0 ;;
+        redis) with_lock; redis_up; return 0 ;;
         "") ;;
-        *) die "up: unknown topology '$1' (cluster, sentinel)" ;;
+        *) die "up: unknown topology '$1' (cluster, sentinel, redis)" ;;
         esac
         case $REDIS_TOPOLOGY in
         standalone | cluster | sentinel) ;;

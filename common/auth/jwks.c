@@ -1,7 +1,8 @@
 /* jwks.c: a JWKS document (RFC 7517) parsed once into OpenSSL 3 key objects
  * (DESIGN.md 15): RSA from n and e and EC P-256 from x and y through OSSL_PARAM and
  * EVP_PKEY_fromdata, oct secrets copied. Each key gets the one algorithm its type allows
- * (oct HS256, RSA >= 2048 bits RS256, EC P-256 ES256), checked against the JWK's own
+ * (oct HS256, RSA 2048..4096 bits (more only when configured) RS256, EC P-256 ES256),
+ * checked against the JWK's own
  * "alg" if present.
  * What it does not do: verify tokens (jwt.c), re-read files (jwt_auth.c), or import
  * private key members: a JWKS holding private keys loads as its public half. */
@@ -16,6 +17,7 @@
 #include <openssl/sha.h>
 
 #include "jwks_int.h"
+#include "sk/json_strict.h"
 #include "sk/b64url.h"
 #include "sk/err.h"
 
@@ -33,17 +35,6 @@ sk_jwt_alg_t sk__jwks_alg_parse(const char *name)
         if (!strcmp(name, "ES256"))
                 return SK_JWT_ES256;
         return SK_JWT_ALG_NONE;
-}
-
-int sk__json_unique_names(const cJSON *obj)
-{
-        const cJSON *a, *b;
-
-        for (a = obj->child; a; a = a->next)
-                for (b = a->next; b; b = b->next)
-                        if (a->string && b->string && !strcmp(a->string, b->string))
-                                return 0;
-        return 1;
 }
 
 const sk__jwk_t *sk__jwks_find(const sk_jwks_t *ks, const char *kid)
@@ -111,7 +102,7 @@ done:
         return pkey;
 }
 
-static int load_rsa(const cJSON *jwk, sk__jwk_t *key, const char *kid, char *errstr,
+static int load_rsa(const cJSON *jwk, sk__jwk_t *key, const char *kid, int max_bits, char *errstr,
                     size_t errstr_size)
 {
         unsigned char *n = NULL, *e = NULL;
@@ -132,9 +123,10 @@ static int load_rsa(const cJSON *jwk, sk__jwk_t *key, const char *kid, char *err
                 goto done;
         }
         bits = EVP_PKEY_get_bits(key->pkey);
-        if (bits < 2048 || bits > 8192) {
-                sk_seterr(errstr, errstr_size, "key %s: RSA key of %d bits (RS256 here: 2048..8192)",
-                          kid, bits);
+        if (bits < 2048 || bits > max_bits) {
+                sk_seterr(errstr, errstr_size, "key %s: RSA key of %d bits (RS256 here: 2048..%d%s)",
+                          kid, bits, max_bits, bits > max_bits && max_bits < SK_JWKS_RSA_LIMIT_BITS ?
+                          "; SECKILL_JWT_RSA_MAX_BITS allows more" : "");
                 goto done;
         }
         key->alg = SK_JWT_RS256;
@@ -217,7 +209,8 @@ static void key_clear(sk__jwk_t *key)
 
 /* One JWK into @p key. @returns 1 loaded, 0 skipped (another kty, or not a signing
  * key), -1 error (errstr). */
-static int load_key(const cJSON *jwk, sk__jwk_t *key, size_t idx, char *errstr, size_t errstr_size)
+static int load_key(const cJSON *jwk, sk__jwk_t *key, size_t idx, int rsa_max_bits, char *errstr,
+                    size_t errstr_size)
 {
         const cJSON *kty = cJSON_GetObjectItemCaseSensitive(jwk, "kty");
         const cJSON *kid = cJSON_GetObjectItemCaseSensitive(jwk, "kid");
@@ -227,7 +220,7 @@ static int load_key(const cJSON *jwk, sk__jwk_t *key, size_t idx, char *errstr, 
         int rc;
 
         memset(key, 0, sizeof(*key));
-        if (!cJSON_IsObject(jwk) || !sk__json_unique_names(jwk)) {
+        if (!cJSON_IsObject(jwk) || !sk_json_unique_names(jwk)) {
                 sk_seterr(errstr, errstr_size, "keys[%zu] is not a JSON object with unique names", idx);
                 return -1;
         }
@@ -251,7 +244,7 @@ static int load_key(const cJSON *jwk, sk__jwk_t *key, size_t idx, char *errstr, 
         if (use && (!cJSON_IsString(use) || strcmp(use->valuestring, "sig")))
                 return 0; /* an encryption key: not ours */
         if (!strcmp(kty->valuestring, "RSA"))
-                rc = load_rsa(jwk, key, name, errstr, errstr_size);
+                rc = load_rsa(jwk, key, name, rsa_max_bits, errstr, errstr_size);
         else if (!strcmp(kty->valuestring, "EC"))
                 rc = load_ec(jwk, key, name, errstr, errstr_size);
         else if (!strcmp(kty->valuestring, "oct"))
@@ -306,16 +299,17 @@ static int check_kids(const sk_jwks_t *ks, char *errstr, size_t errstr_size)
         return 0;
 }
 
-sk_jwks_t *sk_jwks_parse(const char *json, size_t len, uint64_t generation, char *errstr,
-                         size_t errstr_size)
+sk_jwks_t *sk_jwks_parse(const char *json, size_t len, uint64_t generation, int rsa_max_bits,
+                         char *errstr, size_t errstr_size)
 {
         cJSON *root = cJSON_ParseWithLength(json, len);
+        int max_bits = rsa_max_bits > 0 ? rsa_max_bits : SK_JWKS_RSA_MAX_BITS;
         const cJSON *keys, *jwk;
         sk_jwks_t *ks = NULL;
         size_t idx = 0;
         int count, rc;
 
-        if (!cJSON_IsObject(root) || !sk__json_unique_names(root)) {
+        if (!cJSON_IsObject(root) || !sk_json_unique_names(root)) {
                 sk_seterr(errstr, errstr_size, "not a JSON object (with unique member names)");
                 goto fail;
         }
@@ -332,7 +326,7 @@ sk_jwks_t *sk_jwks_parse(const char *json, size_t len, uint64_t generation, char
         atomic_init(&ks->refs, 1);
         ks->generation = generation;
         cJSON_ArrayForEach(jwk, keys) {
-                rc = load_key(jwk, &ks->keys[ks->n], idx++, errstr, errstr_size);
+                rc = load_key(jwk, &ks->keys[ks->n], idx++, max_bits, errstr, errstr_size);
                 if (rc < 0)
                         goto fail;
                 ks->n += (size_t)rc;
@@ -351,8 +345,8 @@ fail:
         return NULL;
 }
 
-sk_jwks_t *sk_jwks_load_file(const char *path, uint64_t generation, unsigned char *sha256,
-                             char *errstr, size_t errstr_size)
+sk_jwks_t *sk_jwks_load_file(const char *path, uint64_t generation, int rsa_max_bits,
+                             unsigned char *sha256, char *errstr, size_t errstr_size)
 {
         FILE *f = fopen(path, "rb");
         char *buf = NULL;
@@ -376,7 +370,7 @@ sk_jwks_t *sk_jwks_load_file(const char *path, uint64_t generation, unsigned cha
         }
         if (sha256)
                 SHA256((const unsigned char *)buf, len, sha256);
-        if (!(ks = sk_jwks_parse(buf, len, generation, why, sizeof(why))))
+        if (!(ks = sk_jwks_parse(buf, len, generation, rsa_max_bits, why, sizeof(why))))
                 sk_seterr(errstr, errstr_size, "%s: %s", path, why);
 done:
         if (buf) {

@@ -35,8 +35,5 @@ struct sk_jwks {
 /* The key named @p kid (NUL-terminated; NULL = the token had none: only a set of
  * exactly one key answers then). NULL if none. */
 const sk__jwk_t *sk__jwks_find(const sk_jwks_t *ks, const char *kid);
-/* 1 if no two members of the JSON object @p obj share a name (a duplicate name is a
- * parser differential: refused). */
-int sk__json_unique_names(const cJSON *obj);
 /* The alg name ("HS256"...) -> enum; SK_JWT_ALG_NONE for anything else. */
 sk_jwt_alg_t sk__jwks_alg_parse(const char *name);

@@ -17,6 +17,7 @@
 #include "sk/b64url.h"
 #include "sk/err.h"
 #include "sk/ids.h"
+#include "sk/json_strict.h"
 #include "sk/jwt.h"
 
 #define ENC_HEADER_MAX SK_B64URL_ENCODED_LEN(SK_JWT_MAX_HEADER)
@@ -38,36 +39,16 @@ const char *sk_jwt_status_str(sk_jwt_status_t st)
         return "unknown";
 }
 
-/* A decoded segment must not hold an escaped NUL: cJSON would cut the string there, so
- * "sub":"7\u00001" would read as 7. Refused wherever it appears (even after an escaped
- * backslash: false positives cost a token nobody needs). */
-static int has_escaped_nul(const char *s, size_t len)
-{
-        size_t i;
-
-        for (i = 0; i + 6 <= len; i++)
-                if (s[i] == '\\' && s[i + 1] == 'u' && !strncmp(s + i + 2, "0000", 4))
-                        return 1;
-        return 0;
-}
-
-/* Decode @p seg and parse it as a JSON object with unique member names. NULL if not. */
+/* Decode @p seg and parse it as a strict JSON object (sk/json_strict.h: unique member
+ * names, no NUL, nothing after the object). NULL if not. */
 static cJSON *segment_json(const char *seg, size_t len, char *buf, size_t buf_size)
 {
         long n = sk_b64url_decode(seg, len, (unsigned char *)buf, buf_size - 1);
-        cJSON *obj;
 
         if (n <= 0)
                 return NULL;
         buf[n] = '\0';
-        if (memchr(buf, '\0', (size_t)n) || has_escaped_nul(buf, (size_t)n))
-                return NULL;
-        obj = cJSON_ParseWithLength(buf, (size_t)n);
-        if (!cJSON_IsObject(obj) || !sk__json_unique_names(obj)) {
-                cJSON_Delete(obj);
-                return NULL;
-        }
-        return obj;
+        return sk_json_strict_object(buf, (size_t)n, NULL);
 }
 
 /* ---------------------------------------------------------------- signature ---- */

@@ -19,7 +19,7 @@
 
 struct sk_jwt_auth {
         char *keys_file, *issuer, *audience;
-        int skew_s, recheck_s;
+        int skew_s, recheck_s, rsa_max_bits;
         sk_jwt_reload_cb *on_reload;
         void *arg;
         sk_jwt_cache_t *cache;
@@ -63,6 +63,7 @@ sk_jwt_auth_t *sk_jwt_auth_new(const sk_jwt_auth_opts_t *o, char *errstr, size_t
         pthread_mutex_init(&a->reload_mu, NULL);
         a->skew_s = o->skew_s;
         a->recheck_s = o->recheck_s > 0 ? o->recheck_s : 10;
+        a->rsa_max_bits = o->rsa_max_bits;
         a->on_reload = o->on_reload;
         a->arg = o->arg;
         a->keys_file = strdup(o->keys_file);
@@ -78,7 +79,7 @@ sk_jwt_auth_t *sk_jwt_auth_new(const sk_jwt_auth_opts_t *o, char *errstr, size_t
                 sk_seterr(errstr, errstr_size, "%s: %s", a->keys_file, strerror(errno));
                 goto fail;
         }
-        if (!(a->keys = sk_jwks_load_file(a->keys_file, 1, a->sha, errstr, errstr_size)))
+        if (!(a->keys = sk_jwks_load_file(a->keys_file, 1, a->rsa_max_bits, a->sha, errstr, errstr_size)))
                 goto fail;
         atomic_init(&a->generation, 1);
         return a;
@@ -120,7 +121,7 @@ static int reload_locked(sk_jwt_auth_t *a, uint64_t *gen, size_t *n, char *errst
                 sk_seterr(errstr, errstr_size, "%s: %s", a->keys_file, strerror(errno));
                 return -1;
         }
-        if (!(ks = sk_jwks_load_file(a->keys_file, next, sha, errstr, errstr_size)))
+        if (!(ks = sk_jwks_load_file(a->keys_file, next, a->rsa_max_bits, sha, errstr, errstr_size)))
                 return -1;
         if (!memcmp(sha, a->sha, sizeof(sha))) {
                 sk_jwks_unref(ks); /* the same bytes: keep the generation and the cache */
@@ -221,6 +222,18 @@ sk_jwt_status_t sk_jwt_auth_verify(sk_jwt_auth_t *a, const char *token, size_t l
         }
         sk_jwks_unref(ks);
         return st;
+}
+
+int sk_jwt_auth_lookup(sk_jwt_auth_t *a, const char *token, size_t len, int64_t now_s,
+                       int64_t *user_id)
+{
+        unsigned char key[SK_JWT_CACHE_KEY_LEN];
+
+        if (!len || len > SK_JWT_MAX_TOKEN)
+                return 0;
+        sk_jwt_cache_key(token, len, key);
+        return sk_jwt_cache_get(a->cache, key, atomic_load(&a->generation), now_s, a->skew_s, user_id,
+                                NULL);
 }
 
 uint64_t sk_jwt_auth_generation(sk_jwt_auth_t *a)

@@ -2,6 +2,7 @@
  * the secrets file, HMAC-SHA256 over t + "." + raw body with OpenSSL, the header's
  * parts, and the constant-time comparison (CRYPTO_memcmp) against every secret.
  * What it does not do: read the clock or files on its own schedule (the caller does). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #define PAYSIG_FILE_MAX (64 * 1024)
 
 struct sk_paysig_keys {
+        atomic_int refs;        /* the only field that changes after parse */
         size_t n;
         size_t len[SK_PAYSIG_MAX_KEYS];
         unsigned char secret[SK_PAYSIG_MAX_KEYS][SK_PAYSIG_MAX_SECRET];
@@ -31,6 +33,7 @@ sk_paysig_keys_t *sk_paysig_keys_parse(const char *text, size_t len, char *errst
                 sk_seterr(errstr, errstr_size, "out of memory");
                 return NULL;
         }
+        atomic_init(&keys->refs, 1);
         while (pos < len) {
                 size_t start = pos, end;
 
@@ -110,9 +113,16 @@ size_t sk_paysig_keys_count(const sk_paysig_keys_t *keys)
         return keys ? keys->n : 0;
 }
 
+sk_paysig_keys_t *sk_paysig_keys_ref(sk_paysig_keys_t *keys)
+{
+        if (keys)
+                atomic_fetch_add(&keys->refs, 1);
+        return keys;
+}
+
 void sk_paysig_keys_free(sk_paysig_keys_t *keys)
 {
-        if (!keys)
+        if (!keys || atomic_fetch_sub(&keys->refs, 1) != 1)
                 return;
         OPENSSL_cleanse(keys, sizeof(*keys));
         free(keys);

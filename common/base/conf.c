@@ -148,6 +148,18 @@ static int apply_copt(sk_conf_t *conf, const copt_t *o, const src_t *s, const ch
                         return 2;
                 }
                 break;
+        case V_LISTEN:
+                if (!strncmp(s->val, "unix:", 5)) {
+                        /* sizeof(sun_path) of Linux: 108 bytes with its NUL. */
+                        if (s->val[5] != '/' || len - 5 >= 108 || !no_ctl(s->val)) {
+                                report(prog, s, 0, "is invalid (unix:PATH: an absolute path of at most "
+                                       "107 bytes, no spaces)");
+                                return 2;
+                        }
+                        break;
+                }
+                /* host:port, checked as V_HOSTPORT */
+                /* fall through */
         case V_HOSTPORT:
         case V_METRICS_ADDR: {
                 char host[128];
@@ -161,6 +173,12 @@ static int apply_copt(sk_conf_t *conf, const copt_t *o, const src_t *s, const ch
                 }
                 break;
         }
+        case V_KPROPS:
+                if (sk__read_kafka_props(s->val, conf, err, sizeof(err)) != 0) {
+                        report(prog, s, 0, "%s", err);
+                        return 2;
+                }
+                break;
         case V_STR:
                 if (!*s->val || !no_ctl(s->val)) {
                         report(prog, s, 0, "is invalid (non-empty, no spaces or control characters)");

@@ -28,6 +28,8 @@ static void copt_default(const copt_t *o, const sk_conf_t *d, char *def, size_t 
                         sk__sfmt(def, size, " %d", v);
         } else if (o->kind == V_LEVEL) {
                 sk__sfmt(def, size, " %s", o->def);
+        } else if (!*field && o->unset) {
+                sk__sfmt(def, size, ": %s", o->unset);
         } else {
                 def[0] = ' ';
                 sk__mask_url(field, def + 1, size - 1);
@@ -152,7 +154,11 @@ static void md_common(FILE *f)
                         fprintf(f, " | %s | %ld..%ld | ", o->unset, o->min, o->max);
                 else if (o->kind == V_INT)
                         fprintf(f, " | `%s` | %ld..%ld | ", o->def, o->min, o->max);
-                else {
+                else if (!*o->def && o->unset) {
+                        fprintf(f, " | %s | `", o->unset);
+                        md_text(f, o->arg);
+                        fputs("` | ", f);
+                } else {
                         fprintf(f, " | `%s` | `", o->def);
                         md_text(f, o->arg);
                         fputs("` | ", f);

@@ -15,8 +15,10 @@ typedef enum {
         V_TOPIC,        /* [A-Za-z0-9._-]+ */
         V_PREFIX,       /* [A-Za-z0-9_.-]+ */
         V_HOSTPORT,     /* host:port */
+        V_LISTEN,       /* host:port or unix:PATH (PATH absolute, < 108 bytes) */
         V_METRICS_ADDR, /* host:port or off */
         V_LEVEL,        /* debug|info|warn|error */
+        V_KPROPS,       /* path of a librdkafka properties file, "" = none */
 } vkind_t;
 
 typedef struct copt {
@@ -29,14 +31,15 @@ typedef struct copt {
         const char *arg;        /* metavariable in --help */
         const char *def;        /* the built-in default, as text (V_INT: a number, V_LEVEL:
                                    a level name); the only place it is written */
-        const char *unset;      /* V_INT whose default is out of range (not given): what
-                                   that means, for --help; else NULL */
+        const char *unset;      /* V_INT whose default is out of range, or a text whose
+                                   default is "" (not given): what that means, for
+                                   --help; else NULL */
         const char *help;
         unsigned bins;          /* SK_BIN_* of the binaries that use it (sk/conf.h) */
 } copt_t;
 
 /* Number of common options (checked against the table at compile time). */
-#define SK__NCOPTS 26
+#define SK__NCOPTS 27
 /* One row per common option, in --help / --print-config order. */
 extern const copt_t sk__copts[SK__NCOPTS];
 
@@ -70,6 +73,17 @@ void sk__sfmt(char *dst, size_t size, const char *fmt, ...) __attribute__((forma
  * and never holds the content (unreadable, empty, too long, bad bytes: permanent). */
 int sk__read_secret_file(const char *path, const char *what, char *dst, size_t dst_size,
                          char *errstr, size_t errstr_size);
+
+/* Reads the librdkafka properties file @p path (DESIGN.md 15 "Hardening rules": Kafka
+ * client secrets never only on a command line) into @p conf's kafka_props, before the
+ * -X properties already there (so a -X of the same key wins): "key=value" lines, blank
+ * lines and lines starting with '#' or '!' skipped, white space around the key and the
+ * value dropped. The file must be a regular file that others can neither read nor write
+ * and its group cannot write (like the other secret files: 0640 root:seckill or
+ * tighter). Blocking file I/O; not thread-safe (sk_conf_load's thread). @returns 0, or -1
+ * with a reason in errstr that names the path and a line number, never a line's text
+ * (permanent). */
+int sk__read_kafka_props(const char *path, sk_conf_t *conf, char *errstr, size_t errstr_size);
 
 /* Copies @p url into @p dst with the password of its userinfo replaced by *** (a bare
  * userinfo masked whole); a string without "://" or '@' is copied as is. Pure,

@@ -1,13 +1,18 @@
 /* conf_secret.c: secrets read from files (DESIGN.md 2: "a secret may come from a URL, a
  * flag, the environment or a file (?password-file=, the *_FILE variables); its value is
  * never printed"). One reader serves both: the password of ?password-file=PATH and the
- * whole value of a VAR_FILE variable (SECKILL_MYSQL_URL_FILE, SECKILL_REDIS_URL_FILE).
+ * whole value of a VAR_FILE variable (SECKILL_MYSQL_URL_FILE, SECKILL_REDIS_URL_FILE);
+ * another reads the librdkafka properties file (SECKILL_KAFKA_PROPERTIES_FILE, DESIGN.md
+ * 15), after checking that others cannot read it.
  * Every error names the file, never its content. And the masks: a URL's password, the
  * librdkafka properties that hold secrets. Blocking file I/O; thread-safe on
  * distinct buffers. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "sk/conf.h"
 #include "sk/err.h"
@@ -56,6 +61,102 @@ int sk__read_secret_file(const char *path, const char *what, char *dst, size_t d
 done:
         memset(buf, 0, sizeof(buf));
         fclose(f);
+        return rc;
+}
+
+#define KPROPS_MAX_BYTES 65536
+
+/* [b, e) without white space at either end. */
+static void trim(const char **b, const char **e)
+{
+        while (*b < *e && (**b == ' ' || **b == '\t' || **b == '\r'))
+                (*b)++;
+        while (*e > *b && ((*e)[-1] == ' ' || (*e)[-1] == '\t' || (*e)[-1] == '\r'))
+                (*e)--;
+}
+
+/* The properties of the @p n bytes of @p text into @p props (@p *np of them, at most
+ * SK_MAX_KAFKA_PROPS). @returns 0, or the 1-based line number that is wrong. */
+static int parse_kprops(const char *text, size_t n, char props[][2][256], int *np)
+{
+        const char *line = text, *end = text + n;
+        int lineno = 0;
+
+        while (line < end) {
+                const char *nl = memchr(line, '\n', (size_t)(end - line));
+                const char *le = nl ? nl : end, *kb = line, *ke, *vb, *ve = le;
+
+                lineno++;
+                trim(&kb, &ve);
+                if (kb == ve || *kb == '#' || *kb == '!')
+                        goto next;
+                if (!(vb = memchr(kb, '=', (size_t)(ve - kb))))
+                        return lineno;
+                ke = vb++;
+                trim(&kb, &ke);
+                trim(&vb, &ve);
+                if (kb == ke || (size_t)(ke - kb) >= 256 || (size_t)(ve - vb) >= 256 ||
+                    memchr(kb, '\0', (size_t)(ve - kb)) || *np == SK_MAX_KAFKA_PROPS)
+                        return lineno;
+                memcpy(props[*np][0], kb, (size_t)(ke - kb));
+                props[*np][0][ke - kb] = '\0';
+                memcpy(props[*np][1], vb, (size_t)(ve - vb));
+                props[*np][1][ve - vb] = '\0';
+                (*np)++;
+next:
+                line = nl ? nl + 1 : end;
+        }
+        return 0;
+}
+
+int sk__read_kafka_props(const char *path, sk_conf_t *conf, char *errstr, size_t errstr_size)
+{
+        static char buf[KPROPS_MAX_BYTES + 1];
+        static char props[SK_MAX_KAFKA_PROPS][2][256];
+        struct stat st;
+        ssize_t got;
+        size_t n = 0;
+        int fd, np = 0, bad, rc = -1;
+
+        if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0) {
+                sk_seterr(errstr, errstr_size, "cannot be read: %s", strerror(errno));
+                return -1;
+        }
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+                sk_seterr(errstr, errstr_size, "is not a regular file");
+                goto done;
+        }
+        if (st.st_mode & (S_IRWXO | S_IWGRP)) {
+                sk_seterr(errstr, errstr_size, "has mode %04o: others may read it or its group "
+                          "may write it (chmod 0640, owner root, group seckill)",
+                          (unsigned)(st.st_mode & 07777));
+                goto done;
+        }
+        while (n < sizeof(buf) && (got = read(fd, buf + n, sizeof(buf) - n)) > 0)
+                n += (size_t)got;
+        if (n == sizeof(buf)) {
+                sk_seterr(errstr, errstr_size, "is larger than %d bytes", KPROPS_MAX_BYTES);
+                goto done;
+        }
+        if ((bad = parse_kprops(buf, n, props, &np)) != 0) {
+                sk_seterr(errstr, errstr_size, "line %d: not key=value (each under 256 chars, at "
+                          "most %d properties with -X)", bad, SK_MAX_KAFKA_PROPS);
+                goto done;
+        }
+        if (np + conf->nkafka_props > SK_MAX_KAFKA_PROPS) {
+                sk_seterr(errstr, errstr_size, "more than %d properties with -X", SK_MAX_KAFKA_PROPS);
+                goto done;
+        }
+        /* The file's properties first: a -X of the same key, applied later, wins. */
+        memmove(conf->kafka_props[np], conf->kafka_props[0],
+                (size_t)conf->nkafka_props * sizeof(conf->kafka_props[0]));
+        memcpy(conf->kafka_props[0], props, (size_t)np * sizeof(props[0]));
+        conf->nkafka_props += np;
+        rc = 0;
+done:
+        memset(buf, 0, sizeof(buf));
+        memset(props, 0, sizeof(props));
+        close(fd);
         return rc;
 }
 

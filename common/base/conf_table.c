@@ -50,10 +50,16 @@ const copt_t sk__copts[SK__NCOPTS] = {
            "order topic, key = voucherId (the DLQ is <topic>.dlq)"),
         CS("group-id", "SECKILL_GROUP_ID", V_STR, group_id, "NAME", "seckill-order-workers", ALL,
            "Kafka consumer group"),
+        { "kafka-properties-file", "SECKILL_KAFKA_PROPERTIES_FILE", V_KPROPS, OFF(kafka_properties_file),
+          SZ(kafka_properties_file), 0, 0, "PATH", "", "none",
+          "librdkafka properties, key=value lines (SASL and TLS secrets, kept off the command "
+          "line), applied before -X; the file may not be readable by others nor writable by its "
+          "group", ALL },
         CI("partitions", "SECKILL_TOPIC_PARTITIONS", topic_partitions, 1, 1000, "N", "6",
            FRONT | CONS | SK_BIN_RECONCILER, "partitions of topics created at startup"),
-        CS("http-addr", "SECKILL_HTTP_ADDR", V_HOSTPORT, http_addr, "HOST:PORT", "127.0.0.1:8080", FRONT,
-           "HTTP listen address of the front"),
+        CS("http-addr", "SECKILL_HTTP_ADDR", V_LISTEN, http_addr, "HOST:PORT|unix:PATH", "127.0.0.1:8080",
+           FRONT, "API listen address of the front: TCP, or a unix socket created mode 0660, group "
+           "seckill (DESIGN.md 15; PATH absolute, e.g. under the unit's /run/seckill)"),
         CS("redis-prefix", "SECKILL_REDIS_PREFIX", V_PREFIX, redis_prefix, "P", "seckill", ALL,
            "first segment of every Redis key"),
         CI("delivery-timeout-ms", "SECKILL_KAFKA_DELIVERY_TIMEOUT_MS", kafka_delivery_timeout_ms, 100, 600000,
@@ -61,7 +67,8 @@ const copt_t sk__copts[SK__NCOPTS] = {
         CI("max-inflight", "SECKILL_MAX_INFLIGHT", max_inflight, 1, 1000000, "N", "10000", FRONT,
            "requests in flight before the front answers 503"),
         CI("soldout-cache-ms", "SECKILL_SOLDOUT_CACHE_MS", soldout_cache_ms, 0, 60000, "MS", "1000", FRONT,
-           "front: how long a bucket that answered sold out is answered 10005 locally (0 = off)"),
+           "front: how long a bucket that answered sold out is answered 10005 locally, and a "
+           "voucher the DB did not know 10004 (0 = off)"),
         { "worker-id", "SECKILL_WORKER_ID", V_INT, OFF(worker_id), 0, 0, 1023, "ID", "-1", "the lowest free id is leased",
           "snowflake worker id, leased in the database; held by another live "
           "process: exit 2", FRONT | SK_BIN_ADMIN },

@@ -110,7 +110,7 @@ int sk__parse_host_port(const char *b, const char *e, char *host, size_t host_si
                 memcpy(num, pe + 1, nl);
                 num[nl] = '\0';
                 if (!isdigit((unsigned char)num[0]) || sk_parse_int(num, 1, 65535, port) != 0) {
-                        sk_seterr(errstr, errstr_size, "port %s is out of range (1..65535)", num);
+                        sk_seterr(errstr, errstr_size, "a port is out of range (1..65535)");
                         return -1;
                 }
         } else if (default_port) {

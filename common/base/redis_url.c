@@ -6,8 +6,10 @@
  *
  * The user and password are the data nodes' (AUTH [user] pass); Sentinels are asked
  * without AUTH. Default ports: 6379 (server, cluster seeds), 26379 (Sentinels).
- * Errors name what is wrong in one short phrase; conf.c prefixes the variable name and
- * masks the password, and the binaries exit 2 on it. Pure functions, thread-safe. */
+ * Errors name what is wrong in one short phrase that never quotes a piece of the URL
+ * (a piece cut in the wrong place could be part of a password); conf.c prefixes the
+ * variable name and the URL with its password masked, and the binaries exit 2 on it.
+ * Pure functions, thread-safe. */
 #include <ctype.h>
 #include <string.h>
 
@@ -81,14 +83,13 @@ static int parse_db(const char *s, size_t n, int *db, char *errstr, size_t errst
         char num[8];
 
         if (n == 0 || n >= sizeof(num) || !isdigit((unsigned char)s[0])) {
-                sk_seterr(errstr, errstr_size, "database \"%.*s\" is out of range (0..15)",
-                          (int)(n > 32 ? 32 : n), s);
+                sk_seterr(errstr, errstr_size, "the database is out of range (0..15)");
                 return -1;
         }
         memcpy(num, s, n);
         num[n] = '\0';
         if (sk_parse_int(num, 0, 15, db) != 0) {
-                sk_seterr(errstr, errstr_size, "database \"%s\" is out of range (0..15)", num);
+                sk_seterr(errstr, errstr_size, "the database is out of range (0..15)");
                 return -1;
         }
         return 0;
@@ -124,7 +125,7 @@ static int parse_sentinel_path(const char *p, sk_redis_url_t *r, char *errstr,
         if (!q)
                 return 0;
         if (strncmp(q, "?db=", 4) != 0) {
-                sk_seterr(errstr, errstr_size, "unknown query \"%.32s\" (only ?db=N)", q);
+                sk_seterr(errstr, errstr_size, "unknown query (only ?db=N)");
                 return -1;
         }
         return parse_db(q + 4, strlen(q + 4), &r->db, errstr, errstr_size);
@@ -150,15 +151,15 @@ int sk_redis_url_parse(const char *url, sk_redis_url_t *out, char *errstr, size_
                           "redis-cluster://h1:p1[,h2:p2...]");
                 return -1;
         }
-        path = p + strcspn(p, "/?");
-        for (const char *q = p; q < path; q++)  /* the last '@' ends the userinfo */
-                if (*q == '@')
-                        at = q;
-        if (at) {
+        /* The last '@' ends the userinfo (DESIGN.md 15 "Hardening rules"): no host list,
+         * database or master name holds one, while a password may hold '/', '?' or '#'
+         * unencoded; the masked echo of the URL cuts at the same '@' (conf_secret.c). */
+        if ((at = strrchr(p, '@'))) {
                 if (parse_userinfo(p, at, &r, errstr, errstr_size) != 0)
                         return -1;
                 p = at + 1;
         }
+        path = p + strcspn(p, "/?");
         if (r.kind == SK_REDIS_STANDALONE && memchr(p, ',', (size_t)(path - p))) {
                 sk_seterr(errstr, errstr_size, "redis:// takes one host (a list needs "
                           "redis-sentinel:// or redis-cluster://)");
@@ -170,7 +171,7 @@ int sk_redis_url_parse(const char *url, sk_redis_url_t *out, char *errstr, size_
                 if (parse_sentinel_path(path, &r, errstr, errstr_size) != 0)
                         return -1;
         } else if (*path == '?') {
-                sk_seterr(errstr, errstr_size, "unexpected query \"%.32s\"", path);
+                sk_seterr(errstr, errstr_size, "unexpected query (none is taken)");
                 return -1;
         } else if (*path == '/' && path[1]) {
                 if (parse_db(path + 1, strlen(path + 1), &r.db, errstr, errstr_size) != 0)

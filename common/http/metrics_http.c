@@ -104,7 +104,7 @@ void *sk_ops_http_start(const sk_ops_http_t *ops, const char *addr, char *errstr
         struct addrinfo hints, *ai = NULL;
         struct sockaddr_storage ss;
         char host[256], port_s[16];
-        unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD;
+        unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
         msrv_t *srv = NULL;
         int port = 0, gai;
 
@@ -135,10 +135,15 @@ void *sk_ops_http_start(const sk_ops_http_t *ops, const char *addr, char *errstr
                 return NULL;
         }
         srv->ops = *ops;
+        /* DESIGN.md 15 "Ops listener": a slow or half-open client cannot starve the
+         * probes. An idle connection (no byte for 2 s, headers included) is closed; one
+         * address holds at most SK_OPS_PER_ADDR connections (libmicrohttpd closes the
+         * others at once), so SK_OPS_CONNS leave room for every prober. */
         srv->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, srv,
                                   MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10 /* s */,
-                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64,
+                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)SK_OPS_IDLE_S,
+                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)SK_OPS_CONNS,
+                                  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)SK_OPS_PER_ADDR,
                                   MHD_OPTION_END);
         if (!srv->d) {
                 sk_seterr(errstr, errstr_size, "cannot listen on %s (address in use or not local?)", addr);

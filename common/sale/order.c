@@ -294,9 +294,13 @@ sk_err_t sk_order_close_due(sk_db_t *db, int limit, int grace_s, sk_order_row_t 
         *n = 0;
         if ((err = sk_db_begin(db, errstr, errstr_size)))
                 return err;
+        /* "pay_deadline + grace <= NOW(3)" (DESIGN.md 13) written as a range on the
+         * column, so (status, pay_deadline) bounds the scan to the orders that are due;
+         * with the column inside the expression the server read every UNPAID order on
+         * every round (docs/SCALING.md "What one batch costs the database"). */
         err = sk_db_rows(db, "SELECT " ORDER_COLS " FROM tb_voucher_order"
                          " WHERE status = " SK_SQL_ORDER_UNPAID
-                         " AND pay_deadline + INTERVAL ? SECOND <= NOW(3)"
+                         " AND pay_deadline <= NOW(3) - INTERVAL ? SECOND"
                          " ORDER BY pay_deadline LIMIT ? FOR UPDATE SKIP LOCKED",
                          q, 2, ORDER_NCOLS, order_row_cb, &r, errstr, errstr_size);
         if (err == SK_OK && r.oom)
@@ -361,9 +365,10 @@ sk_err_t sk_order_overdue_oldest_s(sk_db_t *db, int grace_s, int64_t *seconds, c
         sk_err_t err;
 
         *seconds = 0;
+        /* A range on (status, pay_deadline), as in sk_order_close_due. */
         err = sk_db_i64(db, "SELECT TIMESTAMPDIFF(SECOND, MIN(pay_deadline) + INTERVAL ? SECOND,"
                         " NOW(3)) FROM tb_voucher_order WHERE status = " SK_SQL_ORDER_UNPAID
-                        " AND pay_deadline + INTERVAL ? SECOND <= NOW(3)",
+                        " AND pay_deadline <= NOW(3) - INTERVAL ? SECOND",
                         SK_ARGS(SK_I64(g), SK_I64(g)), seconds, NULL, errstr, errstr_size);
         return err == SK_ENOTFOUND ? SK_OK : err;
 }

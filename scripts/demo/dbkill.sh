@@ -35,8 +35,13 @@ dbkill_writer() {
 
 db_galera_up() {
         local before
-        before=$("$REPO/scripts/stack.sh" galera status 2>/dev/null | awk '$3 == "up"' | wc -l)
-        say "--db galera: scripts/stack.sh galera up (log: $RUN/galera.log)"
+        # (galera status exits 1 unless the three nodes are Synced: a node count is wanted)
+        before=$( { "$REPO/scripts/stack.sh" galera status 2>/dev/null || true; } | awk '$3 == "up"' | wc -l)
+        if (( before == 0 )); then
+                say "--db galera: no Galera node is running; starting the three-node cluster with scripts/stack.sh galera up (a minute or two the first time; log: $RUN/galera.log)"
+        else
+                say "--db galera: $before of 3 Galera nodes up; scripts/stack.sh galera up starts the others (log: $RUN/galera.log)"
+        fi
         "$REPO/scripts/stack.sh" galera up > "$RUN/galera.log" 2>&1 9>&- ||
                 { tail -n 20 "$RUN/galera.log" >&2; die "scripts/stack.sh galera up failed"; }
         # stopped at the end (unless --keep) only when this run started it

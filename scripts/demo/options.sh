@@ -26,7 +26,7 @@ usage: scripts/demo.sh [options]
                        orders close at the deadline, the units go back and are sold again
   --pay-timeout S      payment window of an order (default $PAY_TIMEOUT_S s; SECKILL_PAY_TIMEOUT_S)
   --redis TOPO         standalone (default), cluster (the local Redis Cluster,
-                       127.0.0.1:7000-7005) or sentinel (master 6390 behind Sentinels
+                       127.0.0.1:7000-7008) or sentinel (master 6390 behind Sentinels
                        26390-26392); the topology is started with scripts/stack.sh up
                        TOPO and the report shows the EVALSHA calls per master
   --kill-redis         a Redis outage mid-sale (DESIGN.md 12): the run uses a private

@@ -17,17 +17,22 @@ DESIGN.md 15), and the late buyers who take the units released by the ones who n
       should the closer close that order first (the answer is then "closed"), up to
       LATE_TRIES orders are tried. Writes the counts and the late payment to --out (JSON).
   payer.py resale --db DB --front URL --unpaid-pct P --vouchers V1,V2 --tsv FILE
-                  --timeout-s S
-      After the sale: while any sale voucher has units free in the DB (released by a
-      close) or UNPAID orders are still waiting for their deadline, new buyers (payers,
-      fresh ids) buy what is free. Every 202 (and 200 of the DB-only path) is appended to --tsv in the 202 log's format
-      (orderId, traceId, voucherId, userId, accept_ms, attempt) so the report checks them
-      like the sale's. Prints one summary line (JSON).
+                  [--accepted GLOB] --timeout-s S
+      After the sale: new buyers (payers, fresh ids) buy what is free until no unit of a
+      sale voucher is left in the DB, no order of theirs is UNPAID (a non-payer's order
+      closes at its deadline and gives its unit back; a payer's is being paid), and every
+      202 logged so far (the files of GLOB, the sale's accepted-*.tsv) has its outcome: one
+      still in Kafka may yet become an order that closes unpaid. Every 202 (and 200 of
+      the DB-only path) is appended to --tsv in the 202 log's format (orderId, traceId,
+      voucherId, userId, accept_ms, attempt) so the report checks them like the sale's.
+      Prints one summary line (JSON): what was tried and accepted, why it stopped
+      ("sold_and_settled" or "timeout") and what was left then.
 
 Ids stay strings; the mysql client is used as in report.py (no Python drivers).
 """
 import argparse
 import concurrent.futures
+import glob
 import hashlib
 import hmac
 import json
@@ -166,6 +171,23 @@ def cmd_pay(a):
         json.dump(counts, f)
 
 
+def undecided(db, pattern):
+    """How many traceIds logged in the files of pattern (the 202 log's format) have no
+    outcome row yet."""
+    traces = set()
+    for path in glob.glob(pattern) if pattern else []:
+        with open(path) as f:
+            for line in f:
+                cols = line.rstrip("\n").split("\t")
+                if len(cols) >= 2 and ID_RE.match(cols[1]):
+                    traces.add(cols[1])
+    known, ids = 0, sorted(traces)
+    for i in range(0, len(ids), 500):
+        known += int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_seckill_outcome "
+                         f"WHERE trace_id IN ({','.join(ids[i:i + 500])})")[0][0])
+    return len(ids) - known
+
+
 def cmd_resale(a):
     db = db_name(a.db)
     vouchers = [v for v in a.vouchers.split(",") if ID_RE.match(v)]
@@ -173,17 +195,23 @@ def cmd_resale(a):
     t0 = time.time()
     seq = 0
     tried = accepted = 0
+    stopped, left = "timeout", {}
     with open(a.tsv, "a") as out:
         while time.time() - t0 < a.timeout_s:
-            free = sql(f"SELECT voucher_id, SUM(stock) FROM `{db}`.tb_seckill_stock "
-                       f"WHERE voucher_id IN ({vlist}) GROUP BY voucher_id HAVING SUM(stock) > 0")
-            waiting = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order "
-                              f"WHERE voucher_id IN ({vlist}) AND status = 1")[0][0])
-            unpaid_left = waiting and any(
-                not pays(u, a.unpaid_pct) for (u,) in
-                sql(f"SELECT user_id FROM `{db}`.tb_voucher_order "
-                    f"WHERE voucher_id IN ({vlist}) AND status = 1"))
-            if not free and not unpaid_left:
+            try:
+                free = sql(f"SELECT voucher_id, SUM(stock) FROM `{db}`.tb_seckill_stock "
+                           f"WHERE voucher_id IN ({vlist}) GROUP BY voucher_id HAVING SUM(stock) > 0")
+                unpaid = int(sql(f"SELECT COUNT(*) FROM `{db}`.tb_voucher_order "
+                                 f"WHERE voucher_id IN ({vlist}) AND status = 1")[0][0])
+                pending = undecided(db, a.accepted) if not free and not unpaid else None
+            except RuntimeError as e:      # a database node gone for a moment: ask again
+                print(f"payer: resale: {e}", file=sys.stderr)
+                time.sleep(1)
+                continue
+            left = {"units_free": sum(int(n) for _, n in free), "orders_unpaid": unpaid,
+                    "accepted_undecided": pending}
+            if not free and not unpaid and pending == 0:
+                stopped = "sold_and_settled"
                 break
             for v, stock in free:
                 for _ in range(int(stock)):
@@ -201,7 +229,7 @@ def cmd_resale(a):
                         out.flush()
             time.sleep(1)
     print(json.dumps({"resale_tried": tried, "resale_accepted": accepted,
-                      "seconds": round(time.time() - t0, 1)}))
+                      "seconds": round(time.time() - t0, 1), "stopped": stopped, "left": left}))
 
 
 def main():
@@ -219,6 +247,7 @@ def main():
     pp.add_argument("--out", required=True)
     rp.add_argument("--vouchers", required=True)
     rp.add_argument("--tsv", required=True)
+    rp.add_argument("--accepted", default="", help="glob of the sale's 202 logs (accepted-*.tsv)")
     rp.add_argument("--timeout-s", type=int, default=60)
     a = p.parse_args()
     cmd_pay(a) if a.cmd == "pay" else cmd_resale(a)

@@ -6,7 +6,8 @@
 #                    ~UNPAID_PCT% who never do (their orders close after PAY_TIMEOUT_S);
 #                    one of those is paid late (signed after deadline + grace: refund_due)
 #   payments_resale  after the sale: late buyers take the units the closes release, until
-#                    no unpaid order is left; their 202s join the log (sale/accepted-resale.tsv)
+#                    no unit is left, no order is UNPAID and every logged 202 is decided
+#                    (payer.py resale); their 202s join the log (sale/accepted-resale.tsv)
 #   payments_stop    the payer finishes (after the drain) and prints its counts
 
 payments_start() {
@@ -18,12 +19,16 @@ payments_start() {
 }
 
 payments_resale() {
-        say "late buyers: buying what the closes release until no unpaid order is left"
+        say "late buyers: buying what the closes release until no unit is left, no order is unpaid and every 202 is decided"
         python3 "$DEMO_DIR/payer.py" resale --db "$DB" --front "http://$HTTP_ADDR" --unpaid-pct "$UNPAID_PCT" \
                 --vouchers "$SALE_VLIST" --tsv "$RUN/sale/accepted-resale.tsv" \
+                --accepted "$RUN/sale/accepted-*.tsv" \
                 --timeout-s $(( 3 * PAY_TIMEOUT_S + 60 )) > "$RUN/resale.json" 2> "$RUN/resale.log" ||
                 warn "late buyers failed: $(tail -n 3 "$RUN/resale.log")"
         say "late buyers: $(cat "$RUN/resale.json" 2>/dev/null)"
+        if grep -q '"stopped": "timeout"' "$RUN/resale.json" 2>/dev/null; then
+                warn "late buyers stopped at their timeout with units or orders left (see resale.json): undersell likely"
+        fi
         phase resale_end
 }
 

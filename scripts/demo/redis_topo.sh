@@ -36,7 +36,9 @@ redis_cmdstats() {
 topo_up() {
         local addr
         [[ $REDIS_TOPO == standalone ]] && return 0
-        if ! "$REPO/scripts/stack.sh" status 2>/dev/null | awk -v s="$REDIS_TOPO" '$1 ~ "^"s && $3 == "up" {f = 1} END {exit !f}'; then
+        # (status exits 1 when any service is down: only the topology's lines matter here)
+        if ! { "$REPO/scripts/stack.sh" status 2>/dev/null || true; } |
+                awk -v s="$REDIS_TOPO" '$1 ~ "^"s && $3 == "up" {f = 1} END {exit !f}'; then
                 STARTED_SERVICES+=("$REDIS_TOPO")
         fi
         say "stack: scripts/stack.sh up $REDIS_TOPO"

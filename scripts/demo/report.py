@@ -177,7 +177,8 @@ def _b64url(b):
 def buyer_headers(user):
     """The header that says who the buyer @p user (a decimal id string) is (DESIGN.md 15):
     with DEMO_JWKS (run.sh --auth jwt, auth.sh) an HS256 token signed with the key set's
-    secret "hs1", else X-User-Id (--auth trusted-header)."""
+    secret "hs1" for the demo's issuer and audience (DEMO_JWT_ISS, DEMO_JWT_AUD), else
+    X-User-Id (--auth trusted-header)."""
     path = os.environ.get("DEMO_JWKS")
     if not path:
         return {"X-User-Id": user}
@@ -186,7 +187,9 @@ def buyer_headers(user):
     secret = base64.urlsafe_b64decode(key["k"] + "=" * (-len(key["k"]) % 4))
     now = int(time.time())
     head = _b64url(b'{"alg":"HS256","typ":"JWT","kid":"hs1"}')
-    body = _b64url(json.dumps({"sub": user, "iat": now, "exp": now + 3600},
+    body = _b64url(json.dumps({"sub": user, "iat": now, "exp": now + 3600,
+                               "iss": os.environ.get("DEMO_JWT_ISS", ""),
+                               "aud": os.environ.get("DEMO_JWT_AUD", "")},
                               separators=(",", ":")).encode())
     sig = _b64url(hmac.new(secret, f"{head}.{body}".encode(), hashlib.sha256).digest())
     return {"Authorization": f"Bearer {head}.{body}.{sig}"}

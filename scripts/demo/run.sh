@@ -24,8 +24,11 @@
 # start (the stack is stopped only if this run started it, and only those services).
 #
 # Exit status: 0 every invariant PASS; 1 an invariant FAILED; 3 setup failed
-# (install, build, stack, services); 2 bad usage.
-set -euo pipefail
+# (install, build, stack, services; or any step that failed: it is named); 2 bad usage.
+# No step fails silently: die says what failed, and a command that fails anywhere else
+# (set -e, in a function of a sourced file too: set -E) is named by the ERR trap below
+# with its file, line and function before the run exits 3.
+set -Eeuo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 DEMO_DIR=$REPO/scripts/demo
@@ -78,6 +81,17 @@ T0=$(date +%s)
 say() { printf '[demo %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
 warn() { printf '[demo %4ss] warning: %s\n' "$(( $(date +%s) - T0 ))" "$*" >&2; }
 die() { printf '[demo %4ss] error: %s\n' "$(( $(date +%s) - T0 ))" "$*" >&2; exit 3; }
+# set -e stops at the first failing command: say which one, where (file, line, function),
+# and exit 3 like die. Only the script's own shell reports: a command substitution's
+# failure is reported by the command that used it.
+on_err() {
+        local rc=$1 cmd=$2 src=$3 line=$4 fn=$5
+        (( BASH_SUBSHELL == 0 )) || return 0
+        printf '[demo %4ss] error: this step failed (exit %s): %s  [%s:%s, in %s]\n' \
+                "$(( $(date +%s) - T0 ))" "$rc" "$cmd" "${src#"$REPO"/}" "$line" "$fn" >&2
+        exit 3
+}
+trap 'on_err "$?" "$BASH_COMMAND" "${BASH_SOURCE[0]:-run.sh}" "$LINENO" "${FUNCNAME[0]:-main}"' ERR
 
 # ------------------------------------------------------------------ endpoints
 # SECKILL_* from the environment win; else the stack's own (scripts/stack.sh env, which
@@ -238,8 +252,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-# set -e stops at the first failing command: say which one.
-trap 'printf "[demo] error: exit %s at line %s: %s\n" "$?" "$LINENO" "$BASH_COMMAND" >&2' ERR
 
 # One run at a time per database: a second demo (another checkout, another terminal)
 # would drop the database under the first one. The lock is fd 9, closed for every

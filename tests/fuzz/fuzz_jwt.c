@@ -36,7 +36,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         (void)argv;
         snprintf(jwks, sizeof(jwks), "{\"keys\":[{\"kty\":\"oct\",\"kid\":\"hs1\",\"alg\":\"HS256\",\"k\":\"%s\"}]}",
                  secret_b64);
-        g_ks = sk_jwks_parse(jwks, strlen(jwks), 1, err, sizeof(err));
+        g_ks = sk_jwks_parse(jwks, strlen(jwks), 1, 0, err, sizeof(err));
         n = sk_b64url_decode(secret_b64, strlen(secret_b64), g_key, sizeof(g_key));
         if (!g_ks || n <= 0) {
                 fprintf(stderr, "fuzz_jwt: setup: %s\n", g_ks ? "key" : err);
@@ -98,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 return 0;
         switch (data[0] % 3) {
         case 0: {
-                sk_jwks_t *ks = sk_jwks_parse((const char *)data + 1, size - 1, 2, err, sizeof(err));
+                sk_jwks_t *ks = sk_jwks_parse((const char *)data + 1, size - 1, 2, 0, err, sizeof(err));
 
                 if (ks)
                         sk_jwks_unref(ks);

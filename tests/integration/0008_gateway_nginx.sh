@@ -2,8 +2,10 @@
 # 0008_gateway_nginx.sh: deploy/nginx/seckill-gateway.conf, run for real with Debian's
 # nginx in front of real fronts (DESIGN.md 15 "Gateway": the example must run, rate-limit on
 # the verified identity, and never forward client identity headers).
-# The example file itself is included; the test only points its upstream at the front
-# and its listener at a free port (sed on the two example addresses).
+# The example file itself is included; the test only points its upstream at the front's
+# unix socket and its listener at a free port (sed on the two example addresses). The
+# fronts listen on unix sockets as the example expects (SECKILL_HTTP_ADDR=unix:PATH,
+# DESIGN.md 15), the trusted-header one trusting "unix" (its default list).
 #   jwt front behind the gateway:
 #     - no token: 401 (the front's answer, passed through); a valid token: 202
 #       (Authorization reaches the front);
@@ -13,7 +15,7 @@
 #     - the payment callback from an address outside its allow-list: 403.
 #   trusted-header front (trusts 127.0.0.1, i.e. the gateway) behind the gateway:
 #     - a client's own X-User-Id is removed: 400/10001 through the gateway, while the
-#       same request sent straight to the front buys (202).
+#       same request sent straight to the front's socket buys (202).
 . "$(dirname "$0")/../support/ft.sh"
 ft_init gateway_nginx
 command -v nginx >/dev/null || ft_die "nginx not installed (scripts/test.sh installs Debian's nginx)"
@@ -21,8 +23,9 @@ MINT=$FT_BUILD/tests/sk-mint-jwt
 [[ -x $MINT ]] || ft_die "no $MINT (cmake --build)"
 "$MINT" gen "$FT_WORK/keys" >/dev/null || ft_die "sk-mint-jwt gen failed"
 V=$(ft_voucher 50)
-ft_front fj SECKILL_AUTH=jwt SECKILL_JWT_KEYS_FILE="$FT_WORK/keys/jwks.json"
-ft_front ft
+ft_front fj SECKILL_AUTH=jwt SECKILL_JWT_KEYS_FILE="$FT_WORK/keys/jwks.json" SECKILL_JWT_ISSUER=https://idp.test \
+        SECKILL_JWT_AUDIENCE=seckill -- --http-addr "unix:$FT_WORK/fj.sock"
+ft_front ft -- --http-addr "unix:$FT_WORK/ft.sock"
 
 NGX_PID=
 # gateway FRONT: (re)start nginx with the example pointed at FRONT; sets GW.
@@ -31,9 +34,10 @@ gateway() {
         [[ -n $NGX_PID ]] && { kill "$NGX_PID" 2>/dev/null; wait "$NGX_PID" 2>/dev/null; }
         port=$(ft_free_port)
         rm -rf "$conf"; mkdir -p "$conf/tmp"
-        sed -e "s/server 127.0.0.1:8080 /server ${FT_ADDR[$1]} /" -e "s/listen 80;/listen 127.0.0.1:$port;/" \
+        sed -e "s|server unix:/run/seckill/front-main.sock |server unix:$FT_WORK/$1.sock |" \
+                -e "s/listen 80;/listen 127.0.0.1:$port;/" \
                 "$FT_SRC/deploy/nginx/seckill-gateway.conf" >"$conf/gateway.conf"
-        grep -q "server ${FT_ADDR[$1]} " "$conf/gateway.conf" && grep -q "listen 127.0.0.1:$port;" "$conf/gateway.conf" ||
+        grep -q "server unix:$FT_WORK/$1.sock " "$conf/gateway.conf" && grep -q "listen 127.0.0.1:$port;" "$conf/gateway.conf" ||
                 ft_die "the example's upstream or listen line changed: update this test"
         cat >"$conf/nginx.conf" <<NGX
 daemon off;
@@ -64,7 +68,7 @@ code() { curl -s -o /dev/null -m 10 -w '%{http_code}' "$@"; }
 buy() { echo "http://$GW/api/v1/vouchers/$V/seckill"; }
 
 gateway fj
-tok=$("$MINT" sign --key "$FT_WORK/keys/rs1.pem" --kid rs1 --sub 701 --exp-in 600)
+tok=$("$MINT" sign --key "$FT_WORK/keys/rs1.pem" --kid rs1 --sub 701 --exp-in 600 --iss https://idp.test --aud seckill)
 ft_eq "$(code -X POST "$(buy)")" 401 "no token through the gateway: 401 (the front's)"
 ft_eq "$(code -X POST -H "Authorization: Bearer $tok" "$(buy)")" 202 "a valid token through the gateway: 202 (Authorization passed)"
 for p in metrics readyz healthz; do
@@ -89,6 +93,6 @@ ft_log "burst: $(sort "$FT_WORK/burst.txt" | uniq -c | awk '{printf "%s×%s ", $
 
 gateway ft
 ft_eq "$(code -X POST -H 'X-User-Id: 702' "$(buy)")" 400 "a client's X-User-Id is removed by the gateway: 400 at the front"
-ft_eq "$(code -X POST -H 'X-User-Id: 702' "http://${FT_ADDR[ft]}/api/v1/vouchers/$V/seckill")" 202 \
-        "the same request straight to the front (loopback, trusted): 202"
+ft_eq "$(code --unix-socket "$FT_WORK/ft.sock" -X POST -H 'X-User-Id: 702' "http://front/api/v1/vouchers/$V/seckill")" 202 \
+        "the same request straight to the front's socket (unix, trusted): 202"
 ft_finish

@@ -9,7 +9,10 @@
  *   - the counter equals the acknowledged INCRs plus at most the unknown ones;
  *   - claim.lua runs on the new master (which never saw SCRIPT LOAD: NOSCRIPT -> load
  *     on that node, retry once) and its count continues.
- * The old master is made master again at the end (a second CLUSTER FAILOVER). */
+ * The old master is made master again at the end (a second CLUSTER FAILOVER). Each
+ * CLUSTER FAILOVER is asked only once its replica is usable (sk_test_wait_replica_usable:
+ * linked to its master, which has its min-replicas-to-write good replicas): before the
+ * failback the old master may still be syncing. */
 #include <errno.h>
 #include <hiredis/hiredis.h>
 
@@ -19,25 +22,6 @@
 static sk_redis_url_t g_url;
 static char g_tag[64];
 
-/* Wait (at most 30 s) until the replica on @p port has its link to the master up: a
- * manual failover needs it. */
-static void wait_replica_linked(int port)
-{
-        redisContext *c = sk_test_node("127.0.0.1", port);
-        int64_t t0 = sk_mono_ms();
-        int up = 0;
-
-        while (!up && sk_mono_ms() - t0 < 30000) {
-                redisReply *r = sk_test_node_cmd(c, "INFO replication");
-                up = strstr(r->str, "master_link_status:up") != NULL;
-                freeReplyObject(r);
-                if (!up)
-                        usleep(100000);
-        }
-        ck_assert_msg(up, "replica %d: no link to its master after 30 s", port);
-        redisFree(c);
-}
-
 /* Ask @p replica_port to take over; run INCRs until @p want_owner serves the slot and
  * 50 INCRs in a row succeeded (at most 30 s). */
 static void failover_during_incr(sk_redis_t *r, const char *k, int slot, int replica_port,
@@ -45,12 +29,12 @@ static void failover_during_incr(sk_redis_t *r, const char *k, int slot, int rep
 {
         redisContext *c0 = sk_test_node("127.0.0.1", g_url.port);
         redisContext *cr = sk_test_node("127.0.0.1", replica_port);
-        int64_t t0 = sk_mono_ms(), asked;
+        int64_t t0, asked;
         int streak = 0, owner = -1;
 
-        wait_replica_linked(replica_port);
+        (void)sk_test_wait_replica_usable(replica_port, 60000);
         freeReplyObject(sk_test_node_cmd(cr, "CLUSTER FAILOVER"));
-        asked = sk_mono_ms();
+        t0 = asked = sk_mono_ms();
         while (sk_mono_ms() - t0 < 40000) {
                 long before = t->ok;
                 sk_test_tally_incr(r, k, t);
@@ -129,7 +113,7 @@ int main(void)
         sk_test_topo_up("cluster", "SECKILL_TEST_CLUSTER_URL", SK_TEST_CLUSTER_URL, &g_url);
         snprintf(g_tag, sizeof(g_tag), "skt-fo-%d-%lld", (int)getpid(),
                  (long long)(sk_test_rand_id() % 1000000));
-        tcase_set_timeout(tc, 150);
+        tcase_set_timeout(tc, 240);
         tcase_add_test(tc, failover_during_commands);
         suite_add_tcase(s, tc);
         return sk_test_run(s);

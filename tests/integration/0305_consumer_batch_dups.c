@@ -5,6 +5,12 @@
  *    the consumer settles the copies with the first copy or the stored outcome and
  *    applies the eight in ONE transaction: consumer_batch_fallbacks_total stays 0 and
  *    the batch-size histogram saw one transaction of 8; every purchase has one order.
+ *    The restarted consumer has not seen a duplicate yet, so no pre-check runs: the
+ *    outcome INSERT meets the two decided traceIds, rolls back, and the group is
+ *    pre-checked and run again (consumer_precheck_retries_total 1). A second backlog
+ *    in the same run (one more copy, two new purchases) is then pre-checked before its
+ *    transaction (--precheck-groups 64, the default: retries stay 1; one transaction
+ *    of 2), or, with --precheck-groups 0, met by the INSERT again (retries 2).
  * 2. A message with deductQty 2 (before/after consistent) goes to the DLQ as poison
  *    with a reason naming deductQty; no outcome, no order, DB stock unchanged. */
 #include "sk_test.h"
@@ -15,17 +21,26 @@
 
 static char g_metrics_addr[64];
 
+/* --precheck-groups of the next consumer start (NULL: the default). */
+static const char *g_precheck;
+
 /* Flags of a consumer start, each with a fresh metrics port. */
 static const char *const *consumer_flags(void)
 {
         static const char *flags[8];
-        snprintf(g_metrics_addr, sizeof(g_metrics_addr), "127.0.0.1:%d",
-                 20000 + (int)(sk_test_rand_id() % 20000));
-        flags[0] = "--batch-wait-ms";
-        flags[1] = "1000";
-        flags[2] = "--metrics-addr";
-        flags[3] = g_metrics_addr;
-        flags[4] = NULL;
+        int k = 0;
+
+        /* A port the kernel just handed out free (a random one could be held). */
+        snprintf(g_metrics_addr, sizeof(g_metrics_addr), "127.0.0.1:%d", sk_test_free_port());
+        flags[k++] = "--batch-wait-ms";
+        flags[k++] = "1000";
+        flags[k++] = "--metrics-addr";
+        flags[k++] = g_metrics_addr;
+        if (g_precheck) {
+                flags[k++] = "--precheck-groups";
+                flags[k++] = g_precheck;
+        }
+        flags[k] = NULL;
         return flags;
 }
 
@@ -54,16 +69,19 @@ static int64_t wait_count(const char *fmt, int64_t vid, int64_t want)
         return sk_test_wait_i64(WAIT_S, want, sql);
 }
 
-START_TEST(redriven_backlog_keeps_the_batch)
+/* Part 1 with --precheck-groups @p precheck (NULL: the default); @p retries2: the
+ * consumer_precheck_retries_total expected after the second backlog. */
+static void redriven_backlog(const char *precheck, int64_t retries2)
 {
         int64_t vid;
-        sk_order_msg_t m[10];
-        char json[10][SK_MSG_MAX];
+        sk_order_msg_t m[12];
+        char json[12][SK_MSG_MAX];
         pid_t pid;
         int i;
 
+        g_precheck = precheck;
         vid = sk_test_voucher_open(20);
-        for (i = 0; i < 10; i++)
+        for (i = 0; i < 12; i++)
                 ck_assert_int_eq(sk_test_deduct(vid, sk_test_rand_id(), 0, 0, &m[i], json[i]), 0);
         pid = sk_test_consumer_start(&(sk_test_spawn_t){ .args = consumer_flags() }, 1);
         sk_test_produce(vid, json[0]);
@@ -89,19 +107,47 @@ START_TEST(redriven_backlog_keeps_the_batch)
                 sk_sleep_ms(100, NULL);
         ck_assert_int_eq(metric("seckill_consumer_duplicates_total"), 3);
         ck_assert_int_eq(metric("seckill_consumer_batch_fallbacks_total"), 0);
+        ck_assert_int_eq(metric("seckill_consumer_precheck_retries_total"), 1);
         ck_assert_int_eq(metric("seckill_consumer_batch_size_count"), 1);
         ck_assert_int_eq(metric("seckill_consumer_batch_size_sum"), 8);
         ck_assert_int_eq(metric("seckill_consumer_carry_messages"), 0);
+
+        /* A second backlog in the same run: m[2] again, two new purchases. */
+        sk_test_produce_async(vid, json[10], strlen(json[10]));
+        sk_test_produce_async(vid, json[2], strlen(json[2]));
+        sk_test_produce_async(vid, json[11], strlen(json[11]));
+        sk_test_produce_wait();
+        ck_assert_int_eq(wait_count("SELECT COUNT(*) FROM tb_seckill_outcome WHERE voucher_id = %" PRId64,
+                                    vid, 12), 12);
+        for (i = 0; i < 50 && metric("seckill_consumer_duplicates_total") < 4; i++)
+                sk_sleep_ms(100, NULL);
+        ck_assert_int_eq(metric("seckill_consumer_duplicates_total"), 4);
+        ck_assert_int_eq(metric("seckill_consumer_batch_fallbacks_total"), 0);
+        ck_assert_int_eq(metric("seckill_consumer_precheck_retries_total"), retries2);
+        ck_assert_int_eq(metric("seckill_consumer_batch_size_count"), 2);
+        ck_assert_int_eq(metric("seckill_consumer_batch_size_sum"), 10);
         ck_assert_int_eq(WEXITSTATUS(sk_test_stop(pid, 30)), 0);
 
-        for (i = 0; i < 10; i++) {
+        for (i = 0; i < 12; i++) {
                 ck_assert_int_eq(sk_test_i64("SELECT outcome FROM tb_seckill_outcome WHERE trace_id = %" PRId64,
                                         m[i].trace_id), SK_OUTCOME_CREATED);
                 ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_voucher_order WHERE trace_id = %" PRId64,
                                         m[i].trace_id), 1);
                 ck_assert(!sk_test_fenced(vid, m[i].trace_id));
         }
-        ck_assert_int_eq(sk_test_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 10);
+        ck_assert_int_eq(sk_test_i64("SELECT stock FROM tb_seckill_stock WHERE bucket = 0 AND voucher_id = %" PRId64, vid), 8);
+        g_precheck = NULL;
+}
+
+START_TEST(redriven_backlog_keeps_the_batch)
+{
+        redriven_backlog(NULL, 1);
+}
+END_TEST
+
+START_TEST(redriven_backlog_without_precheck)
+{
+        redriven_backlog("0", 2);
 }
 END_TEST
 
@@ -147,6 +193,7 @@ int main(void)
         sk_test_fix_setup("cons_dups", &(sk_test_fix_opts_t){ .partitions = 1 });
         tcase_set_timeout(tc, 240);
         tcase_add_test(tc, redriven_backlog_keeps_the_batch);
+        tcase_add_test(tc, redriven_backlog_without_precheck);
         tcase_add_test(tc, deduct_qty_2_is_poison);
         suite_add_tcase(s, tc);
         {

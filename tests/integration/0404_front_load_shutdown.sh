@@ -85,7 +85,8 @@ mysql -uroot -h"$MYSQL_HOST" -P"$MYSQL_PORT" "$DB" -e "INSERT INTO tb_seckill_vo
 HARD=$(ulimit -Hn)
 LAUNCH=()
 command -v prlimit >/dev/null && LAUNCH=(prlimit "--nofile=256:$HARD")
-SECKILL_HTTP_ADDR=127.0.0.1:$PORT SECKILL_OPS_ADDR=127.0.0.1:$OPS_PORT "${LAUNCH[@]}" "$FRONT" >"$LOG" 2>&1 &
+SECKILL_HTTP_ADDR=127.0.0.1:$PORT SECKILL_OPS_ADDR=127.0.0.1:$OPS_PORT SECKILL_AUTH=trusted-header \
+        SECKILL_TRUSTED_PROXIES=127.0.0.1/32 "${LAUNCH[@]}" "$FRONT" >"$LOG" 2>&1 &
 FPID=$!
 for _ in $(seq 1 300); do
         curl -sf "$OPS/readyz" >/dev/null 2>&1 && break

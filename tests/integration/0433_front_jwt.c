@@ -169,7 +169,8 @@ END_TEST
 START_TEST(jwt_mode_needs_a_good_key_file)
 {
         char log[256], env_keys[200];
-        const char *env[] = { "SECKILL_AUTH=jwt", env_keys, NULL };
+        const char *env[] = { "SECKILL_AUTH=jwt", env_keys, "SECKILL_JWT_ISSUER=https://idp.test",
+                              "SECKILL_JWT_AUDIENCE=seckill", NULL };
         pid_t pid;
 
         /* A key file that does not load: a configuration error, exit 2. */

@@ -39,7 +39,8 @@ ft_eq "$(curl -s -o /dev/null -w '%{http_code}' -m 10 -X POST "http://${FT_ADDR[
         "no keys file: POST without a body 404"
 # A keys file that does not load: a configuration error.
 ft_pay_keys "$FT_WORK/bad.keys" "q7z!x"
-SECKILL_PAYMENT_KEYS_FILE="$FT_WORK/bad.keys" timeout 20 "$FT_BIN/seckill-front" --http-addr "127.0.0.1:$(ft_free_port)" \
+SECKILL_AUTH=trusted-header SECKILL_TRUSTED_PROXIES=127.0.0.1/32 SECKILL_PAYMENT_KEYS_FILE="$FT_WORK/bad.keys" \
+        timeout 20 "$FT_BIN/seckill-front" --http-addr "127.0.0.1:$(ft_free_port)" \
         >"$FT_WORK/short.log" 2>&1
 ft_eq "$?" 2 "a keys file with a 5-byte secret: the front exits 2"
 grep -q 'secret must be' "$FT_WORK/short.log" && ft_ok "it says why" || ft_fail "no reason: $(tail -n 2 "$FT_WORK/short.log")"

@@ -76,6 +76,10 @@ for b in seckill-front seckill-consumer seckill-reconciler seckill-admin; do
          "/usr/bin/$b" --print-config >/dev/null) || rc=$?
         [[ $rc == 0 ]] || bad "$b rejects the example env files (exit $rc)"
 done
+# DESIGN.md 15: the examples the package installs name jwt with its files.
+for want in '^SECKILL_AUTH=jwt$' '^SECKILL_JWT_KEYS_FILE=' '^SECKILL_JWT_ISSUER=.' '^SECKILL_JWT_AUDIENCE=.'; do
+        grep -q "$want" /usr/share/seckill/front-main.env.example || bad "front-main.env.example lacks $want"
+done
 /usr/bin/seckill-admin --help | grep -q -- --http-addr && bad "seckill-admin --help lists --http-addr"
 good "--version, --help, the example env files"
 # DESIGN.md 15: the installed binaries are hardened (full RELRO, PIE, stack protector, FORTIFY).

@@ -150,14 +150,16 @@ ft_free_port() {
 ft_port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 # ft_low_ports N: N distinct free loopback ports below the kernel's ephemeral range (a port
 # picked inside it can be taken by some client's connection before a server binds it),
-# never a port of the shared servers or topologies (3306, 6379, 9092-9093, 6390-6391,
-# 7000-7005 and their bus ports 17000-17005, 26390-26392).
+# never a port of the shared servers or topologies (3306, 6379, 9092-9093, 6390-6392,
+# 7000-7008 and their bus ports 17000-17008, 26390-26392; Galera 3311-3313 and its
+# group, IST and SST ports 4567-4568, 4577-4578, 4587-4588, 4444, 4454, 4464).
 ft_low_ports() {
         python3 -c '
 import random, socket, sys
 lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-shared = {3306, 6379, 9092, 9093, 6390, 6391} | set(range(7000, 7006)) | set(range(17000, 17006)) \
-        | set(range(26390, 26393))
+shared = {3306, 6379, 9092, 9093, 6390, 6391, 6392} | set(range(7000, 7009)) \
+        | set(range(17000, 17009)) | set(range(26390, 26393)) | {3311, 3312, 3313} \
+        | {4567, 4568, 4577, 4578, 4587, 4588, 4444, 4454, 4464}
 out = []
 while len(out) < int(sys.argv[1]):
     p = random.randint(max(1024, lo - 12000), lo - 1)
@@ -358,6 +360,9 @@ ft_consumer() {
 }
 
 # ft_front NAME [VAR=VAL...] [-- ARGS...]: start and wait (30 s) until /readyz answers 200.
+# The identity mode is named (DESIGN.md 15: jwt is the binary's default):
+# SECKILL_AUTH=trusted-header, SECKILL_TRUSTED_PROXIES=127.0.0.1/32,unix (the case's curl
+# on loopback plays the gateway); a case's VAR=VAL says otherwise.
 ft_front() {
         local name=$1 port ops i
         shift
@@ -367,7 +372,8 @@ ft_front() {
         while [[ $ops == "$port" ]]; do ops=$(ft_free_port); done
         FT_ADDR[$name]=127.0.0.1:$port
         FT_OPS[$name]=127.0.0.1:$ops    # /healthz, /readyz, /metrics (DESIGN.md 15)
-        env SECKILL_OPS_ADDR="127.0.0.1:$ops" "${FT_ENV[@]}" "$FT_BIN/seckill-front" \
+        env SECKILL_OPS_ADDR="127.0.0.1:$ops" SECKILL_AUTH=trusted-header \
+                SECKILL_TRUSTED_PROXIES=127.0.0.1/32,unix "${FT_ENV[@]}" "$FT_BIN/seckill-front" \
                 --http-addr "127.0.0.1:$port" "${FT_ARGS[@]}" >>"$FT_WORK/$name.log" 2>&1 &
         FT_PID[$name]=$!
         for ((i = 0; i < 300; i++)); do
@@ -396,9 +402,15 @@ ft_pay_keys() {
 ft_pay_sign() { printf '%s.%s' "$2" "$3" | openssl dgst -sha256 -hmac "$1" -r | cut -d' ' -f1; }
 ft_pay() {
         local addr=$1 order=$2 txn=$3 amount=$4 cur=${5:-CNY} secret=${6:-$FT_PAY_SECRET}
-        local t=${7:-$(date +%s)} body sig out
+        local t=${7:-$(date +%s)} body
         body=$(printf '{"orderId":"%s","providerTxnId":"%s","amount":"%s","currency":"%s"}' \
                 "$order" "$txn" "$amount" "$cur")
+        ft_pay_body "$addr" "$body" "$secret" "$t"
+}
+# ft_pay_body ADDR BODY [SECRET [T]]: the callback with BODY as given (any bytes printf %s
+# keeps), signed like ft_pay; prints "CODE BODY".
+ft_pay_body() {
+        local addr=$1 body=$2 secret=${3:-$FT_PAY_SECRET} t=${4:-$(date +%s)} sig out
         sig=${FT_PAY_SIG:-"t=$t,v1=$(ft_pay_sign "$secret" "$t" "$body")"}
         out=$(curl -s -m 20 -w '\n%{http_code}' -X POST -H "Content-Type: application/json" \
                 -H "X-Payment-Signature: $sig" --data-binary "$body" \

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/support/ft_redis_topo.sh: private replicated Redis topologies for the fault suite
 # (DESIGN.md 4b, 8 "failover to a lagging replica", "Cluster MOVED/ASK...", 10: a fault
-# case never disturbs the shared Cluster on 7000-7005 nor the shared Sentinel group on
-# 6390/6391/26390-26392). Sourced after ft.sh and ft_init:
+# case never disturbs the shared Cluster on 7000-7008 nor the shared Sentinel group on
+# 6390-6392/26390-26392). Sourced after ft.sh and ft_init:
 #   ft_sentinel_start              a master, one replica (FT_TOPO_REPLICAS: more) and three
 #                                  Sentinels (quorum 2)
 #                                  watching master "fts"; SECKILL_REDIS_URL is the

@@ -11,8 +11,10 @@
 /** @brief Start seckill-front for @p conf on 127.0.0.1:@p port, stdout and stderr
  *  appended to @p log_path. Its environment: the run's names (prefix, topic, group,
  *  MySQL URL; Redis and brokers inherited), 2 partitions, worker lease 900 ms,
- *  delivery timeout 3000 ms, log level info, no worker id or failpoints, then
- *  @p env ("NAME=VALUE"; NULL-terminated, may be NULL). @returns its pid. */
+ *  delivery timeout 3000 ms, log level info, no worker id or failpoints, the identity
+ *  mode named: SECKILL_AUTH=trusted-header with SECKILL_TRUSTED_PROXIES=127.0.0.1/32,unix
+ *  (the test client plays the gateway; DESIGN.md 15), then @p env ("NAME=VALUE", "NAME"
+ *  unsets; NULL-terminated, may be NULL; it wins over the above). @returns its pid. */
 pid_t sk_test_front_start(const sk_conf_t *conf, int port, const char *const *env,
                           const char *log_path);
 /** @brief Start seckill-consumer per @p o (bin ignored) with

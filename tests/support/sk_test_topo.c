@@ -102,6 +102,182 @@ int sk_test_wait_slot_replica(const sk_redis_url_t *url, int slot, int *replica_
         return master;
 }
 
+/* The integer after "NAME:" in an INFO reply @p text, or @p dflt when absent. */
+static long info_long(const char *text, const char *name, long dflt)
+{
+        char pat[64];
+        const char *p;
+
+        snprintf(pat, sizeof(pat), "\n%s:", name);
+        p = strstr(text, pat);
+        return p ? strtol(p + strlen(pat), NULL, 10) : dflt;
+}
+
+/* A node's INFO replication, or NULL when it does not answer (owned: free()). */
+static char *node_info_repl(const char *host, int port)
+{
+        struct timeval tv = { 2, 0 };
+        redisContext *c = redisConnectWithTimeout(host, port, tv);
+        redisReply *r;
+        char *out = NULL;
+
+        if (!c || c->err) {
+                if (c)
+                        redisFree(c);
+                return NULL;
+        }
+        redisSetTimeout(c, tv);
+        r = redisCommand(c, "INFO replication");
+        if (r && r->type == REDIS_REPLY_STRING) {
+                out = malloc(r->len + 2);
+                ck_assert_ptr_nonnull(out);
+                out[0] = '\n';         /* every field, the first too, follows a newline */
+                memcpy(out + 1, r->str, r->len + 1);
+        }
+        if (r)
+                freeReplyObject(r);
+        redisFree(c);
+        return out;
+}
+
+/* 1 when the master on @p host:@p port has at least min-replicas-to-write good replicas
+ * (at least 1 when the setting is 0); why not into @p why. */
+static int master_writable(const char *host, int port, char *why, size_t why_size)
+{
+        char *info = node_info_repl(host, port);
+        long good, want = 1;
+        redisContext *c;
+
+        if (!info) {
+                snprintf(why, why_size, "master %s:%d does not answer", host, port);
+                return 0;
+        }
+        c = sk_test_node(host, port);
+        {
+                redisReply *r = sk_test_node_cmd(c, "CONFIG GET min-replicas-to-write");
+                if (r->elements == 2 && r->element[1]->str)
+                        want = strtol(r->element[1]->str, NULL, 10);
+                freeReplyObject(r);
+        }
+        redisFree(c);
+        if (want < 1)
+                want = 1;
+        good = info_long(info, "min_slaves_good_slaves", 0);
+        free(info);
+        if (good >= want)
+                return 1;
+        snprintf(why, why_size, "master %s:%d has %ld good replica(s), min-replicas-to-write wants %ld",
+                 host, port, good, want);
+        return 0;
+}
+
+int sk_test_wait_replica_usable(int replica_port, int timeout_ms)
+{
+        int64_t t0 = sk_mono_ms();
+        char why[256] = "not asked yet";
+
+        for (;;) {
+                char *info = node_info_repl("127.0.0.1", replica_port);
+                int master = -1;
+
+                if (!info)
+                        snprintf(why, sizeof(why), "replica %d does not answer", replica_port);
+                else if (!strstr(info, "\nrole:slave"))
+                        snprintf(why, sizeof(why), "node %d is not a replica", replica_port);
+                else if (!strstr(info, "\nmaster_link_status:up"))
+                        snprintf(why, sizeof(why), "replica %d: link to its master down", replica_port);
+                else
+                        master = (int)info_long(info, "master_port", -1);
+                free(info);
+                if (master > 0 && master_writable("127.0.0.1", master, why, sizeof(why)))
+                        return master;
+                ck_assert_msg(sk_mono_ms() - t0 < timeout_ms, "replica %d not usable for a failover after %d ms: %s",
+                              replica_port, timeout_ms, why);
+                usleep(200000);
+        }
+}
+
+/* Field @p name of a SENTINEL REPLICAS entry @p e (a flat name/value array), or "". */
+static const char *sentinel_field(const redisReply *e, const char *name)
+{
+        for (size_t i = 0; i + 1 < e->elements; i += 2)
+                if (e->element[i]->str && strcmp(e->element[i]->str, name) == 0)
+                        return e->element[i + 1]->str ? e->element[i + 1]->str : "";
+        return "";
+}
+
+/* How many replicas in the Sentinel's reply @p r are usable (see
+ * sk_test_sentinel_wait_usable) for master @p mhost:@p mport; their view into @p why. */
+static int sentinel_usable(const redisReply *r, const char *mhost, int mport, char *why, size_t why_size)
+{
+        int usable = 0;
+        size_t off = 0;
+
+        why[0] = '\0';
+        for (size_t i = 0; i < r->elements; i++) {
+                const redisReply *e = r->element[i];
+                const char *flags = sentinel_field(e, "flags"), *ip = sentinel_field(e, "ip");
+                int port = atoi(sentinel_field(e, "port"));
+                int ok = !strstr(flags, "s_down") && !strstr(flags, "o_down") &&
+                         !strstr(flags, "disconnected") &&
+                         strcmp(sentinel_field(e, "master-link-status"), "ok") == 0 &&
+                         atoi(sentinel_field(e, "master-port")) == mport &&
+                         strcmp(sentinel_field(e, "master-host"), mhost) == 0;
+
+                if (ok) {
+                        char *info = node_info_repl(ip, port);
+                        ok = info && strstr(info, "\nmaster_link_status:up") &&
+                             info_long(info, "master_port", -1) == mport;
+                        free(info);
+                }
+                usable += ok;
+                if (off < why_size)
+                        off += (size_t)snprintf(why + off, why_size - off, "%s%s:%d flags=%s link=%s master=%s:%s%s",
+                                                i ? "; " : "", ip, port, flags,
+                                                sentinel_field(e, "master-link-status"),
+                                                sentinel_field(e, "master-host"),
+                                                sentinel_field(e, "master-port"), ok ? " usable" : "");
+        }
+        return usable;
+}
+
+int sk_test_sentinel_wait_usable(const sk_redis_url_t *url, int timeout_ms)
+{
+        int64_t t0 = sk_mono_ms();
+        char why[768] = "not asked yet", mwhy[256];
+
+        for (;;) {
+                redisContext *sc = sk_test_node(url->seeds[0].host, url->seeds[0].port);
+                redisReply *m = redisCommand(sc, "SENTINEL get-master-addr-by-name %s", url->master);
+                int usable = 0;
+
+                if (m && m->type == REDIS_REPLY_ARRAY && m->elements == 2) {
+                        char mhost[64];
+                        int mport = atoi(m->element[1]->str);
+                        redisReply *r = redisCommand(sc, "SENTINEL REPLICAS %s", url->master);
+
+                        snprintf(mhost, sizeof(mhost), "%s", m->element[0]->str);
+                        if (r && r->type == REDIS_REPLY_ARRAY)
+                                usable = sentinel_usable(r, mhost, mport, why, sizeof(why));
+                        if (r)
+                                freeReplyObject(r);
+                        if (usable > 0 && !master_writable(mhost, mport, mwhy, sizeof(mwhy))) {
+                                snprintf(why, sizeof(why), "%s", mwhy);
+                                usable = 0;
+                        }
+                }
+                if (m)
+                        freeReplyObject(m);
+                redisFree(sc);
+                if (usable > 0)
+                        return usable;
+                ck_assert_msg(sk_mono_ms() - t0 < timeout_ms,
+                              "the Sentinels report no usable replica of '%s' after %d ms: %s", url->master,
+                              timeout_ms, why);
+                usleep(200000);
+        }
+}
+
 void sk_test_node_id(int port, char *id)
 {
         redisContext *c = sk_test_node("127.0.0.1", port);

@@ -2,7 +2,8 @@
  * labels cluster / sentinel).
  *
  * Topology: each test runs `scripts/stack.sh up cluster|sentinel` first, which starts
- * the local topology (127.0.0.1:7000-7005, or 6390/6391 + Sentinels 26390-26392) when
+ * the local topology (127.0.0.1:7000-7008: 3 masters with 2 replicas each; or master 6390,
+ * replicas 6391-6392 + Sentinels 26390-26392) when
  * it is not running and otherwise uses the running one; the tests leave it running for
  * the next test (`scripts/stack.sh down cluster|sentinel` stops it). Tests that change
  * the topology (failover, slot migration) hold the CTest RESOURCE_LOCK of their
@@ -44,6 +45,21 @@ int sk_test_slot_owner(redisContext *c, int slot, int *replica_port);
  *  (acked within min-replicas-max-lag). @returns the master's port; the replica's into
  *  *@p replica_port. Fails the test on timeout. */
 int sk_test_wait_slot_replica(const sk_redis_url_t *url, int slot, int *replica_port);
+/** @brief Wait (≤ @p timeout_ms) until the node on @p replica_port can take over by a
+ *  manual or automatic failover: it is a replica whose link to its master is up
+ *  (INFO: master_link_status:up), and that master has at least min-replicas-to-write
+ *  good replicas (min_slaves_good_slaves). A second failover right after a first must
+ *  wait for this, not assume it (the old master may still be syncing). @returns the
+ *  master's port; fails the test on timeout, saying which condition was missing. */
+int sk_test_wait_replica_usable(int replica_port, int timeout_ms);
+/** @brief Wait (≤ @p timeout_ms) until the Sentinel on @p url's first seed reports a
+ *  replica of master @p url->master it would promote: SENTINEL REPLICAS flags without
+ *  s_down, o_down or disconnected, master-link-status ok, replicating the master the
+ *  Sentinel names now (its own INFO: master_link_status:up), and that master has at least
+ *  min-replicas-to-write good replicas. A test that asks for SENTINEL FAILOVER calls this
+ *  first. @returns how many usable replicas were seen (≥ 1); fails the test on timeout
+ *  with the Sentinel's last view of each replica. */
+int sk_test_sentinel_wait_usable(const sk_redis_url_t *url, int timeout_ms);
 /** @brief CLUSTER MYID of the node on @p port into @p id (41 bytes). */
 void sk_test_node_id(int port, char *id);
 /** @brief INCR @p key through @p r, counted by outcome in @p t. */

@@ -290,6 +290,11 @@ START_TEST(flag_range_errors)
                         { "--redis-url", "redis://:hun#ter2@h:99999/0" },
                         { "--redis-url", "redis://hunter2@h:99999/0" },
                         { "--redis-url", "redis://u:hun@ter2@h:99999" },
+                        /* a '/' or '?' in a Redis password: the port, the database or
+                         * the query was quoted from the password's text */
+                        { "--redis-url", "redis://u:hun/ter2@h:99999" },
+                        { "--redis-url", "redis://u:hun?x=ter2@h:99999" },
+                        { "--redis-url", "redis://:hunter2/@h:1/99" },
                         { "--mysql-url", "mysql://:hunter2@h:0/db" },
                 };
                 for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -557,6 +562,17 @@ START_TEST(redis_url_parse)
         ck_assert_int_eq(sk_redis_url_parse("redis://app%3A1:pw@h", &r, err, sizeof(err)), 0);
         ck_assert_str_eq(r.user, "app:1");
         ck_assert_str_eq(r.password, "pw");
+        /* The last '@' ends the userinfo: '/', '?', '#' and '@' may stand in a password. */
+        ck_assert_int_eq(sk_redis_url_parse("redis://:p/w?d#x@y@h:7000/3", &r, err, sizeof(err)), 0);
+        ck_assert_str_eq(r.password, "p/w?d#x@y");
+        ck_assert_str_eq(r.host, "h");
+        ck_assert_int_eq(r.port, 7000);
+        ck_assert_int_eq(r.db, 3);
+        ck_assert_int_eq(sk_redis_url_parse("redis-sentinel://:a/b@s1:1,s2:2/mymaster?db=2", &r, err,
+                                            sizeof(err)), 0);
+        ck_assert_str_eq(r.password, "a/b");
+        ck_assert_str_eq(r.master, "mymaster");
+        ck_assert_int_eq(r.db, 2);
         ck_assert_int_eq(sk_redis_url_parse("redis://pw@h", &r, err, sizeof(err)), -1);
         ck_assert_int_eq(sk_redis_url_parse("redis://h1:1,h2:2", &r, err, sizeof(err)), -1);
         ck_assert_ptr_nonnull(strstr(err, "one host"));

@@ -49,7 +49,7 @@ static sk_jwks_t *parse(const char *json)
 {
         char errstr[256];
 
-        return sk_jwks_parse(json, strlen(json), 1, errstr, sizeof(errstr));
+        return sk_jwks_parse(json, strlen(json), 1, 0, errstr, sizeof(errstr));
 }
 
 /* A payload with sub 42 valid for an hour, then @p extra members. */

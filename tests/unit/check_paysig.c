@@ -25,7 +25,12 @@ START_TEST(keys_file_rules)
         sk_paysig_keys_t *k = keys_of("# rotation\n\n" SECRET "  \r\nsecond-secret-0123456789\n");
 
         ck_assert_uint_eq(sk_paysig_keys_count(k), 2);
+        /* Reference counted: a verification's reference outlives the holder's. */
+        ck_assert_ptr_eq(sk_paysig_keys_ref(k), k);
         sk_paysig_keys_free(k);
+        ck_assert_uint_eq(sk_paysig_keys_count(k), 2);
+        sk_paysig_keys_free(k);
+        ck_assert_ptr_null(sk_paysig_keys_ref(NULL));
         ck_assert_ptr_null(sk_paysig_keys_parse("short\n", 6, err, sizeof(err)));
         ck_assert_ptr_nonnull(strstr(err, "line 1"));
         ck_assert_ptr_null(sk_paysig_keys_parse("# only a comment\n\n", 18, err, sizeof(err)));

@@ -11,6 +11,12 @@
 #   5. reconciler-textfile.sh with a stand-in reconciler: its exit status and JSON pass
 #      through, the metrics file is valid (promtool check metrics) and counts right
 #   6. nginx -t on deploy/nginx/seckill-gateway.conf, when nginx is installed (optional)
+#   8. the packaged env examples name jwt with its keys file, issuer and audience, and the
+#      front's unix socket (DESIGN.md 15 "Defaults are the safe ones")
+#   7. the systemd units (DESIGN.md 15, 17): the front reloads its keys on `systemctl
+#      reload` (ExecReload=/bin/kill -HUP $MAINPID), the reconciler may write the textfile
+#      exporter's directory under ProtectSystem=strict (ReadWritePaths); with
+#      systemd-analyze installed, each unit (its @...@ filled in) passes `verify`
 # promtool comes with Debian's `prometheus` package (scripts/test.sh installs it).
 # Env: SK_SRC (source root; default: two levels up).
 set -euo pipefail
@@ -127,6 +133,41 @@ PY
 step "seckill-sale.json is gen_dashboard.py's output"
 python3 "$D/grafana/gen_dashboard.py" | cmp -s - "$D/grafana/seckill-sale.json" || {
         echo "FAIL: deploy/grafana/seckill-sale.json differs from gen_dashboard.py's output (regenerate it)"; fail=1; }
+
+step "systemd units"
+grep -qxF 'ExecReload=/bin/kill -HUP $MAINPID' "$D/systemd/seckill-front@.service.in" ||
+        { echo "FAIL: seckill-front@.service has no ExecReload=/bin/kill -HUP \$MAINPID"; fail=1; }
+grep -qxF 'ReadWritePaths=-/var/lib/prometheus/node-exporter' "$D/systemd/seckill-reconciler.service.in" ||
+        { echo "FAIL: seckill-reconciler.service cannot write the textfile directory (ReadWritePaths)"; fail=1; }
+grep -q '^ExecReload=' "$D/systemd/seckill-consumer.service.in" &&
+        { echo "FAIL: seckill-consumer.service has an ExecReload, but the consumer has nothing to reload"; fail=1; }
+if command -v systemd-analyze >/dev/null; then
+        ud=$(mktemp -d)
+        for f in "$D"/systemd/*; do
+                n=$(basename "$f" .in)
+                sed -e 's|@SK_BIN_DIR@|/usr/bin|g' -e 's|@SK_SHARE_DIR@|/usr/share/seckill|g' \
+                    -e 's|@SK_DOC_DIR@|/usr/share/doc/seckill|g' "$f" >"$ud/$n"
+        done
+        for n in seckill-front@.service seckill-consumer.service seckill-reconciler.service; do
+                u=$ud/$n
+                [[ $n == *@* ]] && { cp "$u" "$ud/${n/@/@main}"; u=$ud/${n/@/@main}; }
+                # /usr/bin/seckill-* need not exist here: only that complaint is tolerated.
+                out=$(systemd-analyze verify "$u" 2>&1 | grep -v 'is not executable\|No such file' || true)
+                [[ -z $out ]] || { echo "FAIL: systemd-analyze verify $n: $out"; fail=1; }
+        done
+        rm -rf "$ud"
+else
+        echo "systemd-analyze not installed: verify skipped"
+fi
+
+step "the env examples: jwt with its files, the unix socket"
+for want in '^SECKILL_AUTH=jwt$' '^SECKILL_JWT_KEYS_FILE=/etc/seckill/' '^SECKILL_JWT_ISSUER=.' \
+            '^SECKILL_JWT_AUDIENCE=.' '^SECKILL_HTTP_ADDR=unix:/run/seckill/'; do
+        grep -q "$want" "$D/front-main.env.example" ||
+                { echo "FAIL: deploy/front-main.env.example has no line $want"; fail=1; }
+done
+grep -q '^SECKILL_AUTH=trusted-header' "$D"/*.env.example &&
+        { echo "FAIL: an env example sets trusted-header"; fail=1; }
 
 if command -v nginx >/dev/null; then
         step "nginx -t"

@@ -30,6 +30,7 @@ typedef struct sk_jwt_auth_opts {
         size_t cache_max;       /* verified-token cache entries (0 = no cache) */
         int skew_s;             /* clock skew allowed on exp, nbf, iat (s); 30 */
         int recheck_s;          /* file check period and unknown-kid re-read spacing (s); 10 */
+        int rsa_max_bits;       /* largest RSA key accepted; 0 = SK_JWKS_RSA_MAX_BITS (4096) */
         sk_jwt_reload_cb *on_reload;    /* may be NULL */
         void *arg;              /* passed to on_reload */
 } sk_jwt_auth_opts_t;
@@ -48,6 +49,13 @@ void sk_jwt_auth_destroy(sk_jwt_auth_t *auth);
 sk_jwt_status_t sk_jwt_auth_verify(sk_jwt_auth_t *auth, const char *token, size_t len,
                                    int64_t now_s, int64_t *user_id, char *errstr,
                                    size_t errstr_size);
+/** @brief The buyer of @p token (@p len bytes, borrowed) at @p now_s if the verified-token
+ *  cache holds it for the current key-set generation: no signature work, no re-read.
+ *  The front asks this before limiting the verifications of a client (DESIGN.md 15:
+ *  cached tokens are never limited). @returns 1 with *@p user_id, else 0.
+ *  Thread-safe. */
+int sk_jwt_auth_lookup(sk_jwt_auth_t *auth, const char *token, size_t len, int64_t now_s,
+                       int64_t *user_id);
 /** @brief Re-read the key file now (@p force, e.g. SIGHUP), or only if its mtime, size
  *  or inode changed since the last read (@p force 0). @returns 1 a new generation,
  *  0 nothing changed, -1 the reload failed (old keys kept; on_reload told). */

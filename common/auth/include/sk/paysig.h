@@ -4,9 +4,11 @@
  * constant time (CRYPTO_memcmp), t within +-tolerance of the caller's clock. Secrets
  * come from a file, one per line (several lines = rotation). HMAC from OpenSSL.
  * What it does not do: read the clock, re-read files on its own or keep state between
- * calls (the front's payment.c holds the current key set and reloads it on SIGHUP).
- * Thread-safety: a loaded key set is immutable and may be used by any number of
- * threads at once; every function is thread-safe. */
+ * calls (the front's payment.c holds the current key set and reloads it on SIGHUP or a
+ * changed file).
+ * Thread-safety: a loaded key set is immutable (only its reference count changes) and
+ * may be used by any number of threads at once, each holding a reference, so a reload
+ * never frees a set a verification is using; every function is thread-safe. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -17,7 +19,7 @@
 #define SK_PAYSIG_MAX_V1 8             /* v1= entries read from one header */
 #define SK_PAYSIG_TOLERANCE_S 300      /* DESIGN.md 15: t older or newer than this -> 401 */
 
-/** A loaded set of secrets. Immutable. */
+/** A loaded set of secrets. Immutable; reference counted (1 when loaded). */
 typedef struct sk_paysig_keys sk_paysig_keys_t;
 
 /** @brief Parse a secrets file's text (@p len bytes, borrowed): one secret per line,
@@ -34,7 +36,10 @@ sk_paysig_keys_t *sk_paysig_keys_parse(const char *text, size_t len, char *errst
 sk_paysig_keys_t *sk_paysig_keys_load(const char *path, char *errstr, size_t errstr_size);
 /** @brief Number of secrets in @p keys (0 for NULL). */
 size_t sk_paysig_keys_count(const sk_paysig_keys_t *keys);
-/** @brief Free @p keys (the secrets are wiped first). NULL is a no-op. */
+/** @brief Take one more reference to @p keys (NULL: none). @returns @p keys. */
+sk_paysig_keys_t *sk_paysig_keys_ref(sk_paysig_keys_t *keys);
+/** @brief Drop one reference to @p keys; the last one frees it (the secrets are wiped
+ *  first). NULL is a no-op. */
 void sk_paysig_keys_free(sk_paysig_keys_t *keys);
 
 /** The verdict of sk_paysig_verify. */

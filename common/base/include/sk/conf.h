@@ -49,7 +49,9 @@ typedef struct sk_conf {
         int breaker_healthy_ms;         /* SECKILL_BREAKER_HEALTHY_MS, 100..3600000 */
         int degrade_db_conns;           /* SECKILL_DEGRADE_DB_CONNS, 1..256 (DESIGN.md 12) */
         int switch_stale_ms;            /* SECKILL_SWITCH_STALE_MS, 500..600000 (DESIGN.md 12 a) */
-        int nkafka_props;               /* -X key=value, passed to librdkafka as is */
+        char kafka_properties_file[512]; /* SECKILL_KAFKA_PROPERTIES_FILE: "" = none */
+        int nkafka_props;               /* the properties file's key=value lines, then -X
+                                           key=value, passed to librdkafka as is, in order */
         char kafka_props[SK_MAX_KAFKA_PROPS][2][256];
 } sk_conf_t;
 

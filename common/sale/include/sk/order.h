@@ -77,8 +77,10 @@ sk_err_t sk_order_close_in_tx(sk_db_t *db, int64_t order_id, int grace_s, int *c
                               sk_order_row_t *row, char *errstr, size_t errstr_size);
 
 /** @brief The closer's step (DESIGN.md 13): in one transaction, `SELECT ... WHERE
- *  status=1 AND pay_deadline + INTERVAL @p grace_s SECOND <= NOW(3) ORDER BY pay_deadline LIMIT @p limit FOR UPDATE
- *  SKIP LOCKED` (several closers share the work), close each (conditional on
+ *  status=1 AND pay_deadline <= NOW(3) - INTERVAL @p grace_s SECOND ORDER BY pay_deadline
+ *  LIMIT @p limit FOR UPDATE SKIP LOCKED` (pay_deadline + grace <= NOW(3), written as a
+ *  range of the (status, pay_deadline) index: a round reads the due orders only; several
+ *  closers share the work), close each (conditional on
  *  status=1), give the units back to the voucher rows in voucher order (one UPDATE per
  *  voucher under its row lock), one RESTORE row per order (business_type 5), COMMIT.
  *  *rows (malloc'd, owned by the caller; NULL when *n = 0) are the orders closed, for
