@@ -411,7 +411,8 @@ START_TEST(stolen_expired_lease)
 }
 END_TEST
 
-/* The database stops answering the renewals (the test holds the row's lock): minting
+/* The database stops answering the renewals (the test holds the row's lock on the one
+ * node the generator knows): minting
  * stops by itself once the stamps reach mint_until, the trouble is reported once;
  * when the lock goes, the next renewal (holder still ours) succeeds: reported once,
  * minting resumes, no loss. */
@@ -421,16 +422,33 @@ START_TEST(db_trouble_stops_minting_then_recovers)
         ev_count_t ev = { 0 };
         sk_metrics_t *m = sk_metrics_new();
         sk_idgen_opts_t o = { .metrics = m, .on_event = count_event, .event_arg = &ev };
+        sk_conf_t one = sk_test_fx.conf;
         sk_err_t err = SK_OK;
-        int64_t id = 0, t0, mu;
-        sk_idgen_t *g = start_opts(41, &o, &err);
+        int64_t id = 0, t0, mu = 0, v = 0;
+        sk_idgen_t *g;
+        sk_db_t *lk;
         char *text;
 
-        ck_assert_ptr_nonnull(g);
+        /* One node of the URL for the generator and the lock: on Galera a row lock is
+         * node-local, and a renewal that meets it goes (rightly) to another node
+         * (DESIGN.md 16); here the database as a whole must refuse the renewals. */
+        if (one.mysql.nhosts > 1) {
+                one.mysql.nhosts = 1;
+                memcpy(one.mysql.host, one.mysql.hosts[0].host, sizeof(one.mysql.host));
+                one.mysql.port = one.mysql.hosts[0].port;
+        }
+        one.worker_id = 41;
+        g = sk_idgen_start_opts(&one, &o, &err, errstr, sizeof(errstr));
+        ck_assert_msg(g != NULL, "idgen_start: %s: %s", sk_err2str(err), errstr);
+        lk = sk_db_connect(&one.mysql, 0, 0, errstr, sizeof(errstr));
+        ck_assert_msg(lk != NULL, "connect: %s", errstr);
         ck_assert_int_eq(sk_idgen_next(g, &id, errstr, sizeof(errstr)), SK_OK);
-        ck_assert_msg(sk_db_begin(sk_test_fx.db, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
-        ck_assert_int_eq(sql_i64("SELECT worker_id FROM tb_worker_lease WHERE worker_id = 41 FOR UPDATE"), 41);
-        mu = sql_i64("SELECT " MS_OF("mint_until") " FROM tb_worker_lease WHERE worker_id = 41");
+        ck_assert_msg(sk_db_begin(lk, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_int_eq(sk_db_query_i64(lk, "SELECT worker_id FROM tb_worker_lease WHERE worker_id = 41 "
+                                         "FOR UPDATE", &v, NULL, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(v, 41);
+        ck_assert_int_eq(sk_db_query_i64(lk, "SELECT " MS_OF("mint_until") " FROM tb_worker_lease "
+                                         "WHERE worker_id = 41", &mu, NULL, errstr, sizeof(errstr)), SK_OK);
         ck_assert_msg(wait_usable(g, 0, 2 * LEASE_MS) >= 0, "still minting with renewals blocked");
         for (t0 = sk_mono_ms(); sk_mono_ms() - t0 < 2 * LEASE_MS;) {
                 if (sk_idgen_next(g, &id, errstr, sizeof(errstr)) == SK_OK)
@@ -443,7 +461,8 @@ START_TEST(db_trouble_stops_minting_then_recovers)
         ck_assert_ptr_nonnull(strstr(text, "seckill_worker_lease_held 0\n"));
         ck_assert_ptr_null(strstr(text, "seckill_worker_lease_renew_errors_total 0\n"));
         free(text);
-        sk_db_rollback(sk_test_fx.db);
+        sk_db_rollback(lk);
+        sk_db_close(lk);
         ck_assert_int_ge(wait_usable(g, 1, 5000), 0);
         ck_assert_int_ge(mint_wait(g, 1000), 0);
         ck_assert_int_eq(atomic_load(&ev.recovered), 1);
