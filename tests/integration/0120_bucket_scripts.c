@@ -222,7 +222,7 @@ static redisReply *home(const voucher_t *v, int h, const buy_t *p, int j, const 
 {
         const bkeys_t *k = &v->b[h];
         const char *keys[3] = { k->meta, k->users, k->trace };
-        char js[8] = "";
+        char js[16] = "";
         const char *args[6] = { p->t, p->u, js, repoint ? repoint : "", "front_rollback",
                                 "172800000" };
 
