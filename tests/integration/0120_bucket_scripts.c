@@ -862,8 +862,12 @@ START_TEST(give_up_leaves_only_the_short_fence)
                 ck_assert_int_eq(cmd_int("HLEN %s", v.b[b].users), 1);
         }
         sk_key_fence(fence, sk_test_fx.conf.redis_prefix, v.vid, 1, trace);
+        /* PX = max(request deadline, 11 s): a 3 s deadline still fences for 11 s (the
+         * deduct's ±5 s ts window + 1 s skew, DESIGN.md 4) */
         pttl = cmd_int("PTTL %s", fence);
-        ck_assert_msg(pttl > 0 && pttl <= 3000, "f:T PTTL %lld", pttl);
+        ck_assert_msg(pttl > 10000 && pttl <= SK_GIVEUP_FENCE_MIN_MS, "f:T PTTL %lld", pttl);
+        ck_assert_int_eq(sk_giveup_fence_px_ms(3000), 11000);
+        ck_assert_int_eq(sk_giveup_fence_px_ms(15000), 15000);
         /* a late deduct of T: FENCED, even with stock back in h */
         reply = deduct(&v, 1, &p);
         assert_status(reply, "FENCED");
