@@ -21,6 +21,10 @@ seen on a connection, the next COMMIT (COM_QUERY "COMMIT") on that connection fi
                  an unknown outcome that did not apply)
     drop_after   after HOLD_MS the COMMIT is forwarded, its answer swallowed and the link
                  dropped (applied; the client sees a lost connection)
+    late_commit  the client's link is dropped at once, the COMMIT forwarded to the server
+                 HOLD_MS later (the transaction and its row locks live on meanwhile), then
+                 the server's link closed: the COMMIT is still being applied while the
+                 client reconnects and resolves (applied, later than the client thinks)
 
 After a drop, every new connection is held RECONNECT_MS before it is connected upstream
 (a slow reconnect: a dead first node of a multi-host URL). The server side of a dropped
@@ -45,7 +49,7 @@ import time
 
 COM_QUERY = 0x03
 COM_STMT_PREPARE = 0x16
-ACTIONS = ("hold", "drop_before", "drop_after")
+ACTIONS = ("hold", "drop_before", "drop_after", "late_commit")
 
 
 class Rule:
@@ -178,6 +182,19 @@ class Conn:
     async def fire(self, rule, packet):
         """The COMMIT packet of a marked transaction under @rule: @returns True to go on."""
         self.p.log("commit_fired", conn=self.n, action=rule.action, hold_ms=rule.hold_ms)
+        if rule.action == "late_commit":
+            self.p.delay_until = time.monotonic() + rule.reconnect_ms / 1000.0
+            self.swallow = True
+            try:
+                self.cwriter.transport.abort()
+            except Exception:
+                pass
+            self.p.log("client_dropped", conn=self.n, commit_in_ms=rule.hold_ms)
+            await asyncio.sleep(rule.hold_ms / 1000.0)
+            self.swriter.write(packet)
+            await self.swriter.drain()
+            self.p.log("late_commit_sent", conn=self.n)
+            return True     # server_to_client swallows the answer and closes the link
         if rule.hold_ms:
             await asyncio.sleep(rule.hold_ms / 1000.0)
         if rule.action == "hold":
@@ -206,6 +223,9 @@ class Conn:
                 packet = head + body
                 if head[3] == 0 and body:
                     if await self.command(body, packet):
+                        if self.swallow:    # the COMMIT went out: its answer ends the link
+                            await asyncio.gather(pump, return_exceptions=True)
+                            break
                         continue
                 self.swriter.write(packet)
                 await self.swriter.drain()
