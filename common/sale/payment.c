@@ -217,6 +217,28 @@ static sk_err_t record(sk_db_t *db, const sk_payment_t *p, const sk_payment_res_
                                NULL, errstr, errstr_size);
 }
 
+/* The row of the txn id carries this delivery's own attempt_id: an earlier try of this
+ * delivery whose COMMIT was resolved "not applied" (or unreadable) did apply after all
+ * (it was still being applied when it was read). Its post-commit steps are still due
+ * (DESIGN.md 16 "Answers" (c)): paid_now for an applied payment, closed_now for a
+ * close on the spot (refund_due late, the order CLOSED now), with the order as read;
+ * the cache DEL and release.lua are idempotent. */
+static sk_err_t own_row_steps(sk_db_t *db, const sk_payment_t *p, sk_payment_res_t *res,
+                              char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        if (res->verdict != SK_PAYV_APPLIED &&
+            !(res->verdict == SK_PAYV_REFUND_DUE && res->reason == SK_PAYREASON_LATE))
+                return SK_OK;
+        if ((err = sk_order_get(db, p->order_id, 0, &res->order, errstr, errstr_size)))
+                return err == SK_ENOTFOUND ? SK_EDB : err; /* orders are never deleted */
+        res->paid_now = res->verdict == SK_PAYV_APPLIED && res->order.status == SK_ORDER_PAID;
+        res->closed_now = res->verdict == SK_PAYV_REFUND_DUE &&
+                          res->order.status == SK_ORDER_CLOSED;
+        return SK_OK;
+}
+
 /* The COMMIT of sk_payment_decide had an unknown outcome (DESIGN.md 16): on a fresh
  * session (wsrep_sync_wait = 1 on Galera) read tb_payment by provider_txn_id; a plain
  * read of a row another session still holds waits for nothing, so the read is a
@@ -269,6 +291,8 @@ sk_err_t sk_payment_decide(sk_db_t *db, const sk_payment_t *p, int grace_s,
         if ((err = sk_db_begin(db, errstr, errstr_size)))
                 return err;
         if ((err = from_row(db, p, &found, res, errstr, errstr_size)))
+                goto fail;
+        if (found == 2 && (err = own_row_steps(db, p, res, errstr, errstr_size)))
                 goto fail;
         if (found) {
                 sk_db_rollback(db); /* read only */

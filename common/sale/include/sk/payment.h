@@ -83,7 +83,8 @@ typedef struct sk_payment_res {
  *  paid_now = closed_now = 0: our post-commit steps skipped; another order, amount or
  *  currency → TXN_REUSED); no row or unreadable → SK_EAGAIN (run again, same keys).
  *  The initial read of a row of our own attempt_id (an earlier try of this delivery that
- *  applied) answers from it as well.
+ *  applied after its COMMIT was read as not applied) answers from it with its post-commit
+ *  steps due (paid_now / closed_now and the order: DESIGN.md 16 "Answers" (c)).
  *  @returns SK_OK, SK_EINVAL (bad @p p), or the DB error (rolled back; SK_EAGAIN:
  *  retry, e.g. a concurrent delivery of the same txn id won the insert). */
 sk_err_t sk_payment_decide(sk_db_t *db, const sk_payment_t *p, int grace_s,
