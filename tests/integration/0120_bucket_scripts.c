@@ -827,8 +827,8 @@ START_TEST(release_without_trace_uses_home)
 END_TEST
 
 /* The give-up of a purchase that took nothing (DESIGN.md 4 v5 "Give-up fence"): every
- * probed bucket empty, home.lua with the fence key writes f:T (PX = the request deadline)
- * instead of T:r and removes T:h and users[U]=T, so the home bucket's hashes are as
+ * probed bucket empty, home.lua with the fence key writes f:T (PX = max(the request
+ * deadline, 11 s)) instead of T:r and removes T:h and users[U]=T, so the home bucket's hashes are as
  * before the purchase; a late deduct of T is FENCED while f:T lives, even after a
  * restock; a repeat is harmless; users[U] naming another trace is kept. */
 START_TEST(give_up_leaves_only_the_short_fence)
