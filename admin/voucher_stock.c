@@ -104,15 +104,41 @@ static sk_err_t insert_voucher_txn(sk_db_t *db, int64_t id, int64_t stock, int b
         return err;
 }
 
+/* DESIGN.md 16 "Answers" (b): after a COMMIT read as not applied, the re-run of the
+ * voucher create met the minted id's primary key: the lost COMMIT was still being
+ * applied when it was read. The id is ours alone (minted for this run), so read the row
+ * again with a read that waits for its lock (wsrep_sync_wait = 1 on Galera, within the
+ * admin's 30 s): found → created (SK_OK); not found or unreadable → SK_EUNKNOWN naming
+ * the id, never "failed". */
+static sk_err_t rerun_met_voucher(sk_db_t *db, int64_t id, const char *lost, char *errstr,
+                                  size_t errstr_size)
+{
+        char why[384] = "";
+        int found = 0;
+        sk_err_t err;
+
+        err = resolve_exists(db, "SELECT COUNT(*) FROM tb_seckill_voucher WHERE voucher_id = ?"
+                             " LOCK IN SHARE MODE", SK_I64(id), ADD_STOCK_TRIES, &found, why,
+                             sizeof(why));
+        fprintf(stderr, PROG ": voucher_create_rerun_resolved voucher_id=%" PRId64 " found=%d\n",
+                id, err == SK_OK ? found : -1);
+        if (err == SK_OK && found)
+                return SK_OK;
+        sk_seterr(errstr, errstr_size, "insert voucher %" PRId64 ": COMMIT outcome unknown (%s), "
+                  "%s; `" PROG " voucher show %" PRId64 "` tells", id, lost,
+                  err == SK_OK ? "its re-run met its key and no row is readable" : why, id);
+        return SK_EUNKNOWN;
+}
+
 sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buckets,
                                  int64_t begin_ms, int64_t end_ms, int status,
                                  int64_t price_minor, const char *currency,
                                  char *errstr, size_t errstr_size)
 {
-        char why[384] = "", lost[384];
+        char why[384] = "", lost[384] = "";
         uint64_t rng = sk_backoff_seed();
         sk_err_t err = SK_EAGAIN;
-        int found = 0;
+        int found = 0, was_lost = 0;
 
         if (buckets < 1 || buckets > SK_BUCKETS_MAX) {
                 sk_seterr(errstr, errstr_size, "--buckets %d outside 1..%d", buckets, SK_BUCKETS_MAX);
@@ -132,6 +158,8 @@ sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buc
                                          price_minor, currency, why, sizeof(why));
                 if (err == SK_EAGAIN)
                         continue;
+                if (err == SK_EEXIST && was_lost)
+                        return rerun_met_voucher(db, id, lost, errstr, errstr_size);
                 if (err != SK_EUNKNOWN)
                         break;
                 snprintf(lost, sizeof(lost), "%s", why);
@@ -148,6 +176,7 @@ sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buc
                 }
                 if (found)
                         return SK_OK;
+                was_lost = 1;
                 err = SK_EAGAIN;
         }
         if (err == SK_OK)
@@ -226,11 +255,51 @@ fail:
  * transaction again with the same request id, which the INSERT IGNORE on its PK keeps
  * from ever applying twice). *applied as add_stock_txn's. SK_EUNKNOWN when the outcome
  * could not be read back (the operator re-runs with the same --request-id). */
+/* DESIGN.md 16 "Answers" (b): after a COMMIT read as not applied, the re-run found
+ * request id @p rid recorded: the lost COMMIT was still being applied when it was read.
+ * A duplicate request id is success when its voucher and amount match (read with a
+ * locking read, wsrep_sync_wait = 1 on Galera): *applied = 1, SK_OK; another voucher or
+ * amount → SK_EEXIST; unreadable → SK_EUNKNOWN. */
+static sk_err_t rerun_met_change(sk_db_t *db, int64_t id, int64_t k, const char *rid,
+                                 int *applied, char *errstr, size_t errstr_size)
+{
+        uint64_t rng = sk_backoff_seed();
+        int64_t same = 0;
+        sk_err_t err = SK_EAGAIN;
+
+        for (int i = 0; i < ADD_STOCK_TRIES && err != SK_OK; i++) {
+                if (i > 0)
+                        sk_sleep_ms(sk_backoff_ms(i, 100, 2000, &rng), NULL);
+                if ((err = sk_db_resolve_begin(db, errstr, errstr_size)) != SK_OK)
+                        continue;
+                err = sk_db_i64(db, "SELECT voucher_id = ? AND amount = ? FROM"
+                                " tb_seckill_stock_change WHERE request_id = ? LOCK IN SHARE MODE",
+                                SK_ARGS(SK_I64(id), SK_I64(k), SK_STR(rid)), &same, NULL, errstr,
+                                errstr_size);
+                sk_db_resolve_end(db);
+        }
+        fprintf(stderr, PROG ": add_stock_rerun_resolved request_id=%s match=%d\n", rid,
+                err == SK_OK ? (int)same : -1);
+        if (err == SK_OK && same) {
+                *applied = 1;
+                return SK_OK;
+        }
+        if (err == SK_OK) {
+                sk_seterr(errstr, errstr_size, "request id %s is recorded for another voucher or "
+                          "amount", rid);
+                return SK_EEXIST;
+        }
+        sk_seterr(errstr, errstr_size, "COMMIT outcome unknown, not readable: %s; re-run with "
+                  "the same --request-id", errstr);
+        return SK_EUNKNOWN;
+}
+
 static sk_err_t add_stock(sk_db_t *db, int64_t id, int64_t k, const char *rid, int *applied,
                           char *errstr, size_t errstr_size)
 {
         uint64_t rng = sk_backoff_seed();
         sk_err_t err = SK_EAGAIN;
+        int was_lost = 0;
 
         *applied = 0;
         for (int run = 0; run < ADD_STOCK_TRIES; run++) {
@@ -247,6 +316,8 @@ static sk_err_t add_stock(sk_db_t *db, int64_t id, int64_t k, const char *rid, i
                 err = add_stock_txn(db, id, k, rid, applied, errstr, errstr_size);
                 if (err == SK_EAGAIN)
                         continue;       /* rolled back: the whole transaction again */
+                if (err == SK_OK && !*applied && was_lost)
+                        return rerun_met_change(db, id, k, rid, applied, errstr, errstr_size);
                 if (err != SK_EUNKNOWN)
                         return err;
                 snprintf(why, sizeof(why), "%s", errstr);
@@ -264,6 +335,7 @@ static sk_err_t add_stock(sk_db_t *db, int64_t id, int64_t k, const char *rid, i
                         *applied = 1;
                         return SK_OK;
                 }
+                was_lost = 1;
                 err = SK_EAGAIN;        /* not applied: the same transaction again */
         }
         return err;

@@ -15,7 +15,9 @@
  * A COMMIT with an unknown outcome (DESIGN.md 16: any error but 1213/1205, or a lost
  * link) is resolved before anything else: the batch's orders are read on a fresh
  * session (wsrep_sync_wait = 1 on Galera); the CLOSED ones are released as in 3, the
- * UNPAID ones were not closed and come back in a later batch.
+ * UNPAID ones were not closed and come back in a later batch; those are read once more
+ * after innodb_lock_wait_timeout + 1 s (the lost COMMIT may have been applying), and
+ * the ones CLOSED by then are released (DESIGN.md 16 "Answers" (c)).
  * A full batch is followed at once by the next one. One thread per process with its own
  * DB and Redis connections; stops with g_stop.
  * Metrics: seckill_orders_closed_total, seckill_orders_release_lag_seconds (from the
@@ -48,6 +50,11 @@ typedef struct closer {
         sk_redis_t *r;
         sk_metric_t *closed, *lag, *overdue, *release_errors;
         sk_metric_t *refund_due, *refund_oldest;        /* DESIGN.md 13: the refund backlog */
+        /* DESIGN.md 16 "Answers" (c): orders of an unknown COMMIT resolved "not closed",
+         * read once more at recheck_at_ms (mono) and released if CLOSED by then. */
+        sk_order_row_t *recheck;
+        size_t nrecheck;
+        int64_t recheck_at_ms;
         pthread_t tid;
         int started;
 } closer_t;
@@ -105,6 +112,50 @@ static int resolve_batch(closer_t *c, sk_order_row_t *rows, size_t *n)
         return 0;
 }
 
+/* DESIGN.md 16 "Answers" (c): the orders rows[0..n) of an unknown COMMIT were read as
+ * not closed; the COMMIT may still have been applying. Keep them for one more read after
+ * innodb_lock_wait_timeout + 1 s (a later round does not select an order it closed). */
+static void recheck_later(closer_t *c, const sk_order_row_t *rows, size_t n)
+{
+        sk_order_row_t *v;
+
+        if (n == 0 || !(v = realloc(c->recheck, (c->nrecheck + n) * sizeof(*v)))) {
+                if (n)
+                        SK_LOG(SK_WARN, "close_recheck_dropped", "orders=%zu (the reconciler "
+                               "releases what was closed)", n);
+                return;
+        }
+        memcpy(v + c->nrecheck, rows, n * sizeof(*v));
+        c->recheck = v;
+        c->nrecheck += n;
+        c->recheck_at_ms = sk_mono_ms() + ((int64_t)c->lock_wait_s + 1) * 1000;
+}
+
+/* The re-check once due: the orders CLOSED by now are released (release.lua is
+ * idempotent: one closed and released by a later round meanwhile is ALREADY); a read
+ * error keeps them for the next round. */
+static void recheck_due(closer_t *c)
+{
+        size_t kept = 0, i;
+        char errstr[256] = "";
+        sk_err_t err;
+
+        if (c->nrecheck == 0 || sk_mono_ms() < c->recheck_at_ms)
+                return;
+        if ((err = sk_order_resolve(c->db, c->recheck, c->nrecheck, SK_ORDER_CLOSED, &kept, errstr,
+                                    sizeof(errstr))) != SK_OK) {
+                SK_LOG(SK_WARN, "close_recheck_failed", "orders=%zu err=%s reason=\"%s\"",
+                       c->nrecheck, sk_err2str(err), errstr);
+                return;
+        }
+        SK_LOG(SK_WARN, "close_recheck", "orders=%zu closed=%zu", c->nrecheck, kept);
+        for (i = 0; i < kept; i++)
+                release_one(c, &c->recheck[i]);
+        free(c->recheck);
+        c->recheck = NULL;
+        c->nrecheck = 0;
+}
+
 /* One batch of up to @p limit orders. @returns the number of orders selected (closed or,
  * after an unknown COMMIT, resolved), or -1 on a DB error. */
 static int close_batch(closer_t *c, int limit)
@@ -122,6 +173,7 @@ static int close_batch(closer_t *c, int limit)
                         free(rows);
                         return -1;
                 }
+                recheck_later(c, rows + n, selected - n);
                 err = SK_OK;
         }
         if (err != SK_OK) {
@@ -171,6 +223,7 @@ static void *closer_main(void *arg)
                 do
                         n = close_batch(c, limit);
                 while (n == limit && !g_stop);
+                recheck_due(c);
                 /* What is left past its deadline after this round (0 when keeping up). */
                 /* The merchant's refund backlog (DESIGN.md 13), read on the same round. */
                 {
@@ -194,6 +247,9 @@ static void *closer_main(void *arg)
         }
         sk_db_close(c->db);
         sk_redis_close(c->r);
+        free(c->recheck);
+        c->recheck = NULL;
+        c->nrecheck = 0;
         c->db = NULL;
         c->r = NULL;
         return NULL;

@@ -15,7 +15,7 @@
 --            that keeps the user, has_order whose T0 the caller does not know).
 --   giveup_px_ms (with the 4th key, bucket "" and repoint ""): the give-up of a purchase
 --            that took nothing anywhere (every probed bucket answered empty, DESIGN.md 4
---            "Give-up fence"): SET f:T PX giveup_px_ms (the request deadline) instead of
+--            "Give-up fence"): SET f:T PX giveup_px_ms (max(request deadline, 11 s)) instead of
 --            T:r, HDEL T:h, and users[U] released if it names T; nothing lasting is left
 --            (f:T is the only key a script creates without the voucher's expiry E).
 -- Replies: {"OK", fenced(0|1), released(0|1), repointed(0|1)}

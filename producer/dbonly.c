@@ -27,7 +27,11 @@
  * on a fresh session (wsrep_sync_wait = 1 on Galera), before anything is answered
  * (found: 200 CREATED; not found: run again with
  * the same keys; unreadable until the deadline: 503 PENDING), and a re-run that meets the
- * user's active order with this very trace answers 200 CREATED, never 10006. Failpoints
+ * user's active order with this very trace answers 200 CREATED, never 10006. A re-run that
+ * meets a duplicate key, another active order or an empty stock resolves again with a
+ * read that waits for the trace's row locks (DESIGN.md 16 "Answers" (b): the lost COMMIT
+ * may still be applying): ours → 200 CREATED, another trace's active order → 10006,
+ * otherwise 503 PENDING, never 409. Failpoints
  * front.db_only_after_checks (before the bucket UPDATE; sleep: a switch move lands
  * between the first read and the UPDATE), front.db_only_before_commit (error: 503 cause
  * db, rolled back; evaluated before the second switch read) and
@@ -304,8 +308,10 @@ static sk_err_t attempt(sk_db_t *db, const fr_req_t *req, result_t *res, int *nb
 }
 
 /* After a COMMIT whose outcome is unknown: is the outcome row there? Read on a fresh
- * session, with wsrep_sync_wait = 1 on Galera (sk/db_outcome.h). */
-static int committed(sk_db_t *db, const fr_req_t *req)
+ * session, with wsrep_sync_wait = 1 on Galera (sk/db_outcome.h). @p locking: a locking
+ * read, which waits for a transaction still holding the trace's row (the lost COMMIT
+ * still being applied) to end (DESIGN.md 16 "Answers" (b)). */
+static int committed(sk_db_t *db, const fr_req_t *req, int locking)
 {
         char errstr[256];
         int64_t n = 0;
@@ -313,12 +319,28 @@ static int committed(sk_db_t *db, const fr_req_t *req)
 
         if (sk_db_resolve_begin(db, errstr, sizeof(errstr)) != SK_OK)
                 return -1;
-        err = sk_db_i64(db, "SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = ?",
+        err = sk_db_i64(db, locking ? "SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = ?"
+                                      " LOCK IN SHARE MODE"
+                                    : "SELECT COUNT(*) FROM tb_seckill_outcome WHERE trace_id = ?",
                         SK_ARGS(SK_I64(req->trace_id)), &n, NULL, errstr, sizeof(errstr));
         sk_db_resolve_end(db);
         if (err != SK_OK)
                 return -1;
         return n > 0;
+}
+
+/* The trace of the user's active order of the voucher, read on @p db as it is: 0 none,
+ * -1 unreadable. */
+static int64_t active_trace(sk_db_t *db, const fr_req_t *req)
+{
+        char errstr[256];
+        int64_t t = 0;
+        sk_err_t err;
+
+        err = sk_db_i64(db, "SELECT trace_id FROM tb_voucher_order WHERE voucher_id = ? AND "
+                        "active_user_id = ?", SK_ARGS(SK_I64(req->voucher_id), SK_I64(req->user_id)),
+                        &t, NULL, errstr, sizeof(errstr));
+        return err == SK_OK ? t : err == SK_ENOTFOUND ? 0 : -1;
 }
 
 /* The answers the voucher row decides (DESIGN.md 3), by result. */
@@ -372,13 +394,41 @@ static void answer(fr_req_t *req, result_t res)
  * (reconnecting first) until the answer is known or the request deadline passes.
  * @returns 1 committed, 0 not (the transaction may run again with the same keys), -1
  * still unknown. */
-static int resolve_commit(sk_db_t *db, const fr_req_t *req)
+static int resolve_commit(sk_db_t *db, const fr_req_t *req, int locking)
 {
         int c;
 
-        while ((c = committed(db, req)) < 0 && sk_mono_ms() < req->deadline_mono_ms)
+        while ((c = committed(db, req, locking)) < 0 && sk_mono_ms() < req->deadline_mono_ms)
                 sk_sleep_ms(50, NULL);
         return c;
+}
+
+/* DESIGN.md 16 "Answers" (b): a re-run after an unknown COMMIT that was read as "not
+ * applied" met a duplicate key (@p err SK_EEXIST), the buyer's active order or an empty
+ * stock (*res). The lost COMMIT may still have been applying when it was read: resolve
+ * again, with a read that waits for the trace's row locks (wsrep_sync_wait = 1 on
+ * Galera), until the request deadline. Ours → 200 CREATED (R_MINE); an active order of
+ * another trace proves ours did not apply → a true 10006; otherwise the answer is not
+ * known: @returns 1 (answer 503 PENDING), else 0 with *res set to answer. */
+static int rerun_resolve(sk_db_t *db, const fr_req_t *req, sk_err_t err, result_t *res)
+{
+        int64_t t;
+        int c;
+
+        if (err == SK_OK && *res == R_HAS_ORDER)
+                return 0;       /* checks() read another trace's active order */
+        c = resolve_commit(db, req, 1);
+        SK_LOG(SK_WARN, "db_only_rerun_resolved", "trace_id=%s met=%s found=%d", req->st,
+               err == SK_EEXIST ? "duplicate" : "sold_out", c);
+        if (c == 1) {
+                *res = R_MINE;
+                return 0;
+        }
+        if (c == 0 && err == SK_EEXIST && (t = active_trace(db, req)) > 0 && t != req->trace_id) {
+                *res = R_HAS_ORDER;
+                return 0;
+        }
+        return 1;
 }
 
 static void run(sk_db_t **dbp, fr_req_t *req)
@@ -386,7 +436,7 @@ static void run(sk_db_t **dbp, fr_req_t *req)
         char errstr[512];
         result_t res = R_STATE;
         sk_err_t err = SK_EAGAIN;
-        int i, nbuckets = 1, unknown = 0, at_commit;
+        int i, nbuckets = 1, unknown = 0, at_commit, lost = 0;
 
         for (i = 0; i < DBONLY_ATTEMPTS && sk_mono_ms() < req->deadline_mono_ms; i++) {
                 if (i > 0)
@@ -405,7 +455,7 @@ static void run(sk_db_t **dbp, fr_req_t *req)
                         /* Any error at COMMIT is an unknown outcome: the buyer is never
                          * answered from a guess (a re-run would meet its own order and
                          * say 10006), so read what the transaction wrote. */
-                        int c = resolve_commit(*dbp, req);
+                        int c = resolve_commit(*dbp, req, 0);
 
                         SK_LOG(SK_WARN, "db_only_commit_unknown", "trace_id=%s err=%s resolved=%d"
                                " reason=\"%s\"", req->st, sk_err2str(err), c, errstr);
@@ -418,8 +468,18 @@ static void run(sk_db_t **dbp, fr_req_t *req)
                         unknown = c < 0;
                         if (c < 0)
                                 break;
+                        lost = 1;
                         err = SK_EAGAIN; /* not committed: run again, same keys */
                         continue;
+                }
+                /* A re-run after a COMMIT read as not applied never answers 409 from a
+                 * guess: it resolves again (DESIGN.md 16 "Answers" (b)). */
+                if (lost && (err == SK_EEXIST ||
+                             (err == SK_OK && (res == R_SOLD_OUT || res == R_HAS_ORDER)))) {
+                        unknown = rerun_resolve(*dbp, req, err, &res);
+                        if (!unknown)
+                                err = SK_OK;
+                        break;
                 }
                 if (err == SK_OK || err == SK_EEXIST || err == SK_EFAIL || err == SK_EDB)
                         break;

@@ -313,7 +313,7 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                         fr_quick(req, 413, fr_json_err(SK_CODE_BAD_INPUT, "request body too large"));
                         return;
                 }
-                fr_payment_route(req, conn);
+                fr_payment_route(req, conn, idgen);
                 return;
         }
         if (!strncmp(url, opfx, sizeof(opfx) - 1)) {

@@ -39,6 +39,7 @@
 #include "sk/clock.h"
 #include "sk/db.h"
 #include "sk/ids.h"
+#include "sk/lease.h"
 #include "sk/log.h"
 #include "sk/model.h"
 #include "sk/order.h"
@@ -133,8 +134,9 @@ void fr_payment_tick(int hup)
 
 /* ------------------------------------------------------------ HTTP thread ---- */
 
-void fr_payment_route(fr_req_t *req, struct MHD_Connection *conn)
+void fr_payment_route(fr_req_t *req, struct MHD_Connection *conn, sk_idgen_t *gen)
 {
+        char errstr[256];
         const char *hdr = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Payment-Signature");
         const char *why = "";
         sk_paysig_res_t vr;
@@ -160,6 +162,14 @@ void fr_payment_route(fr_req_t *req, struct MHD_Connection *conn)
         if ((why = fr_payment_parse_body(req->in_body ? req->in_body : "", req->in_len, p))) {
                 free(p);
                 fr_quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, why));
+                return;
+        }
+        /* This delivery's nonce: its tb_payment row is "ours" only with it (DESIGN.md 16
+         * "Answers" (a)). */
+        if (sk_idgen_next(gen, &p->attempt_id, errstr, sizeof(errstr)) != SK_OK) {
+                free(p);
+                SK_LOG(SK_DEBUG, "idgen_unavailable", "reason=\"%s\"", errstr);
+                fr_quick_503(req, "lease", "id generator unavailable");
                 return;
         }
         req->pay = p; /* the request owns it now */

@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 
 #include "req.h"
+#include "sk/lease.h"
 
 #define FR_PAY_BODY_MAX 4096            /* bytes of a callback body; more -> 413 */
 #define FR_PAY_QUEUE_MAX 256            /* callbacks waiting for the pool; more -> 503 */
@@ -25,9 +26,11 @@ int fr_payment_enabled(void);
 void fr_payment_tick(int hup);
 /** HTTP thread, the callback's final handler call (body in req->in_body): 401/10008 for
  *  a missing, malformed, stale or bad signature, 400/10001 for a bad body, 503 when the
- *  pool's queue is full or the front is stopping; else the request is suspended and
- *  queued for the pool, which answers it. */
-void fr_payment_route(fr_req_t *req, struct MHD_Connection *conn);
+ *  pool's queue is full, the front is stopping or @p gen (borrowed: the front's id
+ *  generator) has no usable lease; else the delivery gets its nonce (the payment's
+ *  attempt_id, a snowflake id of @p gen: DESIGN.md 16 "Answers" (a)), and the request
+ *  is suspended and queued for the pool, which answers it. */
+void fr_payment_route(fr_req_t *req, struct MHD_Connection *conn, sk_idgen_t *gen);
 /** Start SECKILL_FRONT_PAY_THREADS threads (each with its own DB and Redis connection,
  *  made lazily). @returns 0, or -1 with @p errstr. */
 int fr_payment_start(char *errstr, size_t errstr_size);

@@ -2,8 +2,10 @@
  * "Overflow probing"). Each worker takes one purchase at a time and walks its buckets
  * with take.lua on its own sk_redis_t; every call is behind the Redis breaker and the
  * request's deadline (DESIGN.md 8, 12). A take is repeated with the same traceId up to
- * twice after an unknown outcome (DESIGN.md 8); still unknown ends probing (one purchase
- * must never hold units in two buckets). Owns the probe queue. */
+ * twice after an unknown outcome (DESIGN.md 8); still unknown, or a repeat rejected (a
+ * 10005 after an unknown attempt is no proof of "empty"), ends probing with the rollback
+ * on that bucket (one purchase must never hold units in two buckets). Owns the probe
+ * queue. */
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -129,11 +131,28 @@ static take_t take_one(sk_redis_t **rp, fr_req_t *req, int j)
                         break;
                 }
                 t0 = sk_mono_ms();
-                err = sk_script_eval(*rp, SK_SCRIPT_TAKE, 3, keys, 6, args, &reply, errstr,
-                                     sizeof(errstr));
+                /* Failpoint front.take_unknown (error): this attempt's outcome is unknown
+                 * (its reply lost); nothing is sent, as when the link drops before the
+                 * script runs (DESIGN.md 11). */
+                if (SK_FAILPOINT("front.take_unknown")) {
+                        err = SK_EUNKNOWN;
+                        snprintf(errstr, sizeof(errstr), "failpoint front.take_unknown");
+                } else {
+                        err = sk_script_eval(*rp, SK_SCRIPT_TAKE, 3, keys, 6, args, &reply,
+                                             errstr, sizeof(errstr));
+                }
                 fr_breaker_record(err == SK_EUNKNOWN, sk_mono_ms() - t0);
                 if (err == SK_OK) {
                         res = take_reply(req, j, reply);
+                        /* DESIGN.md 4 "Give-up fence": after an unknown attempt, a
+                         * rejection (10005 above all) says nothing about that attempt,
+                         * which may still land (a delayed copy): never "empty", probing
+                         * ends with the rollback on j (its T:r fences the copy). */
+                        if (unknown && res != TAKE_ADMITTED && reply->type == REDIS_REPLY_INTEGER) {
+                                SK_LOG(SK_WARN, "take_reject_after_unknown", "trace_id=%s "
+                                       "bucket=%d reply=%lld", req->st, j, reply->integer);
+                                res = TAKE_UNKNOWN;
+                        }
                         freeReplyObject(reply);
                         return res;
                 }
@@ -189,6 +208,7 @@ static void sold_out(sk_redis_t **rp, fr_req_t *req)
                 if (!*rp && !(*rp = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS,
                                                      errstr, sizeof(errstr))))
                         continue;
+                /* f:T lives max(request deadline, 11 s): sk_giveup_fence_px_ms */
                 if (sk_home_give_up(*rp, g_fr.conf.redis_prefix, req->voucher_id, req->home,
                                     req->trace_id, req->user_id, g_fr.deadline_ms, &hr, errstr,
                                     sizeof(errstr)) == SK_OK)

@@ -17,7 +17,11 @@
 #      layout of the Debian package, tests/package/: build-release/, dpkg -i, a short
 #      sale, dpkg --purge, about 35 s with build-release/ built, 100 s without; and the
 #      libFuzzer harnesses, bench/fuzz.sh 10 s each, build-fuzz/ with clang).
-#   6. a summary; exit 0 only when every step passed.
+#   6. the Debug build (-DCMAKE_BUILD_TYPE=Debug -DSK_WERROR=ON: gcc warns differently at
+#      -O0, e.g. -Wformat-truncation) in build-debug/, compile only, at `nice -n 19` and one
+#      job in the background during the main pass (about 80 s of CPU from scratch, seconds
+#      when incremental); its row is recorded before the summary.
+#   7. a summary; exit 0 only when every step passed.
 # At exit it stops the services that were not running before it started (unless
 # SECKILL_KEEP_STACK=1); services that were already up are left as they were.
 #
@@ -30,10 +34,12 @@
 #   SECKILL_TEST_TOPO_TIMEOUT_S   cap of the topology pass (1500)
 #   SECKILL_TEST_ASAN_LABELS      labels of the sanitizer pass ('unit|integration')
 #   SECKILL_TEST_SANITIZE=0       skip the sanitizer pass
+#   SECKILL_TEST_DEBUG=0          skip the Debug -Werror build
 #   SECKILL_TEST_TIMEOUT_S        cap of the main ctest pass (1500)
 #   SECKILL_TEST_ASAN_TIMEOUT_S   cap of the sanitizer ctest pass (1200; it ran 600 s and more
 #                                 beside the topology pass once the suite reached 107 tests)
-#   SECKILL_BUILD_DIR, SECKILL_ASAN_BUILD_DIR   build dirs (build, build-asan)
+#   SECKILL_BUILD_DIR, SECKILL_ASAN_BUILD_DIR, SECKILL_DEBUG_BUILD_DIR
+#                                 build dirs (build, build-asan, build-debug)
 #   SECKILL_STACK_*               passed to scripts/stack.sh (ports, state dir)
 #   SECKILL_REDIS_URL, SECKILL_MYSQL_URL, SECKILL_KAFKA_BROKERS   default: the local stack
 set -euo pipefail
@@ -44,6 +50,8 @@ cd "$REPO"
 
 BUILD_DIR=${SECKILL_BUILD_DIR:-build}
 ASAN_DIR=${SECKILL_ASAN_BUILD_DIR:-build-asan}
+DEBUG_DIR=${SECKILL_DEBUG_BUILD_DIR:-build-debug}
+DEBUG_BUILD=${SECKILL_TEST_DEBUG:-1}
 JOBS=${SECKILL_TEST_JOBS:-2}
 LABELS=${SECKILL_TEST_LABELS:-unit|integration|faults}
 TOPO_LABELS=${SECKILL_TEST_TOPO_LABELS-cluster|sentinel|galera|package|fuzz}
@@ -72,6 +80,7 @@ FAILED=0
 STACK_BG=
 TOPO_BG=
 ASAN_BG=
+DEBUG_BG=
 TO_STOP=()
 
 say() { printf '\n==> %s\n' "$*"; }
@@ -105,6 +114,10 @@ cleanup() {
         if [[ -n $ASAN_BG ]] && kill -0 "$ASAN_BG" 2>/dev/null; then
                 kill -- "-$ASAN_BG" 2>/dev/null || kill "$ASAN_BG" 2>/dev/null || true
                 wait "$ASAN_BG" 2>/dev/null || true
+        fi
+        if [[ -n $DEBUG_BG ]] && kill -0 "$DEBUG_BG" 2>/dev/null; then
+                kill -- "-$DEBUG_BG" 2>/dev/null || kill "$DEBUG_BG" 2>/dev/null || true
+                wait "$DEBUG_BG" 2>/dev/null || true
         fi
         if [[ -n $TOPO_BG ]] && kill -0 "$TOPO_BG" 2>/dev/null; then
                 kill -- "-$TOPO_BG" 2>/dev/null || kill "$TOPO_BG" 2>/dev/null || true
@@ -242,6 +255,38 @@ if [[ $SANITIZE == 1 ]]; then
         set +m
 fi
 
+# The Debug build with -Werror (compile only: it runs no test), niced, one job, in the
+# background during the main pass; its row is recorded before the summary.
+DEBUG_OUT=$(mktemp)
+if [[ $DEBUG_BUILD == 1 ]]; then
+        say "build: $DEBUG_DIR (-DCMAKE_BUILD_TYPE=Debug -DSK_WERROR=ON), nice 19, in the background"
+        set -m
+        ( t0=$SECONDS; rc=0
+          nice -n 19 bash -c "$(declare -f step_build); JOBS=1 step_build '$DEBUG_DIR' -DCMAKE_BUILD_TYPE=Debug" \
+                  </dev/null >"$DEBUG_OUT.log" 2>&1 || rc=$?
+          echo "$rc $((SECONDS - t0))" >"$DEBUG_OUT" ) &
+        DEBUG_BG=$!
+        set +m
+fi
+debug_record() {
+        local rc secs
+        if [[ $DEBUG_BUILD != 1 ]]; then
+                record "build $DEBUG_DIR (Debug, -Werror)" SKIP 0 "SECKILL_TEST_DEBUG=$DEBUG_BUILD"
+                return 0
+        fi
+        wait "$DEBUG_BG" || true
+        DEBUG_BG=
+        read -r rc secs <"$DEBUG_OUT" || { rc=1 secs=0; }
+        if [[ $rc -eq 0 ]]; then
+                record "build $DEBUG_DIR (Debug, -Werror, background)" PASS "$secs"
+        else
+                say "build: $DEBUG_DIR (Debug, -Werror) failed"
+                grep -E 'error|Error' "$DEBUG_OUT.log" | head -40 || true
+                record "build $DEBUG_DIR (Debug, -Werror, background)" FAIL "$secs" "see the errors above"
+        fi
+        rm -f "$DEBUG_OUT" "$DEBUG_OUT.log"
+}
+
 t=$SECONDS
 if [[ $build_ok -eq 1 ]]; then
         say "tests: ctest -L '$LABELS' in $BUILD_DIR"
@@ -325,6 +370,7 @@ else
 fi
 
 topo_record
+debug_record
 
 print_summary
 [[ $FAILED -eq 0 ]]

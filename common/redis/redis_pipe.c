@@ -190,8 +190,10 @@ static void run_round(sk_redis_pipe_t *p, int *idx)
                 if (sk__node_ensure(r, n, why, sizeof(why)) != SK_OK) {
                         for (int j = 0; j < k; j++) {
                                 p->st[idx[j]].status = SK_PCMD_NOTRUN;
+                                /* The precision keeps reason + suffix within err[200]
+                                 * (gcc's -Wformat-truncation at -O0 sees why[200]). */
                                 snprintf(p->e[idx[j]].err, sizeof(p->e[idx[j]].err),
-                                         "%s (not run)", why);
+                                         "%.180s (not run)", why);
                         }
                         continue;
                 }

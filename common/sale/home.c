@@ -77,8 +77,13 @@ sk_err_t sk_home_step(sk_redis_t *r, const char *prefix, int64_t voucher_id, int
         return home_reply(reply, res, errstr, errstr_size);
 }
 
+int64_t sk_giveup_fence_px_ms(int64_t deadline_ms)
+{
+        return deadline_ms > SK_GIVEUP_FENCE_MIN_MS ? deadline_ms : SK_GIVEUP_FENCE_MIN_MS;
+}
+
 sk_err_t sk_home_give_up(sk_redis_t *r, const char *prefix, int64_t voucher_id, int home,
-                         int64_t trace_id, int64_t user_id, int64_t fence_px_ms,
+                         int64_t trace_id, int64_t user_id, int64_t deadline_ms,
                          sk_home_res_t *res, char *errstr, size_t errstr_size)
 {
         char k_meta[SK_KEY_MAX], k_users[SK_KEY_MAX], k_trace[SK_KEY_MAX], k_fence[SK_KEY_MAX];
@@ -91,7 +96,7 @@ sk_err_t sk_home_give_up(sk_redis_t *r, const char *prefix, int64_t voucher_id, 
 
         memset(res, 0, sizeof(*res));
         if (!r || !prefix || voucher_id <= 0 || home < 0 || home >= SK_BUCKETS_MAX ||
-            trace_id <= 0 || user_id <= 0 || fence_px_ms <= 0 || fence_px_ms > 999999999) {
+            trace_id <= 0 || user_id <= 0 || deadline_ms <= 0 || deadline_ms > 999999999) {
                 sk_seterr(errstr, errstr_size, "give-up: invalid argument");
                 return SK_EINVAL;
         }
@@ -101,7 +106,7 @@ sk_err_t sk_home_give_up(sk_redis_t *r, const char *prefix, int64_t voucher_id, 
         sk_key_fence(k_fence, prefix, voucher_id, home, trace_id);
         sk_id_format(trace_id, trace_s);
         sk_id_format(user_id, user_s);
-        snprintf(px_s, sizeof(px_s), "%" PRId64, fence_px_ms);
+        snprintf(px_s, sizeof(px_s), "%" PRId64, sk_giveup_fence_px_ms(deadline_ms));
         if ((err = sk_script_eval(r, SK_SCRIPT_HOME, 4, keys, 7, args, &reply, errstr,
                                   errstr_size)) != SK_OK)
                 return err;

@@ -189,8 +189,12 @@ sk_err_t sk_order_resolve(sk_db_t *db, sk_order_row_t *rows, size_t n, int to, s
                 if (err)
                         break;
                 if (now.status == to) {
+                        sk_order_row_t t = rows[k];
+
                         rows[i].status = now.status;
-                        rows[k++] = rows[i];
+                        rows[k] = rows[i];
+                        rows[i] = t;
+                        k++;
                 }
         }
         sk_db_resolve_end(db);

@@ -69,24 +69,31 @@ int sk_payment_parse_amount(const char *s, int64_t *out)
         return 0;
 }
 
-/* A repeat: the row of the txn id decides. @returns SK_OK with *found, or the DB error. */
-static sk_err_t from_row(sk_db_t *db, const sk_payment_t *p, int *found, sk_payment_res_t *res,
-                         char *errstr, size_t errstr_size)
+/* The row of a txn id: same order, amount and currency; result; reason; ours. */
+#define ROW_SQL "SELECT order_id = ? AND amount_minor = ? AND currency = ?, result," \
+        " COALESCE(" REASON_FIELD ", 0), COALESCE(attempt_id = ?, 0)" \
+        " FROM tb_payment WHERE provider_txn_id = ?"
+
+/* A repeat: the row of the txn id decides. *found: 0 no row, 1 a row of another
+ * delivery (or one stored before attempt ids), 2 a row of @p p's own attempt_id.
+ * @p lock: a locking read (waits for a writer of the row to end). @returns SK_OK, or the
+ * DB error. */
+static sk_err_t row_of(sk_db_t *db, const sk_payment_t *p, int lock, int *found,
+                       sk_payment_res_t *res, char *errstr, size_t errstr_size)
 {
         int64_t c[4];
         sk_err_t err;
 
         *found = 0;
-        err = sk_db_row1(db, "SELECT order_id = ? AND amount_minor = ? AND currency = ?, result,"
-                         " COALESCE(" REASON_FIELD ", 0), 1 FROM tb_payment"
-                         " WHERE provider_txn_id = ?",
+        err = sk_db_row1(db, lock ? ROW_SQL " LOCK IN SHARE MODE" : ROW_SQL,
                          SK_ARGS(SK_I64(p->order_id), SK_I64(p->amount_minor), SK_STR(p->currency),
-                                 SK_STR(p->txn_id)), c, 4, NULL, errstr, errstr_size);
+                                 SK_I64(p->attempt_id), SK_STR(p->txn_id)), c, 4, NULL, errstr,
+                         errstr_size);
         if (err == SK_ENOTFOUND)
                 return SK_OK;
         if (err)
                 return err;
-        *found = 1;
+        *found = c[3] ? 2 : 1;
         res->repeat = 1;
         if (!c[0]) {
                 res->verdict = SK_PAYV_TXN_REUSED;
@@ -95,6 +102,18 @@ static sk_err_t from_row(sk_db_t *db, const sk_payment_t *p, int *found, sk_paym
         res->verdict = c[1] == SK_PAYMENT_APPLIED ? SK_PAYV_APPLIED : SK_PAYV_REFUND_DUE;
         res->reason = (int)c[2];
         return SK_OK;
+}
+
+static sk_err_t from_row(sk_db_t *db, const sk_payment_t *p, int *found, sk_payment_res_t *res,
+                         char *errstr, size_t errstr_size)
+{
+        return row_of(db, p, 0, found, res, errstr, errstr_size);
+}
+
+static sk_err_t from_row_locked(sk_db_t *db, const sk_payment_t *p, int *found,
+                                sk_payment_res_t *res, char *errstr, size_t errstr_size)
+{
+        return row_of(db, p, 1, found, res, errstr, errstr_size);
 }
 
 /* No order row: the outcome by order_id (DESIGN.md 6: indexed) decides. */
@@ -188,20 +207,47 @@ static sk_err_t record(sk_db_t *db, const sk_payment_t *p, const sk_payment_res_
 {
         int applied = res->verdict == SK_PAYV_APPLIED;
 
-        return sk_db_exec_args(db, "INSERT INTO tb_payment (provider_txn_id, order_id,"
-                               " amount_minor, currency, received_at, result, reason)"
-                               " VALUES (?, ?, ?, ?, NOW(3), ?, ?)",
-                               SK_ARGS(SK_STR(p->txn_id), SK_I64(p->order_id),
+        return sk_db_exec_args(db, "INSERT INTO tb_payment (provider_txn_id, attempt_id,"
+                               " order_id, amount_minor, currency, received_at, result, reason)"
+                               " VALUES (?, ?, ?, ?, ?, NOW(3), ?, ?)",
+                               SK_ARGS(SK_STR(p->txn_id), SK_I64(p->attempt_id), SK_I64(p->order_id),
                                        SK_I64(p->amount_minor), SK_STR(p->currency),
                                        SK_I64(applied ? SK_PAYMENT_APPLIED : SK_PAYMENT_REFUND_DUE),
                                        applied ? SK_NULL : SK_STR(sk_payreason_str(res->reason))),
                                NULL, errstr, errstr_size);
 }
 
+/* The row of the txn id carries this delivery's own attempt_id: an earlier try of this
+ * delivery whose COMMIT was resolved "not applied" (or unreadable) did apply after all
+ * (it was still being applied when it was read). Its post-commit steps are still due
+ * (DESIGN.md 16 "Answers" (c)): paid_now for an applied payment, closed_now for a
+ * close on the spot (refund_due late, the order CLOSED now), with the order as read;
+ * the cache DEL and release.lua are idempotent. */
+static sk_err_t own_row_steps(sk_db_t *db, const sk_payment_t *p, sk_payment_res_t *res,
+                              char *errstr, size_t errstr_size)
+{
+        sk_err_t err;
+
+        if (res->verdict != SK_PAYV_APPLIED &&
+            !(res->verdict == SK_PAYV_REFUND_DUE && res->reason == SK_PAYREASON_LATE))
+                return SK_OK;
+        if ((err = sk_order_get(db, p->order_id, 0, &res->order, errstr, errstr_size)))
+                return err == SK_ENOTFOUND ? SK_EDB : err; /* orders are never deleted */
+        res->paid_now = res->verdict == SK_PAYV_APPLIED && res->order.status == SK_ORDER_PAID;
+        res->closed_now = res->verdict == SK_PAYV_REFUND_DUE &&
+                          res->order.status == SK_ORDER_CLOSED;
+        return SK_OK;
+}
+
 /* The COMMIT of sk_payment_decide had an unknown outcome (DESIGN.md 16): on a fresh
- * session (wsrep_sync_wait = 1 on Galera) read tb_payment by provider_txn_id. Found: that
- * COMMIT applied (a concurrent delivery of the same txn id would have met 1062 before
- * it), *res as decided stands. Not found: not applied, SK_EAGAIN (run again, same keys). */
+ * session (wsrep_sync_wait = 1 on Galera) read tb_payment by provider_txn_id; a plain
+ * read of a row another session still holds waits for nothing, so the read is a
+ * locking one (FOR SHARE waits out a delivery of the same txn id that is still
+ * committing). The row decides whose decision it is (DESIGN.md 16 "Answers" (a)): our
+ * attempt_id → our COMMIT applied, *res as decided stands; another → another delivery
+ * (a repeat of the same txn id, or a txn id reused for another order) decided while our
+ * COMMIT was lost: answered from that row as a repeat, our post-commit steps skipped.
+ * No row: not applied, SK_EAGAIN (run again, same keys). */
 static sk_err_t resolve(sk_db_t *db, const sk_payment_t *p, sk_payment_res_t *res,
                         char *errstr, size_t errstr_size)
 {
@@ -209,13 +255,20 @@ static sk_err_t resolve(sk_db_t *db, const sk_payment_t *p, sk_payment_res_t *re
         int found = 0;
         sk_err_t err;
 
+        memset(&row, 0, sizeof(row));
         if ((err = sk_db_resolve_begin(db, errstr, errstr_size)) == SK_OK) {
-                memset(&row, 0, sizeof(row));
-                err = from_row(db, p, &found, &row, errstr, errstr_size);
+                if ((err = sk_db_begin(db, errstr, errstr_size)) == SK_OK) {
+                        err = from_row_locked(db, p, &found, &row, errstr, errstr_size);
+                        sk_db_rollback(db); /* read only */
+                }
                 sk_db_resolve_end(db);
         }
-        if (err == SK_OK && found)
+        if (err == SK_OK && found == 2)
                 return SK_OK;
+        if (err == SK_OK && found == 1) {
+                *res = row; /* verdict and reason of the row; repeat = 1, nothing "now" */
+                return SK_OK;
+        }
         if (err == SK_OK)
                 sk_seterr(errstr, errstr_size, "payment COMMIT not applied: run again");
         memset(res, 0, sizeof(*res));
@@ -229,7 +282,8 @@ sk_err_t sk_payment_decide(sk_db_t *db, const sk_payment_t *p, int grace_s,
         sk_err_t err;
 
         memset(res, 0, sizeof(*res));
-        if (!p || !sk_payment_valid_ref(p->txn_id) || p->order_id <= 0 || p->amount_minor < 0 ||
+        if (!p || !sk_payment_valid_ref(p->txn_id) || p->attempt_id <= 0 || p->order_id <= 0 ||
+            p->amount_minor < 0 ||
             !sk_payment_valid_currency(p->currency) || grace_s < 0) {
                 sk_seterr(errstr, errstr_size, "payment: invalid argument");
                 return SK_EINVAL;
@@ -237,6 +291,8 @@ sk_err_t sk_payment_decide(sk_db_t *db, const sk_payment_t *p, int grace_s,
         if ((err = sk_db_begin(db, errstr, errstr_size)))
                 return err;
         if ((err = from_row(db, p, &found, res, errstr, errstr_size)))
+                goto fail;
+        if (found == 2 && (err = own_row_steps(db, p, res, errstr, errstr_size)))
                 goto fail;
         if (found) {
                 sk_db_rollback(db); /* read only */

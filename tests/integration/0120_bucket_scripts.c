@@ -222,7 +222,7 @@ static redisReply *home(const voucher_t *v, int h, const buy_t *p, int j, const 
 {
         const bkeys_t *k = &v->b[h];
         const char *keys[3] = { k->meta, k->users, k->trace };
-        char js[8] = "";
+        char js[16] = "";
         const char *args[6] = { p->t, p->u, js, repoint ? repoint : "", "front_rollback",
                                 "172800000" };
 
@@ -827,8 +827,8 @@ START_TEST(release_without_trace_uses_home)
 END_TEST
 
 /* The give-up of a purchase that took nothing (DESIGN.md 4 v5 "Give-up fence"): every
- * probed bucket empty, home.lua with the fence key writes f:T (PX = the request deadline)
- * instead of T:r and removes T:h and users[U]=T, so the home bucket's hashes are as
+ * probed bucket empty, home.lua with the fence key writes f:T (PX = max(the request
+ * deadline, 11 s)) instead of T:r and removes T:h and users[U]=T, so the home bucket's hashes are as
  * before the purchase; a late deduct of T is FENCED while f:T lives, even after a
  * restock; a repeat is harmless; users[U] naming another trace is kept. */
 START_TEST(give_up_leaves_only_the_short_fence)
@@ -862,8 +862,12 @@ START_TEST(give_up_leaves_only_the_short_fence)
                 ck_assert_int_eq(cmd_int("HLEN %s", v.b[b].users), 1);
         }
         sk_key_fence(fence, sk_test_fx.conf.redis_prefix, v.vid, 1, trace);
+        /* PX = max(request deadline, 11 s): a 3 s deadline still fences for 11 s (the
+         * deduct's ±5 s ts window + 1 s skew, DESIGN.md 4) */
         pttl = cmd_int("PTTL %s", fence);
-        ck_assert_msg(pttl > 0 && pttl <= 3000, "f:T PTTL %lld", pttl);
+        ck_assert_msg(pttl > 10000 && pttl <= SK_GIVEUP_FENCE_MIN_MS, "f:T PTTL %lld", pttl);
+        ck_assert_int_eq(sk_giveup_fence_px_ms(3000), 11000);
+        ck_assert_int_eq(sk_giveup_fence_px_ms(15000), 15000);
         /* a late deduct of T: FENCED, even with stock back in h */
         reply = deduct(&v, 1, &p);
         assert_status(reply, "FENCED");

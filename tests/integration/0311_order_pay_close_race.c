@@ -72,7 +72,8 @@ static void *racer_main(void *arg)
         if (r->delay_us)
                 sk_sleep_ms(r->delay_us / 1000, NULL);
         if (r->kind == 0) {
-                sk_payment_t pay = { .order_id = r->order_id, .amount_minor = 0, .currency = "CNY" };
+                sk_payment_t pay = { .attempt_id = sk_test_rand_id(), .order_id = r->order_id,
+                                     .amount_minor = 0, .currency = "CNY" };
                 sk_payment_res_t res;
                 sk_err_t err;
 

@@ -5,18 +5,21 @@
  *   - cache off (SECKILL_SOLDOUT_CACHE_MS=0): every request runs deduct.lua and probes
  *     every bucket (OVERFLOW, take.lua x3, the give-up on the home bucket), yet the
  *     trace and users hashes of every bucket keep exactly the fields they had when the
- *     sale ended; each give-up leaves only its short-lived f:T key, and once the request
- *     deadline (2 x delivery timeout + 1 s, the key's PX) has passed no f:T key is left
+ *     sale ended; each give-up leaves only its short-lived f:T key, and once the key's PX
+ *     (max(request deadline = 2 x delivery timeout + 1 s, 11 s)) has passed no f:T key is left
  *     (the script-level give-up and its FENCED answer: 0120);
  *   - cache on: once a front has seen every bucket empty, further sold-out buyers are
  *     answered from its cache (seckill_front_soldout_cache_hits_total counts each) and
  *     no key of the voucher changes.
  * The buyers are sequential: the test counts fields, not speed. */
 #include "sk_test.h"
+#include "sk/home.h"
 
 #define NB 4
 #define DELIVERY_MS 3000                        /* sk_test_front_start's delivery timeout */
-#define DEADLINE_MS (2 * DELIVERY_MS + 1000)    /* the front's request deadline, f:T's PX */
+#define DEADLINE_MS (2 * DELIVERY_MS + 1000)    /* the front's request deadline */
+/* f:T's PX: max(request deadline, 11 s) (DESIGN.md 4 "Give-up fence") */
+#define FENCE_PX_MS (DEADLINE_MS > SK_GIVEUP_FENCE_MIN_MS ? DEADLINE_MS : SK_GIVEUP_FENCE_MIN_MS)
 
 static pid_t start(const char *cache_ms, int port, char *log, size_t log_cap)
 {
@@ -137,9 +140,9 @@ START_TEST(cache_off_hashes_stay_flat)
                               "bucket %d: users hash %lld fields, %lld when the sale ended", b,
                               hlen(vid, b, SK_KEY_USERS), users0[b]);
         }
-        /* The give-ups' fences live for the request deadline, then nothing is left. */
+        /* The give-ups' fences live max(request deadline, 11 s), then nothing is left. */
         ck_assert_int_ge(fence_keys(vid), 1);
-        sk_sleep_ms(DEADLINE_MS - (sk_mono_ms() - t_last) + 500, NULL);
+        sk_sleep_ms(FENCE_PX_MS - (sk_mono_ms() - t_last) + 500, NULL);
         ck_assert_int_eq(fence_keys(vid), 0);
         for (b = 0; b < NB; b++) {
                 ck_assert_int_eq(hlen(vid, b, SK_KEY_TRACE), trace0[b]);

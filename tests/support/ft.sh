@@ -123,6 +123,19 @@ ft_rcli() {
         *) redis-cli -h "$FT_REDIS_HOST" -p "$FT_REDIS_PORT" "$@" ;;
         esac
 }
+# ft_script NAME NKEYS KEY... ARG...: one of the sale's Lua scripts as the binaries run it
+# (sk-rcli --script, any topology): a fault case sends a delayed copy of a purchase's
+# deduct or take with it. Prints the reply; exit 1 on an error reply.
+ft_script() { "$FT_BUILD/tests/sk-rcli" --script "$@"; }
+# ft_trace_ts T: the snowflake timestamp (ms) of id T, the `ts` deduct.lua and take.lua get.
+ft_trace_ts() { echo $((($1 >> 22) + 1704067200000)); }
+# ft_cancel FRONT USER ORDER: the buyer cancels; prints "CODE BODY".
+ft_cancel() {
+        local out
+        out=$(curl -s -m 20 -w '\n%{http_code}' -X POST -H "X-User-Id: $2" \
+                "http://${FT_ADDR[$1]}/api/v1/orders/$3/cancel")
+        printf '%s %s\n' "${out##*$'\n'}" "$(tr -d '\n' <<<"${out%$'\n'*}")"
+}
 # ft_key VOUCHER meta|stock|users|trace [BUCKET]: a bucket's key (DESIGN.md 4; bucket 0 by default).
 ft_key() { printf '%s:{v:%s:%s}:%s' "$FT_PREFIX" "$1" "${3:-0}" "$2"; }
 # ft_nbuckets V: V's number of buckets (its DB row).
@@ -656,6 +669,25 @@ ft_check() {
                 FROM tb_seckill_outcome WHERE voucher_id = $v GROUP BY k" | tr '\t\n' '= ')"
         # Invariant 3: Redis = DB after quiescence and --repair, per bucket (DESIGN.md 4).
         ft_check_redis "$v"
+}
+
+# ft_check_told V: invariant 7 (DESIGN.md 9) for the purchases of V in results.txt: no
+# buyer told 409/10005 (sold out) who was never answered 200 or 202 holds an order of V
+# (any status), and every buyer told 409/10006 (already purchased) holds an active one.
+ft_check_told() {
+        local v=$1 users bad
+        users=$(awk '$2 == 409 && /"code":10005/ {print $1}' "$FT_WORK/results.txt" | sort -u)
+        users=$(comm -23 <(echo "$users") <(awk '$2 == 200 || $2 == 202 {print $1}' "$FT_WORK/results.txt" | sort -u) | grep -v '^$' | paste -sd,)
+        if [[ -n $users ]]; then
+                bad=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $v AND user_id IN ($users)")
+                ft_eq "$bad" 0 "no order for the $(tr ',' '\n' <<<"$users" | wc -l) buyer(s) told only 409 sold out"
+        fi
+        users=$(awk '$2 == 409 && /"code":10006/ {print $1}' "$FT_WORK/results.txt" | sort -u | paste -sd,)
+        if [[ -n $users ]]; then
+                bad=$(ft_sql "SELECT COUNT(*) FROM (SELECT DISTINCT user_id FROM tb_voucher_order
+                        WHERE voucher_id = $v AND status IN (1, 2) AND user_id IN ($users)) d")
+                ft_eq "$bad" "$(tr ',' '\n' <<<"$users" | wc -l)" "every buyer told 409 already purchased holds an active order"
+        fi
 }
 
 # ft_check_db_path FRONT V: every purchase answered 200 (the DB-only path, DESIGN.md 12; the

@@ -21,6 +21,18 @@
 #   ft_db_survived_before V         what a client saw before the fault (seen.before,
 #                                   paid.before: the case copies seen.txt / paid.txt at
 #                                   the kill) is in the DB after it
+#   ft_sqlproxy NAME                a COMMIT proxy (support/sk_sqlproxy.py) in front of the
+#                                   case's MariaDB node: FT_SQLPROXY_URL[NAME] is the
+#                                   SECKILL_MYSQL_URL through it; stopped at exit
+#   ft_sqlproxy_ctl NAME COMMAND    one control command (arm ACTION HOLD_MS RECONNECT_MS
+#                                   COUNT MARKER..., disarm, delay MS, status); prints the
+#                                   answer
+#   ft_sqlproxy_fired NAME N S      wait up to S s until the proxy's rule fired N times
+#   ft_pay_logged FRONT ORDER TXN AMOUNT [CUR]   ft_pay, its answer appended to
+#                                   payments.txt ("CODE ORDER TXN BODY") and printed
+#   ft_check_pay_told               invariant 7 for payments (DESIGN.md 9): every 200 PAID
+#                                   of payments.txt is PAID by an applied row of its txn, no
+#                                   409/422 is for an order its txn made PAID
 # Files under $FT_WORK: paid.txt ("CODE ORDER BODY" per payment), seen.txt ("USER ORDER"
 # per orders/me CREATED answer, with the second of the case it was seen at).
 #
@@ -158,4 +170,58 @@ ft_db_survived_before() {
                 ft_eq "$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE status = 2 AND id IN ($(awk '{print $2}' "$FT_WORK/paid.before" | paste -sd, -))")" \
                         "$n" "every payment answered 200 PAID before the kill survived it"
         fi
+}
+
+declare -A FT_SQLPROXY_URL=()
+
+ft_sqlproxy() {
+        local name=$1 port i
+        port=$(ft_free_port)
+        python3 "$FT_SRC/tests/support/sk_sqlproxy.py" --listen "127.0.0.1:$port" \
+                --upstream "$FT_MYSQL_HOST:$FT_MYSQL_PORT" --control "$FT_WORK/$name.ctl" \
+                >>"$FT_WORK/$name.log" 2>&1 &
+        FT_PID[$name]=$!
+        for ((i = 0; i < 100; i++)); do
+                ft_port_open 127.0.0.1 "$port" && [[ -S $FT_WORK/$name.ctl ]] && break
+                ft_alive "$name" || ft_die "sqlproxy $name exited: $(tail -n 5 "$FT_WORK/$name.log")"
+                sleep 0.1
+        done
+        FT_SQLPROXY_URL[$name]="mysql://root@127.0.0.1:$port/$FT_DB"
+        ft_log "started sqlproxy $name (pid ${FT_PID[$name]}) on 127.0.0.1:$port -> $FT_MYSQL_HOST:$FT_MYSQL_PORT"
+}
+ft_sqlproxy_ctl() {
+        python3 "$FT_SRC/tests/support/sk_sqlproxy.py" --control "$FT_WORK/$1.ctl" --send "$2"
+}
+ft_sqlproxy_fired() {
+        local name=$1 want=$2 timeout_s=$3 t0=$SECONDS st
+        while :; do
+                st=$(ft_sqlproxy_ctl "$name" status)
+                [[ ${st#fired=} =~ ^([0-9]+) ]] && ((BASH_REMATCH[1] >= want)) && return 0
+                ((SECONDS - t0 >= timeout_s)) && { ft_log "sqlproxy $name: $st"; return 1; }
+                sleep 0.1
+        done
+}
+
+ft_pay_logged() {
+        local out
+        out=$(ft_pay "${FT_ADDR[$1]}" "$2" "$3" "$4" "${5:-CNY}")
+        echo "${out%% *} $2 $3 ${out#* }" >>"$FT_WORK/payments.txt"
+        echo "$out"
+}
+
+ft_check_pay_told() {
+        local code order txn body bad=0 n=0 paid
+        [[ -s $FT_WORK/payments.txt ]] || return 0
+        while read -r code order txn body; do
+                n=$((n + 1))
+                paid=$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order o JOIN tb_payment p ON p.order_id = o.id
+                        AND p.provider_txn_id = '$txn' AND p.result = 1 WHERE o.id = $order AND o.status = 2")
+                case $code in
+                200) [[ $paid == 1 ]] || { bad=$((bad + 1)); ft_log "order $order txn $txn told 200 PAID: not PAID by it in the DB"; } ;;
+                409 | 422) [[ $paid == 0 ]] || { bad=$((bad + 1)); ft_log "order $order txn $txn told $code ($body): PAID by it in the DB"; } ;;
+                esac
+        done <"$FT_WORK/payments.txt"
+        ft_eq "$bad" 0 "every payment answer of $n is true to the DB (200 = PAID by its txn, 409/422 = not)"
+        ft_eq "$(ft_sql "SELECT COUNT(*) FROM tb_payment p JOIN tb_voucher_order o ON o.id = p.order_id
+                WHERE p.result = 1 AND o.status <> 2")" 0 "no applied payment on an order that is not PAID"
 }

@@ -10,6 +10,13 @@
  *                                      one element per line); an error reply is printed
  *                                      and exits 1
  *   sk-rcli --scan [--pattern GLOB]    every key matching GLOB on every master, one a line
+ *   sk-rcli --script NAME NKEYS KEY... ARG...
+ *                                      one of the sale's scripts (deduct, rollback, claim,
+ *                                      release, take, settle, home: lua/NAME.lua as the
+ *                                      binaries embed it) by EVALSHA, loaded first when
+ *                                      missing; the reply printed as above. The fault
+ *                                      cases send a delayed copy of a purchase's script
+ *                                      with it (DESIGN.md 4 "Give-up fence")
  *
  * SECKILL_REDIS_URL (default redis://127.0.0.1:6379/0). Exit 0, 1 (error reply or Redis
  * unreachable), 2 (usage or a malformed URL). Test tool: not installed. */
@@ -19,6 +26,14 @@
 
 #include "sk/conf.h"
 #include "sk/redis.h"
+#include "sk/scripts.h"
+
+/* lua/NAME.lua -> its index in the sale's table of scripts (sk/scripts.h). */
+static const char *const script_names[SK_SCRIPT__N] = {
+        [SK_SCRIPT_DEDUCT] = "deduct", [SK_SCRIPT_ROLLBACK] = "rollback",
+        [SK_SCRIPT_CLAIM] = "claim", [SK_SCRIPT_RELEASE] = "release",
+        [SK_SCRIPT_TAKE] = "take", [SK_SCRIPT_SETTLE] = "settle", [SK_SCRIPT_HOME] = "home",
+};
 
 static void print_reply(const redisReply *r)
 {
@@ -49,6 +64,38 @@ static int print_key(const char *key, size_t keylen, void *arg)
         return 0;
 }
 
+/* --script NAME NKEYS KEY... ARG...: @returns the exit status (0, 1 error reply, 2 usage). */
+static int run_script(sk_redis_t *r, int argc, char **argv)
+{
+        char errstr[512] = "", *end = NULL;
+        redisReply *reply = NULL;
+        long nkeys;
+        int s;
+
+        for (s = 0; s < SK_SCRIPT__N; s++)
+                if (argc >= 1 && strcmp(argv[0], script_names[s]) == 0)
+                        break;
+        if (s == SK_SCRIPT__N || argc < 2) {
+                fprintf(stderr, "sk-rcli: --script NAME NKEYS KEY... ARG... (NAME: deduct, "
+                        "rollback, claim, release, take, settle, home)\n");
+                return 2;
+        }
+        nkeys = strtol(argv[1], &end, 10);
+        if (!end || *end || nkeys < 0 || nkeys > argc - 2) {
+                fprintf(stderr, "sk-rcli: --script: NKEYS '%s' out of range\n", argv[1]);
+                return 2;
+        }
+        if (sk_script_eval(r, (sk_script_t)s, (int)nkeys, (const char **)argv + 2,
+                           argc - 2 - (int)nkeys, (const char **)argv + 2 + nkeys, &reply,
+                           errstr, sizeof(errstr)) != SK_OK) {
+                puts(strncmp(errstr, "redis: ", 7) == 0 ? errstr + 7 : errstr);
+                return 1;
+        }
+        print_reply(reply);
+        freeReplyObject(reply);
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         const char *u = getenv("SECKILL_REDIS_URL");
@@ -60,7 +107,8 @@ int main(int argc, char **argv)
         int rc = 0;
 
         if (argc < 2) {
-                fprintf(stderr, "usage: sk-rcli CMD [ARG...] | sk-rcli --scan [--pattern GLOB]\n");
+                fprintf(stderr, "usage: sk-rcli CMD [ARG...] | sk-rcli --scan [--pattern GLOB] | "
+                        "sk-rcli --script NAME NKEYS KEY... ARG...\n");
                 return 2;
         }
         if (!u || !*u)
@@ -79,6 +127,8 @@ int main(int argc, char **argv)
                         fprintf(stderr, "sk-rcli: scan: %s\n", errstr);
                         rc = 1;
                 }
+        } else if (strcmp(argv[1], "--script") == 0) {
+                rc = run_script(r, argc - 2, argv + 2);
         } else if ((err = sk_redis_cmd(r, &reply, argc - 1, (const char **)argv + 1, NULL,
                                        errstr, sizeof(errstr))) == SK_OK) {
                 print_reply(reply);

@@ -29,15 +29,26 @@ sk_err_t sk_home_step(sk_redis_t *r, const char *prefix, int64_t voucher_id, int
                       int64_t repoint_trace_id, sk_reason_t reason, int64_t expire_extra_ms,
                       sk_home_res_t *res, char *errstr, size_t errstr_size);
 
+/** The shortest life of a give-up fence f:T, in ms (DESIGN.md 4 "Give-up fence"): the
+ *  ±5 s window of deduct.lua's `ts` accepts a delayed copy of T's first deduct for 10 s,
+ *  plus 1 s of clock skew between Redis hosts across a failover. */
+#define SK_GIVEUP_FENCE_MIN_MS 11000
+
+/** @brief The PX of a give-up fence f:T, in ms: max(@p deadline_ms (the request
+ *  deadline, 2 x delivery timeout + 1 s), SK_GIVEUP_FENCE_MIN_MS) (DESIGN.md 4 "Give-up
+ *  fence"). Pure; any thread. */
+int64_t sk_giveup_fence_px_ms(int64_t deadline_ms);
+
 /** @brief The give-up of a purchase that took nothing anywhere (DESIGN.md 4 "Give-up
  *  fence"; every probed bucket answered empty): home.lua on bucket @p home with the
- *  give-up fence key: SET f:T PX @p fence_px_ms (> 0: the request deadline, 2 x delivery
- *  timeout + 1 s) in place of T:r, HDEL T:h, and users[U] deleted if it names T, so a
- *  buyer who got nothing leaves nothing lasting in Redis while a late deduct of T stays
- *  FENCED. res->fenced = 1 (f:T written), res->released as sk_home_step. Idempotent.
- *  Errors as sk_home_step. */
+ *  give-up fence key: SET f:T PX sk_giveup_fence_px_ms(@p deadline_ms) (@p deadline_ms
+ *  > 0: the request deadline, 2 x delivery timeout + 1 s; the fence outlives it and
+ *  every delayed copy of the deduct that deduct.lua still accepts) in place of T:r, HDEL
+ *  T:h, and users[U] deleted if it names T, so a buyer who got nothing leaves nothing
+ *  lasting in Redis while a late deduct of T stays FENCED. res->fenced = 1 (f:T written),
+ *  res->released as sk_home_step. Idempotent. Errors as sk_home_step. */
 sk_err_t sk_home_give_up(sk_redis_t *r, const char *prefix, int64_t voucher_id, int home,
-                         int64_t trace_id, int64_t user_id, int64_t fence_px_ms,
+                         int64_t trace_id, int64_t user_id, int64_t deadline_ms,
                          sk_home_res_t *res, char *errstr, size_t errstr_size);
 
 /** @brief settle.lua on bucket @p home (DESIGN.md 4 "settle"): T:h = @p bucket if it says

@@ -95,7 +95,9 @@ sk_err_t sk_order_close_due(sk_db_t *db, int limit, int grace_s, sk_order_row_t 
  *  (sk_db_resolve_begin: wsrep_sync_wait = 1 on Galera) read the status of each order of
  *  @p rows[0..n) and keep, in place at rows[0..*kept), those whose status is now @p to
  *  (their status field updated): those ended and must be released (release.lua is
- *  idempotent); an order still UNPAID was not ended (the next round closes it again).
+ *  idempotent); the others are moved to rows[*kept..n) (an order still UNPAID was not
+ *  ended: the next round closes it again, and DESIGN.md 16 "Answers" (c) re-checks it
+ *  once after the lock wait).
  *  @returns SK_OK, or the DB error (the outcome stays unknown: call again later).
  *  Not thread-safe per @p db. */
 sk_err_t sk_order_resolve(sk_db_t *db, sk_order_row_t *rows, size_t n, int to, size_t *kept,

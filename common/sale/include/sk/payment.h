@@ -47,6 +47,9 @@ const char *sk_payreason_str(int reason);
 /** One callback as the provider sent it (validated by the caller). */
 typedef struct sk_payment {
         char txn_id[SK_PAYMENT_TXN_MAX + 1];    /* 1..128 printable ASCII bytes */
+        int64_t attempt_id;                     /* > 0: this delivery's nonce, a snowflake
+                                                 * id minted per delivery (DESIGN.md 16
+                                                 * "Answers" (a)); tb_payment.attempt_id */
         int64_t order_id;
         int64_t amount_minor;                   /* >= 0 */
         char currency[4];                       /* 3 letters A-Z */
@@ -73,8 +76,15 @@ typedef struct sk_payment_res {
 /** @brief Decide and record @p p (borrowed) in one transaction (file comment), with
  *  @p grace_s (s, >= 0: SECKILL_PAY_GRACE_S). *res receives the decision.
  *  A COMMIT with an unknown outcome (DESIGN.md 16) is resolved by reading tb_payment by
- *  provider_txn_id on a fresh session (wsrep_sync_wait = 1 on Galera): found → SK_OK
- *  with the decision; not found or unreadable → SK_EAGAIN (run again, same keys).
+ *  provider_txn_id on a fresh session (wsrep_sync_wait = 1 on Galera; the read waits for
+ *  the row's lock): the row carries @p p's attempt_id → it is ours, SK_OK with our
+ *  decision (its post-commit steps due); another attempt_id → another delivery decided
+ *  (DESIGN.md 16 "Answers" (a)): SK_OK answered from that row as a repeat (repeat = 1,
+ *  paid_now = closed_now = 0: our post-commit steps skipped; another order, amount or
+ *  currency → TXN_REUSED); no row or unreadable → SK_EAGAIN (run again, same keys).
+ *  The initial read of a row of our own attempt_id (an earlier try of this delivery that
+ *  applied after its COMMIT was read as not applied) answers from it with its post-commit
+ *  steps due (paid_now / closed_now and the order: DESIGN.md 16 "Answers" (c)).
  *  @returns SK_OK, SK_EINVAL (bad @p p), or the DB error (rolled back; SK_EAGAIN:
  *  retry, e.g. a concurrent delivery of the same txn id won the insert). */
 sk_err_t sk_payment_decide(sk_db_t *db, const sk_payment_t *p, int grace_s,

@@ -21,9 +21,9 @@
  * Expiry: preheat and rebuild give every key of every bucket E = meta end_ms +
  * expire_extra_ms. deduct.lua and take.lua write no expiry and never create a key (any key
  * of the bucket missing: REJECT 10004, nothing written). The give-up fence f:T is the one
- * key a script creates without E (PX = the request deadline). Every other script that writes
- * follows it with PEXPIREAT E NX, then PEXPIREAT E GT (rollback/claim/release/home: now +
- * expire_extra_ms when meta is gone).
+ * key a script creates without E (PX = max(the request deadline, 11 s)). Every other
+ * script that writes follows it with PEXPIREAT E NX, then PEXPIREAT E GT
+ * (rollback/claim/release/home: now + expire_extra_ms when meta is gone).
  *
  * deduct.lua   KEYS meta stock users trace of the home bucket h, and the give-up fence
  *              "<prefix>:{v:ID:h}:f:<traceId>" (sk_key_fence)
