@@ -12,7 +12,7 @@
  * lowest usable id). A renewal that fails or times out (1..5 s) is tried again at once
  * on the next node of the URL (sk/lease_plan.h), while minting goes on inside the last
  * confirmed window: that window reaches lease/3 to 2/3 lease ahead (10-20 s by
- * default), so a database stall shorter than that (a Galera node evicted: about 6.5 s on
+ * default), so a database stall shorter than that (a Galera node evicted: 5-6 s on
  * the local stack, docs/SCALING.md) never stops the minting, and a longer one stops it
  * when the window ends (DESIGN.md 2, 16).
  *

@@ -9,7 +9,7 @@
  *     most 2/3 L past the database's clock: the database may be unavailable for up to
  *     L/3 (less the time a renewal takes to reach a node that answers) without the
  *     process ever stopping minting. L = 30 s (the default): 10..20 s, against a Galera
- *     eviction of about 6.5 s on the local stack (docs/SCALING.md);
+ *     eviction of 5-6 s on the local stack (docs/SCALING.md);
  *   - every lease statement and connect gives up after the attempt timeout,
  *     clamp(L/10, 1 s, 5 s): a frozen node (SIGSTOP: it accepts connections and never
  *     answers) costs one timeout, never a period;
