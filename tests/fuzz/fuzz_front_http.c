@@ -117,9 +117,10 @@ int fr_dbonly_submit(fr_req_t *req, int64_t epoch)
 /* No payment keys file: the callback route answers 404 (payment.c is fuzzed by
  * fuzz_paysig and not linked here). */
 int fr_payment_enabled(void) { return 0; }
-void fr_payment_route(fr_req_t *req, struct MHD_Connection *conn)
+void fr_payment_route(fr_req_t *req, struct MHD_Connection *conn, sk_idgen_t *gen)
 {
         (void)conn;
+        (void)gen;
         fr_answer(req, 404, strdup("{\"code\":10001,\"message\":\"not found\"}"), 0);
 }
 
