@@ -276,22 +276,7 @@ one_galera() {
 # on a spare port below the ephemeral range (none of the stack's shared ports).
 standalone_up() {
         SDIR=$(mktemp -d /tmp/windows.redis.XXXXXX)
-        SPORT=$(python3 -c 'import random, socket
-lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-shared = {3306, 3311, 3312, 3313, 4444, 4454, 4464, 6379, 6390, 6391, 6392, 9092, 9093}
-while True:
-    p = random.randint(max(1024, lo - 12000), lo - 1)
-    if p in shared or 7000 <= p <= 7008 or 17000 <= p <= 17008 or 26390 <= p <= 26392 or 4567 <= p <= 4588:
-        continue
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(p)
-    break')
+        SPORT=$(python3 "$repo/tests/support/sk_low_ports.py" 1)
         SECKILL_STACK_DIR=$SDIR SECKILL_STACK_REDIS_PORT=$SPORT "$STACK" up redis >"$SDIR/up.log" 2>&1 ||
                 { cat "$SDIR/up.log" >&2; rm -rf "$SDIR"; echo "scripts/stack.sh up redis failed" >&2; exit 1; }
         export SECKILL_REDIS_URL=redis://127.0.0.1:$SPORT/0

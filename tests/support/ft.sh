@@ -161,33 +161,9 @@ ft_free_port() {
         python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 ft_port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
-# ft_low_ports N: N distinct free loopback ports below the kernel's ephemeral range (a port
-# picked inside it can be taken by some client's connection before a server binds it),
-# never a port of the shared servers or topologies (3306, 6379, 9092-9093, 6390-6392,
-# 7000-7008 and their bus ports 17000-17008, 26390-26392; Galera 3311-3313 and its
-# group, IST and SST ports 4567-4568, 4577-4578, 4587-4588, 4444, 4454, 4464).
-ft_low_ports() {
-        python3 -c '
-import random, socket, sys
-lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-shared = {3306, 6379, 9092, 9093, 6390, 6391, 6392} | set(range(7000, 7009)) \
-        | set(range(17000, 17009)) | set(range(26390, 26393)) | {3311, 3312, 3313} \
-        | {4567, 4568, 4577, 4578, 4587, 4588, 4444, 4454, 4464}
-out = []
-while len(out) < int(sys.argv[1]):
-    p = random.randint(max(1024, lo - 12000), lo - 1)
-    if p in out or p in shared:
-        continue
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    out.append(p)
-print(" ".join(map(str, out)))' "$1"
-}
+# ft_low_ports N: N distinct free loopback ports below the kernel's ephemeral range, never
+# a port of the shared servers or topologies (tests/support/sk_low_ports.py says which).
+ft_low_ports() { python3 "$FT_SRC/tests/support/sk_low_ports.py" "$1"; }
 
 # ft_init NAME: names, environment, migrated database, cleanup trap.
 ft_init() {
