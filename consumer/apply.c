@@ -433,6 +433,29 @@ int cons_apply_outcome_exists(const cons_apply_t *ap)
         return ap->outcome_exists;
 }
 
+/* Binds @p in and @p out to @p stmt, executes it and fetches its first row. @returns the
+ * fetch's code (0, MYSQL_NO_DATA or MYSQL_DATA_TRUNCATED; the caller then frees the
+ * result), or -1 with *err set by conn_err (@p what names the statement in the message;
+ * the result is freed already). */
+static int exec_fetch_first(cons_apply_t *ap, MYSQL_STMT *stmt, MYSQL_BIND *in, MYSQL_BIND *out,
+                            const char *what, sk_err_t *err, char *errstr, size_t errstr_size)
+{
+        int rc;
+
+        if (mysql_stmt_bind_param(stmt, in) || mysql_stmt_execute(stmt) ||
+            mysql_stmt_bind_result(stmt, out)) {
+                *err = conn_err(ap, stmt, what, errstr, errstr_size);
+                return -1;
+        }
+        rc = mysql_stmt_fetch(stmt);
+        if (rc == 1) {
+                *err = conn_err(ap, stmt, what, errstr, errstr_size);
+                mysql_stmt_free_result(stmt);
+                return -1;
+        }
+        return rc;
+}
+
 /* The stock of bucket @p bucket of @p voucher_id by statement @p kind (K_GETSTOCK). */
 static sk_err_t read_stock(cons_apply_t *ap, int kind, int64_t voucher_id, int bucket,
                            int64_t *stock, char *errstr, size_t errstr_size)
@@ -450,13 +473,10 @@ static sk_err_t read_stock(cons_apply_t *ap, int kind, int64_t voucher_id, int b
         sk_db_bind_i64(&in[0], &vid);
         sk_db_bind_i64(&in[1], &bk);
         sk_db_bind_i64(&out[0], &s);
-        if (mysql_stmt_bind_param(stmt, in) || mysql_stmt_execute(stmt) ||
-            mysql_stmt_bind_result(stmt, out))
-                return conn_err(ap, stmt, "read stock", errstr, errstr_size);
-        rc = mysql_stmt_fetch(stmt);
-        if (rc == 1) {
-                err = conn_err(ap, stmt, "read stock", errstr, errstr_size);
-        } else if (rc == MYSQL_NO_DATA) {
+        rc = exec_fetch_first(ap, stmt, in, out, "read stock", &err, errstr, errstr_size);
+        if (rc == -1)
+                return err;
+        if (rc == MYSQL_NO_DATA) {
                 sk_seterr(errstr, errstr_size, "voucher %" PRId64 " bucket %d not in tb_seckill_stock",
                           voucher_id, bucket);
                 err = SK_ENOTFOUND;
@@ -495,13 +515,10 @@ static sk_err_t read_price(cons_apply_t *ap, int64_t voucher_id, char *errstr, s
         sk_db_bind_i64(&in[0], &vid);
         sk_db_bind_i64(&out[0], &price);
         sk_db_bind_str(&out[1], cur, &cur_len, sizeof(cur));
-        if (mysql_stmt_bind_param(stmt, in) || mysql_stmt_execute(stmt) ||
-            mysql_stmt_bind_result(stmt, out))
-                return conn_err(ap, stmt, "read price", errstr, errstr_size);
-        rc = mysql_stmt_fetch(stmt);
-        if (rc == 1) {
-                err = conn_err(ap, stmt, "read price", errstr, errstr_size);
-        } else if (rc == MYSQL_NO_DATA) {
+        rc = exec_fetch_first(ap, stmt, in, out, "read price", &err, errstr, errstr_size);
+        if (rc == -1)
+                return err;
+        if (rc == MYSQL_NO_DATA) {
                 sk_seterr(errstr, errstr_size, "voucher %" PRId64 " not in tb_seckill_voucher",
                           voucher_id);
                 err = SK_ENOTFOUND;
