@@ -219,6 +219,22 @@ static void wrap_reasons(const sk_mysql_url_t *url, char *errstr, size_t errstr_
         sk_seterr(errstr, errstr_size, "no writable node among %d: %s", url->nhosts, tail);
 }
 
+/* The start of a writer open: errstr emptied, *err = SK_EAGAIN (what a walk that finds no
+ * node reports). @returns 0 with *err = SK_EINVAL when @p url has no host (or more than
+ * SK_MYSQL_MAX_HOSTS), 1 otherwise. */
+static int open_begin(const sk_mysql_url_t *url, sk_err_t *err, char *errstr, size_t errstr_size)
+{
+        if (errstr && errstr_size)
+                errstr[0] = '\0';
+        *err = SK_EAGAIN;
+        if (url->nhosts < 1 || url->nhosts > SK_MYSQL_MAX_HOSTS) {
+                sk_seterr(errstr, errstr_size, "connect: no host in the URL");
+                *err = SK_EINVAL;
+                return 0;
+        }
+        return 1;
+}
+
 MYSQL *sk__db_writer_open(const sk_mysql_url_t *url, sk__db_connect_fn connect, void *arg,
                           int below, int *node, int *wsrep_on, sk_err_t *err, char *errstr,
                           size_t errstr_size)
@@ -227,14 +243,8 @@ MYSQL *sk__db_writer_open(const sk_mysql_url_t *url, sk__db_connect_fn connect, 
         int64_t now_ms = sk_mono_ms();
         MYSQL *conn;
 
-        if (errstr && errstr_size)
-                errstr[0] = '\0';
-        *err = SK_EAGAIN;
-        if (url->nhosts < 1 || url->nhosts > SK_MYSQL_MAX_HOSTS) {
-                sk_seterr(errstr, errstr_size, "connect: no host in the URL");
-                *err = SK_EINVAL;
+        if (!open_begin(url, err, errstr, errstr_size))
                 return NULL;
-        }
         if (below > 0) {
                 for (int i = 0; i < below && i < url->nhosts; i++)
                         order[n++] = i;
@@ -272,14 +282,8 @@ MYSQL *sk__db_writer_open_after(const sk_mysql_url_t *url, sk__db_connect_fn con
         int order[SK_MYSQL_MAX_HOSTS], n = 0, all_permanent = 1;
         MYSQL *conn;
 
-        if (errstr && errstr_size)
-                errstr[0] = '\0';
-        *err = SK_EAGAIN;
-        if (url->nhosts < 1 || url->nhosts > SK_MYSQL_MAX_HOSTS) {
-                sk_seterr(errstr, errstr_size, "connect: no host in the URL");
-                *err = SK_EINVAL;
+        if (!open_begin(url, err, errstr, errstr_size))
                 return NULL;
-        }
         if (after < 0 || after >= url->nhosts)
                 after = url->nhosts - 1;   /* unknown: plain list order */
         for (int k = 1; k <= url->nhosts; k++)
