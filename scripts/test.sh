@@ -241,18 +241,28 @@ fi
 record "stack up" PASS $((SECONDS - t_stack))
 export_stack_env
 
+# bg_build OUT JOBS DIR CMAKE_ARG...: step_build of DIR at nice 19 in the background, in a
+# process group of its own (cleanup kills it whole); "rc seconds" goes to OUT when it ends,
+# its output to OUT.log. BG_PID: its pid.
+bg_build() {
+        local out=$1 jobs=$2 dir=$3
+        shift 3
+        set -m
+        ( t0=$SECONDS; rc=0
+          nice -n 19 bash -c "$(declare -f step_build); JOBS=$jobs step_build '$dir' $*" \
+                  </dev/null >"$out.log" 2>&1 || rc=$?
+          echo "$rc $((SECONDS - t0))" >"$out" ) &
+        BG_PID=$!
+        set +m
+}
+
 # The sanitizer build, niced, in the background during the main pass (its row is recorded
 # when the sanitizer pass starts).
 ASAN_OUT=$(mktemp)
 if [[ $SANITIZE == 1 ]]; then
         say "build: $ASAN_DIR (-DSK_SANITIZE=ON), nice 19, in the background during the main pass"
-        set -m
-        ( t0=$SECONDS; rc=0
-          nice -n 19 bash -c "$(declare -f step_build); JOBS=$JOBS step_build '$ASAN_DIR' -DSK_SANITIZE=ON" \
-                  </dev/null >"$ASAN_OUT.log" 2>&1 || rc=$?
-          echo "$rc $((SECONDS - t0))" >"$ASAN_OUT" ) &
-        ASAN_BG=$!
-        set +m
+        bg_build "$ASAN_OUT" "$JOBS" "$ASAN_DIR" -DSK_SANITIZE=ON
+        ASAN_BG=$BG_PID
 fi
 
 # The Debug build with -Werror (compile only: it runs no test), niced, one job, in the
@@ -260,13 +270,8 @@ fi
 DEBUG_OUT=$(mktemp)
 if [[ $DEBUG_BUILD == 1 ]]; then
         say "build: $DEBUG_DIR (-DCMAKE_BUILD_TYPE=Debug -DSK_WERROR=ON), nice 19, in the background"
-        set -m
-        ( t0=$SECONDS; rc=0
-          nice -n 19 bash -c "$(declare -f step_build); JOBS=1 step_build '$DEBUG_DIR' -DCMAKE_BUILD_TYPE=Debug" \
-                  </dev/null >"$DEBUG_OUT.log" 2>&1 || rc=$?
-          echo "$rc $((SECONDS - t0))" >"$DEBUG_OUT" ) &
-        DEBUG_BG=$!
-        set +m
+        bg_build "$DEBUG_OUT" 1 "$DEBUG_DIR" -DCMAKE_BUILD_TYPE=Debug
+        DEBUG_BG=$BG_PID
 fi
 debug_record() {
         local rc secs
