@@ -24,14 +24,20 @@ typedef struct sk_admin_opts {
         int buckets;            /* --buckets N 1..16 (create), 0 = not given (1) */
         char request_id[65];    /* --request-id R (add-stock), "" = not given */
         int quiesced;           /* --quiesced (verify: judge invariant 3, DESIGN.md 9) */
-        char app[64];           /* --app USER (db grants), "" = not given */
-        char admin[64];         /* --admin USER (db grants) */
-        char host[256];         /* --host H (db grants), "" = '%' */
+        char users[64];         /* --users LIST (db grants): roles, "" = all four */
+        char user_prefix[24];   /* --user-prefix P (db grants): user = P + role, "" = seckill_ */
+        char host[256];         /* --host H (db grants), required */
         char price[24];         /* --price MINOR (create), "" = 0 (DESIGN.md 13) */
         char currency[8];       /* --currency CUR (create), "" = SECKILL_CURRENCY */
         char txn[160];          /* --txn ID (payment refunded) */
         char ref[160];          /* --ref R (payment refunded) */
         int allow_unpaid;       /* --allow-unpaid (db migrate: the v4 -> v5 guard) */
+        int queue;              /* --queue (create: the voucher sells through a waiting room, DESIGN.md 18) */
+        int queue_open_s;       /* --queue-open S (create), -1 = not given (600) */
+        int queue_ttl_s;        /* --queue-ttl S (create), -1 = not given (60) */
+        int queue_overbook_pct; /* --queue-overbook P (create), -1 = not given (125) */
+        int queue_rate;         /* --queue-rate R (create), -1 = not given (0: the stock alone) */
+        char title[520];        /* --title T (create), "" = none; <= 128 UTF-8 characters */
         char **args;            /* the positional arguments after the command words (argv's,
                                    NULL-terminated; main.c checks their count per command) */
         int nargs;
@@ -42,14 +48,22 @@ typedef struct sk_admin_opts {
  *  unless --allow-unpaid (those orders stay at amount 0, currency SECKILL_CURRENCY; DESIGN.md
  *  header, "Migration from v4"; sk/unpaid_guard.h). */
 int sk_admin_db_migrate(const sk_conf_t *conf, const sk_admin_opts_t *o);
-/** `db grants --app USER --admin USER [--host H]` (DESIGN.md 17; admin/grants.c): prints
- *  the least-privilege GRANT statements of sk/grants.h for the database of
- *  SECKILL_MYSQL_URL. No connection. */
+/** `db grants --host H [--users LIST] [--user-prefix P]` (DESIGN.md 15, 17;
+ *  admin/grants.c): prints the GRANT statements of one least-privilege user per binary
+ *  (admin, front, consumer, reconciler; named P + role) for the database of
+ *  SECKILL_MYSQL_URL. No connection. Exit 2 without --host or with a bad name. */
 int sk_admin_db_grants(const sk_conf_t *conf, const sk_admin_opts_t *o);
+/** The text `db grants` prints for @p database (borrowed) and the options @p o
+ *  (borrowed: users, user_prefix, host) into *@p sql_out (owned by the caller, free();
+ *  on success only). @returns SK_OK; SK_EINVAL (no host, an unknown role, a bad name:
+ *  the reason in @p errstr); SK_ENOMEM. Thread-safe. */
+sk_err_t sk_admin_grants_sql(const char *database, const sk_admin_opts_t *o, char **sql_out,
+                             char *errstr, size_t errstr_size);
 
-/** `voucher create --stock N [--buckets N] --begin T --end T [--status S] [--preheat]`:
- *  one DB transaction inserts the voucher, its bucket rows (sk_bucket_share) and its
- *  tb_seckill_switch row (DESIGN.md 6, 14). */
+/** `voucher create --stock N [--buckets N] --begin T --end T [--status S] [--preheat]
+ *  [--queue [--queue-open S --queue-ttl S --queue-overbook P --queue-rate R]] [--title T]`:
+ *  one DB transaction inserts the voucher (with its waiting-room columns, DESIGN.md 18),
+ *  its bucket rows (sk_bucket_share) and its tb_seckill_switch row (DESIGN.md 6, 14). */
 int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o);
 /** `voucher preheat ID [--rebuild-from-db] [--wait-ms MS]` (ID = o->args[0]). */
 int sk_admin_voucher_preheat(const sk_conf_t *conf, const sk_admin_opts_t *o);
@@ -59,6 +73,11 @@ int sk_admin_voucher_show(const sk_conf_t *conf, const sk_admin_opts_t *o);
  *  admin/voucher_stock.c; ID = o->args[0]): one DB transaction, idempotent by R, then
  *  the rebuild. */
 int sk_admin_voucher_add_stock(const sk_conf_t *conf, const sk_admin_opts_t *o);
+/** `voucher queue ID` (DESIGN.md 18; admin/voucher_queue.c): the waiting room of a queued
+ *  voucher: members, admitted up to, live / used / expired admissions, units left and
+ *  held, the generation (Redis `{q:ID}` keys and the DB row). Exit 2 for a voucher
+ *  without a room or unknown. */
+int sk_admin_voucher_queue(const sk_conf_t *conf, const sk_admin_opts_t *o);
 /** `voucher set-status ID N` (o->args[0], o->args[1]). */
 int sk_admin_voucher_set_status(const sk_conf_t *conf, const sk_admin_opts_t *o);
 
@@ -86,14 +105,22 @@ extern const char sk_admin_degrade_usage[];
  *  @p stock, @p buckets 1..16, times in ms since the epoch, @p status), its bucket rows
  *  in tb_seckill_stock (sk_bucket_share of @p stock), its price @p price_minor (minor
  *  units, >= 0) and @p currency (3 letters A-Z, borrowed; DESIGN.md 13), and its
- *  tb_seckill_switch row
+ *  waiting-room columns @p room (borrowed; DESIGN.md 18), and its tb_seckill_switch row
  *  (scope = the voucher, mode NULL, state 'redis') (DESIGN.md 6, 12, 14). Nothing is
  *  written on error (rolled back). 1213/1205 and links lost before COMMIT: the whole
  *  transaction again (5 runs); a COMMIT whose outcome is unknown: the voucher row read
  *  back by @p id on a fresh session (DESIGN.md 16), found -> SK_OK, none -> run
  *  again; unreadable -> SK_EUNKNOWN (a line `voucher_create_commit_unknown` on stderr).
  *  @returns SK_OK or the DB error with the reason. */
+/** The waiting-room columns of a new voucher (DESIGN.md 18): mode 0 = no room (the other
+ *  numbers are then stored as their defaults), title "" = none (borrowed). */
+typedef struct sk_admin_room {
+        int mode, open_s, ttl_s, overbook_pct, rate;
+        const char *title;
+} sk_admin_room_t;
+
 sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buckets,
                                  int64_t begin_ms, int64_t end_ms, int status,
                                  int64_t price_minor, const char *currency,
+                                 const sk_admin_room_t *room,
                                  char *errstr, size_t errstr_size);

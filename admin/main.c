@@ -50,22 +50,24 @@ static const cmd_t CMDS[] = {
           " allow-unpaid " },
         { "db", "grants", sk_admin_db_grants, 0, 0, 0, NULL,
           "print the GRANT statements of the least-privilege users",
-          "Usage: " PROG " db grants --app USER --admin USER [--host H]\n"
-          "Print, for the database of SECKILL_MYSQL_URL, the GRANT statements of the two\n"
-          "users of DESIGN.md 17 (either may be left out): the admin user (--admin, for\n"
-          "`db migrate`) may create the database and change its schema; the app user (--app,\n"
-          "every binary at run time and every other command) may SELECT, INSERT and UPDATE\n"
-          "the rows of each table of the migrations, nothing else. USER is 1..32 chars of\n"
-          "[A-Za-z0-9_.-]; H the host part of the accounts. Connects to nothing.\n"
+          "Usage: " PROG " db grants --host H [--users LIST] [--user-prefix P]\n"
+          "Print, for the database of SECKILL_MYSQL_URL, the GRANT statements of one user per\n"
+          "binary (DESIGN.md 15, 17), named P + role (P default seckill_): admin (`db migrate`\n"
+          "and every other command: the database, its schema included), front, consumer and\n"
+          "reconciler (table and column grants: what each binary's statements need; the front\n"
+          "cannot change a price or mark a refund done; nobody but the admin deletes a row).\n"
+          "--users picks roles (comma-separated; default all four). --host, the host part of\n"
+          "the accounts, is required ('%' only if you mean any host). Connects to nothing.\n"
           "Create the users (CREATE USER ... IDENTIFIED BY ...), then, as the DB's root:\n"
-          "  " PROG " db grants --admin seckill_admin | mysql\n"
+          "  " PROG " db grants --host 10.0.3.% --users admin | mysql\n"
           "  SECKILL_MYSQL_URL=mysql://seckill_admin:...@host/db " PROG " db migrate\n"
-          "  " PROG " db grants --app seckill_app | mysql     # table grants need the tables\n"
-          "Again after an upgrade whose migrations add a table. Exit 0 ok, 2 bad arguments.\n",
-          " app admin host " },
+          "  " PROG " db grants --host 10.0.3.% --users front,consumer,reconciler | mysql\n"
+          "Table grants need the tables: again after an upgrade whose migrations add a table.\n"
+          "Give each binary its own SECKILL_MYSQL_URL. Exit 0 ok, 2 bad arguments.\n",
+          " host users user-prefix " },
         { "voucher", "create", sk_admin_voucher_create, 0, 0, 1, NULL,
           "insert a voucher and its stock buckets (optionally preheat)",
-          "Usage: " PROG " voucher create --stock N [--buckets B] --begin T --end T [--status S] [--preheat] [--price MINOR] [--currency CUR]\n"
+          "Usage: " PROG " voucher create --stock N [--buckets B] --begin T --end T [--status S] [--preheat] [--price MINOR] [--currency CUR] [--queue [--queue-open S] [--queue-ttl S] [--queue-overbook P] [--queue-rate R]] [--title T]\n"
           "Insert a voucher (init_stock = stock = N, 1..1000000000) with a fresh snowflake id,\n"
           "its stock split over B buckets (1..16; N/B each, the remainder one unit\n"
           "each to the first buckets; B is fixed for the voucher's life; leases a worker id in\n"
@@ -77,8 +79,23 @@ static const cmd_t CMDS[] = {
           "its ISO 4217 code, fixed for the voucher's life;\n"
           "every order copies them, and an order with a price > 0 is created UNPAID and\n"
           "paid only by the payment provider's signed callback (DESIGN.md 13).\n"
+          "--queue: buyers go through the waiting room (DESIGN.md 18; fixed at create): the\n"
+          "pre-queue opens --queue-open S before begin (600), an admission is valid\n"
+          "--queue-ttl S (60, at least the request deadline), at most ceil(units left x\n"
+          "--queue-overbook P / 100) admissions are live (125, >= 100), at most\n"
+          "--queue-rate R new ones a second (0 = the stock alone). Create queued vouchers\n"
+          "only once every front runs with SECKILL_QUEUE_KEYS_FILE. --title: the name the\n"
+          "buyer page shows (UTF-8, at most 128 characters, no control characters).\n"
           "Prints: {\"voucherId\":\"ID\"}. Exit 0 ok, 1 failure, 2 bad arguments.\n",
-          " stock buckets begin end status preheat price currency " },
+          " stock buckets begin end status preheat price currency queue queue-open queue-ttl"
+          " queue-overbook queue-rate title " },
+        { "voucher", "queue", sk_admin_voucher_queue, 1, 1, 1, "a voucher ID",
+          "print a queued voucher's waiting room",
+          "Usage: " PROG " voucher queue ID [--json]\n"
+          "Print the waiting room of a queued voucher (DESIGN.md 18): members (pre-queue and\n"
+          "after begin), admitted up to, live / used / expired admissions, units left and\n"
+          "held, held until, closed, the generation. Exit 0 ok, 1 failure, 2 bad arguments,\n"
+          "unknown voucher or a voucher without a room.\n", " json " },
         { "voucher", "preheat", sk_admin_voucher_preheat, 1, 1, 1, "a voucher ID",
           "copy a voucher's DB state to Redis, or rebuild it from the DB",
           "Usage: " PROG " voucher preheat ID [--rebuild-from-db] [--wait-ms MS]\n"
@@ -168,13 +185,27 @@ static const sk_opt_t OPTS[] = {
                  "voucher create: stock buckets (DESIGN.md 14)"),
         SK_OPT_S("request-id", NULL, o.request_id, NULL, "not given",
                  "voucher add-stock: idempotency key of the change (1..64 chars)"),
-        SK_OPT_S("app", NULL, o.app, NULL, "not given", "db grants: the app user"),
-        SK_OPT_S("admin", NULL, o.admin, NULL, "not given", "db grants: the admin user"),
-        SK_OPT_S("host", NULL, o.host, NULL, "%", "db grants: host part of both accounts"),
+        SK_OPT_S("users", NULL, o.users, NULL, "all: admin,front,consumer,reconciler",
+                 "db grants: the roles whose user is printed"),
+        SK_OPT_S("user-prefix", NULL, o.user_prefix, NULL, "seckill_",
+                 "db grants: user name = prefix + role"),
+        SK_OPT_S("host", NULL, o.host, NULL, "not given: required",
+                 "db grants: host part of the accounts"),
         SK_OPT_S("price", NULL, o.price, NULL, "0", "voucher create: price in minor units (DESIGN.md 13)"),
         SK_OPT_S("currency", NULL, o.currency, NULL, "SECKILL_CURRENCY", "voucher create: ISO 4217 currency"),
         SK_OPT_S("txn", NULL, o.txn, NULL, "not given", "payment refunded: the provider txn id"),
         SK_OPT_S("ref", NULL, o.ref, NULL, "not given", "payment refunded: the provider's refund reference"),
+        SK_OPT_B("queue", NULL, &o.queue, "voucher create: sell through the waiting room (DESIGN.md 18)"),
+        SK_OPT_I("queue-open", NULL, &o.queue_open_s, 0, 604800, -1, "600",
+                 "voucher create --queue: the pre-queue opens this many s before begin"),
+        SK_OPT_I("queue-ttl", NULL, &o.queue_ttl_s, 1, 86400, -1, "60",
+                 "voucher create --queue: an admission is valid this many s"),
+        SK_OPT_I("queue-overbook", NULL, &o.queue_overbook_pct, 100, 10000, -1, "125",
+                 "voucher create --queue: live admissions <= ceil(units left x P / 100)"),
+        SK_OPT_I("queue-rate", NULL, &o.queue_rate, 0, 1000000, -1, "0",
+                 "voucher create --queue: most admissions per second (0 = the stock alone)"),
+        SK_OPT_S("title", NULL, o.title, NULL, "none",
+                 "voucher create: the buyer page's title (<= 128 UTF-8 characters)"),
         SK_OPT_B("allow-unpaid", NULL, &o.allow_unpaid,
                  "db migrate: to v5 despite UNPAID orders (left at amount 0, SECKILL_CURRENCY)"),
 };

@@ -19,6 +19,7 @@
 #include "sk/lease.h"
 #include "sk/migrate.h"
 #include "sk/payment.h"
+#include "sk/queue.h"
 #include "sk/rebuild.h"
 #include "sk/redis.h"
 #include "sk/timeparse.h"
@@ -135,6 +136,46 @@ static void print_report(int64_t id, const sk_rebuild_report_t *rep, int rebuild
         print_json(root);
 }
 
+/* The waiting-room flags of `voucher create` (DESIGN.md 18) into @p room: the --queue-*
+ * numbers only with --queue, each default written once (sk/queue.h); the title is
+ * checked whether or not the voucher is queued; an admission must outlive the request
+ * deadline (2 x delivery timeout + 1 s). 0, or 2 after one error line. */
+static int check_room(const sk_conf_t *conf, const sk_admin_opts_t *o, sk_admin_room_t *room)
+{
+        int64_t deadline_ms = 2 * (int64_t)conf->kafka_delivery_timeout_ms + 1000;
+        char errstr[256];
+
+        *room = (sk_admin_room_t){ .mode = o->queue ? 1 : 0,
+                                   .open_s = o->queue_open_s >= 0 ? o->queue_open_s : SK_QUEUE_OPEN_S_DEF,
+                                   .ttl_s = o->queue_ttl_s >= 0 ? o->queue_ttl_s : SK_QUEUE_TTL_S_DEF,
+                                   .overbook_pct = o->queue_overbook_pct >= 0
+                                                   ? o->queue_overbook_pct : SK_QUEUE_OVERBOOK_DEF,
+                                   .rate = o->queue_rate >= 0 ? o->queue_rate : 0,
+                                   .title = o->title };
+        if (!o->queue && (o->queue_open_s >= 0 || o->queue_ttl_s >= 0 ||
+                          o->queue_overbook_pct >= 0 || o->queue_rate >= 0)) {
+                fprintf(stderr, PROG ": voucher create: --queue-open, --queue-ttl, "
+                        "--queue-overbook and --queue-rate need --queue\n");
+                return 2;
+        }
+        if (sk_queue_title_check(o->title, errstr, sizeof(errstr)) != 0) {
+                fprintf(stderr, PROG ": voucher create: --title %s\n", errstr);
+                return 2;
+        }
+        if (room->overbook_pct < 100) {
+                fprintf(stderr, PROG ": voucher create: --queue-overbook must be >= 100 (got %d)\n",
+                        room->overbook_pct);
+                return 2;
+        }
+        if ((int64_t)room->ttl_s * 1000 < deadline_ms) {
+                fprintf(stderr, PROG ": voucher create: --queue-ttl %d s is shorter than the "
+                        "request deadline (%" PRId64 " ms = 2 x SECKILL_KAFKA_DELIVERY_TIMEOUT_MS "
+                        "+ 1 s)\n", room->ttl_s, deadline_ms);
+                return 2;
+        }
+        return 0;
+}
+
 int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o)
 {
         char errstr[512];
@@ -142,6 +183,7 @@ int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o)
         int status = o->status == -1 ? 1 : o->status;
         const char *currency = o->currency[0] ? o->currency : conf->currency;
         int64_t price = 0;
+        sk_admin_room_t room;
         sk_db_t *db = NULL;
         sk_err_t err;
         int rc = 1;
@@ -179,6 +221,9 @@ int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o)
                 return 2;
         }
 
+        if (check_room(conf, o, &room) != 0)
+                return 2;
+
         /* Connect first so a dead database fails before we lease a worker id. */
         if (!(db = sk_db_connect(&conf->mysql, 0, ADMIN_DB_LOCKWAIT_S, errstr, sizeof(errstr)))) {
                 fprintf(stderr, PROG ": voucher create: database: %s\n", errstr);
@@ -196,7 +241,7 @@ int sk_admin_voucher_create(const sk_conf_t *conf, const sk_admin_opts_t *o)
                 goto done;
         }
         if ((err = sk_admin_insert_voucher(db, id, o->stock, o->buckets ? o->buckets : 1,
-                                           begin_ms, end_ms, status, price, currency,
+                                           begin_ms, end_ms, status, price, currency, &room,
                                            errstr, sizeof(errstr))) != SK_OK) {
                 fprintf(stderr, PROG ": voucher create: %s\n", errstr);
                 goto done;

@@ -27,20 +27,30 @@
 static sk_err_t insert_voucher_row(sk_db_t *db, int64_t id, int64_t stock, int buckets,
                                    int64_t begin_ms, int64_t end_ms, int status,
                                    int64_t price_minor, const char *currency,
+                                   const sk_admin_room_t *room,
                                    char *errstr, size_t errstr_size)
 {
         static const char sql[] =
                 "INSERT INTO tb_seckill_voucher"
                 " (voucher_id, init_stock, buckets, begin_time, end_time, status, price_minor,"
-                " currency) VALUES (?, ?, ?,"
+                " currency, title, queue_mode, queue_open_s, queue_ttl_s, queue_overbook_pct,"
+                " queue_rate) VALUES (?, ?, ?,"
                 " TIMESTAMPADD(MICROSECOND, ? * 1000, '1970-01-01 00:00:00'),"
-                " TIMESTAMPADD(MICROSECOND, ? * 1000, '1970-01-01 00:00:00'), ?, ?, ?)";
+                " TIMESTAMPADD(MICROSECOND, ? * 1000, '1970-01-01 00:00:00'), ?, ?, ?,"
+                " ?, ?, ?, ?, ?, ?)";
+        const char *title = room && room->title ? room->title : "";
 
         /* the currency as its first 3 bytes (validated by the caller) */
         return sk_db_exec_args(db, sql, SK_ARGS(SK_I64(id), SK_I64(stock), SK_I64(buckets),
                                                 SK_I64(begin_ms), SK_I64(end_ms), SK_I64(status),
                                                 SK_I64(price_minor),
-                                                SK_STRN(currency, strnlen(currency, 3))),
+                                                SK_STRN(currency, strnlen(currency, 3)),
+                                                SK_STRN(title, strlen(title)),
+                                                SK_I64(room ? room->mode : 0),
+                                                SK_I64(room ? room->open_s : 600),
+                                                SK_I64(room ? room->ttl_s : 60),
+                                                SK_I64(room ? room->overbook_pct : 125),
+                                                SK_I64(room ? room->rate : 0)),
                                NULL, errstr, errstr_size);
 }
 
@@ -77,14 +87,14 @@ static sk_err_t resolve_exists(sk_db_t *db, const char *sql, sk_db_arg_t key, in
 static sk_err_t insert_voucher_txn(sk_db_t *db, int64_t id, int64_t stock, int buckets,
                                    int64_t begin_ms, int64_t end_ms, int status,
                                    int64_t price_minor, const char *currency,
-                                   char *why, size_t why_size)
+                                   const sk_admin_room_t *room, char *why, size_t why_size)
 {
         sk_err_t err;
 
         if ((err = sk_db_begin(db, why, why_size)) != SK_OK)
                 return err;
         err = insert_voucher_row(db, id, stock, buckets, begin_ms, end_ms, status, price_minor,
-                                 currency, why, why_size);
+                                 currency, room, why, why_size);
         for (int b = 0; err == SK_OK && b < buckets; b++) {
                 int64_t share = sk_bucket_share(stock, buckets, b);
                 int64_t v[4] = { id, b, share, share };
@@ -133,6 +143,7 @@ static sk_err_t rerun_met_voucher(sk_db_t *db, int64_t id, const char *lost, cha
 sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buckets,
                                  int64_t begin_ms, int64_t end_ms, int status,
                                  int64_t price_minor, const char *currency,
+                                 const sk_admin_room_t *room,
                                  char *errstr, size_t errstr_size)
 {
         char why[384] = "", lost[384] = "";
@@ -155,7 +166,7 @@ sk_err_t sk_admin_insert_voucher(sk_db_t *db, int64_t id, int64_t stock, int buc
                                 continue;
                 }
                 err = insert_voucher_txn(db, id, stock, buckets, begin_ms, end_ms, status,
-                                         price_minor, currency, why, sizeof(why));
+                                         price_minor, currency, room, why, sizeof(why));
                 if (err == SK_EAGAIN)
                         continue;
                 if (err == SK_EEXIST && was_lost)

@@ -12,8 +12,16 @@
 # ratio=<front/redis> as the LAST line. Cleans up its Redis keys.
 # Env: SK_BIN (default build/bin), BENCH_SECONDS (10), BENCH_CONNS (64), BENCH_THREADS (2),
 #      SECKILL_* as for the binaries, FRONT_ARGS: extra flags for seckill-front (e.g.
-#      "-X linger.ms=5"). Redis is reached at 127.0.0.1:6379 (redis-cli and
-#      redis-benchmark), the stack's default.
+#      "-X linger.ms=5"), BENCH_PERF=FILE: also record a call-graph profile of the front
+#      during the measured run (perf record -e cpu-clock -g, into FILE). Redis is reached at
+#      127.0.0.1:6379 (redis-cli and redis-benchmark), the stack's default.
+#      BENCH_FRONT_ONLY=1: stop after the front's run (no raw EVALSHA run, no ratio= line),
+#      for comparing CPU per request between builds or settings.
+# CPU per request (load-independent, unlike the rates): for the measured run it prints
+# front_cpu_us_per_req=, wrk_cpu_us_per_req=, redis_cpu_us_per_req= and
+# kafka_cpu_us_per_req= (utime + stime of each process from /proc/PID/stat, wrk's from
+# `times`, divided by the run's requests). Redis and the broker are shared: their figures
+# include whatever else the machine sends them meanwhile ("?" when the pid is not found).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 SK_BIN=${SK_BIN:-$here/../build/bin}
@@ -58,14 +66,31 @@ SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_OPS_ADDR=127.0.0.1:$oport SECKILL_REDI
 fpid=$!
 bench_wait_ready "$oport" /tmp/$run.front.log
 
+# The pids of the shared Redis and Kafka broker (by their listening port), for the CPU lines.
+rpid=$(bench_pid_of_port 6379)
+kpid=$(bench_pid_of_port 9092)
+
 # Warm-up (connections, producer batches), then the measured run.
 BENCH_VOUCHER=$vf BENCH_USER_BASE=1000000000 wrk -t"$threads" -c"$conns" -d2s \
   -s "$here/front.lua" "http://127.0.0.1:$port" >/dev/null
+if [ -n "${BENCH_PERF:-}" ]; then
+  perf record -e cpu-clock -g -o "$BENCH_PERF" -p "$fpid" -- sleep "$secs" >/dev/null 2>&1 &
+  perfpid=$!
+fi
+fc0=$(bench_pid_cpu_ticks "$fpid"); rc0=$(bench_pid_cpu_ticks "$rpid"); kc0=$(bench_pid_cpu_ticks "$kpid")
 rcpu0=$(bench_redis_cpu); rt0=$(bench_now_s)
+# `times` in the same subshell: its second line is wrk's user and system CPU.
 out=$(BENCH_VOUCHER=$vf BENCH_USER_BASE=5000000000 wrk -t"$threads" -c"$conns" -d"${secs}s" \
-  -s "$here/front.lua" "http://127.0.0.1:$port")
+  -s "$here/front.lua" "http://127.0.0.1:$port"; times)
 rt1=$(bench_now_s); rcpu1=$(bench_redis_cpu)
+fc1=$(bench_pid_cpu_ticks "$fpid"); rc1=$(bench_pid_cpu_ticks "$rpid"); kc1=$(bench_pid_cpu_ticks "$kpid")
+[ -n "${perfpid:-}" ] && { wait "$perfpid" || true; }
 echo "$out" | grep -E '^(front_|  Latency|Requests/sec)' || true
+nreq=$(echo "$out" | sed -n 's/^front_requests=\([0-9]*\).*/\1/p')
+wrk_s=$(echo "$out" | tail -1 | awk '{ n = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] } printf "%.3f", n }')
+echo "front_cpu_us_per_req=$(bench_us_per "$fc0" "$fc1" "$nreq" ticks) wrk_cpu_us_per_req=$(bench_us_per 0 "$wrk_s" "$nreq" s)" \
+  "redis_cpu_us_per_req=$(bench_us_per "$rc0" "$rc1" "$nreq" ticks) kafka_cpu_us_per_req=$(bench_us_per "$kc0" "$kc1" "$nreq" ticks)" \
+  "(CPU of each process during the measured run / its $nreq requests)"
 echo "redis_busy_front=$(bench_busy "$rcpu0" "$rcpu1" "$rt0" "$rt1") (Redis CPU / wall time during the front's run)"
 front_rate=$(echo "$out" | sed -n 's/^front_rate=//p')
 rss_kb=$(awk '/VmHWM/ {print $2}' /proc/$fpid/status)
@@ -73,6 +98,7 @@ echo "front_rss_peak_mb=$((rss_kb / 1024))"
 admitted=$(( 100000000 - $($rc get "$prefix:{v:$vf:0}:stock") ))
 echo "front_admitted_total=$admitted"
 kill -TERM $fpid; wait $fpid || true; fpid=
+[ "${BENCH_FRONT_ONLY:-0}" = 1 ] && exit 0
 
 rout=$(bench_deduct_evalsha "$prefix" "$vr" "$conns" "$secs" "$extra" 10000)
 echo "redis_benchmark: $rout"

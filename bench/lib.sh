@@ -74,6 +74,31 @@ bench_redis_cpu() {
     awk -F: '$1 == "used_cpu_sys" || $1 == "used_cpu_user" { s += $2 } END { printf "%.3f\n", s }'
 }
 
+# bench_pid_of_port PORT: the pid of the process listening on 127.0.0.1:PORT (ss -ltnp;
+# empty when ss cannot name it, e.g. not root).
+bench_pid_of_port() {
+  ss -ltnpH "sport = :$1" 2>/dev/null | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1
+}
+
+# bench_pid_cpu_ticks PID: utime + stime of PID and all its threads (clock ticks,
+# /proc/PID/stat fields 14 and 15); empty when PID is empty or gone.
+bench_pid_cpu_ticks() {
+  [ -n "$1" ] && [ -r "/proc/$1/stat" ] || return 0
+  # the command name (field 2) may hold spaces: count fields after its closing ')'
+  sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
+}
+
+# bench_us_per A B N UNIT: (B - A) CPU over N requests in microseconds per request; UNIT is
+# ticks (clock ticks, getconf CLK_TCK) or s. "?" when a figure is missing.
+bench_us_per() {
+  python3 -c "
+import os, sys
+a, b, n, unit = sys.argv[1:5]
+if not a or not b or not n or int(n) == 0: print('?'); sys.exit(0)
+hz = os.sysconf('SC_CLK_TCK') if unit == 'ticks' else 1
+print('%.1f' % ((float(b) - float(a)) / hz * 1e6 / int(n)))" "$1" "$2" "$3" "$4"
+}
+
 # bench_now_s: a monotonic-enough wall clock in seconds with ms (date +%s.%N).
 bench_now_s() {
   date +%s.%N

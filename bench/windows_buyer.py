@@ -2,15 +2,22 @@
 """bench/windows_buyer.py: the buyers and the arithmetic of bench/windows.sh (DESIGN.md
 4b, 12, 16).
 
-  windows_buyer.py buy ADDR VOUCHER FIRST_USER OUT STOPFILE [PAUSE_MS]
+  windows_buyer.py buy ADDR VOUCHER FIRST_USER OUT STOPFILE [PAUSE_MS [RESULTS]]
       One purchase after another (a fresh user id each, X-User-Id, one keep-alive
       connection, PAUSE_MS apart, default 20) until STOPFILE exists; every answer as a
-      line "send_ms recv_ms status cause" in OUT (epoch ms; status 000 = no answer
+      line "send_ms recv_ms status cause user" in OUT (epoch ms; status 000 = no answer
       within 10 s or the connection failed; cause = the body's "cause", else its
-      "code", else -).
+      "code", else -). With RESULTS, also "user status body" there (the body on one
+      line: the fault harness's results.txt format, tests/support/ft.sh).
+  windows_buyer.py split OUT NBUCKETS BUCKETS IN_FILE REST_FILE
+      The lines of OUT whose user's home bucket (CRC-16/XMODEM of the decimal id mod
+      NBUCKETS, DESIGN.md 4) is one of BUCKETS (comma-separated) go to IN_FILE, the
+      others to REST_FILE: the buyers of a dead master's buckets apart from the rest.
   windows_buyer.py window OUT FROM_MS HORIZON_MS
       The 503 window seen by this buyer after FROM_MS: among the purchases sent in
-      [FROM_MS, FROM_MS + HORIZON_MS], a bad answer is any but 200/202 (503, 000, ...).
+      [FROM_MS, FROM_MS + HORIZON_MS], a bad answer is any but 200/202/409 (503, 000,
+      ...): a 409 (sold out, already bought) is a true decision, not unavailability, and a
+      bucket that sells out inside the horizon must not read as a window that never closed.
       Prints "window_ms=W bad=N lease=L other=O non202=X max_latency_ms=M ok_after_ms=A":
       W = from the sending of the first bad one to the answer of the first good one sent
       after the last bad one (0 with no bad answer; HORIZON_MS when none came back),
@@ -23,6 +30,7 @@
 
 What it deliberately does not do: judge a figure (bench/windows.sh prints the budgets).
 """
+import binascii
 import http.client
 import json
 import os
@@ -34,13 +42,14 @@ def now_ms():
     return int(time.time() * 1000)
 
 
-def buy(addr, voucher, user, out, stop, pause_ms):
+def buy(addr, voucher, user, out, stop, pause_ms, results=None):
     host, port = addr.rsplit(":", 1)
     conn = None
+    res = open(results, "a", buffering=1) if results else None
     with open(out, "a", buffering=1) as f:
         while not os.path.exists(stop):
             t0 = now_ms()
-            status, cause = "000", "-"
+            status, cause, text = "000", "-", ""
             try:
                 if conn is None:
                     conn = http.client.HTTPConnection(host, int(port), timeout=10)
@@ -49,6 +58,7 @@ def buy(addr, voucher, user, out, stop, pause_ms):
                 resp = conn.getresponse()
                 body = resp.read()
                 status = str(resp.status)
+                text = body.decode(errors="replace").replace("\n", "")
                 try:
                     doc = json.loads(body.decode() or "{}")
                     cause = str(doc.get("cause") or doc.get("code") or "-")
@@ -61,7 +71,9 @@ def buy(addr, voucher, user, out, stop, pause_ms):
                 if conn is not None:
                     conn.close()
                 conn = None
-            f.write(f"{t0} {now_ms()} {status} {cause.replace(' ', '_')}\n")
+            f.write(f"{t0} {now_ms()} {status} {cause.replace(' ', '_')} {user}\n")
+            if res:
+                res.write(f"{user} {status} {text}\n")
             user += 1
             time.sleep(pause_ms / 1000.0)
 
@@ -79,7 +91,7 @@ def answers(path):
 
 def window(path, t_from, horizon):
     rows = [r for r in answers(path) if t_from <= r[0] <= t_from + horizon]
-    good = ("200", "202")
+    good = ("200", "202", "409")
     bad = [r for r in rows if r[2] not in good]
     lease = sum(1 for r in bad if r[3] == "lease")
     non202 = sum(1 for r in rows if r[2] != "202")
@@ -97,6 +109,17 @@ def window(path, t_from, horizon):
           f"max_latency_ms={lat} ok_after_ms={ok_after}")
 
 
+def split(path, nbuckets, buckets, in_path, rest_path):
+    want = {int(b) for b in buckets.split(",") if b}
+    with open(path) as f, open(in_path, "w") as fin, open(rest_path, "w") as frest:
+        for line in f:
+            p = line.split()
+            if len(p) < 5 or not p[4].isdigit():
+                continue
+            home = binascii.crc_hqx(p[4].encode(), 0) % nbuckets
+            (fin if home in want else frest).write(line)
+
+
 def first(path, t_from, status):
     for r in answers(path):
         if r[0] >= t_from and r[2] == status:
@@ -107,7 +130,10 @@ def first(path, t_from, status):
 def main():
     a = sys.argv[1:]
     if len(a) >= 6 and a[0] == "buy":
-        buy(a[1], a[2], int(a[3]), a[4], a[5], int(a[6]) if len(a) > 6 else 20)
+        buy(a[1], a[2], int(a[3]), a[4], a[5], int(a[6]) if len(a) > 6 else 20,
+            a[7] if len(a) > 7 else None)
+    elif len(a) == 6 and a[0] == "split":
+        split(a[1], int(a[2]), a[3], a[4], a[5])
     elif len(a) == 4 and a[0] == "window":
         window(a[1], int(a[2]), int(a[3]))
     elif len(a) == 4 and a[0] == "first":

@@ -40,6 +40,7 @@
 #include <time.h>
 #include "sk/clock.h"
 #include "sk/db_outcome.h"
+#include "sk/db_sync.h"
 #include "sk/failpoint.h"
 #include "sk/ids.h"
 #include "sk/log.h"
@@ -695,7 +696,15 @@ cons_apply_res_t cons_apply_one(cons_apply_t *ap, const sk_order_msg_t *msg,
         if (affected != 1) {
                 int64_t stock = 0;
                 sk_db_rollback(ap->db);
-                err = cons_apply_stock(ap, msg->voucher_id, msg->bucket, &stock, errstr, errstr_size);
+                /* The UPDATE's affected-row count is this node's view; on Galera the
+                 * sold_out decision is confirmed by a read that waits for every write set
+                 * committed before it (wsrep_sync_wait = 1, DESIGN.md 16 (d)), so a
+                 * restock certified on another node is not decided sold out. */
+                err = sk_db_sync_reads(ap->db, errstr, errstr_size);
+                if (err == SK_OK)
+                        err = cons_apply_stock(ap, msg->voucher_id, msg->bucket, &stock, errstr,
+                                               errstr_size);
+                sk_db_sync_reads_end(ap->db);
                 if (err == SK_ENOTFOUND)
                         return APPLY_NO_VOUCHER;
                 if (err == SK_EAGAIN)

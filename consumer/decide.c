@@ -76,6 +76,18 @@ static int decider_give_up(void *arg, int64_t voucher_id)
         return 1;
 }
 
+/* DESIGN.md 16 (d): the sold_out clamp's COMMIT failed after rollback.lua clamped Redis
+ * (on Galera: a restock certified first on another node). The drift mark makes the
+ * reconciler's next pass rebuild the bucket at once. */
+static void decider_clamp_lost(void *arg, const sk_order_msg_t *msg, int marked, const char *why)
+{
+        worker_t *w = arg;
+
+        SK_LOG(marked ? SK_WARN : SK_ERROR, "clamp_commit_failed", "worker=%d trace=%" PRId64
+               " voucher=%" PRId64 " bucket=%d drift_mark=%d reason=\"%s\"", w->idx,
+               msg->trace_id, msg->voucher_id, msg->bucket, marked, why);
+}
+
 static void decider_init(worker_t *w, sk_decider_t *d)
 {
         memset(d, 0, sizeof(*d));
@@ -91,6 +103,7 @@ static void decider_init(worker_t *w, sk_decider_t *d)
         d->db_failed = decider_db_failed;
         d->backoff = decider_backoff;
         d->give_up = decider_give_up;
+        d->clamp_lost = decider_clamp_lost;
         d->arg = w;
 }
 

@@ -6,9 +6,11 @@
  * reply from a script that may have written) repeat the same EVALSHA with the same
  * traceId up to twice on a fresh connection (a REPLAY continues the purchase), again
  * pipelined; still unknown -> rollback.lua mode front (rollback.c). Before every send
- * the Redis breaker (breaker.c) and each request's deadline are checked (DESIGN.md 12:
- * nothing is sent to a Redis the front knows is down, nothing after its deadline);
- * every batch is reported to the breaker. Owns the deduct queue. */
+ * the Redis breaker of the purchase's node (breaker.c: on a Cluster the master of its
+ * home bucket's slot) and each request's deadline are checked (DESIGN.md 12: nothing is
+ * sent to a Redis node the front knows is down, nothing after its deadline), so a dead
+ * master stops only the purchases whose home bucket it serves; every round is reported
+ * to the breakers, once per node it went to. Owns the deduct queue. */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -24,7 +26,9 @@
 #include "nbuckets.h"
 #include "pool.h"
 #include "rollback.h"
+#include "room_routes.h"
 #include "breaker_fsm.h"
+#include "breaker_set.h"
 #include "sk/clock.h"
 #include "sk/keys.h"
 #include "sk/log.h"
@@ -46,13 +50,11 @@ typedef struct deduct_args {
 
 static void deduct_args_fill(deduct_args_t *a, fr_req_t *req)
 {
-        const char *prefix = g_fr.conf.redis_prefix;
+        char *const kv[4] = { a->kmeta, a->kstock, a->kusers, a->ktrace };
 
-        sk_key_voucher(a->kmeta, prefix, req->voucher_id, req->home, SK_KEY_META);
-        sk_key_voucher(a->kstock, prefix, req->voucher_id, req->home, SK_KEY_STOCK);
-        sk_key_voucher(a->kusers, prefix, req->voucher_id, req->home, SK_KEY_USERS);
-        sk_key_voucher(a->ktrace, prefix, req->voucher_id, req->home, SK_KEY_TRACE);
-        sk_key_fence(a->kfence, prefix, req->voucher_id, req->home, req->trace_id);
+        /* One snprintf for the five keys; req->st is the trace id's decimal form. */
+        sk_key_purchase(kv, a->kfence, g_fr.conf.redis_prefix, req->voucher_id, req->home,
+                        req->trace_id, req->st);
         /* DESIGN.md 4 "Cost of an admission": ts = the snowflake timestamp of traceId (the
          * front's id clock, bounded by mint_until), checked by the script against Redis
          * TIME (+-5 s) and stored in the entry, where the reconciler's graces read it. */
@@ -82,23 +84,40 @@ static int before_deadline(const fr_req_t *req, int64_t now_ms)
         return now_ms + FR_REDIS_CMD_TIMEOUT_MS <= req->deadline_mono_ms;
 }
 
+/* 1 if @p req may be sent now as far as the breakers know: with @p r (the worker's
+ * handle) and the home bucket known, the breaker of the node serving that bucket's slot
+ * (breaker.c, DESIGN.md 4b: a dead master stops only its own buckets); else the front's
+ * "some of Redis is usable". */
+static int deduct_allowed(sk_redis_t *r, const fr_req_t *req)
+{
+        char kmeta[SK_KEY_MAX];
+
+        /* one server or Sentinel: the one breaker, no key to route */
+        if (!r || req->buckets == 0 || sk_redis_kind(r) != SK_REDIS_CLUSTER)
+                return fr_breaker_allow();
+        sk_key_voucher(kmeta, g_fr.conf.redis_prefix, req->voucher_id, req->home, SK_KEY_META);
+        return fr_breaker_allow_key(r, kmeta);
+}
+
 /* The gate before every round (DESIGN.md 8, 12): keeps, compacted at batch[0..), the
  * purchases that may be sent now, and settles the others without sending anything:
  *   - an outcome still unknown after the repeats -> rollback.lua mode front;
- *   - breaker open (or the switch rows stale), or too close to the deadline: once an attempt was unknown ->
+ *   - breaker of its node open (or the switch rows stale), or too close to the deadline: once an attempt was unknown ->
  *     rollback (with the breaker open the rollback worker answers 503 PENDING at once and
  *     fences later); never sent or refused before running -> 503, no state (nothing
  *     taken, nothing to undo). So no request waits for a Redis the front knows is down.
+ * @p r: the worker's handle (NULL before it connects: the front-wide breaker decides).
  * @returns the number kept. */
-static int deduct_gate(fr_req_t **batch, int n)
+static int deduct_gate(sk_redis_t *r, fr_req_t **batch, int n)
 {
         int64_t now = sk_mono_ms();
         /* DESIGN.md 12 a: switch rows not read for SECKILL_SWITCH_STALE_MS count as a
          * Redis the front may not use (another front may be draining a voucher). */
-        int allow = fr_breaker_allow() && fr_degrade_fresh(), i, k = 0;
+        int fresh = fr_degrade_fresh(), i, k = 0;
 
         for (i = 0; i < n; i++) {
                 fr_req_t *req = batch[i];
+                int allow = fresh && deduct_allowed(r, req);
 
                 if (req->deduct_attempts > DEDUCT_MAX_REPEATS) {
                         fr_rollback_submit(req);
@@ -204,7 +223,10 @@ static const char *deduct_ready(sk_redis_t *r, int need_load)
         if ((!sha || need_load) && (sk_scripts_load(r, errstr, sizeof(errstr)) != SK_OK ||
                                     !(sha = sk_script_sha(SK_SCRIPT_DEDUCT)))) {
                 SK_LOG(SK_WARN, "deduct_script_load_failed", "reason=\"%s\"", errstr);
-                fr_breaker_record(1, 0);
+                /* The load runs on every master: on a Cluster one dead master must not
+                 * open the breaker of the whole topology; its own purchases open its. */
+                if (sk_redis_kind(r) != SK_REDIS_CLUSTER)
+                        fr_breaker_record(1, 0);
                 return NULL;
         }
         return sha;
@@ -227,19 +249,56 @@ static int deduct_not_sent(fr_req_t **batch, int n)
         return k;
 }
 
+/* The nodes one round went to, each with "some command of it failed". */
+#define ROUND_NODES_MAX 16
+typedef struct round_nodes {
+        int n;
+        char addr[ROUND_NODES_MAX][FR_BRK_ADDR_MAX];
+        int failed[ROUND_NODES_MAX];
+        int64_t ms[ROUND_NODES_MAX];    /* the slowest batch of that node */
+} round_nodes_t;
+
+/* Command @p i of @p p went to its node and ended @p failed: noted per node with that
+ * node's own latency (a dead or frozen master must not make the healthy ones look slow;
+ * a round with more nodes than the table holds reports the rest one by one). */
+static void round_note(round_nodes_t *rn, const sk_redis_pipe_t *p, int i, int failed)
+{
+        char addr[FR_BRK_ADDR_MAX];
+        int64_t ms = sk_redis_pipe_ms(p, i);
+        int j;
+
+        (void)sk_redis_pipe_addr(p, i, addr, sizeof(addr));
+        for (j = 0; j < rn->n && strcmp(rn->addr[j], addr); j++)
+                ;
+        if (j == rn->n) {
+                if (rn->n == ROUND_NODES_MAX) {
+                        fr_breaker_record_addr(addr, failed, ms);
+                        return;
+                }
+                snprintf(rn->addr[j], sizeof(rn->addr[j]), "%s", addr);
+                rn->failed[j] = 0;
+                rn->ms[j] = 0;
+                rn->n++;
+        }
+        rn->failed[j] |= failed;
+        if (ms > rn->ms[j])
+                rn->ms[j] = ms;
+}
+
 /* One round: the EVALSHAs of batch[0..n) through one sk_redis pipeline (DESIGN.md 4b:
- * one batch per master, redirects followed). A round is one command for the breaker:
- * failed when a command got no reply (connection error or timeout: its outcome is
- * unknown, next round; never ran: 503) or was answered LOADING or CLUSTERDOWN, else its
- * latency counts. @returns the number kept at batch[0..) for the next round (NOSCRIPT
- * once, unknown outcomes); every other request was answered or handed on. */
+ * one batch per master, redirects followed). A round is one command for the breaker of
+ * each node it went to (breaker.c; one server or Sentinel: the one breaker): failed when
+ * a command of that node got no reply (connection error or timeout: its outcome is
+ * unknown, next round; never ran: 503) or was answered LOADING or CLUSTERDOWN, else the
+ * latency of that node's batch counts. @returns the number kept at batch[0..) for the next round
+ * (NOSCRIPT once, unknown outcomes); every other request was answered or handed on. */
 static int deduct_round(sk_redis_t *r, fr_req_t **batch, int n, int round, int *need_load)
 {
         const char *sha = deduct_ready(r, *need_load);
         sk_redis_pipe_t *p;
+        round_nodes_t rn = { 0 };
         char errstr[512];
-        int i, k = 0, failed, nfail;
-        int64_t t0;
+        int i, k = 0, nfail;
 
         if (!sha || !(p = sk_redis_pipe_new(r)))
                 return deduct_not_sent(batch, n);
@@ -248,15 +307,15 @@ static int deduct_round(sk_redis_t *r, fr_req_t **batch, int n, int round, int *
                 sk_redis_pipe_free(p);
                 return deduct_not_sent(batch, n);
         }
-        t0 = sk_mono_ms();
         nfail = sk_redis_pipe_exec(p);
-        failed = nfail > 0;
         if (nfail > 0)
                 SK_LOG(SK_WARN, "deduct_io_error", "batch=%d unanswered=%d round=%d", n, nfail, round);
         for (i = 0; i < n; i++) {
                 const redisReply *reply = sk_redis_pipe_raw(p, i);
                 redisReply *ok = NULL;
 
+                round_note(&rn, p, i, !reply || (reply->type == REDIS_REPLY_ERROR &&
+                                                 sk_breaker_error_counts(reply->str, reply->len)));
                 if (!reply) {
                         sk_err_t err = sk_redis_pipe_result(p, i, &ok, errstr, sizeof(errstr));
 
@@ -269,7 +328,6 @@ static int deduct_round(sk_redis_t *r, fr_req_t **batch, int n, int round, int *
                                 answer_unavailable(batch[i]);
                         }
                 } else if (reply->type == REDIS_REPLY_ERROR) {
-                        failed |= sk_breaker_error_counts(reply->str, reply->len);
                         if (deduct_error_reply(batch[i], reply, round, need_load))
                                 batch[k++] = batch[i];
                 } else {
@@ -277,7 +335,8 @@ static int deduct_round(sk_redis_t *r, fr_req_t **batch, int n, int round, int *
                 }
         }
         sk_redis_pipe_free(p);
-        fr_breaker_record(failed, sk_mono_ms() - t0);
+        for (i = 0; i < rn.n; i++)
+                fr_breaker_record_addr(rn.addr[i], rn.failed[i], rn.ms[i]);
         return k;
 }
 
@@ -289,7 +348,7 @@ static void deduct_run(sk_redis_t *r, fr_req_t **batch, int n)
 {
         int round, need_load = 0;
 
-        for (round = 0; (n = deduct_gate(batch, n)) > 0; round++)
+        for (round = 0; (n = deduct_gate(r, batch, n)) > 0; round++)
                 n = deduct_round(r, batch, n, round, &need_load);
 }
 
@@ -303,11 +362,20 @@ static int deduct_home(sk_redis_t *r, fr_req_t **batch, int n)
         for (i = 0; i < n; i++) {
                 fr_req_t *req = batch[i];
 
+                /* DESIGN.md 18: a token buys once: its position's used bit is set
+                 * before deduct.lua (already set: 403 10014) */
+                if (fr_room_purchase_use(r, req) != 0)
+                        continue;
                 if (req->buckets == 0) {
                         int nb = fr_nbuckets_get(r, req->voucher_id);
 
                         if (nb < 0) {
-                                fr_breaker_record(1, 0);
+                                char k0[SK_KEY_MAX];
+
+                                /* bucket 0's meta was read: its node failed */
+                                sk_key_voucher(k0, g_fr.conf.redis_prefix, req->voucher_id, 0,
+                                               SK_KEY_META);
+                                fr_breaker_record_key(r, k0, 1, 0);
                                 answer_unavailable(req);
                                 continue;
                         }
@@ -327,8 +395,8 @@ static void deduct_batch(fr_conns_t *c, fr_req_t **batch, int n)
         char errstr[512];
         int i;
 
-        if ((n = deduct_gate(batch, n)) == 0)
-                return; /* nothing to send (breaker open, deadlines) */
+        if ((n = deduct_gate(NULL, batch, n)) == 0)
+                return; /* nothing to send (every breaker open, deadlines) */
         if (!c->r)
                 c->r = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS, errstr,
                                         sizeof(errstr));

@@ -7,7 +7,21 @@
  *      (state, epoch) so two fronts never both make one:
  *        redis -> draining      mode db_only, or mode auto with this front's breaker
  *                               open (mode redis_only never leaves redis) -- at most
- *                               once per voucher and breaker episode (below);
+ *                               once per voucher and breaker episode (below). "Open"
+ *                               is fr_breaker_allow() = 0: on one server or Sentinel
+ *                               the one breaker; on a Cluster every master's breaker
+ *                               (breaker.c), i.e. all of Redis unreachable. One dead
+ *                               master drains no voucher, even one whose buckets all
+ *                               live on it: the Cluster's own failover moves its slots
+ *                               within cluster-node-timeout + about a second, while a
+ *                               drain would cost every bucket of the voucher (those on
+ *                               healthy masters too) the draining wait and then a
+ *                               rebuild. So a voucher whose buckets span masters keeps
+ *                               selling on the healthy ones, and the dead master's
+ *                               buckets answer 503 until the promoted replica serves
+ *                               them. A master that stays dead with no replica to
+ *                               promote is the operator's: `seckill-admin degrade
+ *                               db-only --voucher ID` (docs/OPERATIONS.md);
  *        draining -> db         evidence or time (DESIGN.md 12 b-d), then Kafka:
  *                               this front acks the epoch in tb_drain_ack once none of
  *                               its purchases of V can reach Kafka (vflight.c count 0,
@@ -36,6 +50,9 @@
  * the timed one) and counted (seckill_front_drain_moves_total{rule}).
  *
  * Staleness (DESIGN.md 12 a): the time of the last successful read of the rows is kept;
+ * on Galera a read counts only when made with wsrep_sync_wait = 1 on a Synced node
+ * (DESIGN.md 16 (e)): a Donor or desynced node may lag without flow control, so the
+ * follower steps to the next node of the URL instead (event switch_read_not_synced);
  * once it is older than SECKILL_SWITCH_STALE_MS, fr_degrade_fresh() says 0 and nothing goes
  * to Redis for any voucher (the HTTP threads and the deduct gate) until a read succeeds.
  * While a voucher drains the rows are read every DRAIN_READ_MS instead of every second, so
@@ -66,6 +83,7 @@
 #include "pool.h"
 #include "sk/clock.h"
 #include "sk/db.h"
+#include "sk/db_sync.h"
 #include "metrics.h"
 #include "sk/dswitch.h"
 #include "sk/drainack.h"
@@ -463,7 +481,23 @@ static void publish(sk_dsw_row_t *rows, size_t n)
         free(old);
 }
 
-/* One read (and publish) of every row. @returns 0 or -1 (DB unavailable). */
+/* The follower's node is not Synced (a Donor, desynced, joining): nothing read there
+ * counts as fresh (DESIGN.md 16 (e)). The next node of the URL first, like a lost link;
+ * logged once per node change. */
+static void not_synced(int state, int port)
+{
+        char errstr[512];
+
+        SK_LOG(SK_WARN, "switch_read_not_synced", "port=%d wsrep_local_state=%d reason=\"the "
+               "degrade switch is read only from a Synced node: trying the next one\"", port,
+               state);
+        sk_metric_add(fr_m.switch_not_synced, 1);
+        sk_db_prefer_next_node(db);
+        (void)sk_db_reconnect(db, errstr, sizeof(errstr));
+}
+
+/* One read (and publish) of every row. @returns 0 or -1 (DB unavailable, or the node is
+ * not Synced). */
 static int read_rows(sk_dsw_row_t **rows, size_t *n)
 {
         static const char ensure[] =
@@ -471,9 +505,19 @@ static int read_rows(sk_dsw_row_t **rows, size_t *n)
                 "SELECT v.voucher_id, NULL, 'redis', 'front' FROM tb_seckill_voucher v "
                 "LEFT JOIN tb_seckill_switch s ON s.scope = v.voucher_id WHERE s.scope IS NULL";
         char errstr[512];
+        int state = SK_DB_WSREP_SYNCED, port = 0;
 
         if (!sk_db_connected(db) && sk_db_reconnect(db, errstr, sizeof(errstr)) != SK_OK)
                 return -1;
+        /* DESIGN.md 16 (e): on Galera the read waits for the cluster's earlier commits
+         * (wsrep_sync_wait = 1, set on every read: a reconnect starts a fresh session)
+         * and counts only from a Synced node. */
+        if (sk_db_sync_reads(db, errstr, sizeof(errstr)) == SK_OK &&
+            sk_db_node_state(db, &state, &port, errstr, sizeof(errstr)) == SK_OK &&
+            state != SK_DB_WSREP_SYNCED) {
+                not_synced(state, port);
+                return -1;
+        }
         if (sk_db_exec(db, ensure, errstr, sizeof(errstr)) != SK_OK ||
             sk_dsw_read_all(db, rows, n, NULL, errstr, sizeof(errstr)) != SK_OK) {
                 SK_LOG(SK_DEBUG, "degrade_read_failed", "reason=\"%s\"", errstr);

@@ -24,10 +24,16 @@ typedef struct fr_config {
         int jwt_verify_rate;            /* SECKILL_JWT_VERIFY_RATE: per client address, 1/s */
         char trusted_proxies[1024];     /* SECKILL_TRUSTED_PROXIES: CIDRs and "unix" */
         int trusted_proxies_allow_wide; /* SECKILL_TRUSTED_PROXIES_ALLOW_WIDE: /0../7, /0../31 */
+        char allowed_origins[2048];     /* SECKILL_ALLOWED_ORIGINS: cross-site POSTs allowed (xsite.c) */
         char ops_addr[128];             /* SECKILL_OPS_ADDR: /healthz /readyz /metrics; "off" = none */
         /* The payment callback (DESIGN.md 13, 15; payment.c). */
         char payment_keys_file[512];    /* SECKILL_PAYMENT_KEYS_FILE: "" = route 404 */
         int pay_threads;                /* SECKILL_FRONT_PAY_THREADS: the payment pool */
+        /* The waiting room (DESIGN.md 18; room_tick.c, room_routes.c). */
+        char queue_keys_file[512];      /* SECKILL_QUEUE_KEYS_FILE: "" = room routes 503 */
+        int queue_poll_rate;            /* SECKILL_QUEUE_POLL_RATE: polls/s after begin */
+        /* The buyer page (DESIGN.md 18; page.c). */
+        int page_fragment_token;        /* SECKILL_PAGE_FRAGMENT_TOKEN: the page takes #token= */
 } fr_config_t;
 
 extern fr_config_t g_fr;

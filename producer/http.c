@@ -31,8 +31,10 @@
 #include "listen.h"
 #include "lookup.h"
 #include "metrics.h"
+#include "page.h"
 #include "payment.h"
 #include "req.h"
+#include "room_routes.h"
 #include "sk/clock.h"
 #include "sk/log.h"
 #include "sk/model.h"
@@ -40,6 +42,7 @@
 #include "soldout.h"
 #include "strict.h"
 #include "unknown.h"
+#include "xsite.h"
 
 static sk_idgen_t *idgen; /* borrowed from main.c */
 static struct MHD_Daemon *mhd;
@@ -73,6 +76,11 @@ static enum MHD_Result queue_answer(struct MHD_Connection *conn, fr_req_t *req)
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, req->allow);
         if (req->www_auth)
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, req->www_auth);
+        if (req->page) { /* DESIGN.md 18: the buyer page and its assets */
+                MHD_add_response_header(resp, "Content-Security-Policy", FR_PAGE_CSP);
+                MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+        }
         if (req->close) /* libmicrohttpd closes after a response that says so */
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
         ret = MHD_queue_response(conn, (unsigned int)req->status, resp);
@@ -227,9 +235,13 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
                 fr_quick_503(req, "shutdown", "shutting down");
                 return;
         }
+        /* DESIGN.md 18: a queued voucher needs a valid admission for this caller
+         * (403 10014, no I/O); a purchase carrying one bypasses the sold-out cache. */
+        if (fr_room_purchase_check(req, conn) != 0)
+                return;
         /* DESIGN.md 3, 4: every bucket recently answered sold out -> 10005 without Redis
          * (no id, no in-flight slot, no queue slot). */
-        if (fr_soldout_hit(req)) {
+        if (req->q_pos == 0 && fr_soldout_hit(req)) {
                 fr_quick(req, 409, fr_json_err(SK_CODE_SOLD_OUT, "sold out"));
                 return;
         }
@@ -264,6 +276,32 @@ static void route_lookup(fr_req_t *req, struct MHD_Connection *conn, fr_kind_t k
         go_async(req, conn);
 }
 
+/* GET /api/v1/vouchers/{id} (no identity) and POST|GET …/queue (the buyer first):
+ * @p slash is NULL for the first, "/queue" for the others. */
+static void route_room(fr_req_t *req, struct MHD_Connection *conn, const char *id,
+                       const char *slash, int is_get, int is_post)
+{
+        size_t idlen = slash ? (size_t)(slash - id) : strlen(id);
+
+        if (slash ? !is_get && !is_post : !is_get) {
+                req->allow = slash ? "GET, POST" : "GET";
+                fr_quick(req, 405, fr_json_err(SK_CODE_BAD_INPUT, "method not allowed"));
+                return;
+        }
+        if (parse_id_seg(id, idlen, &req->voucher_id) != 0) {
+                fr_quick(req, 400, fr_json_err(SK_CODE_BAD_INPUT, "invalid voucher id"));
+                return;
+        }
+        sk_id_format(req->voucher_id, req->sv);
+        if (!slash) {
+                fr_room_route(req, conn, FR_ROOM_OP_VOUCHER);
+                return;
+        }
+        if (buyer(conn, req) != 0)
+                return;
+        fr_room_route(req, conn, is_post ? FR_ROOM_OP_JOIN : FR_ROOM_OP_POLL);
+}
+
 static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, const char *method)
 {
         static const char vpfx[] = "/api/v1/vouchers/";
@@ -277,8 +315,11 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                 const char *slash = strchr(id, '/');
                 const char *rest;
 
-                if (!slash)
-                        goto not_found;
+                if (!slash || !strcmp(slash, "/queue")) {
+                        /* the waiting room (DESIGN.md 3, 18; room_routes.c) */
+                        route_room(req, conn, id, slash, is_get, is_post);
+                        return;
+                }
                 rest = slash;
                 if (strcmp(rest, "/seckill") && strcmp(rest, "/orders/me"))
                         goto not_found;
@@ -349,6 +390,10 @@ static void route(fr_req_t *req, struct MHD_Connection *conn, const char *url, c
                 route_lookup(req, conn, FR_KIND_ORDER_GET, FR_LOOKUP_ORDER_GET);
                 return;
         }
+        if (!strncmp(url, FR_PAGE_PREFIX, sizeof(FR_PAGE_PREFIX) - 1)) {
+                fr_page_route(req, url, method, g_fr.page_fragment_token);
+                return;
+        }
 not_found:
         fr_quick(req, 404, fr_json_err(SK_CODE_BAD_INPUT, "no such route"));
 }
@@ -396,6 +441,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
                                size_t *upload_data_size, void **con_cls)
 {
         fr_req_t *req = *con_cls;
+        const char *why;
 
         (void)cls;
         if (!req)
@@ -458,6 +504,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
                 req->routed = 1;
                 if (req->body_seen) {
                         fr_quick(req, 413, fr_json_err(SK_CODE_BAD_INPUT, "request body not allowed"));
+                        return queue_answer(conn, req);
+                }
+                /* DESIGN.md 15 "Cross-site requests": every POST, whatever its route,
+                 * before it is routed (xsite.c). */
+                if ((why = fr_xsite_refused(conn, method))) {
+                        fr_quick(req, 403, fr_json_err(SK_CODE_BAD_INPUT, why));
                         return queue_answer(conn, req);
                 }
                 route(req, conn, url, method);

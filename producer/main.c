@@ -111,6 +111,8 @@
 #include "pipeline.h"
 #include "publish.h"
 #include "req.h"
+#include "room_routes.h"
+#include "room_tick.h"
 #include "sk/clock.h"
 #include "sk/db.h"
 #include "sk/failpoint.h"
@@ -121,11 +123,12 @@
 #include "sk/signals.h"
 #include "soldout.h"
 #include "unknown.h"
+#include "xsite.h"
 
 fr_config_t g_fr;
 
 static volatile sig_atomic_t g_stop; /* 0 run, 1 drain */
-static volatile sig_atomic_t g_hup;  /* SIGHUP seen: re-read the JWKS and payment keys (15) */
+static volatile sig_atomic_t g_hup;  /* SIGHUP seen: re-read every keys file (15, 18) */
 
 static void on_hup(int sig)
 {
@@ -229,6 +232,7 @@ static void shutdown_front(void)
         fr_ops_stop();
         fr_pipeline_stop();
         fr_lookup_stop();
+        fr_room_routes_stop();
         fr_payment_stop();
         SK_LOG(SK_INFO, "shutdown_done", "ms=%lld outq_at_purge=%d inflight=%d",
                (long long)(sk_mono_ms() - t0), left, fr_inflight());
@@ -292,6 +296,11 @@ static const sk_opt_t OPTS[] = {
                  &g_fr.trusted_proxies_allow_wide,
                  "accept SECKILL_TRUSTED_PROXIES entries wider than /8 (IPv4) or /32 (IPv6), "
                  "0.0.0.0/0 included (warned at start)"),
+        SK_OPT_S("allowed-origins", "SECKILL_ALLOWED_ORIGINS", g_fr.allowed_origins, NULL,
+                 "none: only Sec-Fetch-Site: same-origin",
+                 "trusted-header: origins (https://shop.example[:port], as a browser sends them; "
+                 "commas or spaces) whose POSTs are accepted; any other browser POST (Origin or "
+                 "Sec-Fetch-Site present, not same-origin) is 403/10001"),
         /* The payment callback (DESIGN.md 13, 15; payment.c). */
         SK_OPT_S("payment-keys-file", "SECKILL_PAYMENT_KEYS_FILE", g_fr.payment_keys_file, NULL,
                  "none, POST /api/v1/payments/callback answers 404",
@@ -301,6 +310,21 @@ static const sk_opt_t OPTS[] = {
         SK_OPT_I("pay-threads", "SECKILL_FRONT_PAY_THREADS", &g_fr.pay_threads, 1, 64, 2, NULL,
                  "threads (each with its own DB connection) deciding payment callbacks; 256 may "
                  "wait, beyond that 503 + Retry-After"),
+        /* The waiting room (DESIGN.md 18; room_tick.c, room_routes.c). */
+        SK_OPT_S("queue-keys-file", "SECKILL_QUEUE_KEYS_FILE", g_fr.queue_keys_file, NULL,
+                 "none, the waiting room's routes answer 503",
+                 "admission-token keys, one \"<kid> <secret>\" a line (kid 1..16 of [A-Za-z0-9_-], "
+                 "secret 16..256 bytes, at most 16; # comments): the first signs, every line "
+                 "verifies; re-read on SIGHUP or when it changes; a file that does not load "
+                 "stops the start"),
+        SK_OPT_I("queue-poll-rate", "SECKILL_QUEUE_POLL_RATE", &g_fr.queue_poll_rate, 1, 10000000,
+                 20000, NULL, "polls per second the pre-queue's first polls after begin are "
+                 "spread over (members / rate seconds)"),
+        /* The buyer page (DESIGN.md 18; page.c). */
+        SK_OPT_B("page-fragment-token", "SECKILL_PAGE_FRAGMENT_TOKEN", &g_fr.page_fragment_token,
+                 "the buyer page /sale/ID takes a Bearer token from its URL fragment (#token=...) "
+                 "into sessionStorage: for tests and the demo only; a shop's login page sets "
+                 "sessionStorage seckill.token instead"),
 };
 
 /* Options, then the checks made before anything is leased or bound: Redis (DESIGN.md
@@ -325,6 +349,9 @@ static int configure(int argc, char **argv)
         }
         g_fr.expire_extra_ms = sk_expire_extra_ms(g_fr.conf.reconcile_window_hours);
         g_fr.deadline_ms = 2 * (int64_t)g_fr.conf.kafka_delivery_timeout_ms + 1000;
+        if (g_fr.page_fragment_token) /* DESIGN.md 18: tests and demos only */
+                SK_LOG(SK_WARN, "page_fragment_token", "msg=\"the buyer page takes a token from "
+                       "its URL fragment: for tests and demos only\"");
         /* SIGINT/SIGTERM: g_stop = 1 (drain); a second one abandons the drain: _exit(1). */
         (void)sk_signals_install(&g_stop, SK_SIGNALS_SECOND_EXITS | SK_SIGNALS_IGNORE_PIPE, NULL);
         raise_nofile();
@@ -338,9 +365,23 @@ static int configure(int argc, char **argv)
                 fprintf(stderr, "seckill-front: %s\n", errstr);
                 return 2;
         }
+        if (fr_xsite_init(g_fr.allowed_origins, !strcmp(g_fr.auth_mode, "trusted-header"), errstr,
+                          sizeof(errstr)) != 0) {
+                SK_LOG(SK_ERROR, "identity_config", "reason=\"%s\"", errstr);
+                fprintf(stderr, "seckill-front: %s\n", errstr);
+                return 2;
+        }
+        if (!strcmp(g_fr.auth_mode, "trusted-header"))
+                SK_LOG(SK_INFO, "cross_site", "allowed_origins=%d same_origin=accepted "
+                       "no_browser_headers=accepted", fr_xsite_count());
         if (fr_payment_init(errstr, sizeof(errstr)) != 0) {
                 SK_LOG(SK_ERROR, "payment_config", "reason=\"%s\"", errstr);
                 fprintf(stderr, "seckill-front: %s\n", errstr);
+                return 2;
+        }
+        if (fr_room_init(errstr, sizeof(errstr)) != 0) {
+                SK_LOG(SK_ERROR, "queue_config", "reason=\"%s\"", errstr);
+                fprintf(stderr, "seckill-front: SECKILL_QUEUE_KEYS_FILE: %s\n", errstr);
                 return 2;
         }
         install_hup();
@@ -370,6 +411,7 @@ static int start_front(void)
                 return 1;
         }
         if (fr_lookup_start(errstr, sizeof(errstr)) != 0 ||
+            fr_room_routes_start(errstr, sizeof(errstr)) != 0 ||
             fr_ops_start(idgen, errstr, sizeof(errstr)) != 0 ||
             fr_payment_start(errstr, sizeof(errstr)) != 0 ||
             fr_http_start(idgen, errstr, sizeof(errstr)) != 0) {
@@ -397,12 +439,13 @@ int main(int argc, char **argv)
                g_fr.conf.max_inflight, g_fr.conf.soldout_cache_ms);
         while (!g_stop) {
                 sk_sleep_ms(100, NULL);
-                /* Key rotation (DESIGN.md 15): SIGHUP re-reads the JWKS and the payment
-                 * keys now; a changed file of either is seen within 10 s. */
+                /* Key rotation (DESIGN.md 15, 18): SIGHUP re-reads the JWKS, the payment
+                 * keys and the queue keys now; a changed file of each is seen within 10 s. */
                 int hup = g_hup ? (g_hup = 0, 1) : 0;
 
                 fr_identity_tick(hup);
                 fr_payment_tick(hup);
+                fr_room_keys_tick(hup);
         }
         shutdown_front();
         return 0;

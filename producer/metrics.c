@@ -107,6 +107,18 @@ static const metric_def_t metric_defs[] = {
           "JWKS reloads that installed a new key-set generation"),
         C(id_refused, "seckill_front_identity_refused_total", NULL,
           "401/10007 answers: no, bad or expired token, untrusted peer"),
+        C(queue_generations, "seckill_queue_new_generations_total", NULL,
+          "waiting rooms this front saw start a new generation (their Redis keys were lost; "
+          "DESIGN.md 18)"),
+        C(queue_key_reloads, "seckill_queue_key_reloads_total", NULL,
+          "queue keys file reloads that installed new admission keys (DESIGN.md 18)"),
+        C(queue_key_reload_fail, "seckill_queue_key_reload_failures_total", NULL,
+          "queue keys file reloads that failed (the old keys stay)"),
+        C(room_db_reads, "seckill_queue_voucher_db_reads_total", NULL,
+          "DB reads of a voucher by the room's routes (its facts are then kept for 1 s; an "
+          "unknown id is remembered like the purchase route's, DESIGN.md 15)"),
+        C(room_stock_reads, "seckill_queue_voucher_stock_reads_total", NULL,
+          "Redis stock readings by GET /api/v1/vouchers/{id} (each reused for 1 s)"),
         C(jwt_limited, "seckill_jwt_verify_limited_total", NULL,
           "requests answered 429: a client address over SECKILL_JWT_VERIFY_RATE verifications "
           "of uncached tokens per second (DESIGN.md 15)"),
@@ -137,6 +149,10 @@ static const metric_def_t metric_defs[] = {
           "own queue"),
         C(vcheck_full, "seckill_front_voucher_checks_refused_total", NULL,
           "10004 checks answered 503 at once: their queue was full"),
+        C(switch_not_synced, "seckill_front_switch_not_synced_total", NULL,
+          "degrade switch reads not made because the follower's Galera node was not Synced "
+          "(a Donor, desynced or joining node); the follower moved to the next node "
+          "(DESIGN.md 16 (e))"),
         C(soldout_hits, "seckill_front_soldout_cache_hits_total", NULL,
           "purchases answered 409/10005 by the local sold-out cache, without Redis "
           "(DESIGN.md 4)"),
@@ -144,7 +160,9 @@ static const metric_def_t metric_defs[] = {
         G(inflight, "seckill_front_inflight", NULL,
           "purchases between admission and their final delivery report"),
         G(brk_open, "seckill_front_redis_breaker_open", NULL,
-          "1 while the Redis breaker is open or half-open (no purchase goes to Redis), else 0"),
+          "Redis breakers open or half-open (no purchase goes to their node): 0 or 1 on one "
+          "server or Sentinel; on a Cluster one breaker per master, so the number of masters "
+          "this front stopped sending to"),
         G(q_deduct, "seckill_front_deduct_queue_depth", NULL,
           "purchases waiting for a Redis deduct worker"),
         G(q_rollback, "seckill_front_rollback_queue_depth", NULL,

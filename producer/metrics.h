@@ -23,8 +23,12 @@ typedef struct fr_metrics {
         sk_metric_t *u_degrade, *q_dbonly, *q_probe;
         sk_metric_t *drain_acks, *drain_early, *drain_timed; /* DESIGN.md 12 b-d */
         sk_metric_t *switch_stale;      /* gauge: 1 while the switch rows are stale (12 a) */
+        sk_metric_t *switch_not_synced; /* switch reads refused: node not Synced (16 (e)) */
         sk_metric_t *jwt_reload_fail, *jwt_reloads, *id_refused; /* DESIGN.md 15 */
         sk_metric_t *jwt_limited;       /* 429: uncached verifications over a client's limit */
+        sk_metric_t *queue_generations; /* waiting rooms seen starting a new generation (DESIGN.md 18) */
+        sk_metric_t *queue_key_reloads, *queue_key_reload_fail; /* SECKILL_QUEUE_KEYS_FILE */
+        sk_metric_t *room_db_reads, *room_stock_reads; /* the room routes' voucher reads */
         sk_metric_t *bad_framing;       /* 400 + close: framing or bytes (DESIGN.md 15) */
         sk_metric_t *soldout_hits;      /* 409/10005 answered by the local sold-out cache */
         sk_metric_t *unknown_hits;      /* 404/10004 answered by the unknown-voucher cache */

@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "ops.h"
 #include "req.h"
+#include "room_tick.h"
 #include "sk/db_writer.h"
 #include "sk/metrics_http.h"
 
@@ -26,14 +27,19 @@ static void *ops_srv;           /* the listener (main thread only) */
 static int ops_ready(void *ctx, char **body)
 {
         sk_idgen_t *gen = ctx;
-        char buf[5120], degrade[4096], writer[300], writer_json[310];
+        char buf[5376], degrade[4096], writer[300], writer_json[310], queue[128];
         int redis, noev, scripts, server, kafka = fr_kprod_ok(), lease = sk_idgen_usable(gen);
         int ready, minrep, minlag;
 
         fr_health_redis(&redis, &noev, &scripts, &server);
         fr_health_min_replicas(&minrep, &minlag);
         fr_degrade_json(degrade, sizeof(degrade));
-        ready = redis && noev && scripts && server && kafka && lease && !fr_stopping();
+        /* DESIGN.md 18: whether this front serves the waiting room (keys file) */
+        fr_room_json(queue, sizeof(queue));
+        /* DESIGN.md 18, invariant 8: no purchase is judged before the table of waiting
+         * rooms was read once */
+        ready = redis && noev && scripts && server && kafka && lease && !fr_stopping() &&
+                fr_room_table_read();
         /* The DB node this process's new transactions go to (DESIGN.md 16); null before
          * the first connection. Host names and addresses need no JSON escaping. */
         if (sk_db_writer_name(&g_fr.conf.mysql, writer, sizeof(writer)))
@@ -43,11 +49,12 @@ static int ops_ready(void *ctx, char **body)
         snprintf(buf, sizeof(buf),
                  "{\"ready\":%s,\"redis\":%s,\"noeviction\":%s,\"scripts\":%s,"
                  "\"redisServer\":%s,\"minReplicasToWrite\":%d,\"minReplicasMaxLag\":%d,"
-                 "\"kafka\":%s,\"lease\":%s,\"workerId\":%d,\"dbWriter\":%s,\"degrade\":%s}",
+                 "\"kafka\":%s,\"lease\":%s,\"workerId\":%d,\"dbWriter\":%s,\"degrade\":%s,"
+                 "\"queue\":%s}",
                  ready ? "true" : "false", redis ? "true" : "false", noev ? "true" : "false",
                  scripts ? "true" : "false", server ? "true" : "false", minrep, minlag,
                  kafka ? "true" : "false", lease ? "true" : "false", sk_idgen_worker_id(gen),
-                 writer_json, degrade);
+                 writer_json, degrade, queue);
         *body = strdup(buf);
         return ready ? 200 : 503;
 }

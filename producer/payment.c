@@ -17,8 +17,8 @@
  * Keys: SECKILL_PAYMENT_KEYS_FILE, one secret per line (rotation: several lines),
  * loaded at start (a bad file is a configuration error) and re-read on SIGHUP or within
  * 10 s of a change of the file (its inode, size or mtime, like the JWKS; a failed reload
- * keeps the old keys). The current set is one reference-counted, immutable object: the
- * HTTP thread takes a reference under keys_mu and verifies outside it, so no signature
+ * keeps the old keys; keyset.h). The current set is one reference-counted, immutable
+ * object: the HTTP thread takes a reference and verifies outside the lock, so no signature
  * work is done under a lock every callback shares. No file configured -> the route
  * answers 404.
  * What it does not do: decide anything itself (common/sale/payment.c does) or refund
@@ -28,9 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "front.h"
+#include "keyset.h"
 #include "metrics.h"
 #include "payment.h"
 #include "payment_body.h"
@@ -49,34 +49,22 @@
 
 #define PAY_DB_TRIES 3
 #define PAY_REDIS_TIMEOUT_MS 1000
-#define PAY_KEYS_RECHECK_MS 10000       /* DESIGN.md 15: a changed file is seen within 10 s */
 
-static pthread_mutex_t keys_mu = PTHREAD_MUTEX_INITIALIZER;
-static sk_paysig_keys_t *keys;          /* guarded by keys_mu (the pointer, one reference);
-                                         * NULL = route off */
-static struct stat keys_seen;           /* the file as last read; main thread only */
-static int64_t keys_checked_ms;         /* monotonic; main thread only */
+static fr_keyset_t pay_keys = {
+        .ev_loaded = "payment_keys_loaded", .ev_reloaded = "payment_keys_reloaded",
+        .ev_failed = "payment_keys_reload_failed", .var = "SECKILL_PAYMENT_KEYS_FILE",
+        .kind = &sk_paysig_keyfile,
+        .m_reloads = &fr_m.pay_key_reloads, .m_failed = &fr_m.pay_key_reload_fail,
+        .mu = PTHREAD_MUTEX_INITIALIZER,
+};                                      /* NULL keys = route off */
 static fr_pool_t pool;                  /* the payment queue and its threads */
 
 /* ------------------------------------------------------------------- keys ---- */
 
 int fr_payment_init(char *errstr, size_t errstr_size)
 {
-        char why[256] = "";
-
-        if (!g_fr.payment_keys_file[0])
-                return 0;
-        if (stat(g_fr.payment_keys_file, &keys_seen) != 0)
-                memset(&keys_seen, 0, sizeof(keys_seen));
-        if (!(keys = sk_paysig_keys_load(g_fr.payment_keys_file, why, sizeof(why)))) {
-                sk_seterr(errstr, errstr_size, "SECKILL_PAYMENT_KEYS_FILE %s: %s",
-                          g_fr.payment_keys_file, why);
-                return -1;
-        }
-        keys_checked_ms = sk_mono_ms();
-        SK_LOG(SK_INFO, "payment_keys_loaded", "file=%s keys=%zu", g_fr.payment_keys_file,
-               sk_paysig_keys_count(keys));
-        return 0;
+        pay_keys.path = g_fr.payment_keys_file;
+        return fr_keyset_init(&pay_keys, errstr, errstr_size);
 }
 
 int fr_payment_enabled(void)
@@ -84,52 +72,9 @@ int fr_payment_enabled(void)
         return g_fr.payment_keys_file[0] != '\0';
 }
 
-/* 1 if the file at the keys path is not the one last read (inode, size, mtime). */
-static int keys_file_changed(void)
-{
-        struct stat st;
-
-        if (stat(g_fr.payment_keys_file, &st) != 0)
-                return 1; /* gone or unreadable: the reload says why, once */
-        return st.st_ino != keys_seen.st_ino || st.st_dev != keys_seen.st_dev ||
-               st.st_size != keys_seen.st_size || st.st_mtim.tv_sec != keys_seen.st_mtim.tv_sec ||
-               st.st_mtim.tv_nsec != keys_seen.st_mtim.tv_nsec;
-}
-
 void fr_payment_tick(int hup)
 {
-        char why[256] = "";
-        sk_paysig_keys_t *fresh, *old;
-        int64_t now = sk_mono_ms();
-
-        if (!fr_payment_enabled())
-                return;
-        if (!hup) {
-                if (now - keys_checked_ms < PAY_KEYS_RECHECK_MS)
-                        return;
-                keys_checked_ms = now;
-                if (!keys_file_changed())
-                        return;
-        }
-        keys_checked_ms = now;
-        /* What is read now is what was seen: a failed read is not retried until the
-         * file changes again (one line per change, not one every 10 s). */
-        if (stat(g_fr.payment_keys_file, &keys_seen) != 0)
-                memset(&keys_seen, 0, sizeof(keys_seen));
-        if (!(fresh = sk_paysig_keys_load(g_fr.payment_keys_file, why, sizeof(why)))) {
-                sk_metric_add(fr_m.pay_key_reload_fail, 1);
-                SK_LOG(SK_WARN, "payment_keys_reload_failed", "file=%s reason=\"%s\" keys=kept "
-                       "trigger=%s", g_fr.payment_keys_file, why, hup ? "sighup" : "changed");
-                return;
-        }
-        pthread_mutex_lock(&keys_mu);
-        old = keys;
-        keys = fresh;
-        pthread_mutex_unlock(&keys_mu);
-        sk_paysig_keys_free(old); /* freed once the last verification using it is done */
-        sk_metric_add(fr_m.pay_key_reloads, 1);
-        SK_LOG(SK_INFO, "payment_keys_reloaded", "file=%s keys=%zu trigger=%s",
-               g_fr.payment_keys_file, sk_paysig_keys_count(fresh), hup ? "sighup" : "changed");
+        fr_keyset_tick(&pay_keys, hup);
 }
 
 /* ------------------------------------------------------------ HTTP thread ---- */
@@ -141,14 +86,12 @@ void fr_payment_route(fr_req_t *req, struct MHD_Connection *conn, sk_idgen_t *ge
         const char *why = "";
         sk_paysig_res_t vr;
         sk_payment_t *p;
-        sk_paysig_keys_t *ks;
+        sk_keyfile_set_t *ks;
 
-        pthread_mutex_lock(&keys_mu);
-        ks = sk_paysig_keys_ref(keys); /* the lock covers the pointer, not the HMACs */
-        pthread_mutex_unlock(&keys_mu);
+        ks = fr_keyset_get(&pay_keys); /* a reference: no lock held during the HMACs */
         vr = sk_paysig_verify(ks, hdr, req->in_body ? req->in_body : "", req->in_len,
                               sk_now_ms() / 1000, SK_PAYSIG_TOLERANCE_S, &why);
-        sk_paysig_keys_free(ks);
+        sk_keyfile_set_free(ks);
         if (vr != SK_PAYSIG_OK) {
                 sk_metric_add(fr_m.pay_sig_refused, 1);
                 SK_LOG(SK_DEBUG, "payment_signature_refused", "reason=\"%s\"", why);
@@ -339,8 +282,5 @@ int fr_payment_start(char *errstr, size_t errstr_size)
 void fr_payment_stop(void)
 {
         fr_pool_stop(&pool); /* a no-op when the route is off */
-        pthread_mutex_lock(&keys_mu);
-        sk_paysig_keys_free(keys);
-        keys = NULL;
-        pthread_mutex_unlock(&keys_mu);
+        fr_keyset_destroy(&pay_keys);
 }

@@ -1,7 +1,8 @@
 /* producer/probe.c: the probe workers of seckill-front (producer/probe.h, DESIGN.md 4
  * "Overflow probing"). Each worker takes one purchase at a time and walks its buckets
- * with take.lua on its own sk_redis_t; every call is behind the Redis breaker and the
- * request's deadline (DESIGN.md 8, 12). A take is repeated with the same traceId up to
+ * with take.lua on its own sk_redis_t; every call is behind the Redis breaker of the
+ * bucket's node (breaker.c: a take on a dead master's bucket is not sent; probing ends
+ * there with 503) and the request's deadline (DESIGN.md 8, 12). A take is repeated with the same traceId up to
  * twice after an unknown outcome (DESIGN.md 8); still unknown, or a repeat rejected (a
  * 10005 after an unknown attempt is no proof of "empty"), ends probing with the rollback
  * on that bucket (one purchase must never hold units in two buckets). Owns the probe
@@ -123,7 +124,7 @@ static take_t take_one(sk_redis_t **rp, fr_req_t *req, int j)
                 sk_err_t err;
                 take_t res;
 
-                if (!fr_breaker_allow() || !before_deadline(req))
+                if (!fr_breaker_allow_key(*rp, k_meta) || !before_deadline(req))
                         break;
                 if (!*rp && !(*rp = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS,
                                                      errstr, sizeof(errstr)))) {
@@ -141,7 +142,7 @@ static take_t take_one(sk_redis_t **rp, fr_req_t *req, int j)
                         err = sk_script_eval(*rp, SK_SCRIPT_TAKE, 3, keys, 6, args, &reply,
                                              errstr, sizeof(errstr));
                 }
-                fr_breaker_record(err == SK_EUNKNOWN, sk_mono_ms() - t0);
+                fr_breaker_record_key(*rp, k_meta, err == SK_EUNKNOWN, sk_mono_ms() - t0);
                 if (err == SK_OK) {
                         res = take_reply(req, j, reply);
                         /* DESIGN.md 4 "Give-up fence": after an unknown attempt, a
@@ -173,6 +174,15 @@ static take_t take_one(sk_redis_t **rp, fr_req_t *req, int j)
         return unknown ? TAKE_UNKNOWN : TAKE_STOP;
 }
 
+/* 1 if the home bucket of @p req may be written now (its node's breaker, breaker.c). */
+static int home_allowed(sk_redis_t *r, const fr_req_t *req)
+{
+        char k_meta[SK_KEY_MAX];
+
+        sk_key_voucher(k_meta, g_fr.conf.redis_prefix, req->voucher_id, req->home, SK_KEY_META);
+        return fr_breaker_allow_key(r, k_meta);
+}
+
 /* settle.lua on h (T:h = j), a few tries; a failure is logged only: the publish goes
  * ahead in every case (DESIGN.md 4) and the reconciler settles a T:h left probing. */
 static void settle(sk_redis_t **rp, fr_req_t *req, int j)
@@ -180,7 +190,7 @@ static void settle(sk_redis_t **rp, fr_req_t *req, int j)
         char errstr[512];
         int attempt, state;
 
-        for (attempt = 0; attempt < HOME_ATTEMPTS && fr_breaker_allow(); attempt++) {
+        for (attempt = 0; attempt < HOME_ATTEMPTS && home_allowed(*rp, req); attempt++) {
                 if (!*rp && !(*rp = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS,
                                                      errstr, sizeof(errstr))))
                         continue;
@@ -204,7 +214,7 @@ static void sold_out(sk_redis_t **rp, fr_req_t *req)
         sk_home_res_t hr;
         int attempt;
 
-        for (attempt = 0; attempt < HOME_ATTEMPTS && fr_breaker_allow(); attempt++) {
+        for (attempt = 0; attempt < HOME_ATTEMPTS && home_allowed(*rp, req); attempt++) {
                 if (!*rp && !(*rp = sk_redis_connect(&g_fr.conf.redis, FR_REDIS_CMD_TIMEOUT_MS,
                                                      errstr, sizeof(errstr))))
                         continue;
@@ -216,7 +226,7 @@ static void sold_out(sk_redis_t **rp, fr_req_t *req)
                 sk_redis_close(*rp);
                 *rp = NULL;
         }
-        if (attempt == HOME_ATTEMPTS || !fr_breaker_allow())
+        if (attempt == HOME_ATTEMPTS || !home_allowed(*rp, req))
                 SK_LOG(SK_WARN, "home_step_failed", "trace_id=%s home=%d reason=\"%s\"", req->st,
                        req->home, errstr);
         atomic_store(&req->nothing_taken, 1);
@@ -246,7 +256,10 @@ static void probe_one(sk_redis_t **rp, fr_req_t *req)
         }
         for (i = 1; i < req->buckets; i++) {
                 j = req->settled >= 0 ? req->settled : (req->home + i) % req->buckets;
-                if (req->settled < 0 && fr_soldout_bucket_empty(req, j))
+                /* DESIGN.md 18: a purchase carrying a valid admission bypasses the local
+                 * sold-out cache here too; a unit released into a bucket this front
+                 * remembers empty must not be told 10005 (it would use the admission) */
+                if (req->settled < 0 && req->q_pos == 0 && fr_soldout_bucket_empty(req, j))
                         continue;
                 switch (take_one(rp, req, j)) {
                 case TAKE_ADMITTED:

@@ -3,6 +3,7 @@
  * re-produces parked while the producer is fatal, and the "purged" flag of the shutdown.
  * The producers themselves are kprod.c's; fences go to rollback.c.
  * Lock order: defer_mu is a leaf (nothing is called while holding it). */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -122,12 +123,22 @@ int fr_publish_purge(void)
         return left;
 }
 
-/* PERSISTED: 202 (or, with the failpoint front.before_respond, 503 PENDING). */
-static void persisted(fr_req_t *req)
+/* PERSISTED: 202 (or, with the failpoint front.before_respond, 503 PENDING). The
+ * partition and offset the broker gave the message are logged (debug) with the traceId,
+ * so a 202 whose message a reader later misses says where Kafka put it; a PERSISTED
+ * report without an offset (librdkafka's answer to a batch the broker called a
+ * duplicate: nothing names this message's place in the log) is logged at warn. */
+static void persisted(fr_req_t *req, const rd_kafka_message_t *rkm)
 {
         char buf[256];
 
         sk_metric_add(fr_m.deliv_persisted, 1);
+        if (rkm->offset < 0)
+                SK_LOG(SK_WARN, "delivered_without_offset", "trace_id=%s partition=%d offset=%" PRId64,
+                       req->st, (int)rkm->partition, (int64_t)rkm->offset);
+        else
+                SK_LOG(SK_DEBUG, "delivered", "trace_id=%s partition=%d offset=%" PRId64,
+                       req->st, (int)rkm->partition, (int64_t)rkm->offset);
         if (SK_FAILPOINT("front.before_respond")) {
                 fr_answer_503(req, "pending", "PENDING", "outcome not yet known");
         } else {
@@ -185,7 +196,7 @@ void fr_delivery_report(rd_kafka_t *rk, const rd_kafka_message_t *rkm, void *opa
         else if (st == RD_KAFKA_MSG_STATUS_PERSISTED && SK_FAILPOINT("front.delivery_not"))
                 st = RD_KAFKA_MSG_STATUS_NOT_PERSISTED;
         if (st == RD_KAFKA_MSG_STATUS_PERSISTED) {
-                persisted(req);
+                persisted(req, rkm);
                 return;
         }
         SK_LOG(SK_WARN, "delivery_failed", "trace_id=%s order_id=%s status=%s err=%s",

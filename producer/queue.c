@@ -46,8 +46,10 @@ int fr_queue_push(fr_queue_t *q, fr_req_t *req)
         }
         fr_req_list_append(&q->list, req);
         q->len++;
-        pthread_cond_signal(&q->cv);
         pthread_mutex_unlock(&q->mu);
+        /* After the unlock: the woken worker does not wake only to wait for the mutex the
+         * pusher still holds (the queue outlives every push: pools stop after HTTP). */
+        pthread_cond_signal(&q->cv);
         return 0;
 }
 

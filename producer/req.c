@@ -83,6 +83,8 @@ static void pend_add(fr_req_t *req)
         req->in_list = 1;
 }
 
+void (*fr_req_answer_hook)(fr_req_t *req, int status);
+
 int fr_answer(fr_req_t *req, int status, char *body, int retry_after_s)
 {
         int resume;
@@ -111,6 +113,8 @@ int fr_answer(fr_req_t *req, int status, char *body, int retry_after_s)
         if (resume)
                 MHD_resume_connection(req->conn);
         pthread_mutex_unlock(&pend_mu);
+        if (fr_req_answer_hook)
+                fr_req_answer_hook(req, status);
         if (req->kind == FR_KIND_PURCHASE)
                 sk_metric_observe(fr_m.latency,
                                   (double)(sk_mono_ms() - req->start_mono_ms) / 1000.0);

@@ -10,6 +10,7 @@
 #include <microhttpd.h>
 
 #include "sk/ids.h"
+#include "sk/queue_room.h"
 
 /* What a request is waiting for. */
 typedef enum {
@@ -19,6 +20,7 @@ typedef enum {
         FR_KIND_ORDER_GET,      /* GET /api/v1/orders/{id}: lookup pool */
         FR_KIND_ORDER_ACTION,   /* POST /api/v1/orders/{id}/cancel: lookup pool */
         FR_KIND_PAYMENT,        /* POST /api/v1/payments/callback: the payment pool */
+        FR_KIND_ROOM,           /* GET /api/v1/vouchers/{id}, POST|GET …/queue: room pool */
 } fr_kind_t;
 
 /* Lookup-pool jobs. */
@@ -65,6 +67,8 @@ typedef struct fr_req {
         size_t uri_cstr_len;            /* strlen() of the URI before libmicrohttpd cut
                                          * its query (strict.c; HTTP thread only) */
         int close;                      /* answer with Connection: close (HTTP thread only) */
+        int page;                       /* the buyer page's headers: CSP, nosniff, no-cache
+                                         * (page.c, DESIGN.md 18; HTTP thread only) */
 
         /* Purchase / lookup data, written before the pipeline starts. */
         int64_t voucher_id, user_id, order_id, trace_id;
@@ -95,6 +99,14 @@ typedef struct fr_req {
                                          * SETTLED: the home step follows a give-up */
         int settled;                    /* SETTLED bucket: take.lua on it replays */
 
+        /* The waiting room (DESIGN.md 18; room_routes.c), written by the HTTP thread
+         * before the pipeline starts, q_used by the deduct worker. */
+        int room_op;                    /* FR_ROOM_OP_* of a room route */
+        int64_t q_pos;                  /* a queued purchase's admitted position, 0 = none */
+        char q_gen[17];                 /* its token's generation */
+        sk_qroom_t q_room;              /* its room (prefix borrowed from g_fr) */
+        int q_used;                     /* the used bit was set for this purchase */
+
         struct fr_req *qnext;           /* list link (queue.h): a pool's queue, parked
                                          * re-produces, the rollback backlog */
         int rb_tries;                   /* background fence tries while in the backlog */
@@ -105,6 +117,11 @@ fr_req_t *fr_req_new(void);
 void fr_req_ref(fr_req_t *req);
 /** Drop a reference; the last one frees the request (body, msg). NULL is a no-op. */
 void fr_req_unref(fr_req_t *req);
+
+/** Called by fr_answer with the answer's status once it is the answer (NULL = none):
+ *  the waiting room clears a purchase's used bit after a 503 (room_routes.c sets it at
+ *  start-up, before any thread). */
+extern void (*fr_req_answer_hook)(fr_req_t *req, int status);
 
 /** Answer @p req once with @p status and @p body (taken, malloc'd; may be NULL) and
  *  Retry-After @p retry_after_s (s, 0 = none). Unlinks it from the pending list and

@@ -4,10 +4,11 @@
  * (publish.c), a deduct whose outcome stays unknown or whose reply makes no sense
  * (deduct.c). The script is idempotent, so an unknown outcome is simply repeated.
  * DESIGN.md 12: a rollback never holds the in-flight cap for a dead Redis. While the
- * Redis breaker is open, or once its attempts failed, the purchase is answered 503
+ * Redis breaker of a node it writes (the trace's bucket j, the home h) is open, or once
+ * its attempts failed, the purchase is answered 503
  * PENDING at once and its slot released; the fence is then retried in the background
  * from a bounded backlog (ROLLBACK_BACKLOG_MAX, ROLLBACK_BG_TRIES tries, one a second,
- * only while the breaker is closed); what is left over is the reconciler's, as for a
+ * only while those breakers are closed); what is left over is the reconciler's, as for a
  * front killed after the deduct (DESIGN.md 8). A fence on a replicated master that no
  * replica acknowledged (WAIT 1 100) is answered PENDING, not FAILED (DESIGN.md 4b).
  * Owns its queue and the backlog. */
@@ -25,6 +26,7 @@
 #include "sk/clock.h"
 #include "sk/failpoint.h"
 #include "sk/home.h"
+#include "sk/keys.h"
 #include "sk/log.h"
 #include "sk/outcome.h"
 #include "sk/redis.h"
@@ -137,12 +139,30 @@ static sk_err_t rollback_once(sk_redis_t *r, fr_req_t *req, sk_rollback_res_t *r
         return err;
 }
 
+/* The meta key of the bucket rollback.lua runs on (j, or h without one) into @p key. */
+static void rb_key(const fr_req_t *req, char *key)
+{
+        sk_key_voucher(key, g_fr.conf.redis_prefix, req->voucher_id,
+                       req->bucket >= 0 ? req->bucket : req->home, SK_KEY_META);
+}
+
+/* 1 if the breakers of the nodes this rollback writes (bucket j, home h) are closed
+ * (breaker.c; @p r NULL: the front-wide breaker). */
+static int rb_allowed(sk_redis_t *r, const fr_req_t *req)
+{
+        char kj[SK_KEY_MAX], kh[SK_KEY_MAX];
+
+        rb_key(req, kj);
+        sk_key_voucher(kh, g_fr.conf.redis_prefix, req->voucher_id, req->home, SK_KEY_META);
+        return fr_breaker_allow_key(r, kj) && fr_breaker_allow_key(r, kh);
+}
+
 /* rollback.lua mode front with up to ROLLBACK_ATTEMPTS tries on *rp (connected here
  * when NULL). @returns SK_OK with @p res and *acked (rollback_once), or the last error. */
 static sk_err_t run_rollback(sk_redis_t **rp, fr_req_t *req, sk_rollback_res_t *res, int *acked)
 {
         sk_err_t err = SK_EAGAIN;
-        char errstr[512];
+        char errstr[512], kj[SK_KEY_MAX];
         int attempt = 0;
 
         /* Failpoint front.before_rollback: sleep(MS) delays the fence (a test writes a
@@ -150,7 +170,8 @@ static sk_err_t run_rollback(sk_redis_t **rp, fr_req_t *req, sk_rollback_res_t *
          * PENDING, the DEDUCT stays for the reconciler). */
         if (SK_FAILPOINT("front.before_rollback"))
                 return SK_EAGAIN;
-        for (; attempt < ROLLBACK_ATTEMPTS && fr_breaker_allow(); attempt++) {
+        rb_key(req, kj);
+        for (; attempt < ROLLBACK_ATTEMPTS && rb_allowed(*rp, req); attempt++) {
                 int64_t t0;
 
                 if (!*rp)
@@ -165,7 +186,7 @@ static sk_err_t run_rollback(sk_redis_t **rp, fr_req_t *req, sk_rollback_res_t *
                 memset(res, 0, sizeof(*res));
                 t0 = sk_mono_ms();
                 err = rollback_once(*rp, req, res, acked, errstr, sizeof(errstr));
-                fr_breaker_record(err == SK_EUNKNOWN, sk_mono_ms() - t0);
+                fr_breaker_record_key(*rp, kj, err == SK_EUNKNOWN, sk_mono_ms() - t0);
                 if (err == SK_OK)
                         return SK_OK;
                 SK_LOG(SK_WARN, "rollback_retry", "trace_id=%s attempt=%d err=%s reason=\"%s\"",
@@ -216,7 +237,7 @@ static void park(fr_req_t *req)
                 fr_req_done(req);
                 return;
         }
-        SK_LOG(SK_WARN, "rollback_parked", "trace_id=%s voucher_id=%s breaker_open=%d", req->st,
+        SK_LOG(SK_WARN, "rollback_parked", "trace_id=%s voucher_id=%s redis_down=%d", req->st,
                req->sv, !fr_breaker_allow());
         req->rb_tries = 0;
         fr_req_list_append(&backlog, req);
@@ -237,6 +258,10 @@ static void backlog_retry(sk_redis_t **rp)
                 return;
         bl_next_ms = now + ROLLBACK_BG_PERIOD_MS;
         req = fr_req_list_shift(&backlog);
+        if (!rb_allowed(*rp, req)) {    /* its node is still down: the next one's turn */
+                fr_req_list_append(&backlog, req);
+                return;
+        }
         memset(&res, 0, sizeof(res));
         err = run_rollback(rp, req, &res, &acked);
         if (err == SK_OK || ++req->rb_tries >= ROLLBACK_BG_TRIES) {
@@ -280,7 +305,7 @@ static void rollback_run(fr_conns_t *c, fr_req_t **batch, int n)
         int acked = 0;
 
         (void)n;
-        if (!fr_breaker_allow()) {
+        if (!rb_allowed(c->r, req)) {
                 park(req);
                 return;
         }

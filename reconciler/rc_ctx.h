@@ -62,7 +62,8 @@ typedef struct rc_vstat {
         int redis_ok;           /* Redis stock/users judged equal to the DB (or rebuilt) */
         int stock_drift;        /* Redis stock != DB stock - held */
         int users_drift;        /* users hash != active buyers + held users */
-        int rebuilt;            /* --repair rebuilt it */
+        int rebuilt;            /* --repair (or a drift mark) rebuilt it */
+        int drift_marks;        /* pending drift marks read this pass (DESIGN.md 16 (d)) */
         int meta_reset;         /* meta status 4 with nobody holding the lock: reset */
         int expiry_alert;       /* undecided traces and the trace key expires within 6 h */
         int errors;             /* the voucher could not be fully checked */

@@ -19,6 +19,16 @@ static int decider_proceed(void *arg)
         return !rc_must_stop(arg);
 }
 
+/* DESIGN.md 16 (d): the clamp's COMMIT failed after rollback.lua clamped Redis; the
+ * drift mark (written by sk/decide.h) is read by this pass's drift step or the next. */
+static void decider_clamp_lost(void *arg, const sk_order_msg_t *msg, int marked, const char *why)
+{
+        (void)arg;
+        SK_LOG(marked ? SK_WARN : SK_ERROR, "clamp_commit_failed", "trace=%" PRId64 " voucher=%"
+               PRId64 " bucket=%d drift_mark=%d reason=\"%s\"", msg->trace_id, msg->voucher_id,
+               msg->bucket, marked, why);
+}
+
 static void decider_init(rc_ctx_t *ctx, sk_decider_t *d)
 {
         memset(d, 0, sizeof(*d));
@@ -29,6 +39,7 @@ static void decider_init(rc_ctx_t *ctx, sk_decider_t *d)
         d->expire_extra_ms = rc_expire_extra_ms(ctx);
         d->attempts = DECIDE_ATTEMPTS;
         d->proceed = decider_proceed;
+        d->clamp_lost = decider_clamp_lost;
         d->arg = ctx;
 }
 

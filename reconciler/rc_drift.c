@@ -11,10 +11,12 @@
  *   - undecided purchases whose trace hash expires within 6 h: alert.
  * The run lock is checked before the rebuild and the meta reset (rc_must_stop). */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rc_pass.h"
+#include "sk/drift_mark.h"
 #include "sk/failpoint.h"
 #include "sk/ids.h"
 #include "sk/keys.h"
@@ -270,11 +272,53 @@ static int rebuild_wanted(const rc_ctx_t *ctx, const rc_vstat_t *st, int nb)
         return 0;
 }
 
-/* Stock (per bucket, with direction) and users vs the DB; the rebuild when wanted. */
+/* The pending drift marks of the voucher (DESIGN.md 16 (d)) into @p marks; their count
+ * (0 when unreadable: noted, the regular drift pass still runs). */
+static int read_marks(rc_ctx_t *ctx, int64_t voucher_id, sk_drift_mark_t *marks, rc_vstat_t *st)
+{
+        char errstr[256];
+        int n = 0;
+
+        if (sk_drift_marks(ctx->db, voucher_id, marks, SK_DRIFT_MARKS_MAX, &n, errstr,
+                           sizeof(errstr)) != SK_OK) {
+                rc_note(st, "drift marks not read: %s", errstr);
+                return 0;
+        }
+        if (n > 0) {
+                char list[128] = "";
+                size_t off = 0;
+
+                for (int i = 0; i < n && off < sizeof(list) - 8; i++)
+                        off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%d", i ? "," : "",
+                                                marks[i].bucket);
+                SK_LOG(SK_WARN, "drift_mark", "voucher=%" PRId64 " buckets=%s reason=\"a clamp or "
+                       "rebuild copy whose COMMIT failed: rebuilt at once\"", voucher_id, list);
+        }
+        st->drift_marks = n;
+        return n;
+}
+
+/* After a rebuild that followed them: clear the marks read before it (a mark written
+ * since has another seq and stays for the next pass). */
+static void clear_marks(rc_ctx_t *ctx, int64_t voucher_id, const sk_drift_mark_t *marks, int n)
+{
+        char errstr[256];
+
+        for (int i = 0; i < n && !rc_must_stop(ctx); i++)
+                if (sk_drift_mark_clear(ctx->db, voucher_id, &marks[i], NULL, errstr,
+                                        sizeof(errstr)) != SK_OK)
+                        SK_LOG(SK_WARN, "drift_mark_clear_failed", "voucher=%" PRId64 " bucket=%d "
+                               "err=\"%s\"", voucher_id, marks[i].bucket, errstr);
+}
+
+/* Stock (per bucket, with direction) and users vs the DB; the rebuild when wanted, or at
+ * once when a drift mark asks for it (DESIGN.md 16 (d)), judged or not. */
 static void stock_users_drift(rc_ctx_t *ctx, int64_t voucher_id, int nb, rc_vstat_t *st)
 {
+        sk_drift_mark_t marks[SK_DRIFT_MARKS_MAX];      /* 4 KiB */
         sk_rebuild_report_t rr;
         char errstr[512];
+        int nmarks = read_marks(ctx, voucher_id, marks, st);
         sk_err_t err;
 
         err = nb > 1 ? buckets_drift(ctx, voucher_id, nb, st, errstr, sizeof(errstr)) : SK_OK;
@@ -292,11 +336,11 @@ static void stock_users_drift(rc_ctx_t *ctx, int64_t voucher_id, int nb, rc_vsta
                                " direction=%s", voucher_id, b, st->bk[b].redis,
                                st->bk[b].expected, st->bk[b].drift,
                                st->bk[b].drift < 0 ? "undersell" : "oversell");
-        if (!st->stock_drift && !st->users_drift) {
+        if (!st->stock_drift && !st->users_drift && !nmarks) {
                 st->redis_ok = st->bk[0].judged || nb > 1;
                 return;
         }
-        if (!rebuild_wanted(ctx, st, nb)) {
+        if (!nmarks && !rebuild_wanted(ctx, st, nb)) {
                 rc_note(st, "%s", "Redis stock/users drift (run with --repair)");
                 return;
         }
@@ -313,8 +357,9 @@ static void stock_users_drift(rc_ctx_t *ctx, int64_t voucher_id, int nb, rc_vsta
                 return;
         }
         SK_LOG(SK_INFO, "rebuilt", "voucher=%" PRId64 " stock=%" PRId64 " users=%" PRId64
-               " status=%d fenced_failed=%" PRId64, voucher_id, rr.stock, rr.users, rr.status,
-               rr.fenced_failed);
+               " status=%d fenced_failed=%" PRId64 " drift_marks=%d", voucher_id, rr.stock,
+               rr.users, rr.status, rr.fenced_failed, nmarks);
+        clear_marks(ctx, voucher_id, marks, nmarks);
         st->rebuilt = 1;
         st->redis_ok = 1;
 }

@@ -299,8 +299,15 @@ mariadb_our_pid() { live_pid "$MARIADB_PID" mariadbd; }
 # root@localhost (TCP from 127.0.0.1 maps to it unless skip-name-resolve is set) and
 # root@127.0.0.1 (when it is) may log in without a password; the unix_socket login of
 # Debian's default install is kept. Done through the socket, as the OS root.
+# The local stack's root has no password over 127.0.0.1, on purpose: every test, bench
+# and script, and the CI machine's pre-started server, log in that way
+# (docs/OPERATIONS.md "Stack operations"). It is a test server bound to loopback, never
+# one to deploy on; `up` says how to reach it.
 mysql_ensure_root_tcp() {
-        mysql_login && return 0
+        if mysql_login; then
+                say "mariadb: reach it as root without a password: mysql -h $HOST -P $MYSQL_PORT -u root (local test stack only)"
+                return 0
+        fi
         say "mariadb: root cannot log in over TCP without a password; enabling it via the unix socket"
         $SUDO mysql --no-defaults --protocol=SOCKET -S "$(mysql_sock)" -uroot -e "
                 ALTER USER 'root'@'localhost' IDENTIFIED VIA mysql_native_password USING PASSWORD('') OR unix_socket;
@@ -309,7 +316,7 @@ mysql_ensure_root_tcp() {
                 FLUSH PRIVILEGES;" ||
                 die "mariadb: could not change root's login through $(mysql_sock) (run as root?)"
         mysql_login || die "mariadb: root still cannot log in over TCP $HOST:$MYSQL_PORT"
-        say "mariadb: root@localhost and root@127.0.0.1 log in over TCP without a password"
+        say "mariadb: root@localhost and root@127.0.0.1 log in over TCP without a password (local test stack only): mysql -h $HOST -P $MYSQL_PORT -u root"
 }
 
 mariadb_up() {

@@ -4,7 +4,9 @@
 #   1. Debian build and test dependencies, installed only when missing (dpkg -s).
 #   2. scripts/stack.sh up (Redis, MariaDB, Kafka), in the background while 3. builds.
 #   3. cmake -S . -B build -DSK_WERROR=ON -DSK_FAILPOINTS=ON; cmake --build build -j2
-#   4. ctest -L 'unit|integration|faults' in build/
+#   4. ctest -L 'unit|integration|faults|browser' in build/ (browser: Debian's chromium
+#      driven by npm's playwright-core, installed first by tests/browser/install.sh under
+#      build/browser-node, DESIGN.md 18)
 #   5. the same sources with -DSK_SANITIZE=ON (ASan + UBSan) in build-asan/ (built at
 #      `nice -n 19` in the background while step 4 runs: the main pass mostly waits on the
 #      stack, so the build takes the idle CPU and yields to the tests),
@@ -27,15 +29,21 @@
 #
 # Environment (all optional):
 #   SECKILL_KEEP_STACK=1          leave what this run started running
-#   SECKILL_TEST_JOBS             parallel build and ctest jobs (2)
-#   SECKILL_TEST_LABELS           labels of the main pass ('unit|integration|faults')
+#   SECKILL_TEST_JOBS             parallel build jobs and the sanitizer pass's ctest jobs (2)
+#   SECKILL_TEST_MAIN_JOBS        ctest jobs of the main pass (3: most of its tests wait on
+#                                 the stack or on a fault, and shared resources are
+#                                 RESOURCE_LOCKs; at 2 jobs it took 1,440 s of the run)
+#   SECKILL_TEST_LABELS           labels of the main pass ('unit|integration|faults|browser')
+#   SECKILL_TEST_EXCLUDE          labels the main pass leaves to the topology pass
+#                                 ('cluster|sentinel|galera': a fault case on the stack's own
+#                                 Cluster, such as 0393, runs once, after the Cluster reruns)
 #   SECKILL_TEST_TOPO_LABELS      labels of the topology pass ('cluster|sentinel|galera|package|fuzz'; empty: none)
 #   SECKILL_TEST_TOPO_JOBS        ctest jobs of the topology pass (4)
 #   SECKILL_TEST_TOPO_TIMEOUT_S   cap of the topology pass (1500)
 #   SECKILL_TEST_ASAN_LABELS      labels of the sanitizer pass ('unit|integration')
 #   SECKILL_TEST_SANITIZE=0       skip the sanitizer pass
 #   SECKILL_TEST_DEBUG=0          skip the Debug -Werror build
-#   SECKILL_TEST_TIMEOUT_S        cap of the main ctest pass (1500)
+#   SECKILL_TEST_TIMEOUT_S        cap of the main ctest pass (2400; at 2 jobs it ran 1,440 s)
 #   SECKILL_TEST_ASAN_TIMEOUT_S   cap of the sanitizer ctest pass (1200; it ran 600 s and more
 #                                 beside the topology pass once the suite reached 107 tests)
 #   SECKILL_BUILD_DIR, SECKILL_ASAN_BUILD_DIR, SECKILL_DEBUG_BUILD_DIR
@@ -53,14 +61,16 @@ ASAN_DIR=${SECKILL_ASAN_BUILD_DIR:-build-asan}
 DEBUG_DIR=${SECKILL_DEBUG_BUILD_DIR:-build-debug}
 DEBUG_BUILD=${SECKILL_TEST_DEBUG:-1}
 JOBS=${SECKILL_TEST_JOBS:-2}
-LABELS=${SECKILL_TEST_LABELS:-unit|integration|faults}
+MAIN_JOBS=${SECKILL_TEST_MAIN_JOBS:-3}
+LABELS=${SECKILL_TEST_LABELS:-unit|integration|faults|browser}
+EXCLUDE=${SECKILL_TEST_EXCLUDE-cluster|sentinel|galera}
 TOPO_LABELS=${SECKILL_TEST_TOPO_LABELS-cluster|sentinel|galera|package|fuzz}
 TOPO_JOBS=${SECKILL_TEST_TOPO_JOBS:-4}
-TOPO_TIMEOUT_S=${SECKILL_TEST_TOPO_TIMEOUT_S:-1500}
+TOPO_TIMEOUT_S=${SECKILL_TEST_TOPO_TIMEOUT_S:-2400}
 ASAN_LABELS=${SECKILL_TEST_ASAN_LABELS:-unit|integration}
 SANITIZE=${SECKILL_TEST_SANITIZE:-1}
-TIMEOUT_S=${SECKILL_TEST_TIMEOUT_S:-1500}
-ASAN_TIMEOUT_S=${SECKILL_TEST_ASAN_TIMEOUT_S:-1200}
+TIMEOUT_S=${SECKILL_TEST_TIMEOUT_S:-2400}
+ASAN_TIMEOUT_S=${SECKILL_TEST_ASAN_TIMEOUT_S:-2000}
 STACK=$REPO/scripts/stack.sh
 STACK_LOG_DIR=${SECKILL_STACK_DIR:-$REPO/.stack}/logs
 
@@ -68,11 +78,15 @@ STACK_LOG_DIR=${SECKILL_STACK_DIR:-$REPO/.stack}/logs
 # redis-cli, mysql, curl, ps/pgrep, python3; promtool (package prometheus) for the
 # deploy/prometheus rule tests; readelf (binutils) for ops_harden; clang and its
 # libFuzzer runtime for the fuzz label; nginx for the gateway test (0008); mariadb-server,
-# galera-4 and rsync for the local Galera cluster (label galera, fault cases 0282-0286).
+# galera-4 and rsync for the local Galera cluster (label galera, fault cases 0282-0286);
+# chromium for the browser test (label browser, DESIGN.md 18), and Debian's nodejs and npm
+# for its driver when no node is installed (a node from elsewhere is used as it is: its
+# npm comes with it; playwright-core's engines accept Debian 12's Node.js 18 and later).
 PKGS=(build-essential cmake pkg-config librdkafka-dev libhiredis-dev
       default-libmysqlclient-dev libcjson-dev libmicrohttpd-dev libssl-dev check
       redis-tools mariadb-client curl procps python3 prometheus binutils
-      clang libclang-rt-14-dev nginx mariadb-server galera-4 rsync)
+      clang libclang-rt-14-dev nginx mariadb-server galera-4 rsync chromium)
+command -v node >/dev/null 2>&1 || PKGS+=(nodejs npm)
 
 T_START=$SECONDS
 SUMMARY=()
@@ -157,13 +171,16 @@ step_build() {
         cmake --build "$dir" -j "$JOBS" || return 1
 }
 
-# step_ctest DIR LABELS TIMEOUT_S: the names of failed tests go to $CTEST_FAILED.
+# step_ctest DIR LABELS TIMEOUT_S [EXCLUDE] [CTEST_JOBS]: the names of failed tests go to
+# $CTEST_FAILED.
 CTEST_FAILED=
 step_ctest() {
-        local dir=$1 labels=$2 timeout_s=$3 rc=0
+        local dir=$1 labels=$2 timeout_s=$3 exclude=${4:-} jobs=${5:-$JOBS} rc=0
+        local ex=()
+        [[ -n $exclude ]] && ex=(-LE "$exclude")
         CTEST_FAILED=
         timeout -k 30 "$timeout_s" ctest --test-dir "$dir" --output-on-failure --no-tests=error \
-                -L "$labels" -j "$JOBS" </dev/null || rc=$?
+                -L "$labels" "${ex[@]}" -j "$jobs" </dev/null || rc=$?
         if [[ $rc -ne 0 && -f $dir/Testing/Temporary/LastTestsFailed.log ]]; then
                 CTEST_FAILED=$(cut -d: -f2- "$dir/Testing/Temporary/LastTestsFailed.log" | tr '\n' ' ')
         fi
@@ -292,10 +309,22 @@ debug_record() {
         rm -f "$DEBUG_OUT" "$DEBUG_OUT.log"
 }
 
+# The browser test's driver (label browser): npm's playwright-core at the pinned version,
+# under $BUILD_DIR/browser-node (the tests run the same script, which then does nothing).
+if [[ $build_ok -eq 1 && $LABELS == *browser* ]]; then
+        t=$SECONDS
+        say "browser driver: tests/browser/install.sh $BUILD_DIR"
+        if bash tests/browser/install.sh "$BUILD_DIR"; then
+                record "browser driver (playwright-core, npm ci)" PASS $((SECONDS - t))
+        else
+                record "browser driver (playwright-core, npm ci)" FAIL $((SECONDS - t)) "npm ci failed: the browser tests fail too"
+        fi
+fi
+
 t=$SECONDS
 if [[ $build_ok -eq 1 ]]; then
-        say "tests: ctest -L '$LABELS' in $BUILD_DIR"
-        if step_ctest "$BUILD_DIR" "$LABELS" "$TIMEOUT_S"; then
+        say "tests: ctest -L '$LABELS' -LE '$EXCLUDE' -j $MAIN_JOBS in $BUILD_DIR"
+        if step_ctest "$BUILD_DIR" "$LABELS" "$TIMEOUT_S" "$EXCLUDE" "$MAIN_JOBS"; then
                 record "ctest $BUILD_DIR [$LABELS]" PASS $((SECONDS - t))
         else
                 record "ctest $BUILD_DIR [$LABELS]" FAIL $((SECONDS - t)) "failed: ${CTEST_FAILED:-see $BUILD_DIR/Testing/Temporary/LastTest.log}"
@@ -361,7 +390,7 @@ if [[ $SANITIZE == 1 ]]; then
                 record "build $ASAN_DIR (-DSK_SANITIZE=ON, background)" PASS "$asan_secs"
                 t=$SECONDS
                 say "tests: ctest -L '$ASAN_LABELS' in $ASAN_DIR (ASAN_OPTIONS=$ASAN_OPTIONS)"
-                if step_ctest "$ASAN_DIR" "$ASAN_LABELS" "$ASAN_TIMEOUT_S"; then
+                if step_ctest "$ASAN_DIR" "$ASAN_LABELS" "$ASAN_TIMEOUT_S" "$EXCLUDE"; then
                         record "ctest $ASAN_DIR [$ASAN_LABELS]" PASS $((SECONDS - t))
                 else
                         record "ctest $ASAN_DIR [$ASAN_LABELS]" FAIL $((SECONDS - t)) "failed: ${CTEST_FAILED:-see $ASAN_DIR/Testing/Temporary/LastTest.log}"

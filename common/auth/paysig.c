@@ -1,8 +1,8 @@
 /* paysig.c: the payment provider's webhook signature of DESIGN.md 15 (sk/paysig.h):
- * the secrets file, HMAC-SHA256 over t + "." + raw body with OpenSSL, the header's
- * parts, and the constant-time comparison (CRYPTO_memcmp) against every secret.
+ * the secrets file (read by sk/keyfile.h, each line one secret), HMAC-SHA256 over
+ * t + "." + raw body with OpenSSL, the header's parts, and the constant-time comparison
+ * (CRYPTO_memcmp) against every secret.
  * What it does not do: read the clock or files on its own schedule (the caller does). */
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,122 +11,36 @@
 #include <openssl/hmac.h>
 
 #include "sk/err.h"
+#include "sk/keyfile.h"
 #include "sk/paysig.h"
 
-#define PAYSIG_FILE_MAX (64 * 1024)
-
-struct sk_paysig_keys {
-        atomic_int refs;        /* the only field that changes after parse */
-        size_t n;
+/* The parsed secrets: the body of a payment key set (sk/keyfile.h). */
+typedef struct paysig_keys {
         size_t len[SK_PAYSIG_MAX_KEYS];
         unsigned char secret[SK_PAYSIG_MAX_KEYS][SK_PAYSIG_MAX_SECRET];
+} paysig_keys_t;
+
+/* One kept line of the secrets file: the secret is the whole line (sk/keyfile.h). */
+static int secret_line(void *arg, const char *line, size_t len, int lineno, size_t index,
+                       char *errstr, size_t errstr_size)
+{
+        paysig_keys_t *keys = arg;
+
+        (void)lineno;
+        if (len < SK_PAYSIG_MIN_SECRET || len > SK_PAYSIG_MAX_SECRET) {
+                sk_seterr(errstr, errstr_size, "a secret must be %d..%d bytes",
+                          SK_PAYSIG_MIN_SECRET, SK_PAYSIG_MAX_SECRET);
+                return -1;
+        }
+        memcpy(keys->secret[index], line, len);
+        keys->len[index] = len;
+        return 0;
+}
+
+const sk_keyfile_kind_t sk_paysig_keyfile = {
+        .what = "payment keys file", .max_lines = SK_PAYSIG_MAX_KEYS,
+        .body_size = sizeof(paysig_keys_t), .on_line = secret_line,
 };
-
-sk_paysig_keys_t *sk_paysig_keys_parse(const char *text, size_t len, char *errstr,
-                                       size_t errstr_size)
-{
-        sk_paysig_keys_t *keys = calloc(1, sizeof(*keys));
-        size_t pos = 0;
-        int line = 0;
-
-        if (!keys) {
-                sk_seterr(errstr, errstr_size, "out of memory");
-                return NULL;
-        }
-        atomic_init(&keys->refs, 1);
-        while (pos < len) {
-                size_t start = pos, end;
-
-                while (pos < len && text[pos] != '\n')
-                        pos++;
-                end = pos;
-                pos++; /* past the '\n' (or the end) */
-                line++;
-                while (end > start && (text[end - 1] == '\r' || text[end - 1] == ' ' ||
-                                       text[end - 1] == '\t'))
-                        end--;
-                if (end == start || text[start] == '#')
-                        continue;
-                if (memchr(text + start, '\0', end - start)) {
-                        sk_seterr(errstr, errstr_size, "line %d: a NUL byte in a secret", line);
-                        goto fail;
-                }
-                if (end - start < SK_PAYSIG_MIN_SECRET || end - start > SK_PAYSIG_MAX_SECRET) {
-                        sk_seterr(errstr, errstr_size, "line %d: a secret must be %d..%d bytes", line,
-                                  SK_PAYSIG_MIN_SECRET, SK_PAYSIG_MAX_SECRET);
-                        goto fail;
-                }
-                if (keys->n == SK_PAYSIG_MAX_KEYS) {
-                        sk_seterr(errstr, errstr_size, "more than %d secrets", SK_PAYSIG_MAX_KEYS);
-                        goto fail;
-                }
-                memcpy(keys->secret[keys->n], text + start, end - start);
-                keys->len[keys->n++] = end - start;
-        }
-        if (keys->n == 0) {
-                sk_seterr(errstr, errstr_size, "no secret in the file");
-                goto fail;
-        }
-        return keys;
-fail:
-        sk_paysig_keys_free(keys);
-        return NULL;
-}
-
-sk_paysig_keys_t *sk_paysig_keys_load(const char *path, char *errstr, size_t errstr_size)
-{
-        FILE *f = fopen(path, "rb");
-        char *buf = NULL;
-        size_t n;
-        sk_paysig_keys_t *keys = NULL;
-
-        if (!f) {
-                sk_seterr(errstr, errstr_size, "cannot open the payment keys file");
-                return NULL;
-        }
-        if (!(buf = malloc(PAYSIG_FILE_MAX + 1))) {
-                sk_seterr(errstr, errstr_size, "out of memory");
-                goto done;
-        }
-        n = fread(buf, 1, PAYSIG_FILE_MAX + 1, f);
-        if (ferror(f)) {
-                sk_seterr(errstr, errstr_size, "cannot read the payment keys file");
-                goto done;
-        }
-        if (n > PAYSIG_FILE_MAX) {
-                sk_seterr(errstr, errstr_size, "the payment keys file is over %d bytes",
-                          PAYSIG_FILE_MAX);
-                goto done;
-        }
-        keys = sk_paysig_keys_parse(buf, n, errstr, errstr_size);
-done:
-        if (buf) {
-                OPENSSL_cleanse(buf, PAYSIG_FILE_MAX + 1);
-                free(buf);
-        }
-        fclose(f);
-        return keys;
-}
-
-size_t sk_paysig_keys_count(const sk_paysig_keys_t *keys)
-{
-        return keys ? keys->n : 0;
-}
-
-sk_paysig_keys_t *sk_paysig_keys_ref(sk_paysig_keys_t *keys)
-{
-        if (keys)
-                atomic_fetch_add(&keys->refs, 1);
-        return keys;
-}
-
-void sk_paysig_keys_free(sk_paysig_keys_t *keys)
-{
-        if (!keys || atomic_fetch_sub(&keys->refs, 1) != 1)
-                return;
-        OPENSSL_cleanse(keys, sizeof(*keys));
-        free(keys);
-}
 
 /* HMAC-SHA256(secret, t "." body) into mac (32 bytes). @returns 0 or -1. */
 static int mac_of(const void *secret, size_t secret_len, int64_t t, const void *body,
@@ -213,10 +127,12 @@ static int parse_t(const char *s, size_t len, int64_t *out)
         return 0;
 }
 
-sk_paysig_res_t sk_paysig_verify(const sk_paysig_keys_t *keys, const char *header,
+sk_paysig_res_t sk_paysig_verify(const sk_keyfile_set_t *set, const char *header,
                                  const void *body, size_t body_len, int64_t now_s,
                                  int tolerance_s, const char **why)
 {
+        const paysig_keys_t *keys = sk_keyfile_set_body(set, &sk_paysig_keyfile);
+        size_t nkeys = sk_keyfile_set_count(set);
         unsigned char v1[SK_PAYSIG_MAX_V1][32], mac[32];
         int nv1 = 0, have_t = 0, match = 0;
         int64_t t = 0;
@@ -226,7 +142,7 @@ sk_paysig_res_t sk_paysig_verify(const sk_paysig_keys_t *keys, const char *heade
 
         if (!why)
                 why = &dummy;
-        if (!keys || !keys->n) {
+        if (!keys || !nkeys) {
                 *why = "no payment keys";
                 return SK_PAYSIG_BAD;
         }
@@ -279,7 +195,7 @@ sk_paysig_res_t sk_paysig_verify(const sk_paysig_keys_t *keys, const char *heade
                 return SK_PAYSIG_STALE;
         }
         /* Every secret against every v1: the work does not depend on which one matched. */
-        for (k = 0; k < keys->n; k++) {
+        for (k = 0; k < nkeys; k++) {
                 if (mac_of(keys->secret[k], keys->len[k], t, body, body_len, mac) != 0) {
                         *why = "HMAC failed";
                         return SK_PAYSIG_BAD;

@@ -42,7 +42,7 @@ const copt_t sk__copts[SK__NCOPTS] = {
            "redis-sentinel://h1:p1,.../MASTER[?db=N] | redis-cluster://h1:p1,..."),
         CS("mysql-url", "SECKILL_MYSQL_URL", V_MYSQL_URL, mysql_url, "URL", "mysql://root@127.0.0.1:3306/seckill", ALL,
            "the book of record: mysql[-galera]://user[:password]@host[:port][,host[:port]...]/database"
-           "[?password-file=PATH]; up to 8 hosts, new transactions on the first writable one; "
+           "[?password-file=PATH][&ssl-ca=PATH&ssl-mode=VERIFY_IDENTITY|REQUIRED][&ssl-cert=PATH&ssl-key=PATH]; up to 8 hosts, new transactions on the first writable one; "
            "mysql-galera refuses a server without wsrep; the root default is for the local stack only"),
         CS("brokers", "SECKILL_KAFKA_BROKERS", V_STR, kafka_brokers, "LIST", "127.0.0.1:9092", ALL,
            "Kafka bootstrap servers host:port[,host:port...]"),

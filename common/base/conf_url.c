@@ -1,6 +1,6 @@
 /* conf_url.c: URL pieces of the configuration (DESIGN.md 2): percent-decoding,
  * host[:port] with bracketed IPv6, mysql:// and mysql-galera:// URLs with
- * several hosts and ?password-file= (DESIGN.md 16). Shared by conf.c and redis_url.c
+ * several hosts, ?password-file= (DESIGN.md 16) and the TLS options (DESIGN.md 15). Shared by conf.c and redis_url.c
  * through conf_url.h. Pure functions, thread-safe. */
 #include <ctype.h>
 #include <stddef.h>
@@ -178,35 +178,108 @@ static int parse_mysql_hosts(const char *b, const char *e, sk_mysql_url_t *m, ch
         return 0;
 }
 
-/* Parses the query "k=v[&k=v...]" of [b, e): only password-file=PATH. @returns 0 or -1. */
+/* The path options of a MySQL URL: name, where it goes. */
+static char *path_opt(sk_mysql_url_t *m, const char *k, size_t klen, size_t *size)
+{
+        static const struct { const char *name; size_t off; } opts[] = {
+                { "password-file", offsetof(sk_mysql_url_t, password_file) },
+                { "ssl-ca", offsetof(sk_mysql_url_t, ssl_ca) },
+                { "ssl-cert", offsetof(sk_mysql_url_t, ssl_cert) },
+                { "ssl-key", offsetof(sk_mysql_url_t, ssl_key) },
+        };
+
+        for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+                if (strlen(opts[i].name) == klen && !strncmp(opts[i].name, k, klen)) {
+                        *size = sizeof(m->password_file); /* every path field is this size */
+                        return (char *)m + opts[i].off;
+                }
+        return NULL;
+}
+
+/* ssl-mode=V (DESIGN.md 15 "Transport"). VERIFY_CA is not offered: MariaDB Connector/C
+ * 3.3 checks the chain only together with the host name. @returns 0 or -1. */
+static int ssl_mode_opt(const char *v, size_t len, sk_mysql_url_t *m, int *seen, char *errstr,
+                        size_t errstr_size)
+{
+        if (*seen) {
+                sk_seterr(errstr, errstr_size, "ssl-mode given twice");
+                return -1;
+        }
+        *seen = 1;
+        if (len == 8 && !strncmp(v, "REQUIRED", 8)) {
+                m->ssl_mode = SK_MYSQL_SSL_REQUIRED;
+        } else if (len == 15 && !strncmp(v, "VERIFY_IDENTITY", 15)) {
+                m->ssl_mode = SK_MYSQL_SSL_VERIFY_IDENTITY;
+        } else {
+                sk_seterr(errstr, errstr_size, "ssl-mode must be REQUIRED or VERIFY_IDENTITY (VERIFY_CA: "
+                          "the client library checks the chain only with the host name)");
+                return -1;
+        }
+        return 0;
+}
+
+/* The rules between the TLS options, once all are read. */
+static int check_ssl(sk_mysql_url_t *m, int mode_seen, char *errstr, size_t errstr_size)
+{
+        if (!mode_seen && m->ssl_ca[0])
+                m->ssl_mode = SK_MYSQL_SSL_VERIFY_IDENTITY;  /* a CA given means: check against it */
+        if (m->ssl_mode == SK_MYSQL_SSL_VERIFY_IDENTITY && !m->ssl_ca[0]) {
+                sk_seterr(errstr, errstr_size, "ssl-mode=VERIFY_IDENTITY needs ssl-ca=PATH (the CA file)");
+                return -1;
+        }
+        if (!m->ssl_cert[0] != !m->ssl_key[0]) {
+                sk_seterr(errstr, errstr_size, "ssl-cert and ssl-key go together");
+                return -1;
+        }
+        if (m->ssl_cert[0] && m->ssl_mode == SK_MYSQL_SSL_OFF)
+                m->ssl_mode = SK_MYSQL_SSL_REQUIRED;
+        return 0;
+}
+
+/* Parses the query "k=v[&k=v...]" of [b, e): password-file, ssl-ca, ssl-cert, ssl-key
+ * (paths), ssl-mode. @returns 0 or -1. */
 static int parse_mysql_opts(const char *b, const char *e, sk_mysql_url_t *m, char *errstr,
                             size_t errstr_size)
 {
-        static const char key[] = "password-file=";
         const char *ob = b;
+        int mode_seen = 0;
 
         while (ob < e) {
                 const char *oe = memchr(ob, '&', (size_t)(e - ob));
+                const char *eq;
+                char *dst;
+                size_t size = 0, klen;
+
                 if (!oe)
                         oe = e;
-                if ((size_t)(oe - ob) <= sizeof(key) - 1 || strncmp(ob, key, sizeof(key) - 1) != 0) {
-                        sk_seterr(errstr, errstr_size, "unknown or empty option (the one option is "
-                                  "?password-file=PATH)");
+                eq = memchr(ob, '=', (size_t)(oe - ob));
+                klen = eq ? (size_t)(eq - ob) : 0;
+                if (!eq || eq + 1 == oe) {
+                        sk_seterr(errstr, errstr_size, "unknown or empty option (options: password-file, "
+                                  "ssl-ca, ssl-cert, ssl-key, ssl-mode)");
                         return -1;
                 }
-                if (m->password_file[0]) {
-                        sk_seterr(errstr, errstr_size, "password-file given twice");
-                        return -1;
-                }
-                if (sk__pct_decode(ob + sizeof(key) - 1, (size_t)(oe - ob) - (sizeof(key) - 1),
-                                   m->password_file, sizeof(m->password_file)) != 0) {
-                        sk_seterr(errstr, errstr_size, "bad or too long password-file path (max %zu chars)",
-                                  sizeof(m->password_file) - 1);
+                if (klen == 8 && !strncmp(ob, "ssl-mode", 8)) {
+                        if (ssl_mode_opt(eq + 1, (size_t)(oe - eq - 1), m, &mode_seen, errstr, errstr_size) != 0)
+                                return -1;
+                } else if ((dst = path_opt(m, ob, klen, &size)) != NULL) {
+                        if (dst[0]) {
+                                sk_seterr(errstr, errstr_size, "%.*s given twice", (int)klen, ob);
+                                return -1;
+                        }
+                        if (sk__pct_decode(eq + 1, (size_t)(oe - eq - 1), dst, size) != 0) {
+                                sk_seterr(errstr, errstr_size, "bad or too long %.*s path (max %zu chars)",
+                                          (int)klen, ob, size - 1);
+                                return -1;
+                        }
+                } else {
+                        sk_seterr(errstr, errstr_size, "unknown or empty option (options: password-file, "
+                                  "ssl-ca, ssl-cert, ssl-key, ssl-mode)");
                         return -1;
                 }
                 ob = oe < e ? oe + 1 : e;
         }
-        return 0;
+        return check_ssl(m, mode_seen, errstr, errstr_size);
 }
 
 int sk_mysql_url_parse(const char *url, sk_mysql_url_t *out, char *errstr, size_t errstr_size)

@@ -80,6 +80,26 @@ void sk_metrics_destroy(sk_metrics_t *m)
         free(m);
 }
 
+void sk_metrics_remove(sk_metrics_t *m, sk_metric_t *c)
+{
+        int found = 0;
+
+        if (!m || !c)
+                return;
+        pthread_mutex_lock(&m->mu);
+        for (size_t i = 0; i < m->n; i++)
+                if (m->v[i] == c) {
+                        /* shifted, not swapped: the series keep their order in the text */
+                        memmove(&m->v[i], &m->v[i + 1], (m->n - i - 1) * sizeof(m->v[0]));
+                        m->n--;
+                        found = 1;
+                        break;
+                }
+        pthread_mutex_unlock(&m->mu);
+        if (found)
+                metric_free(c);
+}
+
 static char *full_name(const char *name)
 {
         size_t pl = strncmp(name, NAME_PREFIX, strlen(NAME_PREFIX)) == 0 ? 0 : strlen(NAME_PREFIX);

@@ -169,6 +169,46 @@ static sk_err_t session_setup(const sk_db_t *db, MYSQL *conn, char *errstr, size
                         errstr, errstr_size);
 }
 
+/* TLS to the server from the URL's ssl-* options (DESIGN.md 15 "Transport"): the CA,
+ * an optional client certificate, and TLS enforced; VERIFY_IDENTITY also checks the
+ * chain against the CA and the host name (or IP) the URL names against the
+ * certificate. MariaDB Connector/C (Debian's libmariadb) takes MYSQL_OPT_SSL_ENFORCE and
+ * MYSQL_OPT_SSL_VERIFY_SERVER_CERT; Oracle's client takes MYSQL_OPT_SSL_MODE.
+ * @returns 0, or -1 with the reason in @p why (an option the library refused). */
+static int set_tls(MYSQL *conn, const sk_mysql_url_t *url, char *why, size_t why_size)
+{
+        int bad = 0;
+
+        if (url->ssl_mode == SK_MYSQL_SSL_OFF)
+                return 0;
+        if (url->ssl_ca[0])
+                bad |= mysql_options(conn, MYSQL_OPT_SSL_CA, url->ssl_ca) != 0;
+        if (url->ssl_cert[0]) {
+                bad |= mysql_options(conn, MYSQL_OPT_SSL_CERT, url->ssl_cert) != 0;
+                bad |= mysql_options(conn, MYSQL_OPT_SSL_KEY, url->ssl_key) != 0;
+        }
+#if defined(MARIADB_PACKAGE_VERSION)
+        {
+                sk_my_bool on = 1, verify = url->ssl_mode == SK_MYSQL_SSL_VERIFY_IDENTITY;
+
+                bad |= mysql_options(conn, MYSQL_OPT_SSL_ENFORCE, &on) != 0;
+                bad |= mysql_options(conn, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify) != 0;
+        }
+#else
+        {
+                unsigned int mode = url->ssl_mode == SK_MYSQL_SSL_VERIFY_IDENTITY ? SSL_MODE_VERIFY_IDENTITY
+                                                                                 : SSL_MODE_REQUIRED;
+
+                bad |= mysql_options(conn, MYSQL_OPT_SSL_MODE, &mode) != 0;
+        }
+#endif
+        if (bad) {
+                sk_seterr(why, why_size, "the client library refused a TLS option of the URL");
+                return -1;
+        }
+        return 0;
+}
+
 /* sk__db_connect_fn: connects @p arg (an sk_db_t) to node @p i of @p url with the
  * options of sk/db.h (timeouts, utf8mb4, no automatic reconnect). */
 static MYSQL *connect_node(void *arg, const sk_mysql_url_t *url, int i, sk_err_t *err, char *why,
@@ -201,6 +241,11 @@ static MYSQL *connect_node(void *arg, const sk_mysql_url_t *url, int i, sk_err_t
 #else
         (void)reconnect;
 #endif
+        if (set_tls(conn, url, why, why_size) != 0) {
+                *err = SK_EINVAL;
+                mysql_close(conn);
+                return NULL;
+        }
         if (!mysql_real_connect(conn, url->hosts[i].host, url->user,
                                 url->password[0] ? url->password : NULL,
                                 db->no_database ? NULL : url->database,

@@ -7,12 +7,14 @@
  *   sk_db_classify) -> short sleep, the same statement again (TRANSIENT_TRIES);
  *   2006 / 2013 / not connected (the write may or may not have applied: unknown outcome)
  *   -> reconnect our own session and read the row: holder = us decides (DESIGN.md 16).
+ * On Galera every statement of the lock's session first waits until its node has applied
+ * what the cluster committed before it (wsrep_sync_wait, sync_session below): a
+ * conditional UPDATE judged on a node that has not yet applied another node's release or
+ * take matches no row, so it writes nothing and certification never sees it.
  * What it does not do: log, wait beyond the caller's wait_ms, or fence writes made after
  * the ttl ran out (sk/dblock.h: the ttl is chosen far above one write chunk). */
 #include <ctype.h>
-#include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,8 @@
 
 #include "sk/clock.h"
 #include "sk/dblock.h"
+#include "sk/dblock_holder.h"
+#include "sk/db_outcome.h"
 #include "sk/log.h"
 
 #define TRANSIENT_TRIES 4       /* attempts of one statement on 1213/1205 */
@@ -28,6 +32,8 @@
 #define POLL_MS 100             /* sk_dblock_take's wait */
 #define LOCK_DB_LOCKWAIT_S 5
 #define LOCK_DB_IO_S 5
+/* wsrep_sync_wait bits: 1 reads, 2 UPDATE and DELETE, 4 INSERT and REPLACE. */
+#define LOCK_SYNC_WAIT_SQL "SET SESSION wsrep_sync_wait = 7"
 
 struct sk_dblock {
         sk_db_t *db;                            /* owned */
@@ -36,16 +42,22 @@ struct sk_dblock {
         int ttl_ms;
         int held;
         int busy;       /* the last take failed because another holder had a live row */
+        uint64_t sync_gen; /* sk_db_generation when LOCK_SYNC_WAIT_SQL ran; 0: not set */
 };
 
 static const char CREATE_SQL[] =
         "CREATE TABLE IF NOT EXISTS tb_lock ("
         " name VARCHAR(191) NOT NULL PRIMARY KEY,"
-        " holder VARCHAR(128) NOT NULL DEFAULT '',"
+        " holder VARCHAR(255) NOT NULL DEFAULT '',"
         " until DATETIME(3) NOT NULL,"
         " seq BIGINT NOT NULL DEFAULT 0,"
         " taken_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)"
         ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci";
+
+/* ddl/0011_lock_holder.sql's statement (the same text: running both is harmless). */
+static const char WIDEN_SQL[] =
+        "ALTER TABLE tb_lock MODIFY COLUMN holder VARCHAR(255) NOT NULL DEFAULT '' COMMENT "
+        "'host:boot_id:pid:start_ticks:seq of the holder, or of the last one'";
 
 /* This host's name as a holder writes it (65 bytes). */
 static void holder_host(char host[65])
@@ -74,29 +86,17 @@ void sk_dblock_make_holder(char *out, size_t size)
         snprintf(out, size, "%s:%ld:%" PRId64, host, (long)getpid(), start_ms);
 }
 
-/* 1 if holder @p who ("host:pid:start-ms") names a process of THIS host that no longer
- * exists (kill(pid, 0) fails with ESRCH): a crashed run (SIGKILL, OOM) whose row would
- * otherwise block every next run until its ttl (a reconciler killed mid-pass blocked
- * the next passes for 60 s, each exiting 0 as "already running"). Another host's holder,
- * a live pid, or an unparseable holder: 0 (wait for the ttl). Assumes one PID namespace
- * per host name, as for systemd services and cron on one machine. */
+/* 1 if holder @p who names a process that provably no longer runs (sk/dblock_holder.h,
+ * DESIGN.md 16 (f): same host and boot id, and its pid gone or reused): a crashed run
+ * (SIGKILL, OOM) whose row would otherwise block every next run until its ttl (a
+ * reconciler killed mid-pass blocked the next passes for 60 s, each exiting 0 as
+ * "already running"). Everything else waits for the ttl. */
 static int holder_dead_here(const char *who)
 {
-        char host[65];
-        const char *c1 = strchr(who, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-        char *end = NULL;
-        long pid;
+        sk_dblock_holder_t self;
 
-        if (!c1 || !c2)
-                return 0;
-        holder_host(host);
-        if ((size_t)(c1 - who) != strlen(host) || strncmp(who, host, (size_t)(c1 - who)) != 0)
-                return 0;
-        errno = 0;
-        pid = strtol(c1 + 1, &end, 10);
-        if (errno || end != c2 || pid <= 1 || pid == (long)getpid())
-                return 0;
-        return kill((pid_t)pid, 0) == -1 && errno == ESRCH;
+        sk_dblock_holder_self(&self);
+        return sk_dblock_holder_dead(who, &self, sk_dblock_holder_probe_proc, NULL);
 }
 
 void sk_dblock_fit_name(const char *name, char *out, size_t out_size)
@@ -117,7 +117,24 @@ void sk_dblock_fit_name(const char *name, char *out, size_t out_size)
 
 sk_err_t sk_dblock_ensure_table(sk_db_t *db, char *errstr, size_t errstr_size)
 {
-        return sk_db_exec(db, CREATE_SQL, errstr, errstr_size);
+        int64_t width = 0;
+        int is_null = 0;
+        sk_err_t err;
+
+        if ((err = sk_db_exec(db, CREATE_SQL, errstr, errstr_size)) != SK_OK)
+                return err;
+        /* A tb_lock of ddl/0007 (holder VARCHAR(128)) is widened here, before the migration
+         * lock is taken: a holder may be longer than 128 bytes, and ddl/0011, which widens
+         * it too, runs only under that lock. Read first, so a table already wide takes no
+         * DDL (on Galera a DDL stalls the whole cluster for its length). */
+        err = sk_db_query_i64(db, "SELECT CHARACTER_MAXIMUM_LENGTH FROM information_schema.COLUMNS "
+                              "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'tb_lock' AND "
+                              "COLUMN_NAME = 'holder'", &width, &is_null, errstr, errstr_size);
+        if (err != SK_OK)
+                return err;
+        if (width >= SK_DBLOCK_HOLDER_MAX)
+                return SK_OK;
+        return sk_db_exec(db, WIDEN_SQL, errstr, errstr_size);
 }
 
 /* 1 when the last error on the lock's session may have left a write applied or not:
@@ -132,6 +149,26 @@ static int lost_link(sk_db_t *db)
                e == 1053 || e == 4031 || !sk_db_ping(db);
 }
 
+/* On a Galera node, make the lock's session wait before each statement until the node
+ * has applied every write set the cluster committed before it (DESIGN.md 16 (1): a lock
+ * row is judged by conditional statements, which must see the cluster's latest row, not
+ * the node's). Without it a take on one node right after a release on another matched
+ * the stale live row and answered busy (integration 0216 on Galera), and an INSERT of a
+ * row another node had just inserted could fail certification (1213, retried). Once
+ * per connection (sk_db_generation); resolve() resets the variable and clears sync_gen.
+ * Transient errors as sk_db_exec. */
+static sk_err_t sync_session(sk_dblock_t *lk, char *errstr, size_t errstr_size)
+{
+        uint64_t gen = sk_db_generation(lk->db);
+        sk_err_t err;
+
+        if (!sk_db_connected(lk->db) || !sk_db_wsrep_on(lk->db) || lk->sync_gen == gen)
+                return SK_OK;   /* not connected: the statement itself fails and says so */
+        if ((err = sk_db_exec(lk->db, LOCK_SYNC_WAIT_SQL, errstr, errstr_size)) == SK_OK)
+                lk->sync_gen = gen;
+        return err;
+}
+
 /* Run @p sql with @p args[0..nargs) bound (the lock's name, holder, ttl), retrying
  * 1213/1205 and their kin. *affected = rows changed. */
 static sk_err_t exec_lock(sk_dblock_t *lk, const char *sql, const sk_db_arg_t *args, int nargs,
@@ -141,7 +178,9 @@ static sk_err_t exec_lock(sk_dblock_t *lk, const char *sql, const sk_db_arg_t *a
 
         for (int attempt = 1; attempt <= TRANSIENT_TRIES; attempt++) {
                 *affected = 0;
-                err = sk_db_exec_args(lk->db, sql, args, nargs, affected, errstr, errstr_size);
+                err = sync_session(lk, errstr, errstr_size);
+                if (err == SK_OK)
+                        err = sk_db_exec_args(lk->db, sql, args, nargs, affected, errstr, errstr_size);
                 if (err != SK_EAGAIN || lost_link(lk->db))
                         return err;
                 sk_sleep_ms(TRANSIENT_SLEEP_MS * attempt, NULL);
@@ -161,6 +200,8 @@ static sk_err_t read_row(sk_dblock_t *lk, int *ours, int *live, int64_t *ms_left
         unsigned nulls = 0;
         sk_err_t err;
 
+        if ((err = sync_session(lk, errstr, errstr_size)) != SK_OK)
+                return err;
         err = sk_db_row1_cols(lk->db, "SELECT holder = ?, until >= NOW(3), "
                               "TIMESTAMPDIFF(MICROSECOND, NOW(3), until) DIV 1000, holder "
                               "FROM tb_lock WHERE name = ?",
@@ -178,7 +219,8 @@ static sk_err_t read_row(sk_dblock_t *lk, int *ours, int *live, int64_t *ms_left
         return SK_OK;
 }
 
-/* After a write whose outcome is unknown: reconnect and read whether the row names us.
+/* After a write whose outcome is unknown: reconnect (sk_db_resolve_begin) and read whether
+ * the row names us.
  * @returns SK_OK with *ours, or SK_EAGAIN (could not tell). */
 static sk_err_t resolve(sk_dblock_t *lk, int *ours, char *errstr, size_t errstr_size)
 {
@@ -187,9 +229,13 @@ static sk_err_t resolve(sk_dblock_t *lk, int *ours, char *errstr, size_t errstr_
         sk_err_t err;
 
         *ours = 0;
-        if ((err = sk_db_reconnect(lk->db, errstr, errstr_size)) != SK_OK)
+        /* A fresh session; on Galera with wsrep_sync_wait = 1, so the read sees every write
+         * set the cluster committed before it (DESIGN.md 16 "Errors"). */
+        if ((err = sk_db_resolve_begin(lk->db, errstr, errstr_size)) != SK_OK)
                 return SK_EAGAIN;
         err = read_row(lk, ours, &live, &left, NULL, 0, errstr, errstr_size);
+        sk_db_resolve_end(lk->db);
+        lk->sync_gen = 0;       /* resolve_end set wsrep_sync_wait back to DEFAULT */
         if (err == SK_ENOTFOUND)
                 return SK_OK;
         return err == SK_OK ? SK_OK : SK_EAGAIN;
@@ -210,7 +256,7 @@ sk_dblock_t *sk_dblock_open(const sk_mysql_url_t *url, const char *name, int ttl
                 return NULL;
         }
         sk_dblock_fit_name(name, lk->name, sizeof(lk->name));
-        sk_dblock_make_holder(lk->holder, sizeof(lk->holder));
+        sk_dblock_holder_make(lk->holder, sizeof(lk->holder));
         lk->ttl_ms = ttl_ms;
         if (!(lk->db = sk_db_connect_io(url, 0, LOCK_DB_LOCKWAIT_S, LOCK_DB_IO_S, errstr,
                                         errstr_size))) {

@@ -1,26 +1,23 @@
-/* grants.c: the least-privilege users of DESIGN.md 17 as GRANT statements
- * (sk/grants.h, `seckill-admin db grants`).
+/* grants.c: least-privilege users as GRANT statements (sk/grants.h, DESIGN.md 15
+ * "Least privilege in the book of record", 17; `seckill-admin db grants`).
  *
- * The app user's table list comes from the embedded migrations (sk_migrations[]): a
- * small tokenizer reads every statement of ddl/ (comment lines skipped, as the runner
- * does), adds the name after CREATE TABLE [IF NOT EXISTS] and removes the names after
- * DROP TABLE [IF EXISTS]; a RENAME is refused rather than guessed. So a migration that
- * adds a table adds its grant, with no second list to keep.
+ * The table list comes from the embedded migrations (sk_migrations[]): a small
+ * tokenizer reads every statement of ddl/ (comment lines skipped, as the runner does),
+ * adds the name after CREATE TABLE [IF NOT EXISTS] and removes the names after DROP
+ * TABLE [IF EXISTS]; a RENAME is refused rather than guessed. Each run-time user's rows
+ * (the caller's) must name every one of those tables, so a migration that adds a table
+ * cannot be forgotten by the grants.
  *
- * Privileges, and why no more:
- *   app    SELECT, INSERT, UPDATE per table: the binaries read and write rows, never
- *          delete one (orders are closed or cancelled by UPDATE, outcomes are kept),
- *          never touch the schema; the advisory locks are rows of tb_lock (taken and
- *          released by UPDATE, never deleted); SET SESSION needs no privilege.
- *   admin  the migrations' statements on the one database: CREATE (the database
- *          itself and its tables), ALTER, INDEX, DROP (ALTER ... DROP, a later DROP
- *          TABLE), and the rows of schema_migrations and of every table
- *          (SELECT, INSERT, UPDATE, DELETE). No GRANT OPTION, nothing global.
- * A database-level grant treats `_` and `%` in the name as wildcards, so they are
- * escaped there; table-level grants take the name literally.
+ * A schema user (the admin) gets the migrations' statements on the one database:
+ * CREATE (the database itself and its tables), ALTER, INDEX, DROP (ALTER ... DROP, a
+ * later DROP TABLE), and the rows of schema_migrations and of every table (SELECT,
+ * INSERT, UPDATE, DELETE). No GRANT OPTION, nothing global. A database-level grant
+ * treats `_` and `%` in the name as wildcards, so they are escaped there; table-level
+ * grants take the name literally.
  *
- * What it does not do: connect, create users or choose passwords (the operator's
- * CREATE USER is written as a comment). */
+ * What it does not do: know which binary needs what (the caller's rows), connect,
+ * create users or choose passwords (the operator's CREATE USER is written as a
+ * comment). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +27,6 @@
 #include "sk/grants.h"
 #include "sk/migrate.h"
 
-#define APP_PRIVS "SELECT, INSERT, UPDATE"
 #define ADMIN_PRIVS "SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, DROP"
 
 /* ------------------------------------------------------------------ tokens */
@@ -219,6 +215,29 @@ static int name_ok(const char *s, const char *extra, size_t max)
         return n >= 1 && n <= max;
 }
 
+/* A privilege's scope: NULL, "*", or "col, col" (names of [A-Za-z0-9_], ", " between). */
+static int cols_ok(const char *c)
+{
+        const char *p = c;
+
+        if (!c || !strcmp(c, "*"))
+                return 1;
+        for (;;) {
+                size_t n = 0;
+
+                while (isalnum((unsigned char)p[n]) || p[n] == '_')
+                        n++;
+                if (n == 0 || n > 64)
+                        return 0;
+                p += n;
+                if (!*p)
+                        return 1;
+                if (strncmp(p, ", ", 2))
+                        return 0;
+                p += 2;
+        }
+}
+
 /* The database name with `_` and `%` escaped for a database-level grant. */
 static void db_pattern(const char *db, char *dst, size_t dst_size)
 {
@@ -232,66 +251,144 @@ static void db_pattern(const char *db, char *dst, size_t dst_size)
         dst[n] = '\0';
 }
 
-sk_err_t sk_grants_sql(const char *database, const char *app_user, const char *admin_user,
-                       const char *host, char **sql_out, char *errstr, size_t errstr_size)
+/* @p u's rows against the migrations' @p tables: each table exactly once, no other,
+ * every column list well formed. */
+static sk_err_t check_rows(const sk_grant_user_t *u, const sk_table_list_t *tables, char *errstr,
+                           size_t errstr_size)
 {
-        sk_table_list_t *tables = NULL;
-        char *buf = NULL, pat[140];
-        size_t len = 0;
-        FILE *f = NULL;
-        sk_err_t err = SK_EINVAL;
+        for (size_t i = 0; i < u->nrows; i++) {
+                const sk_grant_row_t *r = &u->rows[i];
 
-        if (!host)
-                host = "%";
+                if (find(tables, r->table) < 0) {
+                        sk_seterr(errstr, errstr_size, "%s: table %s is not one the migrations create",
+                                  u->role, r->table);
+                        return SK_EINVAL;
+                }
+                for (size_t j = 0; j < i; j++)
+                        if (!strcmp(u->rows[j].table, r->table)) {
+                                sk_seterr(errstr, errstr_size, "%s: table %s named twice", u->role, r->table);
+                                return SK_EINVAL;
+                        }
+                if (!cols_ok(r->select) || !cols_ok(r->insert) || !cols_ok(r->update)) {
+                        sk_seterr(errstr, errstr_size, "%s: bad column list on %s", u->role, r->table);
+                        return SK_EINVAL;
+                }
+        }
+        for (size_t t = 0; t < tables->n; t++) {
+                size_t i = 0;
+
+                while (i < u->nrows && strcmp(u->rows[i].table, tables->name[t]))
+                        i++;
+                if (i == u->nrows) {
+                        sk_seterr(errstr, errstr_size, "%s: table %s of the migrations has no grant row "
+                                  "(decide what this binary may do with it)", u->role, tables->name[t]);
+                        return SK_EINVAL;
+                }
+        }
+        return SK_OK;
+}
+
+/* One privilege of a row into @p f: "SELECT" or "INSERT (a, b)"; "*" = the whole table. */
+static void priv(FILE *f, int *first, const char *name, const char *cols)
+{
+        if (!cols)
+                return;
+        fprintf(f, "%s%s", *first ? "" : ", ", name);
+        if (strcmp(cols, "*"))
+                fprintf(f, " (%s)", cols);
+        *first = 0;
+}
+
+static void print_user(FILE *f, const sk_grant_user_t *u, const char *database, const char *host)
+{
+        char pat[140];
+
+        fprintf(f, "%s", u->what);
+        if (u->schema) {
+                db_pattern(database, pat, sizeof(pat));
+                fprintf(f, "GRANT " ADMIN_PRIVS " ON `%s`.* TO '%s'@'%s';\n", pat, u->user, host);
+                return;
+        }
+        for (size_t i = 0; i < u->nrows; i++) {
+                const sk_grant_row_t *r = &u->rows[i];
+                int first = 1;
+
+                if (!r->select && !r->insert && !r->update)
+                        continue;
+                fprintf(f, "GRANT ");
+                priv(f, &first, "SELECT", r->select);
+                priv(f, &first, "INSERT", r->insert);
+                priv(f, &first, "UPDATE", r->update);
+                fprintf(f, " ON `%s`.`%s` TO '%s'@'%s';\n", database, r->table, u->user, host);
+        }
+}
+
+/* Every argument checked before a line is written: @returns SK_OK or SK_EINVAL. */
+static sk_err_t check_args(const char *database, const sk_grant_user_t *users, size_t nusers,
+                           const char *host, const sk_table_list_t *tables, char *errstr,
+                           size_t errstr_size)
+{
+        size_t given = 0;
+        sk_err_t err;
+
         if (!database || !name_ok(database, "_", 64)) {
                 sk_seterr(errstr, errstr_size, "database name must be 1..64 chars of [A-Za-z0-9_]");
-                goto done;
+                return SK_EINVAL;
         }
-        if (!app_user && !admin_user) {
-                sk_seterr(errstr, errstr_size, "give the app user, the admin user or both");
-                goto done;
-        }
-        if ((app_user && !name_ok(app_user, "_.-", 32)) ||
-            (admin_user && !name_ok(admin_user, "_.-", 32))) {
-                sk_seterr(errstr, errstr_size, "a user name must be 1..32 chars of [A-Za-z0-9_.-]");
-                goto done;
+        if (!host || !*host) {
+                sk_seterr(errstr, errstr_size, "the host part of the accounts is required (--host: the "
+                          "address the binaries connect from; '%%' only if you mean any host)");
+                return SK_EINVAL;
         }
         if (!name_ok(host, "_.%:-", 255)) {
                 sk_seterr(errstr, errstr_size, "the host must be 1..255 chars of [A-Za-z0-9_.%%:-]");
-                goto done;
+                return SK_EINVAL;
         }
-        if (!(tables = malloc(sizeof(*tables)))) {
-                err = SK_ENOMEM;
-                goto done;
+        for (size_t i = 0; i < nusers; i++) {
+                if (!users[i].user)
+                        continue;
+                given++;
+                if (!name_ok(users[i].user, "_.-", 32)) {
+                        sk_seterr(errstr, errstr_size, "%s: a user name must be 1..32 chars of "
+                                  "[A-Za-z0-9_.-]", users[i].role);
+                        return SK_EINVAL;
+                }
+                if (!users[i].schema && (err = check_rows(&users[i], tables, errstr, errstr_size)) != SK_OK)
+                        return err;
         }
-        if ((err = sk_migrate_tables(tables, errstr, errstr_size)) != SK_OK)
+        if (!given) {
+                sk_seterr(errstr, errstr_size, "no user given");
+                return SK_EINVAL;
+        }
+        return SK_OK;
+}
+
+sk_err_t sk_grants_sql(const char *database, const sk_grant_user_t *users, size_t nusers,
+                       const char *host, char **sql_out, char *errstr, size_t errstr_size)
+{
+        sk_table_list_t *tables = NULL;
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = NULL;
+        sk_err_t err = SK_ENOMEM;
+
+        if (!(tables = malloc(sizeof(*tables))))
+                goto done;
+        if ((err = sk_migrate_tables(tables, errstr, errstr_size)) != SK_OK ||
+            (err = check_args(database, users, nusers, host, tables, errstr, errstr_size)) != SK_OK)
                 goto done;
         err = SK_ENOMEM;
         if (!(f = open_memstream(&buf, &len)))
                 goto done;
-        fprintf(f, "-- Least-privilege users of database `%s` (DESIGN.md 17), for\n"
-                   "-- MariaDB/MySQL. Create the users first, each with its own password:\n",
+        fprintf(f, "-- Least-privilege users of database `%s` (DESIGN.md 15, 17), one per binary,\n"
+                   "-- for MariaDB/MySQL. Create the users first, each with its own password:\n",
                 database);
-        if (admin_user)
-                fprintf(f, "--   CREATE USER '%s'@'%s' IDENTIFIED BY '...';\n", admin_user, host);
-        if (app_user)
-                fprintf(f, "--   CREATE USER '%s'@'%s' IDENTIFIED BY '...';\n", app_user, host);
-        if (admin_user) {
-                db_pattern(database, pat, sizeof(pat));
-                fprintf(f, "-- Admin user: `seckill-admin db migrate` (creates the database, changes\n"
-                           "-- its schema). Nothing outside this database, no GRANT OPTION.\n"
-                           "GRANT " ADMIN_PRIVS " ON `%s`.* TO '%s'@'%s';\n", pat, admin_user, host);
-        }
-        if (app_user) {
-                fprintf(f, "-- App user: seckill-front, seckill-consumer, seckill-reconciler and every\n"
-                           "-- other seckill-admin command: rows of the %zu tables of the migrations,\n"
-                           "-- no DELETE, no schema change. Table grants need the tables: run these\n"
-                           "-- after `db migrate`, and again after an upgrade that adds a table.\n",
-                        tables->n);
-                for (size_t i = 0; i < tables->n; i++)
-                        fprintf(f, "GRANT " APP_PRIVS " ON `%s`.`%s` TO '%s'@'%s';\n", database,
-                                tables->name[i], app_user, host);
-        }
+        for (size_t i = 0; i < nusers; i++)
+                if (users[i].user)
+                        fprintf(f, "--   CREATE USER '%s'@'%s' IDENTIFIED BY '...';\n", users[i].user, host);
+        for (size_t i = 0; i < nusers; i++)
+                if (users[i].user)
+                        print_user(f, &users[i], database, host);
         if (fclose(f) != 0) {
                 f = NULL;
                 goto done;

@@ -214,6 +214,14 @@ int sk_redis_master_count(sk_redis_t *r)
         return sk__masters(r, m);
 }
 
+sk_err_t sk_redis_master_addr(sk_redis_t *r, int i, char *addr, size_t addr_size)
+{
+        int n = master_node(r, i);
+
+        sk__node_addr(r, n, addr, addr_size);
+        return n < 0 ? SK_EINVAL : SK_OK;
+}
+
 sk_err_t sk_redis_cmd_master(sk_redis_t *r, int i, redisReply **reply, int argc,
                              const char **argv, const size_t *argvlen,
                              char *errstr, size_t errstr_size)

@@ -38,6 +38,7 @@ struct sk_redis {
         int last_node;          /* node of the last keyed command (MULTI/EXEC follow it) */
         char lasterr[256];      /* why the last map refresh failed */
         uint64_t sentinel_epoch; /* Sentinel: the switch epoch node 0 was resolved at */
+        uint64_t follow_gen;    /* the last generation of sk_redis_map_follow */
 };
 
 /* ---- redis_node.c */
@@ -99,5 +100,7 @@ int sk__cmd_slot(int argc, const char **argv, const size_t *argvlen);
 /* Node indexes of every master into @p out (room for SK_RNODES_MAX). @returns how many
  * (1 for redis:// and Sentinel: node 0). */
 int sk__masters(sk_redis_t *r, int *out);
+/* "host:port" of node @p n into @p addr ("" when @p n is not a node). */
+void sk__node_addr(const sk_redis_t *r, int n, char *addr, size_t addr_size);
 /* Monotonic milliseconds. */
 int64_t sk__now_ms(void);

@@ -2,7 +2,9 @@
  *
  *   - The slot map comes from CLUSTER SLOTS, asked of a known master (or any node, or
  *     a seed); it is refreshed in full at once after a connection error (at most every
- *     100 ms) and at most once a second after a MOVED or CLUSTERDOWN.
+ *     100 ms) and at most once a second after a MOVED or CLUSTERDOWN; at once, whatever
+ *     the limit, by sk_redis_map_refresh and by sk_redis_map_follow when another thread
+ *     saw the map change (its generation differs from the one this handle followed).
  *   - MOVED: that slot now maps to the named node; retry there. ASK: ASKING + retry on
  *     the named node, map unchanged. TRYAGAIN: back off (20, 40, 80, 160, 320 ms) and
  *     retry. At most SK_REDIR_MAX redirects, then SK_EAGAIN (not run).
@@ -336,4 +338,54 @@ sk_err_t sk__route_cmd(sk_redis_t *r, int slot, int argc, const char **argv,
         if (slot >= 0)
                 r->last_node = c.target;
         return SK_OK;
+}
+
+/* "host:port" of node @p n into @p addr; "" when @p n is not a node. */
+static void node_addr(const sk_redis_t *r, int n, char *addr, size_t addr_size)
+{
+        if (addr_size == 0)
+                return;
+        if (n < 0 || n >= r->nnodes)
+                addr[0] = '\0';
+        else
+                snprintf(addr, addr_size, "%s:%d", r->nodes[n].host, r->nodes[n].port);
+}
+
+void sk__node_addr(const sk_redis_t *r, int n, char *addr, size_t addr_size)
+{
+        node_addr(r, n, addr, addr_size);
+}
+
+sk_err_t sk_redis_key_addr(sk_redis_t *r, const char *key, char *addr, size_t addr_size)
+{
+        int n;
+
+        sk__map_refresh(r, 0);
+        n = sk__node_for_slot(r, sk_key_slot(key, strlen(key)));
+        node_addr(r, n, addr, addr_size);
+        return n < 0 ? SK_EAGAIN : SK_OK;
+}
+
+void sk_redis_map_stale(sk_redis_t *r)
+{
+        if (r->url.kind == SK_REDIS_CLUSTER)
+                r->need_refresh = 2;
+}
+
+void sk_redis_map_follow(sk_redis_t *r, uint64_t gen)
+{
+        if (r->url.kind != SK_REDIS_CLUSTER || gen == r->follow_gen)
+                return;
+        r->follow_gen = gen;
+        r->need_refresh = 2;    /* kept if no node answers: retried as after an error */
+        sk__map_refresh(r, 1);
+}
+
+sk_err_t sk_redis_map_refresh(sk_redis_t *r)
+{
+        if (r->url.kind != SK_REDIS_CLUSTER)
+                return SK_OK;
+        r->need_refresh = 2;
+        sk__map_refresh(r, 1);
+        return r->need_refresh == 0 ? SK_OK : SK_EAGAIN;
 }

@@ -11,7 +11,9 @@
 
 #include "sk/backoff.h"
 #include "sk/clock.h"
+#include "sk/db_sync.h"
 #include "sk/decide.h"
+#include "sk/drift_mark.h"
 #include "sk/failpoint.h"
 #include "sk/traceset.h"
 
@@ -85,6 +87,32 @@ static sk_err_t lock_stock_row(const sk_decider_t *d, int64_t voucher_id, int bu
         return err == SK_EEXIST ? SK_EDB : err;
 }
 
+/* The clamp's COMMIT failed (@p why). Only a clamp that rollback.lua applied (@p applied)
+ * can have clamped a restock away: then mark bucket j (sk/drift_mark.h), reconnecting
+ * once when the link broke, and tell the caller's hook either way. */
+static void clamp_commit_failed(const sk_decider_t *d, const sk_order_msg_t *msg, int applied,
+                                const char *why)
+{
+        char errstr[256] = "";
+        sk_err_t err = SK_OK;
+        int marked = 0;
+
+        sk_db_rollback(d->db);
+        if (applied) {
+                err = sk_drift_mark(d->db, msg->voucher_id, msg->bucket, d->mode, errstr,
+                                    sizeof(errstr));
+                if (err == SK_EAGAIN || err == SK_EUNKNOWN || !sk_db_connected(d->db)) {
+                        (void)sk_db_reconnect(d->db, NULL, 0);
+                        err = sk_drift_mark(d->db, msg->voucher_id, msg->bucket, d->mode,
+                                            errstr, sizeof(errstr));
+                }
+                marked = err == SK_OK;
+        }
+        sk_db_sync_reads_end(d->db);
+        if (d->clamp_lost)
+                d->clamp_lost(d->arg, msg, marked, marked || !applied ? why : errstr);
+}
+
 /* has_order (DESIGN.md 4, 7): the trace T0 of the user's active order, which the home
  * step writes into users[U] in place of T, so the user stays blocked by the order that
  * holds the unit. *t0 = 0 when there is none (cancelled or closed meanwhile: users[U]
@@ -123,12 +151,16 @@ static sk_err_t rollback_once(const sk_decider_t *d, const sk_order_msg_t *msg,
                 return err; /* rollback.lua not run: retried with T0 */
         }
         if (clamp) {
-                if ((err = sk_db_begin(d->db, errstr, errstr_size)) == SK_OK &&
+                /* DESIGN.md 16 (d): on Galera the clamp's read (and its BEGIN) waits for
+                 * every write set the cluster committed before it. */
+                if ((err = sk_db_sync_reads(d->db, errstr, errstr_size)) == SK_OK &&
+                    (err = sk_db_begin(d->db, errstr, errstr_size)) == SK_OK &&
                     (err = lock_stock_row(d, msg->voucher_id, msg->bucket, clamp_to, errstr,
                                           errstr_size)) != SK_OK)
                         sk_db_rollback(d->db);
                 if (err != SK_OK) {
                         *clamp_to = -1;
+                        sk_db_sync_reads_end(d->db);
                         db_failed(d, err);
                         return err; /* rollback.lua not run: no fence for an unapplied clamp */
                 }
@@ -159,9 +191,16 @@ static sk_err_t rollback_once(const sk_decider_t *d, const sk_order_msg_t *msg,
         /* rollback.lua has answered (or will never run now): the row may go. A failed
          * COMMIT loses only the version bump; on Galera it means a restock of the row
          * certified first, so the clamp may have used the stock before it: Redis below the
-         * DB (undersell), which the reconciler's drift pass repairs, never an oversell. */
-        if (clamp)
-                (void)sk_db_commit(d->db, NULL, 0);
+         * DB (undersell), never an oversell. A drift mark makes the reconciler's next pass
+         * rebuild the bucket at once (DESIGN.md 16 (d)). */
+        if (clamp) {
+                char why[256] = "";
+
+                if (sk_db_commit(d->db, why, sizeof(why)) != SK_OK)
+                        clamp_commit_failed(d, msg, err == SK_OK, why);
+                else
+                        sk_db_sync_reads_end(d->db);
+        }
         return err;
 }
 

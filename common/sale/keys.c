@@ -4,6 +4,7 @@
  * enough to overflow SK_KEY_MAX is truncated (conf.c limits prefixes to 63 chars). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "sk/crc16.h"
 #include "sk/keys.h"
@@ -17,19 +18,48 @@ static size_t clamp_len(int n)
         return (size_t)n;
 }
 
+/* The suffix of @p kind's key (DESIGN.md 4). */
+static const char *suffix_of(sk_key_kind_t kind)
+{
+        switch (kind) {
+        case SK_KEY_STOCK: return "stock";
+        case SK_KEY_USERS: return "users";
+        case SK_KEY_TRACE: return "trace";
+        case SK_KEY_META: break;
+        }
+        return "meta";
+}
+
 size_t sk_key_voucher(char *buf, const char *prefix, int64_t voucher_id, int bucket,
                       sk_key_kind_t kind)
 {
-        const char *suffix = "meta";
-
-        switch (kind) {
-        case SK_KEY_META:  suffix = "meta"; break;
-        case SK_KEY_STOCK: suffix = "stock"; break;
-        case SK_KEY_USERS: suffix = "users"; break;
-        case SK_KEY_TRACE: suffix = "trace"; break;
-        }
         return clamp_len(snprintf(buf, SK_KEY_MAX, "%s:{v:%" PRId64 ":%d}:%s", prefix, voucher_id,
-                                  bucket, suffix));
+                                  bucket, suffix_of(kind)));
+}
+
+void sk_key_purchase(char *const kv[4], char *kfence, const char *prefix, int64_t voucher_id,
+                     int bucket, int64_t trace_id, const char *trace_dec)
+{
+        size_t dec_len = strlen(trace_dec);
+        char tag[SK_KEY_MAX];
+        int n = snprintf(tag, sizeof(tag), "%s:{v:%" PRId64 ":%d}:", prefix, voucher_id, bucket);
+
+        /* "trace" is the longest suffix; "f:" + the trace id may be longer. */
+        if (n < 0 || (size_t)n + 6 >= SK_KEY_MAX || (size_t)n + 2 + dec_len >= SK_KEY_MAX) {
+                for (int i = 0; i < 4; i++)
+                        sk_key_voucher(kv[i], prefix, voucher_id, bucket, (sk_key_kind_t)i);
+                sk_key_fence(kfence, prefix, voucher_id, bucket, trace_id);
+                return;
+        }
+        for (int i = 0; i < 4; i++) {
+                const char *suffix = suffix_of((sk_key_kind_t)i);
+
+                memcpy(kv[i], tag, (size_t)n);
+                memcpy(kv[i] + n, suffix, strlen(suffix) + 1);
+        }
+        memcpy(kfence, tag, (size_t)n);
+        memcpy(kfence + n, "f:", 2);
+        memcpy(kfence + n + 2, trace_dec, dec_len + 1);
 }
 
 size_t sk_key_fence(char *buf, const char *prefix, int64_t voucher_id, int bucket,

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "rebuild_int.h"
+#include "sk/drift_mark.h"
 #include "sk/order.h"
 #include "sk/clock.h"
 #include "sk/vkafka.h"
@@ -160,8 +161,17 @@ static sk_err_t copy_state(const sk_conf_t *conf, sk_db_t *db, sk_redis_t *r, sk
                     *sold_down)
                         goto fail;
         sk_i64vec_free(&mine);
-        /* Nothing was written in the DB: a failed COMMIT only releases the lock early. */
-        (void)sk_db_commit(db, NULL, 0);
+        /* Nothing was written in the DB. A failed COMMIT means the view copied may not be
+         * the cluster's (DESIGN.md 16 (d)): a drift mark per bucket makes the reconciler's
+         * next pass rebuild the voucher at once. A mark that cannot be written either
+         * leaves the drift to the reconciler's regular pass. */
+        if (sk_db_commit(db, NULL, 0) != SK_OK) {
+                sk_db_rollback(db);
+                if (!sk_db_connected(db))
+                        (void)sk_db_reconnect(db, NULL, 0);
+                for (int b = 0; b < k->n; b++)
+                        (void)sk_drift_mark(db, voucher_id, b, "rebuild", NULL, 0);
+        }
         return SK_OK;
 fail:
         sk_i64vec_free(&mine);

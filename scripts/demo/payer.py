@@ -75,7 +75,8 @@ def callback(front, secret, order, amount, currency, txn=None):
 
 def late_candidate(db, grace_s, unpaid_pct, tried):
     """(order, amount, currency, seconds until deadline + grace by the DB's clock) of the
-    UNPAID non-payer order whose deadline comes first, not tried yet; or None."""
+    UNPAID non-payer order whose deadline + grace comes first but is at least 200 ms
+    away, not tried yet; or None."""
     try:
         rows = sql(f"SELECT id, user_id, amount_minor, currency, TIMESTAMPDIFF(MICROSECOND, "
                    f"UTC_TIMESTAMP(3), pay_deadline + INTERVAL {int(grace_s)} SECOND) "
@@ -85,6 +86,11 @@ def late_candidate(db, grace_s, unpaid_pct, tried):
         return None
     for order, user, amount, currency, us_left in rows:
         if order in tried or not ID_RE.match(order) or not ID_RE.match(user) or pays(user, unpaid_pct):
+            continue
+        # An order already past its deadline + grace may be closed by the closer before the
+        # callback comes (then the answer is 409 `closed`, not `late`): only orders whose
+        # deadline + grace is still at least 200 ms away.
+        if int(us_left) < 200000:
             continue
         return order, amount, currency, int(us_left) / 1e6
     return None

@@ -392,21 +392,29 @@ say "run $STAMP: database $DB, redis prefix $PREFIX, topic $TOPIC, group $GROUP,
 
 sql -e "DROP DATABASE IF EXISTS \`$DB\`; DROP DATABASE IF EXISTS \`$CLIENT_DB\`" \
         || die "cannot drop $DB"
-# Least privilege (DESIGN.md 17): the binaries never run as the database's root. An admin
-# user (migrations) and an app user (rows only), both from `seckill-admin db grants`, with
-# fresh random passwords each run; the app grants name tables, so they follow the
-# migration. The demo's own checks keep the connection it was given.
-DEMO_ADM=seckill_demo_admin DEMO_APP=seckill_demo_app
-DEMO_ADM_PW=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
-DEMO_APP_PW=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
-ADMIN_URL=$MYSQL_URL APP_URL=$MYSQL_URL
-if sql -e "DROP USER IF EXISTS '$DEMO_ADM'@'%', '$DEMO_APP'@'%';
-           CREATE USER '$DEMO_ADM'@'%' IDENTIFIED BY '$DEMO_ADM_PW';
-           CREATE USER '$DEMO_APP'@'%' IDENTIFIED BY '$DEMO_APP_PW'" 2>"$RUN/users.log" &&
-   SECKILL_MYSQL_URL=$MYSQL_URL "$BIN/seckill-admin" db grants --admin "$DEMO_ADM" \
-        >"$RUN/grants-admin.sql" 2>>"$RUN/users.log" &&
+# Least privilege (DESIGN.md 15, 17): the binaries never run as the database's root. One
+# user per binary from `seckill-admin db grants` (admin: migrations and the admin
+# commands; front, consumer, reconciler: table and column grants), with fresh random
+# passwords each run; the run-time grants name tables, so they follow the migration.
+# The accounts' host is 127.0.0.1 when every server is on loopback, else '%' (said so).
+# The demo's own checks keep the connection it was given.
+DEMO_DBU=seckill_demo_
+DEMO_DBHOST=127.0.0.1
+for hp in ${MYSQL_HOSTS//,/ }; do [[ ${hp%:*} == 127.0.0.1 ]] || DEMO_DBHOST=%; done
+declare -A DEMO_PW=() DEMO_URL=()
+ADMIN_URL=$MYSQL_URL
+users_sql=
+for role in admin front consumer reconciler; do
+        DEMO_PW[$role]=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+        DEMO_URL[$role]=$MYSQL_URL
+        users_sql+="DROP USER IF EXISTS '$DEMO_DBU$role'@'$DEMO_DBHOST';
+                    CREATE USER '$DEMO_DBU$role'@'$DEMO_DBHOST' IDENTIFIED BY '${DEMO_PW[$role]}';"
+done
+if sql -e "$users_sql" 2>"$RUN/users.log" &&
+   SECKILL_MYSQL_URL=$MYSQL_URL "$BIN/seckill-admin" db grants --host "$DEMO_DBHOST" --users admin \
+        --user-prefix "$DEMO_DBU" >"$RUN/grants-admin.sql" 2>>"$RUN/users.log" &&
    sql <"$RUN/grants-admin.sql" 2>>"$RUN/users.log"; then
-        ADMIN_URL="mysql://$DEMO_ADM:$DEMO_ADM_PW@${MYSQL_HOSTS}/${DB}"
+        ADMIN_URL="mysql://${DEMO_DBU}admin:${DEMO_PW[admin]}@${MYSQL_HOSTS}/${DB}"
 else
         warn "cannot create the least-privilege users as $MYSQL_USER ($(tr '\n' ' ' <"$RUN/users.log")): the binaries use $MYSQL_USER"
 fi
@@ -414,17 +422,26 @@ SECKILL_MYSQL_URL=$ADMIN_URL "$BIN/seckill-admin" db migrate > "$RUN/migrate.log
         { cat "$RUN/migrate.log" >&2; die "db migrate failed"; }
 say "migrated: $(tail -n 1 "$RUN/migrate.log")"
 if [[ $ADMIN_URL != "$MYSQL_URL" ]]; then
-        if SECKILL_MYSQL_URL=$MYSQL_URL "$BIN/seckill-admin" db grants --app "$DEMO_APP" \
-                >"$RUN/grants-app.sql" 2>>"$RUN/users.log" &&
-           sql <"$RUN/grants-app.sql" 2>>"$RUN/users.log"; then
-                APP_URL="mysql://$DEMO_APP:$DEMO_APP_PW@${MYSQL_HOSTS}/${DB}"
-                say "database users: $DEMO_ADM migrated, $DEMO_APP runs the binaries (seckill-admin db grants)"
+        if SECKILL_MYSQL_URL=$MYSQL_URL "$BIN/seckill-admin" db grants --host "$DEMO_DBHOST" \
+                --users front,consumer,reconciler --user-prefix "$DEMO_DBU" \
+                >"$RUN/grants-run.sql" 2>>"$RUN/users.log" &&
+           sql <"$RUN/grants-run.sql" 2>>"$RUN/users.log"; then
+                for role in front consumer reconciler; do
+                        DEMO_URL[$role]="mysql://$DEMO_DBU$role:${DEMO_PW[$role]}@${MYSQL_HOSTS}/${DB}"
+                done
+                say "database users (seckill-admin db grants, host '$DEMO_DBHOST'): ${DEMO_DBU}admin migrated and runs seckill-admin; ${DEMO_DBU}front, ${DEMO_DBU}consumer and ${DEMO_DBU}reconciler run their binary"
         else
-                warn "cannot grant the app user ($(tr '\n' ' ' <"$RUN/users.log")): the binaries use $MYSQL_USER"
+                warn "cannot grant the run-time users ($(tr '\n' ' ' <"$RUN/users.log")): the binaries use $MYSQL_USER"
         fi
 fi
-export SECKILL_MYSQL_URL=$APP_URL
-sed -i "s|^export SECKILL_MYSQL_URL=.*|export SECKILL_MYSQL_URL=$(printf '%q' "$APP_URL")|" "$RUN/env.sh"
+export SECKILL_MYSQL_URL=$ADMIN_URL
+sed -i "s|^export SECKILL_MYSQL_URL=.*|export SECKILL_MYSQL_URL=$(printf '%q' "$ADMIN_URL")|" "$RUN/env.sh"
+{
+        printf '# each binary its own database user (seckill-admin uses SECKILL_MYSQL_URL above):\n'
+        for role in front consumer reconciler; do
+                printf 'export DEMO_MYSQL_URL_%s=%q\n' "${role^^}" "${DEMO_URL[$role]}"
+        done
+} >>"$RUN/env.sh"
 
 # ------------------------------------------------------------------ 5. vouchers
 NOW_S=$(date +%s)
@@ -478,12 +495,12 @@ auth_setup       # --auth jwt: the front verifies every buyer's token (auth.sh)
 # The demo's payment "provider" (payer.py) signs its callbacks with this secret (DESIGN.md 15).
 PAY_KEYS=$RUN/payment.keys
 (umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$PAY_KEYS" && echo >>"$PAY_KEYS")
-SECKILL_PAY_TIMEOUT_S=$PAY_TIMEOUT_S SECKILL_CLOSE_INTERVAL_MS=500 \
+SECKILL_PAY_TIMEOUT_S=$PAY_TIMEOUT_S SECKILL_CLOSE_INTERVAL_MS=500 SECKILL_MYSQL_URL=${DEMO_URL[consumer]} \
         setsid "$BIN/seckill-consumer" --workers 2 > "$RUN/consumer.log" 2>&1 9>&- &
 CONSUMER_PID=$!
 PIDS+=("$CONSUMER_PID")
 # The front too: its DB-only path (DESIGN.md 12, --kill-redis) creates orders itself.
-SECKILL_PAY_TIMEOUT_S=$PAY_TIMEOUT_S SECKILL_PAYMENT_KEYS_FILE=$PAY_KEYS \
+SECKILL_PAY_TIMEOUT_S=$PAY_TIMEOUT_S SECKILL_PAYMENT_KEYS_FILE=$PAY_KEYS SECKILL_MYSQL_URL=${DEMO_URL[front]} \
         setsid "$BIN/seckill-front" > "$RUN/front.log" 2>&1 9>&- &
 FRONT_PID=$!
 PIDS+=("$FRONT_PID")
@@ -620,7 +637,7 @@ if (( wait_s > 0 )); then
 fi
 say "seckill-reconciler --repair (one pass)"
 rec_rc=0
-"$BIN/seckill-reconciler" --repair --json --grace-seconds "$GRACE_S" \
+SECKILL_MYSQL_URL=${DEMO_URL[reconciler]} "$BIN/seckill-reconciler" --repair --json --grace-seconds "$GRACE_S" \
         > "$RUN/reconciler.json" 2> "$RUN/reconciler.log" || rec_rc=$?
 echo "$rec_rc" > "$RUN/reconciler.rc"
 phase reconciled

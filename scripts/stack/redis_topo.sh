@@ -4,7 +4,11 @@
 #
 #   cluster   9 nodes 127.0.0.1:7000-7008 (bus ports 17000-17008): 3 masters with 2
 #             replicas each, created with `redis-cli --cluster create ...
-#             --cluster-replicas 2 --cluster-yes`, cluster-node-timeout 3000
+#             --cluster-replicas 2 --cluster-yes`, cluster-node-timeout 3000,
+#             cluster-require-full-coverage no (a dead master stops only its own slots:
+#             with the default "yes" every node answers CLUSTERDOWN for every key from
+#             the moment the dead master is marked failed until its replica is promoted,
+#             so the buckets of the healthy masters would stop too; DESIGN.md 4b budget)
 #   sentinel  master 127.0.0.1:6390, replicas 6391 and 6392, Sentinels 26390-26392
 #             watching the master named "seckill" (quorum 2, down-after-milliseconds
 #             1000, failover-timeout 10000); `redis-server CONF --sentinel`
@@ -35,6 +39,7 @@ SENT_DIR=$STACK_DIR/redis-sentinel
 CLUSTER_NODES=9          # 3 masters x (1 + TOPO_REPLICAS)
 TOPO_REPLICAS=2          # replicas per master, both topologies
 CLUSTER_NODE_TIMEOUT_MS=3000
+CLUSTER_FULL_COVERAGE=no
 SENT_DOWN_AFTER_MS=1000
 SENT_FAILOVER_TIMEOUT_MS=10000
 
@@ -72,7 +77,18 @@ topo_start_node() {
 # A Cluster node of ours, on port $1 (its nodes.conf in its dir: a restart rejoins).
 cluster_start_node() {
         topo_start_node "$1" "$CLUSTER_DIR/$1" --cluster-enabled yes \
-                --cluster-config-file "nodes-$1.conf" --cluster-node-timeout "$CLUSTER_NODE_TIMEOUT_MS"
+                --cluster-config-file "nodes-$1.conf" --cluster-node-timeout "$CLUSTER_NODE_TIMEOUT_MS" \
+                --cluster-require-full-coverage "$CLUSTER_FULL_COVERAGE"
+}
+# The settings of cluster_start_node on the running nodes we started (a Cluster started
+# by an older stack.sh gets them without a restart); nodes not ours are left alone.
+cluster_conform() {
+        local port
+        for port in $(topo_ports_cluster); do
+                [[ -n $(topo_our_pid "$port") ]] || continue
+                topo_cli "$port" config set cluster-require-full-coverage "$CLUSTER_FULL_COVERAGE" >/dev/null 2>&1 ||
+                        warn "cluster: CONFIG SET cluster-require-full-coverage on $HOST:$port failed"
+        done
 }
 
 # How many replicas of the master on port $1 are "good" (acked within
@@ -157,6 +173,7 @@ cluster_up() {
         fi
         if [[ $up -eq $CLUSTER_NODES ]]; then
                 cluster_wait_ok 30 1 || die "cluster: $CLUSTER_NODES nodes answer on $HOST:$CLUSTER_PORT0-$last but the cluster is not ok"
+                cluster_conform
                 say "cluster: running on $HOST:$CLUSTER_PORT0-$last ($ours of $CLUSTER_NODES nodes started by us)"
                 cluster_print_topo
                 cluster_print_url

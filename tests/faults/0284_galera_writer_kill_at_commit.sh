@@ -2,10 +2,13 @@
 # 0284_galera_writer_kill_at_commit.sh: the database's writer node dies exactly while a
 # consumer batch is at its COMMIT (DESIGN.md 16 "Errors"). The book of record is the local
 # three-node Galera cluster (scripts/stack.sh galera up, 127.0.0.1:3311-3313). The consumer
-# runs with SECKILL_FAILPOINTS="db.before_commit=1*sleep(4000)": its first COMMIT (the
-# first batch of the sale; no order is due to close yet) is held 4 s after the batch's
-# statements ran on node1. The case sees that transaction open on node1
-# (information_schema.innodb_trx: rows modified, older than 1 s), reads the outcome rows it
+# runs with SECKILL_FAILPOINTS="db.before_commit=1*sleep(15000)": its first COMMIT (the
+# first batch of the sale; no order is due to close yet) is held 15 s after the batch's
+# statements ran on node1 (4 s was not enough on a CI machine at load 24: finding the
+# transaction, the dirty read and `stack.sh galera kill` took the rest of the hold, the
+# COMMIT went through before the kill and nothing was left unknown). The case sees that
+# transaction open on node1 (information_schema.innodb_trx: rows modified, older than
+# 1 s), reads the outcome rows it
 # wrote (READ UNCOMMITTED, on node1), and SIGKILLs node1 during the hold; purchases, closes
 # and payments go on meanwhile. The COMMIT is then sent on a dead link: an unknown outcome,
 # which the consumer resolves on node2 (fresh session, wsrep_sync_wait = 1: the batch is
@@ -15,7 +18,7 @@
 # order); every invariant of DESIGN.md 9 (ft_check); every payment answered 200 PAID is
 # PAID and every orders/me CREATED answer is an order row (ft_db.sh); node1 Synced
 # again with node2's rows.
-# fault: the Galera writer node (node1 of three) SIGKILLed while a consumer batch's COMMIT is held (db.before_commit=1*sleep(4000)); restarted 8 s later
+# fault: the Galera writer node (node1 of three) SIGKILLed while a consumer batch's COMMIT is held (db.before_commit=1*sleep(15000)); restarted 8 s later
 # Buckets: 2.
 . "$(dirname "$0")/../support/ft_galera.sh"
 ft_init galera_writer_kill_at_commit
@@ -24,7 +27,7 @@ n1sql() {
 }
 
 # The consumer starts before any purchase: its first COMMIT is the sale's first batch.
-ft_db_services SECKILL_FAILPOINTS="db.before_commit=1*sleep(4000)"
+ft_db_services SECKILL_FAILPOINTS="db.before_commit=1*sleep(15000)"
 ft_log "front writer: $(ft_galera_writer f1)"
 
 ft_db_sale f1 "$V" 1

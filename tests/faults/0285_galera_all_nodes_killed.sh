@@ -26,6 +26,7 @@ ft_buy f1 "$V" 1 40 8
 ft_settle 60 || ft_fail "first purchases not decided"
 ft_db_sale f1 "$V" 1001
 sleep 5
+ft_db_wait_acknowledged 60 || ft_log "no orders/me CREATED and 200 PAID seen within 60 s: killing anyway"
 # shellcheck disable=SC2086
 kill -KILL $PIDS || ft_fail "kill -KILL $PIDS"
 ft_log "the three Galera nodes (pids $PIDS) SIGKILLed at once"

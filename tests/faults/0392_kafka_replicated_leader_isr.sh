@@ -33,8 +33,21 @@ ft_kafka3_start
 V=$(ft_voucher 300)
 ft_front f1
 ft_consumer c1
+# Warm-up: one purchase at a time until one is accepted (120 s bound, on the clock). On a
+# CI machine at load 30 the four JVMs of a cluster that took 90 s to come up answered the
+# front's first produces late (7 of the first 20 purchases 503 kafka); the claim below is
+# about a working three-broker cluster, not about its first seconds.
+end=$((SECONDS + 120)) u=900001
+while ((SECONDS < end)); do
+        ft_buy f1 "$V" "$u" 1 1
+        grep -q "^$u 202 " "$FT_WORK/results.txt" && break
+        u=$((u + 1))
+        sleep 1
+done
+grep -q "^$u 202 " "$FT_WORK/results.txt" && ft_log "warm-up: user $u accepted" ||
+        ft_fail "no purchase accepted within 120 s of the private cluster being ready"
 ft_buy f1 "$V" 1 20 8
-n=$(grep -c '^[0-9]* 202 ' "$FT_WORK/results.txt")
+n=$(awk '$1 <= 20 && $2 == 202' "$FT_WORK/results.txt" | wc -l)
 ft_eq "$n" 20 "all 20 purchases accepted with three brokers"
 ft_log "partitions (PARTITION LEADER ISR): $(ft_kafka3_partitions | paste -sd'|')"
 P=$(ft_kafka3_busiest)

@@ -39,6 +39,8 @@
 #include "front.h"
 #include "health.h"
 #include "http.h"
+#include "page.h"
+#include "room_routes.h"
 #include "identity.h"
 #include "kprod.h"
 #include "lookup.h"
@@ -121,6 +123,28 @@ void fr_payment_route(fr_req_t *req, struct MHD_Connection *conn, sk_idgen_t *ge
 {
         (void)conn;
         (void)gen;
+        fr_answer(req, 404, strdup("{\"code\":10001,\"message\":\"not found\"}"), 0);
+}
+
+/* No queued voucher and no buyer page here (room_routes.c and page.c are not linked): a
+ * purchase is never a queued one, the room's routes and /sale/ answer 404. */
+int fr_room_purchase_check(fr_req_t *req, struct MHD_Connection *conn)
+{
+        (void)req;
+        (void)conn;
+        return 0;
+}
+void fr_room_route(fr_req_t *req, struct MHD_Connection *conn, fr_room_op_t op)
+{
+        (void)conn;
+        (void)op;
+        fr_answer(req, 404, strdup("{\"code\":10016,\"message\":\"no waiting room\"}"), 0);
+}
+void fr_page_route(fr_req_t *req, const char *url, const char *method, int fragment_token)
+{
+        (void)url;
+        (void)method;
+        (void)fragment_token;
         fr_answer(req, 404, strdup("{\"code\":10001,\"message\":\"not found\"}"), 0);
 }
 

@@ -1,7 +1,7 @@
 /* fuzz_paysig.c: libFuzzer harness for the payment callback's signature check
  * (common/auth/paysig.c; DESIGN.md 13, 15;): the first byte picks what the
  * rest of the input is —
- *   0: a payment keys file's text (sk_paysig_keys_parse);
+ *   0: a payment keys file's text (sk_keyfile_set_parse of sk_paysig_keyfile);
  *   1: "X-Payment-Signature value" 0x00 "raw body", verified against a fixed key set at
  *      a fixed clock (t parsing, the v1 list, hex, the window, the HMAC compare);
  *   2: "t decimal" 0x00 "raw body": the harness signs it with the set's first secret and
@@ -20,7 +20,7 @@
 #define NOW_S 1800000000
 
 static const char secrets[] = "first-secret-of-the-fuzzing-harness\nsecond-secret-for-rotation-tests\n";
-static sk_paysig_keys_t *g_keys;
+static sk_keyfile_set_t *g_keys;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -28,7 +28,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
         (void)argc;
         (void)argv;
-        g_keys = sk_paysig_keys_parse(secrets, sizeof(secrets) - 1, err, sizeof(err));
+        g_keys = sk_keyfile_set_parse(&sk_paysig_keyfile, secrets, sizeof(secrets) - 1, err, sizeof(err));
         if (!g_keys) {
                 fprintf(stderr, "fuzz_paysig: setup: %s\n", err);
                 exit(1);
@@ -46,9 +46,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (size < 1 || size > 8192)
                 return 0;
         if (data[0] % 3 == 0) {
-                sk_paysig_keys_t *k = sk_paysig_keys_parse((const char *)data + 1, size - 1, err, sizeof(err));
+                sk_keyfile_set_t *k = sk_keyfile_set_parse(&sk_paysig_keyfile, (const char *)data + 1, size - 1, err, sizeof(err));
 
-                sk_paysig_keys_free(k);
+                sk_keyfile_set_free(k);
                 return 0;
         }
         sep = memchr(data + 1, 0, size - 1);

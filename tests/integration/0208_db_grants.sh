@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
-# 0208_db_grants.sh: the least-privilege users of `seckill-admin db grants` (DESIGN.md 17)
-# against the real MariaDB, with a small sale run entirely as the app user:
-#   - two users created by root with random passwords; the admin grant applied; the
-#     case's database dropped and re-created from nothing by `db migrate` as the admin
-#     user (every table of ddl/; a second migrate applies 0); the app grants applied;
-#   - as the app user: voucher create + preheat, a front and a consumer sell 20 units to
-#     40 buyers, the reconciler's --repair passes, `seckill-admin verify`, `degrade
-#     status`: every invariant holds (ft_check --sold-out);
-#   - the app user cannot DROP, ALTER or CREATE a table, DELETE a row or read
+# 0208_db_grants.sh: the least-privilege users of `seckill-admin db grants` (DESIGN.md 15,
+# 17) against the real MariaDB, with a small sale run entirely by them:
+#   - four users (admin, front, consumer, reconciler) created by root with random
+#     passwords; the admin grant applied; the case's database dropped and re-created from
+#     nothing by `db migrate` as the admin user (every table of ddl/; a second migrate
+#     applies 0); the run-time grants applied;
+#   - voucher create + preheat as the admin user, a front and a consumer (each its own
+#     user) sell 20 units to 40 buyers, the reconciler's --repair passes as its user,
+#     `seckill-admin verify`, `degrade status`: every invariant holds (ft_check --sold-out);
+#   - no run-time user can DROP, ALTER or CREATE a table, DELETE a row or read
 #     schema_migrations; the admin user cannot GRANT, nor create a database whose name
 #     only matches the case's with `_` read as a wildcard (the grant escapes it);
-#   - both users are dropped at the end (and the database, by ft.sh).
+#   - the users are dropped at the end (and the database, by ft.sh).
+# The column grants (what the front may not change): 0450_db_grants_columns.sh.
 . "$(dirname "$0")/../support/ft.sh"
 ft_init db_grants
 
 ft_least_privilege
-APP=$FT_APP APW=$FT_APP_PW ADM=$FT_ADM ADPW=$FT_ADM_PW
+ADM=${FT_DBU}admin ADPW=${FT_DBPW[admin]}
 # as USER PASSWORD SQL: one statement through the mysql client as that user; stderr kept.
 as() { mysql --no-defaults -u"$1" -p"$2" -h"$FT_MYSQL_HOST" -P"$FT_MYSQL_PORT" --protocol=TCP -N -B "$FT_DB" \
         -e "$3" 2>&1; }
@@ -37,30 +39,36 @@ ft_eq "$(SECKILL_MYSQL_URL=$FT_ADM_URL "$FT_BIN/seckill-admin" db migrate 2>&1)"
 NTB=$(cat "$FT_SRC"/ddl/*.sql | grep -c '^CREATE TABLE IF NOT EXISTS tb_')
 ft_eq "$(ft_sql "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = '$FT_DB' AND table_name LIKE 'tb\\_%'")" \
         "$NTB" "every tb_ table of ddl/ ($NTB)"
-ft_eq "$(grep -c '^GRANT SELECT, INSERT, UPDATE ON ' "$FT_WORK/grants-app.sql")" "$NTB" "one app grant per table"
+for role in front consumer reconciler; do
+        n=$(grep -c "^GRANT .* TO '$FT_DBU$role'@'127.0.0.1';\$" "$FT_WORK/grants-run.sql")
+        ((n >= 8 && n <= NTB)) && ft_ok "$role: $n table grants" || ft_fail "$role: $n table grants (of $NTB tables)"
+done
 
-# A small sale, every binary as the app user.
+# A small sale, each binary as its own user.
 ft_front f
 ft_consumer c
 V=$(ft_voucher 20)
 ft_buy f "$V" 1000 40 8
 ft_settle 60 || ft_fail "not every 202 decided in 60 s"
-ft_reconcile 90 || ft_fail "reconciler --repair as the app user: exit $FT_RECON_RC"
+ft_reconcile 90 || ft_fail "reconciler --repair as its user: exit $FT_RECON_RC"
 ft_check "$V" --sold-out
 "$FT_BIN/seckill-admin" degrade status >"$FT_WORK/degrade.txt" 2>&1
-ft_eq "$?" 0 "degrade status as the app user"
+ft_eq "$?" 0 "degrade status as the admin user"
 ft_eq "$(cat "$FT_WORK"/f.log "$FT_WORK"/c.log | grep -ciE 'command denied|access denied')" 0 \
         "no access-denied error in the front's and consumer's logs"
 
-# What the app user may not do.
-denied "$APP" "$APW" "DROP TABLE tb_seckill_outcome" "app: DROP TABLE"
-denied "$APP" "$APW" "ALTER TABLE tb_voucher_order ADD COLUMN x INT" "app: ALTER TABLE"
-denied "$APP" "$APW" "CREATE TABLE t_x (a INT)" "app: CREATE TABLE"
-denied "$APP" "$APW" "DELETE FROM tb_voucher_order WHERE voucher_id = $V" "app: DELETE"
-denied "$APP" "$APW" "SELECT COUNT(*) FROM schema_migrations" "app: read schema_migrations"
+# What the run-time users may not do.
+for role in front consumer reconciler; do
+        U=$FT_DBU$role P=${FT_DBPW[$role]}
+        denied "$U" "$P" "DROP TABLE tb_seckill_outcome" "$role: DROP TABLE"
+        denied "$U" "$P" "ALTER TABLE tb_voucher_order ADD COLUMN x INT" "$role: ALTER TABLE"
+        denied "$U" "$P" "CREATE TABLE t_x (a INT)" "$role: CREATE TABLE"
+        denied "$U" "$P" "DELETE FROM tb_voucher_order WHERE voucher_id = $V" "$role: DELETE"
+        denied "$U" "$P" "SELECT COUNT(*) FROM schema_migrations" "$role: read schema_migrations"
+done
 ft_eq "$(ft_sql "SELECT COUNT(*) FROM tb_voucher_order WHERE voucher_id = $V AND status IN (1, 2)")" 20 "the 20 orders are still there"
 # ... nor the admin user.
-denied "$ADM" "$ADPW" "GRANT SELECT ON \`$FT_DB\`.* TO '$APP'@'%'" "admin: GRANT"
+denied "$ADM" "$ADPW" "GRANT SELECT ON \`$FT_DB\`.* TO '${FT_DBU}front'@'127.0.0.1'" "admin: GRANT"
 LOOKALIKE=$(sed 's/_/x/' <<<"$FT_DB")
 denied "$ADM" "$ADPW" "CREATE DATABASE \`$LOOKALIKE\`" "admin: CREATE DATABASE $LOOKALIKE ('_' is no wildcard)"
 ft_sql_root "DROP DATABASE IF EXISTS \`$LOOKALIKE\`" >/dev/null 2>&1

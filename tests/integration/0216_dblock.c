@@ -10,15 +10,23 @@
  *   - a check whose connection was killed (unknown outcome of the renewal) reconnects,
  *     reads the row, finds it still ours and renews it;
  *   - two lock objects of one process have different holders and exclude each other;
- *   - a live row whose holder is a dead process of this host (a run killed with SIGKILL)
- *     is taken at once, not after its ttl; one of another host, or of a live process of
- *     this host, is not.
+ *   - a live row whose holder is a dead process of this host and boot (a run killed with
+ *     SIGKILL), whose pid now belongs to a process started at other ticks, or of an earlier
+ *     boot of this host (another boot id), is taken at once, not after its ttl; one of
+ *     another host, of the old "host:pid:start_ms" form, or of a live process of this
+ *     boot, is not (DESIGN.md 16 (f));
+ *   - the holder column takes the longest holder (ddl/0011_lock_holder.sql);
+ *   - a release through one node is seen at once by a take through another that applies
+ *     it late (behind a large write set): on Galera the lock's session waits for the
+ *     cluster's writes (wsrep_sync_wait), else its conditional UPDATE matched the stale
+ *     live row and the take answered busy (the galera rerun failed so, under load).
  * With GET_LOCK (the old sk_db_lock) the expired-row cases could not exist, and a lock
  * held on one Galera node was invisible on another: these cases are the row protocol. */
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "sk_test.h"
+#include "sk/dblock_holder.h"
 
 /* Each lock object opened writes through the next node of the URL: with the label galera
  * the two holders of a case sit on two different Galera nodes (DESIGN.md 16: a GET_LOCK
@@ -126,10 +134,27 @@ START_TEST(expired_row_is_taken_and_the_old_holder_stops)
 }
 END_TEST
 
+/* Point the row at holder @p holder (live for another 60 s) and try to take it once. */
+static sk_err_t take_from(sk_dblock_t *a, const char *holder, char *errstr, size_t errstr_size)
+{
+        char sql[640];
+
+        snprintf(sql, sizeof(sql), "INSERT INTO tb_lock (name, holder, until, seq) VALUES "
+                 "('seckill:test:dead', '%s', NOW(3) + INTERVAL 60 SECOND, 1) ON DUPLICATE KEY "
+                 "UPDATE holder = VALUES(holder), until = VALUES(until)", holder);
+        sk_test_exec("%s", sql);
+        return sk_dblock_take(a, 0, errstr, errstr_size);
+}
+
+/* DESIGN.md 16 (f): a live row is taken over at once only when its holder has our host
+ * name and either another boot id, or our boot id and a pid that is gone or reused (other
+ * start ticks); everything else is waited out. */
 START_TEST(dead_holder_of_this_host_is_taken_over)
 {
-        char errstr[512] = "", holder[240], host[160], sql[640];
+        char errstr[512] = "", holder[240];
         sk_dblock_t *a = open_lock("seckill:test:dead", 30000);
+        sk_dblock_holder_t self, h;
+        uint64_t parent_ticks = 0;
         pid_t dead = fork();
         int st;
 
@@ -137,27 +162,95 @@ START_TEST(dead_holder_of_this_host_is_taken_over)
                 _exit(0);
         ck_assert_int_gt(dead, 0);
         ck_assert_int_eq(waitpid(dead, &st, 0), dead);  /* reaped: the pid names nobody */
-        /* This host's name as a holder writes it: a's holder up to its first ':'. */
-        snprintf(host, sizeof(host), "%s", sk_dblock_holder(a));
-        *strchr(host, ':') = '\0';
-        /* Another host's holder, live for 60 s: busy (its process cannot be checked). */
-        snprintf(sql, sizeof(sql), "INSERT INTO tb_lock (name, holder, until, seq) VALUES "
-                 "('seckill:test:dead', 'elsewhere-%s:%d:1', NOW(3) + INTERVAL 60 SECOND, 1) "
-                 "ON DUPLICATE KEY UPDATE holder = VALUES(holder), until = VALUES(until)", host, (int)dead);
-        sk_test_exec("%s", sql);
-        ck_assert_int_eq(sk_dblock_take(a, 0, errstr, sizeof(errstr)), SK_EAGAIN);
-        /* A live process of this host (our parent): busy. */
-        snprintf(sql, sizeof(sql), "UPDATE tb_lock SET holder = '%s:%d:1' WHERE name = 'seckill:test:dead'",
-                 host, (int)getppid());
-        sk_test_exec("%s", sql);
-        ck_assert_int_eq(sk_dblock_take(a, 0, errstr, sizeof(errstr)), SK_EAGAIN);
-        /* The dead process of this host: taken at once, and the row names a. */
-        snprintf(holder, sizeof(holder), "%s:%d:1", host, (int)dead);
-        snprintf(sql, sizeof(sql), "UPDATE tb_lock SET holder = '%s' WHERE name = 'seckill:test:dead'", holder);
-        sk_test_exec("%s", sql);
-        ck_assert_msg(sk_dblock_take(a, 0, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        sk_dblock_holder_self(&self);
+        ck_assert_int_eq((int)strlen(self.boot_id), SK_DBLOCK_BOOT_ID_MAX);
+        /* a's holder is ours: host, boot id, pid and start ticks of this process. */
+        ck_assert_int_eq(sk_dblock_holder_parse(sk_dblock_holder(a), &h), SK_OK);
+        ck_assert_str_eq(h.host, self.host);
+        ck_assert_str_eq(h.boot_id, self.boot_id);
+        ck_assert_int_eq(h.pid, (long)getpid());
+        ck_assert_uint_eq(h.start_ticks, self.start_ticks);
+        ck_assert_int_eq(sk_dblock_holder_probe_proc((long)getppid(), &parent_ticks, NULL), 1);
+
+        /* Another host's holder with a dead pid: busy (its process cannot be checked). */
+        snprintf(holder, sizeof(holder), "elsewhere-%s:%s:%d:%" PRIu64 ":1", self.host, self.boot_id,
+                 (int)dead, self.start_ticks);
+        ck_assert_int_eq(take_from(a, holder, errstr, sizeof(errstr)), SK_EAGAIN);
+        ck_assert_int_eq(sk_dblock_busy(a), 1);
+        /* Our host name, another boot id (a boot before this one, DESIGN.md 16 (f)), even
+         * with the pid of a live process here: taken at once. */
+        snprintf(holder, sizeof(holder), "%s:%s:%d:%" PRIu64 ":1", self.host,
+                 strcmp(self.boot_id, "00000000-0000-4000-8000-000000000000") != 0 ?
+                 "00000000-0000-4000-8000-000000000000" : "11111111-0000-4000-8000-000000000000",
+                 (int)getppid(), self.start_ticks);
+        ck_assert_int_eq(take_from(a, holder, errstr, sizeof(errstr)), SK_OK);
+        sk_dblock_release(a);
+        /* The old three-field form with a dead pid: busy (nothing proves the process). */
+        snprintf(holder, sizeof(holder), "%s:%d:1", self.host, (int)dead);
+        ck_assert_int_eq(take_from(a, holder, errstr, sizeof(errstr)), SK_EAGAIN);
+        /* A live process of this boot (our parent) at its own start ticks: busy. */
+        snprintf(holder, sizeof(holder), "%s:%s:%d:%" PRIu64 ":1", self.host, self.boot_id,
+                 (int)getppid(), parent_ticks);
+        ck_assert_int_eq(take_from(a, holder, errstr, sizeof(errstr)), SK_EAGAIN);
+        ck_assert_int_eq(sk_test_i64("SELECT until > NOW(3) + INTERVAL 50 SECOND FROM tb_lock WHERE "
+                                     "name = 'seckill:test:dead'"), 1);
+        /* The same pid with other start ticks: a holder that died and whose pid a later
+         * process reuses: taken at once, and the row names a. */
+        snprintf(holder, sizeof(holder), "%s:%s:%d:%" PRIu64 ":1", self.host, self.boot_id,
+                 (int)getppid(), parent_ticks + 1);
+        ck_assert_msg(take_from(a, holder, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
         ck_assert_int_eq(sk_dblock_check(a, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_lock WHERE name = 'seckill:test:dead' "
+                                     "AND holder = '%s'", sk_dblock_holder(a)), 1);
+        /* The dead pid of this boot: taken at once. */
+        snprintf(holder, sizeof(holder), "%s:%s:%d:%" PRIu64 ":1", self.host, self.boot_id,
+                 (int)dead, self.start_ticks);
+        ck_assert_msg(take_from(a, holder, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        ck_assert_int_eq(sk_dblock_check(a, errstr, sizeof(errstr)), SK_OK);
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_lock WHERE name = 'seckill:test:dead' "
+                                     "AND holder = '%s'", sk_dblock_holder(a)), 1);
         sk_dblock_close(a);
+}
+END_TEST
+
+/* The column is wide enough for the longest holder (a 64-byte host name): ddl/0011. */
+START_TEST(longest_holder_fits)
+{
+        char holder[300];
+
+        ck_assert_int_eq(sk_test_i64("SELECT CHARACTER_MAXIMUM_LENGTH FROM information_schema.COLUMNS "
+                                     "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'tb_lock' AND "
+                                     "COLUMN_NAME = 'holder'"), SK_DBLOCK_HOLDER_MAX);
+        snprintf(holder, sizeof(holder), "%.64s:%s:%d:%s:%s",
+                 "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh",
+                 "00000000-0000-4000-8000-000000000000", 2147483647, "18446744073709551615",
+                 "18446744073709551615");
+        sk_test_exec("INSERT INTO tb_lock (name, holder, until, seq) VALUES ('seckill:test:long', '%s', "
+                     "NOW(3), 1)", holder);
+        ck_assert_int_eq(sk_test_i64("SELECT COUNT(*) FROM tb_lock WHERE holder = '%s'", holder), 1);
+}
+END_TEST
+
+/* a (first node) holds the lock; a large write set committed through the first node
+ * just before a's release keeps the second node applying for a while, so the release
+ * reaches it late; b (second node) takes at once, with no wait, and gets the lock. On one
+ * server both are the same server and the case is plain. */
+START_TEST(release_through_one_node_is_seen_through_another)
+{
+        char errstr[512] = "";
+        sk_dblock_t *a = open_lock("seckill:test:lag", 30000), *b = open_lock("seckill:test:lag", 30000);
+
+        ck_assert_msg(sk_dblock_take(a, 0, errstr, sizeof(errstr)) == SK_OK, "%s", errstr);
+        sk_test_exec("CREATE TABLE IF NOT EXISTS lag_ballast (id INT PRIMARY KEY, v VARCHAR(200)) "
+                     "ENGINE=InnoDB");
+        sk_test_exec("INSERT INTO lag_ballast SELECT seq, REPEAT('x', 200) FROM seq_1_to_60000");
+        sk_dblock_release(a);
+        ck_assert_msg(sk_dblock_take(b, 0, errstr, sizeof(errstr)) == SK_OK,
+                      "a take through another node right after the release: %s", errstr);
+        ck_assert_int_eq(sk_dblock_check(a, errstr, sizeof(errstr)), SK_ENOTFOUND);
+        ck_assert_int_eq(sk_dblock_check(b, errstr, sizeof(errstr)), SK_OK);
+        sk_dblock_close(a);
+        sk_dblock_close(b);
 }
 END_TEST
 
@@ -211,6 +304,8 @@ int main(void)
         tcase_add_test(tc, expired_row_is_taken_and_the_old_holder_stops);
         tcase_add_test(tc, killed_connection_is_resolved_by_reading_the_row);
         tcase_add_test(tc, dead_holder_of_this_host_is_taken_over);
+        tcase_add_test(tc, longest_holder_fits);
+        tcase_add_test(tc, release_through_one_node_is_seen_through_another);
         suite_add_tcase(s, tc);
         rc = sk_test_run(s);
         sk_test_fix_teardown();

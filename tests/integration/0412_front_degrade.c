@@ -142,6 +142,13 @@ static pid_t start_front_with(int *port_out, char *log, size_t cap, const char *
                         ck_assert_msg(sk_mono_ms() < until, "front not alive (log %s)", log);
                         usleep(100 * 1000);
                 }
+                /* ... once it has read the table of waiting rooms (DESIGN.md 18): until then
+                 * it answers every purchase 503, as it cannot tell a queued voucher's. */
+                while (sk_test_http(port, "GET", "/readyz", NULL, NULL, body, sizeof(body)) <= 0 ||
+                       strstr(body, "\"table\":true") == NULL) {
+                        ck_assert_msg(sk_mono_ms() < until, "front never read the rooms table (log %s)", log);
+                        usleep(100 * 1000);
+                }
         } else {
                 ck_assert_msg(sk_test_wait_ready(port, pid, 40) == 0, "front not ready (log %s)", log);
         }

@@ -9,7 +9,8 @@
 #   4. systemd-analyze verify and security --offline=yes on the installed units;
 #   5. one short sale (20 units, 40 buyers) with the installed binaries, run as the
 #      seckill user, against the local stack with the least-privilege users of
-#      `seckill-admin db grants`: every invariant holds (tests/support/ft.sh ft_check);
+#      `seckill-admin db grants` (front, consumer, reconciler each its own user, checked in
+#      the processlist): every invariant holds (tests/support/ft.sh ft_check);
 #   6. dpkg --purge: /etc/seckill and the files gone, the seckill user kept;
 #   7. lintian, when installed: its findings are printed, not judged.
 # Refuses to run where seckill is installed by someone else (no marker of an earlier run
@@ -136,6 +137,11 @@ say "sale: installed binaries as the seckill user, least-privilege DB users"
                 ft_fail "the front runs as $(ps -o user= -p "${FT_PID[f]}")"
         V=$(ft_voucher 20)
         ft_buy f "$V" 1000 40 8
+        for role in front consumer; do   # DESIGN.md 15, 17: each binary its own DB user
+                n=$(ft_sql_root "SELECT COUNT(*) FROM information_schema.processlist WHERE user = '$FT_DBU$role'")
+                ((n > 0)) && ft_ok "seckill-$role connected as ${FT_DBU}$role ($n connections)" ||
+                        ft_fail "no connection of ${FT_DBU}$role"
+        done
         ft_settle 60 || ft_fail "not every 202 decided in 60 s"
         ft_reconcile 90 || ft_fail "reconciler --repair: exit $FT_RECON_RC"
         ft_check "$V" --sold-out

@@ -15,7 +15,7 @@
 #   ft_check V [--sold-out]        seckill-admin verify + the invariants of DESIGN.md 9
 #   ft_finish                      exit 0 iff no check failed
 #   ft_least_privilege             (after ft_init) the database re-created by an admin user,
-#                                  every later binary run as an app user (DESIGN.md 17)
+#                                  front, consumer, reconciler each run as its own user (DESIGN.md 15, 17)
 # Figures: the EXIT trap records the case's figures (ft_record, at the end of this file);
 # a case marks the end of its fault with ft_fault_over and may add ft_note TEXT.
 #
@@ -341,7 +341,7 @@ ft_consumer() {
         local name=$1
         shift
         ft_split_args "$@"
-        env "${FT_ENV[@]}" "$FT_BIN/seckill-consumer" --workers 1 --metrics-addr off \
+        env $(ft_db_url consumer) "${FT_ENV[@]}" "$FT_BIN/seckill-consumer" --workers 1 --metrics-addr off \
                 -X session.timeout.ms=6000 -X heartbeat.interval.ms=1000 "${FT_ARGS[@]}" \
                 >>"$FT_WORK/$name.log" 2>&1 &
         FT_PID[$name]=$!
@@ -351,7 +351,10 @@ ft_consumer() {
 # ft_front NAME [VAR=VAL...] [-- ARGS...]: start and wait (30 s) until /readyz answers 200.
 # The identity mode is named (DESIGN.md 15: jwt is the binary's default):
 # SECKILL_AUTH=trusted-header, SECKILL_TRUSTED_PROXIES=127.0.0.1/32,unix (the case's curl
-# on loopback plays the gateway); a case's VAR=VAL says otherwise.
+# on loopback plays the gateway); a case's VAR=VAL says otherwise. The front logs at
+# debug (SECKILL_LOG_LEVEL=debug; a case's VAR=VAL says otherwise): among others one
+# `delivered` line per PERSISTED message with its partition and offset, which
+# ft_why_undecided follows.
 ft_front() {
         local name=$1 port ops i
         shift
@@ -361,8 +364,8 @@ ft_front() {
         while [[ $ops == "$port" ]]; do ops=$(ft_free_port); done
         FT_ADDR[$name]=127.0.0.1:$port
         FT_OPS[$name]=127.0.0.1:$ops    # /healthz, /readyz, /metrics (DESIGN.md 15)
-        env SECKILL_OPS_ADDR="127.0.0.1:$ops" SECKILL_AUTH=trusted-header \
-                SECKILL_TRUSTED_PROXIES=127.0.0.1/32,unix "${FT_ENV[@]}" "$FT_BIN/seckill-front" \
+        env SECKILL_OPS_ADDR="127.0.0.1:$ops" SECKILL_AUTH=trusted-header SECKILL_LOG_LEVEL=debug \
+                SECKILL_TRUSTED_PROXIES=127.0.0.1/32,unix $(ft_db_url front) "${FT_ENV[@]}" "$FT_BIN/seckill-front" \
                 --http-addr "127.0.0.1:$port" "${FT_ARGS[@]}" >>"$FT_WORK/$name.log" 2>&1 &
         FT_PID[$name]=$!
         for ((i = 0; i < 300; i++)); do
@@ -517,20 +520,64 @@ ft_settle() {
 }
 
 # ft_why_undecided: for each 202 with no outcome row (at most 10), where its traceId is:
-# in the topic (partition offset), in the DLQ, in the services' logs, and the group's
-# lag; the dumps stay in $FT_WORK (topic.dump, dlq.dump). Diagnostics only: a lost
-# accepted purchase must say whether Kafka, the consumer or the client's record lost it.
+# where the front's delivery report put it (the front's `delivered` debug line: partition
+# and offset, or `delivered_without_offset`), in the topic (partition offset), in the
+# DLQ, in the services' logs, and the group's lag; then which of the suspects it points
+# to: the front answered 202 with no PERSISTED report, Kafka lost an acknowledged message
+# (offset below the log start, at or above the high watermark, or holding another
+# message), or the dump missed it. The dumps stay in $FT_WORK (topic.dump, dlq.dump,
+# topic.marks: "PARTITION LOW HIGH" per partition, broker.log: the broker's lines about
+# the topic when its log is found). Diagnostics only: a lost accepted purchase must say
+# whether Kafka, the consumer, the harness or the client's record lost it.
 ft_why_undecided() {
-        local t where dlq logs
+        local t where dlq logs rep p o lo hi at verdict f
         [[ -n ${FT_TOOL:-} ]] || return 0
+        timeout 60 "$FT_TOOL" marks "$FT_BROKERS" "$FT_TOPIC" >"$FT_WORK/topic.marks" 2>>"$FT_WORK/fttool.log"
         timeout 60 "$FT_TOOL" dump "$FT_BROKERS" "$FT_TOPIC" >"$FT_WORK/topic.dump" 2>>"$FT_WORK/fttool.log"
         timeout 60 "$FT_TOOL" dump "$FT_BROKERS" "$FT_TOPIC.dlq" >"$FT_WORK/dlq.dump" 2>>"$FT_WORK/fttool.log"
         ft_log "diagnosis: topic $(wc -l <"$FT_WORK/topic.dump") message(s), DLQ $(wc -l <"$FT_WORK/dlq.dump"), group lag $(ft_lag)"
+        ft_log "topic partitions (partition log-start high-watermark, dumped): $(while read -r p lo hi; do
+                printf '%s:%s..%s(%s) ' "$p" "$lo" "$hi" "$(awk -v p="$p" '$1 == p' "$FT_WORK/topic.dump" | wc -l)"
+        done <"$FT_WORK/topic.marks")"
+        [[ -s $FT_WORK/fttool.log ]] && tail -n 5 "$FT_WORK/fttool.log" | sed 's/^/    fttool: /'
+        for f in "$FT_SRC/.stack/logs/kafka.log" "${SECKILL_STACK_DIR:-/nonexistent}/logs/kafka.log"; do
+                [[ -r $f ]] && grep -h -F "$FT_TOPIC" "$f" >>"$FT_WORK/broker.log" 2>/dev/null
+        done
+        [[ -s $FT_WORK/broker.log ]] && ft_log "the broker's log names the topic $(wc -l <"$FT_WORK/broker.log") time(s) (broker.log):" &&
+                tail -n 5 "$FT_WORK/broker.log" | cut -c1-300 | sed 's/^/    /'
         while read -r t; do
                 where=$(grep -F "\"traceId\":\"$t\"" "$FT_WORK/topic.dump" | awk '{printf "%s/%s ", $1, $2}')
                 dlq=$(grep -c -F "\"traceId\":\"$t\"" "$FT_WORK/dlq.dump")
                 logs=$(grep -l -F "$t" "$FT_WORK"/*.log 2>/dev/null | xargs -r -n1 basename | paste -sd, -)
-                ft_log "undecided trace $t ($(grep " $t " "$FT_WORK/accepted.tsv" | awk '{print "user " $1 ", order " $2}')): topic at ${where:-nowhere}, DLQ copies $dlq, in logs: ${logs:-none}"
+                # The front's report: "partition offset" of its last delivered line for t.
+                rep=$(grep -h -E "event=delivered(_without_offset)? .*trace_id=$t( |$)" "$FT_WORK"/*.log 2>/dev/null |
+                        tail -n 1 | sed -n 's/.*partition=\(-\{0,1\}[0-9]*\) offset=\(-\{0,1\}[0-9]*\).*/\1 \2/p')
+                if [[ -n $where ]]; then
+                        verdict="in the topic: the consumer or the outcome lost it"
+                elif [[ -z $rep ]]; then
+                        verdict="no PERSISTED report logged for it: the front answered 202 without one (or its log level is above debug)"
+                else
+                        read -r p o <<<"$rep"
+                        lo= hi=
+                        read -r lo hi < <(awk -v p="$p" '$1 == p {print $2, $3}' "$FT_WORK/topic.marks")
+                        at=$(awk -v p="$p" -v o="$o" '$1 == p && $2 == o' "$FT_WORK/topic.dump" |
+                                sed -n 's/.*"traceId":"\([0-9]*\)".*/\1/p')
+                        if ((o < 0)); then
+                                verdict="PERSISTED without an offset (a batch the broker called a duplicate): nothing shows Kafka stored this message"
+                        elif [[ -z $lo ]]; then
+                                verdict="partition $p is not in the topic's metadata now: Kafka lost it (topic re-created with fewer partitions?)"
+                        elif ((o < lo)); then
+                                verdict="offset $o is below partition $p's log start $lo: Kafka deleted it (retention, DeleteRecords or a re-created topic)"
+                        elif ((o >= hi)); then
+                                verdict="offset $o is at or above partition $p's high watermark $hi: Kafka lost it (log truncated or topic re-created)"
+                        elif [[ -n $at ]]; then
+                                verdict="offset $p/$o holds trace $at: Kafka acknowledged it at another message's place (duplicate sequence or re-created topic)"
+                        else
+                                verdict="offset $p/$o lies between log start $lo and high watermark $hi but the dump has no message there: the dump is wrong"
+                        fi
+                fi
+                ft_log "undecided trace $t ($(grep " $t " "$FT_WORK/accepted.tsv" | awk '{print "user " $1 ", order " $2}')): front's report ${rep:-none}, topic at ${where:-nowhere}, DLQ copies $dlq, in logs: ${logs:-none}"
+                ft_log "    -> $verdict"
                 grep -h -F "$t" "$FT_WORK"/*.log 2>/dev/null | head -n 8 | sed 's/^/    /'
         done < <(ft_sql "SELECT a.trace_id FROM ft_accepted a LEFT JOIN tb_seckill_outcome o
                 ON o.trace_id = a.trace_id WHERE o.trace_id IS NULL ORDER BY a.trace_id LIMIT 10")
@@ -546,7 +593,7 @@ ft_reconcile() {
         sleep $((FT_GRACE_S + 1))
         while :; do
                 pass=$((pass + 1))
-                timeout 120 "$FT_BIN/seckill-reconciler" --repair --grace-seconds "$FT_GRACE_S" "$@" \
+                env $(ft_db_url reconciler) timeout 120 "$FT_BIN/seckill-reconciler" --repair --grace-seconds "$FT_GRACE_S" "$@" \
                         >"$FT_WORK/recon.$pass.log" 2>&1
                 rc=$?
                 ft_log "reconciler pass $pass: exit $rc"
@@ -759,33 +806,50 @@ ft_wait_lag0() {
 # ft_private_redis: a redis-server of our own on a free port, no persistence, noeviction;
 # SECKILL_REDIS_URL and ft_rcli point at it from now on.
 # ft_least_privilege: the least-privilege users of `seckill-admin db grants` (DESIGN.md
-# 17) for the case: an admin and an app user created by root with random passwords
-# (dropped by the EXIT trap), the admin grant applied, the case's database dropped and
-# re-created from nothing by `db migrate` as the admin user, the app grants applied, and
-# SECKILL_MYSQL_URL exported as the app user, so every binary started afterwards runs
-# with rows-only privileges. Sets FT_APP FT_APP_PW FT_ADM FT_ADM_PW; FT_ADM_URL.
+# 15, 17) for the case, one per binary: admin, front, consumer and reconciler, created by
+# root for host 127.0.0.1 (the tests' address; no '%') with random passwords (dropped by
+# the EXIT trap); the admin grant applied, the case's database dropped and re-created
+# from nothing by `db migrate` as the admin user, the table and column grants of the
+# three run-time users applied. SECKILL_MYSQL_URL is exported as the admin user's (every
+# seckill-admin command), and ft_front, ft_consumer and ft_reconcile give their binary
+# its own URL (FT_URL[front|consumer|reconciler]). Sets FT_DBU (user name prefix),
+# FT_DBPW[role], FT_URL[role]; FT_ADM_URL.
+declare -A FT_DBPW=() FT_URL=()
+FT_DBU=
 ft_least_privilege() {
-        FT_APP="skg_app_$$" FT_ADM="skg_adm_$$"
-        FT_APP_PW=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
-        FT_ADM_PW=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+        local role
+        FT_DBU="skg$$_"
         FT_CLEANUP_HOOKS+=(ft_drop_users)
-        ft_sql_root "CREATE USER '$FT_APP'@'%' IDENTIFIED BY '$FT_APP_PW';
-                CREATE USER '$FT_ADM'@'%' IDENTIFIED BY '$FT_ADM_PW'" || ft_die "CREATE USER"
-        "$FT_BIN/seckill-admin" db grants --admin "$FT_ADM" >"$FT_WORK/grants-admin.sql" ||
-                ft_die "db grants --admin"
+        for role in admin front consumer reconciler; do
+                FT_DBPW[$role]=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+                ft_sql_root "CREATE USER '$FT_DBU$role'@'127.0.0.1' IDENTIFIED BY '${FT_DBPW[$role]}'" ||
+                        ft_die "CREATE USER $FT_DBU$role"
+                FT_URL[$role]="mysql://$FT_DBU$role:${FT_DBPW[$role]}@$FT_MYSQL_HOSTS/$FT_DB"
+        done
+        "$FT_BIN/seckill-admin" db grants --host 127.0.0.1 --users admin --user-prefix "$FT_DBU" \
+                >"$FT_WORK/grants-admin.sql" || ft_die "db grants --users admin"
         ft_sql_root "$(cat "$FT_WORK/grants-admin.sql")" || ft_die "applying the admin grant"
         ft_sql_root "DROP DATABASE \`$FT_DB\`"
-        FT_ADM_URL="mysql://$FT_ADM:$FT_ADM_PW@$FT_MYSQL_HOSTS/$FT_DB"
+        FT_ADM_URL=${FT_URL[admin]}
         SECKILL_MYSQL_URL=$FT_ADM_URL "$FT_BIN/seckill-admin" db migrate >"$FT_WORK/migrate-admin.log" 2>&1 ||
                 ft_die "db migrate as the admin user: $(cat "$FT_WORK/migrate-admin.log")"
         grep -q '^applied [1-9][0-9]* migration(s)$' "$FT_WORK/migrate-admin.log" ||
                 ft_die "db migrate as the admin user applied nothing: $(cat "$FT_WORK/migrate-admin.log")"
-        "$FT_BIN/seckill-admin" db grants --app "$FT_APP" >"$FT_WORK/grants-app.sql" || ft_die "db grants --app"
-        ft_sql_root "$(cat "$FT_WORK/grants-app.sql")" || ft_die "applying the app grants"
-        export SECKILL_MYSQL_URL="mysql://$FT_APP:$FT_APP_PW@$FT_MYSQL_HOSTS/$FT_DB"
-        ft_log "least privilege: migrated as $FT_ADM, binaries run as $FT_APP"
+        "$FT_BIN/seckill-admin" db grants --host 127.0.0.1 --users front,consumer,reconciler \
+                --user-prefix "$FT_DBU" >"$FT_WORK/grants-run.sql" || ft_die "db grants --users front,..."
+        ft_sql_root "$(cat "$FT_WORK/grants-run.sql")" || ft_die "applying the run-time grants"
+        export SECKILL_MYSQL_URL=$FT_ADM_URL
+        ft_log "least privilege: migrated as ${FT_DBU}admin; front, consumer, reconciler each as its own user"
 }
-ft_drop_users() { ft_sql_root "DROP USER IF EXISTS '$FT_APP'@'%', '$FT_ADM'@'%'" >/dev/null 2>&1; }
+ft_drop_users() {
+        local role
+        for role in admin front consumer reconciler; do
+                ft_sql_root "DROP USER IF EXISTS '$FT_DBU$role'@'127.0.0.1'" >/dev/null 2>&1
+        done
+}
+# ft_db_url ROLE: "SECKILL_MYSQL_URL=<ROLE's URL>" after ft_least_privilege, else nothing
+# (the binary inherits SECKILL_MYSQL_URL). For env(1) argument lists.
+ft_db_url() { [[ -n ${FT_URL[$1]:-} ]] && printf 'SECKILL_MYSQL_URL=%s\n' "${FT_URL[$1]}"; }
 
 ft_private_redis() {
         FT_REDIS_PORT=$(ft_free_port)

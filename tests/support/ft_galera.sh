@@ -10,9 +10,8 @@
 #   ft_galera_down_then_up FRONT  after node1's death: 3 s later FRONT must write through
 #                                 node2; 5 s after that node1 is restarted (galera up, it
 #                                 rejoins by IST) and the fault is over (ft_fault_over)
-#   ft_galera_watch PORT          from now until ft_galera_budget: every 0.1 s, node PORT's
-#                                 order count and cluster size (local reads, which a
-#                                 stalled cluster still answers) into $FT_WORK/watch.txt
+#   ft_galera_watch PORT          (ft_galera_watch.sh) node PORT's order count and cluster
+#                                 size every 0.1 s until ft_galera_budget
 #   ft_galera_budget KILL_MS      the writer-loss budget (docs/SCALING.md): no 503 "lease"
 #                                 answered, and the first order committed after the kill
 #                                 (KILL_MS, epoch ms) at most 2 s after the eviction the
@@ -28,6 +27,7 @@ rm -f /tmp/skf.galera_up.$$.log
 eval "$("$GREPO/scripts/stack.sh" galera env)"
 . "$(dirname "${BASH_SOURCE[0]}")/ft.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/ft_db.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/ft_galera_watch.sh"
 [[ $FT_MYSQL_HOSTS == *,* ]] || { echo "$(basename "$0" .sh): not a multi-host URL: $SECKILL_MYSQL_URL"; exit 1; }
 
 galera_heal() { "$GREPO/scripts/stack.sh" galera up >/dev/null 2>&1 || ft_log "galera up at cleanup failed"; }
@@ -57,35 +57,10 @@ ft_galera_down_then_up() {
         ft_fault_over
 }
 
-ft_galera_watch() {
-        local port=$1
-        : >"$FT_WORK/watch.txt"
-        rm -f "$FT_WORK/watch.stop"
-        (
-                # Bounded: a case that dies before ft_galera_budget leaves no loop behind.
-                end=$((SECONDS + 300))
-                while [[ -d $FT_WORK && ! -f $FT_WORK/watch.stop ]] && ((SECONDS < end)); do
-                        out=$(mysql --no-defaults -uroot -h127.0.0.1 -P"$port" --protocol=TCP --connect-timeout=1 \
-                                -N -B "$FT_DB" -e "SELECT (SELECT COUNT(*) FROM tb_voucher_order),
-                                (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS
-                                 WHERE VARIABLE_NAME = 'WSREP_CLUSTER_SIZE')" 2>/dev/null | tr '\t' ' ')
-                        [[ -n $out ]] && echo "$(date +%s%3N) $out" >>"$FT_WORK/watch.txt"
-                        sleep 0.1
-                done
-        ) &
-        FT_GALERA_WATCH_PID=$!
-}
-
 ft_galera_budget() {
         local kill_ms=$1 evict first n_lease
-        touch "$FT_WORK/watch.stop"
-        wait "$FT_GALERA_WATCH_PID"
-        # The eviction: the first sample after the kill with a cluster of fewer than 3.
-        evict=$(awk -v k="$kill_ms" '$1 > k && $3 < 3 {print $1 - k; exit}' "$FT_WORK/watch.txt")
-        # The first order committed after the kill: the count the watched node holds 0.3 s
-        # after it (every write set certified before the kill applied), then its first rise.
-        first=$(awk -v k="$kill_ms" '$1 < k + 300 {next} base == "" {base = $2; next}
-                $2 > base {print $1 - k; exit}' "$FT_WORK/watch.txt")
+        ft_galera_figures "$kill_ms"
+        evict=$FT_GALERA_EVICT first=$FT_GALERA_FIRST
         ft_log "watch of node2: $(wc -l <"$FT_WORK/watch.txt") samples; the longest gap between two after the fault: $(awk -v k="$kill_ms" \
                 '$1 > k && p && $1 - p > g {g = $1 - p; a = p - k; b = $1 - k} {p = $1} END {printf "%d ms (%d..%d ms after it)", g, a, b}' \
                 "$FT_WORK/watch.txt")"

@@ -11,6 +11,7 @@
  *   sk_test_kafka.h    produce, commit, committed offsets, the DLQ
  *   sk_test_topo.h     Redis Cluster and Sentinel nodes (labels cluster, sentinel)
  *   sk_test_jwt.h      test keys, JWKS files and signed tokens (DESIGN.md 15)
+ *   sk_test_keys.h     the queue and payment key sets of the signed-text unit tests
  * Integration tests talk to the real stack (DESIGN.md 10): endpoints come from the
  * SECKILL_* variables (defaults: the local stack), and every run gets its own Redis
  * key prefix, database, topic and group so tests never disturb each other. */
@@ -78,3 +79,4 @@ redisReply *sk_test_vcmd(sk_redis_t *r, const char *fmt, va_list ap);
 #include "sk_test_kafka.h"
 #include "sk_test_topo.h"
 #include "sk_test_jwt.h"
+#include "sk_test_keys.h"

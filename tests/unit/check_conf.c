@@ -699,6 +699,41 @@ START_TEST(mysql_url_parse)
 }
 END_TEST
 
+/* DESIGN.md 15 "Transport": the TLS options of a MySQL URL. */
+START_TEST(mysql_url_tls)
+{
+        sk_mysql_url_t m;
+        char err[256];
+
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/x", &m, err, sizeof(err)), 0);
+        ck_assert_int_eq(m.ssl_mode, SK_MYSQL_SSL_OFF);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/x?ssl-ca=/etc/ca%20x.pem&ssl-mode=VERIFY_IDENTITY",
+                                            &m, err, sizeof(err)), 0);
+        ck_assert_int_eq(m.ssl_mode, SK_MYSQL_SSL_VERIFY_IDENTITY);
+        ck_assert_str_eq(m.ssl_ca, "/etc/ca x.pem");
+        /* ssl-ca alone: verify against it. */
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/x?ssl-ca=/c", &m, err, sizeof(err)), 0);
+        ck_assert_int_eq(m.ssl_mode, SK_MYSQL_SSL_VERIFY_IDENTITY);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/x?password-file=/p&ssl-mode=REQUIRED", &m, err,
+                                            sizeof(err)), 0);
+        ck_assert_int_eq(m.ssl_mode, SK_MYSQL_SSL_REQUIRED);
+        ck_assert_str_eq(m.password_file, "/p");
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/x?ssl-cert=/c&ssl-key=/k", &m, err, sizeof(err)), 0);
+        ck_assert_int_eq(m.ssl_mode, SK_MYSQL_SSL_REQUIRED);
+        /* Refused: VERIFY_CA (none in Connector/C 3.3), VERIFY_IDENTITY without a CA, a
+         * cert without its key, a repeated option, an unknown mode or option. */
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/x?ssl-mode=VERIFY_CA&ssl-ca=/c", &m, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/x?ssl-mode=VERIFY_IDENTITY", &m, err, sizeof(err)), -1);
+        ck_assert_ptr_nonnull(strstr(err, "needs ssl-ca"));
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/x?ssl-cert=/c", &m, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/x?ssl-ca=/a&ssl-ca=/b", &m, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/x?ssl-mode=REQUIRED&ssl-mode=REQUIRED", &m, err,
+                                            sizeof(err)), -1);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/x?ssl-mode=", &m, err, sizeof(err)), -1);
+        ck_assert_int_eq(sk_mysql_url_parse("mysql://u@h/x?ssl-capath=/d", &m, err, sizeof(err)), -1);
+}
+END_TEST
+
 /* DESIGN.md 16: several hosts, mysql-galera://, ?password-file=. */
 START_TEST(mysql_url_multi_host)
 {
@@ -963,6 +998,7 @@ static Suite *conf_suite(void)
         tcase_add_test(tc, redis_url_topologies);
         tcase_add_test(tc, redis_url_conf_errors);
         tcase_add_test(tc, mysql_url_parse);
+        tcase_add_test(tc, mysql_url_tls);
         tcase_add_test(tc, mysql_url_multi_host);
         tcase_add_test(tc, mysql_password_file);
         tcase_add_test(tc, secret_file_variables);

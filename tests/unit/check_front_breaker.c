@@ -3,11 +3,17 @@
  * once per probe period and never lets purchases through, a good probe closes it; the
  * no-flapping rule (successes interleaved with failures do not reset the count; a
  * healthy period does; a breaker closed by a probe reopens on the first bad command
- * within healthy_ms); which error replies count. Time is passed in, so no sleeps. */
+ * within healthy_ms); which error replies count. And the per-node table of
+ * producer/breaker_set.h (DESIGN.md 4b, 12): on a Cluster a dead master opens only its own
+ * breaker, the others keep allowing, "Redis is down" only when every live one is open,
+ * a node replaced by a failover is retired (its open breaker no longer counts), and one
+ * server or Sentinel keeps the one breaker of before. Time is passed in, so no sleeps. */
+#include <stdio.h>
 #include <string.h>
 
 #include "sk_test.h"
 #include "breaker_fsm.h"
+#include "breaker_set.h"
 
 static const sk_breaker_conf_t conf = { .failures = 5, .slow_ms = 300, .open_ms = 30000,
                                         .probe_ms = 1000, .healthy_ms = 10000 };
@@ -211,6 +217,185 @@ START_TEST(error_replies_that_count)
 }
 END_TEST
 
+static const char *const M1 = "127.0.0.1:7000", *const M2 = "127.0.0.1:7001",
+                         *const M3 = "127.0.0.1:7002", *const R1 = "127.0.0.1:7003";
+
+/* @p n failures on node @p addr at *t; @returns the last event. */
+static sk_brk_event_t set_fail_n(fr_brkset_t *s, const char *addr, int64_t *t, int n)
+{
+        sk_brk_event_t ev = SK_BRK_EV_NONE;
+
+        for (int i = 0; i < n; i++)
+                ev = fr_brkset_record(s, addr, (*t)++, 1, 0, NULL);
+        return ev;
+}
+
+START_TEST(set_dead_master_opens_only_its_own)
+{
+        static fr_brkset_t s;
+        int64_t t = 1000000;
+        int idx = -1;
+
+        fr_brkset_init(&s, &conf, 1, t);
+        /* Traffic to the three masters, all healthy. */
+        fr_brkset_record(&s, M1, t, 0, 1, NULL);
+        fr_brkset_record(&s, M2, t, 0, 1, NULL);
+        fr_brkset_record(&s, M3, t, 0, 1, &idx);
+        ck_assert_int_eq(s.n, 4);
+        ck_assert_str_eq(s.e[idx].addr, M3);
+        /* M1 dies: failures on it open its breaker only. */
+        ck_assert_int_eq(set_fail_n(&s, M1, &t, 4), SK_BRK_EV_NONE);
+        ck_assert_int_eq(fr_brkset_allow(&s, M1), 1);
+        ck_assert_int_eq(set_fail_n(&s, M1, &t, 1), SK_BRK_EV_OPENED);
+        ck_assert_int_eq(fr_brkset_allow(&s, M1), 0);
+        ck_assert_int_eq(fr_brkset_allow(&s, M2), 1);
+        ck_assert_int_eq(fr_brkset_allow(&s, M3), 1);
+        /* A node never seen (the replica about to be promoted) is allowed. */
+        ck_assert_int_eq(fr_brkset_allow(&s, R1), 1);
+        ck_assert_int_eq(fr_brkset_usable(&s), 1);
+        ck_assert_int_eq(fr_brkset_open_count(&s), 1);
+        ck_assert_int_eq(fr_brkset_healthy(&s, t), 0);
+        /* Healthy masters' successes interleaved change nothing for M1. */
+        fr_brkset_record(&s, M2, t++, 0, 1, NULL);
+        ck_assert_int_eq(fr_brkset_allow(&s, M1), 0);
+        /* M1's own half-open probe follows the usual rules. */
+        ck_assert_int_eq(sk_breaker_probe_begin(&s.e[1].b, t), 0);
+        ck_assert_int_eq(sk_breaker_probe_begin(&s.e[1].b, t + conf.open_ms), 1);
+        ck_assert_int_eq(sk_breaker_probe_end(&s.e[1].b, t + conf.open_ms + 1, 1), SK_BRK_EV_CLOSED);
+        ck_assert_int_eq(fr_brkset_allow(&s, M1), 1);
+}
+END_TEST
+
+START_TEST(set_down_only_when_every_master_is)
+{
+        static fr_brkset_t s;
+        int64_t t = 5000;
+
+        fr_brkset_init(&s, &conf, 1, t);
+        /* No node known yet: entry 0 alone decides. */
+        ck_assert_int_eq(fr_brkset_usable(&s), 1);
+        set_fail_n(&s, M1, &t, 5);
+        ck_assert_int_eq(fr_brkset_usable(&s), 0); /* the only node known is open */
+        fr_brkset_record(&s, M2, t++, 0, 1, NULL);
+        ck_assert_int_eq(fr_brkset_usable(&s), 1);
+        set_fail_n(&s, M2, &t, 5);
+        ck_assert_int_eq(fr_brkset_usable(&s), 0);
+        ck_assert_int_eq(fr_brkset_open_count(&s), 2);
+        /* Entry 0 (no seed answers) stops every node. */
+        fr_brkset_init(&s, &conf, 1, t);
+        fr_brkset_record(&s, M2, t++, 0, 1, NULL);
+        ck_assert_int_eq(set_fail_n(&s, NULL, &t, 5), SK_BRK_EV_OPENED);
+        ck_assert_int_eq(fr_brkset_allow(&s, M2), 0);
+        ck_assert_int_eq(fr_brkset_allow(&s, ""), 0);
+        ck_assert_int_eq(fr_brkset_usable(&s), 0);
+}
+END_TEST
+
+/* The breaker thread's follow: which live node entries serve no slot in a map. */
+START_TEST(set_moved_nodes_are_the_absent_masters)
+{
+        static fr_brkset_t s;
+        const char *before[] = { M1, M2, M3 }, *after[] = { R1, M2, M3 };
+        int64_t t = 90000;
+        int idx[8] = { 0 };
+
+        fr_brkset_init(&s, &conf, 1, t);
+        fr_brkset_record(&s, M1, t, 0, 1, NULL);
+        fr_brkset_record(&s, M2, t, 0, 1, NULL);
+        fr_brkset_record(&s, M3, t, 0, 1, NULL);
+        set_fail_n(&s, M1, &t, 5);
+        ck_assert_int_eq(fr_brkset_allow(&s, M1), 0);
+        /* M1 dead, not yet replaced: nothing moved. */
+        ck_assert_int_eq(fr_brkset_moved(&s, before, 3, idx, 8), 0);
+        /* An unreadable map (no master) is no evidence. */
+        ck_assert_int_eq(fr_brkset_moved(&s, after, 0, idx, 8), 0);
+        /* R1 promoted in M1's place: M1's entry (index 1) moved, R1 starts closed. */
+        ck_assert_int_eq(fr_brkset_moved(&s, after, 3, idx, 8), 1);
+        ck_assert_int_eq(idx[0], 1);
+        ck_assert_int_eq(fr_brkset_allow(&s, R1), 1);
+        ck_assert_int_eq(fr_brkset_retire(&s, idx[0], t), 1);
+        /* Retired: not reported again; room for one only reports one. */
+        ck_assert_int_eq(fr_brkset_moved(&s, after, 3, idx, 8), 0);
+        ck_assert_int_eq(fr_brkset_moved(&s, (const char *[]){ R1 }, 1, idx, 1), 1);
+        ck_assert_int_eq(idx[0], 2);
+        /* Entry 0 (the topology) is never a node that moved. */
+        ck_assert_int_eq(fr_brkset_moved(&s, (const char *[]){ R1 }, 1, idx, 8), 2);
+        ck_assert_int_eq(idx[0], 2);
+        ck_assert_int_eq(idx[1], 3);
+}
+END_TEST
+
+START_TEST(set_retired_node_no_longer_counts)
+{
+        static fr_brkset_t s;
+        int64_t t = 77000;
+        int i;
+
+        fr_brkset_init(&s, &conf, 1, t);
+        fr_brkset_record(&s, M2, t++, 0, 1, NULL);
+        fr_brkset_record(&s, M3, t++, 0, 1, NULL);
+        set_fail_n(&s, M1, &t, 5);
+        i = fr_brkset_entry(&s, M1, t);
+        ck_assert_int_eq(i, 3);
+        ck_assert_int_eq(fr_brkset_open_count(&s), 1);
+        /* The replica R1 took M1's slots: M1 is retired, R1 gets traffic. */
+        ck_assert_int_eq(fr_brkset_retire(&s, i, t), 1);
+        ck_assert_int_eq(fr_brkset_retire(&s, i, t), 0);
+        ck_assert_int_eq(fr_brkset_retire(&s, 0, t), 0); /* entry 0 is never retired */
+        fr_brkset_record(&s, R1, t++, 0, 1, NULL);
+        ck_assert_int_eq(fr_brkset_open_count(&s), 0);
+        ck_assert_int_eq(fr_brkset_healthy(&s, t + conf.healthy_ms), 1);
+        /* Every live master open: down, whatever the retired one says. */
+        set_fail_n(&s, M2, &t, 5);
+        set_fail_n(&s, M3, &t, 5);
+        ck_assert_int_eq(fr_brkset_usable(&s), 1);
+        set_fail_n(&s, R1, &t, 5);
+        ck_assert_int_eq(fr_brkset_usable(&s), 0);
+        /* Traffic routed to a retired node makes it live again (failed back). */
+        fr_brkset_record(&s, M1, t++, 0, 1, NULL);
+        ck_assert_int_eq(s.e[i].live, 1);
+        ck_assert_int_eq(fr_brkset_usable(&s), 1);
+}
+END_TEST
+
+START_TEST(set_one_node_topologies_keep_one_breaker)
+{
+        static fr_brkset_t s;
+        int64_t t = 9000;
+        int idx = -1;
+
+        fr_brkset_init(&s, &conf, 0, t);
+        /* Standalone / Sentinel: every address is the one breaker (a Sentinel failover
+         * changes the address, not the breaker). */
+        fr_brkset_record(&s, "127.0.0.1:6390", t++, 1, 0, &idx);
+        ck_assert_int_eq(idx, 0);
+        set_fail_n(&s, "127.0.0.1:6391", &t, 3);
+        ck_assert_int_eq(fr_brkset_allow(&s, "127.0.0.1:6390"), 1);
+        ck_assert_int_eq(set_fail_n(&s, NULL, &t, 1), SK_BRK_EV_OPENED);
+        ck_assert_int_eq(s.n, 1);
+        ck_assert_int_eq(fr_brkset_allow(&s, "127.0.0.1:6391"), 0);
+        ck_assert_int_eq(fr_brkset_usable(&s), 0);
+        ck_assert_int_eq(fr_brkset_open_count(&s), 1);
+}
+END_TEST
+
+START_TEST(set_full_table_shares_entry_zero)
+{
+        static fr_brkset_t s;
+        char addr[64];
+        int64_t t = 1;
+
+        fr_brkset_init(&s, &conf, 1, t);
+        for (int i = 1; i < FR_BRKSET_MAX; i++) {
+                snprintf(addr, sizeof(addr), "10.0.0.%d:7000", i);
+                ck_assert_int_eq(fr_brkset_entry(&s, addr, t), i);
+        }
+        ck_assert_int_eq(fr_brkset_entry(&s, "10.0.1.1:7000", t), 0);
+        ck_assert_int_eq(fr_brkset_entry(&s, "10.0.0.5:7000", t), 5);
+        ck_assert_int_eq(s.n, FR_BRKSET_MAX);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("breaker");
@@ -224,6 +409,12 @@ int main(void)
         tcase_add_test(tc, probation_after_close);
         tcase_add_test(tc, one_failure_threshold);
         tcase_add_test(tc, error_replies_that_count);
+        tcase_add_test(tc, set_dead_master_opens_only_its_own);
+        tcase_add_test(tc, set_down_only_when_every_master_is);
+        tcase_add_test(tc, set_moved_nodes_are_the_absent_masters);
+        tcase_add_test(tc, set_retired_node_no_longer_counts);
+        tcase_add_test(tc, set_one_node_topologies_keep_one_breaker);
+        tcase_add_test(tc, set_full_table_shares_entry_zero);
         suite_add_tcase(s, tc);
         return sk_test_run(s);
 }

@@ -94,6 +94,33 @@ START_TEST(long_prefix_truncated_not_overflowed)
 }
 END_TEST
 
+/* sk_key_purchase gives the bytes of the single-key functions, for a short prefix (one
+ * snprintf) and for a prefix too long for that (the single-key path, truncated alike). */
+START_TEST(purchase_keys_match_single_keys)
+{
+        const char *prefixes[2] = { "seckill", NULL };
+        char longp[SK_KEY_MAX + 20];
+
+        memset(longp, 'p', sizeof(longp) - 1);
+        longp[sizeof(longp) - 1] = '\0';
+        prefixes[1] = longp;
+        for (int p = 0; p < 2; p++) {
+                char k[4][SK_KEY_MAX], kf[SK_KEY_MAX], want[SK_KEY_MAX];
+                char *const kv[4] = { k[0], k[1], k[2], k[3] };
+
+                sk_key_purchase(kv, kf, prefixes[p], 7253912345678901234LL, 3,
+                                386871492329082881LL, "386871492329082881");
+                for (int i = 0; i < 4; i++) {
+                        sk_key_voucher(want, prefixes[p], 7253912345678901234LL, 3, (sk_key_kind_t)i);
+                        ck_assert_str_eq(k[i], want);
+                }
+                sk_key_fence(want, prefixes[p], 7253912345678901234LL, 3, 386871492329082881LL);
+                ck_assert_str_eq(kf, want);
+        }
+}
+END_TEST
+
+
 static Suite *keys_suite(void)
 {
         Suite *s = suite_create("keys");
@@ -105,6 +132,7 @@ static Suite *keys_suite(void)
         tcase_add_test(tc, order_keys);
         tcase_add_test(tc, trace_fields);
         tcase_add_test(tc, long_prefix_truncated_not_overflowed);
+        tcase_add_test(tc, purchase_keys_match_single_keys);
         suite_add_tcase(s, tc);
         return s;
 }

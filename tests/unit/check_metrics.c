@@ -191,6 +191,38 @@ START_TEST(http_bad_address)
 }
 END_TEST
 
+START_TEST(remove_retires_one_series)
+{
+        sk_metrics_t *m = sk_metrics_new();
+        sk_metric_t *a = sk_metrics_gauge(m, "room_members", "voucher=\"1\"", "members");
+        sk_metric_t *b = sk_metrics_gauge(m, "room_members", "voucher=\"2\"", "members");
+        sk_metric_t *o = sk_metrics_counter(m, "other_total", NULL, "other");
+        char *txt;
+
+        sk_metric_set(a, 5);
+        sk_metric_set(b, 7);
+        sk_metrics_remove(m, a);
+        sk_metrics_remove(m, NULL);     /* no-op */
+        txt = sk_metrics_render(m);
+        ck_assert_ptr_null(strstr(txt, "voucher=\"1\""));
+        ck_assert_ptr_nonnull(strstr(txt, "seckill_room_members{voucher=\"2\"} 7"));
+        ck_assert_ptr_nonnull(strstr(txt, "# TYPE seckill_room_members gauge"));
+        ck_assert_ptr_nonnull(strstr(txt, "seckill_other_total 0"));
+        free(txt);
+        /* the same series registered again starts from zero */
+        a = sk_metrics_gauge(m, "room_members", "voucher=\"1\"", "members");
+        ck_assert_int_eq(sk_metric_value(a), 0);
+        sk_metrics_remove(m, b);
+        sk_metrics_remove(m, o);
+        txt = sk_metrics_render(m);
+        ck_assert_ptr_nonnull(strstr(txt, "seckill_room_members{voucher=\"1\"} 0"));
+        ck_assert_ptr_null(strstr(txt, "voucher=\"2\""));
+        ck_assert_ptr_null(strstr(txt, "other_total"));
+        free(txt);
+        sk_metrics_destroy(m);
+}
+END_TEST
+
 static Suite *metrics_suite(void)
 {
         Suite *s = suite_create("metrics");
@@ -203,6 +235,7 @@ static Suite *metrics_suite(void)
         tcase_add_test(tc, bad_registrations_and_null_safety);
         tcase_add_test(tc, concurrent_updates_are_exact);
         tcase_add_test(tc, http_bad_address);
+        tcase_add_test(tc, remove_retires_one_series);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -9,33 +9,25 @@
 #include "sk/paysig.h"
 
 #define SECRET "whsec-0123456789abcdef"
-
-static sk_paysig_keys_t *keys_of(const char *text)
-{
-        char err[256] = "";
-        sk_paysig_keys_t *k = sk_paysig_keys_parse(text, strlen(text), err, sizeof(err));
-
-        ck_assert_msg(k != NULL, "parse: %s", err);
-        return k;
-}
+#define PKEYS(text) sk_test_keys(&sk_paysig_keyfile, (text))
 
 START_TEST(keys_file_rules)
 {
         char err[256];
-        sk_paysig_keys_t *k = keys_of("# rotation\n\n" SECRET "  \r\nsecond-secret-0123456789\n");
+        sk_keyfile_set_t *k = PKEYS("# rotation\n\n" SECRET "  \r\nsecond-secret-0123456789\n");
 
-        ck_assert_uint_eq(sk_paysig_keys_count(k), 2);
+        ck_assert_uint_eq(sk_keyfile_set_count(k), 2);
         /* Reference counted: a verification's reference outlives the holder's. */
-        ck_assert_ptr_eq(sk_paysig_keys_ref(k), k);
-        sk_paysig_keys_free(k);
-        ck_assert_uint_eq(sk_paysig_keys_count(k), 2);
-        sk_paysig_keys_free(k);
-        ck_assert_ptr_null(sk_paysig_keys_ref(NULL));
-        ck_assert_ptr_null(sk_paysig_keys_parse("short\n", 6, err, sizeof(err)));
+        ck_assert_ptr_eq(sk_keyfile_set_ref(k), k);
+        sk_keyfile_set_free(k);
+        ck_assert_uint_eq(sk_keyfile_set_count(k), 2);
+        sk_keyfile_set_free(k);
+        ck_assert_ptr_null(sk_keyfile_set_ref(NULL));
+        ck_assert_ptr_null(sk_keyfile_set_parse(&sk_paysig_keyfile, "short\n", 6, err, sizeof(err)));
         ck_assert_ptr_nonnull(strstr(err, "line 1"));
-        ck_assert_ptr_null(sk_paysig_keys_parse("# only a comment\n\n", 18, err, sizeof(err)));
-        ck_assert_ptr_null(sk_paysig_keys_parse("", 0, err, sizeof(err)));
-        sk_paysig_keys_free(NULL);
+        ck_assert_ptr_null(sk_keyfile_set_parse(&sk_paysig_keyfile, "# only a comment\n\n", 18, err, sizeof(err)));
+        ck_assert_ptr_null(sk_keyfile_set_parse(&sk_paysig_keyfile, "", 0, err, sizeof(err)));
+        sk_keyfile_set_free(NULL);
 }
 END_TEST
 
@@ -52,7 +44,7 @@ END_TEST
 
 START_TEST(verify_rules)
 {
-        sk_paysig_keys_t *k = keys_of(SECRET "\n");
+        sk_keyfile_set_t *k = PKEYS(SECRET "\n");
         const char *body = "{\"orderId\":\"1\"}", *why = NULL;
         char hex[65], other[65], hdr[400];
         int64_t now = 1700000000;
@@ -91,7 +83,7 @@ START_TEST(verify_rules)
         /* no keys: never OK */
         snprintf(hdr, sizeof(hdr), "t=%lld,v1=%s", (long long)now, hex);
         ck_assert_int_eq(sk_paysig_verify(NULL, hdr, body, strlen(body), now, 300, &why), SK_PAYSIG_BAD);
-        sk_paysig_keys_free(k);
+        sk_keyfile_set_free(k);
 }
 END_TEST
 

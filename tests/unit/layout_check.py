@@ -3,7 +3,8 @@
 the compiled objects (nm), so it sees calls, not only includes.
 
 1. Layer direction: an object of a common/ layer uses no symbol defined in a layer that is not
-   below it (base <- redis, db, kafka <- sale; base <- db <- lease; http and auth on base), and
+   below it (base <- redis, db, kafka <- sale <- queue; base <- db <- lease; http and auth on
+   base), and
    no symbol of a binary's core.
 2. No circles between the files of one folder: within common/<layer>, producer/, consumer/,
    reconciler/, admin/, the graph "file A calls a function defined in file B" has no cycle.
@@ -32,6 +33,7 @@ LAYERS = {  # layer -> the layers it may use
     "lease": {"base", "db"},
     "http": {"base"},
     "auth": {"base"},
+    "queue": {"base", "redis", "db", "kafka", "sale"},
 }
 TABLES = {  # layer below the sale -> the only tables (tb_*) its code may name
     "base": set(), "redis": set(), "db": {"tb_lock"}, "kafka": set(),
@@ -40,7 +42,7 @@ TABLES = {  # layer below the sale -> the only tables (tb_*) its code may name
 TARGETS = {  # CMake target -> source folder
     "sk_base": "common/base", "sk_redis": "common/redis", "sk_db": "common/db",
     "sk_kafka": "common/kafka", "sk_sale": "common/sale", "sk_lease": "common/lease",
-    "sk_http": "common/http", "sk_auth": "common/auth",
+    "sk_http": "common/http", "sk_auth": "common/auth", "sk_queue": "common/queue",
     "front_core": "producer", "consumer_core": "consumer",
     "reconciler_core": "reconciler", "admin_core": "admin",
 }

@@ -23,6 +23,9 @@
  *                                             may be dead and not fenced yet)
  *   fttool highs BROKERS TOPIC                "PARTITION HIGH" per partition (the high
  *                                             watermark; every leader must answer)
+ *   fttool marks BROKERS TOPIC                "PARTITION LOW HIGH" per partition: the log
+ *                                             start offset and the high watermark (what
+ *                                             dump reads between)
  *   fttool brokers BROKERS                    the ids of the brokers in the metadata
  *                                             (registered and unfenced), sorted, one line
  *   fttool dump BROKERS TOPIC                 every message up to the high watermarks at
@@ -128,9 +131,12 @@ done:
         return rc;
 }
 
-/* count: the sum over partitions of high - low watermark; highs (@p per_partition):
- * "PARTITION HIGH" per partition. */
-static int cmd_count(const char *brokers, const char *topic, int per_partition)
+/* The three outputs of cmd_count. */
+enum { COUNT_SUM, COUNT_HIGHS, COUNT_MARKS };
+
+/* count (COUNT_SUM): the sum over partitions of high - low watermark; highs: "PARTITION
+ * HIGH" per partition; marks: "PARTITION LOW HIGH" per partition. */
+static int cmd_count(const char *brokers, const char *topic, int mode)
 {
         rd_kafka_t *rk = new_client(RD_KAFKA_CONSUMER, brokers, NULL);
         rd_kafka_resp_err_t err;
@@ -148,10 +154,12 @@ static int cmd_count(const char *brokers, const char *topic, int per_partition)
                         goto done;
                 }
                 sum += hi - lo;
-                if (per_partition)
+                if (mode == COUNT_HIGHS)
                         printf("%d %" PRId64 "\n", i, hi);
+                else if (mode == COUNT_MARKS)
+                        printf("%d %" PRId64 " %" PRId64 "\n", i, lo, hi);
         }
-        if (!per_partition)
+        if (mode == COUNT_SUM)
                 printf("%" PRId64 "\n", sum);
         rc = 0;
 done:
@@ -543,20 +551,22 @@ int main(int argc, char **argv)
         if (argc == 4 && !strcmp(argv[1], "produce"))
                 return cmd_produce(argv[2], argv[3]);
         if (argc == 4 && !strcmp(argv[1], "count"))
-                return cmd_count(argv[2], argv[3], 0);
+                return cmd_count(argv[2], argv[3], COUNT_SUM);
         if (argc >= 4 && !strcmp(argv[1], "delete-topics"))
                 return cmd_delete(argv[2], argc - 3, argv + 3);
         if (argc >= 6 && !strcmp(argv[1], "create-topic"))
                 return cmd_create(argv[2], argv[3], small_int(argv[4]), small_int(argv[5]), argc - 6, argv + 6);
         if (argc == 4 && !strcmp(argv[1], "highs"))
-                return cmd_count(argv[2], argv[3], 1);
+                return cmd_count(argv[2], argv[3], COUNT_HIGHS);
+        if (argc == 4 && !strcmp(argv[1], "marks"))
+                return cmd_count(argv[2], argv[3], COUNT_MARKS);
         if (argc == 4 && !strcmp(argv[1], "partitions"))
                 return cmd_partitions(argv[2], argv[3]);
         if (argc == 3 && !strcmp(argv[1], "brokers"))
                 return cmd_brokers(argv[2]);
         if (argc == 4 && !strcmp(argv[1], "dump"))
                 return cmd_dump(argv[2], argv[3]);
-        fprintf(stderr, "usage: fttool lag|reset-offsets BROKERS GROUP TOPIC | produce|count|partitions|highs BROKERS TOPIC"
+        fprintf(stderr, "usage: fttool lag|reset-offsets BROKERS GROUP TOPIC | produce|count|partitions|highs|marks BROKERS TOPIC"
                         " | delete-topics BROKERS TOPIC... | create-topic BROKERS TOPIC PARTITIONS RF [KEY=VALUE...]"
                         " | brokers BROKERS | dump BROKERS TOPIC\n");
         return 2;

@@ -2,7 +2,8 @@
  * `X-Payment-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + raw
  * body)>`, several v1= allowed (one per active secret, any may match), compared in
  * constant time (CRYPTO_memcmp), t within +-tolerance of the caller's clock. Secrets
- * come from a file, one per line (several lines = rotation). HMAC from OpenSSL.
+ * come from a file, one per line (several lines = rotation), kept as a key set of
+ * sk/keyfile.h (sk_keyfile_set_t). HMAC from OpenSSL.
  * What it does not do: read the clock, re-read files on its own or keep state between
  * calls (the front's payment.c holds the current key set and reloads it on SIGHUP or a
  * changed file).
@@ -13,34 +14,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sk/keyfile.h"
+
 #define SK_PAYSIG_MAX_KEYS 16          /* secrets per file */
 #define SK_PAYSIG_MIN_SECRET 16        /* bytes: a shorter line is refused */
 #define SK_PAYSIG_MAX_SECRET 256       /* bytes */
 #define SK_PAYSIG_MAX_V1 8             /* v1= entries read from one header */
 #define SK_PAYSIG_TOLERANCE_S 300      /* DESIGN.md 15: t older or newer than this -> 401 */
 
-/** A loaded set of secrets. Immutable; reference counted (1 when loaded). */
-typedef struct sk_paysig_keys sk_paysig_keys_t;
-
-/** @brief Parse a secrets file's text (@p len bytes, borrowed): one secret per line,
- *  its bytes as written (trailing CR, spaces and tabs trimmed); blank lines and lines
- *  starting with '#' are skipped. A secret under SK_PAYSIG_MIN_SECRET or over
- *  SK_PAYSIG_MAX_SECRET bytes, more than SK_PAYSIG_MAX_KEYS secrets, or none at all is
- *  an error (the whole text is refused).
- *  @returns a key set owned by the caller (sk_paysig_keys_free), or NULL with the reason
- *  in @p errstr (permanent: fix the file). */
-sk_paysig_keys_t *sk_paysig_keys_parse(const char *text, size_t len, char *errstr,
-                                       size_t errstr_size);
-/** @brief sk_paysig_keys_parse of the file at @p path (borrowed; at most 64 KiB).
- *  @returns as sk_paysig_keys_parse (an unreadable file is an error too). */
-sk_paysig_keys_t *sk_paysig_keys_load(const char *path, char *errstr, size_t errstr_size);
-/** @brief Number of secrets in @p keys (0 for NULL). */
-size_t sk_paysig_keys_count(const sk_paysig_keys_t *keys);
-/** @brief Take one more reference to @p keys (NULL: none). @returns @p keys. */
-sk_paysig_keys_t *sk_paysig_keys_ref(sk_paysig_keys_t *keys);
-/** @brief Drop one reference to @p keys; the last one frees it (the secrets are wiped
- *  first). NULL is a no-op. */
-void sk_paysig_keys_free(sk_paysig_keys_t *keys);
+/** The secrets file as a kind of key set (sk/keyfile.h): one secret per line, its bytes
+ *  as written (trailing CR, spaces and tabs trimmed); blank lines and lines starting with
+ *  '#' are skipped. A secret under SK_PAYSIG_MIN_SECRET or over SK_PAYSIG_MAX_SECRET
+ *  bytes, more than SK_PAYSIG_MAX_KEYS secrets, or none at all refuses the whole file
+ *  (the reason never holds a secret). Read with sk_keyfile_set_parse(&sk_paysig_keyfile,
+ *  ...) or sk_keyfile_set_load: an owned, immutable, reference-counted set whose last
+ *  reference wipes the secrets. Constant; any thread. */
+extern const sk_keyfile_kind_t sk_paysig_keyfile;
 
 /** The verdict of sk_paysig_verify. */
 typedef enum {
@@ -51,12 +40,14 @@ typedef enum {
 } sk_paysig_res_t;
 
 /** @brief Verify @p header (borrowed, NUL-terminated; NULL = missing) against @p body
- *  (@p body_len bytes, the raw request body) with every secret of @p keys, at
- *  @p now_s (unix seconds) with @p tolerance_s (s). Parts are separated by ',' (spaces
+ *  (@p body_len bytes, the raw request body) with every secret of @p set (borrowed: a
+ *  set of sk_paysig_keyfile; NULL or a set of another kind is SK_PAYSIG_BAD "no
+ *  payment keys"), at @p now_s (unix seconds) with @p tolerance_s (s). Parts are separated by ',' (spaces
  *  around them allowed); unknown parts (e.g. a future v2=) are ignored; t is canonical
  *  decimal; each v1 is 64 hex digits (either case). @p why (may be NULL) receives a
- *  static reason for logs (never a secret). Constant-time comparison per candidate. */
-sk_paysig_res_t sk_paysig_verify(const sk_paysig_keys_t *keys, const char *header,
+ *  static reason for logs (never a secret). Constant-time comparison per candidate.
+ *  Any thread (the caller holds a reference to @p set). */
+sk_paysig_res_t sk_paysig_verify(const sk_keyfile_set_t *set, const char *header,
                                  const void *body, size_t body_len, int64_t now_s,
                                  int tolerance_s, const char **why);
 

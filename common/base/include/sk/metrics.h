@@ -23,6 +23,13 @@ sk_metric_t *sk_metrics_gauge(sk_metrics_t *m, const char *name, const char *lab
 sk_metric_t *sk_metrics_hist(sk_metrics_t *m, const char *name, const char *labels, const char *help,
                              const double *bounds, size_t nbounds);
 
+/** @brief Remove the series @p c (a handle of @p m) and free it: it is no longer
+ *  rendered, and a later registration of the same (name, labels) starts again from zero.
+ *  The caller guarantees that no thread uses @p c any more (the handle is invalid once
+ *  this returns). A handle not in @p m, or NULL, is a no-op. Thread-safe against render
+ *  and registration. */
+void sk_metrics_remove(sk_metrics_t *m, sk_metric_t *c);
+
 void sk_metric_add(sk_metric_t *c, int64_t n);     /* counter or gauge */
 void sk_metric_set(sk_metric_t *g, int64_t v);     /* gauge */
 /** @brief Observe @p v (in the unit of the bounds, e.g. seconds). */

@@ -34,8 +34,10 @@ typedef struct sk_redis_url {
         sk_redis_seed_t seeds[SK_REDIS_MAX_SEEDS];
 } sk_redis_url_t;
 
-/* SECKILL_MYSQL_URL (DESIGN.md 2, 16):
- *   mysql://user[:pass]@h1[:p1][,h2[:p2]...]/database[?password-file=PATH]
+/* SECKILL_MYSQL_URL (DESIGN.md 2, 15 "Transport", 16):
+ *   mysql://user[:pass]@h1[:p1][,h2[:p2]...]/database[?opt=v&opt=v...]
+ *   options: password-file=PATH; ssl-ca=PATH, ssl-cert=PATH, ssl-key=PATH,
+ *   ssl-mode=REQUIRED|VERIFY_IDENTITY (TLS to the server, sk_mysql_ssl_mode_t)
  *   mysql-galera://...   the same, and a server without wsrep is refused
  * The hosts are tried in order; a connection goes to the first one that answers and is
  * writable (common/db, sk/db.h). host/port are hosts[0] (the only one of a one-host URL). */
@@ -45,6 +47,14 @@ typedef struct sk_mysql_host {
         char host[256];
         int port;               /* 1..65535, default 3306 */
 } sk_mysql_host_t;
+
+/* ssl-mode of a MySQL URL (DESIGN.md 15 "Transport"). */
+typedef enum {
+        SK_MYSQL_SSL_OFF = 0,           /* no ssl-* option: plain TCP, as the server allows */
+        SK_MYSQL_SSL_REQUIRED,          /* TLS or no connection; the certificate is not checked */
+        SK_MYSQL_SSL_VERIFY_IDENTITY,   /* TLS, the chain checked against ssl-ca and the host
+                                           name (or IP) against the certificate */
+} sk_mysql_ssl_mode_t;
 
 typedef struct sk_mysql_url {
         char user[128];
@@ -58,6 +68,10 @@ typedef struct sk_mysql_url {
         char password_file[256]; /* ?password-file=PATH (percent-decoded), "" = none; the
                                   * parser only records it: sk_mysql_url_read_password_file
                                   * (sk/conf.h) reads the password */
+        sk_mysql_ssl_mode_t ssl_mode;   /* from ssl-mode; ssl-ca alone = VERIFY_IDENTITY */
+        char ssl_ca[256];       /* ?ssl-ca=PATH: the CA file (PEM) the server's chain must end in */
+        char ssl_cert[256];     /* ?ssl-cert=PATH and ?ssl-key=PATH: a client certificate */
+        char ssl_key[256];
 } sk_mysql_url_t;
 
 /** @brief Parse a SECKILL_REDIS_URL of any topology (see sk_redis_url_t, DESIGN.md 4b):
@@ -70,8 +84,11 @@ int sk_redis_url_parse(const char *url, sk_redis_url_t *out, char *errstr, size_
 /** @brief Parse a SECKILL_MYSQL_URL (see sk_mysql_url_t): scheme mysql:// or
  *  mysql-galera://, 1..SK_MYSQL_MAX_HOSTS comma-separated host[:port] (default port 3306,
  *  bracketed IPv6 allowed), user and password percent-decoded, database [A-Za-z0-9_]+,
- *  the one option password-file=PATH (not together with a password in the URL; the file
- *  is not read here). Pure function (no I/O); thread-safe.
+ *  the options password-file=PATH (not together with a password in the URL; the file
+ *  is not read here) and ssl-ca, ssl-cert, ssl-key (paths, percent-decoded), ssl-mode
+ *  (REQUIRED or VERIFY_IDENTITY; VERIFY_IDENTITY needs ssl-ca; ssl-ca without ssl-mode
+ *  means VERIFY_IDENTITY; ssl-cert and ssl-key go together), each at most once.
+ *  Pure function (no I/O); thread-safe.
  *  @returns 0 with *out filled, or -1 with the reason in errstr (*out untouched; the
  *  reason never holds the password). */
 int sk_mysql_url_parse(const char *url, sk_mysql_url_t *out, char *errstr, size_t errstr_size);

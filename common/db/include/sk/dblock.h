@@ -16,6 +16,11 @@
  * Galera the row's write sets are certified in one order, so two nodes cannot both win).
  * "Nobody holds the lock" (DESIGN.md 8, the meta reset) = no row with until >= NOW(3).
  * seq makes every renewal change the row, so its affected-row count is the answer.
+ * On Galera the lock's session runs with wsrep_sync_wait = 7 (reads, UPDATE/DELETE and
+ * INSERT wait until the node has applied what the cluster committed before them): a
+ * conditional UPDATE on a node that lags matches the stale row and writes nothing (so
+ * certification never sees it): without the wait a lock released through one node
+ * still looked held through another for a moment, and a take there answered busy.
  *
  * Errors in the classes of DESIGN.md 8/16: 1213 (deadlock, certification failure) and
  * 1205 (lock wait) are retried here a few times; a lost connection during one of these
@@ -25,8 +30,10 @@
  * so ttl is chosen far above one write chunk.
  *
  * Each sk_dblock_t owns one connection (autocommit only, never inside a caller's
- * transaction) and a holder "host:pid:start_ms" unique to it, so two locks of one
- * process exclude each other like two processes. Not thread-safe per lock; separate
+ * transaction) and a holder "host:boot_id:pid:start_ticks:seq" unique to it
+ * (sk/dblock_holder.h), so two locks of one process exclude each other like two
+ * processes. A live row is taken over before its ttl only when its holder is provably
+ * dead: same host and boot id, its pid gone or reused (DESIGN.md 16 (f)). Not thread-safe per lock; separate
  * locks are independent. Nothing here logs. */
 #pragma once
 #include <stddef.h>
@@ -36,13 +43,15 @@
 #include "sk/err.h"
 
 #define SK_DBLOCK_NAME_MAX 191  /* tb_lock.name is VARCHAR(191) */
-#define SK_DBLOCK_HOLDER_MAX 127
+#define SK_DBLOCK_HOLDER_MAX 255  /* tb_lock.holder is VARCHAR(255) (ddl/0011_lock_holder.sql) */
 
 typedef struct sk_dblock sk_dblock_t;   /* opaque; defined in dblock.c */
 
-/** @brief Write a holder "host:pid:start_ms" into @p out (@p size >= 96 is enough): host
- *  reduced to [A-Za-z0-9._-], start_ms the wall clock in ms made unique per process (two
- *  calls never return the same string). Thread-safe. Shared with the worker lease. */
+/** @brief Write a worker-lease holder "host:pid:start_ms" into @p out (@p size >= 96 is
+ *  enough): host reduced to [A-Za-z0-9._-], start_ms the wall clock in ms made unique per
+ *  process (two calls never return the same string). Thread-safe. The worker lease's
+ *  (tb_worker_lease.holder, VARCHAR(128)); a tb_lock holder has five fields
+ *  (sk_dblock_holder_make), so the two never collide. */
 void sk_dblock_make_holder(char *out, size_t size);
 
 /** @brief The row name used for @p name into @p out (@p out_size >= SK_DBLOCK_NAME_MAX +
@@ -50,9 +59,11 @@ void sk_dblock_make_holder(char *out, size_t size);
  *  FNV-1a 64 hash, so every process derives the same row. Pure, thread-safe. */
 void sk_dblock_fit_name(const char *name, char *out, size_t out_size);
 
-/** @brief CREATE TABLE IF NOT EXISTS tb_lock (the statement of ddl/0007_lock.sql) on
- *  @p db's current database: the migration runner runs it before it takes its own lock.
- *  @returns SK_OK or the classified error. */
+/** @brief CREATE TABLE IF NOT EXISTS tb_lock (the statement of ddl/0007_lock.sql, holder
+ *  already VARCHAR(255)) on @p db's current database, and widen an older table's holder
+ *  to VARCHAR(255) (the statement of ddl/0011_lock_holder.sql) when it is narrower: the
+ *  migration runner runs it before it takes its own lock, whose holder may not fit the
+ *  old column. @returns SK_OK or the classified error. */
 sk_err_t sk_dblock_ensure_table(sk_db_t *db, char *errstr, size_t errstr_size);
 
 /** @brief A lock object for row @p name (copied; non-empty, fitted by sk_dblock_fit_name), its own

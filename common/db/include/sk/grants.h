@@ -1,9 +1,9 @@
-/* sk/grants.h: the least-privilege database users of DESIGN.md 17, as GRANT statements
- * (`seckill-admin db grants`). Two users: the app user (every binary at run time, and
- * every seckill-admin command but `db migrate`) may read and write the rows of the
- * project's tables and nothing else; the admin user (`db migrate`) may also create and
- * change the schema of the one database. The table list is read from the embedded
- * migrations (sk/migrate.h), never kept by hand. Pure text: no connection. */
+/* sk/grants.h: least-privilege database users as GRANT statements (DESIGN.md 15
+ * "Least privilege in the book of record", 17; `seckill-admin db grants`). This layer
+ * knows no table of the sale: the caller hands it one user per binary with its table and
+ * column privileges (admin/grants.c holds them); it checks them against the tables the
+ * embedded migrations create (sk/migrate.h, never kept by hand) and writes the text.
+ * Pure text: no connection. */
 #pragma once
 #include <stddef.h>
 
@@ -32,17 +32,40 @@ sk_err_t sk_migrate_tables(sk_table_list_t *out, char *errstr, size_t errstr_siz
 sk_err_t sk_migrate_tables_of(const sk_migration_t *migs, size_t n, sk_table_list_t *out,
                               char *errstr, size_t errstr_size);
 
-/** @brief The GRANT statements of the least-privilege users on @p database (the
- *  database of SECKILL_MYSQL_URL, [A-Za-z0-9_]{1,64}), as SQL text with comments:
- *  @p admin_user (may be NULL: none) gets SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER,
- *  INDEX, DROP on the database (its `_` escaped: no wildcard); @p app_user (may be
- *  NULL) gets SELECT, INSERT, UPDATE on each table of sk_migrate_tables() (no DELETE:
- *  no binary deletes a row; no schema_migrations). Users are
- *  [A-Za-z0-9_.-]{1,32}; @p host (NULL = "%") is [A-Za-z0-9_.%:-]{1,255}. The users
- *  must exist (CREATE USER ... IDENTIFIED BY ..., written as a comment); table grants
- *  need the tables, so the app user's come after `db migrate`.
+/** One table's privileges for one user (DESIGN.md 15 "Least privilege"): each of
+ *  @c select, @c insert, @c update is NULL (none), "*" (the whole table) or a column list
+ *  "a, b, c" (column grants: an INSERT may set only those columns, an UPDATE change only
+ *  those; an `INSERT ... ON DUPLICATE KEY UPDATE c = c` needs UPDATE on c). A row with all
+ *  three NULL says "nothing on this table", so that every table is decided. */
+typedef struct sk_grant_row {
+        const char *table;
+        const char *select, *insert, *update;
+} sk_grant_row_t;
+
+/** One user of the book of record: one per binary (DESIGN.md 15). */
+typedef struct sk_grant_user {
+        const char *role;               /* "front", "consumer", ...: named in errors */
+        const char *user;               /* the account name, [A-Za-z0-9_.-]{1,32}; NULL = left out */
+        const char *what;               /* comment lines (each starting "-- ") printed above its grants */
+        int schema;                     /* 1: the migrations' database-level grant (rows unused) */
+        const sk_grant_row_t *rows;     /* schema == 0: exactly one row per table of the migrations */
+        size_t nrows;
+} sk_grant_user_t;
+
+/** @brief The GRANT statements of the users @p users (@p nusers, borrowed) on
+ *  @p database (the database of SECKILL_MYSQL_URL, [A-Za-z0-9_]{1,64}), as SQL text with
+ *  comments. A schema user gets SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX,
+ *  DROP on the database (its `_` escaped: no wildcard), nothing global, no GRANT
+ *  OPTION. Any other user gets, per row, one GRANT with the row's table and column
+ *  privileges; its rows must name every table of sk_migrate_tables() exactly once and
+ *  no other (a migration that adds a table makes every such user decide on it), and
+ *  schema_migrations never. @p host (required: no '%' default) is
+ *  [A-Za-z0-9_.%:-]{1,255}. The users must exist (CREATE USER ... IDENTIFIED BY ...,
+ *  written as a comment); table and column grants need the tables, so they come after
+ *  `db migrate`.
  *  @param sql_out  Receives the text, owned by the caller (free()), on success only.
- *  @returns SK_OK; SK_EINVAL (a name with another character, neither user given, or
- *  sk_migrate_tables() failed); SK_ENOMEM. Thread-safe. */
-sk_err_t sk_grants_sql(const char *database, const char *app_user, const char *admin_user,
+ *  @returns SK_OK; SK_EINVAL (no host, a name or column list with another character,
+ *  no user given, a table missing or unknown or named twice in a user's rows, or
+ *  sk_migrate_tables() failed), with the reason in @p errstr; SK_ENOMEM. Thread-safe. */
+sk_err_t sk_grants_sql(const char *database, const sk_grant_user_t *users, size_t nusers,
                        const char *host, char **sql_out, char *errstr, size_t errstr_size);

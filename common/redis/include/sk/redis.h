@@ -22,6 +22,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <hiredis/hiredis.h>
 #include "sk/err.h"
 #include "sk/conf.h"
@@ -80,6 +81,38 @@ sk_err_t sk_redis_cmdf(sk_redis_t *r, redisReply **reply, char *errstr, size_t e
 sk_err_t sk_redis_vcmdf(sk_redis_t *r, redisReply **reply, char *errstr, size_t errstr_size,
                         const char *fmt, va_list ap);
 
+/** @brief The node @p r routes @p key (borrowed, NUL-terminated) to now, as "host:port"
+ *  into @p addr (@p addr_size bytes, 262 are always enough): Cluster, the master of the
+ *  key's slot in r's slot map, after a map refresh when one is due (a connection error,
+ *  a MOVED, sk_redis_map_stale; at most as often as routed commands refresh it: this
+ *  may send CLUSTER SLOTS); one server or Sentinel, node 0 (the last resolved master;
+ *  "" before the first connect). The per-node Redis breaker of the front keys on it
+ *  (DESIGN.md 4b, 12). @returns SK_OK, or SK_EAGAIN when the slot is not covered by
+ *  the map (nothing written but ""). Not thread-safe (one sk_redis_t per thread). */
+sk_err_t sk_redis_key_addr(sk_redis_t *r, const char *key, char *addr, size_t addr_size);
+/** @brief Ask for a slot map refresh (Cluster; a no-op otherwise): the next routed
+ *  command, pipeline or sk_redis_key_addr on @p r asks CLUSTER SLOTS again, at most
+ *  every 100 ms (the refresh after a connection error). A caller that stops sending to
+ *  a node it knows is down calls it so that its map still follows a failover
+ *  (DESIGN.md 4b). Not thread-safe (one sk_redis_t per thread). */
+void sk_redis_map_stale(sk_redis_t *r);
+/** @brief Follow a map change someone else saw (Cluster; a no-op otherwise): when
+ *  @p gen differs from the generation @p r last followed (0 at connect), @p r asks
+ *  CLUSTER SLOTS again now, whatever its rate limit, and remembers @p gen; the same
+ *  @p gen again costs nothing. The front's breaker thread bumps a process-wide
+ *  generation when it sees a dead master's slots served by a promoted replica, so every
+ *  worker's handle routes to the new owner at its next purchase (DESIGN.md 4b). Not
+ *  thread-safe (one sk_redis_t per thread). */
+void sk_redis_map_follow(sk_redis_t *r, uint64_t gen);
+/** @brief Ask CLUSTER SLOTS now (Cluster; a no-op otherwise), whatever the rate limit:
+ *  for a caller that polls the map on its own timer (the front's breaker thread while
+ *  a master's breaker is open). @returns SK_OK when the map was replaced, SK_EAGAIN
+ *  when no node answered (the map is unchanged). Not thread-safe. */
+sk_err_t sk_redis_map_refresh(sk_redis_t *r);
+/** @brief "host:port" of master number @p i (0..sk_redis_master_count()-1) into
+ *  @p addr (@p addr_size bytes). @returns SK_OK or SK_EINVAL (no such master). Not
+ *  thread-safe (one sk_redis_t per thread). */
+sk_err_t sk_redis_master_addr(sk_redis_t *r, int i, char *addr, size_t addr_size);
 /** @brief Number of masters of @p r: 1 for redis:// and Sentinel, the masters of the
  *  last slot map for a Cluster. Node indexes 0..n-1 below. */
 int sk_redis_master_count(sk_redis_t *r);
@@ -190,6 +223,15 @@ sk_err_t sk_redis_pipe_result(sk_redis_pipe_t *p, int i, redisReply **reply,
  *  NULL when it got none (sk_redis_pipe_result then says SK_EUNKNOWN or SK_EAGAIN).
  *  Never a MOVED/ASK/TRYAGAIN: those were followed. */
 const redisReply *sk_redis_pipe_raw(const sk_redis_pipe_t *p, int i);
+/** @brief "host:port" of the node command @p i was last sent to (or would have been:
+ *  a node that could not be connected), into @p addr (@p addr_size bytes); "" when it
+ *  had no node (uncovered slot). After exec; for the per-node breaker (DESIGN.md 12).
+ *  @returns 0, or -1 (no node, or no such command). */
+int sk_redis_pipe_addr(const sk_redis_pipe_t *p, int i, char *addr, size_t addr_size);
+/** @brief Milliseconds the batch of command @p i's node took in the last round it was
+ *  sent in (from writing the batch to reading its last reply; 0 if never sent): the
+ *  latency of that node alone, for the per-node breaker (DESIGN.md 12). */
+int64_t sk_redis_pipe_ms(const sk_redis_pipe_t *p, int i);
 /** @brief Number of commands appended. */
 int sk_redis_pipe_count(const sk_redis_pipe_t *p);
 /** @brief Forget every command and reply (the pipeline can be reused). */

@@ -10,9 +10,12 @@
  *      undo; FAILED: rollback.lua with the stored reason's flags).
  *   2. sold_out: a second transaction updates bucket j's row (SET version = version + 1,
  *      DESIGN.md 16 (3): a write, so it conflicts across Galera nodes where a FOR SHARE
- *      read would not) and reads its stock, runs rollback.lua with clamp-to that value,
- *      and ends only after rollback.lua answered, so a concurrent restock cannot be
- *      clamped away. A stock that cannot be
+ *      read would not) and reads its stock (on Galera with wsrep_sync_wait = 1, DESIGN.md
+ *      16 (d)), runs rollback.lua with clamp-to that value, and ends only after
+ *      rollback.lua answered, so a concurrent restock cannot be clamped away on one
+ *      server; on Galera a restock certified first on another node aborts our COMMIT
+ *      instead, and the failed COMMIT writes a drift mark (sk/drift_mark.h) that makes the
+ *      reconciler's next pass rebuild the bucket at once. A stock that cannot be
  *      read (after the retries) means rollback.lua is NOT run: no RESTORE fence claims a
  *      clamp that was not applied; the FAILED row without a fence is what the reconciler
  *      retries.
@@ -48,6 +51,11 @@ typedef struct sk_decider {
                                                          * [reconnect d->db if transient] */
         void (*backoff)(void *arg, int attempt);        /* between attempts (attempt 1..):
                                                          * [sleep, capped exponential + jitter] */
+        void (*clamp_lost)(void *arg, const sk_order_msg_t *msg, int marked,
+                           const char *why);            /* the clamp's COMMIT failed after
+                                                         * rollback.lua ran: marked = 1 when
+                                                         * the drift mark was written
+                                                         * (DESIGN.md 16 (d)) [-] */
         int (*give_up)(void *arg, int64_t voucher_id);  /* after a failed attempt: 1 = no
                                                          * more attempts, the FAILED row's
                                                          * rollback is the reconciler's

@@ -21,6 +21,15 @@ size_t sk_key_voucher(char *buf, const char *prefix, int64_t voucher_id, int buc
  *  nothing. @returns the length. */
 size_t sk_key_fence(char *buf, const char *prefix, int64_t voucher_id, int bucket,
                     int64_t trace_id);
+/** @brief All five keys of one purchase in bucket @p bucket (DESIGN.md 4), the bytes
+ *  sk_key_voucher gives for META, STOCK, USERS, TRACE (into @p kv[0..3]) and
+ *  sk_key_fence for @p trace_dec, the trace id's canonical decimal string (into
+ *  @p kfence); every buffer SK_KEY_MAX bytes, caller-owned. The hash tag is formatted
+ *  once and the suffixes appended: one snprintf per purchase instead of five (the
+ *  front's deduct path). A prefix too long for that goes through the single-key
+ *  functions (same bytes, truncated alike). Pure, thread-safe. */
+void sk_key_purchase(char *const kv[4], char *kfence, const char *prefix, int64_t voucher_id,
+                     int bucket, int64_t trace_id, const char *trace_dec);
 /** @brief "<prefix>:order:<order_id>" (order JSON cache, TTL 60 s). */
 size_t sk_key_order(char *buf, const char *prefix, int64_t order_id);
 /** @brief Trace-hash fields for trace @p trace_id: "T", "T:r", "T:c", "T:x", "T:h". */

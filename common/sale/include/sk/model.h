@@ -28,6 +28,9 @@ typedef enum {
         SK_CODE_OFFLINE = 10011,            /* 403 */
         SK_CODE_EXPIRED = 10012,            /* 403 */
         SK_CODE_PAUSED = 10013,             /* 503: paused, Redis or Kafka unavailable */
+        SK_CODE_NO_ADMISSION = 10014,       /* 403: a queued voucher bought without a valid admission (DESIGN.md 18) */
+        SK_CODE_ROOM_NOT_OPEN = 10015,      /* 403: the waiting room is not open yet */
+        SK_CODE_NOT_MEMBER = 10016,         /* 404: not a member of the waiting room (or no room) */
         SK_CODE_ORDER_CLOSED = 10021,       /* 409: order closed or cancelled */
         SK_CODE_ORDER_PAID = 10022,         /* 409: order already paid */
         SK_CODE_PAY_MISMATCH = 10023,       /* 422: payment amount or currency != the order's */

@@ -1,0 +1,12 @@
+-- 0011: tb_lock holders carry the boot id and the process start time (DESIGN.md 16
+-- "Answers after an unknown COMMIT" (f); common/db/dblock_holder.c). A holder is
+-- 'host:boot_id:pid:start_ticks:seq' (boot_id: /proc/sys/kernel/random/boot_id;
+-- start_ticks: field 22 of /proc/PID/stat; seq unique per lock object of the process),
+-- up to about 160 bytes, so the column is widened from VARCHAR(128). A live row is taken
+-- over before its ttl only when its holder has our host name and boot id and its pid is
+-- gone or now belongs to a process started at other ticks; a holder of the old
+-- 'host:pid:start_ms' form is always waited out (its ttl).
+-- seckill-admin db migrate widens the column itself before it takes its own lock (the
+-- same statement, sk_dblock_ensure_table), so running it here again changes nothing.
+-- Every statement is idempotent on its own (a runner killed half-way re-runs the file).
+ALTER TABLE tb_lock MODIFY COLUMN holder VARCHAR(255) NOT NULL DEFAULT '' COMMENT 'host:boot_id:pid:start_ticks:seq of the holder, or of the last one';
