@@ -164,7 +164,10 @@ static int alloc_scratch(worker_t *w)
 /* The database: retried until it answers (or we are told to stop). Statements give up
  * 1 s after the session's lock wait (the server's 1205 comes first when a row lock is
  * what they wait for): a writer node that froze (SIGSTOP, a hung host) holds the worker
- * that long, not 30 s; conn.c then steps to the next node (DESIGN.md 16). */
+ * that long, not 30 s; conn.c then steps to the next node (DESIGN.md 16). With the
+ * default 3 s lock wait that is 4 s, no more than the survivors' eviction of the frozen
+ * node takes (evs.suspect_timeout 4 s is its floor), so the worker's batch is waiting on
+ * a live node when the eviction ends (docs/SCALING.md, fault case 0283). */
 static int connect_db(worker_t *w)
 {
         char errstr[512];

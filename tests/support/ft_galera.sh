@@ -15,7 +15,9 @@
 #   ft_galera_budget KILL_MS      the writer-loss budget (docs/SCALING.md): no 503 "lease"
 #                                 answered, and the first order committed after the kill
 #                                 (KILL_MS, epoch ms) at most 2 s after the eviction the
-#                                 watched node saw (its cluster size dropping); both noted
+#                                 watched node saw (its cluster size dropping), failed only
+#                                 when the sample before the first commit is already past
+#                                 it (a loaded host samples coarsely); both noted
 # The binaries run with the shipped worker lease (SECKILL_WORKER_LEASE_MS 30 s): its
 # confirmed mint window (10-20 s ahead, DESIGN.md 2, sk/lease_plan.h) outlasts the ~6.5 s
 # Galera eviction, which the fault cases' usual 3 s lease cannot (a 1-2 s window).
@@ -58,20 +60,24 @@ ft_galera_down_then_up() {
 }
 
 ft_galera_budget() {
-        local kill_ms=$1 evict first n_lease
+        local kill_ms=$1 evict first first_lo n_lease
         ft_galera_figures "$kill_ms"
-        evict=$FT_GALERA_EVICT first=$FT_GALERA_FIRST
+        evict=$FT_GALERA_EVICT first=$FT_GALERA_FIRST first_lo=$FT_GALERA_FIRST_LO
         ft_log "watch of node2: $(wc -l <"$FT_WORK/watch.txt") samples; the longest gap between two after the fault: $(awk -v k="$kill_ms" \
                 '$1 > k && p && $1 - p > g {g = $1 - p; a = p - k; b = $1 - k} {p = $1} END {printf "%d ms (%d..%d ms after it)", g, a, b}' \
                 "$FT_WORK/watch.txt")"
         n_lease=$(awk '$2 == 503' "$FT_WORK/results.txt" | grep -c '"cause":"lease"')
-        ft_note "${n_lease}×503 lease; node1 evicted ${evict:-?} ms after the fault, first order committed after it at ${first:-?} ms"
+        ft_note "${n_lease}×503 lease; node1 evicted ${evict:-?} ms after the fault, first order committed after it at ${first_lo:-?}..${first:-?} ms"
         ft_eq "$n_lease" 0 "no purchase answered 503 lease while Galera evicted the writer (the worker lease's window outlasts it)"
+        # The watch samples node2 with one mysql call at a time; at load 15 two samples can be
+        # a second apart. The commit happened after the sample before the first one that saw
+        # it (first_lo), and the eviction at or before its sample (evict): the budget is failed
+        # only when the commit is certainly late, and the bounds are noted either way.
         if [[ -z $evict || -z $first ]]; then
                 ft_fail "no eviction (${evict:-none}) or no order committed after the fault (${first:-none}) in $(wc -l <"$FT_WORK/watch.txt") samples"
-        elif ((first <= evict + 2000)); then
-                ft_ok "first order committed ${first} ms after the fault, within the eviction (${evict} ms) + 2 s"
+        elif ((first_lo <= evict + 2000)); then
+                ft_ok "first order committed ${first_lo}..${first} ms after the fault, within the eviction (${evict} ms) + 2 s"
         else
-                ft_fail "first order committed ${first} ms after the fault: later than the eviction (${evict} ms) + 2 s"
+                ft_fail "first order committed ${first_lo}..${first} ms after the fault: later than the eviction (${evict} ms) + 2 s"
         fi
 }

@@ -12,7 +12,11 @@
 #                                 of fewer than 3, FT_GALERA_FIRST = ms from the fault to the
 #                                 first order committed after it (the count 0.3 s after
 #                                 the fault is the base: write sets certified before it
-#                                 still arrive); each empty when the watch never saw it
+#                                 still arrive); FT_GALERA_FIRST_LO = ms from the fault to
+#                                 the sample before that one, so the commit happened in
+#                                 (FIRST_LO, FIRST]: on a loaded host one mysql call can take
+#                                 a second, and the bounds say how sharp the figure is;
+#                                 each empty when the watch never saw it
 # What it deliberately does not do: judge the figures (ft_galera_budget, windows.sh do).
 
 ft_galera_watch() {
@@ -39,6 +43,7 @@ ft_galera_figures() {
         touch "$FT_WORK/watch.stop"
         wait "$FT_GALERA_WATCH_PID"
         FT_GALERA_EVICT=$(awk -v k="$kill_ms" '$1 > k && $3 < 3 {print $1 - k; exit}' "$FT_WORK/watch.txt")
-        FT_GALERA_FIRST=$(awk -v k="$kill_ms" '$1 < k + 300 {next} base == "" {base = $2; next}
-                $2 > base {print $1 - k; exit}' "$FT_WORK/watch.txt")
+        read -r FT_GALERA_FIRST_LO FT_GALERA_FIRST < <(awk -v k="$kill_ms" \
+                '$1 < k + 300 {next} base == "" {base = $2; p = $1; next}
+                $2 > base {print p - k, $1 - k; exit} {p = $1}' "$FT_WORK/watch.txt")
 }
