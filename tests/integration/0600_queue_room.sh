@@ -26,7 +26,9 @@ ftq_keys
 ft_consumer c
 ft_front f SECKILL_QUEUE_KEYS_FILE="$KEYS" SECKILL_SOLDOUT_CACHE_MS=60000
 ft_front g SECKILL_QUEUE_KEYS_FILE="$KEYS" SECKILL_SOLDOUT_CACHE_MS=60000
-ftq_voucher 20 --stock 2 --queue --queue-overbook 200 --queue-ttl 30 --title "Test sale"
+# Admissions live 120 s: position 4's token, taken early, buys only after the cancel
+# (30 s ran out before that step at load 15 on the Cluster rerun)
+ftq_voucher 20 --stock 2 --queue --queue-overbook 200 --queue-ttl 120 --title "Test sale"
 F=${FT_ADDR[f]}
 G=${FT_ADDR[g]}
 # req METHOD ADDR PATH USER [X-Admission] -> "CODE BODY" (ftq_req: also in the transcript)
