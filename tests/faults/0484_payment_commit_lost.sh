@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # 0484_payment_commit_lost.sh: a payment callback's COMMIT is lost (a COMMIT proxy,
-# support/sk_sqlproxy.py, drops the front's link instead of forwarding it: the server
-# rolls back) and its reconnect is slow (held 4 s, as behind a dead first node; under the
-# front's 5 s connect timeout, and 1 s more than the 3 s that a CI run at load 15 used up
-# before delivery B was decided), while
+# support/sk_sqlproxy.py, holds it, then drops the front's link instead of forwarding it:
+# the server rolls back) and its reconnect is slow (held 4 s, as behind a dead first node;
+# under the front's 5 s connect timeout), while
 # another delivery decides the same provider txn id through another front (DESIGN.md 16
 # "Answers after an unknown COMMIT" (a), 9 invariants 6 and 7). The lost delivery's
 # resolution finds a tb_payment row that is not its own (another attempt_id): it must
@@ -16,11 +15,20 @@
 #     same webhook, 0.6 s after the deadline, closes O on the spot (refund_due late,
 #     409/10021); delivery 1's resolution answers 409/10021 from delivery 2's row (before:
 #     200 PAID for an order CLOSED and being re-sold).
+# The COMMIT is held before the drop (part 1: 3 s, part 2: 2 s) with its row locks, so
+# the other delivery has hold + 4 s to be decided, however late this script sees the
+# proxy fire (at load 11 in CI, A's re-run committed before B was sent: 4 s alone were
+# used up); a delivery that comes during the hold waits on the lost one's row locks (3 s,
+# under the front's 5 s lock wait) and goes on at the rollback.
 # Then the released unit is sold again; every invariant of DESIGN.md 9 and invariant 7
 # for purchases (ft_check_told) and payments (ft_check_pay_told) hold. No failpoint: the
 # proxy drops the COMMIT on the wire (armed by the marker "INSERT INTO tb_payment").
 # fault: a payment callback's COMMIT dropped by a proxy (rolled back) and its reconnect held 4 s while another delivery of the same txn id decides: the lost delivery answers from the other's row (409/10025 reused txn, 409/10021 late), never 200
 # Buckets: 1
+# The fronts' request deadline (2 x the delivery timeout + 1 s) must outlive the hold, the
+# reconnect and the resolution: 11 s (the suite's 2 s gives 5 s, and a deadline's 503
+# PENDING, true but not the resolution this case checks)
+FT_DELIVERY_MS=5000
 . "$(dirname "$0")/../support/ft.sh"
 . "$(dirname "$0")/../support/ft_db.sh"
 ft_init payment_commit_lost
@@ -39,7 +47,7 @@ O=$(order_of 1) O1=$(order_of 2) O2=$(order_of 3)
 [[ -n $O && -n $O1 && -n $O2 ]] || ft_die "orders missing ('$O' '$O1' '$O2')"
 
 # Part 1: a txn id reused across two orders.
-ft_eq "$(ft_sqlproxy_ctl px "arm drop_before 0 4000 1 INSERT INTO tb_payment")" ok "proxy armed (part 1)"
+ft_eq "$(ft_sqlproxy_ctl px "arm drop_before 3000 4000 1 INSERT INTO tb_payment")" ok "proxy armed (part 1)"
 ( ft_pay_logged f1 "$O1" "txn-R-$O1" 500 >"$FT_WORK/a.out" ) &
 A_PID=$!
 ft_sqlproxy_fired px 1 15 && ft_ok "delivery A's COMMIT dropped" || ft_fail "the proxy never dropped A's COMMIT"
@@ -60,7 +68,7 @@ left_ms=$(ft_sql "SELECT TIMESTAMPDIFF(MICROSECOND, NOW(3), pay_deadline) DIV 10
 t_deadline=$(($(date +%s%3N) + left_ms))
 ((left_ms > 1700)) || ft_die "O's deadline too close already ($left_ms ms): the case's setup was too slow"
 while (($(date +%s%3N) < t_deadline - 1500)); do sleep 0.05; done
-ft_eq "$(ft_sqlproxy_ctl px "arm drop_before 0 4000 1 INSERT INTO tb_payment")" ok "proxy armed (part 2)"
+ft_eq "$(ft_sqlproxy_ctl px "arm drop_before 2000 4000 1 INSERT INTO tb_payment")" ok "proxy armed (part 2)"
 ( ft_pay_logged f1 "$O" "txn-P-$O" 500 >"$FT_WORK/d1.out" ) &
 D1_PID=$!
 ft_sqlproxy_fired px 2 15 && ft_ok "delivery 1's COMMIT dropped" || ft_fail "the proxy never dropped delivery 1's COMMIT"

@@ -61,7 +61,10 @@ FT_BROKERS=${SECKILL_KAFKA_BROKERS:-127.0.0.1:9092}
 FT_SHARED_BROKERS=$FT_BROKERS
 FT_DELIVERY_MS=${FT_DELIVERY_MS:-2000}
 FT_LEASE_MS=${FT_LEASE_MS:-3000}
-FT_GRACE_S=${FT_GRACE_S:-5}
+# the reconciler's grace covers the front's request deadline (2 x delivery timeout + 1 s),
+# as seckill-reconciler requires: 5 s with the suite's 2 s delivery timeout
+_ft_deadline_s=$(((2 * FT_DELIVERY_MS + 1000 + 999) / 1000))
+FT_GRACE_S=${FT_GRACE_S:-$((_ft_deadline_s > 5 ? _ft_deadline_s : 5))}
 FT_PARTITIONS=${FT_PARTITIONS:-3}
 declare -A FT_PID=()     # name -> pid of a service we started
 declare -A FT_ADDR=()    # front name -> host:port
