@@ -4,8 +4,12 @@
 # port (so INFO commandstats can be reset and used_memory measured without the shared
 # Redis's other tenants), the stack's MariaDB and Kafka, its own database, prefix and topic.
 #   1. Redis usec_per_call of the scripts, each alone (CONFIG RESETSTAT, then INFO
-#      commandstats' cmdstat_evalsha): queue_join.lua for new members, a repeat join, and
-#      queue_poll.lua of a member, driven by redis-benchmark (EVALSHA with __rand_int__ ids);
+#      commandstats' cmdstat_evalsha): queue_join.lua for new members and a repeat join,
+#      driven by redis-benchmark (EVALSHA with __rand_int__ ids); and the poll, which is no
+#      script (sk_qroom_poll): BENCH_POLLS polls' reads of a waiting member (TIME, HMGET of
+#      the state, ZCARD, ZSCORE, ZRANK, as common/queue/queue_room.c sends them) piped
+#      through redis-cli --pipe, the Redis time of all of them (every cmdstat's usec)
+#      divided by the polls;
 #   2. Redis memory per member: used_memory before and after BENCH_MEMBERS members joined
 #      (user ids 10^12 + 0 .. N-1, piped through redis-cli --pipe), divided by the members;
 #   3. the front's poll rate (GET …/queue of those members, bench/queue_poll.lua) against
@@ -18,7 +22,7 @@
 #      sk_qtoken_verify of a valid token and of another user's (budget <= 2 us).
 # Environment: BENCH_MEMBERS (1000000), BENCH_NEW_JOINS (200000: redis-benchmark calls per
 # script), BENCH_SECONDS (10: each wrk run), BENCH_CONNS (128), BENCH_THREADS (2: wrk),
-# BENCH_RELEASES (100), BENCH_POLL_MEMBERS (10000: the members step 3 polls, with their
+# BENCH_POLLS (200000), BENCH_RELEASES (100), BENCH_POLL_MEMBERS (10000: the members step 3 polls, with their
 # position tickets), BENCH_TOKENS_N (200000), SECKILL_HTTP_THREADS (2, also const409's), SK_BIN, SK_BENCH_BIN.
 # Build first (cmake --build build); run at a quiet time (figures only, bench/README.md).
 set -euo pipefail
@@ -29,6 +33,7 @@ GEN=${BENCH_GENERATED:-$here/../build/generated}
 . "$here/lib.sh"
 members=${BENCH_MEMBERS:-1000000}
 calls=${BENCH_NEW_JOINS:-200000}
+polls=${BENCH_POLLS:-200000}
 secs=${BENCH_SECONDS:-10}
 conns=${BENCH_CONNS:-128}
 threads=${BENCH_THREADS:-2}
@@ -39,7 +44,7 @@ poll_members=${BENCH_POLL_MEMBERS:-10000}
 http_threads=${SECKILL_HTTP_THREADS:-2}
 bench_require bench/queue.sh wrk redis-benchmark redis-cli redis-server curl python3
 for f in "$SK_BIN/seckill-front" "$SK_BIN/seckill-admin" "$SK_BENCH_BIN/const409" \
-        "$GEN/sk_lua_embedded.c.queue_join.lua" "$GEN/sk_lua_embedded.c.queue_poll.lua"; do
+        "$GEN/sk_lua_embedded.c.queue_join.lua"; do
   [ -e "$f" ] || { echo "bench/queue.sh: no $f (cmake --build build)" >&2; exit 2; }
 done
 run=bqueue_$$_$RANDOM
@@ -78,7 +83,6 @@ while [ "$(date +%s)" -le "$begin" ]; do sleep 0.2; done
 K=()
 for kind in state pre post used gone ticks; do K+=("$prefix:{q:$v}:$kind"); done
 sha_join=$($rc -x script load <"$GEN/sk_lua_embedded.c.queue_join.lua")
-sha_poll=$($rc -x script load <"$GEN/sk_lua_embedded.c.queue_poll.lua")
 b_ms=$((begin * 1000)) e_ms=$(((now + 7200) * 1000)) o_ms=$(((begin - 3600) * 1000))
 exp_ms=$((e_ms + 86400000)) ttl_ms=3600000
 join_args() { echo "$sha_join 6 ${K[*]} $1 $b_ms $e_ms $o_ms $2 1 $exp_ms $ttl_ms 0 0"; }
@@ -106,8 +110,25 @@ $rc config resetstat >/dev/null
 rb -r "$members" evalsha $(join_args "1__rand_int__" "6__rand_int__")
 echo "redis_join_repeat_usec_per_call=$(usec)"
 $rc config resetstat >/dev/null
-rb -r "$members" evalsha "$sha_poll" 6 "${K[@]}" "1__rand_int__"
-echo "redis_poll_usec_per_call=$(usec) (budget <= 4)"
+# the poll's first round for members 10^12 + random i (waiting: not admitted, so no second
+# round), as sk_qroom_poll sends it; Redis time summed over every command it ran
+awk -v n="$polls" -v m="$members" -v k="${K[*]}" 'BEGIN {
+  split(k, kk, " "); srand(7)
+  f = "generation begun seq upto unitsLeft unitsHeld heldUntil closed expupto npre"; nf = split(f, ff, " ")
+  for (i = 0; i < n; i++) {
+    u = sprintf("1%012d", int(rand() * m))
+    printf "*1\r\n$4\r\nTIME\r\n"
+    printf "*%d\r\n$5\r\nHMGET\r\n$%d\r\n%s\r\n", nf + 2, length(kk[1]), kk[1]
+    for (j = 1; j <= nf; j++) printf "$%d\r\n%s\r\n", length(ff[j]), ff[j]
+    printf "*2\r\n$5\r\nZCARD\r\n$%d\r\n%s\r\n", length(kk[2]), kk[2]
+    printf "*3\r\n$6\r\nZSCORE\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", length(kk[3]), kk[3], length(u), u
+    printf "*3\r\n$5\r\nZRANK\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", length(kk[2]), kk[2], length(u), u
+  }}' >"$work/polls.resp"
+$rc config resetstat >/dev/null
+$rc --pipe <"$work/polls.resp" >"$work/polls.log"
+$rc info commandstats | awk -F'[:,=]' -v n="$polls" '/^cmdstat_(time|hmget|zcard|zscore|zrank)/ {
+    u += $5; printf "redis_poll_%s_usec_per_call=%s\n", substr($1, 9), $7 }
+  END { printf "redis_poll_usec_per_poll=%.2f (budget <= 4; the five reads together)\n", u / n }'
 
 # ---- 3: the front's polls vs const409, same wrk script
 keys=$work/queue.keys

@@ -1,6 +1,6 @@
 /* queue_room.c: the waiting room in Redis (sk/queue_room.h, DESIGN.md 18): the room's
- * scripts (embedded from lua/ in common/sale), their arguments and replies, and the
- * member state decided from a view. */
+ * scripts (embedded from lua/ in common/sale), their arguments and replies, the poll's
+ * plain reads (no script), and the member state decided from a view. */
 #include "sk/queue_room.h"
 
 #include <inttypes.h>
@@ -10,12 +10,11 @@
 #include <hiredis/hiredis.h>
 
 #include "sk/ids.h"
+#include "sk/redis_error.h"
 
-extern const char sk_lua_queue_join[], sk_lua_queue_poll[], sk_lua_queue_advance[],
-        sk_lua_queue_use[];
+extern const char sk_lua_queue_join[], sk_lua_queue_advance[], sk_lua_queue_use[];
 
 static sk_redis_script_t s_join = { .name = "queue_join", .body = sk_lua_queue_join };
-static sk_redis_script_t s_poll = { .name = "queue_poll", .body = sk_lua_queue_poll };
 static sk_redis_script_t s_adv = { .name = "queue_advance", .body = sk_lua_queue_advance };
 static sk_redis_script_t s_use = { .name = "queue_use", .body = sk_lua_queue_use };
 
@@ -174,23 +173,174 @@ sk_err_t sk_qroom_join(sk_redis_t *r, const sk_qroom_t *room, int64_t uid, int r
         return SK_EAGAIN;
 }
 
+/* ---- The poll: plain commands, no script (DESIGN.md 18 "Polling costs little").
+ * A script costs this VM's Redis about 4 µs before its first command (bench/README.md),
+ * the poll's whole budget; these reads cost about that together. Round 1: TIME, the
+ * state, |pre|, the member's post-begin score and pre-queue rank; round 2, only for a
+ * position already admitted: its used bit and, above expUpTo, its admission tick. Both
+ * go to the room's own master (the `{q:ID}` slot), so TIME is the clock that wrote the
+ * ticks. The reads are not one atomic snapshot, as the script's were: each is the room
+ * at its moment, and a poll's answer is a view that the next poll, the token and
+ * queue_use.lua (which decide a purchase) do not depend on. */
+
+enum { P_TIME, P_STATE, P_NPRE, P_POST, P_RANK, P_N };
+/* the state fields the view needs, in lib/queue.lua's order */
+enum { S_GEN, S_BEGUN, S_SEQ, S_UPTO, S_LEFT, S_HELD, S_HELD_UNTIL, S_CLOSED, S_EXPUPTO, S_NPRE,
+       S_N };
+
+/* Send @p n commands on @p ctx and read their replies into rep[] (owned by the caller,
+ * each freed by free_replies; NULL where none came). An error reply is a transient
+ * error (a MOVED after a slot moved also marks the map stale). */
+static sk_err_t raw_round(sk_redis_t *r, redisContext *ctx, int n, const char *argv[][16],
+                          const int argc[], redisReply *rep[], char *errstr, size_t errstr_size)
+{
+        for (int i = 0; i < n; i++)
+                rep[i] = NULL;
+        for (int i = 0; i < n; i++)
+                if (redisAppendCommandArgv(ctx, argc[i], argv[i], NULL) != REDIS_OK)
+                        goto io;
+        for (int i = 0; i < n; i++) {
+                void *x = NULL;
+                if (redisGetReply(ctx, &x) != REDIS_OK)
+                        goto io;
+                rep[i] = x;
+        }
+        for (int i = 0; i < n; i++) {
+                if (rep[i]->type != REDIS_REPLY_ERROR)
+                        continue;
+                if (sk_redis_reply_is(rep[i], "MOVED") || sk_redis_reply_is(rep[i], "ASK"))
+                        sk_redis_map_stale(r);
+                sk_seterr(errstr, errstr_size, "queue poll: %.*s", (int)rep[i]->len, rep[i]->str);
+                return SK_EAGAIN;
+        }
+        return SK_OK;
+io:
+        sk_seterr(errstr, errstr_size, "queue poll: %s", ctx->errstr[0] ? ctx->errstr : "connection lost");
+        return SK_EAGAIN;
+}
+
+static void free_replies(redisReply *rep[], int n)
+{
+        for (int i = 0; i < n; i++)
+                if (rep[i])
+                        freeReplyObject(rep[i]);
+}
+
+/* TIME's reply in ms, -1 if malformed */
+static int64_t time_ms(const redisReply *t)
+{
+        if (t->type != REDIS_REPLY_ARRAY || t->elements != 2)
+                return -1;
+        int64_t s = num(t->element[0]), us = num(t->element[1]);
+        return s < 0 || us < 0 ? -1 : s * 1000 + us / 1000;
+}
+
+/* The view of lib/queue.lua's q_position from round 1: the position, or -1 (not a member). */
+static int64_t position_of(redisReply *const rep[], int64_t npre, int begun, int64_t seq)
+{
+        const redisReply *post = rep[P_POST], *rank = rep[P_RANK];
+
+        if (seq > 0 && post->type == REDIS_REPLY_STRING)
+                return npre + num(post);
+        if (npre == 0 || rank->type != REDIS_REPLY_INTEGER)
+                return -1;
+        return begun ? rank->integer + 1 : 0;
+}
+
+/* Round 2 for an admitted position: its used bit and admission time into @p v. */
+static sk_err_t admitted_of(sk_redis_t *r, redisContext *ctx, const room_keys_t *rk, sk_qroom_view_t *v,
+                            char *errstr, size_t errstr_size)
+{
+        char pos[24];
+        const char *argv[2][16] = { { "GETBIT", rk->k[3], pos },
+                                    { "ZRANGEBYSCORE", rk->k[5], pos, "+inf", "LIMIT", "0", "1" } };
+        const int argc[2] = { 3, 7 };
+        int n = v->position > v->exp_up_to ? 2 : 1;
+        redisReply *rep[2];
+        sk_err_t err;
+
+        fmt_i64(pos, sizeof(pos), v->position);
+        if ((err = raw_round(r, ctx, n, argv, argc, rep, errstr, errstr_size)) == SK_OK) {
+                v->used = rep[0]->type == REDIS_REPLY_INTEGER && rep[0]->integer == 1;
+                /* "upTo:redisTimeMs" of the first tick covering the position */
+                if (n == 2 && rep[1]->type == REDIS_REPLY_ARRAY && rep[1]->elements == 1 &&
+                    rep[1]->element[0]->type == REDIS_REPLY_STRING) {
+                        const char *c = strchr(rep[1]->element[0]->str, ':');
+                        redisReply at = { .type = REDIS_REPLY_STRING };
+                        if (c) {
+                                at.str = (char *)c + 1;
+                                at.len = strlen(c + 1);
+                                v->admit_ms = num(&at);
+                        }
+                }
+        }
+        free_replies(rep, n);
+        return err;
+}
+
 sk_err_t sk_qroom_poll(sk_redis_t *r, const sk_qroom_t *room, int64_t uid,
                        sk_qroom_view_t *v, char *errstr, size_t errstr_size)
 {
         char uidbuf[SK_ID_STRLEN + 1];
-        const char *args[1] = { uidbuf };
-        redisReply *rep = NULL;
         room_keys_t rk;
+        redisReply *rep[P_N], *const *f;
+        const redisReply *st;
+        redisContext *ctx;
         sk_err_t err;
 
+        memset(v, 0, sizeof(*v));
         if ((err = keys_of(room, &rk, errstr, errstr_size)) != SK_OK)
                 return err;
         sk_id_format(uid, uidbuf);
-        if ((err = sk_redis_evalsha(r, &s_poll, 6, rk.k, 1, args, &rep, errstr,
-                                    errstr_size)) != SK_OK)
-                return err;
-        err = parse_view(rep, v, errstr, errstr_size);
-        freeReplyObject(rep);
+        const char *argv[P_N][16] = {
+                [P_TIME] = { "TIME" },
+                [P_STATE] = { "HMGET", rk.k[0], "generation", "begun", "seq", "upto", "unitsLeft",
+                              "unitsHeld", "heldUntil", "closed", "expupto", "npre" },
+                [P_NPRE] = { "ZCARD", rk.k[1] },
+                [P_POST] = { "ZSCORE", rk.k[2], uidbuf },
+                [P_RANK] = { "ZRANK", rk.k[1], uidbuf },
+        };
+        const int argc[P_N] = { [P_TIME] = 1, [P_STATE] = 2 + S_N, [P_NPRE] = 2, [P_POST] = 3, [P_RANK] = 3 };
+
+        if (!(ctx = sk_redis_ctx_key(r, rk.k[0]))) {
+                sk_seterr(errstr, errstr_size, "queue poll: the room's master is not reachable");
+                return SK_EAGAIN;
+        }
+        if ((err = raw_round(r, ctx, P_N, argv, argc, rep, errstr, errstr_size)) != SK_OK)
+                goto done;
+        st = rep[P_STATE];
+        if (st->type != REDIS_REPLY_ARRAY || st->elements != S_N || (v->now_ms = time_ms(rep[P_TIME])) < 0 ||
+            rep[P_NPRE]->type != REDIS_REPLY_INTEGER) {
+                sk_seterr(errstr, errstr_size, "queue poll: unexpected reply");
+                err = SK_EREDIS;
+                goto done;
+        }
+        f = st->element;
+        v->position = -1;
+        v->admit_ms = -1;
+        v->npre = rep[P_NPRE]->integer;
+        if (f[S_GEN]->type != REDIS_REPLY_STRING) {
+                v->tag = SK_QVIEW_NOROOM;       /* every state is created with a generation */
+                v->units_left = -1;
+                goto done;
+        }
+        copy_gen(v->generation, f[S_GEN]);
+        v->begun = f[S_BEGUN]->type == REDIS_REPLY_STRING && strcmp(f[S_BEGUN]->str, "1") == 0;
+        if (v->begun && f[S_NPRE]->type == REDIS_REPLY_STRING)
+                v->npre = num(f[S_NPRE]);       /* frozen at begin */
+        v->seq = f[S_SEQ]->type == REDIS_REPLY_STRING ? num(f[S_SEQ]) : 0;
+        v->up_to = f[S_UPTO]->type == REDIS_REPLY_STRING ? num(f[S_UPTO]) : 0;
+        v->units_left = f[S_LEFT]->type == REDIS_REPLY_STRING ? num(f[S_LEFT]) : -1;
+        v->units_held = f[S_HELD]->type == REDIS_REPLY_STRING ? num(f[S_HELD]) : 0;
+        v->held_until_ms = f[S_HELD_UNTIL]->type == REDIS_REPLY_STRING ? num(f[S_HELD_UNTIL]) : 0;
+        v->closed = f[S_CLOSED]->type == REDIS_REPLY_STRING && strcmp(f[S_CLOSED]->str, "1") == 0;
+        v->exp_up_to = f[S_EXPUPTO]->type == REDIS_REPLY_STRING ? num(f[S_EXPUPTO]) : 0;
+        v->position = position_of(rep, v->npre, v->begun, v->seq);
+        v->tag = v->position < 0 ? SK_QVIEW_NOTMEMBER : SK_QVIEW_MEMBER;
+        if (v->position > 0 && v->position <= v->up_to)
+                err = admitted_of(r, ctx, &rk, v, errstr, errstr_size);
+done:
+        free_replies(rep, P_N);
         return err;
 }
 

@@ -86,7 +86,8 @@ local function q_admitted(keys, st, pos)
   return used, at or -1
 end
 
--- The view the front turns into a member state (sk/queue_room.h), built from the state st
+-- The view the front turns into a member state (sk/queue_room.h; sk_qroom_poll builds the
+-- same view in C from plain reads, so a change here is made there too), built from the state st
 -- (q_state, as the script left it) without a command:
 -- {tag, now, generation, begun, npre, seq, upTo, position, used, admitTime, unitsLeft,
 --  unitsHeld, heldUntil, closed, expUpTo} (numbers as integers, or as the state's decimal

@@ -1,8 +1,9 @@
-/* sk/queue_room.h: the waiting room in Redis (DESIGN.md 4 `{q:ID}` keys, 18): join, poll,
+/* sk/queue_room.h: the waiting room in Redis (DESIGN.md 4 `{q:ID}` keys, 18): join,
  * advance and the used bit, each one EVALSHA of its script (lua/queue_join.lua,
- * queue_poll.lua, queue_advance.lua, queue_use.lua, with lua/lib/queue.lua) on the room's
- * one hash tag, routed by the Redis layer like every script (Cluster: one slot); and the
- * member state of §18 decided from a script's view.
+ * queue_advance.lua, queue_use.lua, with lua/lib/queue.lua) on the room's one hash tag,
+ * routed by the Redis layer like every script (Cluster: one slot); the poll, plain
+ * pipelined reads on the room's master (no script: §18 "Polling costs little"); and the
+ * member state of §18 decided from a view.
  * What it does not do: sign tokens (sk/queue_token.h), read the database (the caller
  * passes the DB facts: units held, held until, closed) or keep state between calls.
  * Errors: as sk_redis_evalsha (SK_EAGAIN transient, SK_EUNKNOWN unknown outcome: join and
@@ -67,7 +68,14 @@ typedef struct sk_qroom_view {
  *  randomness. */
 sk_err_t sk_qroom_join(sk_redis_t *r, const sk_qroom_t *room, int64_t uid, int rejoin_used,
                        sk_qroom_view_t *v, char *errstr, size_t errstr_size);
-/** @brief Poll (read only): @p uid's view. */
+/** @brief Poll (read only): @p uid's view, the one lib/queue.lua's q_view builds, read with
+ *  plain commands on the room's master (sk_redis_ctx_key of the state key): one round of
+ *  TIME, HMGET of the state, ZCARD of the pre-queue, ZSCORE in post and ZRANK in pre; a
+ *  second (GETBIT, the admission tick) only for an admitted position. Not one atomic
+ *  snapshot: each read is the room at its moment (the token and queue_use.lua decide a
+ *  purchase, never a poll). Errors: SK_EAGAIN (the master unreachable, a connection
+ *  lost, an error reply such as MOVED, LOADING: nothing written, the caller may close
+ *  @p r and retry), SK_EREDIS (a malformed reply), SK_EINVAL (prefix too long). */
 sk_err_t sk_qroom_poll(sk_redis_t *r, const sk_qroom_t *room, int64_t uid,
                        sk_qroom_view_t *v, char *errstr, size_t errstr_size);
 
