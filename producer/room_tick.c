@@ -432,11 +432,8 @@ static int read_stock(sk_redis_t *r, const sk_queue_voucher_t *v, int64_t *units
                 return -1;
         if (sk_queue_key(room_key, sizeof(room_key), g_fr.conf.redis_prefix, v->voucher_id, "state") != 0 ||
             !(ctx = sk_redis_ctx_key(r, room_key)) || !(rep = redisCommand(ctx, "TIME")) ||
-            rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
-            rep->element[0]->type != REDIS_REPLY_STRING || rep->element[1]->type != REDIS_REPLY_STRING)
+            (*read_ms = sk_redis_time_ms(rep)) < 0)
                 goto done;
-        *read_ms = strtoll(rep->element[0]->str, NULL, 10) * 1000 +
-                   strtoll(rep->element[1]->str, NULL, 10) / 1000;
         for (int b = 0; b < nb; b++) {
                 const char *argv[2] = { "GET", keys[b] };
                 sk_key_voucher(keys[b], g_fr.conf.redis_prefix, v->voucher_id, b, SK_KEY_STOCK);

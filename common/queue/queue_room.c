@@ -226,15 +226,6 @@ static void free_replies(redisReply *rep[], int n)
                         freeReplyObject(rep[i]);
 }
 
-/* TIME's reply in ms, -1 if malformed */
-static int64_t time_ms(const redisReply *t)
-{
-        if (t->type != REDIS_REPLY_ARRAY || t->elements != 2)
-                return -1;
-        int64_t s = num(t->element[0]), us = num(t->element[1]);
-        return s < 0 || us < 0 ? -1 : s * 1000 + us / 1000;
-}
-
 /* The view of lib/queue.lua's q_position from round 1: the position, or -1 (not a member). */
 static int64_t position_of(redisReply *const rep[], int64_t npre, int begun, int64_t seq)
 {
@@ -309,7 +300,7 @@ sk_err_t sk_qroom_poll(sk_redis_t *r, const sk_qroom_t *room, int64_t uid,
         if ((err = raw_round(r, ctx, P_N, argv, argc, rep, errstr, errstr_size)) != SK_OK)
                 goto done;
         st = rep[P_STATE];
-        if (st->type != REDIS_REPLY_ARRAY || st->elements != S_N || (v->now_ms = time_ms(rep[P_TIME])) < 0 ||
+        if (st->type != REDIS_REPLY_ARRAY || st->elements != S_N || (v->now_ms = sk_redis_time_ms(rep[P_TIME])) < 0 ||
             rep[P_NPRE]->type != REDIS_REPLY_INTEGER) {
                 sk_seterr(errstr, errstr_size, "queue poll: unexpected reply");
                 err = SK_EREDIS;

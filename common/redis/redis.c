@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "redis_int.h"
+#include "sk/num.h"
 
 sk_redis_t *sk_redis_connect(const sk_redis_url_t *url, int timeout_ms,
                              char *errstr, size_t errstr_size)
@@ -73,6 +74,18 @@ sk_err_t sk_redis_reconnect(sk_redis_t *r, char *errstr, size_t errstr_size)
                 return SK_EAGAIN;
         }
         return SK_OK;
+}
+
+int64_t sk_redis_time_ms(const redisReply *rep)
+{
+        long s, us;
+
+        if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+            rep->element[0]->type != REDIS_REPLY_STRING || rep->element[1]->type != REDIS_REPLY_STRING ||
+            sk_parse_long(rep->element[0]->str, 0, 1000000000000L, &s) != 0 ||
+            sk_parse_long(rep->element[1]->str, 0, 999999, &us) != 0)
+                return -1;
+        return (int64_t)s * 1000 + us / 1000;
 }
 
 sk_redis_kind_t sk_redis_kind(const sk_redis_t *r)

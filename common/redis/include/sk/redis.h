@@ -63,6 +63,9 @@ sk_err_t sk_redis_reconnect(sk_redis_t *r, char *errstr, size_t errstr_size);
  *  is the caller's to treat as "did not run" (the map refreshes on the next routed
  *  command). */
 redisContext *sk_redis_ctx_key(sk_redis_t *r, const char *key);
+/** @brief The time of a TIME reply @p rep (borrowed; may be NULL) in ms since the epoch
+ *  (seconds x 1000 + microseconds / 1000), or -1 when it is not two whole numbers. Pure. */
+int64_t sk_redis_time_ms(const redisReply *rep);
 /** @brief The topology of @p r's URL. */
 sk_redis_kind_t sk_redis_kind(const sk_redis_t *r);
 
