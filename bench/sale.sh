@@ -106,7 +106,7 @@ echo "sale: stock=$stock buyers=$buyers conns=$conns wrk_threads=$threads second
 # ---- 1. the sale: sale_run LABEL VOUCHER [VAR=VALUE...] (the front's extra environment)
 # sets <LABEL>_rate, <LABEL>_admitted, <LABEL>_left, <LABEL>_holders.
 sale_run() {
-  local label=$1 v=$2 fout metrics admitted left holders causes rss_kb
+  local label=$1 v=$2 fout metrics admitted left holders causes rss_kb fcpu0 fcpu1
   shift 2
   env "$@" SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_OPS_ADDR=127.0.0.1:$oport SECKILL_REDIS_PREFIX=$prefix \
     SECKILL_TOPIC=$topic SECKILL_TOPIC_PARTITIONS=${SECKILL_TOPIC_PARTITIONS:-6} SECKILL_LOG_LEVEL=warn \
@@ -118,10 +118,15 @@ sale_run() {
     sleep 0.2
   done
   curl -sf "http://127.0.0.1:$oport/readyz" >/dev/null || { echo "front not ready" >&2; cat "/tmp/$run.front.log" >&2; exit 1; }
-  rcpu0=$(bench_redis_cpu); rt0=$(bench_now_s)
+  rcpu0=$(bench_redis_cpu); rt0=$(bench_now_s); fcpu0=$(bench_pid_cpu_ticks "$fpid")
+  if [ -n "${BENCH_PERF:-}" ]; then
+    perf record ${BENCH_PERF_ARGS:--e cpu-clock -g} -o "$BENCH_PERF.$label" -p "$fpid" -- sleep "$secs" >/dev/null 2>&1 &
+  fi
   fout=$(wrk_label "$label" "http://127.0.0.1:$port" "$v")
+  fcpu1=$(bench_pid_cpu_ticks "$fpid")
   rt1=$(bench_now_s); rcpu1=$(bench_redis_cpu)
   echo "$fout" | sed "s/^/${label}_front_/"
+  echo "${label}_front_cpu_us_per_req=$(bench_us_per "$fcpu0" "$fcpu1" "$(echo "$fout" | sed -n 's/^requests=\([0-9]*\).*/\1/p')" ticks)"
   echo "${label}_redis_busy=$(bench_busy "$rcpu0" "$rcpu1" "$rt0" "$rt1") (Redis CPU / wall time during the sale)"
   printf -v "${label}_rate" '%s' "$(echo "$fout" | sed -n 's/^rate=//p')"
   metrics=$(curl -sf "http://127.0.0.1:$oport/metrics")
@@ -156,15 +161,21 @@ wrk_label() {  # wrk_label LABEL URL VOUCHER: the wrk script of run LABEL (jwt: 
 # const_run LABEL: the constant 409 server driven by run LABEL's wrk script; sets
 # const_<LABEL>_rate.
 const_run() {
-  local label=$1 cout
+  local label=$1 cout ccpu0 ccpu1
   "$SK_BENCH_BIN/const409" "127.0.0.1:$cport" "$http_threads" &
   cpid=$!
   for _ in $(seq 1 50); do
     curl -s -o /dev/null "http://127.0.0.1:$cport/" 2>/dev/null && break
     sleep 0.1
   done
+  ccpu0=$(bench_pid_cpu_ticks "$cpid")
+  if [ -n "${BENCH_PERF:-}" ]; then
+    perf record ${BENCH_PERF_ARGS:--e cpu-clock -g} -o "$BENCH_PERF.const_$label" -p "$cpid" -- sleep "$secs" >/dev/null 2>&1 &
+  fi
   cout=$(wrk_label "$label" "http://127.0.0.1:$cport" "$vf")
+  ccpu1=$(bench_pid_cpu_ticks "$cpid")
   echo "$cout" | sed "s/^/const_${label}_/"
+  echo "const_${label}_cpu_us_per_req=$(bench_us_per "$ccpu0" "$ccpu1" "$(echo "$cout" | sed -n 's/^requests=\([0-9]*\).*/\1/p')" ticks)"
   printf -v "const_${label}_rate" '%s' "$(echo "$cout" | sed -n 's/^rate=//p')"
   kill -TERM $cpid; wait $cpid || true; cpid=
 }

@@ -5,7 +5,9 @@
  * callback takes one (at most FR_PAY_BODY_MAX bytes, kept raw for its signature,
  * payment.c); any other declared body is 413.
  * What it does not do: talk to Redis, Kafka or the DB (deduct.c, publish.c, lookup.c);
- * the HTTP threads never block on those. */
+ * the HTTP threads never block on those.
+ * Past 600 lines on purpose: the routes and the handler's call-by-call state machine
+ * (headers, body, answer) read as one sequence; the routes' own work lives elsewhere. */
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -46,6 +48,10 @@
 
 static sk_idgen_t *idgen; /* borrowed from main.c */
 static struct MHD_Daemon *mhd;
+/* The 409/10005 of a sold-out cache hit, most answers of a sale: built once and queued on
+ * every such request (libmicrohttpd counts a response's users under its own lock), so a
+ * hit formats, allocates and frees no answer. NULL (out of memory at start) = per request. */
+static struct MHD_Response *soldout_resp;
 
 /* ---------------------------------------------------------------- answers ---- */
 
@@ -56,11 +62,20 @@ static enum MHD_Result queue_answer(struct MHD_Connection *conn, fr_req_t *req)
         char ra[16];
         size_t len;
         char *body = fr_req_take_body(req, &len); /* MHD owns it now (MHD_RESPMEM_MUST_FREE) */
+        int soldout = req->soldout && req->status == 409;
 
-        if (!body) {
-                body = strdup("");
-                len = 0;
+        if (soldout && soldout_resp && !req->close) {
+                free(body);
+                ret = MHD_queue_response(conn, 409, soldout_resp);
+                sk_metric_add(fr_m.req_by_code[fr_code_idx(409)], 1);
+                return ret;
         }
+        if (!body) {
+                body = soldout ? fr_json_err(SK_CODE_SOLD_OUT, "sold out") : strdup("");
+                len = body ? strlen(body) : 0;
+        }
+        if (!body)
+                return MHD_NO;
         resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
         if (!resp) {
                 free(body);
@@ -242,7 +257,10 @@ static void route_purchase(fr_req_t *req, struct MHD_Connection *conn)
         /* DESIGN.md 3, 4: every bucket recently answered sold out -> 10005 without Redis
          * (no id, no in-flight slot, no queue slot). */
         if (req->q_pos == 0 && fr_soldout_hit(req)) {
-                fr_quick(req, 409, fr_json_err(SK_CODE_SOLD_OUT, "sold out"));
+                /* the body is the shared response's (queue_answer); set on this thread
+                 * before the handler queues the answer */
+                if (fr_quick(req, 409, NULL))
+                        req->soldout = 1;
                 return;
         }
         /* DESIGN.md 15: a voucher the DB did not know moments ago -> 10004 without Redis
@@ -601,6 +619,16 @@ int fr_http_start(sk_idgen_t *gen, char *errstr, size_t errstr_size)
         char portstr[16];
 
         idgen = gen;
+        if (!soldout_resp) {
+                char *b = fr_json_err(SK_CODE_SOLD_OUT, "sold out");
+
+                if (b && !(soldout_resp = MHD_create_response_from_buffer(strlen(b), b,
+                                                                          MHD_RESPMEM_MUST_FREE)))
+                        free(b);
+                if (soldout_resp)
+                        MHD_add_response_header(soldout_resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                                "application/json");
+        }
         if (fr_listen_is_unix(g_fr.conf.http_addr))
                 return start_unix(errstr, errstr_size);
         if (sk_hostport_parse(g_fr.conf.http_addr, host, sizeof(host), &port) != 0) {
@@ -652,5 +680,8 @@ void fr_http_stop(void)
         if (mhd)
                 MHD_stop_daemon(mhd);
         mhd = NULL;
+        if (soldout_resp)
+                MHD_destroy_response(soldout_resp);
+        soldout_resp = NULL;
         fr_listen_unix_remove(g_fr.conf.http_addr);
 }

@@ -121,12 +121,37 @@ int fr_answer(fr_req_t *req, int status, char *body, int retry_after_s)
         return 1;
 }
 
+/* Assembled with memcpy, not snprintf: it answers most requests of a sale (bench/sale.sh
+ * profile). The same bytes as snprintf into 512 bytes gave, except that a message too
+ * long for them is now cut before its closing quote, so the object stays whole. */
 char *fr_json_err(int code, const char *msg)
 {
-        char buf[512];
+        static const char pre[] = "{\"code\":", mid[] = ",\"message\":\"", end[] = "\"}";
+        char num[16], *out, *p;
+        size_t nlen = 0, mlen = strlen(msg), cap;
+        unsigned int u = code < 0 ? 0u - (unsigned int)code : (unsigned int)code;
 
-        snprintf(buf, sizeof(buf), "{\"code\":%d,\"message\":\"%s\"}", code, msg);
-        return strdup(buf);
+        do
+                num[sizeof(num) - 1 - nlen++] = (char)('0' + u % 10);
+        while ((u /= 10) && nlen < sizeof(num) - 1);
+        if (code < 0)
+                num[sizeof(num) - 1 - nlen++] = '-';
+        cap = 511 - (sizeof(pre) - 1) - nlen - (sizeof(mid) - 1);
+        if (mlen > cap)
+                mlen = cap;
+        if (!(out = malloc(sizeof(pre) - 1 + nlen + sizeof(mid) - 1 + mlen + sizeof(end))))
+                return NULL;
+        p = out;
+        memcpy(p, pre, sizeof(pre) - 1);
+        p += sizeof(pre) - 1;
+        memcpy(p, num + sizeof(num) - nlen, nlen);
+        p += nlen;
+        memcpy(p, mid, sizeof(mid) - 1);
+        p += sizeof(mid) - 1;
+        memcpy(p, msg, mlen);
+        p += mlen;
+        memcpy(p, end, sizeof(end));
+        return out;
 }
 
 static sk_metric_t *cause_metric(const char *cause)

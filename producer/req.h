@@ -69,6 +69,8 @@ typedef struct fr_req {
         int close;                      /* answer with Connection: close (HTTP thread only) */
         int page;                       /* the buyer page's headers: CSP, nosniff, no-cache
                                          * (page.c, DESIGN.md 18; HTTP thread only) */
+        int soldout;                    /* the answer is the shared sold-out response
+                                         * (http.c; body NULL; HTTP thread only) */
 
         /* Purchase / lookup data, written before the pipeline starts. */
         int64_t voucher_id, user_id, order_id, trace_id;

@@ -63,20 +63,29 @@ static long long hits(int port)
         return strtoll(p + strlen("\nseckill_front_soldout_cache_hits_total "), NULL, 10);
 }
 
-/* POST a purchase of @p vid for @p user; the status, and the code in *code. */
-static int buy(int port, int64_t vid, long long user, int *code)
+/* POST a purchase of @p vid for @p user; the status, its body in @p body (@p size
+ * bytes), and the code in *code. */
+static int buy_body(int port, int64_t vid, long long user, int *code, char *body, size_t size)
 {
-        char path[128], v[SK_ID_STRLEN], u[32], body[1024], c[32];
+        char path[128], v[SK_ID_STRLEN], u[32], c[32];
         int st;
 
         sk_id_format(vid, v);
         snprintf(path, sizeof(path), "/api/v1/vouchers/%s/seckill", v);
         snprintf(u, sizeof(u), "%lld", user);
-        st = sk_test_http(port, "POST", path, u, NULL, body, sizeof(body));
+        st = sk_test_http(port, "POST", path, u, NULL, body, size);
         *code = -1;
         if (sk_test_json_field(body, "code", c, sizeof(c)) == 0)
                 *code = (int)strtol(c, NULL, 10); /* a status code, not an id */
         return st;
+}
+
+/* buy_body without the body. */
+static int buy(int port, int64_t vid, long long user, int *code)
+{
+        char body[1024];
+
+        return buy_body(port, vid, user, code, body, sizeof(body));
 }
 
 static void incr_stock(sk_redis_t *rc, int64_t vid, int by)
@@ -95,7 +104,7 @@ START_TEST(cached_then_sold_again_after_restore)
         int port = sk_test_free_port(), code, st, i;
         int64_t vid = sk_test_rand_id(), t = sk_now_ms(), t_restore, waited;
         long long e0, h0, user = 1000;
-        char log[256], *snap0, *snap1;
+        char log[256], *snap0, *snap1, from_redis[1024], from_cache[1024];
         sk_redis_t *rc;
         pid_t pid = start(CACHE_MS_S, port, &rc, log, sizeof(log));
 
@@ -106,11 +115,15 @@ START_TEST(cached_then_sold_again_after_restore)
         ck_assert_msg(st == 202, "status %d (log %s)", st, log);
         /* The first sold-out answer comes from Redis and marks the bucket empty. */
         e0 = evalsha_calls(rc);
-        ck_assert_int_eq(buy(port, vid, 2, &code), 409);
+        ck_assert_int_eq(buy_body(port, vid, 2, &code, from_redis, sizeof(from_redis)), 409);
         ck_assert_int_eq(code, 10005);
         ck_assert_int_eq(evalsha_calls(rc), e0 + 1);
         ck_assert_int_eq(hits(port), 0);
-        /* From now on: 10005 from the cache, no EVALSHA, nothing changed in Redis. */
+        /* From now on: 10005 from the cache, no EVALSHA, nothing changed in Redis; its
+         * body (the shared response, http.c) is the same bytes as the answer from Redis. */
+        ck_assert_int_eq(buy_body(port, vid, 99, &code, from_cache, sizeof(from_cache)), 409);
+        ck_assert_str_eq(from_cache, from_redis);
+        ck_assert_str_eq(from_cache, "{\"code\":10005,\"message\":\"sold out\"}");
         snap0 = sk_test_snapshot(&g_conf, rc);
         for (i = 0; i < 20; i++) {
                 ck_assert_int_eq(buy(port, vid, 100 + i, &code), 409);
@@ -120,7 +133,7 @@ START_TEST(cached_then_sold_again_after_restore)
         ck_assert_int_eq(buy(port, vid, 1, &code), 409);
         ck_assert_int_eq(code, 10005);
         ck_assert_int_eq(evalsha_calls(rc), e0 + 1);
-        ck_assert_int_eq(hits(port), 21);
+        ck_assert_int_eq(hits(port), 22);
         snap1 = sk_test_snapshot(&g_conf, rc);
         ck_assert_str_eq(snap0, snap1);
         free(snap0);
