@@ -41,6 +41,13 @@
 #      BENCH_AUTH (both | header | jwt), SK_MINT (build/tests/sk-mint-jwt),
 #      BENCH_METRICS_OUT (a file prefix: FILE.<run> gets the front's /metrics after the sale, e.g. its
 #      seckill_front_purchase_seconds histogram of the requests that reached Redis).
+#      BENCH_PERF (a file prefix: FILE.<run> and FILE.const_<run> get a perf profile of the
+#      front and of its constant server while wrk runs; BENCH_PERF_ARGS, default
+#      "-e cpu-clock -g", e.g. "--call-graph dwarf" for the front's own callers). A profiled
+#      run is slower: its rates are not figures.
+#      Each run also prints <run>_front_cpu_us_per_req and const_<run>_cpu_us_per_req: the
+#      process's CPU (utime + stime, /proc/PID/stat) over wrk's requests, which moves less
+#      with the machine's load than the rates do.
 #      Redis at 127.0.0.1:6379 (redis-cli, redis-benchmark). Figures only, never asserted
 #      (DESIGN.md: speed is not a test); record runs in bench/README.md.
 set -euo pipefail
