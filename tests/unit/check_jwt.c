@@ -83,6 +83,36 @@ START_TEST(b64url_is_strict)
 }
 END_TEST
 
+/* Every length 0..200 round-trips (the decoder's four-character groups and its tail),
+ * an output one byte short is refused, and any byte outside the alphabet at any
+ * position is refused. */
+START_TEST(b64url_round_trips_and_bounds)
+{
+        unsigned char in[200], out[200];
+        char enc[SK_B64URL_ENCODED_LEN(200) + 1];
+        size_t len, pos;
+        long n;
+
+        for (len = 0; len < sizeof(in); len++)
+                in[len] = (unsigned char)(len * 37 + 11);
+        for (len = 0; len <= sizeof(in); len++) {
+                n = sk_b64url_encode(in, len, enc, sizeof(enc));
+                ck_assert_int_eq(n, (long)SK_B64URL_ENCODED_LEN(len));
+                ck_assert_int_eq(sk_b64url_decode(enc, (size_t)n, out, sizeof(out)), (long)len);
+                ck_assert(len == 0 || !memcmp(in, out, len));
+                if (len)
+                        ck_assert_int_eq(sk_b64url_decode(enc, (size_t)n, out, len - 1), -1);
+                for (pos = 0; pos < (size_t)n; pos += 7) {
+                        char keep = enc[pos];
+
+                        enc[pos] = (char)(pos % 2 ? '=' : 0x80);
+                        ck_assert_int_eq(sk_b64url_decode(enc, (size_t)n, out, sizeof(out)), -1);
+                        enc[pos] = keep;
+                }
+        }
+}
+END_TEST
+
 /* -------------------------------------------------------------- valid tokens ---- */
 
 START_TEST(valid_tokens_of_each_alg)
@@ -413,6 +443,7 @@ static Suite *suite(void)
         TCase *tc = tcase_create("b64url");
 
         tcase_add_test(tc, b64url_is_strict);
+        tcase_add_test(tc, b64url_round_trips_and_bounds);
         suite_add_tcase(s, tc);
         tc = tcase_create("signatures");
         tcase_add_test(tc, valid_tokens_of_each_alg);
