@@ -34,14 +34,24 @@ if [[ ! -x $SK_BIN/seckill-front || ! -x $SK_BUILD/tests/sk-mint-jwt ]]; then
         cmake -S "$REPO" -B "$SK_BUILD" >/dev/null && cmake --build "$SK_BUILD" -j2 >/dev/null ||
                 { echo "demo --queue: build failed" >&2; exit 3; }
 fi
-# The local stack, started only when one of its services is not up (a running one is left alone).
-if "$REPO/scripts/stack.sh" status 2>/dev/null | awk '$1 ~ /^(redis|mariadb|kafka)$/ && $3 != "up" {bad = 1} END {exit !bad}'; then
+# The local stack, started only when one of its services is not up (a running one is left
+# alone); what this run started it stops at the end, as scripts/demo.sh does.
+STARTED=$("$REPO/scripts/stack.sh" status 2>/dev/null |
+        awk '$1 ~ /^(redis|mariadb|kafka)$/ && $3 != "up" && !seen[$1]++ {printf "%s ", $1}')
+if [[ -n $STARTED ]]; then
         "$REPO/scripts/stack.sh" up >/dev/null 2>&1 || { echo "demo --queue: scripts/stack.sh up failed" >&2; exit 3; }
 fi
 eval "$("$REPO/scripts/stack.sh" env)"
 . "$REPO/tests/support/ft.sh"
 FT_NAME=demo_queue
 ft_init demo_queue
+stop_started() {
+        [[ -n $STARTED ]] || return 0
+        ft_log "stopping what this run started: $STARTED"
+        # shellcheck disable=SC2086 # one word per service
+        "$REPO/scripts/stack.sh" down $STARTED >/dev/null 2>&1 || ft_log "scripts/stack.sh down $STARTED failed"
+}
+FT_CLEANUP_LAST+=(stop_started)
 mkdir -p "$OUT"
 MINT=$SK_BUILD/tests/sk-mint-jwt
 "$MINT" gen "$FT_WORK/keys" >/dev/null || ft_die "sk-mint-jwt gen"
